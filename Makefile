@@ -1,0 +1,55 @@
+# npkit — top-level build.  `make` sets up everything a fresh machine needs
+# (Debian packages, a Python venv with pinned packages, the C emulator core).
+SHELL := /bin/bash
+PY_SYS ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+NPK := $(VENV)/bin/npk
+STAMP := .build
+APT_PKGS := build-essential binutils graphviz tshark
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: all deps venv emulator test demo bench lint clean
+
+all: deps venv emulator
+
+$(STAMP):
+	mkdir -p $(STAMP)
+
+# System packages: installed only when missing, so repeat runs are quick.
+deps: $(STAMP)/apt.ok
+$(STAMP)/apt.ok: | $(STAMP)
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	touch $@
+
+venv: $(STAMP)/venv.ok
+$(STAMP)/venv.ok: pyproject.toml constraints.txt | $(STAMP)
+	test -x $(PY) || $(PY_SYS) -m venv $(VENV)
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $@
+
+emulator: venv
+	$(MAKE) -C emulator PY=$(CURDIR)/$(PY)
+
+test: all
+	$(PY) -m pytest -q -n 2 tests
+
+demo: all
+	$(NPK) demo
+
+bench: all
+	$(NPK) bench --json > bench.json
+	@cat bench.json
+
+lint: venv
+	$(VENV)/bin/ruff check asm emulator toolchain xscale tests
+
+clean:
+	rm -rf $(STAMP) bench.json
+	$(MAKE) -C emulator clean

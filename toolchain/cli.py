@@ -1,0 +1,35 @@
+"""The `npk` command line: a thin Click layer over the library modules.
+
+Each area of the tree owns its subcommands; this module only assembles them,
+importing lazily so `npk --help` stays fast and one area's import error does
+not hide the others' commands.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# subcommand name -> "module:attribute" of a click.Command
+SUBCOMMANDS: dict[str, str] = {
+    "bench": "npkit.toolchain.bench:bench_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = SUBCOMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="npkit")
+def main() -> None:
+    """npkit: assemble, emulate and measure IXP2800 microengine code."""

@@ -1,0 +1,1 @@
+"""npkit: microcode toolkit and emulator for IXP2800-class network processors."""
