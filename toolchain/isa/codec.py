@@ -1,0 +1,929 @@
+"""Encoder and decoder for physical MEv2 instructions, driven by mev2.yaml.
+
+`encode("alu[a1, a2, +, 0x10]") -> int` takes an instruction whose operands are
+physical (registers a3/b7/@a5/$2/$$5/n$1/*l$index0[2]..., numbers, CSR and
+input-state names, signal numbers `sN`, branch targets as addresses or names a
+resolver turns into addresses).  `decode(word) -> str` gives text that encodes
+back to the same word for every word `encode` can produce.
+
+Field positions, class patterns and enum values come from the YAML; the
+per-family functions below only say which operand goes in which field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import model
+from .model import ClassDef
+from .operands import (
+    NONE,
+    Op,
+    OperandError,
+    encode_restricted,
+    encode_unrestricted,
+    parse_physical,
+)
+from .syntax import SplitInstr, SyntaxProblem, Token, split_instruction
+
+
+class EncodeError(ValueError):
+    """The instruction cannot be encoded; `arg` is the index of the operand at fault."""
+
+    def __init__(self, message: str, arg: int | None = None):
+        super().__init__(message)
+        self.arg = arg
+
+
+Resolver = Callable[[str], int | None]
+
+
+@dataclass
+class _Ctx:
+    split: SplitInstr
+    resolve: Resolver | None
+    ctx_mode: int
+    used_tokens: set[int]
+
+    def arg(self, i: int) -> str:
+        if i >= len(self.split.args):
+            raise EncodeError(f"'{self.split.mnemonic}' needs more operands", None)
+        return self.split.args[i]
+
+    def op(self, i: int) -> Op:
+        try:
+            return parse_physical(self.arg(i))
+        except OperandError as e:
+            raise EncodeError(str(e), i) from None
+
+    def number(self, i: int, what: str = "a constant") -> int:
+        text = self.arg(i)
+        try:
+            return int(text, 0)
+        except ValueError:
+            pass
+        if self.resolve is not None:
+            val = self.resolve(text)
+            if val is not None:
+                return val
+        raise EncodeError(f"expected {what}, got '{text}'", i)
+
+    def token(self, name: str) -> Token | None:
+        for k, tok in enumerate(self.split.tokens):
+            if tok.name.lower() == name:
+                self.used_tokens.add(k)
+                return tok
+        return None
+
+    def nargs(self, *allowed: int) -> int:
+        n = len(self.split.args)
+        if n not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise EncodeError(f"'{self.split.mnemonic}' takes {want} operands, got {n}")
+        return n
+
+
+def _cls(name: str) -> ClassDef:
+    return model.isa().classes[name]
+
+
+def _enum(name: str) -> dict:
+    return model.isa().enums[name]
+
+
+def _lookup_enum(table: str, key: str, ctx_arg: int | None = None) -> int:
+    enum = _enum(table)
+    for k, v in enum.items():
+        if str(k).lower() == key.lower():
+            return v
+    raise EncodeError(f"unknown {table.replace('_', ' ')} '{key}'", ctx_arg)
+
+
+def _reverse(table: str) -> dict[int, str]:
+    return {v: str(k) for k, v in _enum(table).items()}
+
+
+# ---- operand pairs -------------------------------------------------------------
+
+
+def _pair_unrestricted(a: Op, b: Op) -> tuple[int, int, int]:
+    """(a_field, b_field, swap) for two logical sources in unrestricted fields."""
+    for swap, (fa, fb) in ((0, (a, b)), (1, (b, a))):
+        try:
+            return encode_unrestricted(fa, "a", False), encode_unrestricted(fb, "b", False), swap
+        except OperandError:
+            continue
+    raise EncodeError(_bank_conflict(a, b))
+
+
+def _pair_restricted(a: Op, b: Op) -> tuple[int, int, int, int]:
+    """(a_field, b_field, swap, imm_msb) for restricted fields."""
+    last: OperandError | None = None
+    for swap, (fa, fb) in ((0, (a, b)), (1, (b, a))):
+        try:
+            va, ma = encode_restricted(fa, "a", False)
+            vb, mb = encode_restricted(fb, "b", False)
+        except OperandError as e:
+            last = e
+            continue
+        msbs = {m for m in (ma, mb) if m is not None and not (m == 0 and _is_none(fa, fb, m))}
+        if len(msbs) > 1:
+            raise EncodeError("both constants must share bit 7 (one immediate MSB per instruction)")
+        return va, vb, swap, (msbs.pop() if msbs else 0)
+    if last is not None and "absolute" in str(last):
+        raise EncodeError(str(last))
+    raise EncodeError(_bank_conflict(a, b))
+
+
+def _is_none(fa: Op, fb: Op, m: int) -> bool:
+    return fa.kind == "none" or fb.kind == "none"
+
+
+def _bank_conflict(a: Op, b: Op) -> str:
+    if a.is_reg and b.is_reg and a.bank == b.bank:
+        return f"{a.text()} and {b.text()} are both in bank {a.bank.upper()}: one source must be in A, the other in B"
+    return f"operands {a.text()} and {b.text()} cannot be encoded together"
+
+
+def _dest_unrestricted(op: Op) -> tuple[int, int]:
+    """(dest field, dest_bank) for a 10-bit destination."""
+    bank = 1 if op.bank == "b" else 0
+    try:
+        return encode_unrestricted(op, op.bank or "a", True), bank
+    except OperandError as e:
+        raise EncodeError(str(e), 0) from None
+
+
+def _dest_restricted(op: Op) -> tuple[int, int]:
+    bank = 1 if op.bank == "b" else 0
+    try:
+        val, _ = encode_restricted(op, op.bank or "a", True)
+        return val, bank
+    except OperandError as e:
+        raise EncodeError(str(e), 0) from None
+
+
+# ---- shifts ------------------------------------------------------------------------
+
+_SHIFT_RE = re.compile(r"^(<<|>>)\s*(rot)?\s*(indirect|\d+)$", re.IGNORECASE)
+
+
+def _encode_shift(text: str, dbl: bool = False) -> tuple[int, int]:
+    """(shift_type, shift_amt) for '<<N', '>>N', '<<rotN', '>>rotN', '<<indirect'."""
+    m = _SHIFT_RE.match(text.replace(" ", ""))
+    if not m:
+        raise EncodeError(f"expected a shift such as <<4, >>8, <<rot3 or >>indirect, got '{text}'")
+    direction, rot, amount = m[1], m[2], m[3].lower()
+    st = _enum("shift_type")
+    if amount == "indirect":
+        if rot:
+            raise EncodeError("rotate by indirect amount is not encodable")
+        if dbl:
+            return st["dbl_right"], 0
+        return (st["right"], 0) if direction == ">>" else (st["left"], 0)
+    n = int(amount)
+    if not 0 <= n <= 31:
+        raise EncodeError(f"shift amount {n} out of range (0-31)")
+    if dbl:
+        if direction != ">>" or rot or n == 0:
+            raise EncodeError("dbl_shf takes a right shift of 1-31 or >>indirect")
+        return st["dbl_right"], n
+    if rot:
+        left = n if direction == "<<" else (32 - n) & 31
+        return st["rot_left"], (32 - left) & 31
+    if n == 0:
+        return st["rot_left"], 0
+    if direction == ">>":
+        return st["right"], n
+    return st["left"], (32 - n) & 31
+
+
+def _decode_shift(stype: int, amt: int, dbl: bool = False) -> str:
+    st = _enum("shift_type")
+    if stype == st["dbl_right"]:
+        return ">>indirect" if amt == 0 else f">>{amt}"
+    if stype == st["rot_left"]:
+        n = (32 - amt) & 31
+        return "<<0" if n == 0 else f"<<rot{n}"
+    if stype == st["right"]:
+        return ">>indirect" if amt == 0 else f">>{amt}"
+    return "<<indirect" if amt == 0 else f"<<{(32 - amt) & 31}"
+
+
+# ---- families ----------------------------------------------------------------------
+
+
+def _defer(c: _Ctx, max_defer: int = 3) -> int:
+    tok = c.token("defer")
+    if tok is None:
+        return 0
+    if not tok.args or len(tok.args) != 1 or not tok.args[0].isdigit():
+        raise EncodeError("defer takes a count, e.g. defer[1]")
+    n = int(tok.args[0])
+    if not 0 <= n <= max_defer:
+        raise EncodeError(f"defer[{n}] out of range (0-{max_defer})")
+    return n
+
+
+def _target(c: _Ctx, i: int) -> int:
+    t = c.number(i, "a branch target")
+    if not 0 <= t < (1 << 13):
+        raise EncodeError(f"branch target {t} outside the control store", i)
+    return t
+
+
+def enc_alu(c: _Ctx) -> int:
+    n = c.nargs(4, 5)
+    if n == 5:
+        return enc_alu_shf(c)
+    cls = _cls("alu")
+    op_name = c.arg(2)
+    op = _lookup_enum("alu_op", op_name, 2)
+    if op_name.lower() in ("pop_count1", "pop_count2", "pop_count3", "cam_clear", "crc"):
+        raise EncodeError(f"'{op_name}' is not an alu operation", 2)
+    dest, bank = _dest_unrestricted(c.op(0))
+    fa, fb, swap = _pair_unrestricted(c.op(1), c.op(3))
+    w = cls.value
+    for f, v in (("dest", dest), ("dest_bank", bank), ("op", op), ("a_src", fa), ("b_src", fb), ("swap", swap)):
+        w = cls.put(w, f, v)
+    return w
+
+
+def _alu_special(c: _Ctx, op_name: str, dest: Op, a: Op, b: Op, force_swap: int | None = None) -> int:
+    cls = _cls("alu")
+    d, bank = _dest_unrestricted(dest) if dest.kind != "imm" else (0x300 | dest.index, 0)
+    if force_swap is None:
+        fa, fb, swap = _pair_unrestricted(a, b)
+    else:
+        src = b if force_swap else a
+        try:
+            fa = encode_unrestricted(src, "a", False)
+        except OperandError as e:
+            raise EncodeError(f"{e} (this operand must be in bank A)") from None
+        fb, swap = 0x300, force_swap
+    w = cls.value
+    for f, v in (("dest", d), ("dest_bank", bank), ("op", _enum("alu_op")[op_name]),
+                 ("a_src", fa), ("b_src", fb), ("swap", swap)):  # fmt: skip
+        w = cls.put(w, f, v)
+    return w
+
+
+def enc_pop_count(c: _Ctx) -> int:
+    m = c.split.mnemonic.lower()
+    if m == "pop_count3":
+        c.nargs(2)
+        return _alu_special(c, m, c.op(0), NONE, c.op(1))
+    c.nargs(1)
+    return _alu_special(c, m, NONE, NONE, c.op(0))
+
+
+def enc_find_bset(c: _Ctx) -> int:
+    m = c.split.mnemonic.lower()
+    if m == "find_bset":
+        c.nargs(2)
+        return _alu_special(c, m, c.op(0), NONE, c.op(1))
+    c.nargs(3)
+    return _alu_special(c, m, c.op(0), c.op(1), c.op(2))
+
+
+def enc_cam(c: _Ctx) -> int:
+    m = c.split.mnemonic.lower()
+    if m == "cam_clear":
+        c.nargs(0)
+        return _alu_special(c, m, NONE, NONE, NONE)
+    if m == "cam_lookup":
+        c.nargs(2)
+        lm = 0
+        for k in (0, 1):
+            tok = c.token(f"lm_addr{k}")
+            if tok is not None:
+                if not tok.args or len(tok.args) != 1 or not tok.args[0].isdigit() or int(tok.args[0]) > 3:
+                    raise EncodeError(f"lm_addr{k} takes an entry 0-3, e.g. lm_addr{k}[0]")
+                lm = (1 << k) | (int(tok.args[0]) << 2)
+        return _alu_special(c, m, c.op(0), c.op(1), Op("imm", lm))
+    if m in ("cam_read_tag", "cam_read_state"):
+        c.nargs(2)
+        return _alu_special(c, m, c.op(0), NONE, c.op(1))
+    if m == "cam_write":
+        c.nargs(3)
+        state = c.number(2, "a CAM state (0-15)")
+        return _cam_write(m, entry=c.op(0), tag=c.op(1), state=state)
+    c.nargs(2)  # cam_write_state[entry, state]
+    state = c.number(1, "a CAM state (0-15)")
+    return _cam_write(m, entry=c.op(0), tag=NONE, state=state)
+
+
+def _cam_write(m: str, entry: Op, tag: Op, state: int) -> int:
+    cls = _cls("alu")
+    if not 0 <= state <= 15:
+        raise EncodeError(f"CAM state {state} out of range (0-15)")
+    try:
+        fb = encode_unrestricted(entry, "b", False)
+        fa = encode_unrestricted(tag, "a", False)
+    except OperandError as e:
+        raise EncodeError(f"{e} (cam_write: entry in bank B or constant, tag in bank A)") from None
+    w = cls.value
+    for f, v in (("dest", 0x300 | state), ("op", _enum("alu_op")[m]), ("a_src", fa), ("b_src", fb)):
+        w = cls.put(w, f, v)
+    return w
+
+
+def enc_crc(c: _Ctx) -> int:
+    c.nargs(3)
+    cls = _cls("alu")
+    crc_type = _lookup_enum("crc_type", c.arg(0), 0)
+    nbytes = _enum("crc_bytes")["bytes_0_3"]
+    for name, val in _enum("crc_bytes").items():
+        if c.token(str(name)) is not None or c.token("crc_" + str(name)) is not None:
+            nbytes = val
+    bit_swap = 1 if c.token("bit_swap") is not None else 0
+    le = 1 if c.split.mnemonic.lower() == "crc_le" else 0
+    w = _alu_special(c, "crc", c.op(1), c.op(2), NONE, force_swap=1)
+    w = cls.put(w, "b_src", 0x300)
+    for f, v in (("crc_type", crc_type), ("crc_bytes", nbytes), ("crc_bit_swap", bit_swap), ("crc_le", le)):
+        w = cls.put(w, f, v)
+    return w
+
+
+def enc_alu_shf(c: _Ctx) -> int:
+    c.nargs(5)
+    op_name = c.arg(2)
+    op = _lookup_enum("alu_shf_op", op_name, 2)
+    if op_name.lower() == "byte_align":
+        raise EncodeError("use byte_align_be[] or byte_align_le[]", 2)
+    stype, amt = _encode_shift(c.arg(4))
+    return _alu_shf_word(c.op(0), c.op(1), op, c.op(3), stype, amt)
+
+
+def _alu_shf_word(dest: Op, a: Op, op: int, b: Op, stype: int, amt: int) -> int:
+    cls = _cls("alu_shf")
+    d, bank = _dest_restricted(dest)
+    fa, fb, swap, msb = _pair_restricted(a, b)
+    w = cls.value
+    for f, v in (("dest", d), ("dest_bank", bank), ("op", op), ("a_src", fa), ("b_src", fb),
+                 ("swap", swap), ("imm_msb", msb), ("shift_type", stype), ("shift_amt", amt)):  # fmt: skip
+        w = cls.put(w, f, v)
+    return w
+
+
+def enc_dbl_shf(c: _Ctx) -> int:
+    c.nargs(4)
+    stype, amt = _encode_shift(c.arg(3), dbl=True)
+    return _alu_shf_word(c.op(0), c.op(1), 0, c.op(2), stype, amt)
+
+
+def enc_asr(c: _Ctx) -> int:
+    c.nargs(3)
+    stype, amt = _encode_shift(c.arg(2))
+    return _alu_shf_word(c.op(0), NONE, _enum("alu_shf_op")["asr"], c.op(1), stype, amt)
+
+
+def enc_byte_align(c: _Ctx) -> int:
+    c.nargs(2)
+    st = _enum("shift_type")
+    stype = st["right"] if c.split.mnemonic.lower().endswith("be") else st["left"]
+    return _alu_shf_word(c.op(0), c.op(1), _enum("alu_shf_op")["byte_align"], NONE, stype, 0)
+
+
+def enc_ld_field(c: _Ctx) -> int:
+    n = c.nargs(3, 4)
+    cls = _cls("ld_field")
+    mask_text = c.arg(1)
+    if not re.fullmatch(r"[01]{4}", mask_text):
+        raise EncodeError(f"byte mask must be four binary digits like 0011, got '{mask_text}'", 1)
+    stype, amt = _encode_shift(c.arg(3)) if n == 4 else (0, 0)
+    dest, src = c.op(0), c.op(2)
+    dest_is_b = 1 if dest.bank == "b" else 0
+    try:
+        if dest_is_b:
+            fb, _ = encode_restricted(dest, "b", True)
+            fa, msb = encode_restricted(src, "a", False)
+        else:
+            fa, _ = encode_restricted(dest, "a", True)
+            fb, msb = encode_restricted(src, "b", False)
+    except OperandError as e:
+        raise EncodeError(f"{e} (ld_field: destination and source must be in different banks)") from None
+    w = cls.value
+    for f, v in (("a_src", fa), ("b_src", fb), ("dest_is_b", dest_is_b), ("imm_msb", msb or 0),
+                 ("byte_mask", int(mask_text, 2)), ("shift_type", stype), ("shift_amt", amt),
+                 ("w_clr", 1 if c.split.mnemonic.lower() == "ld_field_w_clr" else 0),
+                 ("load_cc", 1 if c.token("load_cc") is not None else 0)):  # fmt: skip
+        w = cls.put(w, f, v)
+    return w
+
+
+def enc_immed(c: _Ctx) -> int:
+    cls = _cls("immed")
+    m = c.split.mnemonic.lower()
+    dest = NONE if m == "nop" else c.op(0)
+    if m == "nop":
+        c.nargs(0)
+        kind, value, shift, invert, hi = 0, 0, 0, 0, 0
+    elif m == "immed":
+        n = c.nargs(2, 3)
+        val = c.number(1) & 0xFFFFFFFF
+        if n == 3:
+            sm = re.fullmatch(r"<<\s*(0|8|16|24)", c.arg(2).replace(" ", ""))
+            if not sm:
+                raise EncodeError("immed shift must be <<0, <<8, <<16 or <<24", 2)
+            shifts = [int(sm[1]) // 8]
+        else:
+            shifts = [0, 1, 2]
+        for s in shifts:
+            if n == 3:
+                pre = val  # value is given before the shift
+            else:
+                if val & ((1 << (8 * s)) - 1):
+                    continue
+                pre = val >> (8 * s)
+            if pre < 0x10000:
+                invert = 0
+                break
+            if (~pre & 0xFFFFFFFF) < 0x10000 and n == 3 or (n == 2 and s == 0 and (~val & 0xFFFFFFFF) < 0x10000):
+                invert, pre = 1, (~pre & 0xFFFFFFFF)
+                break
+        else:
+            raise EncodeError(
+                f"0x{val:x} is not encodable in one immed (16 bits, optionally inverted or "
+                "shifted by a byte); use immed_w0 and immed_w1",
+                1,
+            )
+        kind, value, shift, hi = 0, pre & 0xFF, s, (pre >> 8) & 0xFF
+    elif m.startswith("immed_b"):
+        c.nargs(2)
+        val = c.number(1)
+        if not 0 <= val <= 0xFF:
+            raise EncodeError(f"{m} takes an 8-bit constant, got 0x{val:x}", 1)
+        kind, value, shift, invert, hi = 1, val, int(m[-1]), 0, 0
+    else:  # immed_w0 / immed_w1
+        c.nargs(2)
+        val = c.number(1)
+        if not 0 <= val <= 0xFFFF:
+            raise EncodeError(f"{m} takes a 16-bit constant, got 0x{val:x}", 1)
+        kind, value, shift, invert, hi = 2, val & 0xFF, 2 * int(m[-1]), 0, val >> 8
+    try:
+        if dest.bank == "b":
+            fb = encode_unrestricted(dest, "b", True)
+            fa = 0x300 | value
+        else:
+            fa = encode_unrestricted(dest, "a", True)
+            fb = 0x300 | value
+    except OperandError as e:
+        raise EncodeError(str(e), 0) from None
+    w = cls.value
+    for f, v in (("a_src", fa), ("b_src", fb), ("kind", kind), ("shift", shift), ("invert", invert), ("hi_byte", hi)):
+        w = cls.put(w, f, v)
+    return w
+
+
+_BCC = {"beq": "eq", "bne": "ne", "bmi": "mi", "bpl": "pl", "bcs": "cs", "bhs": "cs",
+        "bcc": "cc", "blo": "cc", "bvs": "vs", "bvc": "vc", "bge": "ge", "blt": "lt",
+        "ble": "le", "bgt": "gt"}  # fmt: skip
+
+
+def enc_branch(c: _Ctx) -> int:
+    cls = _cls("branch")
+    m = c.split.mnemonic.lower()
+    conds, stages = _enum("branch_cond"), _enum("branch_stage")
+    param = 0
+    if m in _BCC:
+        c.nargs(1)
+        cond, stage, tgt = conds[_BCC[m]], stages["cc"], _target(c, 0)
+    elif m == "br":
+        c.nargs(1)
+        cond, stage, tgt = conds["always"], stages["always"], _target(c, 0)
+    elif m in ("br=ctx", "br!=ctx"):
+        c.nargs(2)
+        param = c.number(0, "a context number")
+        if not 0 <= param <= 7:
+            raise EncodeError(f"context {param} out of range (0-7)", 0)
+        cond = conds["ctx_eq" if m == "br=ctx" else "ctx_ne"]
+        stage, tgt = stages["ctx"], _target(c, 1)
+    elif m in ("br_signal", "br_!signal"):
+        c.nargs(2)
+        param = _signal_number(c, 0)
+        cond = conds["signal" if m == "br_signal" else "no_signal"]
+        stage, tgt = stages["signal"], _target(c, 1)
+    else:  # br_inp_state / br_!inp_state
+        c.nargs(2)
+        param = _lookup_enum("input_state", c.arg(0), 0)
+        cond = conds["inp_state" if m == "br_inp_state" else "no_inp_state"]
+        stage, tgt = stages["inp_state"], _target(c, 1)
+    c.token("guess_branch")
+    w = cls.value
+    for f, v in (("cond", cond), ("stage", stage), ("param", param), ("target", tgt), ("defer", _defer(c))):
+        w = cls.put(w, f, v)
+    return w
+
+
+def _signal_number(c: _Ctx, i: int) -> int:
+    text = c.arg(i)
+    m = re.fullmatch(r"s(\d+)", text)
+    n = int(m[1]) if m else c.number(i, "a signal")
+    if not 1 <= n <= 15:
+        raise EncodeError(f"signal {n} out of range (1-15)", i)
+    return n
+
+
+def enc_br_bit(c: _Ctx) -> int:
+    c.nargs(3)
+    cls = _cls("br_bit")
+    reg = c.op(0)
+    bit = c.number(1, "a bit position")
+    if not 0 <= bit <= 31:
+        raise EncodeError(f"bit position {bit} out of range (0-31)", 1)
+    posfield = Op("imm", (bit + 1) & 31)
+    try:
+        if reg.bank == "b":
+            fb, _ = encode_restricted(reg, "b", False)
+            fa, _ = encode_restricted(posfield, "a", False)
+        else:
+            fa, _ = encode_restricted(reg, "a", False)
+            fb, _ = encode_restricted(posfield, "b", False)
+    except OperandError as e:
+        raise EncodeError(str(e), 0) from None
+    w = cls.value
+    for f, v in (("a_src", fa), ("b_src", fb), ("set", 1 if c.split.mnemonic.lower() == "br_bset" else 0),
+                 ("target", _target(c, 2)), ("defer", _defer(c))):  # fmt: skip
+        w = cls.put(w, f, v)
+    return w
+
+
+def enc_br_byte(c: _Ctx) -> int:
+    c.nargs(4)
+    cls = _cls("br_byte")
+    reg, value = c.op(0), c.op(2)
+    byte_no = c.number(1, "a byte number")
+    if not 0 <= byte_no <= 3:
+        raise EncodeError(f"byte number {byte_no} out of range (0-3)", 1)
+    try:
+        if value.kind == "imm" and reg.bank != "b":
+            fa, _ = encode_restricted(reg, "a", False)
+            fb, msb = encode_restricted(value, "b", False)
+        else:
+            fb, _ = encode_restricted(reg, "b", False)
+            fa, msb = encode_restricted(value, "a", False)
+            if value.kind != "imm" and fb & 0x20:
+                raise OperandError("compare value")
+    except OperandError:
+        raise EncodeError("br=byte: the register must be in bank B when the compare value is a register") from None
+    w = cls.value
+    for f, v in (("a_src", fa), ("b_src", fb), ("imm_msb", msb or 0), ("byte_no", byte_no),
+                 ("equal", 1 if c.split.mnemonic.lower() == "br=byte" else 0),
+                 ("target", _target(c, 3)), ("defer", _defer(c))):  # fmt: skip
+        w = cls.put(w, f, v)
+    return w
+
+
+def enc_jump(c: _Ctx) -> int:
+    cls = _cls("jump")
+    m = c.split.mnemonic.lower()
+    if m == "rtn":
+        c.nargs(1)
+        tgt, rtn = 0, 1
+    else:
+        c.nargs(2)
+        tgt, rtn = _target(c, 1), 0
+    src = c.op(0)
+    try:
+        if src.bank == "a":
+            fa = encode_unrestricted(src, "a", False)
+            fb = 0x300 | (tgt & 0xFF)
+        else:
+            fb = encode_unrestricted(src, "b", False)
+            fa = tgt & 0xFF
+            if fb & 0x300 == 0x300:
+                raise OperandError("a jump source must be a register")
+    except OperandError as e:
+        raise EncodeError(str(e), 0) from None
+    w = cls.value
+    for f, v in (("a_src", fa), ("b_src", fb), ("target_hi", tgt >> 8), ("rtn", rtn), ("defer", _defer(c))):
+        w = cls.put(w, f, v)
+    return w
+
+
+def enc_ctx_arb(c: _Ctx) -> int:
+    cls = _cls("ctx_arb")
+    w = cls.value
+    if c.split.mnemonic.lower() == "halt":
+        c.nargs(0)
+        return cls.put(w, "bpt", 1)
+    sigs = 0
+    for i, a in enumerate(c.split.args):
+        al = a.lower()
+        if al == "voluntary":
+            w = cls.put(w, "voluntary", 1)
+        elif al == "kill":
+            w = cls.put(w, "any", 1)
+        elif al == "bpt":
+            w = cls.put(w, "bpt", 1)
+        elif al == "--":
+            w = cls.put(w, "dashes", 1)
+        else:
+            sigs |= 1 << _signal_number(c, i)
+    w = cls.put(w, "sigs", sigs >> 1)
+    if c.token("any") is not None:
+        w = cls.put(w, "any", 1)
+    tok = c.token("br")
+    if tok is not None:
+        if not tok.args or len(tok.args) != 1:
+            raise EncodeError("br[] after ctx_arb takes one target")
+        tgt = _resolve_token_target(c, tok.args[0])
+        w = cls.put(cls.put(w, "br_enable", 1), "target", tgt)
+    return cls.put(w, "defer", _defer(c, 2))
+
+
+def _resolve_token_target(c: _Ctx, text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        val = c.resolve(text) if c.resolve else None
+        if val is None:
+            raise EncodeError(f"unknown branch target '{text}'") from None
+        return val
+
+
+def _csr_address(c: _Ctx, i: int, table: dict[str, int], prefix: str) -> int:
+    text = c.arg(i)
+    up = text.upper()
+    if up in table:
+        return table[up]
+    m = re.fullmatch(prefix + r"([0-9a-fA-F]+)", text, re.IGNORECASE)
+    if m:
+        return int(m[1], 16)
+    return c.number(i, "a CSR name")
+
+
+def enc_local_csr(c: _Ctx) -> int:
+    cls = _cls("local_csr")
+    m = c.split.mnemonic.lower()
+    addr = _csr_address(c, 0, model.isa().local_csrs, "local_csr_")
+    if addr % 4 or not 0 <= addr < 0x2000:
+        raise EncodeError(f"local CSR address 0x{addr:x} is not a valid CSR", 0)
+    w = cls.put(cls.value, "csr", addr >> 2)
+    if m == "local_csr_rd":
+        c.nargs(1)
+        return cls.put(cls.put(w, "a_src", 0), "b_src", 0x300)
+    c.nargs(2)
+    src = c.op(1)
+    try:
+        if src.is_reg and src.bank == "a":
+            fa, fb = encode_unrestricted(src, "a", False), 0x300
+        elif src.kind == "imm":
+            fa = fb = encode_unrestricted(src, "b", False)
+        else:
+            fa, fb = 0x300, encode_unrestricted(src, "b", False)
+    except OperandError as e:
+        raise EncodeError(str(e), 1) from None
+    for f, v in (("write", 1), ("a_src", fa), ("b_src", fb)):
+        w = cls.put(w, f, v)
+    return w
+
+
+_MUL_TOKEN = re.compile(r"^(start|24x8|16x16|32x32)(?:_(step[1-4]|last2?))?$", re.IGNORECASE)
+
+
+def enc_mul_step(c: _Ctx) -> int:
+    cls = _cls("mul_step")
+    c.nargs(2)
+    kind = None
+    for k, tok in enumerate(c.split.tokens):
+        mm = _MUL_TOKEN.match(tok.name)
+        if mm:
+            c.used_tokens.add(k)
+            kind = mm
+    if kind is None:
+        raise EncodeError("mul_step needs a step token such as 32x32_step1, 24x8_last or start")
+    size = _enum("mul_size")[kind[1].lower()]
+    step = (kind[2] or "").lower()
+    w = cls.put(cls.value, "mul_size", size)
+    if step.startswith("last"):
+        dest = c.op(0)
+        try:
+            fa = encode_unrestricted(dest, dest.bank or "a", True)
+        except OperandError as e:
+            raise EncodeError(str(e), 0) from None
+        for f, v in (("a_src", fa), ("b_src", 0x300), ("last", 1), ("last_bank", 1 if dest.bank == "b" else 0),
+                     ("step", 1 if step == "last2" else 0)):  # fmt: skip
+            w = cls.put(w, f, v)
+        return w
+    fa, fb, swap = _pair_unrestricted(c.op(0), c.op(1))
+    stepn = int(step[-1]) - 1 if step else 0
+    for f, v in (("a_src", fa), ("b_src", fb), ("swap", swap), ("step", stepn)):
+        w = cls.put(w, f, v)
+    return w
+
+
+# ---- memory and unit commands ----------------------------------------------------------
+
+_UNIT_CLASS = {"sram": "sram", "scratch": "scratch", "dram": "dram", "msf": "msf", "pci": "pci", "cap": "cap"}
+
+
+def _signal_fields(c: _Ctx, allow: bool = True) -> tuple[int, int]:
+    """(sig, sig_mode) from ctx_swap[]/sig_done[]/defer[] tokens."""
+    swap, done = c.token("ctx_swap"), c.token("sig_done")
+    if swap is not None and done is not None:
+        raise EncodeError("use either ctx_swap[] or sig_done[], not both")
+    tok = swap or done
+    if tok is None:
+        return 0, 3
+    if not allow:
+        raise EncodeError(f"'{c.split.mnemonic}[{c.arg(0)}]' does not signal")
+    if not tok.args or len(tok.args) != 1:
+        raise EncodeError(f"{tok.name} takes one signal")
+    m = re.fullmatch(r"s(\d+)", tok.args[0])
+    if m is None:
+        val = c.resolve(tok.args[0]) if c.resolve else None
+        if val is None:
+            raise EncodeError(f"unknown signal '{tok.args[0]}'")
+        sig = val
+    else:
+        sig = int(m[1])
+    if not 1 <= sig <= 15:
+        raise EncodeError(f"signal {sig} out of range (1-15)")
+    if done is not None:
+        return sig, 3
+    return sig, _defer(c, 2)
+
+
+def _xfer_field(c: _Ctx, i: int, default_dram: bool) -> int:
+    op = c.op(i)
+    if op.kind not in ("xfer", "dxfer"):
+        raise EncodeError(f"expected a transfer register, got '{c.arg(i)}'", i)
+    is_dram = op.kind == "dxfer"
+    if is_dram == default_dram:
+        limit = 16 if c.ctx_mode == 8 else 32
+        if op.index >= limit:
+            raise EncodeError(f"transfer register {op.text()} out of range in {c.ctx_mode}-context mode", i)
+        return op.index
+    if c.ctx_mode != 8 or op.index > 15:
+        raise EncodeError(f"{op.text()} cannot be used with this command", i)
+    return 0x10 | op.index
+
+
+def _count(c: _Ctx, i: int) -> int:
+    text = c.arg(i)
+    m = re.fullmatch(r"max_(\d+)", text, re.IGNORECASE)
+    n = int(m[1]) if m else c.number(i, "a reference count")
+    if not 1 <= n <= 8:
+        raise EncodeError(f"reference count {n} out of range (1-8)", i)
+    return n - 1
+
+
+def enc_mem(c: _Ctx) -> int:
+    unit = c.split.mnemonic.lower()
+    if unit == "cap" and c.split.args and (c.arg(0).lower() == "fast_wr" or _is_cap_csr_form(c)):
+        return enc_cap_csr(c)
+    cls = _cls(_UNIT_CLASS[unit])
+    cmd_name = c.arg(0).lower()
+    table = _enum(f"{unit}_cmd")
+    if cmd_name not in table:
+        raise EncodeError(f"unknown {unit} command '{c.arg(0)}'", 0)
+    spec = table[cmd_name]
+    n = c.nargs(5 if spec.get("count") else 4)
+    default_dram = unit == "dram"
+    if spec.get("no_xfer") and not (spec.get("count") and unit == "dram"):
+        if c.arg(1) != "--":
+            raise EncodeError(f"{unit}[{cmd_name}] takes no transfer register: write --", 1)
+        xfer = 0
+    elif c.arg(1) == "--":
+        xfer = 0
+    else:
+        xfer = _xfer_field(c, 1, default_dram)
+    a, b = c.op(2), c.op(3)
+    if (a.kind == "imm" and a.index > 127) or (b.kind == "imm" and b.index > 127):
+        raise EncodeError("address constants in memory commands must be 0-127")
+    fa, fb = _address_pair(a, b)
+    sig, sig_mode = _signal_fields(c, allow=not spec.get("no_sig"))
+    w = cls.value
+    for f, v in (("cmd", spec["cmd"]), ("sub", spec.get("sub", 0)), ("xfer", xfer), ("a_src", fa),
+                 ("b_src", fb), ("sig", sig), ("sig_mode", sig_mode),
+                 ("ref_cnt", _count(c, 4) if n == 5 else 0)):  # fmt: skip
+        w = cls.put(w, f, v)
+    if c.token("ignore_data_error") is not None:
+        w = cls.put(w, "opt19", 1)
+    if c.token("indirect_ref") is not None:
+        w = cls.put(w, "indirect_ref", 1)
+    return w
+
+
+def _address_pair(a: Op, b: Op) -> tuple[int, int]:
+    """Memory addresses are a + b, so the operands may trade fields (as Intel's assembler does)."""
+    for x, y in ((a, b), (b, a)):
+        try:
+            return encode_restricted(x, "a", False)[0], encode_restricted(y, "b", False)[0]
+        except OperandError:
+            continue
+    raise EncodeError(
+        f"address operands {a.text()} and {b.text()} need one in bank A (or a constant) and one in bank B"
+    )
+
+
+def _is_cap_csr_form(c: _Ctx) -> bool:
+    return len(c.split.args) == 4 and c.split.args[2].upper() in model.isa().cap_csrs or (
+        len(c.split.args) == 4 and c.split.args[2].lower().startswith("csr_")
+    )
+
+
+def enc_cap_csr(c: _Ctx) -> int:
+    cls = _cls("cap_csr")
+    cmd = c.arg(0).lower()
+    w = cls.value
+    if cmd == "fast_wr":
+        c.nargs(3)
+        addr = _csr_address(c, 2, model.isa().cap_csrs, "csr_")
+        data_text = c.arg(1)
+        w = cls.put(w, "cmd", 0x3)
+        if data_text.upper() == "ALU":
+            w = cls.put(w, "cmd", 0x2)
+        else:
+            data = c.number(1, "fast_wr data")
+            if not 0 <= data < (1 << 14):
+                raise EncodeError("cap fast_wr data must fit 14 bits", 1)
+            w = cls.put(w, "fast_data", data)
+        w = cls.put(w, "sig_mode", 3)
+    else:
+        c.nargs(4)
+        if cmd not in ("read", "write"):
+            raise EncodeError(f"unknown cap command '{c.arg(0)}'", 0)
+        addr = _csr_address(c, 2, model.isa().cap_csrs, "csr_")
+        sig, sig_mode = _signal_fields(c)
+        for f, v in (("cmd", 1 if cmd == "write" else 0), ("xfer", _xfer_field(c, 1, False)),
+                     ("ref_cnt", _count(c, 3)), ("sig", sig), ("sig_mode", sig_mode)):  # fmt: skip
+            w = cls.put(w, f, v)
+    if not 0 <= addr <= 0xFFFF:
+        raise EncodeError(f"CAP CSR address 0x{addr:x} out of range", 2)
+    w = cls.put(cls.put(w, "csr_hi", addr >> 8), "csr_lo", addr & 0xFF)
+    if c.token("indirect_ref") is not None:
+        w = cls.put(w, "indirect_ref", 1)
+    return w
+
+
+def enc_hash(c: _Ctx) -> int:
+    cls = _cls("hash")
+    c.nargs(2)
+    spec = _enum("hash_cmd")[c.split.mnemonic.lower()]
+    count = c.number(1, "a count (1-3)")
+    if not 1 <= count <= 3:
+        raise EncodeError(f"hash count {count} out of range (1-3)", 1)
+    sig, sig_mode = _signal_fields(c)
+    w = cls.value
+    for f, v in (("cmd", spec["cmd"]), ("sub", spec["sub"]), ("xfer", _xfer_field(c, 0, False)),
+                 ("ref_cnt", count), ("sig", sig), ("sig_mode", sig_mode)):  # fmt: skip
+        w = cls.put(w, f, v)
+    if c.token("indirect_ref") is not None:
+        w = cls.put(w, "indirect_ref", 1)
+    return w
+
+
+ENCODERS: dict[str, Callable[[_Ctx], int]] = {
+    "alu": enc_alu, "alu_shf": enc_alu_shf, "dbl_shf": enc_dbl_shf, "asr": enc_asr,
+    "byte_align_be": enc_byte_align, "byte_align_le": enc_byte_align,
+    "ld_field": enc_ld_field, "ld_field_w_clr": enc_ld_field,
+    "immed": enc_immed, "nop": enc_immed,
+    "pop_count1": enc_pop_count, "pop_count2": enc_pop_count, "pop_count3": enc_pop_count,
+    "find_bset": enc_find_bset, "find_bset_with_mask": enc_find_bset,
+    "cam_clear": enc_cam, "cam_lookup": enc_cam, "cam_write": enc_cam, "cam_write_state": enc_cam,
+    "cam_read_tag": enc_cam, "cam_read_state": enc_cam,
+    "crc_be": enc_crc, "crc_le": enc_crc,
+    "br": enc_branch, "br=ctx": enc_branch, "br!=ctx": enc_branch,
+    "br_signal": enc_branch, "br_!signal": enc_branch,
+    "br_inp_state": enc_branch, "br_!inp_state": enc_branch,
+    "br_bset": enc_br_bit, "br_bclr": enc_br_bit, "br=byte": enc_br_byte, "br!=byte": enc_br_byte,
+    "jump": enc_jump, "rtn": enc_jump, "ctx_arb": enc_ctx_arb, "halt": enc_ctx_arb,
+    "local_csr_rd": enc_local_csr, "local_csr_wr": enc_local_csr, "mul_step": enc_mul_step,
+    "sram": enc_mem, "scratch": enc_mem, "dram": enc_mem, "msf": enc_mem, "pci": enc_mem, "cap": enc_mem,
+    "hash_48": enc_hash, "hash_64": enc_hash, "hash_128": enc_hash,
+}  # fmt: skip
+for _b in _BCC:
+    ENCODERS[_b] = enc_branch
+for _k in range(4):
+    ENCODERS[f"immed_b{_k}"] = enc_immed
+ENCODERS["immed_w0"] = enc_immed
+ENCODERS["immed_w1"] = enc_immed
+
+MNEMONICS: frozenset[str] = frozenset(ENCODERS)
+
+
+def encode(text: str | SplitInstr, resolve: Resolver | None = None, ctx_mode: int = 8) -> int:
+    """Encode one instruction with physical operands.  Raises EncodeError."""
+    try:
+        split = text if isinstance(text, SplitInstr) else split_instruction(text)
+    except SyntaxProblem as e:
+        raise EncodeError(str(e)) from None
+    fn = ENCODERS.get(split.mnemonic.lower())
+    if fn is None:
+        raise EncodeError(f"unknown instruction '{split.mnemonic}'")
+    c = _Ctx(split, resolve, ctx_mode, set())
+    try:
+        word = fn(c)
+    except ValueError as e:
+        if isinstance(e, EncodeError):
+            raise
+        raise EncodeError(str(e)) from None
+    for k, tok in enumerate(split.tokens):
+        if k not in c.used_tokens:
+            raise EncodeError(f"optional token '{tok.name}' is not valid for '{split.mnemonic}'")
+    return word
