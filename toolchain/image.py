@@ -1,0 +1,268 @@
+"""npkit images: assembled programs and linked systems, stored as ELF files.
+
+One format for both: an Image holds one or more Programs; each Program is a
+control-store image (40-bit words) with the MEs it loads on, its symbols, a
+line table and initial state.  An assembled `.uc` is an Image with one Program
+and no ME assignment (it loads on ME 0 unless told otherwise); the linker
+produces an Image with one Program per block, each assigned to its MEs.
+
+ELF layout (ELF32, little-endian, e_machine EM_NONE, so GNU readelf/objdump read it):
+  .text.<n>   one per program: each 40-bit word stored as a little-endian uint64
+  .npk.meta   UTF-8 JSON: format version, and per program everything but the words
+  .symtab/.strtab  program labels as ELF symbols (value = word address) for readelf -s
+  .shstrtab
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+WORD_LIMIT = 1 << 40
+MAX_USTORE = 8192
+MAX_MES = 32
+
+_ELF_HDR = struct.Struct("<16sHHIIIIIHHHHHH")
+_SHDR = struct.Struct("<IIIIIIIIII")
+_SYM = struct.Struct("<IIIBBH")
+SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB = 1, 2, 3
+SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
+
+
+class ImageError(ValueError):
+    """A malformed or unsupported image; the message says why."""
+
+
+@dataclass
+class Symbol:
+    name: str
+    kind: str  # label | reg | signal | xfer | const | mem
+    value: int | str
+    scope: str = ""
+
+
+@dataclass
+class LineEntry:
+    addr: int
+    file: str
+    line: int
+    macro: str = ""  # macro expansion chain, outermost first, "" if none
+
+
+@dataclass
+class Program:
+    name: str
+    words: list[int]
+    ctx_mode: int = 8
+    mes: list[int] = field(default_factory=list)
+    symbols: list[Symbol] = field(default_factory=list)
+    lines: list[LineEntry] = field(default_factory=list)
+    init_regs: list[tuple[str, int | None, int]] = field(default_factory=list)  # (reg, ctx|None=all, value)
+    set_sigs: list[int] = field(default_factory=list)
+    init_mem: list[tuple[str, int, bytes]] = field(default_factory=list)  # (space, byte address, data)
+    source_files: list[str] = field(default_factory=list)
+
+    def labels(self) -> dict[int, str]:
+        """Word address -> first label defined there."""
+        out: dict[int, str] = {}
+        for s in self.symbols:
+            if s.kind == "label" and isinstance(s.value, int):
+                out.setdefault(s.value, s.name)
+        return out
+
+    def line_at(self, addr: int) -> LineEntry | None:
+        for entry in self.lines:
+            if entry.addr == addr:
+                return entry
+        return None
+
+
+@dataclass
+class Image:
+    programs: list[Program]
+    config: str = ""  # chip config the image was linked for ("" = any)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- writing ---------------------------------------------------------------------
+
+
+def _program_meta(p: Program) -> dict[str, Any]:
+    d = asdict(p)
+    d.pop("words")
+    d["init_mem"] = [[space, addr, data.hex()] for space, addr, data in p.init_mem]
+    return d
+
+
+def to_bytes(image: Image) -> bytes:
+    validate(image)
+    shstr = bytearray(b"\0")
+    strtab = bytearray(b"\0")
+
+    def sh_name(name: str) -> int:
+        off = len(shstr)
+        shstr.extend(name.encode() + b"\0")
+        return off
+
+    sections: list[tuple[int, int, int, bytes, int, int, int]] = []  # name, type, flags, data, link, info, entsize
+    text_index: list[int] = []
+    for n, prog in enumerate(image.programs):
+        data = b"".join(struct.pack("<Q", w) for w in prog.words)
+        text_index.append(len(sections) + 1)
+        sections.append((sh_name(f".text.{n}"), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, data, 0, 0, 8))
+    meta = {
+        "format": FORMAT_VERSION,
+        "config": image.config,
+        "meta": image.meta,
+        "programs": [_program_meta(p) for p in image.programs],
+    }
+    sections.append((sh_name(".npk.meta"), SHT_PROGBITS, 0, json.dumps(meta).encode(), 0, 0, 0))
+    syms = bytearray(_SYM.pack(0, 0, 0, 0, 0, 0))
+    for n, prog in enumerate(image.programs):
+        for s in prog.symbols:
+            if s.kind == "label" and isinstance(s.value, int):
+                name_off = len(strtab)
+                strtab.extend(f"{prog.name}.{s.name}".encode() + b"\0")
+                syms.extend(_SYM.pack(name_off, s.value, 1, 0x10 | 0, 0, text_index[n]))  # global NOTYPE
+    symtab_idx = len(sections) + 1
+    sections.append((sh_name(".symtab"), SHT_SYMTAB, 0, bytes(syms), symtab_idx + 1, 1, _SYM.size))
+    sections.append((sh_name(".strtab"), SHT_STRTAB, 0, bytes(strtab), 0, 0, 0))
+    shstr_name = sh_name(".shstrtab")
+    sections.append((shstr_name, SHT_STRTAB, 0, bytes(shstr), 0, 0, 0))
+
+    body = bytearray()
+    offsets: list[int] = []
+    pos = _ELF_HDR.size
+    for _, _, _, data, _, _, _ in sections:
+        pad = (-pos) % 8
+        body.extend(b"\0" * pad)
+        pos += pad
+        offsets.append(pos)
+        body.extend(data)
+        pos += len(data)
+    pad = (-pos) % 4
+    body.extend(b"\0" * pad)
+    shoff = pos + pad
+    shdrs = bytearray(_SHDR.pack(*([0] * 10)))
+    for (name, typ, flags, data, link, info, ent), off in zip(sections, offsets, strict=True):
+        align = 8 if typ == SHT_PROGBITS else 4
+        shdrs.extend(_SHDR.pack(name, typ, flags, 0, off, len(data), link, info, align, ent))
+    ident = b"\x7fELF" + bytes([1, 1, 1, 0]) + b"\0" * 8
+    hdr = _ELF_HDR.pack(
+        ident, 1, 0, 1, 0, 0, shoff, 0, _ELF_HDR.size, 0, 0, _SHDR.size, len(sections) + 1, len(sections)
+    )
+    return hdr + bytes(body) + bytes(shdrs)
+
+
+def write_image(path: str | Path, image: Image) -> None:
+    """Write atomically: a failed write never leaves a partial file behind."""
+    path = Path(path)
+    data = to_bytes(image)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+# ---- reading ---------------------------------------------------------------------
+
+
+def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
+    if len(data) < _ELF_HDR.size or data[:4] != b"\x7fELF":
+        raise ImageError(f"{origin}: not an ELF file")
+    if data[4] != 1 or data[5] != 1:
+        raise ImageError(f"{origin}: not a 32-bit little-endian npkit image")
+    fields = _ELF_HDR.unpack_from(data, 0)
+    shoff, shentsize, shnum, shstrndx = fields[6], fields[11], fields[12], fields[13]
+    if shentsize != _SHDR.size or shnum == 0 or shoff + shnum * shentsize > len(data) or shstrndx >= shnum:
+        raise ImageError(f"{origin}: corrupt section header table")
+    shdrs = [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
+    for sh in shdrs:
+        if sh[4] + sh[5] > len(data):
+            raise ImageError(f"{origin}: a section runs past the end of the file")
+    names_sh = shdrs[shstrndx]
+    names = data[names_sh[4] : names_sh[4] + names_sh[5]]
+
+    def name_of(off: int) -> str:
+        end = names.find(b"\0", off)
+        return names[off:end].decode(errors="replace") if end >= 0 else ""
+
+    by_name = {name_of(sh[0]): sh for sh in shdrs[1:]}
+    meta_sh = by_name.get(".npk.meta")
+    if meta_sh is None:
+        raise ImageError(f"{origin}: no .npk.meta section (not an npkit image)")
+    try:
+        meta = json.loads(data[meta_sh[4] : meta_sh[4] + meta_sh[5]])
+    except ValueError as e:
+        raise ImageError(f"{origin}: .npk.meta is not valid JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
+        raise ImageError(f"{origin}: unsupported image format version {meta.get('format') if isinstance(meta, dict) else '?'}")
+    programs: list[Program] = []
+    try:
+        for n, pm in enumerate(meta["programs"]):
+            sh = by_name.get(f".text.{n}")
+            if sh is None:
+                raise ImageError(f"{origin}: program {n} has no .text.{n} section")
+            raw = data[sh[4] : sh[4] + sh[5]]
+            if len(raw) % 8:
+                raise ImageError(f"{origin}: .text.{n} size {len(raw)} is not a whole number of words")
+            words = [w for (w,) in struct.iter_unpack("<Q", raw)]
+            programs.append(
+                Program(
+                    name=str(pm["name"]),
+                    words=words,
+                    ctx_mode=int(pm["ctx_mode"]),
+                    mes=[int(m) for m in pm["mes"]],
+                    symbols=[Symbol(**s) for s in pm["symbols"]],
+                    lines=[LineEntry(**e) for e in pm["lines"]],
+                    init_regs=[(str(r), None if c is None else int(c), int(v)) for r, c, v in pm["init_regs"]],
+                    set_sigs=[int(s) for s in pm["set_sigs"]],
+                    init_mem=[(str(s), int(a), bytes.fromhex(h)) for s, a, h in pm["init_mem"]],
+                    source_files=[str(f) for f in pm.get("source_files", [])],
+                )
+            )
+    except ImageError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise ImageError(f"{origin}: malformed program metadata ({e})") from None
+    image = Image(programs, str(meta.get("config", "")), dict(meta.get("meta") or {}))
+    validate(image, origin)
+    return image
+
+
+def read_image(path: str | Path) -> Image:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ImageError(f"{path}: {e.strerror}") from None
+    return from_bytes(data, str(path))
+
+
+def validate(image: Image, origin: str = "image") -> None:
+    """Reject what the emulator could not load, with the reason."""
+    if not image.programs:
+        raise ImageError(f"{origin}: no programs")
+    claimed: dict[int, str] = {}
+    for p in image.programs:
+        if p.ctx_mode not in (4, 8):
+            raise ImageError(f"{origin}: program '{p.name}' has context mode {p.ctx_mode} (must be 4 or 8)")
+        if not p.words:
+            raise ImageError(f"{origin}: program '{p.name}' is empty")
+        if len(p.words) > MAX_USTORE:
+            raise ImageError(f"{origin}: program '{p.name}' has {len(p.words)} words (control store holds {MAX_USTORE})")
+        for i, w in enumerate(p.words):
+            if not 0 <= w < WORD_LIMIT:
+                raise ImageError(f"{origin}: program '{p.name}' word {i} is wider than 40 bits")
+        for me in p.mes:
+            if not 0 <= me < MAX_MES:
+                raise ImageError(f"{origin}: program '{p.name}' assigned to ME {me} (out of range)")
+            if me in claimed:
+                raise ImageError(f"{origin}: ME {me} assigned to both '{claimed[me]}' and '{p.name}'")
+            claimed[me] = p.name
+        for sig in p.set_sigs:
+            if not 1 <= sig <= 15:
+                raise ImageError(f"{origin}: program '{p.name}' sets signal {sig} (must be 1-15)")
