@@ -257,7 +257,7 @@ def _alu_special(c: _Ctx, op_name: str, dest: Op, a: Op, b: Op, force_swap: int 
     if force_swap is None:
         fa, fb, swap = _pair_unrestricted(a, b)
     else:
-        src = b if force_swap else a
+        src = a if a.kind != "none" else b  # the one real source goes in the A field
         try:
             fa = encode_unrestricted(src, "a", False)
         except OperandError as e:
