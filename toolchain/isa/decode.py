@@ -8,6 +8,7 @@ the emulator and the disassembler can report "illegal instruction" precisely.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from . import model
 from .codec import _BCC, _decode_shift
@@ -53,7 +54,7 @@ def _defer(n: int) -> str:
 
 
 def dec_alu(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     op = g("op")
     names = _rev("alu_op")
     if op not in names:
@@ -99,7 +100,7 @@ def dec_alu(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_alu_shf(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     msb = g("imm_msb")
     a, b = _r(g("a_src"), "a", msb), _r(g("b_src"), "b", msb)
     if g("swap"):
@@ -123,7 +124,7 @@ def dec_alu_shf(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_ld_field(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     msb = g("imm_msb")
     if g("dest_is_b"):
         dest, src = _r(g("b_src"), "b", msb, True), _r(g("a_src"), "a", msb)
@@ -137,7 +138,7 @@ def dec_ld_field(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_br_byte(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     msb = g("imm_msb")
     if g("b_src") & 0x20:
         reg, val = _r(g("a_src"), "a", msb), _r(g("b_src"), "b", msb)
@@ -148,7 +149,7 @@ def dec_br_byte(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_br_bit(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     if g("b_src") & 0x20:
         reg, pos = _r(g("a_src"), "a", 0), _r(g("b_src"), "b", 0)
     else:
@@ -161,7 +162,7 @@ def dec_br_bit(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_branch(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     conds = _rev("branch_cond")
     cond = g("cond")
     if cond not in conds:
@@ -192,7 +193,7 @@ def dec_branch(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_ctx_arb(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     if w == cls.put(cls.value, "bpt", 1):
         return "halt"
     items = [f"s{i}" for i in range(1, 16) if (g("sigs") >> (i - 1)) & 1]
@@ -222,7 +223,7 @@ def dec_ctx_arb(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_jump(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     if g("b_src") & 0x300 == 0x300:
         src, lo = _u(g("a_src"), "a"), g("b_src") & 0xFF
     else:
@@ -240,7 +241,7 @@ def dec_jump(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_immed(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     if g("b_src") & 0x300 == 0x300:
         lo, dest = g("b_src") & 0xFF, _u(g("a_src"), "a", True)
     else:
@@ -272,7 +273,7 @@ def dec_immed(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_mul_step(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     size = _rev("mul_size")[g("mul_size")]
     if g("last"):
         dest = _u(g("a_src"), "b" if g("last_bank") else "a", True)
@@ -285,7 +286,7 @@ def dec_mul_step(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def dec_local_csr(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     addr = g("csr") << 2
     names = {v: k for k, v in model.isa().local_csrs.items()}
     csr = names.get(addr, f"local_csr_{addr:03x}")
@@ -299,7 +300,7 @@ def dec_local_csr(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 
 
 def _mem_common(cls: ClassDef, w: int) -> tuple[str, str, str]:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     sig, mode = g("sig"), g("sig_mode")
     if sig == 0 and mode == 3:
         sig_text = ""
@@ -322,7 +323,7 @@ def _xfer_text(num: int, default_dram: bool, ctx_mode: int) -> str:
 
 def _dec_mem(unit: str, ctx_mode: int) -> Callable[[ClassDef, int, LabelOf | None], str]:
     def dec(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-        g = lambda f: cls.get(w, f)
+        g = partial(cls.get, w)
         table = model.isa().enums[f"{unit}_cmd"]
         cmd, sub = g("cmd"), g("sub")
         match = [(k, s) for k, s in table.items() if s["cmd"] == cmd and s.get("sub", 0) == sub]
@@ -346,7 +347,7 @@ def _dec_mem(unit: str, ctx_mode: int) -> Callable[[ClassDef, int, LabelOf | Non
 
 
 def dec_cap_csr(cls: ClassDef, w: int, label_of: LabelOf | None, ctx_mode: int = 8) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     addr = (g("csr_hi") << 8) | g("csr_lo")
     names = {v: k for k, v in model.isa().cap_csrs.items()}
     csr = names.get(addr, f"csr_{addr:04x}")
@@ -361,7 +362,7 @@ def dec_cap_csr(cls: ClassDef, w: int, label_of: LabelOf | None, ctx_mode: int =
 
 
 def dec_hash(cls: ClassDef, w: int, label_of: LabelOf | None, ctx_mode: int = 8) -> str:
-    g = lambda f: cls.get(w, f)
+    g = partial(cls.get, w)
     kinds = {s["sub"]: k for k, s in model.isa().enums["hash_cmd"].items()}
     if g("sub") not in kinds or g("cmd") != 6 or not 1 <= g("ref_cnt") <= 3:
         raise DecodeError("undefined hash command")
