@@ -1,0 +1,1 @@
+angle_incdir    ; include_dirs win for <...>

@@ -1,0 +1,2 @@
+immed[a, 1]
+#include "does_not_exist.h"

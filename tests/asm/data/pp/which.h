@@ -1,0 +1,1 @@
+which_local     ; the including file's directory wins for "..."

@@ -1,0 +1,1 @@
+angle_local
