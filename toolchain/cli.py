@@ -14,6 +14,9 @@ import click
 # subcommand name -> "module:attribute" of a click.Command
 SUBCOMMANDS: dict[str, str] = {
     "bench": "npkit.toolchain.bench:bench_cmd",
+    "asm": "npkit.asm.cli:asm_cmd",
+    "disasm": "npkit.asm.cli:disasm_cmd",
+    "traffic": "npkit.emulator.traffic.cli:traffic",
 }
 
 

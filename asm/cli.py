@@ -1,0 +1,154 @@
+"""`npk asm` and `npk disasm`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import click
+
+from .errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent or Path(".")))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _internal(exc: BaseException, where: SourceLoc | None) -> str:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" ({frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})" if frame else ""
+    return format_diagnostic(
+        "internal error", f"{type(exc).__name__}: {exc}{at}; please report it", where
+    )
+
+
+def _parse_defines(defines: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for d in defines:
+        name, _, val = d.partition("=")
+        if not name:
+            raise click.BadParameter(f"expected NAME or NAME=VALUE, got '{d}'", param_hint="-D")
+        out[name] = val
+    return out
+
+
+@click.command("asm")
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="ELF image to write (default: SOURCE.elf).",
+)
+@click.option(
+    "--list", "listing", type=click.Path(dir_okay=False), help="Write a listing to this file."
+)
+@click.option(
+    "-I", "include_dirs", multiple=True, type=click.Path(file_okay=False), help="Include directory."
+)
+@click.option("-D", "defines", multiple=True, help="Define NAME[=VALUE] for the preprocessor.")
+@click.option(
+    "--contexts", type=click.Choice(["4", "8"]), default=None, help="4- or 8-context mode."
+)
+@click.option("--Werror", "werror", is_flag=True, help="Treat warnings as errors.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print a JSON summary (words, symbols, warnings)."
+)
+def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: tuple[str, ...],
+            defines: tuple[str, ...], contexts: str | None, werror: bool, as_json: bool) -> None:  # fmt: skip
+    """Assemble a microengine source file into an ELF image."""
+    from npkit.toolchain.image import to_bytes
+
+    from .assembler import assemble
+    from .listing import render_listing
+
+    diags = Diagnostics()
+    out_path = Path(output) if output else Path(source).with_suffix(".elf")
+    try:
+        asm = assemble(source, include_dirs, _parse_defines(defines),
+                       int(contexts) if contexts else None, diags)  # fmt: skip
+        image_bytes = to_bytes(asm.image)
+        list_text = render_listing(asm) if listing else None
+    except AsmError as e:
+        for w in diags.render():
+            click.echo(w, err=True)
+        click.echo(str(e), err=True)
+        sys.exit(1)
+    except RecursionError as e:
+        click.echo(_internal(e, SourceLoc(source, 1)), err=True)
+        sys.exit(1)
+    except Exception as e:  # never a traceback: say where we were and that it is our fault
+        click.echo(_internal(e, SourceLoc(source, 1)), err=True)
+        sys.exit(1)
+    for w in diags.render():
+        click.echo(w, err=True)
+    if werror and diags.warnings:
+        click.echo(
+            f"error: {len(diags.warnings)} warning(s) treated as errors (--Werror)", err=True
+        )
+        sys.exit(1)
+    try:
+        _atomic_write(out_path, image_bytes)
+        if listing and list_text is not None:
+            _atomic_write(Path(listing), list_text.encode())
+    except OSError as e:
+        click.echo(f"error: cannot write output: {e.strerror or e}", err=True)
+        sys.exit(1)
+    if as_json:
+        p = asm.program
+        click.echo(json.dumps({
+            "output": str(out_path), "words": len(p.words), "ctx_mode": p.ctx_mode,
+            "symbols": [{"name": s.name, "kind": s.kind, "value": s.value, "scope": s.scope} for s in p.symbols],
+            "warnings": [{"message": m, "where": loc.short() if loc else None} for m, loc in diags.warnings],
+        }, indent=2))  # fmt: skip
+    else:
+        click.echo(
+            f"{out_path}: {len(asm.program.words)} words, {asm.program.ctx_mode}-context mode",
+            err=True,
+        )
+
+
+@click.command("disasm")
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--addr", "show_addr", is_flag=True, help="Show addresses and words as comments.")
+@click.option("--contexts", type=click.Choice(["4", "8"]), default=None,
+              help="Context mode for raw words (hex dump, C array); images carry their own.")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the source here instead of stdout.",
+)
+def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str | None) -> None:
+    """Disassemble an ELF image, a hex dump or a C byte array into reassemblable source."""
+    from .disasm import disassemble, read_words
+
+    try:
+        progs = read_words(source)
+        parts = []
+        for p in progs:
+            if contexts and p.raw:
+                p.ctx_mode = int(contexts)
+            parts.append(disassemble(p, show_addr))
+        text = "\n".join(parts)
+    except AsmError as e:
+        click.echo(str(e), err=True)
+        sys.exit(1)
+    except Exception as e:
+        click.echo(_internal(e, SourceLoc(source, 1)), err=True)
+        sys.exit(1)
+    if output:
+        _atomic_write(Path(output), text.encode())
+    else:
+        click.echo(text, nl=False)

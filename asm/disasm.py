@@ -1,0 +1,131 @@
+"""Disassembler: words (ELF image, hex dump or C byte array) -> source that reassembles identically.
+
+Input formats (detected):
+  * an npkit ELF image (toolchain/image.py);
+  * a hex dump, one word per line, optionally `addr: word` (`#`/`;`/`//` comments allowed);
+  * a C array of instruction bytes, five bytes per word, big-endian, like Linux's
+    ixp2400_rx.ucode (`0xf0, 0x00, 0x0c, 0xc0, 0x05,`).
+
+Output uses physical registers, `l<addr>#` labels where branch targets land
+(or the image's own label names), and a `.num_contexts` line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from npkit.toolchain.image import ImageError, from_bytes
+from npkit.toolchain.isa import DecodeError, decode, operand_roles, split_instruction
+
+from .errors import AsmError, SourceLoc
+
+
+@dataclass
+class Words:
+    words: list[int]
+    ctx_mode: int = 8
+    labels: dict[int, str] = field(default_factory=dict)
+    name: str = ""
+    raw: bool = False  # words without a context mode of their own (hex dump, C array)
+
+
+_HEX_LINE = re.compile(r"^\s*(?:(?:0x)?[0-9a-fA-F]+\s*:\s*)?(?:0x)?([0-9a-fA-F]{1,10})\s*$")
+
+
+def read_words(path: str | Path, data: bytes | None = None) -> list[Words]:
+    """Read every program in `path`; raises AsmError (with the line) on bad input."""
+    path = str(path)
+    if data is None:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise AsmError(f"cannot read '{path}': {e.strerror or e}") from None
+    if data[:4] == b"\x7fELF":
+        try:
+            image = from_bytes(data, path)
+        except ImageError as e:
+            raise AsmError(f"bad image: {e}", SourceLoc(path, 1)) from None
+        return [Words(p.words, p.ctx_mode, p.labels(), p.name) for p in image.programs]
+    text = data.decode("latin-1")
+    if re.search(r"0x[0-9a-fA-F]{2}\s*,\s*0x[0-9a-fA-F]{2}\s*,", text):
+        return [Words(_c_array(text, path), raw=True)]
+    return [Words(_hex_dump(text, path), raw=True)]
+
+
+def _strip_comment(line: str) -> str:
+    return re.split(r"#|;|//", line, maxsplit=1)[0]
+
+
+def _hex_dump(text: str, path: str) -> list[int]:
+    words = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = _strip_comment(raw)
+        if not line.strip():
+            continue
+        m = _HEX_LINE.match(line)
+        if not m:
+            raise AsmError("expected one 40-bit word in hex per line (optionally 'addr: word')",
+                           SourceLoc(path, n, 1, raw))  # fmt: skip
+        words.append(int(m[1], 16))
+    if not words:
+        raise AsmError("no instruction words found", SourceLoc(path, 1))
+    return words
+
+
+def _c_array(text: str, path: str) -> list[int]:
+    body = re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
+    body = re.sub(r"//[^\n]*", "", body)
+    start = body.find("{")
+    if start >= 0:
+        end = body.find("}", start)
+        body = body[start + 1 : end if end >= 0 else len(body)]
+    nums = [int(x, 16) for x in re.findall(r"0x([0-9a-fA-F]{1,2})\b", body)]
+    if not nums or len(nums) % 5:
+        raise AsmError(
+            f"a C byte array needs five bytes per word; found {len(nums)} bytes", SourceLoc(path, 1)
+        )
+    return [int.from_bytes(bytes(nums[i : i + 5]), "big") for i in range(0, len(nums), 5)]
+
+
+def _targets(text: str) -> list[int]:
+    sp = split_instruction(text)
+    out = []
+    for i, role in enumerate(operand_roles(sp.mnemonic, list(sp.args))):
+        if role.kind == "label" and sp.args[i].isdigit():
+            out.append(int(sp.args[i]))
+    for t in sp.tokens:
+        if t.name.lower() == "br" and t.args and t.args[0].isdigit():
+            out.append(int(t.args[0]))
+    return out
+
+
+def disassemble(prog: Words, show_addr: bool = False) -> str:
+    """Source text that reassembles to exactly `prog.words`."""
+    texts: list[str] = []
+    for addr, w in enumerate(prog.words):
+        try:
+            texts.append(decode(w, prog.ctx_mode))
+        except DecodeError as e:
+            raise AsmError(f"word {addr} (0x{w:010x}) is not an instruction: {e}") from None
+    names: dict[int, str] = {}
+    for a, n in prog.labels.items():
+        if re.fullmatch(r"[A-Za-z_]\w*", n):
+            names[a] = n
+    for t in texts:
+        for tgt in _targets(t):
+            if tgt < len(prog.words):  # past the end: keep the number
+                names.setdefault(tgt, f"l{tgt}")
+    out = []
+    if prog.name:
+        out.append(f"; program {prog.name}")
+    out.append(f".num_contexts {prog.ctx_mode}")
+    for addr, w in enumerate(prog.words):
+        if addr in names:
+            out.append(f"{names[addr]}#:")
+        text = decode(w, prog.ctx_mode, label_of=lambda a: f"{names[a]}#" if a in names else None)
+        if show_addr:
+            text = f"{text:<56}; {addr:5d}: {w:010x}"
+        out.append(f"    {text}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,136 @@
+"""Warnings for hazards the hardware leaves to the programmer.
+
+Checked on the final physical code, in straight-line stretches:
+
+* reading a read-transfer register that a memory command with `sig_done[s]`
+  is still filling, before a `ctx_arb` on s;
+* using the effect of a `local_csr_wr` (ACTIVE_LM_ADDR_n, T_INDEX,
+  BYTE_INDEX...) fewer than 3 instructions after the write;
+* branching to an instruction that sits in another branch's defer shadow.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from npkit.toolchain.isa import operand_roles
+
+from .errors import Diagnostics
+from .parser import Unit
+
+if TYPE_CHECKING:
+    from .assembler import Emitted
+
+CSR_WRITE_TO_USE = 3
+_CSR_EFFECTS: dict[str, tuple[str, ...]] = {
+    "ACTIVE_LM_ADDR_0": ("*l$index0",),
+    "ACTIVE_LM_ADDR_1": ("*l$index1",),
+    "ACTIVE_LM_ADDR_0_BYTE_INDEX": ("*l$index0", "byte_align"),
+    "ACTIVE_LM_ADDR_1_BYTE_INDEX": ("*l$index1", "byte_align"),
+    "T_INDEX": ("*$index", "*$$index"),
+    "T_INDEX_BYTE_INDEX": ("*$index", "*$$index", "byte_align"),
+    "BYTE_INDEX": ("byte_align",),
+    "NN_GET": ("*n$index",),
+}
+_BRANCHY = re.compile(r"^(br|b[a-z]{2}$|jump|rtn)")
+_MEM_UNITS = ("sram", "scratch", "dram", "msf", "pci", "cap")
+
+
+def _count(text: str) -> int:
+    m = re.fullmatch(r"(?:max_)?(\d+)", text.strip(), re.IGNORECASE)
+    return int(m[1]) if m else 1
+
+
+def check_hazards(
+    emitted: list[Emitted], labels: dict[str, int], unit: Unit, diags: Diagnostics
+) -> None:
+    targets = set(labels.values())
+    pending: dict[int, tuple[set[str], int]] = {}  # signal -> (xfers being filled, command address)
+    csr_writes: list[tuple[int, str]] = []  # (address, csr name) of recent local_csr_wr
+    shadows: dict[int, int] = {}  # address in a defer shadow -> address of the branch
+    branch_targets: list[tuple[int, int]] = []  # (branch address, target)
+    for e in emitted:
+        sp = e.split
+        mn = sp.mnemonic
+        roles = operand_roles(mn, list(sp.args))
+        if e.addr in targets:
+            pending.clear()
+        # 1. reading a transfer register still being filled
+        if pending:
+            for i, role in enumerate(roles):
+                if role.kind in ("src", "srcdest", "addr"):
+                    reg = sp.args[i]
+                    for sig, (regs, at) in pending.items():
+                        if reg in regs:
+                            diags.warn(f"reads {reg} before waiting for signal s{sig}: the memory command "
+                                       f"at address {at} is still filling it (ctx_arb[s{sig}] first)",
+                                       e.ins.arg_loc(min(i, len(e.ins.args) - 1)))  # fmt: skip
+                            regs.discard(reg)
+        if mn == "ctx_arb":
+            for a in sp.args:
+                if re.fullmatch(r"s\d+", a):
+                    pending.pop(int(a[1:]), None)
+        if mn in _MEM_UNITS and len(sp.args) >= 2:
+            done = next((t for t in sp.tokens if t.name.lower() == "sig_done" and t.args), None)
+            if (
+                done is not None
+                and roles[1].kind == "xfer"
+                and roles[1].xfer_dir in ("read", "both")
+            ):
+                m = re.fullmatch(r"(\$\$?)(\d+)", sp.args[1])
+                sm = re.fullmatch(r"s(\d+)", done.args[0]) if done.args else None
+                if m and sm:
+                    n = _count(sp.args[4]) * (2 if mn == "dram" else 1) if len(sp.args) == 5 else 1
+                    regs = {f"{m[1]}{int(m[2]) + k}" for k in range(n)}
+                    pending[int(sm[1])] = (regs, e.addr)
+        # 2. local CSR write-to-use distance
+        csr_writes = [(a, c) for a, c in csr_writes if e.addr - a <= CSR_WRITE_TO_USE]
+        if csr_writes:
+            text_ops = [a for a in sp.args] + [mn]
+            for a, csr in csr_writes:
+                for eff in _CSR_EFFECTS[csr]:
+                    if any(op.startswith(eff) for op in text_ops):
+                        diags.warn(f"uses {eff} {e.addr - a - 1} instruction(s) after local_csr_wr[{csr}] "
+                                   f"at address {a}: the new value takes effect only after "
+                                   f"{CSR_WRITE_TO_USE} instructions", e.ins.arg_loc(None))  # fmt: skip
+                        csr_writes = [(x, c) for x, c in csr_writes if x != a]
+                        break
+        if mn == "local_csr_wr" and sp.args and sp.args[0].upper() in _CSR_EFFECTS:
+            csr_writes.append((e.addr, sp.args[0].upper()))
+        if _BRANCHY.match(mn) and mn not in ("br_bset", "br_bclr") and not _has_defer(sp.tokens) \
+                and mn in ("br", "jump", "rtn"):  # fmt: skip
+            csr_writes = []
+            pending.clear()
+        # 3. defer shadows and branch targets
+        defer = _defer(sp.tokens)
+        for k in range(1, defer + 1):
+            shadows[e.addr + k] = e.addr
+        for i, role in enumerate(roles):
+            if role.kind == "label":
+                try:
+                    branch_targets.append((e.addr, int(sp.args[i], 0)))
+                except ValueError:
+                    pass
+        for t in sp.tokens:
+            if t.name.lower() == "br" and t.args:
+                try:
+                    branch_targets.append((e.addr, int(t.args[0], 0)))
+                except ValueError:
+                    pass
+    for src, tgt in branch_targets:
+        if tgt in shadows and shadows[tgt] != src:
+            e = emitted[src]
+            diags.warn(f"branches to address {tgt}, which is in the defer shadow of the branch at "
+                       f"address {shadows[tgt]}", e.ins.arg_loc(None))  # fmt: skip
+
+
+def _defer(tokens: tuple) -> int:
+    for t in tokens:
+        if t.name.lower() == "defer" and t.args and t.args[0].isdigit():
+            return int(t.args[0])
+    return 0
+
+
+def _has_defer(tokens: tuple) -> bool:
+    return _defer(tokens) > 0

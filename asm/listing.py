@@ -1,0 +1,49 @@
+"""Assembler listing: one row per instruction word, then the symbol table.
+
+file:line      addr  word        disassembly                       | source
+"""
+
+from __future__ import annotations
+
+from npkit.toolchain.isa import DecodeError, decode
+
+from .assembler import Assembly
+
+
+def render_listing(asm: Assembly) -> str:
+    prog = asm.program
+    by_addr: dict[int, list[str]] = {}
+    for name, addr in asm.label_addrs.items():
+        by_addr.setdefault(addr, []).append(name)
+    first = {a: names[0] for a, names in by_addr.items()}
+    out = [f"; npkit listing: program '{prog.name}', {len(prog.words)} words, "
+           f"{prog.ctx_mode}-context mode"]  # fmt: skip
+    out.append(f"; {'source':<24} {'addr':>5}  {'word':<10}  {'disassembly':<44} | source text")
+    for e in asm.emitted:
+        for name in by_addr.get(e.addr, []):
+            out.append(f"{'':26} {name}#:")
+        try:
+            dis = decode(
+                e.word, prog.ctx_mode, label_of=lambda a: first.get(a, "") and first[a] + "#"
+            )
+        except DecodeError as err:
+            dis = f"<{err}>"
+        loc = e.ins.loc
+        where = f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
+        src = loc.text.strip() if loc.text else e.ins.source()
+        if e.note:
+            src = f"{src}   ; {e.note}"
+        out.append(f"  {where:<24} {e.addr:5d}  {e.word:010x}  {dis:<44} | {src}")
+    out.append("")
+    out.append("; symbols")
+    out.append(f";   {'name':<32} {'kind':<7} {'value':<10} scope")
+    for s in sorted(prog.symbols, key=lambda s: (s.kind, str(s.name))):
+        val = f"0x{s.value:x}" if isinstance(s.value, int) and s.kind == "mem" else str(s.value)
+        out.append(f";   {s.name:<32} {s.kind:<7} {val:<10} {s.scope}")
+    if prog.init_regs:
+        out.append("; initial registers")
+        for reg, ctx, value in prog.init_regs:
+            out.append(f";   {reg:<8} ctx {'all' if ctx is None else ctx}  0x{value:08x}")
+    if prog.set_sigs:
+        out.append("; signals set at start: " + ", ".join(f"s{n}" for n in prog.set_sigs))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,160 @@
+"""Operand classification: what each operand of each instruction refers to.
+
+After parsing, every operand becomes a Ref: a declared symbol (virtual GPR,
+absolute register, transfer register, signal), a physical operand written as
+such (`a3`, `$2`, `*l$index0[1]`, `n$0`), a constant expression, a label, or a
+keyword the encoder understands (`+`, `<<4`, `max_8`, CSR names).  The uses
+also tell the allocator which transfer-register halves a `$name` needs and
+how many consecutive registers a memory command reads from it, and which
+signals dram[] uses (those need an even/odd pair).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from npkit.toolchain.isa import Role, Token
+from npkit.toolchain.isa.operands import Op, OperandError, parse_physical
+
+from .errors import AsmError
+from .parser import Instr, Sym, Unit
+
+IDENT_RE = re.compile(r"^(?:\$\$|\$|@)?[A-Za-z_]\w*(?:\[\d+\])?$")
+_MEM_UNITS = ("sram", "scratch", "dram", "msf", "pci", "cap")
+
+
+@dataclass(eq=False)
+class Ref:
+    kind: str  # none | sym | phys | const | label | word | sig
+    text: str
+    sym: Sym | None = None
+    op: Op | None = None
+
+
+NONE_REF = Ref("none", "--")
+
+
+def lookup(unit: Unit, ins: Instr, name: str) -> Sym | None:
+    name = unit.synonyms.get(name, name)
+    return ins.scope.lookup(name)
+
+
+def _reg_ref(unit: Unit, ins: Instr, i: int, text: str, role: Role) -> Ref:
+    if text == "--":
+        return NONE_REF
+    sym = lookup(unit, ins, text)
+    if sym is not None:
+        if sym.kind in ("gpr", "abs", "xfer", "dxfer"):
+            sym.used = True
+            return Ref("sym", text, sym)
+        return Ref("const", "&" + text if sym.kind == "sig" else text)
+    try:
+        op = parse_physical(text)
+    except OperandError:
+        op = None
+    if op is not None:
+        if op.kind == "imm":
+            return Ref("const", text)
+        return Ref("phys", op.text() if op.kind != "idx" else text, op=op)
+    if IDENT_RE.match(text) and not text.endswith("#"):
+        what = "transfer register" if text.startswith("$") else "register"
+        raise AsmError(f"undeclared {what} '{text}' (declare it with .reg)", ins.arg_loc(i))
+    return Ref("const", text)
+
+
+def classify(unit: Unit, ins: Instr) -> list[Ref]:
+    refs: list[Ref] = []
+    mn = ins.mnemonic
+    for i, (text, role) in enumerate(zip(ins.args, ins.roles, strict=True)):
+        k = role.kind
+        if k in ("dest", "src", "srcdest", "addr"):
+            ref = _reg_ref(unit, ins, i, text, role)
+        elif k == "xfer":
+            ref = _reg_ref(unit, ins, i, text, role)
+            if ref.kind == "sym" and ref.sym is not None and ref.sym.kind not in ("xfer", "dxfer"):
+                raise AsmError(f"'{text}' is not a transfer register", ins.arg_loc(i))
+            if ref.kind == "const":
+                raise AsmError(f"expected a transfer register, got '{text}'", ins.arg_loc(i))
+        elif k == "label":
+            if text.endswith("#"):
+                if text[:-1] not in unit.labels:
+                    raise AsmError(f"undefined label '{text}'", ins.arg_loc(i))
+                ref = Ref("label", text[:-1])
+            else:
+                ref = Ref("const", text)
+        elif k == "signal":
+            ref = signal_ref(unit, ins, text, i)
+        elif k == "const":
+            ref = Ref("const", text)
+        else:
+            ref = Ref("word", text)
+        refs.append(ref)
+        if ref.kind == "sym" and ref.sym is not None and ref.sym.kind in ("xfer", "dxfer"):
+            _note_xfer_use(ins, i, role, ref.sym)
+    if mn == "ctx_arb":
+        for r in refs:
+            if r.kind == "sig" and r.sym is not None:
+                r.sym.used = True
+    return refs
+
+
+def signal_ref(unit: Unit, ins: Instr, text: str, i: int | None) -> Ref:
+    sym = lookup(unit, ins, text)
+    if sym is not None:
+        if sym.kind != "sig":
+            raise AsmError(f"'{text}' is a {sym.kind} register, not a signal", ins.arg_loc(i))
+        sym.used = True
+        return Ref("sig", text, sym)
+    if re.fullmatch(r"s\d+", text):
+        return Ref("sig", text)
+    if IDENT_RE.match(text):
+        raise AsmError(f"undeclared signal '{text}' (declare it with .sig)", ins.arg_loc(i))
+    return Ref("const", text)
+
+
+def _note_xfer_use(ins: Instr, i: int, role: Role, sym: Sym) -> None:
+    if role.kind == "xfer":
+        dirs = {"read": {"read"}, "write": {"write"}}.get(role.xfer_dir, {"read", "write"})
+        if ins.mnemonic in _MEM_UNITS and len(ins.args) == 5:
+            n = _count_value(ins.args[4])
+            if n is not None:
+                if ins.mnemonic == "dram":
+                    n *= 2  # dram counts 64-bit quadwords
+                sym.span = max(sym.span, n)
+    elif role.kind == "src" or role.kind == "addr":
+        dirs = {"read"}
+    elif role.kind == "dest":
+        dirs = {"write"}
+    else:
+        dirs = {"read", "write"}
+    if not sym.declared_dirs:
+        sym.dirs |= dirs
+
+
+def _count_value(text: str) -> int | None:
+    m = re.fullmatch(r"max_(\d+)", text.strip(), re.IGNORECASE)
+    if m:
+        return int(m[1])
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def token_refs(unit: Unit, ins: Instr) -> list[tuple[Token, Ref | None]]:
+    """Signals and branch targets inside optional tokens (ctx_swap[s], sig_done[s], br[l#])."""
+    out: list[tuple[Token, Ref | None]] = []
+    for tok in ins.tokens:
+        name = tok.name.lower()
+        ref: Ref | None = None
+        if name in ("ctx_swap", "sig_done") and tok.args and len(tok.args) == 1:
+            ref = signal_ref(unit, ins, tok.args[0], None)
+            if ref.sym is not None and ins.mnemonic == "dram":
+                ref.sym.pair = True
+        elif name == "br" and tok.args and len(tok.args) == 1 and tok.args[0].endswith("#"):
+            if tok.args[0][:-1] not in unit.labels:
+                raise AsmError(f"undefined label '{tok.args[0]}'", ins.arg_loc(None))
+            ref = Ref("label", tok.args[0][:-1])
+        out.append((tok, ref))
+    return out
