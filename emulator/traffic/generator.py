@@ -1,0 +1,645 @@
+"""Traffic generation: a spec (npkit.emulator.traffic.spec) in, timed frames out.
+
+Why the work is split in two passes: each port first draws its *schedule* (arrival
+time, size, kind) from its own random stream, then the ports are merged in time order,
+which fixes the global packet ids, and only then are the frame bytes built, each port
+again from its own stream. So a port's traffic does not change when another port's
+settings do, the whole output is a function of the spec and the seed, and the payload
+can carry the packet id.
+
+Packet ids: the rank of a packet in (arrival time, port, per-port index) order,
+starting at 0. `dataset.load_traffic` gives the same ids to any directory of pcaps, so
+ids mean the same thing for generated and replayed traffic.
+
+Timestamps: the instant the packet's first byte on the wire (preamble, if the wire
+model counts one) begins to arrive, in nanoseconds from 0. Its last frame byte arrives
+(preamble + pcap length + FCS) * 8 / link_bps seconds later; the IFG follows.
+
+Payload: every generated frame with room for it carries b"NPK1" + the 32-bit packet id
+at the start of its (innermost) payload, then zeros, so a frame found anywhere can be
+traced to its input.
+
+Output (`write_traffic`): DIR/port<N>.pcap (nanosecond pcap, one per enabled port) and
+DIR/manifest.json::
+
+    {"format": "npkit-traffic/1", "seed": ..., "spec": {...as given...},
+     "link_bps": ..., "ports": [{"port", "pcap", "packets", "bytes", "wire": {...}}],
+     "kinds": ["normal", ...],
+     "packets": {"port": [...], "time_ns": [...], "len": [...], "kind": [...]}}
+
+`packets` is columnar, indexed by packet id; `kind` indexes `kinds`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import random
+import struct
+import time
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .packet import (
+    ARP,
+    ARP_REQUEST,
+    BROADCAST_MAC,
+    ETHERTYPE_ARP,
+    ETHERTYPE_IPV4,
+    ETHERTYPE_IPV6,
+    IPPROTO_TCP,
+    IPPROTO_UDP,
+    TCP,
+    TCP_ACK,
+    TCP_PSH,
+    UDP,
+    Ethernet,
+    IPv4,
+    internet_checksum,
+    ipv4_frame,
+    pad_frame,
+)
+from .pcap import PcapReader, PcapWriter
+from .routes import Route, is_reserved, mask
+from .spec import KINDS, PortSpec, SpecError, TrafficSpec
+
+TUNNEL_PORT = 49152  # outer UDP destination port of seed-003 tunnel packets
+ROUTER_ALERT = b"\x94\x04\x00\x00"  # RFC 2113 IP option: 4 bytes, IHL 6
+TAG = b"NPK1"
+BENCHMARK_NET = 0xC6120000  # 198.18.0.0/15 (RFC 2544): sources of generated traffic
+KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class GenPacket:
+    id: int
+    port: int
+    time_ns: int
+    data: bytes
+    kind: str
+
+
+def tester_mac(port: int) -> bytes:
+    """MAC of the traffic source attached to `port` (locally administered)."""
+    return bytes([0x02, 0x00, 0x00, 0xFF, 0x00, port & 0xFF])
+
+
+def _martian_dst(addr: int) -> bool:
+    top = addr >> 24
+    return top in (0, 127) or addr >= 0xE0000000
+
+
+# ---------------------------------------------------------------------------- arrivals
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class _Clock:
+    """Arrival process: `next(wire_bits)` gives the start time of the next frame.
+
+    Integer arithmetic where the process is deterministic (constant, burst, on-off), so
+    a 672-ns spacing stays exactly 672 ns over millions of packets."""
+
+    def __init__(self, port: PortSpec, link_bps: int, rng: random.Random) -> None:
+        self.arr = port.arrivals
+        self.rate = port.rate_bps
+        self.link = link_bps
+        self.rng = rng
+        self.start = port.start_ns
+        self.bits = 0  # wire bits offered so far (constant, burst)
+        self.now = float(port.start_ns)  # poisson
+        self.in_burst = self.arr.burst  # burst: frames sent in the current burst
+        self.burst_start = port.start_ns
+        self.burst_bits = 0
+        self.period = port.start_ns  # on-off: start of the current ON period
+        self.on_end = port.start_ns + self._draw(self.arr.on_ns)
+        self.last_end = port.start_ns
+
+    def _draw(self, mean_ns: int) -> int:
+        if not self.arr.exponential or mean_ns == 0:
+            return mean_ns
+        return max(1, round(self.rng.expovariate(1.0 / mean_ns)))
+
+    def next(self, wbits: int) -> int:
+        kind = self.arr.kind
+        ns = 1_000_000_000
+        if kind == "constant":
+            t = self.start + self.bits * ns // self.rate
+            self.bits += wbits
+            return t
+        if kind == "poisson":
+            # Poisson offers queue at the sender; a frame starts when it has been offered
+            # and the link is free, so the long-run rate is the offered rate (for load < 1)
+            t = max(int(self.now), self.last_end)
+            self.now += self.rng.expovariate(1.0) * wbits * 1e9 / self.rate
+            self.last_end = t + _ceil_div(wbits * ns, self.link)
+            return t
+        if kind == "burst":
+            if self.in_burst >= self.arr.burst:
+                self.burst_start = self.start + self.bits * ns // self.rate
+                self.in_burst, self.burst_bits = 0, 0
+            t = self.burst_start + self.burst_bits * ns // self.link
+            self.in_burst += 1
+            self.burst_bits += wbits
+            self.bits += wbits
+            return t
+        # on_off
+        t = self.period + self.bits * ns // self.rate
+        if t >= self.on_end:
+            self.period = max(self.on_end + self._draw(self.arr.off_ns), self.last_end)
+            self.on_end = self.period + self._draw(self.arr.on_ns)
+            self.bits = 0
+            t = self.period
+        self.bits += wbits
+        self.last_end = t + _ceil_div(wbits * ns, self.link)
+        return t
+
+
+# ---------------------------------------------------------------------------- schedules
+
+
+class Schedule:
+    """One port's arrivals: parallel arrays of time, pcap length and kind index.
+
+    Synthetic ports draw sizes and kinds from the port's schedule stream; replay ports
+    take both from the capture (kind "replay") and keep the frames in `frames`."""
+
+    def __init__(self, spec: TrafficSpec, port: PortSpec) -> None:
+        self.port = port
+        self.times = array("q")
+        self.lens = array("H")
+        self.kinds = array("B")
+        self.frames: list[bytes] | None = None
+        self.delayed = 0  # replayed frames moved later because the link was busy
+        if not port.enabled:
+            return
+        count = spec.count if spec.count is not None else 1 << 62
+        end = spec.duration_ns if spec.duration_ns is not None else 1 << 62
+        if port.replay is not None:
+            self._replay(spec, port, count, end)
+        else:
+            self._synthetic(spec, port, count, end)
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def _synthetic(self, spec: TrafficSpec, port: PortSpec, count: int, end: int) -> None:
+        rng = random.Random(f"npkit-traffic:{spec.seed}:{port.index}:schedule")
+        clock = _Clock(port, spec.link_bps, rng)
+        wire = port.wire
+        overhead = wire.fcs + wire.preamble + wire.ifg
+        normal = KIND_INDEX["normal"]
+        runt = KIND_INDEX["runt"]
+        kind_ids = [KIND_INDEX[k] for k in port.mix] + [normal]
+        cum = []
+        acc = 0.0
+        for w in [*port.mix.values(), max(0.0, 1.0 - sum(port.mix.values()))]:
+            acc += w
+            cum.append(acc)
+        sizes = port.size
+        fixed = sizes.values[0] if len(sizes.values) == 1 and sizes.uniform is None else None
+        times, lens, kinds = self.times, self.lens, self.kinds
+        random_ = rng.random
+        n = 0
+        while n < count:
+            size = fixed if fixed is not None else sizes.sample(rng)
+            plen = size - wire.fcs
+            kind = normal
+            if port.mix:
+                r = random_() * acc
+                for i, c in enumerate(cum):
+                    if r < c:
+                        kind = kind_ids[i]
+                        break
+                if kind == runt:
+                    plen = rng.randint(42, 59)
+            t = clock.next((plen + overhead) * 8)
+            if t >= end:
+                break
+            times.append(t)
+            lens.append(plen)
+            kinds.append(kind)
+            n += 1
+
+    def _replay(self, spec: TrafficSpec, port: PortSpec, count: int, end: int) -> None:
+        assert port.replay is not None
+        replay = port.replay
+        try:
+            with PcapReader(replay.path) as reader:
+                records = list(reader)
+        except (OSError, ValueError) as exc:
+            raise SpecError(f"ports.{port.index}.source: {exc}") from None
+        frames_in = [pad_frame(r.data) if replay.pad else r.data for r in records]
+        if not frames_in:
+            self.frames = []
+            return
+        wire = port.wire
+        ns = 1_000_000_000
+        ser = [_ceil_div(wire.wire_bytes(len(f)) * 8 * ns, spec.link_bps) for f in frames_in]
+        clock = _Clock(port, spec.link_bps, random.Random(0))
+        base = records[0].timestamp_ns
+        span = records[-1].timestamp_ns - base + ser[-1]
+        frames: list[bytes] = []
+        busy_until = port.start_ns
+        replay_kind = KIND_INDEX["replay"]
+        for loop in range(replay.loop):
+            for rec, frame, s in zip(records, frames_in, ser, strict=True):
+                if len(frames) >= count:
+                    break
+                if replay.timing == "original":
+                    t = port.start_ns + rec.timestamp_ns - base + loop * span
+                    if t < busy_until:
+                        self.delayed += 1
+                        t = busy_until
+                else:
+                    t = clock.next(wire.wire_bytes(len(frame)) * 8)
+                if t >= end:
+                    break
+                busy_until = t + s
+                self.times.append(t)
+                self.lens.append(len(frame))
+                self.kinds.append(replay_kind)
+                frames.append(frame)
+        self.frames = frames
+
+
+# ---------------------------------------------------------------------------- frame bytes
+
+
+class FrameBuilder:
+    """Builds the bytes of one port's frames, from that port's content stream."""
+
+    def __init__(self, spec: TrafficSpec, port: PortSpec) -> None:
+        self.spec = spec
+        self.port = port
+        self.cfg = spec.router
+        self.me = spec.router.ports[port.index]
+        self.rng = random.Random(f"npkit-traffic:{spec.seed}:{port.index}:content")
+        self.src_mac = tester_mac(port.index)
+        self.ident = 0
+        protos = [p for p, w in port.protocols.items() if w > 0]
+        self.protos = protos
+        self.proto_weights = [port.protocols[p] for p in protos]
+        self._dest_pool: list[Route] = []
+        self._forwardable = port.destinations is None
+        self._not_unicast = set(self.cfg.addresses)  # own, network, broadcast addresses
+        for p in self.cfg.ports:
+            self._not_unicast |= {p.network, p.broadcast}
+        if port.destinations is None:
+            self._dest_pool = self._forwardable_routes()
+        else:
+            self._dest_pool = list(port.destinations)
+        self.build: dict[str, Callable[[int, int], bytes]] = {
+            "normal": self._normal,
+            "miss": self._miss,
+            "ttl_expiring": self._ttl_expiring,
+            "options": self._options,
+            "bad_checksum": self._bad_checksum,
+            "bad_version": self._bad_version,
+            "bad_ihl": self._bad_ihl,
+            "truncated": self._truncated,
+            "for_router": self._for_router,
+            "arp": self._arp,
+            "non_ipv4": self._non_ipv4,
+            "broadcast": self._broadcast,
+            "multicast": self._multicast,
+            "martian_src": self._martian_src,
+            "martian_dst": self._martian_dst,
+            "runt": self._runt,
+            "wrong_mac": self._wrong_mac,
+            "arp_miss": self._arp_miss,
+        }
+
+    # -- addresses
+
+    def _forwardable_routes(self) -> list[Route]:
+        """Routes whose packets the router forwards: the next hop has an ARP entry; for
+        connected subnets, the on-link hosts that have one (as /32s)."""
+        cfg = self.cfg
+        pool = [r for r in cfg.static_routes if not r.direct and r.next_hop in cfg.arp]
+        for addr in sorted(cfg.arp):
+            port = cfg.port_for_subnet(addr)
+            if port is not None and addr != port.address:
+                pool.append(Route(addr, 32, 0, port.index))
+        return pool
+
+    def _resolves(self, dst: int) -> bool:
+        cfg = self.cfg
+        if _martian_dst(dst) or dst in self._not_unicast:
+            return False
+        route = cfg.routes.lookup(dst)
+        if route is None:
+            return False
+        return (dst if route.direct else route.next_hop) in cfg.arp
+
+    def dst_normal(self) -> int:
+        rng = self.rng
+        pool = self._dest_pool
+        if not pool:
+            raise SpecError(f"ports.{self.port.index}: no destination the router would forward")
+        for _ in range(100):
+            r = pool[rng.randrange(len(pool))]
+            dst = r.prefix | (rng.getrandbits(32) & ~mask(r.length) & 0xFFFFFFFF)
+            if not self._forwardable or self._resolves(dst):
+                return dst
+        raise SpecError(f"ports.{self.port.index}: could not draw a forwardable destination")
+
+    def src_normal(self) -> int:
+        return BENCHMARK_NET | self.rng.getrandbits(17)
+
+    # -- frames
+
+    def _proto(self) -> str:
+        if len(self.protos) == 1:
+            return self.protos[0]
+        return self.rng.choices(self.protos, self.proto_weights)[0]
+
+    def ip_frame(
+        self, length: int, pid: int, src: int, dst: int, *, ttl: int = 64,
+        options: bytes = b"", eth_dst: bytes | None = None, proto: str | None = None,
+    ) -> bytes:
+        """An IPv4 frame of exactly `length` bytes (no padding needed: the payload fills
+        it). Falls back to UDP if the chosen protocol's headers do not fit."""
+        rng = self.rng
+        proto = proto or self._proto()
+        hl = 14 + 20 + len(options)
+        l4 = {"udp": 8, "tcp": 20, "tunnel": 8 + 20 + 8}[proto]
+        if hl + l4 > length:
+            proto, l4 = "udp", 8
+        payload_len = length - hl - l4
+        payload = (TAG + struct.pack("!I", pid & 0xFFFFFFFF))[:payload_len]
+        payload += bytes(payload_len - len(payload))
+        self.ident = (self.ident + 1) & 0xFFFF
+        eth = Ethernet(eth_dst or self.me.mac, self.src_mac, ETHERTYPE_IPV4)
+        sport = rng.randrange(1024, 65536)
+        if proto == "tcp":
+            hdr = IPv4(src, dst, IPPROTO_TCP, ttl=ttl, identification=self.ident, flags=2,
+                       options=options)
+            tcp = TCP(sport, rng.randrange(1, 65536), seq=rng.getrandbits(32),
+                      ack=rng.getrandbits(32), flags=TCP_ACK | TCP_PSH)
+            return ipv4_frame(eth, hdr, tcp, payload, pad=False)
+        hdr = IPv4(src, dst, IPPROTO_UDP, ttl=ttl, identification=self.ident, options=options)
+        if proto == "tunnel":
+            # outer UDP (8) + inner IPv4 (20, TEST-NET-2 -> TEST-NET-3) + inner UDP (8)
+            # + payload: 78 bytes leaves 8 bytes of payload, exactly the tag.
+            inner = IPv4(0xC6336400 | rng.getrandbits(8), 0xCB007100 | rng.getrandbits(8),
+                         IPPROTO_UDP, identification=self.ident)
+            inner_body = UDP(rng.randrange(1024, 65536), rng.randrange(1, 65536)).pack(
+                payload, inner.src, inner.dst)
+            body = inner.pack(len(inner_body)) + inner_body
+            return ipv4_frame(eth, hdr, UDP(sport, TUNNEL_PORT), body, pad=False)
+        return ipv4_frame(eth, hdr, UDP(sport, rng.randrange(1, 65536)), payload, pad=False)
+
+    def _normal(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal())
+
+    def _miss(self, length: int, pid: int) -> bytes:
+        routes = self.cfg.routes
+        for _ in range(10_000):
+            dst = self.rng.getrandbits(32)
+            if not is_reserved(dst, 32) and routes.lookup(dst) is None:
+                return self.ip_frame(length, pid, self.src_normal(), dst)
+        raise SpecError("mix.miss: the route table covers the address space (a default "
+                        "route?); cannot draw destinations without a route")
+
+    def _ttl_expiring(self, length: int, pid: int) -> bytes:
+        ttl = self.rng.choice((0, 1))
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), ttl=ttl)
+
+    def _options(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(),
+                             options=ROUTER_ALERT)
+
+    @staticmethod
+    def _refresh_checksum(frame: bytearray, ihl: int) -> None:
+        frame[24:26] = b"\x00\x00"
+        ck = internet_checksum(bytes(frame[14 : 14 + max(ihl, 5) * 4]))
+        frame[24:26] = ck.to_bytes(2, "big")
+
+    def _bad_checksum(self, length: int, pid: int) -> bytes:
+        frame = bytearray(self._normal(length, pid))
+        good = frame[24] << 8 | frame[25]
+        while True:
+            bad = good ^ self.rng.randrange(1, 0x10000)
+            frame[24:26] = bad.to_bytes(2, "big")
+            if internet_checksum(bytes(frame[14:34])) != 0:
+                return bytes(frame)
+
+    def _bad_version(self, length: int, pid: int) -> bytes:
+        frame = bytearray(self._normal(length, pid))
+        version = self.rng.choice([v for v in range(16) if v != 4])
+        frame[14] = version << 4 | 5
+        self._refresh_checksum(frame, 5)
+        return bytes(frame)
+
+    def _bad_ihl(self, length: int, pid: int) -> bytes:
+        frame = bytearray(self._normal(length, pid))
+        frame[14] = 0x40 | self.rng.randrange(0, 5)
+        self._refresh_checksum(frame, 5)
+        return bytes(frame)
+
+    def _truncated(self, length: int, pid: int) -> bytes:
+        frame = bytearray(self._normal(length, pid))
+        total = (length - 14) + self.rng.randrange(1, 65)
+        frame[16:18] = total.to_bytes(2, "big")
+        self._refresh_checksum(frame, 5)
+        return bytes(frame)
+
+    def _for_router(self, length: int, pid: int) -> bytes:
+        dst = self.cfg.ports[self.rng.randrange(len(self.cfg.ports))].address
+        return self.ip_frame(length, pid, self.src_normal(), dst)
+
+    def _arp(self, length: int, pid: int) -> bytes:
+        me = self.me
+        host = me.network | 200 if me.prefix_len <= 24 else me.broadcast - 1
+        arp = ARP(ARP_REQUEST, self.src_mac, host, bytes(6), me.address)
+        frame = Ethernet(BROADCAST_MAC, self.src_mac, ETHERTYPE_ARP).pack() + arp.pack()
+        return frame + bytes(length - len(frame))
+
+    def _non_ipv4(self, length: int, pid: int) -> bytes:
+        frame = Ethernet(self.me.mac, self.src_mac, ETHERTYPE_IPV6).pack()
+        ipv6 = struct.pack("!IHBB", 6 << 28, length - 14 - 40, 59, 64)  # next header: none
+        return frame + ipv6 + bytes(length - len(frame) - len(ipv6))
+
+    def _broadcast(self, length: int, pid: int) -> bytes:
+        if self.rng.random() < 0.5:
+            return self.ip_frame(length, pid, self.src_normal(), 0xFFFFFFFF,
+                                 eth_dst=BROADCAST_MAC, proto="udp")
+        subnet = self.cfg.ports[self.rng.randrange(len(self.cfg.ports))]
+        return self.ip_frame(length, pid, self.src_normal(), subnet.broadcast, proto="udp")
+
+    def _multicast(self, length: int, pid: int) -> bytes:
+        rng = self.rng
+        group = 0xE0000000 | rng.getrandbits(8) if rng.random() < 0.5 else (
+            0xEF000000 | rng.getrandbits(24))
+        eth_dst = bytes([0x01, 0x00, 0x5E]) + (group & 0x7FFFFF).to_bytes(3, "big")
+        return self.ip_frame(length, pid, self.src_normal(), group, eth_dst=eth_dst, proto="udp")
+
+    def _martian_src(self, length: int, pid: int) -> bytes:
+        rng = self.rng
+        block = rng.choice((0x00000000, 0x7F000000, 0xE0000000, 0xF0000000))
+        bits = 24 if block in (0, 0x7F000000) else 28
+        src = block | rng.getrandbits(bits)
+        return self.ip_frame(length, pid, src, self.dst_normal())
+
+    def _martian_dst(self, length: int, pid: int) -> bytes:
+        rng = self.rng
+        while True:
+            block = rng.choice((0x00000000, 0x7F000000, 0xF0000000))
+            bits = 24 if block in (0, 0x7F000000) else 28
+            dst = block | rng.getrandbits(bits)
+            if dst != 0xFFFFFFFF:
+                return self.ip_frame(length, pid, self.src_normal(), dst)
+
+    def _runt(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), proto="udp")
+
+    def _wrong_mac(self, length: int, pid: int) -> bytes:
+        while True:
+            other = bytes([0x02]) + self.rng.randbytes(5)
+            if other != self.me.mac:
+                return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(),
+                                     eth_dst=other)
+
+    def _arp_miss(self, length: int, pid: int) -> bytes:
+        cfg, rng = self.cfg, self.rng
+        for _ in range(10_000):
+            port = cfg.ports[rng.randrange(len(cfg.ports))]
+            dst = port.network | (rng.getrandbits(32) & ~port.netmask & 0xFFFFFFFF)
+            if (dst not in cfg.arp and dst not in cfg.addresses
+                    and dst not in (port.network, port.broadcast)):
+                return self.ip_frame(length, pid, self.src_normal(), dst)
+        raise SpecError("mix.arp_miss: every on-link address has an ARP entry")
+
+
+# ---------------------------------------------------------------------------- driver
+
+
+def schedules(spec: TrafficSpec) -> list[Schedule]:
+    return [Schedule(spec, port) for port in spec.ports]
+
+
+def iter_packets(spec: TrafficSpec, scheds: list[Schedule] | None = None) -> Iterator[GenPacket]:
+    """All packets of all ports, in packet-id (arrival) order."""
+    scheds = scheds if scheds is not None else schedules(spec)
+    builders = [FrameBuilder(spec, s.port) if s.port.replay is None and len(s) else None
+                for s in scheds]
+
+    def keyed(p: int, s: Schedule) -> Iterator[tuple[int, int, int]]:
+        return ((t, p, i) for i, t in enumerate(s.times))
+
+    merged = heapq.merge(*(keyed(p, s) for p, s in enumerate(scheds)))
+    for pid, (t, p, i) in enumerate(merged):
+        sched = scheds[p]
+        kind = KINDS[sched.kinds[i]]
+        if sched.frames is not None:
+            data = sched.frames[i]
+        else:
+            builder = builders[p]
+            assert builder is not None
+            data = builder.build[kind](sched.lens[i], pid)
+        yield GenPacket(pid, p, t, data, kind)
+
+
+def generate(spec: TrafficSpec) -> list[GenPacket]:
+    """Everything in memory (tests, small runs); `write_traffic` streams to disk."""
+    return list(iter_packets(spec))
+
+
+def write_traffic(
+    spec: TrafficSpec,
+    outdir: str | Path,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Write DIR/port<N>.pcap and DIR/manifest.json; returns a summary."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    scheds = schedules(spec)
+    total = sum(len(s) for s in scheds)
+    writers = {
+        s.port.index: PcapWriter(outdir / f"port{s.port.index}.pcap")
+        for s in scheds if s.port.enabled
+    }
+    col_port = array("B")
+    col_time = array("q")
+    col_len = array("H")
+    col_kind = array("B")
+    byte_count = dict.fromkeys(writers, 0)
+    try:
+        for pkt in iter_packets(spec, scheds):
+            writers[pkt.port].write(pkt.time_ns, pkt.data)
+            col_port.append(pkt.port)
+            col_time.append(pkt.time_ns)
+            col_len.append(len(pkt.data))
+            col_kind.append(KIND_INDEX[pkt.kind])
+            byte_count[pkt.port] += len(pkt.data)
+            if progress is not None and pkt.id % 65536 == 0:
+                progress(pkt.id, total)
+    finally:
+        for w in writers.values():
+            w.close()
+    elapsed = time.perf_counter() - started
+    ports = []
+    for s in scheds:
+        if not s.port.enabled:
+            continue
+        w = s.port.wire
+        wire_bytes = sum(w.wire_bytes(n) for n in s.lens)
+        span = (s.times[-1] - s.times[0]) if len(s) > 1 else 0
+        entry: dict[str, Any] = {
+            "port": s.port.index,
+            "pcap": f"port{s.port.index}.pcap",
+            "packets": len(s),
+            "bytes": byte_count[s.port.index],
+            "wire_bytes": wire_bytes,
+            "wire": {"fcs": w.fcs, "preamble": w.preamble, "ifg": w.ifg},
+            "offered_bps": s.port.rate_bps,
+            "first_ns": s.times[0] if len(s) else None,
+            "last_ns": s.times[-1] if len(s) else None,
+        }
+        if span:
+            entry["mean_gap_ns"] = span / (len(s) - 1)
+        if s.port.replay is not None:
+            entry["replay"] = str(s.port.replay.path)
+            entry["delayed"] = s.delayed
+        ports.append(entry)
+    manifest = {
+        "format": "npkit-traffic/1",
+        "seed": spec.seed,
+        "spec": _jsonable(spec.raw),
+        "link_bps": spec.link_bps,
+        "ports": ports,
+        "kinds": list(KINDS),
+        "packets": {
+            "port": col_port.tolist(),
+            "time_ns": col_time.tolist(),
+            "len": col_len.tolist(),
+            "kind": col_kind.tolist(),
+        },
+    }
+    # dumps, not dump: only the one-shot encoder is the fast C one
+    (outdir / MANIFEST).write_text(json.dumps(manifest, separators=(",", ":")))
+    kinds_count: dict[str, int] = {}
+    for k in col_kind:
+        kinds_count[KINDS[k]] = kinds_count.get(KINDS[k], 0) + 1
+    return {
+        "dir": str(outdir),
+        "seed": spec.seed,
+        "packets": len(col_port),
+        "ports": [{k: v for k, v in p.items() if k != "wire"} for p in ports],
+        "kinds": kinds_count,
+        "elapsed_s": round(elapsed, 3),
+        "packets_per_s": round(len(col_port) / elapsed) if elapsed > 0 else None,
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """The spec echo: YAML scalars that JSON cannot hold become strings."""
+    return json.loads(json.dumps(value, default=str))

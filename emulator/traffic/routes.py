@@ -1,0 +1,252 @@
+"""Route tables: a text format, a longest-prefix-match lookup, and random tables.
+
+File format (one route per line)::
+
+    # comment; blank lines are ignored, and so is anything after a '#'
+    PREFIX/LEN  NEXTHOP_IP  PORT
+    198.51.100.0/24   10.0.2.2   2
+    0.0.0.0/0         10.0.0.2   0     # a default route
+    10.0.3.0/24       0.0.0.0    3     # next hop 0.0.0.0: directly connected
+
+- PREFIX/LEN: dotted quad and length 0..32. Host bits below LEN must be zero (a
+  route written `10.1.2.3/16` is an error, not silently masked: it is almost always
+  a typo).
+- NEXTHOP_IP: the IPv4 address of the next router; `0.0.0.0` means the destination
+  is on the link itself, so the packet's own destination address is the next hop
+  (whose MAC the ARP table must then hold).
+- PORT: output port index, 0..N-1.
+- The same PREFIX/LEN twice is an error (which one would win would be an accident of
+  the reader).
+
+Lookup is longest-prefix match written to be obviously correct rather than fast: one
+dict per prefix length, probed from /32 down to /0. It is the reference the SRAM trie
+in the microcode (and the XScale's incremental updates) are checked against.
+
+`random_routes` makes large tables (e.g. 10,000 prefixes) with a seed: lengths drawn
+from a distribution shaped like a BGP table (mostly /24, then /22-/23, /16-/21, a few
+shorter), all outside special-use space (RFC 6890: 0/8, 10/8, 100.64/10, 127/8,
+169.254/16, 172.16/12, 192.0.0/24, 192.0.2/24, 192.168/16, 198.18/15, 198.51.100/24,
+203.0.113/24, 224/4, 240/4), no duplicates; nested prefixes are allowed and occur
+naturally, which is what exercises longest-prefix match.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .packet import ip, ip_str
+
+DIRECT = 0  # next hop 0.0.0.0: deliver to the destination address itself
+
+
+class RouteError(ValueError):
+    """A malformed route file line or route, with its location."""
+
+
+@dataclass(frozen=True, order=True)
+class Route:
+    prefix: int
+    length: int
+    next_hop: int
+    port: int
+
+    @property
+    def direct(self) -> bool:
+        return self.next_hop == DIRECT
+
+    def __str__(self) -> str:
+        return f"{ip_str(self.prefix)}/{self.length} {ip_str(self.next_hop)} {self.port}"
+
+
+def mask(length: int) -> int:
+    """Netmask for a prefix length: mask(24) == 0xFFFFFF00."""
+    return (0xFFFFFFFF << (32 - length)) & 0xFFFFFFFF if length else 0
+
+
+def parse_prefix(text: str) -> tuple[int, int]:
+    """'10.0.0.0/8' -> (0x0a000000, 8); host bits must be zero."""
+    addr_text, sep, len_text = text.partition("/")
+    if not sep:
+        raise RouteError(f"prefix {text!r} has no /LEN")
+    try:
+        length = int(len_text)
+    except ValueError:
+        raise RouteError(f"prefix length {len_text!r} is not a number") from None
+    if not 0 <= length <= 32:
+        raise RouteError(f"prefix length {length} outside 0..32")
+    try:
+        addr = ip(addr_text)
+    except ValueError as exc:
+        raise RouteError(str(exc)) from None
+    if addr & ~mask(length) & 0xFFFFFFFF:
+        raise RouteError(f"prefix {text} has host bits set (did you mean "
+                         f"{ip_str(addr & mask(length))}/{length}?)")
+    return addr, length
+
+
+class RouteTable:
+    """Longest-prefix-match table: {length: {masked prefix: Route}}."""
+
+    def __init__(self, routes: Iterable[Route] = ()) -> None:
+        self._by_len: dict[int, dict[int, Route]] = {}
+        self._lengths: list[int] = []
+        for route in routes:
+            self.add(route)
+
+    def add(self, route: Route) -> None:
+        if route.prefix & ~mask(route.length) & 0xFFFFFFFF:
+            raise RouteError(f"route {route} has host bits set")
+        table = self._by_len.setdefault(route.length, {})
+        if route.prefix in table:
+            raise RouteError(f"duplicate route for {ip_str(route.prefix)}/{route.length}")
+        table[route.prefix] = route
+        self._lengths = sorted(self._by_len, reverse=True)
+
+    def remove(self, prefix: int, length: int) -> Route:
+        route = self._by_len[length].pop(prefix)
+        if not self._by_len[length]:
+            del self._by_len[length]
+            self._lengths = sorted(self._by_len, reverse=True)
+        return route
+
+    def lookup(self, addr: int) -> Route | None:
+        """The most specific route containing `addr`, or None."""
+        for length in self._lengths:
+            route = self._by_len[length].get(addr & mask(length))
+            if route is not None:
+                return route
+        return None
+
+    def __contains__(self, key: tuple[int, int]) -> bool:
+        prefix, length = key
+        return prefix in self._by_len.get(length, {})
+
+    def __iter__(self) -> Iterator[Route]:
+        for length in sorted(self._by_len):
+            yield from sorted(self._by_len[length].values())
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self._by_len.values())
+
+    def length_histogram(self) -> dict[int, int]:
+        return {length: len(self._by_len[length]) for length in sorted(self._by_len)}
+
+
+def parse_routes(text: str, source: str = "<routes>") -> list[Route]:
+    """Parse route-file text; errors name source:line."""
+    routes = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = line.split()
+        try:
+            if len(fields) != 3:
+                raise RouteError(f"expected 'PREFIX/LEN NEXTHOP_IP PORT', got {len(fields)} fields")
+            prefix, length = parse_prefix(fields[0])
+            try:
+                next_hop = ip(fields[1])
+            except ValueError as exc:
+                raise RouteError(str(exc)) from None
+            if not fields[2].isdigit():
+                raise RouteError(f"port {fields[2]!r} is not a non-negative integer")
+            routes.append(Route(prefix, length, next_hop, int(fields[2])))
+        except RouteError as exc:
+            raise RouteError(f"{source}:{lineno}: {exc}") from None
+    return routes
+
+
+def load_routes(path: str | Path) -> list[Route]:
+    path = Path(path)
+    return parse_routes(path.read_text(), str(path))
+
+
+def format_routes(routes: Iterable[Route], header: str = "") -> str:
+    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
+    lines += [
+        f"{ip_str(r.prefix) + '/' + str(r.length):<19} {ip_str(r.next_hop):<15} {r.port}"
+        for r in routes
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_routes(path: str | Path, routes: Iterable[Route], header: str = "") -> None:
+    Path(path).write_text(format_routes(routes, header))
+
+
+# ---------------------------------------------------------------------------- random tables
+
+# RFC 6890 special-purpose blocks (and multicast/reserved): never generated.
+RESERVED_BLOCKS: tuple[tuple[int, int], ...] = tuple(
+    parse_prefix(p)
+    for p in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+)
+
+# Share of each prefix length, roughly the shape of a global BGP table.
+LENGTH_WEIGHTS: dict[int, float] = {
+    8: 0.002, 10: 0.002, 12: 0.005, 13: 0.005, 14: 0.01, 15: 0.01, 16: 0.03,
+    17: 0.015, 18: 0.025, 19: 0.04, 20: 0.05, 21: 0.06, 22: 0.12, 23: 0.10, 24: 0.526,
+}  # fmt: skip
+
+
+def overlaps(prefix: int, length: int, other: int, other_len: int) -> bool:
+    shorter = min(length, other_len)
+    return (prefix & mask(shorter)) == (other & mask(shorter))
+
+
+def is_reserved(prefix: int, length: int) -> bool:
+    return any(overlaps(prefix, length, p, n) for p, n in RESERVED_BLOCKS)
+
+
+def random_routes(
+    count: int,
+    seed: int,
+    next_hops: list[tuple[int, int]],
+    length_weights: dict[int, float] | None = None,
+) -> list[Route]:
+    """`count` distinct random routes, deterministic for `seed`.
+
+    `next_hops` is a list of (next_hop_ip, port) to choose from uniformly (typically
+    every ARP entry of the router config that lies on one of its port subnets).
+    """
+    if count < 0:
+        raise ValueError("count must be >= 0")
+    if not next_hops:
+        raise ValueError("need at least one (next hop, port) pair")
+    weights = length_weights or LENGTH_WEIGHTS
+    lengths = list(weights)
+    cum = list(weights.values())
+    rng = random.Random(f"npkit-routes:{seed}")
+    seen: set[tuple[int, int]] = set()
+    routes: list[Route] = []
+    attempts = 0
+    while len(routes) < count:
+        attempts += 1
+        if attempts > 50 * count + 1000:
+            raise ValueError(f"could not find {count} distinct prefixes (got {len(routes)})")
+        length = rng.choices(lengths, cum)[0]
+        prefix = rng.getrandbits(32) & mask(length)
+        if (prefix, length) in seen or is_reserved(prefix, length):
+            continue
+        seen.add((prefix, length))
+        hop, port = next_hops[rng.randrange(len(next_hops))]
+        routes.append(Route(prefix, length, hop, port))
+    return routes
