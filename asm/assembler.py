@@ -282,7 +282,8 @@ def _scope_name(sym: Sym) -> str:
 
 def _program(unit: Unit, b: _Builder, emitted: list[Emitted], name: str, path: str) -> Program:
     symbols: list[Symbol] = []
-    for lname, addr in b.labels.items():
+    # user labels first: readers take the first label at an address as its name
+    for lname, addr in sorted(b.labels.items(), key=lambda kv: unit.labels[kv[0]].generated):
         symbols.append(Symbol(lname, "label", addr))
     for sym in unit.syms:
         if sym.name.startswith("__bank_tmp"):

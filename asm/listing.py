@@ -13,7 +13,8 @@ from .assembler import Assembly
 def render_listing(asm: Assembly) -> str:
     prog = asm.program
     by_addr: dict[int, list[str]] = {}
-    for name, addr in asm.label_addrs.items():
+    gen = {n for n, lab in asm.unit.labels.items() if lab.generated}
+    for name, addr in sorted(asm.label_addrs.items(), key=lambda kv: kv[0] in gen):
         by_addr.setdefault(addr, []).append(name)
     first = {a: names[0] for a, names in by_addr.items()}
     out = [f"; npkit listing: program '{prog.name}', {len(prog.words)} words, "
