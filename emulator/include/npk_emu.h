@@ -1,0 +1,280 @@
+/*
+ * npk_emu.h -- the npkit IXP2xxx microengine emulator core (C API).
+ *
+ * A chip is built from an npk_config (filled by the Python side from
+ * emulator/configs/<name>.yaml), loaded with control-store words, enabled per
+ * ME, and run for a cycle budget.  Everything the chip holds lives in the
+ * npk_chip object: no global mutable state, so several chips may coexist.
+ *
+ * Determinism: the same config (including seed), images and API calls give
+ * the same cycle-by-cycle history.  No wall clock and no pointer order is
+ * consulted anywhere.
+ *
+ * Conventions
+ *   - cycles are microengine clock cycles;
+ *   - memory byte addresses: SRAM channel = addr[31:30], offset = addr[29:0];
+ *     DRAM is one flat space (channel chosen by config interleave);
+ *     scratch is flat.  Longwords are stored big-endian (byte 0 = bits 31:24);
+ *   - register indices for GPR, transfer and NN registers are absolute
+ *     (0..127 per bank/kind); context-relative numbering is done by the
+ *     decoder exactly as the hardware does (8-ctx: ctx*16+r, 4-ctx:
+ *     (ctx/2)*32+r).
+ *   - functions returning int return 0 on success and a negative NPK_E*
+ *     code on error (bad ME/ctx/index, out-of-range address).
+ *
+ * The block between CDEF-BEGIN and CDEF-END is read verbatim by the Python
+ * binding (cffi ABI mode), so it holds only declarations cffi understands.
+ */
+#ifndef NPK_EMU_H
+#define NPK_EMU_H
+#include <stdint.h>
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CDEF-BEGIN */
+typedef struct npk_chip npk_chip;
+
+enum {
+    NPK_OK = 0,
+    NPK_EINVAL = -1,     /* bad argument (ME, context, index, kind) */
+    NPK_ERANGE = -2,     /* address outside the memory */
+    NPK_ENOMEM = -3,
+    NPK_ESTATE = -4      /* operation impossible in the current state */
+};
+
+/* Timing of one shared unit.  A command issued at cycle t joins its channel
+ * queue at t + cmd_overhead, starts when the channel is free, occupies the
+ * channel for ceil(bytes / unit_bytes) * cycles_per_unit cycles and signals
+ * read_latency (or write_latency) cycles after its occupancy ends. */
+typedef struct npk_unit_cfg {
+    uint32_t channels;
+    uint32_t cmd_overhead;
+    uint32_t read_latency;
+    uint32_t write_latency;
+    uint32_t unit_bytes;
+    uint32_t cycles_per_unit;
+} npk_unit_cfg;
+
+typedef struct npk_config {
+    char name[32];
+    uint32_t clock_mhz;
+    uint32_t num_me;            /* <= 16 */
+    uint32_t ctx_per_me;        /* 8 */
+    uint32_t ustore_words;      /* <= 8192 */
+    uint32_t lm_words;          /* <= 1024 */
+    uint32_t cam_entries;       /* <= 16 */
+    uint32_t nn_full_threshold; /* NN_FULL asserted when ring count >= this */
+    uint32_t branch_taken_penalty;
+    uint32_t ctx_swap_cost;
+    uint32_t csr_write_to_use;  /* cycles before a local_csr_wr takes effect */
+    uint32_t timestamp_shift;   /* TIMESTAMP counts cycles >> shift */
+    uint64_t sram_channel_bytes;
+    uint64_t dram_bytes;
+    uint32_t dram_interleave;   /* bytes per DRAM channel stripe */
+    uint32_t scratch_bytes;
+    uint32_t scratch_rings;
+    uint32_t history_capacity;  /* events kept in the ring buffer */
+    uint64_t seed;
+    uint64_t hash_mult48;
+    uint64_t hash_mult64;
+    uint64_t hash_mult128_lo;
+    uint64_t hash_mult128_hi;
+    npk_unit_cfg sram;
+    npk_unit_cfg dram;
+    npk_unit_cfg scratch;
+    npk_unit_cfg hash;
+    npk_unit_cfg cap;
+    npk_unit_cfg msf;
+    npk_unit_cfg pci;
+} npk_config;
+
+/* units (statistics, history) */
+enum {
+    NPK_UNIT_SRAM = 0, NPK_UNIT_DRAM = 1, NPK_UNIT_SCRATCH = 2, NPK_UNIT_HASH = 3,
+    NPK_UNIT_CAP = 4, NPK_UNIT_MSF = 5, NPK_UNIT_PCI = 6, NPK_UNIT_COUNT = 7
+};
+
+/* memory spaces for npk_mem_read / npk_mem_write / watchpoints */
+enum { NPK_MEM_SRAM = 0, NPK_MEM_DRAM = 1, NPK_MEM_SCRATCH = 2 };
+
+/* register kinds for npk_reg_read / npk_reg_write */
+enum {
+    NPK_REG_GPR_A = 0,      /* index 0..127 absolute */
+    NPK_REG_GPR_B = 1,
+    NPK_REG_SXFER_IN = 2,   /* SRAM transfer registers, read half (memory -> ME) */
+    NPK_REG_SXFER_OUT = 3,  /* SRAM transfer registers, write half (ME -> memory) */
+    NPK_REG_DXFER_IN = 4,
+    NPK_REG_DXFER_OUT = 5,
+    NPK_REG_NN = 6,         /* next-neighbour registers 0..127 */
+    NPK_REG_LM = 7,         /* local memory word index */
+    NPK_REG_CAM_TAG = 8,    /* index = entry */
+    NPK_REG_CAM_STATE = 9,
+    NPK_REG_CSR = 10,       /* index = local CSR byte address; ctx = context for ACTIVE_* */
+    NPK_REG_PC = 11,        /* per ctx */
+    NPK_REG_CC = 12,        /* per ctx: bit0 Z, bit1 N, bit2 C, bit3 V */
+    NPK_REG_SIGNALS = 13,   /* per ctx: bit n = signal n */
+    NPK_REG_CTX_STATE = 14, /* per ctx: NPK_CTX_* (read only) */
+    NPK_REG_WAIT_MASK = 15  /* per ctx: signals awaited (read only) */
+};
+
+enum { NPK_CTX_INACTIVE = 0, NPK_CTX_READY = 1, NPK_CTX_RUNNING = 2, NPK_CTX_SLEEP = 3 };
+
+enum {
+    NPK_STOP_BUDGET = 0,      /* cycle budget used up */
+    NPK_STOP_HALTED = 1,      /* no ME has an enabled context left */
+    NPK_STOP_BREAKPOINT = 2,
+    NPK_STOP_WATCHPOINT = 3,
+    NPK_STOP_STEP = 4         /* npk_step finished its instruction */
+};
+
+/* why an ME stopped (npk_me_info) */
+enum {
+    NPK_ME_RUNNING = 0,
+    NPK_ME_HALT = 1,          /* ctx_arb[bpt] / halt */
+    NPK_ME_ILLEGAL = 2,       /* undecodable word */
+    NPK_ME_BAD_PC = 3,        /* PC outside the control store */
+    NPK_ME_IDLE = 4           /* no context enabled */
+};
+
+typedef struct npk_me_info {
+    int32_t state;            /* NPK_ME_* */
+    int32_t ctx;              /* context that stopped it */
+    uint32_t pc;
+    uint64_t word;
+    uint64_t cycle;
+    char reason[96];
+} npk_me_info;
+
+typedef struct npk_stop_info {
+    int32_t reason;           /* NPK_STOP_* */
+    int32_t me, ctx;
+    uint32_t pc;
+    int32_t id;               /* breakpoint / watchpoint id */
+    uint64_t cycle;
+} npk_stop_info;
+
+typedef struct npk_me_stats {
+    uint64_t executing_cycles; /* instructions issued */
+    uint64_t aborted_cycles;   /* taken-branch bubbles */
+    uint64_t stalled_cycles;   /* context swaps and other stalls */
+    uint64_t idle_cycles;      /* no context ready */
+    uint64_t instructions;
+    uint64_t ctx_swaps;
+    uint64_t ctx_instructions[8];
+    uint64_t ctx_sleep_cycles[8];
+    uint64_t ctx_ready_cycles[8];  /* ready but not running */
+} npk_me_stats;
+
+typedef struct npk_unit_stats {
+    uint64_t commands;
+    uint64_t bytes;
+    uint64_t busy_cycles;
+    uint64_t queue_max;
+    uint64_t queue_sum;        /* sum of queue depth seen at each issue: mean = sum / commands */
+} npk_unit_stats;
+
+/* thread history */
+enum {
+    NPK_EV_STATE = 0,          /* a0 = new NPK_CTX_* state, a1 = pc */
+    NPK_EV_MEM_ISSUE = 1,      /* unit, a0 = cmd | sub<<8 | count<<16, a1 = address */
+    NPK_EV_MEM_DONE = 2,       /* unit, a0 = cmd, a1 = address */
+    NPK_EV_SIGNAL = 3,         /* a0 = signal number */
+    NPK_EV_HALT = 4,           /* a0 = NPK_ME_* reason, a1 = pc */
+    NPK_EV_INSTR = 5           /* a0 = pc (only with npk_history_enable(.., 2)) */
+};
+
+typedef struct npk_hist_event {
+    uint64_t cycle;
+    uint8_t me, ctx, kind, unit;
+    uint32_t a0, a1;
+} npk_hist_event;
+
+/* MSF plug-in.  The MSF device (registered later by the traffic model)
+ * implements these; any pointer may be NULL.  Without a plug-in the chip uses
+ * a loopback stub: msf[write] stores into a 64 KB buffer that msf[read] reads
+ * back, rbuf_rd reads from the same buffer, tbuf_wr writes into it, fast_wr
+ * is counted; npk_msf_stub_counts reports how often each was used.
+ *   read/write : msf[read|write, $x, a, b, n] -- addr = a + b, n longwords;
+ *                called when the command completes (data already pulled).
+ *   fast_wr    : msf[fast_wr, --, a, b] -- addr = a, data = b.
+ *   rbuf_rd    : dram[rbuf_rd, ...] -- copy nbytes from MSF buffer address
+ *                msf_addr; the chip then writes them to DRAM.
+ *   tbuf_wr    : dram[tbuf_wr, ...] -- nbytes read from DRAM go to msf_addr.
+ *   next_event : earliest cycle at which the device wants advance() called
+ *                (UINT64_MAX = none); lets the run loop skip idle time.
+ *   advance    : the chip reached cycle `now`; the device may call
+ *                npk_msf_deliver() to hand receive status words to a thread
+ *                that registered on the receive freelist. */
+typedef struct npk_msf_ops {
+    void *user;
+    void (*read)(void *user, int me, int ctx, uint32_t addr, uint32_t *words, unsigned n);
+    void (*write)(void *user, int me, int ctx, uint32_t addr, const uint32_t *words, unsigned n);
+    void (*fast_wr)(void *user, int me, uint32_t addr, uint32_t data);
+    void (*rbuf_rd)(void *user, uint32_t msf_addr, uint8_t *buf, unsigned nbytes);
+    void (*tbuf_wr)(void *user, uint32_t msf_addr, const uint8_t *buf, unsigned nbytes);
+    uint64_t (*next_event)(void *user);
+    void (*advance)(void *user, npk_chip *chip, uint64_t now);
+} npk_msf_ops;
+
+/* lifecycle */
+npk_chip *npk_create(const npk_config *cfg);
+void npk_destroy(npk_chip *chip);
+void npk_reset(npk_chip *chip);       /* registers, memories, time, stats; keeps ustore */
+const char *npk_last_error(npk_chip *chip);
+int npk_get_config(npk_chip *chip, npk_config *out);
+
+/* loading and enabling */
+int npk_load_ustore(npk_chip *chip, int me, const uint64_t *words, size_t n, int ctx_mode);
+int npk_me_enable(npk_chip *chip, int me, uint32_t ctx_mask);
+int npk_set_signal(npk_chip *chip, int me, int ctx, int sig);   /* .set_sig; ctx -1 = all */
+int npk_me_status(npk_chip *chip, int me, npk_me_info *out);
+
+/* running */
+int npk_run(npk_chip *chip, uint64_t max_cycles, int *stop_reason);
+int npk_step(npk_chip *chip, int me, int ctx);  /* run until me/ctx executed one instruction */
+uint64_t npk_cycle(npk_chip *chip);
+int npk_last_stop(npk_chip *chip, npk_stop_info *out);
+
+/* breakpoints and watchpoints: me / ctx -1 = any; return id >= 0 */
+int npk_bp_add(npk_chip *chip, int me, int ctx, uint32_t pc);
+int npk_bp_del(npk_chip *chip, int id);
+int npk_wp_add_reg(npk_chip *chip, int me, int kind, uint32_t index);
+int npk_wp_add_mem(npk_chip *chip, int space, uint64_t addr, uint32_t len);
+int npk_wp_del(npk_chip *chip, int id);
+
+/* registers and memory */
+int npk_reg_read(npk_chip *chip, int me, int ctx, int kind, uint32_t index, uint32_t *value);
+int npk_reg_write(npk_chip *chip, int me, int ctx, int kind, uint32_t index, uint32_t value);
+int npk_mem_read(npk_chip *chip, int space, uint64_t addr, void *buf, size_t n);
+int npk_mem_write(npk_chip *chip, int space, uint64_t addr, const void *buf, size_t n);
+int npk_scratch_ring_config(npk_chip *chip, int ring, uint32_t base, uint32_t size_words,
+                            uint32_t full_margin);
+int npk_scratch_ring_count(npk_chip *chip, int ring, uint32_t *count);
+int npk_cap_csr_read(npk_chip *chip, uint32_t addr, uint32_t *value);
+int npk_cap_csr_write(npk_chip *chip, uint32_t addr, uint32_t value);
+uint32_t npk_xscale_irq(npk_chip *chip, int clear); /* bit me: XSCALE_INT_A, bit 16+me: INT_B */
+
+/* statistics */
+int npk_stats_me(npk_chip *chip, int me, npk_me_stats *out);
+int npk_stats_unit(npk_chip *chip, int unit, int channel, npk_unit_stats *out);
+int npk_unit_channels(npk_chip *chip, int unit);
+
+/* thread history: level 0 off, 1 state/memory/signal events, 2 also every instruction */
+int npk_history_enable(npk_chip *chip, int level);
+size_t npk_history_drain(npk_chip *chip, npk_hist_event *buf, size_t max);
+uint64_t npk_history_dropped(npk_chip *chip);
+uint64_t npk_history_hash(npk_chip *chip);
+
+/* MSF plug-in */
+int npk_set_msf(npk_chip *chip, const npk_msf_ops *ops);   /* NULL = loopback stub */
+int npk_msf_deliver(npk_chip *chip, int me, int ctx, int xfer_abs, const uint32_t *words,
+                    unsigned n, int sig);                   /* into SRAM xfer-in regs, then signal */
+int npk_msf_stub_counts(npk_chip *chip, uint64_t *out5);   /* read, write, fast_wr, rbuf_rd, tbuf_wr */
+/* CDEF-END */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NPK_EMU_H */

@@ -1,0 +1,579 @@
+/* Chip object: creation, run loop, debugger hooks, register/memory access,
+ * statistics. */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include "internal.h"
+
+static void seterr(npk_chip *c, const char *msg)
+{
+    if (c) snprintf(c->err, sizeof c->err, "%s", msg);
+}
+
+const char *npk_last_error(npk_chip *c) { return c ? c->err : "no chip"; }
+
+uint64_t npk_prng_next(uint64_t *s)
+{
+    /* xorshift64*: deterministic, seeded from the config */
+    uint64_t x = *s ? *s : 0x9E3779B97F4A7C15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return (x * 0x2545F4914F6CDD1Dull) >> 32;
+}
+
+static int cfg_valid(const npk_config *k)
+{
+    if (k->num_me < 1 || k->num_me > NPK_MAX_ME) return 0;
+    if (k->ctx_per_me != 8) return 0;
+    if (k->ustore_words < 1 || k->ustore_words > 8192) return 0;
+    if (k->lm_words > 1024 || k->cam_entries < 1 || k->cam_entries > 16) return 0;
+    if (k->sram.channels < 1 || k->sram.channels > 4) return 0;
+    if (k->dram.channels < 1 || k->dram.channels > 4) return 0;
+    if (k->scratch_bytes < 4 || k->scratch_rings > 16) return 0;
+    if (k->sram_channel_bytes > (1ull << 30) || k->dram_bytes > (1ull << 32)) return 0;
+    if (k->timestamp_shift > 16) return 0;
+    return 1;
+}
+
+static void me_reset(npk_chip *c, npk_me *m)
+{
+    uint64_t *us = m->ustore;
+    uint32_t *lm = m->lm;
+    int idx = m->idx, mode = m->ctx_mode ? m->ctx_mode : 8;
+    memset(m, 0, sizeof *m);
+    m->ustore = us;
+    m->lm = lm;
+    memset(lm, 0, sizeof(uint32_t) * 1024);
+    m->idx = idx;
+    m->ctx_mode = mode;
+    m->cur = -1;
+    m->status = NPK_ME_IDLE;
+    m->next = NPK_NEVER;
+    m->idle_since = 0;
+    m->pend_min = NPK_NEVER;
+    m->prng = c->cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)idx * 0xBF58476D1CE4E5B9ull + 1;
+    npk_cam_reset(m);
+    for (int i = 0; i < NPK_NCTX; i++) m->ctx[i].swap_target = UINT32_MAX;
+    m->stop.state = NPK_ME_IDLE;
+    snprintf(m->stop.reason, sizeof m->stop.reason, "no context enabled");
+}
+
+void npk_reset(npk_chip *c)
+{
+    if (!c) return;
+    c->now = 0;
+    c->seq = 0;
+    for (uint32_t i = 0; i < c->cfg.num_me; i++) me_reset(c, &c->me[i]);
+    memset(c->sram, 0, (size_t)(c->cfg.sram_channel_bytes * c->cfg.sram.channels));
+    memset(c->dram, 0, (size_t)c->cfg.dram_bytes);
+    memset(c->scratch, 0, c->cfg.scratch_bytes);
+    memset(c->rings, 0, sizeof c->rings);
+    memset(c->cap_csr, 0, NPK_CAP_CSR_WORDS * sizeof(uint32_t));
+    memset(c->chan, 0, sizeof c->chan);
+    memset(c->msf_buf, 0, NPK_MSF_STUB_BYTES);
+    memset(c->msf_counts, 0, sizeof c->msf_counts);
+    c->irq = 0;
+    c->nheap = 0;
+    c->nfree = 0;
+    c->pool_used = 0;
+    c->stop_req = 0;
+    memset(&c->stop, 0, sizeof c->stop);
+    c->step_me = -1;
+    c->hist_head = c->hist_len = 0;
+    c->hist_dropped = 0;
+    c->hist_hash = 0xcbf29ce484222325ull;
+}
+
+npk_chip *npk_create(const npk_config *cfg)
+{
+    if (!cfg || !cfg_valid(cfg)) return NULL;
+    npk_chip *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->cfg = *cfg;
+    c->sram = calloc((size_t)(cfg->sram_channel_bytes * cfg->sram.channels) + 4, 1);
+    c->dram = calloc((size_t)cfg->dram_bytes + 8, 1);
+    c->scratch = calloc(cfg->scratch_bytes + 4, 1);
+    c->cap_csr = calloc(NPK_CAP_CSR_WORDS, sizeof(uint32_t));
+    c->msf_buf = calloc(NPK_MSF_STUB_BYTES, 1);
+    c->hist_cap = cfg->history_capacity;
+    c->hist = c->hist_cap ? calloc(c->hist_cap, sizeof(npk_hist_event)) : NULL;
+    int ok = c->sram && c->dram && c->scratch && c->cap_csr && c->msf_buf && (!c->hist_cap || c->hist);
+    for (uint32_t i = 0; ok && i < cfg->num_me; i++) {
+        c->me[i].idx = (int)i;
+        c->me[i].ctx_mode = 8;
+        c->me[i].ustore = calloc(cfg->ustore_words, sizeof(uint64_t));
+        c->me[i].lm = calloc(1024, sizeof(uint32_t));
+        if (!c->me[i].ustore || !c->me[i].lm) ok = 0;
+    }
+    if (!ok) { npk_destroy(c); return NULL; }
+    npk_msf_stub_init(c);
+    npk_reset(c);
+    return c;
+}
+
+void npk_destroy(npk_chip *c)
+{
+    if (!c) return;
+    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); }
+    free(c->sram); free(c->dram); free(c->scratch); free(c->cap_csr); free(c->msf_buf);
+    free(c->hist); free(c->pool); free(c->free_list); free(c->heap);
+    free(c);
+}
+
+int npk_get_config(npk_chip *c, npk_config *out)
+{
+    if (!c || !out) return NPK_EINVAL;
+    *out = c->cfg;
+    return NPK_OK;
+}
+
+static int bad_me(npk_chip *c, int me)
+{
+    return !c || me < 0 || (uint32_t)me >= c->cfg.num_me;
+}
+
+int npk_load_ustore(npk_chip *c, int me, const uint64_t *words, size_t n, int ctx_mode)
+{
+    if (bad_me(c, me)) return NPK_EINVAL;
+    if (ctx_mode != 4 && ctx_mode != 8) { seterr(c, "ctx_mode must be 4 or 8"); return NPK_EINVAL; }
+    if (n > c->cfg.ustore_words) { seterr(c, "image larger than the control store"); return NPK_ERANGE; }
+    npk_me *m = &c->me[me];
+    memset(m->ustore, 0, c->cfg.ustore_words * sizeof(uint64_t));
+    for (size_t i = 0; i < n; i++) m->ustore[i] = words[i] & NPK_WORD_MASK;
+    m->ctx_mode = ctx_mode;
+    return NPK_OK;
+}
+
+int npk_me_enable(npk_chip *c, int me, uint32_t mask)
+{
+    if (bad_me(c, me) || mask > 0xFF) return NPK_EINVAL;
+    npk_me *m = &c->me[me];
+    if (m->ctx_mode == 4) mask &= 0x55;
+    m->ctx_enables = (m->ctx_enables & ~0xFF00u) | (mask << 8);
+    if (mask && m->status != NPK_ME_RUNNING) {
+        m->status = NPK_ME_RUNNING;
+        m->stop.state = NPK_ME_RUNNING;
+        m->stop.reason[0] = 0;
+    }
+    for (int i = 0; i < 8; i++) {
+        npk_ctx *x = &m->ctx[i];
+        if (mask & (1u << i)) {
+            if (x->state == NPK_CTX_INACTIVE) npk_ctx_set_state(c, m, i, NPK_CTX_READY);
+        } else if (x->state != NPK_CTX_INACTIVE) {
+            if (m->cur == i) m->cur = -1;
+            npk_ctx_set_state(c, m, i, NPK_CTX_INACTIVE);
+        }
+    }
+    if (m->cur < 0 && mask) {
+        m->ctx_arb_cntl = 7;  /* so that round robin starts at context 0 */
+        npk_me_pick(c, m, c->now);
+        /* the first context starts without a swap penalty */
+        if (m->cur >= 0) {
+            m->next = c->now;
+            m->st.stalled_cycles -= c->cfg.ctx_swap_cost;
+            m->st.ctx_swaps--;
+        }
+    }
+    if (!mask) {
+        m->status = NPK_ME_IDLE;
+        m->next = NPK_NEVER;
+    }
+    return NPK_OK;
+}
+
+int npk_set_signal(npk_chip *c, int me, int ctx, int sig)
+{
+    if (bad_me(c, me) || ctx < -1 || ctx > 7 || sig < 1 || sig > 15) return NPK_EINVAL;
+    for (int i = 0; i < 8; i++)
+        if (ctx < 0 || ctx == i) npk_ctx_signal(c, &c->me[me], i, (uint16_t)(1u << sig));
+    return NPK_OK;
+}
+
+int npk_me_status(npk_chip *c, int me, npk_me_info *out)
+{
+    if (bad_me(c, me) || !out) return NPK_EINVAL;
+    *out = c->me[me].stop;
+    out->state = c->me[me].status;
+    return NPK_OK;
+}
+
+uint64_t npk_cycle(npk_chip *c) { return c ? c->now : 0; }
+
+int npk_last_stop(npk_chip *c, npk_stop_info *out)
+{
+    if (!c || !out) return NPK_EINVAL;
+    *out = c->stop;
+    return NPK_OK;
+}
+
+/* ---- run loop -------------------------------------------------------------- */
+
+static int any_alive(npk_chip *c)
+{
+    for (uint32_t i = 0; i < c->cfg.num_me; i++) {
+        npk_me *m = &c->me[i];
+        if (m->status != NPK_ME_RUNNING) continue;
+        for (int k = 0; k < 8; k++)
+            if (m->ctx[k].state != NPK_CTX_INACTIVE) return 1;
+    }
+    return 0;
+}
+
+int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
+{
+    if (!c) return NPK_EINVAL;
+    uint64_t end = c->now + max_cycles;
+    if (end < c->now) end = NPK_NEVER - 1;
+    uint32_t nme = c->cfg.num_me;
+    int reason = NPK_STOP_BUDGET;
+    c->stop_req = 0;
+    for (;;) {
+        uint64_t t = npk_ev_next_cycle(c);
+        for (uint32_t i = 0; i < nme; i++)
+            if (c->me[i].next < t) t = c->me[i].next;
+        if (c->msf.next_event) {
+            uint64_t tm = c->msf.next_event(c->msf.user);
+            if (tm < t) t = tm < c->now ? c->now : tm;
+        }
+        if (t == NPK_NEVER && !any_alive(c)) { reason = NPK_STOP_HALTED; break; }
+        if (t >= end) { c->now = end; break; }
+        c->now = t;
+        if (c->msf.advance) c->msf.advance(c->msf.user, c, t);
+        while (c->nheap && c->pool[c->heap[0]].cycle <= t) {
+            npk_event ev = *npk_ev_top(c);
+            npk_ev_pop_free(c);
+            if (ev.kind == EVK_MEM) npk_unit_complete(c, &ev);
+            else npk_ctx_signal(c, &c->me[ev.me], ev.ctx, ev.sigmask);
+        }
+        for (uint32_t i = 0; i < nme; i++) {
+            npk_me *m = &c->me[i];
+            if (m->next != t) continue;
+            int cur = m->cur;
+            npk_me_exec(c, m);
+            if (c->step_me == (int)i && cur == c->step_ctx && !c->stop_req) {
+                c->stop_req = 1;
+                c->stop.reason = NPK_STOP_STEP;
+                c->stop.me = (int)i;
+                c->stop.ctx = cur;
+                c->stop.pc = m->ctx[cur].pc;
+                c->stop.cycle = t;
+            }
+        }
+        if (c->stop_req) {
+            reason = c->stop.reason;
+            /* a breakpoint stops before its instruction; others stop after */
+            if (reason != NPK_STOP_BREAKPOINT) c->now = t + 1 > end ? end : t + 1;
+            else c->now = t;
+            for (uint32_t i = 0; i < nme; i++)
+                if (c->me[i].next < c->now) c->me[i].next = c->now;
+            break;
+        }
+    }
+    c->stop.reason = reason;
+    c->stop.cycle = c->now;
+    if (stop_reason) *stop_reason = reason;
+    return NPK_OK;
+}
+
+int npk_step(npk_chip *c, int me, int ctx)
+{
+    if (bad_me(c, me) || ctx < 0 || ctx > 7) return NPK_EINVAL;
+    npk_ctx *x = &c->me[me].ctx[ctx];
+    if (c->me[me].status != NPK_ME_RUNNING || x->state == NPK_CTX_INACTIVE) {
+        seterr(c, "context is not enabled");
+        return NPK_ESTATE;
+    }
+    c->step_me = me;
+    c->step_ctx = ctx;
+    int reason;
+    npk_run(c, 1ull << 40, &reason);
+    c->step_me = -1;
+    return reason == NPK_STOP_STEP ? NPK_OK : NPK_ESTATE;
+}
+
+/* ---- breakpoints / watchpoints ------------------------------------------- */
+
+int npk_bp_add(npk_chip *c, int me, int ctx, uint32_t pc)
+{
+    if (!c) return NPK_EINVAL;
+    for (int i = 0; i < NPK_MAX_BP; i++) {
+        if (!c->bp[i].used) {
+            c->bp[i].used = 1;
+            c->bp[i].me = me;
+            c->bp[i].ctx = ctx;
+            c->bp[i].pc = pc;
+            c->nbp++;
+            return i;
+        }
+    }
+    return NPK_ENOMEM;
+}
+
+int npk_bp_del(npk_chip *c, int id)
+{
+    if (!c || id < 0 || id >= NPK_MAX_BP || !c->bp[id].used) return NPK_EINVAL;
+    c->bp[id].used = 0;
+    c->nbp--;
+    return NPK_OK;
+}
+
+int npk_wp_add_reg(npk_chip *c, int me, int kind, uint32_t index)
+{
+    if (!c) return NPK_EINVAL;
+    for (int i = 0; i < NPK_MAX_WP; i++) {
+        if (!c->wp[i].used) {
+            c->wp[i] = (npk_wp){1, 0, me, kind, 0, 0, index, 0};
+            c->nwp_reg++;
+            return i;
+        }
+    }
+    return NPK_ENOMEM;
+}
+
+int npk_wp_add_mem(npk_chip *c, int space, uint64_t addr, uint32_t len)
+{
+    if (!c || space < 0 || space > 2 || len == 0) return NPK_EINVAL;
+    for (int i = 0; i < NPK_MAX_WP; i++) {
+        if (!c->wp[i].used) {
+            c->wp[i] = (npk_wp){1, 1, -1, 0, space, addr, 0, len};
+            c->nwp_mem++;
+            return i;
+        }
+    }
+    return NPK_ENOMEM;
+}
+
+int npk_wp_del(npk_chip *c, int id)
+{
+    if (!c || id < 0 || id >= NPK_MAX_WP || !c->wp[id].used) return NPK_EINVAL;
+    if (c->wp[id].is_mem) c->nwp_mem--; else c->nwp_reg--;
+    c->wp[id].used = 0;
+    return NPK_OK;
+}
+
+static void wp_fire(npk_chip *c, int id, int me)
+{
+    if (c->stop_req) return;
+    c->stop_req = 1;
+    c->stop.reason = NPK_STOP_WATCHPOINT;
+    c->stop.id = id;
+    c->stop.me = me;
+    c->stop.ctx = me >= 0 ? c->me[me].cur : -1;
+    c->stop.pc = (me >= 0 && c->me[me].cur >= 0) ? c->me[me].ctx[c->me[me].cur].pc : 0;
+    c->stop.cycle = c->now;
+}
+
+void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index)
+{
+    for (int i = 0; i < NPK_MAX_WP; i++) {
+        npk_wp *w = &c->wp[i];
+        if (w->used && !w->is_mem && w->kind == kind && w->index == index && (w->me < 0 || w->me == me)) {
+            wp_fire(c, i, me);
+            return;
+        }
+    }
+}
+
+void npk_mem_watch(npk_chip *c, int space, uint64_t addr, uint32_t len)
+{
+    for (int i = 0; i < NPK_MAX_WP; i++) {
+        npk_wp *w = &c->wp[i];
+        if (w->used && w->is_mem && w->space == space && addr < w->addr + w->len && w->addr < addr + len) {
+            wp_fire(c, i, -1);
+            return;
+        }
+    }
+}
+
+/* ---- registers ------------------------------------------------------------- */
+
+static int reg_access(npk_chip *c, int me, int ctx, int kind, uint32_t index, uint32_t *val, int write)
+{
+    if (bad_me(c, me)) return NPK_EINVAL;
+    npk_me *m = &c->me[me];
+    int per_ctx = kind >= NPK_REG_PC && kind <= NPK_REG_WAIT_MASK;
+    if (per_ctx && (ctx < 0 || ctx > 7)) return NPK_EINVAL;
+    uint32_t *p = NULL;
+    switch (kind) {
+    case NPK_REG_GPR_A: case NPK_REG_GPR_B:
+        if (index > 127) return NPK_EINVAL;
+        p = &m->gpr[kind][index];
+        break;
+    case NPK_REG_SXFER_IN: case NPK_REG_SXFER_OUT: case NPK_REG_DXFER_IN: case NPK_REG_DXFER_OUT:
+        if (index > 127) return NPK_EINVAL;
+        p = &m->xfer[kind - NPK_REG_SXFER_IN][index];
+        break;
+    case NPK_REG_NN:
+        if (index > 127) return NPK_EINVAL;
+        p = &m->nn[index];
+        break;
+    case NPK_REG_LM:
+        if (index >= c->cfg.lm_words) return NPK_EINVAL;
+        p = &m->lm[index];
+        break;
+    case NPK_REG_CAM_TAG:
+        if (index >= c->cfg.cam_entries) return NPK_EINVAL;
+        if (write) { m->cam_tag[index] = *val; m->cam_valid[index] = 1; return NPK_OK; }
+        *val = m->cam_tag[index];
+        return NPK_OK;
+    case NPK_REG_CAM_STATE:
+        if (index >= c->cfg.cam_entries) return NPK_EINVAL;
+        if (write) m->cam_state[index] = (uint8_t)(*val & 0xF); else *val = m->cam_state[index];
+        return NPK_OK;
+    case NPK_REG_CSR:
+        if (index > 0x3FC || (index & 3)) return NPK_EINVAL;
+        if (write) npk_lcsr_write(c, m, ctx < 0 ? 0 : ctx, index, *val);
+        else *val = npk_lcsr_read(c, m, ctx < 0 ? 0 : ctx, index);
+        return NPK_OK;
+    case NPK_REG_PC:
+        if (write) {
+            if (*val >= c->cfg.ustore_words) return NPK_ERANGE;
+            m->ctx[ctx].pc = *val;
+            m->ctx[ctx].br_pending = 0;
+        } else *val = m->ctx[ctx].pc;
+        return NPK_OK;
+    case NPK_REG_CC:
+        if (write) m->ctx[ctx].cc = (uint8_t)(*val & 0xF); else *val = m->ctx[ctx].cc;
+        return NPK_OK;
+    case NPK_REG_SIGNALS:
+        if (write) m->ctx[ctx].sig = (uint16_t)(*val & 0xFFFE); else *val = m->ctx[ctx].sig;
+        return NPK_OK;
+    case NPK_REG_CTX_STATE:
+        if (write) return NPK_EINVAL;
+        *val = m->ctx[ctx].state;
+        return NPK_OK;
+    case NPK_REG_WAIT_MASK:
+        if (write) return NPK_EINVAL;
+        *val = m->ctx[ctx].wait_mask;
+        return NPK_OK;
+    default:
+        return NPK_EINVAL;
+    }
+    if (write) *p = *val; else *val = *p;
+    return NPK_OK;
+}
+
+int npk_reg_read(npk_chip *c, int me, int ctx, int kind, uint32_t index, uint32_t *value)
+{
+    if (!value) return NPK_EINVAL;
+    return reg_access(c, me, ctx, kind, index, value, 0);
+}
+
+int npk_reg_write(npk_chip *c, int me, int ctx, int kind, uint32_t index, uint32_t value)
+{
+    return reg_access(c, me, ctx, kind, index, &value, 1);
+}
+
+/* ---- memory ------------------------------------------------------------------- */
+
+static uint8_t *mem_ptr(npk_chip *c, int space, uint64_t addr, size_t n)
+{
+    switch (space) {
+    case NPK_MEM_SRAM: {
+        uint64_t ch = addr >> 30, off = addr & 0x3FFFFFFFu;
+        if (ch >= c->cfg.sram.channels || off + n > c->cfg.sram_channel_bytes) return NULL;
+        return c->sram + ch * c->cfg.sram_channel_bytes + off;
+    }
+    case NPK_MEM_DRAM:
+        return addr + n <= c->cfg.dram_bytes ? c->dram + addr : NULL;
+    case NPK_MEM_SCRATCH:
+        return addr + n <= c->cfg.scratch_bytes ? c->scratch + addr : NULL;
+    default:
+        return NULL;
+    }
+}
+
+int npk_mem_read(npk_chip *c, int space, uint64_t addr, void *buf, size_t n)
+{
+    if (!c || !buf) return NPK_EINVAL;
+    uint8_t *p = mem_ptr(c, space, addr, n);
+    if (!p) return NPK_ERANGE;
+    memcpy(buf, p, n);
+    return NPK_OK;
+}
+
+int npk_mem_write(npk_chip *c, int space, uint64_t addr, const void *buf, size_t n)
+{
+    if (!c || !buf) return NPK_EINVAL;
+    uint8_t *p = mem_ptr(c, space, addr, n);
+    if (!p) return NPK_ERANGE;
+    memcpy(p, buf, n);
+    return NPK_OK;
+}
+
+int npk_scratch_ring_config(npk_chip *c, int ring, uint32_t base, uint32_t size, uint32_t margin)
+{
+    if (!c || ring < 0 || (uint32_t)ring >= c->cfg.scratch_rings) return NPK_EINVAL;
+    if (size && ((uint64_t)base + 4ull * size > c->cfg.scratch_bytes || (base & 3))) return NPK_ERANGE;
+    npk_ring *r = &c->rings[ring];
+    r->base = base;
+    r->size = size;
+    r->margin = margin;
+    r->head = r->tail = r->count = 0;
+    return NPK_OK;
+}
+
+int npk_scratch_ring_count(npk_chip *c, int ring, uint32_t *count)
+{
+    if (!c || !count || ring < 0 || ring >= 16) return NPK_EINVAL;
+    *count = c->rings[ring].count;
+    return NPK_OK;
+}
+
+int npk_cap_csr_read(npk_chip *c, uint32_t addr, uint32_t *value)
+{
+    if (!c || !value || addr > 0xFFFF) return NPK_EINVAL;
+    *value = c->cap_csr[addr >> 2];
+    return NPK_OK;
+}
+
+int npk_cap_csr_write(npk_chip *c, uint32_t addr, uint32_t value)
+{
+    if (!c || addr > 0xFFFF) return NPK_EINVAL;
+    c->cap_csr[addr >> 2] = value;
+    return NPK_OK;
+}
+
+uint32_t npk_xscale_irq(npk_chip *c, int clear)
+{
+    if (!c) return 0;
+    uint32_t v = c->irq;
+    if (clear) c->irq = 0;
+    return v;
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+int npk_stats_me(npk_chip *c, int me, npk_me_stats *out)
+{
+    if (bad_me(c, me) || !out) return NPK_EINVAL;
+    npk_me *m = &c->me[me];
+    *out = m->st;
+    if (m->cur < 0 && m->idle_since != NPK_NEVER && m->status == NPK_ME_RUNNING)
+        out->idle_cycles += c->now - m->idle_since;
+    for (int i = 0; i < 8; i++) {
+        npk_ctx *x = &m->ctx[i];
+        uint64_t d = c->now > x->state_since ? c->now - x->state_since : 0;
+        if (x->state == NPK_CTX_SLEEP) out->ctx_sleep_cycles[i] += d;
+        else if (x->state == NPK_CTX_READY) out->ctx_ready_cycles[i] += d;
+    }
+    return NPK_OK;
+}
+
+int npk_unit_channels(npk_chip *c, int unit)
+{
+    if (!c || unit < 0 || unit >= NPK_UNIT_COUNT) return NPK_EINVAL;
+    if (unit == NPK_UNIT_SRAM) return (int)c->cfg.sram.channels;
+    if (unit == NPK_UNIT_DRAM) return (int)c->cfg.dram.channels;
+    return 1;
+}
+
+int npk_stats_unit(npk_chip *c, int unit, int channel, npk_unit_stats *out)
+{
+    if (!c || !out || unit < 0 || unit >= NPK_UNIT_COUNT || channel < 0 || channel >= npk_unit_channels(c, unit))
+        return NPK_EINVAL;
+    *out = c->chan[unit][channel].st;
+    return NPK_OK;
+}

@@ -1,0 +1,220 @@
+/* Internal state of the emulator core.  Not part of the API. */
+#ifndef NPK_INTERNAL_H
+#define NPK_INTERNAL_H
+#include <stdint.h>
+#include <stddef.h>
+#include "npk_emu.h"
+#include "gen/mev2_isa.h"
+
+#define NPK_MAX_ME 16
+#define NPK_NCTX 8
+#define NPK_NEVER UINT64_MAX
+#define NPK_MAX_BP 64
+#define NPK_MAX_WP 64
+#define NPK_MSF_STUB_BYTES 65536u
+#define NPK_CAP_CSR_WORDS 16384u   /* cap CSR space, 64 KB / 4 */
+#define NPK_MAX_XFER_WORDS 16
+
+enum { F_Z = 1, F_N = 2, F_C = 4, F_V = 8 };
+
+/* transfer-register files */
+enum { XK_SIN = 0, XK_SOUT = 1, XK_DIN = 2, XK_DOUT = 3 };
+
+typedef struct npk_ctx {
+    uint32_t pc;
+    uint8_t state;         /* NPK_CTX_* */
+    uint8_t cc;
+    uint8_t wait_any;
+    uint8_t br_pending;    /* deferred branch in flight */
+    uint8_t br_left;
+    uint8_t swap_pending;  /* deferred ctx swap in flight */
+    uint8_t swap_left;
+    uint8_t swap_voluntary;
+    uint16_t sig;          /* bit n = signal n */
+    uint16_t wait_mask;
+    uint32_t br_target;
+    uint32_t swap_target;  /* ctx_arb br[]: resume address, or UINT32_MAX */
+    uint32_t lm_addr[2];
+    uint32_t future_count;
+    uint32_t future_sig;
+    uint64_t state_since;
+} npk_ctx;
+
+typedef struct npk_pending_csr {
+    uint64_t at;
+    uint32_t addr, value;
+    int ctx;
+} npk_pending_csr;
+
+typedef struct npk_me {
+    int idx;
+    int ctx_mode;          /* 4 or 8 */
+    int cur;               /* running context, -1 when idle */
+    int status;            /* NPK_ME_* */
+    uint64_t next;         /* cycle of the next instruction, NPK_NEVER when idle */
+    uint64_t idle_since;
+    uint64_t *ustore;
+    npk_ctx ctx[NPK_NCTX];
+    uint32_t gpr[2][128];
+    uint32_t xfer[4][128];
+    uint32_t nn[128];
+    uint32_t nn_put, nn_get;
+    uint32_t *lm;
+    uint32_t cam_tag[16];
+    uint8_t cam_state[16];
+    uint8_t cam_valid[16];
+    uint8_t cam_lru[16];   /* cam_lru[0] = least recently used entry */
+    /* local CSRs */
+    uint32_t ctx_enables;
+    uint32_t cc_enable;
+    uint32_t csr_ctx_ptr;
+    uint32_t byte_index;
+    uint32_t t_index;
+    uint32_t crc_rem;
+    uint32_t ustore_addr;
+    uint32_t ustore_lo;
+    uint32_t ctx_arb_cntl;
+    uint64_t ts_offset;    /* TIMESTAMP written value minus counter */
+    uint64_t prng;
+    uint32_t alu_out;      /* last ALU result (indirect shift / indirect_ref) */
+    uint32_t prev_a, prev_b;
+    uint32_t mul_lo, mul_hi;
+    uint32_t popcnt;
+    int csr_rd_valid;
+    uint32_t csr_rd_value;
+    npk_pending_csr pend[8];
+    int npend;
+    uint64_t pend_min;
+    int bp_skip;           /* resume past a breakpoint once */
+    npk_me_info stop;
+    npk_me_stats st;
+} npk_me;
+
+typedef struct npk_event {
+    uint64_t cycle;
+    uint64_t seq;
+    uint8_t kind;          /* EVK_* */
+    uint8_t unit, me, ctx;
+    uint8_t cmd, sub, xkind, chan;
+    uint16_t sigmask;
+    uint16_t count;        /* longwords */
+    uint32_t addr;
+    uint32_t xidx;
+    uint32_t aux;
+    uint32_t data[NPK_MAX_XFER_WORDS];
+} npk_event;
+
+enum { EVK_MEM = 0, EVK_SIGNAL = 1 };
+
+typedef struct npk_chan {
+    uint64_t busy_until;
+    uint64_t outstanding;
+    npk_unit_stats st;
+} npk_chan;
+
+typedef struct npk_ring {
+    uint32_t base, size, head, tail, count, margin;
+} npk_ring;
+
+typedef struct npk_bp {
+    int used, me, ctx;
+    uint32_t pc;
+} npk_bp;
+
+typedef struct npk_wp {
+    int used, is_mem, me, kind, space;
+    uint64_t addr;
+    uint32_t index, len;
+} npk_wp;
+
+struct npk_chip {
+    npk_config cfg;
+    uint64_t now;
+    uint64_t seq;
+    npk_me me[NPK_MAX_ME];
+    uint8_t *sram;         /* channels * sram_channel_bytes */
+    uint8_t *dram;
+    uint8_t *scratch;
+    npk_ring rings[16];
+    uint32_t *cap_csr;
+    uint32_t irq;
+    npk_chan chan[NPK_UNIT_COUNT][4];
+    /* events: pool + binary heap of pool indices */
+    npk_event *pool;
+    uint32_t pool_cap, pool_used;
+    uint32_t *free_list;
+    uint32_t nfree;
+    uint32_t *heap;
+    uint32_t nheap;
+    /* run control */
+    int stop_req;
+    npk_stop_info stop;
+    int step_me, step_ctx;
+    npk_bp bp[NPK_MAX_BP];
+    npk_wp wp[NPK_MAX_WP];
+    int nbp, nwp_reg, nwp_mem;
+    /* history */
+    int hist_level;
+    npk_hist_event *hist;
+    uint32_t hist_cap, hist_head, hist_len;
+    uint64_t hist_dropped;
+    uint64_t hist_hash;
+    /* MSF */
+    npk_msf_ops msf;
+    int msf_custom;
+    uint8_t *msf_buf;
+    uint64_t msf_counts[5];
+    char err[160];
+};
+
+/* sched.c */
+npk_event *npk_ev_alloc(npk_chip *c);
+void npk_ev_push(npk_chip *c, npk_event *e);
+npk_event *npk_ev_top(npk_chip *c);
+void npk_ev_pop_free(npk_chip *c);
+uint64_t npk_ev_next_cycle(npk_chip *c);
+
+/* history.c */
+void npk_hist_rec(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1);
+static inline void npk_hist(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1)
+{
+    if (c->hist_level)
+        npk_hist_rec(c, kind, me, ctx, unit, a0, a1);
+}
+
+/* me.c */
+void npk_me_exec(npk_chip *c, npk_me *m);
+void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
+void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);
+void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t w, const char *reason);
+void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t);
+uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr);
+void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v);
+
+/* alu.c */
+uint32_t npk_crc(npk_me *m, uint32_t type, uint32_t data, uint32_t bytes_sel, int le, int bit_swap);
+uint32_t npk_cam_lookup(npk_me *m, uint32_t key);
+void npk_cam_touch(npk_me *m, int entry);
+void npk_cam_reset(npk_me *m);
+
+/* units */
+uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write);
+void npk_unit_complete(npk_chip *c, npk_event *e);
+int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
+uint32_t npk_rd32(const uint8_t *p);
+void npk_wr32(uint8_t *p, uint32_t v);
+void npk_mem_watch(npk_chip *c, int space, uint64_t addr, uint32_t len);
+void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out);
+void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out);
+void npk_dram_complete(npk_chip *c, npk_event *e, uint32_t *out);
+void npk_hash_complete(npk_chip *c, npk_event *e, uint32_t *out);
+void npk_cap_complete(npk_chip *c, npk_event *e, uint32_t *out);
+void npk_msf_complete(npk_chip *c, npk_event *e, uint32_t *out);
+void npk_msf_stub_init(npk_chip *c);
+int npk_scr_ring_full(npk_chip *c, int ring);
+
+/* chip.c */
+void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index);
+uint64_t npk_prng_next(uint64_t *s);
+
+#endif

@@ -1,0 +1,76 @@
+/* Scratchpad unit: reads/writes, atomics and the 16 hardware rings
+ * (HRM p.232: head/tail/base/size registers per ring; a ring asserts a
+ * status input that MEs test with br_inp_state; npkit asserts
+ * SCR_RINGn_STATUS when count >= size - full_margin). */
+#include "../internal.h"
+
+static uint32_t rd(npk_chip *c, uint32_t a)
+{
+    a &= ~3u;
+    return a + 4 <= c->cfg.scratch_bytes ? npk_rd32(c->scratch + a) : 0;
+}
+
+static void wr(npk_chip *c, uint32_t a, uint32_t v)
+{
+    a &= ~3u;
+    if (a + 4 <= c->cfg.scratch_bytes) {
+        npk_wr32(c->scratch + a, v);
+        if (c->nwp_mem) npk_mem_watch(c, NPK_MEM_SCRATCH, a, 4);
+    }
+}
+
+int npk_scr_ring_full(npk_chip *c, int ring)
+{
+    if (ring < 0 || ring >= 16) return 0;
+    npk_ring *r = &c->rings[ring];
+    if (!r->size) return 0;
+    return r->count + r->margin >= r->size;
+}
+
+void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    uint32_t a = e->addr & ~3u;
+    uint32_t cmd = e->cmd, sub = e->sub;
+    int push = 0;
+    uint32_t old;
+    switch (cmd) {
+    case 0:
+        for (uint32_t i = 0; i < e->count; i++) out[i] = rd(c, a + 4 * i);
+        push = 1;
+        break;
+    case 1:
+        for (uint32_t i = 0; i < e->count; i++) wr(c, a + 4 * i, e->data[i]);
+        break;
+    case 2: old = rd(c, a); wr(c, a, e->data[0]); out[0] = old; push = 1; e->count = 1; break;
+    case 3: old = rd(c, a); wr(c, a, old | e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 4: old = rd(c, a); wr(c, a, old & ~e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 5: old = rd(c, a); wr(c, a, old + e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 6: old = rd(c, a); wr(c, a, old - e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 7: old = rd(c, a); wr(c, a, old + 1); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 8: old = rd(c, a); wr(c, a, old - 1); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 9: {  /* get: ring number in address bits 5:2; empty ring -> zeros */
+        npk_ring *r = &c->rings[(a >> 2) & 15];
+        if (r->size && r->count >= e->count) {
+            for (uint32_t i = 0; i < e->count; i++) {
+                out[i] = rd(c, r->base + 4 * r->head);
+                r->head = (r->head + 1) % r->size;
+            }
+            r->count -= e->count;
+        }
+        push = 1;
+        break;
+    }
+    case 10: {  /* put: a full ring drops the data */
+        npk_ring *r = &c->rings[(a >> 2) & 15];
+        for (uint32_t i = 0; i < e->count && r->size; i++) {
+            if (r->count >= r->size) break;
+            wr(c, r->base + 4 * r->tail, e->data[i]);
+            r->tail = (r->tail + 1) % r->size;
+            r->count++;
+        }
+        break;
+    }
+    default: break;
+    }
+    if (!push) e->xkind = 0xFF;
+}

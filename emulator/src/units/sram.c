@@ -1,0 +1,131 @@
+/* SRAM unit: reads/writes, atomics, rings and queue arrays.
+ *
+ * Queue arrays (npkit model of the HRM "SRAM queue array"): a queue
+ * descriptor is three longwords in SRAM at the descriptor address:
+ * head, tail, count.  Buffers are linked through their first longword
+ * (next pointer, 0 = end).  enqueue links a buffer at the tail, dequeue
+ * unlinks the head and returns it (0 when empty), rd_qdesc_* copy the
+ * descriptor to transfer registers, wr_qdesc* are accepted and change
+ * nothing because the descriptor already lives in SRAM (the Q_array cache
+ * is not modelled separately).
+ *
+ * Rings (put/get/journal): descriptor of five longwords at the ring address:
+ * head index, tail index, count, base byte address, size in longwords.
+ * get of more entries than present returns zeros and takes nothing; put to
+ * a full ring drops the data; journal overwrites the oldest entry. */
+#include "../internal.h"
+
+int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off)
+{
+    uint32_t ch = addr >> 30;
+    uint64_t o = addr & 0x3FFFFFFFu;
+    if (ch >= c->cfg.sram.channels || o + 4 > c->cfg.sram_channel_bytes) return 0;
+    *off = ch * c->cfg.sram_channel_bytes + o;
+    return 1;
+}
+
+static uint32_t srd(npk_chip *c, uint32_t addr)
+{
+    uint64_t o;
+    return npk_sram_addr(c, addr & ~3u, &o) ? npk_rd32(c->sram + o) : 0;
+}
+
+static void swr(npk_chip *c, uint32_t addr, uint32_t v)
+{
+    uint64_t o;
+    if (npk_sram_addr(c, addr & ~3u, &o)) {
+        npk_wr32(c->sram + o, v);
+        if (c->nwp_mem) npk_mem_watch(c, NPK_MEM_SRAM, addr & ~3u, 4);
+    }
+}
+
+static void ring_op(npk_chip *c, npk_event *e, uint32_t *out, int kind /*0 get,1 put,2 journal*/)
+{
+    uint32_t d = e->addr & ~3u;
+    uint32_t head = srd(c, d), tail = srd(c, d + 4), count = srd(c, d + 8);
+    uint32_t base = srd(c, d + 12), size = srd(c, d + 16);
+    uint32_t n = e->count;
+    if (!size) return;
+    if (kind == 0) {
+        if (count >= n) {
+            for (uint32_t i = 0; i < n; i++) {
+                out[i] = srd(c, base + 4 * head);
+                head = (head + 1) % size;
+            }
+            count -= n;
+        }
+    } else {
+        for (uint32_t i = 0; i < n && i < NPK_MAX_XFER_WORDS; i++) {
+            if (count >= size) {
+                if (kind == 1) break;
+                head = (head + 1) % size;
+                count--;
+            }
+            swr(c, base + 4 * tail, e->data[i]);
+            tail = (tail + 1) % size;
+            count++;
+        }
+    }
+    swr(c, d, head % size);
+    swr(c, d + 4, tail % size);
+    swr(c, d + 8, count);
+}
+
+void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    uint32_t a = e->addr & ~3u;
+    uint32_t cmd = e->cmd, sub = e->sub;
+    int push = 0;
+    uint32_t old;
+    switch (cmd) {
+    case 0:
+        for (uint32_t i = 0; i < e->count; i++) out[i] = srd(c, a + 4 * i);
+        push = 1;
+        break;
+    case 1:
+        for (uint32_t i = 0; i < e->count; i++) swr(c, a + 4 * i, e->data[i]);
+        break;
+    case 2: old = srd(c, a); swr(c, a, e->data[0]); out[0] = old; push = 1; e->count = 1; break;
+    case 3: old = srd(c, a); swr(c, a, old | e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 4: old = srd(c, a); swr(c, a, old & ~e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 5: old = srd(c, a); swr(c, a, old + e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 7: old = srd(c, a); swr(c, a, old + 1); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 8: old = srd(c, a); swr(c, a, old - 1); out[0] = old; push = sub & 1; e->count = 1; break;
+    case 9: ring_op(c, e, out, (sub & 1) ? 0 : 1); push = sub & 1; break;
+    case 10: if (!(sub & 1)) ring_op(c, e, out, 2); break;
+    case 11: {  /* dequeue */
+        uint32_t head = srd(c, a), count = srd(c, a + 8);
+        if (count && head) {
+            uint32_t next = srd(c, head);
+            swr(c, a, next);
+            swr(c, a + 8, count - 1);
+            if (count == 1) { swr(c, a, 0); swr(c, a + 4, 0); }
+            out[0] = head;
+        }
+        push = 1;
+        e->count = 1;
+        break;
+    }
+    case 12: {  /* enqueue / enqueue_tail: buffer pointer in aux */
+        uint32_t buf = e->aux & ~3u;
+        uint32_t tail = srd(c, a + 4), count = srd(c, a + 8);
+        swr(c, buf, 0);
+        if (count == 0) { swr(c, a, buf); }
+        else { swr(c, tail, buf); }
+        swr(c, a + 4, buf);
+        swr(c, a + 8, count + 1);
+        break;
+    }
+    case 13:  /* csr_rd / csr_wr: SRAM controller CSRs are not modelled */
+        if (sub & 1) { push = 1; e->count = 1; }
+        break;
+    case 14: break;
+    case 15:
+        for (uint32_t i = 0; i < e->count && i < 3; i++) out[i] = srd(c, a + 4 * i);
+        if (sub == 0) e->count = 1;
+        push = 1;
+        break;
+    default: break;
+    }
+    if (!push) e->xkind = 0xFF;
+}
