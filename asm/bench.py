@@ -35,15 +35,32 @@ def generate(lines: int, seed: int = 1) -> str:
     nmacros = 0
     while n < lines * 2 // 5:  # a macro library, as IXA code includes: most of it never expanded
         nmacros += 1
-        lib = [f"// lib_{nmacros}: library macro", f"#define LIB_{nmacros}_MASK 0x{rng.randrange(256):x}",
-               f"#macro lib_{nmacros}[d, a, b]", "    alu[d, a, and, LIB_%d_MASK]" % nmacros,
-               "    alu_shf[d, d, or, b, <<2]", "    alu[d, d, +, 1]", "#endm", ""]
+        lib = [
+            f"// lib_{nmacros}: library macro",
+            f"#define LIB_{nmacros}_MASK 0x{rng.randrange(256):x}",
+            f"#macro lib_{nmacros}[d, a, b]",
+            f"    alu[d, a, and, LIB_{nmacros}_MASK]",
+            "    alu_shf[d, d, or, b, <<2]",
+            "    alu[d, d, +, 1]",
+            "#endm",
+            "",
+        ]
         out.extend(lib)
         n += len(lib)
     block = 0
     while n < lines:
         block += 1
-        body = ["", "/*", f" * block {block}: a scope with its own registers", " */", ".begin", "    .reg t0 t1 t2 t3", "    .reg read $x0 $x1", "    .xfer_order $x0 $x1", "    .sig s"]
+        body = [
+            "",
+            "/*",
+            f" * block {block}: a scope with its own registers",
+            " */",
+            ".begin",
+            "    .reg t0 t1 t2 t3",
+            "    .reg read $x0 $x1",
+            "    .xfer_order $x0 $x1",
+            "    .sig s",
+        ]
         body.append(f"b{block}#:")
         for _ in range(rng.randint(3, 6)):
             k = rng.randrange(10)
@@ -103,4 +120,7 @@ def measure(lines: int, repeat: int = 1) -> float:
 @benchmark("asm")
 def bench_asm(quick: bool) -> dict[str, float]:
     lines = 2_000 if quick else 20_000
-    return {"asm.lines_per_s": round(measure(lines, 1 if not quick else 2), 1), "asm.bench_lines": lines}
+    return {
+        "asm.lines_per_s": round(measure(lines, 1 if not quick else 2), 1),
+        "asm.bench_lines": lines,
+    }

@@ -86,7 +86,11 @@ def classify(unit: Unit, ins: Instr) -> list[Ref]:
         elif k == "signal":
             ref = signal_ref(unit, ins, text, i)
         elif k == "const":
-            ref = Ref("const", text)
+            ref = (
+                Ref("word", text)
+                if re.fullmatch(r"max_\d+", text, re.IGNORECASE)
+                else Ref("const", text)
+            )
         else:
             ref = Ref("word", text)
         refs.append(ref)

@@ -1,0 +1,124 @@
+"""`npk asm` / `npk disasm` through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from npkit.asm.cli import asm_cmd, disasm_cmd
+from npkit.toolchain.cli import main
+from npkit.toolchain.image import read_image
+
+GOOD = ".reg x\nloop#: alu[x, x, +, 1]\n bne[loop#]\n"
+
+
+def _run(cmd: object, args: list[str]) -> object:
+    return CliRunner().invoke(cmd, args)  # type: ignore[arg-type]
+
+
+def test_assemble_writes_image_and_listing(tmp_path: Path) -> None:
+    src = tmp_path / "p.uc"
+    src.write_text(GOOD)
+    out, lst = tmp_path / "p.elf", tmp_path / "p.lst"
+    r = _run(asm_cmd, [str(src), "-o", str(out), "--list", str(lst)])
+    assert r.exit_code == 0, r.output
+    prog = read_image(out).programs[0]
+    assert len(prog.words) == 2 and prog.labels() == {0: "loop"}
+    text = lst.read_text()
+    assert f"{prog.words[0]:010x}" in text  # 40-bit word, 10 hex digits
+    assert "p.uc:2" in text and "bne[loop#]" in text and "alu[x, x, +, 1]" in text
+    assert "; symbols" in text and "loop" in text.split("; symbols")[1]
+
+
+def test_error_exit_1_located_and_no_output(tmp_path: Path) -> None:
+    src = tmp_path / "bad.uc"
+    src.write_text(".reg x\n alu[x, x, +, nosuch]\n")
+    out, lst = tmp_path / "bad.elf", tmp_path / "bad.lst"
+    r = _run(asm_cmd, [str(src), "-o", str(out), "--list", str(lst)])
+    assert r.exit_code == 1
+    assert f"{src}:2:15: error: undeclared register 'nosuch'" in r.output
+    assert "^" in r.output and "Traceback" not in r.output
+    assert not out.exists() and not lst.exists()
+    assert list(tmp_path.iterdir()) == [src]  # no temporary left behind
+
+
+def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    r = _run(asm_cmd, [str(tmp_path / "nope.uc"), "-o", str(tmp_path / "x.elf")])
+    assert r.exit_code == 1 and "cannot read" in r.output and "Traceback" not in r.output
+
+
+def test_garbage_input_never_tracebacks(tmp_path: Path) -> None:
+    src = tmp_path / "g.uc"
+    src.write_bytes(bytes(range(256)) * 4 + b"\n]]][[[ alu[,,,,,]\n.if ((((\n#define\n")
+    r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "g.elf")])
+    assert r.exit_code == 1 and "error" in r.output and "Traceback" not in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_internal_errors_are_reported_with_location(tmp_path: Path, monkeypatch: object) -> None:
+    import npkit.asm.assembler as assembler
+
+    def boom(*a: object, **k: object) -> None:
+        raise KeyError("oops")
+
+    monkeypatch.setattr(assembler, "assemble", boom)  # type: ignore[attr-defined]
+    src = tmp_path / "p.uc"
+    src.write_text(GOOD)
+    r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "p.elf")])
+    assert r.exit_code == 1 and "internal error" in r.output and f"{src}:1:1" in r.output
+    assert not (tmp_path / "p.elf").exists()
+
+
+def test_werror_turns_warnings_into_failure(tmp_path: Path) -> None:
+    src = tmp_path / "w.uc"
+    src.write_text(".reg x y\n alu[x, y, +, y]\n")
+    r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "w.elf")])
+    assert r.exit_code == 0 and "warning" in r.output and "w.uc:2:" in r.output
+    r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "w2.elf"), "--Werror"])
+    assert r.exit_code == 1 and not (tmp_path / "w2.elf").exists()
+
+
+def test_defines_includes_contexts_and_json(tmp_path: Path) -> None:
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "c.h").write_text("#define STEP 3\n")
+    src = tmp_path / "d.uc"
+    src.write_text('#include "c.h"\n.reg x\n alu[x, x, +, STEP]\n alu[x, x, +, EXTRA]\n')
+    out = tmp_path / "d.elf"
+    r = _run(
+        asm_cmd,
+        [str(src), "-o", str(out), "-I", str(inc), "-D", "EXTRA=7", "--contexts", "4", "--json"],
+    )
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output[r.output.index("{") :])
+    assert summary["words"] == 2 and summary["ctx_mode"] == 4
+    assert read_image(out).programs[0].ctx_mode == 4
+
+
+def test_disasm_command_round_trips(tmp_path: Path) -> None:
+    src = tmp_path / "p.uc"
+    src.write_text(GOOD)
+    out = tmp_path / "p.elf"
+    assert _run(asm_cmd, [str(src), "-o", str(out)]).exit_code == 0
+    r = _run(disasm_cmd, [str(out), "--addr"])
+    assert r.exit_code == 0 and "loop#:" in r.output and "; " in r.output
+    back = tmp_path / "back.uc"
+    back.write_text(r.output)
+    assert _run(asm_cmd, [str(back), "-o", str(tmp_path / "b.elf")]).exit_code == 0
+    assert read_image(tmp_path / "b.elf").programs[0].words == read_image(out).programs[0].words
+
+
+def test_disasm_bad_file(tmp_path: Path) -> None:
+    f = tmp_path / "x.hex"
+    f.write_text("zzz\n")
+    r = _run(disasm_cmd, [str(f)])
+    assert r.exit_code == 1 and "x.hex:1:1" in r.output
+
+
+def test_npk_group_has_asm_and_disasm() -> None:
+    r = CliRunner().invoke(main, ["asm", "--help"])
+    assert r.exit_code == 0 and "--contexts" in r.output
+    r = CliRunner().invoke(main, ["disasm", "--help"])
+    assert r.exit_code == 0 and "--addr" in r.output
