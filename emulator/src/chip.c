@@ -60,14 +60,22 @@ static void me_reset(npk_chip *c, npk_me *m)
     snprintf(m->stop.reason, sizeof m->stop.reason, "no context enabled");
 }
 
+static void reset_state(npk_chip *c, int clear_memories);
+
 void npk_reset(npk_chip *c)
 {
-    if (!c) return;
+    if (c) reset_state(c, 1);
+}
+
+static void reset_state(npk_chip *c, int clear_memories)
+{
     c->now = 0;
     c->seq = 0;
     for (uint32_t i = 0; i < c->cfg.num_me; i++) me_reset(c, &c->me[i]);
-    memset(c->sram, 0, (size_t)(c->cfg.sram_channel_bytes * c->cfg.sram.channels));
-    memset(c->dram, 0, (size_t)c->cfg.dram_bytes);
+    if (clear_memories) {
+        memset(c->sram, 0, (size_t)(c->cfg.sram_channel_bytes * c->cfg.sram.channels));
+        memset(c->dram, 0, (size_t)c->cfg.dram_bytes);
+    }
     memset(c->scratch, 0, c->cfg.scratch_bytes);
     memset(c->rings, 0, sizeof c->rings);
     memset(c->cap_csr, 0, NPK_CAP_CSR_WORDS * sizeof(uint32_t));
@@ -109,7 +117,7 @@ npk_chip *npk_create(const npk_config *cfg)
     }
     if (!ok) { npk_destroy(c); return NULL; }
     npk_msf_stub_init(c);
-    npk_reset(c);
+    reset_state(c, 0);  /* calloc'd memories are already zero */
     return c;
 }
 
@@ -231,8 +239,10 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     c->stop_req = 0;
     for (;;) {
         uint64_t t = npk_ev_next_cycle(c);
-        for (uint32_t i = 0; i < nme; i++)
+        for (uint32_t i = 0; i < nme; i++) {
             if (c->me[i].next < t) t = c->me[i].next;
+            if (c->me[i].pend_min < t) t = c->me[i].pend_min;
+        }
         if (c->msf.next_event) {
             uint64_t tm = c->msf.next_event(c->msf.user);
             if (tm < t) t = tm < c->now ? c->now : tm;
@@ -249,6 +259,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         }
         for (uint32_t i = 0; i < nme; i++) {
             npk_me *m = &c->me[i];
+            if (m->pend_min <= t) npk_me_apply_csrs(c, m);
             if (m->next != t) continue;
             int cur = m->cur;
             npk_me_exec(c, m);

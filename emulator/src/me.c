@@ -519,7 +519,7 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
     }
 }
 
-static void apply_pending_csrs(npk_chip *c, npk_me *m)
+void npk_me_apply_csrs(npk_chip *c, npk_me *m)
 {
     uint64_t nmin = NPK_NEVER;
     int k = 0;
@@ -1081,7 +1081,7 @@ static void exec_local_csr(exec_ctx *e, uint64_t w)
     uint32_t an = NPK_LOCAL_CSR_A_SRC(w), bn = NPK_LOCAL_CSR_B_SRC(w);
     uint32_t v = (an & 0x300) == 0x300 ? rd_op(e, bn, 1) : rd_op(e, an, 0);
     if (e->illegal) return;
-    if (m->npend >= 8) apply_pending_csrs(c, m);
+    if (m->npend >= 8) npk_me_apply_csrs(c, m);
     if (m->npend >= 8) { npk_lcsr_write(c, m, e->ctx, addr, v); return; }
     npk_pending_csr *p = &m->pend[m->npend++];
     p->at = c->now + c->cfg.csr_write_to_use;
@@ -1124,7 +1124,7 @@ static int exec_ctx_arb(exec_ctx *e, uint64_t w)
 void npk_me_exec(npk_chip *c, npk_me *m)
 {
     if (m->npend && m->pend_min <= c->now)
-        apply_pending_csrs(c, m);
+        npk_me_apply_csrs(c, m);
     int ctx = m->cur;
     npk_ctx *x = &m->ctx[ctx];
     uint32_t pc = x->pc;

@@ -1,0 +1,421 @@
+"""Python binding of the C emulator core (cffi, ABI mode).
+
+    from npkit.emulator.binding import Chip
+    chip = Chip("ixp2800")                 # or a path to a config YAML
+    chip.load(0, words, ctx_mode=8)
+    chip.enable(0, 0xFF)
+    chip.run(10_000)
+    chip.reg(0, "a3", ctx=2); chip.mem_read("sram", 0x100, 16); chip.stats()
+
+The declarations come from emulator/include/npk_emu.h (the block between
+CDEF-BEGIN and CDEF-END), the library from emulator/build/libnpkemu.so
+(override with NPKEMU_LIB).  Configs are YAML files in emulator/configs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cffi import FFI
+
+HERE = Path(__file__).resolve().parent
+HEADER = HERE / "include" / "npk_emu.h"
+LIBRARY = HERE / "build" / "libnpkemu.so"
+CONFIG_DIR = HERE / "configs"
+
+UNITS = ["sram", "dram", "scratch", "hash", "cap", "msf", "pci"]
+MEM_SPACES = {"sram": 0, "dram": 1, "scratch": 2}
+CTX_STATES = {0: "inactive", 1: "ready", 2: "running", 3: "sleep"}
+STOP_REASONS = {0: "budget", 1: "halted", 2: "breakpoint", 3: "watchpoint", 4: "step"}
+ME_STATES = {0: "running", 1: "halt", 2: "illegal", 3: "bad_pc", 4: "idle"}
+EVENT_KINDS = {0: "state", 1: "mem_issue", 2: "mem_done", 3: "signal", 4: "halt", 5: "instr"}
+
+# register kinds (npk_emu.h NPK_REG_*)
+K_GPR_A, K_GPR_B, K_SIN, K_SOUT, K_DIN, K_DOUT, K_NN, K_LM = 0, 1, 2, 3, 4, 5, 6, 7
+K_CAM_TAG, K_CAM_STATE, K_CSR, K_PC, K_CC, K_SIG, K_STATE, K_WAIT = 8, 9, 10, 11, 12, 13, 14, 15
+
+
+class EmulatorError(RuntimeError):
+    pass
+
+
+def _cdef_text() -> str:
+    text = HEADER.read_text()
+    m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", text, re.S)
+    if not m:
+        raise EmulatorError(f"{HEADER} has no CDEF block")
+    return m.group(1)
+
+
+@lru_cache(maxsize=1)
+def _lib() -> tuple[FFI, Any]:
+    ffi = FFI()
+    ffi.cdef(_cdef_text())
+    path = Path(os.environ.get("NPKEMU_LIB", str(LIBRARY)))
+    if not path.exists():
+        raise EmulatorError(
+            f"emulator library {path} is missing: run `make` at the top of the tree "
+            "(or `make -C emulator PY=.venv/bin/python`)"
+        )
+    return ffi, ffi.dlopen(str(path))
+
+
+# ---- configuration --------------------------------------------------------------
+
+_SCALARS = [
+    "clock_mhz", "num_me", "ctx_per_me", "ustore_words", "lm_words", "cam_entries",
+    "nn_full_threshold", "branch_taken_penalty", "ctx_swap_cost", "csr_write_to_use",
+    "timestamp_shift", "sram_channel_bytes", "dram_bytes", "dram_interleave", "scratch_bytes",
+    "scratch_rings", "history_capacity", "seed", "hash_mult48", "hash_mult64",
+    "hash_mult128_lo", "hash_mult128_hi",
+]  # fmt: skip
+_UNIT_FIELDS = ["channels", "cmd_overhead", "read_latency", "write_latency", "unit_bytes", "cycles_per_unit"]
+
+
+def config_path(name_or_path: str | os.PathLike[str]) -> Path:
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return p
+    cand = CONFIG_DIR / f"{name_or_path}.yaml"
+    if not cand.exists():
+        known = ", ".join(sorted(x.stem for x in CONFIG_DIR.glob("*.yaml")))
+        raise EmulatorError(f"unknown chip config '{name_or_path}' (known: {known})")
+    return cand
+
+
+def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: Any) -> dict[str, Any]:
+    """Read a config YAML into a dict; keyword overrides replace top-level keys
+    (use units={"sram": {...}} to override unit fields)."""
+    raw = yaml.safe_load(config_path(name_or_path).read_text())
+    if not isinstance(raw, dict):
+        raise EmulatorError(f"config {name_or_path} is not a mapping")
+    for k, v in overrides.items():
+        if k == "units":
+            for unit, fields in v.items():
+                raw.setdefault("units", {}).setdefault(unit, {}).update(fields)
+        else:
+            raw[k] = v
+    missing = [k for k in _SCALARS if k not in raw]
+    missing += [f"units.{u}.{f}" for u in UNITS for f in _UNIT_FIELDS if f not in raw.get("units", {}).get(u, {})]
+    if missing:
+        raise EmulatorError(f"config {name_or_path} lacks: {', '.join(missing)}")
+    return raw
+
+
+def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:
+    cfg = ffi.new("npk_config *")
+    name = str(raw.get("name", "chip")).encode()[:31]
+    ffi.memmove(cfg.name, name, len(name))
+    for k in _SCALARS:
+        setattr(cfg, k, int(raw[k]))
+    for u in UNITS:
+        dst = getattr(cfg, u)
+        for f in _UNIT_FIELDS:
+            setattr(dst, f, int(raw["units"][u][f]))
+    return cfg
+
+
+# ---- register names -----------------------------------------------------------------
+
+_REG_RE = re.compile(
+    r"^(?:(?P<abs>@)?(?P<bank>[ab])(?P<gi>\d+)"
+    r"|(?P<xabs>@)?(?P<x>\$\$?)(?P<xi>\d+)(?P<half>\.(?:in|out))?"
+    r"|(?P<nabs>@)?n\$(?P<ni>\d+)"
+    r"|lm(?P<li>\d+)|cam(?P<ci>\d+)(?P<cs>\.state)?)$"
+)
+
+
+@dataclass(frozen=True)
+class RegRef:
+    kind: int
+    index: int
+    per_ctx: bool = False
+
+
+def parse_reg(name: str, ctx: int, ctx_mode: int) -> RegRef:
+    """Map a register name to (kind, absolute index).
+
+    a3 / b7 context-relative GPRs; @a5 absolute; $2 / $$5 transfer registers
+    (read half; add .out for the write half); @$9 absolute; n$1 next-neighbour
+    (relative), @n$9 absolute; lm12 local-memory word; cam3 / cam3.state;
+    pc, cc, signals, state, wait; any local CSR name from mev2.yaml."""
+    from npkit.toolchain.isa import isa
+
+    t = name.strip()
+    low = t.lower()
+    base = ctx * 16 if ctx_mode == 8 else (ctx // 2) * 32
+    special = {"pc": K_PC, "cc": K_CC, "signals": K_SIG, "sig": K_SIG, "state": K_STATE, "wait": K_WAIT}
+    if low in special:
+        return RegRef(special[low], 0, True)
+    csrs = isa().local_csrs
+    if t.upper() in csrs:
+        return RegRef(K_CSR, csrs[t.upper()])
+    m = _REG_RE.match(low)
+    if not m:
+        raise EmulatorError(f"unknown register '{name}'")
+    if m["bank"]:
+        i = int(m["gi"])
+        kind = K_GPR_A if m["bank"] == "a" else K_GPR_B
+        if m["abs"]:
+            if i > 127:
+                raise EmulatorError(f"absolute register {name} out of range")
+            return RegRef(kind, i)
+        if i >= (16 if ctx_mode == 8 else 32):
+            raise EmulatorError(f"relative register {name} out of range in {ctx_mode}-context mode")
+        return RegRef(kind, base + i)
+    if m["x"]:
+        i = int(m["xi"])
+        dram = m["x"] == "$$"
+        out = m["half"] == ".out"
+        kind = (K_DOUT if out else K_DIN) if dram else (K_SOUT if out else K_SIN)
+        idx = i if m["xabs"] else base + i
+        if idx > 127:
+            raise EmulatorError(f"transfer register {name} out of range")
+        return RegRef(kind, idx)
+    if m["ni"] is not None:
+        i = int(m["ni"])
+        idx = i if m["nabs"] else base + i
+        if idx > 127:
+            raise EmulatorError(f"next-neighbour register {name} out of range")
+        return RegRef(K_NN, idx)
+    if m["li"] is not None:
+        return RegRef(K_LM, int(m["li"]))
+    return RegRef(K_CAM_STATE if m["cs"] else K_CAM_TAG, int(m["ci"]))
+
+
+# ---- chip ------------------------------------------------------------------------------
+
+
+@dataclass
+class HistEvent:
+    cycle: int
+    me: int
+    ctx: int
+    kind: str
+    unit: int
+    a0: int
+    a1: int
+
+
+class Chip:
+    """One emulated chip.  Every method raises EmulatorError on a bad argument."""
+
+    def __init__(self, config: str | os.PathLike[str] = "ixp2800", **overrides: Any):
+        self.ffi, self.lib = _lib()
+        self.config = load_config(config, **overrides)
+        self._cfg = _fill_config(self.ffi, self.config)
+        self._chip = self.lib.npk_create(self._cfg)
+        if self._chip == self.ffi.NULL:
+            raise EmulatorError(f"the emulator rejected config {config}")
+        self.ctx_mode = [8] * int(self.config["num_me"])
+        self._msf_keep: Any = None
+
+    def close(self) -> None:
+        if getattr(self, "_chip", None) is not None and self._chip != self.ffi.NULL:
+            self.lib.npk_destroy(self._chip)
+            self._chip = self.ffi.NULL
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self) -> Chip:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers
+    def _check(self, rc: int, what: str) -> int:
+        if rc < 0:
+            err = self.ffi.string(self.lib.npk_last_error(self._chip)).decode()
+            names = {-1: "invalid argument", -2: "out of range", -3: "out of memory", -4: "wrong state"}
+            raise EmulatorError(f"{what}: {names.get(rc, rc)}" + (f" ({err})" if err else ""))
+        return rc
+
+    @property
+    def num_me(self) -> int:
+        return int(self.config["num_me"])
+
+    @property
+    def cycle(self) -> int:
+        return int(self.lib.npk_cycle(self._chip))
+
+    def reset(self) -> None:
+        self.lib.npk_reset(self._chip)
+
+    # -- loading
+    def load(self, me: int, words: list[int], ctx_mode: int = 8) -> None:
+        buf = self.ffi.new("uint64_t[]", [int(w) for w in words] or [0])
+        self._check(self.lib.npk_load_ustore(self._chip, me, buf, len(words), ctx_mode), f"load ME {me}")
+        self.ctx_mode[me] = ctx_mode
+
+    def enable(self, me: int, ctx_mask: int = 0xFF) -> None:
+        self._check(self.lib.npk_me_enable(self._chip, me, ctx_mask), f"enable ME {me}")
+
+    def set_signal(self, me: int, sig: int, ctx: int | None = None) -> None:
+        self._check(self.lib.npk_set_signal(self._chip, me, -1 if ctx is None else ctx, sig), "set_signal")
+
+    def me_status(self, me: int) -> dict[str, Any]:
+        st = self.ffi.new("npk_me_info *")
+        self._check(self.lib.npk_me_status(self._chip, me, st), "me_status")
+        return {
+            "state": ME_STATES.get(st.state, str(st.state)),
+            "ctx": st.ctx,
+            "pc": st.pc,
+            "word": st.word,
+            "cycle": st.cycle,
+            "reason": self.ffi.string(st.reason).decode(),
+        }
+
+    # -- running
+    def run(self, cycles: int) -> str:
+        reason = self.ffi.new("int *")
+        self._check(self.lib.npk_run(self._chip, int(cycles), reason), "run")
+        return STOP_REASONS.get(reason[0], str(reason[0]))
+
+    def run_until_halt(self, max_cycles: int = 10_000_000) -> str:
+        return self.run(max_cycles)
+
+    def step(self, me: int, ctx: int) -> None:
+        self._check(self.lib.npk_step(self._chip, me, ctx), f"step ME {me} ctx {ctx}")
+
+    def last_stop(self) -> dict[str, Any]:
+        s = self.ffi.new("npk_stop_info *")
+        self.lib.npk_last_stop(self._chip, s)
+        return {"reason": STOP_REASONS.get(s.reason, str(s.reason)), "me": s.me, "ctx": s.ctx,
+                "pc": s.pc, "id": s.id, "cycle": s.cycle}  # fmt: skip
+
+    def add_breakpoint(self, pc: int, me: int = -1, ctx: int = -1) -> int:
+        return self._check(self.lib.npk_bp_add(self._chip, me, ctx, pc), "breakpoint")
+
+    def del_breakpoint(self, bp_id: int) -> None:
+        self._check(self.lib.npk_bp_del(self._chip, bp_id), "delete breakpoint")
+
+    def add_watchpoint(self, what: str, me: int = -1, ctx: int = 0, length: int = 4) -> int:
+        """'sram:0x100' / 'dram:..' / 'scratch:..' for memory, else a register name."""
+        if ":" in what:
+            space, addr = what.split(":", 1)
+            if space not in MEM_SPACES:
+                raise EmulatorError(f"unknown memory space '{space}'")
+            return self._check(
+                self.lib.npk_wp_add_mem(self._chip, MEM_SPACES[space], int(addr, 0), length), "watchpoint"
+            )
+        ref = parse_reg(what, ctx, self.ctx_mode[me if me >= 0 else 0])
+        return self._check(self.lib.npk_wp_add_reg(self._chip, me, ref.kind, ref.index), "watchpoint")
+
+    def del_watchpoint(self, wp_id: int) -> None:
+        self._check(self.lib.npk_wp_del(self._chip, wp_id), "delete watchpoint")
+
+    # -- registers
+    def reg(self, me: int, name: str, ctx: int = 0) -> int:
+        ref = parse_reg(name, ctx, self.ctx_mode[me])
+        out = self.ffi.new("uint32_t *")
+        self._check(self.lib.npk_reg_read(self._chip, me, ctx, ref.kind, ref.index, out), f"read {name}")
+        return int(out[0])
+
+    def set_reg(self, me: int, name: str, value: int, ctx: int = 0) -> None:
+        ref = parse_reg(name, ctx, self.ctx_mode[me])
+        rc = self.lib.npk_reg_write(self._chip, me, ctx, ref.kind, ref.index, int(value) & 0xFFFFFFFF)
+        self._check(rc, f"write {name}")
+
+    def ctx_state(self, me: int, ctx: int) -> str:
+        return CTX_STATES[self.reg(me, "state", ctx)]
+
+    # -- memory
+    def mem_read(self, space: str, addr: int, n: int) -> bytes:
+        buf = self.ffi.new("uint8_t[]", max(n, 1))
+        self._check(self.lib.npk_mem_read(self._chip, MEM_SPACES[space], addr, buf, n), f"read {space}")
+        return bytes(self.ffi.buffer(buf, n))
+
+    def mem_write(self, space: str, addr: int, data: bytes) -> None:
+        buf = self.ffi.from_buffer(bytes(data) or b"\0")
+        self._check(self.lib.npk_mem_write(self._chip, MEM_SPACES[space], addr, buf, len(data)), f"write {space}")
+
+    def read32(self, space: str, addr: int) -> int:
+        return int.from_bytes(self.mem_read(space, addr, 4), "big")
+
+    def write32(self, space: str, addr: int, value: int) -> None:
+        self.mem_write(space, addr, (value & 0xFFFFFFFF).to_bytes(4, "big"))
+
+    def scratch_ring(self, ring: int, base: int, size_words: int, full_margin: int = 0) -> None:
+        self._check(self.lib.npk_scratch_ring_config(self._chip, ring, base, size_words, full_margin), "ring")
+
+    def scratch_ring_count(self, ring: int) -> int:
+        out = self.ffi.new("uint32_t *")
+        self._check(self.lib.npk_scratch_ring_count(self._chip, ring, out), "ring count")
+        return int(out[0])
+
+    def cap_csr(self, addr: int) -> int:
+        out = self.ffi.new("uint32_t *")
+        self._check(self.lib.npk_cap_csr_read(self._chip, addr, out), "cap csr")
+        return int(out[0])
+
+    def xscale_irq(self, clear: bool = False) -> int:
+        return int(self.lib.npk_xscale_irq(self._chip, 1 if clear else 0))
+
+    def msf_stub_counts(self) -> dict[str, int]:
+        out = self.ffi.new("uint64_t[5]")
+        self.lib.npk_msf_stub_counts(self._chip, out)
+        return dict(zip(["read", "write", "fast_wr", "rbuf_rd", "tbuf_wr"], [int(x) for x in out], strict=True))
+
+    # -- statistics
+    def stats(self) -> dict[str, Any]:
+        now = self.cycle
+        mes = []
+        ms = self.ffi.new("npk_me_stats *")
+        for me in range(self.num_me):
+            self.lib.npk_stats_me(self._chip, me, ms)
+            mes.append({
+                "me": me,
+                "status": self.me_status(me)["state"],
+                "executing_cycles": ms.executing_cycles,
+                "aborted_cycles": ms.aborted_cycles,
+                "stalled_cycles": ms.stalled_cycles,
+                "idle_cycles": ms.idle_cycles,
+                "instructions": ms.instructions,
+                "ctx_swaps": ms.ctx_swaps,
+                "ctx": [{"instructions": ms.ctx_instructions[i], "sleep_cycles": ms.ctx_sleep_cycles[i],
+                         "ready_cycles": ms.ctx_ready_cycles[i]} for i in range(8)],
+            })  # fmt: skip
+        units: dict[str, list[dict[str, float]]] = {}
+        us = self.ffi.new("npk_unit_stats *")
+        for u, name in enumerate(UNITS):
+            chans = []
+            for ch in range(self.lib.npk_unit_channels(self._chip, u)):
+                self.lib.npk_stats_unit(self._chip, u, ch, us)
+                chans.append({
+                    "commands": us.commands, "bytes": us.bytes, "busy_cycles": us.busy_cycles,
+                    "utilization": (us.busy_cycles / now) if now else 0.0,
+                    "queue_max": us.queue_max,
+                    "queue_mean": (us.queue_sum / us.commands) if us.commands else 0.0,
+                })  # fmt: skip
+            units[name] = chans
+        return {"cycle": now, "config": self.config.get("name", ""), "mes": mes, "units": units}
+
+    # -- history
+    def history_enable(self, level: int = 1) -> None:
+        self._check(self.lib.npk_history_enable(self._chip, level), "history")
+
+    def history(self, max_events: int = 1 << 20) -> list[HistEvent]:
+        out: list[HistEvent] = []
+        buf = self.ffi.new("npk_hist_event[]", 4096)
+        while len(out) < max_events:
+            n = self.lib.npk_history_drain(self._chip, buf, 4096)
+            if n == 0:
+                break
+            for i in range(n):
+                e = buf[i]
+                out.append(HistEvent(e.cycle, e.me, e.ctx, EVENT_KINDS.get(e.kind, str(e.kind)), e.unit, e.a0, e.a1))
+        return out
+
+    def history_hash(self) -> int:
+        return int(self.lib.npk_history_hash(self._chip))

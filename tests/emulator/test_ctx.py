@@ -1,0 +1,194 @@
+"""Branches, defer slots, contexts, signals, local CSRs."""
+
+from __future__ import annotations
+
+from .util import chip_with, ld32, run_prog
+
+
+def test_branch_taken_and_not_taken() -> None:
+    chip = run_prog(["immed[a1, 5]", "alu[--, a1, -, 5]", "beq[eq#]", "immed[a2, 1]", "halt",
+                     "eq#: immed[a2, 2]", "alu[--, a1, -, 6]", "bne[ne#]", "immed[a3, 9]",
+                     "ne#: immed[a4, 7]", "halt"])  # fmt: skip
+    assert [chip.reg(0, r) for r in ("a2", "a3", "a4")] == [2, 0, 7]
+
+
+def test_signed_and_unsigned_compares() -> None:
+    # a1 = -1, b1 = 1: signed a1 < b1 (blt), unsigned a1 > b1 (bhs)
+    chip = run_prog([*ld32("a1", 0xFFFFFFFF), "immed[b1, 1]", "immed[a5, 0]",
+                     "alu[--, a1, -, b1]", "blt[l1#]", "br[bad#]",
+                     "l1#: alu[--, a1, -, b1]", "bhs[l2#]", "br[bad#]",
+                     "l2#: alu[--, b1, -, a1]", "bgt[l3#]", "br[bad#]",
+                     "l3#: immed[a5, 1]", "halt", "bad#: immed[a5, 0xbad]", "halt"])  # fmt: skip
+    assert chip.reg(0, "a5") == 1
+
+
+def test_defer_slots_execute_before_branch() -> None:
+    chip = run_prog(["immed[a1, 0]", "br[t#], defer[2]", "immed[a1, 1]", "immed[a2, 2]",
+                     "immed[a3, 3]", "t#: halt"])  # fmt: skip
+    assert [chip.reg(0, r) for r in ("a1", "a2", "a3")] == [1, 2, 0]
+
+
+def test_taken_branch_penalty_costs_cycles() -> None:
+    # a taken branch without defer costs branch_taken_penalty extra cycles; with defer[3] none
+    c1 = run_prog(["br[t#]", "t#: halt"])
+    c2 = run_prog(["br[t#], defer[3]", "nop", "nop", "nop", "t#: halt"])
+    pen = c1.config["branch_taken_penalty"]
+    assert c1.me_status(0)["cycle"] == 1 + pen
+    assert c2.me_status(0)["cycle"] == 4
+    assert c1.stats()["mes"][0]["aborted_cycles"] == pen
+
+
+def test_loop_counts() -> None:
+    chip = run_prog(["immed[a1, 10]", "immed[a2, 0]",
+                     "loop#: alu[a2, a2, +, 3]", "alu[a1, a1, -, 1]", "bne[loop#]", "halt"], cycles=1000)  # fmt: skip
+    assert chip.reg(0, "a2") == 30
+
+
+def test_br_bset_bclr_and_br_byte() -> None:
+    chip = run_prog(["immed[a1, 0x1208]", "immed[b1, 0x34, <<8]",
+                     "br_bset[a1, 3, s1#]", "immed[a5, 0xbad]", "halt",
+                     "s1#: br_bclr[a1, 2, s2#]", "immed[a5, 0xbad]", "halt",
+                     "s2#: br=byte[a1, 1, 0x12, s3#]", "immed[a5, 0xbad]", "halt",
+                     "s3#: br!=byte[b1, 1, 0x34, bad#]", "immed[a5, 1]", "halt",
+                     "bad#: immed[a5, 0xbad]", "halt"])  # fmt: skip
+    assert chip.reg(0, "a5") == 1
+
+
+def test_jump_and_rtn() -> None:
+    chip = run_prog(["immed[a1, 4]", "jump[a1, t#]", "immed[a2, 0xbad]", "halt",
+                     "t#: immed[b3, 7]", "rtn[b3]", "halt", "immed[a2, 0x600d]", "halt"])  # fmt: skip
+    assert chip.reg(0, "a2") == 0x600D
+
+
+def test_br_ctx_and_context_relative_registers() -> None:
+    # every context writes its own a1; context 3 also sets @a100
+    prog = ["br=ctx[3, three#]", "immed[a1, 0x11]", "ctx_arb[kill]",
+            "three#: immed[a1, 0x33]", "immed[@a100, 0x99]", "ctx_arb[kill]"]  # fmt: skip
+    chip = chip_with({0: prog}, ctx_mask=0xFF)
+    chip.run(500)
+    assert [chip.reg(0, "a1", ctx=c) for c in range(8)] == [0x11, 0x11, 0x11, 0x33, 0x11, 0x11, 0x11, 0x11]
+    assert chip.reg(0, "@a100") == 0x99
+    assert chip.reg(0, "@a49") == 0x33  # ctx 3, a1 -> absolute 3*16+1
+    assert chip.run(100) == "halted"
+
+
+def test_four_context_mode_register_windows() -> None:
+    prog = ["br=ctx[2, two#]", "immed[a20, 0x11]", "ctx_arb[kill]", "two#: immed[a20, 0x22]", "ctx_arb[kill]"]
+    chip = chip_with({0: prog}, ctx_mask=0xFF, ctx_mode=4)
+    chip.run(500)
+    assert chip.reg(0, "@a20") == 0x11   # ctx 0: 0*32+20
+    assert chip.reg(0, "@a52") == 0x22   # ctx 2: 1*32+20
+    assert chip.ctx_state(0, 1) == "inactive"  # odd contexts do not exist in 4-ctx mode
+
+
+def test_voluntary_swap_round_robin() -> None:
+    # each context appends its number to a shared absolute register, then yields
+    prog = ["local_csr_rd[ACTIVE_CTX_STS]", "immed[a1, 0]", "alu[a1, a1, AND, 7]",
+            "alu[b3, --, B, @a90]", "alu_shf[b3, a1, OR, b3, <<4]", "alu[@a90, --, B, b3]",
+            "ctx_arb[voluntary]",
+            "alu[b3, --, B, @a90]", "alu_shf[b3, a1, OR, b3, <<4]", "alu[@a90, --, B, b3]",
+            "ctx_arb[kill]"]  # fmt: skip
+    chip = chip_with({0: prog}, ctx_mask=0x0F)
+    chip.run(2000)
+    assert chip.reg(0, "@a90") == 0x01230123
+
+
+def test_local_csr_rd_returns_through_next_immed() -> None:
+    # the Linux rx code: local_csr_rd[ACTIVE_CTX_STS] then immed[temp, 0]
+    prog = ["local_csr_rd[ACTIVE_CTX_STS]", "immed[a1, 0]", "alu[a2, a1, AND, 7]", "ctx_arb[kill]"]
+    chip = chip_with({5: prog}, ctx_mask=0x40)
+    chip.run(200)
+    assert chip.reg(5, "a2", ctx=6) == 6
+    assert (chip.reg(5, "a1", ctx=6) >> 3) & 0x1F == 5  # ME number
+
+
+def test_local_csr_write_to_use_delay() -> None:
+    # T_INDEX written, then read through *$index before/after the write-to-use delay
+    prog = ["local_csr_wr[T_INDEX, 8]", "alu[a1, --, B, *$index]", "nop", "nop", "alu[a2, --, B, *$index]",
+            "halt"]  # fmt: skip
+    chip = chip_with({0: prog})
+    chip.set_reg(0, "@$0", 0x1000)
+    chip.set_reg(0, "@$2", 0x2000)
+    chip.run(100)
+    assert chip.reg(0, "a1") == 0x1000  # old T_INDEX (0) still in effect
+    assert chip.reg(0, "a2") == 0x2000
+
+
+def test_same_me_signal_wakes_sleeping_context() -> None:
+    # ctx 0 waits on s3; ctx 1 signals ctx 0 s3 through SAME_ME_SIGNAL ([6:3] sig, [2:0] ctx)
+    prog = ["br=ctx[1, one#]", "ctx_arb[s3]", "immed[a1, 0x77]", "halt",
+            "one#: immed[a2, 0x18]", "local_csr_wr[SAME_ME_SIGNAL, a2]", "ctx_arb[kill]"]  # fmt: skip
+    chip = chip_with({0: prog}, ctx_mask=0x3)
+    chip.run(500)
+    assert chip.reg(0, "a1", ctx=0) == 0x77
+    assert chip.me_status(0)["state"] == "halt"
+
+
+def test_br_signal_consumes_signal() -> None:
+    prog = ["br_signal[s2, got#]", "immed[a1, 1]", "halt",
+            "got#: br_signal[s2, bad#]", "immed[a1, 2]", "halt", "bad#: immed[a1, 3]", "halt"]  # fmt: skip
+    chip = chip_with({0: prog})
+    chip.set_signal(0, 2, ctx=0)
+    chip.run(200)
+    assert chip.reg(0, "a1") == 2
+
+
+def test_ctx_arb_all_vs_any() -> None:
+    prog = ["ctx_arb[s1, s2]", "immed[a1, 1]", "ctx_arb[s3, s4], any", "immed[a2, 1]", "halt"]
+    chip = chip_with({0: prog})
+    chip.set_signal(0, 1, ctx=0)
+    chip.run(100)
+    assert chip.reg(0, "a1") == 0 and chip.ctx_state(0, 0) == "sleep"
+    chip.set_signal(0, 2, ctx=0)
+    chip.run(100)
+    assert chip.reg(0, "a1") == 1 and chip.ctx_state(0, 0) == "sleep"
+    chip.set_signal(0, 4, ctx=0)
+    chip.run(100)
+    assert chip.reg(0, "a2") == 1
+
+
+def test_ctx_arb_br_token() -> None:
+    prog = ["ctx_arb[voluntary], br[t#]", "immed[a1, 0xbad]", "halt", "t#: immed[a1, 1]", "halt"]
+    chip = run_prog(prog)
+    assert chip.reg(0, "a1") == 1
+
+
+def test_halt_stops_me_and_clears_ctx_enables() -> None:
+    chip = chip_with({0: ["nop", "halt"]}, ctx_mask=0xFF)
+    assert chip.run(1000) == "halted"
+    st = chip.me_status(0)
+    assert st["state"] == "halt" and st["pc"] == 1
+    assert chip.reg(0, "CTX_ENABLES") & 0xFF00 == 0
+
+
+def test_local_memory_indexing() -> None:
+    prog = ["local_csr_wr[ACTIVE_LM_ADDR_0, 0x40]", "nop", "nop", "nop",
+            "immed[*l$index0, 0x10]", "immed[*l$index0[3], 0x13]", "immed[a1, 0x20]",
+            "alu[*l$index0++, --, B, a1]", "alu[*l$index0++, --, B, 0x21]",
+            "alu[a2, --, B, *l$index0]", "local_csr_rd[ACTIVE_LM_ADDR_0]", "immed[a3, 0]",
+            "alu[a4, --, B, *l$index0--]", "alu[a5, --, B, *l$index0]", "halt"]  # fmt: skip
+    chip = run_prog(prog)
+    assert chip.reg(0, "lm16") == 0x20 and chip.reg(0, "lm17") == 0x21 and chip.reg(0, "lm19") == 0x13
+    assert chip.reg(0, "a2") == 0  # lm18 untouched
+    assert chip.reg(0, "a3") == 0x48
+    assert chip.reg(0, "a5") == 0x21
+
+
+def test_transfer_register_halves_are_separate() -> None:
+    chip = run_prog(["immed[$1, 0x55]", "alu[a1, --, B, $1]", "halt"])
+    assert chip.reg(0, "$1.out") == 0x55
+    assert chip.reg(0, "$1") == 0 and chip.reg(0, "a1") == 0
+
+
+def test_pseudo_random_and_timestamp() -> None:
+    prog = ["local_csr_rd[PSEUDO_RANDOM_NUMBER]", "immed[a1, 0]", "local_csr_rd[PSEUDO_RANDOM_NUMBER]",
+            "immed[a2, 0]", "local_csr_rd[TIMESTAMP_LOW]", "immed[a3, 0]",
+            "immed[a4, 200]", "w#: alu[a4, a4, -, 1]", "bne[w#]",
+            "local_csr_rd[TIMESTAMP_LOW]", "immed[a5, 0]", "halt"]  # fmt: skip
+    c1, c2 = run_prog(prog, cycles=5000), run_prog(prog, cycles=5000)
+    assert c1.reg(0, "a1") != c1.reg(0, "a2")
+    assert (c1.reg(0, "a1"), c1.reg(0, "a2")) == (c2.reg(0, "a1"), c2.reg(0, "a2"))
+    c3 = run_prog(prog, cycles=5000, seed=99)
+    assert c3.reg(0, "a1") != c1.reg(0, "a1")
+    elapsed = c1.reg(0, "a5") - c1.reg(0, "a3")
+    assert 200 * 2 // 16 <= elapsed <= 200 * 6 // 16
