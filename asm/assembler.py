@@ -199,6 +199,12 @@ def assemble_lines(lines: Sequence[LogicalLine], path: str, ctx_mode: int | None
     for entry in unit.set_sigs:
         if isinstance(entry[0], int):
             alloc.sig_reserved.add(entry[0])
+        else:
+            entry[0].used = True
+    for rname, scope, *_ in [*unit.inits, *unit.set_regs]:
+        found = scope.lookup(unit.synonyms.get(rname, rname))
+        if found is not None:
+            found.used = True
     alloc.run()
     b = _Builder(unit, diags)
     _allocate_memory(unit, b)
@@ -286,8 +292,8 @@ def _program(unit: Unit, b: _Builder, emitted: list[Emitted], name: str, path: s
     for lname, addr in sorted(b.labels.items(), key=lambda kv: unit.labels[kv[0]].generated):
         symbols.append(Symbol(lname, "label", addr))
     for sym in unit.syms:
-        if sym.name.startswith("__bank_tmp"):
-            continue
+        if sym.name.startswith("__bank_tmp") or (sym.kind != "mem" and sym.index < 0):
+            continue  # generated, or declared but never used (takes no register)
         if sym.kind in ("gpr", "abs"):
             symbols.append(Symbol(sym.name, "reg", sym.phys(), _scope_name(sym)))
         elif sym.kind in ("xfer", "dxfer"):

@@ -162,6 +162,7 @@ class Allocator:
         self.temps += 1
         scope = Scope(f"temp{self.temps}", ins.scope, ins.loc, ins.index, ins.index + 1)
         tmp = Sym(f"__bank_tmp{self.temps}", "gpr", ins.arg_loc(i), scope)
+        tmp.used = True
         self.unit.syms.append(tmp)
         move = _Instr("alu", [tmp.name, "--", "b", ref.text], [ins.offs[i]] * 4, (), ins.loc, scope,
                       mn_off=ins.offs[i], note="bank move")  # fmt: skip
@@ -251,7 +252,9 @@ class Allocator:
         return "b" if p ^ flip.get(root, 0) else "a"
 
     def allocate_gprs(self) -> None:
-        syms = [s for s in self.unit.syms if s.kind in ("gpr", "abs")]
+        syms = [
+            s for s in self.unit.syms if s.kind in ("gpr", "abs") and (s.used or s.pin is not None)
+        ]
         # orientation of free components, balancing the banks
         comps: dict[object, list[tuple[Sym, int]]] = {}
         for s in syms:
@@ -352,8 +355,14 @@ class Allocator:
 
     # ---- 5. transfer registers -------------------------------------------------------
 
+    @staticmethod
+    def _needed(s: Sym) -> bool:
+        """Unused declarations take no register; a .xfer_order group is allocated as a whole."""
+        members = s.group.members if s.group is not None else [s]
+        return any(m.used or m.pin is not None for m in members)
+
     def allocate_xfers(self) -> None:
-        syms = [s for s in self.unit.syms if s.kind in ("xfer", "dxfer")]
+        syms = [s for s in self.unit.syms if s.kind in ("xfer", "dxfer") and self._needed(s)]
         units: list[tuple[int, int, list[tuple[Sym, int]], int, set[str], str, SourceLoc]] = []
         seen: set[int] = set()
         for s in syms:
@@ -431,7 +440,7 @@ class Allocator:
     # ---- 6. signals --------------------------------------------------------------------
 
     def allocate_signals(self) -> None:
-        syms = [s for s in self.unit.syms if s.kind == "sig"]
+        syms = [s for s in self.unit.syms if s.kind == "sig" and (s.used or s.pin is not None)]
         syms.sort(key=lambda s: (s.scope.start, -s.scope.end))
         free_at = [0] * 16
         pinned = [s for s in syms if s.pin is not None]

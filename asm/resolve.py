@@ -94,6 +94,8 @@ def classify(unit: Unit, ins: Instr) -> list[Ref]:
         else:
             ref = Ref("word", text)
         refs.append(ref)
+        if ref.kind == "const" and "&" in ref.text:
+            mark_address_uses(unit, ins, ref.text)
         if ref.kind == "sym" and ref.sym is not None and ref.sym.kind in ("xfer", "dxfer"):
             _note_xfer_use(ins, i, role, ref.sym)
     if mn == "ctx_arb":
@@ -101,6 +103,17 @@ def classify(unit: Unit, ins: Instr) -> list[Ref]:
             if r.kind == "sig" and r.sym is not None:
                 r.sym.used = True
     return refs
+
+
+_ADDR_OF_RE = re.compile(r"&\s*([$@]*[A-Za-z_][\w$@]*(?:\[\d+\])?)")
+
+
+def mark_address_uses(unit: Unit, ins: Instr, text: str) -> None:
+    """`&name` in an expression needs name's physical number: the symbol must be allocated."""
+    for m in _ADDR_OF_RE.finditer(text):
+        sym = lookup(unit, ins, m[1])
+        if sym is not None:
+            sym.used = True
 
 
 def signal_ref(unit: Unit, ins: Instr, text: str, i: int | None) -> Ref:

@@ -23,7 +23,9 @@ def test_two_labels_on_one_line() -> None:
 def test_duplicate_label_is_located_error() -> None:
     with pytest.raises(AsmError) as e:
         asm("x#: nop\nx#: nop\n")
-    assert e.value.loc is not None and e.value.loc.line == 2 and "already defined" in e.value.message
+    assert (
+        e.value.loc is not None and e.value.loc.line == 2 and "already defined" in e.value.message
+    )
 
 
 def test_reg_allocates_virtual_names() -> None:
@@ -49,7 +51,11 @@ def test_undeclared_register_is_error_at_column() -> None:
 def test_unknown_instruction() -> None:
     with pytest.raises(AsmError) as e:
         asm("  frobnicate[a0]\n")
-    assert e.value.loc is not None and e.value.loc.col == 3 and "unknown instruction" in e.value.message
+    assert (
+        e.value.loc is not None
+        and e.value.loc.col == 3
+        and "unknown instruction" in e.value.message
+    )
 
 
 def test_constant_expressions_and_too_large_constant() -> None:
@@ -69,8 +75,10 @@ def test_immed_too_wide_becomes_w0_w1() -> None:
 
 
 def test_address_of_signal_and_xfer() -> None:
-    a = asm(".sig s_a s_b\n.reg read $r\n.reg x\n local_csr_wr[SAME_ME_SIGNAL, (0x80 | (&s_b << 3))]\n"
-            " immed_w1[x, (&$r | (&s_a << 12))]\n ctx_arb[s_a]\n ctx_arb[s_b]\n alu[x, --, b, $r]\n")
+    a = asm(
+        ".sig s_a s_b\n.reg read $r\n.reg x\n local_csr_wr[SAME_ME_SIGNAL, (0x80 | (&s_b << 3))]\n"
+        " immed_w1[x, (&$r | (&s_a << 12))]\n ctx_arb[s_a]\n ctx_arb[s_b]\n alu[x, --, b, $r]\n"
+    )
     sa, sb, r = sym(a, "s_a"), sym(a, "s_b"), int(str(sym(a, "$r"))[1:])
     t = texts(a)
     assert t[0] == f"local_csr_wr[SAME_ME_SIGNAL, 0x{0x80 | sb << 3:x}]"
@@ -103,28 +111,36 @@ def test_global_qualifier_escapes_scope() -> None:
 
 
 def test_xfer_order_gives_consecutive_indices() -> None:
-    a = asm(".reg read $c $a $b\n.xfer_order $a $b $c\n.reg x\n"
-            " sram[read, $a, x, 0, 3], ctx_swap[s1]\n alu[x, $a, +, $b]\n alu[x, x, +, $c]\n")
+    a = asm(
+        ".reg read $c $a $b\n.xfer_order $a $b $c\n.reg x\n"
+        " sram[read, $a, x, 0, 3], ctx_swap[s1]\n alu[x, $a, +, $b]\n alu[x, x, +, $c]\n"
+    )
     ia, ib, ic = (int(str(sym(a, n))[1:]) for n in ("$a", "$b", "$c"))
     assert (ib, ic) == (ia + 1, ia + 2)
 
 
 def test_xfer_array() -> None:
-    a = asm(".reg read $buf[4]\n.reg x\n sram[read, $buf[0], x, 0, 4], ctx_swap[s1]\n alu[x, --, b, $buf[3]]\n")
+    a = asm(
+        ".reg read $buf[4]\n.reg x\n sram[read, $buf[0], x, 0, 4], ctx_swap[s1]\n alu[x, --, b, $buf[3]]\n"
+    )
     assert texts(a)[1].endswith(f"${int(str(sym(a, '$buf[0]'))[1:]) + 3}]")
 
 
 def test_count_reserves_consecutive_xfers() -> None:
     # $blk needs 4 registers for the read; $other must not land inside them
-    a = asm(".reg read $blk $other\n.reg x\n sram[read, $blk, x, 0, 4], ctx_swap[s1]\n"
-            " alu[x, $blk, +, $other]\n")
+    a = asm(
+        ".reg read $blk $other\n.reg x\n sram[read, $blk, x, 0, 4], ctx_swap[s1]\n"
+        " alu[x, $blk, +, $other]\n"
+    )
     blk, other = int(str(sym(a, "$blk"))[1:]), int(str(sym(a, "$other"))[1:])
     assert not blk <= other < blk + 4
 
 
 def test_read_and_write_xfers_share_an_index() -> None:
-    a = asm(".reg read $in\n.reg write $out\n.reg x\n scratch[get, $in, x, 0, 1], ctx_swap[s1]\n"
-            " alu[$out, $in, +, 1]\n scratch[put, $out, x, 4, 1], ctx_swap[s1]\n")
+    a = asm(
+        ".reg read $in\n.reg write $out\n.reg x\n scratch[get, $in, x, 0, 1], ctx_swap[s1]\n"
+        " alu[$out, $in, +, 1]\n scratch[put, $out, x, 4, 1], ctx_swap[s1]\n"
+    )
     assert sym(a, "$in") == sym(a, "$out")
 
 
@@ -134,8 +150,11 @@ def test_dram_xfers() -> None:
 
 
 def test_addr_pins_register_and_signal() -> None:
-    a = asm(".reg x\n.addr x 7 b\n.sig q\n.addr q 9\n alu[x, --, b, 1], no_cc\n ctx_arb[q]\n"
-            .replace(", no_cc", ""))
+    a = asm(
+        ".reg x\n.addr x 7 b\n.sig q\n.addr q 9\n alu[x, --, b, 1], no_cc\n ctx_arb[q]\n".replace(
+            ", no_cc", ""
+        )
+    )
     assert sym(a, "x") == "b7" and sym(a, "q") == 9
 
 
@@ -162,8 +181,10 @@ def test_init_register_and_memory() -> None:
 
 
 def test_alloc_mem_addresses_usable_in_expressions() -> None:
-    a = asm(".alloc_mem a lmem 12\n.local_mem b 8 16\n.alloc_mem c scratch 4\n.reg x\n"
-            " immed[x, b]\n immed[x, (&c + 4)]\n")
+    a = asm(
+        ".alloc_mem a lmem 12\n.local_mem b 8 16\n.alloc_mem c scratch 4\n.reg x\n"
+        " immed[x, b]\n immed[x, (&c + 4)]\n"
+    )
     assert (sym(a, "a"), sym(a, "b"), sym(a, "c")) == (0, 16, 0)
     assert texts(a)[0].endswith(", 0x10]") and texts(a)[1].endswith(", 0x4]")
 
@@ -178,13 +199,17 @@ def test_num_contexts_directive_and_flag() -> None:
     assert a.program.ctx_mode == 4
     with pytest.raises(AsmError, match="out of range"):
         asm(".reg x\n alu[x, --, b, 1]\n sram[read, $20, x, 0, 1], ctx_swap[s1]\n")
-    assert asm(".reg x\n sram[read, $20, x, 0, 1], ctx_swap[s1]\n", ctx_mode=4).program.ctx_mode == 4
+    assert (
+        asm(".reg x\n sram[read, $20, x, 0, 1], ctx_swap[s1]\n", ctx_mode=4).program.ctx_mode == 4
+    )
     with pytest.raises(AsmError, match="contradicts"):
         asm(".num_contexts 8\n nop\n", ctx_mode=4)
 
 
 def test_physical_registers_are_reserved() -> None:
-    a = asm(".reg x y\n alu[a0, --, b, 1]\n alu[b0, --, b, 1]\n alu[x, x, +, y]\n alu[a0, a0, +, b0]\n")
+    a = asm(
+        ".reg x y\n alu[a0, --, b, 1]\n alu[b0, --, b, 1]\n alu[x, x, +, y]\n alu[a0, a0, +, b0]\n"
+    )
     assert "a0" not in (sym(a, "x"), sym(a, "y")) and "b0" not in (sym(a, "x"), sym(a, "y"))
 
 
@@ -228,7 +253,11 @@ def test_four_vs_eight_context_register_limits() -> None:
 def test_too_many_registers_names_the_scope() -> None:
     names = " ".join(f"r{i}" for i in range(33))
     with pytest.raises(AsmError) as e:
-        asm(f" nop\n.begin\n.reg {names}\n immed[r0, 1]\n.end\n")
+        asm(
+            f" nop\n.begin\n.reg {names}\n"
+            + "".join(f" immed[r{i}, 1]\n" for i in range(33))
+            + ".end\n"
+        )
     assert ".begin scope at t.uc:2" in e.value.message
 
 
@@ -257,3 +286,18 @@ def test_warnings_for_bank_move() -> None:
     a = asm(".reg x y\n alu[x, y, +, y]\n")
     assert len(a.program.words) == 2
     assert any("temporary" in w for w in warnings(a))
+
+
+def test_unused_declarations_take_no_register() -> None:
+    names = " ".join(f"r{i}" for i in range(100))  # far more than a bank holds, but only two used
+    a = asm(
+        f".reg {names}\n.sig {' '.join(f'q{i}' for i in range(20))}\n alu[r0, r0, +, r1]\n ctx_arb[q3]\n"
+    )
+    assert {s.name for s in a.program.symbols if s.kind in ("reg", "signal")} == {"r0", "r1", "q3"}
+
+
+def test_address_of_counts_as_a_use() -> None:
+    a = asm(".sig only_addr\n local_csr_wr[SAME_ME_SIGNAL, (&only_addr << 3)]\n")
+    n = sym(a, "only_addr")
+    assert isinstance(n, int) and 1 <= n <= 15
+    assert int(texts(a)[0].split(", ")[1].rstrip("]"), 0) == n << 3
