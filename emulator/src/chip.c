@@ -585,6 +585,10 @@ int npk_stats_unit(npk_chip *c, int unit, int channel, npk_unit_stats *out)
 {
     if (!c || !out || unit < 0 || unit >= NPK_UNIT_COUNT || channel < 0 || channel >= npk_unit_channels(c, unit))
         return NPK_EINVAL;
-    *out = c->chan[unit][channel].st;
+    npk_chan *ch = &c->chan[unit][channel];
+    *out = ch->st;
+    /* occupancy already booked beyond the current cycle is not yet busy time */
+    uint64_t ahead = ch->busy_until > c->now ? ch->busy_until - c->now : 0;
+    out->busy_cycles = out->busy_cycles > ahead ? out->busy_cycles - ahead : 0;
     return NPK_OK;
 }
