@@ -18,7 +18,7 @@ import click
 BenchFn = Callable[[bool], dict[str, Any]]
 
 # modules whose import registers benchmarks
-BENCH_MODULES: list[str] = ["npkit.asm.bench"]
+BENCH_MODULES: list[str] = ["npkit.asm.bench", "npkit.toolchain.router.bench"]
 
 _REGISTRY: dict[str, BenchFn] = {}
 

@@ -14,6 +14,7 @@ import click
 # subcommand name -> "module:attribute" of a click.Command
 SUBCOMMANDS: dict[str, str] = {
     "bench": "npkit.toolchain.bench:bench_cmd",
+    "route": "npkit.toolchain.router.cli:route",
     "asm": "npkit.asm.cli:asm_cmd",
     "disasm": "npkit.asm.cli:disasm_cmd",
     "traffic": "npkit.emulator.traffic.cli:traffic",

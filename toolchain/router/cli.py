@@ -1,0 +1,111 @@
+"""`npk route`: build the lookup's SRAM image, look addresses up, show table figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .loader import RouteFileError, RouterTables, build_from_files, ip, ip_str
+from .stats import probe_addresses, read_figures
+from .walk import CountingReader, walk
+
+_CONFIG = click.option(
+    "--config", "config", type=click.Path(exists=True, dir_okay=False),
+    help="Router YAML (ports, arp), e.g. examples/traffic/router.yaml.",
+)
+
+
+def _load(routes: str, config: str | None) -> RouterTables:
+    try:
+        return build_from_files(routes, config)
+    except (RouteFileError, MemoryError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group("route")
+def route() -> None:
+    """Longest-prefix-match tables in SRAM (layout: microcode/lookup/LAYOUT.md)."""
+
+
+@route.command("build")
+@click.argument("routes", type=click.Path(exists=True, dir_okay=False))
+@_CONFIG
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="SRAM image file to write.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Write the image as JSON runs instead of the binary format.")
+def build_cmd(routes: str, config: str | None, output: str, as_json: bool) -> None:
+    """Build the SRAM image (trie + next-hop table) for ROUTES."""
+    from . import sramfile
+
+    tables = _load(routes, config)
+    stats = tables.table.stats()
+    if as_json:
+        meta = {"routes": stats["routes"], "nexthops": len(tables.nexthops)}
+        Path(output).write_text(sramfile.to_json(tables.image, meta))
+    else:
+        Path(output).write_bytes(sramfile.to_bytes(tables.image))
+    click.echo(
+        f"{output}: {stats['routes']} routes, {len(tables.nexthops)} next hops, "
+        f"{stats['nodes']} nodes, {stats['trie_bytes']} trie bytes, "
+        f"{len(tables.image)} longwords",
+        err=True,
+    )
+
+
+@route.command("lookup")
+@click.argument("routes", type=click.Path(exists=True, dir_okay=False))
+@click.argument("addrs", nargs=-1, required=True)
+@_CONFIG
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def lookup_cmd(routes: str, addrs: tuple[str, ...], config: str | None, as_json: bool) -> None:
+    """Walk the SRAM trie for each ADDR: next hop, port, SRAM reads."""
+    tables = _load(routes, config)
+    results: list[dict[str, Any]] = []
+    for text in addrs:
+        try:
+            addr = ip(text)
+        except RouteFileError as exc:
+            raise click.BadParameter(str(exc), param_hint="ADDR") from None
+        reader = CountingReader(tables.image.read)
+        index, reads = walk(reader, addr, tables.table.layout)
+        match = tables.table.match_reference(addr)
+        results.append({
+            "addr": ip_str(addr),
+            "route": f"{ip_str(match[0])}/{match[1]}" if match else None,
+            **tables.describe(index),
+            "sram_reads": reads,
+            "read_longwords": reader.sizes,
+        })
+    if as_json:
+        click.echo(json.dumps(results, indent=2))
+        return
+    for r in results:
+        flags = ",".join(r["flags"]) or "-"
+        click.echo(
+            f"{r['addr']:15s} route {r['route'] or '-':18s} nh#{r['index']:<5d} "
+            f"via {r['next_hop']:15s} port {r['port']} mac {r['dst_mac']} flags {flags} "
+            f"reads {r['sram_reads']}"
+        )
+
+
+@route.command("stats")
+@click.argument("routes", type=click.Path(exists=True, dir_okay=False))
+@_CONFIG
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def stats_cmd(routes: str, config: str | None, as_json: bool) -> None:
+    """Nodes, bytes and SRAM reads per lookup (over one address per route + 10k random)."""
+    tables = _load(routes, config)
+    figures: dict[str, Any] = dict(tables.table.stats())
+    figures["nexthops"] = len(tables.nexthops)
+    figures["nexthop_bytes"] = 16 * len(tables.nexthops)
+    figures.update(read_figures(tables.image, probe_addresses(tables.table, seed=0),
+                                tables.table.layout))
+    if as_json:
+        click.echo(json.dumps(figures, indent=2))
+        return
+    for key, value in figures.items():
+        click.echo(f"{key:24s} {value:.3f}" if isinstance(value, float) else f"{key:24s} {value}")

@@ -1,0 +1,255 @@
+"""Route file + router config -> the lookup's SRAM image (trie, next-hop table, header).
+
+Route file: one route a line, `PREFIX/LEN NEXTHOP_IP PORT`, `#` comments: the format of
+npkit.emulator.traffic.routes, whose parser `parse_routes` uses.  That module was still
+being written when this one was, so a small parser of the same format is kept as the
+fallback (`_own_parse_routes`; a test checks the two agree).
+
+Router config (YAML, the format of examples/traffic/router.yaml): `ports` (list of
+{address: A.B.C.D/LEN, mac: "xx:..."}, index = position), `arp` ({IPv4: MAC}).  Other
+keys (routes, send_redirects, ...) are ignored here: the route file is given separately.
+
+What goes into the trie besides the route file (LAYOUT.md §5):
+- each port's subnet as a connected route: flags DIRECT|ARP_MISS (the next hop is the
+  destination itself, whose MAC the fast path does not know);
+- a /32 "adjacency" route for every ARP entry on a connected subnet whose longest match
+  is that connected route: forwarded by the fast path with the host's MAC, flag DIRECT;
+- a /32 per port address (LOCAL), per subnet broadcast address and 255.255.255.255
+  (BROADCAST).
+Static routes whose next hop has an ARP entry get its MAC; the others get ARP_MISS with
+the next-hop address in the entry (so each unresolved next hop has its own entry).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .layout import LpmLayout, default_layout
+from .lpm import LpmTable, SramImage, mask
+from .nexthop import ARP_MISS, BROADCAST, DIRECT, LOCAL, NextHop, NextHopTable
+
+
+class RouteFileError(ValueError):
+    """A malformed route file or router config."""
+
+
+@dataclass(frozen=True)
+class RouteLine:
+    prefix: int
+    length: int
+    next_hop: int  # 0 = directly connected
+    port: int
+
+
+def ip(text: str) -> int:
+    try:
+        return int(ipaddress.IPv4Address(text.strip()))
+    except ValueError as exc:
+        raise RouteFileError(f"bad IPv4 address {text!r}") from exc
+
+
+def ip_str(value: int) -> str:
+    return str(ipaddress.IPv4Address(value))
+
+
+def parse_mac(text: str) -> bytes:
+    parts = text.strip().split(":")
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise RouteFileError(f"bad MAC address {text!r}")
+    try:
+        return bytes(int(p, 16) for p in parts)
+    except ValueError as exc:
+        raise RouteFileError(f"bad MAC address {text!r}") from exc
+
+
+def mac_str(value: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in value)
+
+
+def parse_prefix(text: str) -> tuple[int, int]:
+    addr, sep, length_text = text.partition("/")
+    if not sep or not length_text.isdigit() or not 0 <= int(length_text) <= 32:
+        raise RouteFileError(f"bad prefix {text!r} (want A.B.C.D/LEN, LEN 0..32)")
+    prefix, length = ip(addr), int(length_text)
+    if prefix & ~mask(length) & 0xFFFF_FFFF:
+        raise RouteFileError(f"prefix {text} has host bits set")
+    return prefix, length
+
+
+def _own_parse_routes(text: str, source: str) -> list[RouteLine]:
+    routes = []
+    seen: set[tuple[int, int]] = set()
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            fields = line.split()
+            if len(fields) != 3:
+                raise RouteFileError(f"expected 'PREFIX/LEN NEXTHOP_IP PORT', got {line!r}")
+            prefix, length = parse_prefix(fields[0])
+            if not fields[2].isdigit():
+                raise RouteFileError(f"port {fields[2]!r} is not a non-negative integer")
+            if (prefix, length) in seen:
+                raise RouteFileError(f"duplicate route {fields[0]}")
+            seen.add((prefix, length))
+            routes.append(RouteLine(prefix, length, ip(fields[1]), int(fields[2])))
+        except RouteFileError as exc:
+            raise RouteFileError(f"{source}:{lineno}: {exc}") from None
+    return routes
+
+
+def parse_routes(text: str, source: str = "<routes>") -> list[RouteLine]:
+    """Parse route-file text (the project's parser if present, else our own)."""
+    try:
+        from npkit.emulator.traffic import routes as project_routes
+    except ImportError:
+        return _own_parse_routes(text, source)
+    try:
+        parsed = project_routes.parse_routes(text, source)
+    except ValueError as exc:
+        raise RouteFileError(str(exc)) from None
+    return [RouteLine(r.prefix, r.length, r.next_hop, r.port) for r in parsed]
+
+
+def load_routes(path: str | Path) -> list[RouteLine]:
+    path = Path(path)
+    return parse_routes(path.read_text(), str(path))
+
+
+@dataclass(frozen=True)
+class Port:
+    index: int
+    address: int
+    length: int
+    mac: bytes
+
+    @property
+    def network(self) -> int:
+        return self.address & mask(self.length)
+
+    @property
+    def broadcast(self) -> int:
+        return self.network | (~mask(self.length) & 0xFFFF_FFFF)
+
+    def on_subnet(self, addr: int) -> bool:
+        return addr & mask(self.length) == self.network
+
+
+@dataclass
+class RouterInfo:
+    ports: list[Port] = field(default_factory=list)
+    arp: dict[int, bytes] = field(default_factory=dict)
+
+
+def parse_config(data: Any, source: str = "<config>") -> RouterInfo:
+    if not isinstance(data, dict):
+        raise RouteFileError(f"{source}: top level must be a mapping")
+    info = RouterInfo()
+    try:
+        for i, entry in enumerate(data.get("ports") or []):
+            addr_text, _, len_text = str(entry["address"]).partition("/")
+            if not len_text.isdigit() or not 0 < int(len_text) <= 30:
+                raise RouteFileError(f"ports[{i}]: address needs /LEN (1..30)")
+            info.ports.append(Port(i, ip(addr_text), int(len_text), parse_mac(str(entry["mac"]))))
+        for key, value in (data.get("arp") or {}).items():
+            info.arp[ip(str(key))] = parse_mac(str(value))
+    except (KeyError, TypeError) as exc:
+        raise RouteFileError(f"{source}: malformed entry ({exc})") from None
+    except RouteFileError as exc:
+        raise RouteFileError(f"{source}: {exc}") from None
+    return info
+
+
+def load_config(path: str | Path) -> RouterInfo:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise RouteFileError(f"{path}: {exc}") from None
+    return parse_config(data, str(path))
+
+
+@dataclass
+class RouterTables:
+    """The built lookup state: trie, next-hop table, and what each entry came from."""
+
+    table: LpmTable
+    nexthops: NextHopTable
+    next_hop_ip: dict[int, int]  # next-hop index -> next-hop IPv4 (0 = direct / none)
+    image: SramImage
+
+    def describe(self, index: int | None) -> dict[str, Any]:
+        entry = self.nexthops.entries[index or 0]
+        return {
+            "index": index or 0,
+            "port": entry.port,
+            "next_hop": ip_str(self.next_hop_ip.get(index or 0, 0)),
+            "dst_mac": mac_str(entry.dst_mac),
+            "src_mac": mac_str(entry.src_mac),
+            "flags": entry.flag_names(),
+        }
+
+
+def build_tables(
+    routes: list[RouteLine], config: RouterInfo | None = None, layout: LpmLayout | None = None
+) -> RouterTables:
+    """Fill the trie and next-hop table from routes + config and lay out the SRAM image."""
+    layout = layout or default_layout()
+    config = config or RouterInfo()
+    ports = {p.index: p for p in config.ports}
+    nht = NextHopTable(layout.nh_capacity)
+    table = LpmTable(layout)
+    hop_ip: dict[int, int] = {}
+
+    def src_mac(port: int) -> bytes:
+        return ports[port].mac if port in ports else bytes(6)
+
+    def put(prefix: int, length: int, entry: NextHop, via: int, replace: bool = False) -> None:
+        if table.get(prefix, length) is not None and not replace:
+            raise RouteFileError(f"duplicate route {ip_str(prefix)}/{length}")
+        index = nht.intern(entry)
+        hop_ip.setdefault(index, via)
+        table.add(prefix, length, index)
+
+    if ports:
+        for r in routes:
+            if r.port not in ports:
+                raise RouteFileError(f"route {ip_str(r.prefix)}/{r.length}: no port {r.port}")
+    for p in config.ports:
+        put(p.network, p.length, NextHop(p.index, src_mac=p.mac, flags=DIRECT | ARP_MISS), 0)
+    for r in routes:
+        hw = config.arp.get(r.next_hop) if r.next_hop else None
+        if r.next_hop == 0:
+            entry = NextHop(r.port, src_mac=src_mac(r.port), flags=DIRECT | ARP_MISS)
+        elif hw is None:
+            entry = NextHop(r.port, src_mac=src_mac(r.port), flags=ARP_MISS, next_hop=r.next_hop)
+        else:
+            entry = NextHop(r.port, dst_mac=hw, src_mac=src_mac(r.port))
+        put(r.prefix, r.length, entry, r.next_hop)
+    for host, hw in sorted(config.arp.items()):
+        for p in config.ports:
+            if p.on_subnet(host) and host not in (p.address, p.network, p.broadcast):
+                if table.match_reference(host) == (p.network, p.length):
+                    put(host, 32, NextHop(p.index, hw, p.mac, DIRECT), host)
+    for p in config.ports:
+        put(p.address, 32, NextHop(p.index, src_mac=p.mac, flags=LOCAL), 0, replace=True)
+        put(p.broadcast, 32, NextHop(p.index, src_mac=p.mac, flags=BROADCAST), 0, replace=True)
+    if config.ports:
+        put(0xFFFF_FFFF, 32, NextHop(0, flags=BROADCAST), 0, replace=True)
+    image = table.build()
+    image.apply(nht.writes(layout.nh_base))
+    return RouterTables(table, nht, hop_ip, image)
+
+
+def build_from_files(
+    routes_path: str | Path, config_path: str | Path | None = None,
+    layout: LpmLayout | None = None,
+) -> RouterTables:
+    config = load_config(config_path) if config_path else None
+    return build_tables(load_routes(routes_path), config, layout)
