@@ -205,6 +205,8 @@ def assemble_lines(lines: Sequence[LogicalLine], path: str, ctx_mode: int | None
         found = scope.lookup(unit.synonyms.get(rname, rname))
         if found is not None:
             found.used = True
+    for message, loc in unit.diags_implicit:
+        diags.warn(message, loc)
     alloc.run()
     b = _Builder(unit, diags)
     _allocate_memory(unit, b)

@@ -172,6 +172,7 @@ class Unit:
     pins: list[tuple[str, Scope, str, SourceLoc]] = field(default_factory=list)
     synonyms: dict[str, str] = field(default_factory=dict)
     mems: list[Sym] = field(default_factory=list)
+    diags_implicit: list[tuple[str, SourceLoc]] = field(default_factory=list)
 
 
 class Parser:
@@ -269,7 +270,7 @@ class Parser:
 
     def words(self, rest: str, loc: SourceLoc, off: int) -> list[tuple[str, SourceLoc]]:
         out = []
-        for m in re.finditer(r"[^\s,]+(?:\s*\[[^\]]*\])?", rest):
+        for m in re.finditer(r"[^\s,\[]+(?:\s*\[[^\]]*\])?|[^\s,]", rest):
             out.append((m[0].replace(" ", ""), at(loc, off + m.start())))
         return out
 
@@ -301,9 +302,13 @@ class Parser:
                 continue
             any_name = True
             scope = self.unit.root if is_global else self.scope
-            arr = re.fullmatch(r"(\$\$?[A-Za-z_]\w*)\[(\d+)\]", word)
+            arr = re.fullmatch(r"((?:\$\$?|@)?[A-Za-z_]\w*)\[(.+)\]", word)
             if arr:
-                self.declare_xfer_array(arr[1], int(arr[2]), dirs, wloc, scope)
+                size = evaluate(arr[2], at(wloc, len(arr[1]) + 1))
+                if arr[1].startswith("$"):
+                    self.declare_xfer_array(arr[1], size, dirs, wloc, scope)
+                else:
+                    self.declare_gpr_array(arr[1], size, wloc, scope)
                 continue
             if not NAME_RE.match(word) or "[" in word:
                 raise AsmError(f"expected a register name, got '{word}'", wloc)
@@ -346,6 +351,13 @@ class Parser:
         scope.syms.setdefault(base, members[0])
         self.make_group(members, loc)
 
+    def declare_gpr_array(self, base: str, n: int, loc: SourceLoc, scope: Scope) -> None:
+        if not 1 <= n <= 128:
+            raise AsmError(f"register array size {n} out of range (1-128)", loc)
+        kind = "abs" if base.startswith("@") else "gpr"
+        for i in range(n):
+            self.declare(Sym(f"{base}[{i}]", kind, loc, scope), scope)
+
     def make_group(self, members: list[Sym], loc: SourceLoc) -> None:
         group = XferGroup(members, loc)
         for pos, sym in enumerate(members):
@@ -359,8 +371,16 @@ class Parser:
         members = []
         for word, wloc in self.words(rest, loc, off):
             sym = self.scope.lookup(word)
+            if sym is None and re.fullmatch(r"\$\$?[A-Za-z_]\w*", word):
+                kind = "dxfer" if word.startswith("$$") else "xfer"  # .xfer_order declares too
+                sym = self.declare(Sym(word, kind, wloc, self.scope))
             if sym is None or sym.kind not in ("xfer", "dxfer"):
-                raise AsmError(f"'{word}' is not a declared transfer register", wloc)
+                raise AsmError(f"'{word}' is not a transfer register", wloc)
+            group = sym.group
+            if group is not None and sym.name.endswith("[0]") and sym.name != word:
+                if len(self.words(rest, loc, off)) == 1:
+                    return  # `.xfer_order $array`: an array is already in order
+                raise AsmError(f"'{word}' is an array: name its elements ({word}[0]...)", wloc)
             if members and sym.kind != members[0].kind:
                 raise AsmError(
                     "a .xfer_order group cannot mix $ (SRAM) and $$ (DRAM) registers", wloc

@@ -58,9 +58,25 @@ def _reg_ref(unit: Unit, ins: Instr, i: int, text: str, role: Role) -> Ref:
             return Ref("const", text)
         return Ref("phys", op.text() if op.kind != "idx" else text, op=op)
     if IDENT_RE.match(text) and not text.endswith("#"):
-        what = "transfer register" if text.startswith("$") else "register"
-        raise AsmError(f"undeclared {what} '{text}' (declare it with .reg)", ins.arg_loc(i))
+        return Ref("sym", text, implicit(unit, ins, i, text))
     return Ref("const", text)
+
+
+def implicit(unit: Unit, ins: Instr, i: int | None, text: str, kind: str = "") -> Sym:
+    """Intel's assembler declares a name it has not seen as a global register (or signal)."""
+    if not kind:
+        kind = "dxfer" if text.startswith("$$") else "xfer" if text.startswith("$") else \
+            "abs" if text.startswith("@") else "gpr"  # fmt: skip
+    what = {"gpr": "register", "abs": "absolute register", "sig": "signal"}.get(
+        kind, "transfer register"
+    )
+    directive = ".sig" if kind == "sig" else ".reg"
+    sym = Sym(text, kind, ins.arg_loc(i), unit.root, used=True)
+    unit.root.syms[text] = sym
+    unit.syms.append(sym)
+    unit.diags_implicit.append((f"'{text}' is not declared: taken as a global {what} "
+                                f"(declare it with {directive})", ins.arg_loc(i)))  # fmt: skip
+    return sym
 
 
 def classify(unit: Unit, ins: Instr) -> list[Ref]:
@@ -125,8 +141,8 @@ def signal_ref(unit: Unit, ins: Instr, text: str, i: int | None) -> Ref:
         return Ref("sig", text, sym)
     if re.fullmatch(r"s\d+", text):
         return Ref("sig", text)
-    if IDENT_RE.match(text):
-        raise AsmError(f"undeclared signal '{text}' (declare it with .sig)", ins.arg_loc(i))
+    if re.fullmatch(r"[A-Za-z_]\w*", text):
+        return Ref("sig", text, implicit(unit, ins, i, text, "sig"))
     return Ref("const", text)
 
 

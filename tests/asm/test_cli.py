@@ -34,11 +34,11 @@ def test_assemble_writes_image_and_listing(tmp_path: Path) -> None:
 
 def test_error_exit_1_located_and_no_output(tmp_path: Path) -> None:
     src = tmp_path / "bad.uc"
-    src.write_text(".reg x\n alu[x, x, +, nosuch]\n")
+    src.write_text(".reg x\n alu[x, x, +, 0x999]\n")
     out, lst = tmp_path / "bad.elf", tmp_path / "bad.lst"
     r = _run(asm_cmd, [str(src), "-o", str(out), "--list", str(lst)])
     assert r.exit_code == 1
-    assert f"{src}:2:15: error: undeclared register 'nosuch'" in r.output
+    assert f"{src}:2:15: error: constant 0x999 does not fit" in r.output
     assert "^" in r.output and "Traceback" not in r.output
     assert not out.exists() and not lst.exists()
     assert list(tmp_path.iterdir()) == [src]  # no temporary left behind
