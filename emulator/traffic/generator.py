@@ -33,6 +33,7 @@ DIR/manifest.json::
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import random
 import struct
@@ -48,18 +49,15 @@ from .packet import (
     ARP_REQUEST,
     BROADCAST_MAC,
     ETHERTYPE_ARP,
-    ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
     IPPROTO_TCP,
     IPPROTO_UDP,
-    TCP,
     TCP_ACK,
     TCP_PSH,
     UDP,
     Ethernet,
     IPv4,
     internet_checksum,
-    ipv4_frame,
     pad_frame,
 )
 from .pcap import PcapReader, PcapWriter
@@ -285,7 +283,8 @@ class FrameBuilder:
         self.ident = 0
         protos = [p for p, w in port.protocols.items() if w > 0]
         self.protos = protos
-        self.proto_weights = [port.protocols[p] for p in protos]
+        self._proto_cum = list(itertools.accumulate(port.protocols[p] for p in protos))
+        self._proto_total = self._proto_cum[-1]
         self._dest_pool: list[Route] = []
         self._forwardable = port.destinations is None
         self._not_unicast = set(self.cfg.addresses)  # own, network, broadcast addresses
@@ -358,14 +357,25 @@ class FrameBuilder:
     def _proto(self) -> str:
         if len(self.protos) == 1:
             return self.protos[0]
-        return self.rng.choices(self.protos, self.proto_weights)[0]
+        r = self.rng.random() * self._proto_total
+        for name, edge in zip(self.protos, self._proto_cum, strict=True):
+            if r < edge:
+                return name
+        return self.protos[-1]
 
     def ip_frame(
         self, length: int, pid: int, src: int, dst: int, *, ttl: int = 64,
         options: bytes = b"", eth_dst: bytes | None = None, proto: str | None = None,
     ) -> bytes:
-        """An IPv4 frame of exactly `length` bytes (no padding needed: the payload fills
-        it). Falls back to UDP if the chosen protocol's headers do not fit."""
+        """An IPv4 frame of exactly `length` bytes (the payload fills it, so there is no
+        Ethernet padding and the IP total length is length - 14). Falls back to UDP if
+        the chosen protocol's headers do not fit.
+
+        UDP and TCP are packed here directly rather than through `packet`'s dataclasses:
+        this is the generator's hot path. The payload is the tag then zeros, and zeros
+        add nothing to a one's complement sum, so the L4 checksum covers the pseudo-
+        header, the L4 header and the tag only. Tests check every checksum."""
+        assert len(options) % 4 == 0
         rng = self.rng
         proto = proto or self._proto()
         hl = 14 + 20 + len(options)
@@ -373,28 +383,39 @@ class FrameBuilder:
         if hl + l4 > length:
             proto, l4 = "udp", 8
         payload_len = length - hl - l4
-        payload = (TAG + struct.pack("!I", pid & 0xFFFFFFFF))[:payload_len]
-        payload += bytes(payload_len - len(payload))
-        self.ident = (self.ident + 1) & 0xFFFF
-        eth = Ethernet(eth_dst or self.me.mac, self.src_mac, ETHERTYPE_IPV4)
-        sport = rng.randrange(1024, 65536)
-        if proto == "tcp":
-            hdr = IPv4(src, dst, IPPROTO_TCP, ttl=ttl, identification=self.ident, flags=2,
-                       options=options)
-            tcp = TCP(sport, rng.randrange(1, 65536), seq=rng.getrandbits(32),
-                      ack=rng.getrandbits(32), flags=TCP_ACK | TCP_PSH)
-            return ipv4_frame(eth, hdr, tcp, payload, pad=False)
-        hdr = IPv4(src, dst, IPPROTO_UDP, ttl=ttl, identification=self.ident, options=options)
+        tag = (TAG + (pid & 0xFFFFFFFF).to_bytes(4, "big"))[:payload_len]
+        zeros = bytes(payload_len - len(tag))
+        self.ident = ident = (self.ident + 1) & 0xFFFF
+        bits = rng.getrandbits(32)
+        sport, dport = 1024 + (bits >> 16) % 64512, (bits & 0xFFFF) or 1
+        eth = (eth_dst or self.me.mac) + self.src_mac + b"\x08\x00"
         if proto == "tunnel":
             # outer UDP (8) + inner IPv4 (20, TEST-NET-2 -> TEST-NET-3) + inner UDP (8)
             # + payload: 78 bytes leaves 8 bytes of payload, exactly the tag.
+            hdr = IPv4(src, dst, IPPROTO_UDP, ttl=ttl, identification=ident, options=options)
             inner = IPv4(0xC6336400 | rng.getrandbits(8), 0xCB007100 | rng.getrandbits(8),
-                         IPPROTO_UDP, identification=self.ident)
-            inner_body = UDP(rng.randrange(1024, 65536), rng.randrange(1, 65536)).pack(
-                payload, inner.src, inner.dst)
+                         IPPROTO_UDP, identification=ident)
+            inner_body = UDP(sport, dport).pack(tag + zeros, inner.src, inner.dst)
             body = inner.pack(len(inner_body)) + inner_body
-            return ipv4_frame(eth, hdr, UDP(sport, TUNNEL_PORT), body, pad=False)
-        return ipv4_frame(eth, hdr, UDP(sport, rng.randrange(1, 65536)), payload, pad=False)
+            outer = UDP(sport, TUNNEL_PORT).pack(body, src, dst)
+            return eth + hdr.pack(len(outer)) + outer
+        seg_len = l4 + payload_len
+        if proto == "tcp":
+            pnum, flags, ck_off = IPPROTO_TCP, 2, 16
+            l4hdr = struct.pack("!HHIIBBHHH", sport, dport, rng.getrandbits(32),
+                                rng.getrandbits(32), 5 << 4, TCP_ACK | TCP_PSH, 65535, 0, 0)
+        else:
+            pnum, flags, ck_off = IPPROTO_UDP, 0, 6
+            l4hdr = struct.pack("!HHHH", sport, dport, seg_len, 0)
+        ck = internet_checksum(struct.pack("!IIBBH", src, dst, 0, pnum, seg_len) + l4hdr + tag)
+        if ck == 0 and pnum == IPPROTO_UDP:
+            ck = 0xFFFF  # 0 would mean "no checksum" (RFC 768)
+        l4hdr = l4hdr[:ck_off] + ck.to_bytes(2, "big") + l4hdr[ck_off + 2 :]
+        iphdr = bytearray(struct.pack("!BBHHHBBHII", 0x40 | (5 + len(options) // 4), 0,
+                                      length - 14, ident, flags << 13, ttl, pnum, 0, src, dst))
+        iphdr += options
+        iphdr[10:12] = internet_checksum(iphdr).to_bytes(2, "big")
+        return eth + iphdr + l4hdr + tag + zeros
 
     def _normal(self, length: int, pid: int) -> bytes:
         return self.ip_frame(length, pid, self.src_normal(), self.dst_normal())

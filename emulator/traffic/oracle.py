@@ -111,6 +111,10 @@ class RefRouter:
             raise RuntimeError(f"oracle does not implement: {', '.join(sorted(missing))}")
 
     def process(self, frame: bytes, in_port: int) -> Outcome:
+        if not 0 <= in_port < len(self.ports):
+            raise ValueError(f"in_port {in_port}: the router has ports 0..{len(self.ports) - 1}")
+        if not isinstance(frame, bytes):
+            frame = bytes(frame)
         n = len(frame)
         if n < 60:
             return Drop("short_frame")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import struct
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,23 @@ def test_every_kind_gets_its_intended_outcome() -> None:
         assert (out.kind, out.reason) == EXPECTED[p.kind], p
         seen[p.kind] += 1
     assert set(seen) == set(EXPECTED)
+
+
+def test_every_checksum_verifies() -> None:
+    """IP header and UDP/TCP checksums (over the pseudo-header) of generated frames,
+    including options and tunnel packets."""
+    spec = make(count=300, defaults={"size": {"uniform": [78, 400]},
+                                     "protocol": {"udp": 1, "tcp": 1, "tunnel": 1},
+                                     "mix": {"options": 0.2, "ttl_expiring": 0.1}})
+    for p in generate(spec):
+        parsed = parse_frame(p.data)
+        assert parsed.ip is not None and parsed.l4_offset is not None
+        hdr = parsed.ip
+        assert hdr.total_length == len(p.data) - 14
+        assert internet_checksum(p.data[14 : parsed.l4_offset]) == 0
+        seg = p.data[parsed.l4_offset :]
+        pseudo = struct.pack("!IIBBH", hdr.src, hdr.dst, 0, hdr.protocol, len(seg))
+        assert internet_checksum(pseudo + seg) == 0, p
 
 
 def test_payload_carries_the_packet_id() -> None:

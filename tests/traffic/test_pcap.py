@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import struct
 import subprocess
@@ -115,3 +116,37 @@ def test_tshark_reads_our_files(tmp_path: Path, nanosecond: bool) -> None:
     for (epoch, length), rec in zip(rows, ours, strict=True):
         assert epoch * 1_000_000_000 == rec.timestamp_ns
         assert length == len(rec.data)
+
+
+def test_tshark_agrees_with_generated_traffic(tmp_path: Path) -> None:
+    """Generated pcaps: same count, timestamps and lengths in tshark, and Wireshark's own
+    checksum validation agrees (bad only where the generator meant it)."""
+    from npkit.emulator.traffic.generator import write_traffic
+    from npkit.emulator.traffic.spec import spec_from_dict
+
+    from .conftest import EXAMPLES, ROUTER_YAML
+
+    spec = spec_from_dict({"seed": 4, "router": str(ROUTER_YAML), "count": 60, "defaults": {
+        "size": {"uniform": [78, 600]}, "protocol": {"udp": 1, "tcp": 1, "tunnel": 1},
+        "mix": {"options": 0.1, "bad_checksum": 0.1}}}, EXAMPLES)
+    write_traffic(spec, tmp_path)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    kinds = [manifest["kinds"][k] for k, p in zip(manifest["packets"]["kind"],
+                                                   manifest["packets"]["port"], strict=True)
+             if p == 0]
+    path = tmp_path / "port0.pcap"
+    out = subprocess.run(
+        [shutil.which("tshark") or "tshark", "-r", str(path), "-o", "ip.check_checksum:TRUE",
+         "-o", "udp.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE", "-T", "fields",
+         "-e", "frame.time_epoch", "-e", "frame.len", "-e", "ip.checksum.status",
+         "-e", "udp.checksum.status", "-e", "tcp.checksum.status"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    rows = [line.split("\t") for line in out.splitlines()]
+    ours = read_pcap(path)
+    assert len(rows) == len(ours) == len(kinds) == 60
+    for (epoch, length, ip_ok, udp_ok, tcp_ok), rec, kind in zip(rows, ours, kinds, strict=True):
+        assert Decimal(epoch) * 1_000_000_000 == rec.timestamp_ns
+        assert int(length) == len(rec.data)
+        assert ip_ok.split(",")[0] == ("0" if kind == "bad_checksum" else "1")  # 1 = good
+        assert (udp_ok or tcp_ok).split(",")[0] == "1"

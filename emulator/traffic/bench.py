@@ -1,0 +1,73 @@
+"""Benchmarks of the packet side: generator, oracle, comparator and route lookup speed.
+
+Registered with `npk bench` as "traffic" once this module is listed in
+toolchain/bench.py's BENCH_MODULES. Figures (all per second of wall-clock time):
+
+- traffic.gen_pps_64, traffic.gen_pps_imix   packets generated and written to pcaps
+- traffic.oracle_pps                         packets through the reference router
+- traffic.compare_pps                        input packets compared (ideal emulator output)
+- traffic.lpm_lookups_per_s                  lookups in a 10,000-route table
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from npkit.toolchain.bench import benchmark
+
+from .compare import compare, predict
+from .dataset import load_traffic
+from .generator import write_traffic
+from .oracle import Forward
+from .router_config import RouterConfig
+from .routes import RouteTable, random_routes
+from .spec import spec_from_dict
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traffic"
+
+
+def _spec(size: Any, count: int) -> Any:
+    return spec_from_dict(
+        {"seed": 1, "router": str(EXAMPLES / "router.yaml"), "count": count,
+         "defaults": {"size": size, "protocol": {"udp": 0.7, "tcp": 0.3},
+                      "mix": {"miss": 0.01, "ttl_expiring": 0.01, "bad_checksum": 0.01}}},
+        EXAMPLES,
+    )
+
+
+@benchmark("traffic")
+def bench_traffic(quick: bool) -> dict[str, Any]:
+    per_port = 4_000 if quick else 100_000
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, size in (("64", 64), ("imix", "imix")):
+            summary = write_traffic(_spec(size, per_port), Path(tmp) / name)
+            figures[f"traffic.gen_pps_{name}"] = summary["packets_per_s"]
+        config = RouterConfig.load(EXAMPLES / "router.yaml")
+        inputs = load_traffic(Path(tmp) / "imix")
+        start = time.perf_counter()
+        outcomes = predict(config, inputs)
+        figures["traffic.oracle_pps"] = round(len(inputs) / (time.perf_counter() - start))
+        outputs: dict[int, list[bytes]] = {p: [] for p in range(len(config.ports))}
+        records = {}
+        for pkt, out in zip(inputs, outcomes, strict=True):
+            if isinstance(out, Forward):
+                outputs[out.port].append(out.data)
+            else:
+                records[pkt.id] = [(out.kind, out.reason)]
+        start = time.perf_counter()
+        report = compare(inputs, outcomes, outputs, records)
+        figures["traffic.compare_pps"] = round(len(inputs) / (time.perf_counter() - start))
+        assert report.ok
+    table = RouteTable(random_routes(10_000, 1, config.next_hops()))
+    rng = random.Random(1)
+    addrs = [rng.getrandbits(32) for _ in range(20_000 if quick else 200_000)]
+    start = time.perf_counter()
+    for a in addrs:
+        table.lookup(a)
+    figures["traffic.lpm_lookups_per_s"] = round(len(addrs) / (time.perf_counter() - start))
+    return figures
