@@ -208,3 +208,41 @@ def test_cli_build_lookup_stats(tmp_path: Path, files: tuple[Path, Path]) -> Non
 
 def tables_routes(routes: Path, config: Path) -> list[tuple[int, int, int]]:
     return build_from_files(routes, config).table.routes()
+
+
+def test_incremental_route_with_new_next_hop_writes_the_entry_first(
+    files: tuple[Path, Path],
+) -> None:
+    """Every prefix of the write sequence leads each probe to a complete next-hop entry,
+    old or new: the entry is written before the trie entry that points at it."""
+    from npkit.toolchain.router.loader import RouteLine
+
+    tables = build_from_files(*files)
+    probe = [ip("1.2.3.4"), ip("1.2.3.200"), ip("1.2.9.9"), ip("1.9.9.9"), ip("10.0.0.99")]
+
+    def answer(read: SramImage) -> list[N.NextHop]:
+        out = []
+        for a in probe:
+            index, _ = walk(read.read, a, LAYOUT)
+            out.append(N.NextHop.decode(read.read(LAYOUT.nh_addr(index or 0), 4)))
+        return out
+
+    before = tables.image.copy()
+    old = answer(before)
+    new_hop = N.NextHop(0, bytes.fromhex("02000a0000ee"), bytes.fromhex("024e50000000"))
+    tables.config.arp[ip("10.0.0.238")] = new_hop.dst_mac
+    writes = tables.add_route(RouteLine(ip("1.2.0.0"), 16, ip("10.0.0.238"), 0))
+    new = answer(tables.image)
+    assert new[2] == new_hop and new[0] == old[0] and new[3] == old[3]
+    assert writes[0][0] == LAYOUT.nh_addr(len(tables.nexthops) - 1)  # entry first
+    state = before.copy()
+    for addr, value in writes:
+        state.write(addr, value)
+        for o, n, got in zip(old, new, answer(state), strict=True):
+            assert got in (o, n)
+    assert state.words == tables.image.words
+    # withdrawing it restores the old answers
+    tables.image.apply(tables.withdraw_route(ip("1.2.0.0"), 16))
+    assert answer(tables.image) == old
+    with pytest.raises(RouteFileError):
+        tables.add_route(RouteLine(ip("7.0.0.0"), 8, 0, 9))

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from .layout import LpmLayout, default_layout
-from .lpm import LpmTable, SramImage, mask
+from .lpm import Add, LpmTable, SramImage, Withdraw, Write, mask
 from .nexthop import ARP_MISS, BROADCAST, DIRECT, LOCAL, NextHop, NextHopTable
 
 
@@ -183,6 +183,30 @@ class RouterTables:
     nexthops: NextHopTable
     next_hop_ip: dict[int, int]  # next-hop index -> next-hop IPv4 (0 = direct / none)
     image: SramImage
+    config: RouterInfo = field(default_factory=RouterInfo)
+
+    def add_route(self, route: RouteLine) -> list[Write]:
+        """Add or replace a route while the fast path runs: the ordered SRAM writes.
+
+        A next-hop entry the table did not have is written first (all 4 LW), then the
+        trie writes that publish the route (LAYOUT.md §7, rule 5).  Adjacency /32s are
+        not re-derived here (the daemon adds them as ARP entries appear).
+        """
+        if self.config.ports and route.port not in {p.index for p in self.config.ports}:
+            raise RouteFileError(f"route {ip_str(route.prefix)}/{route.length}: no port {route.port}")
+        known = len(self.nexthops)
+        index = self.nexthops.intern(route_entry(route, self.config))
+        out: list[Write] = []
+        if index == known:  # new entry: write it before anything can point at it
+            base = self.table.layout.nh_addr(index)
+            out = [(base + 4 * i, w) for i, w in enumerate(self.nexthops.entries[index].encode())]
+            self.image.apply(out)
+            self.next_hop_ip[index] = route.next_hop
+        return out + self.table.apply(Add(route.prefix, route.length, index))
+
+    def withdraw_route(self, prefix: int, length: int) -> list[Write]:
+        """Remove a route: the ordered SRAM writes (next-hop entries are left in place)."""
+        return self.table.apply(Withdraw(prefix, length))
 
     def describe(self, index: int | None) -> dict[str, Any]:
         entry = self.nexthops.entries[index or 0]
@@ -196,6 +220,17 @@ class RouterTables:
         }
 
 
+def route_entry(r: RouteLine, config: RouterInfo) -> NextHop:
+    """The next-hop entry of a route-file route under `config`'s ports and ARP table."""
+    src = next((p.mac for p in config.ports if p.index == r.port), bytes(6))
+    if r.next_hop == 0:
+        return NextHop(r.port, src_mac=src, flags=DIRECT | ARP_MISS)
+    hw = config.arp.get(r.next_hop)
+    if hw is None:
+        return NextHop(r.port, src_mac=src, flags=ARP_MISS, next_hop=r.next_hop)
+    return NextHop(r.port, dst_mac=hw, src_mac=src)
+
+
 def build_tables(
     routes: list[RouteLine], config: RouterInfo | None = None, layout: LpmLayout | None = None
 ) -> RouterTables:
@@ -206,9 +241,6 @@ def build_tables(
     nht = NextHopTable(layout.nh_capacity)
     table = LpmTable(layout)
     hop_ip: dict[int, int] = {}
-
-    def src_mac(port: int) -> bytes:
-        return ports[port].mac if port in ports else bytes(6)
 
     def put(prefix: int, length: int, entry: NextHop, via: int, replace: bool = False) -> None:
         if table.get(prefix, length) is not None and not replace:
@@ -224,14 +256,7 @@ def build_tables(
     for p in config.ports:
         put(p.network, p.length, NextHop(p.index, src_mac=p.mac, flags=DIRECT | ARP_MISS), 0)
     for r in routes:
-        hw = config.arp.get(r.next_hop) if r.next_hop else None
-        if r.next_hop == 0:
-            entry = NextHop(r.port, src_mac=src_mac(r.port), flags=DIRECT | ARP_MISS)
-        elif hw is None:
-            entry = NextHop(r.port, src_mac=src_mac(r.port), flags=ARP_MISS, next_hop=r.next_hop)
-        else:
-            entry = NextHop(r.port, dst_mac=hw, src_mac=src_mac(r.port))
-        put(r.prefix, r.length, entry, r.next_hop)
+        put(r.prefix, r.length, route_entry(r, config), r.next_hop)
     for host, hw in sorted(config.arp.items()):
         for p in config.ports:
             if p.on_subnet(host) and host not in (p.address, p.network, p.broadcast):
@@ -244,7 +269,7 @@ def build_tables(
         put(0xFFFF_FFFF, 32, NextHop(0, flags=BROADCAST), 0, replace=True)
     image = table.build()
     image.apply(nht.writes(layout.nh_base))
-    return RouterTables(table, nht, hop_ip, image)
+    return RouterTables(table, nht, hop_ip, image, config)
 
 
 def build_from_files(
