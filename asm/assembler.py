@@ -132,6 +132,8 @@ class _Builder:
         for tok, ref in ins.tok_refs:
             if ref is None:
                 out.append(tok)
+            elif ref.kind == "drop":
+                continue
             elif ref.kind == "label":
                 out.append(Token(tok.name, (str(self.labels[ref.text]),), tok.col))
             elif ref.kind == "sig" and ref.sym is not None:
@@ -161,7 +163,12 @@ class _Builder:
             return encode(split, ctx_mode=self.ctx_mode)
         except EncodeError as e:
             src = back[e.arg] if e.arg is not None and e.arg < len(back) else None
-            raise AsmError(str(e), ins.arg_loc(src)) from None
+            loc = ins.arg_loc(src)
+            m = re.search(r"token '([^']+)'", str(e))
+            if src is None and m:
+                tok = next((t for t in ins.tokens if t.name == m[1]), None)
+                loc = ins.tok_loc(tok) if tok is not None else loc
+            raise AsmError(str(e), loc) from None
 
     def immed_split(self, ins: Instr, split: SplitInstr) -> list[SplitInstr] | None:
         """immed[x, v] with v not encodable in one word -> immed_w0 + immed_w1 (as Intel's assembler)."""

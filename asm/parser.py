@@ -142,6 +142,9 @@ class Instr:
             return at(self.loc, self.mn_off)
         return at(self.loc, self.offs[i])
 
+    def tok_loc(self, tok: Token) -> SourceLoc:
+        return at(self.loc, tok.col)
+
     def source(self) -> str:
         return f"{self.mnemonic}[{', '.join(self.args)}]"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from npkit.toolchain.isa import Role, Token
 from npkit.toolchain.isa.operands import Op, OperandError, parse_physical
 
-from .errors import AsmError
+from .errors import AsmError, SourceLoc
 from .parser import Instr, Sym, Unit
 
 IDENT_RE = re.compile(r"^(?:\$\$|\$|@)?[A-Za-z_]\w*(?:\[\d+\])?$")
@@ -62,7 +62,9 @@ def _reg_ref(unit: Unit, ins: Instr, i: int, text: str, role: Role) -> Ref:
     return Ref("const", text)
 
 
-def implicit(unit: Unit, ins: Instr, i: int | None, text: str, kind: str = "") -> Sym:
+def implicit(
+    unit: Unit, ins: Instr, i: int | None, text: str, kind: str = "", loc: SourceLoc | None = None
+) -> Sym:
     """Intel's assembler declares a name it has not seen as a global register (or signal)."""
     if not kind:
         kind = "dxfer" if text.startswith("$$") else "xfer" if text.startswith("$") else \
@@ -71,11 +73,12 @@ def implicit(unit: Unit, ins: Instr, i: int | None, text: str, kind: str = "") -
         kind, "transfer register"
     )
     directive = ".sig" if kind == "sig" else ".reg"
-    sym = Sym(text, kind, ins.arg_loc(i), unit.root, used=True)
+    loc = loc or ins.arg_loc(i)
+    sym = Sym(text, kind, loc, unit.root, used=True)
     unit.root.syms[text] = sym
     unit.syms.append(sym)
     unit.diags_implicit.append((f"'{text}' is not declared: taken as a global {what} "
-                                f"(declare it with {directive})", ins.arg_loc(i)))  # fmt: skip
+                                f"(declare it with {directive})", loc))  # fmt: skip
     return sym
 
 
@@ -132,17 +135,21 @@ def mark_address_uses(unit: Unit, ins: Instr, text: str) -> None:
             sym.used = True
 
 
-def signal_ref(unit: Unit, ins: Instr, text: str, i: int | None) -> Ref:
+def signal_ref(
+    unit: Unit, ins: Instr, text: str, i: int | None, loc: SourceLoc | None = None
+) -> Ref:
     sym = lookup(unit, ins, text)
     if sym is not None:
         if sym.kind != "sig":
-            raise AsmError(f"'{text}' is a {sym.kind} register, not a signal", ins.arg_loc(i))
+            raise AsmError(
+                f"'{text}' is a {sym.kind} register, not a signal", loc or ins.arg_loc(i)
+            )
         sym.used = True
         return Ref("sig", text, sym)
     if re.fullmatch(r"s\d+", text):
         return Ref("sig", text)
     if re.fullmatch(r"[A-Za-z_]\w*", text):
-        return Ref("sig", text, implicit(unit, ins, i, text, "sig"))
+        return Ref("sig", text, implicit(unit, ins, i, text, "sig", loc))
     return Ref("const", text)
 
 
@@ -182,12 +189,17 @@ def token_refs(unit: Unit, ins: Instr) -> list[tuple[Token, Ref | None]]:
         name = tok.name.lower()
         ref: Ref | None = None
         if name in ("ctx_swap", "sig_done") and tok.args and len(tok.args) == 1:
-            ref = signal_ref(unit, ins, tok.args[0], None)
+            ref = signal_ref(unit, ins, tok.args[0], None, ins.tok_loc(tok))
             if ref.sym is not None and ins.mnemonic == "dram":
                 ref.sym.pair = True
+        elif name == "targets":  # jump[r, l#], targets[a#, b#]: a hint for the assembler only
+            for t in tok.args or ():
+                if not t.endswith("#") or t[:-1] not in unit.labels:
+                    raise AsmError(f"targets[] names labels; '{t}' is not one", ins.tok_loc(tok))
+            ref = Ref("drop", tok.name)
         elif name == "br" and tok.args and len(tok.args) == 1 and tok.args[0].endswith("#"):
             if tok.args[0][:-1] not in unit.labels:
-                raise AsmError(f"undefined label '{tok.args[0]}'", ins.arg_loc(None))
+                raise AsmError(f"undefined label '{tok.args[0]}'", ins.tok_loc(tok))
             ref = Ref("label", tok.args[0][:-1])
         out.append((tok, ref))
     return out

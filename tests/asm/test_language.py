@@ -328,3 +328,20 @@ def test_address_of_counts_as_a_use() -> None:
     n = sym(a, "only_addr")
     assert isinstance(n, int) and 1 <= n <= 15
     assert int(texts(a)[0].split(", ")[1].rstrip("]"), 0) == n << 3
+
+
+def test_jump_table_targets_hint_and_label_values() -> None:
+    a = asm(
+        ".reg ret\n immed[ret, back#]\n jump[ret, back#], targets[back#, other#]\nback#: nop\nother#: rtn[ret]\n"
+    )
+    t = texts(a)
+    assert t[0].endswith(", 0x3]") and t[1].startswith("jump[")
+    with pytest.raises(AsmError) as e:
+        asm(".reg r\n jump[r, l#], targets[l#, nowhere#]\nl#: nop\n")
+    assert "nowhere#" in e.value.message and e.value.loc is not None and e.value.loc.col == 15
+
+
+def test_bad_optional_token_points_at_the_token() -> None:
+    with pytest.raises(AsmError) as e:
+        asm(".reg x\n alu[x, x, +, 1], bogus_token\n")
+    assert e.value.loc is not None and e.value.loc.col == 19 and "bogus_token" in e.value.message
