@@ -335,7 +335,7 @@ def test_jump_table_targets_hint_and_label_values() -> None:
         ".reg ret\n immed[ret, back#]\n jump[ret, back#], targets[back#, other#]\nback#: nop\nother#: rtn[ret]\n"
     )
     t = texts(a)
-    assert t[0].endswith(", 0x3]") and t[1].startswith("jump[")
+    assert t[0].endswith(", 0x2]") and t[1].startswith("jump[")
     with pytest.raises(AsmError) as e:
         asm(".reg r\n jump[r, l#], targets[l#, nowhere#]\nl#: nop\n")
     assert "nowhere#" in e.value.message and e.value.loc is not None and e.value.loc.col == 15
