@@ -19,6 +19,10 @@ Example (examples/traffic/imix.yaml)::
       4: {source: {pcap: capture.pcap, timing: original}}
       3: {enabled: false}
 
+A port's settings are `defaults` updated by its own entry under `ports:`, key by key
+(a port's `mix:` replaces the default `mix:` as a whole). Unset: size 64, protocol udp,
+destinations routes, no mix, load 1.0, constant arrivals, wire ethernet, enabled.
+
 Sizes and the wire (`wire:`). A packet's *size* is its Ethernet frame size as the
 standard counts it, FCS included: 64..1518. The pcap record holds size - fcs bytes
 (pcaps carry no FCS), and on the wire the packet occupies size + preamble + ifg bytes.
