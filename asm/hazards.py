@@ -118,6 +118,16 @@ def check_hazards(
                     branch_targets.append((e.addr, int(t.args[0], 0)))
                 except ValueError:
                     pass
+    # 4. an instruction that grew (bank copy, immed split) inside a defer shadow
+    words_of: dict[int, list[Emitted]] = {}
+    for e in emitted:
+        words_of.setdefault(e.ins.index, []).append(e)
+    for group in words_of.values():
+        if len(group) > 1 and any(e.addr in shadows for e in group):
+            e = group[-1]
+            diags.warn(f"'{e.ins.mnemonic}' needs {len(group)} words here, inside the defer shadow of the "
+                       f"branch at address {shadows[next(g.addr for g in group if g.addr in shadows)]}: "
+                       "the branch now defers different instructions", e.ins.arg_loc(None))  # fmt: skip
     for src, tgt in branch_targets:
         if tgt in shadows and shadows[tgt] != src:
             e = emitted[src]

@@ -102,8 +102,13 @@ def _find_relop(text: str) -> tuple[str, int] | None:
     return None
 
 
-def parse_cond(text: str, off: int, loc: SourceLoc) -> Cond:
+MAX_COND_DEPTH = 100
+
+
+def parse_cond(text: str, off: int, loc: SourceLoc, depth: int = 0) -> Cond:
     """Parse a condition; `off` is its offset in the logical line (for errors)."""
+    if depth > MAX_COND_DEPTH:
+        raise AsmError(f"condition nested too deeply (limit {MAX_COND_DEPTH})", at(loc, off))
     stripped = text.strip()
     if not stripped:
         raise AsmError("expected a condition", at(loc, off))
@@ -111,17 +116,17 @@ def parse_cond(text: str, off: int, loc: SourceLoc) -> Cond:
     text = stripped
     ors = _top_split(text, "||")
     if len(ors) > 1:
-        return Cond("or", tuple(parse_cond(t, off + o, loc) for t, o in ors), off=off)
+        return Cond("or", tuple(parse_cond(t, off + o, loc, depth + 1) for t, o in ors), off=off)
     ands = _top_split(text, "&&")
     if len(ands) > 1:
-        return Cond("and", tuple(parse_cond(t, off + o, loc) for t, o in ands), off=off)
+        return Cond("and", tuple(parse_cond(t, off + o, loc, depth + 1) for t, o in ands), off=off)
     if text.startswith("!") and not text.startswith("!="):
-        return Cond("not", (parse_cond(text[1:], off + 1, loc),), off=off)
+        return Cond("not", (parse_cond(text[1:], off + 1, loc, depth + 1),), off=off)
     if text.startswith("(") and _matching_paren(text, 0) == len(text) - 1:
         inner = text[1:-1]
         if _find_relop(inner) or "&&" in inner or "||" in inner or inner.lstrip().startswith("!") \
                 or re.match(r"\s*(BIT|SIGNAL)\s*\(", inner, re.IGNORECASE):  # fmt: skip
-            return parse_cond(inner, off + 1, loc)
+            return parse_cond(inner, off + 1, loc, depth + 1)
     m = re.fullmatch(r"(BIT|SIGNAL)\s*\((.*)\)", text, re.IGNORECASE | re.DOTALL)
     if m:
         args = [a.strip() for a, _ in _top_split(m[2], ",")]

@@ -45,3 +45,20 @@ def test_branch_into_defer_shadow() -> None:
     assert any("defer shadow" in w for w in warnings(a))
     b = asm(".reg x\n br[end#], defer[1]\n alu[x, x, +, 1]\nend#: nop\n")
     assert warnings(b) == []
+
+
+def test_instruction_growing_inside_defer_shadow() -> None:
+    a = asm(".reg x\n br[end#], defer[1]\n immed[x, 0x12345678]\nend#: nop\n")
+    assert any("defer shadow" in w and "2 words" in w for w in warnings(a))
+    b = asm(".reg x\n br[end#], defer[1]\n immed[x, 0x1234]\nend#: nop\n")
+    assert warnings(b) == []
+
+
+def test_deeply_nested_condition_is_located_error() -> None:
+    import pytest
+
+    from npkit.asm.errors import AsmError
+
+    with pytest.raises(AsmError) as e:
+        asm(".reg x\n.if (" + "!" * 500 + "(x == 1))\n nop\n.endif\n")
+    assert e.value.loc is not None and e.value.loc.line == 2
