@@ -40,10 +40,13 @@ static int cfg_valid(const npk_config *k)
 static void me_reset(npk_chip *c, npk_me *m)
 {
     uint64_t *us = m->ustore;
+    uint8_t *loc = m->local, *cls = m->cls;
     uint32_t *lm = m->lm;
     int idx = m->idx, mode = m->ctx_mode ? m->ctx_mode : 8;
     memset(m, 0, sizeof *m);
     m->ustore = us;
+    m->local = loc;
+    m->cls = cls;
     m->lm = lm;
     memset(lm, 0, sizeof(uint32_t) * 1024);
     m->idx = idx;
@@ -113,7 +116,9 @@ npk_chip *npk_create(const npk_config *cfg)
         c->me[i].ctx_mode = 8;
         c->me[i].ustore = calloc(cfg->ustore_words, sizeof(uint64_t));
         c->me[i].lm = calloc(1024, sizeof(uint32_t));
-        if (!c->me[i].ustore || !c->me[i].lm) ok = 0;
+        c->me[i].local = calloc(cfg->ustore_words, 1);
+        c->me[i].cls = calloc(cfg->ustore_words, 1);
+        if (!c->me[i].ustore || !c->me[i].lm || !c->me[i].local || !c->me[i].cls) ok = 0;
     }
     if (!ok) { npk_destroy(c); return NULL; }
     npk_msf_stub_init(c);
@@ -124,7 +129,7 @@ npk_chip *npk_create(const npk_config *cfg)
 void npk_destroy(npk_chip *c)
 {
     if (!c) return;
-    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); }
+    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); free(c->me[i].local); free(c->me[i].cls); }
     free(c->sram); free(c->dram); free(c->scratch); free(c->cap_csr); free(c->msf_buf);
     free(c->hist); free(c->pool); free(c->free_list); free(c->heap);
     free(c);
@@ -150,6 +155,7 @@ int npk_load_ustore(npk_chip *c, int me, const uint64_t *words, size_t n, int ct
     npk_me *m = &c->me[me];
     memset(m->ustore, 0, c->cfg.ustore_words * sizeof(uint64_t));
     for (size_t i = 0; i < n; i++) m->ustore[i] = words[i] & NPK_WORD_MASK;
+    for (uint32_t i = 0; i < c->cfg.ustore_words; i++) npk_me_predecode(c, m, i);
     m->ctx_mode = ctx_mode;
     return NPK_OK;
 }
@@ -237,21 +243,26 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     uint32_t nme = c->cfg.num_me;
     int reason = NPK_STOP_BUDGET;
     c->stop_req = 0;
+    /* run-ahead keeps results identical but reorders history records and
+     * debugger stops, so it is off while those are in use */
+    int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
     for (;;) {
         uint64_t t = npk_ev_next_cycle(c);
         for (uint32_t i = 0; i < nme; i++) {
             if (c->me[i].next < t) t = c->me[i].next;
             if (c->me[i].pend_min < t) t = c->me[i].pend_min;
         }
+        uint64_t msf_next = NPK_NEVER;
         if (c->msf.next_event) {
             uint64_t tm = c->msf.next_event(c->msf.user);
-            if (tm < t) t = tm < c->now ? c->now : tm;
+            msf_next = tm < c->now ? c->now : tm;
+            if (msf_next < t) t = msf_next;
         }
         if (t == NPK_NEVER && !any_alive(c)) { reason = NPK_STOP_HALTED; break; }
         if (t >= end) { c->now = end; break; }
         c->now = t;
         if (c->msf.advance) c->msf.advance(c->msf.user, c, t);
-        while (c->nheap && c->pool[c->heap[0]].cycle <= t) {
+        while (c->nheap && c->heap[0].cycle <= t) {
             npk_event ev = *npk_ev_top(c);
             npk_ev_pop_free(c);
             if (ev.kind == EVK_MEM) npk_unit_complete(c, &ev);
@@ -263,6 +274,13 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             if (m->next != t) continue;
             int cur = m->cur;
             npk_me_exec(c, m);
+            if (ahead_ok) {
+                /* run ahead through local words up to the next completion */
+                uint64_t horizon = npk_ev_next_cycle(c);
+                if (horizon > end) horizon = end;
+                if (msf_next < horizon) horizon = msf_next;
+                npk_me_run_ahead(c, m, horizon);
+            }
             if (c->step_me == (int)i && cur == c->step_ctx && !c->stop_req) {
                 c->stop_req = 1;
                 c->stop.reason = NPK_STOP_STEP;

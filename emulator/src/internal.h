@@ -54,6 +54,8 @@ typedef struct npk_me {
     uint64_t next;         /* cycle of the next instruction, NPK_NEVER when idle */
     uint64_t idle_since;
     uint64_t *ustore;
+    uint8_t *local;        /* per word: 1 = touches only this ME (may run ahead) */
+    uint8_t *cls;          /* per word: predecoded instruction class */
     npk_ctx ctx[NPK_NCTX];
     uint32_t gpr[2][128];
     uint32_t xfer[4][128];
@@ -106,6 +108,11 @@ typedef struct npk_event {
 
 enum { EVK_MEM = 0, EVK_SIGNAL = 1 };
 
+typedef struct npk_heap_ent {
+    uint64_t cycle, seq;
+    uint32_t idx;
+} npk_heap_ent;
+
 typedef struct npk_chan {
     uint64_t busy_until;
     uint64_t outstanding;
@@ -144,7 +151,7 @@ struct npk_chip {
     uint32_t pool_cap, pool_used;
     uint32_t *free_list;
     uint32_t nfree;
-    uint32_t *heap;
+    npk_heap_ent *heap;
     uint32_t nheap;
     /* run control */
     int stop_req;
@@ -184,11 +191,14 @@ static inline void npk_hist(npk_chip *c, int kind, int me, int ctx, int unit, ui
 
 /* me.c */
 void npk_me_exec(npk_chip *c, npk_me *m);
+void npk_me_run_ahead(npk_chip *c, npk_me *m, uint64_t horizon);
+void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr);
 void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);
 void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t w, const char *reason);
 void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t);
 void npk_me_apply_csrs(npk_chip *c, npk_me *m);
+int npk_word_is_local(uint64_t w);
 uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr);
 void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v);
 

@@ -19,6 +19,7 @@ typedef struct exec_ctx {
     int t_delta;
     int nnget_delta;
     uint32_t wp_hit;
+    uint32_t base;
 } exec_ctx;
 
 static inline uint32_t relbase(const npk_me *m, int ctx)
@@ -75,13 +76,9 @@ static inline void lm_write(exec_ctx *e, uint32_t idx, uint32_t v)
         npk_reg_watch(e->c, e->m->idx, NPK_REG_LM, idx);
 }
 
-static uint32_t rd_op(exec_ctx *e, uint32_t num, int bank)
+static uint32_t rd_op_slow(exec_ctx *e, uint32_t num, int bank)
 {
     npk_me *m = e->m;
-    if (num < 0x20)
-        return m->gpr[bank][(relbase(m, e->ctx) + num) & 127];
-    if (num >= 0x300 && num < 0x400)
-        return num & 0xFF;
     if ((num & 0x380) == 0x080)
         return m->gpr[bank][num & 0x7F];
     switch (num) {
@@ -134,16 +131,10 @@ static void wr_xfer(exec_ctx *e, int kind, uint32_t idx, uint32_t v)
         npk_reg_watch(e->c, e->m->idx, NPK_REG_SXFER_IN + kind, idx & 127);
 }
 
-static void wr_op(exec_ctx *e, uint32_t num, int bank, uint32_t v)
+static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
 {
     npk_me *m = e->m;
     npk_chip *c = e->c;
-    if (num < 0x20) {
-        uint32_t i = (relbase(m, e->ctx) + num) & 127;
-        m->gpr[bank][i] = v;
-        if (c->nwp_reg) npk_reg_watch(c, m->idx, bank, i);
-        return;
-    }
     if (num >= 0x300 && num < 0x400)
         return;  /* "--" */
     if ((num & 0x380) == 0x080) {
@@ -191,6 +182,30 @@ static void wr_op(exec_ctx *e, uint32_t num, int bank, uint32_t v)
         return;
     }
     e->illegal = 1;
+}
+
+static inline __attribute__((always_inline)) uint32_t rd_op(exec_ctx *e, uint32_t num, int bank)
+{
+    if (num < 0x20)
+        return e->m->gpr[bank][(e->base + num) & 127];
+    if ((num & 0x700) == 0x300)
+        return num & 0xFF;
+    return rd_op_slow(e, num, bank);
+}
+
+static inline __attribute__((always_inline)) void wr_op(exec_ctx *e, uint32_t num, int bank, uint32_t v)
+{
+    if (num < 0x20 && !e->c->nwp_reg) {
+        e->m->gpr[bank][(e->base + num) & 127] = v;
+        return;
+    }
+    if (num < 0x20) {
+        uint32_t i = (e->base + num) & 127;
+        e->m->gpr[bank][i] = v;
+        npk_reg_watch(e->c, e->m->idx, bank, i);
+        return;
+    }
+    wr_op_slow(e, num, bank, v);
 }
 
 /* ---- condition codes ------------------------------------------------------ */
@@ -286,10 +301,9 @@ void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask)
  * resumes at t (+ swap cost when switching) */
 void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t)
 {
-    int n = (int)c->cfg.ctx_per_me;
     int start = m->cur < 0 ? (int)(m->ctx_arb_cntl & 7) : m->cur;
-    for (int k = 1; k <= n; k++) {
-        int i = (start + k) % n;
+    for (int k = 1; k <= NPK_NCTX; k++) {
+        int i = (start + k) & (NPK_NCTX - 1);
         if (m->ctx_mode == 4 && (i & 1)) continue;
         if (m->ctx[i].state == NPK_CTX_READY) {
             int was_idle = m->cur < 0;
@@ -447,6 +461,7 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
     case NPK_LCSR_USTORE_DATA_LOWER: m->ustore_lo = v; break;
     case NPK_LCSR_USTORE_DATA_UPPER:
         m->ustore[m->ustore_addr % c->cfg.ustore_words] = (((uint64_t)(v & 0xFF)) << 32) | m->ustore_lo;
+        npk_me_predecode(c, m, m->ustore_addr % c->cfg.ustore_words);
         m->ustore_addr = (m->ustore_addr + 1) & 0x1FFF;
         break;
     case NPK_LCSR_CTX_ARB_CNTL: m->ctx_arb_cntl = v; break;
@@ -785,7 +800,7 @@ static int branch_to(exec_ctx *e, uint32_t target, uint32_t defer)
 {
     npk_ctx *x = e->x;
     npk_chip *c = e->c;
-    target %= c->cfg.ustore_words;
+    if (target >= c->cfg.ustore_words) target %= c->cfg.ustore_words;
     if (defer == 0) {
         x->pc = target;
     } else {
@@ -1121,7 +1136,7 @@ static int exec_ctx_arb(exec_ctx *e, uint64_t w)
 }
 
 /* Execute one instruction of the running context of m at c->now. */
-void npk_me_exec(npk_chip *c, npk_me *m)
+static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m)
 {
     if (m->npend && m->pend_min <= c->now)
         npk_me_apply_csrs(c, m);
@@ -1162,6 +1177,7 @@ void npk_me_exec(npk_chip *c, npk_me *m)
     e.lm_delta[0] = e.lm_delta[1] = 0;
     e.t_delta = 0;
     e.nnget_delta = 0;
+    e.base = relbase(m, ctx);
     int had_br = x->br_pending;
     int had_swap = x->swap_pending;
     int csr_rd_before = m->csr_rd_valid;
@@ -1171,7 +1187,7 @@ void npk_me_exec(npk_chip *c, npk_me *m)
     if (c->hist_level >= 2)
         npk_hist_rec(c, NPK_EV_INSTR, m->idx, ctx, 0, pc, (uint32_t)(w >> 8));
 
-    switch (npk_iclass_of(w)) {
+    switch ((enum npk_iclass)m->cls[pc]) {
     case NPK_IC_ALU: exec_alu(&e, w); break;
     case NPK_IC_ALU_SHF: exec_alu_shf(&e, w); break;
     case NPK_IC_IMMED: exec_immed(&e, w); break;
@@ -1297,4 +1313,80 @@ void npk_me_exec(npk_chip *c, npk_me *m)
         }
     }
     m->next = t;
+}
+
+/* ---- run-ahead classification -------------------------------------------------
+ * A word is "local" when executing it reads and writes only state of its own
+ * ME that no other ME or unit can change in the meantime: datapath
+ * instructions without next-neighbour operands, branches on condition codes,
+ * context number, bits and bytes, jumps, and local_csr_rd.  The run loop lets
+ * an ME execute local words ahead of the other MEs up to the next unit
+ * completion, which gives exactly the same results as lock-step execution. */
+
+static int u_is_nn(uint32_t num)
+{
+    return num == 0x241 || num == 0x243 || (num & 0x3E0) == 0x280;
+}
+
+static int r_is_nn(uint32_t num)
+{
+    return (num & 0xE0) == 0x40 && ((num & 0x1F) == 1 || (num & 0x1F) == 3);
+}
+
+int npk_word_is_local(uint64_t w)
+{
+    switch (npk_iclass_of(w)) {
+    case NPK_IC_ALU:
+        return !u_is_nn(NPK_ALU_A_SRC(w)) && !u_is_nn(NPK_ALU_B_SRC(w)) && !u_is_nn(NPK_ALU_DEST(w));
+    case NPK_IC_IMMED:
+        return !u_is_nn(NPK_IMMED_A_SRC(w)) && !u_is_nn(NPK_IMMED_B_SRC(w));
+    case NPK_IC_MUL_STEP:
+        return !u_is_nn(NPK_MUL_STEP_A_SRC(w)) && !u_is_nn(NPK_MUL_STEP_B_SRC(w));
+    case NPK_IC_JUMP:
+        return !u_is_nn(NPK_JUMP_A_SRC(w)) && !u_is_nn(NPK_JUMP_B_SRC(w));
+    case NPK_IC_ALU_SHF:
+        return !r_is_nn(NPK_ALU_SHF_A_SRC(w)) && !r_is_nn(NPK_ALU_SHF_B_SRC(w)) && !r_is_nn(NPK_ALU_SHF_DEST(w));
+    case NPK_IC_LD_FIELD:
+        return !r_is_nn(NPK_LD_FIELD_A_SRC(w)) && !r_is_nn(NPK_LD_FIELD_B_SRC(w));
+    case NPK_IC_BR_BIT:
+        return !r_is_nn(NPK_BR_BIT_A_SRC(w)) && !r_is_nn(NPK_BR_BIT_B_SRC(w));
+    case NPK_IC_BR_BYTE:
+        return !r_is_nn(NPK_BR_BYTE_A_SRC(w)) && !r_is_nn(NPK_BR_BYTE_B_SRC(w));
+    case NPK_IC_BRANCH: {
+        uint32_t cond = NPK_BRANCH_COND(w);
+        return cond < 18 || cond == 24;
+    }
+    case NPK_IC_LOCAL_CSR:
+        return !NPK_LOCAL_CSR_WRITE(w);
+    default:
+        return 0;
+    }
+}
+
+void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
+{
+    (void)c;
+    uint64_t w = m->ustore[addr];
+    m->cls[addr] = (uint8_t)npk_iclass_of(w);
+    m->local[addr] = (uint8_t)npk_word_is_local(w);
+}
+
+void npk_me_exec(npk_chip *c, npk_me *m)
+{
+    me_exec(c, m);
+}
+
+/* Execute local words of m's running context while they come before
+ * `horizon` (the next unit completion); see npk_word_is_local. */
+void npk_me_run_ahead(npk_chip *c, npk_me *m, uint64_t horizon)
+{
+    uint64_t saved = c->now;
+    uint32_t us = c->cfg.ustore_words;
+    while (m->next < horizon && m->cur >= 0 && m->pend_min > m->next) {
+        uint32_t pc = m->ctx[m->cur].pc;
+        if (pc >= us || !m->local[pc]) break;
+        c->now = m->next;
+        me_exec(c, m);
+    }
+    c->now = saved;
 }

@@ -4,9 +4,8 @@
 #include <string.h>
 #include "internal.h"
 
-static int ev_less(const npk_chip *c, uint32_t a, uint32_t b)
+static inline int ev_less(const npk_heap_ent *x, const npk_heap_ent *y)
 {
-    const npk_event *x = &c->pool[a], *y = &c->pool[b];
     return x->cycle < y->cycle || (x->cycle == y->cycle && x->seq < y->seq);
 }
 
@@ -25,7 +24,7 @@ npk_event *npk_ev_alloc(npk_chip *c)
             uint32_t *f = realloc(c->free_list, (size_t)cap * sizeof *f);
             if (!f) return NULL;
             c->free_list = f;
-            uint32_t *h = realloc(c->heap, (size_t)cap * sizeof *h);
+            npk_heap_ent *h = realloc(c->heap, (size_t)cap * sizeof *h);
             if (!h) return NULL;
             c->heap = h;
             c->pool_cap = cap;
@@ -41,38 +40,40 @@ void npk_ev_push(npk_chip *c, npk_event *e)
 {
     uint32_t idx = (uint32_t)(e - c->pool);
     e->seq = c->seq++;
+    npk_heap_ent ent = {e->cycle, e->seq, idx};
     uint32_t k = c->nheap++;
-    c->heap[k] = idx;
     while (k > 0) {
         uint32_t p = (k - 1) / 2;
-        if (!ev_less(c, c->heap[k], c->heap[p])) break;
-        uint32_t t = c->heap[k]; c->heap[k] = c->heap[p]; c->heap[p] = t;
+        if (!ev_less(&ent, &c->heap[p])) break;
+        c->heap[k] = c->heap[p];
         k = p;
     }
+    c->heap[k] = ent;
 }
 
 npk_event *npk_ev_top(npk_chip *c)
 {
-    return c->nheap ? &c->pool[c->heap[0]] : NULL;
+    return c->nheap ? &c->pool[c->heap[0].idx] : NULL;
 }
 
 uint64_t npk_ev_next_cycle(npk_chip *c)
 {
-    return c->nheap ? c->pool[c->heap[0]].cycle : NPK_NEVER;
+    return c->nheap ? c->heap[0].cycle : NPK_NEVER;
 }
 
 void npk_ev_pop_free(npk_chip *c)
 {
-    uint32_t top = c->heap[0];
-    c->heap[0] = c->heap[--c->nheap];
+    uint32_t top = c->heap[0].idx;
+    npk_heap_ent last = c->heap[--c->nheap];
     uint32_t k = 0, n = c->nheap;
     for (;;) {
-        uint32_t l = 2 * k + 1, r = l + 1, s = k;
-        if (l < n && ev_less(c, c->heap[l], c->heap[s])) s = l;
-        if (r < n && ev_less(c, c->heap[r], c->heap[s])) s = r;
-        if (s == k) break;
-        uint32_t t = c->heap[k]; c->heap[k] = c->heap[s]; c->heap[s] = t;
+        uint32_t l = 2 * k + 1, r = l + 1, s = l;
+        if (l >= n) break;
+        if (r < n && ev_less(&c->heap[r], &c->heap[l])) s = r;
+        if (!ev_less(&c->heap[s], &last)) break;
+        c->heap[k] = c->heap[s];
         k = s;
     }
+    if (n) c->heap[k] = last;
     c->free_list[c->nfree++] = top;
 }
