@@ -270,12 +270,9 @@ class Allocator:
         for root, members in sorted(comps.items(), key=lambda kv: -len(kv[1])):
             zeros = sum(1 for _, p in members if p == 0)
             ones = len(members) - zeros
-            f = (
-                0
-                if count["a"] + zeros - (count["b"] + ones)
-                <= count["b"] + zeros - (count["a"] + ones)
-                else 1
-            )
+            keep = abs(count["a"] + zeros - count["b"] - ones)  # zeros in A, ones in B
+            swap = abs(count["a"] + ones - count["b"] - zeros)
+            f = 0 if keep <= swap else 1
             flip[root] = f
             count["a"] += ones if f else zeros
             count["b"] += zeros if f else ones
@@ -283,18 +280,36 @@ class Allocator:
         self._allocate_abs([s for s in syms if s.kind == "abs"], flip)
         rel = [s for s in syms if s.kind == "gpr"]
         rel.sort(key=lambda s: (s.scope.start, -s.scope.end))
-        free_at = {b: [0] * self.per_ctx for b in "ab"}  # end of the last occupant of each index
         pinned = [s for s in rel if s.pin is not None]
         for s in pinned:
             s.bank, s.index = s.pin_bank, s.pin or 0
+        # a component that overflows its bank is flipped and colouring retried (bounded)
+        fixed_roots = {self.uf.find(s)[0] for s in syms if s.kind == "abs"} | {_A}
+        tried: set[object] = set()
+        while True:
+            failed = self._colour(rel, flip, pinned)
+            if failed is None:
+                return
+            root = self.uf.find(failed)[0] if failed in self.constrained else None
+            if root is None or root in fixed_roots or root in tried or len(tried) >= 32:
+                banks = [self._bank_of(failed, flip)] if failed in self.constrained else ["a", "b"]
+                self._too_many(failed, banks)
+            tried.add(root)
+            flip[root] = flip.get(root, 0) ^ 1
+
+    def _colour(self, rel: list[Sym], flip: dict[object, int], pinned: list[Sym]) -> Sym | None:
+        """Interval colouring in order of start; returns the register that found no room."""
+        free_at = {b: [0] * self.per_ctx for b in "ab"}  # end of the last occupant of each index
         for s in rel:
             if s.pin is not None:
                 continue
             start, end = s.scope.start, s.scope.end
             if s in self.constrained:
                 banks = [self._bank_of(s, flip)]
-            else:
-                banks = ["a", "b"] if sum(free_at["a"]) <= sum(free_at["b"]) else ["b", "a"]
+            else:  # free to choose: the bank with more room now
+                room = {b: sum(1 for i in range(self.per_ctx) if free_at[b][i] <= start
+                               and i not in self.reserved[b]) for b in "ab"}  # fmt: skip
+                banks = ["a", "b"] if room["a"] >= room["b"] else ["b", "a"]
             for bank in banks:
                 idx = self._first_free(bank, free_at[bank], start, end, pinned, s)
                 if idx is not None:
@@ -302,7 +317,8 @@ class Allocator:
                     free_at[bank][idx] = end
                     break
             else:
-                self._too_many(s, banks)
+                return s
+        return None
 
     def _first_free(self, bank: str, free_at: list[int], start: int, end: int, pinned: list[Sym],
                     s: Sym) -> int | None:  # fmt: skip

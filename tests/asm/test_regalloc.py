@@ -143,3 +143,24 @@ def test_absolute_globals_eight_per_relative_index() -> None:
     rel = {(v[1], int(v[2:]) % 16) for v in vals}
     assert len(rel) <= 3  # 9 globals use few relative indices, from the top
     assert all(r >= 14 for _, r in rel)
+
+
+def test_component_is_flipped_when_its_bank_overflows() -> None:
+    # 15 long-lived registers pinned to bank A by a B partner; 20 short-lived B registers make
+    # the count-balancing put the two-sided part of {p, q, r} into A (17 > 16): the allocator
+    # must flip that component and retry
+    fixed = " ".join(f"f{i}" for i in range(15))
+    src = f".reg {fixed} p q r\n" + "".join(f" alu[f{i}, f{i}, +, b0]\n" for i in range(15))
+    src += " alu[q, p, +, q]\n alu[r, p, +, r]\n"
+    src += "".join(f".begin\n.reg s{i}\n alu[s{i}, s{i}, +, f0]\n.end\n" for i in range(20))
+    a = asm(src)
+    assert {str(sym(a, f"f{i}"))[0] for i in range(15)} == {"a"}
+    assert str(sym(a, "p"))[0] == "a" and str(sym(a, "q"))[0] == str(sym(a, "r"))[0] == "b"
+    _check_banks(a)
+
+
+def test_free_registers_fill_the_emptier_bank() -> None:
+    names = " ".join(f"r{i}" for i in range(32))
+    a = asm(f".reg {names}\n" + "".join(f" immed[r{i}, {i}]\n" for i in range(32)))
+    banks = [str(sym(a, f"r{i}"))[0] for i in range(32)]
+    assert banks.count("a") == banks.count("b") == 16
