@@ -77,11 +77,8 @@ def _hex_dump(text: str, path: str) -> list[int]:
 def _c_array(text: str, path: str) -> list[int]:
     body = re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
     body = re.sub(r"//[^\n]*", "", body)
-    start = body.find("{")
-    if start >= 0:
-        end = body.find("}", start)
-        body = body[start + 1 : end if end >= 0 else len(body)]
-    nums = [int(x, 16) for x in re.findall(r"0x([0-9a-fA-F]{1,2})\b", body)]
+    # byte literals only: wider constants around the array (struct fields, masks) are not code
+    nums = [int(x, 16) for x in re.findall(r"(?<![\w])0x([0-9a-fA-F]{1,2})(?![\w.])", body)]
     if not nums or len(nums) % 5:
         raise AsmError(
             f"a C byte array needs five bytes per word; found {len(nums)} bytes", SourceLoc(path, 1)

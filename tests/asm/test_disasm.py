@@ -76,7 +76,8 @@ def test_c_array_input_five_bytes_per_word(tmp_path: Path) -> None:
     # two words in the layout of Linux's ixp2400_rx.ucode
     f = tmp_path / "u.ucode"
     f.write_text(
-        "static u8 x[] = {\n 0xf0, 0x00, 0x0c, 0xc0, 0x05,\n 0xe0, 0x00, 0x02, 0x00, 0x00,\n};\n"
+        "static struct code c = {\n\t.mask = 0x000003fe,\n\t.regs = (struct r []) {\n\t\t{ -1, -1 }\n"
+        "\t},\n\t.insns = (u8 []) {\n 0xf0, 0x00, 0x0c, 0xc0, 0x05,\n 0xe0, 0x00, 0x02, 0x00, 0x00,\n}\n};\n"
     )
     (prog,) = read_words(f)
     assert prog.words == [0xF0000CC005, 0xE000020000]
