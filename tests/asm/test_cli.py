@@ -122,3 +122,12 @@ def test_npk_group_has_asm_and_disasm() -> None:
     assert r.exit_code == 0 and "--contexts" in r.output
     r = CliRunner().invoke(main, ["disasm", "--help"])
     assert r.exit_code == 0 and "--addr" in r.output
+
+
+def test_disasm_json(tmp_path: Path) -> None:
+    f = tmp_path / "w.hex"
+    f.write_text("e000020000\n")
+    r = _run(disasm_cmd, [str(f), "--json", "--contexts", "4"])
+    assert r.exit_code == 0
+    (prog,) = json.loads(r.output)["programs"]
+    assert prog["words"] == ["e000020000"] and prog["ctx_mode"] == 4 and "halt" in prog["text"]
