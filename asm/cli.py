@@ -130,7 +130,10 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
     type=click.Path(dir_okay=False),
     help="Write the source here instead of stdout.",
 )
-def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print programs, words and text as JSON.")
+def disasm_cmd(
+    source: str, show_addr: bool, contexts: str | None, output: str | None, as_json: bool
+) -> None:
     """Disassemble an ELF image, a hex dump or a C byte array into reassemblable source."""
     from .disasm import disassemble, read_words
 
@@ -142,6 +145,10 @@ def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str |
                 p.ctx_mode = int(contexts)
             parts.append(disassemble(p, show_addr))
         text = "\n".join(parts)
+        if as_json:
+            text = json.dumps({"programs": [
+                {"name": p.name, "ctx_mode": p.ctx_mode, "words": [f"{w:010x}" for w in p.words], "text": t}
+                for p, t in zip(progs, parts, strict=True)]}, indent=2) + "\n"  # fmt: skip
     except AsmError as e:
         click.echo(str(e), err=True)
         sys.exit(1)
