@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, str] = {
     "asm": "npkit.asm.cli:asm_cmd",
     "disasm": "npkit.asm.cli:disasm_cmd",
     "traffic": "npkit.emulator.traffic.cli:traffic",
+    "run": "npkit.emulator.cli:run_cmd",
 }
 
 

@@ -1,0 +1,73 @@
+"""Emulator benchmarks (`npk bench emu`).
+
+emu.alu_mips            16 MEs x 8 contexts in an ALU-bound loop: millions of
+                        ME instructions per host second.
+emu.mem_mips            the same threads doing SRAM and DRAM reads with
+                        ctx_swap: ME instructions per host second.
+emu.idle_gcycles_per_s  every context asleep on a far-off completion (DRAM
+                        latency set to 10^7 cycles): billions of chip cycles
+                        simulated per host second.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from npkit.toolchain.bench import benchmark
+from npkit.toolchain.isa import encode
+
+from .binding import Chip
+
+
+def _words(lines: list[str]) -> list[int]:
+    labels = {"loop#": 0}
+    body = [t.split(":", 1)[1].strip() if t.startswith("loop#:") else t for t in lines]
+    return [encode(t, resolve=lambda n: labels.get(n)) for t in body]
+
+
+ALU_LOOP = ["loop#: alu[a1, a1, +, 1]", "alu[a2, a1, XOR, 3]", "alu_shf[a3, a2, OR, 1, <<3]",
+            "alu[b4, a3, AND, b1]", "br[loop#], defer[1]", "alu[a5, --, B, b4]"]  # fmt: skip
+MEM_LOOP = ["loop#: sram[read, $0, a1, 0, 1], ctx_swap[s1]", "alu[a1, a1, +, 4]",
+            "dram[read, $$0, a1, 0, 1], ctx_swap[s2]", "alu[a2, a2, +, $$0]",
+            "br[loop#]"]  # fmt: skip
+IDLE_LOOP = ["loop#: dram[read, $$0, a1, 0, 1], ctx_swap[s2]", "br[loop#]"]
+
+
+def _chip(lines: list[str], **overrides: Any) -> Chip:
+    chip = Chip("ixp2800", **overrides)
+    words = _words(lines)
+    for me in range(chip.num_me):
+        chip.load(me, words)
+        chip.enable(me, 0xFF)
+        # spread each ME over its own SRAM channel and DRAM region
+        for ctx in range(8):
+            chip.set_reg(me, "a1", ((me % 4) << 30) | (ctx << 12), ctx=ctx)
+    return chip
+
+
+def _mips(lines: list[str], cycles: int) -> float:
+    chip = _chip(lines)
+    t0 = time.perf_counter()
+    chip.run(cycles)
+    dt = time.perf_counter() - t0
+    n = sum(m["instructions"] for m in chip.stats()["mes"])
+    return n / dt / 1e6
+
+
+def _idle(cycles: int) -> float:
+    chip = _chip(IDLE_LOOP, units={"dram": {"read_latency": 10_000_000}})
+    t0 = time.perf_counter()
+    chip.run(cycles)
+    dt = time.perf_counter() - t0
+    return chip.cycle / dt / 1e9
+
+
+@benchmark("emu")
+def bench_emu(quick: bool) -> dict[str, Any]:
+    scale = 1 if quick else 5
+    return {
+        "emu.alu_mips": round(max(_mips(ALU_LOOP, 1_000_000 * scale) for _ in range(2)), 1),
+        "emu.mem_mips": round(max(_mips(MEM_LOOP, 1_000_000 * scale) for _ in range(2)), 2),
+        "emu.idle_gcycles_per_s": round(_idle(10_000_000_000 * scale), 1),
+    }

@@ -1,0 +1,69 @@
+"""Image loader and the `npk run` command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from npkit.emulator.binding import Chip
+from npkit.emulator.cli import run_cmd
+from npkit.emulator.loader import LoadError, load_image
+from npkit.toolchain.image import Image, Program, write_image
+
+from .util import assemble
+
+PROG = ["br!=ctx[0, done#]", "alu[a2, a1, +, b1]", "sram[read, $0, a3, 0, 1], ctx_swap[s1]",
+        "alu[@a100, --, B, $0]", "br_signal[s7, sig#]", "halt", "sig#: immed[@a101, 0x77]",
+        "done#: ctx_arb[kill]"]  # fmt: skip
+
+
+def _image(**kw: object) -> Image:
+    prog = Program(name="t", words=assemble(PROG), **kw)  # type: ignore[arg-type]
+    return Image(programs=[prog])
+
+
+def test_load_image_applies_initial_state() -> None:
+    img = _image(mes=[2], init_regs=[("a1", None, 5), ("b1", 0, 6), ("a3", None, 0x40)], set_sigs=[7],
+                 init_mem=[("sram", 0x40, (0x1234).to_bytes(4, "big"))])  # fmt: skip
+    chip = Chip("ixp2800")
+    assert load_image(chip, img) == {2: "t"}
+    assert chip.run(10_000) == "halted"
+    assert chip.reg(2, "a2") == 11
+    assert chip.reg(2, "a1", ctx=5) == 5
+    assert chip.reg(2, "@a100") == 0x1234
+    assert chip.reg(2, "@a101") == 0x77
+
+
+def test_load_image_rejects_bad_images() -> None:
+    chip = Chip("ixp2400")
+    with pytest.raises(LoadError, match="ME 9"):
+        load_image(chip, _image(mes=[9]))
+    with pytest.raises(LoadError, match="control store"):
+        load_image(chip, Image(programs=[Program(name="big", words=[0] * 5000)]))
+    with pytest.raises(LoadError, match="40-bit"):
+        load_image(chip, Image(programs=[Program(name="w", words=[1 << 41])]))
+    with pytest.raises(LoadError, match="a99"):
+        load_image(chip, _image(init_regs=[("a99", None, 1)]))
+    with pytest.raises(LoadError, match="space"):
+        load_image(chip, _image(init_mem=[("flash", 0, b"\0")]))
+    with pytest.raises(LoadError, match="no programs"):
+        load_image(chip, Image(programs=[]))
+
+
+def test_npk_run_prints_statistics(tmp_path: Path) -> None:
+    path = tmp_path / "t.elf"
+    write_image(path, _image(init_regs=[("a3", None, 0x40)]))
+    res = CliRunner().invoke(run_cmd, [str(path), "--cycles", "5000", "--me", "0-1", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["stop"] == "halted" and [m["me"] for m in out["mes"]] == [0, 1]
+    assert out["units"]["sram"][0]["commands"] == 2
+    res = CliRunner().invoke(run_cmd, [str(path), "--config", "ixp2400"])
+    assert res.exit_code == 0 and "ME  0" in res.output and "sram[0]" in res.output
+    bad = tmp_path / "bad.elf"
+    bad.write_bytes(b"not an image")
+    res = CliRunner().invoke(run_cmd, [str(bad)])
+    assert res.exit_code != 0 and "not an ELF" in res.output
