@@ -711,6 +711,7 @@ static void issue_mem(exec_ctx *e, int unit, uint64_t w)
     if (unit == NPK_UNIT_SRAM && cmd == 12) ev->aux = b;   /* enqueue: buffer pointer */
     if (unit == NPK_UNIT_SRAM && cmd == 12) ev->addr = a;  /* enqueue: queue descriptor */
     if (unit == NPK_UNIT_MSF && cmd == 0xD && (sub & 1)) { ev->addr = a; ev->aux = b; }
+    if (unit == NPK_UNIT_CAP) ev->cmd = (uint8_t)(cmd & 1);  /* cap[read|write, $x, a, b, n]: 0 read, 1 write */
     uint16_t sm = 0;
     if (sig) {
         sm = (uint16_t)(1u << sig);

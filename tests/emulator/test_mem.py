@@ -186,3 +186,12 @@ def test_pci_read_returns_zero_and_counts() -> None:
     chip.run(5000)
     assert chip.reg(0, "a2") == 0
     assert chip.stats()["units"]["pci"][0]["commands"] == 1
+
+
+def test_cap_address_form_write_and_read() -> None:
+    prog = ["immed[a1, 0x4b24]", "immed[$0, 0x31]", "cap[write, $0, a1, 0, 1], ctx_swap[s1]",
+            "cap[read, $1, a1, 0, 1], ctx_swap[s1]", "alu[a2, --, B, $1]", "halt"]  # fmt: skip
+    chip = chip_with({4: prog})
+    chip.run(5000)
+    assert chip.reg(4, "a2") == 0x31
+    assert chip.xscale_irq() == 1 << (16 + 4)  # XSCALE_INT_B
