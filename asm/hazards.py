@@ -46,7 +46,9 @@ def check_hazards(
     emitted: list[Emitted], labels: dict[str, int], unit: Unit, diags: Diagnostics
 ) -> None:
     targets = set(labels.values())
-    pending: dict[int, tuple[set[str], int]] = {}  # signal -> (xfers being filled, command address)
+    # in-flight memory commands: key -> (xfers it fills, xfers it sends, command address,
+    # last address before the wait (ctx_swap with defer) or None (sig_done: until ctx_arb), signal)
+    pending: dict[object, tuple[set[str], set[str], int, int | None, str]] = {}
     csr_writes: list[tuple[int, str]] = []  # (address, csr name) of recent local_csr_wr
     shadows: dict[int, int] = {}  # address in a defer shadow -> address of the branch
     branch_targets: list[tuple[int, int]] = []  # (branch address, target)
@@ -56,34 +58,16 @@ def check_hazards(
         roles = operand_roles(mn, list(sp.args))
         if e.addr in targets:
             pending.clear()
-        # 1. reading a transfer register still being filled
+        for key in [k for k, v in pending.items() if v[3] is not None and e.addr > v[3]]:
+            del pending[key]
+        # 1. using a transfer register a memory command is still filling or sending
         if pending:
-            for i, role in enumerate(roles):
-                if role.kind in ("src", "srcdest", "addr"):
-                    reg = sp.args[i]
-                    for sig, (regs, at) in pending.items():
-                        if reg in regs:
-                            diags.warn(f"reads {reg} before waiting for signal s{sig}: the memory command "
-                                       f"at address {at} is still filling it (ctx_arb[s{sig}] first)",
-                                       e.ins.arg_loc(min(i, len(e.ins.args) - 1)))  # fmt: skip
-                            regs.discard(reg)
+            _check_xfers(e, roles, pending, diags)
         if mn == "ctx_arb":
             for a in sp.args:
-                if re.fullmatch(r"s\d+", a):
-                    pending.pop(int(a[1:]), None)
-        if mn in _MEM_UNITS and len(sp.args) >= 2:
-            done = next((t for t in sp.tokens if t.name.lower() == "sig_done" and t.args), None)
-            if (
-                done is not None
-                and roles[1].kind == "xfer"
-                and roles[1].xfer_dir in ("read", "both")
-            ):
-                m = re.fullmatch(r"(\$\$?)(\d+)", sp.args[1])
-                sm = re.fullmatch(r"s(\d+)", done.args[0]) if done.args else None
-                if m and sm:
-                    n = _count(sp.args[4]) * (2 if mn == "dram" else 1) if len(sp.args) == 5 else 1
-                    regs = {f"{m[1]}{int(m[2]) + k}" for k in range(n)}
-                    pending[int(sm[1])] = (regs, e.addr)
+                pending.pop(a, None)
+        if mn in _MEM_UNITS and len(sp.args) >= 2 and roles[1].kind == "xfer":
+            _note_command(e, roles, pending)
         # 2. local CSR write-to-use distance
         csr_writes = [(a, c) for a, c in csr_writes if e.addr - a <= CSR_WRITE_TO_USE]
         if csr_writes:
@@ -133,6 +117,49 @@ def check_hazards(
             e = emitted[src]
             diags.warn(f"branches to address {tgt}, which is in the defer shadow of the branch at "
                        f"address {shadows[tgt]}", e.ins.arg_loc(None))  # fmt: skip
+
+
+def _check_xfers(e: Emitted, roles: list, pending: dict, diags: Diagnostics) -> None:
+    sp = e.split
+    for i, role in enumerate(roles):
+        reg = sp.args[i]
+        where = e.ins.arg_loc(min(i, len(e.ins.args) - 1))
+        for reads, writes, at, _, sig in pending.values():
+            wait = (
+                f"ctx_arb[{sig}] first"
+                if sig.startswith("s")
+                else "the ctx_swap has not happened yet"
+            )
+            if role.kind in ("src", "srcdest", "addr") and reg in reads:
+                diags.warn(f"reads {reg} before the memory command at address {at} has filled it "
+                           f"({wait})", where)  # fmt: skip
+                reads.discard(reg)
+            if role.kind in ("dest", "srcdest") and reg in writes:
+                diags.warn(f"overwrites {reg} while the memory command at address {at} may still be "
+                           f"sending it ({wait})", where)  # fmt: skip
+                writes.discard(reg)
+
+
+def _note_command(e: Emitted, roles: list, pending: dict) -> None:
+    sp = e.split
+    m = re.fullmatch(r"(\$\$?)(\d+)", sp.args[1])
+    if not m:
+        return
+    done = next((t for t in sp.tokens if t.name.lower() == "sig_done" and t.args), None)
+    swap = next((t for t in sp.tokens if t.name.lower() == "ctx_swap" and t.args), None)
+    if done is not None:
+        key: object = done.args[0]
+        expiry = None
+    elif swap is not None and _defer(sp.tokens):
+        key, expiry = ("swap", e.addr), e.addr + _defer(sp.tokens)
+    else:
+        return
+    n = _count(sp.args[4]) * (2 if sp.mnemonic == "dram" else 1) if len(sp.args) == 5 else 1
+    regs = {f"{m[1]}{int(m[2]) + k}" for k in range(n)}
+    d = roles[1].xfer_dir
+    reads = set(regs) if d in ("read", "both") else set()
+    writes = set(regs) if d in ("write", "both") else set()
+    pending[key] = (reads, writes, e.addr, expiry, str(key) if isinstance(key, str) else "swap")
 
 
 def _defer(tokens: tuple) -> int:

@@ -8,7 +8,9 @@ from .helpers import asm, warnings
 def test_read_xfer_before_signal_wait() -> None:
     src = ".reg read $r\n.reg x\n.sig s\n sram[read, $r, x, 0, 1], sig_done[s]\n alu[x, --, b, $r]\n ctx_arb[s]\n"
     a = asm(src)
-    assert any("before waiting for signal" in w for w in warnings(a))
+    assert any(
+        "before the memory command at address 0 has filled it (ctx_arb[s" in w for w in warnings(a)
+    )
     loc = a.diags.warnings[0][1]
     assert loc is not None and loc.line == 5
 
@@ -62,3 +64,16 @@ def test_deeply_nested_condition_is_located_error() -> None:
     with pytest.raises(AsmError) as e:
         asm(".reg x\n.if (" + "!" * 500 + "(x == 1))\n nop\n.endif\n")
     assert e.value.loc is not None and e.value.loc.line == 2
+
+
+def test_ctx_swap_with_defer_shadow_read() -> None:
+    a = asm(".reg read $r\n.reg x y\n.sig s\n sram[read, $r, x, 0, 1], ctx_swap[s], defer[1]\n"
+            " alu[y, --, b, $r]\n alu[y, --, b, $r]\n")  # fmt: skip
+    assert len(warnings(a)) == 1 and a.diags.warnings[0][1].line == 5  # type: ignore[union-attr]
+
+
+def test_overwriting_write_xfer_before_command_sent_it() -> None:
+    a = asm(".reg write $w\n.reg x\n.sig s\n alu[$w, --, b, 1]\n sram[write, $w, x, 0, 1], sig_done[s]\n"
+            " alu[$w, --, b, 2]\n ctx_arb[s]\n alu[$w, --, b, 3]\n")  # fmt: skip
+    ws = warnings(a)
+    assert len(ws) == 1 and "overwrites $" in ws[0] and a.diags.warnings[0][1].line == 6  # type: ignore[union-attr]
