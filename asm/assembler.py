@@ -350,9 +350,13 @@ def _program(unit: Unit, b: _Builder, emitted: list[Emitted], name: str, path: s
                 )
             init_mem.append((sym.space, sym.index, data))
         elif sym is not None and sym.kind in ("gpr", "abs", "xfer", "dxfer"):
-            if len(nums) != 1:
-                raise AsmError(f".init of a register takes one value, got {len(nums)}", loc)
-            init_regs.append((sym.phys(), None, nums[0]))
+            if len(nums) == 1:
+                init_regs.append((sym.phys(), None, nums[0]))
+            elif len(nums) == unit.ctx_mode:  # one value per context
+                init_regs.extend((sym.phys(), ctx, v) for ctx, v in enumerate(nums))
+            else:
+                raise AsmError(f".init of a register takes one value (all contexts) or "
+                               f"{unit.ctx_mode} (one per context), got {len(nums)}", loc)  # fmt: skip
         elif re.fullmatch(r"@?[ab]\d+|\$\$?\d+", rname):
             init_regs.append((rname, None, nums[0]))
         else:

@@ -345,3 +345,10 @@ def test_bad_optional_token_points_at_the_token() -> None:
     with pytest.raises(AsmError) as e:
         asm(".reg x\n alu[x, x, +, 1], bogus_token\n")
     assert e.value.loc is not None and e.value.loc.col == 19 and "bogus_token" in e.value.message
+
+
+def test_init_per_context_values() -> None:
+    a = asm(".reg x\n.init x 0 1 2 3 4 5 6 7\n alu[x, x, +, 1]\n")
+    assert a.program.init_regs == [(sym(a, "x"), c, c) for c in range(8)]
+    with pytest.raises(AsmError, match="one per context"):
+        asm(".reg x\n.init x 1 2\n alu[x, x, +, 1]\n")
