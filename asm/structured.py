@@ -219,6 +219,13 @@ class Structured:
             raise AsmError(
                 f".{name} expects a condition in parentheses, e.g. .{name} (x == 0)", at(loc, off)
             )
+        depth = 0
+        for k, ch in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth < 0:
+                raise AsmError("unbalanced ')' in condition", at(loc, off + k))
+        if depth:
+            raise AsmError("missing ')' in condition", at(loc, off + len(text)))
         return parse_cond(text, off, loc)
 
     def frame(self, kinds: tuple[str, ...], name: str, dloc: SourceLoc) -> _Frame:

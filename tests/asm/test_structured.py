@@ -143,6 +143,8 @@ def test_signal_condition_uses_br_signal() -> None:
     (".reg x\n.if (x == )\n nop\n.endif\n", "operand on each side"),
     (".reg x\n.while (x)\n.else\n.endw\n", ".else without"),
     (" nop\n.break\n", "outside"),
+    (".reg x\n.if (x ==\n nop\n.endif\n", "missing ')'"),
+    (".reg x\n.while (x))\n.endw\n", "unbalanced ')'"),
     (".reg x\n.if (BIT(x))\n.endif\n nop\n", "BIT(register"),
 ])  # fmt: skip
 def test_structured_errors(src: str, msg: str) -> None:
