@@ -215,6 +215,7 @@ class Chip:
             raise EmulatorError(f"the emulator rejected config {config}")
         self.ctx_mode = [8] * int(self.config["num_me"])
         self._msf_keep: Any = None
+        self._cb_error: Exception | None = None
 
     def close(self) -> None:
         if getattr(self, "_chip", None) is not None and self._chip != self.ffi.NULL:
@@ -280,6 +281,9 @@ class Chip:
     def run(self, cycles: int) -> str:
         reason = self.ffi.new("int *")
         self._check(self.lib.npk_run(self._chip, int(cycles), reason), "run")
+        if self._cb_error is not None:
+            err, self._cb_error = self._cb_error, None
+            raise EmulatorError(f"MSF device callback failed: {err!r}") from err
         return STOP_REASONS.get(reason[0], str(reason[0]))
 
     def run_until_halt(self, max_cycles: int = 10_000_000) -> str:
@@ -366,6 +370,77 @@ class Chip:
         out = self.ffi.new("uint64_t[5]")
         self.lib.npk_msf_stub_counts(self._chip, out)
         return dict(zip(["read", "write", "fast_wr", "rbuf_rd", "tbuf_wr"], [int(x) for x in out], strict=True))
+
+    # -- MSF plug-in
+    def set_msf(self, device: Any | None) -> None:
+        """Attach an MSF device implemented in Python (None = loopback stub).
+
+        The device may define any of: read(me, ctx, addr, n) -> list[int],
+        write(me, ctx, addr, words), fast_wr(me, addr, data),
+        rbuf_rd(msf_addr, nbytes) -> bytes, tbuf_wr(msf_addr, data),
+        next_event() -> int | None (next cycle it wants advance() called),
+        advance(now) (may call chip.msf_deliver).  An exception raised in a
+        callback stops nothing in C; it is re-raised by the next run()."""
+        if device is None:
+            self._msf_keep = None
+            self.lib.npk_set_msf(self._chip, self.ffi.NULL)
+            return
+        ffi = self.ffi
+        ops = ffi.new("npk_msf_ops *")
+        keep: list[Any] = [ops]
+
+        def cb(sig: str, fn: Any, default: Any = None) -> Any:
+            f = ffi.callback(sig, guard(fn, default))
+            keep.append(f)  # the callback lives as long as the device is attached
+            return f
+
+        def guard(fn: Any, default: Any = None) -> Any:
+            def inner(*args: Any) -> Any:
+                try:
+                    return fn(*args)
+                except Exception as e:  # noqa: BLE001 - reported by run()
+                    if self._cb_error is None:
+                        self._cb_error = e
+                    return default
+
+            return inner
+
+        if hasattr(device, "read"):
+            def _read(_u: Any, me: int, ctx: int, addr: int, words: Any, n: int) -> None:
+                vals = list(device.read(me, ctx, addr, n))
+                for i in range(n):
+                    words[i] = int(vals[i]) & 0xFFFFFFFF if i < len(vals) else 0
+            ops.read = cb("void(void *, int, int, uint32_t, uint32_t *, unsigned)", _read)
+        if hasattr(device, "write"):
+            def _write(_u: Any, me: int, ctx: int, addr: int, words: Any, n: int) -> None:
+                device.write(me, ctx, addr, [int(words[i]) for i in range(n)])
+            ops.write = cb("void(void *, int, int, uint32_t, const uint32_t *, unsigned)", _write)
+        if hasattr(device, "fast_wr"):
+            ops.fast_wr = cb("void(void *, int, uint32_t, uint32_t)",
+                             lambda _u, me, addr, data: device.fast_wr(me, addr, data))
+        if hasattr(device, "rbuf_rd"):
+            def _rbuf(_u: Any, addr: int, buf: Any, n: int) -> None:
+                data = bytes(device.rbuf_rd(addr, n))[:n]
+                ffi.memmove(buf, data.ljust(n, b"\0"), n)
+            ops.rbuf_rd = cb("void(void *, uint32_t, uint8_t *, unsigned)", _rbuf)
+        if hasattr(device, "tbuf_wr"):
+            ops.tbuf_wr = cb("void(void *, uint32_t, const uint8_t *, unsigned)",
+                             lambda _u, addr, buf, n: device.tbuf_wr(addr, bytes(ffi.buffer(buf, n))))
+        if hasattr(device, "next_event"):
+            def _next(_u: Any) -> int:
+                t = device.next_event()
+                return (1 << 64) - 1 if t is None else int(t)
+            ops.next_event = cb("uint64_t(void *)", _next, (1 << 64) - 1)
+        if hasattr(device, "advance"):
+            ops.advance = cb("void(void *, npk_chip *, uint64_t)", lambda _u, _c, now: device.advance(now))
+        self._msf_keep = keep
+        self._check(self.lib.npk_set_msf(self._chip, ops), "set_msf")
+
+    def msf_deliver(self, me: int, ctx: int, xfer_abs: int, words: list[int], sig: int) -> None:
+        """Write words into SRAM read-transfer registers from absolute index
+        xfer_abs of ME `me` and raise signal `sig` of context `ctx`."""
+        buf = self.ffi.new("uint32_t[]", [int(w) & 0xFFFFFFFF for w in words] or [0])
+        self._check(self.lib.npk_msf_deliver(self._chip, me, ctx, xfer_abs, buf, len(words), sig), "msf_deliver")
 
     # -- statistics
     def stats(self) -> dict[str, Any]:

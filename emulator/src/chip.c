@@ -259,6 +259,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             if (msf_next < t) t = msf_next;
         }
         if (t == NPK_NEVER && !any_alive(c)) { reason = NPK_STOP_HALTED; break; }
+        if (t == NPK_NEVER && c->step_me >= 0) break;  /* stepping a context that can never run */
         if (t >= end) { c->now = end; break; }
         c->now = t;
         if (c->msf.advance) c->msf.advance(c->msf.user, c, t);

@@ -195,3 +195,58 @@ def test_cap_address_form_write_and_read() -> None:
     chip.run(5000)
     assert chip.reg(4, "a2") == 0x31
     assert chip.xscale_irq() == 1 << (16 + 4)  # XSCALE_INT_B
+
+
+class _Device:
+    """A tiny MSF device: remembers writes, answers reads, delivers one receive
+    status word to ME 0 ctx 1 at cycle 500."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[int, list[int]]] = []
+        self.fast: list[tuple[int, int]] = []
+        self.tbuf = b""
+        self.delivered = False
+        self.chip: object = None
+
+    def read(self, me: int, ctx: int, addr: int, n: int) -> list[int]:
+        return [addr + i for i in range(n)]
+
+    def write(self, me: int, ctx: int, addr: int, words: list[int]) -> None:
+        self.writes.append((addr, words))
+
+    def fast_wr(self, me: int, addr: int, data: int) -> None:
+        self.fast.append((addr, data))
+
+    def rbuf_rd(self, addr: int, n: int) -> bytes:
+        return bytes((addr + i) & 0xFF for i in range(n))
+
+    def tbuf_wr(self, addr: int, data: bytes) -> None:
+        self.tbuf = data
+
+    def next_event(self) -> int | None:
+        return None if self.delivered else 500
+
+    def advance(self, now: int) -> None:
+        if now >= 500 and not self.delivered:
+            self.delivered = True
+            self.chip.msf_deliver(0, 1, 16 + 3, [0xABCD], 9)  # type: ignore[attr-defined]
+
+
+def test_python_msf_device() -> None:
+    prog = ["br=ctx[1, rx#]", "immed[a1, 0x10]", "msf[read, $0, a1, 0, 2], ctx_swap[s1]",
+            "immed[$2, 0x55]", "msf[write, $2, a1, 4, 1], ctx_swap[s1]", "msf[fast_wr, --, a1, 9]",
+            "immed[a2, 0x40]", "dram[rbuf_rd, --, a2, 0, 1], sig_done[s2]", "ctx_arb[s2, s3]",
+            "dram[tbuf_wr, --, a2, 0, 1], sig_done[s2]", "ctx_arb[s2, s3]", "ctx_arb[kill]",
+            "rx#: ctx_arb[s9]", "alu[a5, --, B, $3]", "ctx_arb[kill]"]  # fmt: skip
+    chip = chip_with({0: prog}, ctx_mask=0x3)
+    dev = _Device()
+    dev.chip = chip
+    chip.set_msf(dev)
+    assert chip.run(100_000) == "halted"
+    assert (chip.reg(0, "$0"), chip.reg(0, "$1")) == (0x10, 0x11)
+    assert dev.writes == [(0x14, [0x55])] and dev.fast == [(0x10, 9)]
+    assert chip.mem_read("dram", 0x40, 8) == bytes(range(8))
+    assert dev.tbuf == bytes(range(8))
+    assert chip.reg(0, "a5", ctx=1) == 0xABCD
+    assert chip.msf_stub_counts() == {"read": 1, "write": 1, "fast_wr": 1, "rbuf_rd": 1, "tbuf_wr": 1}
+    chip.set_msf(None)  # back to the loopback stub
