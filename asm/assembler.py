@@ -159,6 +159,11 @@ class _Builder:
     # ---- encoding ---------------------------------------------------------------------
 
     def encode(self, ins: Instr, split: SplitInstr, back: list[int]) -> int:
+        if ins.mnemonic == ".word":
+            val = int(split.args[0], 0)
+            if not 0 <= val < 1 << 40:
+                raise AsmError(f".word value {_hex(val)} does not fit 40 bits", ins.arg_loc(0))
+            return val
         try:
             return encode(split, ctx_mode=self.ctx_mode)
         except EncodeError as e:

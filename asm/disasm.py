@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npkit.toolchain.image import ImageError, from_bytes
-from npkit.toolchain.isa import DecodeError, decode, operand_roles, split_instruction
+from npkit.toolchain.isa import (
+    DecodeError,
+    EncodeError,
+    decode,
+    encode,
+    operand_roles,
+    split_instruction,
+)
 
 from .errors import AsmError, SourceLoc
 
@@ -98,20 +105,35 @@ def _targets(text: str) -> list[int]:
     return out
 
 
+def _instruction_text(w: int, ctx_mode: int) -> tuple[str | None, str]:
+    """(text, why): text if `w` decodes to an instruction that encodes back to `w`, else None."""
+    try:
+        text = decode(w, ctx_mode)
+    except DecodeError as e:
+        return None, f"not an instruction: {e}"
+    try:
+        same = encode(text, ctx_mode=ctx_mode) == w
+    except EncodeError as e:
+        return None, f"decodes as '{text}', which is not encodable ({e})"
+    if not same:
+        return None, f"decodes as '{text}', but that encodes differently"
+    return text, ""
+
+
 def disassemble(prog: Words, show_addr: bool = False) -> str:
-    """Source text that reassembles to exactly `prog.words`."""
-    texts: list[str] = []
-    for addr, w in enumerate(prog.words):
-        try:
-            texts.append(decode(w, prog.ctx_mode))
-        except DecodeError as e:
-            raise AsmError(f"word {addr} (0x{w:010x}) is not an instruction: {e}") from None
+    """Source text that reassembles to exactly `prog.words`.
+
+    Words that are not instructions the encoder could have produced (data in
+    the control store, reserved bit patterns) come out as `.word 0x...`
+    with the reason in a comment, so the round trip holds for any 40-bit word.
+    """
+    texts = [_instruction_text(w, prog.ctx_mode) for w in prog.words]
     names: dict[int, str] = {}
     for a, n in prog.labels.items():
         if re.fullmatch(r"[A-Za-z_]\w*", n):
             names[a] = n
-    for t in texts:
-        for tgt in _targets(t):
+    for t, _ in texts:
+        for tgt in _targets(t) if t is not None else ():
             if tgt < len(prog.words):  # past the end: keep the number
                 names.setdefault(tgt, f"l{tgt}")
     out = []
@@ -121,8 +143,15 @@ def disassemble(prog: Words, show_addr: bool = False) -> str:
     for addr, w in enumerate(prog.words):
         if addr in names:
             out.append(f"{names[addr]}#:")
-        text = decode(w, prog.ctx_mode, label_of=lambda a: f"{names[a]}#" if a in names else None)
+        if texts[addr][0] is None:
+            text = f".word 0x{w:010x}"
+            comment = texts[addr][1]
+        else:
+            text = decode(
+                w, prog.ctx_mode, label_of=lambda a: f"{names[a]}#" if a in names else None
+            )
+            comment = ""
         if show_addr:
-            text = f"{text:<56}; {addr:5d}: {w:010x}"
-        out.append(f"    {text}")
+            comment = f"{addr:5d}: {w:010x}" + (f"  {comment}" if comment else "")
+        out.append(f"    {text:<56}; {comment}" if comment else f"    {text}")
     return "\n".join(out) + "\n"

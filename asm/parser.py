@@ -455,6 +455,15 @@ class Parser:
             raise AsmError("expected '.init name value [value...]'", dloc)
         self.unit.inits.append((ws[0][0], self.scope, [w for w, _ in ws[1:]], ws[0][1]))
 
+    def d_word(self, rest: str, loc: SourceLoc, off: int, dloc: SourceLoc) -> None:
+        """`.word expr`: one raw 40-bit word (what the disassembler writes for non-instructions)."""
+        if not rest.strip():
+            raise AsmError(".word needs a value", dloc)
+        ins = Instr(".word", [rest.strip()], [off], (), loc, self.scope, mn_off=dloc.col - loc.col)
+        ins.roles = [Role("const")]
+        ins.index = len(self.unit.instrs)
+        self.unit.instrs.append(ins)
+
     def d_num_contexts(self, rest: str, loc: SourceLoc, off: int, dloc: SourceLoc) -> None:
         val = evaluate(rest.strip(), at(loc, off))
         if val not in (4, 8):
