@@ -352,3 +352,10 @@ def test_init_per_context_values() -> None:
     assert a.program.init_regs == [(sym(a, "x"), c, c) for c in range(8)]
     with pytest.raises(AsmError, match="one per context"):
         asm(".reg x\n.init x 1 2\n alu[x, x, +, 1]\n")
+
+
+def test_dot_word_emits_raw_words() -> None:
+    a = asm(" nop\n.word 0x123456789a\n.word (1 << 39)\n")
+    assert a.program.words[1:] == [0x123456789A, 1 << 39]
+    with pytest.raises(AsmError, match="40 bits"):
+        asm(".word 0x10000000000\n")

@@ -151,3 +151,9 @@ def test_structured_errors(src: str, msg: str) -> None:
     with pytest.raises(AsmError) as e:
         asm(src)
     assert msg in e.value.message and e.value.loc is not None
+
+
+def test_continue_skips_rest_of_body() -> None:
+    src = (".reg n skipped\n.while (n != 0)\n alu[n, n, -, 1]\n.if (n < 3)\n.continue\n.endif\n"
+           " alu[skipped, skipped, +, 1]\n.endw\n")  # fmt: skip
+    assert run(src, {"n": 6, "skipped": 0}) == {"n": 0, "skipped": 3}
