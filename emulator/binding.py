@@ -75,7 +75,7 @@ _SCALARS = [
     "scratch_rings", "history_capacity", "seed", "hash_mult48", "hash_mult64",
     "hash_mult128_lo", "hash_mult128_hi",
 ]  # fmt: skip
-_UNIT_FIELDS = ["channels", "cmd_overhead", "read_latency", "write_latency", "unit_bytes", "cycles_per_unit"]
+_UNIT_FIELDS = ["channels", "cmd_overhead", "read_latency", "write_latency", "unit_bytes", "cycles_per_unit", "queue_depth"]
 
 
 def config_path(name_or_path: str | os.PathLike[str]) -> Path:

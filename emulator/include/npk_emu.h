@@ -55,6 +55,8 @@ typedef struct npk_unit_cfg {
     uint32_t write_latency;
     uint32_t unit_bytes;
     uint32_t cycles_per_unit;
+    uint32_t queue_depth;     /* commands a channel holds (queued + in service); 0 = unbounded.
+                                 An ME issuing to a full channel stalls and retries. */
 } npk_unit_cfg;
 
 typedef struct npk_config {
@@ -271,7 +273,8 @@ uint64_t npk_history_hash(npk_chip *chip);
 int npk_set_msf(npk_chip *chip, const npk_msf_ops *ops);   /* NULL = loopback stub */
 int npk_msf_deliver(npk_chip *chip, int me, int ctx, int xfer_abs, const uint32_t *words,
                     unsigned n, int sig);                   /* into SRAM xfer-in regs, then signal */
-int npk_msf_stub_counts(npk_chip *chip, uint64_t *out5);   /* read, write, fast_wr, rbuf_rd, tbuf_wr */
+int npk_msf_stub_counts(npk_chip *chip, uint64_t *out5);   /* uses of read, write, fast_wr, rbuf_rd, tbuf_wr
+                                                              (stub or plug-in) */
 /* CDEF-END */
 
 #ifdef __cplusplus

@@ -210,6 +210,7 @@ void npk_cam_reset(npk_me *m);
 
 /* units */
 uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write);
+int npk_unit_full(npk_chip *c, int unit, int chan);
 void npk_unit_complete(npk_chip *c, npk_event *e);
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
 uint32_t npk_rd32(const uint8_t *p);

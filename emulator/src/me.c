@@ -20,6 +20,7 @@ typedef struct exec_ctx {
     int nnget_delta;
     uint32_t wp_hit;
     uint32_t base;
+    int stall;             /* unit queue full: the instruction did not issue */
 } exec_ctx;
 
 static inline uint32_t relbase(const npk_me *m, int ctx)
@@ -693,6 +694,11 @@ static void issue_mem(exec_ctx *e, int unit, uint64_t w)
             xidx = (relbase(m, e->ctx) + ((ind >> 21) & 0x1F)) & 127;
         msf_addr = ind & 0x3FFF;
     }
+    int ch = unit_channel(c, unit, addr);
+    if (npk_unit_full(c, unit, ch)) {
+        e->stall = 1;
+        return;
+    }
     int pull, push;
     cmd_dirs(unit, cmd, sub, &pull, &push);
     npk_event *ev = npk_ev_alloc(c);
@@ -726,7 +732,6 @@ static void issue_mem(exec_ctx *e, int unit, uint64_t w)
         for (uint32_t i = 0; i < n; i++)
             ev->data[i] = m->xfer[okind][(xidx + i) & 127];
     }
-    int ch = unit_channel(c, unit, addr);
     ev->chan = (uint8_t)ch;
     uint32_t bytes = nwords * 4;
     if ((unit == NPK_UNIT_SRAM || unit == NPK_UNIT_SCRATCH) && cmd >= 2 && cmd <= 8) bytes = 4;
@@ -751,6 +756,10 @@ static void exec_cap_csr(exec_ctx *e, uint64_t w)
     npk_me *m = e->m;
     uint32_t cmd = NPK_CAP_CSR_CMD(w);
     uint32_t addr = (NPK_CAP_CSR_CSR_HI(w) << 8) | NPK_CAP_CSR_CSR_LO(w);
+    if (npk_unit_full(c, NPK_UNIT_CAP, 0)) {
+        e->stall = 1;
+        return;
+    }
     npk_event *ev = npk_ev_alloc(c);
     if (!ev) { e->illegal = 1; return; }
     ev->kind = EVK_MEM;
@@ -1179,6 +1188,7 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     e.t_delta = 0;
     e.nnget_delta = 0;
     e.base = relbase(m, ctx);
+    e.stall = 0;
     int had_br = x->br_pending;
     int had_swap = x->swap_pending;
     int csr_rd_before = m->csr_rd_valid;
@@ -1274,6 +1284,15 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     default: e.illegal = 1; break;
     }
 
+    if (e.stall) {
+        /* the unit's command queue is full: retry when something completes */
+        uint64_t retry = npk_ev_next_cycle(c);
+        if (retry <= c->now) retry = c->now + 1;
+        x->pc = pc;
+        m->st.stalled_cycles += retry - c->now;
+        m->next = retry;
+        return;
+    }
     m->st.instructions++;
     m->st.executing_cycles++;
     m->st.ctx_instructions[ctx]++;

@@ -145,3 +145,15 @@ def test_identical_runs_give_identical_history() -> None:
     assert n1 > 1000
     h3, _ = _multi_hash(8)
     assert h3 != h1
+
+
+def test_full_command_queue_stalls_the_issuing_me() -> None:
+    # sig_done writes in a tight loop would queue without bound; the channel holds queue_depth
+    prog = ["loop#: sram[write, $0, a1, 0, 8], sig_done[s1]", "br[loop#]"]
+    chip = chip_with({0: prog, 1: prog}, ctx_mask=0xFF)
+    chip.run(200_000)
+    depth = chip.config["units"]["sram"]["queue_depth"]
+    st = chip.stats()
+    assert st["units"]["sram"][0]["queue_max"] == depth
+    assert st["mes"][0]["stalled_cycles"] > 100_000
+    assert st["units"]["sram"][0]["utilization"] > 0.95

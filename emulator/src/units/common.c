@@ -27,6 +27,12 @@ static const npk_unit_cfg *unit_cfg(npk_chip *c, int unit)
     }
 }
 
+int npk_unit_full(npk_chip *c, int unit, int chan)
+{
+    const npk_unit_cfg *u = unit_cfg(c, unit);
+    return u->queue_depth && c->chan[unit][chan & 3].outstanding >= u->queue_depth;
+}
+
 /* A command issued now joins the channel queue after cmd_overhead, is served
  * in FIFO order (channel busy for its occupancy), and completes
  * read/write_latency cycles after its service ends. */

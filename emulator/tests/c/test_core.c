@@ -20,7 +20,7 @@ static const uint64_t prog_consumer[] = {0xf0000f2001ull, 0xf000000b00ull, 0xd80
 static void fill_unit(npk_unit_cfg *u, uint32_t ch, uint32_t lat, uint32_t ub, uint32_t cpu)
 {
     u->channels = ch; u->cmd_overhead = 5; u->read_latency = lat; u->write_latency = lat / 2;
-    u->unit_bytes = ub; u->cycles_per_unit = cpu;
+    u->unit_bytes = ub; u->cycles_per_unit = cpu; u->queue_depth = 64;
 }
 
 static void config(npk_config *c)
