@@ -475,9 +475,7 @@ class Allocator:
             if s.pair:
                 cands = [n for n in range(2, 15, 2) if ok(n) and ok(n + 1)]
             else:
-                cands = [n for n in range(1, 16) if ok(n)]
-                odd = [n for n in cands if n % 2]
-                cands = odd + [n for n in cands if not n % 2]
+                cands = [n for n in range(1, 16) if ok(n)]  # lowest first, as Intel's assembler
             if not cands:
                 pair = "an even/odd signal pair (dram[] signals twice) " if s.pair else "a signal "
                 raise AsmError(f"out of signals: no {pair}for '{s.name}' in {s.scope.describe()} "
