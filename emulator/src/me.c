@@ -125,6 +125,14 @@ static inline npk_me *next_me(npk_chip *c, npk_me *m)
     return (uint32_t)(m->idx + 1) < c->cfg.num_me ? &c->me[m->idx + 1] : NULL;
 }
 
+/* where n$ / *n$index++ destinations go: the next ME, or this ME when
+ * CTX_ENABLES[NN_MODE] (bit 20) is set (HRM p.172) */
+#define CE_NN_MODE (1u << 20)
+static inline npk_me *nn_target(npk_chip *c, npk_me *m)
+{
+    return (m->ctx_enables & CE_NN_MODE) ? m : next_me(c, m);
+}
+
 static void wr_xfer(exec_ctx *e, int kind, uint32_t idx, uint32_t v)
 {
     e->m->xfer[kind][idx & 127] = v;
@@ -158,8 +166,8 @@ static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
         e->lm_delta[w] = (num & 1) ? -4 : 4;
         return;
     }
-    case 0x243: {  /* NN ring put into the next ME */
-        npk_me *n = next_me(c, m);
+    case 0x243: {  /* NN ring put into the next ME (or this one in NN_MODE) */
+        npk_me *n = nn_target(c, m);
         if (n) {
             n->nn[n->nn_put & 127] = v;
             n->nn_put = (n->nn_put + 1) & 127;
@@ -174,7 +182,7 @@ static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
     if ((num & 0x3F0) == 0x200) { lm_write(e, lm_index(e, 0, num & 0xF), v); return; }
     if ((num & 0x3F0) == 0x220) { lm_write(e, lm_index(e, 1, num & 0xF), v); return; }
     if ((num & 0x3E0) == 0x280) {
-        npk_me *n = next_me(c, m);
+        npk_me *n = nn_target(c, m);
         if (n) {
             uint32_t i = (relbase(m, e->ctx) + (num & 0x1F)) & 127;
             n->nn[i] = v;
@@ -386,7 +394,7 @@ uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr)
     case NPK_LCSR_USTORE_DATA_UPPER: return (uint32_t)(m->ustore[m->ustore_addr % c->cfg.ustore_words] >> 32);
     case NPK_LCSR_ALU_OUT: return m->alu_out;
     case NPK_LCSR_CTX_ARB_CNTL: return m->ctx_arb_cntl;
-    case NPK_LCSR_CTX_ENABLES: return m->ctx_enables;
+    case NPK_LCSR_CTX_ENABLES: return m->ctx_enables | (m->ctx_mode == 4 ? 0x80000000u : 0);
     case NPK_LCSR_CC_ENABLE: return m->cc_enable;
     case NPK_LCSR_CSR_CTX_POINTER: return m->csr_ctx_ptr;
     case NPK_LCSR_INDIRECT_CTX_STS: case NPK_LCSR_ACTIVE_CTX_STS: {
@@ -468,7 +476,7 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
     case NPK_LCSR_CTX_ARB_CNTL: m->ctx_arb_cntl = v; break;
     case NPK_LCSR_CTX_ENABLES: {
         uint32_t old = m->ctx_enables;
-        m->ctx_enables = v;
+        m->ctx_enables = v & 0x7FFFFFFFu;  /* [31] in-use contexts follows the loaded ctx_mode */
         for (uint32_t i = 0; i < c->cfg.ctx_per_me; i++) {
             uint32_t bit = 1u << (8 + i);
             if ((v & bit) && !(old & bit) && m->ctx[i].state == NPK_CTX_INACTIVE && m->status == NPK_ME_RUNNING) {
@@ -827,8 +835,8 @@ static int input_state(exec_ctx *e, uint32_t n)
     npk_chip *c = e->c;
     npk_me *m = e->m;
     if (n == 0) return m->nn_put == m->nn_get;              /* NN_EMPTY: own ring */
-    if (n == 1) {                                            /* NN_FULL: next ME's ring */
-        npk_me *nx = next_me(c, m);
+    if (n == 1) {                                            /* NN_FULL: the ring we write */
+        npk_me *nx = nn_target(c, m);
         if (!nx) return 0;
         return ((nx->nn_put - nx->nn_get) & 127) >= c->cfg.nn_full_threshold;
     }

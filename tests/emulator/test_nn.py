@@ -69,3 +69,16 @@ def test_run_ahead_matches_lockstep() -> None:
         results.append(([chip.reg(1, "b2"), chip.cycle] + [chip.reg(2, "b1", ctx=c) for c in range(8)],
                         chip.mem_read("sram", 0, 512), [m["instructions"] for m in chip.stats()["mes"]]))
     assert results[0] == results[1]
+
+
+def test_nn_mode_writes_own_registers() -> None:
+    # CTX_ENABLES[20] (NN_MODE) = 1: n$ destinations stay in this ME (HRM p.172)
+    prog = ["local_csr_rd[CTX_ENABLES]", "immed[a1, 0]", "alu_shf[a1, a1, OR, 1, <<20]",
+            "local_csr_wr[CTX_ENABLES, a1]", "nop", "nop", "nop",
+            "alu[n$3, --, B, 0x44]", "alu[*n$index++, --, B, 0x55]", "nop",
+            "br_inp_state[NN_EMPTY, bad#]", "alu[a2, --, B, *n$index++]", "halt",
+            "bad#: immed[a2, 0xbad]", "halt"]  # fmt: skip
+    chip = chip_with({3: prog})
+    chip.run(1000)
+    assert chip.reg(3, "n$3") == 0x44 and chip.reg(4, "n$3") == 0
+    assert chip.reg(3, "a2") == 0x55
