@@ -289,6 +289,18 @@ class Chip:
     def run_until_halt(self, max_cycles: int = 10_000_000) -> str:
         return self.run(max_cycles)
 
+    def run_until(self, predicate: Any, max_cycles: int = 10_000_000, chunk: int = 1000) -> str:
+        """Run in chunks of `chunk` cycles until predicate(chip) is true ("condition"),
+        the chip stops for another reason, or max_cycles pass ("budget")."""
+        start = self.cycle
+        while self.cycle - start < max_cycles:
+            if predicate(self):
+                return "condition"
+            reason = self.run(min(chunk, max_cycles - (self.cycle - start)))
+            if reason != "budget":
+                return reason
+        return "condition" if predicate(self) else "budget"
+
     def step(self, me: int, ctx: int) -> None:
         self._check(self.lib.npk_step(self._chip, me, ctx), f"step ME {me} ctx {ctx}")
 

@@ -10,6 +10,16 @@
  * the same cycle-by-cycle history.  No wall clock and no pointer order is
  * consulted anywhere.
  *
+ * Execution model: every ME issues at most one instruction per cycle for its
+ * running context; MEs are stepped in index order each cycle, unit
+ * completions (ordered by cycle, then issue order) are processed before the
+ * MEs of that cycle.  When nothing is runnable the chip jumps to the next
+ * completion.  Instructions that only touch their own ME (datapath, branches
+ * on condition codes, local_csr_rd) may run ahead of the other MEs up to the
+ * next completion; results are identical to lock-step execution, and
+ * lock-step is used whenever history, breakpoints, watchpoints or stepping
+ * are active so that records come out in cycle order.
+ *
  * Conventions
  *   - cycles are microengine clock cycles;
  *   - memory byte addresses: SRAM channel = addr[31:30], offset = addr[29:0];

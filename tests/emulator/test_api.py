@@ -132,3 +132,10 @@ def test_pc_outside_control_store() -> None:
     chip.run(100)
     st = chip.me_status(0)
     assert st["state"] in ("bad_pc", "illegal")
+
+
+def test_run_until_condition() -> None:
+    chip = chip_with({0: LOOP})
+    assert chip.run_until(lambda c: c.reg(0, "a1") >= 5, chunk=3) == "condition"
+    assert 5 <= chip.reg(0, "a1") < 10
+    assert chip.run_until(lambda c: False, max_cycles=10_000) == "halted"
