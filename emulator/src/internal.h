@@ -61,6 +61,7 @@ typedef struct npk_me {
     uint32_t xfer[4][128];
     uint32_t nn[128];
     uint32_t nn_put, nn_get;
+    uint32_t lm_global[2]; /* LM_ADDR_0/1 when CTX_ENABLES makes them global */
     uint32_t *lm;
     uint32_t cam_tag[16];
     uint8_t cam_state[16];

@@ -28,6 +28,13 @@ static inline uint32_t relbase(const npk_me *m, int ctx)
     return m->ctx_mode == 8 ? (uint32_t)ctx * 16u : (uint32_t)(ctx >> 1) * 32u;
 }
 
+/* LM_ADDR_n of a context, or the ME-wide copy when CTX_ENABLES[LM_ADDR_n_GLOBAL]
+ * (bits 16/17) is set (HRM p.173) */
+static inline uint32_t *lm_reg(npk_me *m, int ctx, int which)
+{
+    return (m->ctx_enables & (1u << (16 + which))) ? &m->lm_global[which] : &m->ctx[ctx].lm_addr[which];
+}
+
 static uint32_t restricted_to_u(uint32_t num, uint32_t msb, int is_dest)
 {
     if (is_dest && num == 0x20)
@@ -61,7 +68,7 @@ static uint32_t restricted_to_u(uint32_t num, uint32_t msb, int is_dest)
 
 static inline uint32_t lm_index(exec_ctx *e, int which, uint32_t off)
 {
-    return ((e->x->lm_addr[which] >> 2) | off) & 0x3FF;
+    return ((*lm_reg(e->m, e->ctx, which) >> 2) | off) & 0x3FF;
 }
 
 static inline uint32_t lm_read(exec_ctx *e, uint32_t idx)
@@ -413,13 +420,13 @@ uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr)
     case NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL: case NPK_LCSR_ACTIVE_FUTURE_COUNT_SIGNAL:
         return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL)].future_sig;
     case NPK_LCSR_INDIRECT_LM_ADDR_0: case NPK_LCSR_ACTIVE_LM_ADDR_0:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0)].lm_addr[0];
+        return *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0), 0);
     case NPK_LCSR_INDIRECT_LM_ADDR_1: case NPK_LCSR_ACTIVE_LM_ADDR_1:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1)].lm_addr[1];
+        return *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1), 1);
     case NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_0_BYTE_INDEX:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX)].lm_addr[0] | (m->byte_index & 3);
+        return *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX), 0) | (m->byte_index & 3);
     case NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_1_BYTE_INDEX:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX)].lm_addr[1] | (m->byte_index & 3);
+        return *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX), 1) | (m->byte_index & 3);
     case NPK_LCSR_BYTE_INDEX: return m->byte_index;
     case NPK_LCSR_T_INDEX: return m->t_index;
     case NPK_LCSR_T_INDEX_BYTE_INDEX: return m->t_index | (m->byte_index & 3);
@@ -509,17 +516,17 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
         m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL)].future_sig = v & 0xF;
         break;
     case NPK_LCSR_INDIRECT_LM_ADDR_0: case NPK_LCSR_ACTIVE_LM_ADDR_0:
-        m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0)].lm_addr[0] = v & 0xFFC;
+        *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0), 0) = v & 0xFFC;
         break;
     case NPK_LCSR_INDIRECT_LM_ADDR_1: case NPK_LCSR_ACTIVE_LM_ADDR_1:
-        m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1)].lm_addr[1] = v & 0xFFC;
+        *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1), 1) = v & 0xFFC;
         break;
     case NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_0_BYTE_INDEX:
-        m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX)].lm_addr[0] = v & 0xFFC;
+        *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX), 0) = v & 0xFFC;
         m->byte_index = v & 3;
         break;
     case NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_1_BYTE_INDEX:
-        m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX)].lm_addr[1] = v & 0xFFC;
+        *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX), 1) = v & 0xFFC;
         m->byte_index = v & 3;
         break;
     case NPK_LCSR_BYTE_INDEX: m->byte_index = v & 3; break;
@@ -927,8 +934,8 @@ static int exec_alu(exec_ctx *e, uint64_t w)
         r = npk_cam_lookup(m, a);
         wr_op(e, dn, bank, r);
         uint32_t tok = b;
-        if (tok & 1) x->lm_addr[0] = r & 0xFFC;
-        else if (tok & 2) x->lm_addr[1] = r & 0xFFC;
+        if (tok & 1) *lm_reg(m, e->ctx, 0) = r & 0xFFC;
+        else if (tok & 2) *lm_reg(m, e->ctx, 1) = r & 0xFFC;
         set_alu(e, a, b, r);
         return 0;
     }
@@ -1313,8 +1320,8 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     }
     if (done) return;
     /* post-modify index registers */
-    if (e.lm_delta[0]) x->lm_addr[0] = (x->lm_addr[0] + (uint32_t)e.lm_delta[0]) & 0xFFC;
-    if (e.lm_delta[1]) x->lm_addr[1] = (x->lm_addr[1] + (uint32_t)e.lm_delta[1]) & 0xFFC;
+    if (e.lm_delta[0]) { uint32_t *r = lm_reg(m, ctx, 0); *r = (*r + (uint32_t)e.lm_delta[0]) & 0xFFC; }
+    if (e.lm_delta[1]) { uint32_t *r = lm_reg(m, ctx, 1); *r = (*r + (uint32_t)e.lm_delta[1]) & 0xFFC; }
     if (e.t_delta) m->t_index = (m->t_index + (uint32_t)e.t_delta) & 0x1FC;
     if (e.nnget_delta) m->nn_get = (m->nn_get + 1) & 127;
     if (csr_rd_before && m->csr_rd_valid == csr_rd_before) m->csr_rd_valid = 0;

@@ -192,3 +192,16 @@ def test_pseudo_random_and_timestamp() -> None:
     assert c3.reg(0, "a1") != c1.reg(0, "a1")
     elapsed = c1.reg(0, "a5") - c1.reg(0, "a3")
     assert 200 * 2 // 16 <= elapsed <= 200 * 6 // 16
+
+
+def test_global_lm_addr_shared_by_contexts() -> None:
+    # CTX_ENABLES[16] = LM_ADDR_0_GLOBAL: every context uses one LM_ADDR_0 (HRM p.173)
+    prog = ["br!=ctx[0, other#]", "local_csr_rd[CTX_ENABLES]", "immed[a1, 0]",
+            "alu_shf[a1, a1, OR, 1, <<16]", "local_csr_wr[CTX_ENABLES, a1]",
+            "immed[a2, 0x100]", "local_csr_wr[ACTIVE_LM_ADDR_0, a2]", "nop", "nop", "nop", "ctx_arb[kill]",
+            "other#: ctx_arb[voluntary]", "ctx_arb[voluntary]", "alu[*l$index0++, --, B, 1]",
+            "ctx_arb[kill]"]  # fmt: skip
+    chip = chip_with({0: prog}, ctx_mask=0x7)
+    chip.run(2000)
+    assert chip.reg(0, "lm64") == 1 and chip.reg(0, "lm65") == 1  # ctx 1 and 2 advanced one pointer
+    assert chip.reg(0, "ACTIVE_LM_ADDR_0", ctx=1) == 0x108
