@@ -187,6 +187,12 @@ class _Builder:
                 return None
         v = int(split.args[1], 0) & 0xFFFFFFFF
         d, cols = split.args[0], split.arg_cols
+        if not re.fullmatch(r"@?[ab]\d+|\*l\$index[01](\[\d+\])?", d):
+            # immed_w0/immed_w1 each keep the other half of the destination by reading it back;
+            # a transfer or next-neighbour register reads back a different register
+            raise AsmError(f"0x{v:x} needs two words (immed_w0 + immed_w1), which read the destination "
+                           f"back, and {d} cannot be read back: immed a GPR, then alu[{ins.args[0]}, --, b, gpr]",
+                           ins.arg_loc(1))  # fmt: skip
         return [SplitInstr("immed_w0", (d, f"0x{v & 0xFFFF:x}"), cols, ()),
                 SplitInstr("immed_w1", (d, f"0x{v >> 16:x}"), cols, ())]  # fmt: skip
 

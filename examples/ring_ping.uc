@@ -1,6 +1,8 @@
 // ring_ping.uc: context 0 of one ME serves a counter to ring_pong.uc on
 // another ME through scratch ring 0 and waits for it to come back, one
-// higher, on ring 1; after ROUNDS exchanges it halts.  Other contexts stop.
+// higher, on ring 1, then adds one itself; when the counter reaches ROUNDS
+// it halts the ME.  Other
+// contexts end at once.
 
 #include "ring_pingpong.h"
 
@@ -9,7 +11,7 @@
 .reg read $in
 .sig put_sig get_sig
 
-    br!=ctx[0, idle#]
+    br!=ctx[0, idle#]                   // one context does the work
     immed[zero, 0]
     immed[count, 1]
     .while (count < ROUNDS)
@@ -21,5 +23,6 @@
         .until (count != 0)
         alu[count, count, +, 1]
     .endw
+    halt                                // done: stop the ME
 idle#:
-    halt
+    ctx_arb[kill]                       // the other contexts just end

@@ -8,7 +8,7 @@
 .reg read $in
 .sig sig
 
-    br!=ctx[0, idle#]
+    br!=ctx[0, idle#]                   // one context does the work
     immed[zero, 0]
 wait#:
     scratch[get, $in, zero, RING_TO_PONG, 1], ctx_swap[sig]
@@ -19,5 +19,6 @@ wait#:
     .if (value < (ROUNDS - 1))
         br[wait#]
     .endif
+    halt                                // done: stop the ME
 idle#:
-    halt
+    ctx_arb[kill]                       // the other contexts just end

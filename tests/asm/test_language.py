@@ -359,3 +359,17 @@ def test_dot_word_emits_raw_words() -> None:
     assert a.program.words[1:] == [0x123456789A, 1 << 39]
     with pytest.raises(AsmError, match="40 bits"):
         asm(".word 0x10000000000\n")
+
+
+def test_two_word_immed_into_transfer_register_is_refused() -> None:
+    # immed_w1 keeps the low half by reading the destination back; a write transfer register
+    # reads back its read half, so the split would load garbage
+    with pytest.raises(AsmError) as e:
+        asm(".reg write $w\n immed[$w, 0x12345678]\n")
+    assert (
+        "cannot be read back" in e.value.message
+        and e.value.loc is not None
+        and e.value.loc.col == 12
+    )
+    assert len(asm(".reg write $w\n immed[$w, 0x1234]\n").program.words) == 1
+    assert len(asm(" immed[*l$index0[1], 0x12345678]\n").program.words) == 2

@@ -1,0 +1,83 @@
+"""Assembled code run on npkit's emulator: the semantics the assembler assumes hold there.
+
+Structured comparisons are unsigned (blo/bhs after alu[--, a, -, b]); the hello example's
+two-word immed lands in a GPR (immed_w1 keeps the low half it reads back).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from npkit.asm.assembler import assemble, assemble_text
+from npkit.asm.errors import Diagnostics
+from npkit.emulator.binding import Chip
+
+ROOT = Path(__file__).resolve().parents[2]
+
+COMPARE = """
+.reg x y r
+.if (x < y)
+    immed[r, 1]
+.elif (x > y)
+    immed[r, 2]
+.else
+    immed[r, 3]
+.endif
+.while (x >= 0x10)
+    alu_shf[x, --, b, x, >>4]
+.endw
+    halt
+"""
+
+
+@pytest.mark.parametrize(
+    "x,y", [(1, 2), (2, 1), (5, 5), (0, 0xFFFFFFFF), (0xFFFFFFFF, 0), (0x80000000, 1)]
+)
+def test_structured_compare_runs_unsigned(x: int, y: int) -> None:
+    a = assemble_text(COMPARE, diags=Diagnostics())
+    reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
+    with Chip() as chip:
+        chip.load(0, a.program.words, a.program.ctx_mode)
+        chip.set_reg(0, reg["x"], x, 0)
+        chip.set_reg(0, reg["y"], y, 0)
+        chip.enable(0, 1)
+        assert chip.run_until_halt(100_000) == "halted"
+        assert chip.reg(0, reg["r"], 0) == (1 if x < y else 2 if x > y else 3)
+        want_x = x
+        while want_x >= 0x10:
+            want_x >>= 4
+        assert chip.reg(0, reg["x"], 0) == want_x
+
+
+def test_hello_example_writes_every_context() -> None:
+    a = assemble(ROOT / "examples/hello.uc", diags=Diagnostics())
+    base = next(s.value for s in a.program.symbols if s.name == "greeting")
+    assert isinstance(base, int)
+    with Chip() as chip:
+        chip.load(0, a.program.words, a.program.ctx_mode)
+        chip.enable(0, 0xFF)
+        assert chip.run_until_halt(1_000_000) == "halted"
+        for ctx in range(8):
+            assert chip.read32("scratch", base + 8 * ctx) == 0x48454C4C
+            assert chip.read32("scratch", base + 8 * ctx + 4) == ctx
+
+
+def test_ring_ping_pong_between_two_mes() -> None:
+    ping = assemble(ROOT / "examples/ring_ping.uc", diags=Diagnostics())
+    pong = assemble(ROOT / "examples/ring_pong.uc", diags=Diagnostics())
+    count = next(str(s.value) for s in ping.program.symbols if s.name == "count")
+    value = next(str(s.value) for s in pong.program.symbols if s.name == "value")
+    with Chip() as chip:
+        chip.scratch_ring(0, 0x1000, 128)
+        chip.scratch_ring(1, 0x2000, 128)
+        chip.load(0, ping.program.words, 8)
+        chip.load(1, pong.program.words, 8)
+        chip.enable(0, 0xFF)
+        chip.enable(1, 0xFF)
+        assert chip.run_until_halt(5_000_000) == "halted"
+        assert chip.me_status(0)["state"] == chip.me_status(1)["state"] == "halt"
+        # ping sends 1, 3, ..., 99; pong answers each plus one; ping ends one past the last answer
+        assert chip.reg(1, value, 0) == 99
+        assert chip.reg(0, count, 0) == 101
