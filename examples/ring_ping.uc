@@ -1,8 +1,7 @@
 // ring_ping.uc: context 0 of one ME serves a counter to ring_pong.uc on
 // another ME through scratch ring 0 and waits for it to come back, one
 // higher, on ring 1, then adds one itself; when the counter reaches ROUNDS
-// it halts the ME.  Other
-// contexts end at once.
+// it halts the ME.  Other contexts end at once.
 
 #include "ring_pingpong.h"
 
