@@ -81,3 +81,47 @@ def test_ring_ping_pong_between_two_mes() -> None:
         # ping sends 1, 3, ..., 99; pong answers each plus one; ping ends one past the last answer
         assert chip.reg(1, value, 0) == 99
         assert chip.reg(0, count, 0) == 101
+
+
+MEMORY = """
+.reg y base r1 r2 r3
+.reg write $w0 $w1
+.xfer_order $w0 $w1
+.reg read $r0 $r1
+.xfer_order $r0 $r1
+.reg $$d0 $$d1
+.xfer_order $$d0 $$d1
+.sig s sd
+    immed[base, 0x40]
+    alu[r1, y, +, y]                        ; needs a bank copy
+    alu[$w0, --, b, r1]
+    immed[$w1, 0x77]
+    sram[write, $w0, base, 0, 2], sig_done[s]
+    ctx_arb[s]
+    sram[read, $r0, base, 0, 2], sig_done[s]
+    ctx_arb[s]
+    alu[r2, $r0, +, $r1]
+    alu[$$d0, --, b, r2]
+    alu[$$d1, --, b, 5]
+    dram[write, $$d0, base, 0, 1], sig_done[sd]
+    ctx_arb[sd]                             ; waits on the even/odd pair
+    dram[read, $$d0, base, 0, 1], sig_done[sd]
+    ctx_arb[sd]
+    alu[r3, $$d0, +, $$d1]
+    halt
+"""
+
+
+def test_bank_copy_xfer_order_and_dram_signal_pair_on_the_chip() -> None:
+    a = assemble_text(MEMORY, diags=Diagnostics())
+    reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
+    with Chip() as chip:
+        chip.load(0, a.program.words, 8)
+        chip.set_reg(0, reg["y"], 21, 0)
+        chip.enable(0, 1)
+        assert chip.run_until_halt(100_000) == "halted"  # a wrong signal pair would hang here
+        assert [chip.reg(0, reg[n], 0) for n in ("r1", "r2", "r3")] == [
+            42,
+            42 + 0x77,
+            42 + 0x77 + 5,
+        ]
