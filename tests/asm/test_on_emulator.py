@@ -125,3 +125,17 @@ def test_bank_copy_xfer_order_and_dram_signal_pair_on_the_chip() -> None:
             42 + 0x77,
             42 + 0x77 + 5,
         ]
+
+
+def test_absolute_register_is_shared_by_all_contexts() -> None:
+    src = (".reg @count mine\n br!=ctx[0, work#]\n immed[@count, 0]\nwork#:\n immed[mine, 1]\n"
+           " alu[@count, @count, +, mine]\n ctx_arb[voluntary]\n ctx_arb[kill]\n")  # fmt: skip
+    a = assemble_text(src, diags=Diagnostics())
+    reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
+    with Chip() as chip:
+        chip.load(0, a.program.words, 8)
+        chip.enable(0, 0xFF)
+        chip.run(10_000)
+        # every context added one to the same register; each context's `mine` is its own
+        assert [chip.reg(0, reg["@count"], c) for c in range(8)] == [8] * 8
+        assert [chip.reg(0, reg["mine"], c) for c in range(8)] == [1] * 8
