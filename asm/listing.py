@@ -32,6 +32,9 @@ def render_listing(asm: Assembly) -> str:
         loc = e.ins.loc
         where = f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
         src = loc.text.strip() if loc.text else e.ins.source()
+        if loc.expansion:
+            name, mfile, mline = loc.expansion[-1]
+            src = f"{src}   ; in {name}[] called at {mfile.rsplit('/', 1)[-1]}:{mline}"
         if e.note:
             src = f"{src}   ; {e.note}"
         out.append(f"  {where:<24} {e.addr:5d}  {e.word:010x}  {dis:<44} | {src}")

@@ -131,3 +131,14 @@ def test_disasm_json(tmp_path: Path) -> None:
     assert r.exit_code == 0
     (prog,) = json.loads(r.output)["programs"]
     assert prog["words"] == ["e000020000"] and prog["ctx_mode"] == 4 and "halt" in prog["text"]
+
+
+def test_listing_names_macro_calls(tmp_path: Path) -> None:
+    src = tmp_path / "m.uc"
+    src.write_text("#macro bump[r]\n alu[r, r, +, 1]\n#endm\n.reg x\n bump[x]\n")
+    lst = tmp_path / "m.lst"
+    assert (
+        _run(asm_cmd, [str(src), "-o", str(tmp_path / "m.elf"), "--list", str(lst)]).exit_code == 0
+    )
+    row = next(line for line in lst.read_text().splitlines() if "m.uc:2" in line)
+    assert "in bump[] called at m.uc:5" in row
