@@ -373,3 +373,12 @@ def test_two_word_immed_into_transfer_register_is_refused() -> None:
     )
     assert len(asm(".reg write $w\n immed[$w, 0x1234]\n").program.words) == 1
     assert len(asm(" immed[*l$index0[1], 0x12345678]\n").program.words) == 2
+
+
+def test_encoder_errors_point_at_the_operand() -> None:
+    with pytest.raises(AsmError) as e:
+        asm(".reg x y\n alu[x, y, frob, 1]\n")
+    assert e.value.loc is not None and (e.value.loc.line, e.value.loc.col) == (2, 12)
+    with pytest.raises(AsmError) as e:
+        asm(".reg x\n sram[read, $0, x, 0, 9], ctx_swap[s1]\n")
+    assert "count" in e.value.message and e.value.loc is not None and e.value.loc.col == 24
