@@ -381,4 +381,4 @@ def test_encoder_errors_point_at_the_operand() -> None:
     assert e.value.loc is not None and (e.value.loc.line, e.value.loc.col) == (2, 12)
     with pytest.raises(AsmError) as e:
         asm(".reg x\n sram[read, $0, x, 0, 9], ctx_swap[s1]\n")
-    assert "count" in e.value.message and e.value.loc is not None and e.value.loc.col == 24
+    assert "count" in e.value.message and e.value.loc is not None and e.value.loc.col == 23
