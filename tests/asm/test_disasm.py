@@ -14,9 +14,9 @@ from npkit.asm.errors import AsmError, Diagnostics
 from npkit.toolchain.image import to_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = sorted(
-    p for d in ("examples", "microcode", "tests/asm/data/progs") for p in (ROOT / d).rglob("*.uc")
-)
+# every stand-alone program in the tree; the router blocks in microcode/ include the
+# npk_sys.h that `npk link` writes, so they are round-tripped after linking, not here
+SOURCES = sorted(p for d in ("examples", "tests/asm/data/progs") for p in (ROOT / d).rglob("*.uc"))
 
 
 def test_the_tree_has_programs_to_round_trip() -> None:
@@ -26,7 +26,7 @@ def test_the_tree_has_programs_to_round_trip() -> None:
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_round_trip_every_source(path: Path) -> None:
-    first = assemble(path, include_dirs=[path.parent, ROOT / "microcode"], diags=Diagnostics())
+    first = assemble(path, include_dirs=[path.parent], diags=Diagnostics())
     words = first.program.words
     text = disassemble(
         Words(words, first.program.ctx_mode, first.program.labels(), first.program.name)
