@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from npkit.toolchain.isa import operand_roles
 from npkit.toolchain.isa.operands import Op
 
 from .errors import AsmError, Diagnostics, SourceLoc
@@ -153,8 +154,6 @@ class Allocator:
 
     def _move(self, ins: Instr, i: int, bank: str | None, partner: Ref | None = None) -> None:
         """Copy operand i through a fresh temporary so the bank rule can be met."""
-        from .parser import Instr as _Instr
-
         ref = ins.refs[i]
         if ref.kind != "sym" or ins.roles[i].kind == "srcdest":
             raise AsmError(f"operands of '{ins.mnemonic}' cannot be placed in opposite A/B banks",
@@ -164,10 +163,8 @@ class Allocator:
         tmp = Sym(f"__bank_tmp{self.temps}", "gpr", ins.arg_loc(i), scope)
         tmp.used = True
         self.unit.syms.append(tmp)
-        move = _Instr("alu", [tmp.name, "--", "b", ref.text], [ins.offs[i]] * 4, (), ins.loc, scope,
+        move = Instr("alu", [tmp.name, "--", "b", ref.text], [ins.offs[i]] * 4, (), ins.loc, scope,
                       mn_off=ins.offs[i], note="bank move")  # fmt: skip
-        from npkit.toolchain.isa import operand_roles
-
         move.roles = operand_roles("alu", move.args)
         move.index = ins.index
         ins.pre.append(move)
