@@ -17,6 +17,7 @@ from npkit.toolchain.isa import EncodeError, SplitInstr, Token, encode
 
 from .errors import AsmError, Diagnostics, SourceLoc
 from .expr import evaluate
+from .hazards import check_hazards
 from .parser import Instr, Parser, Sym, Unit
 from .preprocess import LogicalLine, preprocess
 from .regalloc import Allocator
@@ -267,8 +268,6 @@ def assemble_lines(lines: Sequence[LogicalLine], path: str, ctx_mode: int | None
     if len(emitted) > 8192:
         raise AsmError(f"the program needs {len(emitted)} words; the control store holds 8192",
                        unit.instrs[-1].loc)  # fmt: skip
-
-    from .hazards import check_hazards
 
     check_hazards(emitted, b.labels, unit, diags)
     program = _program(unit, b, emitted, name or Path(path).stem, path)
