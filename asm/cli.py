@@ -14,15 +14,28 @@ import click
 from .errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent or Path(".")))
+def _write_all(files: list[tuple[Path, bytes]]) -> None:
+    """Write every file or none: each goes to a temporary beside it, renamed once all are written."""
+    temps: list[tuple[str, Path]] = []
+    umask = os.umask(0)
+    os.umask(umask)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        for path, data in files:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+            temps.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o666 & ~umask)
+        for tmp, path in temps:
+            os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    _write_all([(path, data)])
 
 
 def _internal(exc: BaseException, where: SourceLoc | None) -> str:
@@ -99,9 +112,10 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
         )
         sys.exit(1)
     try:
-        _atomic_write(out_path, image_bytes)
+        outputs = [(out_path, image_bytes)]
         if listing and list_text is not None:
-            _atomic_write(Path(listing), list_text.encode())
+            outputs.append((Path(listing), list_text.encode()))
+        _write_all(outputs)
     except OSError as e:
         click.echo(f"error: cannot write output: {e.strerror or e}", err=True)
         sys.exit(1)

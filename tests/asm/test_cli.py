@@ -142,3 +142,14 @@ def test_listing_names_macro_calls(tmp_path: Path) -> None:
     )
     row = next(line for line in lst.read_text().splitlines() if "m.uc:2" in line)
     assert "in bump[] called at m.uc:5" in row
+
+
+def test_unwritable_listing_leaves_no_image(tmp_path: Path) -> None:
+    src = tmp_path / "p.uc"
+    src.write_text(GOOD)
+    out = tmp_path / "p.elf"
+    r = _run(asm_cmd, [str(src), "-o", str(out), "--list", str(tmp_path / "no" / "such" / "p.lst")])
+    assert r.exit_code == 1 and "cannot write output" in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.uc"]  # neither file, no temporaries
+    assert _run(asm_cmd, [str(src), "-o", str(out)]).exit_code == 0
+    assert out.stat().st_mode & 0o044  # readable by others under a usual umask, like any output
