@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -152,4 +153,6 @@ def test_unwritable_listing_leaves_no_image(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "cannot write output" in r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.uc"]  # neither file, no temporaries
     assert _run(asm_cmd, [str(src), "-o", str(out)]).exit_code == 0
-    assert out.stat().st_mode & 0o044  # readable by others under a usual umask, like any output
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # like any new file, not mkstemp's 0600
