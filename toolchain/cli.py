@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "disasm": "npkit.asm.cli:disasm_cmd",
     "traffic": "npkit.emulator.traffic.cli:traffic",
     "run": "npkit.emulator.cli:run_cmd",
+    "link": "npkit.toolchain.link:link_cmd",
 }
 
 

@@ -1,0 +1,18 @@
+// hdr_format.uc -- the header-format block of the pipelined layout (README §4.3).
+// In:  RING_IN  (packet word, next-hop index) from lookup.
+// Out: RING_OUT (packet word, output port) to the queue manager.
+#include "npk_sys.h"
+#include "npk_block.h"
+#include "hdr_format.h"
+
+.reg nhi
+
+    npk_thread_setup()
+    br!=ctx[0, hdr_loop#]
+    npk_start_tokens()
+hdr_loop#:
+    npk_get_input()
+    alu[nhi, --, b, $i1]
+    hdr_body(nhi, ow1)
+    npk_emit()
+    br[hdr_loop#]

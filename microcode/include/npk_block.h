@@ -1,0 +1,155 @@
+// npk_block.h -- the skeleton every router microblock shares (microcode/README.md §5).
+//
+// A block is a loop run by every context of its ME(s).  Input and output stay in
+// arrival order through two token signals passed from context to context with
+// SAME_ME_SIGNAL: `tok_get` (whoever holds it takes the next message from the input
+// ring, retrying while the ring is empty) and `tok_put` (whoever holds it emits its
+// result: output ring, drop or exception).  Between the two a context works on its
+// packet while the others overlap their memory references with it.
+//
+// Needs from the build (npk_sys.h, written by `npk link`): NUM_CONTEXTS (4 or 8),
+// the memory map and reasons.h.  Registers every block uses:
+//   zero        0
+//   nget, nput  SAME_ME_SIGNAL values that hand tok_get / tok_put to the next context
+//   pw          packet word of the current packet (README §3.1)
+//   ow1         second longword of the output message
+//   kind        OUT_FORWARD / OUT_DROP / OUT_EXCEPTION
+//   code        reason code (reasons.h) when kind is not OUT_FORWARD
+#ifndef NPK_BLOCK_H
+#define NPK_BLOCK_H
+
+#define OUT_FORWARD     0
+#define OUT_DROP        1
+#define OUT_EXCEPTION   2
+
+#if (NUM_CONTEXTS == 8)
+#define CTX_STEP 1
+#else
+#define CTX_STEP 2
+#endif
+
+.sig volatile tok_get
+.sig volatile tok_put
+.reg zero nget nput pw ow1 kind code
+.reg read $i0 $i1
+.xfer_order $i0 $i1
+
+// Work out this context's token hand-off values; context 0 runs INIT_MACRO's code
+// (the caller puts it right after this macro, guarded by `.if (npk_first)`) and then
+// hands both tokens to itself.
+#macro npk_thread_setup()
+.begin
+    .reg t
+    immed[zero, 0]
+    local_csr_rd[ACTIVE_CTX_STS]
+    immed[t, 0]
+    alu[t, t, and, 7]
+    alu[t, t, +, CTX_STEP]
+    alu[t, t, and, 7]
+    alu[nget, t, or, (&tok_get << 3)]
+    alu[nput, t, or, (&tok_put << 3)]
+.end
+#endm
+
+// Context 0 only, after its one-time initialisation: start the token rings.
+#macro npk_start_tokens()
+    local_csr_wr[SAME_ME_SIGNAL, (&tok_get << 3)]
+    local_csr_wr[SAME_ME_SIGNAL, (&tok_put << 3)]
+#endm
+
+// Count one event at a scratch counter address held in a register or constant.
+#macro npk_count(ADDR)
+.begin
+    .reg ca
+    immed[ca, ADDR]
+    scratch[incr, --, ca, 0]
+.end
+#endm
+
+// Free the buffer of packet word PW: its descriptor goes back on the free list
+// (an SRAM queue array, README §2).  Enqueue takes the queue in the A operand and
+// the element in the B operand in this emulator, so both are pinned to a bank.
+#macro npk_free_buffer(PW)
+.begin
+    .areg fq 15
+    .breg fd 15
+    .reg ft
+    immed[fq, FREELIST_Q]
+    immed[fd, DESC_BASE]
+    alu_shf[ft, --, b, PW, <<16]
+    alu_shf[ft, --, b, ft, >>(16 - DESC_SHIFT)]
+    alu[fd, fd, +, ft]
+    sram[enqueue, --, fq, fd]
+.end
+#endm
+
+// Take the input token, then the next message from ring RING_IN (retrying while
+// the ring is empty: an empty scratch ring reads as zeros and a packet word is
+// never 0), hand the token on.  Leaves the message in pw and $i1.
+#macro npk_get_input()
+.begin
+    .sig s_in
+    ctx_arb[tok_get]
+npk_get_retry#:
+    scratch[get, $i0, zero, (RING_IN << 2), 2], ctx_swap[s_in]
+    alu[pw, --, b, $i0]
+    beq[npk_get_retry#]
+    local_csr_wr[SAME_ME_SIGNAL, nget]
+.end
+#endm
+
+// Emit the current packet's outcome in arrival order, then hand tok_put on:
+//   OUT_FORWARD    message (pw, ow1) on ring RING_OUT (waits while it is full)
+//   OUT_DROP       buffer freed, drop counter `code` incremented
+//   OUT_EXCEPTION  record (pw, EXC_RECORD | in_port << 16 | code) on the exception
+//                  ring, exception counter incremented; a full exception ring turns
+//                  it into the drop exception_ring_full.
+#macro npk_emit()
+.begin
+    .reg write $o0 $o1
+    .xfer_order $o0 $o1
+    .sig s_out
+    .reg t u
+    ctx_arb[tok_put]
+    .if (kind == OUT_FORWARD)
+npk_emit_full#:
+        br_inp_state[RING_OUT_STATUS, npk_emit_wait#]
+        br[npk_emit_put#]
+npk_emit_wait#:
+        ctx_arb[voluntary]
+        br[npk_emit_full#]
+npk_emit_put#:
+        alu[$o0, --, b, pw]
+        alu[$o1, --, b, ow1]
+        scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_out]
+        local_csr_wr[SAME_ME_SIGNAL, nput]
+        ctx_arb[s_out]
+    .else
+        .if (kind == OUT_EXCEPTION)
+            br_inp_state[EXC_RING_STATUS, npk_emit_exc_full#]
+            alu_shf[t, --, b, pw, >>28]
+            alu[t, t, and, 7]
+            alu_shf[t, code, or, t, <<16]
+            alu_shf[$o1, t, or, EXC_RECORD, <<24]
+            alu[$o0, --, b, pw]
+            scratch[put, $o0, zero, (EXC_RING << 2), 2], sig_done[s_out]
+            alu_shf[t, --, b, code, <<2]
+            immed[u, STAT_EXC_BASE]
+            scratch[incr, --, u, t]
+            local_csr_wr[SAME_ME_SIGNAL, nput]
+            ctx_arb[s_out]
+            br[npk_emit_done#]
+npk_emit_exc_full#:
+            immed[code, DROP_EXCEPTION_RING_FULL]
+        .endif
+        npk_free_buffer(pw)
+        alu_shf[t, --, b, code, <<2]
+        immed[u, STAT_DROP_BASE]
+        scratch[incr, --, u, t]
+        local_csr_wr[SAME_ME_SIGNAL, nput]
+    .endif
+npk_emit_done#:
+.end
+#endm
+
+#endif // NPK_BLOCK_H

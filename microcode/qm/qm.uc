@@ -1,0 +1,188 @@
+// qm.uc -- the queue manager (microcode/README.md §4.5).
+//
+// Context 0 enqueues: it takes (packet word, output port) from RING_IN and links the
+// packet's descriptor onto the port's queue with the SRAM queue-array command
+// `enqueue` (queue descriptor QD_BASE + 16 * port), or drops it with queue_full when
+// the port already holds QM_QLIMIT packets.  The other contexts dequeue, in turn
+// (tok_get orders the scheduling decisions and so the dequeue commands; tok_put the
+// puts to RING_OUT): weighted round robin over the ports, QM_QUANTUM_<p> packets per
+// visit, skipping ports whose queue is empty or that already have QM_TX_WINDOW packets
+// handed to tx and not yet confirmed sent (tx counts them in scratch at
+// TXDONE_BASE + 4 * port: the port-ready flow control).
+//
+// Local memory (shared by the contexts of the ME), 16 bytes a port at 16 * port:
+//   +0 enqueued (ctx 0 writes)   +4 dequeued (schedulers write)
+//   +8 tx done (last read)       +12 quantum
+// and the scheduler's state at QM_LM_SCHED: +0 current port, +4 credit left.
+#include "npk_sys.h"
+#include "npk_block.h"
+
+#define QM_LM_SCHED     (16 * 8)
+
+.reg p r tries t u blocked
+
+    npk_thread_setup()
+    br!=ctx[0, qm_not_first#]
+    // one-time: counters 0, quanta, scheduler at port 0 with its quantum
+    immed[p, 0]
+qm_init_port#:
+    alu_shf[t, --, b, p, <<4]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    npk_qm_quantum(u, p)
+    nop
+    alu[*l$index0[0], --, b, 0]
+    alu[*l$index0[1], --, b, 0]
+    alu[*l$index0[2], --, b, 0]
+    alu[*l$index0[3], --, b, u]
+    alu[p, p, +, 1]
+    .if (p < NPORTS)
+        br[qm_init_port#]
+    .endif
+    immed[t, QM_LM_SCHED]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+    immed[p, 0]
+    npk_qm_quantum(u, p)
+    nop
+    alu[*l$index1[0], --, b, 0]
+    alu[*l$index1[1], --, b, u]
+    // the first scheduler context gets both tokens
+    local_csr_wr[SAME_ME_SIGNAL, (CTX_STEP | (&tok_get << 3))]
+    local_csr_wr[SAME_ME_SIGNAL, (CTX_STEP | (&tok_put << 3))]
+
+// ---- context 0: enqueue ------------------------------------------------------------
+.begin
+    .reg read $e0 $e1
+    .xfer_order $e0 $e1
+    .sig s_e
+    .areg eq 14
+    .breg ed 14
+qm_enq_loop#:
+    scratch[get, $e0, zero, (RING_IN << 2), 2], ctx_swap[s_e]
+    alu[pw, --, b, $e0]
+    bne[qm_enq_got#]
+    ctx_arb[voluntary]
+    br[qm_enq_loop#]
+qm_enq_got#:
+    alu[p, --, b, $e1]
+    alu_shf[t, --, b, p, <<4]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    immed[eq, QD_BASE]
+    alu[eq, eq, +, t]
+    immed[ed, DESC_BASE]
+    alu_shf[t, --, b, pw, <<16]
+    alu_shf[t, --, b, t, >>(16 - DESC_SHIFT)]
+    alu[ed, ed, +, t]
+    alu[t, --, b, *l$index0[0]]
+    alu[t, t, -, *l$index0[1]]
+    immed[u, QM_QLIMIT]
+    .if (t < u)
+        sram[enqueue, --, eq, ed]
+        alu[t, --, b, *l$index0[0]]
+        alu[*l$index0[0], t, +, 1]
+    .else
+        immed[code, DROP_QUEUE_FULL]
+        npk_free_buffer(pw)
+        npk_count((STAT_DROP_BASE + 4 * DROP_QUEUE_FULL))
+    .endif
+    br[qm_enq_loop#]
+.end
+
+// ---- contexts 1..: schedule and dequeue ---------------------------------------------
+qm_not_first#:
+    // the token ring of the schedulers skips context 0 (the enqueuer)
+    alu[t, nget, and, 7]
+    .if (t == 0)
+        alu[nget, nget, or, CTX_STEP]
+        alu[nput, nput, or, CTX_STEP]
+    .endif
+    immed[t, QM_LM_SCHED]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+qm_deq_loop#:
+.begin
+    .reg read $q0
+    .reg write $o0 $o1
+    .xfer_order $o0 $o1
+    .reg read $td0 $td1 $td2 $td3 $td4 $td5 $td6 $td7
+    .xfer_order $td0 $td1 $td2 $td3 $td4 $td5 $td6 $td7
+    .sig s_q s_o s_td
+    ctx_arb[tok_get]
+    alu[p, --, b, *l$index1[0]]
+    alu[r, --, b, *l$index1[1]]
+    immed[tries, 0]
+    immed[blocked, 0]
+qm_try#:
+    alu_shf[t, --, b, p, <<4]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    alu[tries, tries, +, 1]
+    nop
+    nop
+    .if (r != 0)
+        alu[t, --, b, *l$index0[0]]
+        alu[t, t, -, *l$index0[1]]
+        .if (t != 0)
+            alu[t, --, b, *l$index0[1]]
+            alu[u, t, -, *l$index0[2]]
+            .if (u < QM_TX_WINDOW)
+                br[qm_serve#]
+            .endif
+            immed[blocked, 1]
+        .endif
+    .endif
+    // next port, with a fresh quantum
+    alu[p, p, +, 1]
+    .if (p == NPORTS)
+        immed[p, 0]
+    .endif
+    alu_shf[t, --, b, p, <<4]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    nop
+    nop
+    nop
+    alu[r, --, b, *l$index0[3]]
+    .if (tries <= NPORTS)
+        br[qm_try#]
+    .endif
+    // nothing to send: remember where we are, refresh tx progress if a port waited
+    alu[*l$index1[0], --, b, p]
+    alu[*l$index1[1], --, b, r]
+    .if (blocked != 0)
+        immed[t, TXDONE_BASE]
+        scratch[read, $td0, t, 0, 8], ctx_swap[s_td]
+        npk_qm_txdone_copy()
+    .endif
+    local_csr_wr[SAME_ME_SIGNAL, nget]
+    ctx_arb[tok_put]
+    local_csr_wr[SAME_ME_SIGNAL, nput]
+    ctx_arb[voluntary]
+    br[qm_deq_loop#]
+qm_serve#:
+    alu[t, --, b, *l$index0[1]]
+    alu[*l$index0[1], t, +, 1]
+    alu[r, r, -, 1]
+    alu[*l$index1[0], --, b, p]
+    alu[*l$index1[1], --, b, r]
+    immed[t, QD_BASE]
+    alu_shf[u, --, b, p, <<4]
+    sram[dequeue, $q0, t, u], sig_done[s_q]
+    local_csr_wr[SAME_ME_SIGNAL, nget]
+    ctx_arb[s_q]
+    // descriptor address -> packet word
+    immed[t, DESC_BASE]
+    alu[t, $q0, -, t]
+    alu_shf[pw, --, b, t, >>DESC_SHIFT]
+    alu_shf[pw, pw, or, 1, <<31]
+    ctx_arb[tok_put]
+qm_out_full#:
+    br_inp_state[RING_OUT_STATUS, qm_out_wait#]
+    br[qm_out_put#]
+qm_out_wait#:
+    ctx_arb[voluntary]
+    br[qm_out_full#]
+qm_out_put#:
+    alu[$o0, --, b, pw]
+    alu[$o1, --, b, p]
+    scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_o]
+    local_csr_wr[SAME_ME_SIGNAL, nput]
+    ctx_arb[s_o]
+    br[qm_deq_loop#]
+.end

@@ -1,0 +1,548 @@
+"""The router linker: layout YAML -> system image (`npk link`).
+
+A layout (microcode/layouts/*.yaml) names parameters, scratch rings and blocks; each
+block is a microcode source assembled with the defines the layout gives it (its input
+and output ring, thread count, variant switches) and placed on its MEs.  The linker
+also writes the initial memory every block relies on (microcode/README.md §2-§3):
+the route trie and next-hop table (npkit.toolchain.router), the buffer descriptors and
+their free list, the queue descriptors, and records the scratch ring configuration in
+the image's meta (`rings`), which `load_system` applies to a Chip.
+
+Layout format (see microcode/layouts/pipelined.yaml)::
+
+    name: pipelined
+    params: {threads: 8, qm: full}          # defaults; -D name=value overrides
+    rings:                                   # scratch rings: number, size in longwords
+      rx_to_parse: {ring: 0, size: 512}
+    exceptions: exceptions                   # the ring carrying exception records
+    blocks:
+      rx:    {external: true, mes: [0], out: rx_to_parse}   # not microcode (yet)
+      parse: {source: parse/parse.uc, mes: [1], threads: "${threads}",
+              in: rx_to_parse, out: parse_to_lookup, defines: {X: 1}}
+      qm:    {variant: "${qm}", variants: {full: qm/qm.uc, stub: qm/qm_stub.uc}, ...}
+
+`${name}` in any string is replaced by the parameter; a string that is exactly one
+`${name}` takes the parameter's type.  `mes` is a list or {first: F, count: N}.
+A define whose value is false is left out; true becomes 1.
+
+Everything a block needs from the system comes through the generated header
+`npk_sys.h` (memory map, ring numbers, router configuration, per-port tables as
+macros); microcode/include/reasons.h is regenerated from microcode/reasons.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+MICROCODE = ROOT / "microcode"
+LAYOUTS = MICROCODE / "layouts"
+INCLUDE = MICROCODE / "include"
+REASONS_H = INCLUDE / "reasons.h"
+DEFAULT_ROUTER = ROOT / "examples" / "traffic" / "router.yaml"
+DEFAULT_ROUTES = ROOT / "examples" / "traffic" / "routes.txt"
+
+
+class LinkError(ValueError):
+    """An inconsistent layout or a block that does not build; the message says why."""
+
+
+# ---- the system map (microcode/README.md §2, §3) --------------------------------------
+
+
+@dataclass(frozen=True)
+class SysMap:
+    # SRAM channel 1: queue descriptors (16 B each: head, tail, count, 0), free list
+    qd_base: int = 0x4000_0000
+    freelist_q: int = 0x4000_1000
+    # SRAM channel 1: packet descriptors, 32 B each, index = buffer handle
+    desc_base: int = 0x4001_0000
+    desc_shift: int = 5
+    n_bufs: int = 4096
+    # DRAM: packet buffers, 2 KB each, frame at offset PKT_PAD
+    buf_base: int = 0
+    buf_shift: int = 11
+    pkt_pad: int = 2
+    # scratch: statistics and flow control, then ring storage
+    stat_port_base: int = 0x0000  # 16 ports x {rx_pkts, rx_bytes, tx_pkts, tx_bytes}
+    stat_drop_base: int = 0x0100  # 256 drop counters by code
+    stat_exc_base: int = 0x0500  # 256 exception counters by code
+    txdone_base: int = 0x0900  # 16 per-port "sent by tx" counters
+    ring_store: int = 0x1000  # ring storage up to the end of scratch (16 KB)
+    scratch_bytes: int = 0x4000
+    # packet word (README §3.1)
+    pw_ttl_le1_bit: int = 27
+    pw_src_on_in_subnet_bit: int = 26
+    exc_record: int = 1  # record type in exception record LW1 bits 31..24
+
+    def desc_addr(self, index: int) -> int:
+        return self.desc_base + (index << self.desc_shift)
+
+    def buf_addr(self, index: int) -> int:
+        return self.buf_base + (index << self.buf_shift)
+
+    def qd_addr(self, port: int) -> int:
+        return self.qd_base + 16 * port
+
+
+SYS = SysMap()
+CAM_NET, CAM_BCAST, CAM_LOCAL = 1, 2, 3
+MAX_PORTS = 5  # 3 CAM entries a port in the parse block's 16-entry CAM
+
+
+# ---- layout ---------------------------------------------------------------------------
+
+
+@dataclass
+class Ring:
+    name: str
+    number: int
+    size: int
+    base: int = 0
+    producers: list[str] = field(default_factory=list)
+    consumers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Block:
+    name: str
+    source: str | None  # None = external (rx/tx before phase 2, the XScale, the host)
+    mes: list[int]
+    threads: int
+    ring_in: str | None
+    ring_out: str | None
+    defines: dict[str, str]
+
+
+@dataclass
+class Layout:
+    name: str
+    params: dict[str, Any]
+    rings: dict[str, Ring]
+    blocks: dict[str, Block]
+    exceptions: str
+    qm: dict[str, Any]
+    source: str
+
+    def graph(self) -> dict[str, Any]:
+        """Blocks and ring edges, for `npk graph` and the debugger."""
+        edges = []
+        for r in self.rings.values():
+            for p in r.producers or ["?"]:
+                for c in r.consumers or ["?"]:
+                    edges.append({"from": p, "to": c, "ring": r.name, "number": r.number})
+        return {
+            "name": self.name,
+            "blocks": {b.name: {"mes": b.mes, "threads": b.threads, "external": b.source is None}
+                       for b in self.blocks.values()},
+            "edges": edges,
+        }  # fmt: skip
+
+
+_PARAM = re.compile(r"\$\{(\w+)\}")
+
+
+def _subst(value: Any, params: dict[str, Any], where: str) -> Any:
+    if isinstance(value, str):
+        m = _PARAM.fullmatch(value.strip())
+        if m:
+            if m[1] not in params:
+                raise LinkError(f"{where}: unknown parameter ${{{m[1]}}}")
+            return params[m[1]]
+
+        def rep(mm: re.Match[str]) -> str:
+            if mm[1] not in params:
+                raise LinkError(f"{where}: unknown parameter ${{{mm[1]}}}")
+            return str(params[mm[1]])
+
+        return _PARAM.sub(rep, value)
+    if isinstance(value, list):
+        return [_subst(v, params, where) for v in value]
+    if isinstance(value, dict):
+        return {k: _subst(v, params, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def _coerce(text: str) -> Any:
+    v = yaml.safe_load(text)
+    return v if isinstance(v, (int, float, bool, list)) else text
+
+
+def _int(v: Any, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        try:
+            return int(str(v), 0)
+        except ValueError:
+            raise LinkError(f"{where}: expected an integer, got {v!r}") from None
+    return v
+
+
+def _mes(v: Any, where: str) -> list[int]:
+    if isinstance(v, dict):
+        first, count = _int(v.get("first"), f"{where}.first"), _int(v.get("count"), f"{where}.count")
+        return list(range(first, first + count))
+    if isinstance(v, list):
+        return [_int(x, where) for x in v]
+    return [_int(v, where)]
+
+
+def load_layout(path: str | Path | dict[str, Any], overrides: dict[str, Any] | None = None) -> Layout:
+    """Read and check a layout.  `path` may be a layout name ("pipelined"), a file, or
+    an already-parsed mapping (tests).  Raises LinkError with the reason."""
+    if isinstance(path, dict):
+        raw, source = path, "<layout>"
+    else:
+        p = Path(path)
+        if not p.exists() and (LAYOUTS / f"{path}.yaml").exists():
+            p = LAYOUTS / f"{path}.yaml"
+        if not p.exists():
+            raise LinkError(f"layout {path}: no such file (layouts: {', '.join(sorted(x.stem for x in LAYOUTS.glob('*.yaml')))})")
+        raw, source = yaml.safe_load(p.read_text()), str(p)
+    if not isinstance(raw, dict):
+        raise LinkError(f"{source}: a layout is a mapping")
+    for key in ("rings", "blocks", "exceptions"):
+        if key not in raw:
+            raise LinkError(f"{source}: missing '{key}'")
+    params = dict(raw.get("params") or {})
+    for k, v in (overrides or {}).items():
+        if k not in params:
+            raise LinkError(f"{source}: -D {k}: the layout has no such parameter (has: {', '.join(params)})")
+        params[k] = v
+    # parameters may refer to parameters given before them
+    for k in list(params):
+        params[k] = _subst(params[k], params, f"{source}: params.{k}")
+    raw = _subst({k: v for k, v in raw.items() if k != "params"}, params, source)
+
+    rings: dict[str, Ring] = {}
+    numbers: dict[int, str] = {}
+    for name, spec in (raw["rings"] or {}).items():
+        if not isinstance(spec, dict):
+            raise LinkError(f"{source}: ring {name}: expected {{ring: N, size: WORDS}}")
+        num = _int(spec.get("ring"), f"{source}: ring {name}.ring")
+        size = _int(spec.get("size", 512), f"{source}: ring {name}.size")
+        if not 0 <= num <= 15:
+            raise LinkError(f"{source}: ring {name}: scratch ring number {num} outside 0..15")
+        if num in numbers:
+            raise LinkError(f"{source}: rings {numbers[num]} and {name} both use scratch ring {num}")
+        if size not in (128, 256, 512, 1024):
+            raise LinkError(f"{source}: ring {name}: size {size} is not 128, 256, 512 or 1024 longwords")
+        numbers[num] = name
+        rings[name] = Ring(name, num, size)
+
+    blocks: dict[str, Block] = {}
+    used_mes: dict[int, str] = {}
+    for name, spec in (raw["blocks"] or {}).items():
+        where = f"{source}: block {name}"
+        if not isinstance(spec, dict):
+            raise LinkError(f"{where}: expected a mapping")
+        external = bool(spec.get("external", False))
+        src = None
+        if not external:
+            if "variants" in spec:
+                variant = str(spec.get("variant"))
+                if variant not in spec["variants"]:
+                    raise LinkError(f"{where}: variant {variant!r} is not one of {', '.join(spec['variants'])}")
+                src = str(spec["variants"][variant])
+            elif "source" in spec:
+                src = str(spec["source"])
+            else:
+                raise LinkError(f"{where}: needs 'source' (or 'variants' + 'variant', or 'external: true')")
+            if not (MICROCODE / src).exists():
+                raise LinkError(f"{where}: source {src} not found under microcode/")
+        mes = _mes(spec.get("mes", []), f"{where}.mes")
+        if not external and not mes:
+            raise LinkError(f"{where}: no MEs")
+        for me in mes:
+            if not 0 <= me < 16:
+                raise LinkError(f"{where}: ME {me} outside 0..15")
+            if me in used_mes:
+                raise LinkError(f"{where}: ME {me} is already used by block {used_mes[me]}")
+            used_mes[me] = name
+        threads = _int(spec.get("threads", 8), f"{where}.threads")
+        if threads not in (4, 8):
+            raise LinkError(f"{where}: threads must be 4 or 8, got {threads}")
+        defines: dict[str, str] = {}
+        for k, v in (spec.get("defines") or {}).items():
+            if v is False or v is None or v == 0 and isinstance(v, bool):
+                continue
+            defines[str(k)] = "1" if v is True else str(v)
+        for key in ("in", "out"):
+            r = spec.get(key)
+            if r is not None and r not in rings:
+                raise LinkError(f"{where}: {key} ring {r!r} is not declared under rings")
+        b = Block(name, src, mes, threads, spec.get("in"), spec.get("out"), defines)
+        blocks[name] = b
+        if b.ring_in:
+            rings[b.ring_in].consumers.append(name)
+        if b.ring_out:
+            rings[b.ring_out].producers.append(name)
+    exc = raw["exceptions"]
+    if exc not in rings:
+        raise LinkError(f"{source}: exceptions ring {exc!r} is not declared under rings")
+    for b in blocks.values():
+        if b.source is not None:
+            rings[exc].producers.append(b.name)
+    rings[exc].consumers.append("xscale")
+    for r in rings.values():
+        if r.name != exc and (len(r.consumers) != 1 or not r.producers):
+            raise LinkError(f"{source}: ring {r.name} needs producers and exactly one consumer "
+                            f"(producers: {r.producers or 'none'}, consumers: {r.consumers or 'none'})")  # fmt: skip
+        if r.number > 11 and any(blocks[p].source for p in r.producers if p in blocks):
+            raise LinkError(f"{source}: ring {r.name}: microcode puts to it, but only scratch rings "
+                            "0..11 have a full flag (SCR_RINGn_STATUS)")  # fmt: skip
+    # ring storage
+    addr = SYS.ring_store
+    for r in sorted(rings.values(), key=lambda r: r.number):
+        addr = (addr + r.size * 4 - 1) // (r.size * 4) * (r.size * 4)
+        r.base = addr
+        addr += r.size * 4
+    if addr > SYS.scratch_bytes:
+        raise LinkError(f"{source}: the rings need {addr - SYS.ring_store} bytes of scratch, "
+                        f"{SYS.scratch_bytes - SYS.ring_store} are free")  # fmt: skip
+    qm = dict(raw.get("qm") or {})
+    return Layout(str(raw.get("name", Path(source).stem)), params, rings, blocks, exc, qm, source)
+
+
+# ---- generated headers ---------------------------------------------------------------
+
+
+def reasons_header() -> str:
+    from npkit.emulator.traffic.reasons import load_reasons
+
+    return load_reasons().c_header()
+
+
+def ensure_reasons_h() -> Path:
+    """microcode/include/reasons.h is generated from reasons.yaml; rewrite it if stale."""
+    text = reasons_header()
+    if not REASONS_H.exists() or REASONS_H.read_text() != text:
+        REASONS_H.write_text(text)
+    return REASONS_H
+
+
+def _mac_words(mac: bytes) -> tuple[int, int]:
+    return (mac[0] << 8 | mac[1]) << 16, int.from_bytes(mac[2:6], "big")
+
+
+def sys_header(config: Any, qm: dict[str, Any]) -> str:
+    """npk_sys.h: memory map, router configuration and the generated table macros."""
+    from npkit.toolchain.router.layout import default_layout
+
+    lay = default_layout()
+    nports = len(config.ports)
+    quanta = qm.get("quanta", 1)
+    if not isinstance(quanta, list):
+        quanta = [quanta] * nports
+    if len(quanta) != nports or not all(isinstance(q, int) and 1 <= q <= 255 for q in quanta):
+        raise LinkError(f"qm.quanta: need {nports} integers 1..255 (one a port), got {quanta}")
+    d = {
+        "NPORTS": nports, "SEND_REDIRECTS": int(bool(config.send_redirects)),
+        "QD_BASE": SYS.qd_base, "FREELIST_Q": SYS.freelist_q, "DESC_BASE": SYS.desc_base,
+        "DESC_SHIFT": SYS.desc_shift, "N_BUFS": SYS.n_bufs, "BUF_BASE": SYS.buf_base,
+        "BUF_SHIFT": SYS.buf_shift, "PKT_PAD": SYS.pkt_pad,
+        "STAT_PORT_BASE": SYS.stat_port_base, "STAT_DROP_BASE": SYS.stat_drop_base,
+        "STAT_EXC_BASE": SYS.stat_exc_base, "TXDONE_BASE": SYS.txdone_base,
+        "PW_TTL_LE1_BIT": SYS.pw_ttl_le1_bit, "PW_SRC_ON_IN_SUBNET_BIT": SYS.pw_src_on_in_subnet_bit,
+        "EXC_RECORD": SYS.exc_record, "CAM_NET": CAM_NET, "CAM_BCAST": CAM_BCAST, "CAM_LOCAL": CAM_LOCAL,
+        "LPM_CTL_BASE": lay.ctl_base, "LPM_ROOT_BASE": lay.root_base, "LPM_NODE_BASE": lay.node_base,
+        "LPM_NH_BASE": lay.nh_base,
+        "QM_QLIMIT": int(qm.get("qlimit", 256)), "QM_TX_WINDOW": int(qm.get("tx_window", 16)),
+    }  # fmt: skip
+    out = [
+        "// npk_sys.h -- generated by `npk link` (npkit.toolchain.link); do not edit.",
+        "// The system map and router configuration every block builds against.",
+        "#ifndef NPK_SYS_H", "#define NPK_SYS_H", '#include "reasons.h"', "",
+    ]  # fmt: skip
+    out += [f"#define {k:<24} 0x{v:X}" if v > 9 else f"#define {k:<24} {v}" for k, v in d.items()]
+    out.append("")
+    # per-port record in local memory: MAC 0-1 << 16, MAC 2-5, subnet, netmask
+    out += ["#macro npk_port_lm_init()", ".begin", "    .reg lmt lmv"]
+    for p in config.ports:
+        hi, lo = _mac_words(p.mac)
+        out += [f"    immed[lmt, {16 * p.index}]", "    local_csr_wr[ACTIVE_LM_ADDR_0, lmt]",
+                "    nop", "    nop", "    nop"]  # fmt: skip
+        for k, v in enumerate((hi, lo, p.network, p.netmask)):
+            out += [f"    immed[lmv, 0x{v:08X}]", f"    alu[*l$index0[{k}], --, b, lmv]"]
+    out += [".end", "#endm", ""]
+    # CAM: the router's subnets (network, broadcast) and addresses
+    out += ["#macro npk_special_cam_init()", ".begin", "    .reg ct", "    cam_clear"]
+    entry = 0
+    for p in config.ports:
+        for addr, state in ((p.network, CAM_NET), (p.broadcast, CAM_BCAST), (p.address, CAM_LOCAL)):
+            out += [f"    immed[ct, 0x{addr:08X}]", f"    cam_write[{entry}, ct, {state}]"]
+            entry += 1
+    out += [".end", "#endm", ""]
+    # queue manager: quantum of port P into REG; copy tx-done counters into LM
+    out += ["#macro npk_qm_quantum(REG, P)", f"    immed[REG, {quanta[0]}]"]
+    for i, q in enumerate(quanta[1:], 1):
+        out += [f"    .if (P == {i})", f"        immed[REG, {q}]", "    .endif"]
+    out += ["#endm", "", "#macro npk_qm_txdone_copy()", ".begin", "    .reg qt"]
+    for i in range(nports):
+        out += [f"    immed[qt, {16 * i}]", "    local_csr_wr[ACTIVE_LM_ADDR_0, qt]", "    nop", "    nop",
+                "    nop", f"    alu[*l$index0[2], --, b, $td{i}]"]  # fmt: skip
+    out += [".end", "#endm", "", "#endif // NPK_SYS_H", ""]
+    return "\n".join(out)
+
+
+# ---- building -------------------------------------------------------------------------
+
+
+def _router_config(router_config: str | Path | None, routes: str | Path | None) -> tuple[Any, Any]:
+    from npkit.emulator.traffic.router_config import RouterConfig
+    from npkit.toolchain.router.loader import build_tables, load_config, load_routes
+
+    cfg_path = Path(router_config) if router_config else DEFAULT_ROUTER
+    config = RouterConfig.load(cfg_path)
+    if routes is None:
+        routes = config.route_file if config.route_file else DEFAULT_ROUTES
+    tables = build_tables(load_routes(routes), load_config(cfg_path))
+    return config, tables
+
+
+def _block_defines(layout: Layout, b: Block) -> dict[str, str]:
+    d = {"NUM_CONTEXTS": str(b.threads), "BLOCK_" + b.name.upper(): "1",
+         "EXC_RING": str(layout.rings[layout.exceptions].number),
+         "EXC_RING_STATUS": f"SCR_RING{layout.rings[layout.exceptions].number}_STATUS",
+         "NUM_MES": str(len(b.mes)), "FIRST_ME": str(min(b.mes))}  # fmt: skip
+    if b.ring_in:
+        d["RING_IN"] = str(layout.rings[b.ring_in].number)
+    if b.ring_out:
+        d["RING_OUT"] = str(layout.rings[b.ring_out].number)
+        d["RING_OUT_STATUS"] = f"SCR_RING{layout.rings[b.ring_out].number}_STATUS"
+    d.update(b.defines)
+    return d
+
+
+def _initial_memory(tables: Any) -> list[tuple[str, int, bytes]]:
+    mem: list[tuple[str, int, bytes]] = []
+    for start, words in tables.image.runs():
+        mem.append(("sram", start, struct.pack(f">{len(words)}I", *words)))
+    # descriptors chained into the free list (queue array: linked through LW0)
+    n = SYS.n_bufs
+    desc = bytearray(n << SYS.desc_shift)
+    for i in range(n):
+        nxt = SYS.desc_addr(i + 1) if i + 1 < n else 0
+        struct.pack_into(">II", desc, i << SYS.desc_shift, nxt, SYS.buf_addr(i))
+    mem.append(("sram", SYS.desc_base, bytes(desc)))
+    mem.append(("sram", SYS.freelist_q, struct.pack(">4I", SYS.desc_addr(0), SYS.desc_addr(n - 1), n, 0)))
+    mem.append(("sram", SYS.qd_base, bytes(16 * 16)))
+    return mem
+
+
+def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
+         routes: str | Path | None = None, router_config: str | Path | None = None,
+         config: str = "ixp2800") -> Any:  # fmt: skip
+    """Build the system image for a layout.  Returns npkit.toolchain.image.Image; its
+    meta holds the layout graph, the ring table and the system map."""
+    from npkit.asm.assembler import assemble
+    from npkit.asm.errors import AsmError
+    from npkit.toolchain.image import Image
+
+    lay = load_layout(layout, params)
+    rcfg, tables = _router_config(router_config, routes)
+    if len(rcfg.ports) > MAX_PORTS:
+        raise LinkError(f"{len(rcfg.ports)} ports: the parse block's CAM holds the special "
+                        f"addresses of at most {MAX_PORTS} ports")  # fmt: skip
+    for b in lay.blocks.values():
+        if b.source and "fastpath" in b.source and "LOOKUP_CAM_CACHE" in b.defines:
+            raise LinkError(f"block {b.name}: LOOKUP_CAM_CACHE needs the CAM that the fast path's "
+                            "parse step already uses for the router's own addresses")  # fmt: skip
+    ensure_reasons_h()
+    programs = []
+    with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
+        (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm))
+        for b in lay.blocks.values():
+            if b.source is None:
+                continue
+            src = MICROCODE / b.source
+            incs = [tmp, str(INCLUDE), str(src.parent)] + [str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")]
+            try:
+                asm = assemble(src, include_dirs=incs, defines=_block_defines(lay, b), ctx_mode=b.threads,
+                               name=b.name)  # fmt: skip
+            except AsmError as e:
+                raise LinkError(f"block {b.name} ({b.source}): {e}") from None
+            prog = asm.program
+            prog.mes = list(b.mes)
+            programs.append(prog)
+    if not programs:
+        raise LinkError(f"{lay.source}: no block has microcode")
+    programs[0].init_mem.extend(_initial_memory(tables))
+    meta = {
+        "layout": lay.name, "params": lay.params, "graph": lay.graph(),
+        "rings": {r.name: {"ring": r.number, "base": r.base, "size": r.size,
+                           "margin": max(2, 2 * sum(lay.blocks[p].threads * len(lay.blocks[p].mes)
+                                                    for p in r.producers if p in lay.blocks)),
+                           "producers": r.producers, "consumers": r.consumers} for r in lay.rings.values()},
+        "exceptions": lay.exceptions,
+        "sysmap": {k: getattr(SYS, k) for k in SYS.__dataclass_fields__},
+        "router_config": str(rcfg.source or ""),
+    }  # fmt: skip
+    return Image(programs=programs, config=config, meta=meta)
+
+
+def load_system(chip: Any, image: Any, enable: bool = True) -> None:
+    """Put a linked image on a Chip: control stores, initial memory, scratch rings,
+    signals; then enable every program's contexts (8-context mode: all eight,
+    4-context mode: 0, 2, 4, 6)."""
+    for r in image.meta.get("rings", {}).values():
+        chip.scratch_ring(r["ring"], r["base"], r["size"], r["margin"])
+    for prog in image.programs:
+        for space, addr, data in prog.init_mem:
+            chip.mem_write(space, addr, data)
+    for prog in image.programs:
+        for me in prog.mes:
+            chip.load(me, prog.words, prog.ctx_mode)
+            for reg, ctx, value in prog.init_regs:
+                for c in ([ctx] if ctx is not None else range(8)):
+                    chip.set_reg(me, reg, value, ctx=c)
+            for sig in prog.set_sigs:
+                chip.set_signal(me, sig)
+    if enable:
+        for prog in image.programs:
+            for me in prog.mes:
+                chip.enable(me, 0xFF if prog.ctx_mode == 8 else 0x55)
+
+
+# ---- command line ---------------------------------------------------------------------
+
+
+@click.command("link")
+@click.argument("layout")
+@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="override a layout parameter")
+@click.option("--routes", type=click.Path(exists=True, dir_okay=False), help="route file")
+@click.option("--router-config", type=click.Path(exists=True, dir_okay=False), help="router YAML")
+@click.option("-o", "output", required=True, type=click.Path(dir_okay=False), help="system image (ELF)")
+@click.option("--json", "as_json", is_flag=True, help="print the layout graph as JSON")
+def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_config: str | None,
+             output: str, as_json: bool) -> None:  # fmt: skip
+    """Link the router blocks of LAYOUT (a name in microcode/layouts or a YAML file)."""
+    from npkit.toolchain.image import write_image
+
+    params: dict[str, Any] = {}
+    for d in defines:
+        k, sep, v = d.partition("=")
+        if not sep:
+            raise click.UsageError(f"-D {d}: expected PARAM=VALUE")
+        params[k.strip()] = _coerce(v.strip())
+    try:
+        image = link(layout, params, routes, router_config)
+    except LinkError as e:
+        click.echo(f"npk link: error: {e}", err=True)
+        sys.exit(1)
+    write_image(output, image)
+    if as_json:
+        click.echo(json.dumps(image.meta["graph"], indent=2))
+    else:
+        for p in image.programs:
+            click.echo(f"{p.name:<12} MEs {','.join(map(str, p.mes)):<12} {p.ctx_mode} ctx  {len(p.words)} words")
+        click.echo(f"wrote {output}")
