@@ -439,11 +439,40 @@ def _initial_memory(tables: Any) -> list[tuple[str, int, bytes]]:
     return mem
 
 
+HOST_SRC_BASE = 0x8000_0000  # SRAM channel 2: host mailboxes of the stand-in blocks
+HOST_SINK_BASE = 0x8010_0000
+HOST_EXC_BASE = 0x8020_0000
+
+
+def _host_blocks(lay: Layout) -> list[tuple[str, Block]]:
+    """Stand-ins for external blocks (phase 1: rx, tx, the XScale's exception reader):
+    microcode/host/host_src.uc feeds a ring from an SRAM mailbox, host_sink.uc logs a
+    ring into SRAM.  The exception sink goes on the highest ME nobody uses."""
+    out: list[tuple[str, Block]] = []
+    used = {me for b in lay.blocks.values() for me in b.mes}
+    for b in lay.blocks.values():
+        if b.source is not None or not b.mes:
+            continue
+        if b.ring_out:
+            out.append(("host/host_src.uc", Block(f"host_{b.name}", "host/host_src.uc", b.mes[:1], 8, None,
+                                                  b.ring_out, {"HOST_BASE": hex(HOST_SRC_BASE)})))  # fmt: skip
+        elif b.ring_in:
+            out.append(("host/host_sink.uc", Block(f"host_{b.name}", "host/host_sink.uc", b.mes[:1], 8, b.ring_in,
+                                                   None, {"HOST_BASE": hex(HOST_SINK_BASE), "SINK_TXDONE": "1"})))  # fmt: skip
+    free = [me for me in range(16) if me not in used]
+    if not free:
+        raise LinkError("no ME left for the exception ring's host reader")
+    out.append(("host/host_sink.uc", Block("host_exceptions", "host/host_sink.uc", [free[-1]], 8, lay.exceptions,
+                                           None, {"HOST_BASE": hex(HOST_EXC_BASE)})))  # fmt: skip
+    return out
+
+
 def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
-         config: str = "ixp2800") -> Any:  # fmt: skip
+         config: str = "ixp2800", host_stubs: bool = False) -> Any:  # fmt: skip
     """Build the system image for a layout.  Returns npkit.toolchain.image.Image; its
-    meta holds the layout graph, the ring table and the system map."""
+    meta holds the layout graph, the ring table and the system map.  With host_stubs,
+    external blocks get the stand-ins of `_host_blocks` so the host can drive rings."""
     from npkit.asm.assembler import assemble
     from npkit.asm.errors import AsmError
     from npkit.toolchain.image import Image
@@ -461,9 +490,11 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     programs = []
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
         (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm))
-        for b in lay.blocks.values():
-            if b.source is None:
-                continue
+        todo = [b for b in lay.blocks.values() if b.source is not None]
+        if host_stubs:
+            todo += [b for _, b in _host_blocks(lay)]
+        for b in todo:
+            assert b.source is not None
             src = MICROCODE / b.source
             incs = [tmp, str(INCLUDE), str(src.parent)] + [str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")]
             try:
@@ -510,7 +541,10 @@ def load_system(chip: Any, image: Any, enable: bool = True) -> None:
     if enable:
         for prog in image.programs:
             for me in prog.mes:
-                chip.enable(me, 0xFF if prog.ctx_mode == 8 else 0x55)
+                if prog.name.startswith("host_"):
+                    chip.enable(me, 1)
+                else:
+                    chip.enable(me, 0xFF if prog.ctx_mode == 8 else 0x55)
 
 
 # ---- command line ---------------------------------------------------------------------
@@ -546,3 +580,96 @@ def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_c
         for p in image.programs:
             click.echo(f"{p.name:<12} MEs {','.join(map(str, p.mes)):<12} {p.ctx_mode} ctx  {len(p.words)} words")
         click.echo(f"wrote {output}")
+
+
+# ---- host harness (tests, demo): drive rings through the host stand-ins ----------------
+
+
+class Harness:
+    """A linked system on a Chip, with the host stand-ins of `_host_blocks`.
+
+    `packet(frame, in_port)` takes a buffer off the free list, writes the frame into
+    DRAM at offset PKT_PAD and its descriptor (README §2), and returns its packet word;
+    `send(w0, w1)` queues a message on the input ring of the layout's first block;
+    `outputs()` / `exceptions()` read what the sinks logged; `drops()` reads the drop
+    counters; `frame(pw)` reads a buffer's frame back."""
+
+    def __init__(self, layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
+                 routes: str | Path | None = None, router_config: str | Path | None = None,
+                 chip_config: str = "ixp2800") -> None:  # fmt: skip
+        from npkit.emulator.binding import Chip
+
+        self.image = link(layout, params, routes, router_config, chip_config, host_stubs=True)
+        self.chip = Chip(chip_config)
+        load_system(self.chip, self.image)
+        self.sent = 0
+        self.lengths: dict[int, int] = {}
+
+    # memory helpers
+    def _r(self, addr: int, n: int = 1) -> list[int]:
+        return list(struct.unpack(f">{n}I", self.chip.mem_read("sram", addr, 4 * n)))
+
+    def _w(self, addr: int, *words: int) -> None:
+        self.chip.mem_write("sram", addr, struct.pack(f">{len(words)}I", *words))
+
+    def alloc(self) -> int:
+        """Pop a buffer index off the free list (as rx will)."""
+        head, tail, count, _ = self._r(SYS.freelist_q, 4)
+        if not count or not head:
+            raise RuntimeError("free list empty")
+        nxt = self._r(head)[0]
+        self._w(SYS.freelist_q, nxt if count > 1 else 0, tail if count > 1 else 0, count - 1)
+        return (head - SYS.desc_base) >> SYS.desc_shift
+
+    def free_count(self) -> int:
+        return self._r(SYS.freelist_q + 8)[0]
+
+    def packet(self, frame: bytes, in_port: int) -> int:
+        i = self.alloc()
+        self.chip.mem_write("dram", SYS.buf_addr(i), bytes(SYS.pkt_pad) + frame + bytes(-(len(frame) + 2) % 8))
+        self._w(SYS.desc_addr(i) + 4, SYS.buf_addr(i), len(frame) << 16 | SYS.pkt_pad, in_port << 24, 0, 0)
+        self.lengths[i] = len(frame)
+        return 0x8000_0000 | (in_port & 7) << 28 | i
+
+    def send(self, w0: int, w1: int) -> None:
+        self._w(HOST_SRC_BASE + 16 + 8 * self.sent, w0, w1)
+        self.sent += 1
+        self._w(HOST_SRC_BASE, self.sent)
+
+    def inject(self, frame: bytes, in_port: int) -> int:
+        """A received frame as rx hands it on: (packet word, length)."""
+        pw = self.packet(frame, in_port)
+        self.send(pw, len(frame))
+        return pw
+
+    def run(self, cycles: int) -> None:
+        self.chip.run(cycles)
+
+    def _log(self, base: int) -> list[tuple[int, int]]:
+        n = self._r(base)[0]
+        if not n:
+            return []
+        w = self._r(base + 16, 2 * n)
+        return [(w[2 * k], w[2 * k + 1]) for k in range(n)]
+
+    def outputs(self) -> list[tuple[int, int]]:
+        return self._log(HOST_SINK_BASE)
+
+    def exceptions(self) -> list[tuple[int, int]]:
+        return self._log(HOST_EXC_BASE)
+
+    def frame(self, pw: int, length: int | None = None) -> bytes:
+        i = pw & 0xFFFF
+        n = length if length is not None else self._r(SYS.desc_addr(i) + 8)[0] >> 16
+        return self.chip.mem_read("dram", SYS.buf_addr(i) + SYS.pkt_pad, n)
+
+    def counter(self, addr: int) -> int:
+        return self.chip.read32("scratch", addr)
+
+    def drops(self) -> dict[int, int]:
+        raw = self.chip.mem_read("scratch", SYS.stat_drop_base, 1024)
+        return {c: v for c, v in enumerate(struct.unpack(">256I", raw)) if v}
+
+    def exception_counts(self) -> dict[int, int]:
+        raw = self.chip.mem_read("scratch", SYS.stat_exc_base, 1024)
+        return {c: v for c, v in enumerate(struct.unpack(">256I", raw)) if v}

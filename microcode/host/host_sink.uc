@@ -1,0 +1,44 @@
+// host_sink.uc -- test and demo stand-in for a consumer that is not microcode yet
+// (tx in phase 1, the XScale's exception daemon): context 0 takes 2-longword messages
+// from ring RING_IN and appends them to an SRAM log the host reads: HOST_BASE + 0 =
+// number of messages logged, messages from +16, 8 bytes each.  With SINK_TXDONE it
+// also counts each message as sent on port LW1 (scratch TXDONE_BASE + 4 * port), the
+// flow-control confirmation tx gives the queue manager.
+#include "npk_sys.h"
+
+.reg zero base n t n_tx
+.reg read $m0 $m1
+.xfer_order $m0 $m1
+.reg write $o0 $o1
+.xfer_order $o0 $o1
+.reg write $c
+.sig s1 s2 s3
+
+    br!=ctx[0, sink_idle#]
+    immed[zero, 0]
+    immed[base, HOST_BASE]
+    immed[n, 0]
+sink_get#:
+    scratch[get, $m0, zero, (RING_IN << 2), 2], ctx_swap[s1]
+    alu[t, --, b, $m0]
+    bne[sink_got#]
+    ctx_arb[voluntary]
+    br[sink_get#]
+sink_got#:
+    alu[$o0, --, b, t]
+    alu[$o1, --, b, $m1]
+    alu_shf[t, --, b, n, <<3]
+    alu[t, t, +, 16]
+    sram[write, $o0, base, t, 2], ctx_swap[s2]
+    alu[n, n, +, 1]
+    alu[$c, --, b, n]
+    sram[write, $c, base, 0, 1], ctx_swap[s3]
+#ifdef SINK_TXDONE
+    alu[t, --, b, $m1]
+    alu_shf[t, --, b, t, <<2]
+    immed[n_tx, TXDONE_BASE]
+    scratch[incr, --, n_tx, t]
+#endif
+    br[sink_get#]
+sink_idle#:
+    halt

@@ -1,0 +1,45 @@
+// host_src.uc -- test and demo stand-in for a block that is not microcode yet (rx in
+// phase 1): context 0 copies 2-longword messages, in order, from an SRAM mailbox the
+// host fills to ring RING_OUT.  Mailbox at HOST_BASE: +0 number of messages written
+// by the host (it only grows), messages from +16, 8 bytes each.
+#include "npk_sys.h"
+
+.reg zero base idx cnt t
+.reg read $c
+.reg read $m0 $m1
+.xfer_order $m0 $m1
+.reg write $o0 $o1
+.xfer_order $o0 $o1
+.sig s1 s2
+
+    br!=ctx[0, src_idle#]
+    immed[zero, 0]
+    immed[base, HOST_BASE]
+    immed[idx, 0]
+src_poll#:
+    sram[read, $c, base, 0, 1], ctx_swap[s1]
+    alu[cnt, --, b, $c]
+    alu[--, idx, -, cnt]
+    bne[src_next#]
+    ctx_arb[voluntary]
+    br[src_poll#]
+src_next#:
+    alu_shf[t, --, b, idx, <<3]
+    alu[t, t, +, 16]
+    sram[read, $m0, base, t, 2], ctx_swap[s1]
+src_full#:
+    br_inp_state[RING_OUT_STATUS, src_wait#]
+    br[src_put#]
+src_wait#:
+    ctx_arb[voluntary]
+    br[src_full#]
+src_put#:
+    alu[$o0, --, b, $m0]
+    alu[$o1, --, b, $m1]
+    scratch[put, $o0, zero, (RING_OUT << 2), 2], ctx_swap[s2]
+    alu[idx, idx, +, 1]
+    alu[--, idx, -, cnt]
+    bne[src_next#]
+    br[src_poll#]
+src_idle#:
+    halt
