@@ -11,7 +11,7 @@ from .helpers import asm, sym, texts, warnings
 
 def test_labels_and_branch_targets() -> None:
     a = asm("start#: alu[a0, --, b, 1]\n br[start#]\n later#: nop\n beq[later#]\n")
-    assert texts(a) == ["alu[a0, 0, B, 1]", "br[0]", "nop", "beq[2]"]
+    assert texts(a) == ["alu[a0, --, B, 1]", "br[0]", "nop", "beq[2]"]
     assert sym(a, "start") == 0 and sym(a, "later") == 2
 
 

@@ -40,7 +40,7 @@ def test_odd_cycle_gets_a_move_and_warning() -> None:
 def test_same_register_twice_needs_copy() -> None:
     a = asm(".reg y z\n alu[z, y, +, y]\n")
     t = texts(a)
-    assert len(t) == 2 and t[0].startswith("alu[") and ", 0, B, " + sym(a, "y") in t[0]  # type: ignore[operator]
+    assert len(t) == 2 and t[0].startswith("alu[") and ", --, B, " + sym(a, "y") in t[0]  # type: ignore[operator]
     _check_banks(a)
 
 

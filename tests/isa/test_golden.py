@@ -26,7 +26,7 @@ REAL = [
     (0xB440F03B1F, "alu[b15, b14, AND, 0x1f]", "RX 4: alu[temp2, temp, and, 0x1f]"),
     (0x8AC0503E05, "alu_shf[a5, a5, OR, b15, <<20]", "RX 5: alu_shf[add_to_rx_freelist, add_to_rx_freelist, or, temp2, <<20]"),
     (0xD805C00011, "br!=ctx[0, 23]", "RX 9: br!=ctx[0, mpacket_receive_loop#]"),
-    (0x91B0200E00, "alu_shf[b2, a0, B, b3, <<5]", "RX 11: alu_shf[addr, --, b, temp, <<CHANNEL_STATE_SHIFT]"),
+    (0x91B0200E00, "alu_shf[b2, --, B, b3, <<5]", "RX 11: alu_shf[addr, --, b, temp, <<CHANNEL_STATE_SHIFT]"),
     (0xFC06600B00, "local_csr_wr[ACTIVE_LM_ADDR_0, b2]", "RX 12: local_csr_wr[ACTIVE_LM_ADDR_0, addr]"),
     (0xF0000C0300, "nop", "RX 13: nop"),
     (0xF0000C0200, "immed[*l$index0, 0x0]", "RX 16: immed[CHANNEL_FLAGS, 0] with CHANNEL_FLAGS = *l$index0[0]"),
@@ -44,7 +44,7 @@ REAL = [
     (0xB400C03181, "alu[b12, $1, AND, b12]", "RX 50: alu[temp, $rsw1, and, temp]"),
     (0x1940100420, "scratch[get, $1, 0, b1, 1], ctx_swap[s4]", "RX 55: scratch[get, $stemp, zero, 0, 1], ctx_swap[zzz]"),
     (0x0042108002, "sram[read, $1, a2, 0, 2], ctx_swap[s4]", "RX 58: sram[read, $stemp, _buffer_handle, 0, 2], ctx_swap[zzz]"),
-    (0xA0603C0002, "alu[*l$index0[3], 0, B, a2]", "RX 65: alu[BUFFER_HANDLE, --, b, _buffer_handle]"),
+    (0xA0603C0002, "alu[*l$index0[3], --, B, a2]", "RX 65: alu[BUFFER_HANDLE, --, b, _buffer_handle]"),
     (0xD812000018, "br[72]", "RX 68: br[sync_state_done#]"),
     (0xAAF0001401, "alu[--, b5, -, a1]", "RX 72: alu[--, _buffer_length, -, _packet_length]"),
     (0xD81AC00105, "blo[107]", "RX 73: blo[buffer_overflow#]"),
@@ -57,8 +57,8 @@ REAL = [
     (0x3300012F20, "cap[fast_wr, 0, XSCALE_INT_A]", "RX 99: cap[fast_wr, 0, XSCALE_INT_A]"),
     (0xE000020000, "halt", "RX 104: halt"),
     (0x3C400004E0, "msf[read, $0, 0x60, b1, 1], ctx_swap[s4]", "TX 2: msf[read, $tx, zero, TX_SEQUENCE_0, 1], ctx_swap[zzz]"),
-    (0x81F2020100, "alu_shf[--, a0, B, $0, >>31]", "TX 3: alu_shf[--, --, b, $tx, >>31]"),
-    (0xB008060000, "alu[@b0, a0, B, $0]", "TX 5: alu[@old_tx_seq_0, --, b, $tx]"),
+    (0x81F2020100, "alu_shf[--, --, B, $0, >>31]", "TX 3: alu_shf[--, --, b, $tx, >>31]"),
+    (0xB008060000, "alu[@b0, --, B, $0]", "TX 5: alu[@old_tx_seq_0, --, b, $tx]"),
     (0xF0000C0080, "immed[@a0, 0x0]", "TX 6: immed[@mpkts_in_flight, 0]"),
     (0xB44902037F, "alu[@b16, @b0, AND, 0x7f]", "TX 7: alu[@next_tbuf_mpacket, @old_tx_seq_0, and, (PARTITION_SIZE - 1)]"),
     (0x0044008080, "sram[read, $0, $0, 0, 3], ctx_swap[s4]", "TX 18: sram[read, $stemp, $stemp, 0, 3], ctx_swap[zzz]"),
@@ -72,13 +72,14 @@ REAL = [
     (0x3D42001C20, "msf[write, $0, 0, b7, 2], ctx_swap[s4]", "TX 66: msf[write, $tsw, temp, 0, 2], ctx_swap[zzz]"),
     (0xD811C14214, "br_inp_state[SCR_RING3_STATUS, 71]", "TX 71: br_inp_state[SCR_Ring3_Status, tx_done_ring_full#]"),
     (0x0FC082C0300, "local_csr_wr[NN_PUT, 0]", "QAT 3: local_csr_wr[nn_put, 0]"),
-    (0x0A0643C0000, "alu[*n$index++, 0, B, a0]", "QAT 8: alu[*n$index++, --, b, l0000!val]"),
-    (0x0A0610C0000, "alu[*l$index0++, 0, B, a0]", "QAT 17: alu[*l$index0++, --, b, l0000!val]"),
-    (0x0A05C0C0000, "alu[$$0, 0, B, a0]", "QAT 36: alu[$l0000!xfers[16], --, b, l0000!val] (8-ctx: DRAM xfer 0)"),
-    (0x0B0400C0000, "alu[b0, 0, B, a0]", "QAT 53: alu[l0000!gpregb[0], --, b, l0000!val]"),
+    (0x0A0643C0000, "alu[*n$index++, --, B, a0]", "QAT 8: alu[*n$index++, --, b, l0000!val]"),
+    (0x0A0610C0000, "alu[*l$index0++, --, B, a0]", "QAT 17: alu[*l$index0++, --, b, l0000!val]"),
+    (0x0A05C0C0000, "alu[$$0, --, B, a0]", "QAT 36: alu[$l0000!xfers[16], --, b, l0000!val] (8-ctx: DRAM xfer 0)"),
+    (0x0B0400C0000, "alu[b0, --, B, a0]", "QAT 53: alu[l0000!gpregb[0], --, b, l0000!val]"),
 ]
 
-# Hand-built from the disassembler's field layout (DIS).
+# Hand-built from the disassembler's field layout (DIS).  An unused source is written as
+# Intel's assembler writes it: 0 in the A field (RX 11, RX 45), 0x300 in the B field (QAT 8).
 A, B = 0, 10  # restricted/unrestricted A field at bit 0, B field at bit 10
 
 
@@ -108,7 +109,7 @@ DERIVED = [
     ((0b11110 << 35) | (2 << 33) | (1 << 31) | (0x12 << 20) | (0x300 | 0x34) << B | 9,
      "immed[a9, 0xffffedcb, <<16]", "DIS immed type 0: value = ~(hi<<8|lo), shifted by 8*shift"),
     # alu_shf asr: op 6 in 35:33, shift right 3 (type 1 amount 3)
-    ((0b100 << 37) | (6 << 33) | (3 << 28) | (1 << 36) | (2 << 20) | (0x20 << A) | (5 << B) | (1 << 8),
+    ((0b100 << 37) | (6 << 33) | (3 << 28) | (1 << 36) | (2 << 20) | (5 << B) | (1 << 8),
      "asr[b2, b5, >>3]", "DIS alu_shf op 6 = asr"),
     # byte_align_be: op 7, shift type 1
     ((0b100 << 37) | (7 << 33) | (4 << 20) | (3 << A) | (0x20 << B) | (1 << 8), "byte_align_be[a4, a3]",
@@ -126,13 +127,13 @@ DERIVED = [
     # cam_write (op 19): entry in B, tag in A, state in dest as immediate
     ((0b101 << 37) | (19 << 31) | ((0x300 | 7) << 20) | ((0x300 | 3) << B) | 6, "cam_write[3, a6, 7]",
      "DIS alu op 19 = cam_write[entry(B), tag(A), state(dest)]"),
-    ((0b101 << 37) | (11 << 31) | (0x300 << 20) | (0x300 << B) | 0x300, "cam_clear", "DIS alu op 11 = cam_clear"),
+    ((0b101 << 37) | (11 << 31) | (0x300 << 20) | (0x300 << B), "cam_clear", "DIS alu op 11 = cam_clear"),
     # crc_be[crc_32, a2, a4], bytes_0_3: op 18, swap, type 4 at 17:15
     ((0b101 << 37) | (18 << 31) | (1 << 30) | (2 << 20) | ((0x300 | (4 << 5)) << B) | 4,
      "crc_be[crc_32, a2, a4], bytes_0_3", "DIS alu op 18 = crc, type 17:15"),
     # pop_count3 (op 3) and find_bset (op 14)
-    ((0b101 << 37) | (3 << 31) | (1 << 36) | (2 << 20) | (5 << B) | 0x300, "pop_count3[b2, b5]", "DIS alu op 3"),
-    ((0b101 << 37) | (14 << 31) | (1 << 20) | (4 << B) | 0x300, "find_bset[a1, b4]", "DIS alu op 14 = ffs"),
+    ((0b101 << 37) | (3 << 31) | (1 << 36) | (2 << 20) | (5 << B), "pop_count3[b2, b5]", "DIS alu op 3"),
+    ((0b101 << 37) | (14 << 31) | (1 << 20) | (4 << B), "find_bset[a1, b4]", "DIS alu op 14 = ffs"),
     # mul_step 32x32 step1: class 1111100, size 32:31 = 3
     ((0b1111100 << 33) | (3 << 31) | (2 << B) | 1, "mul_step[a1, b2], 32x32_step1", "DIS multiply"),
     ((0b1111100 << 33) | (3 << 31) | (1 << 22) | (1 << 20) | (0x300 << B) | 7, "mul_step[a7, --], 32x32_last2",

@@ -64,6 +64,14 @@ def dec_alu(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
     if g("swap"):
         a, b = b, a
     dbank = "b" if g("dest_bank") else "a"
+    if name in ("cam_write", "cam_write_state"):  # the dest field carries the state constant
+        if g("dest") & 0x3F0 != 0x300:
+            raise DecodeError(f"{name} without a state constant")
+        entry = _u(g("b_src"), "b")
+        state = g("dest") & 0xF
+        if name == "cam_write":
+            return f"cam_write[{entry.text()}, {_u(g('a_src'), 'a').text()}, {state}]"
+        return f"cam_write_state[{entry.text()}, {state}]"
     dest = _u(g("dest"), dbank, True)
     if name in ("pop_count1", "pop_count2"):
         return f"{name}[{b.text()}]"
@@ -81,12 +89,6 @@ def dec_alu(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
         elif right & 2:
             tok = f", lm_addr1[{(right >> 2) & 3}]"
         return f"cam_lookup[{dest.text()}, {a.text()}]{tok}"
-    if name in ("cam_write", "cam_write_state"):
-        entry = _u(g("b_src"), "b")
-        state = g("dest") & 0xF
-        if name == "cam_write":
-            return f"cam_write[{entry.text()}, {_u(g('a_src'), 'a').text()}, {state}]"
-        return f"cam_write_state[{entry.text()}, {state}]"
     if name == "crc":
         types, nbytes = _rev("crc_type"), _rev("crc_bytes")
         ct, nb = g("crc_type"), g("crc_bytes")
@@ -96,7 +98,14 @@ def dec_alu(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
         swap = ", bit_swap" if g("crc_bit_swap") else ""
         endian = "le" if g("crc_le") else "be"
         return f"crc_{endian}[{types[ct]}, {dest.text()}, {src.text()}], {nbytes[nb]}{swap}"
+    if name in ("B", "~B") and _unused_a(g("swap"), g("a_src"), g("b_src"), 0x300):
+        return f"alu[{dest.text()}, --, {name}, {b.text()}]"
     return f"alu[{dest.text()}, {a.text()}, {name}, {b.text()}]"
+
+
+def _unused_a(swap: int, a_field: int, b_field: int, b_none: int) -> bool:
+    """True when the logical A operand's field holds exactly the '--' encoding."""
+    return b_field == b_none if swap else a_field == 0
 
 
 def dec_alu_shf(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
@@ -120,7 +129,10 @@ def dec_alu_shf(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
             raise DecodeError("undefined byte_align variant")
         endian = "be" if stype == st["right"] else "le"
         return f"byte_align_{endian}[{dest.text()}, {a.text()}]"
-    return f"alu_shf[{dest.text()}, {a.text()}, {names[op]}, {b.text()}, {_decode_shift(stype, amt)}]"
+    a_text = a.text()
+    if names[op] in ("B", "~B") and _unused_a(g("swap"), g("a_src"), g("b_src"), 0x20) and not msb:
+        a_text = "--"
+    return f"alu_shf[{dest.text()}, {a_text}, {names[op]}, {b.text()}, {_decode_shift(stype, amt)}]"
 
 
 def dec_ld_field(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:

@@ -119,7 +119,9 @@ def _lm_offset(name: str) -> tuple[int, int] | None:
 def encode_unrestricted(op: Op, field_bank: str, is_dest: bool) -> int:
     k = op.kind
     if k == "none":
-        return 0x300
+        # Intel's assembler writes an unused source as 0 in the A field and as
+        # 0x300 in the B field (RX 45 / QAT 8); a destination "--" is 0x300.
+        return 0 if (field_bank == "a" and not is_dest) else 0x300
     if k == "gpr":
         if op.bank != field_bank:
             raise OperandError(f"{op.text()} cannot go in the {field_bank.upper()} operand field")
@@ -169,7 +171,11 @@ def decode_unrestricted(num: int, field_bank: str, is_dest: bool) -> Op:
     if num & 0x3E0 == 0x280:
         return Op("nn", num & 0x1F)
     if num & 0x300 == 0x300:
-        return NONE if (is_dest and num == 0x300) else Op("imm", num & 0xFF)
+        if is_dest:
+            if num == 0x300:
+                return NONE
+            raise OperandError(f"constant 0x{num & 0xFF:x} as a destination")
+        return Op("imm", num & 0xFF)
     raise OperandError(f"undefined operand encoding 0x{num:03x}")
 
 
@@ -186,7 +192,9 @@ def encode_restricted(op: Op, field_bank: str, is_dest: bool) -> tuple[int, int 
     """Return (field value, required immediate MSB or None)."""
     k = op.kind
     if k == "none":
-        return (0x20, None) if is_dest else (0x20, 0)
+        if is_dest:
+            return 0x20, None
+        return (0, None) if field_bank == "a" else (0x20, 0)  # as Intel: RX 11, TX 3
     if k == "gpr":
         if op.bank != field_bank:
             raise OperandError(f"{op.text()} cannot go in the {field_bank.upper()} operand field")
@@ -219,6 +227,8 @@ def decode_restricted(num: int, field_bank: str, is_dest: bool, imm_msb: int) ->
     if is_dest and num == 0x20:
         return NONE
     if num & 0x20:
+        if is_dest:
+            raise OperandError(f"constant field 0x{num:02x} as a destination")
         return Op("imm", (imm_msb << 7) | ((num & 0xC0) >> 1) | (num & 0x1F))
     top = num & 0xC0
     if top == 0x00:
