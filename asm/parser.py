@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npkit.toolchain.isa import (
+from npkit.toolchain.isa.operands import Op
     MNEMONICS,
     Role,
     SyntaxProblem,
@@ -104,14 +105,8 @@ class Sym:
         return self.scope.start, self.scope.end
 
     def phys(self) -> str:
-        if self.kind == "gpr":
-            return f"{self.bank}{self.index}"
-        if self.kind == "abs":
-            return f"@{self.bank}{self.index}"
-        if self.kind == "xfer":
-            return f"${self.index}"
-        if self.kind == "dxfer":
-            return f"$${self.index}"
+        if self.kind in ("gpr", "abs", "xfer", "dxfer"):
+            return Op(self.kind, self.index, self.bank).text()  # the ISA's spelling
         if self.kind == "sig":
             return f"s{self.index}"
         return str(self.index)
