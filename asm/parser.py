@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npkit.toolchain.isa import (
-from npkit.toolchain.isa.operands import Op
     MNEMONICS,
     Role,
     SyntaxProblem,
@@ -25,6 +24,7 @@ from npkit.toolchain.isa.operands import Op
     operand_roles,
     split_instruction,
 )
+from npkit.toolchain.isa.operands import Op
 
 from .errors import AsmError, Diagnostics, SourceLoc
 from .expr import evaluate
