@@ -444,7 +444,7 @@ HOST_SINK_BASE = 0x8010_0000
 HOST_EXC_BASE = 0x8020_0000
 
 
-def _host_blocks(lay: Layout) -> list[tuple[str, Block]]:
+def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]]:
     """Stand-ins for external blocks (phase 1: rx, tx, the XScale's exception reader):
     microcode/host/host_src.uc feeds a ring from an SRAM mailbox, host_sink.uc logs a
     ring into SRAM.  The exception sink goes on the highest ME nobody uses."""
@@ -458,7 +458,7 @@ def _host_blocks(lay: Layout) -> list[tuple[str, Block]]:
                                                   b.ring_out, {"HOST_BASE": hex(HOST_SRC_BASE)})))  # fmt: skip
         elif b.ring_in:
             out.append(("host/host_sink.uc", Block(f"host_{b.name}", "host/host_sink.uc", b.mes[:1], 8, b.ring_in,
-                                                   None, {"HOST_BASE": hex(HOST_SINK_BASE), "SINK_TXDONE": "1"})))  # fmt: skip
+                                                   None, {"HOST_BASE": hex(HOST_SINK_BASE), **({"SINK_TXDONE": "1"} if tx_confirm else {})})))  # fmt: skip
     free = [me for me in range(16) if me not in used]
     if not free:
         raise LinkError("no ME left for the exception ring's host reader")
@@ -469,7 +469,7 @@ def _host_blocks(lay: Layout) -> list[tuple[str, Block]]:
 
 def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
-         config: str = "ixp2800", host_stubs: bool = False) -> Any:  # fmt: skip
+         config: str = "ixp2800", host_stubs: bool = False, tx_confirm: bool = True) -> Any:  # fmt: skip
     """Build the system image for a layout.  Returns npkit.toolchain.image.Image; its
     meta holds the layout graph, the ring table and the system map.  With host_stubs,
     external blocks get the stand-ins of `_host_blocks` so the host can drive rings."""
@@ -492,7 +492,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm))
         todo = [b for b in lay.blocks.values() if b.source is not None]
         if host_stubs:
-            todo += [b for _, b in _host_blocks(lay)]
+            todo += [b for _, b in _host_blocks(lay, tx_confirm)]
         for b in todo:
             assert b.source is not None
             src = MICROCODE / b.source
@@ -596,10 +596,11 @@ class Harness:
 
     def __init__(self, layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
                  routes: str | Path | None = None, router_config: str | Path | None = None,
-                 chip_config: str = "ixp2800") -> None:  # fmt: skip
+                 chip_config: str = "ixp2800", tx_confirm: bool = True) -> None:  # fmt: skip
         from npkit.emulator.binding import Chip
 
-        self.image = link(layout, params, routes, router_config, chip_config, host_stubs=True)
+        self.image = link(layout, params, routes, router_config, chip_config, host_stubs=True,
+                          tx_confirm=tx_confirm)
         self.chip = Chip(chip_config)
         load_system(self.chip, self.image)
         self.sent = 0
