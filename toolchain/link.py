@@ -189,14 +189,19 @@ def _int(v: Any, where: str) -> int:
 
 def _mes(v: Any, where: str) -> list[int]:
     if isinstance(v, dict):
-        first, count = _int(v.get("first"), f"{where}.first"), _int(v.get("count"), f"{where}.count")
+        first, count = (
+            _int(v.get("first"), f"{where}.first"),
+            _int(v.get("count"), f"{where}.count"),
+        )
         return list(range(first, first + count))
     if isinstance(v, list):
         return [_int(x, where) for x in v]
     return [_int(v, where)]
 
 
-def load_layout(path: str | Path | dict[str, Any], overrides: dict[str, Any] | None = None) -> Layout:
+def load_layout(
+    path: str | Path | dict[str, Any], overrides: dict[str, Any] | None = None
+) -> Layout:
     """Read and check a layout.  `path` may be a layout name ("pipelined"), a file, or
     an already-parsed mapping (tests).  Raises LinkError with the reason."""
     if isinstance(path, dict):
@@ -206,7 +211,9 @@ def load_layout(path: str | Path | dict[str, Any], overrides: dict[str, Any] | N
         if not p.exists() and (LAYOUTS / f"{path}.yaml").exists():
             p = LAYOUTS / f"{path}.yaml"
         if not p.exists():
-            raise LinkError(f"layout {path}: no such file (layouts: {', '.join(sorted(x.stem for x in LAYOUTS.glob('*.yaml')))})")
+            raise LinkError(
+                f"layout {path}: no such file (layouts: {', '.join(sorted(x.stem for x in LAYOUTS.glob('*.yaml')))})"
+            )
         raw, source = yaml.safe_load(p.read_text()), str(p)
     if not isinstance(raw, dict):
         raise LinkError(f"{source}: a layout is a mapping")
@@ -216,7 +223,9 @@ def load_layout(path: str | Path | dict[str, Any], overrides: dict[str, Any] | N
     params = dict(raw.get("params") or {})
     for k, v in (overrides or {}).items():
         if k not in params:
-            raise LinkError(f"{source}: -D {k}: the layout has no such parameter (has: {', '.join(params)})")
+            raise LinkError(
+                f"{source}: -D {k}: the layout has no such parameter (has: {', '.join(params)})"
+            )
         params[k] = v
     # parameters may refer to parameters given before them
     for k in list(params):
@@ -233,9 +242,13 @@ def load_layout(path: str | Path | dict[str, Any], overrides: dict[str, Any] | N
         if not 0 <= num <= 15:
             raise LinkError(f"{source}: ring {name}: scratch ring number {num} outside 0..15")
         if num in numbers:
-            raise LinkError(f"{source}: rings {numbers[num]} and {name} both use scratch ring {num}")
+            raise LinkError(
+                f"{source}: rings {numbers[num]} and {name} both use scratch ring {num}"
+            )
         if size not in (128, 256, 512, 1024):
-            raise LinkError(f"{source}: ring {name}: size {size} is not 128, 256, 512 or 1024 longwords")
+            raise LinkError(
+                f"{source}: ring {name}: size {size} is not 128, 256, 512 or 1024 longwords"
+            )
         numbers[num] = name
         rings[name] = Ring(name, num, size)
 
@@ -251,12 +264,16 @@ def load_layout(path: str | Path | dict[str, Any], overrides: dict[str, Any] | N
             if "variants" in spec:
                 variant = str(spec.get("variant"))
                 if variant not in spec["variants"]:
-                    raise LinkError(f"{where}: variant {variant!r} is not one of {', '.join(spec['variants'])}")
+                    raise LinkError(
+                        f"{where}: variant {variant!r} is not one of {', '.join(spec['variants'])}"
+                    )
                 src = str(spec["variants"][variant])
             elif "source" in spec:
                 src = str(spec["source"])
             else:
-                raise LinkError(f"{where}: needs 'source' (or 'variants' + 'variant', or 'external: true')")
+                raise LinkError(
+                    f"{where}: needs 'source' (or 'variants' + 'variant', or 'external: true')"
+                )
             if not (MICROCODE / src).exists():
                 raise LinkError(f"{where}: source {src} not found under microcode/")
         mes = _mes(spec.get("mes", []), f"{where}.mes")
@@ -434,7 +451,9 @@ def _initial_memory(tables: Any) -> list[tuple[str, int, bytes]]:
         nxt = SYS.desc_addr(i + 1) if i + 1 < n else 0
         struct.pack_into(">II", desc, i << SYS.desc_shift, nxt, SYS.buf_addr(i))
     mem.append(("sram", SYS.desc_base, bytes(desc)))
-    mem.append(("sram", SYS.freelist_q, struct.pack(">4I", SYS.desc_addr(0), SYS.desc_addr(n - 1), n, 0)))
+    mem.append(
+        ("sram", SYS.freelist_q, struct.pack(">4I", SYS.desc_addr(0), SYS.desc_addr(n - 1), n, 0))
+    )
     mem.append(("sram", SYS.qd_base, bytes(16 * 16)))
     return mem
 
@@ -496,7 +515,9 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         for b in todo:
             assert b.source is not None
             src = MICROCODE / b.source
-            incs = [tmp, str(INCLUDE), str(src.parent)] + [str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")]
+            incs = [tmp, str(INCLUDE), str(src.parent)] + [
+                str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")
+            ]
             try:
                 asm = assemble(src, include_dirs=incs, defines=_block_defines(lay, b), ctx_mode=b.threads,
                                name=b.name)  # fmt: skip
@@ -534,7 +555,7 @@ def load_system(chip: Any, image: Any, enable: bool = True) -> None:
         for me in prog.mes:
             chip.load(me, prog.words, prog.ctx_mode)
             for reg, ctx, value in prog.init_regs:
-                for c in ([ctx] if ctx is not None else range(8)):
+                for c in [ctx] if ctx is not None else range(8):
                     chip.set_reg(me, reg, value, ctx=c)
             for sig in prog.set_sigs:
                 chip.set_signal(me, sig)
@@ -552,10 +573,14 @@ def load_system(chip: Any, image: Any, enable: bool = True) -> None:
 
 @click.command("link")
 @click.argument("layout")
-@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="override a layout parameter")
+@click.option(
+    "-D", "defines", multiple=True, metavar="PARAM=VAL", help="override a layout parameter"
+)
 @click.option("--routes", type=click.Path(exists=True, dir_okay=False), help="route file")
 @click.option("--router-config", type=click.Path(exists=True, dir_okay=False), help="router YAML")
-@click.option("-o", "output", required=True, type=click.Path(dir_okay=False), help="system image (ELF)")
+@click.option(
+    "-o", "output", required=True, type=click.Path(dir_okay=False), help="system image (ELF)"
+)
 @click.option("--json", "as_json", is_flag=True, help="print the layout graph as JSON")
 def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_config: str | None,
              output: str, as_json: bool) -> None:  # fmt: skip
@@ -578,7 +603,9 @@ def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_c
         click.echo(json.dumps(image.meta["graph"], indent=2))
     else:
         for p in image.programs:
-            click.echo(f"{p.name:<12} MEs {','.join(map(str, p.mes)):<12} {p.ctx_mode} ctx  {len(p.words)} words")
+            click.echo(
+                f"{p.name:<12} MEs {','.join(map(str, p.mes)):<12} {p.ctx_mode} ctx  {len(p.words)} words"
+            )
         click.echo(f"wrote {output}")
 
 
@@ -599,8 +626,15 @@ class Harness:
                  chip_config: str = "ixp2800", tx_confirm: bool = True) -> None:  # fmt: skip
         from npkit.emulator.binding import Chip
 
-        self.image = link(layout, params, routes, router_config, chip_config, host_stubs=True,
-                          tx_confirm=tx_confirm)
+        self.image = link(
+            layout,
+            params,
+            routes,
+            router_config,
+            chip_config,
+            host_stubs=True,
+            tx_confirm=tx_confirm,
+        )
         self.chip = Chip(chip_config)
         load_system(self.chip, self.image)
         self.sent = 0
@@ -627,8 +661,17 @@ class Harness:
 
     def packet(self, frame: bytes, in_port: int) -> int:
         i = self.alloc()
-        self.chip.mem_write("dram", SYS.buf_addr(i), bytes(SYS.pkt_pad) + frame + bytes(-(len(frame) + 2) % 8))
-        self._w(SYS.desc_addr(i) + 4, SYS.buf_addr(i), len(frame) << 16 | SYS.pkt_pad, in_port << 24, 0, 0)
+        self.chip.mem_write(
+            "dram", SYS.buf_addr(i), bytes(SYS.pkt_pad) + frame + bytes(-(len(frame) + 2) % 8)
+        )
+        self._w(
+            SYS.desc_addr(i) + 4,
+            SYS.buf_addr(i),
+            len(frame) << 16 | SYS.pkt_pad,
+            in_port << 24,
+            0,
+            0,
+        )
         self.lengths[i] = len(frame)
         return 0x8000_0000 | (in_port & 7) << 28 | i
 

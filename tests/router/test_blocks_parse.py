@@ -24,7 +24,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traffic"
 REASONS = load_reasons()
 
 
-def single_block(source: str, threads: int, defines: dict[str, Any] | None = None) -> dict[str, Any]:
+def single_block(
+    source: str, threads: int, defines: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A layout of one block between a host source (ME 0) and a host sink (ME 5)."""
     return {
         "name": "single",
@@ -72,7 +74,9 @@ def test_parse_classifies_like_the_oracle(threads: int, ref: RefRouter) -> None:
         ttl_le1 = p.data[22] <= 1
         src = int.from_bytes(p.data[26:30], "big")
         assert bool(pw >> SYS.pw_ttl_le1_bit & 1) == ttl_le1, p.kind
-        assert bool(pw >> SYS.pw_src_on_in_subnet_bit & 1) == cfg.ports[p.port].on_subnet(src), p.kind
+        assert bool(pw >> SYS.pw_src_on_in_subnet_bit & 1) == cfg.ports[p.port].on_subnet(src), (
+            p.kind
+        )
     for pw, rec in excs:
         p = by_index[pw & 0xFFFF]
         handled.add(pw & 0xFFFF)
@@ -133,7 +137,12 @@ def test_parse_edge_rules(ref: RefRouter) -> None:
     for f, pw in zip(cases, pws, strict=True):
         o = ref.process(f, 1)
         i = pw & 0xFFFF
-        if isinstance(o, Except) and o.reason not in ("no_route", "ttl_expired", "redirect", "arp_miss"):
+        if isinstance(o, Except) and o.reason not in (
+            "no_route",
+            "ttl_expired",
+            "redirect",
+            "arp_miss",
+        ):
             assert excs.get(i) == REASONS.exception(o.reason).code, o
         elif isinstance(o, Drop):
             assert i not in outs and i not in excs, o

@@ -23,7 +23,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traffic"
 REASONS = load_reasons()
 
 
-def check_against_oracle(h: Harness, pkts: list[Any], by_index: dict[int, Any], ref: RefRouter) -> None:
+def check_against_oracle(
+    h: Harness, pkts: list[Any], by_index: dict[int, Any], ref: RefRouter
+) -> None:
     outs, excs = h.outputs(), h.exceptions()
     handled: set[int] = set()
     flows: dict[tuple[int, int], list[int]] = collections.defaultdict(list)

@@ -1,0 +1,119 @@
+"""`npk link`: layouts as data -> system images; inconsistent layouts rejected with a
+reason; the generated reasons header is current."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from npkit.toolchain.cli import main
+from npkit.toolchain.image import read_image
+from npkit.toolchain.link import REASONS_H, SYS, LinkError, link, load_layout, reasons_header
+
+LAYOUTS = Path(__file__).resolve().parents[2] / "microcode" / "layouts"
+
+
+def test_reasons_header_is_generated_and_current() -> None:
+    assert REASONS_H.read_text() == reasons_header()
+    assert "#define EXC_NO_ROUTE" in REASONS_H.read_text()
+
+
+@pytest.mark.parametrize(("layout", "params", "blocks"), [
+    ("pipelined", {}, {"parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4]}),
+    ("pipelined", {"threads": 4, "qm": "stub"}, {"parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4]}),
+    ("parallel", {"pool_mes": 6}, {"fastpath": [1, 2, 3, 4, 5, 6], "qm": [14]}),
+])  # fmt: skip
+def test_layouts_link(layout: str, params: dict[str, Any], blocks: dict[str, list[int]]) -> None:
+    image = link(layout, params)
+    assert {p.name: p.mes for p in image.programs} == blocks
+    threads = params.get("threads", 8)
+    assert all(p.ctx_mode == threads for p in image.programs)
+    spaces = {(space, addr) for space, addr, _ in image.programs[0].init_mem}
+    assert ("sram", SYS.freelist_q) in spaces and ("sram", SYS.desc_base) in spaces
+    graph = image.meta["graph"]
+    assert {e["ring"] for e in graph["edges"]} == set(image.meta["rings"])
+    if params.get("qm") == "stub":
+        assert len(next(p for p in image.programs if p.name == "qm").words) < 100
+
+
+def test_cli_writes_an_image(tmp_path: Path) -> None:
+    out = tmp_path / "sys.elf"
+    res = CliRunner().invoke(main, ["link", "pipelined", "-D", "threads=4", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    image = read_image(out)
+    assert [p.ctx_mode for p in image.programs] == [4, 4, 4, 4]
+    res = CliRunner().invoke(main, ["link", "pipelined", "-D", "nonsense=1", "-o", str(out)])
+    assert res.exit_code == 1 and "no such parameter" in res.output
+
+
+def base() -> dict[str, Any]:
+    return yaml.safe_load((LAYOUTS / "pipelined.yaml").read_text())
+
+
+def broken(change: str) -> dict[str, Any]:
+    lay = copy.deepcopy(base())
+    b, r = lay["blocks"], lay["rings"]
+    if change == "me_twice":
+        b["lookup"]["mes"] = [1]
+    elif change == "unknown_ring":
+        b["lookup"]["out"] = "nowhere"
+    elif change == "ring_number_twice":
+        r["qm_to_tx"]["ring"] = 0
+    elif change == "two_consumers":
+        b["hdr_format"]["in"] = "parse_to_lookup"
+    elif change == "threads":
+        b["parse"]["threads"] = 6
+    elif change == "variant":
+        lay["params"]["qm"] = "fancy"
+    elif change == "unknown_param":
+        b["parse"]["threads"] = "${nthreads}"
+    elif change == "ring_size":
+        r["hdr_to_qm"]["size"] = 300
+    elif change == "no_status":
+        r["lookup_to_hdr"]["ring"] = 13
+    elif change == "too_much_scratch":
+        for ring in r.values():
+            ring["size"] = 1024
+    elif change == "missing_source":
+        b["parse"]["source"] = "parse/nope.uc"
+    elif change == "me_range":
+        b["parse"]["mes"] = [16]
+    return lay
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ("me_twice", "ME 1 is already used by block parse"),
+    ("unknown_ring", "out ring 'nowhere' is not declared"),
+    ("ring_number_twice", "both use scratch ring 0"),
+    ("two_consumers", "exactly one consumer"),
+    ("threads", "threads must be 4 or 8"),
+    ("variant", "variant 'fancy' is not one of full, stub"),
+    ("unknown_param", "unknown parameter ${nthreads}"),
+    ("ring_size", "size 300 is not"),
+    ("no_status", "only scratch rings 0..11 have a full flag"),
+    ("too_much_scratch", "bytes of scratch"),
+    ("missing_source", "source parse/nope.uc not found"),
+    ("me_range", "ME 16 outside 0..15"),
+])  # fmt: skip
+def test_bad_layouts_are_rejected_with_a_reason(change: str, message: str) -> None:
+    with pytest.raises(LinkError, match=None) as info:
+        link(broken(change))
+    assert message in str(info.value)
+
+
+def test_fastpath_cannot_use_the_lookup_cache() -> None:
+    lay = yaml.safe_load((LAYOUTS / "parallel.yaml").read_text())
+    lay["blocks"]["fastpath"]["defines"] = {"LOOKUP_CAM_CACHE": True}
+    with pytest.raises(LinkError, match="CAM"):
+        link(lay)
+
+
+def test_params_substitute_typed_values() -> None:
+    lay = load_layout("parallel", {"pool_mes": 3, "threads": 4})
+    assert lay.blocks["fastpath"].mes == [1, 2, 3]
+    assert lay.blocks["fastpath"].threads == 4
