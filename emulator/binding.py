@@ -216,6 +216,7 @@ class Chip:
         self.ctx_mode = [8] * int(self.config["num_me"])
         self._msf_keep: Any = None
         self._cb_error: Exception | None = None
+        self._rings: dict[int, tuple[int, int, int]] = {}  # scratch ring -> (base, size, margin) as configured
 
     def close(self) -> None:
         if getattr(self, "_chip", None) is not None and self._chip != self.ffi.NULL:
@@ -252,6 +253,7 @@ class Chip:
 
     def reset(self) -> None:
         self.lib.npk_reset(self._chip)
+        self._rings.clear()
 
     # -- loading
     def load(self, me: int, words: list[int], ctx_mode: int = 8) -> None:
@@ -364,11 +366,17 @@ class Chip:
 
     def scratch_ring(self, ring: int, base: int, size_words: int, full_margin: int = 0) -> None:
         self._check(self.lib.npk_scratch_ring_config(self._chip, ring, base, size_words, full_margin), "ring")
+        self._rings[ring] = (base, size_words, full_margin)
 
     def scratch_ring_count(self, ring: int) -> int:
         out = self.ffi.new("uint32_t *")
         self._check(self.lib.npk_scratch_ring_count(self._chip, ring, out), "ring count")
         return int(out[0])
+
+    def scratch_ring_info(self, ring: int) -> dict[str, int]:
+        """Configuration (as set through scratch_ring; size 0 = never configured) and count."""
+        base, size, margin = self._rings.get(ring, (0, 0, 0))
+        return {"base": base, "size": size, "full_margin": margin, "count": self.scratch_ring_count(ring)}
 
     def cap_csr(self, addr: int) -> int:
         out = self.ffi.new("uint32_t *")

@@ -19,6 +19,10 @@ SUBCOMMANDS: dict[str, str] = {
     "disasm": "npkit.asm.cli:disasm_cmd",
     "traffic": "npkit.emulator.traffic.cli:traffic",
     "run": "npkit.emulator.cli:run_cmd",
+    "debug": "npkit.toolchain.debug.cli:debug_cmd",
+    "trace": "npkit.toolchain.debug.cli:trace_cmd",
+    "graph": "npkit.toolchain.graph:graph",
+    "why": "npkit.toolchain.debug.cli:why_cmd",
     "link": "npkit.toolchain.link:link_cmd",
 }
 

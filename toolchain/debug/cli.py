@@ -1,0 +1,173 @@
+"""`npk debug`, `npk trace` and `npk why`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .target import TargetError, open_target
+
+
+def _me_list(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out.extend(range(int(lo), int(hi) + 1))
+        elif part:
+            out.append(int(part))
+    return out
+
+
+def _interactive(session: object) -> None:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import WordCompleter
+    from prompt_toolkit.history import FileHistory
+
+    from .session import DebugError, Session
+
+    assert isinstance(session, Session)
+    words = sorted(set(session.commands) | set(session.aliases))
+    for sm in session.target.maps.values():
+        words += list(sm.labels) + [r.name for r in sm.regs] + list(sm.signals)
+        words += [Path(f).name for f in sm.files()]
+    hist = Path.home() / ".npk_debug_history"
+    try:
+        history = FileHistory(str(hist))
+    except OSError:
+        history = None
+    prompt: PromptSession[str] = PromptSession(history=history,
+                                               completer=WordCompleter(sorted(set(words)), sentence=True))  # fmt: skip
+    click.echo(f"npk debug: {session.target.path} on ME {', '.join(map(str, session.target.mes))}; "
+               "`help` lists commands, Ctrl-D quits")  # fmt: skip
+    session.execute("thread")
+    click.echo("\n".join(session.out))
+    while True:
+        try:
+            line = prompt.prompt("(npk) ")
+        except EOFError:
+            return
+        except KeyboardInterrupt:
+            continue
+        if line.strip() in ("quit", "exit", "q"):
+            return
+        try:
+            text = session.execute(line)
+        except DebugError as e:
+            click.echo(f"error: {e}", err=True)
+            continue
+        if text:
+            click.echo(text)
+
+
+def run_batch(session: object, lines: list[str], origin: str, echo: bool = True) -> int:
+    """Run commands; the first error prints `origin:N: error: ...` and returns 1."""
+    from .session import DebugError, Session
+
+    assert isinstance(session, Session)
+    for n, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        if text in ("quit", "exit", "q"):
+            break
+        if echo:
+            click.echo(f"(npk) {text}")
+        try:
+            out = session.execute(text)
+        except DebugError as e:
+            click.echo(f"{origin}:{n}: error: {e}", err=True)
+            return 1
+        if out:
+            click.echo(out)
+    return 0
+
+
+@click.command("debug")
+@click.argument("image", type=click.Path(exists=True, dir_okay=False))
+@click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
+@click.option("--me", "me_list", default=None, help="MEs to load on, e.g. 0,1 or 0-3 (images without an ME assignment).")
+@click.option("--traffic", default=None, help="Traffic spec (YAML) or pcap for the MSF device.")
+@click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
+def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None, batch: str | None) -> None:
+    """Debug IMAGE (an npkit ELF, a .uc source, or a layout YAML) interactively or from a script."""
+    from .session import DebugError, Session
+
+    try:
+        target = open_target(image, config, _me_list(me_list), traffic)
+        session = Session(target)
+    except (TargetError, DebugError) as e:
+        raise click.ClickException(str(e)) from None
+    if batch is not None:
+        sys.exit(run_batch(session, Path(batch).read_text().splitlines(), batch))
+    if not sys.stdin.isatty():
+        sys.exit(run_batch(session, sys.stdin.read().splitlines(), "<stdin>"))
+    _interactive(session)
+
+
+@click.command("trace")
+@click.argument("image", type=click.Path(exists=True, dir_okay=False))
+@click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
+@click.option("--me", "me_list", default=None, help="MEs to load on (images without an ME assignment).")
+@click.option("--traffic", default=None, help="Traffic spec (YAML) or pcap for the MSF device.")
+@click.option("--cycles", default=100_000, show_default=True, type=int, help="Cycles to run.")
+@click.option("--from", "t_from", default=0, type=int, help="First cycle written to the trace.")
+@click.option("--to", "t_to", default=None, type=int, help="Last cycle written (default: the end of the run).")
+@click.option("--packets", "buffers", default=None,
+              help="DRAM packet buffers as BASE:SIZE[:COUNT] (e.g. 0x100000:2048) to follow packets by buffer.")  # fmt: skip
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None, cycles: int, t_from: int,
+              t_to: int | None, buffers: str | None, output: str, as_json: bool) -> None:  # fmt: skip
+    """Run IMAGE and write a Perfetto/Chrome trace (open it at ui.perfetto.dev)."""
+    from .trace import BufferMap, TraceError, record_trace
+
+    try:
+        target = open_target(image, config, _me_list(me_list), traffic)
+        bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
+        summary = record_trace(target, cycles, t_from, t_to, Path(output), bmap)
+    except (TargetError, TraceError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(f"{output}: {summary['events']} events, cycles {summary['from']}..{summary['to']} "
+                   f"({summary['tracks']} thread tracks, {summary['flows']} memory flows, "
+                   f"{summary['packets']} packets)", err=True)  # fmt: skip
+
+
+@click.command("why")
+@click.argument("packet_id")
+@click.option("--run", "run_dir", default=None, type=click.Path(file_okay=False),
+              help="Directory of a run (holds run.json naming the image and buffers); default: the options below.")  # fmt: skip
+@click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="Image, .uc or layout to run.")
+@click.option("--config", default="ixp2800", show_default=True)
+@click.option("--me", "me_list", default=None)
+@click.option("--traffic", default=None)
+@click.option("--cycles", default=1_000_000, show_default=True, type=int)
+@click.option("--buffer", "buffer", default=None,
+              help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True)
+def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str, me_list: str | None,
+            traffic: str | None, cycles: int, buffer: str | None, as_json: bool) -> None:  # fmt: skip
+    """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed."""
+    from .why import WhyError, explain, load_run_spec
+
+    try:
+        spec = load_run_spec(run_dir, image, config, me_list, traffic, cycles, buffer)
+        report = explain(spec, packet_id)
+    except (TargetError, WhyError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        from .why import render
+
+        click.echo(render(report))

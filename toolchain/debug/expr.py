@@ -1,0 +1,89 @@
+"""Expressions in debugger commands: `break L if a3 == 5`, `print len + 2`, `packet buf + 2`.
+
+Python expression syntax restricted to integers, names, arithmetic, bitwise and
+comparison operators and `and`/`or`/`not`.  Names are resolved by a callback (register
+names, `.reg` names, labels, signals); `$x`, `$$x`, `@a5` and `n$3` are accepted as
+names by rewriting them before parsing.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable
+
+_BIN = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Div: operator.floordiv, ast.Mod: operator.mod,
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+}  # fmt: skip
+_CMP = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge,
+}  # fmt: skip
+_NAME = re.compile(r"(?<![\w$@])((?:@)?(?:\$\$?|n\$)?[A-Za-z_][\w]*(?:\.(?:in|out|state))?|(?:@)?(?:\$\$?|n\$)\d+(?:\.(?:in|out))?)")
+
+
+class ExprError(ValueError):
+    pass
+
+
+def names_in(text: str) -> list[str]:
+    return [m[1] for m in _NAME.finditer(text) if not re.fullmatch(r"and|or|not|0x\w+", m[1])]
+
+
+def evaluate(text: str, lookup: Callable[[str], int]) -> int:
+    """Value of `text`; comparisons and logic give 0/1."""
+    mapping: dict[str, str] = {}
+
+    def sub(m: re.Match[str]) -> str:
+        name = m[1]
+        if name in ("and", "or", "not") or re.fullmatch(r"\d\w*", name):
+            return name
+        key = f"_v{len(mapping)}"
+        mapping[key] = name
+        return key
+
+    src = _NAME.sub(sub, text.strip())
+    src = re.sub(r"!(?!=)", " not ", src.replace("&&", " and ").replace("||", " or "))
+    try:
+        tree = ast.parse(src, mode="eval")
+    except SyntaxError:
+        raise ExprError(f"cannot parse expression '{text}'") from None
+
+    def ev(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return int(node.value)
+        if isinstance(node, ast.Name):
+            name = mapping.get(node.id, node.id)
+            return int(lookup(name))
+        if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
+            return int(_BIN[type(node.op)](ev(node.left), ev(node.right)))
+        if isinstance(node, ast.UnaryOp):
+            v = ev(node.operand)
+            if isinstance(node.op, ast.USub):
+                return -v
+            if isinstance(node.op, ast.Invert):
+                return ~v & 0xFFFFFFFF
+            if isinstance(node.op, ast.Not):
+                return int(not v)
+            if isinstance(node.op, ast.UAdd):
+                return v
+        if isinstance(node, ast.BoolOp):
+            vals = (ev(v) for v in node.values)
+            return int(all(vals)) if isinstance(node.op, ast.And) else int(any(vals))
+        if isinstance(node, ast.Compare):
+            left = ev(node.left)
+            for op, right_node in zip(node.ops, node.comparators, strict=True):
+                right = ev(right_node)
+                if type(op) not in _CMP or not _CMP[type(op)](left, right):
+                    return 0
+                left = right
+            return 1
+        raise ExprError(f"unsupported expression '{text}'")
+
+    return ev(tree)

@@ -1,0 +1,771 @@
+"""The debugger: one Session over a Target, driven by command lines.
+
+The interactive front end (prompt_toolkit) and batch mode (`--batch FILE`, or stdin when
+it is not a terminal) both call `Session.execute(line)`, which returns the output text;
+user errors raise DebugError.  Output depends only on the image, the config and the
+commands, so batch transcripts are stable enough to assert on.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from npkit.emulator.binding import (
+    CTX_STATES,
+    K_CAM_STATE,
+    K_CAM_TAG,
+    K_CSR,
+    K_DIN,
+    K_DOUT,
+    K_LM,
+    K_NN,
+    K_SIN,
+    K_SOUT,
+    UNITS,
+    EmulatorError,
+    HistEvent,
+    parse_reg,
+)
+from npkit.toolchain.isa import DecodeError, decode, isa
+
+from . import packet as pkt
+from .expr import ExprError, evaluate
+from .source import macro_frames, where
+from .target import Target
+
+DEFAULT_RUN = 10_000_000
+MAX_NEXT_STEPS = 100_000
+HISTORY_KEEP = 20_000
+
+
+class DebugError(ValueError):
+    """A command that cannot be carried out; the message says why."""
+
+
+@dataclass
+class Breakpoint:
+    num: int
+    spec: str
+    ids: list[tuple[int, int]]  # (C breakpoint id, pc) per ME
+    where: str
+    cond: str = ""
+    hits: int = 0
+
+
+@dataclass
+class Watchpoint:
+    num: int
+    spec: str
+    cid: int
+    me: int
+    ctx: int
+    reg: str = ""  # physical name when a register
+    space: str = ""
+    addr: int = 0
+    length: int = 0
+    last: bytes | int = 0
+    hits: int = 0
+
+
+@dataclass
+class Session:
+    target: Target
+    out: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        t = self.target
+        if not t.loaded:
+            raise DebugError("nothing is loaded")
+        self.chip = t.chip
+        self.me = t.mes[0]
+        self.ctx = t.ctxs(self.me)[0]
+        self.breaks: dict[int, Breakpoint] = {}
+        self.watches: dict[int, Watchpoint] = {}
+        self.next_num = 1
+        self.events: deque[HistEvent] = deque(maxlen=HISTORY_KEEP)
+        self.sram_queues: set[int] = set()
+        self.sram_rings: set[int] = set()
+        self.chip.history_enable(1)
+        self.commands: dict[str, tuple[Callable[[list[str], str], None], str]] = {
+            "run": (self.cmd_run, "run [CYCLES]            run until a breakpoint, watchpoint or halt (or CYCLES)"),
+            "continue": (self.cmd_run, "continue [CYCLES]       same as run"),
+            "step": (self.cmd_step, "step [N] [ME[:CTX]]     execute N instructions of the thread"),
+            "next": (self.cmd_next, "next [N]                step to the next source line at this macro depth"),
+            "break": (self.cmd_break, "break FILE:LINE|LABEL|ADDR [if EXPR]  set a breakpoint"),
+            "watch": (self.cmd_watch, "watch REG | sram|dram|scratch ADDR [LEN]  stop when it is written"),
+            "delete": (self.cmd_delete, "delete [N]              delete breakpoint/watchpoint N (all without N)"),
+            "info": (self.cmd_info, "info                    list breakpoints and watchpoints"),
+            "thread": (self.cmd_thread, "thread ME:CTX           make ME:CTX the current thread"),
+            "threads": (self.cmd_threads, "threads                 every context of every loaded ME"),
+            "regs": (self.cmd_regs, "regs [ME:CTX]           registers by .reg name and physical name, xfers, NN, LM, CSRs, CAM"),
+            "print": (self.cmd_print, "print EXPR              value of an expression over registers"),
+            "signals": (self.cmd_signals, "signals [ME]            signals raised and awaited per context"),
+            "mem": (self.cmd_mem, "mem sram|dram|scratch ADDR [LEN]  dump memory"),
+            "rings": (self.cmd_rings, "rings                   scratch rings: base, size, count; SRAM rings seen"),
+            "queues": (self.cmd_queues, "queues [ADDR...]        SRAM queue descriptors (seen in use, or at ADDR)"),
+            "packet": (self.cmd_packet, "packet [EXPR] [pad N] [len N]  decode the packet buffer at DRAM address EXPR"),
+            "list": (self.cmd_list, "list [FILE:LINE|LABEL]  source around the PC (=> marks the current line)"),
+            "where": (self.cmd_where, "where                   current thread's location with its macro chain"),
+            "stats": (self.cmd_stats, "stats                   ME and unit statistics"),
+            "cycle": (self.cmd_cycle, "cycle                   current cycle and emulated time"),
+            "help": (self.cmd_help, "help [COMMAND]          this list"),
+        }  # fmt: skip
+        self.aliases = {"c": "continue", "s": "step", "n": "next", "b": "break", "r": "run",
+                        "p": "print", "l": "list", "bt": "where", "i": "info", "x": "mem"}  # fmt: skip
+
+    # ------------------------------------------------------------------ plumbing
+    def emit(self, text: str = "") -> None:
+        self.out.append(text)
+
+    def execute(self, line: str) -> str:
+        """Run one command line; returns its output (raises DebugError)."""
+        self.out = []
+        text = line.strip()
+        if not text or text.startswith("#"):
+            return ""
+        word, _, rest = text.partition(" ")
+        name = self.aliases.get(word, word)
+        if name not in self.commands:
+            cands = [c for c in self.commands if c.startswith(name)]
+            if len(cands) != 1:
+                raise DebugError(f"unknown command '{word}' (try help)")
+            name = cands[0]
+        try:
+            args = shlex.split(rest)
+        except ValueError as e:
+            raise DebugError(str(e)) from None
+        try:
+            self.commands[name][0](args, rest.strip())
+        except EmulatorError as e:
+            raise DebugError(str(e)) from None
+        except ExprError as e:
+            raise DebugError(str(e)) from None
+        finally:
+            self._drain()
+        return "\n".join(self.out)
+
+    def _drain(self) -> None:
+        for ev in self.chip.history():
+            self.events.append(ev)
+            if ev.kind == "mem_issue" and ev.unit == 0:
+                cmd = ev.a0 & 0xFF
+                if cmd in (11, 12, 15):
+                    self.sram_queues.add(ev.a1 & ~3)
+                elif cmd in (9, 10):
+                    self.sram_rings.add(ev.a1 & ~3)
+
+    def _thread(self, spec: str) -> tuple[int, int]:
+        m = re.fullmatch(r"(\d+)(?::(\d+))?", spec)
+        if not m:
+            raise DebugError(f"expected ME or ME:CTX, got '{spec}'")
+        me = int(m[1])
+        ctx = int(m[2]) if m[2] is not None else (self.ctx if me == self.me else self.target.ctxs(me)[0]) \
+            if me in self.target.loaded else 0  # fmt: skip
+        if me not in self.target.loaded:
+            raise DebugError(f"ME {me} has nothing loaded (loaded: {', '.join(map(str, self.target.mes))})")
+        if ctx not in self.target.ctxs(me):
+            raise DebugError(f"ME {me} has no context {ctx}")
+        return me, ctx
+
+    def pc(self, me: int | None = None, ctx: int | None = None) -> int:
+        return self.chip.reg(self.me if me is None else me, "pc", self.ctx if ctx is None else ctx)
+
+    def loc(self, me: int, pc: int) -> str:
+        sm = self.target.smap(me)
+        lab = sm.label_at.get(pc)
+        return where(sm.entry(pc)) + (f" <{lab}>" if lab else "")
+
+    def instr_text(self, me: int, pc: int) -> str:
+        prog = self.target.program(me)
+        if not 0 <= pc < len(prog.words):
+            return "(outside the program)"
+        try:
+            return decode(prog.words[pc], prog.ctx_mode)
+        except DecodeError:
+            return f".word 0x{prog.words[pc]:010x}"
+
+    def show_here(self, me: int | None = None, ctx: int | None = None) -> None:
+        me = self.me if me is None else me
+        ctx = self.ctx if ctx is None else ctx
+        pc = self.pc(me, ctx)
+        sm = self.target.smap(me)
+        e = sm.entry(pc)
+        state = self.chip.ctx_state(me, ctx)
+        self.emit(f"ME {me} ctx {ctx} pc {pc} ({state}) at {self.loc(me, pc)}")
+        if e is not None:
+            src = sm.source_line(e.file, e.line).strip()
+            self.emit(f"  {e.line:>5}  {src}" if src else f"  {self.instr_text(me, pc)}")
+        self.emit(f"         {self.instr_text(me, pc)}")
+
+    # ------------------------------------------------------------------ names and values
+    def reg_value(self, name: str, me: int | None = None, ctx: int | None = None) -> int:
+        me = self.me if me is None else me
+        ctx = self.ctx if ctx is None else ctx
+        sm = self.target.smap(me)
+        base, _, half = name.partition(".")
+        cands = sm.reg_candidates(base)
+        phys = {c.phys for c in cands}
+        if len(phys) > 1:
+            raise DebugError(f"'{base}' names {len(phys)} registers in different scopes: "
+                             + ", ".join(f"{c.phys} (scope {c.scope or 'global'})" for c in cands))  # fmt: skip
+        if phys:
+            reg = phys.pop() + (f".{half}" if half else "")
+            return self.chip.reg(me, reg, ctx)
+        if name in sm.labels:
+            return sm.labels[name]
+        if name in sm.signals:
+            return sm.signals[name]
+        if name in sm.mems:
+            return int(sm.mems[name].value)
+        try:
+            return self.chip.reg(me, name, ctx)
+        except EmulatorError:
+            raise DebugError(f"unknown name '{name}' (not a .reg, register, label, signal or memory symbol)") from None
+
+    def eval(self, text: str, me: int | None = None, ctx: int | None = None) -> int:
+        return evaluate(text, lambda n: self.reg_value(n, me, ctx))
+
+    def sig_name(self, me: int, n: int) -> str:
+        names = [k for k, v in self.target.smap(me).signals.items() if v == n]
+        return f"{names[0]}(s{n})" if names else f"s{n}"
+
+    def sig_list(self, me: int, mask: int) -> str:
+        return " ".join(self.sig_name(me, n) for n in range(16) if mask >> n & 1) or "-"
+
+    # ------------------------------------------------------------------ running
+    def _report_stop(self, reason: str, start: int) -> None:
+        st = self.chip.last_stop()
+        cyc = self.chip.cycle
+        if reason == "breakpoint":
+            bp = self._bp_of(st["id"])
+            if st["me"] >= 0:
+                self.me, self.ctx = st["me"], st["ctx"]
+            self.emit(f"breakpoint {bp.num if bp else '?'} ({bp.spec if bp else ''}) hit at cycle {cyc}")
+            self.show_here()
+        elif reason == "watchpoint":
+            self._report_watch(st)
+        elif reason == "halted":
+            self.emit(f"all MEs halted at cycle {cyc}")
+            for me in self.target.mes:
+                s = self.chip.me_status(me)
+                if s["state"] != "running":
+                    self.emit(f"  ME {me}: {s['state']} at {self.loc(me, s['pc'])}"
+                              + (f" ({s['reason']})" if s["reason"] else ""))  # fmt: skip
+        else:
+            self.emit(f"ran {cyc - start} cycles, now at cycle {cyc}")
+
+    def _bp_of(self, cid: int) -> Breakpoint | None:
+        return next((b for b in self.breaks.values() if any(i == cid for i, _ in b.ids)), None)
+
+    def _report_watch(self, st: dict[str, int]) -> None:
+        w = next((x for x in self.watches.values() if x.cid == st["id"]), None)
+        if w is None:
+            self.emit(f"watchpoint ? hit at cycle {self.chip.cycle}")
+            return
+        w.hits += 1
+        if w.reg:
+            new = self.chip.reg(w.me, w.reg, w.ctx)
+            self.emit(f"watchpoint {w.num} ({w.spec}): 0x{int(w.last):x} -> 0x{new:x} at cycle {self.chip.cycle}")
+            w.last = new
+            if st["me"] >= 0:
+                self.me = st["me"]
+                self.ctx = st["ctx"] if st["ctx"] >= 0 else self.ctx
+            self.show_here()
+            return
+        new_b = self.chip.mem_read(w.space, w.addr, w.length)
+        self.emit(f"watchpoint {w.num} ({w.spec}) written at cycle {self.chip.cycle}")
+        old_b = w.last if isinstance(w.last, bytes) else b""
+        for i in range(0, w.length, 4):
+            o, n = old_b[i : i + 4], new_b[i : i + 4]
+            if o != n:
+                self.emit(f"  {w.space} 0x{w.addr + i:x}: {o.hex() or '?'} -> {n.hex()}")
+        w.last = new_b
+        writer = self._writer(w.space, w.addr, w.length)
+        if writer is not None:
+            self.me, self.ctx = writer.me, writer.ctx
+            self.emit(f"  written by ME {writer.me} ctx {writer.ctx} (command issued at cycle {writer.cycle})")
+            self.show_here()
+
+    def _writer(self, space: str, addr: int, length: int) -> HistEvent | None:
+        """The thread whose write to [addr, addr+length) completed last (from history)."""
+        unit = UNITS.index(space)
+        self._drain()
+        done = next((e for e in reversed(self.events) if e.kind == "mem_done" and e.unit == unit
+                     and addr - 256 < e.a1 < addr + length), None)  # fmt: skip
+        if done is None:
+            return None
+        issue = next((e for e in reversed(self.events) if e.kind == "mem_issue" and e.me == done.me
+                      and e.ctx == done.ctx and e.a1 == done.a1 and e.cycle <= done.cycle), None)  # fmt: skip
+        return issue or done
+
+    def run(self, cycles: int) -> str:
+        start = self.chip.cycle
+        end = start + cycles
+        while True:
+            reason = self.chip.run(max(0, end - self.chip.cycle))
+            if reason == "breakpoint":
+                st = self.chip.last_stop()
+                bp = self._bp_of(st["id"])
+                if bp is not None and bp.cond:
+                    if not self.eval(bp.cond, st["me"], st["ctx"]):
+                        if self.chip.cycle >= end:
+                            reason = "budget"
+                            break
+                        continue
+                if bp is not None:
+                    bp.hits += 1
+            break
+        self._report_stop(reason, start)
+        return reason
+
+    def cmd_run(self, args: list[str], rest: str) -> None:
+        cycles = self._int(args[0]) if args else DEFAULT_RUN
+        self.run(cycles)
+
+    def _int(self, text: str) -> int:
+        try:
+            return int(text, 0)
+        except ValueError:
+            return self.eval(text)
+
+    def step_once(self, me: int, ctx: int) -> str:
+        """Step ME:CTX one instruction; returns 'step' or why something else stopped it."""
+        if self.chip.ctx_state(me, ctx) == "inactive":
+            raise DebugError(f"ME {me} ctx {ctx} is not running (inactive)")
+        lib, raw = self.chip.lib, self.chip._chip
+        for _ in range(2):
+            lib.npk_step(raw, me, ctx)
+            st = self.chip.last_stop()
+            if st["reason"] == "breakpoint" and st["me"] == me and st["ctx"] == ctx:
+                continue  # stopped before its own instruction: step over the breakpoint
+            return str(st["reason"])
+        return "step"
+
+    def cmd_step(self, args: list[str], rest: str) -> None:
+        n = 1
+        if len(args) > 2:
+            raise DebugError("step [N] [ME[:CTX]]")
+        for i, a in enumerate(args):
+            if ":" in a or (i == 1 and len(args) == 2):
+                self.me, self.ctx = self._thread(a)
+            else:
+                n = self._int(a)
+        start = self.chip.cycle
+        for _ in range(n):
+            why = self.step_once(self.me, self.ctx)
+            if why != "step":
+                self._report_stop(why, start)
+                return
+        self.show_here()
+
+    def cmd_next(self, args: list[str], rest: str) -> None:
+        count = self._int(args[0]) if args else 1
+        start = self.chip.cycle
+        sm = self.target.smap(self.me)
+        for _ in range(count):
+            pc0 = self.pc()
+            e0 = sm.entry(pc0)
+            d0 = sm.depth(pc0)
+            key0 = (e0.file, e0.line) if e0 else None
+            for _ in range(MAX_NEXT_STEPS):
+                why = self.step_once(self.me, self.ctx)
+                if why != "step":
+                    self._report_stop(why, start)
+                    return
+                if self.chip.ctx_state(self.me, self.ctx) == "inactive":
+                    self.emit(f"ME {self.me} ctx {self.ctx} ended")
+                    return
+                pc = self.pc()
+                e = sm.entry(pc)
+                if e is None or (sm.depth(pc) <= d0 and (e.file, e.line) != key0):
+                    break
+            else:
+                self.emit(f"next: still on the same line after {MAX_NEXT_STEPS} instructions")
+        self.show_here()
+
+    # ------------------------------------------------------------------ breakpoints
+    def resolve_location(self, spec: str) -> list[tuple[int, int]]:
+        """(me, pc) pairs for FILE:LINE, LABEL or ADDR on every loaded ME it applies to."""
+        out: list[tuple[int, int]] = []
+        errors: list[str] = []
+        for me in self.target.mes:
+            sm = self.target.smap(me)
+            m = re.fullmatch(r"(.+):(\d+)", spec)
+            if m:
+                try:
+                    addrs, _, _ = sm.addrs_for_line(m[1], int(m[2]))
+                except KeyError as e:
+                    errors.append(str(e.args[0]))
+                    continue
+                out += [(me, a) for a in addrs]
+            elif spec.rstrip("#") in sm.labels:
+                out.append((me, sm.labels[spec.rstrip("#")]))
+            elif re.fullmatch(r"0x[0-9a-fA-F]+|\d+", spec):
+                if me == self.me or True:
+                    a = int(spec, 0)
+                    if a >= len(self.target.program(me).words):
+                        errors.append(f"address {a} is past the end of program {self.target.loaded[me]}")
+                        continue
+                    out.append((me, a))
+            else:
+                errors.append(f"'{spec}' is not FILE:LINE, a label or an address")
+        if not out:
+            raise DebugError(errors[0] if errors else f"no code at {spec}")
+        return out
+
+    def cmd_break(self, args: list[str], rest: str) -> None:
+        if not args:
+            raise DebugError("break FILE:LINE|LABEL|ADDR [if EXPR]")
+        spec, _, cond = rest.partition(" if ")
+        spec = spec.strip()
+        if cond.strip():
+            names_ok = self.eval  # validate now: unknown names are an error at set time
+            try:
+                names_ok(cond.strip())
+            except DebugError:
+                raise
+        places = self.resolve_location(spec)
+        ids = [(self.chip.add_breakpoint(pc, me=me), pc) for me, pc in places]
+        me0, pc0 = places[0]
+        bp = Breakpoint(self.next_num, spec, ids, self.loc(me0, pc0), cond.strip())
+        self.breaks[bp.num] = bp
+        self.next_num += 1
+        mes = sorted({me for me, _ in places})
+        addrs = sorted({pc for _, pc in places})
+        self.emit(f"breakpoint {bp.num} at {bp.where}, address {', '.join(map(str, addrs))}"
+                  f" on ME {', '.join(map(str, mes))}" + (f" if {bp.cond}" if bp.cond else ""))  # fmt: skip
+
+    def cmd_watch(self, args: list[str], rest: str) -> None:
+        if not args:
+            raise DebugError("watch REG | sram|dram|scratch ADDR [LEN]")
+        num = self.next_num
+        if args[0] in ("sram", "dram", "scratch"):
+            if len(args) < 2:
+                raise DebugError(f"watch {args[0]} ADDR [LEN]")
+            addr = self._int(args[1])
+            length = self._int(args[2]) if len(args) > 2 else 4
+            cid = self.chip.add_watchpoint(f"{args[0]}:{addr}", length=length)
+            w = Watchpoint(num, f"{args[0]} 0x{addr:x} len {length}", cid, -1, -1, space=args[0], addr=addr,
+                           length=length, last=self.chip.mem_read(args[0], addr, length))  # fmt: skip
+        else:
+            name = args[0]
+            sm = self.target.smap(self.me)
+            cands = sm.reg_candidates(name.partition(".")[0])
+            phys = cands[0].phys + (f".{name.partition('.')[2]}" if "." in name else "") if cands else name
+            try:
+                parse_reg(phys, self.ctx, self.chip.ctx_mode[self.me])
+            except EmulatorError as e:
+                raise DebugError(str(e)) from None
+            cid = self.chip.add_watchpoint(phys, me=self.me, ctx=self.ctx)
+            label = f"{name} ({phys}) ME {self.me} ctx {self.ctx}" if phys != name else f"{name} ME {self.me} ctx {self.ctx}"
+            w = Watchpoint(num, label, cid, self.me, self.ctx, reg=phys, last=self.chip.reg(self.me, phys, self.ctx))
+        self.watches[num] = w
+        self.next_num += 1
+        self.emit(f"watchpoint {num}: {w.spec}")
+
+    def cmd_delete(self, args: list[str], rest: str) -> None:
+        nums = [int(a) for a in args] if args else sorted([*self.breaks, *self.watches])
+        for n in nums:
+            if n in self.breaks:
+                for cid, _ in self.breaks.pop(n).ids:
+                    self.chip.del_breakpoint(cid)
+            elif n in self.watches:
+                self.chip.del_watchpoint(self.watches.pop(n).cid)
+            else:
+                raise DebugError(f"no breakpoint or watchpoint {n}")
+        self.emit(f"deleted {', '.join(map(str, nums))}" if nums else "nothing to delete")
+
+    def cmd_info(self, args: list[str], rest: str) -> None:
+        if not self.breaks and not self.watches:
+            self.emit("no breakpoints or watchpoints")
+        for n in sorted([*self.breaks, *self.watches]):
+            if n in self.breaks:
+                b = self.breaks[n]
+                self.emit(f"{n:3d} break {b.spec:<24} {b.where}" + (f" if {b.cond}" if b.cond else "")
+                          + f"  hits {b.hits}")  # fmt: skip
+            else:
+                w = self.watches[n]
+                self.emit(f"{n:3d} watch {w.spec}  hits {w.hits}")
+
+    # ------------------------------------------------------------------ state
+    def cmd_thread(self, args: list[str], rest: str) -> None:
+        if args:
+            self.me, self.ctx = self._thread(args[0])
+        self.show_here()
+
+    def cmd_where(self, args: list[str], rest: str) -> None:
+        pc = self.pc()
+        sm = self.target.smap(self.me)
+        e = sm.entry(pc)
+        self.emit(f"ME {self.me} ctx {self.ctx} pc {pc} at {e.file}:{e.line}" if e else f"pc {pc}")
+        for i, f in enumerate(reversed(macro_frames(e) if e else [])):
+            self.emit(f"  #{i + 1} {f.name}() called at {f.file}:{f.line}: {sm.source_line(f.file, f.line).strip()}")
+
+    def cmd_threads(self, args: list[str], rest: str) -> None:
+        self.emit(f"cycle {self.chip.cycle}")
+        self.emit("   ME:CTX  state     pc  location                                  waiting on")
+        for me in self.target.mes:
+            status = self.chip.me_status(me)
+            if status["state"] != "running":
+                self.emit(f"  ME {me}: {status['state']}" + (f" ({status['reason']})" if status["reason"] else ""))
+            for ctx in self.target.ctxs(me):
+                state = CTX_STATES[self.chip.reg(me, "state", ctx)]
+                pc = self.chip.reg(me, "pc", ctx)
+                wait = self.chip.reg(me, "wait", ctx)
+                mark = "*" if (me, ctx) == (self.me, self.ctx) else " "
+                waiting = self.sig_list(me, wait) if state == "sleep" else ""
+                self.emit(f"{mark} {me:3d}:{ctx:<3d} {state:<8s} {pc:4d}  {self.loc(me, pc):<40s}  {waiting}".rstrip())
+
+    def cmd_signals(self, args: list[str], rest: str) -> None:
+        me = int(args[0]) if args else self.me
+        if me not in self.target.loaded:
+            raise DebugError(f"ME {me} has nothing loaded")
+        self.emit(f"ME {me} signals (raised = pending for the context; awaited = its ctx_arb mask)")
+        for ctx in self.target.ctxs(me):
+            sigs = self.chip.reg(me, "signals", ctx)
+            wait = self.chip.reg(me, "wait", ctx)
+            state = self.chip.ctx_state(me, ctx)
+            self.emit(f"  ctx {ctx} {state:<8s} raised {self.sig_list(me, sigs):<24s} awaited {self.sig_list(me, wait) if state == 'sleep' else '-'}")
+        sm = self.target.smap(me)
+        if sm.signals:
+            self.emit("  names: " + ", ".join(f"{k}=s{v}" for k, v in sorted(sm.signals.items(), key=lambda kv: kv[1])))
+
+    def _raw(self, me: int, ctx: int, kind: int, index: int) -> int:
+        out = self.chip.ffi.new("uint32_t *")
+        rc = self.chip.lib.npk_reg_read(self.chip._chip, me, ctx, kind, index, out)
+        if rc < 0:
+            raise DebugError(f"cannot read register kind {kind} index {index}")
+        return int(out[0])
+
+    def cmd_regs(self, args: list[str], rest: str) -> None:
+        me, ctx = self._thread(args[0]) if args else (self.me, self.ctx)
+        sm = self.target.smap(me)
+        mode = self.chip.ctx_mode[me]
+        nrel = 16 if mode == 8 else 32
+        base = ctx * 16 if mode == 8 else (ctx // 2) * 32
+        pc = self.chip.reg(me, "pc", ctx)
+        cc = self.chip.reg(me, "cc", ctx)
+        flags = "".join(f for b, f in ((0, "Z"), (1, "N"), (2, "C"), (3, "V")) if cc >> b & 1) or "-"
+        self.emit(f"ME {me} ctx {ctx}  pc {pc}  cc {flags}  state {self.chip.ctx_state(me, ctx)}  at {self.loc(me, pc)}")
+        self.emit("registers by .reg name:")
+        named: dict[str, list[str]] = {}
+        for r in sorted(sm.regs, key=lambda r: (r.kind, r.name, r.scope)):
+            try:
+                if r.kind == "xfer":
+                    vi = self.chip.reg(me, r.phys, ctx)
+                    vo = self.chip.reg(me, r.phys + ".out", ctx)
+                    val = f"in 0x{vi:08x} out 0x{vo:08x}"
+                else:
+                    val = f"0x{self.chip.reg(me, r.phys, ctx):08x} = {self.chip.reg(me, r.phys, ctx)}"
+            except EmulatorError:
+                continue
+            named.setdefault(r.phys, []).append(r.name)
+            scope = f"  [{r.scope}]" if r.scope else ""
+            self.emit(f"  {r.name:<16s} {r.phys:<6s} {val}{scope}")
+        self.emit("GPRs (context-relative):")
+        for bank in "ab":
+            cells = []
+            for i in range(nrel):
+                v = self.chip.reg(me, f"{bank}{i}", ctx)
+                cells.append(f"{bank}{i}={v:08x}")
+            for k in range(0, nrel, 8):
+                self.emit("  " + " ".join(f"{c:<12s}" for c in cells[k : k + 8]))
+        absolute = [r for r in sm.regs if r.phys.startswith("@")]
+        if absolute:
+            self.emit("absolute: " + " ".join(f"{r.phys}={self.chip.reg(me, r.phys, ctx):08x}" for r in absolute))
+        self.emit("transfer registers (nonzero; in = memory->ME, out = ME->memory):")
+        for kind, label in ((K_SIN, "$"), (K_SOUT, "$.out"), (K_DIN, "$$"), (K_DOUT, "$$.out")):
+            cells = []
+            for i in range(nrel):
+                v = self._raw(me, ctx, kind, base + i)
+                if v:
+                    pre, _, suf = label.partition(".")
+                    cells.append(f"{pre}{i}{'.' + suf if suf else ''}={v:08x}")
+            if cells:
+                for k in range(0, len(cells), 6):
+                    self.emit("  " + " ".join(cells[k : k + 6]))
+        nn = [(i, self._raw(me, ctx, K_NN, i)) for i in range(128)]
+        nn = [(i, v) for i, v in nn if v]
+        self.emit("next-neighbour (nonzero, absolute): " + (" ".join(f"n${i}={v:08x}" for i, v in nn[:16]) or "-"))
+        csrs = isa().local_csrs
+        for w in (0, 1):
+            lm_addr = self.chip.reg(me, f"ACTIVE_LM_ADDR_{w}", ctx)
+            start = (lm_addr >> 2) & ~3
+            words = [self._raw(me, ctx, K_LM, (start + i) % int(self.chip.config["lm_words"])) for i in range(8)]
+            self.emit(f"local memory window {w}: ACTIVE_LM_ADDR_{w}=0x{lm_addr:x}  lm[{start}..{start + 7}] "
+                      + " ".join(f"{v:08x}" for v in words))  # fmt: skip
+        self.emit("CSRs:")
+        cells = []
+        for name, addr in sorted(csrs.items(), key=lambda kv: kv[1]):
+            if name.startswith(("USTORE_", "NULL")):
+                continue
+            try:
+                cells.append(f"{name}={self._raw(me, ctx, K_CSR, addr):08x}")
+            except DebugError:
+                continue
+        for k in range(0, len(cells), 3):
+            self.emit("  " + "  ".join(f"{c:<38s}" for c in cells[k : k + 3]).rstrip())
+        cam = [(i, self._raw(me, ctx, K_CAM_TAG, i), self._raw(me, ctx, K_CAM_STATE, i))
+               for i in range(int(self.chip.config["cam_entries"]))]  # fmt: skip
+        self.emit("CAM (entry: tag/state): " + " ".join(f"{i}:{t:08x}/{s:x}" for i, t, s in cam))
+
+    def cmd_print(self, args: list[str], rest: str) -> None:
+        if not rest:
+            raise DebugError("print EXPR")
+        v = self.eval(rest)
+        self.emit(f"{rest} = {v} (0x{v & 0xFFFFFFFF:x})")
+
+    def cmd_mem(self, args: list[str], rest: str) -> None:
+        if len(args) < 2 or args[0] not in ("sram", "dram", "scratch"):
+            raise DebugError("mem sram|dram|scratch ADDR [LEN]")
+        addr = self._int(args[1])
+        length = self._int(args[2]) if len(args) > 2 else 64
+        data = self.chip.mem_read(args[0], addr, length)
+        self.emit(f"{args[0]} 0x{addr:x}, {length} bytes:")
+        for ln in pkt.hexdump(data, addr):
+            self.emit(ln)
+
+    def cmd_rings(self, args: list[str], rest: str) -> None:
+        any_ring = False
+        for r in range(int(self.chip.config["scratch_rings"])):
+            info = self.chip.scratch_ring_info(r)
+            if not info["size"]:
+                continue
+            any_ring = True
+            full = " FULL" if info["count"] + info["full_margin"] >= info["size"] else ""
+            self.emit(f"scratch ring {r:2d}: base 0x{info['base']:04x} size {info['size']:4d} words  "
+                      f"count {info['count']:4d}{full}")  # fmt: skip
+        if not any_ring:
+            self.emit("no scratch ring is configured")
+        for a in sorted(self.sram_rings):
+            d = [self.chip.read32("sram", a + 4 * i) for i in range(5)]
+            self.emit(f"sram ring at 0x{a:08x}: base 0x{d[3]:x} size {d[4]} count {d[2]} head {d[0]} tail {d[1]}")
+
+    def cmd_queues(self, args: list[str], rest: str) -> None:
+        addrs = sorted({self._int(a) & ~3 for a in args} or self.sram_queues)
+        if not addrs:
+            self.emit("no SRAM queue used yet (queues ADDR... reads descriptors at ADDR)")
+            return
+        for a in addrs:
+            head, tail, count = (self.chip.read32("sram", a + 4 * i) for i in range(3))
+            chain = []
+            p = head
+            while p and len(chain) < min(count, 8):
+                chain.append(f"0x{p:x}")
+                p = self.chip.read32("sram", p)
+            more = " ..." if count > len(chain) else ""
+            self.emit(f"queue 0x{a:08x}: count {count} head 0x{head:x} tail 0x{tail:x}"
+                      + (f"  [{' '.join(chain)}{more}]" if chain else ""))  # fmt: skip
+
+    def cmd_packet(self, args: list[str], rest: str) -> None:
+        pad: int | None = None
+        length: int | None = None
+        m = re.search(r"\bpad\s+(\S+)", rest)
+        if m:
+            pad = self._int(m[1])
+            rest = rest[: m.start()] + rest[m.end() :]
+        m = re.search(r"\blen\s+(\S+)", rest)
+        if m:
+            length = self._int(m[1])
+            rest = rest[: m.start()] + rest[m.end() :]
+        expr = rest.strip()
+        how = expr
+        if not expr:
+            dbg = self.target.image.meta.get("debug") or {}
+            expr = str(dbg.get("packet", "")) if isinstance(dbg, dict) else ""
+            if isinstance(dbg, dict) and pad is None and "packet_pad" in dbg:
+                pad = int(dbg["packet_pad"])
+            sysmap = self.target.image.meta.get("sysmap")
+            sm = self.target.smap(self.me)
+            if not expr and isinstance(sysmap, dict) and sm.reg_candidates("pw"):
+                # a linked router: pw = V | in_port << 28 | buffer index (microcode/README.md §3.1)
+                expr = f"((pw & 0xffff) << {sysmap['buf_shift']}) + {sysmap['buf_base']}"
+                if pad is None:
+                    pad = int(sysmap.get("pkt_pad", 0))
+            if not expr:
+                expr = next((n for n in pkt.CONVENTION_REGS if sm.reg_candidates(n)), "")
+            if not expr:
+                raise DebugError("which packet? give its DRAM address: packet EXPR (e.g. packet buf), "
+                                 f"or name a register {'/'.join(pkt.CONVENTION_REGS)} in the program")  # fmt: skip
+            how = f"{expr} (by convention)"
+        addr = self.eval(expr) & 0xFFFFFFFF
+        head = self.chip.mem_read("dram", addr, 64)
+        if pad is None:
+            pad = pkt.guess_pad(head)
+        if length is None:
+            length = pkt.frame_length(head[pad:])
+        frame = self.chip.mem_read("dram", addr + pad, length)
+        self.emit(f"packet at dram 0x{addr:x} = {how}" + (f", frame at +{pad}" if pad else "") + f", {length} bytes")
+        for ln in pkt.decode(frame):
+            self.emit(ln)
+        gid = pkt.traffic_id(frame)
+        if gid is not None:
+            self.emit(f"  traffic   packet id {gid} (NPK1 tag in the payload)")
+        for ln in pkt.hexdump(frame[:64], addr + pad):
+            self.emit(ln)
+        if length > 64:
+            self.emit(f"  ... {length - 64} more bytes (mem dram 0x{addr + pad + 64:x} {length - 64})")
+
+    def cmd_list(self, args: list[str], rest: str) -> None:
+        me = self.me
+        sm = self.target.smap(me)
+        pc = self.pc()
+        cur = sm.entry(pc)
+        if args:
+            me_pc = self.resolve_location(args[0])
+            me, addr = next(((m, a) for m, a in me_pc if m == self.me), me_pc[0])
+            sm = self.target.smap(me)
+            center = sm.entry(addr)
+        else:
+            center = cur
+        if center is None:
+            raise DebugError("no line information here")
+        lines = sm.text(center.file)
+        if lines is None:
+            raise DebugError(f"source file {center.file} not found")
+        lo, hi = max(1, center.line - 5), min(len(lines), center.line + 5)
+        self.emit(f"{center.file}:")
+        for n in range(lo, hi + 1):
+            mark = "=>" if cur is not None and cur.file == center.file and cur.line == n else "  "
+            self.emit(f"{mark}{n:5d}  {lines[n - 1]}".rstrip())
+        frames = macro_frames(cur) if cur is not None and not args else []
+        if frames:
+            f = frames[0]
+            self.emit(f"  (in macro {frames[-1].name}, expanded from {f.file}:{f.line}: "
+                      f"{sm.source_line(f.file, f.line).strip()})")  # fmt: skip
+
+    def cmd_stats(self, args: list[str], rest: str) -> None:
+        st = self.chip.stats()
+        cyc = st["cycle"] or 1
+        self.emit(f"cycle {st['cycle']}")
+        for m in st["mes"]:
+            if m["me"] not in self.target.loaded:
+                continue
+            self.emit(f"ME {m['me']:2d} {self.target.loaded[m['me']]:<12s} {m['status']:<7s} instr {m['instructions']:>8d}"
+                      f"  exec {m['executing_cycles']:>8d}  aborted {m['aborted_cycles']:>6d}  stalled {m['stalled_cycles']:>6d}"
+                      f"  idle {m['idle_cycles']:>8d}  util {100 * (m['executing_cycles'] + m['aborted_cycles'] + m['stalled_cycles']) / cyc:5.1f}%"
+                      f"  swaps {m['ctx_swaps']}")  # fmt: skip
+        for name, chans in st["units"].items():
+            for i, c in enumerate(chans):
+                if c["commands"]:
+                    self.emit(f"  {name}[{i}] commands {c['commands']} bytes {c['bytes']} util {100 * c['utilization']:.1f}%"
+                              f" queue max {c['queue_max']}")  # fmt: skip
+
+    def cmd_cycle(self, args: list[str], rest: str) -> None:
+        c = self.chip.cycle
+        self.emit(f"cycle {c} ({c * 1000 / self.target.clock_mhz:.1f} ns at {self.target.clock_mhz:g} MHz)")
+
+    def cmd_help(self, args: list[str], rest: str) -> None:
+        if args:
+            name = self.aliases.get(args[0], args[0])
+            if name not in self.commands:
+                raise DebugError(f"no command '{args[0]}'")
+            self.emit(self.commands[name][1])
+            return
+        self.emit("commands (unique prefixes work; aliases: " + ", ".join(f"{k}={v}" for k, v in self.aliases.items()) + "):")
+        for _, (_, text) in self.commands.items():
+            self.emit("  " + text)

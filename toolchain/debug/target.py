@@ -1,0 +1,202 @@
+"""What the debugger, tracer and `npk why` run: an image, a source file or a layout.
+
+    target = open_target("prog.elf")            # an npkit ELF image
+    target = open_target("prog.uc")             # assembled on the fly
+    target = open_target("pipelined.yaml")      # linked with `npk link` first
+
+`Target` holds the chip, the image, which program is on which ME, and a SourceMap per
+program.  Traffic (`--traffic`) is attached through the MSF device module when it is in
+the tree (npkit.emulator.msf); rings the image's metadata describes are configured.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npkit.emulator.binding import Chip, EmulatorError
+from npkit.emulator.loader import LoadError, load_image
+from npkit.toolchain.image import Image, ImageError, Program, read_image
+
+from .source import SourceMap, source_maps
+
+
+class TargetError(ValueError):
+    """The target cannot be opened; the message says why."""
+
+
+@dataclass
+class Target:
+    chip: Chip
+    image: Image
+    path: Path
+    loaded: dict[int, str]  # me -> program name
+    maps: dict[str, SourceMap]
+    traffic: Any = None
+    notes: list[str] = field(default_factory=list)
+    harness: Any = None  # npkit.toolchain.link.Harness when the target is a layout
+
+    def program(self, me: int) -> Program:
+        name = self.loaded[me]
+        return next(p for p in self.image.programs if p.name == name)
+
+    def smap(self, me: int) -> SourceMap:
+        return self.maps[self.loaded[me]]
+
+    @property
+    def mes(self) -> list[int]:
+        return sorted(self.loaded)
+
+    def ctxs(self, me: int) -> list[int]:
+        return list(range(0, 8, 2)) if self.chip.ctx_mode[me] == 4 else list(range(8))
+
+    @property
+    def clock_mhz(self) -> float:
+        return float(self.chip.config["clock_mhz"])
+
+
+def _assemble(path: Path) -> Image:
+    from npkit.asm.assembler import assemble
+    from npkit.asm.errors import AsmError, Diagnostics
+
+    try:
+        return assemble(path, diags=Diagnostics()).image
+    except AsmError as e:
+        raise TargetError(str(e)) from None
+
+
+def _link(path: Path) -> Image:
+    """Link a layout with `npk link LAYOUT -o tmp.elf` (the linker's command-line contract)."""
+    if importlib.util.find_spec("npkit.toolchain.link") is None:
+        raise TargetError(f"{path}: a layout needs the linker (npkit.toolchain.link, `npk link`), "
+                          "which is not in this tree yet; link it yourself and pass the image")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="npk-debug-") as tmp:
+        out = Path(tmp) / "system.elf"
+        cmd = [sys.executable, "-c", "from npkit.toolchain.cli import main; main()",
+               "link", str(path), "-o", str(out)]  # fmt: skip
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0 or not out.exists():
+            raise TargetError(f"npk link {path} failed:\n{r.stderr.strip() or r.stdout.strip()}")
+        return read_image(out)
+
+
+def read_target_image(path: str | Path) -> Image:
+    p = Path(path)
+    if not p.exists():
+        raise TargetError(f"{p}: no such file")
+    if p.suffix in (".uc", ".s"):
+        return _assemble(p)
+    if p.suffix in (".yaml", ".yml"):
+        return _link(p)
+    try:
+        return read_image(p)
+    except ImageError as e:
+        raise TargetError(str(e)) from None
+
+
+def _configure_rings(chip: Chip, image: Image) -> list[str]:
+    """Scratch rings listed in image.meta["scratch_rings"]: [{ring, base, size[, full_margin]}]
+    (sizes in words), as a linked system image may carry them."""
+    notes = []
+    for r in image.meta.get("scratch_rings", []) or []:  # list form; linked systems use load_system
+        try:
+            chip.scratch_ring(int(r["ring"]), int(r["base"]), int(r["size"]), int(r.get("full_margin", 0)))
+            notes.append(f"scratch ring {r['ring']}: base 0x{int(r['base']):x}, {r['size']} words")
+        except (KeyError, TypeError, ValueError, EmulatorError) as e:
+            raise TargetError(f"image scratch ring entry {r}: {e}") from None
+    return notes
+
+
+def attach_traffic(target: Target, spec: str) -> None:
+    """Attach the MSF device with traffic from a spec YAML or pcap, when the MSF model exists."""
+    mod = None
+    for name in ("npkit.emulator.msf", "npkit.emulator.msf_device"):
+        if importlib.util.find_spec(name) is not None:
+            mod = importlib.import_module(name)
+            break
+    attach = getattr(mod, "attach_traffic", None) if mod else None
+    if attach is None:
+        raise TargetError("--traffic needs the MSF device (npkit.emulator.msf with attach_traffic(chip, spec)), "
+                          "which is not in this tree yet")  # fmt: skip
+    target.traffic = attach(target.chip, spec)
+
+
+def _is_layout(p: Path) -> bool:
+    if p.suffix not in (".yaml", ".yml"):
+        return False
+    try:
+        import yaml
+
+        raw = yaml.safe_load(p.read_text())
+    except Exception:  # noqa: BLE001 - not YAML: not a layout
+        return False
+    return isinstance(raw, dict) and "blocks" in raw
+
+
+def frames_of(spec: str) -> list[tuple[int, bytes]]:
+    """(in port, frame) from a traffic spec YAML (generated) or a pcap (port 0)."""
+    p = Path(spec)
+    if p.suffix == ".pcap":
+        from npkit.emulator.traffic.pcap import read_pcap
+
+        return [(0, r.data) for r in read_pcap(p)]
+    from npkit.emulator.traffic.generator import generate
+    from npkit.emulator.traffic.spec import load_spec
+
+    return [(g.port, g.data) for g in generate(load_spec(p))]
+
+
+MAX_INJECT = 256
+
+
+def open_layout(p: Path, config: str, traffic: str | None) -> Target:
+    """Link a router layout with host stand-ins for the external blocks (npkit.toolchain.link
+    Harness) and inject the traffic's frames through the receive stand-in."""
+    try:
+        from npkit.toolchain.link import Harness, LinkError
+    except ImportError as e:
+        raise TargetError(f"{p}: a layout needs the linker (npkit.toolchain.link): {e}") from None
+    try:
+        h = Harness(p, chip_config=config)
+    except (LinkError, ValueError, EmulatorError) as e:
+        raise TargetError(f"npk link {p}: {e}") from None
+    loaded = {me: prog.name for prog in h.image.programs for me in prog.mes}
+    t = Target(h.chip, h.image, p, loaded, source_maps(h.image, p))
+    t.harness = h
+    if traffic:
+        frames = frames_of(traffic)
+        for port, frame in frames[:MAX_INJECT]:
+            h.inject(frame, port)
+        t.notes.append(f"injected {min(len(frames), MAX_INJECT)} of {len(frames)} frames from {traffic} "
+                       "through the receive stand-in")  # fmt: skip
+    return t
+
+
+def open_target(path: str | Path, config: str = "ixp2800", mes: list[int] | None = None,
+                traffic: str | None = None, image: Image | None = None) -> Target:  # fmt: skip
+    p = Path(path)
+    if image is None and _is_layout(p):
+        return open_layout(p, config, traffic)
+    img = image if image is not None else read_target_image(p)
+    try:
+        chip = Chip(config)
+        if isinstance(img.meta.get("rings"), dict):  # a linked system (npk link)
+            from npkit.toolchain.link import load_system
+
+            load_system(chip, img)
+            loaded = {me: prog.name for prog in img.programs for me in prog.mes}
+        else:
+            loaded = load_image(chip, img, mes)
+    except (EmulatorError, LoadError) as e:
+        raise TargetError(str(e)) from None
+    t = Target(chip, img, p, loaded, source_maps(img, p))
+    if not isinstance(img.meta.get("rings"), dict):
+        t.notes += _configure_rings(chip, img)
+    if traffic:
+        attach_traffic(t, traffic)
+    return t

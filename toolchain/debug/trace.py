@@ -1,0 +1,228 @@
+"""`npk trace`: thread history as Perfetto / Chrome trace-event JSON.
+
+Open the file at https://ui.perfetto.dev (or chrome://tracing).  What is in it:
+
+* one process per loaded ME ("ME 3 (parse)"), one thread track per context; on each
+  track complete events ("ph": "X") named `executing`, `ready` or `sleeping` that tile
+  the context's time without overlap (args: cycles, pc and source line at the start);
+* memory references: an async span ("b"/"e", process "memory", one name per unit) from
+  issue to completion, and a flow ("s" -> "f", category "mem") from the issuing
+  context's track to the same track at completion, so clicking an `executing` slice
+  shows where its reference landed;
+* packets, when the DRAM packet buffers are known (`--packets BASE:SIZE[:COUNT]` or
+  image.meta["packet_buffers"] = {"base", "size", "count"}): every DRAM reference inside
+  a buffer is a step of that packet's flow (category "packet", "s"/"t"/"f"), and a
+  receive into the start of a buffer (dram[rbuf_rd]) begins a new packet there
+  (id = buffer index and generation: "b5.2");
+* process/thread names as "M" metadata events.
+
+Timestamps ("ts", "dur") are microseconds as the format defines, computed from the
+emulated cycle and the config clock with nanosecond precision ("displayTimeUnit": "ns");
+every event also carries its cycles in args.  Only events inside the window
+[--from, --to] are written, clipped to it, so a long run gives a bounded file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from npkit.emulator.binding import CTX_STATES, UNITS, HistEvent
+from npkit.toolchain.image import Image
+
+from .source import where
+from .target import Target
+
+STATE_NAMES = {"running": "executing", "ready": "ready", "sleep": "sleeping", "inactive": "inactive"}
+CHUNK = 2000
+DRAM = UNITS.index("dram")
+
+
+class TraceError(ValueError):
+    pass
+
+
+@dataclass
+class BufferMap:
+    """DRAM packet buffers: `count` buffers of `size` bytes from `base` (count 0 = unbounded)."""
+
+    base: int
+    size: int
+    count: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> BufferMap:
+        parts = text.split(":")
+        try:
+            vals = [int(p, 0) for p in parts]
+        except ValueError:
+            raise TraceError(f"expected BASE:SIZE[:COUNT], got '{text}'") from None
+        if len(vals) not in (2, 3) or vals[1] <= 0:
+            raise TraceError(f"expected BASE:SIZE[:COUNT] with SIZE > 0, got '{text}'")
+        return cls(*vals)
+
+    @classmethod
+    def from_image(cls, image: Image) -> BufferMap | None:
+        pb = image.meta.get("packet_buffers")
+        if not isinstance(pb, dict):
+            return None
+        return cls(int(pb["base"]), int(pb["size"]), int(pb.get("count", 0)))
+
+    def index(self, addr: int) -> int | None:
+        if addr < self.base:
+            return None
+        i = (addr - self.base) // self.size
+        if self.count and i >= self.count:
+            return None
+        return i
+
+
+def collect(target: Target, cycles: int, stop_at: int | None = None) -> list[HistEvent]:
+    """Run `cycles` cycles (or until stop_at) with history on; every event, in order."""
+    chip = target.chip
+    chip.history_enable(1)
+    events: list[HistEvent] = []
+    end = chip.cycle + cycles if stop_at is None else min(chip.cycle + cycles, stop_at)
+    while chip.cycle < end:
+        before = int(chip.lib.npk_history_dropped(chip._chip))
+        reason = chip.run(min(CHUNK, end - chip.cycle))
+        events.extend(chip.history())
+        if int(chip.lib.npk_history_dropped(chip._chip)) != before:
+            raise TraceError("the emulator's history buffer overflowed; raise history_capacity in the config")
+        if reason == "halted":
+            break
+    return events
+
+
+def record_trace(target: Target, cycles: int, t_from: int, t_to: int | None, out: Path,
+                 buffers: BufferMap | None = None) -> dict[str, Any]:  # fmt: skip
+    chip = target.chip
+    mhz = target.clock_mhz
+    start_cycle = chip.cycle
+    initial = {(me, ctx): (chip.reg(me, "state", ctx), chip.reg(me, "pc", ctx))
+               for me in target.mes for ctx in target.ctxs(me)}  # fmt: skip
+    events = collect(target, cycles, None if t_to is None else t_to + 1)
+    end_cycle = chip.cycle
+    lo = max(t_from, start_cycle)
+    hi = end_cycle if t_to is None else min(t_to, end_cycle)
+    if hi < lo:
+        raise TraceError(f"empty window: --from {t_from} is after the end of the run (cycle {end_cycle})")
+    doc = build_events(target, events, initial, start_cycle, end_cycle, lo, hi, mhz, buffers)
+    out.write_text(json.dumps(doc, separators=(",", ":")))
+    return doc["metadata"]["summary"]
+
+
+def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[int, int], tuple[int, int]],
+                 start: int, end: int, lo: int, hi: int, mhz: float,
+                 buffers: BufferMap | None) -> dict[str, Any]:  # fmt: skip
+    out: list[dict[str, Any]] = []
+    ts = _us_fn(mhz)
+
+    # ---- names
+    for me in target.mes:
+        out.append({"ph": "M", "pid": me, "name": "process_name", "args": {"name": f"ME {me} ({target.loaded[me]})"}})
+        out.append({"ph": "M", "pid": me, "name": "process_sort_index", "args": {"sort_index": me}})
+        for ctx in target.ctxs(me):
+            out.append({"ph": "M", "pid": me, "tid": ctx, "name": "thread_name", "args": {"name": f"ctx {ctx}"}})
+    mem_pid = 1000
+    out.append({"ph": "M", "pid": mem_pid, "name": "process_name", "args": {"name": "memory"}})
+
+    # ---- state spans
+    cur: dict[tuple[int, int], tuple[str, int, int]] = {}  # -> (state, since, pc)
+    for key, (st, pc) in initial.items():
+        cur[key] = (CTX_STATES[st], start, pc)
+    spans = 0
+
+    def close(key: tuple[int, int], until: int) -> None:
+        nonlocal spans
+        state, since, pc = cur[key]
+        a, b = max(since, lo), min(until, hi)
+        if state == "inactive" or b <= a:
+            return
+        me, ctx = key
+        sm = target.smap(me)
+        out.append({"ph": "X", "pid": me, "tid": ctx, "name": STATE_NAMES[state], "cat": "thread",
+                    "ts": ts(a), "dur": round(ts(b) - ts(a), 6),
+                    "args": {"c0": a, "c1": b, "pc": pc, "at": where(sm.entry(pc))}})  # fmt: skip
+        spans += 1
+
+    # ---- memory and packets
+    pending: dict[tuple[int, int, int], list[tuple[int, int, int, int]]] = {}  # (me,ctx,unit) -> [(id, cycle, cmd, addr)]
+    flows = 0
+    mem_id = 0
+    pkt_gen: dict[int, int] = {}
+    pkt_last: dict[str, tuple[int, int, int]] = {}  # packet id -> (cycle, me, ctx) of its last step
+    pkt_steps: dict[str, int] = {}
+    packet_events: list[dict[str, Any]] = []
+
+    for ev in events:
+        key = (ev.me, ev.ctx)
+        if ev.kind == "state" and key in cur:
+            close(key, ev.cycle)
+            cur[key] = (CTX_STATES.get(ev.a0, "inactive"), ev.cycle, ev.a1)
+        elif ev.kind == "mem_issue":
+            mem_id += 1
+            cmd = ev.a0 & 0xFF
+            pending.setdefault((ev.me, ev.ctx, ev.unit), []).append((mem_id, ev.cycle, cmd, ev.a1))
+            if buffers is not None and ev.unit == DRAM:
+                idx = buffers.index(ev.a1)
+                if idx is not None:
+                    if cmd == 0xA and (ev.a1 - buffers.base) % buffers.size < 64 and \
+                            (ev.me, ev.ctx, ev.cycle) != pkt_last.get(f"b{idx}.{pkt_gen.get(idx, 0)}", (0, 0, -1)):  # fmt: skip
+                        pkt_gen[idx] = pkt_gen.get(idx, 0) + 1
+                    pid = f"b{idx}.{pkt_gen.get(idx, 0)}"
+                    if lo <= ev.cycle <= hi:
+                        ph = "s" if pid not in pkt_steps else "t"
+                        packet_events.append({"ph": ph, "pid": ev.me, "tid": ev.ctx, "id": pid, "cat": "packet",
+                                              "name": f"packet {pid}", "ts": ts(ev.cycle),
+                                              "args": {"cycle": ev.cycle, "addr": ev.a1, "cmd": cmd}})  # fmt: skip
+                        pkt_steps[pid] = pkt_steps.get(pid, 0) + 1
+                    pkt_last[pid] = (ev.cycle, ev.me, ev.ctx)
+        elif ev.kind == "mem_done":
+            q = pending.get((ev.me, ev.ctx, ev.unit), [])
+            pick = next((i for i, p in enumerate(q) if p[2] == ev.a0 and p[3] == ev.a1), None)
+            if pick is None:
+                pick = next((i for i, p in enumerate(q) if p[2] == ev.a0), 0 if q else None)
+            if pick is None:
+                continue
+            mid, c0, cmd, addr = q.pop(pick)
+            if c0 < lo or ev.cycle > hi:
+                continue
+            unit = UNITS[ev.unit] if ev.unit < len(UNITS) else str(ev.unit)
+            name = f"{unit} cmd {cmd} 0x{addr:x}"
+            args = {"c0": c0, "c1": ev.cycle, "me": ev.me, "ctx": ev.ctx, "cmd": cmd, "addr": addr}
+            out.append({"ph": "b", "pid": mem_pid, "tid": ev.unit, "id": mid, "cat": unit, "name": name,
+                        "ts": ts(c0), "args": args})  # fmt: skip
+            out.append({"ph": "e", "pid": mem_pid, "tid": ev.unit, "id": mid, "cat": unit, "name": name,
+                        "ts": ts(ev.cycle)})  # fmt: skip
+            out.append({"ph": "s", "pid": ev.me, "tid": ev.ctx, "id": mid, "cat": "mem", "name": name, "ts": ts(c0)})
+            out.append({"ph": "f", "bp": "e", "pid": ev.me, "tid": ev.ctx, "id": mid, "cat": "mem", "name": name,
+                        "ts": ts(ev.cycle)})  # fmt: skip
+            flows += 1
+    for key in cur:
+        close(key, end)
+    # a packet's last step ends its flow
+    last_idx: dict[str, int] = {}
+    for i, e in enumerate(packet_events):
+        last_idx[e["id"]] = i
+    packets = 0
+    for pid, i in last_idx.items():
+        if pkt_steps[pid] > 1:
+            packet_events[i]["ph"] = "f"
+            packet_events[i]["bp"] = "e"
+            packets += 1
+    out += [e for e in packet_events if pkt_steps[e["id"]] > 1]
+    summary = {"from": lo, "to": hi, "events": len(out), "tracks": sum(len(target.ctxs(m)) for m in target.mes),
+               "spans": spans, "flows": flows, "packets": packets, "clock_mhz": mhz,
+               "packet_buffers": None if buffers is None else vars(buffers)}  # fmt: skip
+    return {"traceEvents": out, "displayTimeUnit": "ns",
+            "metadata": {"tool": "npk trace", "image": str(target.path), "summary": summary}}  # fmt: skip
+
+
+def _us_fn(mhz: float) -> Any:
+    def f(cycle: int) -> float:
+        return round(cycle / mhz, 6)
+
+    return f

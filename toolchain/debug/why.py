@@ -1,0 +1,196 @@
+"""`npk why PACKET_ID`: replay a run and say who touched a packet and what each changed.
+
+What the run must record, and how this gets it by replaying (the emulator is
+deterministic: the same image, config, traffic and cycles give the same history):
+
+* where the packet lives: its DRAM buffer.  PACKET_ID is a buffer index; the buffers are
+  `--buffer BASE:SIZE` (buffer i = [BASE + i*SIZE, +SIZE)), or `--buffer ADDR:LEN` with
+  PACKET_ID 0 for one range, or, for a linked router image, the system map in the image
+  (buf_base, 1 << buf_shift, frame at +pkt_pad);
+* who read or wrote it: thread history (level 2: every instruction's pc, and each memory
+  command's issue and completion with unit, command, address and length), so every DRAM
+  reference inside the buffer is attributed to ME, context, block and source line;
+* which bytes each write changed: a DRAM write watchpoint on the buffer stops the run
+  after each write lands; the buffer is compared with the previous snapshot and the
+  changed bytes are credited to the write that completed over them.
+
+Not seen this way: a packet's descriptor and packet word moving through SRAM/scratch
+rings (history events carry addresses, not the data words), so blocks that only pass the
+handle on (lookup, qm) appear only if they touch the buffer.  A history event carrying
+the first data word of ring puts/gets would let `why` follow the handle through rings.
+
+A run directory (`--run DIR`) holds run.json: {"image": ..., "config": ..., "traffic": ...,
+"cycles": N, "buffer": "BASE:SIZE"}, paths relative to DIR.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from npkit.emulator.binding import UNITS
+
+from . import packet as pkt
+from .source import where
+from .target import Target, open_target
+
+DRAM = UNITS.index("dram")
+CHUNK = 1000
+FIELDS = [(0, 6, "eth dst"), (6, 12, "eth src"), (12, 14, "ethertype"), (14, 15, "ip version/ihl"),
+          (15, 16, "ip tos"), (16, 18, "ip total length"), (18, 20, "ip id"), (20, 22, "ip flags/fragment"),
+          (22, 23, "ip ttl"), (23, 24, "ip protocol"), (24, 26, "ip header checksum"), (26, 30, "ip src"),
+          (30, 34, "ip dst")]  # fmt: skip
+
+
+class WhyError(ValueError):
+    pass
+
+
+@dataclass
+class RunSpec:
+    image: str
+    config: str = "ixp2800"
+    mes: str | None = None
+    traffic: str | None = None
+    cycles: int = 1_000_000
+    buffer: str | None = None
+
+
+def load_run_spec(run_dir: str | None, image: str | None, config: str, mes: str | None,
+                  traffic: str | None, cycles: int, buffer: str | None) -> RunSpec:  # fmt: skip
+    if run_dir is not None:
+        d = Path(run_dir)
+        f = d / "run.json"
+        try:
+            raw = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            raise WhyError(f"{f}: {e}") from None
+
+        def rel(v: Any) -> str | None:
+            return None if v in (None, "") else str(d / str(v)) if not Path(str(v)).is_absolute() else str(v)
+
+        img = rel(raw.get("image"))
+        if img is None:
+            raise WhyError(f"{f}: no image")
+        return RunSpec(img, str(raw.get("config", config)), raw.get("mes", mes), rel(raw.get("traffic")),
+                       int(raw.get("cycles", cycles)), raw.get("buffer", buffer))  # fmt: skip
+    if image is None:
+        raise WhyError("name the run: --run DIR, or --image IMAGE (with --traffic, --cycles, --buffer)")
+    return RunSpec(image, config, mes, traffic, cycles, buffer)
+
+
+def field_name(off: int) -> str:
+    for lo, hi, name in FIELDS:
+        if lo <= off < hi:
+            return name
+    return "payload"
+
+
+def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int]:
+    """(address, length, frame pad) of the packet's buffer."""
+    if spec.buffer:
+        parts = spec.buffer.split(":")
+        try:
+            base, size = int(parts[0], 0), int(parts[1], 0)
+        except (ValueError, IndexError):
+            raise WhyError(f"--buffer: expected BASE:SIZE, got '{spec.buffer}'") from None
+        return base + packet_id * size, size, -1
+    sysmap = target.image.meta.get("sysmap")
+    if isinstance(sysmap, dict):
+        size = 1 << int(sysmap["buf_shift"])
+        return int(sysmap["buf_base"]) + packet_id * size, size, int(sysmap.get("pkt_pad", 0))
+    raise WhyError("where do packets live? give --buffer BASE:SIZE (buffer PACKET_ID is "
+                   "[BASE + PACKET_ID*SIZE, +SIZE))")  # fmt: skip
+
+
+def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
+    from .cli import _me_list
+
+    try:
+        packet_id = int(packet_id_text, 0)
+    except ValueError:
+        raise WhyError(f"PACKET_ID is a buffer index, got '{packet_id_text}'") from None
+    target = open_target(spec.image, spec.config, _me_list(spec.mes), spec.traffic)
+    chip = target.chip
+    addr, length, pad = _range(target, spec, packet_id)
+    before = chip.mem_read("dram", addr, length)
+    initial = before
+    chip.history_enable(2)
+    wp = chip.add_watchpoint(f"dram:{addr}", length=length)
+    last_pc: dict[tuple[int, int], int] = {}
+    issues: dict[tuple[int, int, int], list[dict[str, Any]]] = {}  # (me, ctx, addr) -> pending touches
+    touches: list[dict[str, Any]] = []
+    done_writes: list[dict[str, Any]] = []
+    end = chip.cycle + spec.cycles
+
+    def loc(me: int, pc: int) -> str:
+        return where(target.smap(me).entry(pc)) if me in target.loaded else "?"
+
+    while chip.cycle < end:
+        reason = chip.run(min(CHUNK, end - chip.cycle))
+        for ev in chip.history():
+            if ev.kind == "instr":
+                last_pc[(ev.me, ev.ctx)] = ev.a0
+            elif ev.unit == DRAM and ev.kind in ("mem_issue", "mem_done"):
+                cmd = ev.a0 & 0xFF
+                if ev.kind == "mem_issue":
+                    nbytes = ((ev.a0 >> 16) & 0xFFFF) * 4
+                    lo = ev.a1 & ~7
+                    if lo < addr + length and addr < lo + nbytes:
+                        pc = last_pc.get((ev.me, ev.ctx), 0)
+                        t = {"cycle": ev.cycle, "me": ev.me, "ctx": ev.ctx,
+                             "block": target.loaded.get(ev.me, "?"), "pc": pc, "at": loc(ev.me, pc),
+                             "op": {8: "read", 9: "write", 0xA: "rbuf_rd (receive into DRAM)",
+                                    0xB: "tbuf_wr (transmit from DRAM)"}.get(cmd, f"cmd {cmd}"),
+                             "offset": lo - addr, "bytes": nbytes, "changed": []}  # fmt: skip
+                        touches.append(t)
+                        issues.setdefault((ev.me, ev.ctx, ev.a1), []).append(t)
+                else:
+                    q = issues.get((ev.me, ev.ctx, ev.a1))
+                    if q:
+                        t = q.pop(0)
+                        t["done"] = ev.cycle
+                        if cmd in (9, 0xA):
+                            done_writes.append(t)
+        if reason == "watchpoint":
+            now = chip.mem_read("dram", addr, length)
+            changed = [i for i in range(length) if now[i] != before[i]]
+            for i in changed:
+                w = next((t for t in reversed(done_writes)
+                          if t["offset"] <= i < t["offset"] + t["bytes"]), None)  # fmt: skip
+                if w is not None:
+                    w["changed"].append([i, before[i], now[i]])
+            before = now
+        elif reason != "budget":
+            break
+    chip.del_watchpoint(wp)
+    final = chip.mem_read("dram", addr, length)
+    if pad < 0:
+        pad = pkt.guess_pad(final[:64])
+    for t in touches:
+        t["fields"] = sorted({field_name(i - pad) for i, _, _ in t["changed"] if i >= pad})
+    flen = pkt.frame_length(final[pad : pad + 64])
+    return {"packet_id": packet_id, "image": spec.image, "buffer": {"addr": addr, "len": length, "pad": pad},
+            "cycles": chip.cycle, "touches": touches,
+            "before": pkt.decode(initial[pad : pad + flen]), "after": pkt.decode(final[pad : pad + flen])}  # fmt: skip
+
+
+def render(report: dict[str, Any]) -> str:
+    b = report["buffer"]
+    out = [f"packet {report['packet_id']}: dram 0x{b['addr']:x}..0x{b['addr'] + b['len'] - 1:x}"
+           + (f" (frame at +{b['pad']})" if b["pad"] else "") + f", run of {report['cycles']} cycles"]  # fmt: skip
+    if not report["touches"]:
+        out.append("  no thread read or wrote this buffer")
+    for t in report["touches"]:
+        out.append(f"  cycle {t['cycle']:>7}  ME {t['me']} ctx {t['ctx']} ({t['block']})  {t['op']} "
+                   f"+{t['offset']}..+{t['offset'] + t['bytes'] - 1}  at {t['at']}")  # fmt: skip
+        for i, old, new in t["changed"]:
+            out.append(f"      byte +{i} ({field_name(i - b['pad']) if i >= b['pad'] else 'pad'}): "
+                       f"{old:02x} -> {new:02x}")  # fmt: skip
+    out.append("before:")
+    out += report["before"]
+    out.append("after:")
+    out += report["after"]
+    return "\n".join(out)

@@ -1,0 +1,480 @@
+"""`npk graph`: Graphviz pictures of layouts and of control flow.
+
+    npk graph layout microcode/layouts/pipelined.yaml -o pipelined.svg
+    npk graph cfg examples/hello.uc -o hello.svg         (.uc or an image; --program NAME)
+
+The output format follows the suffix of -o: .dot writes the Graphviz source, anything
+else (.svg, .png, .pdf) runs `dot -T<suffix>` (Debian package graphviz).
+
+Control-flow graphs are built from the assembled words, so they show what runs: basic
+blocks labelled with their addresses and source lines (macro bodies marked), taken
+edges (solid) and fall-through edges (dashed) leaving after the defer slots, which stay
+in the branch's block marked `defer`; instructions where the context may swap out
+(`ctx_arb`, `ctx_swap[...]`) are marked and their blocks shaded.  A `jump[reg, l#]` goes
+where the register says: its edges come from the `targets[a#, b#]` hint in the source
+line when the source is found, else it is drawn to a "computed" node.  `rtn` likewise.
+
+Layouts: see `read_layout` for the YAML shapes understood.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from npkit.toolchain.image import Image, Program
+from npkit.toolchain.isa import DecodeError, decode, operand_roles, split_instruction
+
+
+class GraphError(ValueError):
+    pass
+
+
+# ------------------------------------------------------------------------------ output
+
+
+def _q(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _left(lines: list[str]) -> str:
+    """A dot label with left-justified lines."""
+    body = "".join(s.replace("\\", "\\\\").replace('"', '\\"') + "\\l" for s in lines)
+    return f'"{body}"'
+
+
+def render(dot_text: str, out: Path) -> None:
+    fmt = out.suffix.lstrip(".").lower()
+    if fmt in ("dot", "gv", ""):
+        out.write_text(dot_text)
+        return
+    exe = shutil.which("dot")
+    if exe is None:
+        raise GraphError("the `dot` program (Debian package graphviz) is not installed; "
+                         "run `make`, or write .dot and render it elsewhere")  # fmt: skip
+    r = subprocess.run([exe, f"-T{fmt}", "-o", str(out)], input=dot_text, text=True, capture_output=True)
+    if r.returncode != 0:
+        raise GraphError(f"dot failed: {r.stderr.strip()}")
+
+
+# ------------------------------------------------------------------------------ CFG
+
+
+@dataclass
+class Instr:
+    addr: int
+    text: str
+    mnemonic: str
+    targets: list[int] = field(default_factory=list)
+    defer: int = 0
+    uncond: bool = False  # never falls through
+    computed: bool = False  # jump / rtn through a register
+    wait: bool = False  # the context may swap out here
+    end: bool = False  # halt / ctx_arb[kill]
+
+
+@dataclass
+class Block:
+    start: int
+    end: int  # inclusive
+    succ: list[tuple[int | str, str]] = field(default_factory=list)  # (block start | node name, kind)
+
+
+def analyse(prog: Program) -> list[Instr]:
+    out = []
+    for addr, w in enumerate(prog.words):
+        try:
+            text = decode(w, prog.ctx_mode)
+        except DecodeError:
+            out.append(Instr(addr, f".word 0x{w:010x}", ".word"))
+            continue
+        sp = split_instruction(text)
+        mn = sp.mnemonic.lower()
+        ins = Instr(addr, text, mn)
+        for i, role in enumerate(operand_roles(sp.mnemonic, list(sp.args))):
+            if role.kind == "label" and sp.args[i].isdigit() and mn != "jump":
+                ins.targets.append(int(sp.args[i]))
+        for t in sp.tokens:
+            name = t.name.lower()
+            if name == "br" and t.args and t.args[0].isdigit():
+                ins.targets.append(int(t.args[0]))
+                ins.uncond = True  # ctx_arb[...], br[l#]: resumes at l#
+            elif name == "defer" and t.args and t.args[0].isdigit():
+                ins.defer = int(t.args[0])
+            elif name == "ctx_swap":
+                ins.wait = True
+        if mn == "ctx_arb":
+            ins.wait = True
+            if sp.args and sp.args[0].lower() == "kill":
+                ins.end = ins.uncond = True
+        if mn == "halt":
+            ins.end = ins.uncond = True
+        if mn == "br":
+            ins.uncond = True
+        if mn in ("jump", "rtn"):
+            ins.uncond = ins.computed = True
+        out.append(ins)
+    return out
+
+
+def _jump_hints(prog: Program, ins: Instr, source_lines: dict[str, list[str] | None]) -> list[int] | None:
+    entry = prog.line_at(ins.addr)
+    if entry is None:
+        return None
+    lines = source_lines.get(entry.file)
+    if lines is None or not 1 <= entry.line <= len(lines):
+        return None
+    m = re.search(r"targets\s*\[([^\]]*)\]", lines[entry.line - 1])
+    if not m:
+        return None
+    labels = {s.name: int(s.value) for s in prog.symbols if s.kind == "label" and isinstance(s.value, int)}
+    out = []
+    for name in m[1].split(","):
+        name = name.strip().rstrip("#")
+        if name in labels:
+            out.append(labels[name])
+    return out
+
+
+def _read_sources(prog: Program, search: list[Path]) -> dict[str, list[str] | None]:
+    out: dict[str, list[str] | None] = {}
+    for e in prog.lines:
+        if e.file in out:
+            continue
+        out[e.file] = None
+        for p in [Path(e.file)] + [d / e.file for d in search] + [d / Path(e.file).name for d in search]:
+            try:
+                out[e.file] = p.read_text(errors="replace").splitlines()
+                break
+            except OSError:
+                continue
+    return out
+
+
+def build_cfg(prog: Program, search: list[Path] | None = None) -> tuple[list[Instr], list[Block]]:
+    instrs = analyse(prog)
+    n = len(instrs)
+    sources = _read_sources(prog, search or [])
+    hints: dict[int, list[int] | None] = {}
+    leaders = {0}
+    for ins in instrs:
+        if ins.mnemonic == "jump":
+            hints[ins.addr] = _jump_hints(prog, ins, sources)
+            ins.targets = list(hints[ins.addr] or [])
+        after = ins.addr + ins.defer + 1
+        if ins.targets or ins.uncond:
+            if after < n:
+                leaders.add(after)
+        for t in ins.targets:
+            if 0 <= t < n:
+                leaders.add(t)
+    for lab in prog.labels():
+        if 0 <= lab < n:
+            leaders.add(lab)
+    starts = sorted(leaders)
+    blocks: list[Block] = []
+    for i, s in enumerate(starts):
+        e = (starts[i + 1] if i + 1 < len(starts) else n) - 1
+        blocks.append(Block(s, e))
+    for b in blocks:
+        # the controlling instruction: the last branch whose defer slots end the block
+        ctl = next((ins for ins in reversed(instrs[b.start : b.end + 1])
+                    if (ins.targets or ins.uncond) and ins.addr + ins.defer >= b.end), None)  # fmt: skip
+        if ctl is None:
+            if b.end + 1 < n:
+                b.succ.append((b.end + 1, "fall"))
+            continue
+        for t in ctl.targets:
+            b.succ.append((t if 0 <= t < n else f"addr {t}", "taken"))
+        if ctl.computed and not ctl.targets:
+            b.succ.append(("computed", "jump" if ctl.mnemonic == "jump" else "rtn"))
+        if ctl.end:
+            b.succ.append(("end", "end"))
+        if not ctl.uncond and b.end + 1 < n:
+            b.succ.append((b.end + 1, "fall"))
+    return instrs, blocks
+
+
+def cfg_dot(prog: Program, search: list[Path] | None = None, max_lines: int = 14) -> str:
+    instrs, blocks = build_cfg(prog, search)
+    sources = _read_sources(prog, search or [])
+    labels = prog.labels()
+    out = [f"digraph {_q('cfg ' + prog.name)} {{", '  node [shape=box fontname="monospace" fontsize=10];',
+           '  edge [fontname="monospace" fontsize=9];', f'  label={_q(f"control flow of {prog.name}")}; labelloc=t;']  # fmt: skip
+    extra: set[str] = set()
+    for b in blocks:
+        rows = [f"{labels[b.start]}#" if b.start in labels else f"block {b.start}", f"[{b.start}..{b.end}]"]
+        shown: list[tuple[str, int]] = []
+        defer_left = 0
+        wait = False
+        for ins in instrs[b.start : b.end + 1]:
+            e = prog.line_at(ins.addr)
+            mark = ""
+            if defer_left:
+                mark = " (defer)"
+                defer_left -= 1
+            if ins.targets or ins.uncond:
+                defer_left = ins.defer
+            if ins.wait:
+                mark += " (may swap)"
+                wait = True
+            if e is None:
+                rows.append(f"{ins.addr:4d}  {ins.text}{mark}")
+                continue
+            key = (e.file, e.line)
+            if shown and shown[-1] == key and not mark:
+                continue
+            shown.append(key)
+            src_lines = sources.get(e.file)
+            src = src_lines[e.line - 1].strip() if src_lines and 0 < e.line <= len(src_lines) else ins.text
+            src = re.sub(r"\s*//.*$", "", src)
+            macro = " [macro]" if e.macro else ""
+            rows.append(f"{ins.addr:4d}  {Path(e.file).name}:{e.line}{macro}  {src}{mark}")
+        if len(rows) > max_lines + 2:
+            rows = rows[: max_lines + 1] + [f"... {len(rows) - max_lines - 1} more lines", rows[-1]]
+        style = ' style=filled fillcolor="#ffe9b3"' if wait else ""
+        out.append(f"  b{b.start} [label={_left(rows)}{style}];")
+        for dst, kind in b.succ:
+            if isinstance(dst, int):
+                target = f"b{dst}"
+            else:
+                target = re.sub(r"\W", "_", dst)
+                if target not in extra:
+                    extra.add(target)
+                    shape = "doublecircle" if dst == "end" else "diamond"
+                    out.append(f"  {target} [label={_q(dst)} shape={shape}];")
+            attrs = {"fall": ' [style=dashed label="fall"]', "taken": ' [label="taken"]',
+                     "end": " [style=dotted]"}.get(kind, f' [style=bold label="{kind}"]')  # fmt: skip
+            out.append(f"  b{b.start} -> {target}{attrs};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------ layouts
+
+
+@dataclass
+class LBlock:
+    name: str
+    mes: list[int]
+    inputs: list[str]
+    outputs: list[str]
+    source: str = ""
+    threads: int | None = None
+
+
+@dataclass
+class Layout:
+    name: str
+    blocks: list[LBlock]
+    rings: dict[str, dict[str, Any]]  # name -> {type, ...}
+    exception: str | None
+    memories: dict[str, str]  # name -> description
+
+
+_IN_KEYS = ("in", "input", "inputs", "from", "ring_in", "rx", "consumes")
+_OUT_KEYS = ("out", "output", "outputs", "to", "ring_out", "tx", "produces", "exception", "exceptions")
+
+
+def _names(v: Any) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, (str, int)):
+        return [str(v)]
+    if isinstance(v, list):
+        return [x for item in v for x in _names(item)]
+    if isinstance(v, dict):
+        if "name" in v:
+            return [str(v["name"])]
+        if "ring" in v:
+            return [str(v["ring"])]
+        return [str(k) for k in v]
+    return []
+
+
+def _mes(v: Any) -> list[int]:
+    if v is None:
+        return []
+    if isinstance(v, int):
+        return [v]
+    if isinstance(v, str):
+        out: list[int] = []
+        for part in v.split(","):
+            part = part.strip()
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out += list(range(int(a), int(b) + 1))
+            elif part:
+                out.append(int(part))
+        return out
+    return [int(x) for x in v]
+
+
+def read_layout(path: str | Path) -> Layout:
+    """Read a layout YAML.  Understood shapes (the router's layouts follow DESIGN.md):
+
+        name: pipelined
+        blocks:                       # list of mappings, or a mapping name -> mapping
+          - name: rx                  # (also: microblocks / stages / programs)
+            source: microcode/rx/rx.uc
+            mes: [0]                  # or me: 0, or "0-1"
+            in: msf                   # in/input/inputs/from/ring_in; msf = the receive ports
+            out: [rx_to_parse]        # out/output/outputs/to/ring_out; exception(s) too
+        rings:                        # mapping name -> {type: scratch|nn|sram, ...}, or a list
+          rx_to_parse: {type: scratch, ring: 0, size: 128}
+        exception: exc_ring           # the ring to the XScale (also exception_ring)
+        memories: {dram: packet buffers, sram: queues and routes}   # optional
+
+    Unknown keys are ignored, so new fields in the router's files do not break pictures."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise GraphError(f"{path}: {e}") from None
+    if not isinstance(raw, dict):
+        raise GraphError(f"{path}: a layout is a YAML mapping")
+    blocks_raw = next((raw[k] for k in ("blocks", "microblocks", "stages", "programs") if k in raw), None)
+    if blocks_raw is None:
+        raise GraphError(f"{path}: no blocks (expected a 'blocks' list)")
+    items: list[dict[str, Any]] = []
+    if isinstance(blocks_raw, dict):
+        for k, v in blocks_raw.items():
+            items.append({"name": k, **(v if isinstance(v, dict) else {"mes": v})})
+    else:
+        items = [b for b in blocks_raw if isinstance(b, dict)]
+    blocks = []
+    for b in items:
+        name = str(b.get("name") or b.get("block") or Path(str(b.get("source", "?"))).stem)
+        mes = _mes(b.get("mes", b.get("me")))
+        ins = [x for k in _IN_KEYS for x in _names(b.get(k))]
+        outs = [x for k in _OUT_KEYS for x in _names(b.get(k))]
+        threads = b.get("threads", b.get("contexts"))
+        blocks.append(LBlock(name, mes, ins, outs, str(b.get("source", b.get("file", ""))),
+                             int(threads) if isinstance(threads, int) else None))  # fmt: skip
+    rings: dict[str, dict[str, Any]] = {}
+    rr = raw.get("rings", {})
+    if isinstance(rr, dict):
+        for k, v in rr.items():
+            rings[str(k)] = v if isinstance(v, dict) else {"type": str(v)}
+    elif isinstance(rr, list):
+        for v in rr:
+            if isinstance(v, dict) and "name" in v:
+                rings[str(v["name"])] = v
+    exc = raw.get("exception", raw.get("exception_ring"))
+    exc_name = _names(exc)[0] if _names(exc) else None
+    mem = raw.get("memories", raw.get("memory", {}))
+    memories = {str(k): str(v) for k, v in mem.items()} if isinstance(mem, dict) else {}
+    return Layout(str(raw.get("name", Path(path).stem)), blocks, rings, exc_name, memories)
+
+
+def layout_dot(lay: Layout) -> str:
+    out = [f"digraph {_q('layout ' + lay.name)} {{", "  rankdir=LR;", '  node [fontname="Helvetica" fontsize=11];',
+           '  edge [fontname="Helvetica" fontsize=9];', f'  label={_q(f"layout {lay.name}")}; labelloc=t;']  # fmt: skip
+    ring_names = set(lay.rings)
+    for b in lay.blocks:
+        ring_names.update(x for x in b.inputs + b.outputs if x not in ("msf", "rx", "tx", "xscale"))
+    if lay.exception:
+        ring_names.add(lay.exception)
+
+    def nid(kind: str, name: str) -> str:
+        return re.sub(r"\W", "_", f"{kind}_{name}")
+
+    out.append('  subgraph cluster_chip { label="microengines"; style=rounded; color="#777777";')
+    for b in lay.blocks:
+        mes = ", ".join(map(str, b.mes)) if b.mes else "?"
+        rows = [b.name, f"ME {mes}"] + ([f"{b.threads} threads"] if b.threads else [])
+        out.append(f'    {nid("blk", b.name)} [shape=box style="rounded,filled" fillcolor="#dbe9ff" '
+                   f"label={_q(chr(10).join(rows))}];")  # fmt: skip
+    out.append("  }")
+    uses_msf_in = any(x in ("msf", "rx") for b in lay.blocks for x in b.inputs)
+    uses_msf_out = any(x in ("msf", "tx") for b in lay.blocks for x in b.outputs)
+    if uses_msf_in:
+        out.append('  msf_rx [shape=cds style=filled fillcolor="#e0f5e0" label="MSF receive\\nports"];')
+    if uses_msf_out:
+        out.append('  msf_tx [shape=cds style=filled fillcolor="#e0f5e0" label="MSF transmit\\nports"];')
+    for r in sorted(ring_names):
+        info = lay.rings.get(r, {})
+        kind = str(info.get("type", info.get("kind", "ring")))
+        extra = [f"{k} {v}" for k, v in info.items() if k in ("ring", "size", "base", "me")]
+        is_exc = r == lay.exception or "exc" in r.lower()
+        color = "#ffd6d6" if is_exc else "#fff2c4"
+        out.append(f"  {nid('ring', r)} [shape=cylinder style=filled fillcolor=\"{color}\" "
+                   f"label={_q(chr(10).join([r, kind] + extra))}];")  # fmt: skip
+    if lay.exception or any("exc" in r.lower() for r in ring_names):
+        out.append('  xscale [shape=box3d style=filled fillcolor="#f0d8ff" label="XScale\\ncontrol daemon"];')
+        for r in sorted(ring_names):
+            if r == lay.exception or "exc" in r.lower():
+                out.append(f'  {nid("ring", r)} -> xscale [color="#c00000" label="exceptions"];')
+    for b in lay.blocks:
+        for x in b.inputs:
+            src = "msf_rx" if x in ("msf", "rx") else nid("ring", x)
+            out.append(f"  {src} -> {nid('blk', b.name)};")
+        for x in b.outputs:
+            dst = "msf_tx" if x in ("msf", "tx") else ("xscale" if x == "xscale" else nid("ring", x))
+            red = ' [color="#c00000"]' if (x == lay.exception or "exc" in x.lower()) else ""
+            out.append(f"  {nid('blk', b.name)} -> {dst}{red};")
+    if lay.memories:
+        out.append('  subgraph cluster_mem { label="memories"; style=dashed;')
+        for k, v in lay.memories.items():
+            out.append(f"    {nid('mem', k)} [shape=folder label={_q(k + chr(10) + v)}];")
+        out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------ commands
+
+
+def _program_of(path: str, name: str | None) -> tuple[Program, list[Path]]:
+    from npkit.toolchain.debug.target import TargetError, read_target_image
+
+    try:
+        image: Image = read_target_image(path)
+    except TargetError as e:
+        raise GraphError(str(e)) from None
+    if name is None:
+        if len(image.programs) > 1:
+            raise GraphError(f"{path} holds {len(image.programs)} programs; pick one with --program "
+                             + "(" + ", ".join(p.name for p in image.programs) + ")")  # fmt: skip
+        prog = image.programs[0]
+    else:
+        prog = next((p for p in image.programs if p.name == name), None)  # type: ignore[assignment]
+        if prog is None:
+            raise GraphError(f"no program '{name}' in {path}")
+    d = Path(path).resolve().parent
+    return prog, [d, d.parent, d.parent.parent, Path.cwd()]
+
+
+@click.group("graph")
+def graph() -> None:
+    """Graphviz pictures: layouts and control-flow graphs."""
+
+
+@graph.command("layout")
+@click.argument("layout", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="out.svg, out.png or out.dot")
+def graph_layout(layout: str, output: str) -> None:
+    """Picture of LAYOUT: blocks on their MEs, rings, memories, the exception path."""
+    try:
+        render(layout_dot(read_layout(layout)), Path(output))
+    except GraphError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@graph.command("cfg")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="out.svg, out.png or out.dot")
+@click.option("--program", default=None, help="Program of a multi-program image.")
+def graph_cfg(source: str, output: str, program: str | None) -> None:
+    """Control-flow graph of SOURCE (.uc or an image) from its assembled words."""
+    try:
+        prog, search = _program_of(source, program)
+        render(cfg_dot(prog, search), Path(output))
+    except GraphError as e:
+        raise click.ClickException(str(e)) from None
