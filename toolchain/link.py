@@ -473,7 +473,7 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]
         if b.source is not None or not b.mes:
             continue
         if b.ring_out:
-            out.append(("host/host_src.uc", Block(f"host_{b.name}", "host/host_src.uc", b.mes[:1], 8, None,
+            out.append(("host/host_src.uc", Block(f"host_{b.name}", "host/host_src.uc", b.mes[:1], 4, None,
                                                   b.ring_out, {"HOST_BASE": hex(HOST_SRC_BASE)})))  # fmt: skip
         elif b.ring_in:
             out.append(("host/host_sink.uc", Block(f"host_{b.name}", "host/host_sink.uc", b.mes[:1], 8, b.ring_in,

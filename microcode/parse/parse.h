@@ -22,6 +22,23 @@
     .endif
 #endm
 
+// The common path (a frame to forward) takes no branch: every test branches out of
+// line to a stub that sets the reason and leaves, so each check costs its one or two
+// instructions and no taken-branch bubble (README §6).
+#macro parse_fold_check(BAD)
+    // fold t to 16 bits; a valid header sums to 0xFFFF
+    alu_shf[u, --, b, t, >>16]
+    alu_shf[t, --, b, t, <<16]
+    alu_shf[t, --, b, t, >>16]
+    alu[t, t, +, u]
+    alu_shf[u, --, b, t, >>16]
+    alu[t, t, +, u]
+    alu_shf[t, --, b, t, <<16]
+    immed[u, 0xFFFF0000]
+    alu[--, t, -, u]
+    bne[BAD]
+#endm
+
 #macro parse_body(LEN, DST)
 .begin
     .reg len buf t u src ihl
@@ -31,77 +48,52 @@
     alu[len, --, b, LEN]
     alu_shf[buf, --, b, pw, <<16]
     alu_shf[buf, --, b, buf, >>(16 - BUF_SHIFT)]
-    // frame bytes 0..39 (2 bytes of pad, Ethernet header, 24 bytes of IP header)
+    // frame bytes 0..37 (2 bytes of pad, Ethernet header, IP header to byte 23)
     dram[read, $$h0, buf, 0, 5], sig_done[s_hdr]
     alu_shf[t, --, b, pw, >>28]
     alu[t, t, and, 7]
     alu_shf[t, --, b, t, <<4]
     local_csr_wr[ACTIVE_LM_ADDR_0, t]
     immed[kind, OUT_DROP]
+    immed[u, 1514]
     ctx_arb[s_hdr]
     // 1-2: frame length
-    .if (len < 60)
-        immed[code, DROP_SHORT_FRAME]
-        br[parse_done#]
-    .endif
-    immed[u, 1514]
-    .if (len > u)
-        immed[code, DROP_OVERSIZE_FRAME]
-        br[parse_done#]
-    .endif
+    alu[--, len, -, 60]
+    bcc[parse_e_short#]
+    alu[--, u, -, len]
+    bcc[parse_e_oversize#]
     // 3: destination MAC (group addresses pass)
     alu[t, --, b, $$h0]
     br_bset[t, 8, parse_mac_ok#]
     alu_shf[t, --, b, t, <<16]
     alu[--, t, -, *l$index0[0]]
-    bne[parse_mac_bad#]
+    bne[parse_e_mac#]
     alu[t, --, b, $$h1]
     alu[--, t, -, *l$index0[1]]
-    beq[parse_mac_ok#]
-parse_mac_bad#:
-    immed[code, DROP_DST_MAC_MISMATCH]
-    br[parse_done#]
+    bne[parse_e_mac#]
 parse_mac_ok#:
     // 4-5: EtherType
     alu_shf[t, --, b, $$h3, <<16]
-    immed[u, 0x08060000]
-    alu[--, t, -, u]
-    bne[parse_not_arp#]
-    immed[kind, OUT_EXCEPTION]
-    immed[code, EXC_ARP]
-    br[parse_done#]
-parse_not_arp#:
     immed[u, 0x08000000]
     alu[--, t, -, u]
-    beq[parse_ipv4#]
-    immed[code, DROP_NON_IPV4_ETHERTYPE]
-    br[parse_done#]
-parse_ipv4#:
+    bne[parse_not_ipv4#]
     // 6-9: version, IHL, total length
     alu_shf[t, --, b, $$h4, >>28]
-    .if (t != 4)
-        immed[code, DROP_BAD_VERSION]
-        br[parse_done#]
-    .endif
+    alu[--, t, -, 4]
+    bne[parse_e_version#]
     alu_shf[ihl, --, b, $$h4, >>24]
     alu[ihl, ihl, and, 0xF]
-    .if (ihl < 5)
-        immed[code, DROP_BAD_IHL]
-        br[parse_done#]
-    .endif
+    alu[--, ihl, -, 5]
+    bcc[parse_e_ihl#]
     alu_shf[t, --, b, $$h4, <<16]
     alu_shf[t, --, b, t, >>16]
     alu_shf[u, --, b, ihl, <<2]
-    .if (t < u)
-        immed[code, DROP_BAD_TOTAL_LENGTH]
-        br[parse_done#]
-    .endif
+    alu[--, t, -, u]
+    bcc[parse_e_total#]
     alu[u, len, -, 14]
-    .if (t > u)
-        immed[code, DROP_IP_TRUNCATED]
-        br[parse_done#]
-    .endif
-    // 10: header checksum (one's complement sum of IHL*4 bytes must be 0xFFFF)
+    alu[--, u, -, t]
+    bcc[parse_e_truncated#]
+    // 10: header checksum over 20 bytes (options: out of line)
     alu[t, --, b, $$h4]
     alu[t, t, +, $$h5]
     alu[t, t, +carry, $$h6]
@@ -113,122 +105,154 @@ parse_ipv4#:
     alu_shf[u, --, b, u, >>16]
     alu_shf[t, --, b, t, >>16]
     alu[t, t, +, u]
-    .if (ihl > 5)
-        // options: IP header word w is at buffer byte 16 + 4w; read bytes 32..79
-        dram[read, $$h0, buf, 32, 6], ctx_swap[s_hdr]
-        parse_opt_word(5, $$h1)
-        parse_opt_word(6, $$h2)
-        parse_opt_word(7, $$h3)
-        parse_opt_word(8, $$h4)
-        parse_opt_word(9, $$h5)
-        parse_opt_word(10, $$h6)
-        parse_opt_word(11, $$h7)
-        parse_opt_word(12, $$h8)
-        parse_opt_word(13, $$h9)
-        parse_opt_word(14, $$h10)
-    .endif
-    alu_shf[u, --, b, t, >>16]
-    alu_shf[t, --, b, t, <<16]
-    alu_shf[t, --, b, t, >>16]
-    alu[t, t, +, u]
-    alu_shf[u, --, b, t, >>16]
-    alu[t, t, +, u]
-    alu_shf[t, --, b, t, <<16]
-    immed[u, 0xFFFF0000]
-    alu[--, t, -, u]
-    beq[parse_ck_ok#]
-    immed[code, DROP_BAD_CHECKSUM]
-    br[parse_done#]
-parse_ck_ok#:
-    // 11: options go to the control plane
-    .if (ihl > 5)
-        immed[kind, OUT_EXCEPTION]
-        immed[code, EXC_IP_OPTIONS]
-        br[parse_done#]
-    .endif
+    alu[--, ihl, -, 6]
+    bcs[parse_options#]
+    parse_fold_check(parse_e_checksum#)
     // 12: martian destination
     alu[DST, --, b, $$h8]
     alu_shf[t, --, b, DST, >>24]
-    .if ((t == 0) || (t == 127))
-        immed[code, DROP_MARTIAN_DST]
-        br[parse_done#]
-    .endif
+    beq[parse_e_martian_dst#]
+    alu[--, t, -, 127]
+    beq[parse_e_martian_dst#]
     alu_shf[u, --, b, DST, >>28]
-    .if (u == 0xF)
-        alu[t, DST, +, 1]
-        .if (t != 0)
-            immed[code, DROP_MARTIAN_DST]
-            br[parse_done#]
-        .endif
-    .endif
-    // 13-17: the router's own subnets and addresses (CAM), broadcast, multicast
+    alu[--, u, -, 0xF]
+    beq[parse_class_e#]
+    // 13-17: the router's own subnets and addresses (CAM), multicast
     cam_lookup[t, DST]
-    br_bclr[t, 7, parse_dst_plain#]
-    alu_shf[t, --, b, t, >>8]
-    alu[t, t, and, 0xF]
-    .if (t == CAM_NET)
-        immed[code, DROP_OBSOLETE_BROADCAST]
-        br[parse_done#]
-    .endif
-    immed[kind, OUT_EXCEPTION]
-    .if (t == CAM_BCAST)
-        immed[code, EXC_BROADCAST]
-        br[parse_done#]
-    .endif
-    // CAM_LOCAL: a link-layer group address still comes first (step 16)
+    br_bset[t, 7, parse_dst_special#]
+    alu[--, u, -, 0xE]
+    beq[parse_x_multicast#]
     alu[t, --, b, $$h0]
-    br_bset[t, 8, parse_link_bcast#]
-    immed[code, EXC_LOCAL_DELIVERY]
-    br[parse_done#]
-parse_dst_plain#:
-    immed[kind, OUT_EXCEPTION]
-    alu[t, DST, +, 1]
-    .if (t == 0)
-        immed[code, EXC_BROADCAST]
-        br[parse_done#]
-    .endif
-    .if (u == 0xE)
-        immed[code, EXC_MULTICAST]
-        br[parse_done#]
-    .endif
-    alu[t, --, b, $$h0]
-    br_bclr[t, 8, parse_src#]
-parse_link_bcast#:
-    immed[kind, OUT_DROP]
-    immed[code, DROP_LINK_BROADCAST_UNICAST_IP]
-    br[parse_done#]
-parse_src#:
+    br_bset[t, 8, parse_e_link_bcast#]
     // 18: martian source
-    immed[kind, OUT_DROP]
-    immed[code, DROP_MARTIAN_SRC]
     alu[src, --, b, $$h7]
     alu_shf[t, --, b, src, >>24]
-    .if ((t == 0) || (t == 127))
-        br[parse_done#]
-    .endif
+    beq[parse_e_martian_src#]
+    alu[--, t, -, 127]
+    beq[parse_e_martian_src#]
     alu_shf[t, --, b, src, >>29]
-    .if (t == 7)
-        br[parse_done#]
-    .endif
+    alu[--, t, -, 7]
+    beq[parse_e_martian_src#]
     cam_lookup[t, src]
-    br_bclr[t, 7, parse_src_ok#]
-    alu_shf[t, --, b, t, >>8]
-    alu[t, t, and, 0xF]
-    .if (t == CAM_BCAST)
-        br[parse_done#]
-    .endif
+    br_bset[t, 7, parse_src_special#]
 parse_src_ok#:
     // forward to the lookup with what steps 20 and 21 need
     alu_shf[t, --, b, $$h6, >>24]
-    .if (t < 2)
-        alu_shf[pw, pw, or, 1, <<PW_TTL_LE1_BIT]
-    .endif
+    alu[--, t, -, 2]
+    bcc[parse_ttl_le1#]
+parse_ttl_done#:
     alu[t, src, and, *l$index0[3]]
     alu[--, t, -, *l$index0[2]]
-    bne[parse_fwd#]
-    alu_shf[pw, pw, or, 1, <<PW_SRC_ON_IN_SUBNET_BIT]
+    beq[parse_on_subnet#]
 parse_fwd#:
+    br[parse_done#], defer[1]
     immed[kind, OUT_FORWARD]
+
+    // ---- out of line ----------------------------------------------------------------
+parse_ttl_le1#:
+    alu_shf[pw, pw, or, 1, <<PW_TTL_LE1_BIT]
+    br[parse_ttl_done#]
+parse_on_subnet#:
+    alu_shf[pw, pw, or, 1, <<PW_SRC_ON_IN_SUBNET_BIT]
+    br[parse_fwd#]
+parse_options#:
+    // IHL > 5: IP header word w is at buffer byte 16 + 4w; read bytes 32..79
+    dram[read, $$h0, buf, 32, 6], ctx_swap[s_hdr]
+    parse_opt_word(5, $$h1)
+    parse_opt_word(6, $$h2)
+    parse_opt_word(7, $$h3)
+    parse_opt_word(8, $$h4)
+    parse_opt_word(9, $$h5)
+    parse_opt_word(10, $$h6)
+    parse_opt_word(11, $$h7)
+    parse_opt_word(12, $$h8)
+    parse_opt_word(13, $$h9)
+    parse_opt_word(14, $$h10)
+    parse_fold_check(parse_e_checksum#)
+    // 11: options go to the control plane
+    immed[kind, OUT_EXCEPTION]
+    br[parse_done#], defer[1]
+    immed[code, EXC_IP_OPTIONS]
+parse_not_ipv4#:
+    immed[u, 0x08060000]
+    alu[--, t, -, u]
+    bne[parse_e_ethertype#]
+    immed[kind, OUT_EXCEPTION]
+    br[parse_done#], defer[1]
+    immed[code, EXC_ARP]
+parse_class_e#:
+    alu[t, DST, +, 1]
+    bne[parse_e_martian_dst#]
+    immed[kind, OUT_EXCEPTION]
+    br[parse_done#], defer[1]
+    immed[code, EXC_BROADCAST]
+parse_dst_special#:
+    alu_shf[t, --, b, t, >>8]
+    alu[t, t, and, 0xF]
+    alu[--, t, -, CAM_NET]
+    beq[parse_e_obsolete#]
+    immed[kind, OUT_EXCEPTION]
+    alu[--, t, -, CAM_BCAST]
+    beq[parse_x_broadcast#]
+    // CAM_LOCAL: a link-layer group address still comes first (step 16)
+    alu[t, --, b, $$h0]
+    br_bset[t, 8, parse_e_link_bcast#]
+    br[parse_done#], defer[1]
+    immed[code, EXC_LOCAL_DELIVERY]
+parse_src_special#:
+    alu_shf[t, --, b, t, >>8]
+    alu[t, t, and, 0xF]
+    alu[--, t, -, CAM_BCAST]
+    bne[parse_src_ok#]
+    br[parse_done#], defer[1]
+    immed[code, DROP_MARTIAN_SRC]
+parse_x_broadcast#:
+    br[parse_done#], defer[1]
+    immed[code, EXC_BROADCAST]
+parse_x_multicast#:
+    immed[kind, OUT_EXCEPTION]
+    br[parse_done#], defer[1]
+    immed[code, EXC_MULTICAST]
+parse_e_short#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_SHORT_FRAME]
+parse_e_oversize#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_OVERSIZE_FRAME]
+parse_e_mac#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_DST_MAC_MISMATCH]
+parse_e_ethertype#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_NON_IPV4_ETHERTYPE]
+parse_e_version#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_BAD_VERSION]
+parse_e_ihl#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_BAD_IHL]
+parse_e_total#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_BAD_TOTAL_LENGTH]
+parse_e_truncated#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_IP_TRUNCATED]
+parse_e_checksum#:
+    immed[kind, OUT_DROP]
+    br[parse_done#], defer[1]
+    immed[code, DROP_BAD_CHECKSUM]
+parse_e_martian_dst#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_MARTIAN_DST]
+parse_e_obsolete#:
+    br[parse_done#], defer[1]
+    immed[code, DROP_OBSOLETE_BROADCAST]
+parse_e_link_bcast#:
+    immed[kind, OUT_DROP]
+    br[parse_done#], defer[1]
+    immed[code, DROP_LINK_BROADCAST_UNICAST_IP]
+parse_e_martian_src#:
+    immed[code, DROP_MARTIAN_SRC]
 parse_done#:
 .end
 #endm
