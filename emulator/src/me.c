@@ -695,19 +695,20 @@ static void issue_mem(exec_ctx *e, int unit, uint64_t w)
     xfer_target(m, e->ctx, NPK_SRAM_XFER(w), is_dram, &kind, &xidx);
     uint32_t msf_addr = 0;
     if (NPK_SRAM_INDIRECT_REF(w)) {
-        /* npkit indirect_ref format of the previous ALU result (ALU_OUT):
-         *   [31] override count, [30:27] count-1
-         *   [26] override xfer,  [25:21] xfer register (context-relative)
-         *   [13:0] MSF buffer address for rbuf_rd / tbuf_wr */
+        /* indirect_ref: fields of the previous ALU result (ALU_OUT) override the
+         * instruction (the format IXP2400/2800 receive/transmit microcode uses):
+         *   [25] override ref_count, [24:21] ref_count - 1 (quadwords for dram)
+         *   [4]  override data reference, [20:5] data reference: for
+         *        dram[rbuf_rd|tbuf_wr] the MSF buffer address (0x2000 + byte
+         *        offset in RBUF / TBUF) */
         uint32_t ind = m->alu_out;
-        if (ind & 0x80000000u) {
-            cnt = ((ind >> 27) & 0xF) + 1;
+        if (ind & (1u << 25)) {
+            cnt = ((ind >> 21) & 0xF) + 1;
             nwords = is_dram ? cnt * 2 : cnt;
             if (nwords > NPK_MAX_XFER_WORDS) nwords = NPK_MAX_XFER_WORDS;
         }
-        if (ind & (1u << 26))
-            xidx = (relbase(m, e->ctx) + ((ind >> 21) & 0x1F)) & 127;
-        msf_addr = ind & 0x3FFF;
+        if (ind & (1u << 4))
+            msf_addr = (ind >> 5) & 0xFFFF;
     }
     int ch = unit_channel(c, unit, addr);
     if (npk_unit_full(c, unit, ch)) {

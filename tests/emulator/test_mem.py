@@ -159,9 +159,9 @@ def test_msf_stub_loopback_and_counts() -> None:
 
 
 def test_rbuf_rd_and_tbuf_wr_with_indirect_ref() -> None:
-    # indirect_ref: previous ALU result [13:0] = MSF buffer address, [31] + [30:27] = count - 1
-    ind_rd = (1 << 31) | (1 << 27) | 0x40      # 2 quadwords from MSF 0x40
-    ind_wr = (1 << 31) | (0 << 27) | 0x100     # 1 quadword to MSF 0x100
+    # indirect_ref: previous ALU result [4] + [20:5] = MSF buffer address, [25] + [24:21] = count - 1
+    ind_rd = (1 << 25) | (1 << 21) | (1 << 4) | (0x40 << 5)     # 2 quadwords from MSF 0x40
+    ind_wr = (1 << 25) | (0 << 21) | (1 << 4) | (0x100 << 5)    # 1 quadword to MSF 0x100
     prog = ["immed[a1, 0x80]", "immed[$0, 0x0102]", "immed_w1[$0, 0x0304]", "immed[$1, 0x0506]",
             "immed_w1[$1, 0x0708]", "msf[write, $0, a1, 0, 2], ctx_swap[s1]",
             "immed[a3, 0x40]", "immed[$0, 0x0a0b]", "msf[write, $0, a3, 0, 1], ctx_swap[s1]",
