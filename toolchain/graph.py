@@ -304,6 +304,11 @@ def _mes(v: Any) -> list[int]:
         return []
     if isinstance(v, int):
         return [v]
+    if isinstance(v, dict):
+        try:
+            return list(range(int(v["first"]), int(v["first"]) + int(v["count"])))
+        except (KeyError, TypeError, ValueError):
+            return []
     if isinstance(v, str):
         out: list[int] = []
         for part in v.split(","):
@@ -373,6 +378,32 @@ def read_layout(path: str | Path) -> Layout:
     return Layout(str(raw.get("name", Path(path).stem)), blocks, rings, exc_name, memories)
 
 
+def from_linker(path: str | Path) -> Layout | None:
+    """The layout as the router's linker reads it (parameters substituted, ME ranges
+    expanded), or None when the linker is not available or rejects the file."""
+    try:
+        from npkit.toolchain.link import load_layout
+    except ImportError:
+        return None
+    try:
+        lay = load_layout(path)
+    except Exception:  # noqa: BLE001 - fall back to the generic reader
+        return None
+    blocks = []
+    for b in lay.blocks.values():
+        ins = [b.ring_in] if b.ring_in else (["msf"] if b.source is None and b.ring_out else [])
+        outs = [b.ring_out] if b.ring_out else (["msf"] if b.source is None and b.ring_in else [])
+        if b.source is not None and lay.exceptions:
+            outs.append(lay.exceptions)
+        src = b.source or "external (host stand-in)"
+        blocks.append(LBlock(b.name, list(b.mes), ins, outs, src, b.threads if b.source else None))
+    rings = {r.name: {"type": "scratch", "ring": r.number, "size": r.size} for r in lay.rings.values()}
+    memories = {"DRAM": "packet buffers (2 KB, frame at +2)",
+                "SRAM": "route trie, next hops, buffer descriptors, free list, port queues",
+                "scratch": "rings, statistics"}  # fmt: skip
+    return Layout(lay.name, blocks, rings, lay.exceptions, memories)
+
+
 def layout_dot(lay: Layout) -> str:
     out = [f"digraph {_q('layout ' + lay.name)} {{", "  rankdir=LR;", '  node [fontname="Helvetica" fontsize=11];',
            '  edge [fontname="Helvetica" fontsize=9];', f'  label={_q(f"layout {lay.name}")}; labelloc=t;']  # fmt: skip
@@ -389,7 +420,10 @@ def layout_dot(lay: Layout) -> str:
     for b in lay.blocks:
         mes = ", ".join(map(str, b.mes)) if b.mes else "?"
         rows = [b.name, f"ME {mes}"] + ([f"{b.threads} threads"] if b.threads else [])
-        out.append(f'    {nid("blk", b.name)} [shape=box style="rounded,filled" fillcolor="#dbe9ff" '
+        if b.source:
+            rows.append(Path(b.source).name if not b.source.startswith("external") else b.source)
+        fill = "#eeeeee" if b.source.startswith("external") else "#dbe9ff"
+        out.append(f'    {nid("blk", b.name)} [shape=box style="rounded,filled" fillcolor="{fill}" '
                    f"label={_q(chr(10).join(rows))}];")  # fmt: skip
     out.append("  }")
     uses_msf_in = any(x in ("msf", "rx") for b in lay.blocks for x in b.inputs)
@@ -462,7 +496,8 @@ def graph() -> None:
 def graph_layout(layout: str, output: str) -> None:
     """Picture of LAYOUT: blocks on their MEs, rings, memories, the exception path."""
     try:
-        render(layout_dot(read_layout(layout)), Path(output))
+        lay = from_linker(layout) or read_layout(layout)
+        render(layout_dot(lay), Path(output))
     except GraphError as e:
         raise click.ClickException(str(e)) from None
 

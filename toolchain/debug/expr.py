@@ -47,7 +47,7 @@ def evaluate(text: str, lookup: Callable[[str], int]) -> int:
         return key
 
     src = _NAME.sub(sub, text.strip())
-    src = re.sub(r"!(?!=)", " not ", src.replace("&&", " and ").replace("||", " or "))
+    src = re.sub(r"!(?!=)", " not ", src.replace("&&", " and ").replace("||", " or ")).strip()
     try:
         tree = ast.parse(src, mode="eval")
     except SyntaxError:

@@ -34,7 +34,7 @@ from npkit.toolchain.isa import DecodeError, decode, isa
 
 from . import packet as pkt
 from .expr import ExprError, evaluate
-from .source import macro_frames, where
+from .source import _same_file, macro_frames, short, where
 from .target import Target
 
 DEFAULT_RUN = 10_000_000
@@ -501,9 +501,10 @@ class Session:
         pc = self.pc()
         sm = self.target.smap(self.me)
         e = sm.entry(pc)
-        self.emit(f"ME {self.me} ctx {self.ctx} pc {pc} at {e.file}:{e.line}" if e else f"pc {pc}")
+        self.emit(f"ME {self.me} ctx {self.ctx} pc {pc} at {short(e.file)}:{e.line}" if e else f"pc {pc}")
         for i, f in enumerate(reversed(macro_frames(e) if e else [])):
-            self.emit(f"  #{i + 1} {f.name}() called at {f.file}:{f.line}: {sm.source_line(f.file, f.line).strip()}")
+            self.emit(f"  #{i + 1} {f.name}() called at {short(f.file)}:{f.line}: "
+                      f"{sm.source_line(f.file, f.line).strip()}")  # fmt: skip
 
     def cmd_threads(self, args: list[str], rest: str) -> None:
         self.emit(f"cycle {self.chip.cycle}")
@@ -715,27 +716,36 @@ class Session:
         sm = self.target.smap(me)
         pc = self.pc()
         cur = sm.entry(pc)
-        if args:
+        m = re.fullmatch(r"(.+):(\d+)", args[0]) if args else None
+        if m:
+            files = [f for f in sm.files() if _same_file(f, m[1])]
+            if not files:
+                raise DebugError(f"no code from a file named '{m[1]}'")
+            cfile, cline = files[0], int(m[2])
+        elif args:
             me_pc = self.resolve_location(args[0])
-            me, addr = next(((m, a) for m, a in me_pc if m == self.me), me_pc[0])
+            me, addr = next(((m_, a) for m_, a in me_pc if m_ == self.me), me_pc[0])
             sm = self.target.smap(me)
-            center = sm.entry(addr)
+            e = sm.entry(addr)
+            if e is None:
+                raise DebugError("no line information there")
+            cfile, cline = e.file, e.line
+        elif cur is not None:
+            cfile, cline = cur.file, cur.line
         else:
-            center = cur
-        if center is None:
             raise DebugError("no line information here")
-        lines = sm.text(center.file)
+        lines = sm.text(cfile)
         if lines is None:
-            raise DebugError(f"source file {center.file} not found")
-        lo, hi = max(1, center.line - 5), min(len(lines), center.line + 5)
-        self.emit(f"{center.file}:")
+            raise DebugError(f"source file {cfile} not found")
+        lo, hi = max(1, cline - 5), min(len(lines), cline + 5)
+        self.emit(f"{short(cfile)}:")
         for n in range(lo, hi + 1):
-            mark = "=>" if cur is not None and cur.file == center.file and cur.line == n else "  "
+            mark = "=>" if cur is not None and cur.file == cfile and cur.line == n else "  "
             self.emit(f"{mark}{n:5d}  {lines[n - 1]}".rstrip())
         frames = macro_frames(cur) if cur is not None and not args else []
         if frames:
             f = frames[0]
-            self.emit(f"  (in macro {frames[-1].name}, expanded from {f.file}:{f.line}: "
+            self.emit(f"  (in macro {frames[-1].name}, expanded from {short(f.file)}:{f.line}: "
                       f"{sm.source_line(f.file, f.line).strip()})")  # fmt: skip
 
     def cmd_stats(self, args: list[str], rest: str) -> None:

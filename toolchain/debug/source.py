@@ -37,15 +37,27 @@ def macro_frames(entry: LineEntry) -> list[Frame]:
     return out
 
 
+def short(path: str) -> str:
+    """A recorded source path as the user would type it: relative to the current directory
+    when it lies below it."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return p.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return path
+    return path
+
+
 def where(entry: LineEntry | None) -> str:
     """file:line [in MACRO (called at file:line) ...] for display."""
     if entry is None:
         return "?"
-    text = f"{entry.file}:{entry.line}"
+    text = f"{short(entry.file)}:{entry.line}"
     frames = macro_frames(entry)
     if frames:
         inner = frames[-1]
-        text += f" in {inner.name}() called at {inner.file}:{inner.line}"
+        text += f" in {inner.name}() called at {short(inner.file)}:{inner.line}"
         if len(frames) > 1:
             text += " (via " + " > ".join(f.name for f in frames[:-1]) + ")"
     return text

@@ -1,0 +1,161 @@
+"""npk debug: batch scripts over examples/debug/ttl.uc (breakpoints by FILE:LINE and label,
+stepping, registers by .reg name, signals, thread states, the decoded packet)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from npkit.toolchain.cli import main
+from npkit.toolchain.debug.expr import ExprError, evaluate
+from npkit.toolchain.debug.session import DebugError, Session
+from npkit.toolchain.debug.target import open_target
+
+pytestmark = pytest.mark.usefixtures("at_root")
+
+ROOT = Path(__file__).resolve().parents[2]
+TTL = ROOT / "examples" / "debug" / "ttl.uc"
+
+
+@pytest.fixture
+def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def batch(tmp_path: Path, script: str, target: Path = TTL) -> tuple[int, str, str]:
+    """Run from the top of the tree, as the docs do, so paths print as examples/debug/ttl.uc."""
+    f = tmp_path / "script.npkdbg"
+    f.write_text(script)
+    r = CliRunner().invoke(main, ["debug", str(target), "--batch", str(f)])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def section(out: str, cmd: str) -> str:
+    """Output of the command echoed as `(npk) cmd` up to the next prompt."""
+    part = out.split(f"(npk) {cmd}\n", 1)[1]
+    return part.split("(npk) ", 1)[0]
+
+
+def test_break_by_line_and_label_then_registers_and_packet(tmp_path: Path) -> None:
+    code, out, err = batch(tmp_path, """
+        break ttl.uc:40
+        break done
+        threads
+        run
+        print one
+        signals
+        packet buf
+        run
+        print sum
+        print lw5
+        threads
+        packet
+    """)
+    assert code == 0, err
+    assert "breakpoint 1 at examples/debug/ttl.uc:40 <got_header>, address 5 on ME 0" in out
+    assert "breakpoint 2 at examples/debug/ttl.uc:52 <done>, address 19" in out
+    first = section(out, "threads")
+    assert "*   0:0   running     0  examples/debug/ttl.uc:34" in first
+    assert first.count("ready") == 7
+    hit = section(out, "run")
+    assert "breakpoint 1 (ttl.uc:40) hit" in hit and "ME 0 ctx 0 pc 5 (running)" in hit
+    assert "one = 256 (0x100)" in out
+    sig = section(out, "signals")
+    assert "names: hdr_sig=s2, wr_sig=s4" in sig
+    assert "ctx 1 inactive" in sig  # the other contexts ran ctx_arb[kill] meanwhile
+    pk = section(out, "packet buf")
+    assert "ipv4      10.0.0.1 -> 192.168.1.7  ttl 64  proto 17" in pk and "checksum 0x9ce5 (ok)" in pk
+    assert "traffic   packet id 7" in pk
+    assert "sum = 40421 (0x9de5)" in out  # RFC 1624: 0x9ce5 + 0x0100
+    assert "lw5 = 16145 (0x3f11)" in out
+    after = out.rsplit("(npk) packet\n", 1)[1]
+    assert "packet at dram 0x0 = buf (by convention)" in after
+    assert "ttl 63" in after and "checksum 0x9de5 (ok)" in after
+
+
+def test_step_next_and_macro_depth(tmp_path: Path) -> None:
+    t = open_target(TTL)
+    s = Session(t)
+    s.execute("break got_header")
+    s.execute("run")
+    assert s.pc() == 5
+    s.execute("step")
+    assert s.pc() == 6
+    out = s.execute("next")  # over csum_add(): its four words are one line at depth 0
+    assert s.pc() == 11 and "ttl.uc:43" in out
+    s.execute("break ttl.uc:28")  # a macro body line: breaks in the expansion
+    out = s.execute("list ttl.uc:42")
+    assert "csum_add(sum, one)" in out
+    out = s.execute("step 2 0:0")
+    assert s.pc() == 13
+    assert s.reg_value("lw6") == 0x0A00  # $$h6 << 16 >> 16: the low half of longword 6
+    regs = s.execute("regs")
+    assert "sum              b1     0x00009de5" in regs
+    assert "$$h5             $$5    in 0x00004011" in regs
+    assert "CAM (entry: tag/state)" in regs and "ACTIVE_LM_ADDR_0=" in regs
+    w = s.execute("where")
+    assert "ttl.uc:45" in w
+
+
+def test_conditional_breakpoint_and_watchpoint(tmp_path: Path) -> None:
+    s = Session(open_target(TTL))
+    s.execute("break done if sum == 1")  # never true: the run ends by halting
+    s.execute("watch dram 16 16")
+    out = s.execute("run")
+    assert "watchpoint 2 (dram 0x10 len 16) written" in out
+    assert "dram 0x14: 00004011 -> 00003f11" in out and "dram 0x18: 9ce50a00 -> 9de50a00" in out
+    assert "written by ME 0 ctx 0" in out
+    out = s.execute("run")
+    assert "all MEs halted" in out
+    assert "hits 0" in s.execute("info")
+    s.execute("delete")
+    assert s.execute("info") == "no breakpoints or watchpoints"
+
+
+def test_register_watchpoint_stops_at_the_writer() -> None:
+    s = Session(open_target(TTL))
+    s.execute("watch sum")
+    out = s.execute("run")
+    assert "watchpoint 1 (sum (b1) ME 0 ctx 0): 0x0 -> 0x9ce5" in out
+    assert "ttl.uc:41" in out or "ttl.uc:27" in out
+
+
+def test_batch_error_has_line_number_and_exit_code(tmp_path: Path) -> None:
+    code, out, err = batch(tmp_path, "break ttl.uc:40\n\nbreak nowhere_label\nrun\n")
+    assert code == 1
+    assert "script.npkdbg:3: error: 'nowhere_label' is not FILE:LINE, a label or an address" in err
+    assert "(npk) run" not in out
+
+
+def test_unknown_register_in_condition_is_an_error() -> None:
+    s = Session(open_target(TTL))
+    with pytest.raises(DebugError, match="unknown name 'nosuch'"):
+        s.execute("break done if nosuch == 1")
+
+
+def test_stdin_batch_and_help(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["debug", str(TTL)], input="help\ncycle\nstats\nrings\nqueues\n")
+    assert r.exit_code == 0, r.stderr
+    assert "packet [EXPR]" in r.stdout and "cycle 0 (0.0 ns at 1400 MHz)" in r.stdout
+    assert "no scratch ring is configured" in r.stdout
+
+
+def test_expressions() -> None:
+    vals = {"a3": 5, "$x": 2, "pw": 0x8000_0012}
+    assert evaluate("a3 == 5", vals.__getitem__) == 1
+    assert evaluate("a3 != 5 || $x == 2", vals.__getitem__) == 1
+    assert evaluate("!(a3 == 5) && 1", vals.__getitem__) == 0
+    assert evaluate("((pw & 0xffff) << 11) + 2", vals.__getitem__) == (0x12 << 11) + 2
+    with pytest.raises(ExprError):
+        evaluate("a3 ==", vals.__getitem__)
+
+
+def test_scratch_ring_info_reports_configuration() -> None:
+    t = open_target(TTL)
+    t.chip.scratch_ring(3, 0x1000, 128, 4)
+    assert t.chip.scratch_ring_info(3) == {"base": 0x1000, "size": 128, "full_margin": 4, "count": 0}
+    assert t.chip.scratch_ring_info(2)["size"] == 0
+    out = Session(t).execute("rings")
+    assert "scratch ring  3: base 0x1000 size  128 words  count    0" in out

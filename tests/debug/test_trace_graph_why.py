@@ -1,0 +1,167 @@
+"""npk trace (structure vs the run's statistics), npk graph (rendered with dot), npk why."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from npkit.toolchain.cli import main
+from npkit.toolchain.debug.target import open_target
+from npkit.toolchain.debug.trace import BufferMap, record_trace
+from npkit.toolchain.graph import build_cfg, cfg_dot, layout_dot, read_layout
+
+ROOT = Path(__file__).resolve().parents[2]
+TTL = ROOT / "examples" / "debug" / "ttl.uc"
+PING = ROOT / "examples" / "ring_ping.uc"
+PIPELINED = ROOT / "microcode" / "layouts" / "pipelined.yaml"
+
+
+def test_trace_tracks_spans_and_flows_match_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    t = open_target(TTL)
+    summary = record_trace(t, 5000, 0, None, out, BufferMap(0, 64))
+    doc = json.loads(out.read_text())
+    ev = doc["traceEvents"]
+    names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in ev if e["ph"] == "M" and "name" in e["args"]}
+    assert names[(0, None)] == "ME 0 (ttl)"
+    assert {names[(0, c)] for c in range(8)} == {f"ctx {c}" for c in range(8)}
+    spans: dict[tuple[int, int], list[tuple[int, int, str]]] = defaultdict(list)
+    for e in ev:
+        if e["ph"] == "X":
+            spans[(e["pid"], e["tid"])].append((e["args"]["c0"], e["args"]["c1"], e["name"]))
+            assert e["dur"] >= 0 and abs(e["ts"] - e["args"]["c0"] / 1400) < 1e-6
+    assert set(spans) == {(0, c) for c in range(8)}
+    for track in spans.values():
+        track.sort()
+        for (_a0, a1, _), (b0, _, _) in zip(track, track[1:], strict=False):
+            assert a1 <= b0, "spans on one track overlap"
+    stats = t.chip.stats()["mes"][0]
+    for c in range(8):
+        tot = defaultdict(int)
+        for a, b, name in spans[(0, c)]:
+            tot[name] += b - a
+        assert tot["sleeping"] == stats["ctx"][c]["sleep_cycles"]
+        assert tot["ready"] == stats["ctx"][c]["ready_cycles"]
+        assert tot["executing"] >= stats["ctx"][c]["instructions"]
+    flows = defaultdict(list)
+    for e in ev:
+        if e["ph"] in ("s", "f") and e.get("cat") == "mem":
+            flows[e["id"]].append(e)
+    assert len(flows) == summary["flows"] == 2  # dram read and dram write of context 0
+    for pair in flows.values():
+        assert [e["ph"] for e in pair] == ["s", "f"] and pair[0]["ts"] <= pair[1]["ts"]
+    packet = [e for e in ev if e.get("cat") == "packet"]
+    assert [e["ph"] for e in packet] == ["s", "f"] and packet[0]["id"] == "b0.0"
+    assert summary["packets"] == 1
+
+
+def test_trace_window_clips(tmp_path: Path) -> None:
+    out = tmp_path / "w.json"
+    r = CliRunner().invoke(main, ["trace", str(TTL), "--cycles", "2000", "--from", "100", "--to", "200",
+                                  "-o", str(out), "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert (s["from"], s["to"]) == (100, 200)
+    for e in json.loads(out.read_text())["traceEvents"]:
+        if e["ph"] == "X":
+            assert 100 <= e["args"]["c0"] <= e["args"]["c1"] <= 200
+
+
+def _svg(path: Path) -> ET.Element:
+    root = ET.parse(path).getroot()
+    assert root.tag.endswith("svg")
+    return root
+
+
+def _titles(root: ET.Element) -> set[str]:
+    return {t.text or "" for t in root.iter() if t.tag.endswith("title")}
+
+
+def test_graph_cfg_renders_blocks_edges_and_wait_points(tmp_path: Path) -> None:
+    from npkit.asm.assembler import assemble
+
+    prog = assemble(PING).program
+    _, blocks = build_cfg(prog, [ROOT / "examples"])
+    by_start = {b.start: b for b in blocks}
+    assert (14, "taken") in by_start[0].succ and (1, "fall") in by_start[0].succ  # br!=ctx[0, idle#]
+    assert ("end", "end") in by_start[14].succ  # ctx_arb[kill]
+    assert any(dst == 7 and kind == "taken" for dst, kind in by_start[7].succ)  # .repeat loop
+    dot = cfg_dot(prog, [ROOT / "examples"])
+    assert "(may swap)" in dot and 'label="fall"' in dot
+    out = tmp_path / "ping.svg"
+    r = CliRunner().invoke(main, ["graph", "cfg", str(PING), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    titles = _titles(_svg(out))
+    assert {"b0", "b14", "end", "b0->b14", "b0->b1", "b7->b7"} <= titles
+
+
+def test_graph_cfg_defer_slots_and_jump_targets_hint(tmp_path: Path) -> None:
+    src = tmp_path / "j.uc"
+    src.write_text(
+        ".reg x\n"
+        "    immed[x, 0]\n"
+        "    beq[two#], defer[1]\n"
+        "    alu[x, x, +, 1]\n"
+        "    jump[x, one#], targets[one#, two#]\n"
+        "one#:\n"
+        "    halt\n"
+        "two#:\n"
+        "    ctx_arb[kill]\n"
+    )
+    from npkit.asm.assembler import assemble
+
+    prog = assemble(src).program
+    _, blocks = build_cfg(prog, [tmp_path])
+    by_start = {b.start: b for b in blocks}
+    assert by_start[0].end == 2  # the defer slot stays in the branch's block
+    assert set(by_start[0].succ) == {(5, "taken"), (3, "fall")}
+    assert set(by_start[3].succ) == {(4, "taken"), (5, "taken")}  # from targets[]
+    assert "(defer)" in cfg_dot(prog, [tmp_path])
+
+
+def test_graph_layout_of_the_router(tmp_path: Path) -> None:
+    out = tmp_path / "pipelined.svg"
+    r = CliRunner().invoke(main, ["graph", "layout", str(PIPELINED), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    titles = _titles(_svg(out))
+    assert {"blk_parse", "blk_lookup", "ring_exceptions", "xscale", "blk_parse->ring_parse_to_lookup",
+            "ring_rx_to_parse->blk_parse", "ring_exceptions->xscale"} <= titles  # fmt: skip
+
+
+def test_graph_layout_generic_reader(tmp_path: Path) -> None:
+    y = tmp_path / "l.yaml"
+    y.write_text("name: demo\nblocks:\n  - {name: a, mes: '0-1', in: msf, out: [r1, exc]}\n"
+                 "  - {name: b, me: 2, in: r1, out: msf}\nrings: {r1: {type: nn}}\nexception: exc\n")  # fmt: skip
+    lay = read_layout(y)
+    assert [b.mes for b in lay.blocks] == [[0, 1], [2]]
+    dot = layout_dot(lay)
+    assert "msf_rx -> blk_a" in dot and "ring_exc -> xscale" in dot and "blk_b -> msf_tx" in dot
+
+
+def test_why_reports_reads_writes_and_changed_fields() -> None:
+    r = CliRunner().invoke(main, ["why", "0", "--image", str(TTL), "--buffer", "0:64", "--cycles", "5000", "--json"])
+    assert r.exit_code == 0, r.stderr
+    rep = json.loads(r.stdout)
+    ops = [(t["op"], t["me"], t["ctx"], t["offset"], t["bytes"]) for t in rep["touches"]]
+    assert ops == [("read", 0, 0, 0, 32), ("write", 0, 0, 16, 16)]
+    write = rep["touches"][1]
+    assert write["changed"] == [[22, 0x40, 0x3F], [24, 0x9C, 0x9D]]
+    assert write["fields"] == ["ip header checksum", "ip ttl"]
+    assert "ttl.uc:50" in write["at"]
+    assert any("ttl 63" in ln and "(ok)" in ln for ln in rep["after"])
+
+
+def test_why_needs_to_know_where_packets_live() -> None:
+    r = CliRunner().invoke(main, ["why", "0", "--image", str(TTL)])
+    assert r.exit_code != 0 and "--buffer BASE:SIZE" in r.output
+
+
+@pytest.mark.parametrize("bad", ["0x10", "a:b"])
+def test_trace_rejects_bad_buffer_spec(tmp_path: Path, bad: str) -> None:
+    r = CliRunner().invoke(main, ["trace", str(TTL), "--packets", bad, "-o", str(tmp_path / "x.json")])
+    assert r.exit_code != 0 and "BASE:SIZE" in r.output
