@@ -16,7 +16,7 @@
     npk_special_cam_init()
     npk_start_tokens()
 fast_loop#:
-    npk_get_input()
+    npk_get_input(fast_loop#)
     parse_body($i1, dst)
     .if (kind == OUT_FORWARD)
         lookup_body(dst, nhi)
@@ -24,5 +24,4 @@ fast_loop#:
             hdr_body(nhi, ow1)
         .endif
     .endif
-    npk_emit()
-    br[fast_loop#]
+    npk_emit(fast_loop#)

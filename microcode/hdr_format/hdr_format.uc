@@ -11,8 +11,7 @@
     br!=ctx[0, hdr_loop#]
     npk_start_tokens()
 hdr_loop#:
-    npk_get_input()
+    npk_get_input(hdr_loop#)
     alu[nhi, --, b, $i1]
     hdr_body(nhi, ow1)
-    npk_emit()
-    br[hdr_loop#]
+    npk_emit(hdr_loop#)

@@ -18,10 +18,17 @@
     immed[zero, 0]
     immed[base, HOST_BASE]
     immed[n, 0]
+    // the log writes of the previous message overlap the next get: s2 / s3 stand
+    // for "previous writes done" and start set
+    local_csr_wr[SAME_ME_SIGNAL, (&s2 << 3)]
+    local_csr_wr[SAME_ME_SIGNAL, (&s3 << 3)]
 sink_get#:
-    scratch[get, $m0, zero, (RING_IN << 2), 2], ctx_swap[s1]
+    scratch[get, $m0, zero, (RING_IN << 2), 2], sig_done[s1]
+    ctx_arb[s1, s2, s3]
     alu[t, --, b, $m0]
     bne[sink_got#]
+    local_csr_wr[SAME_ME_SIGNAL, (&s2 << 3)]
+    local_csr_wr[SAME_ME_SIGNAL, (&s3 << 3)]
     ctx_arb[voluntary]
     br[sink_get#]
 sink_got#:
@@ -29,10 +36,10 @@ sink_got#:
     alu[$o1, --, b, $m1]
     alu_shf[t, --, b, n, <<3]
     alu[t, t, +, 16]
-    sram[write, $o0, base, t, 2], ctx_swap[s2]
+    sram[write, $o0, base, t, 2], sig_done[s2]
     alu[n, n, +, 1]
     alu[$c, --, b, n]
-    sram[write, $c, base, 0, 1], ctx_swap[s3]
+    sram[write, $c, base, 0, 1], sig_done[s3]
 #ifdef SINK_TXDONE
     alu[t, --, b, $m1]
     alu_shf[t, --, b, t, <<2]

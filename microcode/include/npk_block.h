@@ -30,6 +30,7 @@
 
 .sig volatile tok_get
 .sig volatile tok_put
+.sig s_timer
 .reg zero nget nput pw ow1 kind code
 .reg read $i0 $i1
 .xfer_order $i0 $i1
@@ -48,6 +49,7 @@
     alu[t, t, and, 7]
     alu[nget, t, or, (&tok_get << 3)]
     alu[nput, t, or, (&tok_put << 3)]
+    local_csr_wr[ACTIVE_FUTURE_COUNT_SIGNAL, &s_timer]
 .end
 #endm
 
@@ -83,18 +85,42 @@
 .end
 #endm
 
-// Take the input token, then the next message from ring RING_IN (retrying while
-// the ring is empty: an empty scratch ring reads as zeros and a packet word is
-// never 0), hand the token on.  Leaves the message in pw and $i1.
-#macro npk_get_input()
+// Take the input token, issue the get of the next message from ring RING_IN and hand
+// the token on at once: gets leave in context order and the scratch unit completes
+// them in order, so the order of messages is the order of contexts.  A get that finds
+// the ring empty reads zeros (a packet word is never 0): that context then only takes
+// its turn of tok_put, passes it, sleeps NPK_IDLE_TICKS timestamp ticks so that idle
+// blocks do not flood the scratch unit with gets, and starts again at LOOP.
+#ifndef NPK_IDLE_TICKS
+#define NPK_IDLE_TICKS 4
+#endif
+#macro npk_get_input(LOOP)
 .begin
     .sig s_in
     ctx_arb[tok_get]
-npk_get_retry#:
-    scratch[get, $i0, zero, (RING_IN << 2), 2], ctx_swap[s_in]
-    alu[pw, --, b, $i0]
-    beq[npk_get_retry#]
+    scratch[get, $i0, zero, (RING_IN << 2), 2], sig_done[s_in]
     local_csr_wr[SAME_ME_SIGNAL, nget]
+    ctx_arb[s_in]
+    alu[pw, --, b, $i0]
+    bne[npk_got#]
+    ctx_arb[tok_put]
+    local_csr_wr[SAME_ME_SIGNAL, nput]
+    npk_sleep(NPK_IDLE_TICKS)
+    br[LOOP]
+npk_got#:
+.end
+#endm
+
+// Sleep about TICKS * 16 cycles (the ME's future-count timer; npk_thread_setup
+// points this context's FUTURE_COUNT_SIGNAL at s_timer).
+#macro npk_sleep(TICKS)
+.begin
+    .reg ts
+    local_csr_rd[TIMESTAMP_LOW]
+    immed[ts, 0]
+    alu[ts, ts, +, TICKS]
+    local_csr_wr[ACTIVE_CTX_FUTURE_COUNT, ts]
+    ctx_arb[s_timer]
 .end
 #endm
 
@@ -104,7 +130,7 @@ npk_get_retry#:
 //   OUT_EXCEPTION  record (pw, EXC_RECORD | in_port << 16 | code) on the exception
 //                  ring, exception counter incremented; a full exception ring turns
 //                  it into the drop exception_ring_full.
-#macro npk_emit()
+#macro npk_emit(LOOP)
 .begin
     .reg write $o0 $o1
     .xfer_order $o0 $o1
@@ -124,6 +150,7 @@ npk_emit_put#:
         scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_out]
         local_csr_wr[SAME_ME_SIGNAL, nput]
         ctx_arb[s_out]
+        br[LOOP]
     .else
         .if (kind == OUT_EXCEPTION)
             br_inp_state[EXC_RING_STATUS, npk_emit_exc_full#]
@@ -138,7 +165,7 @@ npk_emit_put#:
             scratch[incr, --, u, t]
             local_csr_wr[SAME_ME_SIGNAL, nput]
             ctx_arb[s_out]
-            br[npk_emit_done#]
+        br[LOOP]
 npk_emit_exc_full#:
             immed[code, DROP_EXCEPTION_RING_FULL]
         .endif
@@ -147,8 +174,8 @@ npk_emit_exc_full#:
         immed[u, STAT_DROP_BASE]
         scratch[incr, --, u, t]
         local_csr_wr[SAME_ME_SIGNAL, nput]
+        br[LOOP]
     .endif
-npk_emit_done#:
 .end
 #endm
 

@@ -14,8 +14,7 @@
 #endif
     npk_start_tokens()
 lookup_loop#:
-    npk_get_input()
+    npk_get_input(lookup_loop#)
     alu[dst, --, b, $i1]
     lookup_body(dst, ow1)
-    npk_emit()
-    br[lookup_loop#]
+    npk_emit(lookup_loop#)

@@ -14,8 +14,7 @@
     npk_special_cam_init()
     npk_start_tokens()
 parse_loop#:
-    npk_get_input()
+    npk_get_input(parse_loop#)
     parse_body($i1, dst)
     alu[ow1, --, b, dst]
-    npk_emit()
-    br[parse_loop#]
+    npk_emit(parse_loop#)

@@ -7,8 +7,7 @@
     br!=ctx[0, stub_loop#]
     npk_start_tokens()
 stub_loop#:
-    npk_get_input()
+    npk_get_input(stub_loop#)
     alu[ow1, --, b, $i1]
     immed[kind, OUT_FORWARD]
-    npk_emit()
-    br[stub_loop#]
+    npk_emit(stub_loop#)
