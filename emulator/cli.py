@@ -49,8 +49,24 @@ def _summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any]:
 @click.option("--cycles", default=1_000_000, show_default=True, type=int, help="Cycle budget.")
 @click.option("--me", "me_list", default=None, help="MEs to load on, e.g. 0,1 or 0-3.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def run_cmd(image: str, config: str, cycles: int, me_list: str | None, as_json: bool) -> None:
-    """Run IMAGE on the emulated chip and print statistics."""
+@click.option("--traffic", "traffic", default=None, type=click.Path(exists=True),
+              help="Traffic spec (YAML) or directory of port<N>.pcap to feed through the MSF.")
+@click.option("--capture", "capture", default=None, type=click.Path(file_okay=False),
+              help="Write transmitted frames (port<N>.pcap) and dispositions.json here.")
+@click.option("--duration-ms", "duration_ms", default=1.0, show_default=True, type=float,
+              help="With --traffic: emulated time to offer traffic for.")
+@click.option("--drain-us", "drain_us", default=20.0, show_default=True, type=float,
+              help="With --traffic: extra emulated time after the last arrival, to let packets leave.")
+def run_cmd(image: str, config: str, cycles: int, me_list: str | None, as_json: bool, traffic: str | None,
+            capture: str | None, duration_ms: float, drain_us: float) -> None:
+    """Run IMAGE on the emulated chip and print statistics.
+
+    With --traffic, packets go in through the MSF for --duration-ms of emulated
+    time (then --drain-us more without arrivals); the per-port table and the
+    conservation totals are printed, and a run that does not balance exits 1."""
+    if traffic is not None:
+        _run_traffic(image, config, me_list, as_json, traffic, capture, duration_ms, drain_us)
+        return
     try:
         chip = Chip(config)
         loaded = load_path(chip, image, _me_list(me_list))
@@ -70,3 +86,46 @@ def run_cmd(image: str, config: str, cycles: int, me_list: str | None, as_json: 
         for i, c in enumerate(chans):
             click.echo(f"  {name}[{i}] commands {c['commands']:>8d} bytes {c['bytes']:>10d} "
                        f"util {c['utilization'] * 100:5.1f}% queue max {c['queue_max']} mean {c['queue_mean']:.2f}")  # fmt: skip
+
+
+def _run_traffic(image: str, config: str, me_list: str | None, as_json: bool, traffic: str,
+                 capture: str | None, duration_ms: float, drain_us: float) -> None:
+    import sys
+
+    from .msf import MsfError, TrafficRun, format_report, load_traffic_source
+
+    duration_ns = int(duration_ms * 1e6)
+    try:
+        chip = Chip(config)
+        loaded = load_path(chip, image, _me_list(me_list))
+        source = load_traffic_source(traffic, duration_ns=duration_ns)
+        run = TrafficRun(chip, source)
+
+        def progress(t_ns: int) -> None:
+            if not as_json and sys.stderr.isatty():
+                print(f"\r  {t_ns / 1e6:8.3f} ms emulated", end="", file=sys.stderr, flush=True)
+
+        reason = run.run(duration_ns + int(drain_us * 1000), progress=progress)
+        if not as_json and sys.stderr.isatty():
+            print(file=sys.stderr)
+        rep = run.report()
+        if capture:
+            run.write_captures(capture, rep)
+    except (EmulatorError, LoadError, MsfError, ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    summary = _summary(chip, reason, loaded)
+    rep_out = {k: v for k, v in rep.items() if k != "fates"}
+    pkts = rep["totals"]["offered"]
+    rep_out["packets_per_host_s"] = round(pkts / rep["host_s"]) if rep["host_s"] else None
+    if as_json:
+        click.echo(json.dumps({**summary, "traffic": str(traffic), "capture": capture, "msf": rep_out}, indent=2))
+    else:
+        click.echo(f"{summary['config']}: {len(source)} packets from {traffic}, {rep['time_ns'] / 1e6:.3f} ms emulated "
+                   f"({summary['cycle']} cycles) in {rep['host_s']:.2f} s host"
+                   + (f", {rep_out['packets_per_host_s']} packets per host second" if pkts else ""))  # fmt: skip
+        click.echo(format_report(rep))
+        if capture:
+            click.echo(f"captures: {capture}/port<N>.pcap, {capture}/dispositions.json")
+    if not rep["balanced"]:
+        click.echo("error: packet conservation does not balance: " + "; ".join(rep["problems"]), err=True)
+        raise SystemExit(1)

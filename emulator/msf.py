@@ -387,11 +387,13 @@ class TrafficRun:
         nports = self.dev.ports
         rows = []
         msf_ports = [self.dev.port_stats(p) for p in range(nports)]
-        arrived_ns = self.now_ns
+        per_port: dict[int, list[int]] = {p: [] for p in range(nports)}
+        for i in range(self.pushed):
+            per_port[tr.ports[i]].append(i)
         for p in range(nports):
             st = msf_ports[p]
-            ids = [i for i in range(self.pushed) if tr.ports[i] == p and tr.times[i] < arrived_ns]
             offered = st["rx_offered"]
+            ids = per_port[p][:offered]  # the MSF takes a port's packets in order
             forwarded = sum(1 for i in ids if i in fwd)
             drops: dict[str, int] = {}
             exc: dict[str, int] = {}

@@ -15,6 +15,7 @@
 //      which marks it valid.
 // Freelist order = context order = TBUF allocation order, so mpackets leave
 // in the order they arrived and every frame keeps its bytes.
+// Build with -D SLOW=N for a deliberately slow variant (overload tests).
 // Assumes 64-byte RBUF and TBUF elements and one partition (the default
 // `msf:` config).  See README.md for the register formats.
 
@@ -73,6 +74,16 @@ rx_loop#:
     local_csr_wr[SAME_ME_SIGNAL, (0x80 | (&rx_turn << 3))]
     msf[fast_wr, --, freelist_cmd, 0]
     ctx_arb[rsw_ready]
+#ifdef SLOW
+    // test build (-D SLOW=N): hold the element and the ME for about 4N cycles
+.begin
+    .reg n
+    immed[n, SLOW]
+slow#:
+    alu[n, n, -, 1]
+    bne[slow#]
+.end
+#endif
 
 .begin
     .reg elem count sop_eop port ind t tx_elem
