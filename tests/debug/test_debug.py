@@ -159,3 +159,43 @@ def test_scratch_ring_info_reports_configuration() -> None:
     assert t.chip.scratch_ring_info(2)["size"] == 0
     out = Session(t).execute("rings")
     assert "scratch ring  3: base 0x1000 size  128 words  count    0" in out
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(n for n, ln in enumerate(path.read_text().splitlines(), 1) if text in ln)
+
+
+def test_router_layout_break_in_parse_and_decode_the_packet(tmp_path: Path) -> None:
+    """The pipelined router linked from its layout, traffic injected through the receive
+    stand-in; break where parse starts on a packet and decode it from the packet word."""
+    parse_uc = ROOT / "microcode" / "parse" / "parse.uc"
+    line = _line_of(parse_uc, "parse_body(")
+    f = tmp_path / "r.npkdbg"
+    f.write_text(f"break parse.uc:{line}\nrun 200000\nprint pw & 0xffff\npacket\nthreads\nwhere\n")
+    r = CliRunner().invoke(main, ["debug", "microcode/layouts/pipelined.yaml", "--traffic",
+                                  "examples/traffic/min64.yaml", "--batch", str(f)])  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert "breakpoint 1 (parse.uc:" in out and "hit at cycle" in out
+    hit = section(out, "run 200000")
+    assert "ME 1 ctx " in hit and "in parse_body() called at microcode/parse/parse.uc:" in hit
+    pk = section(out, "packet")
+    assert "(by convention), frame at +2" in pk
+    assert "ipv4      " in pk and "(ok)" in pk and "traffic   packet id" in pk
+    th = section(out, "threads")
+    assert "microcode/parse/parse.h" in th and "sleep" in th
+
+
+def test_image_with_msf_traffic_watch_the_receive_buffer(tmp_path: Path) -> None:
+    """The pass-through example fed by the MSF: a DRAM watchpoint on context 0's buffer
+    stops when dram[rbuf_rd] lands the first packet, which then decodes."""
+    f = tmp_path / "p.npkdbg"
+    f.write_text("watch dram 0x100000 64\nrun\npacket dbuf\nstats\n")
+    r = CliRunner().invoke(main, ["debug", "examples/passthrough/passthrough.uc", "--traffic",
+                                  "examples/traffic/min64.yaml", "--batch", str(f)])  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert "watchpoint 1 (dram 0x100000 len 64) written" in out and "written by ME 0 ctx 0" in out
+    pk = section(out, "packet dbuf")
+    assert "packet at dram 0x100000 = dbuf, 60 bytes" in pk and "ipv4" in pk and "traffic   packet id 0" in pk
+    assert "msf port 0: rx offered" in section(out, "stats")

@@ -765,6 +765,20 @@ class Session:
                     self.emit(f"  {name}[{i}] commands {c['commands']} bytes {c['bytes']} util {100 * c['utilization']:.1f}%"
                               f" queue max {c['queue_max']}")  # fmt: skip
 
+        run = self.target.traffic
+        dev = getattr(run, "dev", None)
+        if dev is not None:
+            for port in range(dev.ports):
+                ps = dev.port_stats(port)
+                if ps["rx_offered"] or ps["tx_frames"]:
+                    self.emit(f"  msf port {port}: rx offered {ps['rx_offered']} received {ps['rx_received']}"
+                              f" dropped {ps['rx_drop_rbuf_full'] + ps['rx_drop_no_rx_thread']}"
+                              f"  tx frames {ps['tx_frames']} bytes {ps['tx_bytes']}")  # fmt: skip
+        h = self.target.harness
+        if h is not None:
+            self.emit(f"  host stand-ins: {h.sent} messages sent, {len(h.outputs())} forwarded, "
+                      f"{len(h.exceptions())} exceptions, drops by code {h.drops()}")  # fmt: skip
+
     def cmd_cycle(self, args: list[str], rest: str) -> None:
         c = self.chip.cycle
         self.emit(f"cycle {c} ({c * 1000 / self.target.clock_mhz:.1f} ns at {self.target.clock_mhz:g} MHz)")

@@ -113,17 +113,24 @@ def _configure_rings(chip: Chip, image: Image) -> list[str]:
 
 
 def attach_traffic(target: Target, spec: str) -> None:
-    """Attach the MSF device with traffic from a spec YAML or pcap, when the MSF model exists."""
-    mod = None
-    for name in ("npkit.emulator.msf", "npkit.emulator.msf_device"):
-        if importlib.util.find_spec(name) is not None:
-            mod = importlib.import_module(name)
-            break
-    attach = getattr(mod, "attach_traffic", None) if mod else None
-    if attach is None:
-        raise TargetError("--traffic needs the MSF device (npkit.emulator.msf with attach_traffic(chip, spec)), "
-                          "which is not in this tree yet")  # fmt: skip
-    target.traffic = attach(target.chip, spec)
+    """Attach the MSF device (npkit.emulator.msf) and hand it every packet of the traffic
+    spec (YAML) or capture directory up front; the device delivers each at its time."""
+    from array import array
+
+    try:
+        from npkit.emulator.msf import MsfError, TrafficRun, load_traffic_source
+    except ImportError as e:
+        raise TargetError(f"--traffic needs the MSF device (npkit.emulator.msf): {e}") from None
+    try:
+        tr = load_traffic_source(spec)
+        run = TrafficRun(target.chip, tr)
+        n = len(tr)
+        run.dev.push(tr.times, tr.ports, array("I", range(n)), tr.lens, b"".join(tr.frames))
+        run.pushed = n
+    except (MsfError, EmulatorError, OSError) as e:
+        raise TargetError(f"--traffic {spec}: {e}") from None
+    target.traffic = run
+    target.notes.append(f"{n} packets from {spec} handed to the MSF")
 
 
 def _is_layout(p: Path) -> bool:
