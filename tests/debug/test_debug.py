@@ -93,7 +93,8 @@ def test_step_next_and_macro_depth(tmp_path: Path) -> None:
     assert s.reg_value("lw6") == 0x0A00  # $$h6 << 16 >> 16: the low half of longword 6
     regs = s.execute("regs")
     assert "sum              b1     0x00009de5" in regs
-    assert "$$h5             $$5    in 0x00004011" in regs
+    assert "$$h5             $$5    0x00004011 = 16401  (read half)" in regs
+    assert s.reg_value("$$o1") == 0  # the write half: not written yet
     assert "CAM (entry: tag/state)" in regs and "ACTIVE_LM_ADDR_0=" in regs
     w = s.execute("where")
     assert "ttl.uc:45" in w

@@ -175,6 +175,8 @@ class Session:
         return self.chip.reg(self.me if me is None else me, "pc", self.ctx if ctx is None else ctx)
 
     def loc(self, me: int, pc: int) -> str:
+        if pc >= len(self.target.program(me).words):
+            return f"(past the end of {self.target.loaded[me]})"
         sm = self.target.smap(me)
         lab = sm.label_at.get(pc)
         return where(sm.entry(pc)) + (f" <{lab}>" if lab else "")
@@ -213,7 +215,10 @@ class Session:
             raise DebugError(f"'{base}' names {len(phys)} registers in different scopes: "
                              + ", ".join(f"{c.phys} (scope {c.scope or 'global'})" for c in cands))  # fmt: skip
         if phys:
-            reg = phys.pop() + (f".{half}" if half else "")
+            p = phys.pop()
+            if not half and cands[0].kind == "xfer":
+                half = sm.xfer_half(base)
+            reg = p + (f".{half}" if half else "")
             return self.chip.reg(me, reg, ctx)
         if name in sm.labels:
             return sm.labels[name]
@@ -231,7 +236,7 @@ class Session:
 
     def sig_name(self, me: int, n: int) -> str:
         names = [k for k, v in self.target.smap(me).signals.items() if v == n]
-        return f"{names[0]}(s{n})" if names else f"s{n}"
+        return f"{'/'.join(names)}(s{n})" if names else f"s{n}"
 
     def sig_list(self, me: int, mask: int) -> str:
         return " ".join(self.sig_name(me, n) for n in range(16) if mask >> n & 1) or "-"
@@ -557,9 +562,9 @@ class Session:
         for r in sorted(sm.regs, key=lambda r: (r.kind, r.name, r.scope)):
             try:
                 if r.kind == "xfer":
-                    vi = self.chip.reg(me, r.phys, ctx)
-                    vo = self.chip.reg(me, r.phys + ".out", ctx)
-                    val = f"in 0x{vi:08x} out 0x{vo:08x}"
+                    half = sm.xfer_half(r.name)
+                    v = self.chip.reg(me, f"{r.phys}.{half}", ctx)
+                    val = f"0x{v:08x} = {v}  ({'read' if half == 'in' else 'write'} half)"
                 else:
                     val = f"0x{self.chip.reg(me, r.phys, ctx):08x} = {self.chip.reg(me, r.phys, ctx)}"
             except EmulatorError:

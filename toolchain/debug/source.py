@@ -180,6 +180,33 @@ class SourceMap:
     def reg_candidates(self, name: str) -> list[RegName]:
         return [r for r in self.regs if r.name == name]
 
+    def xfer_half(self, name: str) -> str:
+        """"in" or "out": which half of a transfer register `.reg` name the code uses.
+
+        The image records the register, not `.reg read/write`; the source lines of the
+        program tell: a name written by an ALU-class instruction or sent by a memory write
+        or put is the write half ("out"), anything else the read half ("in")."""
+        if not hasattr(self, "_halves"):
+            self._halves: dict[str, str] = {}
+            seen: set[tuple[str, int]] = set()
+            for e in self.program.lines:
+                if (e.file, e.line) in seen:
+                    continue
+                seen.add((e.file, e.line))
+                text = re.sub(r"//.*|;.*", "", self.source_line(e.file, e.line))
+                m = re.match(r"\s*(?:\w+#:)?\s*([a-z_0-9]+)\[\s*([^,\]\s]+)\s*(?:,\s*([^,\]\s]+))?", text, re.I)
+                if not m:
+                    continue
+                mn, a0, a1 = m[1].lower(), m[2], m[3]
+                if mn in ("sram", "dram", "scratch", "msf", "cap", "pci"):
+                    if a1 and a1.startswith("$"):
+                        out = re.match(r"(write|put|swap|test_and|incr|decr|add|sub|set|clr|tbuf|fast|enqueue|journal|csr_wr)",
+                                       a0, re.I)  # fmt: skip
+                        self._halves.setdefault(a1, "out" if out and not a0.lower().startswith("test_and") else "in")
+                elif a0.startswith("$"):
+                    self._halves[a0] = "out"
+        return self._halves.get(name, "in")
+
 
 def _firsts(addrs: list[int]) -> list[int]:
     """First address of each run of consecutive addresses (one breakpoint per expansion)."""

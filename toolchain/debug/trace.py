@@ -9,8 +9,9 @@ Open the file at https://ui.perfetto.dev (or chrome://tracing).  What is in it:
   issue to completion, and a flow ("s" -> "f", category "mem") from the issuing
   context's track to the same track at completion, so clicking an `executing` slice
   shows where its reference landed;
-* packets, when the DRAM packet buffers are known (`--packets BASE:SIZE[:COUNT]` or
-  image.meta["packet_buffers"] = {"base", "size", "count"}): every DRAM reference inside
+* packets, when the DRAM packet buffers are known (`--packets BASE:SIZE[:COUNT]`,
+  image.meta["packet_buffers"] = {"base", "size", "count"}, or a linked router's system
+  map: buf_base, 1 << buf_shift, n_bufs): every DRAM reference inside
   a buffer is a step of that packet's flow (category "packet", "s"/"t"/"f"), and a
   receive into the start of a buffer (dram[rbuf_rd]) begins a new packet there
   (id = buffer index and generation: "b5.2");
@@ -66,9 +67,12 @@ class BufferMap:
     @classmethod
     def from_image(cls, image: Image) -> BufferMap | None:
         pb = image.meta.get("packet_buffers")
-        if not isinstance(pb, dict):
-            return None
-        return cls(int(pb["base"]), int(pb["size"]), int(pb.get("count", 0)))
+        if isinstance(pb, dict):
+            return cls(int(pb["base"]), int(pb["size"]), int(pb.get("count", 0)))
+        sm = image.meta.get("sysmap")  # a linked router: buffer i at buf_base + (i << buf_shift)
+        if isinstance(sm, dict) and "buf_shift" in sm:
+            return cls(int(sm.get("buf_base", 0)), 1 << int(sm["buf_shift"]), int(sm.get("n_bufs", 0)))
+        return None
 
     def index(self, addr: int) -> int | None:
         if addr < self.base:
