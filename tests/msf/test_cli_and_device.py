@@ -1,0 +1,134 @@
+"""`npk run --traffic`: the table, JSON, captures and the exit status; the device's
+registers that microcode polls (TX_SEQUENCE, Tx_Port_Status); bad configurations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from npkit.emulator.binding import Chip
+from npkit.emulator.cli import run_cmd
+from npkit.emulator.msf import MsfDevice, MsfError, Traffic, TrafficRun
+from npkit.toolchain.image import Image, Program, write_image
+
+from .conftest import PASSTHROUGH, program, words_of
+
+# Sends one 8-byte frame no input packet explains, reads TX_SEQUENCE_0 and port 0's
+# status before and after, logs them to SRAM, and never receives.
+ROGUE = """
+.sig done
+.reg a t
+// (two-word constants go through a GPR: immed_w1 cannot merge into a transfer register)
+.reg write $x0 $x1
+.xfer_order $x0 $x1
+.reg read $r0
+.reg write $w0
+    br!=ctx[0, idle#]
+    immed[a, 0]
+    immed[t, 0x60]
+    msf[read, $r0, t, 0, 1], ctx_swap[done]
+    alu[$w0, --, b, $r0]
+    sram[write, $w0, a, 0, 1], ctx_swap[done]
+    immed[t, 0x0304]
+    immed_w1[t, 0x0102]
+    alu[$x0, --, b, t]
+    immed[t, 0x0708]
+    immed_w1[t, 0x0506]
+    alu[$x1, --, b, t]
+    immed[t, 0x2000]
+    msf[write, $x0, t, 0, 2], ctx_swap[done]
+    immed[t, 0x0300]
+    immed_w1[t, 0x0800]
+    alu[$x0, --, b, t]
+    immed[$x1, 0]
+    immed[t, 0x1800]
+    msf[write, $x0, t, 0, 2], ctx_swap[done]
+    immed[t, 0x400]
+    msf[read, $r0, t, 0, 1], ctx_swap[done]
+    alu[$w0, --, b, $r0]
+    sram[write, $w0, a, 4, 1], ctx_swap[done]
+    immed[a, 2000]
+wait#:
+    alu[a, a, -, 1]
+    bne[wait#]
+    immed[t, 0x60]
+    msf[read, $r0, t, 0, 1], ctx_swap[done]
+    alu[$w0, --, b, $r0]
+    sram[write, $w0, a, 8, 1], ctx_swap[done]
+    halt
+idle#:
+    ctx_arb[kill]
+"""
+
+
+def _elf(tmp_path: Path, words: list[int], name: str) -> Path:
+    path = tmp_path / f"{name}.elf"
+    write_image(path, Image(programs=[Program(name=name, words=words)]))
+    return path
+
+
+def test_npk_run_traffic_table_json_and_captures(tmp_path: Path) -> None:
+    words, _ = program()
+    elf = _elf(tmp_path, list(words), "passthrough")
+    cap = tmp_path / "cap"
+    args = [
+        str(elf),
+        "--traffic",
+        str(PASSTHROUGH / "min64.yaml"),
+        "--duration-ms",
+        "0.05",
+        "--capture",
+        str(cap),
+    ]
+    res = CliRunner().invoke(run_cmd, args)
+    assert res.exit_code == 0, res.output
+    assert "conservation: balanced" in res.output and "offered" in res.output
+    assert sorted(p.name for p in cap.iterdir()) == [
+        "dispositions.json",
+        *(f"port{i}.pcap" for i in range(5)),
+    ]
+    res = CliRunner().invoke(run_cmd, [*args, "--json"])
+    out = json.loads(res.output)
+    assert out["msf"]["balanced"] and out["msf"]["totals"]["offered"] == 5 * 75
+    assert out["msf"]["totals"]["forwarded"] == 5 * 75 and out["mes"][0]["me"] == 0
+
+
+def test_npk_run_traffic_unbalanced_exits_nonzero(tmp_path: Path) -> None:
+    elf = _elf(tmp_path, words_of(ROGUE), "rogue")
+    res = CliRunner().invoke(
+        run_cmd, [str(elf), "--traffic", str(PASSTHROUGH / "min64.yaml"), "--duration-ms", "0.02"]
+    )
+    assert res.exit_code == 1
+    assert "CONSERVATION FAILED" in res.output and "match no input packet" in res.output
+
+
+def test_tx_sequence_and_port_status_registers() -> None:
+    chip = Chip("ixp2800")
+    chip.load(0, words_of(ROGUE))
+    chip.enable(0, 0xFF)
+    run = TrafficRun(chip, Traffic())
+    run.run(20_000)
+    before, status, after = (chip.read32("sram", 4 * i) for i in range(3))
+    assert before == 0x80000000  # TBUF idle, nothing sent yet
+    assert status & 3 in (0, 1) and status >> 16 >= 4096 - 8  # starving/hungry, room left
+    assert after == 0x80000001  # idle again, one element sent
+    assert run.out[0] == [(run.out[0][0][0], bytes(range(1, 9)))]
+    rep = run.report()
+    assert not rep["balanced"] and rep["totals"]["transmitted"] == 1
+
+
+def test_bad_configs_are_refused() -> None:
+    chip = Chip("ixp2800")
+    with pytest.raises(MsfError):
+        MsfDevice(chip, rbuf_elem_bytes=96)
+    with pytest.raises(MsfError):
+        MsfDevice(chip, rbuf_elem_bytes=256, rbuf_elems=64)  # 16 KB > the 8 KB RBUF
+    with pytest.raises(MsfError):
+        MsfDevice(chip, no_such_key=1)
+    tr = Traffic()
+    tr.add(0, 7, bytes(60))
+    with pytest.raises(MsfError, match="port"):
+        TrafficRun(chip, tr)
