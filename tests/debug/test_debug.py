@@ -200,3 +200,36 @@ def test_image_with_msf_traffic_watch_the_receive_buffer(tmp_path: Path) -> None
     pk = section(out, "packet dbuf")
     assert "packet at dram 0x100000 = dbuf, 60 bytes" in pk and "ipv4" in pk and "traffic   packet id 0" in pk
     assert "msf port 0: rx offered" in section(out, "stats")
+
+
+def test_interactive_session_on_prompt_toolkit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """The prompt_toolkit front end: commands typed at the prompt, errors reported without
+    leaving, history written, `quit` ends."""
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from npkit.toolchain.debug.cli import _interactive
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path))
+    s = Session(open_target(TTL))
+    with create_pipe_input() as inp:
+        inp.send_text("break got_header\rbreak nowhere\rrun\rprint one\rquit\r")
+        with create_app_session(input=inp, output=DummyOutput()):
+            _interactive(s)
+    out, err = capsys.readouterr()
+    assert "npk debug:" in out and "breakpoint 1 at examples/debug/ttl.uc:40 <got_header>" in out
+    assert "error: 'nowhere' is not FILE:LINE" in err
+    assert "breakpoint 1 (got_header) hit at cycle 245" in out and "one = 256 (0x100)" in out
+    assert "print one" in (tmp_path / ".npk_debug_history").read_text()
+
+
+def test_why_from_a_run_directory(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "run.json").write_text(json.dumps({"image": str(TTL), "cycles": 5000, "buffer": "0:64"}))
+    r = CliRunner().invoke(main, ["why", "0", "--run", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "byte +22 (ip ttl): 40 -> 3f" in r.stdout and "ttl 63" in r.stdout
