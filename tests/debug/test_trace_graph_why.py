@@ -48,6 +48,11 @@ def test_trace_tracks_spans_and_flows_match_the_run(tmp_path: Path) -> None:
         assert tot["sleeping"] == stats["ctx"][c]["sleep_cycles"]
         assert tot["ready"] == stats["ctx"][c]["ready_cycles"]
         assert tot["executing"] >= stats["ctx"][c]["instructions"]
+    # per ME: instructions issued and taken-branch bubbles happen while a context runs; the
+    # context-swap stalls partly while the incoming context is still "ready"
+    ex_me = sum(b - a for c in range(8) for a, b, name in spans[(0, c)] if name == "executing")
+    assert stats["executing_cycles"] + stats["aborted_cycles"] <= ex_me
+    assert ex_me <= stats["executing_cycles"] + stats["aborted_cycles"] + stats["stalled_cycles"]
     flows = defaultdict(list)
     for e in ev:
         if e["ph"] in ("s", "f") and e.get("cat") == "mem":
