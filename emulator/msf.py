@@ -52,6 +52,7 @@ MSF_DEFAULTS: dict[str, int] = {
     "tx_fifo_bytes": 4096,
     "spi_bps": 12_800_000_000,
     "freelist_depth": 128,
+    "tx_start_bytes": 0,
 }
 DROP_NAMES = {32: "rbuf_full", 33: "no_rx_thread", 37: "tbuf_underrun"}
 PORT_FIELDS = ["rx_offered", "rx_received", "rx_bytes", "rx_mpackets", "rx_drop_rbuf_full",

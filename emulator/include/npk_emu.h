@@ -330,10 +330,13 @@ int npk_msf_stub_counts(npk_chip *chip, uint64_t *out5);   /* uses of read, writ
  * Transmit: TBUF elements are taken in strict sequence once valid, moved over
  * the SPI-4 bus (spi_bps) into the port's PHY FIFO (tx_fifo_bytes; the head
  * element waits while its port's FIFO lacks room), freed (TX_SEQUENCE + 1);
- * a frame goes on the wire when its EOP is in the FIFO (store and forward)
- * and the wire is free; departure time = first wire byte; the wire is then
- * busy for preamble + frame + FCS + IFG bytes.  A SOP element arriving for a
- * port whose frame lacks its EOP aborts that frame (tbuf_underrun). */
+ * a frame goes on the wire when its EOP is in the FIFO (store and forward) or,
+ * with tx_start_bytes, once that many of its bytes are (cut through), and the
+ * wire is free; departure time = first wire byte; the wire is then busy for
+ * preamble + frame + FCS + IFG bytes.  A frame is aborted (tbuf_underrun,
+ * reported as an aborted frame) when, cut through, an element arrives after
+ * the wire needed its first byte, when a SOP element arrives for a port whose
+ * frame lacks its EOP, or when its EOP element has the Abort bit. */
 typedef struct npk_msf npk_msf;
 
 typedef struct npk_msf_cfg {
@@ -349,6 +352,8 @@ typedef struct npk_msf_cfg {
     uint32_t tx_fifo_bytes;    /* PHY transmit FIFO per port */
     uint64_t spi_bps;          /* SPI-4 bus rate, TBUF -> PHY */
     uint32_t freelist_depth;   /* entries in RX_THREAD_FREELIST */
+    uint32_t tx_start_bytes;   /* PHY starts a frame once this many bytes are in its FIFO
+                                  (0: only when the EOP is there, store and forward) */
 } npk_msf_cfg;
 
 enum { NPK_MSF_DROP_RBUF_FULL = 32, NPK_MSF_DROP_NO_RX_THREAD = 33, NPK_MSF_DROP_TBUF_UNDERRUN = 37 };

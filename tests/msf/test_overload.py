@@ -53,3 +53,19 @@ def test_overload_drops_are_counted_and_balance(
     for port in range(5):
         sent = iter(traffic.frames[i] for i in range(len(traffic)) if traffic.ports[i] == port)
         assert all(any(f == s for s in sent) for _, f in run.out[port])
+
+
+def test_cut_through_phy_underruns_are_counted() -> None:
+    """With the PHY starting frames after their first 64 bytes (tx_start_bytes), a slow
+    program delivers later elements after the wire needed them: those frames are
+    aborted (tbuf_underrun), attributed to their input packets, and the totals balance.
+    Store and forward (the default) never underruns on the same traffic."""
+    traffic = load_traffic_source(PASSTHROUGH / "mixed.yaml", duration_ns=300_000)
+    cut = passthrough_run(traffic, 340_000, slow=30, tx_start_bytes=64).report()
+    assert cut["balanced"], cut["problems"]
+    assert cut["totals"]["dropped"].get("tbuf_underrun", 0) > 10
+    t = cut["totals"]
+    assert t["offered"] == t["forwarded"] + sum(t["dropped"].values()) + t["in_flight"]
+    saf = passthrough_run(traffic, 340_000, slow=30).report()
+    assert saf["balanced"] and "tbuf_underrun" not in saf["totals"]["dropped"]
+    assert saf["totals"]["forwarded"] > cut["totals"]["forwarded"]

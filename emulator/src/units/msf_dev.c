@@ -35,6 +35,8 @@ typedef struct port {
     uint32_t *els;
     /* transmit PHY */
     uint8_t *frame; uint32_t flen; int in_frame;
+    int live; uint64_t start_ps;  /* cut through: the frame is on the wire since start_ps */
+    int dead;                     /* aborted frame: discard its elements up to the EOP */
     uint32_t fifo_used;
     rel_ent *rel; size_t rhead, rlen, rcap;
     uint64_t wire_free_ps;
@@ -230,14 +232,21 @@ static void release_add(port *p, uint64_t t, uint32_t bytes)
     p->rel[p->rlen++] = (rel_ent){t, bytes};
 }
 
+/* the open frame of port pi is aborted at time t (the wire, if the frame was
+ * on it, stops there and keeps its inter-frame gap) */
 static void frame_abort(npk_msf *d, int pi, uint64_t t)
 {
     port *p = &d->p[pi];
-    out_add(d, pi, t, p->frame, p->flen, 1);
+    out_add(d, pi, p->live ? p->start_ps : t, p->frame, p->flen, 1);
     p->st.tx_drop_underrun++;
     p->fifo_used -= p->flen;
+    if (p->live) {
+        uint64_t s = p->start_ps + (uint64_t)p->pre * p->byte_ps;
+        p->wire_free_ps = (t > s ? t : s) + (uint64_t)p->ifg * p->byte_ps;
+    }
     p->flen = 0;
     p->in_frame = 0;
+    p->live = 0;
 }
 
 /* element e has crossed the SPI-4 bus into its port's PHY FIFO at time t */
@@ -253,7 +262,17 @@ static void tx_arrive(npk_msf *d, uint32_t e, uint64_t t)
     const uint8_t *el = d->tbuf + e * S;
     p->st.tx_elements++;
     if (sop && p->in_frame) frame_abort(d, pi, t);
+    if (sop) p->dead = 0;
+    if (p->dead) { p->dead = !eop; return; }
     if (!sop && !p->in_frame) { p->st.tx_orphans++; return; }
+    if (p->live) {
+        uint64_t need = p->start_ps + ((uint64_t)p->pre + p->flen) * p->byte_ps;
+        if (t > need) {  /* the wire ran dry: underrun */
+            frame_abort(d, pi, need);
+            p->dead = !eop;
+            return;
+        }
+    }
     p->in_frame = 1;
     uint32_t add = 0;
     if (prl && pro + prl <= S && p->flen + prl <= FRAME_MAX) {
@@ -270,9 +289,15 @@ static void tx_arrive(npk_msf *d, uint32_t e, uint64_t t)
         }
     }
     p->fifo_used += add;
+    uint32_t cut = d->cfg.tx_start_bytes;
+    if (!p->live && (eop || (cut && p->flen >= cut))) {
+        p->live = 1;
+        p->start_ps = t > p->wire_free_ps ? t : p->wire_free_ps;
+    }
     if (!eop) return;
     if (abort) { frame_abort(d, pi, t); return; }
-    uint64_t start = t > p->wire_free_ps ? t : p->wire_free_ps;
+    uint64_t start = p->start_ps;
+    p->live = 0;
     uint64_t end = start + ((uint64_t)p->pre + p->flen + p->fcs) * p->byte_ps;
     p->wire_free_ps = end + (uint64_t)p->ifg * p->byte_ps;
     out_add(d, pi, start, p->frame, p->flen, 0);
