@@ -69,10 +69,10 @@ class SysMap:
     desc_base: int = 0x4001_0000
     desc_shift: int = 5
     n_bufs: int = 4096
-    # DRAM: packet buffers, 2 KB each, frame at offset PKT_PAD
+    # DRAM: packet buffers, 2 KB each, frame at offset PKT_PAD (0: rbuf_rd is quadword aligned)
     buf_base: int = 0
     buf_shift: int = 11
-    pkt_pad: int = 2
+    pkt_pad: int = 0
     # scratch: statistics and flow control, then ring storage
     stat_port_base: int = 0x0000  # 16 ports x {rx_pkts, rx_bytes, tx_pkts, tx_bytes}
     stat_drop_base: int = 0x0100  # 256 drop counters by code
@@ -348,7 +348,7 @@ def ensure_reasons_h() -> Path:
 
 
 def _mac_words(mac: bytes) -> tuple[int, int]:
-    return (mac[0] << 8 | mac[1]) << 16, int.from_bytes(mac[2:6], "big")
+    return int.from_bytes(mac[0:4], "big"), mac[4] << 8 | mac[5]
 
 
 def sys_header(config: Any, qm: dict[str, Any]) -> str:
@@ -382,7 +382,7 @@ def sys_header(config: Any, qm: dict[str, Any]) -> str:
     ]  # fmt: skip
     out += [f"#define {k:<24} 0x{v:X}" if v > 9 else f"#define {k:<24} {v}" for k, v in d.items()]
     out.append("")
-    # per-port record in local memory: MAC 0-1 << 16, MAC 2-5, subnet, netmask
+    # per-port record in local memory: MAC 0-3, MAC 4-5, subnet, netmask
     out += ["#macro npk_port_lm_init()", ".begin", "    .reg lmt lmv"]
     for p in config.ports:
         hi, lo = _mac_words(p.mac)
