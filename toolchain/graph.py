@@ -398,7 +398,13 @@ def from_linker(path: str | Path) -> Layout | None:
         src = b.source or "external (host stand-in)"
         blocks.append(LBlock(b.name, list(b.mes), ins, outs, src, b.threads if b.source else None))
     rings = {r.name: {"type": "scratch", "ring": r.number, "size": r.size} for r in lay.rings.values()}
-    memories = {"DRAM": "packet buffers (2 KB, frame at +2)",
+    try:
+        from npkit.toolchain.link import SYS
+
+        bufs = f"packet buffers ({(1 << SYS.buf_shift) // 1024} KB, frame at +{SYS.pkt_pad})"
+    except ImportError:
+        bufs = "packet buffers"
+    memories = {"DRAM": bufs,
                 "SRAM": "route trie, next hops, buffer descriptors, free list, port queues",
                 "scratch": "rings, statistics"}  # fmt: skip
     return Layout(lay.name, blocks, rings, lay.exceptions, memories)
