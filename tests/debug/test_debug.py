@@ -233,3 +233,13 @@ def test_why_from_a_run_directory(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["why", "0", "--run", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "byte +22 (ip ttl): 40 -> 3f" in r.stdout and "ttl 63" in r.stdout
+
+
+def test_step_of_a_thread_that_never_wakes_is_bounded(tmp_path: Path) -> None:
+    src = tmp_path / "sleep.uc"
+    src.write_text(".sig never\n    br!=ctx[0, idle#]\n    ctx_arb[never]\n    halt\nidle#:\n    ctx_arb[kill]\n")
+    s = Session(open_target(src))
+    s.execute("step 2")
+    assert s.chip.ctx_state(0, 0) == "sleep"
+    with pytest.raises(DebugError, match=r"still asleep after 200000 cycles \(waiting on never\(s1\)\)"):
+        s.execute("step")

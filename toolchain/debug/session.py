@@ -39,6 +39,7 @@ from .target import Target
 
 DEFAULT_RUN = 10_000_000
 MAX_NEXT_STEPS = 100_000
+MAX_WAKE_WAIT = 200_000
 HISTORY_KEEP = 20_000
 
 
@@ -341,6 +342,17 @@ class Session:
         """Step ME:CTX one instruction; returns 'step' or why something else stopped it."""
         if self.chip.ctx_state(me, ctx) == "inactive":
             raise DebugError(f"ME {me} ctx {ctx} is not running (inactive)")
+        # a sleeping context: advance the chip a cycle at a time until it wakes, so a thread
+        # that never wakes (the bug being hunted) cannot hang the debugger
+        start = self.chip.cycle
+        while self.chip.ctx_state(me, ctx) == "sleep":
+            if self.chip.cycle - start >= MAX_WAKE_WAIT:
+                wait = self.sig_list(me, self.chip.reg(me, "wait", ctx))
+                raise DebugError(f"ME {me} ctx {ctx} is still asleep after {MAX_WAKE_WAIT} cycles "
+                                 f"(waiting on {wait}); `run` to go on, `threads` to see who could signal it")  # fmt: skip
+            reason = self.chip.run(1)
+            if reason not in ("budget",):
+                return reason
         lib, raw = self.chip.lib, self.chip._chip
         for _ in range(2):
             lib.npk_step(raw, me, ctx)
