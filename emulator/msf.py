@@ -325,6 +325,20 @@ class TrafficRun:
         return reason
 
     # -- accounting
+    def identify(self, data: bytes) -> int | None:
+        """The id of the offered packet `data` came from: the generator's tag, else
+        the first packet with exactly these bytes; None when nothing matches."""
+        tr = self.traffic
+        k = data.find(TAG)
+        if k >= 0 and k + 8 <= len(data):
+            cand = int.from_bytes(data[k + 4 : k + 8], "big")
+            if cand < self.pushed and TAG in tr.frames[cand]:
+                return cand
+        for j in range(self.pushed):
+            if tr.frames[j] == data:
+                return j
+        return None
+
     def _match(self) -> tuple[dict[int, int], list[tuple[int, int]], list[int]]:
         """{input id: output port} for transmitted frames, unmatched (port, index), duplicate ids."""
         tr = self.traffic
