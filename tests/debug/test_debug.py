@@ -172,7 +172,8 @@ def test_router_layout_break_in_parse_and_decode_the_packet(tmp_path: Path) -> N
     parse_uc = ROOT / "microcode" / "parse" / "parse.uc"
     line = _line_of(parse_uc, "parse_body(")
     f = tmp_path / "r.npkdbg"
-    f.write_text(f"break parse.uc:{line}\nrun 200000\nprint pw & 0xffff\npacket\nthreads\nwhere\n")
+    f.write_text(f"break parse.uc:{line}\nrun 200000\nprint pw & 0xffff\npacket\nthreads\nwhere\n"
+                 "delete\nrun 20000\nqueues\nrings\n")
     r = CliRunner().invoke(main, ["debug", "microcode/layouts/pipelined.yaml", "--traffic",
                                   "examples/traffic/min64.yaml", "--batch", str(f)])  # fmt: skip
     assert r.exit_code == 0, r.stderr
@@ -185,6 +186,9 @@ def test_router_layout_break_in_parse_and_decode_the_packet(tmp_path: Path) -> N
     assert "ipv4      " in pk and "(ok)" in pk and "traffic   packet id" in pk
     th = section(out, "threads")
     assert "microcode/parse/parse.h" in th and "sleep" in th
+    q = section(out, "queues")  # qm's port queues, found from its enqueues
+    assert "queue 0x40000000: count" in q
+    assert "scratch ring  0: base 0x" in section(out, "rings")
 
 
 def test_image_with_msf_traffic_watch_the_receive_buffer(tmp_path: Path) -> None:

@@ -152,11 +152,11 @@ class Session:
     def _drain(self) -> None:
         for ev in self.chip.history():
             self.events.append(ev)
-            if ev.kind == "mem_issue" and ev.unit == 0:
+            if ev.kind == "mem_done" and ev.unit == 0:  # completion: the descriptor address
                 cmd = ev.a0 & 0xFF
-                if cmd in (11, 12, 15):
+                if cmd in (11, 12):  # dequeue, enqueue
                     self.sram_queues.add(ev.a1 & ~3)
-                elif cmd in (9, 10):
+                elif cmd in (9, 10):  # ring get/put, journal
                     self.sram_rings.add(ev.a1 & ~3)
 
     def _thread(self, spec: str) -> tuple[int, int]:
