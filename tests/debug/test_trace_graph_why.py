@@ -170,3 +170,19 @@ def test_why_needs_to_know_where_packets_live() -> None:
 def test_trace_rejects_bad_buffer_spec(tmp_path: Path, bad: str) -> None:
     r = CliRunner().invoke(main, ["trace", str(TTL), "--packets", bad, "-o", str(tmp_path / "x.json")])
     assert r.exit_code != 0 and "BASE:SIZE" in r.output
+
+
+def test_why_in_the_router_parse_reads_and_hdr_format_rewrites() -> None:
+    """A linked router (buffers from its system map): parse reads the headers, header format
+    rewrites the MACs, the TTL and the checksum of the same buffer."""
+    r = CliRunner().invoke(main, ["why", "3", "--image", str(PIPELINED), "--traffic",
+                                  str(ROOT / "examples" / "traffic" / "min64.yaml"), "--cycles", "20000",
+                                  "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    blocks = [(t["block"], t["op"]) for t in rep["touches"]]
+    assert ("parse", "read") in blocks and ("hdr_format", "write") in blocks
+    assert blocks.index(("parse", "read")) < blocks.index(("hdr_format", "write"))
+    write = next(t for t in rep["touches"] if t["op"] == "write")
+    assert {"ip ttl", "ip header checksum", "eth dst", "eth src"} <= set(write["fields"])
+    assert any("(ok)" in ln for ln in rep["after"] if ln.strip().startswith("ipv4"))
