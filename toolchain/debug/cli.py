@@ -93,7 +93,7 @@ def run_batch(session: object, lines: list[str], origin: str, echo: bool = True)
 @click.argument("image", type=click.Path(exists=True, dir_okay=False))
 @click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
 @click.option("--me", "me_list", default=None, help="MEs to load on, e.g. 0,1 or 0-3 (images without an ME assignment).")
-@click.option("--traffic", default=None, help="Traffic spec (YAML) or pcap for the MSF device.")
+@click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory (port<N>.pcap); a layout also takes one .pcap.")
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
 def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None, batch: str | None) -> None:
@@ -116,7 +116,7 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
 @click.argument("image", type=click.Path(exists=True, dir_okay=False))
 @click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
 @click.option("--me", "me_list", default=None, help="MEs to load on (images without an ME assignment).")
-@click.option("--traffic", default=None, help="Traffic spec (YAML) or pcap for the MSF device.")
+@click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory (port<N>.pcap); a layout also takes one .pcap.")
 @click.option("--cycles", default=100_000, show_default=True, type=int, help="Cycles to run.")
 @click.option("--from", "t_from", default=0, type=int, help="First cycle written to the trace.")
 @click.option("--to", "t_to", default=None, type=int, help="Last cycle written (default: the end of the run).")
@@ -132,7 +132,17 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
     try:
         target = open_target(image, config, _me_list(me_list), traffic)
         bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
-        summary = record_trace(target, cycles, t_from, t_to, Path(output), bmap)
+        if sys.stderr.isatty():
+            with click.progressbar(length=cycles, label="tracing", file=sys.stderr) as bar:
+                done = [0]
+
+                def tick(now: int) -> None:
+                    bar.update(now - done[0])
+                    done[0] = now
+
+                summary = record_trace(target, cycles, t_from, t_to, Path(output), bmap, tick)
+        else:
+            summary = record_trace(target, cycles, t_from, t_to, Path(output), bmap)
     except (TargetError, TraceError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     if as_json:

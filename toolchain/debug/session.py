@@ -472,7 +472,11 @@ class Session:
             name = args[0]
             sm = self.target.smap(self.me)
             cands = sm.reg_candidates(name.partition(".")[0])
-            phys = cands[0].phys + (f".{name.partition('.')[2]}" if "." in name else "") if cands else name
+            if cands:
+                half = name.partition(".")[2] or (sm.xfer_half(cands[0].name) if cands[0].kind == "xfer" else "")
+                phys = cands[0].phys + (f".{half}" if half else "")
+            else:
+                phys = name
             try:
                 parse_reg(phys, self.ctx, self.chip.ctx_mode[self.me])
             except EmulatorError as e:

@@ -146,16 +146,20 @@ def _is_layout(p: Path) -> bool:
 
 
 def frames_of(spec: str) -> list[tuple[int, bytes]]:
-    """(in port, frame) from a traffic spec YAML (generated) or a pcap (port 0)."""
+    """(in port, frame) from a traffic spec YAML (generated), a capture directory
+    (port<N>.pcap, as `npk traffic gen` writes) or one pcap file (port 0)."""
     p = Path(spec)
     if p.suffix == ".pcap":
         from npkit.emulator.traffic.pcap import read_pcap
 
         return [(0, r.data) for r in read_pcap(p)]
-    from npkit.emulator.traffic.generator import generate
-    from npkit.emulator.traffic.spec import load_spec
+    from npkit.emulator.msf import MsfError, load_traffic_source
 
-    return [(g.port, g.data) for g in generate(load_spec(p))]
+    try:
+        tr = load_traffic_source(p)
+    except (MsfError, OSError) as e:
+        raise TargetError(f"--traffic {spec}: {e}") from None
+    return list(zip(tr.ports, tr.frames, strict=True))
 
 
 MAX_INJECT = 256

@@ -83,8 +83,10 @@ class BufferMap:
         return i
 
 
-def collect(target: Target, cycles: int, stop_at: int | None = None) -> list[HistEvent]:
-    """Run `cycles` cycles (or until stop_at) with history on; every event, in order."""
+def collect(target: Target, cycles: int, stop_at: int | None = None,
+            progress: Any = None) -> list[HistEvent]:  # fmt: skip
+    """Run `cycles` cycles (or until stop_at) with history on; every event, in order.
+    `progress(cycles_done)` is called after each chunk when given."""
     chip = target.chip
     chip.history_enable(1)
     events: list[HistEvent] = []
@@ -95,19 +97,21 @@ def collect(target: Target, cycles: int, stop_at: int | None = None) -> list[His
         events.extend(chip.history())
         if int(chip.lib.npk_history_dropped(chip._chip)) != before:
             raise TraceError("the emulator's history buffer overflowed; raise history_capacity in the config")
+        if progress is not None:
+            progress(chip.cycle)
         if reason == "halted":
             break
     return events
 
 
 def record_trace(target: Target, cycles: int, t_from: int, t_to: int | None, out: Path,
-                 buffers: BufferMap | None = None) -> dict[str, Any]:  # fmt: skip
+                 buffers: BufferMap | None = None, progress: Any = None) -> dict[str, Any]:  # fmt: skip
     chip = target.chip
     mhz = target.clock_mhz
     start_cycle = chip.cycle
     initial = {(me, ctx): (chip.reg(me, "state", ctx), chip.reg(me, "pc", ctx))
                for me in target.mes for ctx in target.ctxs(me)}  # fmt: skip
-    events = collect(target, cycles, None if t_to is None else t_to + 1)
+    events = collect(target, cycles, None if t_to is None else t_to + 1, progress)
     end_cycle = chip.cycle
     lo = max(t_from, start_cycle)
     hi = end_cycle if t_to is None else min(t_to, end_cycle)
