@@ -656,7 +656,7 @@ size_t npk_msf_drops(npk_msf *d, uint32_t *id, uint8_t *port_, uint8_t *reason, 
         port_[i] = d->drops[i].port;
         reason[i] = d->drops[i].reason;
     }
-    memmove(d->drops, d->drops + n, (d->dlen - n) * sizeof *d->drops);
+    if (n && d->dlen > n) memmove(d->drops, d->drops + n, (d->dlen - n) * sizeof *d->drops);
     d->dlen -= n;
     return n;
 }
