@@ -145,6 +145,10 @@ class Session:
             raise DebugError(str(e)) from None
         except ExprError as e:
             raise DebugError(str(e)) from None
+        except DebugError:
+            raise
+        except (ValueError, KeyError, IndexError, ArithmeticError) as e:  # a malformed argument
+            raise DebugError(f"{name}: {e}; try `help {name}`") from None
         finally:
             self._drain()
         return "\n".join(self.out)
@@ -338,10 +342,16 @@ class Session:
         except ValueError:
             return self.eval(text)
 
+    def _ended(self, me: int) -> str:
+        st = self.chip.me_status(me)
+        if st["state"] == "running":
+            return "the context is inactive (ctx_arb[kill] or never enabled)"
+        return f"ME {me} {st['state']} at {self.loc(me, st['pc'])}" + (f": {st['reason']}" if st["reason"] else "")
+
     def step_once(self, me: int, ctx: int) -> str:
         """Step ME:CTX one instruction; returns 'step' or why something else stopped it."""
         if self.chip.ctx_state(me, ctx) == "inactive":
-            raise DebugError(f"ME {me} ctx {ctx} is not running (inactive)")
+            raise DebugError(f"ME {me} ctx {ctx} is not running ({self._ended(me)})")
         # a sleeping context: advance the chip a cycle at a time until it wakes, so a thread
         # that never wakes (the bug being hunted) cannot hang the debugger
         start = self.chip.cycle
@@ -394,7 +404,7 @@ class Session:
                     self._report_stop(why, start)
                     return
                 if self.chip.ctx_state(self.me, self.ctx) == "inactive":
-                    self.emit(f"ME {self.me} ctx {self.ctx} ended")
+                    self.emit(f"ME {self.me} ctx {self.ctx} ended: {self._ended(self.me)}")
                     return
                 pc = self.pc()
                 e = sm.entry(pc)
