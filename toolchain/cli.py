@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "graph": "npkit.toolchain.graph:graph",
     "why": "npkit.toolchain.debug.cli:why_cmd",
     "link": "npkit.toolchain.link:link_cmd",
+    "demo": "npkit.toolchain.demo:demo_cmd",
 }
 
 

@@ -16,7 +16,7 @@ Layout format (see microcode/layouts/pipelined.yaml)::
       rx_to_parse: {ring: 0, size: 512}
     exceptions: exceptions                   # the ring carrying exception records
     blocks:
-      rx:    {external: true, mes: [0], out: rx_to_parse}   # not microcode (yet)
+      rx:    {variant: "${io}", variants: {msf: rx/rx.uc, host: external}, mes: [0], out: ...}
       parse: {source: parse/parse.uc, mes: [1], threads: "${threads}",
               in: rx_to_parse, out: parse_to_lookup, defines: {X: 1}}
       qm:    {variant: "${qm}", variants: {full: qm/qm.uc, stub: qm/qm_stub.uc}, ...}
@@ -260,14 +260,17 @@ def load_layout(
             raise LinkError(f"{where}: expected a mapping")
         external = bool(spec.get("external", False))
         src = None
+        if "variants" in spec:
+            variant = str(spec.get("variant"))
+            if variant not in spec["variants"]:
+                raise LinkError(
+                    f"{where}: variant {variant!r} is not one of {', '.join(spec['variants'])}"
+                )
+            # a variant named "external" leaves the block to the host (stand-ins)
+            external = external or str(spec["variants"][variant]) == "external"
         if not external:
             if "variants" in spec:
-                variant = str(spec.get("variant"))
-                if variant not in spec["variants"]:
-                    raise LinkError(
-                        f"{where}: variant {variant!r} is not one of {', '.join(spec['variants'])}"
-                    )
-                src = str(spec["variants"][variant])
+                src = str(spec["variants"][str(spec.get("variant"))])
             elif "source" in spec:
                 src = str(spec["source"])
             else:
@@ -626,6 +629,9 @@ class Harness:
                  chip_config: str = "ixp2800", tx_confirm: bool = True) -> None:  # fmt: skip
         from npkit.emulator.binding import Chip
 
+        params = dict(params or {})
+        if not isinstance(layout, dict) and "io" in load_layout(layout).params:
+            params.setdefault("io", "host")  # rx/tx stand-ins instead of the MSF blocks
         self.image = link(
             layout,
             params,

@@ -73,8 +73,8 @@
 // the element in the B operand in this emulator, so both are pinned to a bank.
 #macro npk_free_buffer(PW)
 .begin
-    .areg fq 15
-    .breg fd 15
+    .areg fq 12
+    .breg fd 12
     .reg ft
     immed[fq, FREELIST_Q]
     immed[fd, DESC_BASE]

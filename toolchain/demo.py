@@ -1,0 +1,288 @@
+"""The whole router on the emulator: `npk demo`, and `run_router` for tests and benchmarks.
+
+`run_router` links a layout with the MSF blocks (rx, tx), loads a route table, feeds a
+traffic source through the modelled MSF (npkit.emulator.msf.TrafficRun) and accounts
+for every packet: forwarded (matched to its input by the generator's tag), dropped by
+the MSF or by the microcode, excepted (records read off the exception ring by the
+host reader that stands in for the XScale daemon).  Microcode drops are counted per
+reason, not per packet; they are attributed to the packets the oracle says are dropped
+for that reason among those with no other fate, and `drops_match` says whether the
+counters and that attribution agree.
+
+    npk demo [--layout pipelined] [--ms 10] [--routes FILE] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED003 = ROOT / "examples" / "passthrough" / "seed003.yaml"
+CLOCK_HZ = 1.4e9
+
+
+def _tag_id(frame: bytes) -> int:
+    from npkit.emulator.msf import TAG
+
+    k = frame.find(TAG)
+    return int.from_bytes(frame[k + 4 : k + 8], "big") if 0 <= k and k + 8 <= len(frame) else -1
+
+
+class RouterRun:
+    """A linked router on a chip with the MSF device and traffic attached."""
+
+    def __init__(self, layout: str = "pipelined", params: dict[str, Any] | None = None,
+                 traffic: Any = None, routes: str | Path | None = None,
+                 router_config: str | Path | None = None) -> None:  # fmt: skip
+        from npkit.emulator.binding import Chip
+        from npkit.emulator.msf import TrafficRun
+        from npkit.emulator.traffic.oracle import RefRouter
+        from npkit.emulator.traffic.reasons import load_reasons
+        from npkit.emulator.traffic.router_config import RouterConfig
+        from npkit.toolchain.link import DEFAULT_ROUTER, link, load_system
+
+        params = dict(params or {})
+        params.setdefault("io", "msf")
+        self.image = link(layout, params, routes, router_config, host_stubs=True)
+        self.chip = Chip("ixp2800")
+        load_system(self.chip, self.image)
+        self.traffic = traffic
+        self.run = TrafficRun(self.chip, traffic, software=self._software)
+        cfg = RouterConfig.load(router_config or DEFAULT_ROUTER)
+        self.oracle = RefRouter(cfg)
+        self.reasons = load_reasons()
+        self.layout = layout
+        self.params = params
+
+    # the microcode's drops and exceptions, per packet id
+    def exceptions(self) -> list[tuple[int, str]]:
+        from npkit.toolchain.link import HOST_EXC_BASE, SYS
+
+        n = self.chip.read32("sram", HOST_EXC_BASE)
+        out = []
+        for k in range(n):
+            pw = self.chip.read32("sram", HOST_EXC_BASE + 16 + 8 * k)
+            rec = self.chip.read32("sram", HOST_EXC_BASE + 20 + 8 * k)
+            i = pw & 0xFFFF
+            length = self.chip.read32("sram", SYS.desc_addr(i) + 8) >> 16
+            frame = self.chip.mem_read("dram", SYS.buf_addr(i), max(length, 1))
+            out.append((_tag_id(frame), self.reasons.exception(rec & 0xFF).name))
+        return out
+
+    def drop_counters(self) -> dict[str, int]:
+        from npkit.toolchain.link import SYS
+
+        out = {}
+        for r in self.reasons.drops.values():
+            v = self.chip.read32("scratch", SYS.stat_drop_base + 4 * r.code)
+            if v:
+                out[r.name] = v
+        return out
+
+    def _software(self, chip: Any) -> dict[str, list[tuple[int, str]]]:
+        from npkit.emulator.traffic.oracle import Drop
+
+        exc = self.exceptions()
+        seen = {pid for pid, _ in exc}
+        fwd, _, _ = self.run._match()
+        msf = {pid for pid, _, _ in self.run.msf_drops}
+        counters = Counter(self.drop_counters())
+        drops = []
+        for pid in range(self.run.pushed):
+            if pid in seen or pid in fwd or pid in msf:
+                continue
+            o = self.oracle.process(self.traffic.frames[pid], self.traffic.ports[pid])
+            if isinstance(o, Drop) and counters[o.reason] > 0:
+                counters[o.reason] -= 1
+                drops.append((pid, o.reason))
+        self.unattributed_drops = {k: v for k, v in counters.items() if v}
+        return {"drops": drops, "exceptions": exc}
+
+    def compare(self) -> dict[str, int]:
+        """Every transmitted frame against the oracle's prediction for its input."""
+        from npkit.emulator.traffic.oracle import Forward
+
+        fwd, unmatched, dups = self.run._match()
+        res: Counter[str] = Counter()
+        last: dict[tuple[int, int], int] = {}
+        for port, frames in self.run.out.items():
+            for _t, data in frames:
+                pid = _tag_id(data)
+                if pid < 0:
+                    res["untagged"] += 1
+                    continue
+                o = self.oracle.process(self.traffic.frames[pid], self.traffic.ports[pid])
+                if not isinstance(o, Forward):
+                    res["wrong_outcome"] += 1
+                elif o.port != port:
+                    res["wrong_port"] += 1
+                elif o.data != data:
+                    res["wrong_bytes"] += 1
+                else:
+                    res["matched_forward"] += 1
+                flow = (self.traffic.ports[pid], port)
+                if last.get(flow, -1) > pid:
+                    res["reordered"] += 1
+                last[flow] = pid
+        for pid, reason in self.exceptions():
+            o = self.oracle.process(self.traffic.frames[pid], self.traffic.ports[pid])
+            res["matched_exception" if getattr(o, "reason", "") == reason else "wrong_reason"] += 1
+        res["unmatched"] += len(unmatched)
+        res["duplicates"] += len(dups)
+        return dict(res)
+
+
+def latency_us(run: RouterRun) -> list[float]:
+    """Per forwarded packet: departure (first wire byte out) - arrival (first in), us."""
+    tr = run.traffic
+    out = []
+    for _port, frames in run.run.out.items():
+        for t, data in frames:
+            pid = _tag_id(data)
+            if 0 <= pid < len(tr):
+                out.append((t - tr.times[pid]) / 1000.0)
+    return out
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q / 100 * len(s)))]
+
+
+def run_router(layout: str, params: dict[str, Any] | None, traffic: Any, duration_ns: int,
+               drain_ns: int = 100_000, routes: str | Path | None = None,
+               router_config: str | Path | None = None, progress: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Run, then summarise: per port throughput, loss, latency, ME use, conservation."""
+    rr = RouterRun(layout, params, traffic, routes, router_config)
+    t0 = time.perf_counter()
+
+    def show(now: int) -> None:
+        if progress:
+            print(f"\r  {now / 1e6:6.2f} ms emulated", end="", file=sys.stderr, flush=True)
+
+    rr.run.run(duration_ns, progress=show)
+    measured_cycles = rr.chip.cycle
+    me_busy = {m["me"]: (m["executing_cycles"] + m["aborted_cycles"]) / max(1, rr.chip.cycle)
+               for m in rr.chip.stats()["mes"]}  # fmt: skip
+    rr.run.run(drain_ns, progress=show)
+    if progress:
+        print(file=sys.stderr)
+    host_s = time.perf_counter() - t0
+    rep = rr.run.report()
+    cmp_ = rr.compare()
+    lat = latency_us(rr)
+    tr = rr.traffic
+    seconds = duration_ns / 1e9
+    ports = []
+    for row in rep["ports"]:
+        p = row["port"]
+        tx_bits = sum((len(d) + 24) * 8 for t, d in rr.run.out[p] if t < duration_ns)
+        offered_bits = sum((tr.lens[i] + 24) * 8 for i in range(len(tr)) if tr.ports[i] == p)
+        ports.append({
+            "port": p, "offered": row["offered"], "forwarded": row["forwarded"],
+            "transmitted": row["transmitted"], "dropped": row["dropped"],
+            "exceptions": row["exceptions"], "in_flight": row["in_flight"],
+            "tx_mbps": round(tx_bits / seconds / 1e6, 1),
+            "offered_mbps": round(offered_bits / seconds / 1e6, 1),
+        })  # fmt: skip
+    blocks = {}
+    for prog in rr.image.programs:
+        blocks[prog.name] = round(sum(me_busy[m] for m in prog.mes) / len(prog.mes), 3)
+    tot = rep["totals"]
+    offered = tot["offered"]
+    lost = offered - tot["forwarded"] - sum(tot["exceptions"].values()) - sum(
+        v for k, v in tot["dropped"].items()
+        if k not in ("rbuf_full", "no_rx_thread", "buffer_exhausted", "queue_full", "tbuf_underrun",
+                     "exception_ring_full")
+    )  # fmt: skip
+    predicted_fwd = sum(
+        1 for i in range(rr.run.pushed)
+        if getattr(rr.oracle.process(tr.frames[i], tr.ports[i]), "kind", "") == "forward"
+    )  # fmt: skip
+    return {
+        "layout": layout, "params": rr.params, "duration_ms": duration_ns / 1e6,
+        "emulated_cycles": measured_cycles, "host_s": round(host_s, 2),
+        "emulated_ms_per_host_s": round((duration_ns + drain_ns) / 1e6 / host_s, 2),
+        "ports": ports,
+        "totals": {**tot, "predicted_forward": predicted_fwd, "lost": lost,
+                   "loss_pct": round(100 * (predicted_fwd - tot["forwarded"]) / max(1, predicted_fwd), 3)},
+        "latency_us": {"mean": round(sum(lat) / len(lat), 3) if lat else 0.0,
+                       "p50": round(pct(lat, 50), 3), "p99": round(pct(lat, 99), 3),
+                       "max": round(max(lat), 3) if lat else 0.0},
+        "me_utilisation": blocks,
+        "comparison": cmp_,
+        "conservation": {"balanced": rep["balanced"], "problems": rep["problems"],
+                         "in_flight": tot["in_flight"],
+                         "unattributed_drops": getattr(rr, "unattributed_drops", {})},
+    }  # fmt: skip
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    lines = [f"router {s['layout']} {s['params']}: {s['duration_ms']} ms emulated in {s['host_s']} s "
+             f"({s['emulated_ms_per_host_s']} ms/s)", "",
+             f"{'port':>4} {'offered':>8} {'fwd':>8} {'Mb/s out':>9} {'Mb/s in':>8}  drops / exceptions"]  # fmt: skip
+    for p in s["ports"]:
+        lines.append(f"{p['port']:>4} {p['offered']:>8} {p['forwarded']:>8} {p['tx_mbps']:>9} "
+                     f"{p['offered_mbps']:>8}  {p['dropped'] or ''} {p['exceptions'] or ''}")  # fmt: skip
+    t = s["totals"]
+    lat = s["latency_us"]
+    lines += ["", f"forwarded {t['forwarded']} of {t['predicted_forward']} the oracle forwards "
+              f"(loss {t['loss_pct']} %), in flight {t['in_flight']}",
+              f"latency us: mean {lat['mean']} p50 {lat['p50']} p99 {lat['p99']} max {lat['max']}",
+              "ME utilisation: " + ", ".join(f"{k} {100 * v:.0f} %" for k, v in s["me_utilisation"].items()),
+              f"comparison with the oracle: {s['comparison']}",
+              f"conservation: {'balanced' if s['conservation']['balanced'] else 'NOT balanced'}"
+              + (f" {s['conservation']['problems']}" if s["conservation"]["problems"] else "")]  # fmt: skip
+    return "\n".join(lines)
+
+
+@click.command("demo")
+@click.option("--layout", default="pipelined", show_default=True)
+@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="layout parameter")
+@click.option("--ms", "ms", default=10.0, show_default=True, help="emulated milliseconds of traffic")
+@click.option("--routes", type=click.Path(exists=True, dir_okay=False),
+              help="route file (default: 10,000 random prefixes)")  # fmt: skip
+@click.option("--traffic", type=click.Path(exists=True), default=str(SEED003), show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, routes: str | None, traffic: str,
+             as_json: bool) -> None:  # fmt: skip
+    """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
+    import tempfile
+
+    from npkit.emulator.msf import load_traffic_source
+    from npkit.toolchain.link import _coerce
+
+    params = {}
+    for d in defines:
+        k, _, v = d.partition("=")
+        params[k] = _coerce(v)
+    duration = int(ms * 1e6)
+    with tempfile.TemporaryDirectory() as tmp:
+        if routes is None:
+            routes = str(Path(tmp) / "routes-10k.txt")
+            make_routes(routes, 10_000)
+        tr = load_traffic_source(traffic, duration)
+        s = run_router(layout, params, tr, duration, routes=routes, progress=not as_json)
+    click.echo(json.dumps(s, indent=2) if as_json else format_summary(s))
+
+
+def make_routes(path: str, count: int) -> None:
+    """A random BGP-like table for the example router (`npk traffic routes`)."""
+    from click.testing import CliRunner
+
+    from npkit.toolchain.cli import main
+
+    res = CliRunner().invoke(main, ["traffic", "routes", "--count", str(count), "--seed", "1",
+                                    "--config", str(ROOT / "examples" / "traffic" / "router.yaml"),
+                                    "-o", path])  # fmt: skip
+    if res.exit_code != 0:
+        raise click.ClickException(f"npk traffic routes failed: {res.output}")
