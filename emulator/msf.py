@@ -17,7 +17,7 @@ OUT/dispositions.json, and accounts for every offered packet.
 Accounting (per input port): offered = forwarded + dropped (by reason) +
 excepted + in flight.  Forwarded packets are found by matching each
 transmitted frame to an input packet (the generator's b"NPK1"+id tag, else the
-exact bytes); drops come from the MSF (rbuf_full, no_rx_thread,
+exact bytes, else the bytes a router does not rewrite); drops come from the MSF (rbuf_full, no_rx_thread,
 tbuf_underrun) and from software counters (`software` hook, for microcode
 drops and exceptions).  The run is *balanced* when no frame is unmatched or
 duplicated, no packet has two fates, and in flight is not negative.
@@ -242,6 +242,13 @@ class MsfDevice:
 
 # ---------------------------------------------------------------------------- runs
 
+
+def _loose_key(frame: bytes) -> bytes:
+    """What a router leaves alone in a forwarded IPv4 frame: the length and everything
+    from the IP source address on (the MACs, TTL and header checksum change)."""
+    return b"L" + len(frame).to_bytes(2, "big") + frame[26:]
+
+
 Software = Callable[[Chip], dict[str, list[tuple[int, str]]]]
 """Hook returning microcode-counted fates: {"drops": [(id, reason)], "exceptions": [(id, reason)]}."""
 
@@ -334,8 +341,12 @@ class TrafficRun:
             cand = int.from_bytes(data[k + 4 : k + 8], "big")
             if cand < self.pushed and TAG in tr.frames[cand]:
                 return cand
+        loose = _loose_key(data)
         for j in range(self.pushed):
             if tr.frames[j] == data:
+                return j
+        for j in range(self.pushed):
+            if _loose_key(tr.frames[j]) == loose:
                 return j
         return None
 
@@ -346,7 +357,7 @@ class TrafficRun:
         fwd: dict[int, int] = {}
         unmatched: list[tuple[int, int]] = []
         dups: list[int] = []
-        by_bytes: dict[bytes, deque[int]] | None = None
+        by_key: dict[bytes, deque[int]] | None = None
         for port, frames in self.out.items():
             for i, (_, data) in enumerate(frames):
                 pid = -1
@@ -356,14 +367,18 @@ class TrafficRun:
                     if cand < self.pushed and TAG in tr.frames[cand]:
                         pid = cand
                 if pid < 0:
-                    if by_bytes is None:
-                        by_bytes = {}
+                    if by_key is None:
+                        by_key = {}
                         for j in range(min(n, self.pushed)):
-                            by_bytes.setdefault(tr.frames[j], deque()).append(j)
-                    q = by_bytes.get(data)
-                    while q and q[0] in fwd:
-                        q.popleft()
-                    pid = q.popleft() if q else -1
+                            by_key.setdefault(tr.frames[j], deque()).append(j)
+                            by_key.setdefault(_loose_key(tr.frames[j]), deque()).append(j)
+                    for key in (data, _loose_key(data)):
+                        q = by_key.get(key)
+                        while q and q[0] in fwd:
+                            q.popleft()
+                        if q:
+                            pid = q.popleft()
+                            break
                 if pid < 0:
                     unmatched.append((port, i))
                 elif pid in fwd:
@@ -388,10 +403,8 @@ class TrafficRun:
         for pid, _port, code in self.msf_drops:
             mark(pid, "drop", DROP_NAMES.get(code, str(code)))
         for _port, _t, data in self.aborted:
-            k = data.find(TAG)
-            pid = (
-                int.from_bytes(data[k + 4 : k + 8], "big") if 0 <= k and k + 8 <= len(data) else -1
-            )
+            found = self.identify(data)
+            pid = -1 if found is None else found
             if 0 <= pid < self.pushed:
                 mark(pid, "drop", "tbuf_underrun")
         if self.software is not None:

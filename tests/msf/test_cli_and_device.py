@@ -132,3 +132,22 @@ def test_bad_configs_are_refused() -> None:
     tr.add(0, 7, bytes(60))
     with pytest.raises(MsfError, match="port"):
         TrafficRun(chip, tr)
+
+
+def test_untagged_frames_are_matched_by_bytes_even_when_rewritten() -> None:
+    """Frames without the generator's tag are matched by their bytes; a frame whose MACs,
+    TTL and IP checksum were rewritten (bytes 0..25) still matches its input packet, and
+    a frame matching nothing makes the run unbalanced."""
+    chip = Chip("ixp2800")
+    tr = Traffic()
+    for i in range(3):
+        tr.add(1000 * i, i, bytes([i + 1]) * 80)
+    run = TrafficRun(chip, tr)
+    run.run(10_000)  # no program: packets wait in the RBUF, none is transmitted
+    rewritten = bytes(26) + tr.frames[2][26:]
+    run.out[0] = [(5000, tr.frames[0]), (6000, rewritten)]
+    rep = run.report()
+    assert rep["balanced"] and rep["totals"]["forwarded"] == 2 and rep["totals"]["in_flight"] == 1
+    assert run.identify(rewritten) == 2 and run.identify(bytes(80)) is None
+    run.out[1] = [(7000, bytes(80))]
+    assert not run.report()["balanced"]
