@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .target import TargetError, open_target
+from .target import TargetError, open_target, parse_params
 
 
 def _me_list(text: str | None) -> list[int] | None:
@@ -94,14 +94,16 @@ def run_batch(session: object, lines: list[str], origin: str, echo: bool = True)
 @click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
 @click.option("--me", "me_list", default=None, help="MEs to load on, e.g. 0,1 or 0-3 (images without an ME assignment).")
 @click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory (port<N>.pcap); a layout also takes one .pcap.")
+@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host).")
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
-def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None, batch: str | None) -> None:
+def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
+              batch: str | None) -> None:  # fmt: skip
     """Debug IMAGE (an npkit ELF, a .uc source, or a layout YAML) interactively or from a script."""
     from .session import DebugError, Session
 
     try:
-        target = open_target(image, config, _me_list(me_list), traffic)
+        target = open_target(image, config, _me_list(me_list), traffic, params=parse_params(defines))
         session = Session(target)
     except (TargetError, DebugError) as e:
         raise click.ClickException(str(e)) from None
@@ -117,6 +119,7 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
 @click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
 @click.option("--me", "me_list", default=None, help="MEs to load on (images without an ME assignment).")
 @click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory (port<N>.pcap); a layout also takes one .pcap.")
+@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host).")
 @click.option("--cycles", default=100_000, show_default=True, type=int, help="Cycles to run.")
 @click.option("--from", "t_from", default=0, type=int, help="First cycle written to the trace.")
 @click.option("--to", "t_to", default=None, type=int, help="Last cycle written (default: the end of the run).")
@@ -124,13 +127,14 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
               help="DRAM packet buffers as BASE:SIZE[:COUNT] (e.g. 0x100000:2048) to follow packets by buffer.")  # fmt: skip
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None, cycles: int, t_from: int,
+def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
+              cycles: int, t_from: int,
               t_to: int | None, buffers: str | None, output: str, as_json: bool) -> None:  # fmt: skip
     """Run IMAGE and write a Perfetto/Chrome trace (open it at ui.perfetto.dev)."""
     from .trace import BufferMap, TraceError, record_trace
 
     try:
-        target = open_target(image, config, _me_list(me_list), traffic)
+        target = open_target(image, config, _me_list(me_list), traffic, params=parse_params(defines))
         bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
         if sys.stderr.isatty():
             with click.progressbar(length=cycles, label="tracing", file=sys.stderr) as bar:
@@ -161,17 +165,20 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
 @click.option("--config", default="ixp2800", show_default=True)
 @click.option("--me", "me_list", default=None)
 @click.option("--traffic", default=None)
+@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host).")
 @click.option("--cycles", default=1_000_000, show_default=True, type=int)
 @click.option("--buffer", "buffer", default=None,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)
 def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str, me_list: str | None,
-            traffic: str | None, cycles: int, buffer: str | None, as_json: bool) -> None:  # fmt: skip
+            traffic: str | None, defines: tuple[str, ...], cycles: int, buffer: str | None,
+            as_json: bool) -> None:  # fmt: skip
     """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed."""
     from .why import WhyError, explain, load_run_spec
 
     try:
         spec = load_run_spec(run_dir, image, config, me_list, traffic, cycles, buffer)
+        spec.params = parse_params(defines) or spec.params
         report = explain(spec, packet_id)
     except (TargetError, WhyError, ValueError) as e:
         raise click.ClickException(str(e)) from None

@@ -165,34 +165,56 @@ def frames_of(spec: str) -> list[tuple[int, bytes]]:
 MAX_INJECT = 256
 
 
-def open_layout(p: Path, config: str, traffic: str | None) -> Target:
-    """Link a router layout with host stand-ins for the external blocks (npkit.toolchain.link
-    Harness) and inject the traffic's frames through the receive stand-in."""
+def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any] | None = None) -> Target:
+    """Link a router layout (npkit.toolchain.link Harness: host stand-ins for the blocks
+    the layout leaves external).  Traffic goes in through the receive stand-in when rx is
+    external, else through the MSF device to the rx microcode."""
     try:
-        from npkit.toolchain.link import Harness, LinkError
+        from npkit.toolchain.link import Harness, LinkError, load_layout
     except ImportError as e:
         raise TargetError(f"{p}: a layout needs the linker (npkit.toolchain.link): {e}") from None
     try:
-        h = Harness(p, chip_config=config)
+        lay = load_layout(p, params or None)
+        h = Harness(p, params or None, chip_config=config)
     except (LinkError, ValueError, EmulatorError) as e:
         raise TargetError(f"npk link {p}: {e}") from None
     loaded = {me: prog.name for prog in h.image.programs for me in prog.mes}
     t = Target(h.chip, h.image, p, loaded, source_maps(h.image, p))
     t.harness = h
-    if traffic:
+    progs = {prog.name for prog in h.image.programs}
+    host_rx = any(f"host_{b.name}" in progs for b in lay.blocks.values() if b.ring_out and not b.ring_in)
+    if traffic and host_rx:
         frames = frames_of(traffic)
         for port, frame in frames[:MAX_INJECT]:
             h.inject(frame, port)
         t.notes.append(f"injected {min(len(frames), MAX_INJECT)} of {len(frames)} frames from {traffic} "
                        "through the receive stand-in")  # fmt: skip
+    elif traffic:
+        attach_traffic(t, traffic)
     return t
 
 
+def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """-D NAME=VALUE layout parameters (values as YAML scalars: 4, true, msf)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for d in defines:
+        k, sep, v = d.partition("=")
+        if not sep or not k.strip():
+            raise TargetError(f"-D {d}: expected PARAM=VALUE")
+        out[k.strip()] = yaml.safe_load(v.strip()) if v.strip() else ""
+    return out
+
+
 def open_target(path: str | Path, config: str = "ixp2800", mes: list[int] | None = None,
-                traffic: str | None = None, image: Image | None = None) -> Target:  # fmt: skip
+                traffic: str | None = None, image: Image | None = None,
+                params: dict[str, Any] | None = None) -> Target:  # fmt: skip
     p = Path(path)
     if image is None and _is_layout(p):
-        return open_layout(p, config, traffic)
+        return open_layout(p, config, traffic, params)
+    if params:
+        raise TargetError("-D sets layout parameters; the target is not a layout")
     img = image if image is not None else read_target_image(p)
     try:
         chip = Chip(config)

@@ -20,7 +20,7 @@ handle on (lookup, qm) appear only if they touch the buffer.  A history event ca
 the first data word of ring puts/gets would let `why` follow the handle through rings.
 
 A run directory (`--run DIR`) holds run.json: {"image": ..., "config": ..., "traffic": ...,
-"cycles": N, "buffer": "BASE:SIZE"}, paths relative to DIR.
+"cycles": N, "buffer": "BASE:SIZE", "params": {...layout parameters}}, paths relative to DIR.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class RunSpec:
     traffic: str | None = None
     cycles: int = 1_000_000
     buffer: str | None = None
+    params: dict[str, Any] | None = None  # layout parameters (-D)
 
 
 def load_run_spec(run_dir: str | None, image: str | None, config: str, mes: str | None,
@@ -75,7 +76,7 @@ def load_run_spec(run_dir: str | None, image: str | None, config: str, mes: str 
         if img is None:
             raise WhyError(f"{f}: no image")
         return RunSpec(img, str(raw.get("config", config)), raw.get("mes", mes), rel(raw.get("traffic")),
-                       int(raw.get("cycles", cycles)), raw.get("buffer", buffer))  # fmt: skip
+                       int(raw.get("cycles", cycles)), raw.get("buffer", buffer), raw.get("params"))  # fmt: skip
     if image is None:
         raise WhyError("name the run: --run DIR, or --image IMAGE (with --traffic, --cycles, --buffer)")
     return RunSpec(image, config, mes, traffic, cycles, buffer)
@@ -112,7 +113,7 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
         packet_id = int(packet_id_text, 0)
     except ValueError:
         raise WhyError(f"PACKET_ID is a buffer index, got '{packet_id_text}'") from None
-    target = open_target(spec.image, spec.config, _me_list(spec.mes), spec.traffic)
+    target = open_target(spec.image, spec.config, _me_list(spec.mes), spec.traffic, params=spec.params)
     chip = target.chip
     addr, length, pad = _range(target, spec, packet_id)
     before = chip.mem_read("dram", addr, length)
