@@ -168,9 +168,17 @@ class MsfDevice:
         return self.cfg["ports"]
 
     def close(self) -> None:
+        """Detach the device from its chip and free it (the chip gets the loopback stub)."""
         if self._dev != self.ffi.NULL:
-            self.lib.npk_msf_destroy(self._dev)
+            chip_alive = getattr(self.chip, "_chip", self.ffi.NULL) != self.ffi.NULL
+            (self.lib.npk_msf_destroy if chip_alive else self.lib.npk_msf_release)(self._dev)
             self._dev = self.ffi.NULL
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
 
     def set_wire(self, port: int, preamble: int, fcs: int, ifg: int) -> None:
         if self.lib.npk_msf_port_wire(self._dev, port, preamble, fcs, ifg) < 0:

@@ -384,7 +384,8 @@ typedef struct npk_msf_stats {
 } npk_msf_stats;
 
 npk_msf *npk_msf_create(npk_chip *chip, const npk_msf_cfg *cfg);  /* NULL on a bad config */
-void npk_msf_destroy(npk_msf *msf);
+void npk_msf_destroy(npk_msf *msf);    /* detaches it (if still attached) and frees it */
+void npk_msf_release(npk_msf *msf);    /* frees it without touching its chip (already destroyed) */
 int npk_msf_port_wire(npk_msf *msf, int port, uint32_t preamble, uint32_t fcs, uint32_t ifg);
 /* hand in n packets, each: first-wire-byte time (ns, per port nondecreasing), port,
  * id, length; data = the n frames back to back (no FCS) */

@@ -549,6 +549,12 @@ void npk_msf_destroy(npk_msf *d)
 {
     if (!d) return;
     if (d->chip && d->chip->msf_custom && d->chip->msf.user == d) npk_set_msf(d->chip, NULL);
+    npk_msf_release(d);
+}
+
+void npk_msf_release(npk_msf *d)
+{
+    if (!d) return;
     for (int i = 0; i < MAXP; i++) { free(d->p[i].q); free(d->p[i].els); free(d->p[i].frame); free(d->p[i].rel); }
     free(d->freeq); free(d->full); free(d->fl); free(d->blob); free(d->out); free(d->odata); free(d->drops);
     free(d);
