@@ -107,7 +107,8 @@ class Traffic:
 
 def load_traffic_source(path: str | Path, duration_ns: int | None = None) -> Traffic:
     """A traffic spec (YAML, generated in memory) or a directory of port<N>.pcap
-    (+ manifest.json for the wire model)."""
+    (+ manifest.json for the wire model).  `duration_ns` keeps the packets that
+    arrive before it; for a spec it replaces the spec's own duration_ns."""
     path = Path(path)
     tr = Traffic(source=str(path))
     if path.is_dir():
@@ -132,7 +133,7 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None) -> Tra
     from .traffic.spec import SpecError, load_spec
 
     try:
-        spec = load_spec(path)
+        spec = load_spec(path, overrides=None if duration_ns is None else {"duration_ns": duration_ns})
     except (SpecError, OSError) as e:
         raise MsfError(str(e)) from None
     tr.link_bps = int(spec.link_bps)
