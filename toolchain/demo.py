@@ -60,21 +60,42 @@ class RouterRun:
         self.reasons = load_reasons()
         self.layout = layout
         self.params = params
+        self._index: dict[tuple[int, bytes], list[int]] | None = None
+        self.unattributed_drops: dict[str, int] = {}
 
     # the microcode's drops and exceptions, per packet id
     def exceptions(self) -> list[tuple[int, str]]:
         from npkit.toolchain.link import HOST_EXC_BASE, SYS
 
         n = self.chip.read32("sram", HOST_EXC_BASE)
-        out = []
+        out: list[tuple[int, str]] = []
+        taken: set[int] = set()
         for k in range(n):
             pw = self.chip.read32("sram", HOST_EXC_BASE + 16 + 8 * k)
             rec = self.chip.read32("sram", HOST_EXC_BASE + 20 + 8 * k)
             i = pw & 0xFFFF
             length = self.chip.read32("sram", SYS.desc_addr(i) + 8) >> 16
             frame = self.chip.mem_read("dram", SYS.buf_addr(i), max(length, 1))
-            out.append((_tag_id(frame), self.reasons.exception(rec & 0xFF).name))
+            pid = _tag_id(frame)
+            if not 0 <= pid < len(self.traffic) or self.traffic.frames[pid] != frame:
+                pid = self._by_bytes(frame, (rec >> 16) & 0xFF, taken)
+            taken.add(pid)
+            out.append((pid, self.reasons.exception(rec & 0xFF).name))
         return out
+
+    def _by_bytes(self, frame: bytes, port: int, taken: set[int]) -> int:
+        """The earliest input with these bytes on this port not yet attributed (frames
+        the generator could not tag, e.g. ARP)."""
+        if self._index is None:
+            self._index = {}
+            for i in range(len(self.traffic)):
+                self._index.setdefault((self.traffic.ports[i], self.traffic.frames[i]), []).append(
+                    i
+                )
+        for i in self._index.get((port, frame), []):
+            if i not in taken:
+                return i
+        return -1
 
     def drop_counters(self) -> dict[str, int]:
         from npkit.toolchain.link import SYS
@@ -132,6 +153,9 @@ class RouterRun:
                     res["reordered"] += 1
                 last[flow] = pid
         for pid, reason in self.exceptions():
+            if pid < 0:
+                res["unmatched_exception"] += 1
+                continue
             o = self.oracle.process(self.traffic.frames[pid], self.traffic.ports[pid])
             res["matched_exception" if getattr(o, "reason", "") == reason else "wrong_reason"] += 1
         res["unmatched"] += len(unmatched)
@@ -159,7 +183,7 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def run_router(layout: str, params: dict[str, Any] | None, traffic: Any, duration_ns: int,
-               drain_ns: int = 100_000, routes: str | Path | None = None,
+               drain_ns: int = 300_000, routes: str | Path | None = None,
                router_config: str | Path | None = None, progress: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run, then summarise: per port throughput, loss, latency, ME use, conservation."""
     rr = RouterRun(layout, params, traffic, routes, router_config)
@@ -185,8 +209,10 @@ def run_router(layout: str, params: dict[str, Any] | None, traffic: Any, duratio
     ports = []
     for row in rep["ports"]:
         p = row["port"]
-        tx_bits = sum((len(d) + 24) * 8 for t, d in rr.run.out[p] if t < duration_ns)
-        offered_bits = sum((tr.lens[i] + 24) * 8 for i in range(len(tr)) if tr.ports[i] == p)
+        pre, fcs, ifg = tr.wire.get(p, (8, 4, 12))
+        over = pre + fcs + ifg  # wire bytes a frame costs beyond its pcap bytes
+        tx_bits = sum((len(d) + over) * 8 for t, d in rr.run.out[p] if t < duration_ns)
+        offered_bits = sum((tr.lens[i] + over) * 8 for i in range(len(tr)) if tr.ports[i] == p)
         ports.append({
             "port": p, "offered": row["offered"], "forwarded": row["forwarded"],
             "transmitted": row["transmitted"], "dropped": row["dropped"],
@@ -248,7 +274,9 @@ def format_summary(s: dict[str, Any]) -> str:
 @click.command("demo")
 @click.option("--layout", default="pipelined", show_default=True)
 @click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="layout parameter")
-@click.option("--ms", "ms", default=10.0, show_default=True, help="emulated milliseconds of traffic")
+@click.option(
+    "--ms", "ms", default=10.0, show_default=True, help="emulated milliseconds of traffic"
+)
 @click.option("--routes", type=click.Path(exists=True, dir_okay=False),
               help="route file (default: 10,000 random prefixes)")  # fmt: skip
 @click.option("--traffic", type=click.Path(exists=True), default=str(SEED003), show_default=True)

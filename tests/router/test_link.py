@@ -24,15 +24,16 @@ def test_reasons_header_is_generated_and_current() -> None:
 
 
 @pytest.mark.parametrize(("layout", "params", "blocks"), [
-    ("pipelined", {}, {"parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4]}),
-    ("pipelined", {"threads": 4, "qm": "stub"}, {"parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4]}),
-    ("parallel", {"pool_mes": 6}, {"fastpath": [1, 2, 3, 4, 5, 6], "qm": [14]}),
+    ("pipelined", {}, {"rx": [0], "parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4], "tx": [5]}),
+    ("pipelined", {"threads": 4, "qm": "stub", "io": "host"},
+     {"parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4]}),
+    ("parallel", {"pool_mes": 6}, {"rx": [0], "fastpath": [1, 2, 3, 4, 5, 6], "qm": [14], "tx": [15]}),
 ])  # fmt: skip
 def test_layouts_link(layout: str, params: dict[str, Any], blocks: dict[str, list[int]]) -> None:
     image = link(layout, params)
     assert {p.name: p.mes for p in image.programs} == blocks
     threads = params.get("threads", 8)
-    assert all(p.ctx_mode == threads for p in image.programs)
+    assert all(p.ctx_mode == threads for p in image.programs if p.name not in ("rx", "tx"))
     spaces = {(space, addr) for space, addr, _ in image.programs[0].init_mem}
     assert ("sram", SYS.freelist_q) in spaces and ("sram", SYS.desc_base) in spaces
     graph = image.meta["graph"]
@@ -46,7 +47,7 @@ def test_cli_writes_an_image(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["link", "pipelined", "-D", "threads=4", "-o", str(out)])
     assert res.exit_code == 0, res.output
     image = read_image(out)
-    assert [p.ctx_mode for p in image.programs] == [4, 4, 4, 4]
+    assert [p.ctx_mode for p in image.programs] == [8, 4, 4, 4, 4, 8]  # rx and tx: 8
     res = CliRunner().invoke(main, ["link", "pipelined", "-D", "nonsense=1", "-o", str(out)])
     assert res.exit_code == 1 and "no such parameter" in res.output
 
