@@ -391,8 +391,10 @@ def from_linker(path: str | Path) -> Layout | None:
         return None
     blocks = []
     for b in lay.blocks.values():
-        ins = [b.ring_in] if b.ring_in else (["msf"] if b.source is None and b.ring_out else [])
-        outs = [b.ring_out] if b.ring_out else (["msf"] if b.source is None and b.ring_in else [])
+        # a block with no input ring takes packets from the MSF (rx), one with no output ring
+        # hands them to it (tx)
+        ins = [b.ring_in] if b.ring_in else (["msf"] if b.ring_out else [])
+        outs = [b.ring_out] if b.ring_out else (["msf"] if b.ring_in else [])
         if b.source is not None and lay.exceptions:
             outs.append(lay.exceptions)
         src = b.source or "external (host stand-in)"

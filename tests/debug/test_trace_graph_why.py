@@ -156,7 +156,7 @@ def test_why_reports_reads_writes_and_changed_fields() -> None:
     assert ops == [("read", 0, 0, 0, 32), ("write", 0, 0, 16, 16)]
     write = rep["touches"][1]
     assert write["changed"] == [[22, 0x40, 0x3F], [24, 0x9C, 0x9D]]
-    assert write["fields"] == ["ip header checksum", "ip ttl"]
+    assert write["fields"] == ["ip ttl", "ip header checksum"]
     assert "ttl.uc:50" in write["at"]
     assert any("ttl 63" in ln and "(ok)" in ln for ln in rep["after"])
 

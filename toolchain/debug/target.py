@@ -175,6 +175,9 @@ def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any
         raise TargetError(f"{p}: a layout needs the linker (npkit.toolchain.link): {e}") from None
     try:
         lay = load_layout(p, params or None)
+        # the layout's own defaults (e.g. io: msf, the rx/tx microcode), as `npk link` builds it;
+        # -D io=host asks for the host stand-ins instead
+        params = {**({"io": lay.params["io"]} if "io" in lay.params else {}), **(params or {})}
         h = Harness(p, params or None, chip_config=config)
     except (LinkError, ValueError, EmulatorError) as e:
         raise TargetError(f"npk link {p}: {e}") from None

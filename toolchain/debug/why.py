@@ -125,6 +125,7 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     touches: list[dict[str, Any]] = []
     done_writes: list[dict[str, Any]] = []
     end = chip.cycle + spec.cycles
+    received: bytes | None = None  # the buffer after the first receive into it
 
     def loc(me: int, pc: int) -> str:
         return where(target.smap(me).entry(pc)) if me in target.loaded else "?"
@@ -163,6 +164,10 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
                           if t["offset"] <= i < t["offset"] + t["bytes"]), None)  # fmt: skip
                 if w is not None:
                     w["changed"].append([i, before[i], now[i]])
+                    if received is None and w["op"].startswith("rbuf_rd"):
+                        received = b""  # filled in below, once this stop's changes are credited
+            if received == b"":
+                received = now
             before = now
         elif reason != "budget":
             break
@@ -171,11 +176,13 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     if pad < 0:
         pad = pkt.guess_pad(final[:64])
     for t in touches:
-        t["fields"] = sorted({field_name(i - pad) for i, _, _ in t["changed"] if i >= pad})
+        t["fields"] = list(dict.fromkeys(field_name(i - pad) for i, _, _ in t["changed"] if i >= pad))
     flen = pkt.frame_length(final[pad : pad + 64])
     return {"packet_id": packet_id, "image": spec.image, "buffer": {"addr": addr, "len": length, "pad": pad},
             "cycles": chip.cycle, "touches": touches,
-            "before": pkt.decode(initial[pad : pad + flen]), "after": pkt.decode(final[pad : pad + flen])}  # fmt: skip
+            "before": pkt.decode(initial[pad : pad + flen]) if any(initial) else [],
+            "received": pkt.decode(received[pad : pad + flen]) if received else [],
+            "after": pkt.decode(final[pad : pad + flen])}  # fmt: skip
 
 
 def render(report: dict[str, Any]) -> str:
@@ -187,11 +194,17 @@ def render(report: dict[str, Any]) -> str:
     for t in report["touches"]:
         out.append(f"  cycle {t['cycle']:>7}  ME {t['me']} ctx {t['ctx']} ({t['block']})  {t['op']} "
                    f"+{t['offset']}..+{t['offset'] + t['bytes'] - 1}  at {t['at']}")  # fmt: skip
+        if len(t["changed"]) > 16 or t["op"].startswith("rbuf_rd"):  # a receive: which fields, not every byte
+            out.append(f"      {len(t['changed'])} bytes changed: {', '.join(t['fields'])}")
+            continue
         for i, old, new in t["changed"]:
             out.append(f"      byte +{i} ({field_name(i - b['pad']) if i >= b['pad'] else 'pad'}): "
                        f"{old:02x} -> {new:02x}")  # fmt: skip
-    out.append("before:")
+    out.append("before:" if report["before"] else "before: (empty buffer)")
     out += report["before"]
+    if report.get("received"):
+        out.append("as received:")
+        out += report["received"]
     out.append("after:")
     out += report["after"]
     return "\n".join(out)
