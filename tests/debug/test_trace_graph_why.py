@@ -186,3 +186,24 @@ def test_why_in_the_router_parse_reads_and_hdr_format_rewrites() -> None:
     write = next(t for t in rep["touches"] if t["op"] == "write")
     assert {"ip ttl", "ip header checksum", "eth dst", "eth src"} <= set(write["fields"])
     assert any("(ok)" in ln for ln in rep["after"] if ln.strip().startswith("ipv4"))
+
+
+def test_trace_follows_router_packets_through_the_blocks(tmp_path: Path) -> None:
+    """In the router on the MSF, a packet's flow starts where rx receives it into its
+    buffer and passes through parse (ME 1) and header format (ME 3) to tx (ME 5)."""
+    out = tmp_path / "router.json"
+    r = CliRunner().invoke(main, ["trace", str(PIPELINED), "--traffic", str(ROOT / "examples" / "traffic" / "min64.yaml"),
+                                  "--cycles", "20000", "-o", str(out), "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    assert summary["packet_buffers"]["size"] == 2048 and summary["packets"] > 10
+    flows: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for e in json.loads(out.read_text())["traceEvents"]:
+        if e.get("cat") == "packet":
+            flows[e["id"]].append((e["ph"], e["pid"]))
+    assert len(flows) == summary["packets"]
+    for steps in flows.values():
+        assert steps[0][0] == "s" and steps[-1][0] == "f" and all(ph == "t" for ph, _ in steps[1:-1])
+    full = [steps for steps in flows.values() if [pid for _, pid in steps][0] == 0 and steps[-1][1] == 5]
+    assert full, "no packet went from rx to tx"
+    assert {1, 3} <= {pid for _, pid in full[0]}
