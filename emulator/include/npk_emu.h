@@ -203,16 +203,19 @@ typedef struct npk_hist_event {
     uint32_t a0, a1;
 } npk_hist_event;
 
-/* MSF plug-in.  The MSF device (registered later by the traffic model)
- * implements these; any pointer may be NULL.  Without a plug-in the chip uses
+/* MSF plug-in.  The built-in MSF device (npk_msf_create, below) or a device
+ * written in Python (binding.Chip.set_msf) implements these; any pointer may be NULL.  Without a plug-in the chip uses
  * a loopback stub: msf[write] stores into a 64 KB buffer that msf[read] reads
  * back, rbuf_rd reads from the same buffer, tbuf_wr writes into it, fast_wr
  * is counted; npk_msf_stub_counts reports how often each was used.
  *   read/write : msf[read|write, $x, a, b, n] -- addr = a + b, n longwords;
  *                called when the command completes (data already pulled).
- *   fast_wr    : msf[fast_wr, --, a, b] -- addr = a, data = b.
+ *   fast_wr    : msf[fast_wr, --, a, b] -- the two operands as given (the
+ *                built-in device, npk_msf_create, takes CSR = (a + b)[15:0] and
+ *                data = (a + b)[31:16], as IXP microcode expects).
  *   rbuf_rd    : dram[rbuf_rd, ...] -- copy nbytes from MSF buffer address
- *                msf_addr; the chip then writes them to DRAM.
+ *                msf_addr (the indirect_ref data reference, 0x2000 + offset);
+ *                the chip then writes them to DRAM.
  *   tbuf_wr    : dram[tbuf_wr, ...] -- nbytes read from DRAM go to msf_addr.
  *   next_event : earliest cycle at which the device wants advance() called
  *                (UINT64_MAX = none); lets the run loop skip idle time.

@@ -1,5 +1,6 @@
 /* MSF unit: forwards msf[] commands to the plug-in (npk_msf_ops).  The
- * default plug-in is a loopback stub over a 64 KB buffer that counts calls. */
+ * default plug-in is a loopback stub over a 64 KB buffer that counts calls;
+ * the modelled MSF with ports, RBUF and TBUF is msf_dev.c (npk_msf_create). */
 #include <string.h>
 #include "../internal.h"
 
