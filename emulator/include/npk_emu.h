@@ -386,12 +386,13 @@ typedef struct npk_msf_stats {
     uint64_t tx_sequence;
 } npk_msf_stats;
 
-npk_msf *npk_msf_create(npk_chip *chip, const npk_msf_cfg *cfg);  /* NULL on a bad config */
+npk_msf *npk_msf_create(npk_chip *chip, const npk_msf_cfg *cfg);  /* NULL on a bad config;
+                                        npk_reset leaves the device alone: make a new one */
 void npk_msf_destroy(npk_msf *msf);    /* detaches it (if still attached) and frees it */
 void npk_msf_release(npk_msf *msf);    /* frees it without touching its chip (already destroyed) */
 int npk_msf_port_wire(npk_msf *msf, int port, uint32_t preamble, uint32_t fcs, uint32_t ifg);
 /* hand in n packets, each: first-wire-byte time (ns, per port nondecreasing), port,
- * id, length; data = the n frames back to back (no FCS) */
+ * id, length (1..16384); data = the n frames back to back (no FCS) */
 int npk_msf_rx_add(npk_msf *msf, size_t n, const uint64_t *time_ns, const uint8_t *port,
                    const uint32_t *id, const uint16_t *len, const uint8_t *data);
 /* transmitted frames whose departure is <= the chip's current time: first call

@@ -594,7 +594,7 @@ int npk_msf_rx_add(npk_msf *d, size_t n, const uint64_t *time_ns, const uint8_t 
     if (!d || (n && (!time_ns || !port_ || !id || !len || !data))) return NPK_EINVAL;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (port_[i] >= d->cfg.ports || len[i] > FRAME_MAX) return NPK_EINVAL;
+        if (port_[i] >= d->cfg.ports || len[i] == 0 || len[i] > FRAME_MAX) return NPK_EINVAL;
         total += len[i];
     }
     compact(d);
