@@ -207,3 +207,20 @@ def test_trace_follows_router_packets_through_the_blocks(tmp_path: Path) -> None
     full = [steps for steps in flows.values() if [pid for _, pid in steps][0] == 0 and steps[-1][1] == 5]
     assert full, "no packet went from rx to tx"
     assert {1, 3} <= {pid for _, pid in full[0]}
+
+
+def test_why_by_traffic_id_in_a_reused_buffer() -> None:
+    """The pass-through example reuses 8 buffers of 256 bytes; `pkt:20` finds the buffer the
+    frame tagged 20 was received into and reports that packet only, up to the next receive
+    into the same buffer."""
+    r = CliRunner().invoke(main, ["why", "pkt:20", "--image", str(ROOT / "examples" / "passthrough" / "passthrough.uc"),
+                                  "--traffic", str(ROOT / "examples" / "traffic" / "min64.yaml"),
+                                  "--buffer", "0x100000:256", "--cycles", "100000", "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["traffic_id"] == 20 and rep["cycles"] < 100000
+    ops = [t["op"].split()[0] for t in rep["touches"]]
+    assert ops == ["rbuf_rd", "tbuf_wr"]
+    assert len({(t["me"], t["ctx"]) for t in rep["touches"]}) == 1
+    assert len({t["gen"] for t in rep["touches"]}) == 1 and rep["touches"][0]["gen"] > 1  # a reused buffer
+    assert rep["received"] == rep["after"] and any("ipv4" in ln for ln in rep["after"])

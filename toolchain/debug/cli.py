@@ -173,7 +173,10 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
 def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str, me_list: str | None,
             traffic: str | None, defines: tuple[str, ...], cycles: int, buffer: str | None,
             as_json: bool) -> None:  # fmt: skip
-    """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed."""
+    """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed.
+
+    PACKET_ID is a packet buffer index (5), or pkt:N for the frame the traffic generator
+    tagged with packet id N (followed from its receive to the next receive into its buffer)."""
     from .why import WhyError, explain, load_run_spec
 
     try:

@@ -30,6 +30,7 @@ from npkit.emulator.traffic.packet import (
 )
 
 CONVENTION_REGS = ("pkt_addr", "pkt", "buf_addr", "buf")
+TAG = b"NPK1"  # the traffic generator's payload tag: TAG + 32-bit packet id (big-endian)
 _KNOWN_TYPES = (ETHERTYPE_IPV4, ETHERTYPE_ARP, ETHERTYPE_VLAN, ETHERTYPE_IPV6)
 
 

@@ -106,14 +106,54 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
                    "[BASE + PACKET_ID*SIZE, +SIZE))")  # fmt: skip
 
 
-def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
+def _open(spec: RunSpec) -> Target:
     from .cli import _me_list
 
+    return open_target(spec.image, spec.config, _me_list(spec.mes), spec.traffic, params=spec.params)
+
+
+def find_tagged(spec: RunSpec, tag_id: int) -> tuple[int, int]:
+    """(buffer index, cycle) where the frame tagged b"NPK1" + tag_id first lands in a
+    packet buffer: replay, and after each chunk look into the buffers written in it."""
+    target = _open(spec)
+    chip = target.chip
+    base, size, _ = _range(target, spec, 0)
+    if spec.buffer and len(spec.buffer.split(":")) < 2:
+        raise WhyError("--buffer BASE:SIZE is needed to find a packet by its traffic id")
+    needle = pkt.TAG + tag_id.to_bytes(4, "big")
+    chip.history_enable(1)
+    end = chip.cycle + spec.cycles
+    while chip.cycle < end:
+        reason = chip.run(min(CHUNK, end - chip.cycle))
+        written: dict[int, int] = {}
+        for ev in chip.history():
+            if ev.kind == "mem_done" and ev.unit == DRAM and (ev.a0 & 0xFF) in (9, 0xA) and ev.a1 >= base:
+                written.setdefault((ev.a1 - base) // size, ev.cycle)
+        for idx, cyc in sorted(written.items(), key=lambda kv: kv[1]):
+            if needle in chip.mem_read("dram", base + idx * size, min(size, 256)):
+                return idx, cyc
+        if reason not in ("budget", "watchpoint", "breakpoint"):
+            break
+    raise WhyError(f"no frame tagged with traffic packet id {tag_id} reached a packet buffer "
+                   f"in {spec.cycles} cycles (dropped before rx, or run longer with --cycles)")  # fmt: skip
+
+
+def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
+    """Report for a buffer index (`5`), or for a traffic packet id (`pkt:17`: the buffer its
+    frame was received into, from that receive to the next receive into the same buffer)."""
+    tag_id: int | None = None
+    recv_cycle = -1
     try:
-        packet_id = int(packet_id_text, 0)
+        if packet_id_text.startswith(("pkt:", "id:")):
+            tag_id = int(packet_id_text.split(":", 1)[1], 0)
+        else:
+            packet_id = int(packet_id_text, 0)
     except ValueError:
-        raise WhyError(f"PACKET_ID is a buffer index, got '{packet_id_text}'") from None
-    target = open_target(spec.image, spec.config, _me_list(spec.mes), spec.traffic, params=spec.params)
+        raise WhyError(f"PACKET_ID is a buffer index (5) or a traffic packet id (pkt:5), "
+                       f"got '{packet_id_text}'") from None  # fmt: skip
+    if tag_id is not None:
+        packet_id, recv_cycle = find_tagged(spec, tag_id)
+    target = _open(spec)
     chip = target.chip
     addr, length, pad = _range(target, spec, packet_id)
     before = chip.mem_read("dram", addr, length)
@@ -126,6 +166,9 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     done_writes: list[dict[str, Any]] = []
     end = chip.cycle + spec.cycles
     received: bytes | None = None  # the buffer after the first receive into it
+    gen = 0  # receives into the start of the buffer so far (a new packet each)
+    chosen: int | None = None  # the generation of the tagged packet, once received
+    stop_next = False
 
     def loc(me: int, pc: int) -> str:
         return where(target.smap(me).entry(pc)) if me in target.loaded else "?"
@@ -141,12 +184,16 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
                     nbytes = ((ev.a0 >> 16) & 0xFFFF) * 4
                     lo = ev.a1 & ~7
                     if lo < addr + length and addr < lo + nbytes:
+                        if cmd == 0xA and lo - addr < 64 and tag_id is not None:
+                            gen += 1
+                            if chosen is not None and gen > chosen:
+                                stop_next = True  # the next packet is coming into this buffer
                         pc = last_pc.get((ev.me, ev.ctx), 0)
                         t = {"cycle": ev.cycle, "me": ev.me, "ctx": ev.ctx,
                              "block": target.loaded.get(ev.me, "?"), "pc": pc, "at": loc(ev.me, pc),
                              "op": {8: "read", 9: "write", 0xA: "rbuf_rd (receive into DRAM)",
                                     0xB: "tbuf_wr (transmit from DRAM)"}.get(cmd, f"cmd {cmd}"),
-                             "offset": lo - addr, "bytes": nbytes, "changed": []}  # fmt: skip
+                             "offset": lo - addr, "bytes": nbytes, "changed": [], "gen": gen}  # fmt: skip
                         touches.append(t)
                         issues.setdefault((ev.me, ev.ctx, ev.a1), []).append(t)
                 else:
@@ -156,6 +203,10 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
                         t["done"] = ev.cycle
                         if cmd in (9, 0xA):
                             done_writes.append(t)
+                        if ev.cycle == recv_cycle and chosen is None:
+                            chosen = t["gen"]
+        if stop_next:
+            break  # `before` is the buffer as the tagged packet left it
         if reason == "watchpoint":
             now = chip.mem_read("dram", addr, length)
             changed = [i for i in range(length) if now[i] != before[i]]
@@ -164,7 +215,8 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
                           if t["offset"] <= i < t["offset"] + t["bytes"]), None)  # fmt: skip
                 if w is not None:
                     w["changed"].append([i, before[i], now[i]])
-                    if received is None and w["op"].startswith("rbuf_rd"):
+                    if w["op"].startswith("rbuf_rd") and (tag_id is None or w["gen"] == chosen) \
+                            and (received is None or received == b"" or tag_id is not None):
                         received = b""  # filled in below, once this stop's changes are credited
             if received == b"":
                 received = now
@@ -172,13 +224,16 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
         elif reason != "budget":
             break
     chip.del_watchpoint(wp)
-    final = chip.mem_read("dram", addr, length)
+    final = before if stop_next else chip.mem_read("dram", addr, length)
+    if tag_id is not None:
+        touches = [t for t in touches if t["gen"] == chosen]
+        initial = bytes(length)  # what was there before belongs to an earlier packet
     if pad < 0:
         pad = pkt.guess_pad(final[:64])
     for t in touches:
         t["fields"] = list(dict.fromkeys(field_name(i - pad) for i, _, _ in t["changed"] if i >= pad))
     flen = pkt.frame_length(final[pad : pad + 64])
-    return {"packet_id": packet_id, "image": spec.image, "buffer": {"addr": addr, "len": length, "pad": pad},
+    return {"packet_id": packet_id, "traffic_id": tag_id, "image": spec.image, "buffer": {"addr": addr, "len": length, "pad": pad},
             "cycles": chip.cycle, "touches": touches,
             "before": pkt.decode(initial[pad : pad + flen]) if any(initial) else [],
             "received": pkt.decode(received[pad : pad + flen]) if received else [],
@@ -187,7 +242,9 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
 
 def render(report: dict[str, Any]) -> str:
     b = report["buffer"]
-    out = [f"packet {report['packet_id']}: dram 0x{b['addr']:x}..0x{b['addr'] + b['len'] - 1:x}"
+    tid = report.get("traffic_id")
+    out = [(f"traffic packet {tid} in buffer {report['packet_id']}" if tid is not None else
+            f"packet {report['packet_id']}") + f": dram 0x{b['addr']:x}..0x{b['addr'] + b['len'] - 1:x}"
            + (f" (frame at +{b['pad']})" if b["pad"] else "") + f", run of {report['cycles']} cycles"]  # fmt: skip
     if not report["touches"]:
         out.append("  no thread read or wrote this buffer")
