@@ -42,7 +42,12 @@ def _interactive(session: object) -> None:
         history = FileHistory(str(hist))
     except OSError:
         history = None
-    prompt: PromptSession[str] = PromptSession(history=history,
+    def toolbar() -> str:
+        me, ctx = session.me, session.ctx
+        pc = session.pc()
+        return f" cycle {session.chip.cycle}   ME {me} ctx {ctx} ({session.chip.ctx_state(me, ctx)})   {session.loc(me, pc)}"
+
+    prompt: PromptSession[str] = PromptSession(history=history, bottom_toolbar=toolbar,
                                                completer=WordCompleter(sorted(set(words)), sentence=True))  # fmt: skip
     click.echo(f"npk debug: {session.target.path} on ME {', '.join(map(str, session.target.mes))}; "
                "`help` lists commands, Ctrl-D quits")  # fmt: skip
