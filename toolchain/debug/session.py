@@ -190,8 +190,9 @@ class Session:
         prog = self.target.program(me)
         if not 0 <= pc < len(prog.words):
             return "(outside the program)"
+        labels = self.target.smap(me).label_at
         try:
-            return decode(prog.words[pc], prog.ctx_mode)
+            return decode(prog.words[pc], prog.ctx_mode, label_of=lambda a: f"{labels[a]}#" if a in labels else None)
         except DecodeError:
             return f".word 0x{prog.words[pc]:010x}"
 
