@@ -432,13 +432,12 @@ class Session:
                 out += [(me, a) for a in addrs]
             elif spec.rstrip("#") in sm.labels:
                 out.append((me, sm.labels[spec.rstrip("#")]))
-            elif re.fullmatch(r"0x[0-9a-fA-F]+|\d+", spec):
-                if me == self.me or True:
-                    a = int(spec, 0)
-                    if a >= len(self.target.program(me).words):
-                        errors.append(f"address {a} is past the end of program {self.target.loaded[me]}")
-                        continue
-                    out.append((me, a))
+            elif re.fullmatch(r"0x[0-9a-fA-F]+|\d+", spec):  # an address: on every ME whose program has it
+                a = int(spec, 0)
+                if a >= len(self.target.program(me).words):
+                    errors.append(f"address {a} is past the end of program {self.target.loaded[me]}")
+                    continue
+                out.append((me, a))
             else:
                 errors.append(f"'{spec}' is not FILE:LINE, a label or an address")
         if not out:
@@ -451,11 +450,7 @@ class Session:
         spec, _, cond = rest.partition(" if ")
         spec = spec.strip()
         if cond.strip():
-            names_ok = self.eval  # validate now: unknown names are an error at set time
-            try:
-                names_ok(cond.strip())
-            except DebugError:
-                raise
+            self.eval(cond.strip())  # unknown names are an error now, not at the first hit
         places = self.resolve_location(spec)
         ids = [(self.chip.add_breakpoint(pc, me=me), pc) for me, pc in places]
         me0, pc0 = places[0]
