@@ -38,6 +38,7 @@ from .source import _same_file, macro_frames, short, where
 from .target import Target
 
 DEFAULT_RUN = 10_000_000
+RUN_SLICE = 50_000
 MAX_NEXT_STEPS = 100_000
 MAX_WAKE_WAIT = 200_000
 HISTORY_KEEP = 20_000
@@ -314,10 +315,19 @@ class Session:
         return issue or done
 
     def run(self, cycles: int) -> str:
+        """Run up to `cycles` cycles, in slices so Ctrl-C interrupts a long run."""
         start = self.chip.cycle
         end = start + cycles
         while True:
-            reason = self.chip.run(max(0, end - self.chip.cycle))
+            try:
+                reason = self.chip.run(min(RUN_SLICE, max(0, end - self.chip.cycle)))
+            except KeyboardInterrupt:
+                self.emit(f"interrupted at cycle {self.chip.cycle}")
+                self.show_here()
+                return "interrupted"
+            if reason == "budget" and self.chip.cycle < end:
+                self._drain()
+                continue
             if reason == "breakpoint":
                 st = self.chip.last_stop()
                 bp = self._bp_of(st["id"])
