@@ -215,7 +215,7 @@ def assemble_lines(lines: Sequence[LogicalLine], path: str, ctx_mode: int | None
         for ref in [*ins.refs, *(r for _, r in ins.tok_refs if r is not None)]:
             if ref.kind == "sig" and ref.sym is None and re.fullmatch(r"s\d+", ref.text):
                 alloc.sig_reserved.add(int(ref.text[1:]))
-    for entry in unit.set_sigs:
+    for entry in [*unit.set_sigs, *unit.sig_notes]:
         if isinstance(entry[0], int):
             alloc.sig_reserved.add(entry[0])
         else:

@@ -164,7 +164,8 @@ class Unit:
     groups: list[XferGroup] = field(default_factory=list)
     ctx_mode: int = 8
     ctx_mode_loc: SourceLoc | None = None
-    set_sigs: list[tuple[Sym | int, SourceLoc]] = field(default_factory=list)
+    set_sigs: list[tuple[Sym | int, SourceLoc]] = field(default_factory=list)  # set at load time
+    sig_notes: list[tuple[Sym | int, SourceLoc]] = field(default_factory=list)  # ".set_sig" after code
     set_regs: list[tuple[str, Scope, SourceLoc]] = field(default_factory=list)
     inits: list[tuple[str, Scope, list[str], SourceLoc]] = field(default_factory=list)
     pins: list[tuple[str, Scope, str, SourceLoc]] = field(default_factory=list)
@@ -435,12 +436,16 @@ class Parser:
         ws = self.words(rest, loc, off)
         if not ws:
             raise AsmError(".set_sig needs signal names", dloc)
+        # Before the first instruction .set_sig gives a signal's state at load time;
+        # after it, real code (e.g. Linux ixp2400_rx.uc) uses it only to tell the
+        # assembler a signal is set at that point, so it must not be preset.
+        target = self.unit.sig_notes if self.unit.instrs else self.unit.set_sigs
         for word, wloc in ws:
             sym = self.scope.lookup(word)
             if sym is not None and sym.kind == "sig":
-                self.unit.set_sigs.append((sym, wloc))
+                target.append((sym, wloc))
             elif re.fullmatch(r"s\d+", word):
-                self.unit.set_sigs.append((int(word[1:]), wloc))
+                target.append((int(word[1:]), wloc))
             else:
                 raise AsmError(f"'{word}' is not a declared signal", wloc)
 

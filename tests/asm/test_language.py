@@ -382,3 +382,10 @@ def test_encoder_errors_point_at_the_operand() -> None:
     with pytest.raises(AsmError) as e:
         asm(".reg x\n sram[read, $0, x, 0, 9], ctx_swap[s1]\n")
     assert "count" in e.value.message and e.value.loc is not None and e.value.loc.col == 23
+
+
+def test_set_sig_after_code_is_a_note_not_an_initial_state() -> None:
+    # Linux ixp2400_rx.uc writes `.set_sig mpacket_arrived` after the ctx_arb that
+    # waits for it, as a note to the assembler; presetting it would wake the thread early.
+    a = asm(".sig early late\n.set_sig early\n ctx_arb[early]\n .set_sig late\n ctx_arb[late]\n")
+    assert a.program.set_sigs == [sym(a, "early")]
