@@ -61,16 +61,19 @@ class RouterRun:
         self.layout = layout
         self.params = params
         self._index: dict[tuple[int, bytes], list[int]] | None = None
+        self._exc: list[tuple[int, str]] = []
+        self._exc_taken: set[int] = set()
+        self._exc_read = 0
         self.unattributed_drops: dict[str, int] = {}
 
-    # the microcode's drops and exceptions, per packet id
-    def exceptions(self) -> list[tuple[int, str]]:
+    # the microcode's exceptions, per packet id: the host reads the exception log the
+    # stand-in reader (microcode/host/host_sink.uc) keeps, finds each packet's id, and
+    # gives the buffer back to the free list, as the XScale daemon will
+    def service_exceptions(self) -> None:
         from npkit.toolchain.link import HOST_EXC_BASE, SYS
 
         n = self.chip.read32("sram", HOST_EXC_BASE)
-        out: list[tuple[int, str]] = []
-        taken: set[int] = set()
-        for k in range(n):
+        for k in range(self._exc_read, n):
             pw = self.chip.read32("sram", HOST_EXC_BASE + 16 + 8 * k)
             rec = self.chip.read32("sram", HOST_EXC_BASE + 20 + 8 * k)
             i = pw & 0xFFFF
@@ -78,10 +81,29 @@ class RouterRun:
             frame = self.chip.mem_read("dram", SYS.buf_addr(i), max(length, 1))
             pid = _tag_id(frame)
             if not 0 <= pid < len(self.traffic) or self.traffic.frames[pid] != frame:
-                pid = self._by_bytes(frame, (rec >> 16) & 0xFF, taken)
-            taken.add(pid)
-            out.append((pid, self.reasons.exception(rec & 0xFF).name))
-        return out
+                pid = self._by_bytes(frame, (rec >> 16) & 0xFF, self._exc_taken)
+            self._exc_taken.add(pid)
+            self._exc.append((pid, self.reasons.exception(rec & 0xFF).name))
+            self._free(i)
+        self._exc_read = n
+
+    def _free(self, i: int) -> None:
+        """Enqueue buffer i on the free list (the chip is paused between run slices)."""
+        from npkit.toolchain.link import SYS
+
+        d = SYS.desc_addr(i)
+        head, tail, count = (self.chip.read32("sram", SYS.freelist_q + 4 * j) for j in range(3))
+        self.chip.write32("sram", d, 0)
+        if count == 0:
+            self.chip.write32("sram", SYS.freelist_q, d)
+        else:
+            self.chip.write32("sram", tail, d)
+        self.chip.write32("sram", SYS.freelist_q + 4, d)
+        self.chip.write32("sram", SYS.freelist_q + 8, count + 1)
+
+    def exceptions(self) -> list[tuple[int, str]]:
+        self.service_exceptions()
+        return list(self._exc)
 
     def _by_bytes(self, frame: bytes, port: int, taken: set[int]) -> int:
         """The earliest input with these bytes on this port not yet attributed (frames
@@ -116,6 +138,7 @@ class RouterRun:
         msf = {pid for pid, _, _ in self.run.msf_drops}
         counters = Counter(self.drop_counters())
         drops = []
+        left: list[int] = []
         for pid in range(self.run.pushed):
             if pid in seen or pid in fwd or pid in msf:
                 continue
@@ -123,6 +146,14 @@ class RouterRun:
             if isinstance(o, Drop) and counters[o.reason] > 0:
                 counters[o.reason] -= 1
                 drops.append((pid, o.reason))
+            else:
+                left.append(pid)
+        # resource drops (no buffer, queue full, ...) depend on timing, not on the
+        # packet: they go to the earliest packets with no other fate
+        for name in ("buffer_exhausted", "queue_full", "exception_ring_full"):
+            while counters[name] > 0 and left:
+                counters[name] -= 1
+                drops.append((left.pop(0), name))
         self.unattributed_drops = {k: v for k, v in counters.items() if v}
         return {"drops": drops, "exceptions": exc}
 
@@ -190,7 +221,8 @@ def run_router(layout: str, params: dict[str, Any] | None, traffic: Any, duratio
     t0 = time.perf_counter()
 
     def show(now: int) -> None:
-        if progress:
+        rr.service_exceptions()
+        if progress and now % 500_000 < 20_000:
             print(f"\r  {now / 1e6:6.2f} ms emulated", end="", file=sys.stderr, flush=True)
 
     rr.run.run(duration_ns, progress=show)
@@ -298,8 +330,10 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, routes: str | Non
         if routes is None:
             routes = str(Path(tmp) / "routes-10k.txt")
             make_routes(routes, 10_000)
-        tr = load_traffic_source(traffic, duration)
-        s = run_router(layout, params, tr, duration, routes=routes, progress=not as_json)
+        router_yaml, spec = with_routes(Path(tmp), Path(routes), Path(traffic))
+        tr = load_traffic_source(spec, duration)
+        s = run_router(layout, params, tr, duration, routes=routes, router_config=router_yaml,
+                       progress=not as_json)  # fmt: skip
     click.echo(json.dumps(s, indent=2) if as_json else format_summary(s))
 
 
@@ -314,3 +348,22 @@ def make_routes(path: str, count: int) -> None:
                                     "-o", path])  # fmt: skip
     if res.exit_code != 0:
         raise click.ClickException(f"npk traffic routes failed: {res.output}")
+
+
+def with_routes(tmp: Path, routes: Path, traffic: Path) -> tuple[Path, Path]:
+    """The example router with `routes` as its table, and a copy of the traffic spec
+    that uses it: the microcode, the oracle and the generator's destinations then all
+    see the same table."""
+    import yaml
+
+    router = yaml.safe_load((ROOT / "examples" / "traffic" / "router.yaml").read_text())
+    router["routes"] = str(routes.resolve())
+    router_yaml = tmp / "router.yaml"
+    router_yaml.write_text(yaml.safe_dump(router))
+    if traffic.is_dir():
+        return router_yaml, traffic
+    spec = yaml.safe_load(traffic.read_text())
+    spec["router"] = str(router_yaml)
+    spec_path = tmp / "traffic.yaml"
+    spec_path.write_text(yaml.safe_dump(spec))
+    return router_yaml, spec_path

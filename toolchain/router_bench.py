@@ -1,4 +1,16 @@
-"""Router benchmarks (`npk bench router_middle`).
+"""Router benchmarks (`npk bench router`, `npk bench router_middle`).
+
+`router`: the whole router (rx ... tx) on the MSF device, 5 x 1 Gb/s offered at line
+rate with constant arrivals, destinations spread evenly over five prefixes that leave
+by different ports (so no output port is oversubscribed):
+
+    router.<layout>.<size>.pct_line_rate   bits out / bits offered, x 100, measured
+                                           over the last 80 % of the run
+    router.<layout>.<size>.mpps            packets out per second (same window)
+    router.<layout>.<size>.lat_mean_us     first wire byte in -> first wire byte out
+    router.<layout>.<size>.lat_p99_us
+    router.parallel.scaling.<n>.pct_line_rate   78-byte frames, n fast-path MEs
+    router.emulated_ms_per_host_s
 
 Phase 1 (no rx/tx microcode yet): the capacity of the middle of the router —
 parse -> lookup -> hdr_format -> qm, or the parallel fast path -> qm — fed by the host
@@ -113,4 +125,80 @@ def bench_router_middle(quick: bool) -> dict[str, Any]:
         r = capacity("parallel", {"pool_mes": n}, 78, count)
         out[f"router.middle.parallel.scaling.{n}.pct_line_rate"] = r["pct_line_rate"]
     out["router.middle.emulated_ms_per_host_s"] = round(ems / hs, 2) if hs else 0.0
+    return out
+
+
+# five prefixes of examples/traffic/routes.txt with no longer route inside, one a port
+BALANCED = ["130.0.0.0/15", "150.100.0.0/16", "185.0.0.0/22", "64.0.0.0/10", "80.0.0.0/12"]
+
+
+def full_run(
+    layout: str, params: dict[str, Any], size: int | str, duration_ns: int
+) -> dict[str, float]:
+    import tempfile
+
+    import yaml
+
+    from npkit.emulator.msf import load_traffic_source
+    from npkit.toolchain.demo import RouterRun, latency_us, pct
+
+    spec = {
+        "seed": 3, "router": str(ROOT / "examples" / "traffic" / "router.yaml"),
+        "duration_ns": duration_ns, "wire": "seed003" if size == 78 else "ethernet",
+        "defaults": {"size": size, "protocol": "tunnel" if size == 78 else "udp", "load": 1.0,
+                     "arrivals": "constant", "destinations": {"prefixes": BALANCED}},
+    }  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        tr = load_traffic_source(path, duration_ns)
+    rr = RouterRun(layout, params, tr)
+    t0 = time.perf_counter()
+    rr.run.run(duration_ns, progress=lambda _now: rr.service_exceptions())
+    host_s = time.perf_counter() - t0
+    lo = duration_ns // 5
+    bits_out = pkts_out = 0
+    for p, frames in rr.run.out.items():
+        pre, fcs, ifg = tr.wire.get(p, (8, 4, 12))
+        for t, d in frames:
+            if lo <= t < duration_ns:
+                bits_out += (len(d) + pre + fcs + ifg) * 8
+                pkts_out += 1
+    bits_in = 0
+    for i in range(len(tr)):
+        if lo <= tr.times[i] < duration_ns:
+            pre, fcs, ifg = tr.wire.get(tr.ports[i], (8, 4, 12))
+            bits_in += (tr.lens[i] + pre + fcs + ifg) * 8
+    window_s = (duration_ns - lo) / 1e9
+    lat = latency_us(rr)
+    return {
+        "pct_line_rate": round(100 * bits_out / max(1, bits_in), 2),
+        "mpps": round(pkts_out / window_s / 1e6, 3),
+        "lat_mean_us": round(sum(lat) / len(lat), 3) if lat else 0.0,
+        "lat_p99_us": round(pct(lat, 99), 3),
+        "emulated_ms": duration_ns / 1e6,
+        "host_s": host_s,
+    }
+
+
+@benchmark("router")
+def bench_router(quick: bool) -> dict[str, Any]:
+    duration = 400_000 if quick else 2_000_000
+    sizes: list[int | str] = [78, 1518] if quick else [64, 78, 128, 256, 512, 1024, 1518, "imix"]
+    layouts: dict[str, dict[str, Any]] = {"pipelined": {}, "parallel": {"pool_mes": 1}}
+    out: dict[str, Any] = {}
+    ems = hs = 0.0
+    for name, params in layouts.items():
+        for size in sizes:
+            r = full_run(name, params, size, duration)
+            for k in ("pct_line_rate", "mpps", "lat_mean_us", "lat_p99_us"):
+                out[f"router.{name}.{size}.{k}"] = r[k]
+            ems += r["emulated_ms"]
+            hs += r["host_s"]
+    for n in [1, 2] if quick else [1, 2, 3, 4, 6, 8]:
+        r = full_run("parallel", {"pool_mes": n}, 78, duration)
+        out[f"router.parallel.scaling.{n}.pct_line_rate"] = r["pct_line_rate"]
+        ems += r["emulated_ms"]
+        hs += r["host_s"]
+    out["router.emulated_ms_per_host_s"] = round(ems / hs, 2) if hs else 0.0
     return out
