@@ -6,18 +6,29 @@
 // the port already holds QM_QLIMIT packets.  The other contexts dequeue, in turn
 // (tok_get orders the scheduling decisions and so the dequeue commands; tok_put the
 // puts to RING_OUT): weighted round robin over the ports, QM_QUANTUM_<p> packets per
-// visit, skipping ports whose queue is empty or that already have QM_TX_WINDOW packets
-// handed to tx and not yet confirmed sent (tx counts them in scratch at
-// TXDONE_BASE + 4 * port: the port-ready flow control).
+// visit, skipping ports whose queue is empty or that are not ready.
+// Port-ready flow control, in 64-byte TBUF elements: a port is ready while
+// (elements dequeued - elements out of the TBUF) + elements in its PHY transmit FIFO
+// < QM_TX_WINDOW, so that everything the qm has let go for a port fits its FIFO and
+// no port can block the TBUF's strict sequence for the others.  A dequeue reserves
+// QM_MAX_ELEMS elements and corrects the reservation once it has read the frame's
+// length from its descriptor.  Context CTX_STEP polls, every QM_POLL_TICKS x 16
+// cycles, the FIFO fill of every port (TX_PORT_STATUS_p, free bytes) and the elements
+// tx has seen leave the TBUF (scratch TXDONE_BASE + 4 * port).
 //
-// Local memory (shared by the contexts of the ME), 16 bytes a port at 16 * port:
+// Local memory (shared by the contexts of the ME), 32 bytes a port at 32 * port:
 //   +0 enqueued (ctx 0 writes)   +4 dequeued (schedulers write)
-//   +8 tx done (last read)       +12 quantum
+//   +8 elements out of the TBUF (poller)   +12 quantum
+//   +16 elements dequeued (schedulers)      +20 elements in the PHY FIFO (poller)
 // and the scheduler's state at QM_LM_SCHED: +0 current port, +4 credit left.
 #include "npk_sys.h"
 #include "npk_block.h"
 
-#define QM_LM_SCHED     (16 * 8)
+#define QM_LM_SCHED     (32 * 8)
+#define QM_MAX_ELEMS    24          // a 1,514-byte frame
+#ifndef QM_POLL_TICKS
+#define QM_POLL_TICKS   32
+#endif
 
 .reg p r tries t u blocked
 
@@ -26,7 +37,7 @@
     // one-time: counters 0, quanta, scheduler at port 0 with its quantum
     immed[p, 0]
 qm_init_port#:
-    alu_shf[t, --, b, p, <<4]
+    alu_shf[t, --, b, p, <<5]
     local_csr_wr[ACTIVE_LM_ADDR_0, t]
     npk_qm_quantum(u, p)
     nop
@@ -34,6 +45,8 @@ qm_init_port#:
     alu[*l$index0[1], --, b, 0]
     alu[*l$index0[2], --, b, 0]
     alu[*l$index0[3], --, b, u]
+    alu[*l$index0[4], --, b, 0]
+    alu[*l$index0[5], --, b, 0]
     alu[p, p, +, 1]
     .if (p < NPORTS)
         br[qm_init_port#]
@@ -46,8 +59,8 @@ qm_init_port#:
     alu[*l$index1[0], --, b, 0]
     alu[*l$index1[1], --, b, u]
     // the first scheduler context gets both tokens
-    local_csr_wr[SAME_ME_SIGNAL, (CTX_STEP | (&tok_get << 3))]
-    local_csr_wr[SAME_ME_SIGNAL, (CTX_STEP | (&tok_put << 3))]
+    local_csr_wr[SAME_ME_SIGNAL, ((2 * CTX_STEP) | (&tok_get << 3))]
+    local_csr_wr[SAME_ME_SIGNAL, ((2 * CTX_STEP) | (&tok_put << 3))]
 
 // ---- context 0: enqueue ------------------------------------------------------------
 .begin
@@ -64,8 +77,9 @@ qm_enq_loop#:
     br[qm_enq_loop#]
 qm_enq_got#:
     alu[p, --, b, $e1]
-    alu_shf[t, --, b, p, <<4]
+    alu_shf[t, --, b, p, <<5]
     local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    alu_shf[t, --, b, p, <<4]
     immed[eq, QD_BASE]
     alu[eq, eq, +, t]
     immed[ed, DESC_BASE]
@@ -89,29 +103,35 @@ qm_enq_got#:
 
 // ---- contexts 1..: schedule and dequeue ---------------------------------------------
 qm_not_first#:
-    // the token ring of the schedulers skips context 0 (the enqueuer)
+    br!=ctx[CTX_STEP, qm_scheduler#]
+qm_poll#:
+    npk_qm_poll()
+    npk_sleep(QM_POLL_TICKS)
+    br[qm_poll#]
+qm_scheduler#:
+    // the token ring of the schedulers skips contexts 0 (enqueue) and CTX_STEP (poll)
     alu[t, nget, and, 7]
     .if (t == 0)
-        alu[nget, nget, or, CTX_STEP]
-        alu[nput, nput, or, CTX_STEP]
+        alu[nget, nget, or, (2 * CTX_STEP)]
+        alu[nput, nput, or, (2 * CTX_STEP)]
     .endif
     immed[t, QM_LM_SCHED]
     local_csr_wr[ACTIVE_LM_ADDR_1, t]
 qm_deq_loop#:
 .begin
-    .reg read $q0
+    .reg read $q0 $ln
     .reg write $o0 $o1
     .xfer_order $o0 $o1
     .reg read $td0 $td1 $td2 $td3 $td4 $td5 $td6 $td7
     .xfer_order $td0 $td1 $td2 $td3 $td4 $td5 $td6 $td7
-    .sig s_q s_o s_td
+    .sig s_q s_o s_td s_ln
     ctx_arb[tok_get]
     alu[p, --, b, *l$index1[0]]
     alu[r, --, b, *l$index1[1]]
     immed[tries, 0]
     immed[blocked, 0]
 qm_try#:
-    alu_shf[t, --, b, p, <<4]
+    alu_shf[t, --, b, p, <<5]
     local_csr_wr[ACTIVE_LM_ADDR_0, t]
     alu[tries, tries, +, 1]
     nop
@@ -120,8 +140,9 @@ qm_try#:
         alu[t, --, b, *l$index0[0]]
         alu[t, t, -, *l$index0[1]]
         .if (t != 0)
-            alu[t, --, b, *l$index0[1]]
+            alu[t, --, b, *l$index0[4]]
             alu[u, t, -, *l$index0[2]]
+            alu[u, u, +, *l$index0[5]]
             .if (u < QM_TX_WINDOW)
                 br[qm_serve#]
             .endif
@@ -133,7 +154,7 @@ qm_try#:
     .if (p == NPORTS)
         immed[p, 0]
     .endif
-    alu_shf[t, --, b, p, <<4]
+    alu_shf[t, --, b, p, <<5]
     local_csr_wr[ACTIVE_LM_ADDR_0, t]
     nop
     nop
@@ -158,6 +179,8 @@ qm_try#:
 qm_serve#:
     alu[t, --, b, *l$index0[1]]
     alu[*l$index0[1], t, +, 1]
+    alu[t, --, b, *l$index0[4]]
+    alu[*l$index0[4], t, +, QM_MAX_ELEMS]
     alu[r, r, -, 1]
     alu[*l$index1[0], --, b, p]
     alu[*l$index1[1], --, b, r]
@@ -166,11 +189,20 @@ qm_serve#:
     sram[dequeue, $q0, t, u], sig_done[s_q]
     local_csr_wr[SAME_ME_SIGNAL, nget]
     ctx_arb[s_q]
-    // descriptor address -> packet word
+    // descriptor address -> packet word; its length corrects the reservation
+    alu[u, --, b, $q0]
+    sram[read, $ln, u, 8, 1], sig_done[s_ln]
     immed[t, DESC_BASE]
-    alu[t, $q0, -, t]
+    alu[t, u, -, t]
     alu_shf[pw, --, b, t, >>DESC_SHIFT]
     alu_shf[pw, pw, or, 1, <<31]
+    ctx_arb[s_ln]
+    alu_shf[u, --, b, $ln, >>16]
+    alu[u, u, +, 63]
+    alu_shf[u, --, b, u, >>6]
+    alu[u, QM_MAX_ELEMS, -, u]
+    alu[t, --, b, *l$index0[4]]
+    alu[*l$index0[4], t, -, u]
     ctx_arb[tok_put]
 qm_out_full#:
     br_inp_state[RING_OUT_STATUS, qm_out_wait#]

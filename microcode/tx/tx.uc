@@ -7,10 +7,14 @@
 //              while TBUF_LIMIT elements are in flight (TX_SEQUENCE_0 counts the
 //              elements the MSF has sent);
 //   --         copy each 64-byte chunk from DRAM into its element (dram[tbuf_wr]),
-//              write the transmit control words (length, SOP/EOP, port: valid), then
-//              count the packet as sent for the queue manager's flow control
-//              (TXDONE_BASE + 4 * port), count tx packets / bytes, and give the buffer
-//              back to the free list.
+//              write the transmit control words (length, SOP/EOP, port: valid), count
+//              tx packets / bytes, and give the buffer back to the free list.
+// The last context (TX_POLL_CTX) does not take frames: it reads TX_SEQUENCE_0 every
+// TX_POLL_TICKS x 16 cycles, returns the elements the MSF has moved out of the TBUF
+// (@in_flight), and for every frame whose last element has left adds its elements to
+// TXDONE_BASE + 4 * port, which the queue manager's port-ready flow control reads.
+// Frames are recorded at allocation, in sequence order, in a ring of 128 longwords
+// of local memory: end sequence number << 16 | elements << 8 | port.
 // Elements are taken by the MSF in strict sequence, so frames leave in the order the
 // queue manager sent them.
 #include "npk_sys.h"
@@ -21,9 +25,25 @@
 #define TBUF_ELEMENTS           128
 #define TBUF_LIMIT              96
 
-.reg @tx_next @in_flight @old_seq
+.reg @tx_next @in_flight @old_seq @alloc_seq @fr_wr @fr_rd
+.reg t0
+#if (NUM_CONTEXTS == 8)
+#define TX_POLL_CTX 7
+#else
+#define TX_POLL_CTX 6
+#endif
+#ifndef TX_POLL_TICKS
+#define TX_POLL_TICKS 16
+#endif
 
     npk_thread_setup()
+    // the token rings skip the poller
+    alu[t0, nget, and, 7]
+    .if (t0 == TX_POLL_CTX)
+        alu[nget, nget, and~, 7]
+        alu[nput, nput, and~, 7]
+    .endif
+    br=ctx[TX_POLL_CTX, tx_poll#]
     br!=ctx[0, tx_loop#]
 .begin
     .reg read $seq
@@ -35,6 +55,25 @@ tx_idle#:
     alu[@old_seq, --, b, $seq]
     alu[@tx_next, @old_seq, and, (TBUF_ELEMENTS - 1)]
     immed[@in_flight, 0]
+    alu[t0, --, b, @old_seq]
+    alu_shf[t0, --, b, t0, <<16]
+    alu_shf[t0, --, b, t0, >>16]
+    alu[@alloc_seq, --, b, t0]
+    immed[@fr_wr, 0]
+    immed[@fr_rd, 0]
+    .begin
+        .reg e
+        immed[e, 0]
+tx_clear#:
+        local_csr_wr[ACTIVE_LM_ADDR_1, e]
+        nop
+        nop
+        nop
+        alu[*l$index1[0], --, b, 0]
+        alu[e, e, +, 4]
+        alu_shf[--, --, b, e, >>9]
+        beq[tx_clear#]
+    .end
     npk_start_tokens()
 .end
 
@@ -55,28 +94,30 @@ tx_loop#:
     alu_shf[len, --, b, $l, >>16]
     alu[n, len, +, 63]
     alu_shf[n, --, b, n, >>6]
-    // TBUF elements, in order
+    // TBUF elements, in order (the poller gives them back)
     ctx_arb[tok_put]
-    .begin
-        .reg read $seq
-        .sig seq_done
-        br[tx_have_room#]
-tx_wait_room#:
-        msf[read, $seq, zero, TX_SEQUENCE_0, 1], ctx_swap[seq_done]
-        alu[t, $seq, -, @old_seq]
-        alu_shf[t, --, b, t, <<16]
-        alu_shf[t, --, b, t, >>16]
-        alu[@in_flight, @in_flight, -, t]
-        alu[@old_seq, --, b, $seq]
 tx_have_room#:
-        alu[t, @in_flight, +, n]
-        alu[--, TBUF_LIMIT, -, t]
-        blo[tx_wait_room#]
-    .end
+    alu[t, @in_flight, +, n]
+    alu[--, TBUF_LIMIT, -, t]
+    bcs[tx_room#]
+    ctx_arb[voluntary]
+    br[tx_have_room#]
+tx_room#:
     alu[@in_flight, @in_flight, +, n]
     alu[first, --, b, @tx_next]
     alu[@tx_next, @tx_next, +, n]
     alu[@tx_next, @tx_next, and, (TBUF_ELEMENTS - 1)]
+    // record the frame for the poller: end sequence number, elements, port
+    alu[d, --, b, @fr_wr]
+    alu_shf[t, --, b, d, <<2]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+    alu[@alloc_seq, @alloc_seq, +, n]
+    alu[d, --, b, @alloc_seq]
+    alu_shf[t, port, or, n, <<8]
+    alu_shf[t, t, or, d, <<16]
+    alu[*l$index1[0], --, b, t]
+    alu[@fr_wr, @fr_wr, +, 1]
+    alu[@fr_wr, @fr_wr, and, (TBUF_ELEMENTS - 1)]
     local_csr_wr[SAME_ME_SIGNAL, nput]
     // copy and validate element by element
     alu_shf[buf, --, b, pw, <<16]
@@ -116,13 +157,10 @@ tx_elem#:
     alu[k, k, +, 1]
     alu[--, left, -, 0]
     bne[tx_elem#]
-    // sent (handed to the TBUF): flow control, statistics, buffer back
+    // in the TBUF: statistics, buffer back
     .begin
         .reg write $bytes
         .sig s_b
-        alu_shf[t, --, b, port, <<2]
-        immed[d, TXDONE_BASE]
-        scratch[incr, --, d, t]
         alu_shf[t, --, b, port, <<4]
         alu[d, t, +, (STAT_PORT_BASE + 12)]
         scratch[incr, --, t, (STAT_PORT_BASE + 8)]
@@ -132,3 +170,48 @@ tx_elem#:
     npk_free_buffer(pw)
 .end
     br[tx_loop#]
+
+// ---- the poller: elements out of the TBUF, frames done per port --------------------
+tx_poll#:
+.begin
+    .reg read $seq
+    .sig seq_done
+    .reg cnt v c cn a sq
+    immed[a, TX_SEQUENCE_0]
+    immed[c, TXDONE_BASE]
+tx_poll_loop#:
+    npk_sleep(TX_POLL_TICKS)
+    alu[--, --, b, @in_flight]
+    beq[tx_poll_loop#]
+    msf[read, $seq, a, 0, 1], ctx_swap[seq_done]
+    alu[sq, --, b, $seq]
+    alu[cnt, sq, -, @old_seq]
+    alu_shf[cnt, --, b, cnt, <<16]
+    alu_shf[cnt, --, b, cnt, >>16]
+    alu[@old_seq, --, b, sq]
+    alu[@in_flight, @in_flight, -, cnt]
+tx_poll_frame#:
+    alu[--, @fr_rd, -, @fr_wr]
+    beq[tx_poll_loop#]
+    alu[v, --, b, @fr_rd]
+    alu_shf[v, --, b, v, <<2]
+    local_csr_wr[ACTIVE_LM_ADDR_1, v]
+    alu_shf[cnt, --, b, sq, <<16]
+    nop
+    nop
+    alu[v, --, b, *l$index1[0]]
+    // done when (sequence now - end of the frame) mod 2^16 is not negative
+    alu[cn, cnt, -, v]
+    br_bset[cn, 31, tx_poll_loop#]
+    alu[@fr_rd, @fr_rd, +, 1]
+    alu[@fr_rd, @fr_rd, and, (TBUF_ELEMENTS - 1)]
+    alu_shf[cn, --, b, v, >>8]
+    alu[cn, cn, and, 0xFF]
+    alu[v, v, and, 0xFF]
+    alu_shf[v, --, b, v, <<2]
+tx_poll_credit#:
+    scratch[incr, --, c, v]
+    alu[cn, cn, -, 1]
+    bne[tx_poll_credit#]
+    br[tx_poll_frame#]
+.end

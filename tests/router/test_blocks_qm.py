@@ -65,10 +65,13 @@ def lm(h: Harness, word: int, value: int | None = None) -> int:
     return h.chip.reg(ME, f"lm{word}")
 
 
+WINDOW = 200  # TBUF elements: above a dequeue's reservation, so WRR runs unhindered
+
+
 def block_all_ports(h: Harness, blocked: bool) -> None:
     """tx-done counters: -window (every port has a full window in flight) or 0."""
     for p in range(NPORTS):
-        h.chip.write32("scratch", SYS.txdone_base + 4 * p, (-16 if blocked else 0) & 0xFFFFFFFF)
+        h.chip.write32("scratch", SYS.txdone_base + 4 * p, (-WINDOW if blocked else 0) & 0xFFFFFFFF)
 
 
 def wrr_model(backlog: list[int], quanta: list[int], cur: int, rem: int) -> list[int]:
@@ -91,11 +94,10 @@ def wrr_model(backlog: list[int], quanta: list[int], cur: int, rem: int) -> list
 
 def test_wrr_quanta_queue_limit_and_flow_control() -> None:
     quanta = [3, 1, 2, 1, 1]
-    h = Harness(qm_layout("qm/qm.uc", 8, {"quanta": quanta, "qlimit": 10, "tx_window": 16}))
-    h.run(5_000)  # initialisation done
-    for p in range(NPORTS):
-        lm(h, 4 * p + 2, -16 & 0xFFFFFFFF)  # every port looks busy: nothing may leave
-    block_all_ports(h, True)
+    h = Harness(qm_layout("qm/qm.uc", 8, {"quanta": quanta, "qlimit": 10, "tx_window": WINDOW}))
+    block_all_ports(h, True)  # every port looks busy: nothing may leave
+    h.run(5_000)  # initialisation done, the qm's poller has read the counters
+    assert all(lm(h, 8 * p + 2) == -WINDOW & 0xFFFFFFFF for p in range(NPORTS))
     counts = [12, 4, 10, 7, 9]  # port 0 above the limit of 10
     ports = [p for p in range(NPORTS) for _ in range(counts[p])]
     random.Random(3).shuffle(ports)
@@ -103,7 +105,7 @@ def test_wrr_quanta_queue_limit_and_flow_control() -> None:
     h.run(300_000)
     assert h.outputs() == []  # flow control held everything back
     assert h.drops() == {QUEUE_FULL: 2}
-    assert [lm(h, 4 * p) for p in range(NPORTS)] == [10, 4, 10, 7, 9]
+    assert [lm(h, 8 * p) for p in range(NPORTS)] == [10, 4, 10, 7, 9]
     block_all_ports(h, False)  # tx reports progress: all ports ready at once
     h.run(300_000)
     outs = h.outputs()
@@ -132,7 +134,7 @@ def test_tx_window_limits_packets_in_flight() -> None:
     h.run(300_000)
     got = [port for _, port in h.outputs()]
     assert sorted(got) == sorted(list(range(NPORTS)) * 3)  # 3 a port, then tx must confirm
-    h.chip.write32("scratch", SYS.txdone_base + 4 * 2, 2)  # port 2: two sent
+    h.chip.write32("scratch", SYS.txdone_base + 4 * 2, 2)  # port 2: two sent (one element each)
     h.run(300_000)
     got = [port for _, port in h.outputs()]
     assert got.count(2) == 5 and all(got.count(p) == 3 for p in (0, 1, 3, 4))
