@@ -33,7 +33,7 @@
 #define TX_POLL_CTX 6
 #endif
 #ifndef TX_POLL_TICKS
-#define TX_POLL_TICKS 16
+#define TX_POLL_TICKS 32
 #endif
 
     npk_thread_setup()
