@@ -238,6 +238,13 @@ def run_router(layout: str, params: dict[str, Any] | None, traffic: Any, duratio
     lat = latency_us(rr)
     tr = rr.traffic
     seconds = duration_ns / 1e9
+    # what the oracle sends to each output port: above 1 Gb/s a port cannot keep up
+    to_port: Counter[int] = Counter()
+    for i in range(rr.run.pushed):
+        o = rr.oracle.process(tr.frames[i], tr.ports[i])
+        if getattr(o, "kind", "") == "forward":
+            pre, fcs, ifg = tr.wire.get(int(o.port), (8, 4, 12))  # type: ignore[attr-defined]
+            to_port[int(o.port)] += (tr.lens[i] + pre + fcs + ifg) * 8  # type: ignore[attr-defined]
     ports = []
     for row in rep["ports"]:
         p = row["port"]
@@ -251,6 +258,7 @@ def run_router(layout: str, params: dict[str, Any] | None, traffic: Any, duratio
             "exceptions": row["exceptions"], "in_flight": row["in_flight"],
             "tx_mbps": round(tx_bits / seconds / 1e6, 1),
             "offered_mbps": round(offered_bits / seconds / 1e6, 1),
+            "demand_out_mbps": round(to_port[p] / seconds / 1e6, 1),
         })  # fmt: skip
     blocks = {}
     for prog in rr.image.programs:
@@ -287,10 +295,11 @@ def run_router(layout: str, params: dict[str, Any] | None, traffic: Any, duratio
 def format_summary(s: dict[str, Any]) -> str:
     lines = [f"router {s['layout']} {s['params']}: {s['duration_ms']} ms emulated in {s['host_s']} s "
              f"({s['emulated_ms_per_host_s']} ms/s)", "",
-             f"{'port':>4} {'offered':>8} {'fwd':>8} {'Mb/s out':>9} {'Mb/s in':>8}  drops / exceptions"]  # fmt: skip
+             f"{'port':>4} {'offered':>8} {'fwd':>8} {'Mb/s in':>8} {'Mb/s out':>9} {'demand':>8}  drops / exceptions",
+             "  (demand: what the oracle routes to the port, Mb/s on the wire; above 1000 it must queue and drop)"]  # fmt: skip
     for p in s["ports"]:
-        lines.append(f"{p['port']:>4} {p['offered']:>8} {p['forwarded']:>8} {p['tx_mbps']:>9} "
-                     f"{p['offered_mbps']:>8}  {p['dropped'] or ''} {p['exceptions'] or ''}")  # fmt: skip
+        lines.append(f"{p['port']:>4} {p['offered']:>8} {p['forwarded']:>8} {p['offered_mbps']:>8} "
+                     f"{p['tx_mbps']:>9} {p['demand_out_mbps']:>8}  {p['dropped'] or ''} {p['exceptions'] or ''}")  # fmt: skip
     t = s["totals"]
     lat = s["latency_us"]
     lines += ["", f"forwarded {t['forwarded']} of {t['predicted_forward']} the oracle forwards "
