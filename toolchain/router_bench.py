@@ -96,7 +96,7 @@ def capacity(layout: str, params: dict[str, Any], size: int | str, count: int) -
     total = samples[-1][1]
     a = next(s for s in samples if s[1] >= 0.2 * total)
     b = next(s for s in samples if s[1] >= 0.8 * total)
-    cpp = (b[0] - a[0]) / max(1, b[1] - a[1])
+    cpp = max(1.0, (b[0] - a[0]) / max(1, b[1] - a[1]))
     pps = CLOCK_HZ / cpp
     return {
         "cycles_per_pkt": round(cpp, 1),

@@ -30,7 +30,7 @@
 #define QM_POLL_TICKS   32
 #endif
 
-.reg p r tries t u blocked
+.reg p r tries t u blocked ln
 
     npk_thread_setup()
     br!=ctx[0, qm_not_first#]
@@ -197,8 +197,8 @@ qm_serve#:
     alu_shf[pw, --, b, t, >>DESC_SHIFT]
     alu_shf[pw, pw, or, 1, <<31]
     ctx_arb[s_ln]
-    alu_shf[u, --, b, $ln, >>16]
-    alu[u, u, +, 63]
+    alu_shf[ln, --, b, $ln, >>16]
+    alu[u, ln, +, 63]
     alu_shf[u, --, b, u, >>6]
     alu[u, QM_MAX_ELEMS, -, u]
     alu[t, --, b, *l$index0[4]]
@@ -212,7 +212,7 @@ qm_out_wait#:
     br[qm_out_full#]
 qm_out_put#:
     alu[$o0, --, b, pw]
-    alu[$o1, --, b, p]
+    alu_shf[$o1, p, or, ln, <<16]
     scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_o]
     local_csr_wr[SAME_ME_SIGNAL, nput]
     ctx_arb[s_o]

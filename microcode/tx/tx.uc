@@ -1,8 +1,8 @@
 // tx.uc -- the transmit block (microcode/README.md §4.6).
 //
 // Each context loops, in context order (npk_block.h tokens):
-//   tok_get    take (packet word, output port) from RING_IN (the queue manager);
-//   --         read the frame length from the descriptor (LW2);
+//   tok_get    take (packet word, output port | frame length << 16) from RING_IN (the
+//              queue manager; from the stub qm the length is 0: descriptor LW2);
 //   tok_put    allocate the frame's TBUF elements (64 bytes each) in sequence, waiting
 //              while TBUF_LIMIT elements are in flight (TX_SEQUENCE_0 counts the
 //              elements the MSF has sent);
@@ -85,13 +85,18 @@ tx_loop#:
     .sig s_l dma s_tcw
     .reg write $tcw0 $tcw1
     .xfer_order $tcw0 $tcw1
-    alu[port, --, b, $i1]
+    // (port, length << 16) from the qm; the stub qm passes no length: descriptor LW2
+    alu[t, --, b, $i1]
+    alu[port, t, and, 0xFF]
+    alu_shf[len, --, b, t, >>16]
+    bne[tx_have_len#]
     alu_shf[d, --, b, pw, <<16]
     alu_shf[d, --, b, d, >>(16 - DESC_SHIFT)]
     immed[t, DESC_BASE]
     alu[d, d, +, t]
     sram[read, $l, d, 8, 1], ctx_swap[s_l]
     alu_shf[len, --, b, $l, >>16]
+tx_have_len#:
     alu[n, len, +, 63]
     alu_shf[n, --, b, n, >>6]
     // TBUF elements, in order (the poller gives them back)

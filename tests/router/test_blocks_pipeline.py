@@ -29,12 +29,14 @@ def check_against_oracle(
     outs, excs = h.outputs(), h.exceptions()
     handled: set[int] = set()
     flows: dict[tuple[int, int], list[int]] = collections.defaultdict(list)
-    for pw, port in outs:
+    for pw, w1 in outs:
         i = pw & 0xFFFF
         p = by_index[i]
         o = ref.process(p.data, p.port)
+        port, length = w1 & 0xFF, w1 >> 16
         assert isinstance(o, Forward), (p.kind, o)
         assert port == o.port and h.frame(pw, len(p.data)) == o.data, p.kind
+        assert length in (0, len(p.data))  # the full qm passes the length to tx
         assert i not in handled
         handled.add(i)
         flows[(p.port, port)].append(p.id)
@@ -89,8 +91,8 @@ def test_parallel_pool_keeps_per_flow_order_only_per_me() -> None:
     by_index = {h.inject(p.data, p.port) & 0xFFFF: p for p in pkts}
     h.run(1_000_000)
     outs = h.outputs()
-    for pw, port in outs:
+    for pw, w1 in outs:
         p = by_index[pw & 0xFFFF]
         o = ref.process(p.data, p.port)
-        assert isinstance(o, Forward) and o.port == port and h.frame(pw, len(p.data)) == o.data
+        assert isinstance(o, Forward) and o.port == w1 & 0xFF and h.frame(pw, len(p.data)) == o.data
     assert len(outs) + len(h.exceptions()) + sum(h.drops().values()) == len(pkts)
