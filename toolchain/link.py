@@ -133,6 +133,7 @@ class Layout:
     exceptions: str
     qm: dict[str, Any]
     source: str
+    splits: dict[str, list[str]] = field(default_factory=dict)
 
     def graph(self) -> dict[str, Any]:
         """Blocks and ring edges, for `npk graph` and the debugger."""
@@ -234,23 +235,41 @@ def load_layout(
 
     rings: dict[str, Ring] = {}
     numbers: dict[int, str] = {}
+    splits: dict[str, list[str]] = {}
     for name, spec in (raw["rings"] or {}).items():
         if not isinstance(spec, dict):
             raise LinkError(f"{source}: ring {name}: expected {{ring: N, size: WORDS}}")
-        num = _int(spec.get("ring"), f"{source}: ring {name}.ring")
         size = _int(spec.get("size", 512), f"{source}: ring {name}.size")
-        if not 0 <= num <= 15:
-            raise LinkError(f"{source}: ring {name}: scratch ring number {num} outside 0..15")
-        if num in numbers:
-            raise LinkError(
-                f"{source}: rings {numbers[num]} and {name} both use scratch ring {num}"
-            )
         if size not in (128, 256, 512, 1024):
             raise LinkError(
                 f"{source}: ring {name}: size {size} is not 128, 256, 512 or 1024 longwords"
             )
-        numbers[num] = name
-        rings[name] = Ring(name, num, size)
+        # a split ring: `split: N` rings taken from the list `ring`, one per ME of its
+        # consumer; its producer steers input port p to ring p mod N (README §3.4)
+        if "split" in spec:
+            n = _int(spec["split"], f"{source}: ring {name}.split")
+            nums = spec.get("ring")
+            if not isinstance(nums, list) or not 1 <= n <= len(nums):
+                raise LinkError(
+                    f"{source}: ring {name}: split {n} needs a list of at least {n} ring numbers"
+                )
+            members = [
+                (f"{name}.{k}", _int(nums[k], f"{source}: ring {name}.ring")) for k in range(n)
+            ]
+            splits[name] = [m for m, _ in members]
+        else:
+            members = [(name, _int(spec.get("ring"), f"{source}: ring {name}.ring"))]
+        for rname, num in members:
+            if not 0 <= num <= 15:
+                raise LinkError(f"{source}: ring {rname}: scratch ring number {num} outside 0..15")
+            if num in numbers:
+                raise LinkError(
+                    f"{source}: rings {numbers[num]} and {rname} both use scratch ring {num}"
+                )
+            numbers[num] = rname
+            rings[rname] = Ring(rname, num, size)
+    if len(splits) > 1:
+        raise LinkError(f"{source}: at most one split ring ({', '.join(splits)})")
 
     blocks: dict[str, Block] = {}
     used_mes: dict[int, str] = {}
@@ -298,14 +317,20 @@ def load_layout(
             defines[str(k)] = "1" if v is True else str(v)
         for key in ("in", "out"):
             r = spec.get(key)
-            if r is not None and r not in rings:
+            if r is not None and r not in rings and r not in splits:
                 raise LinkError(f"{where}: {key} ring {r!r} is not declared under rings")
         b = Block(name, src, mes, threads, spec.get("in"), spec.get("out"), defines)
         blocks[name] = b
         if b.ring_in:
-            rings[b.ring_in].consumers.append(name)
+            members = splits.get(b.ring_in, [b.ring_in])
+            if len(members) > 1 and not external and len(mes) != len(members):
+                raise LinkError(f"{where}: reads split ring {b.ring_in} of {len(members)} rings "
+                                f"but runs on {len(mes)} MEs")  # fmt: skip
+            for m in members:
+                rings[m].consumers.append(name)
         if b.ring_out:
-            rings[b.ring_out].producers.append(name)
+            for m in splits.get(b.ring_out, [b.ring_out]):
+                rings[m].producers.append(name)
     exc = raw["exceptions"]
     if exc not in rings:
         raise LinkError(f"{source}: exceptions ring {exc!r} is not declared under rings")
@@ -330,7 +355,9 @@ def load_layout(
         raise LinkError(f"{source}: the rings need {addr - SYS.ring_store} bytes of scratch, "
                         f"{SYS.scratch_bytes - SYS.ring_store} are free")  # fmt: skip
     qm = dict(raw.get("qm") or {})
-    return Layout(str(raw.get("name", Path(source).stem)), params, rings, blocks, exc, qm, source)
+    lay = Layout(str(raw.get("name", Path(source).stem)), params, rings, blocks, exc, qm, source)
+    lay.splits = splits
+    return lay
 
 
 # ---- generated headers ---------------------------------------------------------------
@@ -354,7 +381,28 @@ def _mac_words(mac: bytes) -> tuple[int, int]:
     return int.from_bytes(mac[0:4], "big"), mac[4] << 8 | mac[5]
 
 
-def sys_header(config: Any, qm: dict[str, Any]) -> str:
+def split_macros(numbers: list[int]) -> list[str]:
+    """npk_ring_select(R, K): R = ring number K mod N of the split ring;
+    npk_ring_full(R, LABEL): branch to LABEL if ring R (one of them) is full."""
+    n = len(numbers)
+    out = ["#macro npk_ring_select(R, K)", ".begin", "    .reg rk", "    alu[rk, --, b, K]"]
+    if n > 1:
+        out += [f"    .while (rk >= {n})", f"        alu[rk, rk, -, {n}]", "    .endw"]
+    out += [f"    immed[R, {numbers[0]}]"]
+    for k, num in enumerate(numbers[1:], 1):
+        out += [f"    .if (rk == {k})", f"        immed[R, {num}]", "    .endif"]
+    out += [".end", "#endm", "", "#macro npk_ring_full(R, LABEL)"]
+    for num in numbers:
+        out += [
+            f"    .if (R == {num})",
+            f"        br_inp_state[SCR_RING{num}_STATUS, LABEL]",
+            "    .endif",
+        ]
+    out += ["#endm", ""]
+    return out
+
+
+def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) -> str:
     """npk_sys.h: memory map, router configuration and the generated table macros."""
     from npkit.toolchain.router.layout import default_layout
 
@@ -428,7 +476,10 @@ def sys_header(config: Any, qm: dict[str, Any]) -> str:
                 f"    alu_shf[qv, --, b, $qp{i}, >>16]", "    immed[qs, QM_FIFO_BYTES]", "    alu[qs, qs, -, qv]",
                 "    alu_shf[qs, --, b, qs, >>6]", "    alu[*l$index0[5], --, b, qs]", "#else", "    nop", "    nop",
                 "    nop", "#endif", f"    alu[*l$index0[2], --, b, $qd{i}]"]  # fmt: skip
-    out += [".end", "#endm", "", "#endif // NPK_SYS_H", ""]
+    out += [".end", "#endm", ""]
+    if split:
+        out += split_macros(split)
+    out += ["#endif // NPK_SYS_H", ""]
     return "\n".join(out)
 
 
@@ -454,11 +505,15 @@ def _block_defines(layout: Layout, b: Block) -> dict[str, str]:
          "NUM_MES": str(len(b.mes)), "FIRST_ME": str(min(b.mes))}  # fmt: skip
     if any(x.source == "tx/tx.uc" for x in layout.blocks.values()):
         d["MSF_TX"] = "1"  # the qm reads the PHY FIFO fill of the MSF's ports
-    if b.ring_in:
-        d["RING_IN"] = str(layout.rings[b.ring_in].number)
-    if b.ring_out:
-        d["RING_OUT"] = str(layout.rings[b.ring_out].number)
-        d["RING_OUT_STATUS"] = f"SCR_RING{layout.rings[b.ring_out].number}_STATUS"
+    for key, r in (("IN", b.ring_in), ("OUT", b.ring_out)):
+        if r and r in layout.splits:
+            d["RING_SPLIT"] = str(len(layout.splits[r]))
+            d[f"RING_{key}_SPLIT"] = "1"
+            r = layout.splits[r][0]
+        if r:
+            d[f"RING_{key}"] = str(layout.rings[r].number)
+            if key == "OUT":
+                d["RING_OUT_STATUS"] = f"SCR_RING{layout.rings[r].number}_STATUS"
     d.update(b.defines)
     return d
 
@@ -531,7 +586,8 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     ensure_reasons_h()
     programs = []
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
-        (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm))
+        split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
+        (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
         todo = [b for b in lay.blocks.values() if b.source is not None]
         if host_stubs:
             todo += [b for _, b in _host_blocks(lay, tx_confirm)]

@@ -31,6 +31,29 @@ src_poll#:
     br[src_poll#]
 src_next#:
     alu[t, cnt, -, idx]
+#ifdef RING_OUT_SPLIT
+    // a split ring: steer each message by the input port in its packet word
+    .begin
+        .reg rr port
+        alu_shf[t, --, b, idx, <<3]
+        alu[t, t, +, 16]
+        sram[read, $m0, base, t, 2], ctx_swap[s1]
+        alu_shf[port, --, b, $m0, >>28]
+        alu[port, port, and, 7]
+        npk_ring_select(rr, port)
+src_full_s#:
+        npk_ring_full(rr, src_wait_s#)
+        alu_shf[rr, --, b, rr, <<2]
+        alu[$o0, --, b, $m0]
+        alu[$o1, --, b, $m1]
+        scratch[put, $o0, rr, 0, 2], ctx_swap[s2]
+        alu[idx, idx, +, 1]
+        br[src_more#]
+src_wait_s#:
+        ctx_arb[voluntary]
+        br[src_full_s#]
+    .end
+#endif
     .if (t >= 4)
         alu_shf[t, --, b, idx, <<3]
         alu[t, t, +, 16]
@@ -68,6 +91,7 @@ src_put#:
         scratch[put, $o0, zero, (RING_OUT << 2), 2], ctx_swap[s2]
         alu[idx, idx, +, 1]
     .endif
+src_more#:
     alu[--, idx, -, cnt]
     bne[src_next#]
     br[src_poll#]

@@ -34,6 +34,10 @@
 .reg zero nget nput pw ow1 kind code
 .reg read $i0 $i1
 .xfer_order $i0 $i1
+#ifdef RING_IN_SPLIT
+// a split input ring (README §3.4): this ME reads ring number `split[ME - FIRST_ME]`
+.reg rin
+#endif
 
 // Work out this context's token hand-off values; context 0 runs INIT_MACRO's code
 // (the caller puts it right after this macro, guarded by `.if (npk_first)`) and then
@@ -50,6 +54,15 @@
     alu[nget, t, or, (&tok_get << 3)]
     alu[nput, t, or, (&tok_put << 3)]
     local_csr_wr[ACTIVE_FUTURE_COUNT_SIGNAL, &s_timer]
+#ifdef RING_IN_SPLIT
+    local_csr_rd[ACTIVE_CTX_STS]
+    immed[t, 0]
+    alu_shf[t, --, b, t, >>3]
+    alu[t, t, and, 0xF]
+    alu[t, t, -, FIRST_ME]
+    npk_ring_select(rin, t)
+    alu_shf[rin, --, b, rin, <<2]
+#endif
 .end
 #endm
 
@@ -98,7 +111,11 @@
 .begin
     .sig s_in
     ctx_arb[tok_get]
+#ifdef RING_IN_SPLIT
+    scratch[get, $i0, rin, 0, 2], sig_done[s_in]
+#else
     scratch[get, $i0, zero, (RING_IN << 2), 2], sig_done[s_in]
+#endif
     local_csr_wr[SAME_ME_SIGNAL, nget]
     ctx_arb[s_in]
     alu[pw, --, b, $i0]

@@ -67,6 +67,15 @@ rx_clear#:
     nop
     alu[*l$index0[0], --, b, 0]
     alu[*l$index0[1], --, b, 0]
+#ifdef RING_OUT_SPLIT
+    // +12: the split output ring of this port (port p -> ring p mod RING_SPLIT)
+    .begin
+        .reg pp rr
+        alu_shf[pp, --, b, t, >>4]
+        npk_ring_select(rr, pp)
+        alu[*l$index0[3], --, b, rr]
+    .end
+#endif
     alu[t, t, +, 16]
     alu[--, t, -, (16 * NPORTS)]
     bne[rx_clear#]
@@ -149,14 +158,28 @@ rx_eop#:
         sram[write, $d0, a, 8, 4], sig_done[s_d]
         // packet word: V, input port, handle
         alu_shf[pw, buf, or, port, <<28]
+#ifdef RING_OUT_SPLIT
+        // split output ring: input port p goes to ring p mod RING_SPLIT (flow order
+        // is kept per fast-path ME; README §3.4)
+        .reg rr
+        alu[rr, --, b, *l$index0[3]]
+rx_full#:
+        npk_ring_full(rr, rx_wait#)
+        alu_shf[rr, --, b, rr, <<2]
+#else
 rx_full#:
         br_inp_state[RING_OUT_STATUS, rx_wait#]
+#endif
         alu[$o0, --, b, pw]
         alu[$o1, --, b, len]
         // the descriptor write and the put go to different units: wait for the
         // descriptor first so that no block reads a stale one
         ctx_arb[s_d]
+#ifdef RING_OUT_SPLIT
+        scratch[put, $o0, rr, 0, 2], sig_done[s_o]
+#else
         scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_o]
+#endif
         local_csr_wr[SAME_ME_SIGNAL, nput]
         alu_shf[a, --, b, port, <<4]
         alu[u, a, +, (STAT_PORT_BASE + 4)]

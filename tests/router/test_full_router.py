@@ -33,6 +33,15 @@ def test_seed003_line_rate_one_ms(params: dict[str, object]) -> None:
     assert s["conservation"]["balanced"] and t["in_flight"] == 0, s["conservation"]
 
 
+def test_parallel_layout_line_rate_in_order() -> None:
+    duration = 500_000
+    tr = load_traffic_source(ROOT / "examples" / "passthrough" / "seed003.yaml", duration)
+    s = run_router("parallel", {"pool_mes": 2}, tr, duration)
+    cmp_ = s["comparison"]
+    assert not any(cmp_.get(k) for k in MISMATCHES), cmp_
+    assert s["totals"]["forwarded"] == len(tr) and s["conservation"]["balanced"]
+
+
 def test_every_rule_through_the_whole_router() -> None:
     tr = load_traffic_source(ROOT / "examples" / "traffic" / "errors.yaml", 200_000)
     s = run_router("pipelined", {}, tr, 200_000)
