@@ -381,9 +381,9 @@ def _mac_words(mac: bytes) -> tuple[int, int]:
     return int.from_bytes(mac[0:4], "big"), mac[4] << 8 | mac[5]
 
 
-def split_macros(numbers: list[int]) -> list[str]:
+def split_macros(numbers: list[int], nports: int) -> list[str]:
     """npk_ring_select(R, K): R = ring number K mod N of the split ring;
-    npk_ring_full(R, LABEL): branch to LABEL if ring R (one of them) is full."""
+    npk_ring_full(R, LABEL): branch to LABEL if ring R (one the ports map to) is full."""
     n = len(numbers)
     out = ["#macro npk_ring_select(R, K)", ".begin", "    .reg rk", "    alu[rk, --, b, K]"]
     if n > 1:
@@ -391,14 +391,20 @@ def split_macros(numbers: list[int]) -> list[str]:
     out += [f"    immed[R, {numbers[0]}]"]
     for k, num in enumerate(numbers[1:], 1):
         out += [f"    .if (rk == {k})", f"        immed[R, {num}]", "    .endif"]
+    # compare-and-branch chain: only the matching ring's branch is taken (a structured
+    # .if per ring would take a branch for every ring that does not match)
+    used = numbers[: min(n, nports)]  # port p uses ring p mod N: never those beyond
     out += [".end", "#endm", "", "#macro npk_ring_full(R, LABEL)"]
-    for num in numbers:
+    for num in used:
+        out += [f"    alu[--, R, -, {num}]", f"    beq[npk_rf_{num}#]"]
+    out += ["    br[npk_rf_done#]"]
+    for num in used:
         out += [
-            f"    .if (R == {num})",
-            f"        br_inp_state[SCR_RING{num}_STATUS, LABEL]",
-            "    .endif",
+            f"npk_rf_{num}#:",
+            f"    br_inp_state[SCR_RING{num}_STATUS, LABEL]",
+            "    br[npk_rf_done#]",
         ]
-    out += ["#endm", ""]
+    out += ["npk_rf_done#:", "#endm", ""]
     return out
 
 
@@ -478,7 +484,7 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
                 "    nop", "#endif", f"    alu[*l$index0[2], --, b, $qd{i}]"]  # fmt: skip
     out += [".end", "#endm", ""]
     if split:
-        out += split_macros(split)
+        out += split_macros(split, nports)
     out += ["#endif // NPK_SYS_H", ""]
     return "\n".join(out)
 

@@ -105,7 +105,7 @@
 // its turn of tok_put, passes it, sleeps NPK_IDLE_TICKS timestamp ticks so that idle
 // blocks do not flood the scratch unit with gets, and starts again at LOOP.
 #ifndef NPK_IDLE_TICKS
-#define NPK_IDLE_TICKS 4
+#define NPK_IDLE_TICKS 16
 #endif
 #macro npk_get_input(LOOP)
 .begin
