@@ -350,11 +350,14 @@ class Allocator:
             pinned_abs = {s.pin for s in syms if s.pin is not None and s.pin_bank == bank}
             for p in pinned_abs:
                 self.reserved[bank].add((p or 0) % self.per_ctx)
+            # a relative register pinned with .areg/.breg occupies its index in every context
+            pinned_rel = {s.pin for s in self.unit.syms
+                          if s.kind == "gpr" and s.pin is not None and s.pin_bank == bank}  # fmt: skip
             slots: list[int] = []
             rel_idx = self.per_ctx - 1
             for s in mine:
                 if not slots:
-                    while rel_idx >= 0 and rel_idx in self.reserved[bank]:
+                    while rel_idx >= 0 and (rel_idx in self.reserved[bank] or rel_idx in pinned_rel):
                         rel_idx -= 1
                     if rel_idx < 0:
                         raise AsmError(f"out of absolute registers in bank {bank.upper()} for '{s.name}' "

@@ -82,13 +82,11 @@
 #endm
 
 // Free the buffer of packet word PW: its descriptor goes back on the free list
-// (an SRAM queue array, README §2).  Enqueue takes the queue in the A operand and
-// the element in the B operand in this emulator, so both are pinned to a bank.
+// (an SRAM queue array, README §2).  sram[enqueue] keeps its operand order: queue
+// first, element second (the assembler places them in the A and B banks).
 #macro npk_free_buffer(PW)
 .begin
-    .areg fq 12
-    .breg fd 12
-    .reg ft
+    .reg fq fd ft
     immed[fq, FREELIST_Q]
     immed[fd, DESC_BASE]
     alu_shf[ft, --, b, PW, <<16]

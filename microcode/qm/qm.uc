@@ -67,8 +67,7 @@ qm_init_port#:
     .reg read $e0 $e1
     .xfer_order $e0 $e1
     .sig s_e
-    .areg eq 14
-    .breg ed 14
+    .reg eq ed
 qm_enq_loop#:
     scratch[get, $e0, zero, (RING_IN << 2), 2], ctx_swap[s_e]
     alu[pw, --, b, $e0]

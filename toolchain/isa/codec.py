@@ -795,7 +795,7 @@ def enc_mem(c: _Ctx) -> int:
     a, b = c.op(2), c.op(3)
     if (a.kind == "imm" and a.index > 127) or (b.kind == "imm" and b.index > 127):
         raise EncodeError("address constants in memory commands must be 0-127")
-    fa, fb = _address_pair(a, b)
+    fa, fb = _address_pair(a, b, ordered=bool(spec.get("ordered")), what=f"{unit}[{cmd_name}]")
     sig, sig_mode = _signal_fields(c, allow=not spec.get("no_sig"))
     w = cls.value
     for f, v in (("cmd", spec["cmd"]), ("sub", spec.get("sub", 0)), ("xfer", xfer), ("a_src", fa),
@@ -809,13 +809,17 @@ def enc_mem(c: _Ctx) -> int:
     return w
 
 
-def _address_pair(a: Op, b: Op) -> tuple[int, int]:
-    """Memory addresses are a + b, so the operands may trade fields (as Intel's assembler does)."""
-    for x, y in ((a, b), (b, a)):
+def _address_pair(a: Op, b: Op, ordered: bool = False, what: str = "") -> tuple[int, int]:
+    """Memory addresses are a + b, so the operands may trade fields (as Intel's assembler
+    does) -- except for commands whose two operands mean different things (`ordered`)."""
+    for x, y in ((a, b),) if ordered else ((a, b), (b, a)):
         try:
             return encode_restricted(x, "a", False)[0], encode_restricted(y, "b", False)[0]
         except OperandError:
             continue
+    if ordered:
+        raise EncodeError(f"{what}: the first address operand must be in bank A (or a constant) "
+                          "and the second in bank B (or a constant)")
     raise EncodeError(
         f"address operands {a.text()} and {b.text()} need one in bank A (or a constant) and one in bank B"
     )

@@ -48,6 +48,9 @@ def _mem_roles(unit: str, args: list[str]) -> list[Role]:
     if unit == "cap" and len(args) == 4 and (args[2].upper() in model.isa().cap_csrs or args[2].lower().startswith("csr_")):
         return [WORD, Role("xfer", xfer_dir=_xfer_dir(cmd), unit=unit), CSR, CONST]
     xfer = Role("xfer", xfer_dir=_xfer_dir(cmd), unit=unit)
+    spec = model.isa().enums.get(f"{unit}_cmd", {}).get(cmd, {})
+    if isinstance(spec, dict) and spec.get("ordered"):
+        return [WORD, xfer, Role("addr", True, 1, "a"), Role("addr", True, 1, "b"), CONST][: max(len(args), 4)]
     addr = Role("addr", True, 1)
     return [WORD, xfer, addr, addr, CONST][: max(len(args), 4)]
 

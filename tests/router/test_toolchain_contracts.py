@@ -1,21 +1,14 @@
-"""Two toolchain gaps the router microcode works around, as executable notes.
-
-Both are marked xfail(strict=True): they pass while the gap exists, and fail (so
-someone removes the workaround and the mark) once the assembler or emulator is fixed.
+"""Two toolchain contracts the router microcode relies on.
 
 1. `sram[enqueue, --, queue, buffer]`: the emulator takes the queue descriptor from the
-   A operand and the buffer from the B operand, but the assembler places operands in
-   whichever bank the register allocator chose, so the result depends on allocation.
-   Workaround: `npk_free_buffer` and qm.uc pin the two registers (`.areg` / `.breg`).
-2. An absolute register (`.reg @x`) may be given the physical register that a pinned
-   relative register (`.areg name 15` / `.breg name 15`) occupies in contexts 6 and 7
-   (8-context mode), silently: both then change each other. Workaround: the pins use
-   index 12 and 14.
+   A field and the buffer from the B field, so the encoder keeps the source order for
+   this command (`ordered` in mev2.yaml) and the allocator places the operands in those
+   banks -- copying through a temporary when pins force the opposite banks.
+2. An absolute register (`.reg @x`) never takes the physical register that a pinned
+   relative register (`.areg name 15` / `.breg name 15`) occupies in some context.
 """
 
 from __future__ import annotations
-
-import pytest
 
 from npkit.asm.assembler import assemble_text
 from npkit.emulator.binding import Chip
@@ -23,9 +16,6 @@ from npkit.emulator.binding import Chip
 QUEUE, BUFFER = 0x4000_0000, 0x4001_0000
 
 
-@pytest.mark.xfail(
-    strict=True, reason="enqueue operands follow the register banks, not the source order"
-)
 def test_enqueue_operand_order_follows_the_source() -> None:
     src = f"""
 .breg q 3
@@ -49,7 +39,6 @@ done#:
     assert head == BUFFER  # the buffer is now the head of queue QUEUE
 
 
-@pytest.mark.xfail(strict=True, reason="absolute registers may overlap pinned relative registers")
 def test_absolute_register_never_overlaps_a_pinned_register() -> None:
     src = """
 .areg pa 15
