@@ -342,7 +342,7 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, routes: str | Non
         router_yaml, spec = with_routes(Path(tmp), Path(routes), Path(traffic))
         tr = load_traffic_source(spec, duration)
         s = run_router(layout, params, tr, duration, routes=routes, router_config=router_yaml,
-                       progress=not as_json)  # fmt: skip
+                       progress=not as_json and sys.stderr.isatty())  # fmt: skip
     click.echo(json.dumps(s, indent=2) if as_json else format_summary(s))
 
 

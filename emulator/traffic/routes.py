@@ -138,6 +138,7 @@ class RouteTable:
 def parse_routes(text: str, source: str = "<routes>") -> list[Route]:
     """Parse route-file text; errors name source:line."""
     routes = []
+    first_line: dict[tuple[int, int], int] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -153,6 +154,10 @@ def parse_routes(text: str, source: str = "<routes>") -> list[Route]:
                 raise RouteError(str(exc)) from None
             if not fields[2].isdigit():
                 raise RouteError(f"port {fields[2]!r} is not a non-negative integer")
+            if (prefix, length) in first_line:  # two next hops for one prefix: ambiguous
+                raise RouteError(f"duplicate route for {fields[0]} (first on line "
+                                 f"{first_line[(prefix, length)]})")
+            first_line[(prefix, length)] = lineno
             routes.append(Route(prefix, length, next_hop, int(fields[2])))
         except RouteError as exc:
             raise RouteError(f"{source}:{lineno}: {exc}") from None

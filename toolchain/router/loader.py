@@ -1,9 +1,7 @@
 """Route file + router config -> the lookup's SRAM image (trie, next-hop table, header).
 
 Route file: one route a line, `PREFIX/LEN NEXTHOP_IP PORT`, `#` comments: the format of
-npkit.emulator.traffic.routes, whose parser `parse_routes` uses.  That module was still
-being written when this one was, so a small parser of the same format is kept as the
-fallback (`_own_parse_routes`; a test checks the two agree).
+npkit.emulator.traffic.routes, whose parser `parse_routes` uses.
 
 Router config (YAML, the format of examples/traffic/router.yaml): `ports` (list of
 {address: A.B.C.D/LEN, mac: "xx:..."}, index = position), `arp` ({IPv4: MAC}).  Other
@@ -81,35 +79,10 @@ def parse_prefix(text: str) -> tuple[int, int]:
     return prefix, length
 
 
-def _own_parse_routes(text: str, source: str) -> list[RouteLine]:
-    routes = []
-    seen: set[tuple[int, int]] = set()
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        try:
-            fields = line.split()
-            if len(fields) != 3:
-                raise RouteFileError(f"expected 'PREFIX/LEN NEXTHOP_IP PORT', got {line!r}")
-            prefix, length = parse_prefix(fields[0])
-            if not fields[2].isdigit():
-                raise RouteFileError(f"port {fields[2]!r} is not a non-negative integer")
-            if (prefix, length) in seen:
-                raise RouteFileError(f"duplicate route {fields[0]}")
-            seen.add((prefix, length))
-            routes.append(RouteLine(prefix, length, ip(fields[1]), int(fields[2])))
-        except RouteFileError as exc:
-            raise RouteFileError(f"{source}:{lineno}: {exc}") from None
-    return routes
-
-
 def parse_routes(text: str, source: str = "<routes>") -> list[RouteLine]:
-    """Parse route-file text (the project's parser if present, else our own)."""
-    try:
-        from npkit.emulator.traffic import routes as project_routes
-    except ImportError:
-        return _own_parse_routes(text, source)
+    """Parse route-file text with the project's one parser (npkit.emulator.traffic.routes)."""
+    from npkit.emulator.traffic import routes as project_routes
+
     try:
         parsed = project_routes.parse_routes(text, source)
     except ValueError as exc:
