@@ -120,23 +120,18 @@ class RouterInfo:
     arp: dict[int, bytes] = field(default_factory=dict)
 
 
-def parse_config(data: Any, source: str = "<config>") -> RouterInfo:
-    if not isinstance(data, dict):
-        raise RouteFileError(f"{source}: top level must be a mapping")
-    info = RouterInfo()
+def parse_config(data: Any, source: str = "<config>", base_dir: Path | None = None) -> RouterInfo:
+    """Ports and ARP table of a router config, read and checked by the project's one
+    reader (npkit.emulator.traffic.router_config)."""
+    from npkit.emulator.traffic.router_config import RouterConfig
+
+    if isinstance(data, dict):  # the route file is given separately: do not load the config's
+        data = {k: v for k, v in data.items() if k != "routes"}
     try:
-        for i, entry in enumerate(data.get("ports") or []):
-            addr_text, _, len_text = str(entry["address"]).partition("/")
-            if not len_text.isdigit() or not 0 < int(len_text) <= 30:
-                raise RouteFileError(f"ports[{i}]: address needs /LEN (1..30)")
-            info.ports.append(Port(i, ip(addr_text), int(len_text), parse_mac(str(entry["mac"]))))
-        for key, value in (data.get("arp") or {}).items():
-            info.arp[ip(str(key))] = parse_mac(str(value))
-    except (KeyError, TypeError) as exc:
-        raise RouteFileError(f"{source}: malformed entry ({exc})") from None
-    except RouteFileError as exc:
-        raise RouteFileError(f"{source}: {exc}") from None
-    return info
+        cfg = RouterConfig.from_dict(data, base_dir=base_dir, source=Path(source))
+    except (ValueError, OSError) as exc:
+        raise RouteFileError(str(exc)) from None
+    return RouterInfo([Port(p.index, p.address, p.prefix_len, p.mac) for p in cfg.ports], dict(cfg.arp))
 
 
 def load_config(path: str | Path) -> RouterInfo:
@@ -145,7 +140,7 @@ def load_config(path: str | Path) -> RouterInfo:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise RouteFileError(f"{path}: {exc}") from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), path.parent)
 
 
 @dataclass
