@@ -14,7 +14,7 @@ in the branch's block marked `defer`; instructions where the context may swap ou
 where the register says: its edges come from the `targets[a#, b#]` hint in the source
 line when the source is found, else it is drawn to a "computed" node.  `rtn` likewise.
 
-Layouts: see `read_layout` for the YAML shapes understood.
+Layouts are read by the linker (npkit.toolchain.link.load_layout), as `npk link` reads them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from npkit.toolchain.image import Image, Program
 from npkit.toolchain.isa import DecodeError, decode, operand_roles, split_instruction
@@ -279,116 +278,15 @@ class Layout:
     memories: dict[str, str]  # name -> description
 
 
-_IN_KEYS = ("in", "input", "inputs", "from", "ring_in", "rx", "consumes")
-_OUT_KEYS = ("out", "output", "outputs", "to", "ring_out", "tx", "produces", "exception", "exceptions")
+def from_linker(path: str | Path) -> Layout:
+    """The layout as the router's linker reads it (its one reader: parameters substituted,
+    ME ranges expanded); the linker's reason when it rejects the file."""
+    from npkit.toolchain.link import LinkError, load_layout
 
-
-def _names(v: Any) -> list[str]:
-    if v is None:
-        return []
-    if isinstance(v, (str, int)):
-        return [str(v)]
-    if isinstance(v, list):
-        return [x for item in v for x in _names(item)]
-    if isinstance(v, dict):
-        if "name" in v:
-            return [str(v["name"])]
-        if "ring" in v:
-            return [str(v["ring"])]
-        return [str(k) for k in v]
-    return []
-
-
-def _mes(v: Any) -> list[int]:
-    if v is None:
-        return []
-    if isinstance(v, int):
-        return [v]
-    if isinstance(v, dict):
-        try:
-            return list(range(int(v["first"]), int(v["first"]) + int(v["count"])))
-        except (KeyError, TypeError, ValueError):
-            return []
-    if isinstance(v, str):
-        out: list[int] = []
-        for part in v.split(","):
-            part = part.strip()
-            if "-" in part:
-                a, b = part.split("-", 1)
-                out += list(range(int(a), int(b) + 1))
-            elif part:
-                out.append(int(part))
-        return out
-    return [int(x) for x in v]
-
-
-def read_layout(path: str | Path) -> Layout:
-    """Read a layout YAML.  Understood shapes (the router's layouts follow DESIGN.md):
-
-        name: pipelined
-        blocks:                       # list of mappings, or a mapping name -> mapping
-          - name: rx                  # (also: microblocks / stages / programs)
-            source: microcode/rx/rx.uc
-            mes: [0]                  # or me: 0, or "0-1"
-            in: msf                   # in/input/inputs/from/ring_in; msf = the receive ports
-            out: [rx_to_parse]        # out/output/outputs/to/ring_out; exception(s) too
-        rings:                        # mapping name -> {type: scratch|nn|sram, ...}, or a list
-          rx_to_parse: {type: scratch, ring: 0, size: 128}
-        exception: exc_ring           # the ring to the XScale (also exception_ring)
-        memories: {dram: packet buffers, sram: queues and routes}   # optional
-
-    Unknown keys are ignored, so new fields in the router's files do not break pictures."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise GraphError(f"{path}: {e}") from None
-    if not isinstance(raw, dict):
-        raise GraphError(f"{path}: a layout is a YAML mapping")
-    blocks_raw = next((raw[k] for k in ("blocks", "microblocks", "stages", "programs") if k in raw), None)
-    if blocks_raw is None:
-        raise GraphError(f"{path}: no blocks (expected a 'blocks' list)")
-    items: list[dict[str, Any]] = []
-    if isinstance(blocks_raw, dict):
-        for k, v in blocks_raw.items():
-            items.append({"name": k, **(v if isinstance(v, dict) else {"mes": v})})
-    else:
-        items = [b for b in blocks_raw if isinstance(b, dict)]
-    blocks = []
-    for b in items:
-        name = str(b.get("name") or b.get("block") or Path(str(b.get("source", "?"))).stem)
-        mes = _mes(b.get("mes", b.get("me")))
-        ins = [x for k in _IN_KEYS for x in _names(b.get(k))]
-        outs = [x for k in _OUT_KEYS for x in _names(b.get(k))]
-        threads = b.get("threads", b.get("contexts"))
-        blocks.append(LBlock(name, mes, ins, outs, str(b.get("source", b.get("file", ""))),
-                             int(threads) if isinstance(threads, int) else None))  # fmt: skip
-    rings: dict[str, dict[str, Any]] = {}
-    rr = raw.get("rings", {})
-    if isinstance(rr, dict):
-        for k, v in rr.items():
-            rings[str(k)] = v if isinstance(v, dict) else {"type": str(v)}
-    elif isinstance(rr, list):
-        for v in rr:
-            if isinstance(v, dict) and "name" in v:
-                rings[str(v["name"])] = v
-    exc = raw.get("exception", raw.get("exception_ring"))
-    exc_name = _names(exc)[0] if _names(exc) else None
-    mem = raw.get("memories", raw.get("memory", {}))
-    memories = {str(k): str(v) for k, v in mem.items()} if isinstance(mem, dict) else {}
-    return Layout(str(raw.get("name", Path(path).stem)), blocks, rings, exc_name, memories)
-
-
-def from_linker(path: str | Path) -> Layout | None:
-    """The layout as the router's linker reads it (parameters substituted, ME ranges
-    expanded), or None when the linker is not available or rejects the file."""
-    try:
-        from npkit.toolchain.link import load_layout
-    except ImportError:
-        return None
     try:
         lay = load_layout(path)
-    except Exception:  # noqa: BLE001 - fall back to the generic reader
-        return None
+    except LinkError as e:
+        raise GraphError(str(e)) from None
     blocks = []
     for b in lay.blocks.values():
         # a block with no input ring takes packets from the MSF (rx), one with no output ring
@@ -399,7 +297,12 @@ def from_linker(path: str | Path) -> Layout | None:
             outs.append(lay.exceptions)
         src = b.source or "external (host stand-in)"
         blocks.append(LBlock(b.name, list(b.mes), ins, outs, src, b.threads if b.source else None))
-    rings = {r.name: {"type": "scratch", "ring": r.number, "size": r.size} for r in lay.rings.values()}
+    split_members = {m: name for name, ms in lay.splits.items() for m in ms}
+    rings = {r.name: {"type": "scratch", "ring": r.number, "size": r.size}
+             for r in lay.rings.values() if r.name not in split_members}  # fmt: skip
+    for name, members in lay.splits.items():  # one node: the rings of a split, one per consumer ME
+        nums = ",".join(str(lay.rings[m].number) for m in members)
+        rings[name] = {"type": "scratch", "ring": f"{nums} (one per ME)", "size": lay.rings[members[0]].size}
     try:
         from npkit.toolchain.link import SYS
 
@@ -499,12 +402,13 @@ def graph() -> None:
 
 
 @graph.command("layout")
-@click.argument("layout", type=click.Path(exists=True, dir_okay=False))
+@click.argument("layout")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="out.svg, out.png or out.dot")
 def graph_layout(layout: str, output: str) -> None:
-    """Picture of LAYOUT: blocks on their MEs, rings, memories, the exception path."""
+    """Picture of LAYOUT (a name in microcode/layouts or a YAML file): blocks on their MEs,
+    rings, memories, the exception path."""
     try:
-        lay = from_linker(layout) or read_layout(layout)
+        lay = from_linker(layout)
         render(layout_dot(lay), Path(output))
     except GraphError as e:
         raise click.ClickException(str(e)) from None

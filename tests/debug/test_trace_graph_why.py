@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from npkit.toolchain.cli import main
 from npkit.toolchain.debug.target import open_target
 from npkit.toolchain.debug.trace import BufferMap, record_trace
-from npkit.toolchain.graph import build_cfg, cfg_dot, layout_dot, read_layout
+from npkit.toolchain.graph import build_cfg, cfg_dot
 
 ROOT = Path(__file__).resolve().parents[2]
 TTL = ROOT / "examples" / "debug" / "ttl.uc"
@@ -136,16 +136,6 @@ def test_graph_layout_of_the_router(tmp_path: Path) -> None:
     titles = _titles(_svg(out))
     assert {"blk_parse", "blk_lookup", "ring_exceptions", "xscale", "blk_parse->ring_parse_to_lookup",
             "ring_rx_to_parse->blk_parse", "ring_exceptions->xscale"} <= titles  # fmt: skip
-
-
-def test_graph_layout_generic_reader(tmp_path: Path) -> None:
-    y = tmp_path / "l.yaml"
-    y.write_text("name: demo\nblocks:\n  - {name: a, mes: '0-1', in: msf, out: [r1, exc]}\n"
-                 "  - {name: b, me: 2, in: r1, out: msf}\nrings: {r1: {type: nn}}\nexception: exc\n")  # fmt: skip
-    lay = read_layout(y)
-    assert [b.mes for b in lay.blocks] == [[0, 1], [2]]
-    dot = layout_dot(lay)
-    assert "msf_rx -> blk_a" in dot and "ring_exc -> xscale" in dot and "blk_b -> msf_tx" in dot
 
 
 def test_why_reports_reads_writes_and_changed_fields() -> None:
