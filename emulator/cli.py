@@ -11,7 +11,8 @@ from .binding import Chip, EmulatorError
 from .loader import LoadError, load_path
 
 
-def _me_list(text: str | None) -> list[int] | None:
+def parse_me_list(text: str | None) -> list[int] | None:
+    """'0,2-4' -> [0, 2, 3, 4]; empty -> None (the image's own assignment)."""
     if not text:
         return None
     out: list[int] = []
@@ -69,7 +70,7 @@ def run_cmd(image: str, config: str, cycles: int, me_list: str | None, as_json: 
         return
     try:
         chip = Chip(config)
-        loaded = load_path(chip, image, _me_list(me_list))
+        loaded = load_path(chip, image, parse_me_list(me_list))
         reason = chip.run(cycles)
     except (EmulatorError, LoadError, ValueError) as e:
         raise click.ClickException(str(e)) from None
@@ -97,7 +98,7 @@ def _run_traffic(image: str, config: str, me_list: str | None, as_json: bool, tr
     duration_ns = int(duration_ms * 1e6)
     try:
         chip = Chip(config)
-        loaded = load_path(chip, image, _me_list(me_list))
+        loaded = load_path(chip, image, parse_me_list(me_list))
         source = load_traffic_source(traffic, duration_ns=duration_ns)
         run = TrafficRun(chip, source)
 

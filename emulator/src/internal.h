@@ -217,6 +217,12 @@ int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
 uint32_t npk_rd32(const uint8_t *p);
 void npk_wr32(uint8_t *p, uint32_t v);
 void npk_mem_watch(npk_chip *c, int space, uint64_t addr, uint32_t len);
+typedef uint32_t (*npk_word_rd)(npk_chip *c, uint32_t addr);
+typedef void (*npk_word_wr)(npk_chip *c, uint32_t addr, uint32_t v);
+/* read (0), write (1), swap (2) and the atomics set/clr/add/sub/incr/decr (3-8), whose
+ * command codes SRAM and scratch share: 1 = data goes back to the transfer registers,
+ * 0 = nothing to push, -1 = not one of these commands. */
+int npk_mem_basic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, npk_word_wr wr);
 void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out);
 void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out);
 void npk_dram_complete(npk_chip *c, npk_event *e, uint32_t *out);

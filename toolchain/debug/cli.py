@@ -8,21 +8,9 @@ from pathlib import Path
 
 import click
 
+from npkit.emulator.cli import parse_me_list
+
 from .target import TargetError, open_target, parse_params
-
-
-def _me_list(text: str | None) -> list[int] | None:
-    if not text:
-        return None
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            out.extend(range(int(lo), int(hi) + 1))
-        elif part:
-            out.append(int(part))
-    return out
 
 
 def _interactive(session: object) -> None:
@@ -108,7 +96,7 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
     from .session import DebugError, Session
 
     try:
-        target = open_target(image, config, _me_list(me_list), traffic, params=parse_params(defines))
+        target = open_target(image, config, parse_me_list(me_list), traffic, params=parse_params(defines))
         session = Session(target)
     except (TargetError, DebugError) as e:
         raise click.ClickException(str(e)) from None
@@ -139,7 +127,7 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
     from .trace import BufferMap, TraceError, record_trace
 
     try:
-        target = open_target(image, config, _me_list(me_list), traffic, params=parse_params(defines))
+        target = open_target(image, config, parse_me_list(me_list), traffic, params=parse_params(defines))
         bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
         if sys.stderr.isatty():
             with click.progressbar(length=cycles, label="tracing", file=sys.stderr) as bar:

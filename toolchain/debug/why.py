@@ -107,9 +107,9 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
 
 
 def _open(spec: RunSpec) -> Target:
-    from .cli import _me_list
+    from npkit.emulator.cli import parse_me_list
 
-    return open_target(spec.image, spec.config, _me_list(spec.mes), spec.traffic, params=spec.params)
+    return open_target(spec.image, spec.config, parse_me_list(spec.mes), spec.traffic, params=spec.params)
 
 
 def find_tagged(spec: RunSpec, tag_id: int) -> tuple[int, int]:

@@ -14,6 +14,35 @@ void npk_wr32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
+int npk_mem_basic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, npk_word_wr wr)
+{
+    uint32_t a = e->addr & ~3u;
+    switch (e->cmd) {
+    case 0:
+        for (uint32_t i = 0; i < e->count; i++) out[i] = rd(c, a + 4 * i);
+        return 1;
+    case 1:
+        for (uint32_t i = 0; i < e->count; i++) wr(c, a + 4 * i, e->data[i]);
+        return 0;
+    case 2: case 3: case 4: case 5: case 6: case 7: case 8: break;
+    default: return -1;
+    }
+    uint32_t old = rd(c, a), v;
+    switch (e->cmd) {
+    case 2: v = e->data[0]; break;            /* swap */
+    case 3: v = old | e->data[0]; break;      /* set */
+    case 4: v = old & ~e->data[0]; break;     /* clr */
+    case 5: v = old + e->data[0]; break;      /* add */
+    case 6: v = old - e->data[0]; break;      /* sub */
+    case 7: v = old + 1; break;               /* incr */
+    default: v = old - 1; break;              /* decr */
+    }
+    wr(c, a, v);
+    out[0] = old;
+    e->count = 1;
+    return e->cmd == 2 ? 1 : (int)(e->sub & 1);  /* swap always returns; others if test_and_ */
+}
+
 static const npk_unit_cfg *unit_cfg(npk_chip *c, int unit)
 {
     switch (unit) {

@@ -30,24 +30,12 @@ int npk_scr_ring_full(npk_chip *c, int ring)
 void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out)
 {
     uint32_t a = e->addr & ~3u;
-    uint32_t cmd = e->cmd, sub = e->sub;
+    uint32_t cmd = e->cmd;
     int push = 0;
-    uint32_t old;
-    switch (cmd) {
-    case 0:
-        for (uint32_t i = 0; i < e->count; i++) out[i] = rd(c, a + 4 * i);
-        push = 1;
-        break;
-    case 1:
-        for (uint32_t i = 0; i < e->count; i++) wr(c, a + 4 * i, e->data[i]);
-        break;
-    case 2: old = rd(c, a); wr(c, a, e->data[0]); out[0] = old; push = 1; e->count = 1; break;
-    case 3: old = rd(c, a); wr(c, a, old | e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 4: old = rd(c, a); wr(c, a, old & ~e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 5: old = rd(c, a); wr(c, a, old + e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 6: old = rd(c, a); wr(c, a, old - e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 7: old = rd(c, a); wr(c, a, old + 1); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 8: old = rd(c, a); wr(c, a, old - 1); out[0] = old; push = sub & 1; e->count = 1; break;
+    int basic = npk_mem_basic(c, e, out, rd, wr);
+    if (basic >= 0)
+        push = basic;
+    else switch (cmd) {
     case 9: {  /* get: ring number in address bits 5:2; empty ring -> zeros */
         npk_ring *r = &c->rings[(a >> 2) & 15];
         if (r->size && r->count >= e->count) {

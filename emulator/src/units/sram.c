@@ -76,21 +76,10 @@ void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out)
     uint32_t a = e->addr & ~3u;
     uint32_t cmd = e->cmd, sub = e->sub;
     int push = 0;
-    uint32_t old;
-    switch (cmd) {
-    case 0:
-        for (uint32_t i = 0; i < e->count; i++) out[i] = srd(c, a + 4 * i);
-        push = 1;
-        break;
-    case 1:
-        for (uint32_t i = 0; i < e->count; i++) swr(c, a + 4 * i, e->data[i]);
-        break;
-    case 2: old = srd(c, a); swr(c, a, e->data[0]); out[0] = old; push = 1; e->count = 1; break;
-    case 3: old = srd(c, a); swr(c, a, old | e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 4: old = srd(c, a); swr(c, a, old & ~e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 5: old = srd(c, a); swr(c, a, old + e->data[0]); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 7: old = srd(c, a); swr(c, a, old + 1); out[0] = old; push = sub & 1; e->count = 1; break;
-    case 8: old = srd(c, a); swr(c, a, old - 1); out[0] = old; push = sub & 1; e->count = 1; break;
+    int basic = cmd == 6 ? -1 : npk_mem_basic(c, e, out, srd, swr);  /* SRAM has no sub */
+    if (basic >= 0)
+        push = basic;
+    else switch (cmd) {
     case 9: ring_op(c, e, out, (sub & 1) ? 0 : 1); push = sub & 1; break;
     case 10: if (!(sub & 1)) ring_op(c, e, out, 2); break;
     case 11: {  /* dequeue */
