@@ -120,14 +120,9 @@ class RouterRun:
         return -1
 
     def drop_counters(self) -> dict[str, int]:
-        from npkit.toolchain.link import SYS
+        from npkit.toolchain.link import read_counters
 
-        out = {}
-        for r in self.reasons.drops.values():
-            v = self.chip.read32("scratch", SYS.stat_drop_base + 4 * r.code)
-            if v:
-                out[r.name] = v
-        return out
+        return read_counters(self.chip)["drops"]
 
     def _software(self, chip: Any) -> dict[str, list[tuple[int, str]]]:
         from npkit.emulator.traffic.oracle import Drop

@@ -96,6 +96,25 @@ class SysMap:
 
 
 SYS = SysMap()
+
+
+def read_counters(chip: Any, ports: int = 16) -> dict[str, Any]:
+    """The router's statistics counters in scratch (README §5), by port and by reason
+    name: {"ports": [{rx_pkts, rx_bytes, tx_pkts, tx_bytes}...], "drops": {name: n},
+    "exceptions": {name: n}} -- nonzero entries only."""
+    from npkit.emulator.traffic.reasons import load_reasons
+
+    reasons = load_reasons()
+    port_stats = []
+    for p in range(ports):
+        vals = [chip.read32("scratch", SYS.stat_port_base + 16 * p + 4 * k) for k in range(4)]
+        if any(vals):
+            port_stats.append(dict(zip(("port", "rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes"), [p, *vals], strict=True)))
+    by_reason = {}
+    for kind, table, base in (("drops", reasons.drops, SYS.stat_drop_base), ("exceptions", reasons.exceptions, SYS.stat_exc_base)):
+        counts = {r.name: chip.read32("scratch", base + 4 * r.code) for r in table.values()}
+        by_reason[kind] = {k: v for k, v in counts.items() if v}
+    return {"ports": port_stats, **by_reason}
 CAM_NET, CAM_BCAST, CAM_LOCAL = 1, 2, 3
 MAX_PORTS = 5  # 3 CAM entries a port in the parse block's 16-entry CAM
 

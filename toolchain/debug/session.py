@@ -813,6 +813,15 @@ class Session:
                               f"  tx frames {ps['tx_frames']} bytes {ps['tx_bytes']}")  # fmt: skip
         h = self.target.harness
         if h is not None:
+            from npkit.toolchain.link import read_counters
+
+            c = read_counters(self.chip)
+            for ps in c["ports"]:
+                self.emit(f"  router port {ps['port']}: rx {ps['rx_pkts']} pkts {ps['rx_bytes']} B"
+                          f"  tx {ps['tx_pkts']} pkts {ps['tx_bytes']} B")  # fmt: skip
+            for kind in ("drops", "exceptions"):
+                if c[kind]:
+                    self.emit(f"  router {kind}: " + ", ".join(f"{k} {v}" for k, v in sorted(c[kind].items())))
             self.emit(f"  host stand-ins: {h.sent} messages sent, {len(h.outputs())} forwarded, "
                       f"{len(h.exceptions())} exceptions, drops by code {h.drops()}")  # fmt: skip
 
