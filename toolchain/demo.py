@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED003 = ROOT / "examples" / "passthrough" / "seed003.yaml"
+SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
 CLOCK_HZ = 1.4e9
 
 

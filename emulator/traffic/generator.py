@@ -290,8 +290,10 @@ class FrameBuilder:
         self._not_unicast = set(self.cfg.addresses)  # own, network, broadcast addresses
         for p in self.cfg.ports:
             self._not_unicast |= {p.network, p.broadcast}
+        self._via_port = port.via_port
         if port.destinations is None:
-            self._dest_pool = self._forwardable_routes()
+            self._dest_pool = [r for r in self._forwardable_routes()
+                               if self._via_port is None or r.port == self._via_port]  # fmt: skip
         else:
             self._dest_pool = list(port.destinations)
         self.build: dict[str, Callable[[int, int], bytes]] = {
@@ -337,6 +339,12 @@ class FrameBuilder:
             return False
         return (dst if route.direct else route.next_hop) in cfg.arp
 
+    def _leaves_by_via_port(self, dst: int) -> bool:
+        if self._via_port is None:
+            return True
+        route = self.cfg.routes.lookup(dst)
+        return route is not None and route.port == self._via_port
+
     def dst_normal(self) -> int:
         rng = self.rng
         pool = self._dest_pool
@@ -345,7 +353,7 @@ class FrameBuilder:
         for _ in range(100):
             r = pool[rng.randrange(len(pool))]
             dst = r.prefix | (rng.getrandbits(32) & ~mask(r.length) & 0xFFFFFFFF)
-            if not self._forwardable or self._resolves(dst):
+            if not self._forwardable or (self._resolves(dst) and self._leaves_by_via_port(dst)):
                 return dst
         raise SpecError(f"ports.{self.port.index}: could not draw a forwardable destination")
 

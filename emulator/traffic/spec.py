@@ -46,7 +46,9 @@ seed 003's packet: Ethernet + outer IPv4 + UDP (dst port 49152) + inner IPv4 + i
 `destinations:` routes (default: the router's own table; normal packets are then drawn
 so that they are forwarded: a host inside a random route whose longest match has a
 resolvable next hop) | {routes: FILE} | {prefixes: ["1.2.3.0/24", ...]} (uniform over
-the prefixes, then uniform inside; these are not checked against the router).
+the prefixes, then uniform inside; these are not checked against the router) |
+{via_port: N} (the router's table, only hosts whose longest match leaves by port N: give
+each input port its own N and no output port is offered more than its line rate).
 
 `mix:` fractions of special packets (the rest are normal), each with the outcome the
 oracle gives it: miss (no_route), ttl_expiring (ttl_expired), options (ip_options),
@@ -173,6 +175,7 @@ class PortSpec:
     size: SizeDist = field(default_factory=lambda: SizeDist([64]))
     protocols: dict[str, float] = field(default_factory=lambda: {"udp": 1.0})
     destinations: list[Route] | None = None  # None: the router's table, forwardable only
+    via_port: int | None = None  # with the router's table: only destinations leaving by this port
     mix: dict[str, float] = field(default_factory=dict)
     rate_bps: int = 1_000_000_000
     arrivals: Arrivals = field(default_factory=Arrivals)
@@ -310,8 +313,17 @@ def _wire(value: Any, key: str) -> WireModel:
     return model
 
 
+def _via_port(value: Any, key: str) -> int | None:
+    if isinstance(value, dict) and set(value) == {"via_port"}:
+        port = value["via_port"]
+        if not isinstance(port, int) or port < 0:
+            raise SpecError(f"{key}.via_port: a port number")
+        return port
+    return None
+
+
 def _destinations(value: Any, key: str, base: Path) -> list[Route] | None:
-    if value in (None, "routes"):
+    if value in (None, "routes") or _via_port(value, key) is not None:
         return None
     if isinstance(value, dict) and len(value) == 1:
         (form, arg), = value.items()
@@ -322,13 +334,13 @@ def _destinations(value: Any, key: str, base: Path) -> list[Route] | None:
             elif form == "prefixes" and isinstance(arg, list):
                 routes = [Route(*parse_prefix(str(p)), 0, 0) for p in arg]
             else:
-                raise SpecError(f"{key}: routes, {{routes: FILE}} or {{prefixes: [...]}}")
+                raise SpecError(f"{key}: routes, {{routes: FILE}}, {{prefixes: [...]}} or {{via_port: N}}")
         except (OSError, RouteError) as exc:
             raise SpecError(f"{key}: {exc}") from None
         if not routes:
             raise SpecError(f"{key}: no destinations")
         return routes
-    raise SpecError(f"{key}: routes, {{routes: FILE}} or {{prefixes: [...]}}")
+    raise SpecError(f"{key}: routes, {{routes: FILE}}, {{prefixes: [...]}} or {{via_port: N}}")
 
 
 def _replay(value: Any, key: str, base: Path) -> Replay:
@@ -377,6 +389,7 @@ def _port(index: int, settings: dict[str, Any], link_bps: int, base: Path) -> Po
         size=_size(settings.get("size", 64), f"{key}.size"),
         protocols=_weights(settings.get("protocol", "udp"), PROTOCOLS, f"{key}.protocol"),
         destinations=_destinations(settings.get("destinations"), f"{key}.destinations", base),
+        via_port=_via_port(settings.get("destinations"), f"{key}.destinations"),
         mix=_mix(settings.get("mix"), f"{key}.mix"),
         rate_bps=rate,
         arrivals=_arrivals(settings.get("arrivals", "constant"), f"{key}.arrivals"),

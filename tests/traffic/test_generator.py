@@ -262,3 +262,20 @@ def test_misses_impossible_with_a_default_route(tmp_path: Path) -> None:
                            "defaults": {"mix": {"miss": 1.0}}}, tmp_path)
     with pytest.raises(SpecError, match="default"):
         generate(spec)
+
+
+def test_via_port_sends_each_input_to_one_output() -> None:
+    # a permutation: input port i only to destinations the router sends out of (i + 1) % 5
+    spec = make(count=100, ports={i: {"destinations": {"via_port": (i + 1) % 5}} for i in range(5)})
+    router = RefRouter(spec.router)
+    outs = Counter()
+    for p in generate(spec):
+        outcome = router.process(p.data, p.port)
+        assert isinstance(outcome, Forward)
+        outs[(p.port, outcome.port)] += 1
+    assert outs == Counter({(i, (i + 1) % 5): 100 for i in range(5)})
+
+
+def test_via_port_must_be_a_port_number() -> None:
+    with pytest.raises(SpecError, match="via_port"):
+        make(count=1, defaults={"destinations": {"via_port": "x"}})
