@@ -12,9 +12,10 @@
 // < QM_TX_WINDOW, so that everything the qm has let go for a port fits its FIFO and
 // no port can block the TBUF's strict sequence for the others.  A dequeue reserves
 // QM_MAX_ELEMS elements and corrects the reservation once it has read the frame's
-// length from its descriptor.  Context CTX_STEP polls, every QM_POLL_TICKS x 16
-// cycles, the FIFO fill of every port (TX_PORT_STATUS_p, free bytes) and the elements
-// tx has seen leave the TBUF (scratch TXDONE_BASE + 4 * port).
+// length from its descriptor.  Context CTX_STEP polls (qm_refresh), every
+// QM_POLL_TICKS x 16 cycles, the elements tx has seen leave the TBUF (scratch
+// TXDONE_BASE + 4 * port) and then the FIFO fill of every port (TX_PORT_STATUS_p, free
+// bytes); a scheduler that found a port blocked by its window refreshes the same way.
 //
 // Local memory (shared by the contexts of the ME), 32 bytes a port at 32 * port:
 //   +0 enqueued (ctx 0 writes)   +4 dequeued (schedulers write)
@@ -29,6 +30,62 @@
 #ifndef QM_POLL_TICKS
 #define QM_POLL_TICKS   32
 #endif
+
+// Refresh the flow-control view of every port into local memory: the elements tx has
+// seen leave the TBUF (scratch TXDONE_BASE + 4 * port -> LM +8), THEN the PHY FIFO fill
+// (TX_PORT_STATUS_p free bytes -> elements, LM +20).  The order matters: a frame that
+// leaves the TBUF between the two reads is counted twice (in flight and in the FIFO:
+// conservative), never missed, so the window can never admit a frame that does not fit
+// its port's FIFO and stall the TBUF's strict sequence for the other ports.
+#if (NPORTS > 5)
+#error "qm_refresh: at most 5 ports (the parse CAM's limit too)"
+#endif
+#macro qm_refresh()
+.begin
+    .reg qa qv qs
+    .reg read $qd0 $qd1 $qd2 $qd3 $qd4
+    .xfer_order $qd0 $qd1 $qd2 $qd3 $qd4
+    .reg read $qp0 $qp1 $qp2 $qp3 $qp4
+    .xfer_order $qp0 $qp1 $qp2 $qp3 $qp4
+    .sig s_qp s_qd
+    immed[qa, TXDONE_BASE]
+    scratch[read, $qd0, qa, 0, NPORTS], ctx_swap[s_qd]
+#ifdef MSF_TX
+    immed[qa, 0x400]
+    msf[read, $qp0, qa, 0, NPORTS], ctx_swap[s_qp]
+#endif
+    qm_refresh_port(0, $qd0, $qp0)
+#if (NPORTS > 1)
+    qm_refresh_port(1, $qd1, $qp1)
+#endif
+#if (NPORTS > 2)
+    qm_refresh_port(2, $qd2, $qp2)
+#endif
+#if (NPORTS > 3)
+    qm_refresh_port(3, $qd3, $qp3)
+#endif
+#if (NPORTS > 4)
+    qm_refresh_port(4, $qd4, $qp4)
+#endif
+.end
+#endm
+
+#macro qm_refresh_port(P, TD, PS)
+    immed[qa, (32 * P)]
+    local_csr_wr[ACTIVE_LM_ADDR_0, qa]
+#ifdef MSF_TX
+    alu_shf[qv, --, b, PS, >>16]
+    immed[qs, QM_FIFO_BYTES]
+    alu[qs, qs, -, qv]
+    alu_shf[qs, --, b, qs, >>6]
+    alu[*l$index0[5], --, b, qs]
+#else
+    nop
+    nop
+    nop
+#endif
+    alu[*l$index0[2], --, b, TD]
+#endm
 
 .reg p r tries t u blocked ln
 
@@ -104,7 +161,7 @@ qm_enq_got#:
 qm_not_first#:
     br!=ctx[CTX_STEP, qm_scheduler#]
 qm_poll#:
-    npk_qm_poll()
+    qm_refresh()
     npk_sleep(QM_POLL_TICKS)
     br[qm_poll#]
 qm_scheduler#:
@@ -121,9 +178,7 @@ qm_deq_loop#:
     .reg read $q0 $ln
     .reg write $o0 $o1
     .xfer_order $o0 $o1
-    .reg read $td0 $td1 $td2 $td3 $td4 $td5 $td6 $td7
-    .xfer_order $td0 $td1 $td2 $td3 $td4 $td5 $td6 $td7
-    .sig s_q s_o s_td s_ln
+    .sig s_q s_o s_ln
     ctx_arb[tok_get]
     alu[p, --, b, *l$index1[0]]
     alu[r, --, b, *l$index1[1]]
@@ -166,9 +221,7 @@ qm_try#:
     alu[*l$index1[0], --, b, p]
     alu[*l$index1[1], --, b, r]
     .if (blocked != 0)
-        immed[t, TXDONE_BASE]
-        scratch[read, $td0, t, 0, 8], ctx_swap[s_td]
-        npk_qm_txdone_copy()
+        qm_refresh()
     .endif
     local_csr_wr[SAME_ME_SIGNAL, nget]
     ctx_arb[tok_put]

@@ -6,9 +6,11 @@
 //   tok_put    allocate the frame's TBUF elements (64 bytes each) in sequence, waiting
 //              while TBUF_LIMIT elements are in flight (TX_SEQUENCE_0 counts the
 //              elements the MSF has sent);
-//   --         copy each 64-byte chunk from DRAM into its element (dram[tbuf_wr]),
-//              write the transmit control words (length, SOP/EOP, port: valid), count
-//              tx packets / bytes, and give the buffer back to the free list.
+//   --         copy the frame into its elements in batches of up to four: the
+//              batch's 64-byte chunks DRAM -> TBUF (dram[tbuf_wr]) issued together,
+//              then one msf[write] of their transmit control words (length, SOP/EOP,
+//              port: valid); count tx packets / bytes, give the buffer back to the
+//              free list.
 // The last context (TX_POLL_CTX) does not take frames: it reads TX_SEQUENCE_0 every
 // TX_POLL_TICKS x 16 cycles, returns the elements the MSF has moved out of the TBUF
 // (@in_flight), and for every frame whose last element has left adds its elements to
@@ -35,6 +37,38 @@
 #ifndef TX_POLL_TICKS
 #define TX_POLL_TICKS 32
 #endif
+
+// one element's DMA: chunk k of the frame (min(left, 64) bytes) from the buffer into
+// TBUF element (first + k) mod TBUF_ELEMENTS, signal SIG; its transmit control word
+// ([31:24] payload length, [9] SOP, [8] EOP, [7:0] port; word 1 reserved) into W0, W1;
+// advances k and left
+#macro tx_dma(SIG, W0, W1)
+    alu[elem, first, +, k]
+    alu[elem, elem, and, (TBUF_ELEMENTS - 1)]
+    alu[bytes, --, b, left]
+    .if (bytes > 64)
+        immed[bytes, 64]
+    .endif
+    alu_shf[da, --, b, k, <<6]
+    alu[da, da, +, buf]
+    alu[t, bytes, -, 1]
+    alu_shf[t, 0x10, or, t, >>3]
+    alu_shf[ind, 0x10, or, t, <<21]
+    alu_shf[t, ind, or, elem, <<11]
+    alu_shf[--, t, or, 1, <<18]
+    dram[tbuf_wr, --, da, 0, max_8], indirect_ref, sig_done[SIG]
+    alu_shf[t, port, or, bytes, <<24]
+    .if (k == 0)
+        alu_shf[t, t, or, 1, <<9]
+    .endif
+    alu[left, left, -, bytes]
+    .if (left == 0)
+        alu_shf[t, t, or, 1, <<8]
+    .endif
+    alu[W0, --, b, t]
+    immed[W1, 0]
+    alu[k, k, +, 1]
+#endm
 
     npk_thread_setup()
     // the token rings skip the poller
@@ -80,11 +114,11 @@ tx_clear#:
 tx_loop#:
     npk_get_input(tx_loop#)
 .begin
-    .reg port buf da len n first k elem bytes left t ind d
+    .reg port buf da len n first k elem bytes left t ind d first_e tcwa
     .reg read $l
-    .sig s_l dma s_tcw
-    .reg write $tcw0 $tcw1
-    .xfer_order $tcw0 $tcw1
+    .sig s_l dma0 dma1 dma2 dma3 s_tcw
+    .reg write $tcw0 $tcw1 $tcw2 $tcw3 $tcw4 $tcw5 $tcw6 $tcw7
+    .xfer_order $tcw0 $tcw1 $tcw2 $tcw3 $tcw4 $tcw5 $tcw6 $tcw7
     // (port, length << 16) from the qm; the stub qm passes no length: descriptor LW2
     alu[t, --, b, $i1]
     alu[port, t, and, 0xFF]
@@ -124,44 +158,53 @@ tx_room#:
     alu[@fr_wr, @fr_wr, +, 1]
     alu[@fr_wr, @fr_wr, and, (TBUF_ELEMENTS - 1)]
     local_csr_wr[SAME_ME_SIGNAL, nput]
-    // copy and validate element by element
+    // copy in batches of up to four elements (a batch ends at the frame's end and at
+    // the TBUF's wrap): the batch's dram[tbuf_wr]s are issued together (one signal pair
+    // each) and waited for together, then one msf[write] of consecutive
+    // TBUF_ELEMENT_CONTROL registers validates them all.  A 1,514-byte frame is in the
+    // TBUF ~3x sooner than with one DMA round trip + one control write per element
     alu_shf[buf, --, b, pw, <<16]
     alu_shf[buf, --, b, buf, >>(16 - BUF_SHIFT)]
     immed[k, 0]
     alu[left, --, b, len]
-tx_elem#:
-    alu[elem, first, +, k]
-    alu[elem, elem, and, (TBUF_ELEMENTS - 1)]
-    alu[bytes, --, b, left]
-    .if (bytes > 64)
-        immed[bytes, 64]
-    .endif
-    alu_shf[da, --, b, k, <<6]
-    alu[da, da, +, buf]
-    alu[t, bytes, -, 1]
-    alu_shf[t, 0x10, or, t, >>3]
-    alu_shf[ind, 0x10, or, t, <<21]
-    alu_shf[t, ind, or, elem, <<11]
-    alu_shf[--, t, or, 1, <<18]
-    dram[tbuf_wr, --, da, 0, max_8], indirect_ref, sig_done[dma]
-    ctx_arb[dma]
-    // transmit control word: [31:24] payload length, [9] SOP, [8] EOP, [7:0] port
-    alu_shf[t, port, or, bytes, <<24]
-    .if (k == 0)
-        alu_shf[t, t, or, 1, <<9]
-    .endif
-    alu[left, left, -, bytes]
-    .if (left == 0)
-        alu_shf[t, t, or, 1, <<8]
-    .endif
-    alu[$tcw0, --, b, t]
-    immed[$tcw1, 0]
-    immed[t, TBUF_ELEMENT_CONTROL]
-    alu_shf[t, t, or, elem, <<3]
-    msf[write, $tcw0, t, 0, 2], ctx_swap[s_tcw]
-    alu[k, k, +, 1]
+tx_batch#:
+    alu[first_e, first, +, k]
+    alu[first_e, first_e, and, (TBUF_ELEMENTS - 1)]
+    immed[tcwa, TBUF_ELEMENT_CONTROL]
+    alu_shf[tcwa, tcwa, or, first_e, <<3]
+    tx_dma(dma0, $tcw0, $tcw1)
     alu[--, left, -, 0]
-    bne[tx_elem#]
+    beq[tx_wait1#]
+    alu[--, elem, -, (TBUF_ELEMENTS - 1)]
+    beq[tx_wait1#]
+    tx_dma(dma1, $tcw2, $tcw3)
+    alu[--, left, -, 0]
+    beq[tx_wait2#]
+    alu[--, elem, -, (TBUF_ELEMENTS - 1)]
+    beq[tx_wait2#]
+    tx_dma(dma2, $tcw4, $tcw5)
+    alu[--, left, -, 0]
+    beq[tx_wait3#]
+    alu[--, elem, -, (TBUF_ELEMENTS - 1)]
+    beq[tx_wait3#]
+    tx_dma(dma3, $tcw6, $tcw7)
+    ctx_arb[dma0, dma1, dma2, dma3]
+    msf[write, $tcw0, tcwa, 0, 8], ctx_swap[s_tcw]
+    br[tx_batch_end#]
+tx_wait3#:
+    ctx_arb[dma0, dma1, dma2]
+    msf[write, $tcw0, tcwa, 0, 6], ctx_swap[s_tcw]
+    br[tx_batch_end#]
+tx_wait2#:
+    ctx_arb[dma0, dma1]
+    msf[write, $tcw0, tcwa, 0, 4], ctx_swap[s_tcw]
+    br[tx_batch_end#]
+tx_wait1#:
+    ctx_arb[dma0]
+    msf[write, $tcw0, tcwa, 0, 2], ctx_swap[s_tcw]
+tx_batch_end#:
+    alu[--, left, -, 0]
+    bne[tx_batch#]
     // in the TBUF: statistics, buffer back
     .begin
         .reg write $bytes
