@@ -475,33 +475,11 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
             out += [f"    immed[ct, 0x{addr:08X}]", f"    cam_write[{entry}, ct, {state}]"]
             entry += 1
     out += [".end", "#endm", ""]
-    # queue manager: quantum of port P into REG; copy tx-done counters into LM
+    # queue manager: quantum of port P into REG
     out += ["#macro npk_qm_quantum(REG, P)", f"    immed[REG, {quanta[0]}]"]
     for i, q in enumerate(quanta[1:], 1):
         out += [f"    .if (P == {i})", f"        immed[REG, {q}]", "    .endif"]
-    out += ["#endm", "", "#macro npk_qm_txdone_copy()", ".begin", "    .reg qt"]
-    for i in range(nports):
-        out += [f"    immed[qt, {32 * i}]", "    local_csr_wr[ACTIVE_LM_ADDR_0, qt]", "    nop", "    nop",
-                "    nop", f"    alu[*l$index0[2], --, b, $td{i}]"]  # fmt: skip
-    out += [".end", "#endm", ""]
-    # queue manager poller: PHY FIFO fill (TX_PORT_STATUS_p [31:16] = free bytes) and the
-    # elements tx saw leave the TBUF, per port into LM +20 / +8
-    xs = " ".join(f"$qp{i}" for i in range(nports))
-    ts = " ".join(f"$qd{i}" for i in range(nports))
-    out += ["#macro npk_qm_poll()", ".begin", "    .reg qa qv qs", f"    .reg read {xs}", f"    .xfer_order {xs}",
-            f"    .reg read {ts}", f"    .xfer_order {ts}", "    .sig s_qp s_qd",
-            "#ifdef MSF_TX",
-            "    immed[qa, 0x400]", f"    msf[read, $qp0, qa, 0, {nports}], sig_done[s_qp]",
-            "    immed[qa, TXDONE_BASE]", f"    scratch[read, $qd0, qa, 0, {nports}], sig_done[s_qd]",
-            "    ctx_arb[s_qp, s_qd]", "#else",
-            "    immed[qa, TXDONE_BASE]", f"    scratch[read, $qd0, qa, 0, {nports}], ctx_swap[s_qd]",
-            "#endif"]  # fmt: skip
-    for i in range(nports):
-        out += [f"    immed[qa, {32 * i}]", "    local_csr_wr[ACTIVE_LM_ADDR_0, qa]", "#ifdef MSF_TX",
-                f"    alu_shf[qv, --, b, $qp{i}, >>16]", "    immed[qs, QM_FIFO_BYTES]", "    alu[qs, qs, -, qv]",
-                "    alu_shf[qs, --, b, qs, >>6]", "    alu[*l$index0[5], --, b, qs]", "#else", "    nop", "    nop",
-                "    nop", "#endif", f"    alu[*l$index0[2], --, b, $qd{i}]"]  # fmt: skip
-    out += [".end", "#endm", ""]
+    out += ["#endm", ""]
     if split:
         out += split_macros(split, nports)
     out += ["#endif // NPK_SYS_H", ""]
