@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "npk_emu.h"
+#include "test_config.h"
 
 static int failures;
 #define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
@@ -17,25 +18,12 @@ static const uint64_t prog_producer[] = {0xf0000c0401ull, 0xf000000b00ull, 0xd80
 static const uint64_t prog_consumer[] = {0xf0000f2001ull, 0xf000000b00ull, 0xd800800214ull, 0xb0c0200a43ull, 0xaa801c0401ull, 0xd800800101ull, 0xe000020000ull};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static void fill_unit(npk_unit_cfg *u, uint32_t ch, uint32_t lat, uint32_t ub, uint32_t cpu)
-{
-    u->channels = ch; u->cmd_overhead = 5; u->read_latency = lat; u->write_latency = lat / 2;
-    u->unit_bytes = ub; u->cycles_per_unit = cpu; u->queue_depth = 64;
-}
-
 static void config(npk_config *c)
 {
-    memset(c, 0, sizeof *c);
-    strcpy(c->name, "asan");
-    c->clock_mhz = 1400; c->num_me = 16; c->ctx_per_me = 8; c->ustore_words = 8192; c->lm_words = 640;
-    c->cam_entries = 16; c->nn_full_threshold = 96; c->branch_taken_penalty = 3; c->ctx_swap_cost = 3;
-    c->csr_write_to_use = 3; c->timestamp_shift = 4; c->sram_channel_bytes = 1 << 20; c->dram_bytes = 1 << 22;
-    c->dram_interleave = 128; c->scratch_bytes = 16384; c->scratch_rings = 16; c->history_capacity = 4096;
-    c->seed = 1; c->hash_mult48 = 0x123456789ABDull; c->hash_mult64 = 0x9E3779B97F4A7C15ull;
+    npk_test_config(c, "asan", 5);
+    c->history_capacity = 4096;
+    c->hash_mult48 = 0x123456789ABDull; c->hash_mult64 = 0x9E3779B97F4A7C15ull;
     c->hash_mult128_lo = 3; c->hash_mult128_hi = 5;
-    fill_unit(&c->sram, 4, 90, 4, 6); fill_unit(&c->dram, 3, 200, 16, 14); fill_unit(&c->scratch, 1, 50, 4, 2);
-    fill_unit(&c->hash, 1, 60, 16, 4); fill_unit(&c->cap, 1, 40, 4, 2); fill_unit(&c->msf, 1, 60, 8, 2);
-    fill_unit(&c->pci, 1, 300, 4, 21);
 }
 
 static uint64_t rng = 0x1234567;

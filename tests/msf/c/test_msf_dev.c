@@ -7,29 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include "npk_emu.h"
+#include "test_config.h"
 #include "pt_words.h"
 
 static int failures;
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
 
-static void fill_unit(npk_unit_cfg *u, uint32_t ch, uint32_t lat, uint32_t ub, uint32_t cpu)
-{
-    u->channels = ch; u->cmd_overhead = 10; u->read_latency = lat; u->write_latency = lat / 2;
-    u->unit_bytes = ub; u->cycles_per_unit = cpu; u->queue_depth = 64;
-}
-
 static void chip_config(npk_config *c)
 {
-    memset(c, 0, sizeof *c);
-    strcpy(c->name, "asan-msf");
-    c->clock_mhz = 1400; c->num_me = 16; c->ctx_per_me = 8; c->ustore_words = 8192; c->lm_words = 640;
-    c->cam_entries = 16; c->nn_full_threshold = 96; c->branch_taken_penalty = 3; c->ctx_swap_cost = 3;
-    c->csr_write_to_use = 3; c->timestamp_shift = 4; c->sram_channel_bytes = 1 << 20; c->dram_bytes = 1 << 22;
-    c->dram_interleave = 128; c->scratch_bytes = 16384; c->scratch_rings = 16; c->history_capacity = 0;
-    c->seed = 1;
-    fill_unit(&c->sram, 4, 90, 4, 6); fill_unit(&c->dram, 3, 200, 16, 14); fill_unit(&c->scratch, 1, 50, 4, 2);
-    fill_unit(&c->hash, 1, 60, 16, 4); fill_unit(&c->cap, 1, 40, 4, 2); fill_unit(&c->msf, 1, 60, 8, 2);
-    fill_unit(&c->pci, 1, 300, 4, 21);
+    npk_test_config(c, "asan-msf", 10);  /* history off (capacity 0, from the shared config) */
 }
 
 static void msf_config(npk_msf_cfg *m, uint32_t rbuf_elems, uint32_t cut)
