@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -82,12 +84,23 @@ def run_batch(session: object, lines: list[str], origin: str, echo: bool = True)
     return 0
 
 
+def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--config, --me, --traffic and -D: how debug, trace and why open their target."""
+    for opt in reversed((
+        click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path."),
+        click.option("--me", "me_list", default=None,
+                     help="MEs to load on, e.g. 0,1 or 0-3 (images without an ME assignment)."),
+        click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory "
+                     "(port<N>.pcap); a layout also takes one .pcap."),
+        click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host)."),
+    )):  # fmt: skip
+        fn = opt(fn)
+    return fn
+
+
 @click.command("debug")
 @click.argument("image", type=click.Path(exists=True, dir_okay=False))
-@click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
-@click.option("--me", "me_list", default=None, help="MEs to load on, e.g. 0,1 or 0-3 (images without an ME assignment).")
-@click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory (port<N>.pcap); a layout also takes one .pcap.")
-@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host).")
+@target_options
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
 def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
@@ -109,10 +122,7 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
 
 @click.command("trace")
 @click.argument("image", type=click.Path(exists=True, dir_okay=False))
-@click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
-@click.option("--me", "me_list", default=None, help="MEs to load on (images without an ME assignment).")
-@click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory (port<N>.pcap); a layout also takes one .pcap.")
-@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host).")
+@target_options
 @click.option("--cycles", default=100_000, show_default=True, type=int, help="Cycles to run.")
 @click.option("--from", "t_from", default=0, type=int, help="First cycle written to the trace.")
 @click.option("--to", "t_to", default=None, type=int, help="Last cycle written (default: the end of the run).")
@@ -155,10 +165,7 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
 @click.option("--run", "run_dir", default=None, type=click.Path(file_okay=False),
               help="Directory of a run (holds run.json naming the image and buffers); default: the options below.")  # fmt: skip
 @click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="Image, .uc or layout to run.")
-@click.option("--config", default="ixp2800", show_default=True)
-@click.option("--me", "me_list", default=None)
-@click.option("--traffic", default=None)
-@click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host).")
+@target_options
 @click.option("--cycles", default=1_000_000, show_default=True, type=int)
 @click.option("--buffer", "buffer", default=None,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
