@@ -93,7 +93,7 @@ def _run_traffic(image: str, config: str, me_list: str | None, as_json: bool, tr
                  capture: str | None, duration_ms: float, drain_us: float) -> None:
     import sys
 
-    from .msf import MsfError, TrafficRun, format_report, load_traffic_source
+    from .traffic_run import MsfError, TrafficError, TrafficRun, format_report, load_traffic_source
 
     duration_ns = int(duration_ms * 1e6)
     try:
@@ -112,7 +112,7 @@ def _run_traffic(image: str, config: str, me_list: str | None, as_json: bool, tr
         rep = run.report()
         if capture:
             run.write_captures(capture, rep)
-    except (EmulatorError, LoadError, MsfError, ValueError, OSError) as e:
+    except (EmulatorError, LoadError, MsfError, TrafficError, ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
     summary = _summary(chip, reason, loaded)
     rep_out = {k: v for k, v in rep.items() if k != "fates"}

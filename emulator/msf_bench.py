@@ -16,7 +16,7 @@ from typing import Any
 from npkit.toolchain.bench import benchmark
 
 from .binding import Chip
-from .msf import TrafficRun, load_traffic_source
+from .traffic_run import TrafficRun, load_traffic_source
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "passthrough"
 

@@ -23,8 +23,8 @@ SUBCOMMANDS: dict[str, str] = {
     "trace": "npkit.toolchain.debug.cli:trace_cmd",
     "graph": "npkit.toolchain.graph:graph",
     "why": "npkit.toolchain.debug.cli:why_cmd",
-    "link": "npkit.toolchain.link:link_cmd",
-    "demo": "npkit.toolchain.demo:demo_cmd",
+    "link": "npkit.toolchain.system.link:link_cmd",
+    "demo": "npkit.toolchain.system.router_run:demo_cmd",
 }
 
 

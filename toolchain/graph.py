@@ -281,7 +281,7 @@ class Layout:
 def from_linker(path: str | Path) -> Layout:
     """The layout as the router's linker reads it (its one reader: parameters substituted,
     ME ranges expanded); the linker's reason when it rejects the file."""
-    from npkit.toolchain.link import LinkError, load_layout
+    from npkit.toolchain.system.layout import LinkError, load_layout
 
     try:
         lay = load_layout(path)
@@ -304,7 +304,7 @@ def from_linker(path: str | Path) -> Layout:
         nums = ",".join(str(lay.rings[m].number) for m in members)
         rings[name] = {"type": "scratch", "ring": f"{nums} (one per ME)", "size": lay.rings[members[0]].size}
     try:
-        from npkit.toolchain.link import SYS
+        from npkit.toolchain.system.sysmap import SYS
 
         bufs = f"packet buffers ({(1 << SYS.buf_shift) // 1024} KB, frame at +{SYS.pkt_pad})"
     except ImportError:

@@ -65,6 +65,7 @@ class Program:
     set_sigs: list[int] = field(default_factory=list)
     init_mem: list[tuple[str, int, bytes]] = field(default_factory=list)  # (space, byte address, data)
     source_files: list[str] = field(default_factory=list)
+    ctx_enable: int = 0  # contexts the loader enables (bit n = context n); 0 = all of ctx_mode
 
     def labels(self) -> dict[int, str]:
         """Word address -> first label defined there."""
@@ -222,6 +223,7 @@ def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
                     set_sigs=[int(s) for s in pm["set_sigs"]],
                     init_mem=[(str(s), int(a), bytes.fromhex(h)) for s, a, h in pm["init_mem"]],
                     source_files=[str(f) for f in pm.get("source_files", [])],
+                    ctx_enable=int(pm.get("ctx_enable", 0)),
                 )
             )
     except ImageError:

@@ -8,7 +8,8 @@ from pathlib import Path
 from npkit.asm.assembler import assemble, assemble_text
 from npkit.asm.errors import Diagnostics
 from npkit.emulator.binding import Chip
-from npkit.emulator.msf import Traffic, TrafficRun, load_traffic_source
+from npkit.emulator.traffic.source import Traffic, load_traffic_source
+from npkit.emulator.traffic_run import TrafficRun
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSTHROUGH = ROOT / "examples" / "passthrough"

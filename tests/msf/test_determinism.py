@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npkit.emulator.msf import load_traffic_source
 from npkit.emulator.traffic.generator import write_traffic
+from npkit.emulator.traffic.source import load_traffic_source
 from npkit.emulator.traffic.spec import load_spec
 
 from .conftest import PASSTHROUGH, passthrough_run

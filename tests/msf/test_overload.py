@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from npkit.emulator.msf import load_traffic_source
 from npkit.emulator.traffic.dataset import load_dispositions, load_traffic
 from npkit.emulator.traffic.generator import write_traffic
+from npkit.emulator.traffic.source import load_traffic_source
 from npkit.emulator.traffic.spec import load_spec
 
 from .conftest import PASSTHROUGH, passthrough_run

@@ -14,7 +14,8 @@ import random
 import pytest
 
 from npkit.emulator.binding import Chip
-from npkit.emulator.msf import Traffic, TrafficRun
+from npkit.emulator.traffic.source import Traffic
+from npkit.emulator.traffic_run import TrafficRun
 
 from .conftest import words_of
 

@@ -13,8 +13,9 @@ from npkit.emulator.traffic.oracle import Except, Forward, RefRouter
 from npkit.emulator.traffic.packet import Ethernet, IPv4, ip, ipv4_frame
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import RouterConfig
-from npkit.toolchain.link import SYS, Harness
 from npkit.toolchain.router.loader import build_from_files
+from npkit.toolchain.system.harness import Harness
+from npkit.toolchain.system.sysmap import SYS
 
 from .test_blocks_parse import single_block
 

@@ -10,8 +10,8 @@ import struct
 import pytest
 
 from npkit.emulator.traffic.reasons import load_reasons
-from npkit.toolchain.link import Harness
 from npkit.toolchain.router.stats import probe_addresses, random_table
+from npkit.toolchain.system.harness import Harness
 
 from .test_blocks_parse import single_block
 

@@ -18,7 +18,8 @@ from npkit.emulator.traffic.oracle import Drop, Except, RefRouter
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import RouterConfig
 from npkit.emulator.traffic.spec import load_spec
-from npkit.toolchain.link import SYS, Harness
+from npkit.toolchain.system.harness import Harness
+from npkit.toolchain.system.sysmap import SYS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traffic"
 REASONS = load_reasons()

@@ -15,7 +15,8 @@ import pytest
 from npkit.emulator.traffic.oracle import Drop, Except, Forward, RefRouter
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import RouterConfig
-from npkit.toolchain.link import SYS, Harness
+from npkit.toolchain.system.harness import Harness
+from npkit.toolchain.system.sysmap import SYS
 
 from .test_blocks_parse import traffic
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from npkit.emulator.traffic.reasons import load_reasons
-from npkit.toolchain.link import SYS, Harness
+from npkit.toolchain.system.harness import Harness
+from npkit.toolchain.system.sysmap import SYS
 
 from .test_blocks_parse import single_block
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.traffic.reasons import load_reasons
-from npkit.toolchain.link import SYS, read_counters
+from npkit.toolchain.system.sysmap import SYS, read_counters
 
 
 def test_counters_decode_by_port_and_reason() -> None:

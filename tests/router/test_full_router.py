@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from npkit.emulator.msf import load_traffic_source
-from npkit.toolchain.demo import run_router
+from npkit.emulator.traffic.source import load_traffic_source
+from npkit.toolchain.system.router_run import run_router
 
 ROOT = Path(__file__).resolve().parents[2]
 MISMATCHES = ("wrong_outcome", "wrong_port", "wrong_bytes", "reordered", "wrong_reason", "unmatched",

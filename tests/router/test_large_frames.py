@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from npkit.emulator.msf import load_traffic_source
-from npkit.toolchain.demo import RouterRun
-from npkit.toolchain.router_bench import BALANCED
+from npkit.emulator.traffic.source import load_traffic_source
+from npkit.toolchain.system.bench import BALANCED
+from npkit.toolchain.system.router_run import RouterRun
 
 ROOT = Path(__file__).resolve().parents[2]
 MISMATCHES = ("wrong_outcome", "wrong_port", "wrong_bytes", "reordered", "wrong_reason", "unmatched",

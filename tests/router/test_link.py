@@ -13,7 +13,10 @@ from click.testing import CliRunner
 
 from npkit.toolchain.cli import main
 from npkit.toolchain.image import read_image
-from npkit.toolchain.link import REASONS_H, SYS, LinkError, link, load_layout, reasons_header
+from npkit.toolchain.system.layout import LinkError, load_layout
+from npkit.toolchain.system.link import link, reasons_header
+from npkit.toolchain.system.paths import REASONS_H
+from npkit.toolchain.system.sysmap import SYS
 
 LAYOUTS = Path(__file__).resolve().parents[2] / "microcode" / "layouts"
 

@@ -813,7 +813,7 @@ class Session:
                               f"  tx frames {ps['tx_frames']} bytes {ps['tx_bytes']}")  # fmt: skip
         h = self.target.harness
         if h is not None:
-            from npkit.toolchain.link import read_counters
+            from npkit.toolchain.system.sysmap import read_counters
 
             c = read_counters(self.chip)
             for ps in c["ports"]:

@@ -99,26 +99,14 @@ def read_target_image(path: str | Path) -> Image:
         raise TargetError(str(e)) from None
 
 
-def _configure_rings(chip: Chip, image: Image) -> list[str]:
-    """Scratch rings listed in image.meta["scratch_rings"]: [{ring, base, size[, full_margin]}]
-    (sizes in words), as a linked system image may carry them."""
-    notes = []
-    for r in image.meta.get("scratch_rings", []) or []:  # list form; linked systems use load_system
-        try:
-            chip.scratch_ring(int(r["ring"]), int(r["base"]), int(r["size"]), int(r.get("full_margin", 0)))
-            notes.append(f"scratch ring {r['ring']}: base 0x{int(r['base']):x}, {r['size']} words")
-        except (KeyError, TypeError, ValueError, EmulatorError) as e:
-            raise TargetError(f"image scratch ring entry {r}: {e}") from None
-    return notes
-
-
 def attach_traffic(target: Target, spec: str) -> None:
     """Attach the MSF device (npkit.emulator.msf) and hand it every packet of the traffic
     spec (YAML) or capture directory up front; the device delivers each at its time."""
     from array import array
 
     try:
-        from npkit.emulator.msf import MsfError, TrafficRun, load_traffic_source
+        from npkit.emulator.traffic.source import load_traffic_source
+        from npkit.emulator.traffic_run import MsfError, TrafficError, TrafficRun
     except ImportError as e:
         raise TargetError(f"--traffic needs the MSF device (npkit.emulator.msf): {e}") from None
     try:
@@ -127,7 +115,7 @@ def attach_traffic(target: Target, spec: str) -> None:
         n = len(tr)
         run.dev.push(tr.times, tr.ports, array("I", range(n)), tr.lens, b"".join(tr.frames))
         run.pushed = n
-    except (MsfError, EmulatorError, OSError) as e:
+    except (MsfError, TrafficError, EmulatorError, OSError) as e:
         raise TargetError(f"--traffic {spec}: {e}") from None
     target.traffic = run
     target.notes.append(f"{n} packets from {spec} handed to the MSF")
@@ -153,11 +141,12 @@ def frames_of(spec: str) -> list[tuple[int, bytes]]:
         from npkit.emulator.traffic.pcap import read_pcap
 
         return [(0, r.data) for r in read_pcap(p)]
-    from npkit.emulator.msf import MsfError, load_traffic_source
+    from npkit.emulator.traffic.source import load_traffic_source
+    from npkit.emulator.traffic_run import TrafficError
 
     try:
         tr = load_traffic_source(p)
-    except (MsfError, OSError) as e:
+    except (TrafficError, OSError) as e:
         raise TargetError(f"--traffic {spec}: {e}") from None
     return list(zip(tr.ports, tr.frames, strict=True))
 
@@ -170,7 +159,8 @@ def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any
     the layout leaves external).  Traffic goes in through the receive stand-in when rx is
     external, else through the MSF device to the rx microcode."""
     try:
-        from npkit.toolchain.link import Harness, LinkError, load_layout
+        from npkit.toolchain.system.harness import Harness
+        from npkit.toolchain.system.layout import LinkError, load_layout
     except ImportError as e:
         raise TargetError(f"{p}: a layout needs the linker (npkit.toolchain.link): {e}") from None
     try:
@@ -221,18 +211,10 @@ def open_target(path: str | Path, config: str = "ixp2800", mes: list[int] | None
     img = image if image is not None else read_target_image(p)
     try:
         chip = Chip(config)
-        if isinstance(img.meta.get("rings"), dict):  # a linked system (npk link)
-            from npkit.toolchain.link import load_system
-
-            load_system(chip, img)
-            loaded = {me: prog.name for prog in img.programs for me in prog.mes}
-        else:
-            loaded = load_image(chip, img, mes)
+        loaded = load_image(chip, img, mes)
     except (EmulatorError, LoadError) as e:
         raise TargetError(str(e)) from None
     t = Target(chip, img, p, loaded, source_maps(img, p))
-    if not isinstance(img.meta.get("rings"), dict):
-        t.notes += _configure_rings(chip, img)
     if traffic:
         attach_traffic(t, traffic)
     return t

@@ -23,13 +23,14 @@ from typing import Any
 
 import click
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import ROOT
+
 SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
 CLOCK_HZ = 1.4e9
 
 
 def _tag_id(frame: bytes) -> int:
-    from npkit.emulator.msf import TAG
+    from npkit.emulator.traffic.source import TAG
 
     k = frame.find(TAG)
     return int.from_bytes(frame[k + 4 : k + 8], "big") if 0 <= k and k + 8 <= len(frame) else -1
@@ -42,17 +43,19 @@ class RouterRun:
                  traffic: Any = None, routes: str | Path | None = None,
                  router_config: str | Path | None = None) -> None:  # fmt: skip
         from npkit.emulator.binding import Chip
-        from npkit.emulator.msf import TrafficRun
+        from npkit.emulator.loader import load_image
         from npkit.emulator.traffic.oracle import RefRouter
         from npkit.emulator.traffic.reasons import load_reasons
         from npkit.emulator.traffic.router_config import RouterConfig
-        from npkit.toolchain.link import DEFAULT_ROUTER, link, load_system
+        from npkit.emulator.traffic_run import TrafficRun
+        from npkit.toolchain.system.link import link
+        from npkit.toolchain.system.paths import DEFAULT_ROUTER
 
         params = dict(params or {})
         params.setdefault("io", "msf")
         self.image = link(layout, params, routes, router_config, host_stubs=True)
         self.chip = Chip("ixp2800")
-        load_system(self.chip, self.image)
+        load_image(self.chip, self.image)
         self.traffic = traffic
         self.run = TrafficRun(self.chip, traffic, software=self._software)
         cfg = RouterConfig.load(router_config or DEFAULT_ROUTER)
@@ -70,7 +73,7 @@ class RouterRun:
     # stand-in reader (microcode/host/host_sink.uc) keeps, finds each packet's id, and
     # gives the buffer back to the free list, as the XScale daemon will
     def service_exceptions(self) -> None:
-        from npkit.toolchain.link import HOST_EXC_BASE, SYS
+        from npkit.toolchain.system.sysmap import HOST_EXC_BASE, SYS
 
         n = self.chip.read32("sram", HOST_EXC_BASE)
         for k in range(self._exc_read, n):
@@ -89,7 +92,7 @@ class RouterRun:
 
     def _free(self, i: int) -> None:
         """Enqueue buffer i on the free list (the chip is paused between run slices)."""
-        from npkit.toolchain.link import SYS
+        from npkit.toolchain.system.sysmap import SYS
 
         d = SYS.desc_addr(i)
         head, tail, count = (self.chip.read32("sram", SYS.freelist_q + 4 * j) for j in range(3))
@@ -120,7 +123,7 @@ class RouterRun:
         return -1
 
     def drop_counters(self) -> dict[str, int]:
-        from npkit.toolchain.link import read_counters
+        from npkit.toolchain.system.sysmap import read_counters
 
         return read_counters(self.chip)["drops"]
 
@@ -322,13 +325,13 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, routes: str | Non
     """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
     import tempfile
 
-    from npkit.emulator.msf import load_traffic_source
-    from npkit.toolchain.link import _coerce
+    from npkit.emulator.traffic.source import load_traffic_source
+    from npkit.toolchain.system.layout import coerce
 
     params = {}
     for d in defines:
         k, _, v = d.partition("=")
-        params[k] = _coerce(v)
+        params[k] = coerce(v)
     duration = int(ms * 1e6)
     with tempfile.TemporaryDirectory() as tmp:
         if routes is None:

@@ -42,7 +42,8 @@ from typing import Any
 
 from npkit.toolchain.bench import benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import ROOT
+
 CLOCK_HZ = 1.4e9
 PORTS = 5
 LINK_BPS = 1_000_000_000
@@ -79,7 +80,8 @@ def frames(size: int | str, count: int) -> list[Any]:
 
 def capacity(layout: str, params: dict[str, Any], size: int | str, count: int) -> dict[str, float]:
     """Offer `count` frames at once; measure the steady-state rate out."""
-    from npkit.toolchain.link import HOST_SINK_BASE, Harness
+    from npkit.toolchain.system.harness import Harness
+    from npkit.toolchain.system.sysmap import HOST_SINK_BASE
 
     pkts = frames(size, count)
     h = Harness(layout, params)
@@ -176,8 +178,8 @@ def full_run(
 
     import yaml
 
-    from npkit.emulator.msf import load_traffic_source
-    from npkit.toolchain.demo import RouterRun, latency_us, pct
+    from npkit.emulator.traffic.source import load_traffic_source
+    from npkit.toolchain.system.router_run import RouterRun, latency_us, pct
 
     duration_ns = warmup_budget_ns + window_ns
     spec = {

@@ -1,7 +1,8 @@
-"""Packets in and out of the emulated chip through the modelled MSF.
+"""A traffic run: packets in and out of the emulated chip through the MSF device, and
+the account of every packet offered.
 
     from npkit.emulator.binding import Chip
-    from npkit.emulator.msf import TrafficRun, load_traffic_source
+    from npkit.emulator.traffic_run import TrafficRun, load_traffic_source
     chip = Chip("ixp2800"); load_path(chip, "passthrough.elf")
     run = TrafficRun(chip, load_traffic_source("examples/passthrough/min64.yaml"))
     run.run(1_000_000)                       # ns of emulated time
@@ -29,227 +30,15 @@ import json
 from array import array
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .binding import Chip, EmulatorError
-from .traffic.dataset import DISPOSITIONS, load_manifest, load_traffic, port_pcaps
+from .msf_device import DROP_NAMES, MsfDevice, MsfError
+from .traffic.dataset import DISPOSITIONS
 from .traffic.pcap import PcapWriter
 from .traffic.reasons import load_reasons
-
-TAG = b"NPK1"
-MSF_DEFAULTS: dict[str, int] = {
-    "ports": 5,
-    "rate_bps": 1_000_000_000,
-    "rbuf_elem_bytes": 64,
-    "rbuf_elems": 128,
-    "tbuf_elem_bytes": 64,
-    "tbuf_elems": 128,
-    "preamble_bytes": 8,
-    "fcs_bytes": 4,
-    "ifg_bytes": 12,
-    "tx_fifo_bytes": 4096,
-    "spi_bps": 12_800_000_000,
-    "freelist_depth": 128,
-    "tx_start_bytes": 0,
-}
-DROP_NAMES = {32: "rbuf_full", 33: "no_rx_thread", 37: "tbuf_underrun"}
-PORT_FIELDS = ["rx_offered", "rx_received", "rx_bytes", "rx_mpackets", "rx_drop_rbuf_full",
-               "rx_drop_no_rx_thread", "tx_elements", "tx_frames", "tx_bytes", "tx_drop_underrun",
-               "tx_orphans", "rx_pending"]  # fmt: skip
-
-
-class MsfError(ValueError):
-    """Bad MSF configuration or traffic that the device cannot take."""
-
-
-def msf_config(chip: Chip, **overrides: int) -> dict[str, int]:
-    """The chip config's `msf:` section over the defaults, then overrides."""
-    cfg = dict(MSF_DEFAULTS)
-    for k, v in (chip.config.get("msf") or {}).items():
-        if k not in MSF_DEFAULTS:
-            raise MsfError(f"config msf.{k}: unknown key (known: {', '.join(MSF_DEFAULTS)})")
-        cfg[k] = int(v)
-    for k, v in overrides.items():
-        if k not in MSF_DEFAULTS:
-            raise MsfError(f"msf override {k}: unknown key")
-        cfg[k] = int(v)
-    return cfg
-
-
-# ---------------------------------------------------------------------------- traffic
-
-
-@dataclass
-class Traffic:
-    """Input packets in id order (= arrival order), columnar."""
-
-    times: array[int] = field(default_factory=lambda: array("Q"))
-    ports: array[int] = field(default_factory=lambda: array("B"))
-    lens: array[int] = field(default_factory=lambda: array("H"))
-    frames: list[bytes] = field(default_factory=list)
-    wire: dict[int, tuple[int, int, int]] = field(
-        default_factory=dict
-    )  # port: (preamble, fcs, ifg)
-    link_bps: int | None = None
-    source: str = ""
-
-    def __len__(self) -> int:
-        return len(self.frames)
-
-    def add(self, time_ns: int, port: int, data: bytes) -> None:
-        self.times.append(time_ns)
-        self.ports.append(port)
-        self.lens.append(len(data))
-        self.frames.append(data)
-
-
-def load_traffic_source(path: str | Path, duration_ns: int | None = None) -> Traffic:
-    """A traffic spec (YAML, generated in memory) or a directory of port<N>.pcap
-    (+ manifest.json for the wire model).  `duration_ns` keeps the packets that
-    arrive before it; for a spec it replaces the spec's own duration_ns."""
-    path = Path(path)
-    tr = Traffic(source=str(path))
-    if path.is_dir():
-        if not port_pcaps(path):
-            raise MsfError(f"{path}: no port<N>.pcap files")
-        for pkt in load_traffic(path):
-            if duration_ns is not None and pkt.time_ns >= duration_ns:
-                continue
-            tr.add(pkt.time_ns, pkt.port, pkt.data)
-        man = load_manifest(path)
-        if man:
-            tr.link_bps = int(man.get("link_bps") or 0) or None
-            for p in man.get("ports", []):
-                w = p.get("wire", {})
-                tr.wire[int(p["port"])] = (
-                    int(w.get("preamble", 8)),
-                    int(w.get("fcs", 4)),
-                    int(w.get("ifg", 12)),
-                )
-        return tr
-    from .traffic.generator import iter_packets
-    from .traffic.spec import SpecError, load_spec
-
-    try:
-        spec = load_spec(path, overrides=None if duration_ns is None else {"duration_ns": duration_ns})
-    except (SpecError, OSError) as e:
-        raise MsfError(str(e)) from None
-    tr.link_bps = int(spec.link_bps)
-    for port in spec.ports:
-        tr.wire[port.index] = (port.wire.preamble, port.wire.fcs, port.wire.ifg)
-    for pkt in iter_packets(spec):
-        if duration_ns is not None and pkt.time_ns >= duration_ns:
-            continue
-        tr.add(pkt.time_ns, pkt.port, pkt.data)
-    return tr
-
-
-# ---------------------------------------------------------------------------- device
-
-
-class MsfDevice:
-    """The C MSF device attached to `chip` (replaces any other MSF plug-in)."""
-
-    def __init__(self, chip: Chip, **overrides: int) -> None:
-        self.chip = chip
-        self.ffi, self.lib = chip.ffi, chip.lib
-        self.cfg = msf_config(chip, **overrides)
-        c = self.ffi.new("npk_msf_cfg *")
-        for k, v in self.cfg.items():
-            setattr(c, k, v)
-        self._dev = self.lib.npk_msf_create(chip._chip, c)
-        if self._dev == self.ffi.NULL:
-            raise MsfError(f"the emulator rejected the MSF config {self.cfg}")
-        chip._msf_keep = self  # keeps the device alive as long as the chip uses it
-
-    @property
-    def ports(self) -> int:
-        return self.cfg["ports"]
-
-    def close(self) -> None:
-        """Detach the device from its chip and free it (the chip gets the loopback stub)."""
-        if self._dev != self.ffi.NULL:
-            chip_alive = getattr(self.chip, "_chip", self.ffi.NULL) != self.ffi.NULL
-            (self.lib.npk_msf_destroy if chip_alive else self.lib.npk_msf_release)(self._dev)
-            self._dev = self.ffi.NULL
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def set_wire(self, port: int, preamble: int, fcs: int, ifg: int) -> None:
-        if self.lib.npk_msf_port_wire(self._dev, port, preamble, fcs, ifg) < 0:
-            raise MsfError(
-                f"bad wire model for port {port}: preamble {preamble} fcs {fcs} ifg {ifg}"
-            )
-
-    def push(
-        self, times: array[int], ports: array[int], ids: array[int], lens: array[int], data: bytes
-    ) -> None:
-        n = len(times)
-        if not n:
-            return
-        ffi = self.ffi
-        rc = self.lib.npk_msf_rx_add(
-            self._dev, n, ffi.from_buffer("uint64_t[]", times), ffi.from_buffer("uint8_t[]", ports),
-            ffi.from_buffer("uint32_t[]", ids), ffi.from_buffer("uint16_t[]", lens),
-            ffi.from_buffer("uint8_t[]", data or b"\0"),
-        )  # fmt: skip
-        if rc < 0:
-            raise MsfError("the MSF refused the packets (port out of range or frame too long)")
-
-    def drain(self) -> list[tuple[int, int, bytes, bool]]:
-        """Frames that have departed: (port, departure ns, bytes, aborted)."""
-        ffi = self.ffi
-        nb = ffi.new("size_t *")
-        n = self.lib.npk_msf_tx_ready(self._dev, nb)
-        if not n:
-            return []
-        port = ffi.new("uint8_t[]", n)
-        t = ffi.new("uint64_t[]", n)
-        ln = ffi.new("uint16_t[]", n)
-        ab = ffi.new("uint8_t[]", n)
-        data = ffi.new("uint8_t[]", max(1, nb[0]))
-        got = self.lib.npk_msf_tx_drain(self._dev, port, t, ln, ab, data, n, nb[0])
-        blob = bytes(ffi.buffer(data, nb[0]))
-        out = []
-        off = 0
-        for i in range(got):
-            k = ln[i]
-            out.append((port[i], t[i], blob[off : off + k], bool(ab[i])))
-            off += k
-        return out
-
-    def drops(self) -> list[tuple[int, int, int]]:
-        """(packet id, port, reason code) of MSF drops since the last call."""
-        n = self.lib.npk_msf_drops(self._dev, self.ffi.NULL, self.ffi.NULL, self.ffi.NULL, 0)
-        if not n:
-            return []
-        ids = self.ffi.new("uint32_t[]", n)
-        ports = self.ffi.new("uint8_t[]", n)
-        reasons = self.ffi.new("uint8_t[]", n)
-        got = self.lib.npk_msf_drops(self._dev, ids, ports, reasons, n)
-        return [(ids[i], ports[i], reasons[i]) for i in range(got)]
-
-    def port_stats(self, port: int) -> dict[str, int]:
-        st = self.ffi.new("npk_msf_port_stats *")
-        if self.lib.npk_msf_port_stats_get(self._dev, port, st) < 0:
-            raise MsfError(f"no port {port}")
-        return {k: int(getattr(st, k)) for k in PORT_FIELDS}
-
-    def stats(self) -> dict[str, int]:
-        st = self.ffi.new("npk_msf_stats *")
-        self.lib.npk_msf_stats_get(self._dev, st)
-        keys = ["rsw_pushed", "freelist_overflow", "bad_element_done", "bad_tcw", "rbuf_free",
-                "rbuf_full_list", "rbuf_held", "freelist_len", "tbuf_valid", "tx_sequence"]  # fmt: skip
-        return {k: int(getattr(st, k)) for k in keys}
-
-
-# ---------------------------------------------------------------------------- runs
+from .traffic.source import TAG, Traffic, TrafficError, load_traffic_source
 
 
 def _loose_key(frame: bytes) -> bytes:
@@ -537,5 +326,5 @@ def format_report(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MsfDevice", "MsfError", "Traffic", "TrafficRun", "load_traffic_source", "format_report",
-           "msf_config", "EmulatorError"]  # fmt: skip
+__all__ = ["MsfError", "Traffic", "TrafficError", "TrafficRun", "load_traffic_source", "format_report",
+           "EmulatorError"]  # fmt: skip
