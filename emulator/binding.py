@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -203,6 +204,13 @@ class HistEvent:
     a1: int
 
 
+@dataclass
+class _Service:
+    fn: Callable[[], None]
+    period: int
+    next: int
+
+
 class Chip:
     """One emulated chip.  Every method raises EmulatorError on a bad argument."""
 
@@ -217,6 +225,7 @@ class Chip:
         self._msf_keep: Any = None
         self._cb_error: Exception | None = None
         self._rings: dict[int, tuple[int, int, int]] = {}  # scratch ring -> (base, size, margin) as configured
+        self._services: list[_Service] = []
 
     def close(self) -> None:
         if getattr(self, "_chip", None) is not None and self._chip != self.ffi.NULL:
@@ -280,7 +289,34 @@ class Chip:
         }
 
     # -- running
+    def add_service(self, fn: Callable[[], None], period: int) -> None:
+        """Call fn() whenever the chip's cycle count reaches a multiple of `period`.
+
+        What the host does between slices of a run (the exception path's reader, later
+        the XScale): every run loop (`npk run`, demo, debug, trace, why) goes through
+        `run`, which stops at those boundaries, so a service runs in all of them at the
+        same emulated cycles."""
+        if period <= 0:
+            raise ValueError("service period must be positive")
+        self._services.append(_Service(fn, period, (self.cycle // period + 1) * period))
+
     def run(self, cycles: int) -> str:
+        """Run `cycles` cycles (fewer if the chip stops: breakpoint, halt, ...)."""
+        if not self._services:
+            return self._run(cycles)
+        end = self.cycle + int(cycles)
+        while True:
+            due = min(s.next for s in self._services)
+            reason = self._run(max(0, min(end, due) - self.cycle))
+            now = self.cycle
+            for s in self._services:
+                if now >= s.next:
+                    s.next = (now // s.period + 1) * s.period
+                    s.fn()
+            if reason != "budget" or now >= end:
+                return reason
+
+    def _run(self, cycles: int) -> str:
         reason = self.ffi.new("int *")
         self._check(self.lib.npk_run(self._chip, int(cycles), reason), "run")
         if self._cb_error is not None:

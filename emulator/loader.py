@@ -32,6 +32,24 @@ class LoadError(ValueError):
     """The image cannot be loaded on this chip; the message says why."""
 
 
+def parse_me_list(text: str | None) -> list[int] | None:
+    """'0,2-4' -> [0, 2, 3, 4]; empty -> None (the image's own assignment)."""
+    if not text:
+        return None
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                out.extend(range(int(lo, 0), int(hi, 0) + 1))
+            elif part:
+                out.append(int(part, 0))
+        except ValueError:
+            raise LoadError(f"ME list {text!r}: expected numbers and ranges such as 0,2-4") from None
+    return out
+
+
 def _targets(prog: Any, num_me: int, mes: list[int] | None) -> list[int]:
     explicit = list(getattr(prog, "mes", []) or [])
     if not explicit:

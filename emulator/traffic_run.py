@@ -300,7 +300,8 @@ class TrafficRun:
                 for t, data in frames:
                     w.write(t, data)
         rep = report if report is not None else self.report()
-        disp = {"drops": [{"id": i, "reason": r} for i, r in rep["fates"]["drops"]],
+        disp = {"offered": self.pushed,
+                "drops": [{"id": i, "reason": r} for i, r in rep["fates"]["drops"]],
                 "exceptions": [{"id": i, "reason": r} for i, r in rep["fates"]["exceptions"]]}  # fmt: skip
         (outdir / DISPOSITIONS).write_text(json.dumps(disp, indent=1) + "\n")
         return rep

@@ -2,7 +2,10 @@
 
 Each area registers benchmark functions in its own `bench` module and lists
 it in BENCH_MODULES.  A benchmark returns a dict of figures keyed
-`area.figure`; `npk bench` merges them into one JSON object.
+`area.figure`; `npk bench` merges them into one JSON object.  A figure named
+`*.verdict` ({"ok": bool, "reasons": [...]}, npkit.toolchain.system.verdict) that is
+not ok makes `npk bench` exit 1: figures from a run that lost or corrupted packets
+are not to be trusted.
 """
 
 from __future__ import annotations
@@ -65,3 +68,9 @@ def bench_cmd(names: tuple[str, ...], quick: bool, as_json: bool) -> None:
     else:
         for key in sorted(figures):
             click.echo(f"{key:40s} {figures[key]}")
+    failed = {k: v for k, v in figures.items() if k.endswith(".verdict") and not v.get("ok", True)}
+    if failed:
+        # a benchmark run that lost or corrupted packets is not a figure to trust (CI policy)
+        for key, v in failed.items():
+            click.echo(f"npk bench: {key}: " + "; ".join(v.get("reasons", [])), err=True)
+        raise SystemExit(1)

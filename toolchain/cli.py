@@ -18,13 +18,13 @@ SUBCOMMANDS: dict[str, str] = {
     "asm": "npkit.asm.cli:asm_cmd",
     "disasm": "npkit.asm.cli:disasm_cmd",
     "traffic": "npkit.emulator.traffic.cli:traffic",
-    "run": "npkit.emulator.cli:run_cmd",
+    "run": "npkit.toolchain.commands.run:run_cmd",
     "debug": "npkit.toolchain.debug.cli:debug_cmd",
     "trace": "npkit.toolchain.debug.cli:trace_cmd",
     "graph": "npkit.toolchain.graph:graph",
     "why": "npkit.toolchain.debug.cli:why_cmd",
-    "link": "npkit.toolchain.system.link:link_cmd",
-    "demo": "npkit.toolchain.system.router_run:demo_cmd",
+    "link": "npkit.toolchain.commands.link:link_cmd",
+    "demo": "npkit.toolchain.commands.demo:demo_cmd",
 }
 
 

@@ -23,6 +23,7 @@ from .dataset import (
     load_manifest,
     load_outputs,
     load_traffic,
+    offered_count,
     port_pcaps,
     write_dispositions,
 )
@@ -301,6 +302,9 @@ def compare_cmd(in_dir: Path, out_dir: Path, config: Path, max_issues: int, allo
     with _errors():
         cfg = RouterConfig.load(config)
         inputs = load_traffic(in_dir)
+        offered = offered_count(out_dir)
+        if offered is not None:  # a run shorter than the traffic offered only the first packets
+            inputs = inputs[:offered]
         report = compare(inputs, predict(cfg, inputs), load_outputs(out_dir),
                          load_dispositions(out_dir, inputs), allow_loss)
     limit = None if max_issues < 0 else max_issues

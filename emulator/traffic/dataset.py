@@ -113,6 +113,18 @@ def load_outputs(directory: str | Path) -> dict[int, list[bytes]]:
 Disposition = tuple[str, str]  # (kind "drop" | "exception", reason name)
 
 
+def offered_count(directory: str | Path) -> int | None:
+    """How many input packets (ids 0..N-1) the run offered, as its dispositions.json
+    records it; None when it does not say (every input was offered)."""
+    path = Path(directory) / DISPOSITIONS
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    n = data.get("offered") if isinstance(data, dict) else None
+    return int(n) if isinstance(n, int) and n >= 0 else None
+
+
 def load_dispositions(
     directory: str | Path, inputs: list[InputPacket]
 ) -> dict[int, list[Disposition]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .dataset import load_manifest, load_traffic, port_pcaps
 from .generator import TAG
@@ -43,10 +44,12 @@ class Traffic:
         self.frames.append(data)
 
 
-def load_traffic_source(path: str | Path, duration_ns: int | None = None) -> Traffic:
+def load_traffic_source(path: str | Path, duration_ns: int | None = None,
+                        overrides: dict[str, Any] | None = None) -> Traffic:
     """A traffic spec (YAML, generated in memory) or a directory of port<N>.pcap
     (+ manifest.json for the wire model).  `duration_ns` keeps the packets that
-    arrive before it; for a spec it replaces the spec's own duration_ns."""
+    arrive before it; for a spec it replaces the spec's own duration_ns.  `overrides`
+    replace top-level keys of a spec (seed, router, link_bps, ...)."""
     path = Path(path)
     tr = Traffic(source=str(path))
     if path.is_dir():
@@ -71,7 +74,8 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None) -> Tra
     from .spec import SpecError, load_spec
 
     try:
-        spec = load_spec(path, overrides=None if duration_ns is None else {"duration_ns": duration_ns})
+        extra = {} if duration_ns is None else {"duration_ns": duration_ns}
+        spec = load_spec(path, overrides={**(overrides or {}), **extra})
     except (SpecError, OSError) as e:
         raise TrafficError(str(e)) from None
     tr.link_bps = int(spec.link_bps)

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from npkit.emulator.binding import Chip
-from npkit.emulator.cli import run_cmd
 from npkit.emulator.loader import LoadError, load_image
+from npkit.toolchain.commands.run import run_cmd
 from npkit.toolchain.image import Image, Program, write_image
 
 from .util import assemble
@@ -67,3 +67,46 @@ def test_npk_run_prints_statistics(tmp_path: Path) -> None:
     bad.write_bytes(b"not an image")
     res = CliRunner().invoke(run_cmd, [str(bad)])
     assert res.exit_code != 0 and "not an ELF" in res.output
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _asm_file(tmp_path: Path, name: str) -> Path:
+    from npkit.asm.assembler import assemble as assemble_file
+
+    out = tmp_path / f"{Path(name).stem}.elf"
+    write_image(out, assemble_file(EXAMPLES / name).image)
+    return out
+
+
+def test_npk_run_two_images_on_chosen_mes_with_rings(tmp_path: Path) -> None:
+    """examples/README: ring_ping and ring_pong on two MEs, with their rings configured."""
+    ping, pong = _asm_file(tmp_path, "ring_ping.uc"), _asm_file(tmp_path, "ring_pong.uc")
+    rings = EXAMPLES / "ring_pingpong.rings.yaml"
+    res = CliRunner().invoke(run_cmd, [f"{ping}@0", f"{pong}@3", "--ring", str(rings), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["stop"] == "halted"
+    assert {m["me"]: (m["program"], m["status"]) for m in out["mes"]} == {
+        0: ("ring_ping", "halt"), 3: ("ring_pong", "halt")}
+    # the same rings given inline
+    res = CliRunner().invoke(run_cmd, [f"{ping}@0", f"{pong}@1", "--ring", "scratch:0:base=0x1000,size=128",
+                                       "--ring", "scratch:1:base=0x1200,size=128", "--json"])  # fmt: skip
+    assert json.loads(res.stdout)["stop"] == "halted"
+    # two images on one ME, a bad ring: errors, not tracebacks
+    res = CliRunner().invoke(run_cmd, [f"{ping}@0", f"{pong}@0"])
+    assert res.exit_code == 1 and "ME 0 is assigned to both" in res.output
+    res = CliRunner().invoke(run_cmd, [str(ping), "--ring", "scratch:0:base=0x1000"])
+    assert res.exit_code == 2 and "base= and size=" in res.output
+
+
+def test_npk_run_traffic_fails_a_program_that_loses_packets(tmp_path: Path) -> None:
+    """A program that never receives: every packet lost.  It used to exit 0."""
+    hello = _asm_file(tmp_path, "hello.uc")
+    res = CliRunner().invoke(run_cmd, [str(hello), "--traffic", str(EXAMPLES / "passthrough" / "min64.yaml"),
+                                       "--duration-ms", "0.02", "--drain-cap-ms", "0.1", "--json"])  # fmt: skip
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert out["totals"]["loss_pct"] == 100.0 and out["verdict"]["ok"] is False
+    assert any(r.startswith("loss 100.0 %") for r in out["verdict"]["reasons"]), out["verdict"]

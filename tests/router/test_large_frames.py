@@ -45,8 +45,8 @@ def permutation_traffic(size: int | str, duration_ns: int) -> object:
 @pytest.mark.parametrize("size", [1518, "imix"])
 def test_output_wires_do_not_idle(layout: str, size: int | str) -> None:
     tr = permutation_traffic(size, DURATION_NS)
-    rr = RouterRun(layout, {}, tr)
-    rr.run.run(DURATION_NS, progress=lambda _now: rr.service_exceptions())
+    rr = RouterRun.link(layout, {}, tr)
+    rr.run_traffic(DURATION_NS)
     idle_ns = 0
     for p, frames in rr.run.out.items():
         pre, fcs, ifg = tr.wire.get(p, (8, 4, 12))
@@ -56,7 +56,7 @@ def test_output_wires_do_not_idle(layout: str, size: int | str) -> None:
     assert len(rr.run.out) == 5
     span_ns = 5 * (DURATION_NS - SETTLED_NS)
     assert idle_ns < 0.0005 * span_ns, f"output wires idle {idle_ns} ns of {span_ns} ns"
-    rr.run.run(300_000, progress=lambda _now: rr.service_exceptions())
+    rr.drain()
     cmp_ = rr.compare()
     assert not any(cmp_.get(k) for k in MISMATCHES), cmp_
     rep = rr.run.report()

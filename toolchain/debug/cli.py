@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from npkit.emulator.cli import parse_me_list
+from npkit.emulator.loader import parse_me_list
 
 from .target import TargetError, open_target, parse_params
 

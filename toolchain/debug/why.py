@@ -107,7 +107,7 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
 
 
 def _open(spec: RunSpec) -> Target:
-    from npkit.emulator.cli import parse_me_list
+    from npkit.emulator.loader import parse_me_list
 
     return open_target(spec.image, spec.config, parse_me_list(spec.mes), spec.traffic, params=spec.params)
 

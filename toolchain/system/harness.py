@@ -36,7 +36,6 @@ class Harness:
             routes,
             router_config,
             chip_config,
-            host_stubs=True,
             tx_confirm=tx_confirm,
         )
         self.chip = Chip(chip_config)

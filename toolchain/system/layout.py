@@ -23,6 +23,7 @@ A define whose value is false is left out; true becomes 1.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,8 +111,57 @@ def _subst(value: Any, params: dict[str, Any], where: str) -> Any:
 
 
 def coerce(text: str) -> Any:
-    v = yaml.safe_load(text)
+    """A -D value as YAML reads it (4, 0x10, true, [1, 2]); anything else stays text."""
+    try:
+        v = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
     return v if isinstance(v, (int, float, bool, list)) else text
+
+
+def parse_defines(defines: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """-D NAME=VALUE options, one parser for every command that takes them.  NAME is a
+    layout parameter (`threads`), or a dotted path into the layout (`qm.qlimit`,
+    `qm.quanta`, `parse.threads`, `lookup.defines.LOOKUP_CAM_CACHE`; a path that starts
+    with a block name is under `blocks`)."""
+    out: dict[str, Any] = {}
+    for d in defines:
+        k, sep, v = d.partition("=")
+        if not sep or not k.strip():
+            raise LinkError(f"-D {d}: expected NAME=VALUE")
+        out[k.strip()] = coerce(v.strip())
+    return out
+
+
+def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any], source: str) -> dict[str, Any]:
+    """The layout with -D overrides applied: plain names set parameters, dotted names set
+    the value at that path (which must exist, but for a block's new `defines`)."""
+    raw = copy.deepcopy(raw)
+    if not isinstance(raw.get("params"), dict):
+        raw["params"] = {}
+    params = raw["params"]
+    for key, value in overrides.items():
+        if "." not in key:
+            if key not in params:
+                raise LinkError(f"{source}: -D {key}: the layout has no such parameter (has: {', '.join(params)}; "
+                                "dotted names reach the rest, e.g. qm.qlimit, parse.threads)")  # fmt: skip
+            params[key] = value
+            continue
+        path = key.split(".")
+        if path[0] not in raw and path[0] in (raw.get("blocks") or {}):
+            path = ["blocks", *path]
+        node: Any = raw
+        for i, part in enumerate(path[:-1]):
+            if isinstance(node, dict) and part == "defines" and part not in node:
+                node[part] = {}
+            if not isinstance(node, dict) or not isinstance(node.get(part), dict):
+                raise LinkError(f"{source}: -D {key}: the layout has no mapping {'.'.join(path[: i + 1])}")
+            node = node[part]
+        if path[-1] not in node and path[-2] != "defines":
+            raise LinkError(f"{source}: -D {key}: {'.'.join(path[:-1])} has no key {path[-1]!r} "
+                            f"(has: {', '.join(map(str, node))})")  # fmt: skip
+        node[path[-1]] = value
+    return raw
 
 
 def _int(v: Any, where: str) -> int:
@@ -156,13 +206,8 @@ def load_layout(
     for key in ("rings", "blocks", "exceptions"):
         if key not in raw:
             raise LinkError(f"{source}: missing '{key}'")
+    raw = _apply_overrides(raw, overrides or {}, source)
     params = dict(raw.get("params") or {})
-    for k, v in (overrides or {}).items():
-        if k not in params:
-            raise LinkError(
-                f"{source}: -D {k}: the layout has no such parameter (has: {', '.join(params)})"
-            )
-        params[k] = v
     # parameters may refer to parameters given before them
     for k in list(params):
         params[k] = _subst(params[k], params, f"{source}: params.{k}")

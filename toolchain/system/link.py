@@ -13,16 +13,12 @@ macros); microcode/include/reasons.h is regenerated from microcode/reasons.yaml.
 """
 from __future__ import annotations
 
-import json
 import struct
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import click
-
-from .layout import Block, Layout, LinkError, coerce, load_layout
+from .layout import Block, Layout, LinkError, load_layout
 from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, MICROCODE, REASONS_H
 from .sysmap import (
     CAM_BCAST,
@@ -145,7 +141,12 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
 # ---- building -------------------------------------------------------------------------
 
 
-def _router_config(router_config: str | Path | None, routes: str | Path | None) -> tuple[Any, Any]:
+def _router_config(router_config: str | Path | None, routes: str | Path | None) -> tuple[Any, Any, dict[str, Any]]:
+    """The router config, the lookup tables built from it, and what the image records of
+    both (`meta["router"]`): the config with the route file the tables came from and its
+    digest, so that whoever runs the image (the oracle) sees the same table."""
+    import hashlib
+
     from npkit.emulator.traffic.router_config import RouterConfig
     from npkit.toolchain.router.loader import build_tables, load_config, load_routes
 
@@ -154,7 +155,9 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     if routes is None:
         routes = config.route_file if config.route_file else DEFAULT_ROUTES
     tables = build_tables(load_routes(routes), load_config(cfg_path))
-    return config, tables
+    record = {**config.to_dict(), "routes": str(Path(routes).resolve()),
+              "routes_sha256": hashlib.sha256(Path(routes).read_bytes()).hexdigest()}  # fmt: skip
+    return config, tables, record
 
 
 def _block_defines(layout: Layout, b: Block) -> dict[str, str]:
@@ -195,8 +198,6 @@ def _initial_memory(tables: Any) -> list[tuple[str, int, bytes]]:
     return mem
 
 
-
-
 def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]]:
     """Stand-ins for external blocks (phase 1: rx, tx, the XScale's exception reader):
     microcode/host/host_src.uc feeds a ring from an SRAM mailbox, host_sink.uc logs a
@@ -222,16 +223,17 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]
 
 def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
-         config: str = "ixp2800", host_stubs: bool = False, tx_confirm: bool = True) -> Any:  # fmt: skip
+         config: str = "ixp2800", tx_confirm: bool = True) -> Any:  # fmt: skip
     """Build the system image for a layout.  Returns npkit.toolchain.image.Image; its
-    meta holds the layout graph, the ring table and the system map.  With host_stubs,
-    external blocks get the stand-ins of `_host_blocks` so the host can drive rings."""
+    meta holds the layout graph, the ring table, the system map and the router
+    configuration.  External blocks get the stand-ins of `_host_blocks` (so the host can
+    drive their rings), and the exception ring its host reader."""
     from npkit.asm.assembler import assemble
     from npkit.asm.errors import AsmError
     from npkit.toolchain.image import Image
 
     lay = load_layout(layout, params)
-    rcfg, tables = _router_config(router_config, routes)
+    rcfg, tables, router_record = _router_config(router_config, routes)
     if len(rcfg.ports) > MAX_PORTS:
         raise LinkError(f"{len(rcfg.ports)} ports: the parse block's CAM holds the special "
                         f"addresses of at most {MAX_PORTS} ports")  # fmt: skip
@@ -245,8 +247,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
         (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
         todo = [b for b in lay.blocks.values() if b.source is not None]
-        if host_stubs:
-            todo += [b for _, b in _host_blocks(lay, tx_confirm)]
+        todo += [b for _, b in _host_blocks(lay, tx_confirm)]
         for b in todo:
             assert b.source is not None
             src = MICROCODE / b.source
@@ -275,49 +276,6 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         "exceptions": lay.exceptions,
         "sysmap": {k: getattr(SYS, k) for k in SYS.__dataclass_fields__},
         "router_config": str(rcfg.source or ""),
+        "router": router_record,
     }  # fmt: skip
     return Image(programs=programs, config=config, meta=meta)
-
-
-
-
-# ---- command line ---------------------------------------------------------------------
-
-
-@click.command("link")
-@click.argument("layout")
-@click.option(
-    "-D", "defines", multiple=True, metavar="PARAM=VAL", help="override a layout parameter"
-)
-@click.option("--routes", type=click.Path(exists=True, dir_okay=False), help="route file")
-@click.option("--router-config", type=click.Path(exists=True, dir_okay=False), help="router YAML")
-@click.option(
-    "-o", "output", required=True, type=click.Path(dir_okay=False), help="system image (ELF)"
-)
-@click.option("--json", "as_json", is_flag=True, help="print the layout graph as JSON")
-def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_config: str | None,
-             output: str, as_json: bool) -> None:  # fmt: skip
-    """Link the router blocks of LAYOUT (a name in microcode/layouts or a YAML file)."""
-    from npkit.toolchain.image import write_image
-
-    params: dict[str, Any] = {}
-    for d in defines:
-        k, sep, v = d.partition("=")
-        if not sep:
-            raise click.UsageError(f"-D {d}: expected PARAM=VALUE")
-        params[k.strip()] = coerce(v.strip())
-    try:
-        image = link(layout, params, routes, router_config)
-    except LinkError as e:
-        click.echo(f"npk link: error: {e}", err=True)
-        sys.exit(1)
-    write_image(output, image)
-    if as_json:
-        click.echo(json.dumps(image.meta["graph"], indent=2))
-    else:
-        for p in image.programs:
-            click.echo(
-                f"{p.name:<12} MEs {','.join(map(str, p.mes)):<12} {p.ctx_mode} ctx  {len(p.words)} words"
-            )
-        click.echo(f"wrote {output}")
-

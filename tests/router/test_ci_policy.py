@@ -1,0 +1,128 @@
+"""What CI relies on (issue: trustworthy in CI): a linked router image runs the same under
+`npk run` as under `npk demo`; its captures pass `npk traffic compare`; runs that lose,
+corrupt or strand packets exit 1 and say why in their JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from npkit.toolchain.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+MIN64 = ROOT / "examples" / "traffic" / "min64.yaml"
+ROUTER = ROOT / "examples" / "traffic" / "router.yaml"
+
+
+def npk(*args: object) -> tuple[int, str]:
+    """Exit code and standard output (the JSON, with --json) of an npk command."""
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res.exit_code, res.stdout if "--json" in args else res.output
+
+
+@pytest.mark.parametrize("layout", ["pipelined", "parallel"])
+def test_linked_router_runs_under_npk_run_and_matches_the_oracle(tmp_path: Path, layout: str) -> None:
+    elf, inp, out = tmp_path / "router.elf", tmp_path / "in", tmp_path / "out"
+    assert npk("link", layout, "-o", elf)[0] == 0
+    assert npk("traffic", "gen", MIN64, "-o", inp)[0] == 0
+    code, text = npk("run", elf, "--traffic", inp, "--duration-ms", "0.2", "--capture", out, "--json")
+    assert code == 0, text
+    s = json.loads(text)
+    t = s["totals"]
+    # before one loader: 0 of 1,490 forwarded, all "in flight", and still exit 0
+    assert t["offered"] == 1490 and t["forwarded"] == 1490 == t["predicted_forward"], t
+    assert s["in_flight"]["count"] == 0 and s["drain"]["idle"], s["in_flight"]
+    assert s["verdict"] == {"ok": True, "reasons": []}
+    assert s["comparison"]["matched_forward"] == 1490
+    code, text = npk("traffic", "compare", inp, out, "--config", ROUTER)
+    assert code == 0 and "OK" in text, text
+
+
+def test_two_block_layout_halts_under_npk_run(tmp_path: Path) -> None:
+    """ring_ping / ring_pong as a layout: they halted under `npk debug` but spun forever
+    under `npk run`, whose loader did not configure the layout's rings."""
+    elf = tmp_path / "pp.elf"
+    assert npk("link", ROOT / "examples" / "ring_pingpong.yaml", "-o", elf)[0] == 0
+    code, text = npk("run", elf, "--cycles", "100000", "--json")
+    assert code == 0, text
+    status = {m["program"]: m["status"] for m in json.loads(text)["mes"]}
+    assert status["ping"] == "halt" and status["pong"] == "halt", status
+
+
+def test_no_drain_reports_packets_in_flight_and_fails(tmp_path: Path) -> None:
+    elf = tmp_path / "router.elf"
+    assert npk("link", "pipelined", "-o", elf)[0] == 0
+    code, text = npk("run", elf, "--traffic", MIN64, "--duration-ms", "0.05", "--no-drain", "--json")
+    s = json.loads(text)
+    flight = s["in_flight"]
+    assert code == 1 and flight["count"] > 0, flight
+    assert "without a drain" in flight["why"] and "where" in flight
+    where = flight["where"]
+    assert where["buffers_in_use"] + sum(where["msf"].values()) > 0
+    assert any("in flight" in r for r in s["verdict"]["reasons"])
+
+
+def _demo(*args: str) -> tuple[int, dict]:
+    code, text = npk("demo", "--ms", "1", "--json", *args)
+    return code, json.loads(text)
+
+
+def test_demo_exits_1_when_the_pool_is_too_small() -> None:
+    code, s = _demo("--layout", "parallel", "-D", "pool_mes=1")
+    assert code == 1
+    assert s["verdict"]["ok"] is False and s["totals"]["loss_pct"] > 5
+    assert any(r.startswith("loss ") for r in s["verdict"]["reasons"]), s["verdict"]
+    # the same run passes when loss is allowed: only correctness is judged then
+    code, s = _demo("--layout", "parallel", "-D", "pool_mes=1", "--max-loss", "100")
+    assert code == 0 and s["verdict"]["ok"], s["verdict"]
+
+
+def test_demo_min_line_rate() -> None:
+    code, s = _demo("--min-line-rate", "99.99")
+    # 1 ms holds the pipeline's fill time: the output is below 99.99 % of line rate
+    assert code == 1 and s["throughput"]["pct_line_rate"] < 99.99
+    assert any("line rate" in r for r in s["verdict"]["reasons"])
+
+
+def test_demo_exits_1_on_wrong_bytes(tmp_path: Path) -> None:
+    """A hdr_format that takes 2 off the TTL: every forwarded frame's bytes are wrong."""
+    src = ROOT / "microcode" / "hdr_format"
+    (tmp_path / "hdr_format.uc").write_text((src / "hdr_format.uc").read_text())
+    h = (src / "hdr_format.h").read_text()
+    assert h.count("immed[u, 0x100]") == 1  # the TTL - 1 of the rewrite
+    (tmp_path / "hdr_format.h").write_text(h.replace("immed[u, 0x100]", "immed[u, 0x200]"))
+    lay = yaml.safe_load((ROOT / "microcode" / "layouts" / "pipelined.yaml").read_text())
+    lay["blocks"]["hdr_format"]["source"] = str(tmp_path / "hdr_format.uc")
+    (tmp_path / "broken.yaml").write_text(yaml.safe_dump(lay))
+    code, s = _demo("--layout", str(tmp_path / "broken.yaml"))
+    assert code == 1
+    cmp_ = s["comparison"]
+    assert cmp_["wrong_bytes"] == s["totals"]["forwarded"] > 0 and not cmp_.get("matched_forward")
+    assert any(r.startswith("oracle: wrong_bytes") for r in s["verdict"]["reasons"]), s["verdict"]
+
+
+def test_demo_knobs_seed_config_and_dotted_defines() -> None:
+    code, a = _demo("--seed", "7", "-D", "qm.qlimit=64", "-D", "qm.quanta=2", "-D", "parse.threads=4")
+    assert code == 0, a["verdict"]
+    assert a["traffic"]["seed"] == 7 and a["throughput"]["tx_mbps"] > 4000
+    code, b = _demo("--seed", "8")
+    assert code == 0
+    assert a["totals"]["offered"] != b["totals"]["offered"] or a["latency_us"] != b["latency_us"]
+    code, text = npk("demo", "--ms", "1", "-D", "qm.nonsense=1")
+    assert code == 1 and "qm has no key 'nonsense'" in text
+
+
+def test_demo_chip_config_file(tmp_path: Path) -> None:
+    cfg = yaml.safe_load((ROOT / "emulator" / "configs" / "ixp2800.yaml").read_text())
+    cfg["units"]["sram"]["read_latency"] = 2 * int(cfg["units"]["sram"]["read_latency"])
+    path = tmp_path / "slow_sram.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    code, slow = _demo("--config", str(path))
+    code2, fast = _demo()
+    assert code == 0 == code2
+    assert slow["latency_us"]["mean"] > fast["latency_us"]["mean"]

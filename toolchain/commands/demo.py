@@ -1,0 +1,97 @@
+"""`npk demo`: the router on the emulator at 5 x 1 Gb/s, compared with the oracle.
+
+    npk demo [--layout pipelined] [-D qm.qlimit=64] [--ms 10] [--seed 7] [--config ixp2800]
+             [--routes FILE] [--traffic SPEC] [--max-loss PCT] [--min-line-rate PCT] [--json]
+
+Exits 1 when the run fails the policy of npkit.toolchain.system.verdict (any oracle
+mismatch, conservation off, packets still in flight, loss above --max-loss (default 0),
+output below --min-line-rate); the JSON carries the verdict and its reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from npkit.emulator.binding import EmulatorError
+from npkit.emulator.loader import LoadError
+from npkit.emulator.traffic_run import MsfError, TrafficError, load_traffic_source
+from npkit.toolchain.system.layout import LinkError, parse_defines
+from npkit.toolchain.system.paths import DEFAULT_ROUTER, ROOT
+from npkit.toolchain.system.router_run import RouterImageError, format_summary, run_router
+from npkit.toolchain.system.verdict import judge
+
+from .options import exit_on_verdict, policy_of, verdict_options
+
+SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
+DEMO_ROUTES = 10_000
+
+
+@click.command("demo")
+@click.option("--layout", default="pipelined", show_default=True, help="layout name or YAML file")
+@click.option("-D", "defines", multiple=True, metavar="NAME=VAL",
+              help="layout parameter or dotted path: pool_mes=2, qm.qlimit=64, qm.quanta=2, parse.threads=4")
+@click.option("--ms", "ms", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              help="emulated milliseconds of traffic")
+@click.option("--seed", type=int, default=None, help="traffic seed (default: the spec's)")
+@click.option("--config", "chip_config", default="ixp2800", show_default=True,
+              help="chip config: a name (ixp2800, ixp2400) or a YAML file")
+@click.option("--routes", type=click.Path(exists=True, dir_okay=False),
+              help=f"route file (default: {DEMO_ROUTES:,} random prefixes)")
+@click.option("--traffic", type=click.Path(exists=True), default=str(SEED003), show_default=True)
+@verdict_options(default_max_loss=0.0)
+@click.option("--json", "as_json", is_flag=True)
+def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None, chip_config: str,
+             routes: str | None, traffic: str, drain: bool, drain_cap_ms: float, max_loss: float | None,
+             min_line_rate: float | None, as_json: bool) -> None:  # fmt: skip
+    """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
+    duration = int(ms * 1e6)
+    try:
+        params: dict[str, Any] = parse_defines(defines)
+        with tempfile.TemporaryDirectory() as tmp:
+            if routes is None:
+                routes = str(Path(tmp) / "routes-10k.txt")
+                make_routes(routes, DEMO_ROUTES)
+            router_yaml = router_with_routes(Path(tmp), Path(routes))
+            overrides: dict[str, Any] = {"router": str(router_yaml)}
+            if seed is not None:
+                overrides["seed"] = seed
+            tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None)
+            s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
+                           routes=routes, router_config=router_yaml, chip_config=chip_config,
+                           progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
+    except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    s["traffic"] = {"source": traffic, "seed": seed}
+    s["verdict"] = judge(s, policy_of(max_loss, min_line_rate))
+    click.echo(json.dumps(s, indent=2) if as_json else format_summary(s))
+    exit_on_verdict(s["verdict"])
+
+
+def make_routes(path: str, count: int) -> None:
+    """A random BGP-like table for the example router (what `npk traffic routes` writes)."""
+    from click.testing import CliRunner
+
+    from npkit.toolchain.cli import main
+
+    res = CliRunner().invoke(main, ["traffic", "routes", "--count", str(count), "--seed", "1",
+                                    "--config", str(DEFAULT_ROUTER), "-o", path])  # fmt: skip
+    if res.exit_code != 0:
+        raise click.ClickException(f"npk traffic routes failed: {res.output}")
+
+
+def router_with_routes(tmp: Path, routes: Path) -> Path:
+    """The example router with `routes` as its table: the microcode, the oracle and the
+    generator's destinations then all see the same table."""
+    import yaml
+
+    router = yaml.safe_load(DEFAULT_ROUTER.read_text())
+    router["routes"] = str(routes.resolve())
+    path = tmp / "router.yaml"
+    path.write_text(yaml.safe_dump(router))
+    return path

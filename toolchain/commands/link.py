@@ -1,0 +1,38 @@
+"""`npk link`: a layout's blocks into a system image."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from npkit.toolchain.image import write_image
+from npkit.toolchain.system.layout import LinkError, parse_defines
+from npkit.toolchain.system.link import link
+
+
+@click.command("link")
+@click.argument("layout")
+@click.option("-D", "defines", multiple=True, metavar="NAME=VAL",
+              help="override a layout parameter, or a dotted path (qm.qlimit=64, parse.threads=4)")
+@click.option("--routes", type=click.Path(exists=True, dir_okay=False), help="route file")
+@click.option("--router-config", type=click.Path(exists=True, dir_okay=False), help="router YAML")
+@click.option("--config", "chip_config", default="ixp2800", show_default=True, help="chip config the image is for")
+@click.option("-o", "output", required=True, type=click.Path(dir_okay=False), help="system image (ELF)")
+@click.option("--json", "as_json", is_flag=True, help="print the layout graph as JSON")
+def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_config: str | None,
+             chip_config: str, output: str, as_json: bool) -> None:  # fmt: skip
+    """Link the router blocks of LAYOUT (a name in microcode/layouts or a YAML file)."""
+    try:
+        params: dict[str, Any] = parse_defines(defines)
+        image = link(layout, params, routes, router_config, config=chip_config)
+    except LinkError as e:
+        raise click.ClickException(str(e)) from None
+    write_image(output, image)
+    if as_json:
+        click.echo(json.dumps(image.meta["graph"], indent=2))
+        return
+    for p in image.programs:
+        click.echo(f"{p.name:<16} MEs {','.join(map(str, p.mes)):<12} {p.ctx_mode} ctx  {len(p.words)} words")
+    click.echo(f"wrote {output}")

@@ -1,0 +1,281 @@
+"""`npk run`: load images on the emulated chip, run them, print what happened.
+
+    npk run prog.elf [--cycles N] [--me 0-3]                  # a plain image
+    npk run ping.elf@0 pong.elf@1 --ring scratch:3:base=0x1000,size=128
+    npk run prog.elf --traffic spec.yaml [--capture DIR]      # packets through the MSF
+    npk run router.elf --traffic spec.yaml --capture DIR      # a linked router: + oracle
+
+Every image goes through the one loader (npkit.emulator.loader).  With --traffic the
+run drains (unless --no-drain) and is judged by npkit.toolchain.system.verdict: a
+router image (`npk link`) against the oracle and its own exception path, a plain image
+on conservation and loss.  Exit 1 when the verdict fails.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from npkit.emulator.binding import Chip, EmulatorError
+from npkit.emulator.loader import LoadError, load_image, parse_me_list, read_path
+from npkit.emulator.traffic_run import (
+    MsfError,
+    TrafficError,
+    TrafficRun,
+    format_report,
+    load_traffic_source,
+)
+from npkit.toolchain.system.router_run import (
+    SLICE_NS,
+    RouterImageError,
+    RouterRun,
+    format_summary,
+    in_flight_report,
+)
+from npkit.toolchain.system.verdict import judge
+
+from .options import exit_on_verdict, policy_of, verdict_options
+
+RUN_ERRORS = (EmulatorError, LoadError, MsfError, TrafficError, RouterImageError, ValueError, OSError)
+
+
+def parse_image_arg(text: str) -> tuple[str, list[int] | None]:
+    """'prog.elf@0,2-3' -> ('prog.elf', [0, 2, 3]); 'prog.elf' -> ('prog.elf', None)."""
+    path, sep, mes = text.rpartition("@")
+    if not sep or not mes or Path(text).exists():
+        return text, None
+    return path, parse_me_list(mes)
+
+
+def parse_rings(text: str) -> list[dict[str, Any]]:
+    """--ring: 'scratch:3:base=0x1000,size=128[,margin=2]', or a YAML file holding
+    `rings: [{ring, base, size[, margin]}, ...]` (examples/ring_pingpong.rings.yaml)."""
+    if not text.endswith((".yaml", ".yml")):
+        return [parse_ring(text)]
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(text).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise click.BadParameter(f"{text}: {e}") from None
+    rings = data.get("rings") if isinstance(data, dict) else None
+    if not isinstance(rings, list):
+        raise click.BadParameter(f"{text}: expected `rings:` with a list of {{ring, base, size}}")
+    out = []
+    for n, r in enumerate(rings):
+        if not isinstance(r, dict) or set(r) - {"ring", "base", "size", "margin"} or not {"ring", "base", "size"} <= set(r):
+            raise click.BadParameter(f"{text}: rings[{n}]: expected {{ring, base, size[, margin]}}, got {r!r}")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in r.values()):
+            raise click.BadParameter(f"{text}: rings[{n}]: ring, base, size and margin are integers")
+        out.append({"name": f"{text} rings[{n}]", **r})
+    return out
+
+
+def parse_ring(text: str) -> dict[str, Any]:
+    """'scratch:3:base=0x1000,size=128[,margin=2]' -> {ring: 3, base: 4096, size: 128, margin: 2}."""
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] != "scratch":
+        raise click.BadParameter(f"{text!r}: expected scratch:N:base=ADDR,size=WORDS[,margin=M]")
+    try:
+        ring = int(parts[1], 0)
+        fields = dict(kv.split("=", 1) for kv in parts[2].split(",") if kv)
+        out = {"name": f"scratch ring {ring}", "ring": ring, **{k: int(v, 0) for k, v in fields.items()}}
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: numbers expected (ring, base=, size=, margin=)") from None
+    unknown = set(fields) - {"base", "size", "margin"}
+    if unknown or not {"base", "size"} <= set(fields):
+        raise click.BadParameter(f"{text!r}: give base= and size= (and optionally margin=), not {sorted(unknown)}")
+    return out
+
+
+def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any]:
+    st = chip.stats()
+    cycle = st["cycle"]
+    mes = []
+    for m in st["mes"]:
+        if m["me"] not in loaded:
+            continue
+        info = chip.me_status(m["me"])
+        busy = m["executing_cycles"] + m["aborted_cycles"] + m["stalled_cycles"]
+        mes.append({**{k: v for k, v in m.items() if k != "ctx"}, "program": loaded[m["me"]],
+                    "utilization": busy / cycle if cycle else 0.0, "pc": info["pc"],
+                    "reason": info["reason"]})  # fmt: skip
+    units = {name: list(chans) for name, chans in st["units"].items() if any(c["commands"] for c in chans)}
+    clock = float(chip.config["clock_mhz"])
+    return {"config": st["config"], "stop": reason, "cycle": cycle, "time_us": cycle / clock,
+            "mes": mes, "units": units}  # fmt: skip
+
+
+def format_me_summary(out: dict[str, Any]) -> str:
+    lines = [f"{out['config']}: stopped ({out['stop']}) at cycle {out['cycle']} ({out['time_us']:.2f} us)"]
+    for m in out["mes"]:
+        lines.append(f"  ME {m['me']:2d} {m['program']:<16s} {m['status']:<8s} instr {m['instructions']:>10d} "
+                     f"util {m['utilization'] * 100:5.1f}%  swaps {m['ctx_swaps']:>8d}  pc {m['pc']}"
+                     + (f"  ({m['reason']})" if m["status"] not in ("running", "idle") else ""))  # fmt: skip
+    for name, chans in out["units"].items():
+        for i, c in enumerate(chans):
+            lines.append(f"  {name}[{i}] commands {c['commands']:>8d} bytes {c['bytes']:>10d} "
+                         f"util {c['utilization'] * 100:5.1f}% queue max {c['queue_max']} mean {c['queue_mean']:.2f}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list[dict[str, Any]]) -> tuple[list[Any], dict[int, str]]:
+    """Every image on its MEs (one loader call each); the rings go with the first."""
+    taken: dict[int, str] = {}
+    read = []
+    for n, (path, mes) in enumerate(images):
+        img = read_path(path)
+        load_image(chip, img, mes, rings=rings if n == 0 else (), taken=taken)
+        read.append(img)
+    return read, taken
+
+
+@click.command("run")
+@click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
+@click.option("--config", "config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
+@click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0), help="Cycle budget (no traffic).")
+@click.option("--me", "me_list", default=None, help="MEs to load a single image on, e.g. 0,1 or 0-3 (same as IMAGE@0,1).")
+@click.option("--ring", "ring_specs", multiple=True, metavar="scratch:N:base=A,size=W|FILE.yaml",
+              help="Configure scratch rings for plain images (repeatable; or a YAML file of rings).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--traffic", "traffic", default=None, type=click.Path(exists=True),
+              help="Traffic spec (YAML) or directory of port<N>.pcap to feed through the MSF.")
+@click.option("--capture", "capture", default=None, type=click.Path(file_okay=False),
+              help="Write transmitted frames (port<N>.pcap) and dispositions.json here.")
+@click.option("--duration-ms", "duration_ms", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="With --traffic: emulated time to offer traffic for.")
+@verdict_options(default_max_loss=0.0)
+def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
+            as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
+            drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None) -> None:  # fmt: skip
+    """Run IMAGE(s) on the emulated chip and print statistics.
+
+    IMAGE@MES loads an image on chosen MEs (a.elf@0 b.elf@1).  With --traffic, packets
+    go in through the MSF for --duration-ms of emulated time, then the run drains; the
+    per-port table and the conservation totals are printed, and a run that loses or
+    corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
+    try:
+        targets = [parse_image_arg(i) for i in images]
+        if me_list is not None:
+            if len(targets) != 1:
+                raise click.UsageError("--me goes with a single image; give several as IMAGE@MES")
+            targets = [(targets[0][0], parse_me_list(me_list))]
+        rings = [r for spec in ring_specs for r in parse_rings(spec)]
+        chip = Chip(config)
+        read, loaded = load_all(chip, targets, rings)
+        policy = policy_of(max_loss, min_line_rate)
+        if traffic is None:
+            out = me_summary(chip, chip.run(cycles), loaded)
+            click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+            return
+        duration_ns = int(duration_ms * 1e6)
+        cap_ns = int(drain_cap_ms * 1e6)
+        if len(read) == 1 and "router" in read[0].meta:
+            s = _run_router(chip, read[0], traffic, duration_ns, drain, cap_ns, capture, as_json)
+        else:
+            s = _run_plain(chip, traffic, duration_ns, drain, cap_ns, capture, as_json)
+    except RUN_ERRORS as e:
+        raise click.ClickException(str(e)) from None
+    s.update(me_summary(chip, s.pop("stop"), loaded))
+    s["traffic"] = str(traffic)
+    s["capture"] = capture
+    s["verdict"] = judge(s, policy)
+    if as_json:
+        click.echo(json.dumps(s, indent=2))
+    else:
+        click.echo(s.pop("text"))
+        if capture:
+            click.echo(f"captures: {capture}/port<N>.pcap, {capture}/dispositions.json")
+        v = s["verdict"]
+        click.echo("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
+    s.pop("text", None)
+    exit_on_verdict(s["verdict"])
+
+
+def _progress(as_json: bool) -> Any:
+    def show(t_ns: int) -> None:
+        if not as_json and sys.stderr.isatty() and t_ns % 200_000 < SLICE_NS:
+            print(f"\r  {t_ns / 1e6:8.3f} ms emulated", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: bool, cap_ns: int,
+                capture: str | None, as_json: bool) -> dict[str, Any]:  # fmt: skip
+    """A linked router image: its exception path serviced, every output against the oracle."""
+    tr = load_traffic_source(traffic, duration_ns)
+    rr = RouterRun(image, tr, chip=chip)
+    t0 = time.perf_counter()
+    rr.run_traffic(duration_ns, progress=_progress(as_json))
+    stop = "budget"
+    if drain:
+        rr.drain(cap_ns, progress=_progress(as_json))
+    if not as_json and sys.stderr.isatty():
+        print(file=sys.stderr)
+    s = rr.summary(time.perf_counter() - t0)
+    if capture:
+        rr.run.write_captures(capture)
+    s["text"] = format_summary(s)
+    s["stop"] = stop
+    return s
+
+
+def _run_plain(chip: Chip, traffic: str, duration_ns: int, drain: bool, cap_ns: int,
+               capture: str | None, as_json: bool) -> dict[str, Any]:  # fmt: skip
+    """A plain image with packets through the MSF: conservation and loss, no oracle."""
+    source = load_traffic_source(traffic, duration_ns)
+    run = TrafficRun(chip, source)
+    stop = run.run(duration_ns, progress=_progress(as_json))
+    drained = {"enabled": False}
+    if drain:
+        drained = _drain_plain(run, cap_ns, _progress(as_json))
+    if not as_json and sys.stderr.isatty():
+        print(file=sys.stderr)
+    rep = run.report()
+    if capture:
+        run.write_captures(capture, rep)
+    tot = rep["totals"]
+    offered = max(1, tot["offered"])
+    seconds = max(1e-12, duration_ns / 1e9)
+    tx_bits = sum((len(d) + sum(source.wire.get(p, (8, 4, 12)))) * 8
+                  for p, frames in run.out.items() for t, d in frames if t < duration_ns)  # fmt: skip
+    line_bits = run.dev.cfg["rate_bps"] * run.dev.ports * seconds
+    st = run.dev.stats()
+    census = {"rings": {}, "queues": {}, "in_blocks": 0, "buffers_in_use": 0,
+              "msf": {"rx_pending": sum(run.dev.port_stats(p)["rx_pending"] for p in range(run.dev.ports)),
+                      "rbuf_held": st["rbuf_held"], "tbuf_valid": st["tbuf_valid"]}}  # fmt: skip
+    lost = tot["offered"] - tot["forwarded"] - sum(tot["exceptions"].values())
+    return {
+        "stop": stop,
+        "msf": {k: v for k, v in rep.items() if k != "fates"},
+        "totals": {**tot, "lost": lost, "loss_pct": round(100 * lost / offered, 3)},
+        "throughput": {"tx_mbps": round(tx_bits / seconds / 1e6, 1),
+                       "pct_line_rate": round(100 * tx_bits / line_bits, 3) if line_bits else 0.0},
+        "conservation": {"balanced": rep["balanced"], "problems": rep["problems"], "in_flight": tot["in_flight"]},
+        "in_flight": in_flight_report(tot["in_flight"], census, drained),
+        "drain": drained,
+        "text": f"{len(source)} packets from {traffic}, {rep['time_ns'] / 1e6:.3f} ms emulated "
+                f"in {rep['host_s']:.2f} s host\n" + format_report(rep),
+    }  # fmt: skip
+
+
+def _drain_plain(run: TrafficRun, cap_ns: int, progress: Any) -> dict[str, Any]:
+    """Run on until the MSF holds nothing and no frame left for two slices, or the cap."""
+    start = run.now_ns
+    quiet = 0
+    while run.now_ns - start < cap_ns:
+        before = sum(len(v) for v in run.out.values())
+        run.run(SLICE_NS, progress=progress)
+        st = run.dev.stats()
+        pending = sum(run.dev.port_stats(p)["rx_pending"] for p in range(run.dev.ports))
+        idle = not (pending or st["rbuf_held"] or st["tbuf_valid"])
+        moved = sum(len(v) for v in run.out.values()) != before
+        quiet = quiet + 1 if idle and not moved else 0
+        if quiet >= 2:
+            break
+    return {"enabled": True, "ns": run.now_ns - start, "idle": quiet >= 2, "cap_ns": cap_ns}

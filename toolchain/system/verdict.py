@@ -1,0 +1,57 @@
+"""Pass or fail for a run with traffic: the one policy behind the exit codes of
+`npk demo`, `npk run --traffic` and the router benchmarks (README, "Using npkit in CI").
+
+A run fails when
+- the oracle disagrees with any output (wrong bytes, wrong port, wrong outcome or
+  exception reason, a frame matching no input, a packet sent twice, flow order broken),
+- conservation does not balance (a packet with two fates, counters that add up wrong),
+- packets are still in flight at the end (`in_flight.why` says where),
+- microcode drop counters name drops no packet accounts for,
+- loss exceeds `max_loss_pct` (loss: packets the oracle forwards that did not leave,
+  less the queue_full drops the offered load itself forces on an oversubscribed port),
+- the output rate is below `min_line_rate_pct` of the ports' line rate.
+
+`judge` returns {"ok": bool, "reasons": [str, ...]}; the JSON of a run carries it as
+"verdict", and the command exits 1 when ok is false.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MISMATCHES = ("wrong_bytes", "wrong_port", "wrong_outcome", "wrong_reason", "unmatched",
+              "duplicates", "reordered", "untagged", "unmatched_exception")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Policy:
+    max_loss_pct: float | None = 0.0  # None: loss does not fail the run
+    min_line_rate_pct: float | None = None
+
+
+def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
+    """The verdict on a router summary (npkit.toolchain.system.router_run) or a plain
+    traffic run's summary (npkit.toolchain.commands.run)."""
+    reasons: list[str] = []
+    cmp_ = summary.get("comparison") or {}
+    forwarded = summary.get("totals", {}).get("forwarded", 0)
+    for key in MISMATCHES:
+        if cmp_.get(key):
+            reasons.append(f"oracle: {key} {cmp_[key]} (of {forwarded} forwarded)")
+    cons = summary.get("conservation") or {}
+    if not cons.get("balanced", True):
+        reasons.append("conservation does not balance: " + "; ".join(cons.get("problems", [])))
+    if cons.get("unattributed_drops"):
+        reasons.append(f"drop counters with no packet to account for: {cons['unattributed_drops']}")
+    flight = summary.get("in_flight") or {}
+    if flight.get("count", 0) > 0:
+        reasons.append(f"{flight['count']} packets in flight at the end: {flight.get('why', '')}")
+    loss = summary.get("totals", {}).get("loss_pct")
+    if policy.max_loss_pct is not None and loss is not None and loss > policy.max_loss_pct:
+        t = summary["totals"]
+        reasons.append(f"loss {loss} % > {policy.max_loss_pct} % allowed ({t.get('lost')} packets lost)")
+    rate = (summary.get("throughput") or {}).get("pct_line_rate")
+    if policy.min_line_rate_pct is not None and rate is not None and rate < policy.min_line_rate_pct:
+        reasons.append(f"output {rate} % of line rate < {policy.min_line_rate_pct} % required")
+    return {"ok": not reasons, "reasons": reasons}
