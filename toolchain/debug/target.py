@@ -39,7 +39,8 @@ class Target:
     maps: dict[str, SourceMap]
     traffic: Any = None
     notes: list[str] = field(default_factory=list)
-    harness: Any = None  # npkit.toolchain.link.Harness when the target is a layout
+    harness: Any = None  # npkit.toolchain.system.harness.Harness when the target is a layout
+    exceptions: Any = None  # the exception path's reader when the target is a router image
 
     def program(self, me: int) -> Program:
         name = self.loaded[me]
@@ -184,20 +185,28 @@ def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any
                        "through the receive stand-in")  # fmt: skip
     elif traffic:
         attach_traffic(t, traffic)
+    service_exceptions(t)
     return t
 
 
-def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """-D NAME=VALUE layout parameters (values as YAML scalars: 4, true, msf)."""
-    import yaml
+def service_exceptions(t: Target) -> None:
+    """A router image's exception ring is read and its buffers freed in debug, trace and
+    why runs exactly as in `npk demo` and `npk run` (the same chip service)."""
+    if "router" in t.image.meta:
+        from npkit.toolchain.system.router_run import attach_exception_reader
 
-    out: dict[str, Any] = {}
-    for d in defines:
-        k, sep, v = d.partition("=")
-        if not sep or not k.strip():
-            raise TargetError(f"-D {d}: expected PARAM=VALUE")
-        out[k.strip()] = yaml.safe_load(v.strip()) if v.strip() else ""
-    return out
+        t.exceptions = attach_exception_reader(t.chip, t.traffic.traffic if t.traffic is not None else None)
+        t.notes.append("exception ring serviced by the host reader (frees each excepted buffer)")
+
+
+def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """-D NAME=VALUE layout parameters or dotted paths (the linker's parser)."""
+    from npkit.toolchain.system.layout import LinkError, parse_defines
+
+    try:
+        return parse_defines(defines)
+    except LinkError as e:
+        raise TargetError(str(e)) from None
 
 
 def open_target(path: str | Path, config: str = "ixp2800", mes: list[int] | None = None,
@@ -217,4 +226,5 @@ def open_target(path: str | Path, config: str = "ixp2800", mes: list[int] | None
     t = Target(chip, img, p, loaded, source_maps(img, p))
     if traffic:
         attach_traffic(t, traffic)
+    service_exceptions(t)
     return t

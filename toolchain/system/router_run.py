@@ -123,6 +123,13 @@ class ExceptionReader:
         return next((j for j in self._index.get((port, frame), []) if j not in self._taken), -1)
 
 
+def attach_exception_reader(chip: Chip, traffic: Traffic | None = None) -> ExceptionReader:
+    """Service the exception path of a router image on `chip` in every run from now on."""
+    reader = ExceptionReader(chip, traffic)
+    chip.add_service(reader.service, int(SLICE_NS * float(chip.config["clock_mhz"]) // 1000))
+    return reader
+
+
 def free_buffer(chip: Chip, i: int) -> None:
     """Enqueue buffer i on the free list (the chip is paused between run slices)."""
     d = SYS.desc_addr(i)
@@ -145,8 +152,7 @@ class RouterRun:
         if chip is None:
             load_image(self.chip, image)
         self.traffic = traffic
-        self.reader = ExceptionReader(self.chip, traffic)
-        self.chip.add_service(self.reader.service, self._slice_cycles())
+        self.reader = attach_exception_reader(self.chip, traffic)
         self.run = TrafficRun(self.chip, traffic, software=self._software)
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
@@ -166,9 +172,6 @@ class RouterRun:
         params.setdefault("io", "msf")
         image = link(layout, params, routes, router_config, config=str(chip_config))
         return cls(image, traffic if traffic is not None else Traffic(), chip_config)
-
-    def _slice_cycles(self) -> int:
-        return int(SLICE_NS * float(self.chip.config["clock_mhz"]) // 1000)
 
     def outcome(self, pid: int) -> Outcome:
         """The oracle's verdict on input packet `pid` (computed once)."""
