@@ -14,7 +14,7 @@ in the branch's block marked `defer`; instructions where the context may swap ou
 where the register says: its edges come from the `targets[a#, b#]` hint in the source
 line when the source is found, else it is drawn to a "computed" node.  `rtn` likewise.
 
-Layouts are read by the linker (npkit.toolchain.link.load_layout), as `npk link` reads them.
+Layouts are read by the linker (npkit.toolchain.system.layout.load_layout), as `npk link` reads them.
 """
 
 from __future__ import annotations

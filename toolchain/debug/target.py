@@ -5,16 +5,13 @@
     target = open_target("pipelined.yaml")      # linked with `npk link` first
 
 `Target` holds the chip, the image, which program is on which ME, and a SourceMap per
-program.  Traffic (`--traffic`) is attached through the MSF device module when it is in
-the tree (npkit.emulator.msf); rings the image's metadata describes are configured.
+program.  Images go through the one loader (npkit.emulator.loader: rings, registers,
+memory); traffic (`--traffic`) through the MSF device (npkit.emulator.traffic_run); a
+router image's exception path is serviced as in `npk run` and `npk demo`.
 """
 
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,18 +69,14 @@ def _assemble(path: Path) -> Image:
 
 
 def _link(path: Path) -> Image:
-    """Link a layout with `npk link LAYOUT -o tmp.elf` (the linker's command-line contract)."""
-    if importlib.util.find_spec("npkit.toolchain.link") is None:
-        raise TargetError(f"{path}: a layout needs the linker (npkit.toolchain.link, `npk link`), "
-                          "which is not in this tree yet; link it yourself and pass the image")  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="npk-debug-") as tmp:
-        out = Path(tmp) / "system.elf"
-        cmd = [sys.executable, "-c", "from npkit.toolchain.cli import main; main()",
-               "link", str(path), "-o", str(out)]  # fmt: skip
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0 or not out.exists():
-            raise TargetError(f"npk link {path} failed:\n{r.stderr.strip() or r.stdout.strip()}")
-        return read_image(out)
+    """A layout linked as `npk link` links it."""
+    from npkit.toolchain.system.layout import LinkError
+    from npkit.toolchain.system.link import link
+
+    try:
+        return link(path)
+    except LinkError as e:
+        raise TargetError(f"npk link {path}: {e}") from None
 
 
 def read_target_image(path: str | Path) -> Image:
@@ -101,15 +94,13 @@ def read_target_image(path: str | Path) -> Image:
 
 
 def attach_traffic(target: Target, spec: str) -> None:
-    """Attach the MSF device (npkit.emulator.msf) and hand it every packet of the traffic
-    spec (YAML) or capture directory up front; the device delivers each at its time."""
+    """Attach the MSF device and hand it every packet of the traffic spec (YAML) or
+    capture directory up front; the device delivers each at its time."""
     from array import array
 
-    try:
-        from npkit.emulator.traffic.source import load_traffic_source
-        from npkit.emulator.traffic_run import MsfError, TrafficError, TrafficRun
-    except ImportError as e:
-        raise TargetError(f"--traffic needs the MSF device (npkit.emulator.msf): {e}") from None
+    from npkit.emulator.traffic.source import load_traffic_source
+    from npkit.emulator.traffic_run import MsfError, TrafficError, TrafficRun
+
     try:
         tr = load_traffic_source(spec)
         run = TrafficRun(target.chip, tr)
@@ -156,14 +147,12 @@ MAX_INJECT = 256
 
 
 def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any] | None = None) -> Target:
-    """Link a router layout (npkit.toolchain.link Harness: host stand-ins for the blocks
+    """Link a router layout (npkit.toolchain.system.harness.Harness: host stand-ins for the blocks
     the layout leaves external).  Traffic goes in through the receive stand-in when rx is
     external, else through the MSF device to the rx microcode."""
-    try:
-        from npkit.toolchain.system.harness import Harness
-        from npkit.toolchain.system.layout import LinkError, load_layout
-    except ImportError as e:
-        raise TargetError(f"{p}: a layout needs the linker (npkit.toolchain.link): {e}") from None
+    from npkit.toolchain.system.harness import Harness
+    from npkit.toolchain.system.layout import LinkError, load_layout
+
     try:
         lay = load_layout(p, params or None)
         # the layout's own defaults (e.g. io: msf, the rx/tx microcode), as `npk link` builds it;
