@@ -74,15 +74,14 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
 
 
 def make_routes(path: str, count: int) -> None:
-    """A random BGP-like table for the example router (what `npk traffic routes` writes)."""
-    from click.testing import CliRunner
+    """A random BGP-like table for the example router (what `npk traffic routes
+    --count COUNT --seed 1 --config examples/traffic/router.yaml` writes)."""
+    from npkit.emulator.traffic.router_config import RouterConfig
+    from npkit.emulator.traffic.routes import format_routes, random_routes
 
-    from npkit.toolchain.cli import main
-
-    res = CliRunner().invoke(main, ["traffic", "routes", "--count", str(count), "--seed", "1",
-                                    "--config", str(DEFAULT_ROUTER), "-o", path])  # fmt: skip
-    if res.exit_code != 0:
-        raise click.ClickException(f"npk traffic routes failed: {res.output}")
+    routes = random_routes(count, 1, RouterConfig.load(DEFAULT_ROUTER).next_hops())
+    header = f"random route table: {count} routes, seed 1\nnpk traffic routes --count {count} --seed 1 --config {DEFAULT_ROUTER}"
+    Path(path).write_text(format_routes(routes, header))
 
 
 def router_with_routes(tmp: Path, routes: Path) -> Path:
