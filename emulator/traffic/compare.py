@@ -216,186 +216,19 @@ def compare(
     records: dict[int, list[Disposition]],
     allow_loss: bool = False,
 ) -> Report:
+    """Match every output to its input in the passes of the module docstring, then
+    account for every input; returns the Report (categories counted, issues listed)."""
     if len(inputs) != len(predictions):
         raise ValueError("one prediction per input packet")
-    issues: list[Issue] = []
-    matched: dict[int, tuple[int, int]] = {}  # packet id -> (out port, out index)
-    by_id = {p.id: p for p in inputs}
-
-    # expected forwards, by out port and by (in port, out port) flow, in id order
-    exact: dict[tuple[int, bytes], deque[int]] = defaultdict(deque)
-    flows: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for pkt, out in zip(inputs, predictions, strict=True):
-        if isinstance(out, Forward):
-            exact[(out.port, out.data)].append(pkt.id)
-            flows[(pkt.port, out.port)].append(pkt.id)
-    flow_pos = {f: 0 for f in flows}  # first possibly-unmatched index per flow
-
-    def expected_of(pid: int) -> Forward:
-        out = predictions[pid]
-        assert isinstance(out, Forward)
-        return out
-
-    def take(pid: int, port: int, index: int) -> None:
-        matched[pid] = (port, index)
-
-    # pass 1: exact
-    leftovers: list[tuple[int, int, bytes]] = []
-    for port in sorted(outputs):
-        for index, data in enumerate(outputs[port]):
-            queue = exact.get((port, data))
-            while queue and queue[0] in matched:
-                queue.popleft()
-            if queue:
-                take(queue.popleft(), port, index)
-            else:
-                leftovers.append((port, index, data))
-
-    # pass 2: damaged on the right port
-    def candidates(port: int) -> list[int]:
-        found = []
-        for (inp, outp), ids in flows.items():
-            if outp != port:
-                continue
-            pos = flow_pos[(inp, outp)]
-            while pos < len(ids) and ids[pos] in matched:
-                pos += 1
-            flow_pos[(inp, outp)] = pos
-            n = 0
-            for pid in ids[pos:]:
-                if pid not in matched:
-                    found.append(pid)
-                    n += 1
-                    if n == FUZZY_CANDIDATES:
-                        break
-        return found
-
-    sent = {(port, expected_of(pid).data) for pid, (port, _) in matched.items()}
-    still: list[tuple[int, int, bytes]] = []
-    duplicates: list[tuple[int, int, bytes]] = []
-    for port, index, data in leftovers:
-        if (port, data) in sent:
-            duplicates.append((port, index, data))
-            continue
-        best, best_score = None, 1 << 30
-        for pid in candidates(port):
-            score = _score(expected_of(pid).data, data)
-            if score < best_score:
-                best, best_score = pid, score
-        if best is not None and best_score <= FUZZY_MAX_DIFF:
-            first, fields, detail = _diff_detail(expected_of(best).data, data)
-            take(best, port, index)
-            issues.append(Issue("wrong_bytes", best, by_id[best].port, f"forward port {port}",
-                                f"forward port {port}", port, index, first, fields, detail))
-        else:
-            still.append((port, index, data))
-
-    # pass 3: right packet, wrong port
-    ip_part: dict[bytes, deque[int]] = defaultdict(deque)
-    for pkt, out in zip(inputs, predictions, strict=True):
-        if isinstance(out, Forward) and pkt.id not in matched:
-            ip_part[out.data[14:]].append(pkt.id)
-    rest: list[tuple[int, int, bytes]] = []
-    for port, index, data in still:
-        queue = ip_part.get(data[14:])
-        while queue and queue[0] in matched:
-            queue.popleft()
-        if queue:
-            pid = queue.popleft()
-            exp = expected_of(pid)
-            matched[pid] = (port, index)
-            kind = "wrong_port" if exp.port != port else "wrong_bytes"
-            first, fields, detail = _diff_detail(exp.data, data)
-            issues.append(Issue(kind, pid, by_id[pid].port, f"forward port {exp.port}",
-                                f"forward port {port}", port, index, first, fields,
-                                detail if kind == "wrong_bytes" else ""))
-        else:
-            rest.append((port, index, data))
-
-    # pass 4: forwarded although the oracle drops or excepts it
-    not_fwd: dict[bytes, int] = {}
-    for pkt, out in zip(inputs, predictions, strict=True):
-        if not isinstance(out, Forward) and len(pkt.data) > 34:
-            not_fwd.setdefault(pkt.data[14:], pkt.id)
-            if (pkt.data[12] << 8 | pkt.data[13]) == ETHERTYPE_IPV4 and pkt.data[22] > 0:
-                not_fwd.setdefault(rewrite(pkt.data, b"\0" * 6, b"\0" * 6)[14:], pkt.id)
-    forwarded_wrongly: dict[int, tuple[int, int]] = {}
-    for port, index, data in rest:
-        pid = not_fwd.get(data[14:])
-        if pid is not None and pid not in forwarded_wrongly:
-            forwarded_wrongly[pid] = (port, index)
-            issues.append(Issue("wrong_outcome", pid, by_id[pid].port,
-                                _describe(predictions[pid]), f"forward port {port}", port, index))
-        else:
-            issues.append(Issue("unexpected", None, None, "no output",
-                                f"forward port {port}", port, index,
-                                detail=f"{len(data)} bytes matching no input"))
-    for port, index, _data in duplicates:
-        issues.append(Issue("duplicate", None, None, "", f"forward port {port}", port, index,
-                            detail="a second copy of an output already matched"))
-
-    # order within each (in port, out port) flow, in transmit order
-    sent_order = sorted((port, index, pid) for pid, (port, index) in matched.items())
-    last_in_flow: dict[tuple[int, int], int] = {}
-    for port, index, pid in sent_order:
-        if expected_of(pid).port != port:
-            continue  # already a wrong_port
-        key = (by_id[pid].port, port)
-        if pid < last_in_flow.get(key, -1):
-            issues.append(Issue("reordered", pid, by_id[pid].port, f"forward port {port}",
-                                f"forward port {port}", port, index,
-                                detail=f"sent after packet {last_in_flow[key]} of the same flow"))
-        last_in_flow[key] = max(pid, last_in_flow.get(key, -1))
-
-    # account for every input
-    reasons = load_reasons()
-    totals = dict.fromkeys(CATEGORIES, 0)
-    for pkt, out in zip(inputs, predictions, strict=True):
-        recs = records.get(pkt.id, [])
-        transmitted = pkt.id in matched or pkt.id in forwarded_wrongly
-        if len(recs) > 1 or (recs and transmitted):
-            got = ", ".join(f"{k} {r}" for k, r in recs)
-            if transmitted:
-                got = "forwarded and " + got
-            issues.append(Issue("conflict", pkt.id, pkt.port, _describe(out), got,
-                                detail="more than one disposition"))
-            continue
-        if pkt.id in forwarded_wrongly:
-            continue
-        if isinstance(out, Forward):
-            if pkt.id in matched:
-                continue
-            if not recs:
-                issues.append(Issue("missing", pkt.id, pkt.port, _describe(out), "nothing"))
-            else:
-                kind, reason = recs[0]
-                lost = kind == "drop" and not reasons.drop(reason).predicted
-                issues.append(Issue("lost" if lost else "wrong_outcome", pkt.id, pkt.port,
-                                    _describe(out), f"{kind} {reason}"))
-            continue
-        if not recs:
-            issues.append(Issue("missing", pkt.id, pkt.port, _describe(out), "nothing"))
-            continue
-        kind, reason = recs[0]
-        if kind == "drop" and not reasons.drop(reason).predicted:
-            issues.append(Issue("lost", pkt.id, pkt.port, _describe(out), f"{kind} {reason}"))
-        elif kind != out.kind:
-            issues.append(Issue("wrong_outcome", pkt.id, pkt.port, _describe(out),
-                                f"{kind} {reason}"))
-        elif reason != out.reason:
-            issues.append(Issue("wrong_reason", pkt.id, pkt.port, _describe(out),
-                                f"{kind} {reason}"))
-        else:
-            totals["matched_drop" if isinstance(out, Drop) else "matched_exception"] += 1
-
-    flagged = {i.id for i in issues if i.id is not None and i.category != "reordered"}
-    for pid in matched:
-        if pid not in flagged:
-            totals["matched_forward"] += 1
-    for issue in issues:
-        totals[issue.category] += 1
-    issues.sort(key=lambda i: (i.id if i.id is not None else 1 << 62, i.out_port or 0,
-                               i.out_index or 0))
+    m = _Matcher(inputs, predictions)
+    leftovers = m.match_exact(outputs)
+    still, duplicates = m.match_damaged(leftovers)
+    rest = m.match_wrong_port(still)
+    m.match_not_forwarded(rest, duplicates)
+    m.check_order()
+    totals = m.account(records)
+    m.issues.sort(key=lambda i: (i.id if i.id is not None else 1 << 62, i.out_port or 0,
+                                 i.out_index or 0))
     summary = {
         "inputs": len(inputs),
         "outputs": sum(len(v) for v in outputs.values()),
@@ -404,7 +237,192 @@ def compare(
         "predicted_exception": sum(isinstance(o, Except) for o in predictions),
         **totals,
     }
-    return Report(summary, issues, allow_loss)
+    return Report(summary, m.issues, allow_loss)
+
+
+Output = tuple[int, int, bytes]  # (out port, index on that port, frame)
+
+
+class _Matcher:
+    """The state the comparison passes share: predictions indexed for matching, which
+    input each output was matched to, and the issues found."""
+
+    def __init__(self, inputs: list[InputPacket], predictions: list[Outcome]) -> None:
+        self.inputs = inputs
+        self.predictions = predictions
+        self.by_id = {p.id: p for p in inputs}
+        self.issues: list[Issue] = []
+        self.matched: dict[int, tuple[int, int]] = {}  # packet id -> (out port, out index)
+        self.forwarded_wrongly: dict[int, tuple[int, int]] = {}
+        # expected forwards, by out port and bytes, and by (in port, out port) flow, in id order
+        self.exact: dict[tuple[int, bytes], deque[int]] = defaultdict(deque)
+        self.flows: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for pkt, out in zip(inputs, predictions, strict=True):
+            if isinstance(out, Forward):
+                self.exact[(out.port, out.data)].append(pkt.id)
+                self.flows[(pkt.port, out.port)].append(pkt.id)
+        self.flow_pos = {f: 0 for f in self.flows}  # first possibly-unmatched index per flow
+
+    def expected_of(self, pid: int) -> Forward:
+        out = self.predictions[pid]
+        assert isinstance(out, Forward)
+        return out
+
+    def match_exact(self, outputs: dict[int, list[bytes]]) -> list[Output]:
+        """Pass 1: outputs equal to a predicted forward on their port."""
+        leftovers: list[Output] = []
+        for port in sorted(outputs):
+            for index, data in enumerate(outputs[port]):
+                queue = self.exact.get((port, data))
+                while queue and queue[0] in self.matched:
+                    queue.popleft()
+                if queue:
+                    self.matched[queue.popleft()] = (port, index)
+                else:
+                    leftovers.append((port, index, data))
+        return leftovers
+
+    def _candidates(self, port: int) -> list[int]:
+        """The next few unmatched predicted forwards of each flow to `port`."""
+        found = []
+        for (inp, outp), ids in self.flows.items():
+            if outp != port:
+                continue
+            pos = self.flow_pos[(inp, outp)]
+            while pos < len(ids) and ids[pos] in self.matched:
+                pos += 1
+            self.flow_pos[(inp, outp)] = pos
+            n = 0
+            for pid in ids[pos:]:
+                if pid not in self.matched:
+                    found.append(pid)
+                    n += 1
+                    if n == FUZZY_CANDIDATES:
+                        break
+        return found
+
+    def match_damaged(self, leftovers: list[Output]) -> tuple[list[Output], list[Output]]:
+        """Pass 2: duplicates of matched outputs, and damaged frames on the right port."""
+        sent = {(port, self.expected_of(pid).data) for pid, (port, _) in self.matched.items()}
+        still: list[Output] = []
+        duplicates: list[Output] = []
+        for port, index, data in leftovers:
+            if (port, data) in sent:
+                duplicates.append((port, index, data))
+                continue
+            best, best_score = None, 1 << 30
+            for pid in self._candidates(port):
+                score = _score(self.expected_of(pid).data, data)
+                if score < best_score:
+                    best, best_score = pid, score
+            if best is not None and best_score <= FUZZY_MAX_DIFF:
+                first, fields, detail = _diff_detail(self.expected_of(best).data, data)
+                self.matched[best] = (port, index)
+                self.issues.append(Issue("wrong_bytes", best, self.by_id[best].port, f"forward port {port}",
+                                         f"forward port {port}", port, index, first, fields, detail))
+            else:
+                still.append((port, index, data))
+        return still, duplicates
+
+    def match_wrong_port(self, still: list[Output]) -> list[Output]:
+        """Pass 3: the right packet (IP part) on another port."""
+        ip_part: dict[bytes, deque[int]] = defaultdict(deque)
+        for pkt, out in zip(self.inputs, self.predictions, strict=True):
+            if isinstance(out, Forward) and pkt.id not in self.matched:
+                ip_part[out.data[14:]].append(pkt.id)
+        rest: list[Output] = []
+        for port, index, data in still:
+            queue = ip_part.get(data[14:])
+            while queue and queue[0] in self.matched:
+                queue.popleft()
+            if not queue:
+                rest.append((port, index, data))
+                continue
+            pid = queue.popleft()
+            exp = self.expected_of(pid)
+            self.matched[pid] = (port, index)
+            kind = "wrong_port" if exp.port != port else "wrong_bytes"
+            first, fields, detail = _diff_detail(exp.data, data)
+            self.issues.append(Issue(kind, pid, self.by_id[pid].port, f"forward port {exp.port}",
+                                     f"forward port {port}", port, index, first, fields,
+                                     detail if kind == "wrong_bytes" else ""))
+        return rest
+
+    def match_not_forwarded(self, rest: list[Output], duplicates: list[Output]) -> None:
+        """Pass 4: forwarded although the oracle drops or excepts it; then the rest."""
+        not_fwd: dict[bytes, int] = {}
+        for pkt, out in zip(self.inputs, self.predictions, strict=True):
+            if not isinstance(out, Forward) and len(pkt.data) > 34:
+                not_fwd.setdefault(pkt.data[14:], pkt.id)
+                if (pkt.data[12] << 8 | pkt.data[13]) == ETHERTYPE_IPV4 and pkt.data[22] > 0:
+                    not_fwd.setdefault(rewrite(pkt.data, b"\0" * 6, b"\0" * 6)[14:], pkt.id)
+        for port, index, data in rest:
+            pid = not_fwd.get(data[14:])
+            if pid is not None and pid not in self.forwarded_wrongly:
+                self.forwarded_wrongly[pid] = (port, index)
+                self.issues.append(Issue("wrong_outcome", pid, self.by_id[pid].port,
+                                         _describe(self.predictions[pid]), f"forward port {port}", port, index))
+            else:
+                self.issues.append(Issue("unexpected", None, None, "no output", f"forward port {port}",
+                                         port, index, detail=f"{len(data)} bytes matching no input"))
+        for port, index, _data in duplicates:
+            self.issues.append(Issue("duplicate", None, None, "", f"forward port {port}", port, index,
+                                     detail="a second copy of an output already matched"))
+
+    def check_order(self) -> None:
+        """Order within each (in port, out port) flow, in transmit order."""
+        sent_order = sorted((port, index, pid) for pid, (port, index) in self.matched.items())
+        last_in_flow: dict[tuple[int, int], int] = {}
+        for port, index, pid in sent_order:
+            if self.expected_of(pid).port != port:
+                continue  # already a wrong_port
+            key = (self.by_id[pid].port, port)
+            if pid < last_in_flow.get(key, -1):
+                self.issues.append(Issue("reordered", pid, self.by_id[pid].port, f"forward port {port}",
+                                         f"forward port {port}", port, index,
+                                         detail=f"sent after packet {last_in_flow[key]} of the same flow"))
+            last_in_flow[key] = max(pid, last_in_flow.get(key, -1))
+
+    def account(self, records: dict[int, list[Disposition]]) -> dict[str, int]:
+        """Every input: transmitted, or recorded with the predicted kind and reason."""
+        totals = dict.fromkeys(CATEGORIES, 0)
+        for pkt, out in zip(self.inputs, self.predictions, strict=True):
+            issue = self._account_one(pkt, out, records.get(pkt.id, []))
+            if issue is None:
+                continue
+            if isinstance(issue, str):
+                totals[issue] += 1
+            else:
+                self.issues.append(issue)
+        flagged = {i.id for i in self.issues if i.id is not None and i.category != "reordered"}
+        totals["matched_forward"] += sum(1 for pid in self.matched if pid not in flagged)
+        for issue in self.issues:
+            totals[issue.category] += 1
+        return totals
+
+    def _account_one(self, pkt: InputPacket, out: Outcome, recs: list[Disposition]) -> Issue | str | None:
+        """The issue for one input, a matched category name, or None (nothing to add)."""
+        transmitted = pkt.id in self.matched or pkt.id in self.forwarded_wrongly
+        if len(recs) > 1 or (recs and transmitted):
+            got = ", ".join(f"{k} {r}" for k, r in recs)
+            if transmitted:
+                got = "forwarded and " + got
+            return Issue("conflict", pkt.id, pkt.port, _describe(out), got, detail="more than one disposition")
+        if pkt.id in self.forwarded_wrongly or (isinstance(out, Forward) and pkt.id in self.matched):
+            return None
+        if not recs:
+            return Issue("missing", pkt.id, pkt.port, _describe(out), "nothing")
+        kind, reason = recs[0]
+        resource = kind == "drop" and not load_reasons().drop(reason).predicted
+        if isinstance(out, Forward):
+            return Issue("lost" if resource else "wrong_outcome", pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
+        if resource:
+            return Issue("lost", pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
+        if kind != out.kind:
+            return Issue("wrong_outcome", pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
+        if reason != out.reason:
+            return Issue("wrong_reason", pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
+        return "matched_drop" if isinstance(out, Drop) else "matched_exception"
 
 
 def predict(config: RouterConfig, inputs: list[InputPacket]) -> list[Outcome]:
