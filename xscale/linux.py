@@ -292,6 +292,12 @@ class LinuxABI:
     def sys_set_robust_list(self, *_: int) -> int:
         return 0
 
+    def sys_rseq(self, *_: int) -> int:
+        return -E.ENOSYS     # a kernel without restartable sequences: glibc carries on
+
+    def sys_statx(self, *_: int) -> int:
+        return -E.ENOSYS     # glibc falls back to fstatat64
+
     sys_rt_sigaction = sys_rt_sigprocmask = sys_sigaltstack = sys_set_robust_list
     sys_madvise = sys_sched_yield = sys_set_robust_list
 
