@@ -58,23 +58,44 @@ def _summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any]:
               help="With --traffic: emulated time to offer traffic for.")
 @click.option("--drain-us", "drain_us", default=20.0, show_default=True, type=float,
               help="With --traffic: extra emulated time after the last arrival, to let packets leave.")
+@click.option("--xscale", "xscale", default=None, help="Linux program (ARM ELF) for the XScale core, run in lockstep.")
+@click.option("--xscale-arg", "xscale_args", multiple=True, help="Argument for the XScale program (repeatable).")
+@click.option("--xscale-placement", type=click.Choice(["xscale", "gpe"]), default="xscale", show_default=True,
+              help="On the emulated XScale (Unicorn), or its native build as a host process.")
+@click.option("--xscale-gdb", "xscale_gdb", type=int, default=None, help="Wait for gdb on 127.0.0.1:PORT.")
 def run_cmd(image: str, config: str, cycles: int, me_list: str | None, as_json: bool, traffic: str | None,
-            capture: str | None, duration_ms: float, drain_us: float) -> None:
+            capture: str | None, duration_ms: float, drain_us: float, xscale: str | None,
+            xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | None) -> None:
     """Run IMAGE on the emulated chip and print statistics.
 
     With --traffic, packets go in through the MSF for --duration-ms of emulated
     time (then --drain-us more without arrivals); the per-port table and the
     conservation totals are printed, and a run that does not balance exits 1."""
+    if traffic is not None and xscale:
+        raise click.UsageError("--xscale with --traffic is not supported yet")
     if traffic is not None:
         _run_traffic(image, config, me_list, as_json, traffic, capture, duration_ms, drain_us)
         return
     try:
         chip = Chip(config)
         loaded = load_path(chip, image, parse_me_list(me_list))
-        reason = chip.run(cycles)
+        if xscale:
+            from npkit.xscale.cli import run_beside
+
+            reason, xs_rep = run_beside(chip, xscale, xscale_args, cycles, xscale_placement, xscale_gdb, as_json)
+        else:
+            reason = chip.run(cycles)
     except (EmulatorError, LoadError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     out = _summary(chip, reason, loaded)
+    if xscale:
+        from npkit.xscale.cli import add_to_run_summary, report_failed
+
+        add_to_run_summary(out, xs_rep, as_json)
+        if report_failed(xs_rep):
+            if as_json:
+                click.echo(json.dumps(out, indent=2))
+            raise SystemExit(1)
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return

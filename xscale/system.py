@@ -122,6 +122,7 @@ class XScaleHost:
     def advance(self, target: int) -> str:
         """Run chip and core together until emulated time `target` (ME cycles)."""
         clock, core = self.clock, self.core
+        last = "budget"
         while clock.now < target:
             if self.gdb is not None:
                 self.gdb.poll(self)
@@ -133,7 +134,8 @@ class XScaleHost:
                 reason = clock.run_chip(target - clock.now)
             if reason not in ("budget", "irq", "halted"):
                 return reason
-        return "budget"
+            last = "halted" if reason == "halted" else "budget"
+        return last
 
     def _quantum(self, target: int) -> str:
         core, clock = self.core, self.clock

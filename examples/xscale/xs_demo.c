@@ -110,6 +110,7 @@ static int demo(void)
     npk_csr_write(&d, NPK_XS_RING_BASE + 0x300 + 8 * XS_ANSWER_RING, XS_ANSWER_RING_BASE);
     npk_csr_write(&d, NPK_XS_RING_BASE + 0x304 + 8 * XS_ANSWER_RING, XS_ANSWER_RING_SIZE);
     say("waiting for the microengine\n");
+    scr[XS_SCR_READY_ADDR / 4] = htonl(1);                              /* tell the ME we listen */
 
     int64_t count = npk_dev_wait(&d);                                   /* step 4: interrupt */
     uint32_t raw_a = npk_csr_read(&d, NPK_XS_INTC_BASE + NPK_XS_INTC_RAW_A);

@@ -5,6 +5,7 @@
 #define XS_DEMO_H
 #define XS_SCR_MAGIC_ADDR   0x40        // scratch byte address the ME fills
 #define XS_SCR_MAGIC        0x5C7A7C11
+#define XS_SCR_READY_ADDR   0x44        // the XScale sets it when it listens
 #define XS_SRAM_MAGIC_ADDR  0x1000      // SRAM channel 0 byte addresses
 #define XS_SRAM_MAGIC       0x5A3B0001
 #define XS_SRAM_REQUEST     0x1004      // the question the ME asks

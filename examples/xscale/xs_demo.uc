@@ -1,6 +1,7 @@
 // xs_demo.uc: the microengine side of the XScale demo (xs_demo.c).  Context 0
-// fills a scratch word and two SRAM words, raises XSCALE_INT_A, then polls
-// the answer ring until the XScale's answer arrives and stores it in SRAM.
+// waits until the XScale says it listens (a scratch flag), fills a scratch word
+// and two SRAM words, raises XSCALE_INT_A, then polls the answer ring until the
+// XScale's answer arrives and stores it in SRAM.
 
 #include "xs_demo.h"
 
@@ -11,6 +12,11 @@
 
     br!=ctx[0, idle#]
     immed[zero, 0]
+    immed[addr, XS_SCR_READY_ADDR]
+    .repeat                              // the XScale boots Linux userland first
+        scratch[read, $r, zero, addr, 1], ctx_swap[s_scr]
+        alu[val, --, b, $r]
+    .until (val != 0)
     immed[val, (XS_SCR_MAGIC & 0xFFFF)]
     immed_w1[val, ((XS_SCR_MAGIC >> 16) & 0xFFFF)]
     alu[$w, --, b, val]
