@@ -26,8 +26,6 @@ def co_run(chip: Any, program: str, argv: list[str], cycles: int, *, placement: 
     """Run `chip` (already loaded) and `program` together for up to `cycles` ME
     cycles, ending early once the program ended and no ME runs; return a report."""
     system = System(chip)
-    if gdb_port is not None:
-        print(f"xscale: waiting for gdb on 127.0.0.1:{gdb_port}", file=sys.stderr, flush=True)
     host = system.attach_xscale(program, argv, placement=placement, quantum=quantum,
                                 echo=_echo_live if live else None, gdb_port=gdb_port)  # fmt: skip
     reason = "budget"

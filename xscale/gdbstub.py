@@ -55,6 +55,9 @@ class GdbStub:
 
     # ---- connection ----------------------------------------------------------------
     def wait_for_client(self) -> None:
+        import sys
+
+        print(f"xscale: waiting for gdb on 127.0.0.1:{self.port}", file=sys.stderr, flush=True)
         self.conn, _addr = self.server.accept()
         self.core.state = "stopped"
 
