@@ -236,7 +236,7 @@ class XScaleCore:
 
     def now_cycle(self) -> int:
         """Chip time (ME cycles) of the instruction executing now."""
-        return self.cycle + int(self.executed_in_run * self.ratio)
+        return self.cycle + self.executed_in_run * self.ratio.numerator // self.ratio.denominator
 
     # ---- running -------------------------------------------------------------------------
     def run(self, max_instructions: int) -> int:

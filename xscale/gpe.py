@@ -60,10 +60,11 @@ class GpeHost:
         self.windows = ChipWindows(chip)
         ns = link_latency_ns if link_latency_ns is not None else int(xscale_config(chip)["gpe_link_latency_ns"])
         self.latency = max(0, int(ns) * int(chip.config["clock_mhz"]) // 1000)
-        self.program = native_twin(program)
+        self.program = native_twin(program).resolve()
         with open(self.program, "rb") as f:
             if f.read(4) == b"\x7fELF" and f.read(1) == b"\x01":
-                raise XScaleError(f"{self.program} is a 32-bit (ARM) build: the gpe placement runs the native build")
+                raise XScaleError(f"{self.program} is a 32-bit (ARM) build: the gpe placement runs the native "
+                                  "build (`npk xscale build --gpe`)")
         fds = [chip.backing(n)[3] for n in ("sram", "dram", "scratch")]
         if min(fds) < 0:
             raise XScaleError("the chip's memories are not in memfds: the gpe placement cannot share them")

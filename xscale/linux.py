@@ -734,12 +734,18 @@ class LinuxABI:
             return -E.EPROTONOSUPPORT
         return self._new_fd(SockFile(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), bool(typ & O_NONBLOCK)))
 
-    def sys_bind(self, fd: int, addr: int, length: int, *_: int) -> int:
+    def _sock_at(self, fd: int, addr: int, length: int) -> tuple[SockFile, str] | int:
+        """The socket of fd and the Unix path at addr, or -errno."""
         s, path = self._sock(fd), self._sockaddr(addr, length)
         if s is None:
             return -E.ENOTSOCK
-        if path is None:
-            return -E.EAFNOSUPPORT
+        return -E.EAFNOSUPPORT if path is None else (s, path)
+
+    def sys_bind(self, fd: int, addr: int, length: int, *_: int) -> int:
+        got = self._sock_at(fd, addr, length)
+        if isinstance(got, int):
+            return got
+        s, path = got
         try:
             s.sock.bind(path)
         except OSError as e:
@@ -755,11 +761,10 @@ class LinuxABI:
         return 0
 
     def sys_connect(self, fd: int, addr: int, length: int, *_: int) -> int:
-        s, path = self._sock(fd), self._sockaddr(addr, length)
-        if s is None:
-            return -E.ENOTSOCK
-        if path is None:
-            return -E.EAFNOSUPPORT
+        got = self._sock_at(fd, addr, length)
+        if isinstance(got, int):
+            return got
+        s, path = got
         try:
             s.sock.setblocking(True)
             s.sock.connect(path)

@@ -77,7 +77,8 @@ class XScaleHost:
         cfg = xscale_config(chip)
         self.chip = chip
         self.clock = clock
-        self.ratio = Fraction(int(chip.config["clock_mhz"]), int(cfg["clock_mhz"]))
+        self.me_mhz, self.xs_mhz = int(chip.config["clock_mhz"]), int(cfg["clock_mhz"])
+        self.ratio = Fraction(self.me_mhz, self.xs_mhz)
         self.quantum = int(quantum or cfg["quantum"])
         if self.quantum < 1:
             raise XScaleError("the XScale quantum must be at least one instruction")
@@ -87,7 +88,7 @@ class XScaleHost:
         self.device = Ixp2800Device(chip, self.core.uc)
         self.core.linux.device = self.device
         self.core.cycle = clock.now
-        self._frac = Fraction(0)
+        self._rem = 0           # ME-cycle remainder (in 1/xs_mhz units) carried between quanta
         self.gdb: Any = None
         self.wait_cycles = 0
 
@@ -112,8 +113,12 @@ class XScaleHost:
     def instructions(self) -> int:
         return self.core.instructions
 
-    def status(self) -> dict[str, Any]:
+    def status(self, with_line: bool = False) -> dict[str, Any]:
+        """PC, function, waiting on what, instructions executed ... (with_line: source
+        file:line from DWARF, through arm-linux-gnueabi-addr2line)."""
         st = self.core.status()
+        if with_line:
+            st["line"] = self.core.elf.line_at(self.core.pc)
         st.update(placement=self.placement, wait_cycles=self.wait_cycles, interrupts=self.device.count,
                   unimplemented_syscalls={str(k): v for k, v in self.core.linux.unimplemented.items()})  # fmt: skip
         return st
@@ -139,12 +144,10 @@ class XScaleHost:
 
     def _quantum(self, target: int) -> str:
         core, clock = self.core, self.clock
-        left = int((target - clock.now) / self.ratio)
+        left = (target - clock.now) * self.xs_mhz // self.me_mhz
         core.cycle = clock.now
         n = core.run(max(1, min(self.quantum, left)))
-        self._frac += n * self.ratio
-        dt = int(self._frac)
-        self._frac -= dt
+        dt, self._rem = divmod(n * self.me_mhz + self._rem, self.xs_mhz)
         if core.state == "stopped" and self.gdb is not None:
             self.gdb.stopped(self)
         return clock.run_chip(dt)
