@@ -216,7 +216,12 @@ class LinuxABI:
         try:
             res = fn(*args)
         except UcError:
-            res = -E.EFAULT
+            res = -E.EFAULT                     # a bad pointer from the program
+        except OSError as e:
+            res = -(e.errno or E.EIO)
+        except (ValueError, struct.error, UnicodeError) as e:
+            self.log.append(f"xscale: system call {nr} ({NAMES.get(nr, '?')}) rejected: {e}")
+            res = -E.EINVAL
         if res is not None:
             self.uc.reg_write(A.UC_ARM_REG_R0, res & 0xFFFFFFFF)
 

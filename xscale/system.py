@@ -35,7 +35,7 @@ from .device import Ixp2800Device
 if TYPE_CHECKING:
     from npkit.emulator.binding import Chip
 
-HOST_POLL_NS = 10_000      # a core waiting on host sockets looks at them every 10 us of emulated time
+TIMELINE_MAX = 100_000     # state changes kept for a trace (oldest dropped first)
 PLACEMENTS = ("xscale", "gpe")
 
 
@@ -91,6 +91,17 @@ class XScaleHost:
         self._rem = 0           # ME-cycle remainder (in 1/xs_mhz units) carried between quanta
         self.gdb: Any = None
         self.wait_cycles = 0
+        # (ME cycle, "running" | "waiting" | "exited" | "crashed", what it waits on): for a trace track
+        self.timeline: list[tuple[int, str, str]] = [(clock.now, "running", "")]
+
+    def _mark(self) -> None:
+        core = self.core
+        what = core.wait.what if core.wait is not None and core.state == "waiting" else ""
+        last = self.timeline[-1]
+        if (last[1], last[2]) != (core.state, what):
+            if len(self.timeline) >= TIMELINE_MAX:
+                del self.timeline[: TIMELINE_MAX // 10]
+            self.timeline.append((core.now_cycle(), core.state, what))
 
     # -- results
     @property
@@ -147,6 +158,8 @@ class XScaleHost:
         left = (target - clock.now) * self.xs_mhz // self.me_mhz
         core.cycle = clock.now
         n = core.run(max(1, min(self.quantum, left)))
+        if core.state != "running":
+            self._mark()
         dt, self._rem = divmod(n * self.me_mhz + self._rem, self.xs_mhz)
         if core.state == "stopped" and self.gdb is not None:
             self.gdb.stopped(self)
@@ -155,8 +168,8 @@ class XScaleHost:
     def _sleep(self, wait: Wait, target: int) -> str:
         core, clock, chip = self.core, self.clock, self.chip
         wake = target if wait.deadline is None else max(clock.now, min(target, wait.deadline))
-        if wait.host:
-            wake = min(wake, clock.now + HOST_POLL_NS * int(chip.config["clock_mhz"]) // 1000)
+        # host sockets (wait.host) are looked at when the run slice ends: their input is
+        # outside emulated time anyway
         start = clock.now
         if wait.irq:
             chip.xscale_irq_stop(0xFFFFFFFF)
@@ -171,6 +184,7 @@ class XScaleHost:
         result = wait.retry()
         if result is not None:
             core.resume(result)
+            self._mark()
         elif wait.deadline is None and not wait.host and reason == "halted" and clock.now >= target:
             return "halted"
         return reason

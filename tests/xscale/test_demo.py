@@ -47,6 +47,10 @@ def test_every_step_of_the_demo(xscale_built: Path, me_image: Path) -> None:
     st = xs.status()
     assert st["interrupts"] == 1 and st["wait_cycles"] > 0 and st["function"]
     assert lines[7].startswith("done at 0.0000")          # emulated time: tens of microseconds
+    states = [(state, what) for _cycle, state, what in xs.timeline]
+    assert states == [("running", ""), ("waiting", "read fd 3 (interrupt)"), ("running", ""), ("exited", "")]
+    cycles = [c for c, _s, _w in xs.timeline]
+    assert cycles == sorted(cycles) and cycles[2] - cycles[1] == st["wait_cycles"]
 
 
 def test_same_run_same_history_and_instruction_count(xscale_built: Path, me_image: Path) -> None:
