@@ -14,6 +14,11 @@ no host time: the chip runs alone (event-driven skips intact) until the wait's
 deadline or, when it waits on the device, the cycle an interrupt is raised
 (npk_xscale_irq_stop).
 
+Quanta lie on a fixed grid of the core's instruction count (and end where the
+core blocks), so how a caller slices System.run changes nothing in the run.
+System.run stops exactly at the requested cycle; when the core's last quantum
+ended past it the chip catches up first in the next call.
+
 Placement `gpe`: the native build of the same program runs as a host process
 (npkit.xscale.gpe).  Results are the same; only timing differs.
 
@@ -89,6 +94,7 @@ class XScaleHost:
         self.core.linux.device = self.device
         self.core.cycle = clock.now
         self._rem = 0           # ME-cycle remainder (in 1/xs_mhz units) carried between quanta
+        self._debt = 0          # ME cycles the core ran ahead of the chip (a quantum ends on a block boundary)
         self.gdb: Any = None
         self.wait_cycles = 0
         # (ME cycle, "running" | "waiting" | "exited" | "crashed", what it waits on): for a trace track
@@ -142,7 +148,11 @@ class XScaleHost:
         while clock.now < target:
             if self.gdb is not None:
                 self.gdb.poll(self)
-            if core.state == "running":
+            if self._debt:
+                step = min(self._debt, target - clock.now)
+                self._debt -= step
+                reason = clock.run_chip(step)
+            elif core.state == "running":
                 reason = self._quantum(target)
             elif core.state == "waiting" and core.wait is not None:
                 reason = self._sleep(core.wait, target)
@@ -155,18 +165,28 @@ class XScaleHost:
 
     def _quantum(self, target: int) -> str:
         core, clock = self.core, self.clock
-        left = (target - clock.now) * self.xs_mhz // self.me_mhz
         core.cycle = clock.now
-        n = core.run(max(1, min(self.quantum, left)))
+        # quanta sit on a fixed grid of the core's instruction count, not on the caller's
+        # slices, so how System.run is sliced does not change the interleaving
+        n = core.run(self.quantum - core.instructions % self.quantum)
         if core.state != "running":
             self._mark()
         dt, self._rem = divmod(n * self.me_mhz + self._rem, self.xs_mhz)
         if core.state == "stopped" and self.gdb is not None:
             self.gdb.stopped(self)
-        return clock.run_chip(dt)
+        step = min(dt, target - clock.now)      # the chip stops at the target; the rest is owed
+        self._debt = dt - step
+        return clock.run_chip(step)
 
     def _sleep(self, wait: Wait, target: int) -> str:
         core, clock, chip = self.core, self.clock, self.chip
+        core.cycle = clock.now
+        core._run_start_exec = int(core._budget.executed)
+        result = wait.retry()         # what the chip did while catching up with the core may do
+        if result is not None:
+            core.resume(result)
+            self._mark()
+            return "budget"
         wake = target if wait.deadline is None else max(clock.now, min(target, wait.deadline))
         # host sockets (wait.host) are looked at when the run slice ends: their input is
         # outside emulated time anyway
@@ -192,7 +212,11 @@ class XScaleHost:
     def close(self) -> None:
         if self.gdb is not None:
             self.gdb.close()
-        self.core.linux.close_all()
+        linux = self.core.linux
+        for start, end, kind in list(linux.maps):       # unmap the chip's memories before they go
+            if kind == "device":
+                linux.sys_munmap(start, end - start)
+        linux.close_all()
 
 
 class System:

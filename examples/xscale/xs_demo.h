@@ -12,6 +12,7 @@
 #define XS_SRAM_ANSWER      0x1008      // where the ME stores the XScale's answer
 #define XS_SRAM_COUNTER     0x100C      // bumped by the XScale's SRAM atomics
 #define XS_REQUEST          41
+#define XS_DELAY_LOOPS      8000        // ME loop rounds between "XScale listens" and the interrupt
 #define XS_ANSWER_RING      5           // scratch ring XScale -> ME
 #define XS_ANSWER_RING_BASE 0x2000      // its scratch base (bytes) and size (words)
 #define XS_ANSWER_RING_SIZE 64

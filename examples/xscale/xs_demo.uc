@@ -1,11 +1,12 @@
 // xs_demo.uc: the microengine side of the XScale demo (xs_demo.c).  Context 0
-// waits until the XScale says it listens (a scratch flag), fills a scratch word
+// waits until the XScale says it listens (a scratch flag), lets some time pass
+// (longer than an XScale quantum, so the XScale is asleep), fills a scratch word
 // and two SRAM words, raises XSCALE_INT_A, then polls the answer ring until the
 // XScale's answer arrives and stores it in SRAM.
 
 #include "xs_demo.h"
 
-.reg zero addr val
+.reg zero addr val count
 .reg write $w
 .reg read $r
 .sig s_scr s_sram s_get s_put
@@ -17,6 +18,10 @@
         scratch[read, $r, zero, addr, 1], ctx_swap[s_scr]
         alu[val, --, b, $r]
     .until (val != 0)
+    immed[count, XS_DELAY_LOOPS]
+    .while (count > 0)
+        alu[count, count, -, 1]
+    .endw
     immed[val, (XS_SCR_MAGIC & 0xFFFF)]
     immed_w1[val, ((XS_SCR_MAGIC >> 16) & 0xFFFF)]
     alu[$w, --, b, val]
