@@ -34,6 +34,7 @@ SCR_ATOMIC, SCR_ATOMIC_SIZE = 0xCB800000, 8 << 16
 SRAM_ATOMIC, SRAM_ATOMIC_SIZE = 0xE0000000, 8 << 25
 INTC_BASE, INTC_SIZE = 0xD6000000, 0x1000
 RING_COUNT, RING_FREE, RING_CFG = 0x100, 0x200, 0x300
+CAP_INTERTHREAD_SIG = 0x4B30     # mev2.yaml cap_csrs: data [3:0] signal, [6:4] context, [11:7] ME
 
 OPS = {1: "set", 2: "clr", 3: "incr", 4: "decr", 5: "add", 6: "sub", 7: "swap"}
 
@@ -120,7 +121,11 @@ class ChipWindows:
     def write(self, phys: int, value: int) -> None:
         value &= 0xFFFFFFFF
         if CAP_BASE <= phys < CAP_BASE + CAP_SIZE:
-            self.chip.lib.npk_cap_csr_write(self.chip._chip, (phys - CAP_BASE) & ~3, value)
+            csr = (phys - CAP_BASE) & ~3
+            self.chip.lib.npk_cap_csr_write(self.chip._chip, csr, value)
+            me, ctx, sig = (value >> 7) & 0x1F, (value >> 4) & 7, value & 0xF
+            if csr == CAP_INTERTHREAD_SIG and sig and me < self.chip.num_me:
+                self.chip.set_signal(me, sig, ctx)       # wake a microengine thread, as microcode can
             return
         if RING_BASE <= phys < RING_BASE + RING_SIZE:
             self._ring_write(phys - RING_BASE, value)

@@ -58,3 +58,18 @@ def test_interrupt_bits_latch_count_and_clear() -> None:
     assert w.read(INTC_BASE) == 1 << 3 and w.read(INTC_BASE + 4) == 1 << 5
     w.write(INTC_BASE, 1 << 3)                       # write 1 to clear
     assert w.read(INTC_BASE) == 0 and w.read(INTC_BASE + 4) == 1 << 5 and w.count == 2
+
+
+def test_interthread_signal_from_the_xscale_wakes_a_thread() -> None:
+    from npkit.toolchain.isa import encode
+    from npkit.xscale.device import CAP_BASE, CAP_INTERTHREAD_SIG
+
+    chip = Chip("ixp2800")
+    w = ChipWindows(chip)
+    chip.load(2, [encode("ctx_arb[s3]"), encode("halt")])
+    chip.enable(2, 1 << 4)                            # context 4 only
+    chip.run(100)
+    assert chip.ctx_state(2, 4) == "sleep"
+    w.write(CAP_BASE + CAP_INTERTHREAD_SIG, 3 | (4 << 4) | (2 << 7))
+    chip.run(100)
+    assert chip.me_status(2)["state"] == "halt"

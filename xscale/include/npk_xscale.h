@@ -18,7 +18,10 @@
  *   SRAM      0x8000_0000 + ch << 28: channel select in bits 29:28 of an XScale
  *             address, which the gasket moves to bits 31:30 (HRM p.218)
  *   CAP CSRs  0xC000_0000 + the CSR address microcode uses in cap[] (e.g.
- *             XSCALE_INT_A 0x4B20); 64 KB (HRM p.76 chip-wide CSRs)
+ *             XSCALE_INT_A 0x4B20); 64 KB (HRM p.76 chip-wide CSRs); a write to
+ *             INTERTHREAD_SIG (0x4B30: [3:0] signal, [6:4] context, [11:7] ME)
+ *             signals that thread; other CSRs are plain storage
+ *   (MSF CSRs are not modelled from the XScale yet: reads 0, writes dropped)
  *   MSF       0xC800_0000  MSF CSR space (as the IXP2000 Linux port maps it)
  *   scratch   0xCB00_0000  16 KB scratchpad memory, plain reads and writes
  *   ring get/put 0xCB40_0000 (address as the IXP2000 Linux port maps it): a
@@ -72,6 +75,7 @@
 /* CAP CSR addresses used from both sides (HRM; mev2.yaml cap_csrs) */
 #define NPK_CAP_XSCALE_INT_A 0x4B20u
 #define NPK_CAP_XSCALE_INT_B 0x4B24u
+#define NPK_CAP_INTERTHREAD_SIG 0x4B30u
 
 /* atomic operations of the alias windows */
 enum { NPK_AT_SET = 1, NPK_AT_CLR = 2, NPK_AT_INCR = 3, NPK_AT_DECR = 4,
