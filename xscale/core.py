@@ -253,7 +253,9 @@ class XScaleCore:
         try:
             self.uc.emu_start(begin, 1)         # `until` 1: never reached in ARM state
         except UcError as e:
-            self._crash(f"{e} at pc {self.pc:#x} ({self.where()})")
+            sig = 4 if e.errno == U.UC_ERR_INSN_INVALID else 11
+            what = "illegal instruction (SIGILL)" if sig == 4 else "segmentation fault (SIGSEGV)"
+            self._crash(f"{what}: {e} at pc {self.pc:#x} ({self.where()})", sig)
         n = int(self._budget.executed) - start
         self.instructions += n
         return n
@@ -275,10 +277,10 @@ class XScaleCore:
         self.state = "exited"
         self.uc.emu_stop()
 
-    def _crash(self, why: str) -> None:
+    def _crash(self, why: str, sig: int = 11) -> None:
         self.fault = why
         self.state = "crashed"
-        self.exit_code = 128 + 11
+        self.exit_code = 128 + sig
         self.uc.emu_stop()
 
     def _on_intr(self, uc: Any, intno: int, _user: Any) -> None:
@@ -286,9 +288,10 @@ class XScaleCore:
             self.syscalls += 1
             self.linux.syscall()
             return
-        names = {EXCP_UDEF: "undefined instruction (SIGILL)", EXCP_PREFETCH_ABORT: "prefetch abort (SIGSEGV)",
+        names = {EXCP_UDEF: "illegal instruction (SIGILL)", EXCP_PREFETCH_ABORT: "prefetch abort (SIGSEGV)",
                  EXCP_DATA_ABORT: "data abort (SIGSEGV)"}  # fmt: skip
-        self._crash(f"{names.get(intno, f'exception {intno}')} at pc {self.pc:#x} ({self.where()})")
+        self._crash(f"{names.get(intno, f'exception {intno}')} at pc {self.pc:#x} ({self.where()})",
+                    4 if intno == EXCP_UDEF else 11)
 
     # ---- debugger view ----------------------------------------------------------------------
     def where(self, pc: int | None = None) -> str:

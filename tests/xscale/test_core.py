@@ -138,3 +138,16 @@ def test_arm_build_is_tagged_v5te_for_the_xscale(xscale_built: Path) -> None:
     out = subprocess.run(["arm-linux-gnueabi-readelf", "-A", str(xscale_built)], capture_output=True, text=True)
     assert "Tag_CPU_arch: v5TE" in out.stdout
     assert "Tag_FP_arch" not in out.stdout and "WMMX" not in out.stdout
+
+
+def test_armv6_instruction_faults_on_the_xscale(tmp_path: Path) -> None:
+    from npkit.xscale.toolchain import build
+
+    src = tmp_path / "v6.c"
+    src.write_text('int main(void) { __asm__ volatile(".arch armv6\\n\\trev r0, r0" ::: "r0"); return 0; }\n')
+    elf = build([src], tmp_path / "v6.elf")
+    core = XScaleCore(elf, [])
+    _finish(core)
+    assert core.state == "crashed" and "illegal instruction (SIGILL)" in (core.fault or "")
+    assert core.exit_code == 128 + 4
+    assert core.where() == "main"
