@@ -6,12 +6,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 NPK := $(VENV)/bin/npk
 STAMP := .build
-APT_PKGS := build-essential binutils graphviz tshark
+APT_PKGS := build-essential binutils graphviz tshark clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all deps venv emulator test demo bench lint clean
+.PHONY: all deps venv emulator xscale test demo bench lint clean
 
-all: deps venv emulator
+all: deps venv emulator xscale
 
 $(STAMP):
 	mkdir -p $(STAMP)
@@ -37,6 +37,10 @@ $(STAMP)/venv.ok: pyproject.toml constraints.txt | $(STAMP)
 emulator: venv
 	$(MAKE) -C emulator PY=$(CURDIR)/$(PY)
 
+# XScale programs (ARM and native builds), the Unicorn budget hook, the C unit tests
+xscale: venv deps
+	$(MAKE) -C xscale PY=$(CURDIR)/$(PY)
+
 test: all
 	$(PY) -m pytest -q -n 2 tests
 
@@ -53,3 +57,4 @@ lint: venv
 clean:
 	rm -rf $(STAMP) bench.json
 	$(MAKE) -C emulator clean
+	$(MAKE) -C xscale clean

@@ -33,7 +33,7 @@ CONFIG_DIR = HERE / "configs"
 UNITS = ["sram", "dram", "scratch", "hash", "cap", "msf", "pci"]
 MEM_SPACES = {"sram": 0, "dram": 1, "scratch": 2}
 CTX_STATES = {0: "inactive", 1: "ready", 2: "running", 3: "sleep"}
-STOP_REASONS = {0: "budget", 1: "halted", 2: "breakpoint", 3: "watchpoint", 4: "step"}
+STOP_REASONS = {0: "budget", 1: "halted", 2: "breakpoint", 3: "watchpoint", 4: "step", 5: "irq"}
 ME_STATES = {0: "running", 1: "halt", 2: "illegal", 3: "bad_pc", 4: "idle"}
 EVENT_KINDS = {0: "state", 1: "mem_issue", 2: "mem_done", 3: "signal", 4: "halt", 5: "instr"}
 
@@ -421,6 +421,25 @@ class Chip:
 
     def xscale_irq(self, clear: bool = False) -> int:
         return int(self.lib.npk_xscale_irq(self._chip, 1 if clear else 0))
+
+    def xscale_irq_stop(self, mask: int) -> None:
+        """Make run() return "irq" in the cycle an interrupt bit in `mask` is raised (0: never)."""
+        self._check(self.lib.npk_xscale_irq_stop(self._chip, mask & 0xFFFFFFFF), "irq stop")
+
+    def scratch_ring_get(self, ring: int) -> int | None:
+        """The XScale's ring get: the oldest word, None when the ring is empty."""
+        out = self.ffi.new("uint32_t *")
+        return int(out[0]) if self._check(self.lib.npk_scratch_ring_get(self._chip, ring, out), "ring get") else None
+
+    def scratch_ring_put(self, ring: int, word: int) -> bool:
+        """The XScale's ring put: False when the ring is full (the word is dropped)."""
+        return bool(self._check(self.lib.npk_scratch_ring_put(self._chip, ring, word & 0xFFFFFFFF), "ring put"))
+
+    def backing(self, space: str) -> tuple[int, int, int, int]:
+        """(address, size, mapped length, memfd or -1) of a memory's page-aligned backing store."""
+        b = self.ffi.new("npk_backing *")
+        self._check(self.lib.npk_mem_backing(self._chip, MEM_SPACES[space], b), "backing")
+        return int(self.ffi.cast("uintptr_t", b.ptr)), int(b.size), int(b.mapped), int(b.fd)
 
     def msf_stub_counts(self) -> dict[str, int]:
         out = self.ffi.new("uint64_t[5]")

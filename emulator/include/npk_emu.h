@@ -138,7 +138,8 @@ enum {
     NPK_STOP_HALTED = 1,      /* no ME has an enabled context left */
     NPK_STOP_BREAKPOINT = 2,
     NPK_STOP_WATCHPOINT = 3,
-    NPK_STOP_STEP = 4         /* npk_step finished its instruction */
+    NPK_STOP_STEP = 4,        /* npk_step finished its instruction */
+    NPK_STOP_IRQ = 5          /* an XScale interrupt in the npk_xscale_irq_stop mask was raised */
 };
 
 /* why an ME stopped (npk_me_info) */
@@ -270,6 +271,26 @@ int npk_scratch_ring_count(npk_chip *chip, int ring, uint32_t *count);
 int npk_cap_csr_read(npk_chip *chip, uint32_t addr, uint32_t *value);
 int npk_cap_csr_write(npk_chip *chip, uint32_t addr, uint32_t value);
 uint32_t npk_xscale_irq(npk_chip *chip, int clear); /* bit me: XSCALE_INT_A, bit 16+me: INT_B */
+/* npk_run returns (NPK_STOP_IRQ) in the cycle an interrupt bit in mask is raised;
+ * 0 = never (default).  The XScale host sets it while its core sleeps on the device. */
+int npk_xscale_irq_stop(npk_chip *chip, uint32_t mask);
+/* The XScale's ring interface (HRM p.231 Get/Put of one longword): a get takes the
+ * oldest word (returns 1; 0 and *word = 0 when the ring is empty), a put appends
+ * one (returns 1; 0 when the ring is full, the word is dropped).  Same rings and
+ * state as the microengines' scratch[get|put]; negative on a bad ring. */
+int npk_scratch_ring_get(npk_chip *chip, int ring, uint32_t *word);
+int npk_scratch_ring_put(npk_chip *chip, int ring, uint32_t word);
+/* Backing store of a memory (NPK_MEM_*): page-aligned, `mapped` bytes long
+ * (size rounded up to whole pages), words big-endian as the MEs see them.  fd is
+ * a memfd holding it (mmap it MAP_SHARED at offset 0 from another process), or -1.
+ * Valid until npk_destroy; npk_reset keeps the same store. */
+typedef struct npk_backing {
+    void *ptr;
+    uint64_t size;
+    uint64_t mapped;
+    int fd;
+} npk_backing;
+int npk_mem_backing(npk_chip *chip, int space, npk_backing *out);
 
 /* statistics */
 int npk_stats_me(npk_chip *chip, int me, npk_me_stats *out);

@@ -1,6 +1,9 @@
 /* Chip object: creation, run loop, debugger hooks, register/memory access,
  * statistics. */
+#define _GNU_SOURCE  /* memfd_create: the memories live in shareable memfd mappings */
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <string.h>
 #include <stdio.h>
 #include "internal.h"
@@ -21,6 +24,32 @@ uint64_t npk_prng_next(uint64_t *s)
     x ^= x >> 27;
     *s = x;
     return (x * 0x2545F4914F6CDD1Dull) >> 32;
+}
+
+/* SRAM, DRAM and scratch live in page-aligned shared mappings of memfds, so
+ * that an XScale core (Unicorn's mem_map_ptr) or a separate host process (the
+ * gpe placement, mmap of the fd) can map them without copies.  Anonymous
+ * memory when memfd is unavailable (fd -1). */
+#define NPK_PAGE 4096u
+
+static size_t page_round(uint64_t n) { return (size_t)((n + NPK_PAGE - 1) & ~(uint64_t)(NPK_PAGE - 1)); }
+
+static uint8_t *shared_alloc(uint64_t bytes, int *fd, size_t *len)
+{
+    size_t n = page_round(bytes ? bytes : 1);
+    int f = memfd_create("npk-mem", MFD_CLOEXEC);
+    if (f >= 0 && ftruncate(f, (off_t)n) != 0) { close(f); f = -1; }
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, f >= 0 ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS, f, 0);
+    if (p == MAP_FAILED) { if (f >= 0) close(f); return NULL; }
+    *fd = f;
+    *len = n;
+    return p;
+}
+
+static void shared_free(uint8_t *p, int fd, size_t len)
+{
+    if (p) munmap(p, len);
+    if (fd >= 0) close(fd);
 }
 
 static int cfg_valid(const npk_config *k)
@@ -103,9 +132,10 @@ npk_chip *npk_create(const npk_config *cfg)
     npk_chip *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->cfg = *cfg;
-    c->sram = calloc((size_t)(cfg->sram_channel_bytes * cfg->sram.channels) + 4, 1);
-    c->dram = calloc((size_t)cfg->dram_bytes + 8, 1);
-    c->scratch = calloc(cfg->scratch_bytes + 4, 1);
+    for (int i = 0; i < 3; i++) c->mem_fd[i] = -1;
+    c->sram = shared_alloc(cfg->sram_channel_bytes * cfg->sram.channels + 4, &c->mem_fd[NPK_MEM_SRAM], &c->mem_len[NPK_MEM_SRAM]);
+    c->dram = shared_alloc(cfg->dram_bytes + 8, &c->mem_fd[NPK_MEM_DRAM], &c->mem_len[NPK_MEM_DRAM]);
+    c->scratch = shared_alloc(cfg->scratch_bytes + 4, &c->mem_fd[NPK_MEM_SCRATCH], &c->mem_len[NPK_MEM_SCRATCH]);
     c->cap_csr = calloc(NPK_CAP_CSR_WORDS, sizeof(uint32_t));
     c->msf_buf = calloc(NPK_MSF_STUB_BYTES, 1);
     c->hist_cap = cfg->history_capacity;
@@ -130,7 +160,10 @@ void npk_destroy(npk_chip *c)
 {
     if (!c) return;
     for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); free(c->me[i].local); free(c->me[i].cls); }
-    free(c->sram); free(c->dram); free(c->scratch); free(c->cap_csr); free(c->msf_buf);
+    shared_free(c->sram, c->mem_fd[NPK_MEM_SRAM], c->mem_len[NPK_MEM_SRAM]);
+    shared_free(c->dram, c->mem_fd[NPK_MEM_DRAM], c->mem_len[NPK_MEM_DRAM]);
+    shared_free(c->scratch, c->mem_fd[NPK_MEM_SCRATCH], c->mem_len[NPK_MEM_SCRATCH]);
+    free(c->cap_csr); free(c->msf_buf);
     free(c->hist); free(c->pool); free(c->free_list); free(c->heap);
     free(c);
 }
@@ -290,6 +323,12 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
                 c->stop.pc = m->ctx[cur].pc;
                 c->stop.cycle = t;
             }
+        }
+        if ((c->irq & c->irq_stop) && !c->stop_req) {
+            c->stop_req = 1;
+            c->stop.reason = NPK_STOP_IRQ;
+            c->stop.me = -1;
+            c->stop.cycle = t;
         }
         if (c->stop_req) {
             reason = c->stop.reason;
@@ -552,6 +591,18 @@ int npk_scratch_ring_count(npk_chip *c, int ring, uint32_t *count)
     return NPK_OK;
 }
 
+int npk_scratch_ring_get(npk_chip *c, int ring, uint32_t *word)
+{
+    if (!c || !word || ring < 0 || (uint32_t)ring >= c->cfg.scratch_rings) return NPK_EINVAL;
+    return npk_scr_ring_get1(c, ring, word);
+}
+
+int npk_scratch_ring_put(npk_chip *c, int ring, uint32_t word)
+{
+    if (!c || ring < 0 || (uint32_t)ring >= c->cfg.scratch_rings) return NPK_EINVAL;
+    return npk_scr_ring_put1(c, ring, word);
+}
+
 int npk_cap_csr_read(npk_chip *c, uint32_t addr, uint32_t *value)
 {
     if (!c || !value || addr > 0xFFFF) return NPK_EINVAL;
@@ -563,6 +614,25 @@ int npk_cap_csr_write(npk_chip *c, uint32_t addr, uint32_t value)
 {
     if (!c || addr > 0xFFFF) return NPK_EINVAL;
     c->cap_csr[addr >> 2] = value;
+    return NPK_OK;
+}
+
+int npk_xscale_irq_stop(npk_chip *c, uint32_t mask)
+{
+    if (!c) return NPK_EINVAL;
+    c->irq_stop = mask;
+    return NPK_OK;
+}
+
+int npk_mem_backing(npk_chip *c, int space, npk_backing *out)
+{
+    if (!c || !out || space < 0 || space > NPK_MEM_SCRATCH) return NPK_EINVAL;
+    uint8_t *p = space == NPK_MEM_SRAM ? c->sram : space == NPK_MEM_DRAM ? c->dram : c->scratch;
+    out->ptr = p;
+    out->size = space == NPK_MEM_SRAM ? c->cfg.sram_channel_bytes * c->cfg.sram.channels
+              : space == NPK_MEM_DRAM ? c->cfg.dram_bytes : c->cfg.scratch_bytes;
+    out->mapped = c->mem_len[space];
+    out->fd = c->mem_fd[space];
     return NPK_OK;
 }
 

@@ -146,6 +146,9 @@ struct npk_chip {
     npk_ring rings[16];
     uint32_t *cap_csr;
     uint32_t irq;
+    uint32_t irq_stop;     /* npk_run stops when irq & irq_stop (npk_xscale_irq_stop) */
+    int mem_fd[3];         /* memfds behind sram, dram, scratch (-1: anonymous) */
+    size_t mem_len[3];     /* their mapped, page-rounded lengths */
     npk_chan chan[NPK_UNIT_COUNT][4];
     /* events: pool + binary heap of pool indices */
     npk_event *pool;
@@ -231,6 +234,8 @@ void npk_cap_complete(npk_chip *c, npk_event *e, uint32_t *out);
 void npk_msf_complete(npk_chip *c, npk_event *e, uint32_t *out);
 void npk_msf_stub_init(npk_chip *c);
 int npk_scr_ring_full(npk_chip *c, int ring);
+int npk_scr_ring_get1(npk_chip *c, int ring, uint32_t *word);
+int npk_scr_ring_put1(npk_chip *c, int ring, uint32_t word);
 
 /* chip.c */
 void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index);

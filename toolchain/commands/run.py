@@ -150,9 +150,15 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
 @click.option("--duration-ms", "duration_ms", default=1.0, show_default=True, type=click.FloatRange(min=0),
               help="With --traffic: emulated time to offer traffic for.")
 @verdict_options(default_max_loss=0.0)
+@click.option("--xscale", "xscale", default=None, help="Linux program (ARM ELF) for the XScale core, run in lockstep.")
+@click.option("--xscale-arg", "xscale_args", multiple=True, help="Argument for the XScale program (repeatable).")
+@click.option("--xscale-placement", type=click.Choice(["xscale", "gpe"]), default="xscale", show_default=True,
+              help="On the emulated XScale (Unicorn), or its native build as a host process.")
+@click.option("--xscale-gdb", "xscale_gdb", type=int, default=None, help="Wait for gdb on 127.0.0.1:PORT.")
 def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
             as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
-            drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None) -> None:  # fmt: skip
+            drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
+            xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | None) -> None:  # fmt: skip
     """Run IMAGE(s) on the emulated chip and print statistics.
 
     IMAGE@MES loads an image on chosen MEs (a.elf@0 b.elf@1).  With --traffic, packets
@@ -169,9 +175,10 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
         chip = Chip(config)
         read, loaded = load_all(chip, targets, rings)
         policy = policy_of(max_loss, min_line_rate)
+        if traffic is not None and xscale:
+            raise click.UsageError("--xscale with --traffic is not supported yet")
         if traffic is None:
-            out = me_summary(chip, chip.run(cycles), loaded)
-            click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+            _run_cycles(chip, loaded, cycles, as_json, xscale, xscale_args, xscale_placement, xscale_gdb)
             return
         duration_ns = int(duration_ms * 1e6)
         cap_ns = int(drain_cap_ms * 1e6)
@@ -195,6 +202,23 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
         click.echo("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
     s.pop("text", None)
     exit_on_verdict(s["verdict"])
+
+
+def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, xscale: str | None,
+                xscale_args: tuple[str, ...], placement: str, gdb: int | None) -> None:  # fmt: skip
+    """No traffic: run the cycle budget (with the XScale program beside, if any), print the MEs."""
+    if not xscale:
+        out = me_summary(chip, chip.run(cycles), loaded)
+        click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+        return
+    from npkit.xscale.cli import add_to_run_summary, report_failed, run_beside
+
+    reason, rep = run_beside(chip, xscale, xscale_args, cycles, placement, gdb, as_json)
+    out = me_summary(chip, reason, loaded)
+    add_to_run_summary(out, rep, as_json)
+    click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+    if report_failed(rep):
+        raise SystemExit(1)
 
 
 def _progress(as_json: bool) -> Any:

@@ -27,6 +27,27 @@ int npk_scr_ring_full(npk_chip *c, int ring)
     return r->count + r->margin >= r->size;
 }
 
+int npk_scr_ring_get1(npk_chip *c, int ring, uint32_t *word)
+{
+    npk_ring *r = &c->rings[ring & 15];
+    *word = 0;
+    if (!r->size || !r->count) return 0;
+    *word = rd(c, r->base + 4 * r->head);
+    r->head = (r->head + 1) % r->size;
+    r->count--;
+    return 1;
+}
+
+int npk_scr_ring_put1(npk_chip *c, int ring, uint32_t word)
+{
+    npk_ring *r = &c->rings[ring & 15];
+    if (!r->size || r->count >= r->size) return 0;
+    wr(c, r->base + 4 * r->tail, word);
+    r->tail = (r->tail + 1) % r->size;
+    r->count++;
+    return 1;
+}
+
 void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out)
 {
     uint32_t a = e->addr & ~3u;
@@ -50,12 +71,8 @@ void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out)
     }
     case 10: {  /* put: a full ring drops the data */
         npk_ring *r = &c->rings[(a >> 2) & 15];
-        for (uint32_t i = 0; i < e->count && r->size; i++) {
-            if (r->count >= r->size) break;
-            wr(c, r->base + 4 * r->tail, e->data[i]);
-            r->tail = (r->tail + 1) % r->size;
-            r->count++;
-        }
+        for (uint32_t i = 0; i < e->count && r->size; i++)
+            if (!npk_scr_ring_put1(c, (int)((a >> 2) & 15), e->data[i])) break;
         break;
     }
     default: break;

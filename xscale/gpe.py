@@ -1,0 +1,210 @@
+"""The `gpe` placement: the program's native build runs as a host Linux process
+attached to the running emulator through the same device interface
+(xscale/lib/npk_xscale.c with NPK_GPE).
+
+The process inherits the chip's memfds (SRAM, DRAM, scratch: shared with the
+emulator, no copies) and one end of a Unix socket pair, the link.  Each CSR
+access or interrupt wait is a request on the link (npk_gpe_proto.h).  The
+emulator serves requests in emulated time: a request takes effect, and its
+answer reaches the process, `link latency` after it was sent; an interrupt
+wait is answered `link latency` after the interrupt.  While the process
+computes the chip does not move, so a run is deterministic: results equal the
+xscale placement's, timing differs.  The process must reach the device (a CSR
+access or a wait) to let emulated time pass.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .core import XScaleError
+from .device import ChipWindows
+
+if TYPE_CHECKING:
+    from npkit.emulator.binding import Chip
+
+    from .system import _Clock
+
+READ, WRITE, SWAP, WAIT = 1, 2, 3, 4
+MSG = struct.Struct("=IIII")
+REPLY_TIMEOUT_S = 60.0
+
+
+def native_twin(program: str | os.PathLike[str]) -> Path:
+    """xscale/build/arm/NAME.elf -> xscale/build/gpe/NAME (other paths: unchanged)."""
+    p = Path(program)
+    if p.suffix == ".elf" and p.parent.name == "arm":
+        twin = p.parent.parent / "gpe" / p.stem
+        if twin.exists():
+            return twin
+    return p
+
+
+class GpeHost:
+    def __init__(self, chip: Chip, clock: _Clock, program: str | os.PathLike[str], argv: list[str], *,
+                 echo: Callable[[int, bytes], None] | None = None, link_latency_ns: int | None = None,
+                 env: dict[str, str] | None = None) -> None:  # fmt: skip
+        from .system import xscale_config
+
+        self.placement = "gpe"
+        self.chip = chip
+        self.clock = clock
+        self.echo = echo
+        self.windows = ChipWindows(chip)
+        ns = link_latency_ns if link_latency_ns is not None else int(xscale_config(chip)["gpe_link_latency_ns"])
+        self.latency = max(0, int(ns) * int(chip.config["clock_mhz"]) // 1000)
+        self.program = native_twin(program).resolve()
+        with open(self.program, "rb") as f:
+            if f.read(4) == b"\x7fELF" and f.read(1) == b"\x01":
+                raise XScaleError(f"{self.program} is a 32-bit (ARM) build: the gpe placement runs the native "
+                                  "build (`npk xscale build --gpe`)")
+        fds = [chip.backing(n)[3] for n in ("sram", "dram", "scratch")]
+        if min(fds) < 0:
+            raise XScaleError("the chip's memories are not in memfds: the gpe placement cannot share them")
+        self.link, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.link.settimeout(REPLY_TIMEOUT_S)
+        spec = ",".join(str(x) for x in [child.fileno(), *fds, int(chip.config["sram_channel_bytes"])])
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        self._out_pos = self._err_pos = 0
+        self.stdout_buf = bytearray()
+        self.stderr_buf = bytearray()
+        self.proc = subprocess.Popen([str(self.program), *argv], stdin=subprocess.DEVNULL, stdout=self._out,
+                                     stderr=self._err, pass_fds=[child.fileno(), *fds],
+                                     env={**os.environ, **(env or {}), "NPK_GPE": spec})  # fmt: skip
+        child.close()
+        self.pending: tuple[int, int, int, int] | None = None   # (op, addr, value, due cycle)
+        self.requests = 0
+        self.wait_cycles = 0
+        self.exit_code: int | None = None
+        self.state = "running"
+
+    # -- results
+    def _drain_output(self) -> None:
+        for f, attr, fd in ((self._out, "_out_pos", 1), (self._err, "_err_pos", 2)):
+            f.seek(getattr(self, attr))
+            data = f.read()
+            if data:
+                setattr(self, attr, getattr(self, attr) + len(data))
+                (self.stdout_buf if fd == 1 else self.stderr_buf).extend(data)
+                if self.echo is not None:
+                    self.echo(fd, data)
+
+    @property
+    def stdout(self) -> bytes:
+        self._drain_output()
+        return bytes(self.stdout_buf)
+
+    @property
+    def stderr(self) -> bytes:
+        self._drain_output()
+        return bytes(self.stderr_buf)
+
+    @property
+    def instructions(self) -> int:
+        return 0
+
+    def status(self) -> dict[str, Any]:
+        waiting = None
+        if self.pending is not None:
+            waiting = "interrupt" if self.pending[0] == WAIT else f"link request {self.pending[0]}"
+        return {"placement": "gpe", "state": self.state, "pid": self.proc.pid, "requests": self.requests,
+                "waiting_on": waiting, "wait_cycles": self.wait_cycles, "interrupts": self.windows.count,
+                "exit_code": self.exit_code, "latency_cycles": self.latency}  # fmt: skip
+
+    # -- the link
+    def _receive(self) -> bool:
+        """Wait (host time) for the process's next request; False when it has ended."""
+        data = b""
+        try:
+            while len(data) < MSG.size:
+                chunk = self.link.recv(MSG.size - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        except TimeoutError:
+            raise XScaleError(f"the gpe process {self.proc.pid} sent no request for {REPLY_TIMEOUT_S:.0f} s "
+                              "(it must reach the device to let emulated time pass)") from None  # fmt: skip
+        if len(data) < MSG.size:
+            self.exit_code = self.proc.wait()
+            self.state = "exited" if self.exit_code >= 0 else "crashed"
+            self._drain_output()
+            return False
+        op, addr, value, _pad = MSG.unpack(data)
+        self.requests += 1
+        self.pending = (op, addr, value, self.clock.now + self.latency)
+        return True
+
+    def _reply(self, status: int, value: int) -> None:
+        self.link.sendall(MSG.pack(status & 0xFFFFFFFF, 0, value & 0xFFFFFFFF, 0))
+        self.pending = None
+
+    def advance(self, target: int) -> str:
+        clock = self.clock
+        while clock.now < target:
+            if self.state != "running":
+                return clock.run_chip(target - clock.now)
+            if self.pending is None and not self._receive():
+                continue
+            assert self.pending is not None
+            op, addr, value, due = self.pending
+            if op == WAIT:
+                reason = self._wait(value, target)
+            else:
+                if due > clock.now:
+                    reason = clock.run_chip(min(due, target) - clock.now)
+                    if clock.now < due:
+                        if reason not in ("budget", "halted"):
+                            return reason
+                        continue
+                else:
+                    reason = "budget"
+                w = self.windows
+                result = w.read(addr) if op == READ else w.swap(addr, value) if op == SWAP else 0
+                if op == WRITE:
+                    w.write(addr, value)
+                self._reply(0 if op in (READ, WRITE, SWAP) else -22, result)
+            if reason not in ("budget", "irq", "halted"):
+                return reason
+        self._drain_output()
+        return "budget"
+
+    def _wait(self, seen: int, target: int) -> str:
+        clock, chip, w = self.clock, self.chip, self.windows
+        start = clock.now
+        w.sample()
+        reason = "budget"
+        if w.count == seen:
+            chip.xscale_irq_stop(0xFFFFFFFF)
+            try:
+                reason = clock.run_chip(target - clock.now)
+            finally:
+                chip.xscale_irq_stop(0)
+            w.sample()
+            if w.count == seen:
+                self.wait_cycles += clock.now - start
+                return reason
+            assert self.pending is not None
+            self.pending = (WAIT, 0, seen, clock.now + self.latency)
+        due = self.pending[3] if self.pending else clock.now
+        if due > clock.now:
+            reason = clock.run_chip(min(due, target) - clock.now)
+        self.wait_cycles += clock.now - start
+        if clock.now >= due:
+            w.seen = w.count
+            self._reply(0, w.count)
+        return reason
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.link.close()
+        self._drain_output()

@@ -1,0 +1,290 @@
+"""A chip and its control processor on one clock.
+
+    chip = Chip("ixp2800"); load_path(chip, "me.elf")
+    system = System(chip)
+    xs = system.attach_xscale("xscale/build/arm/xs_demo.elf")        # or placement="gpe"
+    system.run(1_000_000)          # ME cycles, like chip.run; per slice from a traffic loop
+    xs.stdout, xs.status()
+
+Placement `xscale`: the program runs on the Unicorn XScale core in lockstep with
+the microengines: the core runs a quantum of instructions at the chip's current
+time, then the chip runs the ME cycles those instructions took (clock ratio
+from the chip config, `xscale.clock_mhz`).  A core asleep in a system call costs
+no host time: the chip runs alone (event-driven skips intact) until the wait's
+deadline or, when it waits on the device, the cycle an interrupt is raised
+(npk_xscale_irq_stop).
+
+Quanta lie on a fixed grid of the core's instruction count (and end where the
+core blocks), so how a caller slices System.run changes nothing in the run.
+System.run stops exactly at the requested cycle; when the core's last quantum
+ended past it the chip catches up first in the next call.
+
+Placement `gpe`: the native build of the same program runs as a host process
+(npkit.xscale.gpe).  Results are the same; only timing differs.
+
+`System.run(cycles)` returns the chip's stop reason ("budget", "halted",
+"breakpoint", ...); `System.cycle` is the emulated time in ME cycles.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .core import Wait, XScaleCore, XScaleError
+from .device import Ixp2800Device
+
+if TYPE_CHECKING:
+    from npkit.emulator.binding import Chip
+
+TIMELINE_MAX = 100_000     # state changes kept for a trace (oldest dropped first)
+PLACEMENTS = ("xscale", "gpe")
+
+
+def xscale_config(chip: Chip) -> dict[str, Any]:
+    """The chip config's `xscale:` section with defaults."""
+    raw = dict(chip.config.get("xscale") or {})
+    raw.setdefault("clock_mhz", 700)
+    raw.setdefault("quantum", 20000)
+    raw.setdefault("gpe_link_latency_ns", 1000)
+    return raw
+
+
+class _Clock:
+    """Emulated time of a System: follows the chip, and runs on alone once the chip halted."""
+
+    def __init__(self, chip: Chip) -> None:
+        self.chip = chip
+        self.now = chip.cycle
+
+    def run_chip(self, cycles: int) -> str:
+        if cycles <= 0:
+            return "budget"
+        reason = self.chip.run(cycles)
+        if reason == "halted":
+            self.now += cycles       # no ME left: time goes on for the control processor
+        else:
+            self.now = max(self.now, self.chip.cycle)
+        return reason
+
+
+class XScaleHost:
+    """The `xscale` placement: an XScaleCore co-run with the chip."""
+
+    placement = "xscale"
+
+    def __init__(self, chip: Chip, clock: _Clock, program: str | os.PathLike[str], argv: list[str],
+                 *, quantum: int | None = None, echo: Callable[[int, bytes], None] | None = None,
+                 env: dict[str, str] | None = None) -> None:  # fmt: skip
+        cfg = xscale_config(chip)
+        self.chip = chip
+        self.clock = clock
+        self.me_mhz, self.xs_mhz = int(chip.config["clock_mhz"]), int(cfg["clock_mhz"])
+        self.ratio = Fraction(self.me_mhz, self.xs_mhz)
+        self.quantum = int(quantum or cfg["quantum"])
+        if self.quantum < 1:
+            raise XScaleError("the XScale quantum must be at least one instruction")
+        self.core = XScaleCore(program, argv, env, seed=int(chip.config.get("seed", 1)), ratio=self.ratio,
+                               echo=echo)  # fmt: skip
+        self.core.linux.me_mhz = int(chip.config["clock_mhz"])
+        self.device = Ixp2800Device(chip, self.core.uc)
+        self.core.linux.device = self.device
+        self.core.cycle = clock.now
+        self._rem = 0           # ME-cycle remainder (in 1/xs_mhz units) carried between quanta
+        self._debt = 0          # ME cycles the core ran ahead of the chip (a quantum ends on a block boundary)
+        self.gdb: Any = None
+        self.wait_cycles = 0
+        # (ME cycle, "running" | "waiting" | "exited" | "crashed", what it waits on): for a trace track
+        self.timeline: list[tuple[int, str, str]] = [(clock.now, "running", "")]
+
+    def _mark(self) -> None:
+        core = self.core
+        what = core.wait.what if core.wait is not None and core.state == "waiting" else ""
+        last = self.timeline[-1]
+        if (last[1], last[2]) != (core.state, what):
+            if len(self.timeline) >= TIMELINE_MAX:
+                del self.timeline[: TIMELINE_MAX // 10]
+            self.timeline.append((core.now_cycle(), core.state, what))
+
+    # -- results
+    @property
+    def stdout(self) -> bytes:
+        return bytes(self.core.linux.stdout)
+
+    @property
+    def stderr(self) -> bytes:
+        return bytes(self.core.linux.stderr)
+
+    @property
+    def state(self) -> str:
+        return self.core.state
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.core.exit_code
+
+    @property
+    def instructions(self) -> int:
+        return self.core.instructions
+
+    def status(self, with_line: bool = False) -> dict[str, Any]:
+        """PC, function, waiting on what, instructions executed ... (with_line: source
+        file:line from DWARF, through arm-linux-gnueabi-addr2line)."""
+        st = self.core.status()
+        if with_line:
+            st["line"] = self.core.elf.line_at(self.core.pc)
+        st.update(placement=self.placement, wait_cycles=self.wait_cycles, interrupts=self.device.count,
+                  unimplemented_syscalls={str(k): v for k, v in self.core.linux.unimplemented.items()})  # fmt: skip
+        return st
+
+    # -- co-running
+    def advance(self, target: int) -> str:
+        """Run chip and core together until emulated time `target` (ME cycles)."""
+        clock, core = self.clock, self.core
+        last = "budget"
+        while clock.now < target:
+            if self.gdb is not None:
+                self.gdb.poll(self)
+            if self._debt:
+                step = min(self._debt, target - clock.now)
+                self._debt -= step
+                reason = clock.run_chip(step)
+            elif core.state == "running":
+                reason = self._quantum(target)
+            elif core.state == "waiting" and core.wait is not None:
+                reason = self._sleep(core.wait, target)
+            else:
+                reason = clock.run_chip(target - clock.now)
+            if reason not in ("budget", "irq", "halted"):
+                return reason
+            last = "halted" if reason == "halted" else "budget"
+        return last
+
+    def _quantum(self, target: int) -> str:
+        core, clock = self.core, self.clock
+        core.cycle = clock.now
+        # quanta sit on a fixed grid of the core's instruction count, not on the caller's
+        # slices, so how System.run is sliced does not change the interleaving
+        n = core.run(self.quantum - core.instructions % self.quantum)
+        if core.state != "running":
+            self._mark()
+        dt, self._rem = divmod(n * self.me_mhz + self._rem, self.xs_mhz)
+        if core.state == "stopped" and self.gdb is not None:
+            self.gdb.stopped(self)
+        step = min(dt, target - clock.now)      # the chip stops at the target; the rest is owed
+        self._debt = dt - step
+        return clock.run_chip(step)
+
+    def _sleep(self, wait: Wait, target: int) -> str:
+        core, clock, chip = self.core, self.clock, self.chip
+        core.cycle = clock.now
+        core._run_start_exec = int(core._budget.executed)
+        result = wait.retry()         # what the chip did while catching up with the core may do
+        if result is not None:
+            core.resume(result)
+            self._mark()
+            return "budget"
+        wake = target if wait.deadline is None else max(clock.now, min(target, wait.deadline))
+        # host sockets (wait.host) are looked at when the run slice ends: their input is
+        # outside emulated time anyway
+        start = clock.now
+        if wait.irq:
+            chip.xscale_irq_stop(0xFFFFFFFF)
+        try:
+            reason = clock.run_chip(wake - clock.now) if wake > clock.now else "budget"
+        finally:
+            if wait.irq:
+                chip.xscale_irq_stop(0)
+        self.wait_cycles += clock.now - start
+        core.cycle = clock.now
+        core._run_start_exec = int(core._budget.executed)
+        result = wait.retry()
+        if result is not None:
+            core.resume(result)
+            self._mark()
+        elif wait.deadline is None and not wait.host and reason == "halted" and clock.now >= target:
+            return "halted"
+        return reason
+
+    def close(self) -> None:
+        if self.gdb is not None:
+            self.gdb.close()
+        linux = self.core.linux
+        for start, end, kind in list(linux.maps):       # unmap the chip's memories before they go
+            if kind == "device":
+                linux.sys_munmap(start, end - start)
+        linux.close_all()
+
+
+class System:
+    """One chip plus (optionally) its control processor, advanced together."""
+
+    def __init__(self, chip: Chip) -> None:
+        self.chip = chip
+        self.clock = _Clock(chip)
+        self.xscale: Any = None
+
+    @property
+    def cycle(self) -> int:
+        return self.clock.now
+
+    def attach_xscale(self, program: str | os.PathLike[str], argv: list[str] | None = None, *,
+                      placement: str = "xscale", quantum: int | None = None,
+                      echo: Callable[[int, bytes], None] | None = None, gdb_port: int | None = None,
+                      link_latency_ns: int | None = None, env: dict[str, str] | None = None) -> Any:  # fmt: skip
+        """Start `program` on the control processor; return its host object.
+
+        placement "xscale": an ARM ELF on the Unicorn core; "gpe": the native build
+        (when `program` is the ARM build under xscale/build/arm, its twin under
+        xscale/build/gpe is used)."""
+        if self.xscale is not None:
+            raise XScaleError("an XScale program is already attached")
+        if placement not in PLACEMENTS:
+            raise XScaleError(f"unknown placement '{placement}' (known: {', '.join(PLACEMENTS)})")
+        if not Path(program).exists():
+            raise XScaleError(f"XScale program {program} does not exist")
+        if placement == "xscale":
+            host: Any = XScaleHost(self.chip, self.clock, program, list(argv or []), quantum=quantum,
+                                   echo=echo, env=env)  # fmt: skip
+            if gdb_port is not None:
+                from .gdbstub import GdbStub
+
+                host.gdb = GdbStub(host.core, gdb_port)
+                host.gdb.wait_for_client()
+        else:
+            if gdb_port is not None:
+                raise XScaleError("--xscale-gdb needs the xscale placement (attach gdb to a gpe process directly)")
+            from .gpe import GpeHost
+
+            host = GpeHost(self.chip, self.clock, program, list(argv or []), echo=echo,
+                           link_latency_ns=link_latency_ns, env=env)  # fmt: skip
+        self.xscale = host
+        return host
+
+    def run(self, cycles: int) -> str:
+        """Advance chip and control processor by `cycles` ME cycles."""
+        target = self.clock.now + int(cycles)
+        if self.xscale is None:
+            return self.clock.run_chip(int(cycles))
+        return self.xscale.advance(target)
+
+    def run_until_exit(self, max_cycles: int, slice_cycles: int = 1_000_000) -> str:
+        """Run until the control program ended (returns "exited"), a chip stop, or max_cycles ("budget")."""
+        end = self.clock.now + max_cycles
+        while self.clock.now < end:
+            if self.xscale is not None and self.xscale.state in ("exited", "crashed"):
+                return "exited"
+            reason = self.run(min(slice_cycles, end - self.clock.now))
+            if reason not in ("budget", "halted"):
+                return reason
+        return "exited" if self.xscale is not None and self.xscale.state in ("exited", "crashed") else "budget"
+
+    def status(self) -> dict[str, Any] | None:
+        return None if self.xscale is None else self.xscale.status()
+
+    def close(self) -> None:
+        if self.xscale is not None:
+            self.xscale.close()
