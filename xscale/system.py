@@ -63,7 +63,7 @@ class _Clock:
     def run_chip(self, cycles: int) -> str:
         if cycles <= 0:
             return "budget"
-        reason = self.chip.run(cycles)
+        reason = self.chip.run_raw(cycles)
         if reason == "halted":
             self.now += cycles       # no ME left: time goes on for the control processor
         else:
@@ -262,6 +262,7 @@ class System:
             host = GpeHost(self.chip, self.clock, program, list(argv or []), echo=echo,
                            link_latency_ns=link_latency_ns, env=env)  # fmt: skip
         self.xscale = host
+        self.chip.set_driver(self.run)      # every loop that runs the chip now co-runs the XScale
         return host
 
     def run(self, cycles: int) -> str:
@@ -286,5 +287,7 @@ class System:
         return None if self.xscale is None else self.xscale.status()
 
     def close(self) -> None:
+        if self.chip.driver == self.run:
+            self.chip.set_driver(None)
         if self.xscale is not None:
             self.xscale.close()
