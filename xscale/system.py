@@ -91,6 +91,7 @@ class XScaleHost:
                                echo=echo)  # fmt: skip
         self.core.linux.me_mhz = int(chip.config["clock_mhz"])
         self.device = Ixp2800Device(chip, self.core.uc)
+        self.device.now_cycle = self.core.now_cycle
         self.core.linux.device = self.device
         self.core.cycle = clock.now
         self._rem = 0           # ME-cycle remainder (in 1/xs_mhz units) carried between quanta
