@@ -49,19 +49,24 @@ def _loose_key(frame: bytes) -> bytes:
 
 Software = Callable[[Chip], dict[str, list[tuple[int, str]]]]
 """Hook returning microcode-counted fates: {"drops": [(id, reason)], "exceptions": [(id, reason)]}."""
+ControlFrame = Callable[[bytes], bool]
+"""True for a transmitted frame the router made itself (a control plane's ICMP or ARP):
+it is kept apart (`control_out`) and counted as generated, not matched to an input."""
 
 
 class TrafficRun:
     """Feed `traffic` through the MSF of `chip` and account for every packet."""
 
     def __init__(
-        self, chip: Chip, traffic: Traffic, software: Software | None = None, **msf: int
+        self, chip: Chip, traffic: Traffic, software: Software | None = None,
+        control_frame: ControlFrame | None = None, **msf: int,
     ) -> None:
         if traffic.link_bps and "rate_bps" not in msf:
             msf["rate_bps"] = traffic.link_bps
         self.chip = chip
         self.traffic = traffic
         self.software = software
+        self.control_frame = control_frame
         self.dev = MsfDevice(chip, **msf)
         bad = [p for p in set(traffic.ports) if p >= self.dev.ports]
         if bad:
@@ -74,6 +79,7 @@ class TrafficRun:
         self.clock_mhz = float(chip.config["clock_mhz"])
         self.pushed = 0
         self.out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(self.dev.ports)}
+        self.control_out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(self.dev.ports)}
         self.aborted: list[tuple[int, int, bytes]] = []
         self.msf_drops: list[tuple[int, int, int]] = []
         self.now_ns = 0
@@ -99,6 +105,8 @@ class TrafficRun:
         for port, t, data, aborted in self.dev.drain():
             if aborted:
                 self.aborted.append((port, t, data))
+            elif self.control_frame is not None and self.control_frame(data):
+                self.control_out[port].append((t, data))
             else:
                 self.out[port].append((t, data))
         self.msf_drops.extend(self.dev.drops())
@@ -279,6 +287,7 @@ class TrafficRun:
                 "dropped": tot_drop,
                 "exceptions": tot_exc,
                 "in_flight": in_flight,
+                "generated": sum(len(v) for v in self.control_out.values()),
             },  # fmt: skip
             "msf": self.dev.stats(),
             "balanced": not problems,
@@ -297,7 +306,7 @@ class TrafficRun:
         outdir.mkdir(parents=True, exist_ok=True)
         for p, frames in self.out.items():
             with PcapWriter(outdir / f"port{p}.pcap") as w:
-                for t, data in frames:
+                for t, data in sorted([*frames, *self.control_out[p]], key=lambda f: f[0]):
                     w.write(t, data)
         rep = report if report is not None else self.report()
         disp = {"offered": self.pushed,

@@ -32,6 +32,7 @@ DIR/manifest.json::
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import json
@@ -46,10 +47,13 @@ from typing import Any
 
 from .packet import (
     ARP,
+    ARP_REPLY,
     ARP_REQUEST,
     BROADCAST_MAC,
     ETHERTYPE_ARP,
     ETHERTYPE_IPV6,
+    ICMP,
+    IPPROTO_ICMP,
     IPPROTO_TCP,
     IPPROTO_UDP,
     TCP_ACK,
@@ -174,6 +178,7 @@ class Schedule:
         self.lens = array("H")
         self.kinds = array("B")
         self.frames: list[bytes] | None = None
+        self.replies: dict[int, int] = {}  # arrival time -> the neighbour whose ARP reply arrives then
         self.delayed = 0  # replayed frames moved later because the link was busy
         if not port.enabled:
             return
@@ -315,15 +320,28 @@ class FrameBuilder:
             "runt": self._runt,
             "wrong_mac": self._wrong_mac,
             "arp_miss": self._arp_miss,
+            "redirect": self._redirect,
+            "link_bcast_unicast": self._link_bcast_unicast,
+            "ping": self._ping,
+            "record_route": self._record_route,
+            "timestamp": self._timestamp,
+            "lsrr": self._lsrr,
+            "ssrr": self._ssrr,
+            "bad_option": self._bad_option,
+            "gateway_miss": self._gateway_miss,
+            "ttl_fragment": self._ttl_fragment,
+            "icmp_error_ttl": self._icmp_error_ttl,
         }
 
     # -- addresses
 
     def _forwardable_routes(self) -> list[Route]:
         """Routes whose packets the router forwards: the next hop has an ARP entry; for
-        connected subnets, the on-link hosts that have one (as /32s)."""
+        connected subnets, the on-link hosts that have one (as /32s).  Not the way back
+        to the generator's own sources (BENCHMARK_NET)."""
         cfg = self.cfg
-        pool = [r for r in cfg.static_routes if not r.direct and r.next_hop in cfg.arp]
+        pool = [r for r in cfg.static_routes if not r.direct and r.next_hop in cfg.arp
+                and (r.prefix & mask(15)) != BENCHMARK_NET]  # fmt: skip
         for addr in sorted(cfg.arp):
             port = cfg.port_for_subnet(addr)
             if port is not None and addr != port.address:
@@ -536,6 +554,101 @@ class FrameBuilder:
                 return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(),
                                      eth_dst=other)
 
+    # -- the control plane's cases
+
+    def _pick(self, pool: list[Route], what: str) -> int:
+        if not pool:
+            raise SpecError(f"mix.{what}: the router's table has no route for it")
+        r = pool[self.rng.randrange(len(pool))]
+        return r.prefix | (self.rng.getrandbits(32) & ~mask(r.length) & 0xFFFFFFFF)
+
+    def _redirect(self, length: int, pid: int) -> bytes:
+        """From an on-link host with an ARP entry to a destination whose route leaves by
+        the same port: the router forwards it and sends a Redirect (RFC 1812 5.2.7.2)."""
+        me, cfg = self.me, self.cfg
+        hosts = [a for a in sorted(cfg.arp) if me.on_subnet(a) and a != me.address]
+        pool = [r for r in self._forwardable_routes() if r.port == me.index and r.length < 32]
+        if not hosts:
+            raise SpecError("mix.redirect: no host with an ARP entry on the port's subnet")
+        src = hosts[self.rng.randrange(len(hosts))]
+        for _ in range(100):
+            dst = self._pick(pool, "redirect")
+            if self._resolves(dst) and cfg.routes.lookup(dst).port == me.index:  # type: ignore[union-attr]
+                return self.ip_frame(length, pid, src, dst)
+        raise SpecError("mix.redirect: could not draw a destination routed back out of the port")
+
+    def _link_bcast_unicast(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), eth_dst=BROADCAST_MAC)
+
+    def icmp_frame(self, length: int, pid: int, src: int, dst: int, icmp_type: int, code: int,
+                   rest: bytes = b"\x00\x00\x00\x00", ttl: int = 64, body: bytes | None = None) -> bytes:  # fmt: skip
+        """An ICMP message in an IPv4 frame of exactly `length` bytes (payload: `body`, or
+        the tag then zeros)."""
+        room = length - 14 - 20 - 8
+        payload = (body if body is not None else TAG + (pid & 0xFFFFFFFF).to_bytes(4, "big"))[:room]
+        payload += bytes(room - len(payload))
+        self.ident = ident = (self.ident + 1) & 0xFFFF
+        msg = ICMP(icmp_type, code, rest).pack(payload)
+        hdr = IPv4(src, dst, IPPROTO_ICMP, ttl=ttl, identification=ident).pack(len(msg))
+        return self.me.mac + self.src_mac + b"\x08\x00" + hdr + msg
+
+    def _ping(self, length: int, pid: int) -> bytes:
+        dst = self.cfg.ports[self.rng.randrange(len(self.cfg.ports))].address
+        return self.icmp_frame(length, pid, self.src_normal(), dst, 8, 0, (pid & 0xFFFF).to_bytes(2, "big") + b"\x00\x01")
+
+    def _record_route(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), options=bytes([7, 15, 4]) + bytes(13))
+
+    def _timestamp(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), options=bytes([68, 12, 5, 0]) + bytes(8))
+
+    def _lsrr(self, length: int, pid: int) -> bytes:
+        """Loose source route through the router (its receiving port's address) to a
+        forwardable destination."""
+        hop = self.dst_normal().to_bytes(4, "big")
+        return self.ip_frame(length, pid, self.src_normal(), self.me.address, options=bytes([131, 7, 4]) + hop + b"\0")
+
+    def _ssrr(self, length: int, pid: int) -> bytes:
+        """Strict source route through the router to a destination behind a gateway: not
+        on-link, so the router answers Source Route Failed."""
+        pool = [r for r in self._forwardable_routes() if r.length < 32]
+        hop = self._pick(pool, "ssrr").to_bytes(4, "big")
+        return self.ip_frame(length, pid, self.src_normal(), self.me.address, options=bytes([137, 7, 4]) + hop + b"\0")
+
+    def _bad_option(self, length: int, pid: int) -> bytes:
+        """Record route with a length of 2: Parameter Problem pointing at the length."""
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), options=bytes([7, 2, 0, 0]))
+
+    def _gateway_miss(self, length: int, pid: int) -> bytes:
+        """To a route whose next hop has no ARP entry (routes.txt: 44/8 via 10.0.2.77)."""
+        cfg = self.cfg
+        pool = [r for r in cfg.static_routes if not r.direct and r.next_hop not in cfg.arp]
+        for _ in range(100):
+            dst = self._pick(pool, "gateway_miss")
+            route = cfg.routes.lookup(dst)
+            if route is not None and not route.direct and route.next_hop not in cfg.arp:
+                return self.ip_frame(length, pid, self.src_normal(), dst)
+        raise SpecError("mix.gateway_miss: could not draw a destination behind an unresolved next hop")
+
+    def _ttl_fragment(self, length: int, pid: int) -> bytes:
+        """A non-first fragment with TTL 1: dropped, and no ICMP error (RFC 1812 4.3.2.7)."""
+        frame = bytearray(self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), ttl=1, proto="udp"))
+        frame[20:22] = (185).to_bytes(2, "big")         # offset 185 x 8 bytes, no more fragments
+        self._refresh_checksum(frame, 5)
+        return bytes(frame)
+
+    def _icmp_error_ttl(self, length: int, pid: int) -> bytes:
+        """An ICMP error (Destination Unreachable) with TTL 1: no error about an error."""
+        quoted = IPv4(self.src_normal(), self.dst_normal(), IPPROTO_UDP).pack(8) + bytes(8)
+        body = quoted + TAG + (pid & 0xFFFFFFFF).to_bytes(4, "big")
+        return self.icmp_frame(length, pid, self.src_normal(), self.dst_normal(), 3, 1, ttl=1, body=body)
+
+    def arp_reply(self, length: int, neighbour: int, hw: bytes) -> bytes:
+        """A neighbour's answer to the router's ARP request (RFC 826), to this port."""
+        arp = ARP(ARP_REPLY, hw, neighbour, self.me.mac, self.me.address)
+        frame = Ethernet(self.me.mac, hw, ETHERTYPE_ARP).pack() + arp.pack()
+        return frame + bytes(length - len(frame))
+
     def _arp_miss(self, length: int, pid: int) -> bytes:
         cfg, rng = self.cfg, self.rng
         for _ in range(10_000):
@@ -554,9 +667,49 @@ def schedules(spec: TrafficSpec) -> list[Schedule]:
     return [Schedule(spec, port) for port in spec.ports]
 
 
-def iter_packets(spec: TrafficSpec, scheds: list[Schedule] | None = None) -> Iterator[GenPacket]:
-    """All packets of all ports, in packet-id (arrival) order."""
+def _needs(spec: TrafficSpec, frame: bytes) -> int | None:
+    """The next hop the router must resolve to forward `frame`, if it has no ARP entry."""
+    if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+        return None
+    dst = int.from_bytes(frame[30:34], "big")
+    route = spec.router.routes.lookup(dst)
+    if route is None:
+        return None
+    hop = dst if route.direct else route.next_hop
+    return hop if hop not in spec.router.arp else None
+
+
+def add_neighbour_replies(spec: TrafficSpec, scheds: list[Schedule]) -> None:
+    """The generator acting as the neighbours of `spec.neighbours`: each answers the
+    router's ARP request `neighbour_delay_ns` after the first packet that needs it
+    arrives (a reply from its MAC on its port, inserted into that port's schedule)."""
+    first: dict[int, int] = {}
+    for pkt in iter_packets(spec, scheds, replies=False):
+        hop = _needs(spec, pkt.data)
+        if hop in spec.neighbours and hop not in first:
+            first[hop] = pkt.time_ns
+            if len(first) == len(spec.neighbours):
+                break
+    reply = KIND_INDEX["arp_reply"]
+    for hop, t in sorted(first.items(), key=lambda kv: kv[1]):
+        port = spec.router.port_for_subnet(hop)
+        assert port is not None
+        sched = scheds[port.index]
+        at = t + spec.neighbour_delay_ns
+        k = bisect.bisect_right(sched.times, at)
+        sched.times.insert(k, at)
+        sched.lens.insert(k, 60)
+        sched.kinds.insert(k, reply)
+        sched.replies[at] = hop
+
+
+def iter_packets(spec: TrafficSpec, scheds: list[Schedule] | None = None,
+                 replies: bool = True) -> Iterator[GenPacket]:  # fmt: skip
+    """All packets of all ports, in packet-id (arrival) order (with the neighbours'
+    ARP replies when the spec has neighbours)."""
     scheds = scheds if scheds is not None else schedules(spec)
+    if replies and spec.neighbours and not any(s.replies for s in scheds):
+        add_neighbour_replies(spec, scheds)
     builders = [FrameBuilder(spec, s.port) if s.port.replay is None and len(s) else None
                 for s in scheds]
 
@@ -569,6 +722,11 @@ def iter_packets(spec: TrafficSpec, scheds: list[Schedule] | None = None) -> Ite
         kind = KINDS[sched.kinds[i]]
         if sched.frames is not None:
             data = sched.frames[i]
+        elif kind == "arp_reply":
+            builder = builders[p]
+            assert builder is not None
+            hop = sched.replies[t]
+            data = builder.arp_reply(sched.lens[i], hop, spec.neighbours[hop])
         else:
             builder = builders[p]
             assert builder is not None

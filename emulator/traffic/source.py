@@ -33,6 +33,10 @@ class Traffic:
     )  # port: (preamble, fcs, ifg)
     link_bps: int | None = None
     source: str = ""
+    # the control plane's part of a spec (npkit.emulator.traffic.spec): timed route
+    # changes (RouteChange) and the neighbours that answer ARP (IPv4 -> MAC)
+    route_changes: list[Any] = field(default_factory=list)
+    neighbours: dict[int, bytes] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -42,6 +46,19 @@ class Traffic:
         self.ports.append(port)
         self.lens.append(len(data))
         self.frames.append(data)
+
+
+def _control_part(tr: Traffic, spec: dict[str, Any]) -> None:
+    """Route changes and neighbours of the spec a capture directory was generated from."""
+    from .packet import ip, mac
+    from .spec import SpecError, parse_route_change
+
+    try:
+        tr.route_changes = sorted((parse_route_change(str(c)) for c in spec.get("route_changes") or []),
+                                  key=lambda c: c.at_ns)  # fmt: skip
+        tr.neighbours = {ip(str(k)): mac(str(v)) for k, v in (spec.get("neighbours") or {}).items()}
+    except (SpecError, ValueError) as e:
+        raise TrafficError(f"{tr.source}: manifest spec: {e}") from None
 
 
 def load_traffic_source(path: str | Path, duration_ns: int | None = None,
@@ -62,6 +79,7 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None,
         man = load_manifest(path)
         if man:
             tr.link_bps = int(man.get("link_bps") or 0) or None
+            _control_part(tr, man.get("spec") or {})
             for p in man.get("ports", []):
                 w = p.get("wire", {})
                 tr.wire[int(p["port"])] = (
@@ -79,6 +97,8 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None,
     except (SpecError, OSError) as e:
         raise TrafficError(str(e)) from None
     tr.link_bps = int(spec.link_bps)
+    tr.route_changes = list(spec.route_changes)
+    tr.neighbours = dict(spec.neighbours)
     for port in spec.ports:
         tr.wire[port.index] = (port.wire.preamble, port.wire.fcs, port.wire.ifg)
     for pkt in iter_packets(spec):

@@ -54,7 +54,21 @@ each input port its own N and no output port is offered more than its line rate)
 oracle gives it: miss (no_route), ttl_expiring (ttl_expired), options (ip_options),
 bad_checksum, bad_version, bad_ihl, truncated (ip_truncated), for_router
 (local_delivery), arp, non_ipv4 (non_ipv4_ethertype), broadcast, multicast, martian_src,
-martian_dst, runt (short_frame), wrong_mac (dst_mac_mismatch), arp_miss.
+martian_dst, runt (short_frame), wrong_mac (dst_mac_mismatch), arp_miss; and for the
+control plane: redirect (from an on-link host to a destination routed back out of the
+same port), link_bcast_unicast (a unicast IP datagram in a link broadcast), ping (echo
+request to the router), record_route / timestamp / lsrr / ssrr / bad_option (IP
+options: recorded, timestamped, loose and strict source routed through the router,
+malformed), gateway_miss (routed via a next hop with no ARP entry), ttl_fragment (TTL
+1 in a non-first fragment) and icmp_error_ttl (an ICMP error with TTL 1): no ICMP error
+about either (RFC 1812 4.3.2.7).
+
+Top level, for the control plane: `neighbours: {10.0.2.77: "02:00:0a:00:02:4d"}` are
+hosts that answer the router's ARP requests: the generator acts as each, putting its ARP
+reply on the wire `neighbour_delay_ns` (default 20000) after the first packet that
+needs it; `route_changes: ["at 2ms add 10.1.0.0/16 via 10.0.3.2", "at 3ms del
+10.1.0.0/16"]` change the route table at those emulated times (npk run, npk demo: the
+daemon applies them; the oracle too).
 
 Rates: `rate_bps` (bits/s on the wire, counting preamble and IFG per `wire`) or `load`
 (fraction of `link_bps`); default load 1.0. Arrivals: `constant` (evenly spaced at the
@@ -76,6 +90,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,9 +108,14 @@ class SpecError(ValueError):
 KINDS = (
     "normal", "miss", "ttl_expiring", "options", "bad_checksum", "bad_version", "bad_ihl",
     "truncated", "for_router", "arp", "non_ipv4", "broadcast", "multicast", "martian_src",
-    "martian_dst", "runt", "wrong_mac", "arp_miss", "replay",
+    "martian_dst", "runt", "wrong_mac", "arp_miss",
+    # the control plane's cases (xscale/npkd): RFC 1812 redirect, ICMP echo, IP options,
+    # the no-ICMP rules of 4.3.2.7, a next hop only a neighbour's ARP reply resolves
+    "redirect", "link_bcast_unicast", "ping", "record_route", "timestamp", "lsrr", "ssrr",
+    "bad_option", "gateway_miss", "ttl_fragment", "icmp_error_ttl",
+    "arp_reply", "replay",
 )  # fmt: skip
-MIX_KINDS = KINDS[1:-1]
+MIX_KINDS = tuple(k for k in KINDS[1:-1] if k != "arp_reply")   # arp_reply: the neighbours' answers
 PROTOCOLS = ("udp", "tcp", "tunnel")
 IMIX = ((64, 7), (594, 4), (1518, 1))
 WIRE_PRESETS = {
@@ -194,6 +214,9 @@ class TrafficSpec:
     link_bps: int = 1_000_000_000
     raw: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
+    neighbours: dict[int, bytes] = field(default_factory=dict)  # IPv4 -> MAC: they answer ARP
+    neighbour_delay_ns: int = 20_000
+    route_changes: list[Any] = field(default_factory=list)  # RouteChange, in time order
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -364,7 +387,91 @@ PORT_KEYS = {
     "enabled", "size", "protocol", "destinations", "mix", "rate_bps", "load", "arrivals",
     "wire", "source", "start_ns",
 }  # fmt: skip
-TOP_KEYS = {"seed", "router", "count", "duration_ns", "link_bps", "wire", "defaults", "ports"}
+TOP_KEYS = {"seed", "router", "count", "duration_ns", "link_bps", "wire", "defaults", "ports", "neighbours",
+            "neighbour_delay_ns", "route_changes"}
+NEIGHBOUR_DELAY_NS = 20_000
+
+
+@dataclass(frozen=True)
+class RouteChange:
+    """A timed route change: `at 2ms add 10.1.0.0/16 via 10.0.3.2 [port 3]`, `at 2ms add
+    10.1.0.0/16 dev 3` (on-link), `at 3ms del 10.1.0.0/16`."""
+
+    at_ns: int
+    op: str  # add | del
+    prefix: int
+    length: int
+    next_hop: int = 0  # 0: on-link
+    port: int = -1  # add: the output port
+
+    @property
+    def route_text(self) -> str:
+        """The route as npkd reads it (xscale/npkd/cfg.h parse_route)."""
+        from .packet import ip_str
+
+        p = f"{ip_str(self.prefix)}/{self.length}"
+        if self.op == "del":
+            return p
+        return f"{p} via {ip_str(self.next_hop)} port {self.port}" if self.next_hop else f"{p} dev {self.port}"
+
+
+_TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def _time_ns(text: str, where: str) -> int:
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s)?", text.strip())
+    if not m:
+        raise SpecError(f"{where}: time {text!r}: a number with ns, us, ms or s")
+    return round(float(m[1]) * _TIME_UNITS[m[2] or "ns"])
+
+
+def parse_route_change(text: str, router: RouterConfig | None = None) -> RouteChange:
+    """One timed route change; with `router` the next hop and port are checked (and the
+    port of `via NEXTHOP` found from the next hop's subnet)."""
+    from .packet import ip as parse_ip
+
+    where = f"route_changes: {text!r}"
+    words = str(text).split()
+    if len(words) < 4 or words[0] != "at" or words[2] not in ("add", "del"):
+        raise SpecError(f"{where}: expected 'at TIME add PREFIX/LEN via NEXTHOP' or 'at TIME del PREFIX/LEN'")
+    at = _time_ns(words[1], where)
+    try:
+        prefix, length = parse_prefix(words[3])
+    except (RouteError, ValueError) as e:
+        raise SpecError(f"{where}: {e}") from None
+    rest = words[4:]
+    if words[2] == "del":
+        if rest:
+            raise SpecError(f"{where}: del takes a prefix only")
+        return RouteChange(at, "del", prefix, length)
+    next_hop, port = 0, -1
+    try:
+        if len(rest) == 2 and rest[0] == "dev":
+            port = int(rest[1])
+        elif len(rest) in (2, 4) and rest[0] == "via":
+            if rest[1].isdigit():
+                port = int(rest[1])             # via P: out of port P, on-link
+            else:
+                next_hop = parse_ip(rest[1])
+            if len(rest) == 4:
+                if rest[2] != "port":
+                    raise ValueError("expected 'port P' after the next hop")
+                port = int(rest[3])
+        else:
+            raise ValueError("expected 'via NEXTHOP [port P]', 'via P' or 'dev P'")
+    except ValueError as e:
+        raise SpecError(f"{where}: {e}") from None
+    if router is not None:
+        if next_hop and port < 0:
+            found = router.port_for_subnet(next_hop)
+            if found is None:
+                raise SpecError(f"{where}: next hop {rest[1]} is on none of the router's subnets")
+            port = found.index
+        if not 0 <= port < len(router.ports):
+            raise SpecError(f"{where}: the router has no port {port}")
+        if next_hop and not router.ports[port].on_subnet(next_hop):
+            raise SpecError(f"{where}: next hop {rest[1]} is not on port {port}'s subnet")
+    return RouteChange(at, "add", prefix, length, next_hop, port)
 
 
 def _port(index: int, settings: dict[str, Any], link_bps: int, base: Path) -> PortSpec:
@@ -459,10 +566,39 @@ def spec_from_dict(
     ports = [
         _port(i, {**defaults, **(per_port.get(i) or {})}, link_bps, base) for i in range(n)
     ]
+    neighbours = _neighbours(data.get("neighbours"), router)
+    delay = int(float(data.get("neighbour_delay_ns", NEIGHBOUR_DELAY_NS)))
+    if delay < 0:
+        raise SpecError("neighbour_delay_ns: non-negative")
+    changes = data.get("route_changes") or []
+    if not isinstance(changes, list):
+        raise SpecError("route_changes: a list of 'at TIME add|del ...' strings")
+    route_changes = sorted((parse_route_change(str(c), router) for c in changes), key=lambda c: c.at_ns)
     return TrafficSpec(
         seed=seed, router=router, ports=ports, count=count, duration_ns=duration,
-        link_bps=link_bps, raw=data, source=source,
+        link_bps=link_bps, raw=data, source=source, neighbours=neighbours,
+        neighbour_delay_ns=delay, route_changes=route_changes,
     )
+
+
+def _neighbours(value: Any, router: RouterConfig) -> dict[int, bytes]:
+    from .packet import ip as parse_ip
+    from .packet import mac as parse_mac
+
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError("neighbours: a mapping of IPv4 address -> MAC")
+    out = {}
+    for k, v in value.items():
+        try:
+            addr, hw = parse_ip(str(k)), parse_mac(str(v))
+        except ValueError as e:
+            raise SpecError(f"neighbours: {e}") from None
+        if router.port_for_subnet(addr) is None:
+            raise SpecError(f"neighbours: {k} is on none of the router's subnets")
+        out[addr] = hw
+    return out
 
 
 def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> TrafficSpec:

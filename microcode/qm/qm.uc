@@ -1,6 +1,7 @@
 // qm.uc -- the queue manager (microcode/README.md §4.5).
 //
-// Context 0 enqueues: it takes (packet word, output port) from RING_IN and links the
+// Context 0 enqueues: it takes (packet word, output port) from RING_IN (and, with
+// RING_CP, from the control plane's ring) and links the
 // packet's descriptor onto the port's queue with the SRAM queue-array command
 // `enqueue` (queue descriptor QD_BASE + 16 * port), or drops it with queue_full when
 // the port already holds QM_QLIMIT packets.  The other contexts dequeue, in turn
@@ -125,10 +126,22 @@ qm_init_port#:
     .xfer_order $e0 $e1
     .sig s_e
     .reg eq ed
+#ifdef RING_CP
+    .reg ncp
+    immed[ncp, 0]
+#endif
 qm_enq_loop#:
     scratch[get, $e0, zero, (RING_IN << 2), 2], ctx_swap[s_e]
     alu[pw, --, b, $e0]
     bne[qm_enq_got#]
+#ifdef RING_CP
+    // the control plane's frames (README §3.2): when the fast path's ring is empty, and
+    // at least every 16th message, so that a busy fast path cannot starve them
+qm_enq_cp#:
+    scratch[get, $e0, zero, (RING_CP << 2), 2], ctx_swap[s_e]
+    alu[pw, --, b, $e0]
+    bne[qm_enq_got#]
+#endif
     ctx_arb[voluntary]
     br[qm_enq_loop#]
 qm_enq_got#:
@@ -150,11 +163,26 @@ qm_enq_got#:
         alu[t, --, b, *l$index0[0]]
         alu[*l$index0[0], t, +, 1]
     .else
+#ifdef RING_CP
+        br_bset[pw, 25, qm_cp_full#]
+#endif
         immed[code, DROP_QUEUE_FULL]
         npk_free_buffer(pw)
         npk_count((STAT_DROP_BASE + 4 * DROP_QUEUE_FULL))
     .endif
+#ifdef RING_CP
+    alu[ncp, ncp, +, 1]
+    alu[--, ncp, and, 15]
+    beq[qm_enq_cp#]
+#endif
     br[qm_enq_loop#]
+#ifdef RING_CP
+qm_cp_full#:
+    // a frame of the control plane's (packet word bit 25) found its queue full
+    npk_free_buffer(pw)
+    npk_count((STAT_DROP_BASE + 4 * DROP_CONTROL_QUEUE_FULL))
+    br[qm_enq_loop#]
+#endif
 .end
 
 // ---- contexts 1..: schedule and dequeue ---------------------------------------------

@@ -129,3 +129,202 @@ def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11
     if socket:
         lines.append(f"socket {socket}")
     return "\n".join(lines) + "\n"
+
+
+def control_meta(lay: Any) -> dict[str, Any]:
+    """What an image records of its control plane (`meta["control"]`): the spec, the ring
+    numbers, and the program built for its placement (`npk link` builds it: cached)."""
+    from npkit.xscale.toolchain import BuildError, program
+
+    spec: ControlSpec = lay.control
+    meta = {**spec.to_meta(), "exceptions_ring": lay.rings[lay.exceptions].number,
+            "ring_number": lay.rings[spec.ring].number if spec.ring else None}  # fmt: skip
+    if spec.placement == "host":
+        return meta
+    try:
+        meta["elf"] = str(program(spec.program))
+        if spec.placement == "gpe":
+            meta["native"] = str(program(spec.program, native=True))
+    except BuildError as e:
+        raise LinkError(f"control program {spec.program}: {e}") from None
+    return meta
+
+
+# ---- the running control plane ------------------------------------------------------------------
+
+
+def route_change_lines(changes: list[str] | None) -> list[str]:
+    """Timed route changes (`at 2ms add 10.1.0.0/16 via 10.0.3.2`, `at 3ms del 10.1.0.0/16`;
+    npkit.emulator.traffic.spec parses them) as npkd's `change` directives: time in ns."""
+    from npkit.emulator.traffic.spec import parse_route_change
+
+    out = []
+    for text in changes or []:
+        c = parse_route_change(text)
+        out.append(f"{c.at_ns} {c.op} {c.route_text}")
+    return out
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One exception the daemon handled (xscale/npkd/cp.h)."""
+
+    digest: int
+    length: int
+    in_port: int
+    reason: int
+    action: int
+    sent: int
+    handle: int
+    time_us: int
+
+
+ACTIONS = {1: "consumed", 2: "forwarded", 3: "dropped", 4: "held"}
+
+
+class LogReader:
+    """The daemon's exception log in SRAM, read incrementally (it wraps after CP_LOG_CAP
+    records: `overrun` counts records lost because the host read too late)."""
+
+    def __init__(self, chip: Any) -> None:
+        self.chip = chip
+        self.read = chip.read32("sram", CP_LOG_BASE)   # a restarted daemon appends
+        self.overrun = 0
+
+    def take(self) -> list[LogRecord]:
+        count = self.chip.read32("sram", CP_LOG_BASE)
+        if count <= self.read:
+            return []
+        if count - self.read > CP_LOG_CAP:
+            self.overrun += count - self.read - CP_LOG_CAP
+            self.read = count - CP_LOG_CAP
+        out = []
+        for k in range(self.read, count):
+            a = CP_LOG_BASE + 16 + 16 * (k % CP_LOG_CAP)
+            w = [int.from_bytes(self.chip.mem_read("sram", a, 16)[4 * i : 4 * i + 4], "big") for i in range(4)]
+            out.append(LogRecord(w[0], w[1] >> 16, (w[1] >> 8) & 0xFF, w[1] & 0xFF, w[2] >> 24, (w[2] >> 16) & 0xFF,
+                                 w[2] & 0xFFFF, w[3]))  # fmt: skip
+        self.read = count
+        return out
+
+
+def read_stats(chip: Any) -> dict[str, Any] | None:
+    """The daemon's statistics block (xscale/npkd/stats.h), or None if it never wrote one."""
+    raw = chip.mem_read("sram", CP_STATS_BASE, 16)
+    magic, version, state, starts = (int.from_bytes(raw[i : i + 4], "big") for i in range(0, 16, 4))
+    if magic != 0x4E504B44:
+        return None
+    names = stat_names()
+    data = chip.mem_read("sram", CP_STATS_BASE + 16, 4 * len(names))
+    counters = {n: int.from_bytes(data[4 * i : 4 * i + 4], "big") for i, n in enumerate(names)}
+    return {"state": {0: "starting", 1: "loading", 2: "ready"}.get(state, str(state)), "starts": starts,
+            "version": version, "counters": counters}  # fmt: skip
+
+
+def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
+    """The daemon's statistics under keys that say what they count (`npk demo --json`)."""
+    if st is None:
+        return {"running": False}
+    c = st["counters"]
+    return {
+        "running": True, "state": st["state"], "starts": st["starts"],
+        "exceptions_handled": {k[4:]: v for k, v in c.items() if k.startswith("exc_") and v},
+        "icmp_sent": {"time_exceeded": c["icmp_time_exceeded"],
+                      "dest_unreachable_net": c["icmp_net_unreachable"],
+                      "dest_unreachable_host": c["icmp_host_unreachable"],
+                      "dest_unreachable_port": c["icmp_port_unreachable"],
+                      "dest_unreachable_source_route_failed": c["icmp_source_route_failed"],
+                      "redirect_host": c["icmp_redirect_host"], "parameter_problem": c["icmp_param_problem"],
+                      "echo_reply": c["icmp_echo_reply"]},
+        "icmp_suppressed_by_rate_limit": c["icmp_suppressed_rate_limit"],
+        "icmp_not_sent_rfc1812_4_3_2_7": c["icmp_suppressed_rules"],
+        "icmp_not_sent_no_route_back": c["icmp_no_route_back"],
+        "arp_replies_sent": c["arp_replies_sent"], "arp_requests_sent": c["arp_requests_sent"],
+        "arp_learnt": c["arp_learnt"], "arp_resolved": c["arp_resolved"], "arp_unresolved": c["arp_unresolved"],
+        "packets_held_for_arp": c["held"], "held_packets_sent": c["held_sent"],
+        "held_packets_dropped": c["held_dropped_overflow"] + c["held_dropped_unresolved"],
+        "forwarded_by_control_plane": c["forwarded"], "frames_sent": c["frames_sent"],
+        "counted_not_forwarded": {"broadcast": c["broadcast_counted"], "multicast": c["multicast_counted"],
+                                  "local": c["local_counted"]},
+        "routes": c["routes"], "route_changes": c["routes_added"] + c["routes_deleted"],
+        "counters": c,
+    }  # fmt: skip
+
+
+class ControlPlane:
+    """A router image's control program started on its chip (the `control:` section the
+    image was linked with): npkd on the XScale (or as a gpe process), its configuration
+    written into `workdir`, the chip advanced by the System from now on (Chip.run)."""
+
+    def __init__(self, chip: Any, image: Any, *, placement: str | None = None, gdb_port: int | None = None,
+                 changes: list[str] | None = None, socket: str | Path | None = None,
+                 kill_at_ns: int | None = None, restart_at_ns: int | None = None, echo: Any = None,
+                 workdir: str | Path | None = None, options: dict[str, int] | None = None) -> None:  # fmt: skip
+        import tempfile
+
+        from npkit.xscale.system import System
+        from npkit.xscale.toolchain import BuildError, program
+
+        from .router_run import router_config_of
+
+        meta = image.meta["control"]
+        self.chip = chip
+        self.placement = placement or meta["placement"]
+        if self.placement not in ("xscale", "gpe"):
+            raise LinkError(f"control placement {self.placement!r}: the daemon runs on xscale or gpe")
+        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="npkd-")
+        self.dir = Path(workdir or self._tmp.name)  # type: ignore[union-attr]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.socket = str(socket) if socket else None
+        router = router_config_of(image)
+        self.changes = list(changes or [])
+        conf = daemon_conf(router, image.meta["router"]["routes"],
+                           rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])),
+                           options={**meta.get("options", {}), **(options or {})},
+                           changes=route_change_lines(self.changes), state=self.dir / "routes.state",
+                           socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]))  # fmt: skip
+        self.conf = self.dir / "npkd.conf"
+        self.conf.write_text(conf)
+        try:
+            prog = program(meta["program"], native=self.placement == "gpe")
+        except BuildError as e:
+            raise LinkError(f"control program {meta['program']}: {e}") from None
+        mhz = float(chip.config["clock_mhz"])
+
+        def cyc(ns: int | None) -> int | None:
+            return None if ns is None else int(ns * mhz // 1000)
+
+        self.system = System(chip, respawn=True, kill_at=cyc(kill_at_ns), restart_at=cyc(restart_at_ns))
+        args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}", str(self.conf)]
+        self.host = self.system.attach_xscale(prog, args, placement=self.placement, gdb_port=gdb_port, echo=echo)
+        self.program = prog
+
+    def stats(self) -> dict[str, Any] | None:
+        return read_stats(self.chip)
+
+    def summary(self) -> dict[str, Any]:
+        out = stats_summary(self.stats())
+        st = self.system.status() or {}
+        out["xscale"] = {k: st.get(k) for k in ("placement", "state", "instructions", "interrupts", "wait_cycles",
+                                                "exit_code", "fault", "starts")}  # fmt: skip
+        out["restarts"] = [{"cycle": c, "event": e} for c, e in self.system.events]
+        err = self.host.stderr.decode(errors="replace").strip() if self.system.xscale is not None else ""
+        if err:
+            out["stderr"] = err[-2000:]
+        return out
+
+    def failed(self) -> str | None:
+        """Why the daemon is not running when it should be (crashed, exited), else None."""
+        st = self.system.status() or {}
+        if self.system.killed:
+            return None
+        if st.get("state") in ("crashed", "exited"):
+            err = self.host.stderr.decode(errors="replace").strip()
+            return f"the control daemon {st['state']} (exit code {st.get('exit_code')}): {err[-300:]}"
+        return None
+
+    def close(self) -> None:
+        self.system.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None

@@ -14,7 +14,9 @@ variant switches) and placed on its MEs::
       rx:    {variant: "${io}", variants: {msf: rx/rx.uc, host: external}, mes: [0], out: ...}
       parse: {source: parse/parse.uc, mes: [1], threads: "${threads}",
               in: rx_to_parse, out: parse_to_lookup, defines: {X: 1}}
-      qm:    {variant: "${qm}", variants: {full: qm/qm.uc, stub: qm/qm_stub.uc}, ...}
+      qm:    {variant: "${qm}", variants: {full: qm/qm.uc, stub: qm/qm_stub.uc}, ...,
+            control_in: cp_to_qm}        # the control plane's frames (ring cp_to_qm)
+    control: {placement: "${control}", program: npkd}    # npkit.toolchain.system.control
 
 `${name}` in any string is replaced by the parameter; a string that is exactly one
 `${name}` takes the parameter's type.  `mes` is a list or {first: F, count: N}.
@@ -58,6 +60,7 @@ class Block:
     ring_in: str | None
     ring_out: str | None
     defines: dict[str, str]
+    ring_cp: str | None = None  # the control plane's ring this block serves (`control_in`)
 
 
 @dataclass
@@ -70,6 +73,7 @@ class Layout:
     qm: dict[str, Any]
     source: str
     splits: dict[str, list[str]] = field(default_factory=dict)
+    control: Any = None  # npkit.toolchain.system.control.ControlSpec, or None
 
     def graph(self) -> dict[str, Any]:
         """Blocks and ring edges, for `npk graph` and the debugger."""
@@ -295,11 +299,11 @@ def load_layout(
             if v is False or v is None or v == 0 and isinstance(v, bool):
                 continue
             defines[str(k)] = "1" if v is True else str(v)
-        for key in ("in", "out"):
+        for key in ("in", "out", "control_in"):
             r = spec.get(key)
             if r is not None and r not in rings and r not in splits:
                 raise LinkError(f"{where}: {key} ring {r!r} is not declared under rings")
-        b = Block(name, src, mes, threads, spec.get("in"), spec.get("out"), defines)
+        b = Block(name, src, mes, threads, spec.get("in"), spec.get("out"), defines, spec.get("control_in"))
         blocks[name] = b
         if b.ring_in:
             members = splits.get(b.ring_in, [b.ring_in])
@@ -311,6 +315,23 @@ def load_layout(
         if b.ring_out:
             for m in splits.get(b.ring_out, [b.ring_out]):
                 rings[m].producers.append(name)
+        if b.ring_cp:
+            rings[b.ring_cp].consumers.append(name)
+    from .control import control_spec
+
+    if "control" in raw and "xscale" in raw:
+        raise LinkError(f"{source}: give the control plane once, as control: (xscale: is the same section)")
+    control = control_spec(raw.get("control", raw.get("xscale")), source)
+    cp_rings = {b.ring_cp for b in blocks.values() if b.ring_cp}
+    if control is not None:
+        if len(cp_rings) > 1:
+            raise LinkError(f"{source}: more than one block serves a control_in ring ({', '.join(sorted(cp_rings))})")
+        control.ring = next(iter(cp_rings), None)
+        if control.ring is None and control.placement != "host":
+            raise LinkError(f"{source}: the control plane needs a block with `control_in: RING` (the queue "
+                            "manager) to send its frames")  # fmt: skip
+    for r in cp_rings:
+        rings[r].producers.append("control")
     exc = raw["exceptions"]
     if exc not in rings:
         raise LinkError(f"{source}: exceptions ring {exc!r} is not declared under rings")
@@ -337,5 +358,6 @@ def load_layout(
     qm = dict(raw.get("qm") or {})
     lay = Layout(str(raw.get("name", Path(source).stem)), params, rings, blocks, exc, qm, source)
     lay.splits = splits
+    lay.control = control
     return lay
 

@@ -167,6 +167,8 @@ def _block_defines(layout: Layout, b: Block) -> dict[str, str]:
          "NUM_MES": str(len(b.mes)), "FIRST_ME": str(min(b.mes))}  # fmt: skip
     if any(x.source == "tx/tx.uc" for x in layout.blocks.values()):
         d["MSF_TX"] = "1"  # the qm reads the PHY FIFO fill of the MSF's ports
+    if b.ring_cp and layout.control is not None:
+        d["RING_CP"] = str(layout.rings[b.ring_cp].number)
     for key, r in (("IN", b.ring_in), ("OUT", b.ring_out)):
         if r and r in layout.splits:
             d["RING_SPLIT"] = str(len(layout.splits[r]))
@@ -213,6 +215,8 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]
         elif b.ring_in:
             out.append(("host/host_sink.uc", Block(f"host_{b.name}", "host/host_sink.uc", b.mes[:1], 8, b.ring_in,
                                                    None, {"HOST_BASE": hex(HOST_SINK_BASE), **({"SINK_TXDONE": "1"} if tx_confirm else {})})))  # fmt: skip
+    if lay.control is not None and lay.control.placement != "host":
+        return out  # the control daemon reads the exception ring
     free = [me for me in range(16) if me not in used]
     if not free:
         raise LinkError("no ME left for the exception ring's host reader")
@@ -278,4 +282,8 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         "router_config": str(rcfg.source or ""),
         "router": router_record,
     }  # fmt: skip
+    if lay.control is not None:
+        from .control import control_meta
+
+        meta["control"] = control_meta(lay)
     return Image(programs=programs, config=config, meta=meta)

@@ -1,16 +1,22 @@
-"""The whole router on the emulator: a linked system image, traffic through the MSF, the
-exception path's reader, the oracle, and the account of every packet.
+"""The whole router on the emulator: a linked system image, traffic through the MSF, its
+control plane (the daemon on the XScale: npkit.toolchain.system.control), the oracle,
+and the account of every packet.
 
     rr = RouterRun.link("pipelined", {"qm": "stub"}, traffic)     # or RouterRun(image, traffic)
     rr.run_traffic(duration_ns)        # offer the traffic
     rr.drain()                         # until nothing is in flight (or the cap)
     s = rr.summary()                   # ports, loss, latency, oracle comparison, conservation
 
-Every packet ends forwarded (matched to its input by the generator's tag), dropped by
-the MSF or by the microcode, or excepted (records the exception path's reader takes off
-the exception ring), or it is still in flight, and then `census` says where.  Microcode
-drops are counted per reason, not per packet: they are attributed to the packets the
-oracle says are dropped for that reason among those with no other fate.
+Every packet ends forwarded (matched to its input by the generator's tag; by the fast
+path, or by the control plane: a redirect, a held packet), dropped by the MSF or by the
+microcode, or consumed by the control plane (its exception log in SRAM names each
+packet it handled: a digest of the frame, the reason, what it did), or it is still in
+flight, and then `census` says where.  Microcode drops are counted per reason, not per
+packet: they are attributed to the packets the oracle says are dropped for that reason
+among those with no other fate.  Frames the router makes itself (ICMP, ARP) are kept
+apart and compared with those the oracle's control plane predicts
+(npkit.emulator.traffic.control), byte for byte.  A layout without a control program
+keeps the host's stand-in reader of the exception ring (`ExceptionReader`).
 
 `run_router` is the one-call form used by `npk demo`, `npk run` on a router image, the
 benchmarks and the tests; `verdict.judge` turns its summary into CI's pass/fail.
@@ -27,13 +33,16 @@ from typing import Any
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import load_image
-from npkit.emulator.traffic.oracle import Drop, Forward, Outcome, RefRouter
+from npkit.emulator.traffic.control import RouterModel
+from npkit.emulator.traffic.oracle import Drop, Except, Forward, Outcome
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.source import TAG, Traffic
 from npkit.emulator.traffic_run import TrafficRun
 
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
+
+TS_TOLERANCE_MS = 20  # IP timestamps the control plane writes: its clock, up to this much after arrival
 
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)
 DRAIN_CAP_NS = 5_000_000  # the longest a drain may take: a stuck packet shows within it
@@ -123,6 +132,68 @@ class ExceptionReader:
         return next((j for j in self._index.get((port, frame), []) if j not in self._taken), -1)
 
 
+class ControlAccount:
+    """The host's account of what the control plane did: every record of its exception
+    log (npkit.toolchain.system.control.LogReader) tied to the input packet it is about
+    (the digest of its frame, among the packets the fast path excepts), a chip service
+    like the stand-in reader it replaces."""
+
+    def __init__(self, rr: RouterRun) -> None:
+        from .control import LogReader
+
+        self.rr = rr
+        self.log = LogReader(rr.chip)
+        self.reasons = load_reasons()
+        self.records: list[tuple[int, str, int]] = []   # (packet id or -1, reason, action)
+        self._index: dict[tuple[int, int, int], list[int]] = {}
+        self._indexed = 0
+        self._taken: set[int] = set()
+        rr.chip.add_service(self.service, int(SLICE_NS * float(rr.chip.config["clock_mhz"]) // 1000))
+
+    def service(self) -> None:
+        for rec in self.log.take():
+            pid = self._identify(rec.in_port, rec.length, rec.digest)
+            try:
+                name = self.reasons.exception(rec.reason).name
+            except ValueError:
+                name = f"code {rec.reason}"
+            self.records.append((pid, name, rec.action))
+
+    def _identify(self, port: int, length: int, digest: int) -> int:
+        from npkit.emulator.traffic.control import frame_digest
+
+        tr = self.rr.traffic
+        for pid in range(self._indexed, self.rr.run.pushed):
+            if isinstance(self.rr.fast_outcome(pid), Except):
+                key = (tr.ports[pid], tr.lens[pid], frame_digest(tr.frames[pid]))
+                self._index.setdefault(key, []).append(pid)
+        self._indexed = max(self._indexed, self.rr.run.pushed)
+        for pid in self._index.get((port, length, digest), []):
+            if pid not in self._taken:
+                self._taken.add(pid)
+                return pid
+        for pid in range(self.rr.run.pushed):   # the fast path excepted what the oracle did not
+            if pid not in self._taken and tr.ports[pid] == port and tr.lens[pid] == length \
+                    and frame_digest(tr.frames[pid]) == digest:  # fmt: skip
+                self._taken.add(pid)
+                return pid
+        return -1
+
+    def handled(self) -> list[tuple[int, str]]:
+        self.service()
+        return [(pid, reason) for pid, reason, _a in self.records]
+
+    def consumed(self) -> list[tuple[int, str]]:
+        """Packets that ended in the control plane (answered, counted, dropped there)."""
+        self.service()
+        return [(pid, reason) for pid, reason, action in self.records if action != 2]
+
+    def forwarded(self) -> set[int]:
+        """Packets the control plane sent on (redirects, options, packets held for ARP)."""
+        self.service()
+        return {pid for pid, _r, action in self.records if action == 2}
+
+
 def attach_exception_reader(chip: Chip, traffic: Traffic | None = None) -> ExceptionReader:
     """Service the exception path of a router image on `chip` in every run from now on."""
     reader = ExceptionReader(chip, traffic)
@@ -144,20 +215,37 @@ class RouterRun:
     """A linked router image on a chip with the MSF device, traffic and the exception reader."""
 
     def __init__(self, image: Any, traffic: Traffic, chip_config: str | Path = "ixp2800",
-                 chip: Chip | None = None) -> None:  # fmt: skip
+                 chip: Chip | None = None, control: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """`control`: options for the control plane (ControlPlane's keywords: placement,
+        gdb_port, socket, kill_at_ns, restart_at_ns, options, echo)."""
         self.image = image
         self.config = router_config_of(image)
-        self.oracle = RefRouter(self.config)
         self.chip = chip if chip is not None else Chip(chip_config)
         if chip is None:
             load_image(self.chip, image)
         self.traffic = traffic
-        self.reader = attach_exception_reader(self.chip, traffic)
-        self.run = TrafficRun(self.chip, traffic, software=self._software)
+        self.control: Any = None
+        self.reader: ExceptionReader | None = None
+        self.account: ControlAccount | None = None
+        meta = image.meta.get("control") or {}
+        placement = (control or {}).get("placement") or meta.get("placement")
+        if meta and placement != "host":
+            from .control import ControlPlane
+
+            self.control = ControlPlane(self.chip, image, changes=traffic.route_changes, **(control or {}))
+            self.account = ControlAccount(self)
+        else:
+            self.reader = attach_exception_reader(self.chip, traffic)
+        options = {**meta.get("options", {}), **(control or {}).get("options", {})}
+        self.model = RouterModel(self.config, options=options, neighbours=traffic.neighbours,
+                                 route_changes=traffic.route_changes)  # fmt: skip
+        self._modelled = 0
+        self._finished = False
+        self.run = TrafficRun(self.chip, traffic, software=self._software,
+                              control_frame=self._is_control_frame if self.control is not None else None)  # fmt: skip
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
         self.unattributed_drops: dict[str, int] = {}
-        self._outcomes: list[Outcome | None] = [None] * len(traffic)
         self.traffic_ns = 0
         self.me_busy: dict[int, float] = {}
         self.drain_info: dict[str, Any] = {"enabled": False}
@@ -173,12 +261,41 @@ class RouterRun:
         image = link(layout, params, routes, router_config, config=str(chip_config))
         return cls(image, traffic if traffic is not None else Traffic(), chip_config)
 
+    def _model_upto(self, pid: int) -> None:
+        """The oracle (fast path + control plane) run over the packets up to `pid`, in order."""
+        tr = self.traffic
+        while self._modelled <= pid and self._modelled < len(tr):
+            k = self._modelled
+            self.model.process(k, tr.frames[k], tr.ports[k], tr.times[k])
+            self._modelled += 1
+
+    def _finish_model(self) -> None:
+        """Every packet offered modelled and the control plane's timers run out (held
+        packets resolved or given up): once, when the run is over."""
+        if not self._finished:
+            self._model_upto(self.run.pushed - 1)
+            self.model.finish()
+            self._finished = True
+
     def outcome(self, pid: int) -> Outcome:
-        """The oracle's verdict on input packet `pid` (computed once)."""
-        o = self._outcomes[pid]
-        if o is None:
-            o = self._outcomes[pid] = self.oracle.process(self.traffic.frames[pid], self.traffic.ports[pid])
-        return o
+        """The oracle's verdict on input packet `pid`: what the router does with it, the
+        control plane included (forwarded, dropped, consumed: `Except`)."""
+        self._model_upto(pid)
+        r = self.model.results[pid]
+        if self.control is None:  # no control plane: what the fast path does is all
+            return r.fast
+        return r.final if r.final is not None else r.fast
+
+    def fast_outcome(self, pid: int) -> Outcome:
+        """What the fast path alone does with packet `pid`."""
+        self._model_upto(pid)
+        return self.model.results[pid].fast
+
+    def _is_control_frame(self, frame: bytes) -> bool:
+        """A frame the router made itself: ARP, or IPv4 from one of its own addresses."""
+        if frame[12:14] == b"\x08\x06":
+            return True
+        return frame[12:14] == b"\x08\x00" and int.from_bytes(frame[26:30], "big") in self.config.addresses
 
     # -- running
     def run_traffic(self, duration_ns: int, progress: Callable[[int], None] | None = None) -> str:
@@ -204,7 +321,8 @@ class RouterRun:
             c = self.census()
             state = (sum(len(v) for v in self.run.out.values()), c["buffers_in_use"])
             empty = (self.run.pushed == len(self.traffic) and not c["rings"] and not c["queues"]
-                     and not any(c["msf"].values()) and c["exception_records_unread"] == 0)  # fmt: skip
+                     and not any(c["msf"].values()) and c["exception_records_unread"] == 0
+                     and not any((c.get("control") or {}).values()))  # fmt: skip
             quiet = quiet + 1 if empty and state == last else 0
             last = state
             if quiet >= 2:
@@ -235,12 +353,31 @@ class RouterRun:
             "rings": rings, "queues": queues,
             "msf": {"rx_pending": pending, "rbuf_held": st["rbuf_held"], "tbuf_valid": st["tbuf_valid"]},
             "buffers_in_use": in_use,
-            "in_blocks": max(0, in_use - sum(rings.values()) - sum(queues.values())),
-            "exception_records_unread": self.reader.unread,
+            "in_blocks": max(0, in_use - sum(rings.values()) - sum(queues.values()) - self._held()),
+            "exception_records_unread": self.reader.unread if self.reader is not None else 0,
+            **({"control": self._control_census()} if self.control is not None else {}),
         }  # fmt: skip
+
+    def _held(self) -> int:
+        st = self.control.stats() if self.control is not None else None
+        return st["counters"]["holding"] if st else 0
+
+    def _control_census(self) -> dict[str, int]:
+        """What the control plane still has to do: records on the exception ring, frames
+        it holds for ARP or has not yet got onto the queue manager's ring."""
+        st = self.control.stats()
+        c = st["counters"] if st else {}
+        return {"exception_ring_records": self.chip.scratch_ring_count(int(self.image.meta["control"]["exceptions_ring"])) // 2,
+                "held_for_arp": c.get("holding", 0), "send_backlog": c.get("tx_backlog", 0),
+                "loading": int(bool(st) and st["state"] != "ready" and not self.control.system.killed)}  # fmt: skip
 
     # -- accounting
     def exceptions(self) -> list[tuple[int, str]]:
+        """(packet id, reason) of every packet the exception path consumed (the control
+        plane's log; without one, the host reader's records)."""
+        if self.account is not None:
+            return self.account.consumed()
+        assert self.reader is not None
         self.reader.service()
         return list(self.reader.records)
 
@@ -258,7 +395,7 @@ class RouterRun:
         for pid in range(self.run.pushed):
             if pid in seen or pid in fwd or pid in msf:
                 continue
-            o = self.outcome(pid)
+            o = self.fast_outcome(pid)
             if isinstance(o, Drop) and counters[o.reason] > 0:
                 counters[o.reason] -= 1
                 drops.append((pid, o.reason))
@@ -266,6 +403,7 @@ class RouterRun:
                 left.append(pid)
         # resource drops (no buffer, queue full, ...) depend on timing, not on the
         # packet: they go to the earliest packets with no other fate
+        counters.pop("control_queue_full", None)  # frames the control plane made: not input packets
         for name in ("buffer_exhausted", "queue_full", "exception_ring_full"):
             while counters[name] > 0 and left:
                 counters[name] -= 1
@@ -274,38 +412,90 @@ class RouterRun:
         return {"drops": drops, "exceptions": exc}
 
     def compare(self) -> dict[str, int]:
-        """Every transmitted frame against the oracle's prediction for its input."""
+        """Every transmitted frame against the oracle's prediction for its input, every
+        exception against the reason the oracle gives, and the frames the control plane
+        made against those the oracle's control plane makes."""
+        self._finish_model()
         fwd, unmatched, dups = self.run._match()
         res: Counter[str] = Counter()
-        last: dict[tuple[int, int], int] = {}
+        last: dict[tuple[int, int, bool], int] = {}
+        cp_forwarded = self.account.forwarded() if self.account is not None else set()
         for port, frames in self.run.out.items():
             for _t, data in frames:
                 pid = tag_id(data)
                 if pid < 0:
                     res["untagged"] += 1
                     continue
-                o = self.outcome(pid)
-                if not isinstance(o, Forward):
-                    res["wrong_outcome"] += 1
-                elif o.port != port:
-                    res["wrong_port"] += 1
-                elif o.data != data:
-                    res["wrong_bytes"] += 1
-                else:
-                    res["matched_forward"] += 1
-                flow = (self.traffic.ports[pid], port)
+                res[self._judge_forward(pid, port, data)] += 1
+                # packets the control plane sent on keep their order among themselves
+                flow = (self.traffic.ports[pid], port, pid in cp_forwarded)
                 if last.get(flow, -1) > pid:
                     res["reordered"] += 1
                 last[flow] = pid
-        for pid, reason in self.exceptions():
+        for pid, reason in self._all_exceptions():
             if pid < 0:
                 res["unmatched_exception"] += 1
                 continue
-            o = self.outcome(pid)
-            res["matched_exception" if getattr(o, "reason", "") == reason else "wrong_reason"] += 1
+            r = self.model.results[pid]
+            ok = r.reason == reason or (reason == "arp_miss" and r.learnt_hop)
+            res["matched_exception" if ok else "wrong_reason"] += 1
         res["unmatched"] += len(unmatched)
         res["duplicates"] += len(dups)
+        if self.control is not None:
+            res.update(self._compare_control())
         return dict(res)
+
+    def _all_exceptions(self) -> list[tuple[int, str]]:
+        if self.account is not None:
+            return self.account.handled()
+        return self.exceptions()
+
+    def _judge_forward(self, pid: int, port: int, data: bytes) -> str:
+        o = self.outcome(pid)
+        r = self.model.results.get(pid)
+        candidates = [o, *(r.alternatives if r is not None else [])]
+        for c in candidates:
+            if isinstance(c, Forward) and c.port == port and (c.data == data or self._same_but_timestamps(c, r, data)):
+                return "matched_forward"
+        if not any(isinstance(c, Forward) for c in candidates):
+            return "wrong_outcome"
+        if not any(isinstance(c, Forward) and c.port == port for c in candidates):
+            return "wrong_port"
+        return "wrong_bytes"
+
+    @staticmethod
+    def _same_but_timestamps(o: Forward, r: Any, data: bytes) -> bool:
+        """IP timestamps (RFC 791) are the control plane's clock when it handled the
+        packet: within TS_TOLERANCE_MS of the oracle's (arrival) value; the header
+        checksum must then be right for the bytes sent; everything else identical."""
+        if r is None or not r.timestamps or len(data) != len(o.data):
+            return False
+        got, want = bytearray(data), bytearray(o.data)
+        for off in r.timestamps:
+            delta = (int.from_bytes(got[off : off + 4], "big") - int.from_bytes(want[off : off + 4], "big")) % 86_400_000
+            if delta > TS_TOLERANCE_MS:
+                return False
+            got[off : off + 4] = want[off : off + 4]
+        hl = 4 * (data[14] & 0xF)
+        from npkit.emulator.traffic.packet import internet_checksum
+
+        if internet_checksum(data[14 : 14 + hl]) != 0:
+            return False
+        got[24:26] = want[24:26]
+        return got == want
+
+    def _compare_control(self) -> dict[str, int]:
+        """The control plane's own frames (ICMP, ARP), per port, as multisets of bytes:
+        those the oracle's control plane makes for the packets the daemon handled."""
+        assert self.account is not None
+        handled = {pid for pid, _ in self.account.handled()}
+        want: Counter[tuple[int, bytes]] = Counter(
+            (port, frame) for port, frame, pid in self.model.emitted if pid < 0 or pid in handled)
+        got: Counter[tuple[int, bytes]] = Counter(
+            (port, data) for port, frames in self.run.control_out.items() for _t, data in frames)
+        matched = sum((want & got).values())
+        return {"matched_control": matched, "unexpected_control": sum((got - want).values()),
+                "missing_control": sum((want - got).values())}  # fmt: skip
 
     def latencies_us(self) -> list[float]:
         """Per forwarded packet: departure (first wire byte out) - arrival (first in), us."""
@@ -350,11 +540,40 @@ class RouterRun:
             "latency_us": latency_summary(lat),
             "me_utilisation": self._block_use(),
             "comparison": self.compare(),
-            "conservation": {"balanced": rep["balanced"], "problems": rep["problems"],
+            "conservation": {"balanced": rep["balanced"] and not self._control_problems(tot),
+                             "problems": rep["problems"] + self._control_problems(tot),
                              "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops},
             "in_flight": in_flight_report(tot["in_flight"], census, self.drain_info),
             "drain": self.drain_info,
+            **({"control_plane": self.control_summary()} if self.control is not None else {}),
         }  # fmt: skip
+
+    def control_summary(self) -> dict[str, Any]:
+        """The daemon's statistics (keys that say what they count) and the run's view."""
+        assert self.control is not None and self.account is not None
+        out = self.control.summary()
+        out["generated_frames_on_the_wire"] = sum(len(v) for v in self.run.control_out.values())
+        out["packets_forwarded_by_it"] = len(self.account.forwarded())
+        out["log_overrun"] = self.account.log.overrun
+        return out
+
+    def _control_problems(self, tot: dict[str, Any]) -> list[str]:
+        """Frames the control plane made, counted: on the wire, or dropped by a full queue."""
+        if self.control is None or self.account is None:
+            return []
+        out = []
+        if self.account.log.overrun:
+            out.append(f"the control plane's exception log wrapped before the host read it ({self.account.log.overrun} records)")
+        why = self.control.failed()
+        if why:
+            out.append(why)
+        st = self.control.stats()
+        if st and self.drain_info.get("idle"):
+            made = st["counters"]["frames_sent"]
+            seen = tot.get("generated", 0) + self.drop_counters().get("control_queue_full", 0)
+            if made != seen:
+                out.append(f"the control plane sent {made} frames; {seen} left the router or were dropped (control_queue_full)")
+        return out
 
     def _demand(self) -> tuple[Counter[int], Counter[int]]:
         """Wire bits and packets the oracle sends to each output port."""

@@ -448,10 +448,12 @@ static void hold(cp *c, arp_ent *e, const hold_item *it)
 
 static void resolved(cp *c, arp_ent *e)
 {
-    arp_install(c, e);
-    c->stats[ST_arp_resolved]++;
+    /* the held packets first, then the fast path: packets it forwards from now on
+     * reach the queue manager after them */
     for (uint32_t i = 0; i < e->nhold; i++) release(c, e, &e->hold[i]);
     e->nhold = 0;
+    arp_install(c, e);
+    c->stats[ST_arp_resolved]++;
 }
 
 static void unresolved(cp *c, arp_ent *e)
@@ -558,6 +560,10 @@ static int forward(cp *c, exc_info *x, uint8_t *f, int full)
     route_out o;
     if (ip_parse(f, x->len, &v) || !route_to(c, v.dst, &o)) return ACT_CONSUMED;
     if (o.resolved) {
+        if (o.e.flags & NH_ARP_MISS) {                 /* known from the cache: into the fast path */
+            arp_ent *a = arp_find(c, o.next_hop);
+            if (a && !a->gateway_installed && !a->adjacency_installed) arp_install(c, a);
+        }
         forward_rewrite(f, o.mac, c->cfg->port[o.port].mac, full);
         send_buffer(c, x->handle, x->len, o.port, x->pw);
         c->stats[ST_forwarded]++;
@@ -798,6 +804,10 @@ void cp_publish(cp *c, uint32_t state, uint32_t starts)
     const npkd_cfg *g = c->cfg;
     if (!g->stats_base) return;
     c->stats[ST_sram_writes] = (uint32_t)c->mem->sram_writes;
+    uint32_t holding = 0;
+    for (uint32_t i = 0; i < c->narp; i++) holding += c->arp[i].nhold;
+    c->stats[ST_holding] = holding;
+    c->stats[ST_tx_backlog] = c->bl_n;
     if (c->tables_ready) c->stats[ST_routes] = c->tab->trie.nroutes;
     npkd_sram_wr(c->mem, g->stats_base, NPKD_STATS_MAGIC);
     npkd_sram_wr(c->mem, g->stats_base + 4, NPKD_STATS_VERSION);
