@@ -73,6 +73,10 @@ ROUTER_ALERT = b"\x94\x04\x00\x00"  # RFC 2113 IP option: 4 bytes, IHL 6
 TAG = b"NPK1"
 BENCHMARK_NET = 0xC6120000  # 198.18.0.0/15 (RFC 2544): sources of generated traffic
 KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
+# the control plane forwards packets with IP options: long enough for TCP, 16 bytes of
+# options and the whole tag, so that a forwarded one names its input
+OPTION_KINDS = ("record_route", "timestamp", "lsrr", "ssrr", "bad_option")
+MIN_TAGGED_WITH_OPTIONS = 14 + 20 + 16 + 20 + 8
 MANIFEST = "manifest.json"
 
 
@@ -199,6 +203,7 @@ class Schedule:
         overhead = wire.fcs + wire.preamble + wire.ifg
         normal = KIND_INDEX["normal"]
         runt = KIND_INDEX["runt"]
+        long_kinds = {KIND_INDEX[k] for k in OPTION_KINDS}
         kind_ids = [KIND_INDEX[k] for k in port.mix] + [normal]
         cum = []
         acc = 0.0
@@ -222,6 +227,8 @@ class Schedule:
                         break
                 if kind == runt:
                     plen = rng.randint(42, 59)
+                elif kind in long_kinds:
+                    plen = max(plen, MIN_TAGGED_WITH_OPTIONS)
             t = clock.next((plen + overhead) * 8)
             if t >= end:
                 break

@@ -423,6 +423,9 @@ class RouterRun:
         for port, frames in self.run.out.items():
             for _t, data in frames:
                 pid = tag_id(data)
+                if pid < 0:      # a frame too short for the whole tag: the bytes a router keeps
+                    found = self.run.identify(data)
+                    pid = -1 if found is None else found
                 if pid < 0:
                     res["untagged"] += 1
                     continue

@@ -279,12 +279,12 @@ static int run(npkd_state *d)
         timed_changes(d);
         ctl_service(&d->ctl);
         if (d->restart && ctl_flush_all(&d->ctl)) return EXIT_RESTART;
+        cp_publish(&d->cp, d->state, d->starts);   /* the host reads it at any time */
         if (!d->cp.tables_ready) {
             load_some(d, g->opt.load_chunk);
             continue;
         }
         if (n >= (int)g->opt.batch || d->restart) continue;
-        cp_publish(&d->cp, d->state, d->starts);
         uint64_t deadline = cp_deadline(&d->cp);
         if (d->next_change < g->nchg && g->chg[d->next_change].at_ns < deadline) deadline = g->chg[d->next_change].at_ns;
         if (d->cp.bl_n && d->now + 10000u < deadline) deadline = d->now + 10000u;   /* the ring had no room */
