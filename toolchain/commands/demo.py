@@ -81,7 +81,10 @@ def make_routes(path: str, count: int) -> None:
 
     routes = random_routes(count, 1, RouterConfig.load(DEFAULT_ROUTER).next_hops())
     header = f"random route table: {count} routes, seed 1\nnpk traffic routes --count {count} --seed 1 --config {DEFAULT_ROUTER}"
-    Path(path).write_text(format_routes(routes, header))
+    # and the way back to the generator's sources (RFC 2544's 198.18.0.0/15), as in
+    # examples/traffic/routes.txt: the control plane's ICMP errors reach them
+    back = "\n# the way back to the traffic generator's sources\n198.18.0.0/15 10.0.0.2 0\n"
+    Path(path).write_text(format_routes(routes, header) + back)
 
 
 def router_with_routes(tmp: Path, routes: Path) -> Path:

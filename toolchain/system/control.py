@@ -328,3 +328,45 @@ class ControlPlane:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+class ControlSocketError(RuntimeError):
+    """The daemon's control socket cannot be reached, or it refused the command."""
+
+
+def control_request(path: str | Path, command: str, timeout_s: float = 60.0) -> list[str]:
+    """Send one command line to a running daemon (xscale/npkd/ctl.h) and return its
+    answer's lines (the final "ok" left out); ControlSocketError on "error: ...".
+
+    The daemon reads its socket only while the emulator runs it (`npk run`, `npk demo`
+    ...), between batches of exceptions: the answer can take a while in host time."""
+    import socket as _socket
+
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    s.settimeout(timeout_s)
+    try:
+        try:
+            s.connect(str(path))
+        except OSError as e:
+            raise ControlSocketError(f"{path}: no control daemon listening ({e.strerror or e})") from None
+        s.sendall(command.strip().encode() + b"\n")
+        buf = b""
+        lines: list[str] = []
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except TimeoutError:
+                raise ControlSocketError(f"{path}: no answer within {timeout_s:g} s (is the emulator running?)") from None
+            if not chunk:
+                raise ControlSocketError(f"{path}: the daemon closed the connection")
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if text.startswith("error:"):
+                    raise ControlSocketError(text[6:].strip())
+                if text == "ok" or text.startswith("ok "):
+                    return lines
+                lines.append(text)
+    finally:
+        s.close()

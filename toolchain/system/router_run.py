@@ -253,13 +253,14 @@ class RouterRun:
     @classmethod
     def link(cls, layout: str | Path = "pipelined", params: dict[str, Any] | None = None,
              traffic: Traffic | None = None, routes: str | Path | None = None,
-             router_config: str | Path | None = None, chip_config: str | Path = "ixp2800") -> RouterRun:  # fmt: skip
+             router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
+             control: dict[str, Any] | None = None) -> RouterRun:  # fmt: skip
         from .link import link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
         image = link(layout, params, routes, router_config, config=str(chip_config))
-        return cls(image, traffic if traffic is not None else Traffic(), chip_config)
+        return cls(image, traffic if traffic is not None else Traffic(), chip_config, control=control)
 
     def _model_upto(self, pid: int) -> None:
         """The oracle (fast path + control plane) run over the packets up to `pid`, in order."""
@@ -368,8 +369,12 @@ class RouterRun:
         st = self.control.stats()
         c = st["counters"] if st else {}
         return {"exception_ring_records": self.chip.scratch_ring_count(int(self.image.meta["control"]["exceptions_ring"])) // 2,
-                "held_for_arp": c.get("holding", 0), "send_backlog": c.get("tx_backlog", 0),
-                "loading": int(bool(st) and st["state"] != "ready" and not self.control.system.killed)}  # fmt: skip
+                "held_for_arp": c.get("holding", 0), "send_backlog": c.get("tx_backlog", 0)}  # fmt: skip
+
+    def close(self) -> None:
+        """Stop the control program (its process, socket and files); the chip stays."""
+        if self.control is not None:
+            self.control.close()
 
     # -- accounting
     def exceptions(self) -> list[tuple[int, str]]:
@@ -655,7 +660,8 @@ def pct(xs: list[float], q: float) -> float:
 def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traffic, duration_ns: int,
                drain_ns: int | None = None, routes: str | Path | None = None,
                router_config: str | Path | None = None, progress: bool = False,
-               chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True) -> dict[str, Any]:  # fmt: skip
+               chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
+               control: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Link (or take `image`), offer `traffic` for `duration_ns`, drain, summarise.
 
     `drain` runs on until the router is idle, capped by `drain_ns` (default DRAIN_CAP_NS);
@@ -663,9 +669,9 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
     import sys
 
     if image is None:
-        rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config)
+        rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, control)
     else:
-        rr = RouterRun(image, traffic, chip_config)
+        rr = RouterRun(image, traffic, chip_config, control=control)
     t0 = time.perf_counter()
 
     def show(now: int) -> None:
@@ -679,7 +685,10 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
         rr.run.run(drain_ns, progress=show)
     if progress:
         print(file=sys.stderr)
-    return rr.summary(time.perf_counter() - t0)
+    try:
+        return rr.summary(time.perf_counter() - t0)
+    finally:
+        rr.close()
 
 
 def format_summary(s: dict[str, Any]) -> str:

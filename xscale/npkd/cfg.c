@@ -34,32 +34,48 @@ static const char *skip(const char *s)
     return s;
 }
 
+static int is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+/* a decimal or 0x hex number (no locale, no 64-bit division: cheap on the XScale) */
 static int parse_num(const char *s, uint64_t *v, const char **end)
 {
     s = skip(s);
-    if (!isdigit((unsigned char)*s)) return -1;
-    char *e;
-    errno = 0;
-    unsigned long long x = strtoull(s, &e, 0);
-    if (errno) return -1;
+    if (!is_digit(*s)) return -1;
+    uint64_t x = 0;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        s += 2;
+        int n = 0;
+        for (;; s++, n++) {
+            int d = is_digit(*s) ? *s - '0' : (*s | 32) >= 'a' && (*s | 32) <= 'f' ? (*s | 32) - 'a' + 10 : -1;
+            if (d < 0) break;
+            if (x >> 60) return -1;
+            x = x << 4 | (uint64_t)d;
+        }
+        if (!n) return -1;
+    } else {
+        for (; is_digit(*s); s++) {
+            if (x > 0x0FFFFFFFFFFFFFFFull) return -1;
+            x = x * 10 + (uint64_t)(*s - '0');
+        }
+    }
     *v = x;
-    if (end) *end = e;
+    if (end) *end = s;
     return 0;
 }
 
 int parse_ip(const char *s, uint32_t *ip, const char **end)
 {
-    s = skip(s);
+    while (*s == ' ' || *s == '\t') s++;
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
-        if (!isdigit((unsigned char)*s)) return -1;
-        uint32_t o = 0;
-        int digits = 0;
-        while (isdigit((unsigned char)*s)) {
-            o = o * 10 + (uint32_t)(*s++ - '0');
-            if (++digits > 3) return -1;
-        }
-        if (o > 255) return -1;
+        if (!is_digit(*s)) return -1;
+        uint32_t o = (uint32_t)(*s++ - '0');
+        if (is_digit(*s)) o = o * 10 + (uint32_t)(*s++ - '0');
+        if (is_digit(*s)) o = o * 10 + (uint32_t)(*s++ - '0');
+        if (o > 255 || is_digit(*s)) return -1;
         v = v << 8 | o;
         if (i < 3 && *s++ != '.') return -1;
     }
@@ -134,7 +150,7 @@ int parse_route(const npkd_cfg *c, const char *s, route_cfg *r)
         s += 4;
         const char *t = skip(s);
         const char *dot = t;
-        while (isdigit((unsigned char)*dot)) dot++;
+        while (is_digit(*dot)) dot++;
         if (*dot != '.') {                        /* via P: a port, on-link */
             if (parse_num(t, &port, &s) || port >= (uint64_t)c->nports) return -1;
             r->port = (int)port;

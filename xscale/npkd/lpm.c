@@ -150,7 +150,7 @@ static int update_short(lpm *t, uint32_t p, int n, int add, uint32_t nh, u32vec 
             if (t->short_len[k] <= n && !(t->short_len[k] == n && t->short_nh[k] == nh)) {
                 t->short_len[k] = (int8_t)n;
                 t->short_nh[k] = (uint16_t)nh;
-                if (u32vec_push(touched, k)) return -3;
+                if (touched && u32vec_push(touched, k)) return -3;
             }
         return 0;
     }
@@ -166,7 +166,7 @@ static int update_short(lpm *t, uint32_t p, int n, int add, uint32_t nh, u32vec 
     }
     for (uint32_t k = first; k < first + count; k++)
         if (t->short_len[k] == n) {
-            if (t->short_nh[k] != rnh && u32vec_push(touched, k)) return -3;
+            if (touched && t->short_nh[k] != rnh && u32vec_push(touched, k)) return -3;
             t->short_len[k] = (int8_t)rlen;
             t->short_nh[k] = (uint16_t)rnh;
         }
@@ -198,7 +198,7 @@ static int set_route(lpm *t, uint32_t p, int n, int add, uint32_t nh, u32vec *to
             if (v) pairs_del(v, p, n);
         }
     }
-    if (n > 16) return u32vec_push(touched, p >> 16) ? -3 : 0;
+    if (n > 16) return touched && u32vec_push(touched, p >> 16) ? -3 : 0;
     return update_short(t, p, n, add, nh, touched);
 }
 
@@ -448,7 +448,7 @@ int lpm_adopt(lpm *t)
 static int apply(lpm *t, uint32_t p, int n, int add, uint32_t nh)
 {
     u32vec touched = {0};
-    int rc = set_route(t, p, n, add, nh, &touched);
+    int rc = set_route(t, p, n, add, nh, t->built ? &touched : NULL);
     if (rc || !t->built) {
         u32vec_free(&touched);
         return rc;

@@ -66,13 +66,14 @@ static int nh_equal(const nh_entry *a, const nh_entry *b)
 /* the index of e, appending it when new (NextHopTable.intern); -1 table full / no memory */
 static int nh_intern(nh_table *t, const nh_entry *e, uint32_t cap, uint32_t via, int *is_new)
 {
-    uint32_t h = nh_hash(e);
     *is_new = 0;
+    if (t->n && t->last < t->n && !memcmp(&t->e[t->last], e, sizeof *e)) return (int)t->last;  /* routes come in runs */
+    uint32_t h = nh_hash(e);
     uint32_t *at = u32map_get(&t->by_hash, h);
-    if (at && nh_equal(&t->e[*at], e)) return (int)*at;
+    if (at && nh_equal(&t->e[*at], e)) return (int)(t->last = *at);
     if (at)
         for (uint32_t i = 0; i < t->n; i++)
-            if (nh_equal(&t->e[i], e)) return (int)i;
+            if (nh_equal(&t->e[i], e)) return (int)(t->last = i);
     if (t->n >= cap) return -1;
     if (t->n == t->cap) {
         uint32_t nc = t->cap ? 2 * t->cap : 32;
@@ -88,6 +89,7 @@ static int nh_intern(nh_table *t, const nh_entry *e, uint32_t cap, uint32_t via,
     t->via[t->n] = via;
     if (!at && u32map_put(&t->by_hash, h, t->n)) return -1;
     *is_new = 1;
+    t->last = t->n;
     return (int)t->n++;
 }
 

@@ -25,7 +25,7 @@ typedef struct nh_entry {
 typedef struct nh_table {
     nh_entry *e;
     uint32_t *via;              /* the next hop each entry was made for (loader.py next_hop_ip) */
-    uint32_t n, cap;
+    uint32_t n, cap, last;      /* last: the entry interned last (routes come in runs) */
     u32map by_hash;             /* hash of the encoded entry -> first index with it */
 } nh_table;
 
