@@ -12,6 +12,8 @@ redirects, IP options (RFC 1812 5.2.4), and it forwards what the fast path could
     m.finish()
     m.results[pid].final      # Forward(port, bytes) | Drop(reason) | Except(reason)
     m.emitted                 # [(port, frame, pid)]: every frame the control plane sends
+                              # (pid: the packet it is about; an ARP request: the packet
+                              # whose arrival started the resolution)
 
 `final` is the router's verdict on the packet: forwarded (by the fast path or by the
 control plane, e.g. a redirect or a held packet), dropped, or consumed by the control
@@ -253,6 +255,7 @@ class _Arp:
     mac: bytes = bytes(6)
     state: str = "none"  # none | incomplete | reachable
     tries: int = 0
+    starter: int = -1  # the packet whose arrival started the resolution (its requests count for it)
     next_try: int = 0
     expires: int = 0
     hold: list[tuple[int, bytes, bool, bool]] = field(default_factory=list)  # (pid|-1, frame, generated, full)
@@ -457,7 +460,7 @@ class RouterModel:
 
     def _arp_request(self, e: _Arp) -> None:
         p = self.cfg.ports[e.port]
-        self.emitted.append((e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), -1))
+        self.emitted.append((e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), e.starter))
 
     def _hold(self, e: _Arp, item: tuple[int, bytes, bool, bool]) -> None:
         if e.state == "reachable":
@@ -471,6 +474,7 @@ class RouterModel:
             e.hold.append(item)
         if e.state == "none":
             e.state = "incomplete"
+            e.starter = pid
             e.tries = 1
             e.next_try = self.now + self.opt["arp_retry_us"] * 1000
             self._arp_request(e)

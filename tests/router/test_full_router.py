@@ -43,8 +43,8 @@ def test_parallel_layout_line_rate_in_order() -> None:
 
 
 def test_every_rule_through_the_whole_router() -> None:
-    tr = load_traffic_source(ROOT / "examples" / "traffic" / "errors.yaml", 200_000)
-    s = run_router("pipelined", {}, tr, 200_000)
+    tr = load_traffic_source(ROOT / "examples" / "traffic" / "errors.yaml", 1_000_000)
+    s = run_router("pipelined", {}, tr, 1_000_000)
     cmp_ = s["comparison"]
     assert not any(cmp_.get(k) for k in MISMATCHES), cmp_
     t = s["totals"]

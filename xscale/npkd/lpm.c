@@ -7,6 +7,13 @@
 
 static const uint32_t UNITS[3] = {64, 32, 1};   /* DENSE32, DENSE16, RUNS */
 
+/* the root entry of /16 k: the build's array until the table is published, then SRAM
+ * (the one copy the fast path reads: nothing to load when the daemon adopts a table) */
+static uint32_t root_get(lpm *t, uint32_t k)
+{
+    return t->built ? npkd_sram_rd(t->mem, t->lay.root + 4 * k) : t->root[k];
+}
+
 static uint32_t child_entry(int type, uint32_t off)
 {
     return LPM_ENTRY_CHILD | ((uint32_t)type << LPM_TYPE_SHIFT) | off;
@@ -317,7 +324,7 @@ static int decode_leaf_node(lpm *t, uint32_t entry, uint16_t *out)
 /* lpm.py _same, from what SRAM holds */
 static int same(lpm *t, uint32_t k, int kind, uint16_t leaf)
 {
-    uint32_t e = t->root[k];
+    uint32_t e = root_get(t, k);
     if (!kind) return !(e & LPM_ENTRY_CHILD) && e == leaf;
     if (!(e & LPM_ENTRY_CHILD)) return 0;
     int type = (int)((e >> LPM_TYPE_SHIFT) & 7);
@@ -356,7 +363,7 @@ static int place(lpm *t, int type, const uint32_t *w, uint32_t *off)
 /* lpm.py _materialise: fresh nodes, then the root entry, then the old nodes to limbo */
 static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
 {
-    uint32_t old = t->root[k], entry = leaf;
+    uint32_t old = root_get(t, k), entry = leaf;
     if (kind) {
         uint32_t w[256], ptr[256];
         int any = 0, rc;
@@ -381,11 +388,12 @@ static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
         *wrote = 1;
         entry = child_entry(type, off);
     }
-    if (t->root[k] != entry) {
-        t->root[k] = entry;
+    if (old != entry) {
         if (t->built) {
             npkd_sram_wr(t->mem, t->lay.root + 4 * k, entry);
             *wrote = 1;
+        } else {
+            t->root[k] = entry;
         }
     }
     if (old & LPM_ENTRY_CHILD) {
@@ -440,8 +448,7 @@ int lpm_adopt(lpm *t)
     if (npkd_sram_rd(t->mem, c) != LPM_CTL_MAGIC || npkd_sram_rd(t->mem, c + 4) != LPM_CTL_VERSION) return -1;
     t->generation = npkd_sram_rd(t->mem, c + 8);
     t->alloc.high_water = t->alloc.in_use = npkd_sram_rd(t->mem, c + 12);
-    for (uint32_t k = 0; k < LPM_ROOT_ENTRIES; k++) t->root[k] = npkd_sram_rd(t->mem, t->lay.root + 4 * k);
-    t->built = 1;
+    t->built = 1;                 /* the root array stays in SRAM only (root_get) */
     return 0;
 }
 

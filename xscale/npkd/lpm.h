@@ -49,7 +49,7 @@ typedef struct lpm {
     uint32_t n24, cap24;
     int8_t *short_len;          /* per /16: length of the best route <= /16, -1 none */
     uint16_t *short_nh;
-    uint32_t *root;             /* the root array as published */
+    uint32_t *root;             /* the root array while building (then it lives in SRAM) */
     lpm_alloc alloc;
     uint32_t generation;
     int built;
