@@ -218,6 +218,10 @@ class GpeHost:
             self._reply(1, w.count)
         return reason
 
+    def at_wait(self) -> bool:
+        """True when the process is blocked waiting on the device (where a kill is taken)."""
+        return self.pending is not None and self.pending[0] in (WAIT, WAIT_UNTIL)
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()

@@ -245,6 +245,7 @@ class System:
         self.kill_at = kill_at
         self.restart_at = restart_at
         self.killed = False
+        self._killing = False
         self.starts = 0
         self.events: list[tuple[int, str]] = []     # (ME cycle, "killed" | "restarted" | "respawned")
         self._attach: tuple[tuple[Any, ...], dict[str, Any]] | None = None
@@ -303,14 +304,31 @@ class System:
         self.xscale.timeline[:0] = timeline
         self.events.append((self.clock.now, why))
 
-    def _supervise(self) -> None:
+    def _kill_now(self) -> None:
         now = self.clock.now
-        if self.kill_at is not None and now >= self.kill_at and not self.killed and self.xscale is not None:
-            self.kill_at = None
-            self.xscale.close()
-            self.xscale.timeline.append((now, "killed", ""))
-            self.killed = True
-            self.events.append((now, "killed"))
+        self.kill_at = None
+        self._killing = False
+        self.xscale.close()
+        self.xscale.timeline.append((now, "killed", ""))
+        self.killed = True
+        self.events.append((now, "killed"))
+
+    def _supervise(self) -> None:
+        """Kill at kill_at as a SIGKILL is taken: at once when the program is in a system
+        call (asleep), else at its next call (xscale: the next SWI; gpe: its next wait on
+        the device) -- never between two of its own instructions, as a real kernel
+        delivers a signal on its way back to user space, here only at call boundaries."""
+        now = self.clock.now
+        host = self.xscale
+        if self.kill_at is not None and now >= self.kill_at and not self.killed and host is not None:
+            asleep = host.state == "waiting" if host.placement == "xscale" else host.at_wait()
+            if asleep or host.state in ("exited", "crashed"):
+                self._kill_now()
+            elif host.placement == "xscale":
+                host.core.kill_pending = True
+                self._killing = True
+        if self._killing and host is not None and host.state in ("exited", "crashed", "waiting"):
+            self._kill_now()
         if self.killed and self.restart_at is not None and now >= self.restart_at:
             self.restart_at = None
             self._start_again("restarted")
@@ -330,6 +348,8 @@ class System:
             for t in (self.kill_at, self.restart_at):
                 if t is not None and self.clock.now < t < stop:
                     stop = t
+            if self._killing and stop - self.clock.now > 1000:
+                stop = self.clock.now + 1000          # look again soon: the kill waits for a call
             if self.killed or self.xscale is None:
                 reason = self.clock.run_chip(stop - self.clock.now)
             else:

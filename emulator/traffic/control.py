@@ -243,7 +243,8 @@ class CpResult:
     fast: Outcome  # what the fast path did with it
     final: Outcome | None = None  # None while held for ARP
     reason: str = ""  # the exception reason, when the fast path excepted it
-    learnt_hop: bool = False  # forwarded through a next hop the control plane resolved
+    learnt_hop: bool = False  # forwarded through a next hop the control plane resolved: until the
+    #                           daemon has installed it, the fast path may still except it (arp_miss)
     timestamps: list[int] = field(default_factory=list)  # offsets of IP timestamps in the forwarded frame
     alternatives: list[Outcome] = field(default_factory=list)  # near a route change: the other table's
 
@@ -348,6 +349,11 @@ class RouterModel:
         self._alternatives(res, frame, in_port, t)
         if not isinstance(fast, Except):
             res.final = fast
+            if isinstance(fast, Forward):    # through a next hop the control plane learnt and installed?
+                dst = int.from_bytes(frame[30:34], "big")
+                route = self.routes.lookup(dst)
+                hop = dst if route is None or route.direct else route.next_hop
+                res.learnt_hop = hop not in self.static
             return res
         res.reason = fast.reason
         handler = getattr(self, f"_on_{fast.reason}")

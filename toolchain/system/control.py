@@ -153,14 +153,16 @@ def control_meta(lay: Any) -> dict[str, Any]:
 # ---- the running control plane ------------------------------------------------------------------
 
 
-def route_change_lines(changes: list[str] | None) -> list[str]:
-    """Timed route changes (`at 2ms add 10.1.0.0/16 via 10.0.3.2`, `at 3ms del 10.1.0.0/16`;
-    npkit.emulator.traffic.spec parses them) as npkd's `change` directives: time in ns."""
+def route_change_lines(changes: list[Any] | None) -> list[str]:
+    """Timed route changes (npkit.emulator.traffic.spec.RouteChange, or their text: `at 2ms
+    add 10.1.0.0/16 via 10.0.3.2`, `at 3ms del 10.1.0.0/16`) as npkd's `change`
+    directives: time in ns."""
     from npkit.emulator.traffic.spec import parse_route_change
 
     out = []
-    for text in changes or []:
-        c = parse_route_change(text)
+    for c in changes or []:
+        if isinstance(c, str):
+            c = parse_route_change(c)
         out.append(f"{c.at_ns} {c.op} {c.route_text}")
     return out
 

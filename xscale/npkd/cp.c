@@ -22,6 +22,69 @@ const char *cp_stat_name(int i)
 
 static const uint8_t ZERO_MAC[6];
 
+static char *fmt_u(char *b, uint32_t v)
+{
+    char t[12];
+    int n = 0;
+    do t[n++] = (char)('0' + v % 10); while ((v /= 10));
+    while (n) *b++ = t[--n];
+    *b = 0;
+    return b;
+}
+
+char *fmt_ip(char *b, uint32_t a)
+{
+    for (int i = 3; i >= 0; i--) {
+        b = fmt_u(b, (a >> (8 * i)) & 255);
+        if (i) *b++ = '.';
+    }
+    *b = 0;
+    return b;
+}
+
+static char *fmt_s(char *b, const char *s)
+{
+    while (*s) *b++ = *s++;
+    *b = 0;
+    return b;
+}
+
+char *fmt_route(char *b, const route_cfg *r)
+{
+    b = fmt_ip(b, r->prefix);
+    *b++ = '/';
+    b = fmt_u(b, (uint32_t)r->len);
+    if (r->next_hop) {
+        b = fmt_ip(fmt_s(b, " via "), r->next_hop);
+        return fmt_u(fmt_s(b, " port "), (uint32_t)r->port);
+    }
+    return fmt_u(fmt_s(b, " dev "), (uint32_t)r->port);
+}
+
+static void journal(cp *c, const char *verb, const route_cfg *r, const uint8_t *mac)
+{
+    if (!c->journal) return;
+    char line[96], *b = fmt_s(line, verb);
+    if (!strcmp(verb, "add ")) {
+        b = fmt_route(b, r);
+    } else if (!strcmp(verb, "del ")) {
+        b = fmt_u(fmt_s(fmt_ip(b, r->prefix), "/"), (uint32_t)r->len);
+    } else {                                          /* adj IP PORT MAC | unadj IP */
+        b = fmt_ip(b, r->prefix);
+        if (mac) {
+            static const char hex[] = "0123456789abcdef";
+            b = fmt_u(fmt_s(b, " "), (uint32_t)r->port);
+            for (int i = 0; i < 6; i++) {
+                *b++ = i ? ':' : ' ';
+                *b++ = hex[mac[i] >> 4];
+                *b++ = hex[mac[i] & 15];
+            }
+        }
+    }
+    fmt_s(b, "\n");
+    c->journal(c->ensure_ctx, line);
+}
+
 static uint32_t rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -247,7 +310,7 @@ static void arp_install(cp *c, arp_ent *e)
         route_cfg r = {e->ip, e->ip, 32, (int)s.port};
         if (!tables_add_entry_route(c->tab, &r, &a)) {
             e->adjacency_installed = 1;
-            if (c->routes_changed) c->routes_changed(c->ensure_ctx);
+            journal(c, "adj ", &r, e->mac);
         }
     }
 }
@@ -276,7 +339,8 @@ static void arp_uninstall(cp *c, arp_ent *e)
     if (e->adjacency_installed && !ensure_tables(c)) {
         tables_del_route(c->tab, e->ip, 32);
         e->adjacency_installed = 0;
-        if (c->routes_changed) c->routes_changed(c->ensure_ctx);
+        route_cfg r = {e->ip, 0, 32, 0};
+        journal(c, "unadj ", &r, NULL);
     }
 }
 
@@ -825,11 +889,11 @@ int cp_route_add(cp *c, const route_cfg *r)
         return rc;
     }
     c->stats[ST_routes_added]++;
+    journal(c, "add ", r, NULL);
     if (r->next_hop) {                                /* a next hop we already know */
         arp_ent *e = arp_find(c, r->next_hop);
         if (e && e->state == ARP_REACHABLE) arp_install(c, e);
     }
-    if (c->routes_changed) c->routes_changed(c->ensure_ctx);
     return 0;
 }
 
@@ -842,6 +906,7 @@ int cp_route_del(cp *c, uint32_t prefix, int len)
         return rc;
     }
     c->stats[ST_routes_deleted]++;
-    if (c->routes_changed) c->routes_changed(c->ensure_ctx);
+    route_cfg r = {prefix, 0, len, 0};
+    journal(c, "del ", &r, NULL);
     return 0;
 }

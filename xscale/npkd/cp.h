@@ -77,7 +77,7 @@ typedef struct cp {
     uint8_t frame[2048], quote[2048];
     int (*ensure_tables)(void *ctx);        /* finish loading the route model now */
     void *ensure_ctx;
-    void (*routes_changed)(void *ctx);      /* persist the table */
+    void (*journal)(void *ctx, const char *line);   /* persist a route change (one line) */
 } cp;
 
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw);
@@ -92,6 +92,9 @@ void cp_publish(cp *c, uint32_t state, uint32_t starts);
 /* route changes (control socket, timed changes): 0 ok, negative error */
 int cp_route_add(cp *c, const route_cfg *r);
 int cp_route_del(cp *c, uint32_t prefix, int len);
+/* "A.B.C.D" and "A.B.C.D/LEN via N.N.N.N port P" / "... dev P", without printf */
+char *fmt_ip(char *b, uint32_t a);
+char *fmt_route(char *b, const route_cfg *r);
 /* one exception record (exposed for the unit tests) */
 void cp_exception(cp *c, uint32_t pw, uint32_t rec);
 const char *cp_stat_name(int i);

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ typedef struct npkd_state {
     ctl ctl;
     uint64_t now;
     uint32_t next_change, starts, state;
-    int restart;
+    int restart, journal_fd;
 } npkd_state;
 
 static void die(const char *fmt, ...)
@@ -105,16 +106,14 @@ static void map_memories(npkd_state *d, uint32_t sram_ch_bytes, uint32_t dram_by
 
 /* ---- route table ------------------------------------------------------------------------ */
 
-static void save_table(void *ctx)
+/* the journal of route changes (cfg `state`): appended a line at a time, replayed by
+ * the next instance after a restart (tables.h) */
+static void journal_write(void *ctx, const char *line)
 {
     npkd_state *d = ctx;
-    if (!d->cfg.state_path[0] || !d->cp.tables_ready) return;
-    u32vec learnt = {0};
-    for (uint32_t i = 0; i < d->cp.narp; i++)
-        if (d->cp.arp[i].adjacency_installed) u32vec_push(&learnt, d->cp.arp[i].ip);
-    if (tables_save(&d->tab, d->cfg.state_path, &learnt))
-        fprintf(stderr, "npkd: cannot write %s: %s\n", d->cfg.state_path, strerror(errno));
-    u32vec_free(&learnt);
+    if (d->journal_fd < 0) return;
+    size_t n = strlen(line);
+    if (write(d->journal_fd, line, n) != (ssize_t)n) fprintf(stderr, "npkd: cannot write the route journal\n");
 }
 
 static int load_some(npkd_state *d, uint32_t budget)
@@ -123,10 +122,21 @@ static int load_some(npkd_state *d, uint32_t budget)
     int rc = tables_load_step(&d->tab, &d->load, budget);
     if (rc < 0) die("route table: %s", d->load.err);
     if (rc == 1) {
-        tables_load_end(&d->load);
         d->cp.tables_ready = 1;
         d->state = 2;
-        if (d->load.reverted) save_table(d);
+        if (d->cfg.state_path[0]) {
+            d->journal_fd = open(d->cfg.state_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+            if (d->journal_fd < 0) fprintf(stderr, "npkd: cannot open %s\n", d->cfg.state_path);
+        }
+        for (uint32_t i = 0; i < d->load.learnt.n; i++) {   /* ARP starts afresh: journalled */
+            route_cfg r = {d->load.learnt.v[i], 0, 32, 0};
+            char line[48];
+            fmt_ip(line + 6, r.prefix);
+            memcpy(line, "unadj ", 6);
+            strcat(line, "\n");
+            journal_write(d, line);
+        }
+        tables_load_end(&d->load);
         cp_publish(&d->cp, d->state, d->starts);
     }
     return rc;
@@ -151,11 +161,6 @@ static void timed_changes(npkd_state *d)
 }
 
 /* ---- control socket commands ------------------------------------------------------------------ */
-
-static void fmt_ip(char *b, uint32_t a)
-{
-    sprintf(b, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
-}
 
 static void show_entry(npkd_state *d, ctl_conn *k, uint32_t prefix, int len, uint32_t idx)
 {
@@ -236,7 +241,6 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
     }
     if (!strcmp(line, "restart")) {
         ensure_tables(d);
-        save_table(d);
         ctl_printf(k, "ok restarting\n");
         d->restart = 1;
         return;
@@ -314,16 +318,21 @@ int main(int argc, char **argv)
     dram = d.cfg.sys.buf_base + (d.cfg.sys.n_bufs << d.cfg.sys.buf_shift);
     map_memories(&d, sram_ch, dram);
     d.now = npk_dev_now_ns(&d.dev);
-    if (d.cfg.stats_base && npkd_sram_rd(&d.mem, d.cfg.stats_base) == NPKD_STATS_MAGIC)
-        d.starts = npkd_sram_rd(&d.mem, d.cfg.stats_base + 12);
+    int again = d.cfg.stats_base && npkd_sram_rd(&d.mem, d.cfg.stats_base) == NPKD_STATS_MAGIC;
+    if (again) d.starts = npkd_sram_rd(&d.mem, d.cfg.stats_base + 12);
     d.starts++;
     d.state = 1;
     if (tables_init(&d.tab, &d.cfg, &d.mem)) die("out of memory");
     npkd_hw hw = {&d, hw_ring_get, hw_ring_put, hw_ring_free, hw_queue_get, hw_queue_put, hw_now};
     cp_init(&d.cp, &d.cfg, &d.mem, &d.tab, &hw);
+    if (again)                         /* a restart: the counters go on from where they were */
+        for (uint32_t i = 0; i < ST_COUNT; i++)
+            d.cp.stats[i] = npkd_sram_rd(&d.mem, d.cfg.stats_base + NPKD_STATS_HDR + 4 * i);
+    d.cp.stats[ST_holding] = d.cp.stats[ST_tx_backlog] = 0;
     d.cp.ensure_tables = ensure_tables;
     d.cp.ensure_ctx = &d;
-    d.cp.routes_changed = save_table;
+    d.cp.journal = journal_write;
+    d.journal_fd = -1;
     d.cp.epoch_ms_of_day = (uint32_t)(d.cfg.opt.epoch_s % 86400u) * 1000u;
     if (tables_load_begin(&d.tab, &d.load, 0, d.cfg.state_path)) die("%s", d.load.err);
     if (d.starts > 1) d.load.restart = 1;

@@ -169,18 +169,11 @@ static int load_error(tables_load *L, int rc, const char *what)
     return rc < 0 ? rc : -1;
 }
 
-int tables_load_begin(tables *t, tables_load *L, int write, const char *state_path)
+int tables_load_begin(tables *t, tables_load *L, int write, const char *journal)
 {
     memset(L, 0, sizeof *L);
     L->write = write;
-    if (state_path && state_path[0]) {
-        L->f = fopen(state_path, "r");
-        if (L->f) {
-            L->from_state = 1;
-            L->phase = 10;
-            return 0;
-        }
-    }
+    if (journal && journal[0]) L->journal = fopen(journal, "r");   /* a restart */
     if (t->cfg->routes_path[0] && !t->cfg->nroute) {
         L->f = fopen(t->cfg->routes_path, "r");
         if (!L->f) {
@@ -220,32 +213,43 @@ static int next_route(tables *t, tables_load *L, route_cfg *r, int *eof)
     }
 }
 
-static int state_line(tables *t, tables_load *L, const char *s)
+/* one line of the journal of route changes a previous instance kept (a restart):
+ *   add ROUTE | del PREFIX/LEN | adj A.B.C.D PORT MAC | unadj A.B.C.D
+ * replayed into the model in order, so next-hop entries get the indices they have */
+static int journal_line(tables *t, tables_load *L, const char *s)
 {
     const npkd_cfg *c = t->cfg;
-    (void)c;
-    unsigned idx, port, flags, len;
-    uint32_t nh, via, prefix;
-    nh_entry e;
+    route_cfg r;
+    uint32_t ip;
     const char *q;
-    if (!strncmp(s, "nh ", 3)) {
-        memset(&e, 0, sizeof e);
-        if (sscanf(s + 3, "%u %u %u", &idx, &port, &flags) != 3) return -1;
-        q = s + 3;
-        for (int k = 0; k < 3; k++) q = strchr(q + 1, ' ');
-        if (!q || parse_ip(q, &nh, &q) || parse_mac(q, e.dst, &q) || parse_mac(q, e.src, &q) || parse_ip(q, &via, &q))
-            return -1;
-        e.port = port;
-        e.flags = flags;
-        e.next_hop = nh;
-        return tables_intern(t, &e, via) == (int)idx ? 0 : -1;
+    if (!strncmp(s, "add ", 4)) return parse_route(c, s + 4, &r) || tables_add_route(t, &r) ? -1 : 0;
+    if (!strncmp(s, "del ", 4)) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.40s dev 0", s + 4);
+        buf[strcspn(buf, "\r\n")] = 0;
+        if (!strstr(buf, " dev 0")) strcat(buf, " dev 0");
+        if (parse_route(c, buf, &r)) return -1;
+        int rc = lpm_del(&t->trie, r.prefix, r.len);
+        return rc == -4 ? 0 : rc;
     }
-    if (!strncmp(s, "r ", 2)) {
-        if (parse_ip(s + 2, &prefix, &q) || *q++ != '/' || sscanf(q, "%u %u", &len, &idx) != 2 || len > 32 ||
-            idx >= t->nh.n)
-            return -1;
-        if (lpm_add(&t->trie, prefix, (int)len, idx)) return -1;
-        if (strstr(q, " learnt") && u32vec_push(&L->learnt, prefix)) return -1;
+    if (!strncmp(s, "adj ", 4)) {
+        unsigned port;
+        nh_entry e = {0};
+        if (parse_ip(s + 4, &ip, &q) || sscanf(q, "%u", &port) != 1 || port >= (unsigned)c->nports) return -1;
+        q = strchr(q + 1, ' ');
+        if (!q || parse_mac(q, e.dst, NULL)) return -1;
+        e.port = port;
+        e.flags = NH_DIRECT;
+        memcpy(e.src, c->port[port].mac, 6);
+        route_cfg a = {ip, ip, 32, (int)port};
+        if (tables_add_entry_route(t, &a, &e)) return -1;
+        return u32vec_push(&L->learnt, ip);
+    }
+    if (!strncmp(s, "unadj ", 6)) {
+        if (parse_ip(s + 6, &ip, NULL)) return -1;
+        lpm_del(&t->trie, ip, 32);
+        for (uint32_t i = 0; i < L->learnt.n; i++)
+            if (L->learnt.v[i] == ip) L->learnt.v[i] = L->learnt.v[--L->learnt.n];
         return 0;
     }
     return s[0] == '#' || s[0] == '\n' ? 0 : -1;
@@ -266,7 +270,7 @@ static void revert_learnt(tables *t, tables_load *L)
         for (uint32_t k = 1; k < 4; k++) npkd_sram_wr(t->mem, l->nh + 16 * i + 4 * k, w[k]);
         L->reverted++;
     }
-    for (uint32_t i = 0; i < L->learnt.n; i++)
+    for (uint32_t i = 0; i < L->learnt.n; i++)       /* the caller journals their withdrawal */
         if (!lpm_del(&t->trie, L->learnt.v[i], 32)) L->reverted++;
 }
 
@@ -353,21 +357,21 @@ int tables_load_step(tables *t, tables_load *L, uint32_t budget)
             e.flags = NH_BROADCAST;
             if ((rc = put(t, 0xFFFFFFFFu, 32, &e, 0, 1, err, errlen))) return rc < 0 ? rc : -1;
         }
-        L->phase = 4;
+        L->phase = L->journal ? 5 : 4;
         return 0;
     case 4:
         return finish(t, L);
-    case 10: {                                        /* a persisted table (a restart) */
+    case 5: {                                         /* the journal of a previous instance */
         char line[256];
         for (uint32_t k = 0; k < budget; k++) {
-            if (!fgets(line, sizeof line, L->f)) {
+            if (!fgets(line, sizeof line, L->journal)) {
                 L->phase = 4;
                 L->restart = 1;
                 return 0;
             }
-            L->line++;
-            if (state_line(t, L, line)) {
-                snprintf(L->err, sizeof L->err, "state file line %u: malformed", L->line);
+            L->jline++;
+            if (journal_line(t, L, line)) {
+                snprintf(L->err, sizeof L->err, "route journal line %u: cannot replay", L->jline);
                 return -1;
             }
         }
@@ -381,7 +385,8 @@ int tables_load_step(tables *t, tables_load *L, uint32_t budget)
 void tables_load_end(tables_load *L)
 {
     if (L->f) fclose(L->f);
-    L->f = NULL;
+    if (L->journal) fclose(L->journal);
+    L->f = L->journal = NULL;
     u32vec_free(&L->learnt);
 }
 
@@ -393,51 +398,6 @@ int tables_build(tables *t, int write, char *err, size_t errlen)
     if (rc < 0) snprintf(err, errlen, "%s", L.err);
     tables_load_end(&L);
     return rc < 0 ? rc : 0;
-}
-
-static void put_ip(FILE *f, uint32_t a)
-{
-    fprintf(f, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
-}
-
-static void put_mac(FILE *f, const uint8_t *m)
-{
-    fprintf(f, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-}
-
-int tables_save(tables *t, const char *path, const u32vec *learnt)
-{
-    char tmp[NPKD_PATH + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return -1;
-    fprintf(f, "# npkd state 1: next-hop entries as configured, then every route of the trie\n");
-    for (uint32_t i = 0; i < t->nh.n; i++) {
-        const nh_entry *e = &t->nh.e[i];
-        fprintf(f, "nh %u %u %u ", i, e->port, e->flags);
-        put_ip(f, e->next_hop);
-        fputc(' ', f);
-        put_mac(f, e->dst);
-        fputc(' ', f);
-        put_mac(f, e->src);
-        fputc(' ', f);
-        put_ip(f, t->nh.via[i]);
-        fputc('\n', f);
-    }
-    for (int n = 0; n <= 32; n++) {
-        const u32map *m = &t->trie.routes[n];
-        for (uint32_t i = 0; i < m->cap; i++) {
-            if (!m->used[i]) continue;
-            fputs("r ", f);
-            put_ip(f, m->key[i]);
-            fprintf(f, "/%d %u", n, m->val[i]);
-            int is_learnt = 0;
-            for (uint32_t k = 0; n == 32 && learnt && k < learnt->n; k++) is_learnt |= learnt->v[k] == m->key[i];
-            fputs(is_learnt ? " learnt\n" : "\n", f);
-        }
-    }
-    if (fclose(f)) return -1;
-    return rename(tmp, path);
 }
 
 int tables_add_route(tables *t, const route_cfg *r)

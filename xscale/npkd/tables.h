@@ -44,22 +44,22 @@ void nh_write(npkd_mem *m, const lpm_layout *l, uint32_t index, const nh_entry *
 int tables_init(tables *t, const npkd_cfg *cfg, npkd_mem *mem);
 void tables_free(tables *t);
 /* Loading in steps: from cfg (ports, static ARP, the route file) as build_tables does,
- * or, after a restart, from the table the previous instance persisted.  write = 1: lay
- * the whole image out in SRAM (the linker's job; tests and `npkd --build-image`);
- * write = 0: the model only, then adopt what SRAM holds and check that its next-hop
- * table is this one.  A restart puts learnt ARP state back to unresolved. */
+ * then, after a restart, the journal of route changes the previous instance wrote (one
+ * line each, appended as they happen: add/del of routes, adj/unadj of ARP-learnt /32s),
+ * replayed in order.  write = 1: lay the whole image out in SRAM (the linker's job;
+ * tests and `npkd --build-image`); write = 0: the model only, then adopt what SRAM
+ * holds and check that its next-hop table is this one.  A restart puts learnt ARP
+ * state back to unresolved (`learnt`: the /32s withdrawn, to journal). */
 typedef struct tables_load {
-    int phase, write, from_state, restart;
-    FILE *f;
-    uint32_t line, reverted;
+    int phase, write, restart;
+    FILE *f, *journal;
+    uint32_t line, jline, reverted;
     u32vec learnt;
     char err[NPKD_PATH + 100];
 } tables_load;
-int tables_load_begin(tables *t, tables_load *L, int write, const char *state_path);
+int tables_load_begin(tables *t, tables_load *L, int write, const char *journal);
 int tables_load_step(tables *t, tables_load *L, uint32_t budget);   /* 1 done, 0 more, <0 error */
 void tables_load_end(tables_load *L);
-/* persist the table (written to PATH.tmp, then renamed): 0 ok */
-int tables_save(tables *t, const char *path, const u32vec *learnt);
 /* Fill from cfg (ports, static ARP, cfg->route).  write = 1: lay the whole image out
  * in SRAM (the linker's job; used by tests and `npkd --build-image`); write = 0: the
  * model only, then adopt what SRAM holds and check the next-hop table there equals it
