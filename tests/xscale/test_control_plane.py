@@ -23,6 +23,7 @@ from npkit.toolchain.cli import main
 from npkit.toolchain.image import write_image
 from npkit.toolchain.system.link import link
 from npkit.toolchain.system.router_run import RouterRun
+from npkit.xscale.bench import churn_traffic, line_rate_78
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "traffic"
@@ -158,22 +159,6 @@ def test_unresolvable_host_gets_host_unreachable_and_icmp_rate_limit() -> None:
     assert s["totals"]["exceptions"] == {"arp_miss": 12}
 
 
-def churn_traffic(duration_ns: int, period_ns: int) -> Traffic:
-    """5 x 1 Gb/s of seed 003's 78-byte packets, input port p to destinations that leave
-    by port p (no output oversubscribed), while 20.0.0.0/9 (inside port 1's 20.0.0.0/8
-    via 10.0.1.3) is added via 10.0.1.2 and withdrawn every `period_ns`, from 400 us
-    (after the daemon's boot): half of port 1's 20/8 traffic changes next hop each time."""
-    changes = []
-    t, k = 400_000, 0
-    while t < duration_ns:
-        changes.append(f"at {t}ns " + ("add 20.0.0.0/9 via 10.0.1.2" if k % 2 == 0 else "del 20.0.0.0/9"))
-        t += period_ns
-        k += 1
-    return traffic_of({"duration_ns": duration_ns, "route_changes": changes, "wire": "seed003",
-                       "defaults": {"size": 78, "load": 1.0, "protocol": "tunnel"},
-                       "ports": {p: {"destinations": {"via_port": p}} for p in range(5)}})  # fmt: skip
-
-
 def check_churn(rr: RouterRun, s: dict[str, Any], tr: Traffic) -> None:
     cmp_ = s["comparison"]
     assert cmp_["matched_forward"] == len(tr) and not any(cmp_.get(k) for k in MISMATCHES), cmp_
@@ -184,18 +169,12 @@ def check_churn(rr: RouterRun, s: dict[str, Any], tr: Traffic) -> None:
 
 
 def test_route_churn_never_misforwards() -> None:
-    """Route churn under full load (2 ms, a change every 0.25 ms; the 10 ms version with
-    a change every 0.5 ms is `npk bench control`): every packet leaves by the table
-    before or after each change -- port and bytes, next hop MAC included -- none lost."""
+    """Route churn under full load (2 ms, a change every 0.25 ms; the 10 ms version, a
+    change every 1 ms, is `npk bench control`): every packet leaves by the table before
+    or after each change -- port and bytes, next hop MAC included -- none lost."""
     tr = churn_traffic(2_000_000, 250_000)
     rr, s = run(tr, 2_000_000)
     check_churn(rr, s, tr)
-
-
-def kill_restart_traffic(duration_ns: int, ttl_share: float) -> Traffic:
-    return traffic_of({"duration_ns": duration_ns, "wire": "seed003",
-                       "defaults": {"size": 78, "load": 1.0, "protocol": "tunnel", "mix": {"ttl_expiring": ttl_share}},
-                       "ports": {p: {"destinations": {"via_port": p}} for p in range(5)}})  # fmt: skip
 
 
 def check_kill_restart(tr: Traffic, s: dict[str, Any]) -> dict[str, int]:
@@ -220,7 +199,7 @@ def test_killed_and_restarted_daemon_loses_nothing() -> None:
     and what does not fit is dropped and counted (exception_ring_full); the restarted
     daemon (routes from its journal, ARP afresh, counters where they were) drains the
     ring.  Every exception is handled or counted, conservation balances."""
-    tr = kill_restart_traffic(900_000, 0.10)
+    tr = line_rate_78(900_000, 0.10)
     _rr, s = run(tr, 900_000, control={"kill_at_ns": 300_000, "restart_at_ns": 600_000})
     got = check_kill_restart(tr, s)
     assert got["ring_full"] > 0

@@ -219,7 +219,7 @@ def read_stats(chip: Any) -> dict[str, Any] | None:
     names = stat_names()
     data = chip.mem_read("sram", CP_STATS_BASE + 16, 4 * len(names))
     counters = {n: int.from_bytes(data[4 * i : 4 * i + 4], "big") for i, n in enumerate(names)}
-    return {"state": {0: "starting", 1: "loading", 2: "ready"}.get(state, str(state)), "starts": starts,
+    return {"state": {0: "starting", 1: "loading", 2: "ready", 3: "ready (routes loaded on demand)"}.get(state, str(state)), "starts": starts,
             "version": version, "counters": counters}  # fmt: skip
 
 
@@ -261,7 +261,9 @@ class ControlPlane:
     def __init__(self, chip: Any, image: Any, *, placement: str | None = None, gdb_port: int | None = None,
                  changes: list[str] | None = None, socket: str | Path | None = None,
                  kill_at_ns: int | None = None, restart_at_ns: int | None = None, echo: Any = None,
-                 workdir: str | Path | None = None, options: dict[str, int] | None = None) -> None:  # fmt: skip
+                 workdir: str | Path | None = None, options: dict[str, int] | None = None,
+                 router: Any = None) -> None:  # fmt: skip
+        """`router`: the image's RouterConfig when the caller has read it already."""
         import tempfile
 
         from npkit.xscale.system import System
@@ -278,7 +280,7 @@ class ControlPlane:
         self.dir = Path(workdir or self._tmp.name)  # type: ignore[union-attr]
         self.dir.mkdir(parents=True, exist_ok=True)
         self.socket = str(socket) if socket else None
-        router = router_config_of(image)
+        router = router if router is not None else router_config_of(image)
         self.changes = list(changes or [])
         conf = daemon_conf(router, image.meta["router"]["routes"],
                            rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])),

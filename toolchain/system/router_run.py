@@ -145,19 +145,27 @@ class ControlAccount:
         self.log = LogReader(rr.chip)
         self.reasons = load_reasons()
         self.records: list[tuple[int, str, int]] = []   # (packet id or -1, reason, action)
+        self._raw: list[Any] = []                         # log records not yet tied to a packet
         self._index: dict[tuple[int, int, int], list[int]] = {}
         self._indexed = 0
         self._taken: set[int] = set()
         rr.chip.add_service(self.service, int(SLICE_NS * float(rr.chip.config["clock_mhz"]) // 1000))
 
     def service(self) -> None:
-        for rec in self.log.take():
+        """Take the new log records (before the log wraps); which packet each is about is
+        worked out when asked (`handled`), when the oracle has seen the packets anyway."""
+        self._raw.extend(self.log.take())
+
+    def _resolve(self) -> None:
+        self.service()
+        for rec in self._raw:
             pid = self._identify(rec.in_port, rec.length, rec.digest)
             try:
                 name = self.reasons.exception(rec.reason).name
             except ValueError:
                 name = f"code {rec.reason}"
             self.records.append((pid, name, rec.action))
+        self._raw.clear()
 
     def _identify(self, port: int, length: int, digest: int) -> int:
         from npkit.emulator.traffic.control import frame_digest
@@ -180,17 +188,17 @@ class ControlAccount:
         return -1
 
     def handled(self) -> list[tuple[int, str]]:
-        self.service()
+        self._resolve()
         return [(pid, reason) for pid, reason, _a in self.records]
 
     def consumed(self) -> list[tuple[int, str]]:
         """Packets that ended in the control plane (answered, counted, dropped there)."""
-        self.service()
+        self._resolve()
         return [(pid, reason) for pid, reason, action in self.records if action != 2]
 
     def forwarded(self) -> set[int]:
         """Packets the control plane sent on (redirects, options, packets held for ARP)."""
-        self.service()
+        self._resolve()
         return {pid for pid, _r, action in self.records if action == 2}
 
 
@@ -220,6 +228,7 @@ class RouterRun:
         gdb_port, socket, kill_at_ns, restart_at_ns, options, echo)."""
         self.image = image
         self.config = router_config_of(image)
+        self._own = {a.to_bytes(4, "big") for a in self.config.addresses}
         self.chip = chip if chip is not None else Chip(chip_config)
         if chip is None:
             load_image(self.chip, image)
@@ -232,7 +241,8 @@ class RouterRun:
         if meta and placement != "host":
             from .control import ControlPlane
 
-            self.control = ControlPlane(self.chip, image, changes=traffic.route_changes, **(control or {}))
+            self.control = ControlPlane(self.chip, image, changes=traffic.route_changes, router=self.config,
+                                        **(control or {}))  # fmt: skip
             self.account = ControlAccount(self)
         else:
             self.reader = attach_exception_reader(self.chip, traffic)
@@ -294,9 +304,8 @@ class RouterRun:
 
     def _is_control_frame(self, frame: bytes) -> bool:
         """A frame the router made itself: ARP, or IPv4 from one of its own addresses."""
-        if frame[12:14] == b"\x08\x06":
-            return True
-        return frame[12:14] == b"\x08\x00" and int.from_bytes(frame[26:30], "big") in self.config.addresses
+        kind = frame[12:14]
+        return kind == b"\x08\x06" or (kind == b"\x08\x00" and frame[26:30] in self._own)
 
     # -- running
     def run_traffic(self, duration_ns: int, progress: Callable[[int], None] | None = None) -> str:

@@ -60,7 +60,7 @@ typedef struct sys_cfg {
     X(arp_hold, 16)             /* packets held per unresolved next hop */                \
     X(arp_age_ms, 60000)        /* a learnt ARP entry expires after this long */          \
     X(closed_ports_only, 1)     /* UDP to the router: every port is closed */             \
-    X(batch, 64)                /* exception records taken per wake-up before other work */ \
+    X(batch, 16)                /* exception records taken before other work (and a yield) */ \
     X(epoch_s, 1700000000)      /* realtime at emulated time 0 (IP timestamps) */          \
     X(load_chunk, 512)          /* routes loaded between two looks at the exception ring */
 

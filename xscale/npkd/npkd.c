@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ typedef struct npkd_state {
     uint64_t now;
     uint32_t next_change, starts, state;
     int restart, journal_fd;
+    int load_eagerly;           /* build the route model now (else on the first change) */
 } npkd_state;
 
 static void die(const char *fmt, ...)
@@ -284,11 +286,14 @@ static int run(npkd_state *d)
         ctl_service(&d->ctl);
         if (d->restart && ctl_flush_all(&d->ctl)) return EXIT_RESTART;
         cp_publish(&d->cp, d->state, d->starts);   /* the host reads it at any time */
-        if (!d->cp.tables_ready) {
+        if (!d->cp.tables_ready && d->load_eagerly) {
             load_some(d, g->opt.load_chunk);
             continue;
         }
-        if (n >= (int)g->opt.batch || d->restart) continue;
+        if (n >= (int)g->opt.batch || d->restart) {
+            sched_yield();      /* busy: still a point where the kernel can act (a signal, a kill) */
+            continue;
+        }
         uint64_t deadline = cp_deadline(&d->cp);
         if (d->next_change < g->nchg && g->chg[d->next_change].at_ns < deadline) deadline = g->chg[d->next_change].at_ns;
         if (d->cp.bl_n && d->now + 10000u < deadline) deadline = d->now + 10000u;   /* the ring had no room */
@@ -321,7 +326,6 @@ int main(int argc, char **argv)
     int again = d.cfg.stats_base && npkd_sram_rd(&d.mem, d.cfg.stats_base) == NPKD_STATS_MAGIC;
     if (again) d.starts = npkd_sram_rd(&d.mem, d.cfg.stats_base + 12);
     d.starts++;
-    d.state = 1;
     if (tables_init(&d.tab, &d.cfg, &d.mem)) die("out of memory");
     npkd_hw hw = {&d, hw_ring_get, hw_ring_put, hw_ring_free, hw_queue_get, hw_queue_put, hw_now};
     cp_init(&d.cp, &d.cfg, &d.mem, &d.tab, &hw);
@@ -336,6 +340,13 @@ int main(int argc, char **argv)
     d.cp.epoch_ms_of_day = (uint32_t)(d.cfg.opt.epoch_s % 86400u) * 1000u;
     if (tables_load_begin(&d.tab, &d.load, 0, d.cfg.state_path)) die("%s", d.load.err);
     if (d.starts > 1) d.load.restart = 1;
+    /* The fast path's table is in SRAM already (the linker wrote it, or the previous
+     * instance): the daemon serves exceptions from it at once.  Its own model of the
+     * table (to change it) is built in the background between exceptions when routes may
+     * change (timed changes, a control socket, a restart to recover from); otherwise on
+     * the first change that needs it. */
+    d.load_eagerly = d.cfg.nchg > 0 || d.cfg.socket_path[0] || d.starts > 1;
+    d.state = d.load_eagerly ? 1 : 3;
     int rc = ctl_open(&d.ctl, d.cfg.socket_path);
     if (rc) die("control socket %s: %s", d.cfg.socket_path, strerror(-rc));
     d.ctl.handle = handle;

@@ -1,6 +1,7 @@
 /* stats.h -- the daemon's statistics: one 32-bit counter each, in this order, in the
  * statistics block in SRAM (big-endian words, after a 16-byte header: magic "NPKD",
- * layout version, state 0 starting / 1 loading the route table / 2 ready, starts).
+ * layout version, state 0 starting / 1 loading the route table / 2 ready / 3 ready with
+ * the route table to be loaded on the first change, starts).
  * npkit.toolchain.system.control reads the names from this list. */
 #ifndef NPKD_STATS_H
 #define NPKD_STATS_H
