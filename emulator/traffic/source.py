@@ -101,10 +101,13 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None,
     tr.neighbours = dict(spec.neighbours)
     for port in spec.ports:
         tr.wire[port.index] = (port.wire.preamble, port.wire.fcs, port.wire.ifg)
-    for pkt in iter_packets(spec):
-        if duration_ns is not None and pkt.time_ns >= duration_ns:
-            continue
-        tr.add(pkt.time_ns, pkt.port, pkt.data)
+    try:
+        for pkt in iter_packets(spec):
+            if duration_ns is not None and pkt.time_ns >= duration_ns:
+                continue
+            tr.add(pkt.time_ns, pkt.port, pkt.data)
+    except SpecError as e:   # a kind the router's table cannot give (a miss with a default route ...)
+        raise TrafficError(f"{path}: {e}") from None
     return tr
 
 

@@ -305,3 +305,21 @@ def test_gdb_stops_in_the_router_daemon(tmp_path: Path, xscale_built: Path) -> N
     assert value[2] == value[3] < 5                        # the input port, in the packet word and the record
     assert "in cp_poll" in res.stdout
     assert run.returncode == 0, out[-2000:]
+
+
+def test_demo_reports_the_daemons_statistics() -> None:
+    """`npk demo --traffic errors.yaml --json`: the router with its daemon (no Python
+    drainer), the daemon's statistics under keys that say what they count."""
+    res = CliRunner().invoke(main, ["demo", "--traffic", str(EXAMPLES / "errors.yaml"), "--ms", "1", "--json"])
+    assert res.exit_code == 0, res.output[-2000:]
+    s = json.loads(res.output)
+    assert s["verdict"]["ok"] and "host_exceptions" not in s["me_utilisation"]
+    cp = s["control_plane"]
+    assert cp["xscale"]["placement"] == "xscale" and cp["running"]
+    assert {"time_exceeded", "dest_unreachable_net", "dest_unreachable_host", "dest_unreachable_port",
+            "redirect_host", "parameter_problem", "echo_reply"} <= set(cp["icmp_sent"])  # fmt: skip
+    assert sum(cp["icmp_sent"].values()) > 20 and cp["arp_replies_sent"] > 0 and cp["arp_requests_sent"] > 0
+    for key in ("icmp_suppressed_by_rate_limit", "packets_held_for_arp", "held_packets_dropped",
+                "exceptions_handled", "forwarded_by_control_plane"):  # fmt: skip
+        assert key in cp
+    assert cp["generated_frames_on_the_wire"] == s["comparison"]["matched_control"] > 0

@@ -81,10 +81,13 @@ def make_routes(path: str, count: int) -> None:
 
     routes = random_routes(count, 1, RouterConfig.load(DEFAULT_ROUTER).next_hops())
     header = f"random route table: {count} routes, seed 1\nnpk traffic routes --count {count} --seed 1 --config {DEFAULT_ROUTER}"
-    # and the way back to the generator's sources (RFC 2544's 198.18.0.0/15), as in
-    # examples/traffic/routes.txt: the control plane's ICMP errors reach them
-    back = "\n# the way back to the traffic generator's sources\n198.18.0.0/15 10.0.0.2 0\n"
-    Path(path).write_text(format_routes(routes, header) + back)
+    # and, as in examples/traffic/routes.txt, the way back to the generator's sources
+    # (RFC 2544's 198.18.0.0/15: the control plane's ICMP errors reach them) and a next
+    # hop with no ARP entry (errors.yaml's neighbour 10.0.2.77 answers for it)
+    extra = [("198.18.0.0/15 10.0.0.2 0", 0xC6120000, 15), ("44.0.0.0/8 10.0.2.77 2", 0x2C000000, 8)]
+    taken = {(r.prefix, r.length) for r in routes}
+    tail = "".join(f"{line}\n" for line, p, n in extra if (p, n) not in taken)
+    Path(path).write_text(format_routes(routes, header) + "\n# the control plane's cases (examples/traffic/routes.txt)\n" + tail)
 
 
 def router_with_routes(tmp: Path, routes: Path) -> Path:

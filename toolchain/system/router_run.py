@@ -722,6 +722,16 @@ def format_summary(s: dict[str, Any]) -> str:
               f"comparison with the oracle: {s['comparison']}",
               f"conservation: {'balanced' if s['conservation']['balanced'] else 'NOT balanced'}"
               + (f" {s['conservation']['problems']}" if s["conservation"]["problems"] else "")]  # fmt: skip
+    cp = s.get("control_plane")
+    if cp and cp.get("running"):
+        icmp = {k: v for k, v in cp["icmp_sent"].items() if v}
+        lines.append(f"control plane: npkd on the {cp['xscale']['placement']} ({cp['state']}, "
+                     f"{cp['xscale']['instructions']} instructions): exceptions {cp['exceptions_handled'] or '{}'}; "
+                     f"ICMP sent {icmp or '{}'}, {cp['icmp_suppressed_by_rate_limit']} suppressed by the rate limit; "
+                     f"ARP replies {cp['arp_replies_sent']}, requests {cp['arp_requests_sent']}; held for ARP "
+                     f"{cp['packets_held_for_arp']} (sent {cp['held_packets_sent']}, dropped {cp['held_packets_dropped']}); "
+                     f"forwarded by it {cp['packets_forwarded_by_it']}, its frames on the wire {cp['generated_frames_on_the_wire']}"
+                     + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
     v = s.get("verdict")
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))

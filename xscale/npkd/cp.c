@@ -301,7 +301,11 @@ static void arp_install(cp *c, arp_ent *e)
     uint32_t idx = lpm_walk(c->mem, l, e->ip);
     nh_entry s;
     nh_read(c->mem, l, idx, &s);
-    if ((s.flags & NH_ARP_MISS) && !s.next_hop && (s.flags & NH_DIRECT) && !ensure_tables(c)) {
+    if ((s.flags & NH_ARP_MISS) && !s.next_hop && (s.flags & NH_DIRECT) && !c->tables_ready) {
+        e->adjacency_pending = 1;       /* when the route model is loaded (cp_tables_ready): no stall now */
+        return;
+    }
+    if ((s.flags & NH_ARP_MISS) && !s.next_hop && (s.flags & NH_DIRECT)) {
         nh_entry a = {0};
         a.port = s.port;
         a.flags = NH_DIRECT;
@@ -336,6 +340,7 @@ static void arp_uninstall(cp *c, arp_ent *e)
         }
         e->gateway_installed = 0;
     }
+    e->adjacency_pending = 0;
     if (e->adjacency_installed && !ensure_tables(c)) {
         tables_del_route(c->tab, e->ip, 32);
         e->adjacency_installed = 0;
@@ -626,7 +631,7 @@ static int forward(cp *c, exc_info *x, uint8_t *f, int full)
     if (o.resolved) {
         if (o.e.flags & NH_ARP_MISS) {                 /* known from the cache: into the fast path */
             arp_ent *a = arp_find(c, o.next_hop);
-            if (a && !a->gateway_installed && !a->adjacency_installed) arp_install(c, a);
+            if (a && !a->gateway_installed && !a->adjacency_installed && !a->adjacency_pending) arp_install(c, a);
         }
         forward_rewrite(f, o.mac, c->cfg->port[o.port].mac, full);
         send_buffer(c, x->handle, x->len, o.port, x->pw);
@@ -878,6 +883,16 @@ void cp_publish(cp *c, uint32_t state, uint32_t starts)
     npkd_sram_wr(c->mem, g->stats_base + 8, state);
     npkd_sram_wr(c->mem, g->stats_base + 12, starts);
     for (uint32_t i = 0; i < ST_COUNT; i++) npkd_sram_wr(c->mem, g->stats_base + NPKD_STATS_HDR + 4 * i, c->stats[i]);
+}
+
+void cp_tables_ready(cp *c)
+{
+    c->tables_ready = 1;
+    for (uint32_t i = 0; i < c->narp; i++)
+        if (c->arp[i].adjacency_pending && c->arp[i].state == ARP_REACHABLE) {
+            c->arp[i].adjacency_pending = 0;
+            arp_install(c, &c->arp[i]);
+        }
 }
 
 int cp_route_add(cp *c, const route_cfg *r)

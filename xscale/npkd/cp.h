@@ -52,6 +52,7 @@ typedef struct arp_ent {
     uint8_t mac[6];
     uint8_t state, tries, port;
     uint8_t gateway_installed, adjacency_installed;
+    uint8_t adjacency_pending;  /* a /32 to install once the route model is loaded */
     uint64_t expires, next_try;
     hold_item *hold;
     uint32_t nhold;
@@ -98,4 +99,6 @@ char *fmt_route(char *b, const route_cfg *r);
 /* one exception record (exposed for the unit tests) */
 void cp_exception(cp *c, uint32_t pw, uint32_t rec);
 const char *cp_stat_name(int i);
+/* the route model is loaded: install what waited for it */
+void cp_tables_ready(cp *c);
 #endif

@@ -124,7 +124,6 @@ static int load_some(npkd_state *d, uint32_t budget)
     int rc = tables_load_step(&d->tab, &d->load, budget);
     if (rc < 0) die("route table: %s", d->load.err);
     if (rc == 1) {
-        d->cp.tables_ready = 1;
         d->state = 2;
         if (d->cfg.state_path[0]) {
             d->journal_fd = open(d->cfg.state_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -139,6 +138,7 @@ static int load_some(npkd_state *d, uint32_t budget)
             journal_write(d, line);
         }
         tables_load_end(&d->load);
+        cp_tables_ready(&d->cp);
         cp_publish(&d->cp, d->state, d->starts);
     }
     return rc;
