@@ -287,6 +287,11 @@ class RouterModel:
         self.now = 0
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
 
+    def add_changes(self, changes: list[Any]) -> None:
+        """More route changes (e.g. made through the daemon's control socket), before any
+        packet was processed."""
+        self.changes = sorted([*self.changes, *changes], key=lambda c: c.at_ns)
+
     # -- time
     def advance(self, t: int) -> None:
         """Timers and route changes up to time t, in time order."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .layout import LinkError
-from .sysmap import CP_LOG_BASE, CP_LOG_CAP, CP_STATS_BASE, SYS
+from .sysmap import CP_CHANGES_BASE, CP_CHANGES_CAP, CP_LOG_BASE, CP_LOG_CAP, CP_STATS_BASE, SYS
 
 PLACEMENTS = ("xscale", "gpe", "host")
 STATS_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "stats.h"
@@ -120,6 +120,7 @@ def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11
         f"{SYS.freelist_q:#x} {SYS.stat_exc_base:#x}",
         f"rings {rings[0]} {rings[1]}",
         f"log {CP_LOG_BASE:#x} {CP_LOG_CAP}",
+        f"changelog {CP_CHANGES_BASE:#x} {CP_CHANGES_CAP}",
         f"stats {CP_STATS_BASE:#x}",
     ]  # fmt: skip
     lines += [f"option {k} {v}" for k, v in sorted((options or {}).items())]
@@ -208,6 +209,24 @@ class LogReader:
                                  w[2] & 0xFFFF, w[3]))  # fmt: skip
         self.read = count
         return out
+
+
+def changes_made(chip: Any, source: int | None = 2) -> list[Any]:
+    """The route changes the daemon applied, as RouteChanges at the time it applied them
+    (xscale/npkd/cp.c change_log); source 2: through the control socket, 1: timed."""
+    from npkit.emulator.traffic.spec import RouteChange
+
+    n = min(chip.read32("sram", CP_CHANGES_BASE), CP_CHANGES_CAP)
+    out = []
+    for k in range(n):
+        raw = chip.mem_read("sram", CP_CHANGES_BASE + 16 + 16 * k, 16)
+        t, w1, prefix, hop = (int.from_bytes(raw[i : i + 4], "big") for i in range(0, 16, 4))
+        if source is not None and w1 & 0xFF != source:
+            continue
+        add = w1 >> 24
+        out.append(RouteChange(t * 1000, "add" if add else "del", prefix, (w1 >> 16) & 0xFF, hop,
+                               (w1 >> 8) & 0xFF if add else -1))  # fmt: skip
+    return out
 
 
 def read_stats(chip: Any) -> dict[str, Any] | None:

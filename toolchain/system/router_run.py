@@ -275,6 +275,12 @@ class RouterRun:
     def _model_upto(self, pid: int) -> None:
         """The oracle (fast path + control plane) run over the packets up to `pid`, in order."""
         tr = self.traffic
+        if self._modelled == 0 and self.control is not None and pid >= 0:
+            # route changes made through the control socket, at the time the daemon made
+            # them (read once the run is over: the oracle runs after it)
+            from .control import changes_made
+
+            self.model.add_changes(changes_made(self.chip))
         while self._modelled <= pid and self._modelled < len(tr):
             k = self._modelled
             self.model.process(k, tr.frames[k], tr.ports[k], tr.times[k])

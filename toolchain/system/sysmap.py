@@ -73,3 +73,5 @@ HOST_EXC_BASE = 0x8020_0000
 CP_STATS_BASE = 0x8030_0000  # statistics block (xscale/npkd/stats.h)
 CP_LOG_BASE = 0x8031_0000  # exception log: count, capacity, then 16-byte records (xscale/npkd/cp.h)
 CP_LOG_CAP = 32768
+CP_CHANGES_BASE = 0x8040_0000  # route changes the daemon made: count, capacity, 16-byte records
+CP_CHANGES_CAP = 4096

@@ -323,6 +323,12 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
         c->log_cap = (uint32_t)v[1];
         return 0;
     }
+    if (!strcmp(key, "changelog")) {
+        if (nums(s, v, 2) || !v[1]) return -1;
+        c->changelog_base = (uint32_t)v[0];
+        c->changelog_cap = (uint32_t)v[1];
+        return 0;
+    }
     if (!strcmp(key, "stats")) {
         if (nums(s, v, 1)) return -1;
         c->stats_base = (uint32_t)v[0];

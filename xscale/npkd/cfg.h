@@ -9,6 +9,7 @@
  *   sys DESC_BASE DESC_SHIFT N_BUFS BUF_BASE BUF_SHIFT FREELIST_Q STAT_EXC_BASE
  *   rings EXCEPTIONS CONTROL              scratch ring numbers
  *   log BASE CAPACITY                     the exception log the host reads (SRAM)
+ *   changelog BASE CAPACITY               the log of route changes made (SRAM)
  *   stats BASE                            the statistics block (SRAM)
  *   option NAME VALUE                     tunables (npkd.h: NPKD_OPTIONS)
  *   change AT_NS add PREFIX/LEN NEXTHOP PORT | change AT_NS del PREFIX/LEN
@@ -83,7 +84,7 @@ typedef struct npkd_cfg {
     lpm_layout lay;
     sys_cfg sys;
     int exc_ring, cp_ring;
-    uint32_t log_base, log_cap, stats_base;
+    uint32_t log_base, log_cap, stats_base, changelog_base, changelog_cap;
     npkd_opts opt;
     char routes_path[NPKD_PATH], state_path[NPKD_PATH], socket_path[NPKD_PATH];
 } npkd_cfg;

@@ -895,7 +895,25 @@ void cp_tables_ready(cp *c)
         }
 }
 
-int cp_route_add(cp *c, const route_cfg *r)
+/* the log of route changes made (SRAM, cfg `changelog`): count, capacity, then records
+ * {time in us, add << 24 | length << 16 | port << 8 | source, prefix, next hop} --
+ * how the host learns of changes made through the control socket */
+static void change_log(cp *c, int add, const route_cfg *r, int source)
+{
+    const npkd_cfg *g = c->cfg;
+    if (!g->changelog_cap) return;
+    uint32_t n = npkd_sram_rd(c->mem, g->changelog_base);
+    uint32_t a = g->changelog_base + 16 + 16 * (n % g->changelog_cap);
+    npkd_sram_wr(c->mem, a, (uint32_t)(now(c) / 1000));
+    npkd_sram_wr(c->mem, a + 4, (uint32_t)add << 24 | (uint32_t)r->len << 16 | (uint32_t)(r->port & 0xFF) << 8 |
+                                   (uint32_t)source);
+    npkd_sram_wr(c->mem, a + 8, r->prefix);
+    npkd_sram_wr(c->mem, a + 12, r->next_hop);
+    npkd_sram_wr(c->mem, g->changelog_base + 4, g->changelog_cap);
+    npkd_sram_wr(c->mem, g->changelog_base, n + 1);
+}
+
+int cp_route_add(cp *c, const route_cfg *r, int source)
 {
     if (ensure_tables(c)) return -7;
     int rc = tables_add_route(c->tab, r);
@@ -905,6 +923,7 @@ int cp_route_add(cp *c, const route_cfg *r)
     }
     c->stats[ST_routes_added]++;
     journal(c, "add ", r, NULL);
+    change_log(c, 1, r, source);
     if (r->next_hop) {                                /* a next hop we already know */
         arp_ent *e = arp_find(c, r->next_hop);
         if (e && e->state == ARP_REACHABLE) arp_install(c, e);
@@ -912,7 +931,7 @@ int cp_route_add(cp *c, const route_cfg *r)
     return 0;
 }
 
-int cp_route_del(cp *c, uint32_t prefix, int len)
+int cp_route_del(cp *c, uint32_t prefix, int len, int source)
 {
     if (ensure_tables(c)) return -7;
     int rc = tables_del_route(c->tab, prefix, len);
@@ -923,5 +942,6 @@ int cp_route_del(cp *c, uint32_t prefix, int len)
     c->stats[ST_routes_deleted]++;
     route_cfg r = {prefix, 0, len, 0};
     journal(c, "del ", &r, NULL);
+    change_log(c, 0, &r, source);
     return 0;
 }

@@ -90,9 +90,10 @@ void cp_timers(cp *c);
 /* the next time cp_timers has something to do (UINT64_MAX: nothing) */
 uint64_t cp_deadline(const cp *c);
 void cp_publish(cp *c, uint32_t state, uint32_t starts);
-/* route changes (control socket, timed changes): 0 ok, negative error */
-int cp_route_add(cp *c, const route_cfg *r);
-int cp_route_del(cp *c, uint32_t prefix, int len);
+/* route changes: 0 ok, negative error; source (for the change log): CHG_TIMED, CHG_SOCKET */
+enum { CHG_TIMED = 1, CHG_SOCKET = 2 };
+int cp_route_add(cp *c, const route_cfg *r, int source);
+int cp_route_del(cp *c, uint32_t prefix, int len, int source);
 /* "A.B.C.D" and "A.B.C.D/LEN via N.N.N.N port P" / "... dev P", without printf */
 char *fmt_ip(char *b, uint32_t a);
 char *fmt_route(char *b, const route_cfg *r);

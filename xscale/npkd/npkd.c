@@ -156,7 +156,7 @@ static void timed_changes(npkd_state *d)
 {
     while (d->next_change < d->cfg.nchg && d->cfg.chg[d->next_change].at_ns <= d->now) {
         const timed_change *t = &d->cfg.chg[d->next_change++];
-        int rc = t->add ? cp_route_add(&d->cp, &t->r) : cp_route_del(&d->cp, t->r.prefix, t->r.len);
+        int rc = t->add ? cp_route_add(&d->cp, &t->r, CHG_TIMED) : cp_route_del(&d->cp, t->r.prefix, t->r.len, CHG_TIMED);
         if (rc) fprintf(stderr, "npkd: timed change %u failed (%d)\n", d->next_change - 1, rc);
         d->cp.stats[ST_timed_changes]++;
     }
@@ -187,7 +187,7 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
             ctl_printf(k, "error: cannot read the route '%s' (PREFIX/LEN via NEXTHOP [port P])\n", line + 4);
             return;
         }
-        int rc = cp_route_add(&d->cp, &r);
+        int rc = cp_route_add(&d->cp, &r, CHG_SOCKET);
         ctl_printf(k, rc ? "error: route not added (%d)\n" : "ok\n", rc);
         return;
     }
@@ -199,7 +199,7 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
             ctl_printf(k, "error: cannot read the prefix '%s'\n", line + 4);
             return;
         }
-        int rc = cp_route_del(&d->cp, r.prefix, r.len);
+        int rc = cp_route_del(&d->cp, r.prefix, r.len, CHG_SOCKET);
         ctl_printf(k, rc == -4 ? "error: no such route\n" : rc ? "error: route not deleted (%d)\n" : "ok\n", rc);
         return;
     }
