@@ -41,7 +41,7 @@ from .router_config import RouterConfig
 from .routes import Route, RouteTable
 
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
-CHANGE_WINDOW_NS = 50_000
+CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9: 128 of them, ~35 us) and more
 ICMP_MAX_IP = 576
 BROADCAST_MAC = b"\xff" * 6
 EXC = {"arp": 1, "ip_options": 2, "broadcast": 3, "multicast": 4, "local_delivery": 5, "no_route": 6,

@@ -254,6 +254,7 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
 
 static void wait_for_work(npkd_state *d, uint64_t deadline)
 {
+    d->now = npk_dev_now_ns(&d->dev);        /* the turn of the loop took time: sleep to the deadline */
 #ifdef NPK_GPE
     if (d->ctl.lfd >= 0 && deadline > d->now + 1000000u) deadline = d->now + 1000000u;   /* look at the socket */
     if (npk_dev_wait_until(&d->dev, deadline) < 0) die("device wait failed");
