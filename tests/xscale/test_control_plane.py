@@ -323,3 +323,39 @@ def test_demo_reports_the_daemons_statistics() -> None:
                 "exceptions_handled", "forwarded_by_control_plane"):  # fmt: skip
         assert key in cp
     assert cp["generated_frames_on_the_wire"] == s["comparison"]["matched_control"] > 0
+
+
+@pytest.fixture(scope="module")
+def router_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    image = tmp_path_factory.mktemp("img") / "router.elf"
+    write_image(image, link("pipelined", {"io": "msf"}))
+    return image
+
+
+def test_debug_threads_and_stats_show_the_xscale(router_image: Path, tmp_path: Path) -> None:
+    """`npk debug router.elf`: the daemon runs with the chip; `threads` shows the XScale
+    (state, PC and function, what it waits on, instructions), `stats` its counters."""
+    script = tmp_path / "s.txt"
+    script.write_text("run 2000000\nthreads\nstats\n")
+    res = CliRunner().invoke(main, ["debug", str(router_image), "--traffic", str(EXAMPLES / "errors.yaml"),
+                                    "--batch", str(script)])  # fmt: skip
+    assert res.exit_code == 0, res.output[-2000:]
+    xs = [line for line in res.output.splitlines() if "XScale [xscale] npkd.elf" in line]
+    assert len(xs) == 2, res.output[-3000:]
+    assert " pc 0x" in xs[0] and " in " in xs[0] and " instructions" in xs[0]
+    assert "waiting on poll" in xs[0] or ": running" in xs[0]
+    assert "control plane (" in res.output and "ICMP sent {" in res.output
+
+
+def test_trace_has_an_xscale_track(router_image: Path, tmp_path: Path) -> None:
+    """`npk trace` of a router image: the XScale's track (Perfetto), from its timeline."""
+    out = tmp_path / "trace.json"
+    res = CliRunner().invoke(main, ["trace", str(router_image), "--cycles", "300000", "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output[-2000:]
+    events = json.loads(out.read_text())["traceEvents"]
+    xs = [e for e in events if e.get("pid") == 2000 and e.get("ph") == "X"]
+    names = {e["name"] for e in xs}
+    assert {"running", "waiting for interrupt"} <= names, names
+    assert all(e["dur"] >= 0 for e in xs) and sum(e["dur"] for e in xs) > 200     # the daemon boots, then sleeps
+    meta = [e for e in events if e.get("pid") == 2000 and e.get("name") == "process_name"]
+    assert meta and "npkd" in meta[0]["args"]["name"]

@@ -445,6 +445,25 @@ static void test_engine(void)
     int last_type = -1;
     while ((m = sent(k, &c, &o, &port))) last_type = o[12] == 8 ? o[34] : -2;
     CHECK(last_type == 3);
+    /* the hold queue is bounded: with room for 2, the third packet for a next hop is dropped */
+    c.opt.arp_hold = 2;
+    for (int i = 0; i < 3; i++) {
+        n = udp_frame(f, 0xC6120001, 0x0A000264, 64, 30, NULL, 0);
+        except(k, &c, f, n, 1, 9);
+    }
+    cp_poll(&e, 64);
+    CHECK(e.stats[ST_held_dropped_overflow] == 1);
+    /* ageing: 10.0.2.77's entry expires; the gateway entry goes back to ARP_MISS (first LW0) */
+    k->now += 1000000ull * c.opt.arp_age_ms + 1;
+    for (int i = 0; i < 4; i++) {
+        k->now += 1000ull * c.opt.arp_retry_us;
+        cp_timers(&e);
+    }
+    CHECK(e.stats[ST_arp_aged] >= 1);
+    nh_read(&k->mem, &c.lay, lpm_walk(&k->mem, &c.lay, 0x2C000001), &ne);
+    CHECK((ne.flags & NH_ARP_MISS) && ne.next_hop == 0x0A00024D);
+    while (sent(k, &c, &o, &port)) {
+    }
     cp_publish(&e, 2, 1);
     CHECK(npkd_sram_rd(&k->mem, c.stats_base) == NPKD_STATS_MAGIC &&
           npkd_sram_rd(&k->mem, c.stats_base + NPKD_STATS_HDR + 4 * ST_arp_resolved) == 1);
