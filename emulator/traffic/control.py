@@ -130,6 +130,15 @@ class Options:
     sr_exhausted: bool = False
 
 
+def _route_option_bad(i: int, ln: int, p: int, seen: int) -> int | None:
+    """The offending octet of a route-recording option at i (length ln, pointer p), or None."""
+    if ln < 3:
+        return i + 1
+    if p < 4 or (p <= ln and p + 3 > ln):
+        return i + 2
+    return i if seen else None
+
+
 def options_route(frame: bytearray, own: set[int]) -> Options:
     h = 14
     hl = 4 * (frame[h] & 0xF)
@@ -148,14 +157,15 @@ def options_route(frame: bytearray, own: set[int]) -> Options:
         if ln < 2 or i + ln > hl:
             return Options(bad=i + 1)
         p = frame[h + i + 2] if ln >= 3 else 0
-        if t == 7:
-            if ln < 3:
-                return Options(bad=i + 1)
-            if p < 4 or (p <= ln and p + 3 > ln):
-                return Options(bad=i + 2)
-            if r.rr_at:
-                return Options(bad=i)
-            r.rr_at = i
+        if t in (7, 131, 137):                      # record route, loose / strict source route
+            bad = _route_option_bad(i, ln, p, r.rr_at if t == 7 else r.sr_at)
+            if bad is not None:
+                return Options(bad=bad)
+            if t == 7:
+                r.rr_at = i
+            else:
+                r.sr_at = i
+                r.strict = t == 137
         elif t == 68:
             if ln < 4:
                 return Options(bad=i + 1)
@@ -171,15 +181,6 @@ def options_route(frame: bytearray, own: set[int]) -> Options:
             if r.ts_at:
                 return Options(bad=i)
             r.ts_at = i
-        elif t in (131, 137):
-            if ln < 3:
-                return Options(bad=i + 1)
-            if p < 4 or (p <= ln and p + 3 > ln):
-                return Options(bad=i + 2)
-            if r.sr_at:
-                return Options(bad=i)
-            r.sr_at = i
-            r.strict = t == 137
         i += ln
     dst = int.from_bytes(frame[h + 16 : h + 20], "big")
     if r.sr_at and dst in own:

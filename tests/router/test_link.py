@@ -132,3 +132,26 @@ def test_params_substitute_typed_values() -> None:
     lay = load_layout("parallel", {"pool_mes": 3, "threads": 4})
     assert lay.blocks["fastpath"].mes == [1, 2, 3]
     assert lay.blocks["fastpath"].threads == 4
+
+
+def test_control_section_spellings_and_errors() -> None:
+    """`control:` names the control plane; `xscale: {program: ...}` is the same section;
+    bad placements, both spellings at once, or no ring to send on are link errors."""
+    lay = base()
+    lay["xscale"] = lay.pop("control")
+    lay["xscale"]["placement"] = "xscale"
+    image = link(lay, {"io": "msf"})
+    assert image.meta["control"]["program"] == "npkd" and image.meta["control"]["elf"].endswith("npkd.elf")
+    assert "host_exceptions" not in {p.name for p in image.programs}
+    both = base()
+    both["xscale"] = dict(both["control"])
+    with pytest.raises(LinkError, match="give the control plane once"):
+        load_layout(both)
+    bad = base()
+    bad["control"]["placement"] = "moon"
+    with pytest.raises(LinkError, match="control.placement"):
+        load_layout(bad)
+    no_ring = base()
+    del no_ring["blocks"]["qm"]["control_in"]
+    with pytest.raises(LinkError, match="control_in"):
+        load_layout(no_ring)

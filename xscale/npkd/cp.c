@@ -194,17 +194,24 @@ static void send_buffer(cp *c, uint32_t h, uint32_t len, int port, uint32_t pw)
     put_msg(c, pw, (uint32_t)port);
 }
 
+/* a frame the router made, copied into a buffer off the free list: 0, or -1 (none) */
+static int new_buffer(cp *c, const uint8_t *f, uint32_t len, uint32_t *h)
+{
+    if (alloc_buffer(c, h)) return -1;
+    uint8_t *b = buffer(c, *h, len);
+    if (!b) {
+        free_buffer(c, *h);
+        return -1;
+    }
+    memcpy(b, f, len);
+    npkd_sram_wr(c->mem, desc_addr(c, *h) + 12, 0xFFu << 24);     /* input port: none */
+    return 0;
+}
+
 static void send_frame(cp *c, int port, const uint8_t *f, uint32_t len)
 {
     uint32_t h;
-    if (alloc_buffer(c, &h)) return;
-    uint8_t *b = buffer(c, h, len);
-    if (!b) {
-        free_buffer(c, h);
-        return;
-    }
-    memcpy(b, f, len);
-    npkd_sram_wr(c->mem, desc_addr(c, h) + 12, 0xFFu << 24);
+    if (new_buffer(c, f, len, &h)) return;
     send_buffer(c, h, len, port, 0x80000000u | PW_CONTROL | h);
     c->stats[ST_frames_sent]++;
 }
@@ -431,14 +438,7 @@ static void emit(cp *c, const route_out *o, uint8_t *f, uint32_t len)
     }
     arp_ent *e = arp_get(c, o->next_hop, o->port);
     uint32_t h;
-    if (!e || alloc_buffer(c, &h)) return;
-    uint8_t *b = buffer(c, h, len);
-    if (!b) {
-        free_buffer(c, h);
-        return;
-    }
-    memcpy(b, f, len);
-    npkd_sram_wr(c->mem, desc_addr(c, h) + 12, 0xFFu << 24);
+    if (!e || new_buffer(c, f, len, &h)) return;
     hold_item it = {0};
     it.x.handle = h;
     it.x.len = len;
