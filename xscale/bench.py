@@ -74,10 +74,14 @@ def _traffic(spec: dict[str, Any]) -> Any:
 
 def line_rate_78(duration_ns: int, ttl_share: float) -> Any:
     """seed 003's 78-byte packets at 5 x 1 Gb/s, input port p to destinations leaving by
-    port p, a share of them TTL-expired."""
+    port p, a share of them TTL-expired.  Their Time Exceeded errors all go back out of
+    port 0 (198.18.0.0/15's route): port 0's input leaves them room, so that no output is
+    offered more than its line rate."""
+    ports: dict[int, Any] = {p: {"destinations": {"via_port": p}} for p in range(5)}
+    ports[0]["load"] = max(0.05, 1.0 - 6 * ttl_share)
     return _traffic({"duration_ns": duration_ns, "wire": "seed003",
                      "defaults": {"size": 78, "load": 1.0, "protocol": "tunnel", "mix": {"ttl_expiring": ttl_share}},
-                     "ports": {p: {"destinations": {"via_port": p}} for p in range(5)}})  # fmt: skip
+                     "ports": ports})  # fmt: skip
 
 
 def churn_traffic(duration_ns: int, period_ns: int) -> Any:

@@ -212,9 +212,9 @@ npk_emit_put#:
             alu_shf[t, --, b, code, <<2]
             immed[u, STAT_EXC_BASE]
             scratch[incr, --, u, t]
-            cap[fast_wr, 0, XSCALE_INT_A]       // wake the control plane (XScale)
             local_csr_wr[SAME_ME_SIGNAL, nput]
             ctx_arb[s_out]
+            cap[fast_wr, 0, XSCALE_INT_A]       // the record is on the ring: wake the control plane
         br[LOOP]
 npk_emit_exc_full#:
             immed[code, DROP_EXCEPTION_RING_FULL]

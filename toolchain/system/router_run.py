@@ -600,7 +600,8 @@ class RouterRun:
         return out
 
     def _demand(self) -> tuple[Counter[int], Counter[int]]:
-        """Wire bits and packets the oracle sends to each output port."""
+        """Wire bits and packets the oracle sends to each output port (the input packets it
+        forwards; and the control plane's own frames, which share the ports' wires)."""
         bits: Counter[int] = Counter()
         pkts: Counter[int] = Counter()
         tr = self.traffic
@@ -610,6 +611,11 @@ class RouterRun:
                 pre, fcs, ifg = tr.wire.get(int(o.port), (8, 4, 12))
                 bits[int(o.port)] += (tr.lens[i] + pre + fcs + ifg) * 8
                 pkts[int(o.port)] += 1
+        if self.control is not None:
+            self._finish_model()
+            for port, frame, _pid in self.model.emitted:
+                pre, fcs, ifg = tr.wire.get(port, (8, 4, 12))
+                bits[port] += (len(frame) + pre + fcs + ifg) * 8
         return bits, pkts
 
     def _expected_overload_drops(self, bits: Counter[int], pkts: Counter[int], queue_full: int) -> int:
