@@ -359,3 +359,15 @@ def test_trace_has_an_xscale_track(router_image: Path, tmp_path: Path) -> None:
     assert all(e["dur"] >= 0 for e in xs) and sum(e["dur"] for e in xs) > 200     # the daemon boots, then sleeps
     meta = [e for e in events if e.get("pid") == 2000 and e.get("name") == "process_name"]
     assert meta and "npkd" in meta[0]["args"]["name"]
+
+
+def test_route_and_run_cli_errors(tmp_path: Path, router_image: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(main, ["route", "stats", "--socket", str(tmp_path / "none.sock")])
+    assert res.exit_code == 1 and "no control daemon listening" in res.output
+    res = runner.invoke(main, ["route", "stats"])
+    assert res.exit_code == 2 and "give a route file" in res.output
+    res = runner.invoke(main, ["route", "add", "10.9.0.0/16", "via", "10.0.1.2", "--socket", str(tmp_path / "x")])
+    assert res.exit_code == 1 and "no control daemon listening" in res.output
+    res = runner.invoke(main, ["run", str(router_image), "--kill-control-at", "1"])
+    assert res.exit_code == 2 and "--restart-control-at" in res.output
