@@ -247,3 +247,17 @@ def test_step_of_a_thread_that_never_wakes_is_bounded(tmp_path: Path) -> None:
     assert s.chip.ctx_state(0, 0) == "sleep"
     with pytest.raises(DebugError, match=r"still asleep after 200000 cycles \(waiting on never\(s1\)\)"):
         s.execute("step")
+
+
+def test_threads_named_by_hardware_number_cluster_or_flat_index(tmp_path: Path) -> None:
+    # ttl.uc loaded on ME 0x10 (flat 8): every way of naming it selects the same thread
+    code, out, err = batch(tmp_path, "thread 0x10:2\nthread 8:3\nthread 1:0:4\nsignals 1:0\n", TTL)
+    assert code == 1 and "ME 0x10 has nothing loaded (loaded: 0x00)" in err  # loaded on ME 0 by default
+    target = open_target(TTL, mes=[8])
+    s = Session(target)
+    for spec, ctx in (("0x10:2", 2), ("8:3", 3), ("1:0:4", 4)):
+        shown = s.execute(f"thread {spec}")
+        assert (s.me, s.ctx) == (8, ctx) and shown.startswith(f"ME 0x10 ctx {ctx} ")
+    assert s.execute("signals 1:0").startswith("ME 0x10 signals")
+    with pytest.raises(DebugError, match="0x00-0x07, 0x10-0x17"):
+        s.execute("thread 0x08:0")
