@@ -60,7 +60,7 @@ def _targets(prog: Any, num_me: int, mes: list[int] | None) -> list[int]:
         targets = [m for m in explicit if mes is None or m in mes]
     for m in targets:
         if not 0 <= m < num_me:
-            raise LoadError(f"program '{prog.name}' is assigned to ME {m}, but the chip has {num_me} MEs")
+            raise LoadError(f"program '{prog.name}' is assigned to ME {m} (flat index), but the chip has {num_me} MEs")
     return targets
 
 
