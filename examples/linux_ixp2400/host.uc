@@ -15,6 +15,12 @@
 // sharing its buffer.  npkit.emulator.linux_rxtx sets up the rings, the descriptors and
 // the traffic (-D RX_DESC, TX_OFF, NDESC).
 
+#ifndef RX_DESC
+#define RX_DESC     0x1000
+#define TX_OFF      0x1000
+#define NDESC       128
+#endif
+
 .reg zero h a i t
 .reg read $g $r0 $r1 $r2 $r3
 .xfer_order $r0 $r1 $r2 $r3
