@@ -25,6 +25,8 @@ from typing import Any
 import yaml
 from cffi import FFI
 
+from . import me_names
+
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "include" / "npk_emu.h"
 LIBRARY = HERE / "build" / "libnpkemu.so"
@@ -115,6 +117,7 @@ def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:
     ffi.memmove(cfg.name, name, len(name))
     for k in _SCALARS:
         setattr(cfg, k, int(raw[k]))
+    cfg.me_per_cluster = me_names.per_cluster(raw)
     for u in UNITS:
         dst = getattr(cfg, u)
         for f in _UNIT_FIELDS:
@@ -255,6 +258,26 @@ class Chip:
     @property
     def num_me(self) -> int:
         return int(self.config["num_me"])
+
+    # -- ME numbers: the C API and images use flat indices; users see the hardware's
+    # cluster numbering (npkit.emulator.me_names)
+    @property
+    def me_per_cluster(self) -> int:
+        return me_names.per_cluster(self.config)
+
+    def me_name(self, me: int) -> str:
+        """How ME `me` (flat index) is printed: '0x10'."""
+        return me_names.me_name(me, self.me_per_cluster)
+
+    def me_number(self, me: int) -> int:
+        """The hardware ME number of flat index `me` (what ACTIVE_CTX_STS[7:3] reports)."""
+        return self._check(self.lib.npk_me_number(self._chip, me), f"ME {me}")
+
+    def me_index(self, name: str | int) -> int:
+        """Flat index of an ME named '0x10', '1:0' or '8' (an int is a flat index)."""
+        if isinstance(name, int):
+            return me_names.parse_me(str(name), self.me_per_cluster, self.num_me)
+        return me_names.parse_me(name, self.me_per_cluster, self.num_me)
 
     @property
     def cycle(self) -> int:
@@ -526,6 +549,7 @@ class Chip:
             self.lib.npk_stats_me(self._chip, me, ms)
             mes.append({
                 "me": me,
+                "me_name": self.me_name(me),
                 "status": self.me_status(me)["state"],
                 "executing_cycles": ms.executing_cycles,
                 "aborted_cycles": ms.aborted_cycles,

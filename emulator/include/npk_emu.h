@@ -100,6 +100,8 @@ typedef struct npk_config {
     npk_unit_cfg cap;
     npk_unit_cfg msf;
     npk_unit_cfg pci;
+    uint32_t me_per_cluster;    /* MEs per cluster: 8 (IXP2800), 4 (IXP2400); 0 = half of num_me
+                                   rounded up to a power of two.  See "ME numbers" below. */
 } npk_config;
 
 /* units (statistics, history) */
@@ -234,6 +236,15 @@ typedef struct npk_msf_ops {
     void (*advance)(void *user, npk_chip *chip, uint64_t now);
 } npk_msf_ops;
 
+/* ME numbers.  Every `me` argument of this API is the flat index 0..num_me-1 (cluster c,
+ * ME m within it: c * me_per_cluster + m; the next-neighbour order).  What the hardware
+ * shows microcode is the ME number c << 4 | m (IXP2800 HRM Table 3: 0x00-0x07, 0x10-0x17):
+ * ACTIVE_CTX_STS[7:3], the ME field of INTERTHREAD_SIG writes.  The receive freelist entry
+ * packs {cluster, m} into [7 + log2(2 * me_per_cluster) - 1 : 7], which equals the flat
+ * index.  npk_me_number / npk_me_index convert (-1: no such ME). */
+int npk_me_number(npk_chip *chip, int me);
+int npk_me_index(npk_chip *chip, int number);
+
 /* lifecycle */
 npk_chip *npk_create(const npk_config *cfg);
 void npk_destroy(npk_chip *chip);
@@ -270,7 +281,8 @@ int npk_scratch_ring_config(npk_chip *chip, int ring, uint32_t base, uint32_t si
 int npk_scratch_ring_count(npk_chip *chip, int ring, uint32_t *count);
 int npk_cap_csr_read(npk_chip *chip, uint32_t addr, uint32_t *value);
 int npk_cap_csr_write(npk_chip *chip, uint32_t addr, uint32_t value);
-uint32_t npk_xscale_irq(npk_chip *chip, int clear); /* bit me: XSCALE_INT_A, bit 16+me: INT_B */
+uint32_t npk_xscale_irq(npk_chip *chip, int clear); /* bit me: XSCALE_INT_A, bit 16+me: INT_B
+                                                       (me = flat index of the writing ME) */
 /* npk_run returns (NPK_STOP_IRQ) in the cycle an interrupt bit in mask is raised;
  * 0 = never (default).  The XScale host sets it while its core sleeps on the device. */
 int npk_xscale_irq_stop(npk_chip *chip, uint32_t mask);
@@ -330,8 +342,10 @@ int npk_msf_stub_counts(npk_chip *chip, uint64_t *out5);   /* uses of read, writ
  *   0x2000 + o  RBUF byte o (read) / TBUF byte o (write)
  * msf[fast_wr, --, a, b]: CSR address = (a + b)[15:0], data = (a + b)[31:16].
  * Freelist entry (16-bit data): [6:0] absolute S_TRANSFER_IN register (the pair
- *   n, n+1 receives the status), [10:7] ME (0..15), [15:12] signal; the context
- *   is [6:4] (8-ctx mode).  Built as: xfer | ctx << 4 | me << 7 | sig << 12.
+ *   n, n+1 receives the status), from bit 7 the ME as {cluster, ME in cluster}
+ *   ([10:7] on the IXP2800: cluster in bit 10; [9:7] on the IXP2400: cluster in
+ *   bit 9, as Linux's ixp2400_rx.uc builds it), [15:12] signal; the context is
+ *   [6:4] (8-ctx mode).  Built as: xfer | ctx << 4 | flat index << 7 | sig << 12.
  * Receive status word (pushed to xfer n, n+1, then the signal):
  *   rsw0 [31] 0 (SPI-4) [30:24] element (RBUF offset >> 6) [23:16] byte count
  *   (0 = 256) [15] SOP [14] EOP [13] Err [12] LenErr [11] ParErr [10] AbortErr

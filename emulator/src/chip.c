@@ -63,7 +63,30 @@ static int cfg_valid(const npk_config *k)
     if (k->scratch_bytes < 4 || k->scratch_rings > 16) return 0;
     if (k->sram_channel_bytes > (1ull << 30) || k->dram_bytes > (1ull << 32)) return 0;
     if (k->timestamp_shift > 16) return 0;
+    if (k->me_per_cluster > 8 || (k->me_per_cluster & (k->me_per_cluster - 1))) return 0;
+    if (k->me_per_cluster && k->num_me > 2 * k->me_per_cluster) return 0;
     return 1;
+}
+
+/* two clusters; 0 in the config: half of num_me rounded up to a power of two */
+static uint32_t default_per_cluster(uint32_t num_me)
+{
+    uint32_t k = 1;
+    while (2 * k < num_me) k *= 2;
+    return k;
+}
+
+int npk_me_number(npk_chip *c, int me)
+{
+    if (!c || me < 0 || (uint32_t)me >= c->cfg.num_me) return NPK_EINVAL;
+    return (int)npk_me_hw(c, me);
+}
+
+int npk_me_index(npk_chip *c, int number)
+{
+    if (!c || number < 0) return NPK_EINVAL;
+    int i = npk_me_flat(c, (uint32_t)number);
+    return i < 0 ? NPK_EINVAL : i;
 }
 
 static void me_reset(npk_chip *c, npk_me *m)
@@ -132,6 +155,7 @@ npk_chip *npk_create(const npk_config *cfg)
     npk_chip *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->cfg = *cfg;
+    if (!c->cfg.me_per_cluster) c->cfg.me_per_cluster = default_per_cluster(cfg->num_me);
     for (int i = 0; i < 3; i++) c->mem_fd[i] = -1;
     c->sram = shared_alloc(cfg->sram_channel_bytes * cfg->sram.channels + 4, &c->mem_fd[NPK_MEM_SRAM], &c->mem_len[NPK_MEM_SRAM]);
     c->dram = shared_alloc(cfg->dram_bytes + 8, &c->mem_fd[NPK_MEM_DRAM], &c->mem_len[NPK_MEM_DRAM]);

@@ -178,6 +178,20 @@ struct npk_chip {
     char err[160];
 };
 
+/* ME numbers (npk_emu.h "ME numbers"): hardware number c << 4 | m of flat index i, and
+ * back (-1 when the number names no ME of this chip) */
+static inline uint32_t npk_me_hw(const npk_chip *c, int i)
+{
+    uint32_t k = c->cfg.me_per_cluster;
+    return ((uint32_t)i / k) << 4 | (uint32_t)i % k;
+}
+static inline int npk_me_flat(const npk_chip *c, uint32_t hw)
+{
+    uint32_t k = c->cfg.me_per_cluster, cl = hw >> 4, m = hw & 0xF;
+    if (cl > 1 || m >= k || cl * k + m >= c->cfg.num_me) return -1;
+    return (int)(cl * k + m);
+}
+
 /* sched.c */
 npk_event *npk_ev_alloc(npk_chip *c);
 void npk_ev_push(npk_chip *c, npk_event *e);

@@ -408,7 +408,7 @@ uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr)
         int i = csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_STS);
         x = &m->ctx[i];
         if (addr == NPK_LCSR_ACTIVE_CTX_STS)
-            return 0x80000000u | ((uint32_t)m->idx << 3) | (uint32_t)i;
+            return 0x80000000u | (npk_me_hw(c, m->idx) << 3) | (uint32_t)i;  /* [7:3] ME number */
         return (x->state == NPK_CTX_READY || x->state == NPK_CTX_RUNNING ? 0x80000000u : 0) | x->pc;
     }
     case NPK_LCSR_INDIRECT_CTX_SIG_EVENTS: case NPK_LCSR_ACTIVE_CTX_SIG_EVENTS:

@@ -47,13 +47,21 @@ rx_spare_none#:
 .begin
     .reg sts t
     npk_thread_setup()
-    // freelist entry: [6:0] absolute xfer register, [10:7] ME, [15:12] signal
+    // freelist entry: [6:0] absolute xfer register, from bit 7 the ME as {cluster, ME in
+    // the cluster}, [15:12] signal (examples/passthrough/README.md, "Receive")
     immed[freelist_cmd, RX_THREAD_FREELIST_0]
     immed_w1[freelist_cmd, (&$rsw0 | (&rsw_ready << 12))]
     local_csr_rd[ACTIVE_CTX_STS]
     immed[sts, 0]
-    alu[t, sts, and, 0x7f]
+#ifdef ME_CLUSTER_1
+    alu[t, sts, and, ((ME_PER_CLUSTER << 3) - 1)]  // [2:0] context, ME in the cluster
     alu_shf[freelist_cmd, freelist_cmd, or, t, <<20]
+    alu[t, sts, and, 0x80]                          // ACTIVE_CTX_STS[7]: cluster 1
+    alu_shf[freelist_cmd, freelist_cmd, or, t, <<(16 + ME_PER_CLUSTER_LOG2)]
+#else
+    alu[t, sts, and, 0x7f]                          // cluster 0: [6:3] ME, [2:0] context
+    alu_shf[freelist_cmd, freelist_cmd, or, t, <<20]
+#endif
     alu[t, nget, and, 7]
     alu[nstate, t, or, (&tok_state << 3)]
     rx_take_spare()

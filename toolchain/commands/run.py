@@ -44,12 +44,13 @@ from .options import exit_on_verdict, policy_of, verdict_options
 RUN_ERRORS = (EmulatorError, LoadError, MsfError, TrafficError, RouterImageError, ValueError, OSError)
 
 
-def parse_image_arg(text: str) -> tuple[str, list[int] | None]:
-    """'prog.elf@0,2-3' -> ('prog.elf', [0, 2, 3]); 'prog.elf' -> ('prog.elf', None)."""
+def parse_image_arg(text: str, config: str = "ixp2800") -> tuple[str, list[int] | None]:
+    """'prog.elf@0x10,1:1' -> ('prog.elf', [8, 9]) on the IXP2800 (MEs named as
+    npkit.emulator.me_names reads them, given as flat indices); 'prog.elf' -> ('prog.elf', None)."""
     path, sep, mes = text.rpartition("@")
     if not sep or not mes or Path(text).exists():
         return text, None
-    return path, parse_me_list(mes)
+    return path, parse_me_list(mes, config)
 
 
 def parse_rings(text: str) -> list[dict[str, Any]]:
@@ -102,7 +103,7 @@ def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any
             continue
         info = chip.me_status(m["me"])
         busy = m["executing_cycles"] + m["aborted_cycles"] + m["stalled_cycles"]
-        mes.append({**{k: v for k, v in m.items() if k != "ctx"}, "program": loaded[m["me"]],
+        mes.append({**{k: v for k, v in m.items() if k != "ctx"}, "program": loaded[m["me"]],  # me_name: 0x10
                     "utilization": busy / cycle if cycle else 0.0, "pc": info["pc"],
                     "reason": info["reason"]})  # fmt: skip
     units = {name: list(chans) for name, chans in st["units"].items() if any(c["commands"] for c in chans)}
@@ -114,7 +115,7 @@ def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any
 def format_me_summary(out: dict[str, Any]) -> str:
     lines = [f"{out['config']}: stopped ({out['stop']}) at cycle {out['cycle']} ({out['time_us']:.2f} us)"]
     for m in out["mes"]:
-        lines.append(f"  ME {m['me']:2d} {m['program']:<16s} {m['status']:<8s} instr {m['instructions']:>10d} "
+        lines.append(f"  ME {m['me_name']} {m['program']:<16s} {m['status']:<8s} instr {m['instructions']:>10d} "
                      f"util {m['utilization'] * 100:5.1f}%  swaps {m['ctx_swaps']:>8d}  pc {m['pc']}"
                      + (f"  ({m['reason']})" if m["status"] not in ("running", "idle") else ""))  # fmt: skip
     for name, chans in out["units"].items():
@@ -139,7 +140,9 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
 @click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
 @click.option("--config", "config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0), help="Cycle budget (no traffic).")
-@click.option("--me", "me_list", default=None, help="MEs to load a single image on, e.g. 0,1 or 0-3 (same as IMAGE@0,1).")
+@click.option("--me", "me_list", default=None,
+              help="MEs to load a single image on (same as IMAGE@MES): hardware numbers 0x10, "
+                   "cluster:ME 1:0, or flat indices; ranges 0x00-0x03,0x10.")  # fmt: skip
 @click.option("--ring", "ring_specs", multiple=True, metavar="scratch:N:base=A,size=W|FILE.yaml",
               help="Configure scratch rings for plain images (repeatable; or a YAML file of rings).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -166,11 +169,11 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
     per-port table and the conservation totals are printed, and a run that loses or
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
     try:
-        targets = [parse_image_arg(i) for i in images]
+        targets = [parse_image_arg(i, config) for i in images]
         if me_list is not None:
             if len(targets) != 1:
                 raise click.UsageError("--me goes with a single image; give several as IMAGE@MES")
-            targets = [(targets[0][0], parse_me_list(me_list))]
+            targets = [(targets[0][0], parse_me_list(me_list, config))]
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
         chip = Chip(config)
         read, loaded = load_all(chip, targets, rings)

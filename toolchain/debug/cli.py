@@ -35,11 +35,11 @@ def _interactive(session: object) -> None:
     def toolbar() -> str:
         me, ctx = session.me, session.ctx
         pc = session.pc()
-        return f" cycle {session.chip.cycle}   ME {me} ctx {ctx} ({session.chip.ctx_state(me, ctx)})   {session.loc(me, pc)}"
+        return f" cycle {session.chip.cycle}   ME {session.nm(me)} ctx {ctx} ({session.chip.ctx_state(me, ctx)})   {session.loc(me, pc)}"
 
     prompt: PromptSession[str] = PromptSession(history=history, bottom_toolbar=toolbar,
                                                completer=WordCompleter(sorted(set(words)), sentence=True))  # fmt: skip
-    click.echo(f"npk debug: {session.target.path} on ME {', '.join(map(str, session.target.mes))}; "
+    click.echo(f"npk debug: {session.target.path} on ME {session.names(session.target.mes)}; "
                "`help` lists commands, Ctrl-D quits")  # fmt: skip
     session.execute("thread")
     click.echo("\n".join(session.out))
@@ -89,7 +89,8 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed((
         click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path."),
         click.option("--me", "me_list", default=None,
-                     help="MEs to load on, e.g. 0,1 or 0-3 (images without an ME assignment)."),
+                     help="MEs to load on (images without an ME assignment): 0x10, 1:0 (cluster:ME) "
+                          "or flat 8; ranges 0x00-0x03."),
         click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory "
                      "(port<N>.pcap); a layout also takes one .pcap."),
         click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host)."),
@@ -109,9 +110,9 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
     from .session import DebugError, Session
 
     try:
-        target = open_target(image, config, parse_me_list(me_list), traffic, params=parse_params(defines))
+        target = open_target(image, config, parse_me_list(me_list, config), traffic, params=parse_params(defines))
         session = Session(target)
-    except (TargetError, DebugError) as e:
+    except (TargetError, DebugError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     if batch is not None:
         sys.exit(run_batch(session, Path(batch).read_text().splitlines(), batch))
@@ -137,7 +138,7 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
     from .trace import BufferMap, TraceError, record_trace
 
     try:
-        target = open_target(image, config, parse_me_list(me_list), traffic, params=parse_params(defines))
+        target = open_target(image, config, parse_me_list(me_list, config), traffic, params=parse_params(defines))
         bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
         if sys.stderr.isatty():
             with click.progressbar(length=cycles, label="tracing", file=sys.stderr) as bar:

@@ -30,6 +30,7 @@ from npkit.emulator.binding import (
     HistEvent,
     parse_reg,
 )
+from npkit.emulator.me_names import MeNameError
 from npkit.toolchain.isa import DecodeError, decode, isa
 
 from . import packet as pkt
@@ -101,7 +102,7 @@ class Session:
             "watch": (self.cmd_watch, "watch REG | sram|dram|scratch ADDR [LEN]  stop when it is written"),
             "delete": (self.cmd_delete, "delete [N]              delete breakpoint/watchpoint N (all without N)"),
             "info": (self.cmd_info, "info                    list breakpoints and watchpoints"),
-            "thread": (self.cmd_thread, "thread ME:CTX           make ME:CTX the current thread"),
+            "thread": (self.cmd_thread, "thread ME:CTX           make ME:CTX the current thread (ME 0x10 or 8; 1:0:3 = cluster:ME:CTX)"),
             "threads": (self.cmd_threads, "threads                 every context of every loaded ME"),
             "regs": (self.cmd_regs, "regs [ME:CTX]           registers by .reg name and physical name, xfers, NN, LM, CSRs, CAM"),
             "print": (self.cmd_print, "print EXPR              value of an expression over registers"),
@@ -164,17 +165,32 @@ class Session:
                 elif cmd in (9, 10):  # ring get/put, journal
                     self.sram_rings.add(ev.a1 & ~3)
 
-    def _thread(self, spec: str) -> tuple[int, int]:
-        m = re.fullmatch(r"(\d+)(?::(\d+))?", spec)
-        if not m:
-            raise DebugError(f"expected ME or ME:CTX, got '{spec}'")
-        me = int(m[1])
-        ctx = int(m[2]) if m[2] is not None else (self.ctx if me == self.me else self.target.ctxs(me)[0]) \
-            if me in self.target.loaded else 0  # fmt: skip
+    def nm(self, me: int) -> str:
+        """An ME (flat index) as printed: its hardware number, 0x10."""
+        return self.chip.me_name(me)
+
+    def names(self, mes: list[int]) -> str:
+        return ", ".join(self.nm(me) for me in mes)
+
+    def _me(self, spec: str) -> int:
+        """An ME named 0x10, 1:0 (cluster:ME) or 8 (flat index), loaded with a program."""
+        try:
+            me = self.chip.me_index(spec)
+        except MeNameError as e:
+            raise DebugError(str(e)) from None
         if me not in self.target.loaded:
-            raise DebugError(f"ME {me} has nothing loaded (loaded: {', '.join(map(str, self.target.mes))})")
+            raise DebugError(f"ME {self.nm(me)} has nothing loaded (loaded: {self.names(self.target.mes)})")
+        return me
+
+    def _thread(self, spec: str) -> tuple[int, int]:
+        """ME or ME:CTX, ME being 0x10 or a flat index 8; cluster:ME:CTX (1:0:3) also."""
+        parts = spec.split(":")
+        if not 1 <= len(parts) <= 3 or not all(parts) or (len(parts) > 1 and not parts[-1].isdigit()):
+            raise DebugError(f"expected ME or ME:CTX (0x10:3, 8:3, or cluster:ME:CTX 1:0:3), got '{spec}'")
+        me = self._me(":".join(parts[:2]) if len(parts) == 3 else parts[0])
+        ctx = int(parts[-1]) if len(parts) > 1 else (self.ctx if me == self.me else self.target.ctxs(me)[0])
         if ctx not in self.target.ctxs(me):
-            raise DebugError(f"ME {me} has no context {ctx}")
+            raise DebugError(f"ME {self.nm(me)} has no context {ctx}")
         return me, ctx
 
     def pc(self, me: int | None = None, ctx: int | None = None) -> int:
@@ -204,7 +220,7 @@ class Session:
         sm = self.target.smap(me)
         e = sm.entry(pc)
         state = self.chip.ctx_state(me, ctx)
-        self.emit(f"ME {me} ctx {ctx} pc {pc} ({state}) at {self.loc(me, pc)}")
+        self.emit(f"ME {self.nm(me)} ctx {ctx} pc {pc} ({state}) at {self.loc(me, pc)}")
         if e is not None:
             src = sm.source_line(e.file, e.line).strip()
             self.emit(f"  {e.line:>5}  {src}" if src else f"  {self.instr_text(me, pc)}")
@@ -265,7 +281,7 @@ class Session:
             for me in self.target.mes:
                 s = self.chip.me_status(me)
                 if s["state"] != "running":
-                    self.emit(f"  ME {me}: {s['state']} at {self.loc(me, s['pc'])}"
+                    self.emit(f"  ME {self.nm(me)}: {s['state']} at {self.loc(me, s['pc'])}"
                               + (f" ({s['reason']})" if s["reason"] else ""))  # fmt: skip
         else:
             self.emit(f"ran {cyc - start} cycles, now at cycle {cyc}")
@@ -299,7 +315,7 @@ class Session:
         writer = self._writer(w.space, w.addr, w.length)
         if writer is not None:
             self.me, self.ctx = writer.me, writer.ctx
-            self.emit(f"  written by ME {writer.me} ctx {writer.ctx} (command issued at cycle {writer.cycle})")
+            self.emit(f"  written by ME {self.nm(writer.me)} ctx {writer.ctx} (command issued at cycle {writer.cycle})")
             self.show_here()
 
     def _writer(self, space: str, addr: int, length: int) -> HistEvent | None:
@@ -357,19 +373,19 @@ class Session:
         st = self.chip.me_status(me)
         if st["state"] == "running":
             return "the context is inactive (ctx_arb[kill] or never enabled)"
-        return f"ME {me} {st['state']} at {self.loc(me, st['pc'])}" + (f": {st['reason']}" if st["reason"] else "")
+        return f"ME {self.nm(me)} {st['state']} at {self.loc(me, st['pc'])}" + (f": {st['reason']}" if st["reason"] else "")
 
     def step_once(self, me: int, ctx: int) -> str:
         """Step ME:CTX one instruction; returns 'step' or why something else stopped it."""
         if self.chip.ctx_state(me, ctx) == "inactive":
-            raise DebugError(f"ME {me} ctx {ctx} is not running ({self._ended(me)})")
+            raise DebugError(f"ME {self.nm(me)} ctx {ctx} is not running ({self._ended(me)})")
         # a sleeping context: advance the chip a cycle at a time until it wakes, so a thread
         # that never wakes (the bug being hunted) cannot hang the debugger
         start = self.chip.cycle
         while self.chip.ctx_state(me, ctx) == "sleep":
             if self.chip.cycle - start >= MAX_WAKE_WAIT:
                 wait = self.sig_list(me, self.chip.reg(me, "wait", ctx))
-                raise DebugError(f"ME {me} ctx {ctx} is still asleep after {MAX_WAKE_WAIT} cycles "
+                raise DebugError(f"ME {self.nm(me)} ctx {ctx} is still asleep after {MAX_WAKE_WAIT} cycles "
                                  f"(waiting on {wait}); `run` to go on, `threads` to see who could signal it")  # fmt: skip
             reason = self.chip.run(1)
             if reason not in ("budget",):
@@ -415,7 +431,7 @@ class Session:
                     self._report_stop(why, start)
                     return
                 if self.chip.ctx_state(self.me, self.ctx) == "inactive":
-                    self.emit(f"ME {self.me} ctx {self.ctx} ended: {self._ended(self.me)}")
+                    self.emit(f"ME {self.nm(self.me)} ctx {self.ctx} ended: {self._ended(self.me)}")
                     return
                 pc = self.pc()
                 e = sm.entry(pc)
@@ -470,7 +486,7 @@ class Session:
         mes = sorted({me for me, _ in places})
         addrs = sorted({pc for _, pc in places})
         self.emit(f"breakpoint {bp.num} at {bp.where}, address {', '.join(map(str, addrs))}"
-                  f" on ME {', '.join(map(str, mes))}" + (f" if {bp.cond}" if bp.cond else ""))  # fmt: skip
+                  f" on ME {self.names(mes)}" + (f" if {bp.cond}" if bp.cond else ""))  # fmt: skip
 
     def cmd_watch(self, args: list[str], rest: str) -> None:
         if not args:
@@ -498,7 +514,7 @@ class Session:
             except EmulatorError as e:
                 raise DebugError(str(e)) from None
             cid = self.chip.add_watchpoint(phys, me=self.me, ctx=self.ctx)
-            label = f"{name} ({phys}) ME {self.me} ctx {self.ctx}" if phys != name else f"{name} ME {self.me} ctx {self.ctx}"
+            label = f"{name} ({phys}) ME {self.nm(self.me)} ctx {self.ctx}" if phys != name else f"{name} ME {self.nm(self.me)} ctx {self.ctx}"
             w = Watchpoint(num, label, cid, self.me, self.ctx, reg=phys, last=self.chip.reg(self.me, phys, self.ctx))
         self.watches[num] = w
         self.next_num += 1
@@ -538,31 +554,29 @@ class Session:
         pc = self.pc()
         sm = self.target.smap(self.me)
         e = sm.entry(pc)
-        self.emit(f"ME {self.me} ctx {self.ctx} pc {pc} at {short(e.file)}:{e.line}" if e else f"pc {pc}")
+        self.emit(f"ME {self.nm(self.me)} ctx {self.ctx} pc {pc} at {short(e.file)}:{e.line}" if e else f"pc {pc}")
         for i, f in enumerate(reversed(macro_frames(e) if e else [])):
             self.emit(f"  #{i + 1} {f.name}() called at {short(f.file)}:{f.line}: "
                       f"{sm.source_line(f.file, f.line).strip()}")  # fmt: skip
 
     def cmd_threads(self, args: list[str], rest: str) -> None:
         self.emit(f"cycle {self.chip.cycle}")
-        self.emit("   ME:CTX  state     pc  location                                  waiting on")
+        self.emit("  ME:CTX   state     pc  location                                  waiting on")
         for me in self.target.mes:
             status = self.chip.me_status(me)
             if status["state"] != "running":
-                self.emit(f"  ME {me}: {status['state']}" + (f" ({status['reason']})" if status["reason"] else ""))
+                self.emit(f"  ME {self.nm(me)}: {status['state']}" + (f" ({status['reason']})" if status["reason"] else ""))
             for ctx in self.target.ctxs(me):
                 state = CTX_STATES[self.chip.reg(me, "state", ctx)]
                 pc = self.chip.reg(me, "pc", ctx)
                 wait = self.chip.reg(me, "wait", ctx)
                 mark = "*" if (me, ctx) == (self.me, self.ctx) else " "
                 waiting = self.sig_list(me, wait) if state == "sleep" else ""
-                self.emit(f"{mark} {me:3d}:{ctx:<3d} {state:<8s} {pc:4d}  {self.loc(me, pc):<40s}  {waiting}".rstrip())
+                self.emit(f"{mark} {self.nm(me)}:{ctx:<3d} {state:<8s} {pc:4d}  {self.loc(me, pc):<40s}  {waiting}".rstrip())
 
     def cmd_signals(self, args: list[str], rest: str) -> None:
-        me = int(args[0]) if args else self.me
-        if me not in self.target.loaded:
-            raise DebugError(f"ME {me} has nothing loaded")
-        self.emit(f"ME {me} signals (raised = pending for the context; awaited = its ctx_arb mask)")
+        me = self._me(args[0]) if args else self.me
+        self.emit(f"ME {self.nm(me)} signals (raised = pending for the context; awaited = its ctx_arb mask)")
         for ctx in self.target.ctxs(me):
             sigs = self.chip.reg(me, "signals", ctx)
             wait = self.chip.reg(me, "wait", ctx)
@@ -588,7 +602,7 @@ class Session:
         pc = self.chip.reg(me, "pc", ctx)
         cc = self.chip.reg(me, "cc", ctx)
         flags = "".join(f for b, f in ((0, "Z"), (1, "N"), (2, "C"), (3, "V")) if cc >> b & 1) or "-"
-        self.emit(f"ME {me} ctx {ctx}  pc {pc}  cc {flags}  state {self.chip.ctx_state(me, ctx)}  at {self.loc(me, pc)}")
+        self.emit(f"ME {self.nm(me)} ctx {ctx}  pc {pc}  cc {flags}  state {self.chip.ctx_state(me, ctx)}  at {self.loc(me, pc)}")
         self.emit("registers by .reg name:")
         named: dict[str, list[str]] = {}
         for r in sorted(sm.regs, key=lambda r: (r.kind, r.name, r.scope)):
@@ -792,7 +806,7 @@ class Session:
         for m in st["mes"]:
             if m["me"] not in self.target.loaded:
                 continue
-            self.emit(f"ME {m['me']:2d} {self.target.loaded[m['me']]:<12s} {m['status']:<7s} instr {m['instructions']:>8d}"
+            self.emit(f"ME {m['me_name']} {self.target.loaded[m['me']]:<12s} {m['status']:<7s} instr {m['instructions']:>8d}"
                       f"  exec {m['executing_cycles']:>8d}  aborted {m['aborted_cycles']:>6d}  stalled {m['stalled_cycles']:>6d}"
                       f"  idle {m['idle_cycles']:>8d}  util {100 * (m['executing_cycles'] + m['aborted_cycles'] + m['stalled_cycles']) / cyc:5.1f}%"
                       f"  swaps {m['ctx_swaps']}")  # fmt: skip

@@ -280,7 +280,7 @@ def enc_pop_count(c: _Ctx) -> int:
 
 
 def enc_find_bset(c: _Ctx) -> int:
-    m = c.split.mnemonic.lower()
+    m = model.isa().canonical_mnemonic(c.split.mnemonic)
     if m == "find_bset":
         c.nargs(2)
         return _alu_special(c, m, c.op(0), NONE, c.op(1))
@@ -908,7 +908,7 @@ for _k in range(4):
 ENCODERS["immed_w0"] = enc_immed
 ENCODERS["immed_w1"] = enc_immed
 
-MNEMONICS: frozenset[str] = frozenset(ENCODERS)
+MNEMONICS: frozenset[str] = frozenset(ENCODERS) | frozenset(model.isa().mnemonic_aliases)
 
 
 def encode(text: str | SplitInstr, resolve: Resolver | None = None, ctx_mode: int = 8) -> int:
@@ -917,7 +917,7 @@ def encode(text: str | SplitInstr, resolve: Resolver | None = None, ctx_mode: in
         split = text if isinstance(text, SplitInstr) else split_instruction(text)
     except SyntaxProblem as e:
         raise EncodeError(str(e)) from None
-    fn = ENCODERS.get(split.mnemonic.lower())
+    fn = ENCODERS.get(model.isa().canonical_mnemonic(split.mnemonic))
     if fn is None:
         raise EncodeError(f"unknown instruction '{split.mnemonic}'")
     c = _Ctx(split, resolve, ctx_mode, set())

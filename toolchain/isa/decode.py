@@ -130,7 +130,7 @@ def dec_alu_shf(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
         endian = "be" if stype == st["right"] else "le"
         return f"byte_align_{endian}[{dest.text()}, {a.text()}]"
     a_text = a.text()
-    if names[op] in ("B", "~B") and _unused_a(g("swap"), g("a_src"), g("b_src"), 0x20) and not msb:
+    if names[op] in ("B", "~B") and _unused_a(g("swap"), g("a_src"), g("b_src"), 0) and not msb:
         a_text = "--"
     return f"alu_shf[{dest.text()}, {a_text}, {names[op]}, {b.text()}, {_decode_shift(stype, amt)}]"
 
@@ -341,6 +341,8 @@ def _dec_mem(unit: str, ctx_mode: int) -> Callable[[ClassDef, int, LabelOf | Non
         match = [(k, s) for k, s in table.items() if s["cmd"] == cmd and s.get("sub", 0) == sub]
         if not match and sub & 2 and unit in ("sram", "dram", "msf", "pci", "cap"):
             match = [(k, s) for k, s in table.items() if s["cmd"] == cmd and s.get("sub", 0) == (sub & 1)]
+        if not match and unit == "cap":  # mev2.yaml cap_cmd: bits 19:18 carry no known meaning
+            match = [(k, s) for k, s in table.items() if s["cmd"] == cmd]
         if not match:
             raise DecodeError(f"undefined {unit} command {cmd}/{sub}")
         name, spec = match[0]

@@ -194,7 +194,9 @@ def encode_restricted(op: Op, field_bank: str, is_dest: bool) -> tuple[int, int 
     if k == "none":
         if is_dest:
             return 0x20, None
-        return (0, None) if field_bank == "a" else (0x20, 0)  # as Intel: RX 11, TX 3
+        # an unused source is 0 in either field, as Intel's assembler writes it: A field
+        # RX 11 / TX 3, B field (operands swapped) QAT ae_inst_1b .10 / .11
+        return 0, None
     if k == "gpr":
         if op.bank != field_bank:
             raise OperandError(f"{op.text()} cannot go in the {field_bank.upper()} operand field")

@@ -31,6 +31,8 @@ from typing import Any
 
 import yaml
 
+from npkit.emulator.me_names import me_name
+
 from .paths import LAYOUTS, MICROCODE
 from .sysmap import SYS
 
@@ -173,6 +175,19 @@ def _int(v: Any, where: str) -> int:
     return v
 
 
+def _me(v: Any, where: str) -> int:
+    """An ME of a layout: an int is the flat index (0-15); a string may also name it the
+    hardware way, "0x10" or "1:0" (IXP2800 numbering, npkit.emulator.me_names)."""
+    if isinstance(v, str):
+        from npkit.emulator.me_names import MeNameError, parse_me
+
+        try:
+            return parse_me(v, 8, 16)
+        except MeNameError as e:
+            raise LinkError(f"{where}: {e}") from None
+    return _int(v, where)
+
+
 def _mes(v: Any, where: str) -> list[int]:
     if isinstance(v, dict):
         first, count = (
@@ -181,8 +196,8 @@ def _mes(v: Any, where: str) -> list[int]:
         )
         return list(range(first, first + count))
     if isinstance(v, list):
-        return [_int(x, where) for x in v]
-    return [_int(v, where)]
+        return [_me(x, where) for x in v]
+    return [_me(v, where)]
 
 
 def load_layout(
@@ -283,9 +298,9 @@ def load_layout(
             raise LinkError(f"{where}: no MEs")
         for me in mes:
             if not 0 <= me < 16:
-                raise LinkError(f"{where}: ME {me} outside 0..15")
+                raise LinkError(f"{where}: ME {me} outside 0..15 (flat index; or name it 0x00-0x07, 0x10-0x17)")
             if me in used_mes:
-                raise LinkError(f"{where}: ME {me} is already used by block {used_mes[me]}")
+                raise LinkError(f"{where}: ME {me_name(me, 8)} is already used by block {used_mes[me]}")
             used_mes[me] = name
         threads = _int(spec.get("threads", 8), f"{where}.threads")
         if threads not in (4, 8):

@@ -160,11 +160,14 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     return config, tables, record
 
 
-def _block_defines(layout: Layout, b: Block) -> dict[str, str]:
+def _block_defines(layout: Layout, b: Block, per_cluster: int = 8) -> dict[str, str]:
     d = {"NUM_CONTEXTS": str(b.threads), "BLOCK_" + b.name.upper(): "1",
          "EXC_RING": str(layout.rings[layout.exceptions].number),
          "EXC_RING_STATUS": f"SCR_RING{layout.rings[layout.exceptions].number}_STATUS",
-         "NUM_MES": str(len(b.mes)), "FIRST_ME": str(min(b.mes))}  # fmt: skip
+         "NUM_MES": str(len(b.mes)), "FIRST_ME": str(min(b.mes)),
+         "ME_PER_CLUSTER": str(per_cluster), "ME_PER_CLUSTER_LOG2": str(per_cluster.bit_length() - 1)}  # fmt: skip
+    if max(b.mes) >= per_cluster:
+        d["ME_CLUSTER_1"] = "1"  # ACTIVE_CTX_STS carries the cluster (microcode/include/npk_block.h)
     if any(x.source == "tx/tx.uc" for x in layout.blocks.values()):
         d["MSF_TX"] = "1"  # the qm reads the PHY FIFO fill of the MSF's ports
     for key, r in (("IN", b.ring_in), ("OUT", b.ring_out)):
@@ -230,9 +233,15 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     drive their rings), and the exception ring its host reader."""
     from npkit.asm.assembler import assemble
     from npkit.asm.errors import AsmError
+    from npkit.emulator.binding import EmulatorError, load_config
+    from npkit.emulator.me_names import per_cluster
     from npkit.toolchain.image import Image
 
     lay = load_layout(layout, params)
+    try:
+        k = per_cluster(load_config(config))
+    except EmulatorError as e:
+        raise LinkError(str(e)) from None
     rcfg, tables, router_record = _router_config(router_config, routes)
     if len(rcfg.ports) > MAX_PORTS:
         raise LinkError(f"{len(rcfg.ports)} ports: the parse block's CAM holds the special "
@@ -255,7 +264,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
                 str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")
             ]
             try:
-                asm = assemble(src, include_dirs=incs, defines=_block_defines(lay, b), ctx_mode=b.threads,
+                asm = assemble(src, include_dirs=incs, defines=_block_defines(lay, b, k), ctx_mode=b.threads,
                                name=b.name)  # fmt: skip
             except AsmError as e:
                 raise LinkError(f"block {b.name} ({b.source}): {e}") from None

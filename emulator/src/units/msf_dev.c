@@ -200,7 +200,9 @@ static void element_done(npk_msf *d, uint32_t field)
 static void freelist_add(npk_msf *d, uint32_t data)
 {
     if (d->fllen >= d->cfg.freelist_depth) { d->st.freelist_overflow++; return; }
-    fl_ent t = {(uint8_t)((data >> 7) & 0xF), (uint8_t)((data >> 4) & 7), (uint8_t)(data & 0x7F),
+    /* ME field from bit 7: {cluster, ME in cluster} = the flat index (npk_emu.h "ME numbers") */
+    uint32_t me_mask = 2 * d->chip->cfg.me_per_cluster - 1;
+    fl_ent t = {(uint8_t)((data >> 7) & me_mask), (uint8_t)((data >> 4) & 7), (uint8_t)(data & 0x7F),
                 (uint8_t)((data >> 12) & 0xF)};
     if (t.me >= d->chip->cfg.num_me) { d->st.freelist_overflow++; return; }
     if (d->chip->me[t.me].ctx_mode == 4) t.ctx &= 6;
