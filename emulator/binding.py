@@ -378,7 +378,9 @@ class Chip:
         self._check(self.lib.npk_bp_del(self._chip, bp_id), "delete breakpoint")
 
     def add_watchpoint(self, what: str, me: int = -1, ctx: int = 0, length: int = 4) -> int:
-        """'sram:0x100' / 'dram:..' / 'scratch:..' for memory, else a register name."""
+        """'sram:0x100' / 'dram:..' / 'scratch:..' for memory (stops on every write), else a
+        register name: stops when a write changes its value, and last_stop() names the
+        writing thread and pc (0xFFFFFFFF when a memory unit's completion wrote it)."""
         if ":" in what:
             space, addr = what.split(":", 1)
             if space not in MEM_SPACES:

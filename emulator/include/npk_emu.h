@@ -162,9 +162,16 @@ typedef struct npk_me_info {
     char reason[96];
 } npk_me_info;
 
+/* npk_stop_info.pc of a register watchpoint written by a memory unit's completion
+ * (a read's transfer registers): me/ctx are then the thread that issued the command */
+#define NPK_PC_UNIT 0xFFFFFFFFu
+
 typedef struct npk_stop_info {
     int32_t reason;           /* NPK_STOP_* */
-    int32_t me, ctx;
+    int32_t me, ctx;          /* breakpoint: the thread about to execute pc; register
+                                 watchpoint: the thread whose instruction at pc changed the
+                                 register (it fires only when the value changes); memory
+                                 watchpoint: -1 */
     uint32_t pc;
     int32_t id;               /* breakpoint / watchpoint id */
     uint64_t cycle;

@@ -446,24 +446,26 @@ int npk_wp_del(npk_chip *c, int id)
     return NPK_OK;
 }
 
-static void wp_fire(npk_chip *c, int id, int me)
+static void wp_fire(npk_chip *c, int id, int me, int ctx, uint32_t pc)
 {
     if (c->stop_req) return;
     c->stop_req = 1;
     c->stop.reason = NPK_STOP_WATCHPOINT;
     c->stop.id = id;
     c->stop.me = me;
-    c->stop.ctx = me >= 0 ? c->me[me].cur : -1;
-    c->stop.pc = (me >= 0 && c->me[me].cur >= 0) ? c->me[me].ctx[c->me[me].cur].pc : 0;
+    c->stop.ctx = ctx;
+    c->stop.pc = pc;
     c->stop.cycle = c->now;
 }
 
-void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index)
+void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index, uint32_t old, uint32_t val,
+                   int wme, int wctx, uint32_t wpc)
 {
+    if (old == val) return;  /* a watchpoint reports changes, not rewrites of the same value */
     for (int i = 0; i < NPK_MAX_WP; i++) {
         npk_wp *w = &c->wp[i];
         if (w->used && !w->is_mem && w->kind == kind && w->index == index && (w->me < 0 || w->me == me)) {
-            wp_fire(c, i, me);
+            wp_fire(c, i, wme, wctx, wpc);
             return;
         }
     }
@@ -474,7 +476,7 @@ void npk_mem_watch(npk_chip *c, int space, uint64_t addr, uint32_t len)
     for (int i = 0; i < NPK_MAX_WP; i++) {
         npk_wp *w = &c->wp[i];
         if (w->used && w->is_mem && w->space == space && addr < w->addr + w->len && w->addr < addr + len) {
-            wp_fire(c, i, -1);
+            wp_fire(c, i, -1, -1, 0);
             return;
         }
     }

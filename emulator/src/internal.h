@@ -252,7 +252,10 @@ int npk_scr_ring_get1(npk_chip *c, int ring, uint32_t *word);
 int npk_scr_ring_put1(npk_chip *c, int ring, uint32_t word);
 
 /* chip.c */
-void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index);
+/* a write of register (me, kind, index) from old to val by thread wme:wctx at wpc
+ * (NPK_PC_UNIT: a memory unit's completion); register watchpoints fire on a change */
+void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index, uint32_t old, uint32_t val,
+                   int wme, int wctx, uint32_t wpc);
 uint64_t npk_prng_next(uint64_t *s);
 
 #endif

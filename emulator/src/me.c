@@ -18,7 +18,7 @@ typedef struct exec_ctx {
     int lm_delta[2];
     int t_delta;
     int nnget_delta;
-    uint32_t wp_hit;
+    uint32_t pc;           /* address of the executing instruction (watchpoint reports) */
     uint32_t base;
     int stall;             /* unit queue full: the instruction did not issue */
 } exec_ctx;
@@ -26,6 +26,12 @@ typedef struct exec_ctx {
 static inline uint32_t relbase(const npk_me *m, int ctx)
 {
     return m->ctx_mode == 8 ? (uint32_t)ctx * 16u : (uint32_t)(ctx >> 1) * 32u;
+}
+
+/* a register watchpoint sees the write of this instruction: who wrote it, and the old value */
+static inline void watch_wr(exec_ctx *e, int me, int kind, uint32_t idx, uint32_t old, uint32_t v)
+{
+    npk_reg_watch(e->c, me, kind, idx, old, v, e->m->idx, e->ctx, e->pc);
 }
 
 /* LM_ADDR_n of a context, or the ME-wide copy when CTX_ENABLES[LM_ADDR_n_GLOBAL]
@@ -78,10 +84,11 @@ static inline uint32_t lm_read(exec_ctx *e, uint32_t idx)
 
 static inline void lm_write(exec_ctx *e, uint32_t idx, uint32_t v)
 {
+    uint32_t old = lm_read(e, idx);
     if (idx < e->c->cfg.lm_words)
         e->m->lm[idx] = v;
     if (e->c->nwp_reg)
-        npk_reg_watch(e->c, e->m->idx, NPK_REG_LM, idx);
+        watch_wr(e, e->m->idx, NPK_REG_LM, idx, old, v);
 }
 
 static uint32_t rd_op_slow(exec_ctx *e, uint32_t num, int bank)
@@ -142,9 +149,10 @@ static inline npk_me *nn_target(npk_chip *c, npk_me *m)
 
 static void wr_xfer(exec_ctx *e, int kind, uint32_t idx, uint32_t v)
 {
+    uint32_t old = e->m->xfer[kind][idx & 127];
     e->m->xfer[kind][idx & 127] = v;
     if (e->c->nwp_reg)
-        npk_reg_watch(e->c, e->m->idx, NPK_REG_SXFER_IN + kind, idx & 127);
+        watch_wr(e, e->m->idx, NPK_REG_SXFER_IN + kind, idx & 127, old, v);
 }
 
 static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
@@ -154,8 +162,9 @@ static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
     if (num >= 0x300 && num < 0x400)
         return;  /* "--" */
     if ((num & 0x380) == 0x080) {
+        uint32_t old = m->gpr[bank][num & 0x7F];
         m->gpr[bank][num & 0x7F] = v;
-        if (c->nwp_reg) npk_reg_watch(c, m->idx, bank, num & 0x7F);
+        if (c->nwp_reg) watch_wr(e, m->idx, bank, num & 0x7F, old, v);
         return;
     }
     switch (num) {
@@ -176,9 +185,10 @@ static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
     case 0x243: {  /* NN ring put into the next ME (or this one in NN_MODE) */
         npk_me *n = nn_target(c, m);
         if (n) {
-            n->nn[n->nn_put & 127] = v;
+            uint32_t slot = n->nn_put & 127, old = n->nn[slot];
+            n->nn[slot] = v;
             n->nn_put = (n->nn_put + 1) & 127;
-            if (c->nwp_reg) npk_reg_watch(c, n->idx, NPK_REG_NN, (n->nn_put - 1) & 127);
+            if (c->nwp_reg) watch_wr(e, n->idx, NPK_REG_NN, slot, old, v);
         }
         return;
     }
@@ -192,8 +202,9 @@ static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
         npk_me *n = nn_target(c, m);
         if (n) {
             uint32_t i = (relbase(m, e->ctx) + (num & 0x1F)) & 127;
+            uint32_t old = n->nn[i];
             n->nn[i] = v;
-            if (c->nwp_reg) npk_reg_watch(c, n->idx, NPK_REG_NN, i);
+            if (c->nwp_reg) watch_wr(e, n->idx, NPK_REG_NN, i, old, v);
         }
         return;
     }
@@ -216,9 +227,9 @@ static inline __attribute__((always_inline)) void wr_op(exec_ctx *e, uint32_t nu
         return;
     }
     if (num < 0x20) {
-        uint32_t i = (e->base + num) & 127;
+        uint32_t i = (e->base + num) & 127, old = e->m->gpr[bank][i];
         e->m->gpr[bank][i] = v;
-        npk_reg_watch(e->c, e->m->idx, bank, i);
+        watch_wr(e, e->m->idx, bank, i, old, v);
         return;
     }
     wr_op_slow(e, num, bank, v);
@@ -1204,6 +1215,7 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     e.t_delta = 0;
     e.nnget_delta = 0;
     e.base = relbase(m, ctx);
+    e.pc = pc;
     e.stall = 0;
     int had_br = x->br_pending;
     int had_swap = x->swap_pending;

@@ -120,7 +120,7 @@ def test_register_watchpoint_stops_at_the_writer() -> None:
     s.execute("watch sum")
     out = s.execute("run")
     assert "watchpoint 1 (sum (b1) ME 0x00 ctx 0): 0x0 -> 0x9ce5" in out
-    assert "ttl.uc:41" in out or "ttl.uc:27" in out
+    assert "written by ME 0x00 ctx 0 pc 6 at examples/debug/ttl.uc:41" in out
 
 
 def test_batch_error_has_line_number_and_exit_code(tmp_path: Path) -> None:

@@ -17,16 +17,12 @@ from .target import TargetError, open_target, parse_params
 
 def _interactive(session: object) -> None:
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory
 
+    from .complete import DebugCompleter
     from .session import DebugError, Session
 
     assert isinstance(session, Session)
-    words = sorted(set(session.commands) | set(session.aliases))
-    for sm in session.target.maps.values():
-        words += list(sm.labels) + [r.name for r in sm.regs] + list(sm.signals)
-        words += [Path(f).name for f in sm.files()]
     hist = Path.home() / ".npk_debug_history"
     try:
         history = FileHistory(str(hist))
@@ -38,9 +34,9 @@ def _interactive(session: object) -> None:
         return f" cycle {session.chip.cycle}   ME {session.nm(me)} ctx {ctx} ({session.chip.ctx_state(me, ctx)})   {session.loc(me, pc)}"
 
     prompt: PromptSession[str] = PromptSession(history=history, bottom_toolbar=toolbar,
-                                               completer=WordCompleter(sorted(set(words)), sentence=True))  # fmt: skip
+                                               completer=DebugCompleter(session), complete_while_typing=False)  # fmt: skip
     click.echo(f"npk debug: {session.target.path} on ME {session.names(session.target.mes)}; "
-               "`help` lists commands, Ctrl-D quits")  # fmt: skip
+               "`help` lists commands, Tab completes, Ctrl-C stops a run, Ctrl-D quits")  # fmt: skip
     session.execute("thread")
     click.echo("\n".join(session.out))
     while True:
@@ -53,9 +49,13 @@ def _interactive(session: object) -> None:
         if line.strip() in ("quit", "exit", "q"):
             return
         try:
-            text = session.execute(line)
+            with session.sigint_stops():  # Ctrl-C stops the command, the session stays
+                text = session.execute(line)
         except DebugError as e:
             click.echo(f"error: {e}", err=True)
+            continue
+        except KeyboardInterrupt:  # between two checks of a command that does not poll
+            click.echo("interrupted", err=True)
             continue
         if text:
             click.echo(text)
@@ -79,6 +79,9 @@ def run_batch(session: object, lines: list[str], origin: str, echo: bool = True)
         except DebugError as e:
             click.echo(f"{origin}:{n}: error: {e}", err=True)
             return 1
+        except KeyboardInterrupt:
+            click.echo(f"{origin}:{n}: interrupted at cycle {session.chip.cycle}", err=True)
+            return 130
         if out:
             click.echo(out)
     return 0

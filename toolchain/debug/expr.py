@@ -27,11 +27,42 @@ _NAME = re.compile(r"(?<![\w$@])((?:@)?(?:\$\$?|n\$)?[A-Za-z_][\w]*(?:\.(?:in|ou
 
 
 class ExprError(ValueError):
-    pass
+    """A malformed or unsupported expression; `col` is the 0-based column in the text, or -1."""
+
+    def __init__(self, message: str, col: int = -1) -> None:
+        super().__init__(message)
+        self.col = col
 
 
 def names_in(text: str) -> list[str]:
     return [m[1] for m in _NAME.finditer(text) if not re.fullmatch(r"and|or|not|0x\w+", m[1])]
+
+
+_TOKEN = re.compile(rf"{_NAME.pattern}|&&|\|\||!(?!=)")
+
+
+def _rewrite(text: str, sub: Callable[[re.Match[str]], str]) -> tuple[str, list[int]]:
+    """`text` as Python source (names through `sub`, && || ! as and/or/not), and the
+    column in `text` of every character of the source (plus its end), for error positions."""
+    out: list[str] = []
+    cols: list[int] = []
+    pos = 0
+    for m in _TOKEN.finditer(text):
+        for i in range(pos, m.start()):
+            out.append(text[i])
+            cols.append(i)
+        tok = m[0]
+        rep = {"&&": " and ", "||": " or ", "!": " not "}.get(tok) or sub(m)
+        out.append(rep)
+        cols += [m.start()] * len(rep)
+        pos = m.end()
+    for i in range(pos, len(text)):
+        out.append(text[i])
+        cols.append(i)
+    cols.append(len(text))
+    src = "".join(out)
+    lead = len(src) - len(src.lstrip())
+    return src.strip(), cols[lead:]
 
 
 def evaluate(text: str, lookup: Callable[[str], int]) -> int:
@@ -46,12 +77,14 @@ def evaluate(text: str, lookup: Callable[[str], int]) -> int:
         mapping[key] = name
         return key
 
-    src = _NAME.sub(sub, text.strip())
-    src = re.sub(r"!(?!=)", " not ", src.replace("&&", " and ").replace("||", " or ")).strip()
+    src, cols = _rewrite(text, sub)
     try:
         tree = ast.parse(src, mode="eval")
-    except SyntaxError:
-        raise ExprError(f"cannot parse expression '{text}'") from None
+    except (SyntaxError, ValueError) as e:
+        off = getattr(e, "offset", None) or 0  # 0: at the end of the text
+        col = cols[min(off - 1, len(cols) - 1)] if off > 0 else cols[-1]
+        why = "it ends too early" if off <= 0 else getattr(e, "msg", "invalid syntax")
+        raise ExprError(f"cannot parse expression '{text.strip()}': {why}", col) from None
 
     def ev(node: ast.AST) -> int:
         if isinstance(node, ast.Expression):

@@ -108,8 +108,10 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
         npush = e->count > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : e->count;
         for (int i = 0; i < npush; i++) {
             uint32_t idx = (e->xidx + (uint32_t)i) & 127;
+            uint32_t was = m->xfer[e->xkind][idx];
             m->xfer[e->xkind][idx] = out[i];
-            if (c->nwp_reg) npk_reg_watch(c, m->idx, NPK_REG_SXFER_IN + e->xkind, idx);
+            if (c->nwp_reg)
+                npk_reg_watch(c, m->idx, NPK_REG_SXFER_IN + e->xkind, idx, was, out[i], e->me, e->ctx, NPK_PC_UNIT);
         }
     }
     npk_hist(c, NPK_EV_MEM_DONE, e->me, e->ctx, e->unit, e->cmd, e->addr);

@@ -67,6 +67,28 @@ static void test_programs(const npk_config *cfg)
     npk_destroy(c);
 }
 
+/* a register watchpoint stops once per change of value (immed[b2, 0] over 0 is none),
+ * and names the thread and the instruction that wrote it */
+static void test_watch(const npk_config *cfg)
+{
+    npk_chip *c = npk_create(cfg);
+    CHECK(c != NULL);
+    if (!c) return;
+    CHECK(npk_load_ustore(c, 0, prog_alu_loop, N(prog_alu_loop), 8) == NPK_OK);
+    CHECK(npk_me_enable(c, 0, 0x01) == NPK_OK);
+    int id = npk_wp_add_reg(c, 0, NPK_REG_GPR_B, 2), reason = -1, hits = 0;
+    npk_stop_info st;
+    for (;;) {
+        CHECK(npk_run(c, 100000, &reason) == NPK_OK);
+        if (reason != NPK_STOP_WATCHPOINT) break;
+        CHECK(npk_last_stop(c, &st) == NPK_OK);
+        CHECK(st.id == id && st.me == 0 && st.ctx == 0 && st.pc == 2);  /* alu[b2, b2, +, a1] */
+        hits++;
+    }
+    CHECK(reason == NPK_STOP_HALTED && hits == 10);
+    npk_destroy(c);
+}
+
 static void test_fuzz(const npk_config *cfg)
 {
     for (int round = 0; round < 12; round++) {
@@ -129,6 +151,7 @@ int main(void)
     npk_config cfg;
     config(&cfg);
     test_programs(&cfg);
+    test_watch(&cfg);
     test_fuzz(&cfg);
     test_errors(&cfg);
     if (failures) {
