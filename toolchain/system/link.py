@@ -147,16 +147,21 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     digest, so that whoever runs the image (the oracle) sees the same table."""
     import hashlib
 
-    from npkit.emulator.traffic.router_config import RouterConfig
-    from npkit.toolchain.router.loader import build_tables, load_config, load_routes
+    from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
+    from npkit.toolchain.router.loader import RouteFileError, build_tables, load_config, load_routes
 
     cfg_path = Path(router_config) if router_config else DEFAULT_ROUTER
-    config = RouterConfig.load(cfg_path)
-    if routes is None:
-        routes = config.route_file if config.route_file else DEFAULT_ROUTES
-    tables = build_tables(load_routes(routes), load_config(cfg_path))
-    record = {**config.to_dict(), "routes": str(Path(routes).resolve()),
-              "routes_sha256": hashlib.sha256(Path(routes).read_bytes()).hexdigest()}  # fmt: skip
+    try:
+        config = RouterConfig.load(cfg_path)
+        if routes is None:
+            routes = config.route_file if config.route_file else DEFAULT_ROUTES
+        tables = build_tables(load_routes(routes), load_config(cfg_path))
+        digest = hashlib.sha256(Path(routes).read_bytes()).hexdigest()
+    except (ConfigError, RouteFileError) as e:
+        raise LinkError(str(e)) from None
+    except OSError as e:
+        raise LinkError(f"{e.filename or routes}: {e.strerror or e}") from None
+    record = {**config.to_dict(), "routes": str(Path(routes).resolve()), "routes_sha256": digest}
     return config, tables, record
 
 
