@@ -332,6 +332,24 @@ def format_errors(exc: ValidationError, model: type[BaseModel], data: Any, sourc
     return "\n".join(out)
 
 
+def error_at(error: type[Exception], source: str, path: PathT, message: str,
+             located: Located | None = None) -> Exception:  # fmt: skip
+    """An error about `path` outside validation (a file the schema names cannot be read,
+    say), in the same `file:line: field: problem` form."""
+    data = located.data if located is not None else None
+    _, shown = data_path(path, data, keep_last=True) if data is not None else (path, _dotted(path))
+    line = located.line(path) if located is not None else None
+    where = f"{source}:{line}" if line is not None else source
+    return _fail(error, f"{where}: {shown or '(top level)'}: {message}")
+
+
+def _dotted(path: PathT) -> str:
+    out = ""
+    for e in path:
+        out += f"[{e}]" if isinstance(e, int) else (f".{e}" if out else str(e))
+    return out
+
+
 def data_path(loc: PathT, data: Any, keep_last: bool = False) -> tuple[PathT, str]:
     """The part of a pydantic location that names places in `data` (validator and union
     tags dropped), and its text (`ports[1].mac`, `units.sram.channels`)."""
@@ -346,7 +364,7 @@ def data_path(loc: PathT, data: Any, keep_last: bool = False) -> tuple[PathT, st
         elif isinstance(node, list) and isinstance(elem, int) and 0 <= elem < len(node):
             node = node[elem]
             shown += f"[{elem}]"
-        elif last and keep_last or isinstance(node, dict) and isinstance(elem, str) and _is_field(elem):
+        elif last and keep_last or node is None and keep_last or isinstance(node, dict) and isinstance(elem, str) and _is_field(elem):
             node = None
             shown += f".{elem}" if shown else str(elem)
         else:
