@@ -24,11 +24,11 @@ class UnitConfig(_Strict):
     """Timing of one shared unit (SRAM, DRAM, scratch, hash, CAP, MSF, PCI)."""
 
     channels: irange(1, 16) = Field(description="independent channels (SRAM and DRAM: 1..4)")
-    cmd_overhead: irange(0, 1_000_000) = Field(description="cycles from issue into the controller")
-    read_latency: irange(0, 1_000_000) = Field(description="cycles from service to the read data's signal")
-    write_latency: irange(0, 1_000_000) = Field(description="cycles from service to the write's signal")
+    cmd_overhead: U32 = Field(description="cycles from issue into the controller")
+    read_latency: U32 = Field(description="cycles from service to the read data's signal")
+    write_latency: U32 = Field(description="cycles from service to the write's signal")
     unit_bytes: irange(1, 256, power_of_two=True) = Field(description="bytes a channel moves per unit of time")
-    cycles_per_unit: irange(0, 1_000_000) = Field(description="cycles per unit_bytes (bandwidth)")
+    cycles_per_unit: U32 = Field(description="cycles per unit_bytes (bandwidth)")
     queue_depth: irange(0, 1 << 20) = Field(description="commands a channel holds; 0 = unbounded")
 
 

@@ -42,6 +42,7 @@ RUN_SLICE = 50_000
 MAX_NEXT_STEPS = 100_000
 MAX_WAKE_WAIT = 200_000
 HISTORY_KEEP = 20_000
+MAX_DUMP = 1 << 20  # bytes `mem` and `packet` show at most
 
 
 class DebugError(ValueError):
@@ -661,11 +662,17 @@ class Session:
         if len(args) < 2 or args[0] not in ("sram", "dram", "scratch"):
             raise DebugError("mem sram|dram|scratch ADDR [LEN]")
         addr = self._int(args[1])
-        length = self._int(args[2]) if len(args) > 2 else 64
+        length = self._dump_length(self._int(args[2]) if len(args) > 2 else 64)
         data = self.chip.mem_read(args[0], addr, length)
         self.emit(f"{args[0]} 0x{addr:x}, {length} bytes:")
         for ln in pkt.hexdump(data, addr):
             self.emit(ln)
+
+    @staticmethod
+    def _dump_length(n: int) -> int:
+        if not 0 <= n <= MAX_DUMP:
+            raise DebugError(f"length {n} outside 0..{MAX_DUMP}")
+        return n
 
     def cmd_rings(self, args: list[str], rest: str) -> None:
         any_ring = False
@@ -736,7 +743,7 @@ class Session:
             pad = pkt.guess_pad(head)
         if length is None:
             length = pkt.frame_length(head[pad:])
-        frame = self.chip.mem_read("dram", addr + pad, length)
+        frame = self.chip.mem_read("dram", addr + pad, self._dump_length(length))
         self.emit(f"packet at dram 0x{addr:x} = {how}" + (f", frame at +{pad}" if pad else "") + f", {length} bytes")
         for ln in pkt.decode(frame):
             self.emit(ln)
