@@ -33,13 +33,15 @@ class UnitConfig(_Strict):
 
 
 class Units(_Strict):
-    sram: UnitConfig
-    dram: UnitConfig
-    scratch: UnitConfig
-    hash: UnitConfig
-    cap: UnitConfig
-    msf: UnitConfig
-    pci: UnitConfig
+    """The shared units, each with its timing."""
+
+    sram: UnitConfig = Field(description="QDR SRAM controllers (channels 1..4)")
+    dram: UnitConfig = Field(description="DRAM controllers (channels 1..4)")
+    scratch: UnitConfig = Field(description="scratchpad (SHaC)")
+    hash: UnitConfig = Field(description="hash unit (SHaC)")
+    cap: UnitConfig = Field(description="CAP CSR access")
+    msf: UnitConfig = Field(description="media switch fabric CSR/RBUF/TBUF access")
+    pci: UnitConfig = Field(description="PCI target")
 
     @model_validator(mode="after")
     def _memory_channels(self) -> Units:

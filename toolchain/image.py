@@ -104,6 +104,21 @@ def _program_meta(p: Program) -> dict[str, Any]:
 
 def to_bytes(image: Image) -> bytes:
     validate_image(image)
+    meta = {
+        "format": FORMAT_VERSION,
+        "config": image.config,
+        "meta": image.meta,
+        "programs": [_program_meta(p) for p in image.programs],
+    }
+    labels = [[(s.name, s.value) for s in p.symbols if s.kind == "label" and isinstance(s.value, int)]
+              for p in image.programs]  # fmt: skip
+    return elf_bytes([p.words for p in image.programs], meta, labels, [p.name for p in image.programs])
+
+
+def elf_bytes(texts: list[list[int]], meta: dict[str, Any], labels: list[list[tuple[str, int]]],
+              names: list[str]) -> bytes:  # fmt: skip
+    """The ELF file of one `.text.N` section per word list and a `.npk.meta` of `meta`
+    (as given: `read_image` checks it), with the labels as symbols."""
     shstr = bytearray(b"\0")
     strtab = bytearray(b"\0")
 
@@ -114,24 +129,17 @@ def to_bytes(image: Image) -> bytes:
 
     sections: list[tuple[int, int, int, bytes, int, int, int]] = []  # name, type, flags, data, link, info, entsize
     text_index: list[int] = []
-    for n, prog in enumerate(image.programs):
-        data = b"".join(struct.pack("<Q", w) for w in prog.words)
+    for n, words in enumerate(texts):
+        data = b"".join(struct.pack("<Q", w) for w in words)
         text_index.append(len(sections) + 1)
         sections.append((sh_name(f".text.{n}"), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, data, 0, 0, 8))
-    meta = {
-        "format": FORMAT_VERSION,
-        "config": image.config,
-        "meta": image.meta,
-        "programs": [_program_meta(p) for p in image.programs],
-    }
     sections.append((sh_name(".npk.meta"), SHT_PROGBITS, 0, json.dumps(meta).encode(), 0, 0, 0))
     syms = bytearray(_SYM.pack(0, 0, 0, 0, 0, 0))
-    for n, prog in enumerate(image.programs):
-        for s in prog.symbols:
-            if s.kind == "label" and isinstance(s.value, int):
-                name_off = len(strtab)
-                strtab.extend(f"{prog.name}.{s.name}".encode() + b"\0")
-                syms.extend(_SYM.pack(name_off, s.value, 1, 0x10 | 0, 0, text_index[n]))  # global NOTYPE
+    for n, prog_labels in enumerate(labels):
+        for label, value in prog_labels:
+            name_off = len(strtab)
+            strtab.extend(f"{names[n]}.{label}".encode() + b"\0")
+            syms.extend(_SYM.pack(name_off, value, 1, 0x10 | 0, 0, text_index[n]))  # global NOTYPE
     symtab_idx = len(sections) + 1
     sections.append((sh_name(".symtab"), SHT_SYMTAB, 0, bytes(syms), symtab_idx + 1, 1, _SYM.size))
     sections.append((sh_name(".strtab"), SHT_STRTAB, 0, bytes(strtab), 0, 0, 0))

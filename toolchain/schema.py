@@ -101,6 +101,17 @@ def read_text(path: str | Path, *, limit: int = CONFIG_LIMIT, error: type[Except
     return decode_text(data, str(path), error=error, what=what)
 
 
+def file_state(path: Path) -> str:
+    """'file', 'missing' or what else is there (for messages about a named file); never
+    raises for a name the system refuses (too long, a NUL byte)."""
+    try:
+        if path.is_file():
+            return "file"
+        return "not a regular file" if path.exists() else "missing"
+    except (OSError, ValueError) as e:
+        return f"unusable ({getattr(e, 'strerror', None) or e})"
+
+
 def _size(n: int) -> str:
     return f"{n // MIB} MB" if n >= MIB and n % MIB == 0 else f"{n:,} bytes"
 
@@ -185,8 +196,9 @@ class _Walker:
 
 def parse_yaml(text: str, source: str, *, error: type[Exception] = InputError) -> Located:
     """Parse YAML text into data and its line map (one document)."""
-    loader = yaml.SafeLoader(text)
+    loader: yaml.SafeLoader | None = None
     try:
+        loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
         if node is None:
             return Located(None, source, {(): 1})
@@ -197,12 +209,16 @@ def parse_yaml(text: str, source: str, *, error: type[Exception] = InputError) -
         mark = e.problem_mark or e.context_mark
         where = f"{source}:{mark.line + 1}" if mark is not None else source
         raise _fail(error, f"{where}: YAML syntax: {e.problem or e.context}") from None
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1
+        raise _fail(error, f"{source}:{line}: character U+{e.character:04X} is not allowed in YAML") from None
     except yaml.YAMLError as e:
         raise _fail(error, f"{source}: YAML: {e}") from None
     except RecursionError:
         raise _fail(error, f"{source}: nested too deeply") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return Located(data, source, walker.lines)
 
 

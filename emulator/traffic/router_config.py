@@ -22,6 +22,7 @@ outcomes) are in router_schema.py; errors name the file and line.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -93,6 +94,11 @@ class RouterConfig:
                 return port
         return None
 
+    def route_problems(self, routes: Iterable[Any]) -> list[str]:
+        """What is wrong with `routes` (a route file given apart from the config) under
+        these ports: the checks router_schema makes of the config's own routes."""
+        return [p for _, p in route_problems([(q.address, q.prefix_len) for q in self.ports], routes)]
+
     def next_hops(self) -> list[tuple[int, int]]:
         """(ARP-resolvable next hop, port) pairs: what random routes may point at."""
         pairs = []
@@ -126,7 +132,7 @@ class RouterConfig:
                 static = load_routes(route_file)
             except (OSError, RouteError) as exc:
                 raise ConfigError(f"{at_routes}: {exc}") from None
-            for _, problem in route_problems(model.ports, static):
+            for _, problem in route_problems([p.address for p in model.ports], static):
                 raise ConfigError(f"{at_routes}: {route_file}: {problem}")
         else:
             static = []

@@ -11,7 +11,7 @@ and `send_redirects` (a real boolean).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,10 +26,10 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import Doc, at
+from npkit.toolchain.schema import Doc, at, file_state
 
 from .packet import ip, ip_str, mac_str
-from .routes import Route, RouteError, mask, parse_routes
+from .routes import RouteError, mask, parse_routes
 
 MAX_PORTS = 16  # the MSF device's limit (emulator/src/units/msf_dev.c)
 MAX_PORT_PREFIX = 30  # a /31 or /32 port has no host addresses besides the router's
@@ -136,9 +136,9 @@ class RouterConfigFile(BaseModel):
                 raise ValueError("an empty file name")
             base = (info.context or {}).get("base")
             path = Path(v) if base is None or Path(v).is_absolute() else Path(base) / v
-            if (info.context or {}).get("check_files", True) and not path.is_file():
-                raise ValueError(f"route file {str(path)!r} does not exist" if not path.exists()
-                                 else f"route file {str(path)!r} is not a regular file")  # fmt: skip
+            state = file_state(path)
+            if state != "file":
+                raise ValueError(f"route file {str(path)!r} " + ("does not exist" if state == "missing" else f"is {state}"))
             return v
         if isinstance(v, list):
             for i, line in enumerate(v):
@@ -175,31 +175,32 @@ class RouterConfigFile(BaseModel):
             except RouteError as e:  # across lines: a duplicate prefix
                 m = re.match(r"routes:(\d+): (.*)", str(e), re.S)
                 raise (at(("routes", int(m[1]) - 1), m[2]) if m else at("routes", str(e))) from None
-            for i, message in route_problems(self.ports, routes):
+            for i, message in route_problems([p.address for p in self.ports], routes):
                 raise at(("routes", i), message)
         return self
 
 
-def route_problems(ports: list[PortEntry], routes: list[Route]) -> Iterator[tuple[int, str]]:
-    """(index, problem) of each static route that contradicts the ports."""
-    connected = {(p.network, p.address[1]): i for i, p in enumerate(ports)}
+def route_problems(ports: list[tuple[int, int]], routes: Iterable[Any]) -> Iterator[tuple[int, str]]:
+    """(index, problem) of each static route (prefix, length, next_hop, port) that
+    contradicts the ports ((address, prefix length) each, index = position)."""
+    nets = [(a & mask(n), n) for a, n in ports]
+    connected = {net: i for i, net in enumerate(nets)}
     own = {}
-    for i, p in enumerate(ports):
-        own[p.address[0]] = f"port {i}'s own address"
-        own[p.broadcast] = f"port {i}'s subnet broadcast address"
+    for i, ((addr, _), (net, n)) in enumerate(zip(ports, nets, strict=True)):
+        own[addr] = f"port {i}'s own address"
+        own[net | (~mask(n) & 0xFFFFFFFF)] = f"port {i}'s subnet broadcast address"
     own[0xFFFFFFFF] = "the limited broadcast address"
     for k, r in enumerate(routes):
+        text = f"{ip_str(r.prefix)}/{r.length} {ip_str(r.next_hop)} {r.port}"
         if not 0 <= r.port < len(ports):
-            yield k, f"route {r}: port {r.port} does not exist (ports 0..{len(ports) - 1})"
+            yield k, f"route {text}: port {r.port} does not exist (ports 0..{len(ports) - 1})"
         elif (r.prefix, r.length) in connected:
-            yield k, f"route {r}: repeats the connected subnet of port {connected[(r.prefix, r.length)]}"
+            yield k, f"route {text}: repeats the connected subnet of port {connected[(r.prefix, r.length)]}"
         elif r.length == 32 and r.prefix in own:
-            yield k, (f"route {r}: {ip_str(r.prefix)} is {own[r.prefix]}; the router answers it "
+            yield k, (f"route {text}: {ip_str(r.prefix)} is {own[r.prefix]}; the router answers it "
                       "itself, so this route would never be used")  # fmt: skip
-        elif r.next_hop and not ports[r.port].on_subnet(r.next_hop):
-            p = ports[r.port]
-            yield k, (f"route {r}: next hop {ip_str(r.next_hop)} is not on port {r.port}'s subnet "
-                      f"{ip_str(p.network)}/{p.address[1]}")  # fmt: skip
+        elif r.next_hop and r.next_hop & mask(nets[r.port][1]) != nets[r.port][0]:
+            net, n = nets[r.port]
+            yield k, f"route {text}: next hop {ip_str(r.next_hop)} is not on port {r.port}'s subnet {ip_str(net)}/{n}"
         elif r.next_hop and r.next_hop in own:
-            yield k, f"route {r}: next hop {ip_str(r.next_hop)} is {own[r.next_hop]}"
-
+            yield k, f"route {text}: next hop {ip_str(r.next_hop)} is {own[r.next_hop]}"

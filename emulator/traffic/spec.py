@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from npkit.toolchain.schema import Located, load_yaml, validate
+from npkit.toolchain.schema import Located, file_state, load_yaml, validate
 
 from . import spec_schema
 from .router_config import ConfigError, RouterConfig
@@ -233,8 +233,8 @@ def _router(data: Any, base: Path, where: str, located: Located | None) -> Route
     if not isinstance(value, str) or not value.strip():
         return None  # the schema reports it
     path = Path(value) if Path(value).is_absolute() else base / value
-    if not path.is_file():
-        return None
+    if file_state(path) != "file":
+        return None  # the schema says why
     try:
         return RouterConfig.load(path)
     except ConfigError as exc:

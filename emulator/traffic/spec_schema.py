@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import Doc, at, irange
+from npkit.toolchain.schema import Doc, at, file_state, irange
 
 from .routes import RouteError, parse_prefix
 
@@ -242,8 +242,9 @@ def _file(value: Any, info: ValidationInfo, what: str) -> str:
         raise ValueError(f"a {what} file name, got {value!r}")
     base = (info.context or {}).get("base")
     path = Path(value) if base is None or Path(value).is_absolute() else Path(base) / value
-    if not path.is_file():
-        raise ValueError(f"{what} file {str(path)!r} " + ("does not exist" if not path.exists() else "is not a file"))
+    state = file_state(path)
+    if state != "file":
+        raise ValueError(f"{what} file {str(path)!r} " + ("does not exist" if state == "missing" else f"is {state}"))
     return str(path)
 
 

@@ -2,8 +2,8 @@
 
 A batch file is UTF-8 text, one debugger command a line, as typed at the `(npk)` prompt;
 blank lines and lines starting with `#` are skipped and `quit` ends the file early.  The
-file and each line are bounded (BATCH_LIMIT bytes, MAX_LINE characters) and a line holds
-no control characters, so a binary file is refused with its line before anything runs.
+file and each line are bounded (1 MB, 4,096 characters) and a line holds no control
+characters (but tab), so a binary file is refused with its line before anything runs.
 Which commands exist and what they take is the debugger's own table (`help`,
 docs/debugging.md); a command it refuses stops the batch with `FILE:LINE: error: ...`.
 """

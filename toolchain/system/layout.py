@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from npkit.toolchain.schema import Located, error_at, load_yaml, validate
+from npkit.toolchain.schema import Located, error_at, file_state, load_yaml, validate
 
 from .layout_schema import LayoutFile
 from .paths import LAYOUTS, MICROCODE
@@ -182,9 +182,9 @@ def load_layout(
         raw, source = path, "<layout>"
     else:
         p = Path(path)
-        if not p.exists() and (LAYOUTS / f"{path}.yaml").exists():
+        if file_state(p) != "file" and file_state(LAYOUTS / f"{path}.yaml") == "file":
             p = LAYOUTS / f"{path}.yaml"
-        if not p.exists():
+        if file_state(p) == "missing" or file_state(p).startswith("unusable"):
             raise LinkError(
                 f"layout {path}: no such file (layouts: {', '.join(sorted(x.stem for x in LAYOUTS.glob('*.yaml')))})"
             )

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import Doc, at, irange
+from npkit.toolchain.schema import Doc, at, file_state, irange
 
 RING_SIZES = (128, 256, 512, 1024)
 NUM_MES = 16
@@ -228,7 +228,7 @@ class LayoutFile(_Strict):
         microcode = ctx.get("microcode")
         for bname, b in self.blocks.items():
             src = b.source_file()
-            if src is not None and microcode is not None and not (Path(microcode) / src).is_file():
+            if src is not None and microcode is not None and file_state(Path(microcode) / src) != "file":
                 key = "variants" if b.variants is not None else "source"
                 raise at(("blocks", bname, key), f"source {src} not found under microcode/")
             if src is not None and not b.mes:

@@ -155,7 +155,10 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
         config = RouterConfig.load(cfg_path)
         if routes is None:
             routes = config.route_file if config.route_file else DEFAULT_ROUTES
-        tables = build_tables(load_routes(routes), load_config(cfg_path))
+        lines = load_routes(routes)
+        for problem in config.route_problems(lines)[:1]:  # a --routes file meets the config's checks
+            raise LinkError(f"{routes}: {problem}")
+        tables = build_tables(lines, load_config(cfg_path))
         digest = hashlib.sha256(Path(routes).read_bytes()).hexdigest()
     except (ConfigError, RouteFileError) as e:
         raise LinkError(str(e)) from None
