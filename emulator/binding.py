@@ -108,16 +108,15 @@ def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: A
                 for sub, fields in v.items():
                     if k == "units" and isinstance(fields, dict) and isinstance(merged.get(sub), dict):
                         merged[sub] = {**merged[sub], **fields}
-                        located.unlocated.update((k, sub, f) for f in fields)
+                        located.unlocated.update({(k, sub, f): f"the override {k}.{sub}.{f}" for f in fields})
                     else:
                         merged[sub] = fields
-                        located.unlocated.add((k, sub))
+                        located.unlocated[(k, sub)] = f"the override {k}.{sub}"
                 raw[k] = merged
             else:
                 raw[k] = v
-                located.unlocated.add((k,))
-    where = str(path) + (f" (with overrides {', '.join(sorted(overrides))})" if overrides else "")
-    cfg = validate(ChipConfig, raw, where, located=located, error=EmulatorError)
+                located.unlocated[(k,)] = f"the override {k}={v!r}"
+    cfg = validate(ChipConfig, raw, str(path), located=located, error=EmulatorError)
     return cfg.model_dump()
 
 

@@ -241,7 +241,7 @@ def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
                 ctx_enable=pm.ctx_enable,
             )
         )
-    image = Image(programs, checked.config, checked.meta.model_dump(exclude_unset=True))
+    image = Image(programs, checked.config, dict(meta.get("meta") or {}))  # as written, once checked
     validate_image(image, origin)
     return image
 

@@ -127,10 +127,18 @@ class Located:
     data: Any
     source: str
     lines: dict[PathT, int] = field(default_factory=dict)
-    unlocated: set[PathT] = field(default_factory=set)  # paths replaced from elsewhere (overrides)
+    unlocated: dict[PathT, str] = field(default_factory=dict)  # paths set from elsewhere -> by what
+
+    def origin(self, path: PathT) -> str | None:
+        """What set `path` instead of the file (an override), if anything did."""
+        for n in range(1, len(path) + 1):
+            note = self.unlocated.get(tuple(path[:n]))
+            if note is not None:
+                return note
+        return None
 
     def line(self, path: PathT) -> int | None:
-        if any(tuple(path[:n]) in self.unlocated for n in range(1, len(path) + 1)):
+        if self.origin(path) is not None:
             return None
         for n in range(len(path), -1, -1):
             line = self.lines.get(tuple(path[:n]))
@@ -342,7 +350,9 @@ def format_errors(exc: ValidationError, model: type[BaseModel], data: Any, sourc
         path, shown = data_path(loc, data, keep_last=err["type"] in ("missing", "npk_at"))
         line = located.line(path) if located is not None else None
         where = f"{source}:{line}" if line is not None else source
-        out.append(f"{where}: {shown or '(top level)'}: {message(err, model, path)}")
+        origin = located.origin(path) if located is not None else None
+        note = f" (set by {origin})" if origin else ""
+        out.append(f"{where}: {shown or '(top level)'}: {message(err, model, path)}{note}")
     if len(errors) > MAX_ERRORS:
         out.append(f"{source}: ... and {len(errors) - MAX_ERRORS} more errors")
     return "\n".join(out)
@@ -356,7 +366,9 @@ def error_at(error: type[Exception], source: str, path: PathT, message: str,
     _, shown = data_path(path, data, keep_last=True) if data is not None else (path, _dotted(path))
     line = located.line(path) if located is not None else None
     where = f"{source}:{line}" if line is not None else source
-    return _fail(error, f"{where}: {shown or '(top level)'}: {message}")
+    origin = located.origin(path) if located is not None else None
+    note = f" (set by {origin})" if origin else ""
+    return _fail(error, f"{where}: {shown or '(top level)'}: {message}{note}")
 
 
 def _dotted(path: PathT) -> str:

@@ -255,7 +255,7 @@ def spec_from_dict(
             if v is not None:
                 data[k] = v
                 if located is not None:
-                    located.unlocated.add((k,))
+                    located.unlocated[(k,)] = f"the override {k}={v!r}"
     router = _router(data, base, where, located)
     context = {"base": base, "nports": len(router.ports) if router else None}
     model = validate(TrafficSpecFile, data, where, located=located, error=SpecError, context=context)

@@ -201,7 +201,10 @@ def load_layout(
     raw = _apply_overrides(raw, overrides or {}, source)
     if located is not None:
         for key in overrides or {}:
-            located.unlocated.add(tuple(key.split(".")) if "." in key else ("params", key))
+            path = tuple(key.split(".")) if "." in key else ("params", key)
+            if path[0] not in raw and path[0] in (raw.get("blocks") or {}):
+                path = ("blocks", *path)
+            located.unlocated[path] = f"-D {key}={overrides[key]!r}"
     params = dict(raw.get("params") or {})
     # parameters may refer to parameters given before them
     for k in list(params):
