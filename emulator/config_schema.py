@@ -77,6 +77,14 @@ class MsfConfig(_Strict):
         return self
 
 
+class XScaleConfig(_Strict):
+    """The XScale core (npkit.xscale): its clock against the ME clock, lockstep quantum."""
+
+    clock_mhz: irange(1, 100_000) = Field(700, description="XScale clock, MHz")
+    quantum: irange(1, 1_000_000_000) = Field(20000, description="XScale instructions between synchronisations with the MEs")
+    gpe_link_latency_ns: irange(0, 1_000_000_000) = Field(1000, description="gpe placement: one access over the host link, ns")
+
+
 class ChipConfig(_Strict):
     """A chip model: sizes, timing, seeds (emulator/configs/ixp2800.yaml is the reference)."""
 
@@ -84,6 +92,8 @@ class ChipConfig(_Strict):
         "chip", description="model name shown in statistics (letters, digits, _ . + -)")
     clock_mhz: irange(1, 100_000) = Field(description="ME clock, MHz")
     num_me: irange(1, 16) = Field(description="microengines")
+    me_per_cluster: Literal[0, 1, 2, 4, 8] = Field(
+        0, description="MEs per cluster (IXP2800: 8, IXP2400: 4); 0: half of num_me rounded up to a power of two")
     ctx_per_me: Literal[8] = Field(description="hardware contexts per ME (the core models 8)")
     ustore_words: irange(256, 8192, power_of_two=True) = Field(
         description="control store, instructions (IXP2400: 4096, IXP2800: 8192)")
@@ -110,9 +120,12 @@ class ChipConfig(_Strict):
     hash_mult128_hi: U64 = Field(description="128-bit hash multiplier, high half")
     units: Units = Field(description="shared units, each with its timing")
     msf: MsfConfig = Field(default_factory=MsfConfig, description="media switch fabric device")
+    xscale: XScaleConfig = Field(default_factory=XScaleConfig, description="the XScale core")
 
     @model_validator(mode="after")
     def _cross(self) -> ChipConfig:
+        if self.me_per_cluster and self.num_me > 2 * self.me_per_cluster:
+            raise at("me_per_cluster", f"{self.num_me} MEs do not fit two clusters of {self.me_per_cluster}")
         need = self.scratch_rings * MIN_RING_BYTES
         if self.scratch_bytes < need:
             raise at("scratch_bytes", f"{self.scratch_bytes} bytes cannot hold {self.scratch_rings} scratch "

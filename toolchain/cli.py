@@ -25,7 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "why": "npkit.toolchain.debug.cli:why_cmd",
     "link": "npkit.toolchain.commands.link:link_cmd",
     "demo": "npkit.toolchain.commands.demo:demo_cmd",
-    "formats": "npkit.toolchain.formats:formats_cmd",
+    "formats": "npkit.toolchain.commands.formats:formats_cmd",
 }
 
 

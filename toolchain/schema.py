@@ -12,7 +12,7 @@ its reader; this module is what those readers share:
 - `validate` checks data against a model and rewrites pydantic's errors as
   `file:line: field.path: what is wrong`, raised as the format's own error class;
 - `irange`, `frange`, `Bounds` and `Doc` declare typed, bounded fields whose bounds the
-  error messages quote and docs/formats.md (npkit.toolchain.formats) lists.
+  error messages quote and docs/formats.md (npkit.toolchain.commands.formats) lists.
 
 A validator that finds a problem at a place other than its own field raises
 `at(path, message)`; the path is relative to the model that raises it.

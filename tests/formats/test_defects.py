@@ -400,7 +400,7 @@ def test_the_image_records_alloc_mem_sizes(tmp_path: Path) -> None:
 
 
 def test_docs_formats_md_is_current() -> None:
-    from npkit.toolchain.formats import DOCS_FILE, markdown
+    from npkit.toolchain.commands.formats import DOCS_FILE, markdown
 
     assert DOCS_FILE.read_text(encoding="utf-8") == markdown(), "run: npk formats --markdown > docs/formats.md"
     r = CliRunner().invoke(main, ["formats", "--check", str(DOCS_FILE)])

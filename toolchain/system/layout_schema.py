@@ -66,6 +66,17 @@ def parse_ring_size(v: Any) -> int:
     return v
 
 
+def parse_me(v: Any) -> int:
+    """One ME of a layout: its flat index (0..15).  (Where ME names exist, a string names
+    the ME the hardware way; this is the one place that reads them.)"""
+    return _strict_int(v, "ME")
+
+
+def me_text(me: int) -> str:
+    """An ME as messages show it."""
+    return str(me)
+
+
 def parse_mes(v: Any) -> list[int]:
     """`mes: [0, 1]`, `mes: 3` or `mes: {first: F, count: N}` -> list of MEs."""
     if isinstance(v, dict):
@@ -76,9 +87,9 @@ def parse_mes(v: Any) -> list[int]:
             raise at("count", f"count {count} outside 0..{NUM_MES}")
         mes = list(range(first, first + count))
     elif isinstance(v, list):
-        mes = [_strict_int(x, "ME") for x in v]
+        mes = [parse_me(x) for x in v]
     else:
-        mes = [_strict_int(v, "ME")]
+        mes = [parse_me(v)]
     for me in mes:
         if not 0 <= me < NUM_MES:
             raise ValueError(f"ME {me} outside 0..{NUM_MES - 1}")
@@ -235,7 +246,7 @@ class LayoutFile(_Strict):
                 raise at(("blocks", bname, "mes"), "no MEs")
             for me in b.mes:
                 if me in used:
-                    raise at(("blocks", bname, "mes"), f"ME {me} is already used by block {used[me]}")
+                    raise at(("blocks", bname, "mes"), f"ME {me_text(me)} is already used by block {used[me]}")
                 used[me] = bname
             for key, ring in (("in", b.in_), ("out", b.out)):
                 if ring is not None and ring not in self.rings:
