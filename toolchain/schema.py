@@ -321,6 +321,16 @@ NonNegInt = irange(0)
 PosInt = irange(1)
 
 
+def strict_int(v: Any, what: str, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer (not a bool, float or string) within lo..hi, for parsers of polymorphic
+    forms; ValueError says what was expected."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"{what}: expected an integer, got {v!r}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{what}: must be in {Bounds(lo, hi).text()}, got {v}")
+    return v
+
+
 def at(path: PathT | str | int, message: str) -> PydanticCustomError:
     """An error to raise from a validator about `path` (relative to the validated model)."""
     p = path if isinstance(path, tuple) else (path,)

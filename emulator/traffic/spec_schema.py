@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import Doc, at, file_state, irange
+from npkit.toolchain.schema import Doc, at, file_state, irange, strict_int
 
 from .routes import RouteError, parse_prefix
 
@@ -60,14 +60,6 @@ MAX_SIZES = 10_000
 MAX_FRAME = 16_384
 
 
-def _strict_int(v: Any, what: str, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"{what}: expected an integer, got {v!r}")
-    if not lo <= v <= hi:
-        raise ValueError(f"{what}: must be in {lo}..{hi}, got {v}")
-    return v
-
-
 def _weight(v: Any, what: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise ValueError(f"{what}: a weight is a finite number >= 0, got {v!r}")
@@ -83,14 +75,14 @@ def parse_size(value: Any) -> dict[str, Any]:
     if value == "imix":
         value = {"imix": [list(p) for p in IMIX]}
     if isinstance(value, int) and not isinstance(value, bool):
-        return {"values": [_strict_int(value, "size", 1, MAX_FRAME)], "weights": None, "uniform": None}
+        return {"values": [strict_int(value, "size", 1, MAX_FRAME)], "weights": None, "uniform": None}
     if isinstance(value, list):
         if not value or len(value) > MAX_SIZES:
             raise ValueError(f"a list of 1..{MAX_SIZES} frame sizes, got {len(value)}")
         vals = []
         for i, v in enumerate(value):
             try:
-                vals.append(_strict_int(v, size, 1, MAX_FRAME))
+                vals.append(strict_int(v, size, 1, MAX_FRAME))
             except ValueError as e:
                 raise at(i, str(e)) from None
         return {"values": vals, "weights": None, "uniform": None}
@@ -104,7 +96,7 @@ def parse_size(value: Any) -> dict[str, Any]:
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise at(("imix", i), f"a [size, weight] pair, got {pair!r}")
                 try:
-                    vals.append(_strict_int(pair[0], size, 1, MAX_FRAME))
+                    vals.append(strict_int(pair[0], size, 1, MAX_FRAME))
                     weights.append(_weight(pair[1], "weight"))
                 except ValueError as e:
                     raise at(("imix", i), str(e)) from None
@@ -115,7 +107,7 @@ def parse_size(value: Any) -> dict[str, Any]:
             vals, weights = [], []
             for k, w in arg.items():
                 try:
-                    vals.append(_strict_int(k, size, 1, MAX_FRAME))
+                    vals.append(strict_int(k, size, 1, MAX_FRAME))
                     weights.append(_weight(w, "weight"))
                 except ValueError as e:
                     raise at(("choice", k), str(e)) from None
@@ -124,7 +116,7 @@ def parse_size(value: Any) -> dict[str, Any]:
             if not isinstance(arg, list) or len(arg) != 2:
                 raise at("uniform", f"[lo, hi], got {arg!r}")
             try:
-                lo, hi = (_strict_int(v, size, 1, MAX_FRAME) for v in arg)
+                lo, hi = (strict_int(v, size, 1, MAX_FRAME) for v in arg)
             except ValueError as e:
                 raise at("uniform", str(e)) from None
             if lo > hi:
@@ -201,7 +193,7 @@ def parse_arrivals(value: Any) -> dict[str, Any]:
         ((kind, arg),) = value.items()
         if kind == "burst":
             try:
-                return {"kind": "burst", "burst": _strict_int(arg, "a packet count", 1, 1_000_000)}
+                return {"kind": "burst", "burst": strict_int(arg, "a packet count", 1, 1_000_000)}
             except ValueError as e:
                 raise at("burst", str(e)) from None
         if kind == "on_off":
@@ -210,7 +202,7 @@ def parse_arrivals(value: Any) -> dict[str, Any]:
             out: dict[str, Any] = {"kind": "on_off"}
             for k, lo in (("on_ns", 1), ("off_ns", 0)):
                 try:
-                    out[k] = _strict_int(arg[k], k, lo, MAX_DURATION_NS)
+                    out[k] = strict_int(arg[k], k, lo, MAX_DURATION_NS)
                 except ValueError as e:
                     raise at(("on_off", k), str(e)) from None
             exp = arg.get("exponential", False)
@@ -231,7 +223,7 @@ def parse_wire(value: Any) -> dict[str, int]:
     out = dict(WIRE_PRESETS["ethernet"])
     for k, v in value.items():
         try:
-            out[k] = _strict_int(v, f"{k} (bytes)", 0, 1024)
+            out[k] = strict_int(v, f"{k} (bytes)", 0, 1024)
         except ValueError as e:
             raise at(k, str(e)) from None
     return out

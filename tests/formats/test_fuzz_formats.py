@@ -111,6 +111,16 @@ def _located(err: Exception, path: Path) -> None:
     assert "Traceback" not in text and "object at 0x" not in text, text
 
 
+def load_or_refuse(path: Path, data: bytes, load: Any, error: type[Exception]) -> Any:
+    """Write `data` to `path` and load it: the result, or None after a located `error`."""
+    path.write_bytes(data)
+    try:
+        return load(path)
+    except error as e:
+        _located(e, path)
+        return None
+
+
 def _keys(*models: Any) -> list[str]:
     from npkit.toolchain.schema import walk_models
 
@@ -135,14 +145,8 @@ def _chip_keys() -> list[str]:
 @FUZZ
 @given(data=mutated(CHIP_TEXT, _chip_keys()))
 def test_chip_config(tmp_path: Path, data: bytes) -> None:
-    path = tmp_path / "chip.yaml"
-    path.write_bytes(data)
-    try:
-        cfg = load_config(path)
-    except EmulatorError as e:
-        _located(e, path)
-    else:
-        assert 1 <= cfg["num_me"] <= 16 and cfg["ustore_words"] <= 8192
+    cfg = load_or_refuse(tmp_path / "chip.yaml", data, load_config, EmulatorError)
+    assert cfg is None or 1 <= cfg["num_me"] <= 16 and cfg["ustore_words"] <= 8192
 
 
 # ---- router config --------------------------------------------------------------------------
@@ -160,14 +164,8 @@ def _router_keys() -> list[str]:
 @given(data=mutated(ROUTER_TEXT, _router_keys()))
 def test_router_config(tmp_path: Path, data: bytes) -> None:
     shutil.copy(EXAMPLES / "routes.txt", tmp_path / "routes.txt")
-    path = tmp_path / "router.yaml"
-    path.write_bytes(data)
-    try:
-        cfg = RouterConfig.load(path)
-    except ConfigError as e:
-        _located(e, path)
-    else:
-        assert cfg.ports and len({p.mac for p in cfg.ports}) == len(cfg.ports)
+    cfg = load_or_refuse(tmp_path / "router.yaml", data, RouterConfig.load, ConfigError)
+    assert cfg is None or cfg.ports and len({p.mac for p in cfg.ports}) == len(cfg.ports)
 
 
 # ---- traffic spec ---------------------------------------------------------------------------
@@ -216,13 +214,8 @@ def _layout_keys() -> list[str]:
 @given(which=st.integers(0, 1), data=st.data())
 def test_layout(tmp_path: Path, which: int, data: st.DataObject) -> None:
     raw = data.draw(mutated(LAYOUT_TEXTS[which], _layout_keys()))
-    path = tmp_path / "layout.yaml"
-    path.write_bytes(raw)
-    try:
-        lay = load_layout(path)
-    except LinkError as e:
-        _located(e, path)
-    else:
+    lay = load_or_refuse(tmp_path / "layout.yaml", raw, load_layout, LinkError)
+    if lay is not None:
         assert len({me for b in lay.blocks.values() for me in b.mes}) == sum(len(b.mes) for b in lay.blocks.values())
 
 
@@ -247,14 +240,8 @@ def route_files(draw: st.DrawFn) -> bytes:
 @FUZZ
 @given(data=st.one_of(route_files(), st.binary(max_size=200)))
 def test_route_file(tmp_path: Path, data: bytes) -> None:
-    path = tmp_path / "routes.txt"
-    path.write_bytes(data)
-    try:
-        routes = load_routes(path)
-    except RouteError as e:
-        _located(e, path)
-    else:
-        assert all(0 <= r.length <= 32 for r in routes)
+    routes = load_or_refuse(tmp_path / "routes.txt", data, load_routes, RouteError)
+    assert routes is None or all(0 <= r.length <= 32 for r in routes)
 
 
 def test_route_file_from_dev_zero_is_refused_at_once() -> None:
@@ -314,13 +301,8 @@ def image_files(draw: st.DrawFn) -> bytes:
 @FUZZ
 @given(data=image_files())
 def test_image_metadata(tmp_path: Path, data: bytes) -> None:
-    path = tmp_path / "image.elf"
-    path.write_bytes(data)
-    try:
-        image = read_image(path)
-    except ImageError as e:
-        _located(e, path)
-    else:
+    image = load_or_refuse(tmp_path / "image.elf", data, read_image, ImageError)
+    if image is not None:
         for p in image.programs:
             assert all(0 <= v < 1 << 32 for _, _, v in p.init_regs)
             assert from_bytes(data, "again").programs[0].words == p.words

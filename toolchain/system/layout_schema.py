@@ -30,18 +30,12 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import Doc, at, file_state, irange
+from npkit.toolchain.schema import Doc, at, file_state, irange, strict_int
 
 RING_SIZES = (128, 256, 512, 1024)
 NUM_MES = 16
 FULL_FLAG_RINGS = 12  # scratch rings 0..11 have a full flag (SCR_RINGn_STATUS)
 MAX_QLIMIT = 4096  # the buffers there are (SysMap.n_bufs): a longer queue cannot fill
-
-
-def _strict_int(v: Any, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"{what}: expected an integer, got {v!r}")
-    return v
 
 
 def parse_ring_numbers(v: Any) -> list[int]:
@@ -51,7 +45,7 @@ def parse_ring_numbers(v: Any) -> list[int]:
         raise ValueError("an empty list of ring numbers")
     out = []
     for i, n in enumerate(items):
-        n = _strict_int(n, "ring")
+        n = strict_int(n, "ring")
         if not 0 <= n <= 15:
             raise at(i, f"scratch ring number {n} outside 0..15") if isinstance(v, list) else \
                 ValueError(f"scratch ring number {n} outside 0..15")  # fmt: skip
@@ -60,7 +54,7 @@ def parse_ring_numbers(v: Any) -> list[int]:
 
 
 def parse_ring_size(v: Any) -> int:
-    v = _strict_int(v, "size")
+    v = strict_int(v, "size")
     if v not in RING_SIZES:
         raise ValueError(f"size {v} is not 128, 256, 512 or 1024 longwords")
     return v
@@ -69,7 +63,7 @@ def parse_ring_size(v: Any) -> int:
 def parse_me(v: Any) -> int:
     """One ME of a layout: its flat index (0..15).  (Where ME names exist, a string names
     the ME the hardware way; this is the one place that reads them.)"""
-    return _strict_int(v, "ME")
+    return strict_int(v, "ME")
 
 
 def me_text(me: int) -> str:
@@ -82,7 +76,7 @@ def parse_mes(v: Any) -> list[int]:
     if isinstance(v, dict):
         if set(v) != {"first", "count"}:
             raise ValueError(f"{{first: F, count: N}} needs exactly first and count, got {sorted(map(str, v))}")
-        first, count = _strict_int(v["first"], "first"), _strict_int(v["count"], "count")
+        first, count = strict_int(v["first"], "first"), strict_int(v["count"], "count")
         if not 0 <= count <= NUM_MES:
             raise at("count", f"count {count} outside 0..{NUM_MES}")
         mes = list(range(first, first + count))
@@ -97,7 +91,7 @@ def parse_mes(v: Any) -> list[int]:
 
 
 def parse_threads(v: Any) -> int:
-    v = _strict_int(v, "threads")
+    v = strict_int(v, "threads")
     if v not in (4, 8):
         raise ValueError(f"threads must be 4 or 8, got {v}")
     return v
