@@ -191,16 +191,24 @@ def route_problems(ports: list[tuple[int, int]], routes: Iterable[Any]) -> Itera
         own[net | (~mask(n) & 0xFFFFFFFF)] = f"port {i}'s subnet broadcast address"
     own[0xFFFFFFFF] = "the limited broadcast address"
     for k, r in enumerate(routes):
-        text = f"{ip_str(r.prefix)}/{r.length} {ip_str(r.next_hop)} {r.port}"
-        if not 0 <= r.port < len(ports):
-            yield k, f"route {text}: port {r.port} does not exist (ports 0..{len(ports) - 1})"
-        elif (r.prefix, r.length) in connected:
-            yield k, f"route {text}: repeats the connected subnet of port {connected[(r.prefix, r.length)]}"
-        elif r.length == 32 and r.prefix in own:
-            yield k, (f"route {text}: {ip_str(r.prefix)} is {own[r.prefix]}; the router answers it "
-                      "itself, so this route would never be used")  # fmt: skip
-        elif r.next_hop and r.next_hop & mask(nets[r.port][1]) != nets[r.port][0]:
-            net, n = nets[r.port]
-            yield k, f"route {text}: next hop {ip_str(r.next_hop)} is not on port {r.port}'s subnet {ip_str(net)}/{n}"
-        elif r.next_hop and r.next_hop in own:
-            yield k, f"route {text}: next hop {ip_str(r.next_hop)} is {own[r.next_hop]}"
+        problem = _route_problem(r, nets, connected, own)
+        if problem is not None:
+            yield k, f"route {ip_str(r.prefix)}/{r.length} {ip_str(r.next_hop)} {r.port}: {problem}"
+
+
+def _route_problem(r: Any, nets: list[tuple[int, int]], connected: dict[tuple[int, int], int],
+                   own: dict[int, str]) -> str | None:  # fmt: skip
+    """What is wrong with one route, or None (kept cheap: a million routes pass through)."""
+    if not 0 <= r.port < len(nets):
+        return f"port {r.port} does not exist (ports 0..{len(nets) - 1})"
+    if (r.prefix, r.length) in connected:
+        return f"repeats the connected subnet of port {connected[(r.prefix, r.length)]}"
+    if r.length == 32 and r.prefix in own:
+        return f"{ip_str(r.prefix)} is {own[r.prefix]}; the router answers it itself, so this route would never be used"
+    if r.next_hop:
+        net, n = nets[r.port]
+        if r.next_hop & mask(n) != net:
+            return f"next hop {ip_str(r.next_hop)} is not on port {r.port}'s subnet {ip_str(net)}/{n}"
+        if r.next_hop in own:
+            return f"next hop {ip_str(r.next_hop)} is {own[r.next_hop]}"
+    return None

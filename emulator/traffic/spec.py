@@ -69,6 +69,9 @@ Replay: `source: {pcap: FILE, timing: original | rate, loop: 1, pad: true}` repl
 capture on that port, at its own timestamps (shifted to start at `start_ns`, delayed
 where the link is still busy) or evenly at the port's rate; frames under 60 bytes are
 zero-padded as a sending MAC would, unless `pad: false`.
+
+The schema (every key typed and bounded, errors at `file:line: key`) is spec_schema.py;
+docs/formats.md lists it field by field.
 """
 
 from __future__ import annotations
