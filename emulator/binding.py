@@ -22,7 +22,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from cffi import FFI
 
 from . import me_names
@@ -93,22 +92,34 @@ def config_path(name_or_path: str | os.PathLike[str]) -> Path:
 
 
 def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: Any) -> dict[str, Any]:
-    """Read a config YAML into a dict; keyword overrides replace top-level keys
-    (use units={"sram": {...}} to override unit fields)."""
-    raw = yaml.safe_load(config_path(name_or_path).read_text())
-    if not isinstance(raw, dict):
-        raise EmulatorError(f"config {name_or_path} is not a mapping")
-    for k, v in overrides.items():
-        if k == "units":
-            for unit, fields in v.items():
-                raw.setdefault("units", {}).setdefault(unit, {}).update(fields)
-        else:
-            raw[k] = v
-    missing = [k for k in _SCALARS if k not in raw]
-    missing += [f"units.{u}.{f}" for u in UNITS for f in _UNIT_FIELDS if f not in raw.get("units", {}).get(u, {})]
-    if missing:
-        raise EmulatorError(f"config {name_or_path} lacks: {', '.join(missing)}")
-    return raw
+    """Read a config YAML, checked against its schema (emulator/config_schema.py), into a
+    dict; keyword overrides replace top-level keys (units={"sram": {...}} and msf={...}
+    replace single fields of a unit).  Raises EmulatorError `file:line: field: problem`."""
+    from npkit.toolchain.schema import load_yaml, validate
+
+    from .config_schema import ChipConfig
+
+    path = config_path(name_or_path)
+    located = load_yaml(path, error=EmulatorError, what="chip config")
+    raw = located.data
+    if overrides and isinstance(raw, dict):
+        raw = dict(raw)
+        for k, v in overrides.items():
+            if k in ("units", "msf") and isinstance(v, dict) and isinstance(raw.get(k), dict):
+                merged = dict(raw[k])
+                for sub, fields in v.items():
+                    if k == "units" and isinstance(fields, dict) and isinstance(merged.get(sub), dict):
+                        merged[sub] = {**merged[sub], **fields}
+                        located.unlocated.update({(k, sub, f): f"the override {k}.{sub}.{f}" for f in fields})
+                    else:
+                        merged[sub] = fields
+                        located.unlocated[(k, sub)] = f"the override {k}.{sub}"
+                raw[k] = merged
+            else:
+                raw[k] = v
+                located.unlocated[(k,)] = f"the override {k}={v!r}"
+    cfg = validate(ChipConfig, raw, str(path), located=located, error=EmulatorError)
+    return cfg.model_dump()
 
 
 def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:

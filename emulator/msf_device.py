@@ -8,22 +8,9 @@ from __future__ import annotations
 from array import array
 
 from .binding import Chip
+from .config_schema import MsfConfig
 
-MSF_DEFAULTS: dict[str, int] = {
-    "ports": 5,
-    "rate_bps": 1_000_000_000,
-    "rbuf_elem_bytes": 64,
-    "rbuf_elems": 128,
-    "tbuf_elem_bytes": 64,
-    "tbuf_elems": 128,
-    "preamble_bytes": 8,
-    "fcs_bytes": 4,
-    "ifg_bytes": 12,
-    "tx_fifo_bytes": 4096,
-    "spi_bps": 12_800_000_000,
-    "freelist_depth": 128,
-    "tx_start_bytes": 0,
-}
+MSF_DEFAULTS: dict[str, int] = MsfConfig().model_dump()  # the schema's defaults (config_schema.py)
 DROP_NAMES = {32: "rbuf_full", 33: "no_rx_thread", 37: "tbuf_underrun"}
 PORT_FIELDS = ["rx_offered", "rx_received", "rx_bytes", "rx_mpackets", "rx_drop_rbuf_full",
                "rx_drop_no_rx_thread", "tx_elements", "tx_frames", "tx_bytes", "tx_drop_underrun",
@@ -35,17 +22,12 @@ class MsfError(ValueError):
 
 
 def msf_config(chip: Chip, **overrides: int) -> dict[str, int]:
-    """The chip config's `msf:` section over the defaults, then overrides."""
-    cfg = dict(MSF_DEFAULTS)
-    for k, v in (chip.config.get("msf") or {}).items():
-        if k not in MSF_DEFAULTS:
-            raise MsfError(f"config msf.{k}: unknown key (known: {', '.join(MSF_DEFAULTS)})")
-        cfg[k] = int(v)
-    for k, v in overrides.items():
-        if k not in MSF_DEFAULTS:
-            raise MsfError(f"msf override {k}: unknown key")
-        cfg[k] = int(v)
-    return cfg
+    """The chip config's `msf:` section (defaults filled in by its schema), then overrides,
+    checked by the same schema."""
+    from npkit.toolchain.schema import validate
+
+    cfg = {**MSF_DEFAULTS, **(chip.config.get("msf") or {}), **overrides}
+    return validate(MsfConfig, cfg, "msf config", error=MsfError).model_dump()
 
 
 class MsfDevice:

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {
     "link": "npkit.toolchain.commands.link:link_cmd",
     "demo": "npkit.toolchain.commands.demo:demo_cmd",
     "xscale": "npkit.xscale.cli:xscale_cmd",
+    "formats": "npkit.toolchain.commands.formats:formats_cmd",
 }
 
 

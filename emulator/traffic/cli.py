@@ -89,6 +89,25 @@ def _progress(label: str) -> Callable[[int, int], None] | None:
     return report
 
 
+class GenerationProgress:
+    """`generating traffic: N packets` on stderr while a run generates a spec's traffic
+    (only on a terminal); `finish()` ends the line."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, packets: int) -> None:
+        if self.enabled:
+            click.echo(f"\r  generating traffic: {packets:,} packets", err=True, nl=False)
+            self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            click.echo("", err=True)
+            self.shown = False
+
+
 def _gen_text(s: dict[str, Any]) -> str:
     lines = [f"{s['packets']} packets -> {s['dir']} (seed {s['seed']}, "
              f"{s['elapsed_s']} s, {s['packets_per_s']} pkt/s)"]

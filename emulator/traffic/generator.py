@@ -63,6 +63,7 @@ from .packet import (
 from .pcap import PcapReader, PcapWriter
 from .routes import Route, is_reserved, mask
 from .spec import KINDS, PortSpec, SpecError, TrafficSpec
+from .spec_schema import MAX_PACKETS
 
 TUNNEL_PORT = 49152  # outer UDP destination port of seed-003 tunnel packets
 ROUTER_ALERT = b"\x94\x04\x00\x00"  # RFC 2113 IP option: 4 bytes, IHL 6
@@ -220,6 +221,9 @@ class Schedule:
             t = clock.next((plen + overhead) * 8)
             if t >= end:
                 break
+            if n >= MAX_PACKETS:
+                raise SpecError(f"ports.{port.index}: more than {MAX_PACKETS:,} packets: "
+                                "lower count or duration_ns")  # fmt: skip
             times.append(t)
             lens.append(plen)
             kinds.append(kind)
@@ -249,7 +253,7 @@ class Schedule:
         for loop in range(replay.loop):
             for rec, frame, s in zip(records, frames_in, ser, strict=True):
                 if len(frames) >= count:
-                    break
+                    return self._keep(frames)
                 if replay.timing == "original":
                     t = port.start_ns + rec.timestamp_ns - base + loop * span
                     if t < busy_until:
@@ -257,13 +261,19 @@ class Schedule:
                         t = busy_until
                 else:
                     t = clock.next(wire.wire_bytes(len(frame)) * 8)
-                if t >= end:
-                    break
+                if t >= end:  # every later frame, of this loop and the next, is later still
+                    return self._keep(frames)
+                if len(frames) >= MAX_PACKETS:
+                    raise SpecError(f"ports.{port.index}.source: the replay would make more than "
+                                    f"{MAX_PACKETS:,} packets: lower loop, or set count or duration_ns")  # fmt: skip
                 busy_until = t + s
                 self.times.append(t)
                 self.lens.append(len(frame))
                 self.kinds.append(replay_kind)
                 frames.append(frame)
+        self._keep(frames)
+
+    def _keep(self, frames: list[bytes]) -> None:
         self.frames = frames
 
 

@@ -15,23 +15,24 @@ the same file. Example (`examples/traffic/router.yaml`)::
     send_redirects: true            # RFC 1812 5.2.7.2 / 4.3.3.2 (default true)
 
 Each port's subnet is also a *connected route* (next hop 0.0.0.0 = on-link, out of
-that port); the route file must not repeat a connected prefix. Checks made on load,
-because a wrong config otherwise shows up as puzzling packet outcomes: port addresses
-are unicast host addresses of their subnet, subnets do not overlap, MACs are unicast and
-distinct, route ports exist, and a route's next hop lies on its output port's subnet.
+that port); the route file must not repeat a connected prefix. The file's schema and
+every check made on load (a wrong config otherwise shows up as puzzling packet
+outcomes) are in router_schema.py; errors name the file and line.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
+from npkit.toolchain.schema import Located, load_yaml, validate
 
-from .packet import ip, ip_str, is_group_mac, mac, mac_str
-from .routes import Route, RouteError, RouteTable, load_routes, mask, parse_prefix, parse_routes
+from .packet import ip_str, mac_str
+from .router_schema import RouterConfigFile, route_problems
+from .routes import Route, RouteError, RouteTable, load_routes, mask, parse_routes
 
 
 class ConfigError(ValueError):
@@ -75,7 +76,6 @@ class RouterConfig:
     routes: RouteTable = field(init=False)
 
     def __post_init__(self) -> None:
-        self.validate()
         self.routes = RouteTable([*self.connected_routes(), *self.static_routes])
 
     # -- derived facts
@@ -94,6 +94,11 @@ class RouterConfig:
                 return port
         return None
 
+    def route_problems(self, routes: Iterable[Any]) -> list[str]:
+        """What is wrong with `routes` (a route file given apart from the config) under
+        these ports: the checks router_schema makes of the config's own routes."""
+        return [p for _, p in route_problems([(q.address, q.prefix_len) for q in self.ports], routes)]
+
     def next_hops(self) -> list[tuple[int, int]]:
         """(ARP-resolvable next hop, port) pairs: what random routes may point at."""
         pairs = []
@@ -103,101 +108,42 @@ class RouterConfig:
                 pairs.append((addr, port.index))
         return pairs
 
-    # -- checks
-
-    def _fail(self, message: str) -> ConfigError:
-        where = f"{self.source}: " if self.source else ""
-        return ConfigError(where + message)
-
-    def validate(self) -> None:
-        if not self.ports:
-            raise self._fail("no ports")
-        macs: set[bytes] = set()
-        for p in self.ports:
-            if is_group_mac(p.mac):
-                raise self._fail(f"{p}: MAC must be unicast (I/G bit clear)")
-            if p.mac in macs:
-                raise self._fail(f"{p}: MAC used by another port")
-            macs.add(p.mac)
-            if p.prefix_len > 30:
-                raise self._fail(f"{p}: prefix length must be <= 30")
-            if p.address in (p.network, p.broadcast):
-                raise self._fail(f"{p}: address is the subnet's network or broadcast address")
-            for q in self.ports[: p.index]:
-                if q.on_subnet(p.network) or p.on_subnet(q.network):
-                    raise self._fail(f"{p}: subnet overlaps {q}")
-        for addr, hw in self.arp.items():
-            if is_group_mac(hw):
-                raise self._fail(f"arp {ip_str(addr)}: MAC {mac_str(hw)} is not unicast")
-        connected = {(p.network, p.prefix_len) for p in self.ports}
-        for r in self.static_routes:
-            if not 0 <= r.port < len(self.ports):
-                raise self._fail(f"route {r}: port {r.port} does not exist")
-            if (r.prefix, r.length) in connected:
-                raise self._fail(f"route {r}: repeats the connected subnet of port {r.port}")
-            if r.next_hop and not self.ports[r.port].on_subnet(r.next_hop):
-                raise self._fail(
-                    f"route {r}: next hop {ip_str(r.next_hop)} is not on port {r.port}'s "
-                    f"subnet {ip_str(self.ports[r.port].network)}/{self.ports[r.port].prefix_len}"
-                )
-
     # -- (de)serialisation
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], base_dir: Path | None = None,
-                  source: Path | None = None) -> RouterConfig:
-        where = f"{source}: " if source else ""
-        if not isinstance(data, dict):
-            raise ConfigError(f"{where}top level must be a mapping")
-        unknown = set(data) - {"ports", "arp", "routes", "send_redirects"}
-        if unknown:
-            raise ConfigError(f"{where}unknown keys: {', '.join(sorted(unknown))}")
-        ports = []
-        for i, entry in enumerate(data.get("ports") or []):
-            try:
-                addr, length = _address_with_prefix(str(entry["address"]))
-                ports.append(PortConfig(i, addr, length, mac(str(entry["mac"]))))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ConfigError(f"{where}ports[{i}]: {exc}") from None
-        arp = {}
-        for key, value in (data.get("arp") or {}).items():
-            try:
-                arp[ip(str(key))] = mac(str(value))
-            except ValueError as exc:
-                raise ConfigError(f"{where}arp: {exc}") from None
-        routes_spec = data.get("routes")
+                  source: Path | None = None, located: Located | None = None) -> RouterConfig:
+        """A config from parsed YAML, checked against its schema (router_schema.py); a
+        route file named by `routes` is read relative to `base_dir`."""
+        where = str(source) if source else "<router config>"
+        model = validate(RouterConfigFile, data, where, located=located, error=ConfigError,
+                         context={"base": base_dir})  # fmt: skip
+        ports = [PortConfig(i, p.address[0], p.address[1], p.mac) for i, p in enumerate(model.ports)]
         route_file = None
-        try:
-            if routes_spec is None:
-                static: list[Route] = []
-            elif isinstance(routes_spec, str):
-                route_file = Path(routes_spec)
-                if base_dir is not None and not route_file.is_absolute():
-                    route_file = base_dir / route_file
+        if isinstance(model.routes, list):
+            static = parse_routes("\n".join(model.routes), f"{where}: routes")
+        elif isinstance(model.routes, str):
+            route_file = Path(model.routes)
+            if base_dir is not None and not route_file.is_absolute():
+                route_file = base_dir / route_file
+            line = located.line(("routes",)) if located is not None else None
+            at_routes = f"{where}:{line}: routes" if line else f"{where}: routes"
+            try:
                 static = load_routes(route_file)
-            elif isinstance(routes_spec, list):
-                static = parse_routes("\n".join(map(str, routes_spec)), f"{where}routes")
-            else:
-                raise ConfigError(f"{where}routes: a file name or a list of route lines")
-        except (OSError, RouteError) as exc:
-            raise ConfigError(f"{where}routes: {exc}") from None
-        return cls(
-            ports=ports,
-            arp=arp,
-            static_routes=static,
-            send_redirects=bool(data.get("send_redirects", True)),
-            route_file=route_file,
-            source=source,
-        )
+            except (OSError, RouteError) as exc:
+                raise ConfigError(f"{at_routes}: {exc}") from None
+            for _, problem in route_problems([p.address for p in model.ports], static):
+                raise ConfigError(f"{at_routes}: {route_file}: {problem}")
+        else:
+            static = []
+        return cls(ports=ports, arp=dict(model.arp), static_routes=static, send_redirects=model.send_redirects,
+                   route_file=route_file, source=source)  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path) -> RouterConfig:
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-        return cls.from_dict(data, base_dir=path.parent, source=path)
+        located = load_yaml(path, error=ConfigError, what="router config")
+        return cls.from_dict(located.data, base_dir=path.parent, source=path, located=located)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -210,14 +156,6 @@ class RouterConfig:
                                                                     self.static_routes],
             "send_redirects": self.send_redirects,
         }
-
-
-def _address_with_prefix(text: str) -> tuple[int, int]:
-    addr_text, sep, len_text = text.partition("/")
-    if not sep:
-        raise ValueError(f"address {text!r} needs a /prefix length")
-    _, length = parse_prefix(f"0.0.0.0/{len_text}")
-    return ip(addr_text), length
 
 
 def load_router_config(path: str | Path) -> RouterConfig:

@@ -164,9 +164,19 @@ def parse_routes(text: str, source: str = "<routes>") -> list[Route]:
     return routes
 
 
+ROUTE_FILE_LIMIT = 256 << 20  # bytes: a few million routes
+
+
+def read_route_file(path: str | Path, error: type[Exception] = RouteError) -> str:
+    """The text of a route file: UTF-8, at most ROUTE_FILE_LIMIT bytes, no NUL byte
+    (`/dev/zero` or a binary file is an error naming the file, found at once)."""
+    from npkit.toolchain.schema import read_text
+
+    return read_text(path, limit=ROUTE_FILE_LIMIT, error=error, what="route file")
+
+
 def load_routes(path: str | Path) -> list[Route]:
-    path = Path(path)
-    return parse_routes(path.read_text(), str(path))
+    return parse_routes(read_route_file(path), str(path))
 
 
 def format_routes(routes: Iterable[Route], header: str = "") -> str:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,11 +46,13 @@ class Traffic:
 
 
 def load_traffic_source(path: str | Path, duration_ns: int | None = None,
-                        overrides: dict[str, Any] | None = None) -> Traffic:
+                        overrides: dict[str, Any] | None = None,
+                        progress: Callable[[int], None] | None = None) -> Traffic:
     """A traffic spec (YAML, generated in memory) or a directory of port<N>.pcap
     (+ manifest.json for the wire model).  `duration_ns` keeps the packets that
-    arrive before it; for a spec it replaces the spec's own duration_ns.  `overrides`
-    replace top-level keys of a spec (seed, router, link_bps, ...)."""
+    arrive before it; for a spec it replaces the spec's own duration_ns (so a run's
+    duration caps what a spec generates).  `overrides` replace top-level keys of a spec
+    (seed, router, link_bps, ...).  `progress(n)` hears of every 65,536 packets."""
     path = Path(path)
     tr = Traffic(source=str(path))
     if path.is_dir():
@@ -85,6 +88,8 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None,
         if duration_ns is not None and pkt.time_ns >= duration_ns:
             continue
         tr.add(pkt.time_ns, pkt.port, pkt.data)
+        if progress is not None and len(tr.frames) % 65536 == 0:
+            progress(len(tr.frames))
     return tr
 
 

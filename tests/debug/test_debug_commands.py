@@ -103,8 +103,10 @@ def test_a_line_without_code_is_an_error_naming_the_nearest_lines(s: Session) ->
 
 
 def test_addresses_out_of_range_are_errors(s: Session) -> None:
-    assert err(s, "packet 1 << 100000") == ("column 8: dram address a 100001-bit number is out of range; "
-                                            "dram is 0x0..0x3ffffff")  # fmt: skip
+    # `packet 1 << 100000` decoded address 0; now the expression's shift is refused
+    assert err(s, "packet 1 << 100000") == "shift count 100000 in '1 << 100000' is outside 0..64"
+    assert err(s, "packet 1 << 64") == ("column 8: dram address a 65-bit number is out of range; "
+                                        "dram is 0x0..0x3ffffff")  # fmt: skip
     assert "dram address -0x4 is out of range" in err(s, "packet -4")
     assert "a frame of 64 bytes at dram 0x3ffffff + 0 is out of range" in err(s, "packet 0x3ffffff")
     assert "column 12: dram address 0x4000000 (+4 bytes) is out of range" in err(s, "watch dram 0x4000000")

@@ -20,6 +20,7 @@ import click
 
 from npkit.emulator.binding import EmulatorError
 from npkit.emulator.loader import LoadError
+from npkit.emulator.traffic.cli import GenerationProgress
 from npkit.emulator.traffic_run import MsfError, TrafficError, load_traffic_source
 from npkit.toolchain.system.layout import LinkError, parse_defines
 from npkit.toolchain.system.paths import DEFAULT_ROUTER, ROOT
@@ -61,7 +62,12 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
             overrides: dict[str, Any] = {"router": str(router_yaml)}
             if seed is not None:
                 overrides["seed"] = seed
-            tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None)
+            shown = GenerationProgress(not as_json)
+            try:
+                tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None,
+                                         progress=shown)  # fmt: skip
+            finally:
+                shown.finish()
             s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
                            routes=routes, router_config=router_yaml, chip_config=chip_config,
                            progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip

@@ -232,10 +232,21 @@ def _progress(as_json: bool) -> Any:
     return show
 
 
+def _generate(traffic: str, duration_ns: int, as_json: bool) -> Any:
+    """The run's traffic, generated for its duration, with progress on a terminal."""
+    from npkit.emulator.traffic.cli import GenerationProgress
+
+    shown = GenerationProgress(not as_json)
+    try:
+        return load_traffic_source(traffic, duration_ns, progress=shown)
+    finally:
+        shown.finish()
+
+
 def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: bool, cap_ns: int,
                 capture: str | None, as_json: bool) -> dict[str, Any]:  # fmt: skip
     """A linked router image: its exception path serviced, every output against the oracle."""
-    tr = load_traffic_source(traffic, duration_ns)
+    tr = _generate(traffic, duration_ns, as_json)
     rr = RouterRun(image, tr, chip=chip)
     t0 = time.perf_counter()
     rr.run_traffic(duration_ns, progress=_progress(as_json))
@@ -255,7 +266,7 @@ def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: b
 def _run_plain(chip: Chip, traffic: str, duration_ns: int, drain: bool, cap_ns: int,
                capture: str | None, as_json: bool) -> dict[str, Any]:  # fmt: skip
     """A plain image with packets through the MSF: conservation and loss, no oracle."""
-    source = load_traffic_source(traffic, duration_ns)
+    source = _generate(traffic, duration_ns, as_json)
     run = TrafficRun(chip, source)
     stop = run.run(duration_ns, progress=_progress(as_json))
     drained = {"enabled": False}

@@ -117,10 +117,19 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
         session = Session(target)
     except (TargetError, DebugError, ValueError) as e:
         raise click.ClickException(str(e)) from None
-    if batch is not None:
-        sys.exit(run_batch(session, Path(batch).read_text().splitlines(), batch))
-    if not sys.stdin.isatty():
-        sys.exit(run_batch(session, sys.stdin.read().splitlines(), "<stdin>"))
+    from .batch import BATCH_LIMIT, BatchError, parse_batch, read_batch
+
+    try:
+        if batch is not None:
+            lines, origin = read_batch(batch), batch
+        elif not sys.stdin.isatty():
+            lines, origin = parse_batch(sys.stdin.buffer.read(BATCH_LIMIT + 1), "<stdin>"), "<stdin>"
+        else:
+            lines, origin = None, ""
+    except BatchError as e:
+        raise click.ClickException(str(e)) from None
+    if lines is not None:
+        sys.exit(run_batch(session, lines, origin))
     _interactive(session)
 
 

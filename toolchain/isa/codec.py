@@ -423,7 +423,10 @@ def enc_immed(c: _Ctx) -> int:
         kind, value, shift, invert, hi = 0, 0, 0, 0, 0
     elif m == "immed":
         n = c.nargs(2, 3)
-        val = c.number(1) & 0xFFFFFFFF
+        val = c.number(1)
+        if not -(1 << 31) <= val <= 0xFFFFFFFF:
+            raise EncodeError(f"immed constant {val:#x} does not fit 32 bits (-2^31..0xFFFFFFFF)", 1)
+        val &= 0xFFFFFFFF
         if n == 3:
             sm = re.fullmatch(r"<<\s*(0|8|16|24)", c.arg(2).replace(" ", ""))
             if not sm:

@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .layout import LpmLayout, default_layout
 from .lpm import Add, LpmTable, SramImage, Withdraw, Write, mask
 from .nexthop import ARP_MISS, BROADCAST, DIRECT, LOCAL, NextHop, NextHopTable
@@ -91,8 +89,9 @@ def parse_routes(text: str, source: str = "<routes>") -> list[RouteLine]:
 
 
 def load_routes(path: str | Path) -> list[RouteLine]:
-    path = Path(path)
-    return parse_routes(path.read_text(), str(path))
+    from npkit.emulator.traffic.routes import read_route_file
+
+    return parse_routes(read_route_file(path, RouteFileError), str(path))
 
 
 @dataclass(frozen=True)
@@ -135,12 +134,10 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path | None = No
 
 
 def load_config(path: str | Path) -> RouterInfo:
+    from npkit.toolchain.schema import load_yaml
+
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise RouteFileError(f"{path}: {exc}") from None
-    return parse_config(data, str(path), path.parent)
+    return parse_config(load_yaml(path, error=RouteFileError, what="router config").data, str(path), path.parent)
 
 
 @dataclass

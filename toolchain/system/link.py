@@ -147,16 +147,24 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     digest, so that whoever runs the image (the oracle) sees the same table."""
     import hashlib
 
-    from npkit.emulator.traffic.router_config import RouterConfig
-    from npkit.toolchain.router.loader import build_tables, load_config, load_routes
+    from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
+    from npkit.toolchain.router.loader import RouteFileError, build_tables, load_config, load_routes
 
     cfg_path = Path(router_config) if router_config else DEFAULT_ROUTER
-    config = RouterConfig.load(cfg_path)
-    if routes is None:
-        routes = config.route_file if config.route_file else DEFAULT_ROUTES
-    tables = build_tables(load_routes(routes), load_config(cfg_path))
-    record = {**config.to_dict(), "routes": str(Path(routes).resolve()),
-              "routes_sha256": hashlib.sha256(Path(routes).read_bytes()).hexdigest()}  # fmt: skip
+    try:
+        config = RouterConfig.load(cfg_path)
+        if routes is None:
+            routes = config.route_file if config.route_file else DEFAULT_ROUTES
+        lines = load_routes(routes)
+        for problem in config.route_problems(lines)[:1]:  # a --routes file meets the config's checks
+            raise LinkError(f"{routes}: {problem}")
+        tables = build_tables(lines, load_config(cfg_path))
+        digest = hashlib.sha256(Path(routes).read_bytes()).hexdigest()
+    except (ConfigError, RouteFileError) as e:
+        raise LinkError(str(e)) from None
+    except OSError as e:
+        raise LinkError(f"{e.filename or routes}: {e.strerror or e}") from None
+    record = {**config.to_dict(), "routes": str(Path(routes).resolve()), "routes_sha256": digest}
     return config, tables, record
 
 
@@ -199,6 +207,53 @@ def _initial_memory(tables: Any) -> list[tuple[str, int, bytes]]:
     )
     mem.append(("sram", SYS.qd_base, bytes(16 * 16)))
     return mem
+
+
+Allocation = tuple[str, int, int, str]  # (memory space, first byte, end byte, owner)
+
+
+def system_allocations(lay: Layout) -> list[Allocation]:
+    """The memory the router's system owns: the SRAM regions of microcode/lookup/sram_map.yaml
+    (the route table and the descriptors), the statistics counters and the rings in scratch,
+    the packet buffers in DRAM."""
+    from npkit.toolchain.router.layout import load_sram_map
+
+    out: list[Allocation] = []
+    for r in load_sram_map().values():
+        what = "route table" if r.name.startswith("lpm_") else "system memory"
+        out.append(("sram", r.base, r.end, f"the router's {what} ({r.name}, microcode/lookup/sram_map.yaml)"))
+    out.append(("scratch", 0, SYS.ring_store, "the router's statistics counters (sysmap)"))
+    for r in lay.rings.values():
+        out.append(("scratch", r.base, r.base + 4 * r.size, f"scratch ring {r.name}"))
+    out.append(("dram", SYS.buf_base, SYS.buf_base + (SYS.n_bufs << SYS.buf_shift), "the router's packet buffers"))
+    return out
+
+
+def check_allocations(programs: list[Any], system: list[Allocation]) -> None:
+    """Every block's `.alloc_mem` against the system's memory and the other blocks':
+    the assembler places each block's allocations from address 0 of their space, so two
+    owners of the same bytes would overwrite each other at run time.  An overlap is a
+    LinkError naming both owners."""
+    owned = list(system)
+    for prog in programs:
+        for s in prog.symbols:
+            if s.kind == "mem" and s.scope in ("sram", "dram", "scratch") and isinstance(s.value, int):
+                owned.append((s.scope, s.value, s.value + max(int(s.size), 1),
+                              f"block {prog.name}'s .alloc_mem {s.name}"))  # fmt: skip
+    by_space: dict[str, list[Allocation]] = {}
+    for a in owned:
+        by_space.setdefault(a[0], []).append(a)
+    for space, items in by_space.items():
+        items.sort(key=lambda a: (a[1], a[2]))
+        for i, a in enumerate(items):
+            for b in items[i + 1 :]:
+                if b[1] >= a[2]:
+                    break
+                if a in system and b in system:
+                    continue  # the system map's own layout is checked where it is defined
+                raise LinkError(f"{space} 0x{max(a[1], b[1]):x}..0x{min(a[2], b[2]) - 1:x} is claimed twice: "
+                                f"by {a[3]} ({space} 0x{a[1]:x}..0x{a[2] - 1:x}) and by {b[3]} "
+                                f"({space} 0x{b[1]:x}..0x{b[2] - 1:x})")  # fmt: skip
 
 
 def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]]:
@@ -275,6 +330,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
             programs.append(prog)
     if not programs:
         raise LinkError(f"{lay.source}: no block has microcode")
+    check_allocations(programs, system_allocations(lay))
     programs[0].init_mem.extend(_initial_memory(tables))
     meta = {
         "layout": lay.name, "params": lay.params, "graph": lay.graph(),
