@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "why": "npkit.toolchain.debug.cli:why_cmd",
     "link": "npkit.toolchain.link:link_cmd",
     "demo": "npkit.toolchain.demo:demo_cmd",
+    "experiment": "npkit.toolchain.experiment.cli:experiment",
 }
 
 
