@@ -239,22 +239,22 @@ def _anova_rows(tab: Any, names: dict[str, str]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------- multi-level
 
 
-def _term_name(term: str) -> str:
-    # C(Q("f")) -> f ; C(Q("a")):C(Q("b")) -> a x b
-    parts = [p.removeprefix('C(Q("').removesuffix('"))') for p in term.split(":")]
-    return " x ".join(parts)
+def _term_name(term: str, keys: list[str]) -> str:
+    # C(f0) -> first factor's key; C(f0):C(f1) -> "A x B"
+    return " x ".join(keys[int(p.removeprefix("C(f").removesuffix(")"))] for p in term.split(":"))
 
 
 def multi_level(design: Design, df: Any, response: str) -> dict[str, Any]:
     import numpy as np
+    import pandas as pd
     import statsmodels.formula.api as smf
     from statsmodels.stats.anova import anova_lm
 
     y = df[response].astype(float).to_numpy()
-    data = df[design.keys].astype(str).copy()
+    data = pd.DataFrame({f"f{j}": df[k].astype(str).to_numpy() for j, k in enumerate(design.keys)})
     data["y"] = y
     sst = float(((y - y.mean()) ** 2).sum())
-    terms = [f'C(Q("{k}"))' for k in design.keys]
+    terms = [f"C(f{j})" for j in range(len(design.keys))]
     cells = df.groupby("point").size()
     replicated = len(cells) and cells.min() >= 2
     nparams_full = int(np.prod([len(f.levels) for f in design.factors]))
@@ -278,7 +278,7 @@ def multi_level(design: Design, df: Any, response: str) -> dict[str, Any]:
             tab = anova_lm(model, typ=2)
             rows = _anova_rows(tab, {})
             for r in rows:
-                r["term"] = _term_name(r["term"])
+                r["term"] = "error" if r["term"] == "error" else _term_name(r["term"], design.keys)
                 r["pct"] = 100 * r["sum_sq"] / sst
             out["anova"] = {"table": rows, "note": ""}
         else:
@@ -321,23 +321,42 @@ def sweep(design: Design, df: Any, response: str) -> dict[str, Any]:
             res.update({"slope": float(slope), "intercept": float(icpt),
                         "r2": 1 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else None,
                         "max_abs_residual": float(np.abs(y - pred).max())})  # fmt: skip
-        if len(set(x)) >= 3 and len(y) >= 4:
-            d = pd.DataFrame({"x": x, "y": y})
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                lin = smf.ols("y ~ x", d).fit()
-                quad = smf.ols("y ~ x + I(x ** 2)", d).fit()
-                if quad.df_resid > 0 and lin.ssr > 0:
-                    cmp = anova_lm(lin, quad)
-                    p = cmp["Pr(>F)"].iloc[1]
-                    res["quadratic_p"] = None if _nan(p) else float(p)
-                    res["nonlinear"] = bool(res["quadratic_p"] is not None and res["quadratic_p"] < ALPHA)
+        res.update(_nonlinearity(x, y))
         groups[label] = res
     out = multi_level(design, df, response)
     out["kind"] = "sweep"
     out["sweep"] = design.sweep
     out["groups"] = groups
     return out
+
+
+def _nonlinearity(x: Any, y: Any) -> dict[str, Any]:
+    """F test of the straight line against a richer model: with replicates at the x
+    values, lack of fit (the line against one mean per x, any shape); without, the
+    quadratic term."""
+    import pandas as pd
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    d = pd.DataFrame({"x": x, "y": y})
+    nx = d["x"].nunique()
+    if nx < 3 or len(d) < 4:
+        return {}
+    replicated = len(d) > nx
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lin = smf.ols("y ~ x", d).fit()
+        rich = smf.ols("y ~ C(x)" if replicated else "y ~ x + I(x ** 2)", d).fit()
+        if rich.df_resid <= 0 or lin.ssr <= 0:
+            return {}
+        if rich.ssr <= 1e-12 * lin.ssr:  # the richer model fits exactly: nothing but curvature
+            p = 0.0
+        else:
+            p = anova_lm(lin, rich)["Pr(>F)"].iloc[1]
+    if _nan(p):
+        return {}
+    return {"nonlinear_test": "lack of fit" if replicated else "quadratic term",
+            "nonlinear_p": float(p), "nonlinear": bool(p < ALPHA)}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- entry

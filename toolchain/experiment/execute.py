@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from .capacity import CapacitySettings, Trial, search
-from .steady import SteadySettings, judge
+from .steady import SteadySettings, judge, mean_ci
 
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
@@ -329,7 +329,7 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
         if now < check_ns and now < cap_ns:
             continue
         series = rec.series()
-        verdicts = {r: judge(series[r], s.confidence) for r in s.stop_on if r in series}
+        verdicts = {r: judge(series[r], s.confidence, s.precision) for r in s.stop_on if r in series}
         if all(v.precise(s.precision) for v in verdicts.values()) or now >= cap_ns:
             break
         check_ns = now + int(s.step_ms * 1e6)
@@ -346,7 +346,7 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     nports = len(set(tr.ports)) or 1
     link = (tr.link_bps or 1_000_000_000) * nports
     lats = [x for k in kept for x in rec.lats[k]]
-    thr = judge(series["throughput_mbps"][cut:], s.confidence)  # CI over the kept part
+    thr_mean, thr_half = mean_ci(series["throughput_mbps"][cut:], s.confidence)  # over the kept part
     offered = _offered_bits(tr, lo_ns, hi_ns) / max(1, hi_ns - lo_ns) * 1e3
     tot = rep["totals"]
     drops = dict(tot["dropped"])
@@ -354,9 +354,9 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     me = {b: sum(rec.me_busy[k][b] for k in kept) / max(1, len(kept)) for b in rec.blocks}
     units = {u: sum(rec.unit_busy[k][u] for k in kept) / max(1, len(kept)) for u in rec.unit_busy[0]} if rec.unit_busy else {}
     resp: dict[str, Any] = {
-        "throughput_mbps": thr.mean, "throughput_ci_mbps": thr.half,
-        "throughput_pct_line": 100 * thr.mean * 1e6 / link,
-        "offered_mbps": offered, "throughput_pct_offered": 100 * thr.mean / offered if offered else math.nan,
+        "throughput_mbps": thr_mean, "throughput_ci_mbps": thr_half,
+        "throughput_pct_line": 100 * thr_mean * 1e6 / link,
+        "offered_mbps": offered, "throughput_pct_offered": 100 * thr_mean / offered if offered else math.nan,
         "latency_mean_us": sum(lats) / len(lats) if lats else math.nan,
         "latency_p50_us": _pct(lats, 50), "latency_p99_us": _pct(lats, 99),
         "loss_pct": 100 * lost / max(1, tot["offered"]), "lost": lost,

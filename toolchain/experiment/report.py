@@ -217,9 +217,9 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
     elif a.get("anova", {}).get("note"):
         doc.p(a["anova"]["note"])
     if a.get("groups"):
-        doc.table(["group", "slope", "intercept", "R^2", "quadratic term p", "non-linear"],
-                  [[g, s.get("slope"), s.get("intercept"), s.get("r2"), s.get("quadratic_p"), s.get("nonlinear")]
-                   for g, s in a["groups"].items()])  # fmt: skip
+        doc.table(["group", "slope", "intercept", "R^2", "non-linearity test", "p", "non-linear"],
+                  [[g, s.get("slope"), s.get("intercept"), s.get("r2"), s.get("nonlinear_test"), s.get("nonlinear_p"),
+                    s.get("nonlinear")] for g, s in a["groups"].items()])  # fmt: skip
         doc.img(f"{rel}/{plots.sweep(design, rows, a, name, files / f'sweep_{name}.png').name}",
                 f"{name} against {design.sweep} with a straight-line fit per group; residuals below "
                 "(a pattern there is non-linearity)")  # fmt: skip

@@ -92,13 +92,13 @@ def _local_executor(jobs: int) -> Executor:
     return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
 
 
-def _dask_executor(address: str) -> tuple[Executor, Any]:
+def _dask_executor(address: str, timeout_s: float) -> tuple[Executor, Any]:
     try:
         from distributed import Client
     except ImportError as e:  # pragma: no cover - a pinned dependency
         raise ExperimentError(f"--scheduler needs dask.distributed: {e}") from None
     try:
-        client = Client(address, timeout="15s")
+        client = Client(address, timeout=f"{timeout_s}s")
     except (OSError, TimeoutError, ValueError) as e:
         raise ExperimentError(f"cannot reach the Dask scheduler at {address}: {e}") from None
     return client.get_executor(pure=False), client
@@ -114,7 +114,7 @@ def manifest_for(design: Design, code: str) -> dict[str, Any]:
 def run_experiment(design: Design | str | Path, out: str | Path, *, quick: bool = False,
                    scheduler: str | None = None, jobs: int | None = None,
                    retry_failed: bool = False, progress: bool = True,
-                   run_fn: RunFn = run_one) -> dict[str, Any]:  # fmt: skip
+                   run_fn: RunFn = run_one, connect_timeout_s: float = 15.0) -> dict[str, Any]:  # fmt: skip
     """Run every missing run of `design` into the store at `out`; returns a summary
     (runs executed, skipped as already done, failed, not settled)."""
     if not isinstance(design, Design):
@@ -135,7 +135,7 @@ def run_experiment(design: Design | str | Path, out: str | Path, *, quick: bool 
     client = None
     try:
         if scheduler:
-            executor, client = _dask_executor(scheduler)
+            executor, client = _dask_executor(scheduler, connect_timeout_s)
             _drain(executor, todo, code, store, bar, executed, run_fn, restart=None)
         else:
             n = jobs or min(len(todo), os.cpu_count() or 1) or 1

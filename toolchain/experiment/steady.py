@@ -9,7 +9,9 @@ minimises the squared standard error of the mean of what remains,
 
 searched over d = 0 .. m - MIN_KEEP.  A cut beyond the first half of the series means
 the run has not reached steady state (still drifting at its end): such a series is
-*not settled*.  The mean of the kept windows is reported with a confidence interval
+*not settled* -- unless that late cut moves the mean of the second half by less than
+the target precision (the series is flat to within the target; MSER only trimmed
+noise).  The mean of the kept windows is reported with a confidence interval
 from batch means (NBATCH batches of the kept windows, Student t), and a run goes on
 until every stopping response is settled and its CI half-width is within the target
 relative precision, or until the time cap; runs that stop at the cap unsettled are
@@ -31,7 +33,7 @@ STOP_RESPONSES = ("throughput_mbps", "latency_mean_us")  # the windowed series
 @dataclass(frozen=True)
 class SteadySettings:
     window_us: float = 50.0
-    min_ms: float = 2.0
+    min_ms: float = 2.5
     max_ms: float = 10.0
     step_ms: float = 1.0  # how much longer an unsettled run goes on each time
     precision: float = 0.01  # target relative CI half-width
@@ -116,6 +118,7 @@ class SeriesVerdict:
     settled: bool
     mean: float
     half: float  # CI half-width
+    strict: bool = True  # the MSER cut itself lies in the first half
 
     @property
     def rel(self) -> float:
@@ -127,8 +130,15 @@ class SeriesVerdict:
         return self.settled and self.rel <= target
 
 
-def judge(xs: list[float], confidence: float) -> SeriesVerdict:
-    """MSER-5 cut, then the mean and its CI over what remains."""
-    cut, settled = mser(xs)
+def judge(xs: list[float], confidence: float, precision: float = 0.0) -> SeriesVerdict:
+    """MSER-5 cut, then the mean and its CI over what remains.  A cut in the second
+    half still counts as settled when it moves the mean of the second half by less
+    than `precision` (relative): the series is then flat to within the target, and
+    MSER only trimmed noise."""
+    cut, strict = mser(xs)
     mean, half = mean_ci(xs[cut:], confidence)
-    return SeriesVerdict(cut, settled, mean, half)
+    settled = strict
+    if not strict and precision > 0 and len(xs) >= 2 * MSER_BATCH * MIN_KEEP and math.isfinite(mean):
+        tail = xs[len(xs) // 2 :]
+        settled = abs(sum(tail) / len(tail) - mean) <= precision * abs(mean)
+    return SeriesVerdict(cut, settled, mean, half, strict)
