@@ -131,7 +131,7 @@ def two_level(design: Design, df: Any, response: str) -> dict[str, Any]:
         dof = npoints * (r - 1)
         s_q = math.sqrt(sse / dof) / math.sqrt(npoints * r) if dof > 0 else math.nan
         half = _t(1 - ALPHA / 2, dof) * s_q if dof > 0 else math.nan
-        for n, e in zip(names, effects, strict=True):
+        for n in names:
             ss = npoints * r * q[n] ** 2
             rows.append({"effect": n, "q": q[n], "ci": [q[n] - half, q[n] + half] if dof > 0 else None,
                          "ss": ss})  # fmt: skip
@@ -301,9 +301,6 @@ def _mean(df: Any, key: str, label: str, response: str) -> float | None:
 def sweep(design: Design, df: Any, response: str) -> dict[str, Any]:
     """Per combination of the other factors: linear fit, R^2, quadratic-term F test."""
     import numpy as np
-    import pandas as pd
-    import statsmodels.formula.api as smf
-    from statsmodels.stats.anova import anova_lm
 
     assert design.sweep is not None
     others = [k for k in design.keys if k != design.sweep]

@@ -76,9 +76,9 @@ def render_html(doc: Doc) -> str:
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{e(doc.title)}</title>",
            "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-           "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
-           "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-           "th{background:#eef}td:first-child,th:first-child{text-align:left}"
+           "table{border-collapse:collapse;margin:1em 0;font-size:90%;display:block;overflow-x:auto}"
+           "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+           "th{background:#eef}td.n{text-align:right}"
            "figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd}"
            "figcaption{font-size:90%;color:#555}</style>",
            "</head><body>", f"<h1>{e(doc.title)}</h1>"]  # fmt: skip
@@ -92,7 +92,7 @@ def render_html(doc: Doc) -> str:
         elif kind == "table":
             header, rows = arg
             out.append("<table><tr>" + "".join(f"<th>{e(str(h))}</th>" for h in header) + "</tr>")
-            out += ["<tr>" + "".join(f"<td>{e(fmt(c))}</td>" for c in r) + "</tr>" for r in rows]
+            out += ["<tr>" + "".join(f"<td{_num(c)}>{e(fmt(c))}</td>" for c in r) + "</tr>" for r in rows]
             out.append("</table>")
         elif kind == "img":
             rel, cap = arg
@@ -101,6 +101,10 @@ def render_html(doc: Doc) -> str:
             out.append("<p>" + " · ".join(f'<a href="{e(href)}">{e(t)}</a>' for t, href in arg) + "</p>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _num(v: Any) -> str:
+    return ' class="n"' if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
 
 
 def _md_cell(v: Any) -> str:
@@ -162,8 +166,9 @@ def _design_section(doc: Doc, design: Design, res: dict[str, Any], man: dict[str
           "warm-up is cut with MSER-5 (the cut that minimises the standard error of the remaining "
           "mean, over batches of five windows); a run continues until the CI of its throughput and "
           f"mean latency is within {100 * float(steady.get('precision', 0.01)):g} % or until "
-          f"{steady.get('max_ms', 10)} ms. Runs whose cut falls in the second half of the series "
-          "are flagged as not settled and left out of the steady-state responses.")  # fmt: skip
+          f"{steady.get('max_ms', 10)} ms. A run whose cut falls in the second half of its series, "
+          "and moves the mean of that half by more than the target precision, is flagged as not "
+          "settled and left out of the steady-state responses.")  # fmt: skip
     if design.capacity is not None:
         cap = design.capacity
         doc.p("Capacity is the RFC 2544 throughput: the highest offered rate with zero loss, found by "
@@ -278,7 +283,7 @@ def _seed003_section(doc: Doc, design: Design, df: Any, res: dict[str, Any], fil
                         "throughput_pct_offered", "latency_p99_us") if c in ok]  # fmt: skip
     utils = sorted(c for c in ok.columns if c.startswith("sat_util_me_"))
     table = []
-    for point, g in ok.groupby("point"):
+    for _point, g in ok.groupby("point"):
         first = g.iloc[0]
         row = [f"{k}={first[k]}" for k in design.keys]
         for c in cols + utils:
@@ -292,57 +297,104 @@ def _seed003_section(doc: Doc, design: Design, df: Any, res: dict[str, Any], fil
     doc.table(design.keys + cols + [u.removeprefix("sat_util_me_") + " busy" for u in utils], table)
 
 
+def _cell(ok: Any, value: str, **levels: str) -> float:
+    sel = ok
+    for k, v in levels.items():
+        sel = sel[sel[k].astype(str) == v]
+    vals = sel[value].astype(float)
+    return float(vals.mean()) if len(vals) else float("nan")
+
+
 def _seed003_explanations(design: Design, ok: Any, res: dict[str, Any]) -> list[str]:
     """Sentences computed from the table: what differs from seed 003 and why."""
     out = []
     keys = design.keys
     if "throughput_pct_offered" in ok:
         t = ok["throughput_pct_offered"].astype(float)
-        out.append(f"Throughput at the offered load: npkit forwards {t.min():.1f} to {t.max():.1f} % of what is "
-                   f"offered in every configuration, where seed 003's router reached none of them at 5 Gb/s; "
-                   "effects on throughput are therefore small, and the allocation of its (small) variation "
-                   "says little. Capacity (the zero-loss rate above 1 Gb/s a port), latency and utilisation "
-                   "carry the differences between configurations.")  # fmt: skip
+        short = ok[ok["loss_pct"].astype(float) > 0] if "loss_pct" in ok else ok.iloc[0:0]
+        text = (f"Throughput at the offered load: npkit forwards {t.min():.1f} to {t.max():.1f} % of what is "
+                "offered, where seed 003's router reached 5 Gb/s in none of its configurations. ")  # fmt: skip
+        if len(short):
+            cells = sorted({", ".join(f"{k}={r[k]}" for k in keys) for _, r in short.iterrows()})
+            lat = short["latency_p99_us"].astype(float).mean() if "latency_p99_us" in short else float("nan")
+            text += (f"The configurations that lose packets at line rate ({'; '.join(cells)}) do so after a queue "
+                     f"has filled (p99 latency {lat:.0f} us, against {ok['latency_p99_us'].astype(float).min():.0f} us "
+                     "at best): they are the whole of the throughput variation, which is why effects on "
+                     "throughput are a few Mb/s only. Capacity (the zero-loss rate above 1 Gb/s a port), "
+                     "latency and utilisation carry the rest.")  # fmt: skip
+        else:
+            text += ("No configuration loses packets at line rate, so throughput has no variation worth "
+                     "allocating; capacity, latency and utilisation carry the differences.")  # fmt: skip
+        out.append(text)
     a = res["responses"].get("capacity_mbps", {})
     effs = {e["effect"]: e for e in a.get("effects") or []}
-    if "A" in keys and "A" in effs and "capacity_mpps" in ok:
-        fa = design.factor("A")
-        pps = ok.groupby(ok["A"].astype(str))["capacity_mpps"].mean()
-        lo, hi = (pps.get(lv.label) for lv in fa.levels)
-        out.append(f"A (packet size): capacity changes by 2 q_A = {2 * effs['A']['q']:.0f} Mb/s ({fmt(effs['A']['pct'], 3)} % of "
-                   f"the variation; seed 003: 75.7 % of throughput). In packets the zero-loss rate goes from "
-                   f"{fmt(lo, 3)} Mpkt/s at {fa.levels[0].label} B to {fmt(hi, 3)} Mpkt/s at {fa.levels[1].label} B: "
-                   "the per-packet work is the same, so larger packets carry more bits at a similar or "
-                   "lower packet rate -- the seed's explanation of A holds for capacity.")  # fmt: skip
+    fa = design.factor("A") if "A" in keys else None
+    if fa and "A" in effs and "capacity_mpps" in ok:
+        lo, hi = (_cell(ok, "capacity_mpps", A=lv.label) for lv in fa.levels)
+        out.append(f"A (packet size): capacity changes by 2 q_A = {2 * effs['A']['q']:.0f} Mb/s ({fmt(effs['A']['pct'], 3)} % "
+                   f"of its variation; seed 003: 75.7 % of throughput). Counted in packets the zero-loss rate "
+                   f"goes the other way, from {lo:.2f} Mpkt/s at {fa.levels[0].label} B to {hi:.2f} Mpkt/s at "
+                   f"{fa.levels[1].label} B (rx moves a packet in 64-byte RBUF elements): the bits grow faster than "
+                   "the packet rate falls, so the seed's reading of A -- header costs dominate small packets -- "
+                   "holds for capacity.")  # fmt: skip
     if "B" in keys and "B" in effs:
         fb = design.factor("B")
-        busy = ok.groupby(ok["B"].astype(str))["sat_busiest_block"].agg(lambda s: s.value_counts().index[0]) if "sat_busiest_block" in ok else {}
-        qm = ok.groupby(ok["B"].astype(str))["sat_util_me_qm"].mean() if "sat_util_me_qm" in ok else {}
-        out.append(f"B (queue manager): q_B = {effs['B']['q']:.0f} Mb/s ({fmt(effs['B']['pct'], 3)} %; seed 003: "
-                   f"+148 Mb/s, 7.7 %). With the {fb.levels[0].label} QM its ME is "
-                   f"{100 * qm.get(fb.levels[0].label, float('nan')):.0f} % busy at saturation and the busiest block "
-                   f"is {busy.get(fb.levels[0].label, '?')}; with the {fb.levels[1].label} it is "
-                   f"{100 * qm.get(fb.levels[1].label, float('nan')):.0f} % busy and the busiest block is "
-                   f"{busy.get(fb.levels[1].label, '?')}. npkit's full QM is not the bottleneck the seed's "
-                   "compute-bound QM was: removing it buys little or nothing.")  # fmt: skip
-    if "AB" in effs:
+        busy = (ok.groupby(ok["B"].astype(str))["sat_busiest_block"].agg(lambda v: v.value_counts().index[0])
+                if "sat_busiest_block" in ok else {})  # fmt: skip
+        qm = {lv.label: _cell(ok, "sat_util_me_qm", B=lv.label) for lv in fb.levels} if "sat_util_me_qm" in ok else {}
+        q = effs["B"]["q"]
+        if q <= 0:
+            verdict = ("removing it does not raise capacity: the full QM is not what limits npkit's router, "
+                       "where the seed found its compute-bound QM a bottleneck")  # fmt: skip
+        else:
+            verdict = f"removing it raises capacity by 2 q_B = {2 * q:.0f} Mb/s, as in the seed"
+        out.append(f"B (queue manager): q_B = {q:.0f} Mb/s ({fmt(effs['B']['pct'], 3)} %; seed 003: +148 Mb/s, 7.7 %). "
+                   f"The {fb.levels[0].label} QM's ME is {100 * qm.get(fb.levels[0].label, float('nan')):.0f} % busy at "
+                   f"saturation (busiest block: {busy.get(fb.levels[0].label, '?')}), the {fb.levels[1].label}'s "
+                   f"{100 * qm.get(fb.levels[1].label, float('nan')):.0f} % (busiest block: "
+                   f"{busy.get(fb.levels[1].label, '?')}); busy counts the cycles a block spends polling "
+                   f"its rings too, so the busiest block need not be the bottleneck. {verdict[0].upper()}{verdict[1:]}.")  # fmt: skip
+    if fa and "B" in keys and "AB" in effs:
+        fb = design.factor("B")
+        cells = ", ".join(f"{la.label} B with {lb.label}: {_cell(ok, 'capacity_mbps', A=la.label, B=lb.label):.0f}"
+                          for la in fa.levels for lb in fb.levels)  # fmt: skip
+        moves = []
+        for la in fa.levels:
+            c0, c1 = (_cell(ok, "capacity_mbps", A=la.label, B=lb.label) for lb in fb.levels)
+            moves.append(f"{100 * (c1 - c0) / c0:+.1f} % at {la.label} B")
         out.append(f"AB: q_AB = {effs['AB']['q']:.0f} Mb/s ({fmt(effs['AB']['pct'], 3)} %; seed 003: -215 Mb/s, 16.3 %). "
-                   "The seed explained its AB by a QM that turns latency-bound at large packets; npkit's "
-                   "interaction is what the utilisation table below shows for the QM and tx blocks at "
-                   "the two sizes.")  # fmt: skip
-    if "C" in keys and "C" in effs:
-        par = ok.groupby(ok["C"].astype(str))["sat_util_me_parse"].mean() if "sat_util_me_parse" in ok else {}
+                   f"Mean capacity (Mb/s) {cells}: the {fb.levels[1].label} changes capacity by {' and '.join(moves)}. "
+                   "The seed explained its AB by a QM that turns latency-bound at large packets; the "
+                   "interaction here is the difference between those two changes.")  # fmt: skip
+    if fa and "C" in keys and "C" in effs:
         fc = design.factor("C")
-        out.append(f"C (parse contexts): q_C = {effs['C']['q']:.0f} Mb/s ({fmt(effs['C']['pct'], 3)} %; seed 003: "
-                   f"negligible). The parse ME is {100 * par.get(fc.levels[0].label, float('nan')):.0f} % busy at "
-                   f"saturation with {fc.levels[0].label} contexts and {100 * par.get(fc.levels[1].label, float('nan')):.0f} % "
-                   f"with {fc.levels[1].label}: more contexts hide more memory latency.")  # fmt: skip
+        small = fa.levels[0].label
+        caps = [_cell(ok, "capacity_mbps", A=small, C=lv.label) for lv in fc.levels]
+        par = [_cell(ok, "sat_util_me_parse", A=small, C=lv.label) for lv in fc.levels] if "sat_util_me_parse" in ok else [float("nan")] * 2
+        thr = [_cell(ok, "throughput_pct_offered", A=small, C=lv.label) for lv in fc.levels] if "throughput_pct_offered" in ok else [float("nan")] * 2
+        ac = effs.get("AC", {})
+        text = (f"C (parse contexts): q_C = {effs['C']['q']:.0f} Mb/s on capacity ({fmt(effs['C']['pct'], 3)} %; "
+                "seed 003: negligible, though 'in isolated tests, parse block threading had a huge effect'). ")  # fmt: skip
+        worse = 0 if caps[0] < caps[1] else 1
+        if abs(caps[0] - caps[1]) > 0.01 * max(caps):
+            text += (f"At {small} B the parse block with {fc.levels[worse].label} contexts limits the router: capacity "
+                     f"{caps[worse]:.0f} Mb/s against {caps[1 - worse]:.0f} with {fc.levels[1 - worse].label}, "
+                     f"{thr[worse]:.1f} % of line rate forwarded against {thr[1 - worse]:.1f} %, while its ME is "
+                     f"{100 * par[worse]:.0f} % busy at saturation ({100 * par[1 - worse]:.0f} % with "
+                     f"{fc.levels[1 - worse].label}): the rest of the time none of its contexts is ready (all "
+                     f"wait for memory or a ring). At {fa.levels[1].label} B the packet rate is lower and the "
+                     f"difference goes, hence the AC interaction (q_AC = {fmt(ac.get('q'), 3)} Mb/s).")  # fmt: skip
+        else:
+            text += (f"At {small} B the two modes give the same capacity within 1 % ({caps[0]:.0f} and "
+                     f"{caps[1]:.0f} Mb/s): the parse block is not the bottleneck in either.")  # fmt: skip
+        out.append(text)
     if "sat_top_drop" in ok:
         counts = ok["sat_top_drop"].astype(str).value_counts()
         top = ", ".join(f"{k} in {v} runs" for k, v in counts.items() if k)
-        out.append(f"Where packets are lost when the router is saturated: {top}. 'no_rx_thread' means the "
-                   "receive block had no free thread when a packet arrived: rx, not a middle block, is then "
-                   "the first stage to run out.")  # fmt: skip
+        out.append(f"Where packets are lost when the router is saturated: {top}. 'no_rx_thread' means the MSF "
+                   "found no free receive thread when a packet arrived: rx threads are either busy or held "
+                   "up by a full ring after them, so the loss shows at the input whichever stage is the "
+                   "bottleneck; the busiest-block column below says which one.")  # fmt: skip
     lat = res["responses"].get("latency_p99_us", {})
     if lat.get("effects"):
         big = max(lat["effects"], key=lambda e: e["pct"] or 0)
