@@ -63,7 +63,8 @@ def test_batch_means_ci_covers_the_mean() -> None:
 def test_steady_settings_are_checked() -> None:
     assert SteadySettings.from_dict({}).window_us == 50
     for bad in ({"window_us": 0}, {"min_ms": 3, "max_ms": 2}, {"precision": 2},
-                {"min_ms": 0.1, "max_ms": 1}, {"stop_on": ["capacity_mbps"]}, {"bogus": 1}):
+                {"min_ms": 0.1, "max_ms": 1}, {"stop_on": ["capacity_mbps"]}, {"bogus": 1},
+                {"window_us": "fast"}):
         with pytest.raises(ValueError):
             SteadySettings.from_dict(bad)
 

@@ -65,13 +65,17 @@ def usable(df: Any, response: str) -> tuple[Any, list[dict[str, str]]]:
             why = f"failed: {row.get('error', '')}"
         elif response not in df.columns or row[response] is None or _nan(row[response]):
             why = "no value"
-        elif steady_response(response) and row.get("settled") is False:
+        elif steady_response(response) and _is_false(row.get("settled")):
             why = "did not reach steady state"
         if why:
             excluded.append({"run_id": str(row["run_id"]), "reason": why})
         else:
             keep.append(i)
     return df.loc[keep], excluded
+
+
+def _is_false(v: Any) -> bool:
+    return v is not None and not _nan(v) and not bool(v)
 
 
 def _nan(v: Any) -> bool:

@@ -38,11 +38,9 @@ class CapacitySettings:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CapacitySettings:
-        known = set(cls.__dataclass_fields__)
-        bad = set(d) - known
-        if bad:
-            raise ValueError(f"capacity: unknown keys {sorted(bad)}; allowed: {sorted(known)}")
-        s = cls(**d)
+        from .steady import settings
+
+        s = settings(cls, d, "capacity")
         if not 0 < s.min_mbps < s.max_mbps:
             raise ValueError("capacity: need 0 < min_mbps < max_mbps")
         if not 0 < s.resolution < 0.5 or s.trial_ms <= 0 or s.drain_us < 0 or not 0 <= s.keep_pace < 0.5:

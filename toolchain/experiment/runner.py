@@ -107,6 +107,7 @@ def _dask_executor(address: str, timeout_s: float) -> tuple[Executor, Any]:
 def manifest_for(design: Design, code: str) -> dict[str, Any]:
     return {"name": design.name, "title": design.title, "kind": design.kind, "quick": design.quick,
             "factors": design.keys, "runs": [r.run_id for r in design.runs()],
+            "config_hashes": {r.run_id: r.config_hash for r in design.runs()},
             "responses": design.responses, "code_hash": code,
             "design_source": str(design.source or "")}  # fmt: skip
 
@@ -137,8 +138,8 @@ def run_experiment(design: Design | str | Path, out: str | Path, *, quick: bool 
         if scheduler:
             executor, client = _dask_executor(scheduler, connect_timeout_s)
             _drain(executor, todo, code, store, bar, executed, run_fn, restart=None)
-        else:
-            n = jobs or min(len(todo), os.cpu_count() or 1) or 1
+        elif todo:
+            n = jobs or min(len(todo), os.cpu_count() or 1)
             _drain(_local_executor(n), todo, code, store, bar, executed, run_fn,
                    restart=lambda: _local_executor(n))  # fmt: skip
     finally:

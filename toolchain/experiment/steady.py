@@ -30,6 +30,19 @@ NBATCH = 10  # batch means for the CI
 STOP_RESPONSES = ("throughput_mbps", "latency_mean_us")  # the windowed series
 
 
+def settings(cls: Any, d: dict[str, Any], section: str) -> Any:
+    """A settings dataclass from a design section; unknown keys or types are errors."""
+    known = set(cls.__dataclass_fields__)
+    bad = set(d) - known
+    if bad:
+        raise ValueError(f"{section}: unknown keys {sorted(bad)}; allowed: {sorted(known)}")
+    for k, v in d.items():
+        default = cls.__dataclass_fields__[k].default
+        if isinstance(default, float) and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ValueError(f"{section}.{k}: a number")
+    return cls(**d)
+
+
 @dataclass(frozen=True)
 class SteadySettings:
     window_us: float = 50.0
@@ -43,11 +56,7 @@ class SteadySettings:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SteadySettings:
-        known = set(cls.__dataclass_fields__)
-        bad = set(d) - known
-        if bad:
-            raise ValueError(f"steady: unknown keys {sorted(bad)}; allowed: {sorted(known)}")
-        s = cls(**d)
+        s = settings(cls, d, "steady")
         if not 0 < s.window_us or not 0 < s.min_ms <= s.max_ms or s.step_ms <= 0:
             raise ValueError("steady: need window_us > 0, 0 < min_ms <= max_ms, step_ms > 0")
         if not 0 < s.precision < 1 or not 0.5 < s.confidence < 1:

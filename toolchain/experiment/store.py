@@ -107,10 +107,11 @@ class Store:
         factors = man["factors"]
         recs = self.records()
         rows = []
+        hashes = man.get("config_hashes", {})
         for rid in man["runs"]:
             rec = recs.get(rid)
-            if rec is None:
-                continue
+            if rec is None or rec.get("config_hash") != hashes.get(rid, rec.get("config_hash")):
+                continue  # not run yet, or run for an earlier version of the design
             row: dict[str, Any] = {"run_id": rid, "point": rec["point"], "replicate": rec["replicate"],
                                    "seed": rec["seed"]}  # fmt: skip
             row.update({f: rec["levels"][f] for f in factors})
