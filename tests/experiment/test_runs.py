@@ -70,12 +70,12 @@ def test_resume_after_kill_runs_only_the_missing_runs(tiny_design, tmp_path: Pat
 def test_dask_local_cluster_gives_the_local_pool_table(tiny_design, tmp_path: Path) -> None:
     from distributed import LocalCluster
 
-    design = tiny_design(["full", "stub"])
+    design = tiny_design(["full", "stub"], replications=1)
     local = run_experiment(design, tmp_path / "local", jobs=2, progress=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster:  # fmt: skip
         dask = run_experiment(design, tmp_path / "dask", scheduler=cluster.scheduler_address, progress=False)
-    assert len(local["executed"]) == len(dask["executed"]) == 4 and not local["failed"] and not dask["failed"]
+    assert len(local["executed"]) == len(dask["executed"]) == 2 and not local["failed"] and not dask["failed"]
     a = pd.read_parquet(tmp_path / "local" / "results.parquet").drop(columns=["host_s"])
     b = pd.read_parquet(tmp_path / "dask" / "results.parquet").drop(columns=["host_s"])
     pd.testing.assert_frame_equal(a, b)
