@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 NPK := $(VENV)/bin/npk
 STAMP := .build
-APT_PKGS := build-essential binutils graphviz tshark clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch
+APT_PKGS := build-essential binutils graphviz tshark clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch chromium
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: all deps venv emulator xscale test demo bench lint clean
@@ -18,7 +18,7 @@ $(STAMP):
 
 # System packages: installed only when missing, so repeat runs are quick.
 deps: $(STAMP)/apt.ok
-$(STAMP)/apt.ok: | $(STAMP)
+$(STAMP)/apt.ok: Makefile | $(STAMP)
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \

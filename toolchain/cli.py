@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "npkit.toolchain.commands.demo:demo_cmd",
     "xscale": "npkit.xscale.cli:xscale_cmd",
     "formats": "npkit.toolchain.commands.formats:formats_cmd",
+    "experiment": "npkit.toolchain.experiment.cli:experiment",
 }
 
 

@@ -23,8 +23,9 @@ from npkit.emulator.loader import LoadError
 from npkit.emulator.traffic.cli import GenerationProgress
 from npkit.emulator.traffic_run import MsfError, TrafficError, load_traffic_source
 from npkit.toolchain.system.layout import LinkError, parse_defines
-from npkit.toolchain.system.paths import DEFAULT_ROUTER, ROOT
+from npkit.toolchain.system.paths import ROOT
 from npkit.toolchain.system.router_run import RouterImageError, format_summary, run_router
+from npkit.toolchain.system.tables import make_routes, router_with_routes
 from npkit.toolchain.system.verdict import judge
 
 from .options import exit_on_verdict, policy_of, verdict_options
@@ -77,26 +78,3 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
     s["verdict"] = judge(s, policy_of(max_loss, min_line_rate))
     click.echo(json.dumps(s, indent=2) if as_json else format_summary(s))
     exit_on_verdict(s["verdict"])
-
-
-def make_routes(path: str, count: int) -> None:
-    """A random BGP-like table for the example router (what `npk traffic routes
-    --count COUNT --seed 1 --config examples/traffic/router.yaml` writes)."""
-    from npkit.emulator.traffic.router_config import RouterConfig
-    from npkit.emulator.traffic.routes import format_routes, random_routes
-
-    routes = random_routes(count, 1, RouterConfig.load(DEFAULT_ROUTER).next_hops())
-    header = f"random route table: {count} routes, seed 1\nnpk traffic routes --count {count} --seed 1 --config {DEFAULT_ROUTER}"
-    Path(path).write_text(format_routes(routes, header))
-
-
-def router_with_routes(tmp: Path, routes: Path) -> Path:
-    """The example router with `routes` as its table: the microcode, the oracle and the
-    generator's destinations then all see the same table."""
-    import yaml
-
-    router = yaml.safe_load(DEFAULT_ROUTER.read_text())
-    router["routes"] = str(routes.resolve())
-    path = tmp / "router.yaml"
-    path.write_text(yaml.safe_dump(router))
-    return path
