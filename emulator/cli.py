@@ -41,7 +41,23 @@ def _summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any]:
     units = {name: [c for c in chans] for name, chans in st["units"].items() if any(c["commands"] for c in chans)}
     clock = float(chip.config["clock_mhz"])
     return {"config": st["config"], "stop": reason, "cycle": cycle, "time_us": cycle / clock,
-            "mes": mes, "units": units}  # fmt: skip
+            "mes": mes, "units": units, "faults": chip.faults()}  # fmt: skip
+
+
+def fault_warnings(faults: dict[str, Any], limit: int = 8) -> list[str]:
+    """Warning lines for Chip.faults(): the totals by kind, then each distinct
+    (kind, ME, PC) among the last faults kept."""
+    if not faults["total"]:
+        return []
+    kinds = ", ".join(f"{k} {n}" for k, n in faults["counts"].items())
+    lines = [f"warning: {faults['total']} fault(s) ({kinds})"]
+    sites: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for f in faults["last"]:
+        sites.setdefault((f["kind"], f["me"], f["pc"]), f)
+    for (kind, me, pc), f in list(sites.items())[-limit:]:
+        who = f"ME {me} ctx {f['ctx']} pc {pc}" if me >= 0 else "API call"
+        lines.append(f"warning:   {kind} at {who}: address 0x{f['address']:x} (cycle {f['cycle']})")
+    return lines
 
 
 @click.command("run")
@@ -87,6 +103,8 @@ def run_cmd(image: str, config: str, cycles: int, me_list: str | None, as_json: 
         for i, c in enumerate(chans):
             click.echo(f"  {name}[{i}] commands {c['commands']:>8d} bytes {c['bytes']:>10d} "
                        f"util {c['utilization'] * 100:5.1f}% queue max {c['queue_max']} mean {c['queue_mean']:.2f}")  # fmt: skip
+    for line in fault_warnings(out["faults"]):
+        click.echo(line, err=True)
 
 
 def _run_traffic(image: str, config: str, me_list: str | None, as_json: bool, traffic: str,
@@ -125,6 +143,8 @@ def _run_traffic(image: str, config: str, me_list: str | None, as_json: bool, tr
                    f"({summary['cycle']} cycles) in {rep['host_s']:.2f} s host"
                    + (f", {rep_out['packets_per_host_s']} packets per host second" if pkts else ""))  # fmt: skip
         click.echo(format_report(rep))
+        for line in fault_warnings(summary["faults"]):
+            click.echo(line, err=True)
         if capture:
             click.echo(f"captures: {capture}/port<N>.pcap, {capture}/dispositions.json")
     if not rep["balanced"]:

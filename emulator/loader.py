@@ -79,10 +79,14 @@ def load_image(chip: Chip, image: Any, mes: list[int] | None = None, enable: boo
         for space, addr, data in getattr(prog, "init_mem", []) or []:
             if space not in MEM_SPACES:
                 raise LoadError(f"program '{name}': unknown memory space '{space}'")
+            addr, data = int(addr), bytes(data)
+            if not 0 <= addr < 1 << 64:
+                raise LoadError(f"program '{name}': {space} data address {addr} is not an unsigned 64-bit value")
             try:
-                chip.mem_write(space, int(addr), bytes(data))
-            except EmulatorError as e:
-                raise LoadError(f"program '{name}': {space} data at 0x{int(addr):x}: {e}") from None
+                chip.mem_write(space, addr, data)
+            except EmulatorError:
+                raise LoadError(f"program '{name}': {len(data)} bytes of {space} data at 0x{addr:x} "
+                                f"lie outside the {space} of this chip") from None  # fmt: skip
     return loaded
 
 

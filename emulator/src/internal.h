@@ -104,6 +104,7 @@ typedef struct npk_event {
     uint32_t addr;
     uint32_t xidx;
     uint32_t aux;
+    uint32_t pc;           /* instruction that issued the command (fault reports) */
     uint32_t data[NPK_MAX_XFER_WORDS];
 } npk_event;
 
@@ -172,6 +173,12 @@ struct npk_chip {
     int msf_custom;
     uint8_t *msf_buf;
     uint64_t msf_counts[5];
+    /* faults (npk_fault_*): counts by kind, the last NPK_FAULT_LOG records */
+    uint64_t fault_count[NPK_FAULT_KINDS];
+    npk_fault fault_log[NPK_FAULT_LOG];
+    uint32_t fault_head, fault_len;
+    const npk_event *cur_ev;   /* command being completed, NULL outside npk_unit_complete */
+    int cur_faulted;           /* cur_ev has already recorded its fault */
     char err[160];
 };
 
@@ -205,7 +212,7 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v);
 
 /* alu.c */
 uint32_t npk_crc(npk_me *m, uint32_t type, uint32_t data, uint32_t bytes_sel, int le, int bit_swap);
-uint32_t npk_cam_lookup(npk_me *m, uint32_t key);
+uint32_t npk_cam_lookup(npk_me *m, uint32_t key, uint32_t entries);
 void npk_cam_touch(npk_me *m, int entry);
 void npk_cam_reset(npk_me *m);
 
@@ -233,6 +240,10 @@ void npk_msf_stub_init(npk_chip *c);
 int npk_scr_ring_full(npk_chip *c, int ring);
 
 /* chip.c */
+/* record a fault made by thread me/ctx at pc (me -1: not a thread) */
+void npk_fault_at(npk_chip *c, int kind, int me, int ctx, uint32_t pc, uint64_t addr);
+/* record a fault of the command being completed (once per command), or of an API call */
+void npk_fault_cmd(npk_chip *c, int kind, uint64_t addr);
 void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index);
 uint64_t npk_prng_next(uint64_t *s);
 
