@@ -93,7 +93,10 @@ void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out)
         push = basic;
     else switch (cmd) {
     case 9: ring_op(c, e, out, (sub & 1) ? 0 : 1); push = sub & 1; break;
-    case 10: if (!(sub & 1)) ring_op(c, e, out, 2); break;
+    case 10:  /* journal (sub 0) */
+        if (!(sub & 1))
+            ring_op(c, e, out, 2);
+        break;
     case 11: {  /* dequeue */
         uint32_t head = srd(c, a), count = srd(c, a + 8);
         if (count && head) {
