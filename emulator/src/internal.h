@@ -102,9 +102,9 @@ typedef struct npk_event {
     uint16_t sigmask;
     uint16_t count;        /* longwords */
     uint32_t addr;
-    uint32_t xidx;
+    uint16_t xidx;         /* first transfer register, 0..127 */
+    uint16_t pc;           /* instruction that issued the command (fault reports; < 8192) */
     uint32_t aux;
-    uint32_t pc;           /* instruction that issued the command (fault reports) */
     uint32_t data[NPK_MAX_XFER_WORDS];
 } npk_event;
 
@@ -241,9 +241,9 @@ int npk_scr_ring_full(npk_chip *c, int ring);
 
 /* chip.c */
 /* record a fault made by thread me/ctx at pc (me -1: not a thread) */
-void npk_fault_at(npk_chip *c, int kind, int me, int ctx, uint32_t pc, uint64_t addr);
+__attribute__((cold)) void npk_fault_at(npk_chip *c, int kind, int me, int ctx, uint32_t pc, uint64_t addr);
 /* record a fault of the command being completed (once per command), or of an API call */
-void npk_fault_cmd(npk_chip *c, int kind, uint64_t addr);
+__attribute__((cold)) void npk_fault_cmd(npk_chip *c, int kind, uint64_t addr);
 void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index);
 uint64_t npk_prng_next(uint64_t *s);
 

@@ -20,7 +20,6 @@ typedef struct exec_ctx {
     int nnget_delta;
     uint32_t wp_hit;
     uint32_t base;
-    uint32_t pc;           /* of the instruction being executed */
     int stall;             /* unit queue full: the instruction did not issue */
 } exec_ctx;
 
@@ -71,14 +70,21 @@ static uint32_t restricted_to_u(uint32_t num, uint32_t msb, int is_dest)
  * lm_words (640 on the IXP2800) hold RAM, the rest are addressable but not
  * populated (HRM p.40): reading them gives 0, writing does nothing, and both
  * are counted as NPK_FAULT_LM. */
+/* PC of the instruction being executed (me_exec advanced the context's PC
+ * before executing it; nothing changes it before its memory operands) */
+static inline uint32_t cur_pc(const exec_ctx *e)
+{
+    return e->x->pc - 1;
+}
+
 static inline uint32_t lm_index(exec_ctx *e, int which, uint32_t off)
 {
     return ((*lm_reg(e->m, e->ctx, which) >> 2) | off) & 0x3FF;
 }
 
-static void lm_fault(exec_ctx *e, uint32_t idx)
+__attribute__((cold)) static void lm_fault(exec_ctx *e, uint32_t idx)
 {
-    npk_fault_at(e->c, NPK_FAULT_LM, e->m->idx, e->ctx, e->pc, idx);
+    npk_fault_at(e->c, NPK_FAULT_LM, e->m->idx, e->ctx, cur_pc(e), idx);
 }
 
 static inline uint32_t lm_read(exec_ctx *e, uint32_t idx)
@@ -732,20 +738,20 @@ static void issue_mem(exec_ctx *e, int unit, uint64_t w)
     int pull, push;
     cmd_dirs(unit, cmd, sub, &pull, &push);
     if ((pull || push) && xidx + (nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords) > 128)
-        npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, e->pc, xidx);  /* the registers wrap to 0 */
+        npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, cur_pc(e), xidx);  /* the registers wrap to 0 */
     npk_event *ev = npk_ev_alloc(c);
     if (!ev) { e->illegal = 1; return; }
     ev->kind = EVK_MEM;
     ev->unit = (uint8_t)unit;
     ev->me = (uint8_t)m->idx;
     ev->ctx = (uint8_t)e->ctx;
-    ev->pc = e->pc;
+    ev->pc = (uint16_t)cur_pc(e);
     ev->cmd = (uint8_t)cmd;
     ev->sub = (uint8_t)sub;
     ev->count = (uint16_t)nwords;
     ev->addr = addr;
     ev->xkind = (uint8_t)kind;
-    ev->xidx = xidx;
+    ev->xidx = (uint16_t)xidx;
     ev->aux = (is_dram && cmd >= 0xA) ? msf_addr : b;
     if (unit == NPK_UNIT_SRAM && cmd == 12) ev->aux = b;   /* enqueue: buffer pointer */
     if (unit == NPK_UNIT_SRAM && cmd == 12) ev->addr = a;  /* enqueue: queue descriptor */
@@ -801,7 +807,7 @@ static void exec_cap_csr(exec_ctx *e, uint64_t w)
     ev->unit = NPK_UNIT_CAP;
     ev->me = (uint8_t)m->idx;
     ev->ctx = (uint8_t)e->ctx;
-    ev->pc = e->pc;
+    ev->pc = (uint16_t)cur_pc(e);
     ev->addr = addr;
     ev->chan = 0;
     if (cmd & 2) {  /* fast_wr: data from the instruction or from ALU_OUT */
@@ -818,11 +824,11 @@ static void exec_cap_csr(exec_ctx *e, uint64_t w)
     uint32_t xidx;
     xfer_target(m, e->ctx, NPK_CAP_CSR_XFER(w), 0, &kind, &xidx);
     uint32_t n = NPK_CAP_CSR_REF_CNT(w) + 1;
-    if (xidx + n > 128) npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, e->pc, xidx);
+    if (xidx + n > 128) npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, cur_pc(e), xidx);
     ev->cmd = (uint8_t)(cmd & 1);
     ev->count = (uint16_t)n;
     ev->xkind = (uint8_t)kind;
-    ev->xidx = xidx;
+    ev->xidx = (uint16_t)xidx;
     ev->sigmask = sig ? (uint16_t)(1u << sig) : 0;
     if (cmd & 1)
         for (uint32_t i = 0; i < n; i++)
@@ -1224,7 +1230,6 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     e.t_delta = 0;
     e.nnget_delta = 0;
     e.base = relbase(m, ctx);
-    e.pc = pc;
     e.stall = 0;
     int had_br = x->br_pending;
     int had_swap = x->swap_pending;
