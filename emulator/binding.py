@@ -505,8 +505,8 @@ class Chip:
         "last": [{cycle, me, ctx, pc, kind, address}, ...] oldest first}; me/ctx -1 = an API call."""
         counts = self.ffi.new("uint64_t[]", len(FAULT_KINDS))
         total = int(self.lib.npk_fault_counts(self._chip, counts, len(FAULT_KINDS)))
-        log = self.ffi.new("npk_fault[]", 64)
-        n = self.lib.npk_fault_log(self._chip, log, 64)
+        log = self.ffi.new("npk_fault[]", self.lib.NPK_FAULT_LOG)
+        n = self.lib.npk_fault_log(self._chip, log, self.lib.NPK_FAULT_LOG)
         last = [{"cycle": f.cycle, "me": f.me, "ctx": f.ctx, "pc": f.pc,
                  "kind": FAULT_KINDS[f.kind] if 0 <= f.kind < len(FAULT_KINDS) else str(f.kind),
                  "address": f.addr} for f in log[0:n]]  # fmt: skip

@@ -25,6 +25,7 @@ def test_corpus_inputs_run_clean() -> None:
     assert res.returncode == 0, res.stderr[-4000:]
     inputs = sorted(CORPUS.iterdir())
     assert any(p.name.startswith("seed-router_") for p in inputs)
+    assert any(p.name.startswith("crash-issue10-scratch_wrap") for p in inputs)  # regression inputs
     res = subprocess.run([str(FUZZER), *map(str, inputs)], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-4000:]
     assert f"Running {len(inputs)} inputs 1 time(s) each" in res.stderr

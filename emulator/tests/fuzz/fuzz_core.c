@@ -25,8 +25,9 @@
  *     [7]  timestamp shift = (b & 31) % 17; csr write-to-use delay = b >> 5
  *     [8]  MSF: ports = (b & 15) + 1; RBUF element bytes = {64, 128, 256, 100}[(b >> 4) & 3];
  *          TBUF element bytes = {64, 128, 256, 100}[(b >> 6) & 3]
- *     [9]  RBUF elements (any value: invalid configs must be refused)
- *     [10] TBUF elements
+ *     [9]  RBUF elements = b, or (b & 15) << 26 when b >= 0xF0 (invalid configs, such as
+ *          element counts whose product with the element size wraps 2^32, must be refused)
+ *     [10] TBUF elements, the same way
  *     [11] freelist depth
  *     [12] tx_start_bytes = 16 * b
  *     [13..15] reserved
@@ -149,8 +150,8 @@ static void make_msf(state *s, const uint8_t *h)
     m.rate_bps = 1000000000ull;
     m.rbuf_elem_bytes = eb[(h[8] >> 4) & 3];
     m.tbuf_elem_bytes = eb[(h[8] >> 6) & 3];
-    m.rbuf_elems = h[9];
-    m.tbuf_elems = h[10];
+    m.rbuf_elems = h[9] >= 0xF0 ? (uint32_t)(h[9] & 15) << 26 : h[9];
+    m.tbuf_elems = h[10] >= 0xF0 ? (uint32_t)(h[10] & 15) << 26 : h[10];
     m.preamble_bytes = 8; m.fcs_bytes = 4; m.ifg_bytes = 12;
     m.tx_fifo_bytes = 4096;
     m.spi_bps = 10000000000ull;
@@ -158,8 +159,8 @@ static void make_msf(state *s, const uint8_t *h)
     m.tx_start_bytes = 16u * h[12];
     s->msf = npk_msf_create(s->chip, &m);
     int valid = (m.rbuf_elem_bytes != 100 && m.tbuf_elem_bytes != 100 && m.rbuf_elems &&
-                 m.rbuf_elems * m.rbuf_elem_bytes <= 8192 && m.tbuf_elems && m.tbuf_elems * m.tbuf_elem_bytes <= 8192 &&
-                 m.freelist_depth);
+                 (uint64_t)m.rbuf_elems * m.rbuf_elem_bytes <= 8192 && m.tbuf_elems &&
+                 (uint64_t)m.tbuf_elems * m.tbuf_elem_bytes <= 8192 && m.freelist_depth);
     REQUIRE(valid == (s->msf != NULL));
 }
 

@@ -1,13 +1,14 @@
 """Write the seed corpus of the core fuzzer (emulator/tests/fuzz/corpus/seed-*)
 from real assembled programs: the examples (hello, ring ping/pong on two MEs,
 the debugger's ttl example, the MSF passthrough with packets) and the linked
-router, pipelined and parallel, with a few packets of examples/traffic.
+router, pipelined and parallel, with a few packets of examples/traffic; and
+the regression inputs of the defects issue 10 reported (crash-issue10-*).
 The input format is described at the top of fuzz_core.c.
 
     .venv/bin/python emulator/tests/fuzz/make_seeds.py [CORPUS_DIR]
 
-Regression inputs (crash-*) in the corpus are written by hand from findings
-and left alone here."""
+Inputs the fuzzer itself found (crash-fuzz-*, copied from its artifacts) are
+left alone here."""
 
 from __future__ import annotations
 
@@ -193,13 +194,31 @@ def router_seeds() -> dict[str, bytes]:
     return seeds
 
 
+def regression_inputs() -> dict[str, bytes]:
+    """The defects of issue 10 part 3, each as an input that crashed the core before."""
+    out: dict[str, bytes] = {}
+    s = Seed(num_me=0, ctx_mask=1)  # scratch address 0xFFFFFFFC: the bound check wrapped
+    s.words(0, [0xF0800C0C00, 0x1110008000, 0x1010008000, 0xE000020000])
+    out["scratch_wrap"] = s.data()
+    s = Seed(num_me=0)  # init_mem at 2^64 - 1: written before the DRAM buffer
+    s.mem("dram", 2**64 - 1, b"AAAA")
+    s.mem("scratch", 2**64 - 1, b"AAAA")
+    out["mem_wrap"] = s.data()
+    s = Seed(num_me=0)  # a local CSR of context 100 through the API
+    ref = parse_reg("ACTIVE_CTX_FUTURE_COUNT", 0, 8)
+    s.reg(0, 100, ref.kind, ref.index, 5)
+    out["csr_ctx"] = s.data()
+    return out
+
+
 def main(argv: list[str]) -> int:
     out = Path(argv[1]) if len(argv) > 1 else CORPUS
     out.mkdir(parents=True, exist_ok=True)
-    seeds = {**example_seeds(), **router_seeds()}
-    for name, data in seeds.items():
-        (out / f"seed-{name}").write_bytes(data)
-        print(f"{out / f'seed-{name}'}: {len(data)} bytes")
+    files = {f"seed-{k}": v for k, v in {**example_seeds(), **router_seeds()}.items()}
+    files.update({f"crash-issue10-{k}": v for k, v in regression_inputs().items()})
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+        print(f"{out / name}: {len(data)} bytes")
     return 0
 
 
