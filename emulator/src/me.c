@@ -66,10 +66,6 @@ static uint32_t restricted_to_u(uint32_t num, uint32_t msb, int is_dest)
     return OP_ILLEGAL;
 }
 
-/* LM_ADDR reaches 1K longwords (the index wraps at 1024); only the first
- * lm_words (640 on the IXP2800) hold RAM, the rest are addressable but not
- * populated (HRM p.40): reading them gives 0, writing does nothing, and both
- * are counted as NPK_FAULT_LM. */
 /* PC of the instruction being executed (me_exec advanced the context's PC
  * before executing it; nothing changes it before its memory operands) */
 static inline uint32_t cur_pc(const exec_ctx *e)
@@ -77,6 +73,10 @@ static inline uint32_t cur_pc(const exec_ctx *e)
     return e->x->pc - 1;
 }
 
+/* LM_ADDR reaches 1K longwords (the index wraps at 1024); only the first
+ * lm_words (640 on the IXP2800) hold RAM, the rest are addressable but not
+ * populated (HRM p.40): reading them gives 0, writing does nothing, and both
+ * are counted as NPK_FAULT_LM. */
 static inline uint32_t lm_index(exec_ctx *e, int which, uint32_t off)
 {
     return ((*lm_reg(e->m, e->ctx, which) >> 2) | off) & 0x3FF;
