@@ -10,7 +10,7 @@
 
 static uint32_t rd(npk_chip *c, uint32_t a)
 {
-    a &= ~3u;  /* longword access: the low address bits are ignored */
+    a &= ~3u;  /* longword access (HRM p.227: 32-bit words, not byte-writable): bits 1:0 ignored */
     if ((uint64_t)a + 4 <= c->cfg.scratch_bytes) return npk_rd32(c->scratch + a);
     npk_fault_cmd(c, NPK_FAULT_SCRATCH, a);
     return 0;
