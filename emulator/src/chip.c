@@ -262,7 +262,14 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             msf_next = tm < c->now ? c->now : tm;
             if (msf_next < t) t = msf_next;
         }
-        if (t == NPK_NEVER && !any_alive(c)) { reason = NPK_STOP_HALTED; break; }
+        if (t == NPK_NEVER && !any_alive(c)) {
+            /* an ME that stopped (bad PC, illegal word) while running ahead stopped
+             * after the last cycle processed here: end the run where lock-step would */
+            for (uint32_t i = 0; i < nme; i++)
+                if (c->me[i].stop.cycle > c->now) c->now = c->me[i].stop.cycle;
+            reason = NPK_STOP_HALTED;
+            break;
+        }
         if (t == NPK_NEVER && c->step_me >= 0) break;  /* stepping a context that can never run */
         if (t >= end) { c->now = end; break; }
         c->now = t;

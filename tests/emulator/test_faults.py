@@ -144,12 +144,26 @@ def test_sram_dram_and_transfer_register_faults() -> None:
 
 def test_running_off_the_control_store_is_a_pc_fault() -> None:
     chip = Chip("ixp2800")
-    words = assemble(["alu[a1, a1, +, 1]"]) * chip.config["ustore_words"]
-    chip.load(0, words)
+    chip.load(0, assemble(["alu[a1, a1, +, 1]"]) * chip.config["ustore_words"])
     chip.enable(0, 1)
-    chip.run(20_000)
+    assert chip.run(20_000) == "halted"
     assert chip.me_status(0)["state"] == "bad_pc"
     assert _sites(chip) == {("pc", 0, 0, 8192, 8192)}
+
+
+def test_a_run_that_halts_while_running_ahead_ends_where_lockstep_ends() -> None:
+    # found by the fuzzer: an illegal word met while running ahead stopped the ME at
+    # cycle 10, but the run ended at cycle 0 (the last event); lock-step ended at 10
+    cycles = []
+    for lockstep in (False, True):
+        chip = Chip("ixp2800")
+        chip.load(0, assemble(["alu[a1, a1, +, 1]"]) * 10 + [0xEDEDEDEDED])  # an illegal jump
+        chip.enable(0, 1)
+        if lockstep:
+            chip.history_enable(1)  # history turns run-ahead off
+        assert chip.run(20_000) == "halted" and chip.me_status(0)["state"] == "illegal"
+        cycles.append((chip.cycle, chip.me_status(0)["cycle"]))
+    assert cycles == [(10, 10), (10, 10)]
 
 
 def test_router_runs_without_faults() -> None:

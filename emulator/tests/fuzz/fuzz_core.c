@@ -13,7 +13,9 @@
  *   header, 16 bytes
  *     [0]  flags: bit0 history level 1, bit1 history level 2 (every
  *          instruction), bit2 attach the MSF device (npk_msf_create),
- *          bit3 no unit queue limit (queue_depth 0), bit4 zero unit latencies
+ *          bit3 no unit queue limit (queue_depth 0), bit4 zero unit latencies,
+ *          bit5 run the input twice, as given and in lock-step (history on,
+ *          which turns run-ahead off), and require the same final state
  *     [1]  SRAM: channels = (b & 3) + 1, channel bytes = 128 KB << ((b >> 2) & 3)
  *     [2]  DRAM bytes = 256 KB << (b & 3); scratch bytes = {16384, 4096, 7,
  *          65536}[(b >> 3) & 3]; local memory words = {640, 1024, 16, 0}[(b >> 5) & 3]
@@ -363,7 +365,74 @@ static void report(state *s)
     }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* architectural state at the end of an input: time, every register, the
+ * memories, instructions executed, faults by kind, ring counts */
+static uint64_t digest(state *s)
+{
+    npk_chip *c = s->chip;
+    uint64_t h = 0xcbf29ce484222325ull, v64 = npk_cycle(c);
+    h = fnv(h, &v64, sizeof v64);
+    for (uint32_t me = 0; me < s->cfg.num_me; me++) {
+        npk_me_stats st;
+        npk_stats_me(c, (int)me, &st);
+        h = fnv(h, &st.instructions, sizeof st.instructions);
+        static const int kinds[] = {NPK_REG_GPR_A, NPK_REG_GPR_B, NPK_REG_SXFER_IN, NPK_REG_SXFER_OUT,
+                                    NPK_REG_DXFER_IN, NPK_REG_DXFER_OUT, NPK_REG_NN};
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            for (uint32_t i = 0; i < 128; i++) {
+                uint32_t v = 0;
+                npk_reg_read(c, (int)me, 0, kinds[k], i, &v);
+                h = fnv(h, &v, sizeof v);
+            }
+        for (uint32_t i = 0; i < s->cfg.lm_words; i++) {
+            uint32_t v = 0;
+            npk_reg_read(c, (int)me, 0, NPK_REG_LM, i, &v);
+            h = fnv(h, &v, sizeof v);
+        }
+        for (int ctx = 0; ctx < 8; ctx++)
+            for (int k = NPK_REG_PC; k <= NPK_REG_WAIT_MASK; k++) {
+                uint32_t v = 0;
+                npk_reg_read(c, (int)me, ctx, k, 0, &v);
+                h = fnv(h, &v, sizeof v);
+            }
+    }
+    static uint8_t buf[65536];
+    uint64_t sizes[3] = {(uint64_t)s->cfg.sram.channels << 30, s->cfg.dram_bytes, s->cfg.scratch_bytes};
+    for (int space = 0; space < 3; space++) {
+        uint64_t chunk = space == 0 ? s->cfg.sram_channel_bytes : sizes[space];
+        for (uint64_t base = 0; base < sizes[space]; base += space == 0 ? 1ull << 30 : chunk)
+            for (uint64_t a = 0; a < chunk; a += sizeof buf) {
+                size_t n = chunk - a < sizeof buf ? (size_t)(chunk - a) : sizeof buf;
+                REQUIRE(npk_mem_read(c, space, base + a, buf, n) == NPK_OK);
+                h = fnv(h, buf, n);
+            }
+    }
+    uint64_t counts[NPK_FAULT_KINDS];
+    npk_fault_counts(c, counts, NPK_FAULT_KINDS);
+    h = fnv(h, counts, sizeof counts);
+    for (int r = 0; r < 16; r++) {
+        uint32_t n = 0;
+        npk_scratch_ring_count(c, r, &n);
+        h = fnv(h, &n, sizeof n);
+    }
+    return h;
+}
+
+/* run one input; lockstep: history on all the time (no run-ahead) */
+static uint64_t execute(const uint8_t *data, size_t size, int lockstep)
 {
     uint8_t h[16];
     memset(h, 0, sizeof h);
@@ -397,7 +466,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     load_images(s);
-    if (h[0] & 3) REQUIRE(npk_history_enable(s->chip, (h[0] & 2) ? 2 : 1) == NPK_OK);
+    if ((h[0] & 3) || lockstep) REQUIRE(npk_history_enable(s->chip, (h[0] & 2) ? 2 : 1) == NPK_OK);
     if (h[0] & 4) make_msf(s, h);
     /* pass 2: everything else, in order */
     in.at = sizeof h;
@@ -441,6 +510,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         case 12: {
             int level = (int)(get(&in, 1) % 4);
+            if (lockstep && level == 0) level = 1;
             int rc = npk_history_enable(s->chip, level);
             REQUIRE(rc == (level <= 2 ? NPK_OK : NPK_EINVAL));
             npk_hist_event ev[64];
@@ -468,8 +538,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     run(s, 64u * ((uint32_t)h[6] + 1), h[5]);
     if (getenv("NPK_FUZZ_VERBOSE")) report(s);
+    uint64_t d = (h[0] & 32) ? digest(s) : 0;
     npk_msf_destroy(s->msf);
     npk_destroy(s->chip);
     free(s);
+    return d;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint64_t d = execute(data, size, 0);
+    /* run-ahead gives the same results as lock-step execution (npk_emu.h) */
+    if (size && (data[0] & 32)) REQUIRE(execute(data, size, 1) == d);
     return 0;
 }

@@ -30,6 +30,7 @@ ROUTER_BUFS = 128  # packet buffers on the router's free list (the real system h
 
 # record tags (fuzz_core.c)
 WORDS, REG, MEM, RING, SIG, RUN, ENABLE, RX = 0, 1, 2, 4, 5, 6, 11, 10
+LOCKSTEP_TOO = 32  # header flag: run again in lock-step and compare
 
 
 @dataclass
@@ -134,11 +135,11 @@ def _packets(spec: str, n: int) -> list[tuple[int, bytes]]:
 
 def example_seeds() -> dict[str, bytes]:
     seeds: dict[str, bytes] = {}
-    s = Seed(num_me=0)
+    s = Seed(num_me=0, flags=LOCKSTEP_TOO)
     s.program(_asm(EXAMPLES / "hello.uc"), [0])
     seeds["hello"] = s.data()
 
-    s = Seed(num_me=1)
+    s = Seed(num_me=1, flags=LOCKSTEP_TOO)
     s.ring(0, 0x1000, 128, 4)
     s.ring(1, 0x1200, 128, 4)
     s.program(_asm(EXAMPLES / "ring_ping.uc"), [0], enable=1)
@@ -149,7 +150,7 @@ def example_seeds() -> dict[str, bytes]:
     s.program(_asm(EXAMPLES / "debug" / "ttl.uc"), [0])
     seeds["ttl"] = s.data()
 
-    s = Seed(num_me=0, flags=4)  # the MSF device
+    s = Seed(num_me=0, flags=4 | LOCKSTEP_TOO)  # the MSF device
     s.program(_asm(EXAMPLES / "passthrough" / "passthrough.uc"), [0])
     for port, frame in _packets("min64.yaml", 6):
         s.rx(port, frame, 700)
