@@ -35,13 +35,15 @@
  *     [13..15] reserved
  *   records until the input ends: a tag byte (taken mod 16), then its fields
  *     0 WORDS   me:u8 (bit 7: 4-context mode), n:u8, n x 40-bit words (5 bytes)
- *               appended to that ME's control-store image (loaded before anything else)
+ *               appended to that ME's control-store image (at most 1024 words; loaded
+ *               before anything else)
  *     1 REG     me:u8 ctx:u8 kind:u8 index:u16 value:u32      npk_reg_write (+ read back)
  *     2 MEM     space:u8 addr:u64 n:u8 data[n]                npk_mem_write, npk_mem_read
  *     3 MEMRAW  space:u8 addr:u64 n:u64 write:u8              any address and size
  *     4 RING    ring:u8 base:u32 size:u32 margin:u32          npk_scratch_ring_config
  *     5 SIG     me:u8 ctx:u8 sig:u8                           npk_set_signal
- *     6 RUN     cycles:u16                                     run 4 * cycles (total capped)
+ *     6 RUN     cycles:u16                                     run 4 * cycles (all runs of an
+ *               input, the final one included, stop at MAX_RUN_CYCLES)
  *     7 BP      me:u8 ctx:u8 pc:u16 del:u8                     npk_bp_add / npk_bp_del
  *     8 WP      what:u8 me:u8 addr:u64 len:u16                 npk_wp_add_mem / _reg, del
  *     9 CAP     addr:u32 value:u32                             npk_cap_csr_write / _read
