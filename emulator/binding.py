@@ -37,6 +37,9 @@ CTX_STATES = {0: "inactive", 1: "ready", 2: "running", 3: "sleep"}
 STOP_REASONS = {0: "budget", 1: "halted", 2: "breakpoint", 3: "watchpoint", 4: "step", 5: "irq"}
 ME_STATES = {0: "running", 1: "halt", 2: "illegal", 3: "bad_pc", 4: "idle"}
 EVENT_KINDS = {0: "state", 1: "mem_issue", 2: "mem_done", 3: "signal", 4: "halt", 5: "instr"}
+# fault kinds (npk_emu.h NPK_FAULT_*), in code order
+FAULT_KINDS = ["sram", "dram", "scratch", "local_memory", "ring_unconfigured", "ring_full", "ring_bad",
+               "xfer", "msf", "pc"]
 
 # register kinds (npk_emu.h NPK_REG_*)
 K_GPR_A, K_GPR_B, K_SIN, K_SOUT, K_DIN, K_DOUT, K_NN, K_LM = 0, 1, 2, 3, 4, 5, 6, 7
@@ -587,6 +590,20 @@ class Chip:
                 })  # fmt: skip
             units[name] = chans
         return {"cycle": now, "config": self.config.get("name", ""), "mes": mes, "units": units}
+
+    # -- faults
+    def faults(self) -> dict[str, Any]:
+        """Faults so far (npk_emu.h NPK_FAULT_*): {"total", "counts": {kind: n} (kinds seen),
+        "last": [{cycle, me, ctx, pc, kind, address}, ...] oldest first}; me/ctx -1 = an API call."""
+        counts = self.ffi.new("uint64_t[]", len(FAULT_KINDS))
+        total = int(self.lib.npk_fault_counts(self._chip, counts, len(FAULT_KINDS)))
+        log = self.ffi.new("npk_fault[]", self.lib.NPK_FAULT_LOG)
+        n = self.lib.npk_fault_log(self._chip, log, self.lib.NPK_FAULT_LOG)
+        last = [{"cycle": f.cycle, "me": f.me, "ctx": f.ctx, "pc": f.pc,
+                 "kind": FAULT_KINDS[f.kind] if 0 <= f.kind < len(FAULT_KINDS) else str(f.kind),
+                 "address": f.addr} for f in log[0:n]]  # fmt: skip
+        return {"total": total, "counts": {k: int(counts[i]) for i, k in enumerate(FAULT_KINDS) if counts[i]},
+                "last": last}  # fmt: skip
 
     # -- history
     def history_enable(self, level: int = 1) -> None:

@@ -119,10 +119,14 @@ def _init_mem(chip: Chip, prog: Any) -> None:
     for space, addr, data in getattr(prog, "init_mem", []) or []:
         if space not in MEM_SPACES:
             raise LoadError(f"program '{prog.name}': unknown memory space '{space}'")
+        addr, data = int(addr), bytes(data)
+        if not 0 <= addr < 1 << 64:
+            raise LoadError(f"program '{prog.name}': {space} data address {addr} is not an unsigned 64-bit value")
         try:
-            chip.mem_write(space, int(addr), bytes(data))
-        except EmulatorError as e:
-            raise LoadError(f"program '{prog.name}': {space} data at 0x{int(addr):x}: {e}") from None
+            chip.mem_write(space, addr, data)
+        except EmulatorError:
+            raise LoadError(f"program '{prog.name}': {len(data)} bytes of {space} data at 0x{addr:x} "
+                            f"lie outside the {space} of this chip") from None  # fmt: skip
 
 
 def load_image(chip: Chip, image: Any, mes: list[int] | None = None, enable: bool = True,

@@ -46,6 +46,8 @@ def modules() -> dict[str, Path]:
     for top, pkg in PACKAGES.items():
         for f in (ROOT / top).rglob("*.py"):
             rel = f.relative_to(ROOT / top).with_suffix("")
+            if "tests" in rel.parts or "build" in rel.parts:
+                continue  # test drivers and scripts beside the package, not modules of it
             parts = [p for p in rel.parts if p != "__init__"]
             if top == "toolchain" and parts[:1] == ["npkit"]:  # toolchain/npkit/ is the root package
                 out["npkit"] = f

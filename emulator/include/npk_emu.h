@@ -213,6 +213,44 @@ typedef struct npk_hist_event {
     uint32_t a0, a1;
 } npk_hist_event;
 
+/* Faults: an access the hardware cannot carry out as the program meant it.
+ * Where the HRM says what the part does with such an address, the emulator
+ * does that as well (local memory indices wrap at 1024, HRM p.40); in every
+ * case the access is counted here, by kind, and the last NPK_FAULT_LOG ones
+ * are kept with the thread and the PC of the instruction that made them, so
+ * that a bad address in microcode or an image is reported, never a host
+ * crash.  Reads of a faulting address return zeros; writes are dropped.
+ * Memory faults are detected when the unit carries out the command (cycle =
+ * that cycle; pc = the instruction that issued it); one command counts once. */
+enum {
+    NPK_FAULT_SRAM = 0,        /* SRAM address in a missing channel or past the channel's memory
+                                  (HRM p.218: the result is unpredictable) */
+    NPK_FAULT_DRAM = 1,        /* DRAM address past dram_bytes */
+    NPK_FAULT_SCRATCH = 2,     /* scratch address past scratch_bytes */
+    NPK_FAULT_LM = 3,          /* local memory index lm_words..1023: addressable but not
+                                  populated (HRM p.40); reads 0, writes dropped */
+    NPK_FAULT_RING_UNCONFIGURED = 4, /* get/put on a scratch ring or SRAM ring of size 0
+                                        (never configured); address = ring number / descriptor */
+    NPK_FAULT_RING_FULL = 5,   /* put on a full ring: the words that did not fit are dropped */
+    NPK_FAULT_RING_BAD = 6,    /* SRAM ring descriptor with head, tail or count outside its size */
+    NPK_FAULT_XFER = 7,        /* a command's transfer registers run past register 127 */
+    NPK_FAULT_MSF = 8,         /* built-in MSF device: TBUF control word of a missing element,
+                                  RBUF_ELEMENT_DONE of an element not held, a freelist entry for
+                                  a missing ME or a full freelist, an rbuf_rd / tbuf_wr running
+                                  past the end of the 8 KB buffer (it wraps to its start) */
+    NPK_FAULT_PC = 9,          /* PC outside the control store (the ME stops, NPK_ME_BAD_PC) */
+    NPK_FAULT_KINDS = 10,
+    NPK_FAULT_LOG = 32         /* faults kept in the log */
+};
+
+typedef struct npk_fault {
+    uint64_t cycle;
+    uint64_t addr;             /* the faulting address (byte address; LM: word index; ring: see kind) */
+    uint32_t pc;               /* instruction that made the access */
+    int32_t me, ctx;           /* -1: not made by a thread (an API call) */
+    int32_t kind;              /* NPK_FAULT_* */
+} npk_fault;
+
 /* MSF plug-in.  The built-in MSF device (npk_msf_create, below) or a device
  * written in Python (binding.Chip.set_msf) implements these; any pointer may be NULL.  Without a plug-in the chip uses
  * a loopback stub: msf[write] stores into a 64 KB buffer that msf[read] reads
@@ -315,6 +353,11 @@ int npk_mem_backing(npk_chip *chip, int space, npk_backing *out);
 int npk_stats_me(npk_chip *chip, int me, npk_me_stats *out);
 int npk_stats_unit(npk_chip *chip, int unit, int channel, npk_unit_stats *out);
 int npk_unit_channels(npk_chip *chip, int unit);
+
+/* faults: counts[kind] for kind < n (n <= NPK_FAULT_KINDS); returns the total */
+uint64_t npk_fault_counts(npk_chip *chip, uint64_t *counts, int n);
+/* the last faults (at most NPK_FAULT_LOG), oldest first; not consumed (npk_reset clears) */
+size_t npk_fault_log(npk_chip *chip, npk_fault *buf, size_t max);
 
 /* thread history: level 0 off, 1 state/memory/signal events, 2 also every instruction */
 int npk_history_enable(npk_chip *chip, int level);

@@ -109,7 +109,28 @@ def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any
     units = {name: list(chans) for name, chans in st["units"].items() if any(c["commands"] for c in chans)}
     clock = float(chip.config["clock_mhz"])
     return {"config": st["config"], "stop": reason, "cycle": cycle, "time_us": cycle / clock,
-            "mes": mes, "units": units}  # fmt: skip
+            "mes": mes, "units": units, "faults": chip.faults()}  # fmt: skip
+
+
+def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[str]:
+    """Warning lines for Chip.faults(): the totals by kind, then each distinct
+    (kind, ME, PC) among the last faults kept."""
+    if not faults["total"]:
+        return []
+    kinds = ", ".join(f"{k} {n}" for k, n in faults["counts"].items())
+    lines = [f"warning: {faults['total']} fault(s) ({kinds})"]
+    sites: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for f in faults["last"]:
+        sites.setdefault((f["kind"], f["me"], f["pc"]), f)
+    for (kind, me, pc), f in list(sites.items())[-limit:]:
+        who = f"ME {chip.me_name(me)} ctx {f['ctx']} pc {pc}" if me >= 0 else "API call"
+        lines.append(f"warning:   {kind} at {who}: address 0x{f['address']:x} (cycle {f['cycle']})")
+    return lines
+
+
+def warn_faults(chip: Chip, summary: dict[str, Any]) -> None:
+    for line in fault_warnings(chip, summary["faults"]):
+        click.echo(line, err=True)
 
 
 def format_me_summary(out: dict[str, Any]) -> str:
@@ -204,6 +225,7 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
         v = s["verdict"]
         click.echo("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
     s.pop("text", None)
+    warn_faults(chip, s)
     exit_on_verdict(s["verdict"])
 
 
@@ -213,6 +235,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
     if not xscale:
         out = me_summary(chip, chip.run(cycles), loaded)
         click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+        warn_faults(chip, out)
         return
     from npkit.xscale.cli import add_to_run_summary, report_failed, run_beside
 
@@ -220,6 +243,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
     out = me_summary(chip, reason, loaded)
     add_to_run_summary(out, rep, as_json)
     click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+    warn_faults(chip, out)
     if report_failed(rep):
         raise SystemExit(1)
 

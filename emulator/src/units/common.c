@@ -93,6 +93,8 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
     npk_chan *ch = &c->chan[e->unit][e->chan & 3];
     if (ch->outstanding) ch->outstanding--;
     for (int i = 0; i < NPK_MAX_XFER_WORDS; i++) out[i] = 0;
+    c->cur_ev = e;
+    c->cur_faulted = 0;
     switch (e->unit) {
     case NPK_UNIT_SRAM: npk_sram_complete(c, e, out); break;
     case NPK_UNIT_SCRATCH: npk_scratch_complete(c, e, out); break;
@@ -102,6 +104,7 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
     case NPK_UNIT_MSF: npk_msf_complete(c, e, out); break;
     default: break;
     }
+    c->cur_ev = NULL;
     /* the completion handlers leave the number of pushed words in e->count
      * when they push (xkind < 4); xkind = 0xFF means nothing to push */
     if (e->xkind != 0xFF) {
