@@ -99,7 +99,6 @@ class RefRouter:
     def __init__(self, config: RouterConfig) -> None:
         self.config = config
         self.ports = config.ports
-        self.routes = config.routes
         self.arp = config.arp
         self.own = set(config.addresses)
         self.subnet_zero = {p.network for p in config.ports}
@@ -164,7 +163,7 @@ class RefRouter:
         if stop == 0 or stop == 127 or src >= _MULTICAST_LO or src in self.subnet_bcast:
             return Drop("martian_src")
 
-        route = self.routes.lookup(dst)
+        route = self.config.lookup(dst)
         if route is None:
             return Except("no_route")
         ttl = frame[22]

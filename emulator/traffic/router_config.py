@@ -19,11 +19,18 @@ that port); the route file must not repeat a connected prefix. Checks made on lo
 because a wrong config otherwise shows up as puzzling packet outcomes: port addresses
 are unicast host addresses of their subnet, subnets do not overlap, MACs are unicast and
 distinct, route ports exist, and a route's next hop lies on its output port's subnet.
+
+Tables of any size: the static routes are `RouteColumns` (flat arrays), `lookup` is the
+C longest-prefix match of `RouteIndex` over the connected and static routes, and the
+dict-based `RouteTable` (`routes`) is built only when asked for.  `RouterConfig.load`
+reads and checks a file once per process (the linker, the oracle, the generator and the
+harness share the result: treat it as read-only).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,7 +38,17 @@ from typing import Any
 import yaml
 
 from .packet import ip, ip_str, is_group_mac, mac, mac_str
-from .routes import Route, RouteError, RouteTable, load_routes, mask, parse_prefix, parse_routes
+from .routes import (
+    Route,
+    RouteColumns,
+    RouteError,
+    RouteIndex,
+    RouteTable,
+    load_route_columns,
+    mask,
+    parse_prefix,
+    parse_route_columns,
+)
 
 
 class ConfigError(ValueError):
@@ -64,19 +81,41 @@ class PortConfig:
         return f"port {self.index}: {ip_str(self.address)}/{self.prefix_len} {mac_str(self.mac)}"
 
 
-@dataclass
+@dataclass(eq=False)
 class RouterConfig:
     ports: list[PortConfig]
     arp: dict[int, bytes]
-    static_routes: list[Route]
+    static_routes: Sequence[Route]
     send_redirects: bool = True
     route_file: Path | None = None
     source: Path | None = None
-    routes: RouteTable = field(init=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.static_routes, RouteColumns):
+            self.static_routes = RouteColumns.of(self.static_routes)
         self.validate()
-        self.routes = RouteTable([*self.connected_routes(), *self.static_routes])
+
+    @cached_property
+    def all_routes(self) -> RouteColumns:
+        """Connected routes, then the static ones (what `index` numbers)."""
+        cols = RouteColumns.of(self.connected_routes())
+        assert isinstance(self.static_routes, RouteColumns)
+        cols.extend(self.static_routes)
+        return cols
+
+    @cached_property
+    def index(self) -> RouteIndex:
+        """Longest-prefix match over the connected and static routes (C)."""
+        return RouteIndex(self.all_routes)
+
+    def lookup(self, addr: int) -> Route | None:
+        """The most specific route containing `addr`, or None."""
+        return self.index.route(addr)
+
+    @cached_property
+    def routes(self) -> RouteTable:
+        """The reference table (one dict per prefix length), built on first use."""
+        return RouteTable(self.all_routes)
 
     # -- derived facts
 
@@ -130,16 +169,28 @@ class RouterConfig:
             if is_group_mac(hw):
                 raise self._fail(f"arp {ip_str(addr)}: MAC {mac_str(hw)} is not unicast")
         connected = {(p.network, p.prefix_len) for p in self.ports}
-        for r in self.static_routes:
-            if not 0 <= r.port < len(self.ports):
+        cols = self.static_routes
+        assert isinstance(cols, RouteColumns)
+        # one check per distinct (port, next hop) and per connected prefix, then the first
+        # offending route in file order (the same message as checking route by route)
+        nports = len(self.ports)
+        bad_pairs = {(port, hop) for port, hop in set(zip(cols.port, cols.next_hop, strict=True))
+                     if not 0 <= port < nports or (hop and not self.ports[port].on_subnet(hop))}  # fmt: skip
+        n = len(cols)
+        first_conn = next((i for i, key in enumerate(zip(cols.prefix, cols.length, strict=True))
+                           if key in connected), n)  # fmt: skip
+        first_pair = next((i for i, pair in enumerate(zip(cols.port, cols.next_hop, strict=True))
+                           if pair in bad_pairs), n) if bad_pairs else n  # fmt: skip
+        if min(first_pair, first_conn) < n:
+            r = cols[min(first_pair, first_conn)]
+            if not 0 <= r.port < nports:
                 raise self._fail(f"route {r}: port {r.port} does not exist")
             if (r.prefix, r.length) in connected:
                 raise self._fail(f"route {r}: repeats the connected subnet of port {r.port}")
-            if r.next_hop and not self.ports[r.port].on_subnet(r.next_hop):
-                raise self._fail(
-                    f"route {r}: next hop {ip_str(r.next_hop)} is not on port {r.port}'s "
-                    f"subnet {ip_str(self.ports[r.port].network)}/{self.ports[r.port].prefix_len}"
-                )
+            raise self._fail(
+                f"route {r}: next hop {ip_str(r.next_hop)} is not on port {r.port}'s "
+                f"subnet {ip_str(self.ports[r.port].network)}/{self.ports[r.port].prefix_len}"
+            )
 
     # -- (de)serialisation
 
@@ -169,14 +220,14 @@ class RouterConfig:
         route_file = None
         try:
             if routes_spec is None:
-                static: list[Route] = []
+                static = RouteColumns()
             elif isinstance(routes_spec, str):
                 route_file = Path(routes_spec)
                 if base_dir is not None and not route_file.is_absolute():
                     route_file = base_dir / route_file
-                static = load_routes(route_file)
+                static = load_route_columns(route_file)
             elif isinstance(routes_spec, list):
-                static = parse_routes("\n".join(map(str, routes_spec)), f"{where}routes")
+                static = parse_route_columns("\n".join(map(str, routes_spec)), f"{where}routes")
             else:
                 raise ConfigError(f"{where}routes: a file name or a list of route lines")
         except (OSError, RouteError) as exc:
@@ -192,12 +243,24 @@ class RouterConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> RouterConfig:
+        """Read and check a router config (and its route file) once per process: the same
+        object while neither file changes."""
         path = Path(path)
         try:
+            key = _file_key(path)
+            hit = _LOADED.get(key)
+            if hit is not None and (hit.route_file is None or _LOADED_ROUTES.get(key) == _file_key(hit.route_file)):
+                return hit
             data = yaml.safe_load(path.read_text())
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
-        return cls.from_dict(data, base_dir=path.parent, source=path)
+        cfg = cls.from_dict(data, base_dir=path.parent, source=path)
+        if len(_LOADED) > 8:
+            _LOADED.clear()
+        _LOADED[key] = cfg
+        if cfg.route_file is not None:
+            _LOADED_ROUTES[key] = _file_key(cfg.route_file)
+        return cfg
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -210,6 +273,15 @@ class RouterConfig:
                                                                     self.static_routes],
             "send_redirects": self.send_redirects,
         }
+
+
+_LOADED: dict[tuple[str, int, int, int], RouterConfig] = {}
+_LOADED_ROUTES: dict[tuple[str, int, int, int], tuple[str, int, int, int]] = {}
+
+
+def _file_key(path: Path) -> tuple[str, int, int, int]:
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def _address_with_prefix(text: str) -> tuple[int, int]:
