@@ -40,6 +40,8 @@ naturally, which is what exercises longest-prefix match.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -361,13 +363,40 @@ LENGTH_WEIGHTS: dict[int, float] = {
 }  # fmt: skip
 
 
+# The shape of the global IPv4 BGP table (about 1,000,000 prefixes): mostly /24, the
+# /22-/23 and /16-/21 bands, a few short prefixes, and some /28 and /32 more-specifics
+# (`npk traffic routes --lengths bgp`; npkit.toolchain.router.stats measures tables with it).
+BGP_LENGTHS: dict[int, float] = {
+    8: 0.002, 10: 0.002, 12: 0.005, 13: 0.005, 14: 0.01, 15: 0.01, 16: 0.03,
+    17: 0.015, 18: 0.025, 19: 0.04, 20: 0.05, 21: 0.06, 22: 0.12, 23: 0.10, 24: 0.516,
+    28: 0.005, 32: 0.005,
+}  # fmt: skip
+
+
 def overlaps(prefix: int, length: int, other: int, other_len: int) -> bool:
     shorter = min(length, other_len)
     return (prefix & mask(shorter)) == (other & mask(shorter))
 
 
+# the reserved blocks as sorted, merged address intervals [start, end)
+_RESERVED_SPANS: list[tuple[int, int]] = []
+for _p, _n in sorted(RESERVED_BLOCKS):
+    _e = _p + (1 << (32 - _n))
+    if _RESERVED_SPANS and _p <= _RESERVED_SPANS[-1][1]:
+        _RESERVED_SPANS[-1] = (_RESERVED_SPANS[-1][0], max(_RESERVED_SPANS[-1][1], _e))
+    else:
+        _RESERVED_SPANS.append((_p, _e))
+_RESERVED_STARTS = [a for a, _ in _RESERVED_SPANS]
+
+
 def is_reserved(prefix: int, length: int) -> bool:
-    return any(overlaps(prefix, length, p, n) for p, n in RESERVED_BLOCKS)
+    """Whether the prefix overlaps a special-use block (CIDR blocks overlap exactly when
+    their address ranges intersect)."""
+    end = prefix + (1 << (32 - length))
+    k = bisect.bisect_right(_RESERVED_STARTS, prefix) - 1
+    if k >= 0 and _RESERVED_SPANS[k][1] > prefix:
+        return True
+    return k + 1 < len(_RESERVED_STARTS) and _RESERVED_STARTS[k + 1] < end
 
 
 def random_routes(
@@ -375,7 +404,7 @@ def random_routes(
     seed: int,
     next_hops: list[tuple[int, int]],
     length_weights: dict[int, float] | None = None,
-) -> list[Route]:
+) -> RouteColumns:
     """`count` distinct random routes, deterministic for `seed`.
 
     `next_hops` is a list of (next_hop_ip, port) to choose from uniformly (typically
@@ -387,20 +416,29 @@ def random_routes(
         raise ValueError("need at least one (next hop, port) pair")
     weights = length_weights or LENGTH_WEIGHTS
     lengths = list(weights)
-    cum = list(weights.values())
+    # what rng.choices(lengths, weights) draws, without rebuilding the sums each time
+    cum = list(itertools.accumulate(weights.values()))
+    total = cum[-1] + 0.0
+    hi = len(cum) - 1
     rng = random.Random(f"npkit-routes:{seed}")
-    seen: set[tuple[int, int]] = set()
-    routes: list[Route] = []
+    rand, bits, below = rng.random, rng.getrandbits, rng.randrange
+    seen: set[int] = set()
+    routes = RouteColumns()
+    nhops = len(next_hops)
     attempts = 0
     while len(routes) < count:
         attempts += 1
         if attempts > 50 * count + 1000:
             raise ValueError(f"could not find {count} distinct prefixes (got {len(routes)})")
-        length = rng.choices(lengths, cum)[0]
-        prefix = rng.getrandbits(32) & mask(length)
-        if (prefix, length) in seen or is_reserved(prefix, length):
+        length = lengths[bisect.bisect(cum, rand() * total, 0, hi)]
+        prefix = bits(32) & mask(length)
+        key = prefix << 6 | length
+        if key in seen or is_reserved(prefix, length):
             continue
-        seen.add((prefix, length))
-        hop, port = next_hops[rng.randrange(len(next_hops))]
-        routes.append(Route(prefix, length, hop, port))
+        seen.add(key)
+        hop, port = next_hops[below(nhops)]
+        routes.prefix.append(prefix)
+        routes.length.append(length)
+        routes.next_hop.append(hop)
+        routes.port.append(port)
     return routes

@@ -10,6 +10,7 @@ output below --min-line-rate); the JSON carries the verdict and its reasons.
 
 from __future__ import annotations
 
+import atexit
 import json
 import sys
 import tempfile
@@ -53,18 +54,16 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
     duration = int(ms * 1e6)
     try:
         params: dict[str, Any] = parse_defines(defines)
-        with tempfile.TemporaryDirectory() as tmp:
-            if routes is None:
-                routes = str(Path(tmp) / "routes-10k.txt")
-                make_routes(routes, DEMO_ROUTES)
-            router_yaml = router_with_routes(Path(tmp), Path(routes))
-            overrides: dict[str, Any] = {"router": str(router_yaml)}
-            if seed is not None:
-                overrides["seed"] = seed
-            tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None)
-            s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
-                           routes=routes, router_config=router_yaml, chip_config=chip_config,
-                           progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
+        if routes is None:
+            routes = str(demo_routes(DEMO_ROUTES))
+        router_yaml = router_with_routes(Path(routes))
+        overrides: dict[str, Any] = {"router": str(router_yaml)}
+        if seed is not None:
+            overrides["seed"] = seed
+        tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None)
+        s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
+                       routes=routes, router_config=router_yaml, chip_config=chip_config,
+                       progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
     except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, OSError) as e:
         raise click.ClickException(str(e)) from None
     s["traffic"] = {"source": traffic, "seed": seed}
@@ -75,23 +74,47 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
 
 def make_routes(path: str, count: int) -> None:
     """A random BGP-like table for the example router (what `npk traffic routes` writes)."""
-    from click.testing import CliRunner
-
-    from npkit.toolchain.cli import main
-
-    res = CliRunner().invoke(main, ["traffic", "routes", "--count", str(count), "--seed", "1",
-                                    "--config", str(DEFAULT_ROUTER), "-o", path])  # fmt: skip
-    if res.exit_code != 0:
-        raise click.ClickException(f"npk traffic routes failed: {res.output}")
+    Path(path).write_bytes(demo_routes(count).read_bytes())
 
 
-def router_with_routes(tmp: Path, routes: Path) -> Path:
+def demo_routes(count: int, seed: int = 1) -> Path:
+    """The demo's random table (`npk traffic routes --count COUNT --seed SEED --config
+    examples/traffic/router.yaml`), generated once and kept in the cache (a temporary
+    file when the cache is off)."""
+    from npkit.emulator.traffic.cli import random_routes_text
+    from npkit.toolchain.system.cache import cache_file, cache_put, code_digest, content_key
+
+    key = content_key("routes/1", count, seed, str(DEFAULT_ROUTER), DEFAULT_ROUTER.read_bytes(), code_digest())
+    hit = cache_file("routes", key)
+    if hit is not None:
+        return hit
+    text = random_routes_text(count, seed, DEFAULT_ROUTER)[0].encode()
+    cache_put("routes", key, text)
+    return cache_file("routes", key) or _temp_file(text, ".txt")
+
+
+def router_with_routes(routes: Path) -> Path:
     """The example router with `routes` as its table: the microcode, the oracle and the
-    generator's destinations then all see the same table."""
+    generator's destinations then all see the same table.  Kept in the cache by content
+    (a temporary file when the cache is off)."""
     import yaml
+
+    from npkit.toolchain.system.cache import cache_file, cache_put, content_key
 
     router = yaml.safe_load(DEFAULT_ROUTER.read_text())
     router["routes"] = str(routes.resolve())
-    path = tmp / "router.yaml"
-    path.write_text(yaml.safe_dump(router))
-    return path
+    text = yaml.safe_dump(router).encode()
+    key = content_key("router/1", text)
+    hit = cache_file("router", key)
+    if hit is None:
+        cache_put("router", key, text)
+        hit = cache_file("router", key)
+    return hit or _temp_file(text, ".yaml")
+
+
+def _temp_file(data: bytes, suffix: str) -> Path:
+    f = tempfile.NamedTemporaryFile(prefix="npk-demo-", suffix=suffix, delete=False)  # noqa: SIM115
+    with f:
+        f.write(data)
+    atexit.register(Path(f.name).unlink, missing_ok=True)
+    return Path(f.name)

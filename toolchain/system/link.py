@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .layout import Block, Layout, LinkError, load_layout
-from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, MICROCODE, REASONS_H
+from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
 from .sysmap import (
     CAM_BCAST,
     CAM_LOCAL,
@@ -141,23 +141,42 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
 # ---- building -------------------------------------------------------------------------
 
 
-def _router_config(router_config: str | Path | None, routes: str | Path | None) -> tuple[Any, Any, dict[str, Any]]:
-    """The router config, the lookup tables built from it, and what the image records of
-    both (`meta["router"]`): the config with the route file the tables came from and its
-    digest, so that whoever runs the image (the oracle) sees the same table."""
-    import hashlib
+def _router_config(router_config: str | Path | None, routes: str | Path | None) -> tuple[Any, Path, dict[str, Any]]:
+    """The router config (read and checked once per process), the route file its tables
+    come from, and what the image records of both (`meta["router"]`): the config with the
+    route file and its digest, so that whoever runs the image (the oracle) sees the same
+    table."""
+    from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 
-    from npkit.emulator.traffic.router_config import RouterConfig
-    from npkit.toolchain.router.loader import build_tables, load_config, load_routes
+    from .router_run import routes_digest
 
     cfg_path = Path(router_config) if router_config else DEFAULT_ROUTER
-    config = RouterConfig.load(cfg_path)
+    try:
+        config = RouterConfig.load(cfg_path)
+    except ConfigError as e:
+        raise LinkError(str(e)) from None
     if routes is None:
         routes = config.route_file if config.route_file else DEFAULT_ROUTES
-    tables = build_tables(load_routes(routes), load_config(cfg_path))
-    record = {**config.to_dict(), "routes": str(Path(routes).resolve()),
-              "routes_sha256": hashlib.sha256(Path(routes).read_bytes()).hexdigest()}  # fmt: skip
-    return config, tables, record
+    routes = Path(routes)
+    record = {**config.to_dict(), "routes": str(routes.resolve()), "routes_sha256": routes_digest(routes)}
+    return config, routes, record
+
+
+def _tables(config: Any, routes: Path) -> list[tuple[int, bytes]]:
+    """The lookup's SRAM contents (trie, next-hop table) for the config's ports and ARP
+    table and the route file (npkit.toolchain.router.loader.sram_runs: C)."""
+    from npkit.emulator.traffic.router_config import RouterConfig
+    from npkit.emulator.traffic.routes import RouteError, load_route_columns
+    from npkit.toolchain.router.loader import Port, RouteFileError, RouterInfo, sram_runs
+
+    assert isinstance(config, RouterConfig)
+    info = RouterInfo([Port(p.index, p.address, p.prefix_len, p.mac) for p in config.ports], dict(config.arp))
+    try:
+        cols = config.static_routes if config.route_file and config.route_file.resolve() == routes.resolve() \
+            else load_route_columns(routes)  # fmt: skip
+        return sram_runs(cols, info)
+    except (RouteError, RouteFileError, MemoryError) as e:
+        raise LinkError(f"{routes}: {e}") from None
 
 
 def _block_defines(layout: Layout, b: Block) -> dict[str, str]:
@@ -180,10 +199,8 @@ def _block_defines(layout: Layout, b: Block) -> dict[str, str]:
     return d
 
 
-def _initial_memory(tables: Any) -> list[tuple[str, int, bytes]]:
-    mem: list[tuple[str, int, bytes]] = []
-    for start, words in tables.image.runs():
-        mem.append(("sram", start, struct.pack(f">{len(words)}I", *words)))
+def _initial_memory(tables: list[tuple[int, bytes]]) -> list[tuple[str, int, bytes]]:
+    mem: list[tuple[str, int, bytes]] = [("sram", start, data) for start, data in tables]
     # descriptors chained into the free list (queue array: linked through LW0)
     n = SYS.n_bufs
     desc = bytearray(n << SYS.desc_shift)
@@ -233,7 +250,11 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     from npkit.toolchain.image import Image
 
     lay = load_layout(layout, params)
-    rcfg, tables, router_record = _router_config(router_config, routes)
+    rcfg, routes_path, router_record = _router_config(router_config, routes)
+    key = _image_key(layout, params, router_record, config, tx_confirm)
+    cached = _cached_image(key, rcfg, router_record)
+    if cached is not None:
+        return cached
     if len(rcfg.ports) > MAX_PORTS:
         raise LinkError(f"{len(rcfg.ports)} ports: the parse block's CAM holds the special "
                         f"addresses of at most {MAX_PORTS} ports")  # fmt: skip
@@ -241,6 +262,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         if b.source and "fastpath" in b.source and "LOOKUP_CAM_CACHE" in b.defines:
             raise LinkError(f"block {b.name}: LOOKUP_CAM_CACHE needs the CAM that the fast path's "
                             "parse step already uses for the router's own addresses")  # fmt: skip
+    tables = _tables(rcfg, routes_path)
     ensure_reasons_h()
     programs = []
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
@@ -278,4 +300,51 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         "router_config": str(rcfg.source or ""),
         "router": router_record,
     }  # fmt: skip
-    return Image(programs=programs, config=config, meta=meta)
+    image = Image(programs=programs, config=config, meta=meta)
+    from npkit.toolchain.image import to_bytes
+
+    from .cache import cache_put
+
+    cache_put("image", key, to_bytes(image))
+    return image
+
+
+def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | None, router_record: dict[str, Any],
+               config: str, tx_confirm: bool) -> str:  # fmt: skip
+    """What a linked image is a function of: the layout (its text), the parameters, the
+    router config and route file (by content, not by path), the chip config, and the code
+    and microcode that build it."""
+    from .cache import code_digest, content_key
+
+    if isinstance(layout, dict):
+        lay_ident: Any = layout
+    else:
+        p = Path(layout)
+        if not p.exists() and (LAYOUTS / f"{layout}.yaml").exists():
+            p = LAYOUTS / f"{layout}.yaml"
+        lay_ident = p.read_bytes() if p.exists() else str(layout)
+    router = {k: v for k, v in router_record.items() if k != "routes"}
+    cfg_ident: Any = config
+    cp = Path(config)
+    if cp.suffix in (".yaml", ".yml") and cp.exists():
+        cfg_ident = cp.read_bytes()
+    return content_key("image/1", lay_ident, params or {}, router, cfg_ident, tx_confirm, code_digest())
+
+
+def _cached_image(key: str, rcfg: Any, router_record: dict[str, Any]) -> Any:
+    """A cached image with this run's paths in its meta (the router config and route file
+    it records are these, by content), or None."""
+    from npkit.toolchain.image import ImageError, from_bytes
+
+    from .cache import cache_get
+
+    data = cache_get("image", key)
+    if data is None:
+        return None
+    try:
+        image = from_bytes(data, "<cache>")
+    except ImageError:
+        return None
+    image.meta["router"] = dict(router_record)
+    image.meta["router_config"] = str(rcfg.source or "")
+    return image
