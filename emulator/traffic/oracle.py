@@ -178,6 +178,15 @@ class RefRouter:
         return Forward(route.port, rewrite(frame, nh_mac, self.ports[route.port].mac))
 
 
+def flow_of(frame: bytes, in_port: int) -> bytes:
+    """The flow a frame belongs to, for order: its input port, IP protocol, and source and
+    destination address (bytes 23 and 26..33, which forwarding does not change, so the
+    input frame and its output give the same key).  Packets of one flow must leave in
+    the order they came (RFC 1812 5.2 preamble); the parallel layout's rx steers by a hash
+    of the addresses, so a flow stays on one fast-path ME (microcode/README.md §3.4)."""
+    return bytes((in_port,)) + frame[23:24] + frame[26:34]
+
+
 def rewrite(frame: bytes, dst_mac: bytes, src_mac: bytes) -> bytes:
     """Rule 23: the forwarding transformation of a validated IPv4 frame."""
     out = bytearray(frame)

@@ -52,24 +52,54 @@ def _mac_words(mac: bytes) -> tuple[int, int]:
     return int.from_bytes(mac[0:4], "big"), mac[4] << 8 | mac[5]
 
 
-def split_macros(numbers: list[int], nports: int) -> list[str]:
-    """npk_ring_select(R, K): R = ring number K mod N of the split ring;
-    npk_ring_full(R, LABEL): branch to LABEL if ring R (one the ports map to) is full."""
+def split_macros(numbers: list[int]) -> list[str]:
+    """Macros of a split ring (microcode/README.md §3.4), numbers = its N scratch rings:
+    npk_ring_select(R, K): R = ring number K mod N (pool ME k reads ring k);
+    npk_ring_hash(R, H): R = the ring of the 16-bit flow hash in bits 31..16 of H, ring
+    (hash * N) >> 16, so that every ring gets an equal share of the hash space (rx steers
+    each packet by its flow);
+    npk_ring_full(R, LABEL): branch to LABEL if ring R (any of the N) is full."""
     n = len(numbers)
+    contiguous = numbers == list(range(numbers[0], numbers[0] + n))
+
+    def choose(reg: str) -> list[str]:
+        """R = numbers[reg] (reg < n)."""
+        if n == 1:
+            return [f"    immed[R, {numbers[0]}]"]
+        if contiguous:
+            return [f"    alu[R, {reg}, +, {numbers[0]}]"]
+        out = [f"    immed[R, {numbers[0]}]"]
+        for k, num in enumerate(numbers[1:], 1):
+            out += [f"    .if ({reg} == {k})", f"        immed[R, {num}]", "    .endif"]
+        return out
+
     out = ["#macro npk_ring_select(R, K)", ".begin", "    .reg rk", "    alu[rk, --, b, K]"]
     if n > 1:
         out += [f"    .while (rk >= {n})", f"        alu[rk, rk, -, {n}]", "    .endw"]
-    out += [f"    immed[R, {numbers[0]}]"]
-    for k, num in enumerate(numbers[1:], 1):
-        out += [f"    .if (rk == {k})", f"        immed[R, {num}]", "    .endif"]
+    out += [*choose("rk"), ".end", "#endm", ""]
+    # the hash's share (hash * N) >> 16, N a link-time constant: a shift when N is a power of
+    # two, else shift-and-add
+    out += ["#macro npk_ring_hash(R, H)", ".begin", "    .reg hk"]
+    if n == 1:
+        out += [f"    immed[R, {numbers[0]}]"]
+    else:
+        if n & (n - 1) == 0:
+            out += [f"    alu_shf[hk, --, b, H, >>{32 - (n.bit_length() - 1)}]"]
+        else:
+            bits = [b for b in range(n.bit_length()) if n >> b & 1]
+            out += ["    .reg hh hn ht", "    alu_shf[hh, --, b, H, >>16]", f"    alu_shf[hn, --, b, hh, <<{bits[0]}]"]
+            for b in bits[1:]:  # alu_shf has no add: shift, then add
+                out += [f"    alu_shf[ht, --, b, hh, <<{b}]", "    alu[hn, hn, +, ht]"]
+            out += ["    alu_shf[hk, --, b, hn, >>16]"]
+        out += choose("hk")
+    out += [".end", "#endm", ""]
     # compare-and-branch chain: only the matching ring's branch is taken (a structured
     # .if per ring would take a branch for every ring that does not match)
-    used = numbers[: min(n, nports)]  # port p uses ring p mod N: never those beyond
-    out += [".end", "#endm", "", "#macro npk_ring_full(R, LABEL)"]
-    for num in used:
+    out += ["#macro npk_ring_full(R, LABEL)"]
+    for num in numbers:
         out += [f"    alu[--, R, -, {num}]", f"    beq[npk_rf_{num}#]"]
     out += ["    br[npk_rf_done#]"]
-    for num in used:
+    for num in numbers:
         out += [
             f"npk_rf_{num}#:",
             f"    br_inp_state[SCR_RING{num}_STATUS, LABEL]",
@@ -133,7 +163,7 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
         out += [f"    .if (P == {i})", f"        immed[REG, {q}]", "    .endif"]
     out += ["#endm", ""]
     if split:
-        out += split_macros(split, nports)
+        out += split_macros(split)
     out += ["#endif // NPK_SYS_H", ""]
     return "\n".join(out)
 

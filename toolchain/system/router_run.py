@@ -29,7 +29,7 @@ from npkit.emulator.binding import Chip
 from npkit.emulator.loader import load_image
 from npkit.emulator.traffic.cpkt import DROP, FORWARD, REASONS, c_router, oracle_window
 from npkit.emulator.traffic.histogram import LatencyHistogram
-from npkit.emulator.traffic.oracle import Outcome
+from npkit.emulator.traffic.oracle import Outcome, flow_of
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
@@ -287,7 +287,7 @@ class RouterRun:
         else:
             res["matched_forward"] += 1
         # per-flow order (RFC 1812): input port, protocol, source and destination address
-        flow = bytes((w.ports[i],)) + data[23:24] + data[26:34]
+        flow = flow_of(data, w.ports[i])
         flows = self._flows
         if flows.get(flow, -1) > d.pid:
             res["reordered"] += 1
