@@ -92,10 +92,10 @@ def config_path(name_or_path: str | os.PathLike[str]) -> Path:
 
 def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: Any) -> dict[str, Any]:
     """Read a config YAML into a dict; keyword overrides replace top-level keys
-    (use units={"sram": {...}} to override unit fields)."""
-    raw = yaml.safe_load(config_path(name_or_path).read_text())
-    if not isinstance(raw, dict):
-        raise EmulatorError(f"config {name_or_path} is not a mapping")
+    (use units={"sram": {...}} to override unit fields).  A config may name another as
+    its `base` and give only what differs (sections such as units and msf merge key by
+    key): examples/chips/ixp2800_sram64.yaml is ixp2800 with 64 MB SRAM channels."""
+    raw = _read_config(name_or_path, ())
     for k, v in overrides.items():
         if k == "units":
             for unit, fields in v.items():
@@ -107,6 +107,27 @@ def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: A
     if missing:
         raise EmulatorError(f"config {name_or_path} lacks: {', '.join(missing)}")
     return raw
+
+
+def _read_config(name_or_path: str | os.PathLike[str], seen: tuple[str, ...]) -> dict[str, Any]:
+    path = config_path(name_or_path)
+    raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict):
+        raise EmulatorError(f"config {name_or_path} is not a mapping")
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    if str(path) in seen:
+        raise EmulatorError(f"config {name_or_path}: `base` loops back to it")
+    where = Path(base) if Path(base).is_absolute() or Path(base).suffix not in (".yaml", ".yml") else path.parent / base
+    return _merge(_read_config(where, (*seen, str(path))), raw)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`, mappings merged key by key."""
+    for k, v in over.items():
+        base[k] = _merge(dict(base[k]), v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return base
 
 
 def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:

@@ -51,6 +51,15 @@ void npk_rt_lookup_many(const uint32_t *starts, const int32_t *vals, uint32_t co
 int npk_lpm_build(uint32_t n, const uint32_t *prefix, const uint8_t *length, const uint16_t *nexthop,
                   uint32_t *root, uint32_t *nodes, uint64_t cap_words, uint64_t *high_water);
 
+/* The routes whose next hop is in good[] (sorted) and, via >= 0, whose port is via,
+ * copied to the out_ columns; returns how many. */
+uint32_t npk_routes_select(uint32_t n, const uint32_t *prefix, const uint8_t *length, const uint32_t *next_hop,
+                           const uint32_t *port, const uint32_t *good, uint32_t ngood, int64_t via,
+                           uint32_t *out_prefix, uint8_t *out_length, uint32_t *out_hop, uint32_t *out_port);
+
+/* Longwords to big-endian byte order, in place (SRAM images are written big-endian). */
+void npk_words_to_be(uint32_t *w, uint64_t n);
+
 typedef struct npk_routes {       /* a route table as the generator and the oracle see it */
     const uint32_t *starts;       /* npk_rt_build intervals */
     const int32_t *vals;

@@ -442,3 +442,41 @@ int npk_lpm_build(uint32_t n, const uint32_t *prefix, const uint8_t *length, con
     *high_water = p.hw;
     return rc;
 }
+
+void npk_words_to_be(uint32_t *w, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t v = w[i];
+        uint8_t *b = (uint8_t *)&w[i];
+        b[0] = (uint8_t)(v >> 24);
+        b[1] = (uint8_t)(v >> 16);
+        b[2] = (uint8_t)(v >> 8);
+        b[3] = (uint8_t)v;
+    }
+}
+
+static int in_sorted_u32(const uint32_t *a, uint32_t n, uint32_t v)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && a[lo] == v;
+}
+
+uint32_t npk_routes_select(uint32_t n, const uint32_t *prefix, const uint8_t *length, const uint32_t *next_hop,
+                           const uint32_t *port, const uint32_t *good, uint32_t ngood, int64_t via,
+                           uint32_t *out_prefix, uint8_t *out_length, uint32_t *out_hop, uint32_t *out_port)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if ((via >= 0 && port[i] != (uint64_t)via) || !in_sorted_u32(good, ngood, next_hop[i])) continue;
+        out_prefix[k] = prefix[i];
+        out_length[k] = length[i];
+        out_hop[k] = next_hop[i];
+        out_port[k] = port[i];
+        k++;
+    }
+    return k;
+}

@@ -287,19 +287,30 @@ def forwardable_pool(cfg: RouterConfig, via_port: int | None) -> RouteColumns:
     """Routes whose packets the router forwards (leaving by `via_port`, if given): the
     next hop has an ARP entry; for connected subnets, the on-link hosts that have one
     (as /32s).  Computed once per router config and port."""
+    from npkit.emulator.pktlib import lib
+
     st = cfg.static_routes
     assert isinstance(st, RouteColumns)
-    good = {h for h in set(st.next_hop) if h and h in cfg.arp}
-    keep = [i for i, (h, p) in enumerate(zip(st.next_hop, st.port, strict=True))
-            if h in good and (via_port is None or p == via_port)]  # fmt: skip
-    pool = RouteColumns(array("I", [st.prefix[i] for i in keep]), array("B", [st.length[i] for i in keep]),
-                        array("I", [st.next_hop[i] for i in keep]), array("I", [st.port[i] for i in keep]))  # fmt: skip
+    good = array("I", sorted(h for h in cfg.arp if h))  # next hops with an ARP entry (0: direct)
+    n = len(st)
+    ffi, c = lib()
+    pool = RouteColumns(array("I", bytes(4 * n)), array("B", bytes(n)), array("I", bytes(4 * n)), array("I", bytes(4 * n)))
+    if n:
+        k = c.npk_routes_select(n, ffi.from_buffer("uint32_t[]", st.prefix), ffi.from_buffer("uint8_t[]", st.length),
+                                ffi.from_buffer("uint32_t[]", st.next_hop), ffi.from_buffer("uint32_t[]", st.port),
+                                ffi.from_buffer("uint32_t[]", good) if good else ffi.NULL, len(good),
+                                -1 if via_port is None else via_port, ffi.from_buffer("uint32_t[]", pool.prefix),
+                                ffi.from_buffer("uint8_t[]", pool.length), ffi.from_buffer("uint32_t[]", pool.next_hop),
+                                ffi.from_buffer("uint32_t[]", pool.port))  # fmt: skip
+    else:
+        k = 0
+    for col in (pool.prefix, pool.length, pool.next_hop, pool.port):
+        del col[k:]
     for addr in sorted(cfg.arp):
         port = cfg.port_for_subnet(addr)
         if port is not None and addr != port.address and (via_port is None or port.index == via_port):
             pool.append(Route(addr, 32, 0, port.index))
     return pool
-
 
 
 class FrameBuilder:

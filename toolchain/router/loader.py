@@ -245,7 +245,6 @@ def sram_runs(routes: Any, config: RouterInfo | None = None, layout: LpmLayout |
     big-endian bytes), built in one pass in C (npk_lpm_build): the same trie, next-hop
     table and control block, for tables of any size (a 1,000,000-prefix table in
     seconds).  `routes`: RouteColumns (npkit.emulator.traffic.routes), or RouteLines."""
-    import sys
     from array import array
 
     from npkit.emulator.pktlib import lib
@@ -328,18 +327,17 @@ def sram_runs(routes: Any, config: RouterInfo | None = None, layout: LpmLayout |
     if rc:
         raise RouteFileError("the LPM build refused the route set")
 
-    def be(words: array[int]) -> bytes:
-        if sys.byteorder == "little":
-            words.byteswap()
-        return words.tobytes()
+    def be(words: Any, n: int) -> bytes:
+        c.npk_words_to_be(words, n)
+        return bytes(ffi.buffer(words, 4 * n))
 
-    ctl = array("I", [L.CTL_MAGIC, L.CTL_VERSION, 0, hw[0]])
-    segments = [(layout.ctl_base, be(ctl)),
-                (layout.root_base, be(array("I", bytes(ffi.buffer(root))))),
-                (layout.nh_base, be(array("I", [w for e in nht.entries for w in e.encode()]))),
-                (layout.node_base, be(array("I", bytes(ffi.buffer(nodes, 16 * hw[0])))))]  # fmt: skip
+    nh_words = array("I", [w for e in nht.entries for w in e.encode()])
+    segments = [(layout.ctl_base, be(ffi.new("uint32_t[]", [L.CTL_MAGIC, L.CTL_VERSION, 0, hw[0]]), 4)),
+                (layout.root_base, be(root, L.ROOT_ENTRIES)),
+                (layout.nh_base, be(ffi.from_buffer("uint32_t[]", nh_words), len(nh_words))),
+                (layout.node_base, be(nodes, 4 * hw[0]))]  # fmt: skip
     runs: list[tuple[int, bytes]] = []
-    for start, data in sorted(s for s in segments if s[1]):
+    for start, data in sorted(seg for seg in segments if seg[1]):
         if runs and runs[-1][0] + len(runs[-1][1]) == start:
             runs[-1] = (runs[-1][0], runs[-1][1] + data)
         else:

@@ -209,6 +209,23 @@ def _tables(config: Any, routes: Path) -> list[tuple[int, bytes]]:
         raise LinkError(f"{routes}: {e}") from None
 
 
+def _check_sram(tables: list[tuple[int, bytes]], config: str) -> None:
+    """The tables must fit the chip's SRAM channels (a full Internet table needs more than
+    the default 8 MB a channel)."""
+    from npkit.emulator.binding import EmulatorError, load_config
+
+    try:
+        cap = int(load_config(config)["sram_channel_bytes"])
+    except (EmulatorError, OSError, ValueError, KeyError):
+        return  # the chip config's own error comes when a chip is made from it
+    for start, data in tables:
+        end = (start & 0x3FFF_FFFF) + len(data)
+        if end > cap:
+            raise LinkError(f"the route tables need {end / 2**20:.1f} MB of SRAM channel {start >> 30}; chip config "
+                            f"{config} has {cap / 2**20:g} MB a channel (sram_channel_bytes; the HRM allows up to "
+                            "64 MB: --config examples/chips/ixp2800_sram64.yaml)")  # fmt: skip
+
+
 def _block_defines(layout: Layout, b: Block) -> dict[str, str]:
     d = {"NUM_CONTEXTS": str(b.threads), "BLOCK_" + b.name.upper(): "1",
          "EXC_RING": str(layout.rings[layout.exceptions].number),
@@ -293,6 +310,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
             raise LinkError(f"block {b.name}: LOOKUP_CAM_CACHE needs the CAM that the fast path's "
                             "parse step already uses for the router's own addresses")  # fmt: skip
     tables = _tables(rcfg, routes_path)
+    _check_sram(tables, config)
     ensure_reasons_h()
     programs = []
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:

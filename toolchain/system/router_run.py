@@ -85,6 +85,16 @@ def router_config_of(image: Any) -> RouterConfig:
         if meta.get("routes_sha256") and routes_digest(p) != meta["routes_sha256"]:
             raise RouterImageError(f"the route file {p} changed since the image was linked: link again")
     cfg = {k: v for k, v in meta.items() if k != "routes_sha256"}
+    # the config file the image names, when it still says the same (read once per process)
+    source = Path(str(image.meta.get("router_config") or ""))
+    if source.is_file():
+        try:
+            loaded = RouterConfig.load(source)
+            if isinstance(routes, str) and loaded.route_file is not None and \
+                    {**loaded.to_dict(), "routes": str(loaded.route_file.resolve())} == cfg:  # fmt: skip
+                return loaded
+        except ConfigError:
+            pass
     try:
         return RouterConfig.from_dict(cfg, source=Path(str(image.meta.get("router_config") or "<image>")))
     except ConfigError as e:
