@@ -186,18 +186,15 @@ class Departures:
         self.bits.append((len(d.data) + self.over.get(d.port, 24)) * 8)
 
 
-def full_run(layout: str, params: dict[str, Any], size: int | str, window_ns: int, warmup_budget_ns: int,
-             max_loss_pct: float | None = 0.0) -> dict[str, Any]:  # fmt: skip
-    """Offer 5 x 1 Gb/s for warm-up + window; measure over `window_ns` after the detected warm-up."""
+def permutation_traffic(size: int | str, duration_ns: int) -> Any:
+    """5 x 1 Gb/s of `size`-byte frames (78: seed 003's tunnel packets), constant arrivals,
+    input port i to BALANCED[i]: every output port offered exactly its line rate."""
     import tempfile
 
     import yaml
 
     from npkit.emulator.traffic.source import load_traffic_source
-    from npkit.toolchain.system.router_run import RouterRun
-    from npkit.toolchain.system.verdict import Policy, judge
 
-    duration_ns = warmup_budget_ns + window_ns
     spec = {
         "seed": 3, "router": str(ROOT / "examples" / "traffic" / "router.yaml"),
         "duration_ns": duration_ns, "wire": "seed003" if size == 78 else "ethernet",
@@ -208,7 +205,17 @@ def full_run(layout: str, params: dict[str, Any], size: int | str, window_ns: in
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "spec.yaml"
         path.write_text(yaml.safe_dump(spec))
-        tr = load_traffic_source(path, duration_ns)
+        return load_traffic_source(path, duration_ns)
+
+
+def full_run(layout: str, params: dict[str, Any], size: int | str, window_ns: int, warmup_budget_ns: int,
+             max_loss_pct: float | None = 0.0) -> dict[str, Any]:  # fmt: skip
+    """Offer 5 x 1 Gb/s for warm-up + window; measure over `window_ns` after the detected warm-up."""
+    from npkit.toolchain.system.router_run import RouterRun
+    from npkit.toolchain.system.verdict import Policy, judge
+
+    duration_ns = warmup_budget_ns + window_ns
+    tr = permutation_traffic(size, duration_ns)
     rr = RouterRun.link(layout, params, tr)
     out = Departures(tr.wire)
     rr.run.on_departure.append(out.add)

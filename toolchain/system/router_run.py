@@ -276,7 +276,7 @@ class RouterRun:
     def _departed(self, d: Departure) -> None:
         port, data = d.port, d.data
         if d.t < self._tx_until:
-            self.tx_bits[port] += (len(data) + self._wire(port)) * 8
+            self.tx_bits[port] += (len(data) + self.over.get(port, 24)) * 8
         res = self.comparison
         if not d.by_tag:
             res["untagged"] += 1
@@ -292,16 +292,16 @@ class RouterRun:
             res["wrong_outcome"] += 1
         elif v.port[i] != port:
             res["wrong_port"] += 1
-        elif v.out[w.off[i] : w.off[i] + w.lens[i]] != data:
-            res["wrong_bytes"] += 1
         else:
-            res["matched_forward"] += 1
+            o = w.off[i]
+            res["wrong_bytes" if v.out[o : o + w.lens[i]] != data else "matched_forward"] += 1
         # per-flow order (RFC 1812): input port, protocol, source and destination address
         flow = flow_of(data, w.ports[i])
         flows = self._flows
-        if flows.get(flow, -1) > d.pid:
+        pid = d.pid
+        if flows.get(flow, -1) > pid:
             res["reordered"] += 1
-        flows[flow] = d.pid
+        flows[flow] = pid
         if len(flows) > self._flows_limit:
             cut = self.run.oldest_open()
             self._flows = {k: p for k, p in flows.items() if p >= cut}
