@@ -274,10 +274,7 @@ class TrafficRun:
         """Read the source up to t_ns (in READ_AHEAD_NS windows)."""
         while self._read_until < t_ns and not self.reader.done:
             self._read_until += READ_AHEAD_NS
-            try:
-                w = self.reader.take(self._read_until)
-            except TrafficError:
-                raise
+            w = self.reader.take(self._read_until)
             if w is not None:
                 self._add_window(w)
 

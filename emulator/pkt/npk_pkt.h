@@ -124,6 +124,9 @@ int64_t npk_gen_frames(npk_gen *g, uint32_t n, const uint8_t *kind, const uint16
                        const uint32_t *pid, uint8_t *out, const uint64_t *off);
 /* CDEF-END */
 
+/* internal: whether v is in the sorted array a[0..n) */
+int npk_in_sorted(const uint32_t *a, uint32_t n, uint32_t v);
+
 /* reasons (oracle.py's rule names; Python maps them to reasons.yaml) */
 enum {
     NPK_R_NONE, NPK_R_SHORT_FRAME, NPK_R_OVERSIZE_FRAME, NPK_R_DST_MAC_MISMATCH, NPK_R_ARP,

@@ -53,16 +53,6 @@ void npk_tag_ids(uint32_t n, const uint8_t *data, const uint64_t *off, const uin
 
 /* ---- lookups ------------------------------------------------------------------------ */
 
-static int in_sorted(const uint32_t *a, uint32_t n, uint32_t v)
-{
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v) lo = mid + 1; else hi = mid;
-    }
-    return lo < n && a[lo] == v;
-}
-
 static const uint8_t *arp_mac(const npk_arp *a, uint32_t ip)
 {
     uint32_t lo = 0, hi = a->n;
@@ -88,7 +78,7 @@ static int martian_dst(uint32_t a)
 static int resolves(const npk_gen *g, uint32_t dst, int32_t *route)
 {
     const npk_router *r = g->router;
-    if (martian_dst(dst) || in_sorted(g->not_unicast, g->n_not_unicast, dst)) return 0;
+    if (martian_dst(dst) || npk_in_sorted(g->not_unicast, g->n_not_unicast, dst)) return 0;
     *route = route_of(&r->routes, dst);
     if (*route < 0) return 0;
     uint32_t hop = r->routes.next_hop[*route];

@@ -455,7 +455,7 @@ void npk_words_to_be(uint32_t *w, uint64_t n)
     }
 }
 
-static int in_sorted_u32(const uint32_t *a, uint32_t n, uint32_t v)
+int npk_in_sorted(const uint32_t *a, uint32_t n, uint32_t v)
 {
     uint32_t lo = 0, hi = n;
     while (lo < hi) {
@@ -471,7 +471,7 @@ uint32_t npk_routes_select(uint32_t n, const uint32_t *prefix, const uint8_t *le
 {
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if ((via >= 0 && port[i] != (uint64_t)via) || !in_sorted_u32(good, ngood, next_hop[i])) continue;
+        if ((via >= 0 && port[i] != (uint64_t)via) || !npk_in_sorted(good, ngood, next_hop[i])) continue;
         out_prefix[k] = prefix[i];
         out_length[k] = length[i];
         out_hop[k] = next_hop[i];
