@@ -55,9 +55,10 @@ from .binding import Chip, EmulatorError
 from .msf_device import DROP_NAMES, MsfDevice, MsfError
 from .pktlib import lib as pktlib
 from .traffic.dataset import DISPOSITIONS, write_dispositions_json
+from .traffic.histogram import LatencyHistogram
 from .traffic.pcap import PcapWriter
 from .traffic.source import TAG, Traffic, TrafficError, TrafficSource, load_traffic_source
-from .traffic.window import Window
+from .traffic.window import Window, offsets
 
 FORWARDED, DROPPED, EXCEPTED = 1, 2, 4
 READ_AHEAD_NS = 100_000  # how far ahead of the chip the source is read (one window)
@@ -73,7 +74,7 @@ class Chunk:
     """A window of input packets while the run still needs it: how far it has been
     pushed, each packet's fate bits, its tag ids, and what hooks attach (`extra`)."""
 
-    __slots__ = ("w", "first", "end", "pushed", "fate", "left", "tags", "extra", "scan")
+    __slots__ = ("w", "first", "end", "pushed", "fate", "left", "tags", "extra", "scan", "verdicts")
 
     def __init__(self, w: Window, tags: array[int]) -> None:
         self.w = w
@@ -84,6 +85,7 @@ class Chunk:
         self.tags = tags  # the tag id each input frame carries (-1: none)
         self.extra: dict[str, Any] = {}
         self.scan = 0  # packets before this have a fate or were looked at by `unresolved`
+        self.verdicts: Any = None  # the oracle's (npkit.emulator.traffic.cpkt.Verdicts), if judged
 
 
 @dataclass(slots=True)
@@ -221,6 +223,14 @@ class TrafficRun:
         self.on_departure: list[Callable[[Departure], None]] = []
         self.on_slice: list[Callable[[], None]] = []
         self.ffi, self.lib = pktlib()
+        # the C ledger accounts every frame whose tag names a held packet (and, where the
+        # window has verdicts, compares it); `compare` gets the frames it leaves to Python
+        self.ledger = self.ffi.gc(self.lib.npk_ledger_new(), self.lib.npk_ledger_free)
+        if self.ledger == self.ffi.NULL:
+            raise MemoryError("no memory for the departure ledger")
+        self.compare: Callable[[Departure], None] | None = None
+        self.latency = LatencyHistogram()
+        self._flow_limit = 4096
         self.out: dict[int, list[tuple[int, bytes]]] | None = None
         if record:
             self.out = {p: [] for p in range(self.dev.ports)}
@@ -356,15 +366,113 @@ class TrafficRun:
 
     # -- what comes out
     def _collect(self) -> None:
-        for port, t, data, aborted in self.dev.drain():
-            if aborted:
-                pid = self.identify(data)
-                if pid is not None and 0 <= pid < self.pushed:
-                    self.mark(pid, DROPPED, "tbuf_underrun")
+        d = self.dev.drain_raw()
+        if d is not None:
+            if any(d.aborted):  # cut-through underruns: rare, frame by frame
+                off = 0
+                for port, t, n, ab in zip(d.port, d.t, d.len, d.aborted, strict=True):
+                    data = bytes(d.data[off : off + n])
+                    off += n
+                    if ab:
+                        pid = self.identify(data)
+                        if pid is not None and 0 <= pid < self.pushed:
+                            self.mark(pid, DROPPED, "tbuf_underrun")
+                    else:
+                        self.departed(port, t, data)
             else:
-                self.departed(port, t, data)
+                self._depart_batch(d)
         for pid, _port, code in self.dev.drops():
             self.mark(pid, DROPPED, DROP_NAMES.get(code, str(code)))
+
+    def _views(self) -> Any:
+        """The held chunks as the C ledger sees them (npk_chunkv[]), and what keeps their
+        buffers alive."""
+        ffi = self.ffi
+        views = ffi.new("npk_chunkv[]", max(1, len(self.chunks)))
+        keep = []
+        for v, c in zip(views, self.chunks, strict=False):
+            w = c.w
+            bufs = [ffi.from_buffer("uint8_t[]", c.fate), ffi.from_buffer("int64_t[]", c.tags),
+                    ffi.from_buffer("uint64_t[]", w.times), ffi.from_buffer("uint8_t[]", w.ports),
+                    ffi.from_buffer("uint64_t[]", w.off), ffi.from_buffer("uint16_t[]", w.lens)]  # fmt: skip
+            v.first, v.end, v.pushed, v.left = c.first, c.end, c.first + c.pushed, c.left
+            v.fate, v.tags, v.times, v.ports, v.off, v.lens = bufs
+            vd = c.verdicts
+            if vd is not None:
+                vb = [ffi.from_buffer("uint8_t[]", vd.kind), ffi.from_buffer("uint8_t[]", vd.port),
+                      ffi.from_buffer("uint8_t[]", vd.out)]  # fmt: skip
+                v.vkind, v.vport, v.vout = vb
+                bufs += vb
+            keep.append(bufs)
+        return views, keep
+
+    def _depart_batch(self, d: Any) -> None:
+        """Frames that left, the C ledger first; Python for what it leaves and for captures,
+        `record` and hooks."""
+        ffi, lib = self.ffi, self.lib
+        n = len(d.port)
+        off, _ = offsets(d.len)
+        slow = bytearray(n)
+        pids = array("q", bytes(8 * n))
+        lats = array("q", bytes(8 * n))
+        views, keep = self._views()
+        got = lib.npk_depart(self.ledger, views, len(self.chunks), self.pushed, n, ffi.from_buffer("uint8_t[]", d.port),
+                             ffi.from_buffer("uint64_t[]", d.t), ffi.from_buffer("uint16_t[]", d.len),
+                             ffi.from_buffer("uint64_t[]", off), ffi.from_buffer("uint8_t[]", d.data),
+                             ffi.from_buffer("uint8_t[]", slow), ffi.from_buffer("int64_t[]", pids),
+                             ffi.from_buffer("int64_t[]", lats))  # fmt: skip
+        del keep
+        if got < 0:
+            raise MemoryError("no memory for the departure ledger's flow table")
+        for v, c in zip(views, self.chunks, strict=False):
+            c.left = v.left
+        lat = self.latency
+        for x in lats:
+            if x >= 0:
+                lat.add(x)
+        frames_needed = got or self._writers or self.out is not None or self.on_departure
+        ports_out = self.ports_out
+        if not frames_needed:
+            for p, k in zip(d.port, d.len, strict=True):
+                po = ports_out[p]
+                po.frames += 1
+                po.nbytes += k
+        else:
+            data = d.data
+            for i in range(n):
+                o = off[i]
+                frame = bytes(data[o : o + d.len[i]])
+                if slow[i]:
+                    self.departed(d.port[i], d.t[i], frame)
+                    continue
+                port = d.port[i]
+                po = ports_out[port]
+                po.frames += 1
+                po.nbytes += len(frame)
+                self._keep_frame(port, d.t[i], frame)
+                if self.on_departure:
+                    pid = pids[i]
+                    c = self.chunk_of(pid)
+                    dep = Departure(port, d.t[i], frame, pid, c, pid - c.first if c else -1, True)
+                    for fn in self.on_departure:
+                        fn(dep)
+        if self.ledger.used > self._flow_limit:
+            used = lib.npk_flow_evict(self.ledger, self.oldest_open())
+            self._flow_limit = max(4096, 2 * used)
+
+    def _keep_frame(self, port: int, t: int, data: bytes) -> None:
+        if self._writers:
+            self._writers[port].write(t, data)
+        if self.out is not None:
+            self.out[port].append((t, data))
+
+    def flow_reordered(self, frame: bytes, in_port: int, pid: int) -> bool:
+        """Per-flow order (oracle.flow_of): whether a later packet of this frame's flow left
+        before it (the ledger's flow table, shared with the C path)."""
+        r = self.lib.npk_flow_check(self.ledger, frame, len(frame), in_port, pid)
+        if r < 0:
+            raise MemoryError("no memory for the departure ledger's flow table")
+        return bool(r)
 
     def chunk_of(self, pid: int) -> Chunk | None:
         c = self._last
@@ -402,10 +510,7 @@ class TrafficRun:
         index = po.frames
         po.frames += 1
         po.nbytes += len(data)
-        if self._writers:
-            self._writers[port].write(t, data)
-        if self.out is not None:
-            self.out[port].append((t, data))
+        self._keep_frame(port, t, data)
         pid, c, i = self._by_tag(data)
         by_tag = pid >= 0
         if pid < 0:
@@ -428,8 +533,10 @@ class TrafficRun:
                 c.fate[i] = st | FORWARDED
                 self.ports_in[c.w.ports[i]].forwarded += 1
         hooks = self.on_departure
-        if hooks:
+        if hooks or self.compare is not None:
             d = Departure(port, t, data, pid, c, i, by_tag)
+            if self.compare is not None:
+                self.compare(d)
             for fn in hooks:
                 fn(d)
 
@@ -582,12 +689,17 @@ class TrafficRun:
 
     # -- accounting
     @property
+    def duplicates_total(self) -> int:
+        return self.duplicates + int(self.ledger.duplicates)
+
+    @property
     def transmitted(self) -> int:
         return sum(p.frames for p in self.ports_out)
 
     def report(self) -> dict[str, Any]:
         """Per-port table and conservation totals."""
         nports = self.dev.ports
+        led = self.ledger
         rows = []
         for p in range(nports):
             st = self.dev.port_stats(p)
@@ -595,11 +707,12 @@ class TrafficRun:
             offered = st["rx_offered"]
             drops, exc = dict(tally.drops), dict(tally.exceptions)
             ndrop, nexc = sum(drops.values()), sum(exc.values())
+            forwarded = tally.forwarded + led.forwarded[p]
             rows.append({
                 "port": p, "offered": offered, "received": st["rx_received"],
-                "transmitted": out.frames, "forwarded": tally.forwarded,
+                "transmitted": out.frames, "forwarded": forwarded,
                 "dropped": drops, "exceptions": exc,
-                "in_flight": offered - tally.forwarded - ndrop - nexc,
+                "in_flight": offered - forwarded - ndrop - nexc,
                 "rx_bytes": st["rx_bytes"], "tx_bytes": out.nbytes,
             })  # fmt: skip
         tot_off = sum(r["offered"] for r in rows)
@@ -617,16 +730,17 @@ class TrafficRun:
             assert self.first_unmatched is not None
             problems.append(f"{self.unmatched} transmitted frame(s) match no input packet (first: port "
                             f"{self.first_unmatched[0]} frame {self.first_unmatched[1]})")  # fmt: skip
-        if self.duplicates:
-            problems.append(f"{self.duplicates} input packet(s) transmitted more than once (first id "
-                            f"{self.first_duplicate})")  # fmt: skip
-        if self.conflicts:
-            problems.append(f"{self.conflicts} packet(s) with two fates (first id {self.first_conflict})")
+        if self.duplicates_total:
+            problems.append(f"{self.duplicates_total} input packet(s) transmitted more than once (first id "
+                            f"{_first(self.first_duplicate, led.first_duplicate)})")  # fmt: skip
+        if self.conflicts + led.conflicts:
+            problems.append(f"{self.conflicts + led.conflicts} packet(s) with two fates (first id "
+                            f"{_first(self.first_conflict, led.first_conflict)})")  # fmt: skip
         for r in rows:
             if r["in_flight"] < 0:
                 problems.append(f"port {r['port']}: in flight is negative ({r['in_flight']})")
         tx_total = sum(r["transmitted"] for r in rows)
-        if tx_total != tot_fwd + self.unmatched + self.duplicates:
+        if tx_total != tot_fwd + self.unmatched + self.duplicates_total:
             problems.append(f"transmitted {tx_total} != forwarded {tot_fwd} + unmatched + duplicates")
         return {
             "time_ns": self.now_ns,
@@ -639,6 +753,11 @@ class TrafficRun:
             "balanced": not problems,
             "problems": problems,
         }  # fmt: skip
+
+
+def _first(a: int, b: int) -> int:
+    """The lower of two first ids, -1 meaning none."""
+    return min(x for x in (a, b) if x >= 0) if max(a, b) >= 0 else -1
 
 
 def format_report(rep: dict[str, Any]) -> str:

@@ -122,6 +122,52 @@ typedef struct npk_gen {
  * the Python builder raises the error). */
 int64_t npk_gen_frames(npk_gen *g, uint32_t n, const uint8_t *kind, const uint16_t *lens,
                        const uint32_t *pid, uint8_t *out, const uint64_t *off);
+/* The departure ledger: frames that left, matched to their input packets by the
+ * generator's tag and accounted (fates, forwarded counts, duplicates, conflicts), and,
+ * where the window has the oracle's verdicts, compared (outcome, port, bytes), timed and
+ * checked for flow order -- what TrafficRun.departed and RouterRun do frame by frame,
+ * for every frame whose tag names a packet still held; the others are left to Python. */
+typedef struct npk_chunkv {
+    uint64_t first, end, pushed;      /* ids first .. end-1; pushed: how many went to the MSF */
+    uint8_t *fate;                    /* bit 0 forwarded, 1 dropped, 2 excepted */
+    const int64_t *tags;
+    const uint64_t *times;
+    const uint8_t *ports;
+    const uint64_t *off;
+    const uint16_t *lens;
+    const uint8_t *vkind, *vport, *vout;   /* the oracle's verdicts; NULL: none */
+    int64_t left;                     /* packets without a fate */
+} npk_chunkv;
+
+typedef struct npk_flow {
+    uint8_t key[12];                  /* input port, length, protocol, source, destination */
+    int64_t pid;                      /* the last id of the flow that left; -1: empty slot */
+} npk_flow;
+
+typedef struct npk_ledger {
+    uint64_t forwarded[64];           /* by input port */
+    uint64_t tx_bits[64];             /* by output port, frames that left before tx_until */
+    uint32_t over[64];                /* wire bytes a frame costs beyond its bytes, by port */
+    uint64_t tx_until;
+    uint64_t duplicates, conflicts;
+    int64_t first_duplicate, first_conflict;
+    uint64_t matched, wrong_outcome, wrong_port, wrong_bytes, reordered;
+    npk_flow *flows;                  /* open addressing, a power of two */
+    uint64_t cap, used;
+} npk_ledger;
+
+npk_ledger *npk_ledger_new(void);
+void npk_ledger_free(npk_ledger *l);
+/* 1 when a packet of flow `key` with a higher id left before `pid`; records pid */
+int npk_flow_check(npk_ledger *l, const uint8_t *frame, uint32_t len, uint32_t in_port, int64_t pid);
+/* forget flows whose last id is below cut (no packet older than cut is still to leave) */
+uint64_t npk_flow_evict(npk_ledger *l, int64_t cut);
+/* Account n frames (port, departure ns, length, offset into data).  chunks sorted by first.
+ * pid[i]: the input packet (-1: left to Python, slow[i] = 1); lat[i]: departure - arrival
+ * of compared frames (-1: none).  Returns how many were left to Python, -1 on no memory. */
+int64_t npk_depart(npk_ledger *l, npk_chunkv *chunks, uint32_t nchunks, uint64_t pushed, uint32_t n,
+                   const uint8_t *port, const uint64_t *t, const uint16_t *len, const uint64_t *off,
+                   const uint8_t *data, uint8_t *slow, int64_t *pid, int64_t *lat);
 /* CDEF-END */
 
 /* internal: whether v is in the sorted array a[0..n) */

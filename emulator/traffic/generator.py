@@ -676,12 +676,8 @@ class SpecReader:
             pids = array("I", [first + j for j in rows])
             kinds = bytes(w.kinds[j] for j in rows)
             lens = array("H", [w.lens[j] for j in rows])
-            if self.use_c:
-                sub_off, size = offsets(lens)
-                buf = bytearray(size)
-                b.build(kinds, lens, pids, buf, sub_off)
-                for j, o, n in zip(rows, sub_off, lens, strict=True):
-                    w.data[w.off[j] : w.off[j] + n] = buf[o : o + n]
+            if self.use_c:  # the frames straight into the window, at their places
+                b.build(kinds, lens, pids, w.data, array("Q", [w.off[j] for j in rows]))
             else:
                 for j, pid in zip(rows, pids, strict=True):
                     f = b.build[KINDS[w.kinds[j]]](w.lens[j], pid)

@@ -29,7 +29,7 @@ from npkit.emulator.binding import Chip
 from npkit.emulator.loader import load_image
 from npkit.emulator.traffic.cpkt import DROP, FORWARD, REASONS, c_router, oracle_window
 from npkit.emulator.traffic.histogram import LatencyHistogram
-from npkit.emulator.traffic.oracle import Outcome, flow_of
+from npkit.emulator.traffic.oracle import Outcome
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
@@ -213,8 +213,7 @@ class RouterRun:
         self.traffic_ns = 0
         self.me_busy: dict[int, float] = {}
         self.drain_info: dict[str, Any] = {"enabled": False}
-        self.latency = LatencyHistogram()
-        self.comparison: Counter[str] = Counter()
+        self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
         self.over = {p: sum(w) for p, w in traffic.wire.items()}
         self.offered_bits: Counter[int] = Counter()
         self.demand_bits: Counter[int] = Counter()
@@ -222,13 +221,19 @@ class RouterRun:
         self.tx_bits: Counter[int] = Counter()
         self._tx_until = 0
         self._assigned: Counter[str] = Counter()
-        self._flows: dict[bytes, int] = {}
-        self._flows_limit = 4096
         self.oracle_s = 0.0
+        led = self.run.ledger
+        for p in range(64):
+            led.over[p] = self.over.get(p, 24)
         self.run.on_window.append(self._window)
         self.run.on_push.append(self._pushed)
-        self.run.on_departure.append(self._departed)
+        self.run.compare = self._departed
         self.run.on_slice.append(self._sweep)
+
+    @property
+    def latency(self) -> LatencyHistogram:
+        """First wire byte in to first wire byte out, ns, of every frame that left."""
+        return self.run.latency
 
     @classmethod
     def link(cls, layout: str | Path = "pipelined", params: dict[str, Any] | None = None,
@@ -249,7 +254,7 @@ class RouterRun:
     def _window(self, c: Chunk) -> None:
         t0 = time.perf_counter()
         w = c.w
-        c.extra["v"] = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        c.verdicts = c.extra["v"] = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
         bits = self.offered_bits
         over = self.over
         for p, n in zip(w.ports, w.lens, strict=True):
@@ -274,6 +279,8 @@ class RouterRun:
         return c.extra["v"].outcome(i, c.w.off[i], c.w.lens[i])
 
     def _departed(self, d: Departure) -> None:
+        """A frame the C ledger (npk_depart, which does the same for every frame whose tag
+        names a held packet) left to Python: against the oracle, timed, in flow order."""
         port, data = d.port, d.data
         if d.t < self._tx_until:
             self.tx_bits[port] += (len(data) + self.over.get(port, 24)) * 8
@@ -296,16 +303,8 @@ class RouterRun:
             o = w.off[i]
             res["wrong_bytes" if v.out[o : o + w.lens[i]] != data else "matched_forward"] += 1
         # per-flow order (RFC 1812): input port, protocol, source and destination address
-        flow = flow_of(data, w.ports[i])
-        flows = self._flows
-        pid = d.pid
-        if flows.get(flow, -1) > pid:
+        if self.run.flow_reordered(data, w.ports[i], d.pid):
             res["reordered"] += 1
-        flows[flow] = pid
-        if len(flows) > self._flows_limit:
-            cut = self.run.oldest_open()
-            self._flows = {k: p for k, p in flows.items() if p >= cut}
-            self._flows_limit = max(4096, 2 * len(self._flows))
 
     def _exception(self, pid: int, reason: str) -> None:
         if pid < 0:
@@ -357,7 +356,7 @@ class RouterRun:
     # -- running
     def run_traffic(self, duration_ns: int, progress: Callable[[int], None] | None = None) -> str:
         """Offer the traffic for `duration_ns`; ME use is measured over this period."""
-        self._tx_until = self.run.now_ns + duration_ns
+        self._tx_until = self.run.ledger.tx_until = self.run.now_ns + duration_ns
         reason = self.run.run(duration_ns, progress=progress)
         self.traffic_ns = self.run.now_ns
         cycles = max(1, self.chip.cycle)
@@ -421,9 +420,12 @@ class RouterRun:
     def compare(self) -> dict[str, int]:
         """Every transmitted frame and exception record against the oracle's prediction
         for its input, in a fixed order of keys."""
-        res = self.comparison
+        led = self.run.ledger
+        res = Counter(self.comparison)
+        res.update({"matched_forward": led.matched, "wrong_outcome": led.wrong_outcome, "wrong_port": led.wrong_port,
+                    "wrong_bytes": led.wrong_bytes, "reordered": led.reordered})  # fmt: skip
         res["unmatched"] = self.run.unmatched
-        res["duplicates"] = self.run.duplicates
+        res["duplicates"] = self.run.duplicates_total
         return {k: res[k] for k in COMPARISON_KEYS if res[k] or k in ("unmatched", "duplicates")}
 
     # -- the summary
@@ -475,7 +477,7 @@ class RouterRun:
     def _port_row(self, row: dict[str, Any], demand: Counter[int]) -> dict[str, Any]:
         p = row["port"]
         seconds = max(1e-12, self.traffic_ns / 1e9)
-        tx_bits, offered_bits = self.tx_bits[p], self.offered_bits[p]
+        tx_bits, offered_bits = self.tx_bits[p] + self.run.ledger.tx_bits[p], self.offered_bits[p]
         return {
             "port": p, "offered": row["offered"], "forwarded": row["forwarded"],
             "transmitted": row["transmitted"], "dropped": row["dropped"],
