@@ -16,7 +16,10 @@ time (npkit.emulator.traffic.source), hands packets over in bulk (slices of emul
 time ahead of the chip), drains transmitted frames in bulk, and for each frame that
 leaves: matches it to its input packet, counts it, writes it to OUT/port<N>.pcap
 (`capture`; nanosecond timestamps = first wire byte), gives it to the departure hooks,
-and forgets it.  A window of input packets is forgotten once every packet in it has a
+and forgets it.  Frames whose tag names a packet still held are matched and accounted in
+C (the ledger, npk_depart in emulator/pkt/pkt_ledger.c: and compared with the oracle's
+verdicts where the window has them, timed, checked for flow order); the rest (no tag,
+a forgotten packet) go through `departed` and `compare` in Python.  A window of input packets is forgotten once every packet in it has a
 fate.  OUT/dispositions.json (drops and exceptions by id) is spooled to disk as fates
 come and written sorted at the end.
 

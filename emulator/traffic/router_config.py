@@ -280,8 +280,10 @@ _LOADED_ROUTES: dict[tuple[str, int, int, int], tuple[str, int, int, int]] = {}
 
 
 def _file_key(path: Path) -> tuple[str, int, int, int]:
+    """The path as given (a config read through another spelling of its path keeps that
+    spelling in `source` and `route_file`), and what changes when the file does."""
     st = path.stat()
-    return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def _address_with_prefix(text: str) -> tuple[int, int]:
