@@ -105,3 +105,18 @@ def test_captures_need_asking_before_the_run(tmp_path: Path) -> None:
         rr.run.write_captures(tmp_path)
     with pytest.raises(MsfError, match="before the run"):
         rr.run.capture(tmp_path)
+
+
+def test_record_keeps_every_frame_for_those_who_want_them() -> None:
+    routes = demo_routes(DEMO_ROUTES)
+    router = router_with_routes(routes)
+    tr = load_traffic_source(TRAFFIC / "seed003_balanced.yaml", 200_000, overrides={"router": str(router)})
+    rr = RouterRun.link("pipelined", {"io": "msf"}, tr, routes, router, record=True)
+    bins = TxBins(50_000, rr.traffic.wire)
+    rr.run.on_departure.append(bins.add)
+    rr.run_traffic(200_000)
+    rr.drain()
+    assert rr.run.out is not None
+    frames = [f for p in rr.run.out.values() for f in p]
+    assert len(frames) == rr.run.transmitted == sum(bins.frames.values()) > 1000
+    assert all(t // 50_000 in bins.frames for t, _ in frames)

@@ -194,10 +194,12 @@ class RouterRun:
     they are read; microcode drops, counted per reason, are attributed to the packets
     the oracle drops for that reason (then resource drops to the earliest packets with no
     other fate) once those are HORIZON_NS old, and at the end.  `run.on_departure` takes
-    more hooks (e.g. npkit.emulator.traffic_run.TxBins for throughput per time bin)."""
+    hooks that see every frame that leaves (npkit.emulator.traffic_run.TxBins: throughput
+    per time bin); `record=True` keeps every transmitted frame in `run.out` as before
+    ({port: [(t_ns, bytes)]}: memory grows with the run)."""
 
     def __init__(self, image: Any, traffic: TrafficSource, chip_config: str | Path = "ixp2800",
-                 chip: Chip | None = None, capture: str | Path | None = None) -> None:  # fmt: skip
+                 chip: Chip | None = None, capture: str | Path | None = None, record: bool = False) -> None:  # fmt: skip
         self.image = image
         self.config = router_config_of(image)
         self.router = c_router(self.config)
@@ -205,7 +207,7 @@ class RouterRun:
         if chip is None:
             load_image(self.chip, image)
         self.traffic = traffic
-        self.run = TrafficRun(self.chip, traffic, capture=capture)
+        self.run = TrafficRun(self.chip, traffic, capture=capture, record=record)
         self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception)
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
@@ -239,13 +241,13 @@ class RouterRun:
     def link(cls, layout: str | Path = "pipelined", params: dict[str, Any] | None = None,
              traffic: TrafficSource | None = None, routes: str | Path | None = None,
              router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
-             capture: str | Path | None = None) -> RouterRun:  # fmt: skip
+             capture: str | Path | None = None, record: bool = False) -> RouterRun:  # fmt: skip
         from .link import link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
         image = link(layout, params, routes, router_config, config=str(chip_config))
-        return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture)
+        return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record)
 
     def _wire(self, port: int) -> int:
         return self.over.get(port, 24)
