@@ -6,19 +6,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 NPK := $(VENV)/bin/npk
 STAMP := .build
-APT_PKGS := build-essential binutils graphviz tshark clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch
+APT_PKGS := build-essential binutils graphviz tshark clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch chromium libclang-rt-14-dev
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all deps venv emulator xscale test demo bench lint clean
+.PHONY: all deps venv emulator xscale test demo bench lint clean fuzz
 
 all: deps venv emulator xscale
 
 $(STAMP):
 	mkdir -p $(STAMP)
 
-# System packages: installed only when missing, so repeat runs are quick.
+# System packages: installed only when missing, so repeat runs are quick (the list is
+# checked again whenever this Makefile changes).  clang + libclang-rt: the fuzzer.
 deps: $(STAMP)/apt.ok
-$(STAMP)/apt.ok: | $(STAMP)
+$(STAMP)/apt.ok: Makefile | $(STAMP)
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
@@ -50,6 +51,12 @@ demo: all
 bench: all
 	$(NPK) bench --json > bench.json
 	@cat bench.json
+
+# Fuzz the C core with libFuzzer for FUZZ_SECONDS (nice'd: the machine is shared);
+# new inputs collect in emulator/build/fuzz-corpus, findings in emulator/build/fuzz-artifacts/.
+FUZZ_SECONDS ?= 1800
+fuzz: all
+	nice -n 10 $(MAKE) -C emulator fuzz-run PY=$(CURDIR)/$(PY) FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 lint: venv
 	$(VENV)/bin/ruff check asm emulator toolchain xscale tests

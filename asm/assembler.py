@@ -112,6 +112,9 @@ class _Builder:
                                "load it into a register with immed[] first", ins.arg_loc(i))  # fmt: skip
             return [str(val)]
         if ins.mnemonic.startswith("immed"):
+            if not I32_MIN <= val <= U32_MAX:
+                raise AsmError(f"constant {_hex(val)} does not fit 32 bits ({I32_MIN}..0x{U32_MAX:X}): "
+                               f"{ins.mnemonic} loads a 32-bit register", ins.arg_loc(i))  # fmt: skip
             val &= 0xFFFFFFFF
             return [f"0x{val:x}"]
         return [str(val)]
@@ -196,6 +199,9 @@ class _Builder:
                            ins.arg_loc(1))  # fmt: skip
         return [SplitInstr("immed_w0", (d, f"0x{v & 0xFFFF:x}"), cols, ()),
                 SplitInstr("immed_w1", (d, f"0x{v >> 16:x}"), cols, ())]  # fmt: skip
+
+
+I32_MIN, U32_MAX = -(1 << 31), (1 << 32) - 1  # a 32-bit constant, as signed or unsigned
 
 
 def _hex(v: int) -> str:
@@ -320,7 +326,7 @@ def _program(unit: Unit, b: _Builder, emitted: list[Emitted], name: str, path: s
         elif sym.kind == "sig":
             symbols.append(Symbol(sym.name, "signal", sym.index, _scope_name(sym)))
         elif sym.kind == "mem":
-            symbols.append(Symbol(sym.name, "mem", sym.index, sym.space))
+            symbols.append(Symbol(sym.name, "mem", sym.index, sym.space, sym.size))
     lines = []
     files: list[str] = []
     for e in emitted:
@@ -348,10 +354,12 @@ def _program(unit: Unit, b: _Builder, emitted: list[Emitted], name: str, path: s
     init_mem: list[tuple[str, int, bytes]] = []
     for rname, scope, values, loc in unit.inits:
         sym = scope.lookup(unit.synonyms.get(rname, rname))
-        nums = [
-            evaluate(v, loc, lambda n, s=scope: b.mem_addr.get(n), None) & 0xFFFFFFFF
-            for v in values
-        ]
+        nums = []
+        for v in values:
+            num = evaluate(v, loc, lambda n, s=scope: b.mem_addr.get(n), None)
+            if not I32_MIN <= num <= U32_MAX:
+                raise AsmError(f".init value {_hex(num)} does not fit 32 bits ({I32_MIN}..0x{U32_MAX:X})", loc)
+            nums.append(num & 0xFFFFFFFF)
         if sym is not None and sym.kind == "mem":
             data = b"".join(v.to_bytes(4, "big") for v in nums)
             if len(data) > sym.size:

@@ -5,7 +5,7 @@ file:line      addr  word        disassembly                       | source
 
 from __future__ import annotations
 
-from npkit.toolchain.isa import DecodeError, decode
+from npkit.toolchain.isa import DecodeError, decode, isa
 
 from .assembler import Assembly
 
@@ -37,6 +37,8 @@ def render_listing(asm: Assembly) -> str:
             src = f"{src}   ; in {name}[] called at {mfile.rsplit('/', 1)[-1]}:{mline}"
         if e.note:
             src = f"{src}   ; {e.note}"
+        for what in isa().assigned_by_npkit(e.word):
+            src = f"{src}   ; npkit encoding, no public source: {what}"
         out.append(f"  {where:<24} {e.addr:5d}  {e.word:010x}  {dis:<44} | {src}")
     out.append("")
     out.append("; symbols")

@@ -86,7 +86,9 @@ Predefined names
 
 Limits turn runaway input into located errors instead of hangs or
 Python tracebacks: include depth 64, macro nesting 64, 100,000 iterations
-per ``#while`` (1,000,000 in total), expansions of 1,000,000 characters.
+per ``#while`` (1,000,000 in total), expansions of 1,000,000 characters, and an
+output of at most 4 x 8,192 lines (4 times the control store; the error names the
+macro chain that was expanding).
 """
 
 from __future__ import annotations
@@ -109,6 +111,11 @@ MAX_TOTAL_ITERATIONS = 1_000_000
 MAX_EXPANSION_DEPTH = 64  # nested #define expansions
 MAX_EXPANDED_LENGTH = 1_000_000
 MAX_PASTE_ROUNDS = 32
+CONTROL_STORE = 8192  # instructions an ME holds (IXP2800)
+# Lines a whole expansion may produce: a program cannot be more than the control store,
+# and declarations, labels and directives take lines too; a doubling macro stops here
+# instead of filling the machine's memory.
+MAX_OUTPUT_LINES = 4 * CONTROL_STORE
 PASTE = "/**/"
 
 
@@ -451,7 +458,7 @@ class _Preprocessor:
     def run_file(self, path: str, text: str, loc: SourceLoc | None) -> None:
         lines = self.file_cache.get(path)
         if lines is None:
-            lines = _split_source(text, path)
+            lines = _split_source(text.removeprefix("\ufeff"), path)  # a UTF-8 byte-order mark is not code
             self.file_cache[path] = lines
         self.run_block(lines, loc)
 
@@ -467,6 +474,13 @@ class _Preprocessor:
             if not expanded:
                 return
         self.out.append(LogicalLine(expanded, line.loc))
+        if len(self.out) > MAX_OUTPUT_LINES:
+            chain = " > ".join(f"{m} ({f}:{n})" for m, f, n in line.loc.expansion)
+            raise AsmError(
+                f"the expansion exceeds {MAX_OUTPUT_LINES} lines (4 x the {CONTROL_STORE}-instruction "
+                f"control store)" + (f" while expanding macro {chain}" if chain else ""),
+                line.loc,
+            )
 
     def call_macro(self, line: _Line, name: str, after: int) -> bool:
         """Expand ``line`` as a call of macro ``name``; False if it is not one."""

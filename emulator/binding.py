@@ -14,6 +14,7 @@ CDEF-BEGIN and CDEF-END), the library from emulator/build/libnpkemu.so
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Callable
@@ -22,8 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from cffi import FFI
+
+from . import me_names
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "include" / "npk_emu.h"
@@ -36,6 +38,9 @@ CTX_STATES = {0: "inactive", 1: "ready", 2: "running", 3: "sleep"}
 STOP_REASONS = {0: "budget", 1: "halted", 2: "breakpoint", 3: "watchpoint", 4: "step", 5: "irq"}
 ME_STATES = {0: "running", 1: "halt", 2: "illegal", 3: "bad_pc", 4: "idle"}
 EVENT_KINDS = {0: "state", 1: "mem_issue", 2: "mem_done", 3: "signal", 4: "halt", 5: "instr"}
+# fault kinds (npk_emu.h NPK_FAULT_*), in code order
+FAULT_KINDS = ["sram", "dram", "scratch", "local_memory", "ring_unconfigured", "ring_full", "ring_bad",
+               "xfer", "msf", "pc"]
 
 # register kinds (npk_emu.h NPK_REG_*)
 K_GPR_A, K_GPR_B, K_SIN, K_SOUT, K_DIN, K_DOUT, K_NN, K_LM = 0, 1, 2, 3, 4, 5, 6, 7
@@ -91,22 +96,68 @@ def config_path(name_or_path: str | os.PathLike[str]) -> Path:
 
 
 def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: Any) -> dict[str, Any]:
-    """Read a config YAML into a dict; keyword overrides replace top-level keys
-    (use units={"sram": {...}} to override unit fields)."""
-    raw = yaml.safe_load(config_path(name_or_path).read_text())
-    if not isinstance(raw, dict):
-        raise EmulatorError(f"config {name_or_path} is not a mapping")
-    for k, v in overrides.items():
-        if k == "units":
-            for unit, fields in v.items():
-                raw.setdefault("units", {}).setdefault(unit, {}).update(fields)
-        else:
-            raw[k] = v
-    missing = [k for k in _SCALARS if k not in raw]
-    missing += [f"units.{u}.{f}" for u in UNITS for f in _UNIT_FIELDS if f not in raw.get("units", {}).get(u, {})]
-    if missing:
-        raise EmulatorError(f"config {name_or_path} lacks: {', '.join(missing)}")
-    return raw
+    """Read a config YAML, checked against its schema (emulator/config_schema.py), into a
+    dict; keyword overrides replace top-level keys (units={"sram": {...}} and msf={...}
+    replace single fields of a unit).  A config may name another as its `base` and give
+    only what differs (mappings such as units and msf merge key by key):
+    examples/chips/ixp2800_sram64.yaml is ixp2800 with 64 MB SRAM channels.  Raises
+    EmulatorError `file:line: field: problem`."""
+    from npkit.toolchain.schema import validate
+
+    from .config_schema import ChipConfig
+
+    path = config_path(name_or_path)
+    located = _read_located(path, ())
+    raw = located.data
+    if overrides and isinstance(raw, dict):
+        raw = dict(raw)
+        for k, v in overrides.items():
+            if k in ("units", "msf") and isinstance(v, dict) and isinstance(raw.get(k), dict):
+                merged = dict(raw[k])
+                for sub, fields in v.items():
+                    if k == "units" and isinstance(fields, dict) and isinstance(merged.get(sub), dict):
+                        merged[sub] = {**merged[sub], **fields}
+                        located.unlocated.update({(k, sub, f): f"the override {k}.{sub}.{f}" for f in fields})
+                    else:
+                        merged[sub] = fields
+                        located.unlocated[(k, sub)] = f"the override {k}.{sub}"
+                raw[k] = merged
+            else:
+                raw[k] = v
+                located.unlocated[(k,)] = f"the override {k}={v!r}"
+    cfg = validate(ChipConfig, raw, str(path), located=located, error=EmulatorError)
+    return cfg.model_dump()
+
+
+def _read_located(path: Path, seen: tuple[str, ...]) -> Any:
+    """A chip config file as parsed, with its `base` (if any) merged underneath: keys
+    only the base sets are reported against it, not against this file's lines."""
+    from npkit.toolchain.schema import load_yaml
+
+    located = load_yaml(path, error=EmulatorError, what="chip config")
+    raw = located.data
+    if not isinstance(raw, dict) or "base" not in raw:
+        return located
+    raw = dict(raw)
+    base = raw.pop("base")
+    if not isinstance(base, str):
+        raise EmulatorError(f"{path}:{located.lines.get(('base',), '?')}: base: a chip config name or YAML file")
+    if str(path) in seen:
+        raise EmulatorError(f"{path}: `base` loops back to it")
+    where = Path(base) if Path(base).is_absolute() or Path(base).suffix not in (".yaml", ".yml") else path.parent / base
+    parent = _read_located(config_path(where), (*seen, str(path)))
+    for key in parent.data if isinstance(parent.data, dict) else ():
+        if key not in raw:
+            located.unlocated[(key,)] = f"the base config {where}"
+    located.data = _merge(copy.deepcopy(parent.data), raw)
+    return located
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`, mappings merged key by key."""
+    for k, v in over.items():
+        base[k] = _merge(dict(base[k]), v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return base
 
 
 def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:
@@ -115,6 +166,7 @@ def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:
     ffi.memmove(cfg.name, name, len(name))
     for k in _SCALARS:
         setattr(cfg, k, int(raw[k]))
+    cfg.me_per_cluster = me_names.per_cluster(raw)
     for u in UNITS:
         dst = getattr(cfg, u)
         for f in _UNIT_FIELDS:
@@ -257,6 +309,26 @@ class Chip:
     def num_me(self) -> int:
         return int(self.config["num_me"])
 
+    # -- ME numbers: the C API and images use flat indices; users see the hardware's
+    # cluster numbering (npkit.emulator.me_names)
+    @property
+    def me_per_cluster(self) -> int:
+        return me_names.per_cluster(self.config)
+
+    def me_name(self, me: int) -> str:
+        """How ME `me` (flat index) is printed: '0x10'."""
+        return me_names.me_name(me, self.me_per_cluster)
+
+    def me_number(self, me: int) -> int:
+        """The hardware ME number of flat index `me` (what ACTIVE_CTX_STS[7:3] reports)."""
+        return self._check(self.lib.npk_me_number(self._chip, me), f"ME {me}")
+
+    def me_index(self, name: str | int) -> int:
+        """Flat index of an ME named '0x10', '1:0' or '8' (an int is a flat index)."""
+        if isinstance(name, int):
+            return me_names.parse_me(str(name), self.me_per_cluster, self.num_me)
+        return me_names.parse_me(name, self.me_per_cluster, self.num_me)
+
     @property
     def cycle(self) -> int:
         return int(self.lib.npk_cycle(self._chip))
@@ -375,7 +447,9 @@ class Chip:
         self._check(self.lib.npk_bp_del(self._chip, bp_id), "delete breakpoint")
 
     def add_watchpoint(self, what: str, me: int = -1, ctx: int = 0, length: int = 4) -> int:
-        """'sram:0x100' / 'dram:..' / 'scratch:..' for memory, else a register name."""
+        """'sram:0x100' / 'dram:..' / 'scratch:..' for memory (stops on every write), else a
+        register name: stops when a write changes its value, and last_stop() names the
+        writing thread and pc (0xFFFFFFFF when a memory unit's completion wrote it)."""
         if ":" in what:
             space, addr = what.split(":", 1)
             if space not in MEM_SPACES:
@@ -546,6 +620,7 @@ class Chip:
             self.lib.npk_stats_me(self._chip, me, ms)
             mes.append({
                 "me": me,
+                "me_name": self.me_name(me),
                 "status": self.me_status(me)["state"],
                 "executing_cycles": ms.executing_cycles,
                 "aborted_cycles": ms.aborted_cycles,
@@ -570,6 +645,20 @@ class Chip:
                 })  # fmt: skip
             units[name] = chans
         return {"cycle": now, "config": self.config.get("name", ""), "mes": mes, "units": units}
+
+    # -- faults
+    def faults(self) -> dict[str, Any]:
+        """Faults so far (npk_emu.h NPK_FAULT_*): {"total", "counts": {kind: n} (kinds seen),
+        "last": [{cycle, me, ctx, pc, kind, address}, ...] oldest first}; me/ctx -1 = an API call."""
+        counts = self.ffi.new("uint64_t[]", len(FAULT_KINDS))
+        total = int(self.lib.npk_fault_counts(self._chip, counts, len(FAULT_KINDS)))
+        log = self.ffi.new("npk_fault[]", self.lib.NPK_FAULT_LOG)
+        n = self.lib.npk_fault_log(self._chip, log, self.lib.NPK_FAULT_LOG)
+        last = [{"cycle": f.cycle, "me": f.me, "ctx": f.ctx, "pc": f.pc,
+                 "kind": FAULT_KINDS[f.kind] if 0 <= f.kind < len(FAULT_KINDS) else str(f.kind),
+                 "address": f.addr} for f in log[0:n]]  # fmt: skip
+        return {"total": total, "counts": {k: int(counts[i]) for i, k in enumerate(FAULT_KINDS) if counts[i]},
+                "last": last}  # fmt: skip
 
     # -- history
     def history_enable(self, level: int = 1) -> None:

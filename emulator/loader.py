@@ -9,8 +9,9 @@ assembled one run the same everywhere.  In order:
 
 1. scratch rings: the image's `meta["rings"]` ({name: {ring, base, size[, margin]}},
    as `npk link` writes it) and any `rings` the caller adds (`npk run --ring`);
-2. each Program on its `.mes` (ME 0 when empty; `mes=` overrides that default and
-   filters explicit lists): control store, initial registers (`init_regs`, ctx None =
+2. each Program on its `.mes` (flat ME indices, npkit.emulator.me_names; ME 0 when
+   empty; `mes=` overrides that default and filters explicit lists): control store,
+   initial registers (`init_regs`, ctx None =
    every context of the program's mode; `@` absolute registers once), signals
    (`set_sigs`), then its contexts enabled (`ctx_enable`, else all 8 or 0/2/4/6);
 3. initial memory (`init_mem`).
@@ -21,33 +22,34 @@ written past a memory's end.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .binding import MEM_SPACES, Chip, EmulatorError
+from . import me_names
+from .binding import MEM_SPACES, Chip, EmulatorError, load_config
 
 
 class LoadError(ValueError):
     """The image cannot be loaded on this chip; the message says why."""
 
 
-def parse_me_list(text: str | None) -> list[int] | None:
-    """'0,2-4' -> [0, 2, 3, 4]; empty -> None (the image's own assignment)."""
+def parse_me_list(text: str | None, config: str | os.PathLike[str] | Mapping[str, Any] = "ixp2800") -> list[int] | None:
+    """The MEs a user names, as the flat indices the loader takes; empty -> None (the
+    image's own assignment).  `config` is the chip (config name, path or loaded dict):
+    '0x10' (hardware number), '1:0' (cluster:ME) or '8' (flat index), and ranges of
+    them: '0x00-0x03,0x10', '1:0-1:3', '0,2-4' (npkit.emulator.me_names)."""
     if not text:
         return None
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                lo, hi = part.split("-", 1)
-                out.extend(range(int(lo, 0), int(hi, 0) + 1))
-            elif part:
-                out.append(int(part, 0))
-        except ValueError:
-            raise LoadError(f"ME list {text!r}: expected numbers and ranges such as 0,2-4") from None
-    return out
+    try:
+        raw = config if isinstance(config, Mapping) else load_config(config)
+    except EmulatorError as e:
+        raise LoadError(str(e)) from None
+    try:
+        return me_names.parse_me_list(text, me_names.per_cluster(raw), int(raw["num_me"]))
+    except me_names.MeNameError as e:
+        raise LoadError(str(e)) from None
 
 
 def _targets(prog: Any, num_me: int, mes: list[int] | None) -> list[int]:
@@ -58,7 +60,7 @@ def _targets(prog: Any, num_me: int, mes: list[int] | None) -> list[int]:
         targets = [m for m in explicit if mes is None or m in mes]
     for m in targets:
         if not 0 <= m < num_me:
-            raise LoadError(f"program '{prog.name}' is assigned to ME {m}, but the chip has {num_me} MEs")
+            raise LoadError(f"program '{prog.name}' is assigned to ME {m} (flat index), but the chip has {num_me} MEs")
     return targets
 
 
@@ -117,10 +119,14 @@ def _init_mem(chip: Chip, prog: Any) -> None:
     for space, addr, data in getattr(prog, "init_mem", []) or []:
         if space not in MEM_SPACES:
             raise LoadError(f"program '{prog.name}': unknown memory space '{space}'")
+        addr, data = int(addr), bytes(data)
+        if not 0 <= addr < 1 << 64:
+            raise LoadError(f"program '{prog.name}': {space} data address {addr} is not an unsigned 64-bit value")
         try:
-            chip.mem_write(space, int(addr), bytes(data))
-        except EmulatorError as e:
-            raise LoadError(f"program '{prog.name}': {space} data at 0x{int(addr):x}: {e}") from None
+            chip.mem_write(space, addr, data)
+        except EmulatorError:
+            raise LoadError(f"program '{prog.name}': {len(data)} bytes of {space} data at 0x{addr:x} "
+                            f"lie outside the {space} of this chip") from None  # fmt: skip
 
 
 def load_image(chip: Chip, image: Any, mes: list[int] | None = None, enable: bool = True,
@@ -144,7 +150,7 @@ def load_image(chip: Chip, image: Any, mes: list[int] | None = None, enable: boo
         for me in _targets(prog, chip.num_me, mes):
             owner = loaded.get(me) or taken.get(me)
             if owner is not None:
-                raise LoadError(f"ME {me} is assigned to both '{owner}' and '{name}'")
+                raise LoadError(f"ME {chip.me_name(me)} is assigned to both '{owner}' and '{name}'")
             chip.load(me, words, ctx_mode)
             _init_regs(chip, me, prog, range(0, 8, 2) if ctx_mode == 4 else range(8))
             for sig in getattr(prog, "set_sigs", []) or []:

@@ -1,6 +1,6 @@
 """The package imports one way (CONTRIBUTING.md, "Layers"):
 
-    0 description   npkit.toolchain.isa, npkit.toolchain.image     the ISA and the image format
+    0 description   npkit.toolchain.{isa,image,image_schema,schema}  the ISA, the image format, schemas
     1 tools         npkit.asm | npkit.emulator (incl. traffic)      each on layer 0 only, not on each other
     2 system        npkit.toolchain.{system,router,debug,graph,experiment}, npkit.xscale
     3 commands      every cli module, npkit.toolchain.commands, benchmarks (bench modules, the registry)
@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"asm": "npkit.asm", "emulator": "npkit.emulator", "toolchain": "npkit.toolchain", "xscale": "npkit.xscale"}
-DESCRIPTION = ("npkit.toolchain.isa", "npkit.toolchain.image")
+DESCRIPTION = ("npkit.toolchain.isa", "npkit.toolchain.image", "npkit.toolchain.schema", "npkit.toolchain.image_schema")
 SYSTEM = ("npkit.toolchain.system", "npkit.toolchain.router", "npkit.toolchain.debug", "npkit.toolchain.graph",
           "npkit.toolchain.experiment", "npkit.xscale")  # fmt: skip
 
@@ -46,6 +46,8 @@ def modules() -> dict[str, Path]:
     for top, pkg in PACKAGES.items():
         for f in (ROOT / top).rglob("*.py"):
             rel = f.relative_to(ROOT / top).with_suffix("")
+            if "tests" in rel.parts or "build" in rel.parts:
+                continue  # test drivers and scripts beside the package, not modules of it
             parts = [p for p in rel.parts if p != "__init__"]
             if top == "toolchain" and parts[:1] == ["npkit"]:  # toolchain/npkit/ is the root package
                 out["npkit"] = f

@@ -26,6 +26,8 @@ SUBCOMMANDS: dict[str, str] = {
     "link": "npkit.toolchain.commands.link:link_cmd",
     "demo": "npkit.toolchain.commands.demo:demo_cmd",
     "xscale": "npkit.xscale.cli:xscale_cmd",
+    "formats": "npkit.toolchain.commands.formats:formats_cmd",
+    "experiment": "npkit.toolchain.experiment.cli:experiment",
 }
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import click
 
+from npkit.emulator.me_names import me_name
 from npkit.toolchain.image import Image, Program
 from npkit.toolchain.isa import DecodeError, decode, operand_roles, split_instruction
 
@@ -329,7 +330,7 @@ def layout_dot(lay: Layout) -> str:
 
     out.append('  subgraph cluster_chip { label="microengines"; style=rounded; color="#777777";')
     for b in lay.blocks:
-        mes = ", ".join(map(str, b.mes)) if b.mes else "?"
+        mes = ", ".join(me_name(m, 8) for m in b.mes) if b.mes else "?"  # layouts are IXP2800 (8 MEs a cluster)
         rows = [b.name, f"ME {mes}"] + ([f"{b.threads} threads"] if b.threads else [])
         if b.source:
             rows.append(Path(b.source).name if not b.source.startswith("external") else b.source)

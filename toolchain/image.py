@@ -9,6 +9,7 @@ produces an Image with one Program per block, each assigned to its MEs.
 ELF layout (ELF32, little-endian, e_machine EM_NONE, so GNU readelf/objdump read it):
   .text.<n>   one per program: each 40-bit word stored as a little-endian uint64
   .npk.meta   UTF-8 JSON: format version, and per program everything but the words
+              (its schema: npkit.toolchain.image_schema, checked on every read)
   .symtab/.strtab  program labels as ELF symbols (value = word address) for readelf -s
   .shstrtab
 """
@@ -21,10 +22,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 1
+from .image_schema import FORMAT_VERSION, MAX_MES, MAX_USTORE, ImageMeta
+from .schema import read_bytes, validate
+
 WORD_LIMIT = 1 << 40
-MAX_USTORE = 8192
-MAX_MES = 32
+IMAGE_LIMIT = 256 << 20  # bytes: an image file larger than this is refused unread
 
 _ELF_HDR = struct.Struct("<16sHHIIIIIHHHHHH")
 _SHDR = struct.Struct("<IIIIIIIIII")
@@ -42,7 +44,8 @@ class Symbol:
     name: str
     kind: str  # label | reg | signal | xfer | const | mem
     value: int | str
-    scope: str = ""
+    scope: str = ""  # a register's scope; a mem symbol's space
+    size: int = 0  # mem: bytes allocated (.alloc_mem)
 
 
 @dataclass
@@ -100,7 +103,22 @@ def _program_meta(p: Program) -> dict[str, Any]:
 
 
 def to_bytes(image: Image) -> bytes:
-    validate(image)
+    validate_image(image)
+    meta = {
+        "format": FORMAT_VERSION,
+        "config": image.config,
+        "meta": image.meta,
+        "programs": [_program_meta(p) for p in image.programs],
+    }
+    labels = [[(s.name, s.value) for s in p.symbols if s.kind == "label" and isinstance(s.value, int)]
+              for p in image.programs]  # fmt: skip
+    return elf_bytes([p.words for p in image.programs], meta, labels, [p.name for p in image.programs])
+
+
+def elf_bytes(texts: list[list[int]], meta: dict[str, Any], labels: list[list[tuple[str, int]]],
+              names: list[str]) -> bytes:  # fmt: skip
+    """The ELF file of one `.text.N` section per word list and a `.npk.meta` of `meta`
+    (as given: `read_image` checks it), with the labels as symbols."""
     shstr = bytearray(b"\0")
     strtab = bytearray(b"\0")
 
@@ -111,24 +129,17 @@ def to_bytes(image: Image) -> bytes:
 
     sections: list[tuple[int, int, int, bytes, int, int, int]] = []  # name, type, flags, data, link, info, entsize
     text_index: list[int] = []
-    for n, prog in enumerate(image.programs):
-        data = b"".join(struct.pack("<Q", w) for w in prog.words)
+    for n, words in enumerate(texts):
+        data = b"".join(struct.pack("<Q", w) for w in words)
         text_index.append(len(sections) + 1)
         sections.append((sh_name(f".text.{n}"), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, data, 0, 0, 8))
-    meta = {
-        "format": FORMAT_VERSION,
-        "config": image.config,
-        "meta": image.meta,
-        "programs": [_program_meta(p) for p in image.programs],
-    }
     sections.append((sh_name(".npk.meta"), SHT_PROGBITS, 0, json.dumps(meta).encode(), 0, 0, 0))
     syms = bytearray(_SYM.pack(0, 0, 0, 0, 0, 0))
-    for n, prog in enumerate(image.programs):
-        for s in prog.symbols:
-            if s.kind == "label" and isinstance(s.value, int):
-                name_off = len(strtab)
-                strtab.extend(f"{prog.name}.{s.name}".encode() + b"\0")
-                syms.extend(_SYM.pack(name_off, s.value, 1, 0x10 | 0, 0, text_index[n]))  # global NOTYPE
+    for n, prog_labels in enumerate(labels):
+        for label, value in prog_labels:
+            name_off = len(strtab)
+            strtab.extend(f"{names[n]}.{label}".encode() + b"\0")
+            syms.extend(_SYM.pack(name_off, value, 1, 0x10 | 0, 0, text_index[n]))  # global NOTYPE
     symtab_idx = len(sections) + 1
     sections.append((sh_name(".symtab"), SHT_SYMTAB, 0, bytes(syms), symtab_idx + 1, 1, _SYM.size))
     sections.append((sh_name(".strtab"), SHT_STRTAB, 0, bytes(strtab), 0, 0, 0))
@@ -195,56 +206,53 @@ def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
     meta_sh = by_name.get(".npk.meta")
     if meta_sh is None:
         raise ImageError(f"{origin}: no .npk.meta section (not an npkit image)")
+    where = f"{origin}: .npk.meta"
     try:
         meta = json.loads(data[meta_sh[4] : meta_sh[4] + meta_sh[5]])
     except ValueError as e:
-        raise ImageError(f"{origin}: .npk.meta is not valid JSON ({e})") from None
+        raise ImageError(f"{where} is not valid JSON ({e})") from None
+    except RecursionError:
+        raise ImageError(f"{where} is nested too deeply") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
         raise ImageError(f"{origin}: unsupported image format version {meta.get('format') if isinstance(meta, dict) else '?'}")
+    checked = validate(ImageMeta, meta, where, error=ImageError)
     programs: list[Program] = []
-    try:
-        for n, pm in enumerate(meta["programs"]):
-            sh = by_name.get(f".text.{n}")
-            if sh is None:
-                raise ImageError(f"{origin}: program {n} has no .text.{n} section")
-            raw = data[sh[4] : sh[4] + sh[5]]
-            if len(raw) % 8:
-                raise ImageError(f"{origin}: .text.{n} size {len(raw)} is not a whole number of words")
-            words = [w for (w,) in struct.iter_unpack("<Q", raw)]
-            programs.append(
-                Program(
-                    name=str(pm["name"]),
-                    words=words,
-                    ctx_mode=int(pm["ctx_mode"]),
-                    mes=[int(m) for m in pm["mes"]],
-                    symbols=[Symbol(**s) for s in pm["symbols"]],
-                    lines=[LineEntry(**e) for e in pm["lines"]],
-                    init_regs=[(str(r), None if c is None else int(c), int(v)) for r, c, v in pm["init_regs"]],
-                    set_sigs=[int(s) for s in pm["set_sigs"]],
-                    init_mem=[(str(s), int(a), bytes.fromhex(h)) for s, a, h in pm["init_mem"]],
-                    source_files=[str(f) for f in pm.get("source_files", [])],
-                    ctx_enable=int(pm.get("ctx_enable", 0)),
-                )
+    for n, pm in enumerate(checked.programs):
+        sh = by_name.get(f".text.{n}")
+        if sh is None:
+            raise ImageError(f"{origin}: program {n} has no .text.{n} section")
+        raw = data[sh[4] : sh[4] + sh[5]]
+        if len(raw) % 8:
+            raise ImageError(f"{origin}: .text.{n} size {len(raw)} is not a whole number of words")
+        if len(raw) > 8 * MAX_USTORE:
+            raise ImageError(f"{origin}: .text.{n} holds {len(raw) // 8} words (control store holds {MAX_USTORE})")
+        programs.append(
+            Program(
+                name=pm.name,
+                words=[w for (w,) in struct.iter_unpack("<Q", raw)],
+                ctx_mode=pm.ctx_mode,
+                mes=list(pm.mes),
+                symbols=[Symbol(**s.model_dump()) for s in pm.symbols],
+                lines=[LineEntry(**e.model_dump()) for e in pm.lines],
+                init_regs=[(r, c, v) for r, c, v in pm.init_regs],
+                set_sigs=list(pm.set_sigs),
+                init_mem=[(s, a, d) for s, a, d in pm.init_mem],
+                source_files=list(pm.source_files),
+                ctx_enable=pm.ctx_enable,
             )
-    except ImageError:
-        raise
-    except (KeyError, TypeError, ValueError) as e:
-        raise ImageError(f"{origin}: malformed program metadata ({e})") from None
-    image = Image(programs, str(meta.get("config", "")), dict(meta.get("meta") or {}))
-    validate(image, origin)
+        )
+    image = Image(programs, checked.config, dict(meta.get("meta") or {}))  # as written, once checked
+    validate_image(image, origin)
     return image
 
 
 def read_image(path: str | Path) -> Image:
+    """Read and check an image (its metadata against image_schema.ImageMeta)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ImageError(f"{path}: {e.strerror}") from None
-    return from_bytes(data, str(path))
+    return from_bytes(read_bytes(path, limit=IMAGE_LIMIT, error=ImageError, what="image"), str(path))
 
 
-def validate(image: Image, origin: str = "image") -> None:
+def validate_image(image: Image, origin: str = "image") -> None:
     """Reject what the emulator could not load, with the reason."""
     if not image.programs:
         raise ImageError(f"{origin}: no programs")

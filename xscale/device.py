@@ -132,8 +132,9 @@ class ChipWindows:
         if CAP_BASE <= phys < CAP_BASE + CAP_SIZE:
             csr = (phys - CAP_BASE) & ~3
             self.chip.lib.npk_cap_csr_write(self.chip._chip, csr, value)
-            me, ctx, sig = (value >> 7) & 0x1F, (value >> 4) & 7, value & 0xF
-            if csr == CAP_INTERTHREAD_SIG and sig and me < self.chip.num_me:
+            number, ctx, sig = (value >> 7) & 0x1F, (value >> 4) & 7, value & 0xF
+            me = self.chip.lib.npk_me_index(self.chip._chip, number)  # the field is the hardware ME number
+            if csr == CAP_INTERTHREAD_SIG and sig and me >= 0:
                 self.chip.set_signal(me, sig, ctx)       # wake a microengine thread, as microcode can
             return
         if RING_BASE <= phys < RING_BASE + RING_SIZE:

@@ -73,6 +73,20 @@ def _inputs(srcs: list[Path]) -> list[Path]:
     return [*srcs, *(h for d in dirs for h in d.glob("*.h")), LIBSRC, *INCLUDE.glob("*.h"), Path(__file__)]
 
 
+def program_digest(spec: str | os.PathLike[str]) -> str:
+    """What a program is built from, cheaply: name, size and modification time of every
+    input (a built executable: of itself) -- for caches of what records the program."""
+    import hashlib
+
+    p = PROGRAMS.get(str(spec), Path(spec))
+    files = [p] if p.is_file() and p.suffix != ".c" else _inputs(sources_of(spec))
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat() if f.exists() else None
+        h.update(f"{f}\0{st.st_size if st else -1}\0{st.st_mtime_ns if st else -1}\n".encode())
+    return h.hexdigest()
+
+
 def program(spec: str | os.PathLike[str], *, native: bool = False) -> Path:
     """An XScale program ready to run: a built executable as given, or C sources (a name
     in PROGRAMS such as "npkd", a directory, a .c file) built into xscale/build/arm (or

@@ -100,6 +100,8 @@ typedef struct npk_config {
     npk_unit_cfg cap;
     npk_unit_cfg msf;
     npk_unit_cfg pci;
+    uint32_t me_per_cluster;    /* MEs per cluster: 8 (IXP2800), 4 (IXP2400); 0 = half of num_me
+                                   rounded up to a power of two.  See "ME numbers" below. */
 } npk_config;
 
 /* units (statistics, history) */
@@ -160,9 +162,16 @@ typedef struct npk_me_info {
     char reason[96];
 } npk_me_info;
 
+/* npk_stop_info.pc of a register watchpoint written by a memory unit's completion
+ * (a read's transfer registers): me/ctx are then the thread that issued the command */
+#define NPK_PC_UNIT 0xFFFFFFFFu
+
 typedef struct npk_stop_info {
     int32_t reason;           /* NPK_STOP_* */
-    int32_t me, ctx;
+    int32_t me, ctx;          /* breakpoint: the thread about to execute pc; register
+                                 watchpoint: the thread whose instruction at pc changed the
+                                 register (it fires only when the value changes); memory
+                                 watchpoint: -1 */
     uint32_t pc;
     int32_t id;               /* breakpoint / watchpoint id */
     uint64_t cycle;
@@ -204,6 +213,44 @@ typedef struct npk_hist_event {
     uint32_t a0, a1;
 } npk_hist_event;
 
+/* Faults: an access the hardware cannot carry out as the program meant it.
+ * Where the HRM says what the part does with such an address, the emulator
+ * does that as well (local memory indices wrap at 1024, HRM p.40); in every
+ * case the access is counted here, by kind, and the last NPK_FAULT_LOG ones
+ * are kept with the thread and the PC of the instruction that made them, so
+ * that a bad address in microcode or an image is reported, never a host
+ * crash.  Reads of a faulting address return zeros; writes are dropped.
+ * Memory faults are detected when the unit carries out the command (cycle =
+ * that cycle; pc = the instruction that issued it); one command counts once. */
+enum {
+    NPK_FAULT_SRAM = 0,        /* SRAM address in a missing channel or past the channel's memory
+                                  (HRM p.218: the result is unpredictable) */
+    NPK_FAULT_DRAM = 1,        /* DRAM address past dram_bytes */
+    NPK_FAULT_SCRATCH = 2,     /* scratch address past scratch_bytes */
+    NPK_FAULT_LM = 3,          /* local memory index lm_words..1023: addressable but not
+                                  populated (HRM p.40); reads 0, writes dropped */
+    NPK_FAULT_RING_UNCONFIGURED = 4, /* get/put on a scratch ring or SRAM ring of size 0
+                                        (never configured); address = ring number / descriptor */
+    NPK_FAULT_RING_FULL = 5,   /* put on a full ring: the words that did not fit are dropped */
+    NPK_FAULT_RING_BAD = 6,    /* SRAM ring descriptor with head, tail or count outside its size */
+    NPK_FAULT_XFER = 7,        /* a command's transfer registers run past register 127 */
+    NPK_FAULT_MSF = 8,         /* built-in MSF device: TBUF control word of a missing element,
+                                  RBUF_ELEMENT_DONE of an element not held, a freelist entry for
+                                  a missing ME or a full freelist, an rbuf_rd / tbuf_wr running
+                                  past the end of the 8 KB buffer (it wraps to its start) */
+    NPK_FAULT_PC = 9,          /* PC outside the control store (the ME stops, NPK_ME_BAD_PC) */
+    NPK_FAULT_KINDS = 10,
+    NPK_FAULT_LOG = 32         /* faults kept in the log */
+};
+
+typedef struct npk_fault {
+    uint64_t cycle;
+    uint64_t addr;             /* the faulting address (byte address; LM: word index; ring: see kind) */
+    uint32_t pc;               /* instruction that made the access */
+    int32_t me, ctx;           /* -1: not made by a thread (an API call) */
+    int32_t kind;              /* NPK_FAULT_* */
+} npk_fault;
+
 /* MSF plug-in.  The built-in MSF device (npk_msf_create, below) or a device
  * written in Python (binding.Chip.set_msf) implements these; any pointer may be NULL.  Without a plug-in the chip uses
  * a loopback stub: msf[write] stores into a 64 KB buffer that msf[read] reads
@@ -233,6 +280,15 @@ typedef struct npk_msf_ops {
     uint64_t (*next_event)(void *user);
     void (*advance)(void *user, npk_chip *chip, uint64_t now);
 } npk_msf_ops;
+
+/* ME numbers.  Every `me` argument of this API is the flat index 0..num_me-1 (cluster c,
+ * ME m within it: c * me_per_cluster + m; the next-neighbour order).  What the hardware
+ * shows microcode is the ME number c << 4 | m (IXP2800 HRM Table 3: 0x00-0x07, 0x10-0x17):
+ * ACTIVE_CTX_STS[7:3], the ME field of INTERTHREAD_SIG writes.  The receive freelist entry
+ * packs {cluster, m} into [7 + log2(2 * me_per_cluster) - 1 : 7], which equals the flat
+ * index.  npk_me_number / npk_me_index convert (-1: no such ME). */
+int npk_me_number(npk_chip *chip, int me);
+int npk_me_index(npk_chip *chip, int number);
 
 /* lifecycle */
 npk_chip *npk_create(const npk_config *cfg);
@@ -270,7 +326,8 @@ int npk_scratch_ring_config(npk_chip *chip, int ring, uint32_t base, uint32_t si
 int npk_scratch_ring_count(npk_chip *chip, int ring, uint32_t *count);
 int npk_cap_csr_read(npk_chip *chip, uint32_t addr, uint32_t *value);
 int npk_cap_csr_write(npk_chip *chip, uint32_t addr, uint32_t value);
-uint32_t npk_xscale_irq(npk_chip *chip, int clear); /* bit me: XSCALE_INT_A, bit 16+me: INT_B */
+uint32_t npk_xscale_irq(npk_chip *chip, int clear); /* bit me: XSCALE_INT_A, bit 16+me: INT_B
+                                                       (me = flat index of the writing ME) */
 /* npk_run returns (NPK_STOP_IRQ) in the cycle an interrupt bit in mask is raised;
  * 0 = never (default).  The XScale host sets it while its core sleeps on the device. */
 int npk_xscale_irq_stop(npk_chip *chip, uint32_t mask);
@@ -296,6 +353,11 @@ int npk_mem_backing(npk_chip *chip, int space, npk_backing *out);
 int npk_stats_me(npk_chip *chip, int me, npk_me_stats *out);
 int npk_stats_unit(npk_chip *chip, int unit, int channel, npk_unit_stats *out);
 int npk_unit_channels(npk_chip *chip, int unit);
+
+/* faults: counts[kind] for kind < n (n <= NPK_FAULT_KINDS); returns the total */
+uint64_t npk_fault_counts(npk_chip *chip, uint64_t *counts, int n);
+/* the last faults (at most NPK_FAULT_LOG), oldest first; not consumed (npk_reset clears) */
+size_t npk_fault_log(npk_chip *chip, npk_fault *buf, size_t max);
 
 /* thread history: level 0 off, 1 state/memory/signal events, 2 also every instruction */
 int npk_history_enable(npk_chip *chip, int level);
@@ -330,8 +392,10 @@ int npk_msf_stub_counts(npk_chip *chip, uint64_t *out5);   /* uses of read, writ
  *   0x2000 + o  RBUF byte o (read) / TBUF byte o (write)
  * msf[fast_wr, --, a, b]: CSR address = (a + b)[15:0], data = (a + b)[31:16].
  * Freelist entry (16-bit data): [6:0] absolute S_TRANSFER_IN register (the pair
- *   n, n+1 receives the status), [10:7] ME (0..15), [15:12] signal; the context
- *   is [6:4] (8-ctx mode).  Built as: xfer | ctx << 4 | me << 7 | sig << 12.
+ *   n, n+1 receives the status), from bit 7 the ME as {cluster, ME in cluster}
+ *   ([10:7] on the IXP2800: cluster in bit 10; [9:7] on the IXP2400: cluster in
+ *   bit 9, as Linux's ixp2400_rx.uc builds it), [15:12] signal; the context is
+ *   [6:4] (8-ctx mode).  Built as: xfer | ctx << 4 | flat index << 7 | sig << 12.
  * Receive status word (pushed to xfer n, n+1, then the signal):
  *   rsw0 [31] 0 (SPI-4) [30:24] element (RBUF offset >> 6) [23:16] byte count
  *   (0 = 256) [15] SOP [14] EOP [13] Err [12] LenErr [11] ParErr [10] AbortErr

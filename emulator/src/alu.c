@@ -101,7 +101,7 @@ void npk_cam_touch(npk_me *m, int entry)
     m->cam_lru[15] = (uint8_t)entry;
 }
 
-uint32_t npk_cam_lookup(npk_me *m, uint32_t key)
+uint32_t npk_cam_lookup(npk_me *m, uint32_t key, uint32_t entries)
 {
     for (int i = 0; i < 16; i++) {
         if (m->cam_valid[i] && m->cam_tag[i] == key) {
@@ -109,8 +109,9 @@ uint32_t npk_cam_lookup(npk_me *m, uint32_t key)
             return ((uint32_t)m->cam_state[i] << 8) | 0x80u | ((uint32_t)i << 3);
         }
     }
-    /* LRU among the configured entries (cam_lru holds all 16; entries beyond
-     * the configured count never become LRU because they are never valid and
-     * the first ones in the order are used) */
-    return (uint32_t)m->cam_lru[0] << 3;
+    /* a miss names the least recently used of the configured entries
+     * (cam_lru orders all 16; entries beyond cam_entries are skipped) */
+    for (int i = 0; i < 16; i++)
+        if (m->cam_lru[i] < entries) return (uint32_t)m->cam_lru[i] << 3;
+    return 0;
 }

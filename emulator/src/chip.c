@@ -63,7 +63,30 @@ static int cfg_valid(const npk_config *k)
     if (k->scratch_bytes < 4 || k->scratch_rings > 16) return 0;
     if (k->sram_channel_bytes > (1ull << 30) || k->dram_bytes > (1ull << 32)) return 0;
     if (k->timestamp_shift > 16) return 0;
+    if (k->me_per_cluster > 8 || (k->me_per_cluster & (k->me_per_cluster - 1))) return 0;
+    if (k->me_per_cluster && k->num_me > 2 * k->me_per_cluster) return 0;
     return 1;
+}
+
+/* two clusters; 0 in the config: half of num_me rounded up to a power of two */
+static uint32_t default_per_cluster(uint32_t num_me)
+{
+    uint32_t k = 1;
+    while (2 * k < num_me) k *= 2;
+    return k;
+}
+
+int npk_me_number(npk_chip *c, int me)
+{
+    if (!c || me < 0 || (uint32_t)me >= c->cfg.num_me) return NPK_EINVAL;
+    return (int)npk_me_hw(c, me);
+}
+
+int npk_me_index(npk_chip *c, int number)
+{
+    if (!c || number < 0) return NPK_EINVAL;
+    int i = npk_me_flat(c, (uint32_t)number);
+    return i < 0 ? NPK_EINVAL : i;
 }
 
 static void me_reset(npk_chip *c, npk_me *m)
@@ -114,6 +137,9 @@ static void reset_state(npk_chip *c, int clear_memories)
     memset(c->chan, 0, sizeof c->chan);
     memset(c->msf_buf, 0, NPK_MSF_STUB_BYTES);
     memset(c->msf_counts, 0, sizeof c->msf_counts);
+    memset(c->fault_count, 0, sizeof c->fault_count);
+    c->fault_head = c->fault_len = 0;
+    c->cur_ev = NULL;
     c->irq = 0;
     c->nheap = 0;
     c->nfree = 0;
@@ -132,10 +158,11 @@ npk_chip *npk_create(const npk_config *cfg)
     npk_chip *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->cfg = *cfg;
+    if (!c->cfg.me_per_cluster) c->cfg.me_per_cluster = default_per_cluster(cfg->num_me);
     for (int i = 0; i < 3; i++) c->mem_fd[i] = -1;
-    c->sram = shared_alloc(cfg->sram_channel_bytes * cfg->sram.channels + 4, &c->mem_fd[NPK_MEM_SRAM], &c->mem_len[NPK_MEM_SRAM]);
-    c->dram = shared_alloc(cfg->dram_bytes + 8, &c->mem_fd[NPK_MEM_DRAM], &c->mem_len[NPK_MEM_DRAM]);
-    c->scratch = shared_alloc(cfg->scratch_bytes + 4, &c->mem_fd[NPK_MEM_SCRATCH], &c->mem_len[NPK_MEM_SCRATCH]);
+    c->sram = shared_alloc((uint64_t)cfg->sram_channel_bytes * cfg->sram.channels + 4, &c->mem_fd[NPK_MEM_SRAM], &c->mem_len[NPK_MEM_SRAM]);
+    c->dram = shared_alloc((uint64_t)cfg->dram_bytes + 8, &c->mem_fd[NPK_MEM_DRAM], &c->mem_len[NPK_MEM_DRAM]);
+    c->scratch = shared_alloc((uint64_t)cfg->scratch_bytes + 4, &c->mem_fd[NPK_MEM_SCRATCH], &c->mem_len[NPK_MEM_SCRATCH]);
     c->cap_csr = calloc(NPK_CAP_CSR_WORDS, sizeof(uint32_t));
     c->msf_buf = calloc(NPK_MSF_STUB_BYTES, 1);
     c->hist_cap = cfg->history_capacity;
@@ -185,6 +212,7 @@ int npk_load_ustore(npk_chip *c, int me, const uint64_t *words, size_t n, int ct
     if (bad_me(c, me)) return NPK_EINVAL;
     if (ctx_mode != 4 && ctx_mode != 8) { seterr(c, "ctx_mode must be 4 or 8"); return NPK_EINVAL; }
     if (n > c->cfg.ustore_words) { seterr(c, "image larger than the control store"); return NPK_ERANGE; }
+    if (n && !words) return NPK_EINVAL;
     npk_me *m = &c->me[me];
     memset(m->ustore, 0, c->cfg.ustore_words * sizeof(uint64_t));
     for (size_t i = 0; i < n; i++) m->ustore[i] = words[i] & NPK_WORD_MASK;
@@ -291,7 +319,14 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             msf_next = tm < c->now ? c->now : tm;
             if (msf_next < t) t = msf_next;
         }
-        if (t == NPK_NEVER && !any_alive(c)) { reason = NPK_STOP_HALTED; break; }
+        if (t == NPK_NEVER && !any_alive(c)) {
+            /* an ME that stopped (bad PC, illegal word) while running ahead stopped
+             * after the last cycle processed here: end the run where lock-step would */
+            for (uint32_t i = 0; i < nme; i++)
+                if (c->me[i].stop.cycle > c->now) c->now = c->me[i].stop.cycle;
+            reason = NPK_STOP_HALTED;
+            break;
+        }
         if (t == NPK_NEVER && c->step_me >= 0) break;  /* stepping a context that can never run */
         if (t >= end) { c->now = end; break; }
         c->now = t;
@@ -422,35 +457,43 @@ int npk_wp_del(npk_chip *c, int id)
     return NPK_OK;
 }
 
-static void wp_fire(npk_chip *c, int id, int me)
+static void wp_fire(npk_chip *c, int id, int me, int ctx, uint32_t pc)
 {
     if (c->stop_req) return;
     c->stop_req = 1;
     c->stop.reason = NPK_STOP_WATCHPOINT;
     c->stop.id = id;
     c->stop.me = me;
-    c->stop.ctx = me >= 0 ? c->me[me].cur : -1;
-    c->stop.pc = (me >= 0 && c->me[me].cur >= 0) ? c->me[me].ctx[c->me[me].cur].pc : 0;
+    c->stop.ctx = ctx;
+    c->stop.pc = pc;
     c->stop.cycle = c->now;
 }
 
-void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index)
+void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index, uint32_t old, uint32_t val,
+                   int wme, int wctx, uint32_t wpc)
 {
+    if (old == val) return;  /* a watchpoint reports changes, not rewrites of the same value */
     for (int i = 0; i < NPK_MAX_WP; i++) {
         npk_wp *w = &c->wp[i];
         if (w->used && !w->is_mem && w->kind == kind && w->index == index && (w->me < 0 || w->me == me)) {
-            wp_fire(c, i, me);
+            wp_fire(c, i, wme, wctx, wpc);
             return;
         }
     }
+}
+
+/* do [a, a + alen) and [b, b + blen) overlap (without wrapping around 2^64)? */
+static int overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a <= b ? b - a < alen : a - b < blen;
 }
 
 void npk_mem_watch(npk_chip *c, int space, uint64_t addr, uint32_t len)
 {
     for (int i = 0; i < NPK_MAX_WP; i++) {
         npk_wp *w = &c->wp[i];
-        if (w->used && w->is_mem && w->space == space && addr < w->addr + w->len && w->addr < addr + len) {
-            wp_fire(c, i, -1);
+        if (w->used && w->is_mem && w->space == space && overlap(addr, len, w->addr, w->len)) {
+            wp_fire(c, i, -1, -1, 0);
             return;
         }
     }
@@ -492,7 +535,7 @@ static int reg_access(npk_chip *c, int me, int ctx, int kind, uint32_t index, ui
         if (write) m->cam_state[index] = (uint8_t)(*val & 0xF); else *val = m->cam_state[index];
         return NPK_OK;
     case NPK_REG_CSR:
-        if (index > 0x3FC || (index & 3)) return NPK_EINVAL;
+        if (index > 0x3FC || (index & 3) || ctx < -1 || ctx > 7) return NPK_EINVAL;
         if (write) npk_lcsr_write(c, m, ctx < 0 ? 0 : ctx, index, *val);
         else *val = npk_lcsr_read(c, m, ctx < 0 ? 0 : ctx, index);
         return NPK_OK;
@@ -537,18 +580,24 @@ int npk_reg_write(npk_chip *c, int me, int ctx, int kind, uint32_t index, uint32
 
 /* ---- memory ------------------------------------------------------------------- */
 
+/* does [addr, addr + n) lie inside a memory of `size` bytes?  (no sum that could wrap) */
+static int in_range(uint64_t addr, uint64_t n, uint64_t size)
+{
+    return n <= size && addr <= size - n;
+}
+
 static uint8_t *mem_ptr(npk_chip *c, int space, uint64_t addr, size_t n)
 {
     switch (space) {
     case NPK_MEM_SRAM: {
         uint64_t ch = addr >> 30, off = addr & 0x3FFFFFFFu;
-        if (ch >= c->cfg.sram.channels || off + n > c->cfg.sram_channel_bytes) return NULL;
+        if (ch >= c->cfg.sram.channels || !in_range(off, n, c->cfg.sram_channel_bytes)) return NULL;
         return c->sram + ch * c->cfg.sram_channel_bytes + off;
     }
     case NPK_MEM_DRAM:
-        return addr + n <= c->cfg.dram_bytes ? c->dram + addr : NULL;
+        return in_range(addr, n, c->cfg.dram_bytes) ? c->dram + addr : NULL;
     case NPK_MEM_SCRATCH:
-        return addr + n <= c->cfg.scratch_bytes ? c->scratch + addr : NULL;
+        return in_range(addr, n, c->cfg.scratch_bytes) ? c->scratch + addr : NULL;
     default:
         return NULL;
     }
@@ -556,19 +605,19 @@ static uint8_t *mem_ptr(npk_chip *c, int space, uint64_t addr, size_t n)
 
 int npk_mem_read(npk_chip *c, int space, uint64_t addr, void *buf, size_t n)
 {
-    if (!c || !buf) return NPK_EINVAL;
+    if (!c || (!buf && n)) return NPK_EINVAL;
     uint8_t *p = mem_ptr(c, space, addr, n);
-    if (!p) return NPK_ERANGE;
-    memcpy(buf, p, n);
+    if (!p) { seterr(c, "address range outside the memory"); return NPK_ERANGE; }
+    if (n) memcpy(buf, p, n);
     return NPK_OK;
 }
 
 int npk_mem_write(npk_chip *c, int space, uint64_t addr, const void *buf, size_t n)
 {
-    if (!c || !buf) return NPK_EINVAL;
+    if (!c || (!buf && n)) return NPK_EINVAL;
     uint8_t *p = mem_ptr(c, space, addr, n);
-    if (!p) return NPK_ERANGE;
-    memcpy(p, buf, n);
+    if (!p) { seterr(c, "address range outside the memory"); return NPK_ERANGE; }
+    if (n) memcpy(p, buf, n);
     return NPK_OK;
 }
 
@@ -582,6 +631,46 @@ int npk_scratch_ring_config(npk_chip *c, int ring, uint32_t base, uint32_t size,
     r->margin = margin;
     r->head = r->tail = r->count = 0;
     return NPK_OK;
+}
+
+/* ---- faults ------------------------------------------------------------------ */
+
+void npk_fault_at(npk_chip *c, int kind, int me, int ctx, uint32_t pc, uint64_t addr)
+{
+    c->fault_count[kind]++;
+    uint32_t pos = (c->fault_head + c->fault_len) % NPK_FAULT_LOG;
+    if (c->fault_len == NPK_FAULT_LOG) c->fault_head = (c->fault_head + 1) % NPK_FAULT_LOG;
+    else c->fault_len++;
+    c->fault_log[pos] = (npk_fault){c->now, addr, pc, me, ctx, kind};
+}
+
+void npk_fault_cmd(npk_chip *c, int kind, uint64_t addr)
+{
+    const npk_event *e = c->cur_ev;
+    if (!e) { npk_fault_at(c, kind, -1, -1, 0, addr); return; }
+    if (c->cur_faulted) return;
+    c->cur_faulted = 1;
+    npk_fault_at(c, kind, e->me, e->ctx, e->pc, addr);
+}
+
+uint64_t npk_fault_counts(npk_chip *c, uint64_t *counts, int n)
+{
+    if (!c) return 0;
+    uint64_t total = 0;
+    for (int k = 0; k < NPK_FAULT_KINDS; k++) {
+        total += c->fault_count[k];
+        if (counts && k < n) counts[k] = c->fault_count[k];
+    }
+    return total;
+}
+
+size_t npk_fault_log(npk_chip *c, npk_fault *buf, size_t max)
+{
+    if (!c || !buf) return 0;
+    size_t n = c->fault_len < max ? c->fault_len : max;
+    size_t skip = c->fault_len - n;  /* keep the most recent */
+    for (size_t i = 0; i < n; i++) buf[i] = c->fault_log[(c->fault_head + skip + i) % NPK_FAULT_LOG];
+    return n;
 }
 
 int npk_scratch_ring_count(npk_chip *c, int ring, uint32_t *count)

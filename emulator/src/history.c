@@ -48,6 +48,7 @@ int npk_history_enable(npk_chip *c, int level)
 size_t npk_history_drain(npk_chip *c, npk_hist_event *buf, size_t max)
 {
     size_t n = 0;
+    if (!c || !buf) return 0;
     while (n < max && c->hist_len) {
         buf[n++] = c->hist[c->hist_head];
         c->hist_head = (c->hist_head + 1) % c->hist_cap;
@@ -56,5 +57,5 @@ size_t npk_history_drain(npk_chip *c, npk_hist_event *buf, size_t max)
     return n;
 }
 
-uint64_t npk_history_dropped(npk_chip *c) { return c->hist_dropped; }
-uint64_t npk_history_hash(npk_chip *c) { return c->hist_hash; }
+uint64_t npk_history_dropped(npk_chip *c) { return c ? c->hist_dropped : 0; }
+uint64_t npk_history_hash(npk_chip *c) { return c ? c->hist_hash : 0; }

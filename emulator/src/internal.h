@@ -102,7 +102,8 @@ typedef struct npk_event {
     uint16_t sigmask;
     uint16_t count;        /* longwords */
     uint32_t addr;
-    uint32_t xidx;
+    uint16_t xidx;         /* first transfer register, 0..127 */
+    uint16_t pc;           /* instruction that issued the command (fault reports; < 8192) */
     uint32_t aux;
     uint32_t data[NPK_MAX_XFER_WORDS];
 } npk_event;
@@ -175,8 +176,28 @@ struct npk_chip {
     int msf_custom;
     uint8_t *msf_buf;
     uint64_t msf_counts[5];
+    /* faults (npk_fault_*): counts by kind, the last NPK_FAULT_LOG records */
+    uint64_t fault_count[NPK_FAULT_KINDS];
+    npk_fault fault_log[NPK_FAULT_LOG];
+    uint32_t fault_head, fault_len;
+    const npk_event *cur_ev;   /* command being completed, NULL outside npk_unit_complete */
+    int cur_faulted;           /* cur_ev has already recorded its fault */
     char err[160];
 };
+
+/* ME numbers (npk_emu.h "ME numbers"): hardware number c << 4 | m of flat index i, and
+ * back (-1 when the number names no ME of this chip) */
+static inline uint32_t npk_me_hw(const npk_chip *c, int i)
+{
+    uint32_t k = c->cfg.me_per_cluster;
+    return ((uint32_t)i / k) << 4 | (uint32_t)i % k;
+}
+static inline int npk_me_flat(const npk_chip *c, uint32_t hw)
+{
+    uint32_t k = c->cfg.me_per_cluster, cl = hw >> 4, m = hw & 0xF;
+    if (cl > 1 || m >= k || cl * k + m >= c->cfg.num_me) return -1;
+    return (int)(cl * k + m);
+}
 
 /* sched.c */
 npk_event *npk_ev_alloc(npk_chip *c);
@@ -208,7 +229,7 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v);
 
 /* alu.c */
 uint32_t npk_crc(npk_me *m, uint32_t type, uint32_t data, uint32_t bytes_sel, int le, int bit_swap);
-uint32_t npk_cam_lookup(npk_me *m, uint32_t key);
+uint32_t npk_cam_lookup(npk_me *m, uint32_t key, uint32_t entries);
 void npk_cam_touch(npk_me *m, int entry);
 void npk_cam_reset(npk_me *m);
 
@@ -238,7 +259,14 @@ int npk_scr_ring_get1(npk_chip *c, int ring, uint32_t *word);
 int npk_scr_ring_put1(npk_chip *c, int ring, uint32_t word);
 
 /* chip.c */
-void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index);
+/* record a fault made by thread me/ctx at pc (me -1: not a thread) */
+__attribute__((cold)) void npk_fault_at(npk_chip *c, int kind, int me, int ctx, uint32_t pc, uint64_t addr);
+/* record a fault of the command being completed (once per command), or of an API call */
+__attribute__((cold)) void npk_fault_cmd(npk_chip *c, int kind, uint64_t addr);
+/* a write of register (me, kind, index) from old to val by thread wme:wctx at wpc
+ * (NPK_PC_UNIT: a memory unit's completion); register watchpoints fire on a change */
+void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index, uint32_t old, uint32_t val,
+                   int wme, int wctx, uint32_t wpc);
 uint64_t npk_prng_next(uint64_t *s);
 
 #endif

@@ -18,7 +18,7 @@ typedef struct exec_ctx {
     int lm_delta[2];
     int t_delta;
     int nnget_delta;
-    uint32_t wp_hit;
+    uint32_t pc;           /* address of the executing instruction (watchpoint reports) */
     uint32_t base;
     int stall;             /* unit queue full: the instruction did not issue */
 } exec_ctx;
@@ -26,6 +26,12 @@ typedef struct exec_ctx {
 static inline uint32_t relbase(const npk_me *m, int ctx)
 {
     return m->ctx_mode == 8 ? (uint32_t)ctx * 16u : (uint32_t)(ctx >> 1) * 32u;
+}
+
+/* a register watchpoint sees the write of this instruction: who wrote it, and the old value */
+static inline void watch_wr(exec_ctx *e, int me, int kind, uint32_t idx, uint32_t old, uint32_t v)
+{
+    npk_reg_watch(e->c, me, kind, idx, old, v, e->m->idx, e->ctx, e->pc);
 }
 
 /* LM_ADDR_n of a context, or the ME-wide copy when CTX_ENABLES[LM_ADDR_n_GLOBAL]
@@ -66,22 +72,43 @@ static uint32_t restricted_to_u(uint32_t num, uint32_t msb, int is_dest)
     return OP_ILLEGAL;
 }
 
+/* PC of the instruction being executed (me_exec advanced the context's PC
+ * before executing it; nothing changes it before its memory operands) */
+static inline uint32_t cur_pc(const exec_ctx *e)
+{
+    return e->x->pc - 1;
+}
+
+/* LM_ADDR reaches 1K longwords (the index wraps at 1024); only the first
+ * lm_words (640 on the IXP2800) hold RAM, the rest are addressable but not
+ * populated (HRM p.40): reading them gives 0, writing does nothing, and both
+ * are counted as NPK_FAULT_LM. */
 static inline uint32_t lm_index(exec_ctx *e, int which, uint32_t off)
 {
     return ((*lm_reg(e->m, e->ctx, which) >> 2) | off) & 0x3FF;
 }
 
+__attribute__((cold)) static void lm_fault(exec_ctx *e, uint32_t idx)
+{
+    npk_fault_at(e->c, NPK_FAULT_LM, e->m->idx, e->ctx, cur_pc(e), idx);
+}
+
 static inline uint32_t lm_read(exec_ctx *e, uint32_t idx)
 {
-    return idx < e->c->cfg.lm_words ? e->m->lm[idx] : 0;
+    if (idx < e->c->cfg.lm_words) return e->m->lm[idx];
+    lm_fault(e, idx);
+    return 0;
 }
 
 static inline void lm_write(exec_ctx *e, uint32_t idx, uint32_t v)
 {
+    uint32_t old = lm_read(e, idx);
     if (idx < e->c->cfg.lm_words)
         e->m->lm[idx] = v;
+    else
+        lm_fault(e, idx);
     if (e->c->nwp_reg)
-        npk_reg_watch(e->c, e->m->idx, NPK_REG_LM, idx);
+        watch_wr(e, e->m->idx, NPK_REG_LM, idx, old, v);
 }
 
 static uint32_t rd_op_slow(exec_ctx *e, uint32_t num, int bank)
@@ -142,9 +169,10 @@ static inline npk_me *nn_target(npk_chip *c, npk_me *m)
 
 static void wr_xfer(exec_ctx *e, int kind, uint32_t idx, uint32_t v)
 {
+    uint32_t old = e->m->xfer[kind][idx & 127];
     e->m->xfer[kind][idx & 127] = v;
     if (e->c->nwp_reg)
-        npk_reg_watch(e->c, e->m->idx, NPK_REG_SXFER_IN + kind, idx & 127);
+        watch_wr(e, e->m->idx, NPK_REG_SXFER_IN + kind, idx & 127, old, v);
 }
 
 static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
@@ -154,8 +182,9 @@ static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
     if (num >= 0x300 && num < 0x400)
         return;  /* "--" */
     if ((num & 0x380) == 0x080) {
+        uint32_t old = m->gpr[bank][num & 0x7F];
         m->gpr[bank][num & 0x7F] = v;
-        if (c->nwp_reg) npk_reg_watch(c, m->idx, bank, num & 0x7F);
+        if (c->nwp_reg) watch_wr(e, m->idx, bank, num & 0x7F, old, v);
         return;
     }
     switch (num) {
@@ -176,9 +205,10 @@ static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
     case 0x243: {  /* NN ring put into the next ME (or this one in NN_MODE) */
         npk_me *n = nn_target(c, m);
         if (n) {
-            n->nn[n->nn_put & 127] = v;
+            uint32_t slot = n->nn_put & 127, old = n->nn[slot];
+            n->nn[slot] = v;
             n->nn_put = (n->nn_put + 1) & 127;
-            if (c->nwp_reg) npk_reg_watch(c, n->idx, NPK_REG_NN, (n->nn_put - 1) & 127);
+            if (c->nwp_reg) watch_wr(e, n->idx, NPK_REG_NN, slot, old, v);
         }
         return;
     }
@@ -192,8 +222,9 @@ static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
         npk_me *n = nn_target(c, m);
         if (n) {
             uint32_t i = (relbase(m, e->ctx) + (num & 0x1F)) & 127;
+            uint32_t old = n->nn[i];
             n->nn[i] = v;
-            if (c->nwp_reg) npk_reg_watch(c, n->idx, NPK_REG_NN, i);
+            if (c->nwp_reg) watch_wr(e, n->idx, NPK_REG_NN, i, old, v);
         }
         return;
     }
@@ -216,9 +247,9 @@ static inline __attribute__((always_inline)) void wr_op(exec_ctx *e, uint32_t nu
         return;
     }
     if (num < 0x20) {
-        uint32_t i = (e->base + num) & 127;
+        uint32_t i = (e->base + num) & 127, old = e->m->gpr[bank][i];
         e->m->gpr[bank][i] = v;
-        npk_reg_watch(e->c, e->m->idx, bank, i);
+        watch_wr(e, e->m->idx, bank, i, old, v);
         return;
     }
     wr_op_slow(e, num, bank, v);
@@ -408,7 +439,7 @@ uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr)
         int i = csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_STS);
         x = &m->ctx[i];
         if (addr == NPK_LCSR_ACTIVE_CTX_STS)
-            return 0x80000000u | ((uint32_t)m->idx << 3) | (uint32_t)i;
+            return 0x80000000u | (npk_me_hw(c, m->idx) << 3) | (uint32_t)i;  /* [7:3] ME number */
         return (x->state == NPK_CTX_READY || x->state == NPK_CTX_RUNNING ? 0x80000000u : 0) | x->pc;
     }
     case NPK_LCSR_INDIRECT_CTX_SIG_EVENTS: case NPK_LCSR_ACTIVE_CTX_SIG_EVENTS:
@@ -717,18 +748,21 @@ static void issue_mem(exec_ctx *e, int unit, uint64_t w)
     }
     int pull, push;
     cmd_dirs(unit, cmd, sub, &pull, &push);
+    if ((pull || push) && xidx + (nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords) > 128)
+        npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, cur_pc(e), xidx);  /* the registers wrap to 0 */
     npk_event *ev = npk_ev_alloc(c);
     if (!ev) { e->illegal = 1; return; }
     ev->kind = EVK_MEM;
     ev->unit = (uint8_t)unit;
     ev->me = (uint8_t)m->idx;
     ev->ctx = (uint8_t)e->ctx;
+    ev->pc = (uint16_t)cur_pc(e);
     ev->cmd = (uint8_t)cmd;
     ev->sub = (uint8_t)sub;
     ev->count = (uint16_t)nwords;
     ev->addr = addr;
     ev->xkind = (uint8_t)kind;
-    ev->xidx = xidx;
+    ev->xidx = (uint16_t)xidx;
     ev->aux = (is_dram && cmd >= 0xA) ? msf_addr : b;
     if (unit == NPK_UNIT_SRAM && cmd == 12) ev->aux = b;   /* enqueue: buffer pointer */
     if (unit == NPK_UNIT_SRAM && cmd == 12) ev->addr = a;  /* enqueue: queue descriptor */
@@ -772,6 +806,8 @@ static void exec_cap_csr(exec_ctx *e, uint64_t w)
     npk_me *m = e->m;
     uint32_t cmd = NPK_CAP_CSR_CMD(w);
     uint32_t addr = (NPK_CAP_CSR_CSR_HI(w) << 8) | NPK_CAP_CSR_CSR_LO(w);
+    uint32_t sig = NPK_CAP_CSR_SIG(w), mode = NPK_CAP_CSR_SIG_MODE(w);
+    if (!(cmd & 2) && sig == 0 && mode != 3) { e->illegal = 1; return; }
     if (npk_unit_full(c, NPK_UNIT_CAP, 0)) {
         e->stall = 1;
         return;
@@ -782,6 +818,7 @@ static void exec_cap_csr(exec_ctx *e, uint64_t w)
     ev->unit = NPK_UNIT_CAP;
     ev->me = (uint8_t)m->idx;
     ev->ctx = (uint8_t)e->ctx;
+    ev->pc = (uint16_t)cur_pc(e);
     ev->addr = addr;
     ev->chan = 0;
     if (cmd & 2) {  /* fast_wr: data from the instruction or from ALU_OUT */
@@ -794,16 +831,15 @@ static void exec_cap_csr(exec_ctx *e, uint64_t w)
         npk_ev_push(c, ev);
         return;
     }
-    uint32_t sig = NPK_CAP_CSR_SIG(w), mode = NPK_CAP_CSR_SIG_MODE(w);
-    if (sig == 0 && mode != 3) { e->illegal = 1; npk_ev_push(c, ev); ev->sigmask = 0; return; }
     int kind;
     uint32_t xidx;
     xfer_target(m, e->ctx, NPK_CAP_CSR_XFER(w), 0, &kind, &xidx);
     uint32_t n = NPK_CAP_CSR_REF_CNT(w) + 1;
+    if (xidx + n > 128) npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, cur_pc(e), xidx);
     ev->cmd = (uint8_t)(cmd & 1);
     ev->count = (uint16_t)n;
     ev->xkind = (uint8_t)kind;
-    ev->xidx = xidx;
+    ev->xidx = (uint16_t)xidx;
     ev->sigmask = sig ? (uint16_t)(1u << sig) : 0;
     if (cmd & 1)
         for (uint32_t i = 0; i < n; i++)
@@ -932,7 +968,7 @@ static int exec_alu(exec_ctx *e, uint64_t w)
         return 0;
     }
     case NPK_ALU_OP_CAM_LOOKUP: {
-        r = npk_cam_lookup(m, a);
+        r = npk_cam_lookup(m, a, e->c->cfg.cam_entries);
         wr_op(e, dn, bank, r);
         uint32_t tok = b;
         if (tok & 1) *lm_reg(m, e->ctx, 0) = r & 0xFFC;
@@ -1170,6 +1206,7 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     npk_ctx *x = &m->ctx[ctx];
     uint32_t pc = x->pc;
     if (pc >= c->cfg.ustore_words) {
+        npk_fault_at(c, NPK_FAULT_PC, m->idx, ctx, pc, pc);
         npk_me_stop(c, m, ctx, NPK_ME_BAD_PC, pc, 0, "PC outside the control store");
         return;
     }
@@ -1204,6 +1241,7 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     e.t_delta = 0;
     e.nnget_delta = 0;
     e.base = relbase(m, ctx);
+    e.pc = pc;
     e.stall = 0;
     int had_br = x->br_pending;
     int had_swap = x->swap_pending;

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +235,28 @@ def options_record(frame: bytearray, r: Options, out_addr: int, ts_ms: int) -> l
     return ts_at
 
 
+TS_TOLERANCE_MS = 20  # IP timestamps the control plane writes: its clock, up to this much after arrival
+
+
+def same_but_timestamps(want: bytes, offsets: list[int], got: bytes, tolerance_ms: int = TS_TOLERANCE_MS) -> bool:
+    """`got` is `want` but for IP timestamps (RFC 791) at `offsets`, which are the control
+    plane's clock when it handled the packet: up to `tolerance_ms` after the model's
+    (arrival) value; the header checksum must then be right for the bytes sent."""
+    if not offsets or len(got) != len(want) or len(got) < 34:
+        return False
+    g, w = bytearray(got), bytearray(want)
+    for off in offsets:
+        delta = (int.from_bytes(g[off : off + 4], "big") - int.from_bytes(w[off : off + 4], "big")) % 86_400_000
+        if delta > tolerance_ms:
+            return False
+        g[off : off + 4] = w[off : off + 4]
+    hl = 4 * (got[14] & 0xF)
+    if internet_checksum(got[14 : 14 + hl]) != 0:
+        return False
+    g[24:26] = w[24:26]
+    return g == w
+
+
 # ---- the model ------------------------------------------------------------------------------------
 
 
@@ -270,9 +293,11 @@ class RouterModel:
                  neighbours: dict[int, bytes] | None = None, route_changes: list[Any] | None = None) -> None:  # fmt: skip
         self.cfg = config
         self.opt = {**daemon_defaults(), **(options or {})}
-        self.routes = RouteTable(list(config.routes))
+        self._table: RouteTable | None = None  # the route table once a change made it differ from config's
+        self._alt_cache: dict[tuple[int, int], RouteTable] = {}  # (change, changes applied) -> the other table
+        self._initial: set[tuple[int, int]] | None = None
         self.fast = RefRouter(config)
-        self.fast.routes = self.routes
+        self.fast.lookup = self.lookup
         self.fast.arp = dict(config.arp)          # what the fast path resolves (static + installed)
         self.static = dict(config.arp)
         self.own = {p.address for p in config.ports}
@@ -288,10 +313,24 @@ class RouterModel:
         self.now = 0
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
 
+    @property
+    def routes(self) -> RouteTable:
+        """The route table as it is now (made on the first change: until then the
+        config's, looked up in C)."""
+        if self._table is None:
+            self._table = RouteTable(self.cfg.all_routes)
+        return self._table
+
+    def lookup(self, addr: int) -> Route | None:
+        """Longest-prefix match in the table as it is now."""
+        return self._table.lookup(addr) if self._table is not None else self.cfg.lookup(addr)
+
     def add_changes(self, changes: list[Any]) -> None:
-        """More route changes (e.g. made through the daemon's control socket), before any
-        packet was processed."""
-        self.changes = sorted([*self.changes, *changes], key=lambda c: c.at_ns)
+        """More route changes (made through the daemon's control socket, as the run learns
+        of them): at their time, or now if that has passed for the model."""
+        late = [dc_replace(c, at_ns=self.now) if c.at_ns < self.now else c for c in changes]
+        self.changes = sorted([*self.changes, *late], key=lambda c: c.at_ns)
+        self._alt_cache.clear()
 
     # -- time
     def advance(self, t: int) -> None:
@@ -313,6 +352,7 @@ class RouterModel:
             if kind == 0:
                 self._apply_change(self.changes[self._next_change])
                 self._next_change += 1
+                self._alt_cache.clear()
             elif kind == 1:
                 if e.tries < self.opt["arp_tries"]:
                     e.tries += 1
@@ -357,7 +397,7 @@ class RouterModel:
             res.final = fast
             if isinstance(fast, Forward):    # through a next hop the control plane learnt and installed?
                 dst = int.from_bytes(frame[30:34], "big")
-                route = self.routes.lookup(dst)
+                route = self.lookup(dst)
                 hop = dst if route is None or route.direct else route.next_hop
                 res.learnt_hop = hop not in self.static
             return res
@@ -371,33 +411,42 @@ class RouterModel:
         for k, c in enumerate(self.changes):
             if not -CHANGE_WINDOW_NS // 5 <= t - c.at_ns <= CHANGE_WINDOW_NS:
                 continue
-            saved = self.routes
-            other = RouteTable(list(saved))
-            if k < self._next_change:          # applied: the table before it
-                if c.op == "add":
-                    other.remove(c.prefix, c.length)
-                    old = next((ch for ch in reversed(self.changes[:k]) if (ch.prefix, ch.length) == (c.prefix, c.length)), None)
-                    if old is not None and old.op == "add":
-                        other.add(Route(old.prefix, old.length, old.next_hop, old.port))
-                    elif (c.prefix, c.length) in self._initial_prefixes():
-                        other.add(self._initial_route(c.prefix, c.length))
-                else:
-                    prev = self._route_before(k)
-                    if prev is not None:
-                        other.add(prev)
-            else:                              # not yet: the table after it
-                if (c.prefix, c.length) in other:
-                    other.remove(c.prefix, c.length)
-                if c.op == "add":
-                    other.add(Route(c.prefix, c.length, c.next_hop, c.port))
-            self.fast.routes = other
+            other = self._alt_cache.get((k, self._next_change))
+            if other is None:
+                other = self._alt_cache[(k, self._next_change)] = self._other_table(k)
+            self.fast.lookup = other.lookup
             try:
                 res.alternatives.append(self.fast.process(frame, in_port))
             finally:
-                self.fast.routes = saved
+                self.fast.lookup = self.lookup
+
+    def _other_table(self, k: int) -> RouteTable:
+        """The table the fast path may still (or already) use around change k."""
+        c = self.changes[k]
+        other = RouteTable(list(self.routes))
+        if k < self._next_change:          # applied: the table before it
+            if c.op == "add":
+                other.remove(c.prefix, c.length)
+                old = next((ch for ch in reversed(self.changes[:k]) if (ch.prefix, ch.length) == (c.prefix, c.length)), None)
+                if old is not None and old.op == "add":
+                    other.add(Route(old.prefix, old.length, old.next_hop, old.port))
+                elif (c.prefix, c.length) in self._initial_prefixes():
+                    other.add(self._initial_route(c.prefix, c.length))
+            else:
+                prev = self._route_before(k)
+                if prev is not None:
+                    other.add(prev)
+        else:                              # not yet: the table after it
+            if (c.prefix, c.length) in other:
+                other.remove(c.prefix, c.length)
+            if c.op == "add":
+                other.add(Route(c.prefix, c.length, c.next_hop, c.port))
+        return other
 
     def _initial_prefixes(self) -> set[tuple[int, int]]:
-        return {(r.prefix, r.length) for r in self.cfg.routes}
+        if self._initial is None:
+            self._initial = set(zip(self.cfg.all_routes.prefix, self.cfg.all_routes.length, strict=True))
+        return self._initial
 
     def _initial_route(self, prefix: int, length: int) -> Route:
         return next(r for r in self.cfg.routes if (r.prefix, r.length) == (prefix, length))
@@ -415,7 +464,7 @@ class RouterModel:
     def _route_to(self, dst: int) -> tuple[int, bytes | None, int] | None:
         if dst in self.own or dst in self.net_bcast or dst == 0xFFFFFFFF:
             return None
-        r = self.routes.lookup(dst)
+        r = self.lookup(dst)
         if r is None:
             return None
         hop = dst if r.direct else r.next_hop
@@ -480,8 +529,9 @@ class RouterModel:
             return
         pid = item[0]
         if len(e.hold) >= self.opt["arp_hold"]:
-            if not item[2]:
-                self.results[pid].final = Except(self.results[pid].reason)
+            res = self.results.get(pid)
+            if not item[2] and res is not None:
+                res.final = Except(res.reason)
         else:
             e.hold.append(item)
         if e.state == "none":
@@ -498,9 +548,10 @@ class RouterModel:
             return
         src_mac = self.cfg.ports[e.port].mac
         out = forward_full(frame, e.mac, src_mac) if full else rewrite(frame, e.mac, src_mac)
-        res = self.results[pid]
-        res.final = Forward(e.port, out)
-        res.learnt_hop = True
+        res = self.results.get(pid)
+        if res is not None:  # (a driver may have let go of a packet the router finished with)
+            res.final = Forward(e.port, out)
+            res.learnt_hop = True
 
     def _resolved(self, e: _Arp) -> None:
         self.fast.arp[e.ip] = e.mac
@@ -513,7 +564,9 @@ class RouterModel:
             if generated:
                 continue
             self._icmp_error(pid, frame, 3, 1)
-            self.results[pid].final = Except(self.results[pid].reason)
+            res = self.results.get(pid)
+            if res is not None:
+                res.final = Except(res.reason)
         e.hold = []
         e.state = "none"
 
@@ -562,7 +615,7 @@ class RouterModel:
 
     def _on_redirect(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         dst = int.from_bytes(f[30:34], "big")
-        r = self.routes.lookup(dst)
+        r = self.lookup(dst)
         gw = (dst if r.direct else r.next_hop) if r is not None and self.cfg.send_redirects else 0
         quote = bytes(f)
         self._forward(pid, res, quote, False)
@@ -626,7 +679,7 @@ class RouterModel:
             return
         if src >> 24 in (0, 127) or src >= 0xE0000000 or src in {p.broadcast for p in self.cfg.ports}:
             return
-        route = self.routes.lookup(dst)
+        route = self.lookup(dst)
         if route is None or dst in self.net_bcast:
             self._icmp_error(pid, quote, 3, 0)
             return

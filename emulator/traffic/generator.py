@@ -32,16 +32,16 @@ DIR/manifest.json::
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import itertools
 import json
 import random
 import struct
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +65,11 @@ from .packet import (
     pad_frame,
 )
 from .pcap import PcapReader, PcapWriter
-from .routes import Route, is_reserved, mask
+from .router_config import RouterConfig
+from .routes import Route, RouteColumns, is_reserved, mask
 from .spec import KINDS, PortSpec, SpecError, TrafficSpec
+from .spec_schema import MAX_PACKETS
+from .window import Window, offsets
 
 TUNNEL_PORT = 49152  # outer UDP destination port of seed-003 tunnel packets
 ROUTER_ALERT = b"\x94\x04\x00\x00"  # RFC 2113 IP option: 4 bytes, IHL 6
@@ -170,6 +173,52 @@ class _Clock:
 # ---------------------------------------------------------------------------- schedules
 
 
+def synthetic_arrivals(spec: TrafficSpec, port: PortSpec, count: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """A synthetic port's arrivals, lazily: (time, pcap length, kind index), drawn from the
+    port's schedule stream until `count` packets or time `end`."""
+    rng = random.Random(f"npkit-traffic:{spec.seed}:{port.index}:schedule")
+    clock = _Clock(port, spec.link_bps, rng)
+    wire = port.wire
+    overhead = wire.fcs + wire.preamble + wire.ifg
+    normal = KIND_INDEX["normal"]
+    runt = KIND_INDEX["runt"]
+    long_kinds = {KIND_INDEX[k] for k in OPTION_KINDS}
+    kind_ids = [KIND_INDEX[k] for k in port.mix] + [normal]
+    cum = []
+    acc = 0.0
+    for w in [*port.mix.values(), max(0.0, 1.0 - sum(port.mix.values()))]:
+        acc += w
+        cum.append(acc)
+    sizes = port.size
+    fixed = sizes.values[0] if len(sizes.values) == 1 and sizes.uniform is None else None
+    random_ = rng.random
+    clock_next = clock.next
+    mix = bool(port.mix)
+    fcs = wire.fcs
+    n = 0
+    while n < count:
+        size = fixed if fixed is not None else sizes.sample(rng)
+        plen = size - fcs
+        kind = normal
+        if mix:
+            r = random_() * acc
+            for i, c in enumerate(cum):
+                if r < c:
+                    kind = kind_ids[i]
+                    break
+            if kind == runt:
+                plen = rng.randint(42, 59)
+            elif kind in long_kinds:
+                plen = max(plen, MIN_TAGGED_WITH_OPTIONS)
+        t = clock_next((plen + overhead) * 8)
+        if t >= end:
+            return
+        if n >= MAX_PACKETS:
+            raise SpecError(f"ports.{port.index}: more than {MAX_PACKETS:,} packets: lower count or duration_ns")
+        yield t, plen, kind
+        n += 1
+
+
 class Schedule:
     """One port's arrivals: parallel arrays of time, pcap length and kind index.
 
@@ -182,7 +231,6 @@ class Schedule:
         self.lens = array("H")
         self.kinds = array("B")
         self.frames: list[bytes] | None = None
-        self.replies: dict[int, int] = {}  # arrival time -> the neighbour whose ARP reply arrives then
         self.delayed = 0  # replayed frames moved later because the link was busy
         if not port.enabled:
             return
@@ -197,45 +245,11 @@ class Schedule:
         return len(self.times)
 
     def _synthetic(self, spec: TrafficSpec, port: PortSpec, count: int, end: int) -> None:
-        rng = random.Random(f"npkit-traffic:{spec.seed}:{port.index}:schedule")
-        clock = _Clock(port, spec.link_bps, rng)
-        wire = port.wire
-        overhead = wire.fcs + wire.preamble + wire.ifg
-        normal = KIND_INDEX["normal"]
-        runt = KIND_INDEX["runt"]
-        long_kinds = {KIND_INDEX[k] for k in OPTION_KINDS}
-        kind_ids = [KIND_INDEX[k] for k in port.mix] + [normal]
-        cum = []
-        acc = 0.0
-        for w in [*port.mix.values(), max(0.0, 1.0 - sum(port.mix.values()))]:
-            acc += w
-            cum.append(acc)
-        sizes = port.size
-        fixed = sizes.values[0] if len(sizes.values) == 1 and sizes.uniform is None else None
         times, lens, kinds = self.times, self.lens, self.kinds
-        random_ = rng.random
-        n = 0
-        while n < count:
-            size = fixed if fixed is not None else sizes.sample(rng)
-            plen = size - wire.fcs
-            kind = normal
-            if port.mix:
-                r = random_() * acc
-                for i, c in enumerate(cum):
-                    if r < c:
-                        kind = kind_ids[i]
-                        break
-                if kind == runt:
-                    plen = rng.randint(42, 59)
-                elif kind in long_kinds:
-                    plen = max(plen, MIN_TAGGED_WITH_OPTIONS)
-            t = clock.next((plen + overhead) * 8)
-            if t >= end:
-                break
+        for t, plen, kind in synthetic_arrivals(spec, port, count, end):
             times.append(t)
             lens.append(plen)
             kinds.append(kind)
-            n += 1
 
     def _replay(self, spec: TrafficSpec, port: PortSpec, count: int, end: int) -> None:
         assert port.replay is not None
@@ -258,10 +272,11 @@ class Schedule:
         frames: list[bytes] = []
         busy_until = port.start_ns
         replay_kind = KIND_INDEX["replay"]
+        self.frames = frames
         for loop in range(replay.loop):
             for rec, frame, s in zip(records, frames_in, ser, strict=True):
                 if len(frames) >= count:
-                    break
+                    return
                 if replay.timing == "original":
                     t = port.start_ns + rec.timestamp_ns - base + loop * span
                     if t < busy_until:
@@ -269,17 +284,52 @@ class Schedule:
                         t = busy_until
                 else:
                     t = clock.next(wire.wire_bytes(len(frame)) * 8)
-                if t >= end:
-                    break
+                if t >= end:  # every later frame, of this loop and the next, is later still
+                    return
+                if len(frames) >= MAX_PACKETS:
+                    raise SpecError(f"ports.{port.index}.source: the replay would make more than "
+                                    f"{MAX_PACKETS:,} packets: lower loop, or set count or duration_ns")  # fmt: skip
                 busy_until = t + s
                 self.times.append(t)
                 self.lens.append(len(frame))
                 self.kinds.append(replay_kind)
                 frames.append(frame)
-        self.frames = frames
 
 
 # ---------------------------------------------------------------------------- frame bytes
+
+
+@lru_cache(maxsize=16)
+def forwardable_pool(cfg: RouterConfig, via_port: int | None) -> RouteColumns:
+    """Routes whose packets the router forwards (leaving by `via_port`, if given): the
+    next hop has an ARP entry; for connected subnets, the on-link hosts that have one
+    (as /32s).  Not the way back to the generator's own sources (routes inside
+    BENCHMARK_NET).  Computed once per router config and port."""
+    from npkit.emulator.pktlib import lib
+
+    st = cfg.static_routes
+    assert isinstance(st, RouteColumns)
+    good = array("I", sorted(h for h in cfg.arp if h))  # next hops with an ARP entry (0: direct)
+    n = len(st)
+    ffi, c = lib()
+    pool = RouteColumns(array("I", bytes(4 * n)), array("B", bytes(n)), array("I", bytes(4 * n)), array("I", bytes(4 * n)))
+    if n:
+        k = c.npk_routes_select(n, ffi.from_buffer("uint32_t[]", st.prefix), ffi.from_buffer("uint8_t[]", st.length),
+                                ffi.from_buffer("uint32_t[]", st.next_hop), ffi.from_buffer("uint32_t[]", st.port),
+                                ffi.from_buffer("uint32_t[]", good) if good else ffi.NULL, len(good),
+                                -1 if via_port is None else via_port, BENCHMARK_NET, 15,
+                                ffi.from_buffer("uint32_t[]", pool.prefix),
+                                ffi.from_buffer("uint8_t[]", pool.length), ffi.from_buffer("uint32_t[]", pool.next_hop),
+                                ffi.from_buffer("uint32_t[]", pool.port))  # fmt: skip
+    else:
+        k = 0
+    for col in (pool.prefix, pool.length, pool.next_hop, pool.port):
+        del col[k:]
+    for addr in sorted(cfg.arp):
+        port = cfg.port_for_subnet(addr)
+        if port is not None and addr != port.address and (via_port is None or port.index == via_port):
+            pool.append(Route(addr, 32, 0, port.index))
+    return pool
 
 
 class FrameBuilder:
@@ -297,17 +347,16 @@ class FrameBuilder:
         self.protos = protos
         self._proto_cum = list(itertools.accumulate(port.protocols[p] for p in protos))
         self._proto_total = self._proto_cum[-1]
-        self._dest_pool: list[Route] = []
+        self._dest_pool = RouteColumns()
         self._forwardable = port.destinations is None
         self._not_unicast = set(self.cfg.addresses)  # own, network, broadcast addresses
         for p in self.cfg.ports:
             self._not_unicast |= {p.network, p.broadcast}
         self._via_port = port.via_port
         if port.destinations is None:
-            self._dest_pool = [r for r in self._forwardable_routes()
-                               if self._via_port is None or r.port == self._via_port]  # fmt: skip
+            self._dest_pool = forwardable_pool(self.cfg, self._via_port)
         else:
-            self._dest_pool = list(port.destinations)
+            self._dest_pool = RouteColumns.of(port.destinations)
         self.build: dict[str, Callable[[int, int], bytes]] = {
             "normal": self._normal,
             "miss": self._miss,
@@ -338,28 +387,18 @@ class FrameBuilder:
             "gateway_miss": self._gateway_miss,
             "ttl_fragment": self._ttl_fragment,
             "icmp_error_ttl": self._icmp_error_ttl,
+            "arp_reply": self._arp_reply,
         }
+        self.replies: deque[int] = deque()  # the neighbours whose ARP replies come next (SpecReader)
+        self._pools: dict[str, list[Route]] = {}
 
     # -- addresses
-
-    def _forwardable_routes(self) -> list[Route]:
-        """Routes whose packets the router forwards: the next hop has an ARP entry; for
-        connected subnets, the on-link hosts that have one (as /32s).  Not the way back
-        to the generator's own sources (BENCHMARK_NET)."""
-        cfg = self.cfg
-        pool = [r for r in cfg.static_routes if not r.direct and r.next_hop in cfg.arp
-                and (r.prefix & mask(15)) != BENCHMARK_NET]  # fmt: skip
-        for addr in sorted(cfg.arp):
-            port = cfg.port_for_subnet(addr)
-            if port is not None and addr != port.address:
-                pool.append(Route(addr, 32, 0, port.index))
-        return pool
 
     def _resolves(self, dst: int) -> bool:
         cfg = self.cfg
         if _martian_dst(dst) or dst in self._not_unicast:
             return False
-        route = cfg.routes.lookup(dst)
+        route = cfg.lookup(dst)
         if route is None:
             return False
         return (dst if route.direct else route.next_hop) in cfg.arp
@@ -367,7 +406,7 @@ class FrameBuilder:
     def _leaves_by_via_port(self, dst: int) -> bool:
         if self._via_port is None:
             return True
-        route = self.cfg.routes.lookup(dst)
+        route = self.cfg.lookup(dst)
         return route is not None and route.port == self._via_port
 
     def dst_normal(self) -> int:
@@ -454,10 +493,10 @@ class FrameBuilder:
         return self.ip_frame(length, pid, self.src_normal(), self.dst_normal())
 
     def _miss(self, length: int, pid: int) -> bytes:
-        routes = self.cfg.routes
+        cfg = self.cfg
         for _ in range(10_000):
             dst = self.rng.getrandbits(32)
-            if not is_reserved(dst, 32) and routes.lookup(dst) is None:
+            if not is_reserved(dst, 32) and cfg.lookup(dst) is None:
                 return self.ip_frame(length, pid, self.src_normal(), dst)
         raise SpecError("mix.miss: the route table covers the address space (a default "
                         "route?); cannot draw destinations without a route")
@@ -569,18 +608,36 @@ class FrameBuilder:
         r = pool[self.rng.randrange(len(pool))]
         return r.prefix | (self.rng.getrandbits(32) & ~mask(r.length) & 0xFFFFFFFF)
 
+    def _pool(self, name: str) -> list[Route]:
+        """The forwardable routes a control-plane kind draws from (once per builder):
+        `redirect`: leaving by this port; `ssrr`: behind a gateway; `gateway_miss`:
+        routes whose next hop has no ARP entry."""
+        pool = self._pools.get(name)
+        if pool is None:
+            cfg, me = self.cfg, self.me
+            if name == "gateway_miss":
+                st = cfg.static_routes
+                assert isinstance(st, RouteColumns)
+                pool = [st[i] for i, h in enumerate(st.next_hop) if h and h not in cfg.arp]
+            else:
+                fwd = forwardable_pool(cfg, None)
+                pool = [r for r in fwd if r.length < 32 and (name != "redirect" or r.port == me.index)]
+            self._pools[name] = pool
+        return pool
+
     def _redirect(self, length: int, pid: int) -> bytes:
         """From an on-link host with an ARP entry to a destination whose route leaves by
         the same port: the router forwards it and sends a Redirect (RFC 1812 5.2.7.2)."""
         me, cfg = self.me, self.cfg
         hosts = [a for a in sorted(cfg.arp) if me.on_subnet(a) and a != me.address]
-        pool = [r for r in self._forwardable_routes() if r.port == me.index and r.length < 32]
+        pool = self._pool("redirect")
         if not hosts:
             raise SpecError("mix.redirect: no host with an ARP entry on the port's subnet")
         src = hosts[self.rng.randrange(len(hosts))]
         for _ in range(100):
             dst = self._pick(pool, "redirect")
-            if self._resolves(dst) and cfg.routes.lookup(dst).port == me.index:  # type: ignore[union-attr]
+            route = cfg.lookup(dst)
+            if self._resolves(dst) and route is not None and route.port == me.index:
                 return self.ip_frame(length, pid, src, dst)
         raise SpecError("mix.redirect: could not draw a destination routed back out of the port")
 
@@ -618,8 +675,7 @@ class FrameBuilder:
     def _ssrr(self, length: int, pid: int) -> bytes:
         """Strict source route through the router to a destination behind a gateway: not
         on-link, so the router answers Source Route Failed."""
-        pool = [r for r in self._forwardable_routes() if r.length < 32]
-        hop = self._pick(pool, "ssrr").to_bytes(4, "big")
+        hop = self._pick(self._pool("ssrr"), "ssrr").to_bytes(4, "big")
         return self.ip_frame(length, pid, self.src_normal(), self.me.address, options=bytes([137, 7, 4]) + hop + b"\0")
 
     def _bad_option(self, length: int, pid: int) -> bytes:
@@ -629,10 +685,10 @@ class FrameBuilder:
     def _gateway_miss(self, length: int, pid: int) -> bytes:
         """To a route whose next hop has no ARP entry (routes.txt: 44/8 via 10.0.2.77)."""
         cfg = self.cfg
-        pool = [r for r in cfg.static_routes if not r.direct and r.next_hop not in cfg.arp]
+        pool = self._pool("gateway_miss")
         for _ in range(100):
             dst = self._pick(pool, "gateway_miss")
-            route = cfg.routes.lookup(dst)
+            route = cfg.lookup(dst)
             if route is not None and not route.direct and route.next_hop not in cfg.arp:
                 return self.ip_frame(length, pid, self.src_normal(), dst)
         raise SpecError("mix.gateway_miss: could not draw a destination behind an unresolved next hop")
@@ -656,6 +712,11 @@ class FrameBuilder:
         frame = Ethernet(self.me.mac, hw, ETHERTYPE_ARP).pack() + arp.pack()
         return frame + bytes(length - len(frame))
 
+    def _arp_reply(self, length: int, pid: int) -> bytes:
+        """The next neighbour's reply (`replies`, in this port's arrival order)."""
+        hop = self.replies.popleft()
+        return self.arp_reply(length, hop, self.spec.neighbours[hop])
+
     def _arp_miss(self, length: int, pid: int) -> bytes:
         cfg, rng = self.cfg, self.rng
         for _ in range(10_000):
@@ -674,71 +735,184 @@ def schedules(spec: TrafficSpec) -> list[Schedule]:
     return [Schedule(spec, port) for port in spec.ports]
 
 
-def _needs(spec: TrafficSpec, frame: bytes) -> int | None:
+class _Port:
+    """One port's arrivals as the reader pulls them, with one packet of look-ahead; and
+    `extra` arrivals merged in (the neighbours' ARP replies: (time, length, kind), after
+    an arrival of the same time)."""
+
+    def __init__(self, spec: TrafficSpec, port: PortSpec, extra: list[tuple[int, int, int]] | None = None) -> None:
+        self.port = port
+        self.frames: list[bytes] | None = None
+        self.index = 0  # per-port index of the next arrival
+        self.fidx = 0  # index of the next replayed frame
+        self.extra = deque(sorted(extra or []))
+        if not port.enabled:
+            self.it: Iterator[tuple[int, int, int]] = iter(())
+        elif port.replay is not None:
+            sched = Schedule(spec, port)
+            self.frames = sched.frames
+            self.it = zip(sched.times, sched.lens, sched.kinds, strict=True)
+        else:
+            count = spec.count if spec.count is not None else 1 << 62
+            end = spec.duration_ns if spec.duration_ns is not None else 1 << 62
+            self.it = synthetic_arrivals(spec, port, count, end)
+        self.head = next(self.it, None)
+
+    @property
+    def next_time(self) -> int | None:
+        t = self.head[0] if self.head is not None else None
+        if self.extra and (t is None or self.extra[0][0] < t):
+            t = self.extra[0][0]
+        return t
+
+    def until(self, t_ns: int) -> list[tuple[int, int, int, int, int]]:
+        """(time, per-port index, length, kind, replayed frame index or -1) of the arrivals
+        before t_ns."""
+        out = []
+        head, it, i, extra = self.head, self.it, self.index, self.extra
+        while True:
+            if extra and extra[0][0] < t_ns and (head is None or extra[0][0] < head[0]):
+                t, n, kind = extra.popleft()
+                out.append((t, i, n, kind, -1))
+            elif head is not None and head[0] < t_ns:
+                out.append((head[0], i, head[1], head[2], self.fidx if self.frames is not None else -1))
+                self.fidx += self.frames is not None
+                head = next(it, None)
+            else:
+                break
+            i += 1
+        self.head, self.index = head, i
+        return out
+
+
+def _needs(spec: TrafficSpec, frame: bytes | memoryview) -> int | None:
     """The next hop the router must resolve to forward `frame`, if it has no ARP entry."""
     if len(frame) < 34 or frame[12:14] != b"\x08\x00":
         return None
     dst = int.from_bytes(frame[30:34], "big")
-    route = spec.router.routes.lookup(dst)
+    route = spec.router.lookup(dst)
     if route is None:
         return None
     hop = dst if route.direct else route.next_hop
     return hop if hop not in spec.router.arp else None
 
 
-def add_neighbour_replies(spec: TrafficSpec, scheds: list[Schedule]) -> None:
+def neighbour_replies(spec: TrafficSpec, use_c: bool = True) -> dict[int, list[tuple[int, int]]]:
     """The generator acting as the neighbours of `spec.neighbours`: each answers the
     router's ARP request `neighbour_delay_ns` after the first packet that needs it
-    arrives (a reply from its MAC on its port, inserted into that port's schedule)."""
+    arrives.  {port: [(time, neighbour), ...]}: a reply from its MAC on its port.  (A
+    pass over the spec's packets, without keeping them, until every neighbour is found.)"""
     first: dict[int, int] = {}
-    for pkt in iter_packets(spec, scheds, replies=False):
-        hop = _needs(spec, pkt.data)
-        if hop in spec.neighbours and hop not in first:
-            first[hop] = pkt.time_ns
-            if len(first) == len(spec.neighbours):
-                break
-    reply = KIND_INDEX["arp_reply"]
-    for hop, t in sorted(first.items(), key=lambda kv: kv[1]):
+    reader = SpecReader(spec, use_c, replies=False)
+    t = 0
+    while not reader.done and len(first) < len(spec.neighbours):
+        t = max(t + 100_000, reader.next_time + 1)
+        w = reader.take(t)
+        if w is None:
+            continue
+        for i in range(len(w)):
+            hop = _needs(spec, w.frame(i))
+            if hop in spec.neighbours and hop not in first:
+                first[hop] = w.times[i]
+    out: dict[int, list[tuple[int, int]]] = {}
+    for hop, t0 in sorted(first.items(), key=lambda kv: kv[1]):
         port = spec.router.port_for_subnet(hop)
-        assert port is not None
-        sched = scheds[port.index]
-        at = t + spec.neighbour_delay_ns
-        k = bisect.bisect_right(sched.times, at)
-        sched.times.insert(k, at)
-        sched.lens.insert(k, 60)
-        sched.kinds.insert(k, reply)
-        sched.replies[at] = hop
+        assert port is not None  # the spec checked it
+        out.setdefault(port.index, []).append((t0 + spec.neighbour_delay_ns, hop))
+    return out
 
 
-def iter_packets(spec: TrafficSpec, scheds: list[Schedule] | None = None,
-                 replies: bool = True) -> Iterator[GenPacket]:  # fmt: skip
-    """All packets of all ports, in packet-id (arrival) order (with the neighbours'
-    ARP replies when the spec has neighbours)."""
-    scheds = scheds if scheds is not None else schedules(spec)
-    if replies and spec.neighbours and not any(s.replies for s in scheds):
-        add_neighbour_replies(spec, scheds)
-    builders = [FrameBuilder(spec, s.port) if s.port.replay is None and len(s) else None
-                for s in scheds]
+ARP_REPLY_LEN = 60
 
-    def keyed(p: int, s: Schedule) -> Iterator[tuple[int, int, int]]:
-        return ((t, p, i) for i, t in enumerate(s.times))
 
-    merged = heapq.merge(*(keyed(p, s) for p, s in enumerate(scheds)))
-    for pid, (t, p, i) in enumerate(merged):
-        sched = scheds[p]
-        kind = KINDS[sched.kinds[i]]
-        if sched.frames is not None:
-            data = sched.frames[i]
-        elif kind == "arp_reply":
-            builder = builders[p]
-            assert builder is not None
-            hop = sched.replies[t]
-            data = builder.arp_reply(sched.lens[i], hop, spec.neighbours[hop])
-        else:
-            builder = builders[p]
-            assert builder is not None
-            data = builder.build[kind](sched.lens[i], pid)
-        yield GenPacket(pid, p, t, data, kind)
+class SpecReader:
+    """A spec's packets in windows of arrival time, in packet-id order: each port's
+    arrivals up to the window's end, merged by (time, port, per-port index), then the
+    frame bytes, each port from its own content stream (in C where the C builder does the
+    kind, see npkit.emulator.traffic.cpkt; `use_c=False`: the Python builder only).
+    With `spec.neighbours`, their ARP replies are arrivals of their ports (kind
+    arp_reply; `replies=False`: left out)."""
+
+    def __init__(self, spec: TrafficSpec, use_c: bool = True, replies: bool = True) -> None:
+        self.spec = spec
+        self.use_c = use_c
+        answers = neighbour_replies(spec, use_c) if replies and spec.neighbours else {}
+        reply = KIND_INDEX["arp_reply"]
+        self.ports = [_Port(spec, p, [(t, ARP_REPLY_LEN, reply) for t, _hop in answers.get(p.index, [])])
+                      for p in spec.ports if p.enabled or p.index in answers]  # fmt: skip
+        self.answers = answers
+        self.builders: dict[int, Any] = {}
+        self.next_id = 0
+
+    @property
+    def done(self) -> bool:
+        return all(p.next_time is None for p in self.ports)
+
+    @property
+    def next_time(self) -> int:
+        """Arrival time of the next packet (done: -1)."""
+        return min((t for p in self.ports if (t := p.next_time) is not None), default=-1)
+
+    def _builder(self, port: PortSpec) -> Any:
+        b = self.builders.get(port.index)
+        if b is None:
+            b = FrameBuilder(self.spec, port)
+            b.replies.extend(hop for _t, hop in self.answers.get(port.index, []))
+            if self.use_c:
+                from .cpkt import CFrameBuilder
+
+                b = CFrameBuilder(b)
+            self.builders[port.index] = b
+        return b
+
+    def take(self, until_ns: int) -> Window | None:
+        """The packets arriving before `until_ns` not taken yet (None: none)."""
+        keyed: list[tuple[int, int, int, int, int, int, int]] = []
+        for k, p in enumerate(self.ports):
+            pi = p.port.index
+            keyed.extend((t, pi, i, n, kind, k, f) for t, i, n, kind, f in p.until(until_ns))
+        if not keyed:
+            return None
+        keyed.sort()
+        first = self.next_id
+        self.next_id += len(keyed)
+        w = Window(first, array("Q", [x[0] for x in keyed]), array("B", [x[1] for x in keyed]),
+                   array("H", [x[3] for x in keyed]), kinds=bytes(x[4] for x in keyed))  # fmt: skip
+        w.off, total = offsets(w.lens)
+        w.data = bytearray(total)
+        per_port: dict[int, list[int]] = {}
+        for j, x in enumerate(keyed):
+            if x[6] >= 0:  # a replayed frame
+                f = self.ports[x[5]].frames[x[6]]  # type: ignore[index]
+                w.data[w.off[j] : w.off[j] + len(f)] = f
+            else:
+                per_port.setdefault(x[5], []).append(j)
+        for k, rows in per_port.items():
+            p = self.ports[k]
+            b = self._builder(p.port)
+            pids = array("I", [first + j for j in rows])
+            kinds = bytes(w.kinds[j] for j in rows)
+            lens = array("H", [w.lens[j] for j in rows])
+            if self.use_c:  # the frames straight into the window, at their places
+                b.build(kinds, lens, pids, w.data, array("Q", [w.off[j] for j in rows]))
+            else:
+                for j, pid in zip(rows, pids, strict=True):
+                    f = b.build[KINDS[w.kinds[j]]](w.lens[j], pid)
+                    w.data[w.off[j] : w.off[j] + len(f)] = f
+        return w
+
+
+def iter_packets(spec: TrafficSpec, use_c: bool = True, window_ns: int = 100_000) -> Iterator[GenPacket]:
+    """All packets of all ports, in packet-id (arrival) order."""
+    reader = SpecReader(spec, use_c)
+    t = 0
+    while not reader.done:
+        t = max(t + window_ns, reader.next_time + 1)
+        w = reader.take(t)
+        if w is None:
+            continue
+        for i in range(len(w)):
+            yield GenPacket(w.first + i, w.ports[i], w.times[i], w.frame(i), KINDS[w.kinds[i]])
 
 
 def generate(spec: TrafficSpec) -> list[GenPacket]:
@@ -761,13 +935,17 @@ def write_traffic(
         s.port.index: PcapWriter(outdir / f"port{s.port.index}.pcap")
         for s in scheds if s.port.enabled
     }
+    ports_of = {p.index: p for p in spec.ports}
     col_port = array("B")
     col_time = array("q")
     col_len = array("H")
     col_kind = array("B")
     byte_count = dict.fromkeys(writers, 0)
     try:
-        for pkt in iter_packets(spec, scheds):
+        for pkt in iter_packets(spec):
+            if pkt.port not in writers:  # a neighbour's ARP reply on a port that sends nothing else
+                writers[pkt.port] = PcapWriter(outdir / f"port{pkt.port}.pcap")
+                byte_count[pkt.port] = 0
             writers[pkt.port].write(pkt.time_ns, pkt.data)
             col_port.append(pkt.port)
             col_time.append(pkt.time_ns)
@@ -781,28 +959,33 @@ def write_traffic(
             w.close()
     elapsed = time.perf_counter() - started
     ports = []
-    for s in scheds:
-        if not s.port.enabled:
-            continue
-        w = s.port.wire
-        wire_bytes = sum(w.wire_bytes(n) for n in s.lens)
-        span = (s.times[-1] - s.times[0]) if len(s) > 1 else 0
+    per_port: dict[int, tuple[array[int], array[int]]] = {p: (array("q"), array("H")) for p in writers}
+    for port, t, n in zip(col_port, col_time, col_len, strict=True):
+        per_port[port][0].append(t)
+        per_port[port][1].append(n)
+    delayed = {s.port.index: s.delayed for s in scheds}
+    for index in sorted(writers):
+        port = ports_of[index]
+        times, lens = per_port[index]
+        w = port.wire
+        wire_bytes = sum(w.wire_bytes(n) for n in lens)
+        span = (times[-1] - times[0]) if len(times) > 1 else 0
         entry: dict[str, Any] = {
-            "port": s.port.index,
-            "pcap": f"port{s.port.index}.pcap",
-            "packets": len(s),
-            "bytes": byte_count[s.port.index],
+            "port": index,
+            "pcap": f"port{index}.pcap",
+            "packets": len(times),
+            "bytes": byte_count[index],
             "wire_bytes": wire_bytes,
             "wire": {"fcs": w.fcs, "preamble": w.preamble, "ifg": w.ifg},
-            "offered_bps": s.port.rate_bps,
-            "first_ns": s.times[0] if len(s) else None,
-            "last_ns": s.times[-1] if len(s) else None,
+            "offered_bps": port.rate_bps,
+            "first_ns": times[0] if len(times) else None,
+            "last_ns": times[-1] if len(times) else None,
         }
         if span:
-            entry["mean_gap_ns"] = span / (len(s) - 1)
-        if s.port.replay is not None:
-            entry["replay"] = str(s.port.replay.path)
-            entry["delayed"] = s.delayed
+            entry["mean_gap_ns"] = span / (len(times) - 1)
+        if port.replay is not None:
+            entry["replay"] = str(port.replay.path)
+            entry["delayed"] = delayed[index]
         ports.append(entry)
     manifest = {
         "format": "npkit-traffic/1",

@@ -22,6 +22,7 @@ MAGIC_NSEC = 0xA1B23C4D
 PCAPNG_MAGIC = 0x0A0D0D0A
 LINKTYPE_ETHERNET = 1
 DEFAULT_SNAPLEN = 262144
+MAX_RECORD = 262144  # largest captured length a record may claim (tcpdump's largest snaplen)
 
 
 class PcapError(ValueError):
@@ -137,6 +138,9 @@ class PcapReader:
             if len(head) < 16:
                 raise PcapError(f"{self.name}: record header cut short at byte {offset}")
             sec, frac, incl, orig = rec.unpack(head)
+            if incl > MAX_RECORD:  # a corrupt length must not become a 4 GB read
+                raise PcapError(f"{self.name}: record at byte {offset} claims {incl} captured bytes "
+                                f"(at most {MAX_RECORD}): a corrupt capture")  # fmt: skip
             data = read(incl)
             if len(data) < incl:
                 raise PcapError(f"{self.name}: record data cut short at byte {offset + 16}")

@@ -15,23 +15,39 @@ the same file. Example (`examples/traffic/router.yaml`)::
     send_redirects: true            # RFC 1812 5.2.7.2 / 4.3.3.2 (default true)
 
 Each port's subnet is also a *connected route* (next hop 0.0.0.0 = on-link, out of
-that port); the route file must not repeat a connected prefix. Checks made on load,
-because a wrong config otherwise shows up as puzzling packet outcomes: port addresses
-are unicast host addresses of their subnet, subnets do not overlap, MACs are unicast and
-distinct, route ports exist, and a route's next hop lies on its output port's subnet.
+that port); the route file must not repeat a connected prefix. The file's schema and
+every check made on load (a wrong config otherwise shows up as puzzling packet
+outcomes) are in router_schema.py; errors name the file and line.
+
+Tables of any size: the static routes are `RouteColumns` (flat arrays), `lookup` is the
+C longest-prefix match of `RouteIndex` over the connected and static routes, and the
+dict-based `RouteTable` (`routes`) is built only when asked for.  `RouterConfig.load`
+reads and checks a file once per process (the linker, the oracle, the generator and the
+harness share the result: treat it as read-only).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
+from npkit.toolchain.schema import Located, load_yaml, validate
 
-from .packet import ip, ip_str, is_group_mac, mac, mac_str
-from .routes import Route, RouteError, RouteTable, load_routes, mask, parse_prefix, parse_routes
+from .packet import ip_str, mac_str
+from .router_schema import RouterConfigFile, route_problems
+from .routes import (
+    Route,
+    RouteColumns,
+    RouteError,
+    RouteIndex,
+    RouteTable,
+    load_route_columns,
+    mask,
+    parse_route_columns,
+)
 
 
 class ConfigError(ValueError):
@@ -64,19 +80,40 @@ class PortConfig:
         return f"port {self.index}: {ip_str(self.address)}/{self.prefix_len} {mac_str(self.mac)}"
 
 
-@dataclass
+@dataclass(eq=False)
 class RouterConfig:
     ports: list[PortConfig]
     arp: dict[int, bytes]
-    static_routes: list[Route]
+    static_routes: Sequence[Route]
     send_redirects: bool = True
     route_file: Path | None = None
     source: Path | None = None
-    routes: RouteTable = field(init=False)
 
     def __post_init__(self) -> None:
-        self.validate()
-        self.routes = RouteTable([*self.connected_routes(), *self.static_routes])
+        if not isinstance(self.static_routes, RouteColumns):
+            self.static_routes = RouteColumns.of(self.static_routes)
+
+    @cached_property
+    def all_routes(self) -> RouteColumns:
+        """Connected routes, then the static ones (what `index` numbers)."""
+        cols = RouteColumns.of(self.connected_routes())
+        assert isinstance(self.static_routes, RouteColumns)
+        cols.extend(self.static_routes)
+        return cols
+
+    @cached_property
+    def index(self) -> RouteIndex:
+        """Longest-prefix match over the connected and static routes (C)."""
+        return RouteIndex(self.all_routes)
+
+    def lookup(self, addr: int) -> Route | None:
+        """The most specific route containing `addr`, or None."""
+        return self.index.route(addr)
+
+    @cached_property
+    def routes(self) -> RouteTable:
+        """The reference table (one dict per prefix length), built on first use."""
+        return RouteTable(self.all_routes)
 
     # -- derived facts
 
@@ -94,6 +131,11 @@ class RouterConfig:
                 return port
         return None
 
+    def route_problems(self, routes: Iterable[Any]) -> list[str]:
+        """What is wrong with `routes` (a route file given apart from the config) under
+        these ports: the checks router_schema makes of the config's own routes."""
+        return [p for _, p in route_problems([(q.address, q.prefix_len) for q in self.ports], routes)]
+
     def next_hops(self) -> list[tuple[int, int]]:
         """(ARP-resolvable next hop, port) pairs: what random routes may point at."""
         pairs = []
@@ -103,101 +145,57 @@ class RouterConfig:
                 pairs.append((addr, port.index))
         return pairs
 
-    # -- checks
-
-    def _fail(self, message: str) -> ConfigError:
-        where = f"{self.source}: " if self.source else ""
-        return ConfigError(where + message)
-
-    def validate(self) -> None:
-        if not self.ports:
-            raise self._fail("no ports")
-        macs: set[bytes] = set()
-        for p in self.ports:
-            if is_group_mac(p.mac):
-                raise self._fail(f"{p}: MAC must be unicast (I/G bit clear)")
-            if p.mac in macs:
-                raise self._fail(f"{p}: MAC used by another port")
-            macs.add(p.mac)
-            if p.prefix_len > 30:
-                raise self._fail(f"{p}: prefix length must be <= 30")
-            if p.address in (p.network, p.broadcast):
-                raise self._fail(f"{p}: address is the subnet's network or broadcast address")
-            for q in self.ports[: p.index]:
-                if q.on_subnet(p.network) or p.on_subnet(q.network):
-                    raise self._fail(f"{p}: subnet overlaps {q}")
-        for addr, hw in self.arp.items():
-            if is_group_mac(hw):
-                raise self._fail(f"arp {ip_str(addr)}: MAC {mac_str(hw)} is not unicast")
-        connected = {(p.network, p.prefix_len) for p in self.ports}
-        for r in self.static_routes:
-            if not 0 <= r.port < len(self.ports):
-                raise self._fail(f"route {r}: port {r.port} does not exist")
-            if (r.prefix, r.length) in connected:
-                raise self._fail(f"route {r}: repeats the connected subnet of port {r.port}")
-            if r.next_hop and not self.ports[r.port].on_subnet(r.next_hop):
-                raise self._fail(
-                    f"route {r}: next hop {ip_str(r.next_hop)} is not on port {r.port}'s "
-                    f"subnet {ip_str(self.ports[r.port].network)}/{self.ports[r.port].prefix_len}"
-                )
-
     # -- (de)serialisation
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], base_dir: Path | None = None,
-                  source: Path | None = None) -> RouterConfig:
-        where = f"{source}: " if source else ""
-        if not isinstance(data, dict):
-            raise ConfigError(f"{where}top level must be a mapping")
-        unknown = set(data) - {"ports", "arp", "routes", "send_redirects"}
-        if unknown:
-            raise ConfigError(f"{where}unknown keys: {', '.join(sorted(unknown))}")
-        ports = []
-        for i, entry in enumerate(data.get("ports") or []):
-            try:
-                addr, length = _address_with_prefix(str(entry["address"]))
-                ports.append(PortConfig(i, addr, length, mac(str(entry["mac"]))))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ConfigError(f"{where}ports[{i}]: {exc}") from None
-        arp = {}
-        for key, value in (data.get("arp") or {}).items():
-            try:
-                arp[ip(str(key))] = mac(str(value))
-            except ValueError as exc:
-                raise ConfigError(f"{where}arp: {exc}") from None
-        routes_spec = data.get("routes")
+                  source: Path | None = None, located: Located | None = None) -> RouterConfig:
+        """A config from parsed YAML, checked against its schema (router_schema.py); a
+        route file named by `routes` is read relative to `base_dir`."""
+        where = str(source) if source else "<router config>"
+        model = validate(RouterConfigFile, data, where, located=located, error=ConfigError,
+                         context={"base": base_dir})  # fmt: skip
+        ports = [PortConfig(i, p.address[0], p.address[1], p.mac) for i, p in enumerate(model.ports)]
         route_file = None
-        try:
-            if routes_spec is None:
-                static: list[Route] = []
-            elif isinstance(routes_spec, str):
-                route_file = Path(routes_spec)
-                if base_dir is not None and not route_file.is_absolute():
-                    route_file = base_dir / route_file
-                static = load_routes(route_file)
-            elif isinstance(routes_spec, list):
-                static = parse_routes("\n".join(map(str, routes_spec)), f"{where}routes")
-            else:
-                raise ConfigError(f"{where}routes: a file name or a list of route lines")
-        except (OSError, RouteError) as exc:
-            raise ConfigError(f"{where}routes: {exc}") from None
-        return cls(
-            ports=ports,
-            arp=arp,
-            static_routes=static,
-            send_redirects=bool(data.get("send_redirects", True)),
-            route_file=route_file,
-            source=source,
-        )
+        if isinstance(model.routes, list):
+            static = parse_route_columns("\n".join(model.routes), f"{where}: routes")
+        elif isinstance(model.routes, str):
+            route_file = Path(model.routes)
+            if base_dir is not None and not route_file.is_absolute():
+                route_file = base_dir / route_file
+            line = located.line(("routes",)) if located is not None else None
+            at_routes = f"{where}:{line}: routes" if line else f"{where}: routes"
+            try:
+                static = load_route_columns(route_file)
+            except (OSError, RouteError) as exc:
+                raise ConfigError(f"{at_routes}: {exc}") from None
+            for _, problem in route_problems([p.address for p in model.ports], static):
+                raise ConfigError(f"{at_routes}: {route_file}: {problem}")
+        else:
+            static = RouteColumns()
+        return cls(ports=ports, arp=dict(model.arp), static_routes=static, send_redirects=model.send_redirects,
+                   route_file=route_file, source=source)  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path) -> RouterConfig:
+        """Read and check a router config (and its route file) once per process: the same
+        object while neither file changes."""
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-        return cls.from_dict(data, base_dir=path.parent, source=path)
+            key = _file_key(path)
+        except OSError as exc:
+            raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+        hit = _LOADED.get(key)
+        if hit is not None and (hit.route_file is None or _LOADED_ROUTES.get(key) == _route_key(hit.route_file)):
+            return hit
+        located = load_yaml(path, error=ConfigError, what="router config")
+        cfg = cls.from_dict(located.data, base_dir=path.parent, source=path, located=located)
+        if len(_LOADED) > 8:
+            _LOADED.clear()
+        _LOADED[key] = cfg
+        if cfg.route_file is not None:
+            _LOADED_ROUTES[key] = _route_key(cfg.route_file)
+        return cfg
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -212,12 +210,22 @@ class RouterConfig:
         }
 
 
-def _address_with_prefix(text: str) -> tuple[int, int]:
-    addr_text, sep, len_text = text.partition("/")
-    if not sep:
-        raise ValueError(f"address {text!r} needs a /prefix length")
-    _, length = parse_prefix(f"0.0.0.0/{len_text}")
-    return ip(addr_text), length
+_LOADED: dict[tuple[str, int, int, int], RouterConfig] = {}
+_LOADED_ROUTES: dict[tuple[str, int, int, int], tuple[str, int, int, int] | None] = {}
+
+
+def _file_key(path: Path) -> tuple[str, int, int, int]:
+    """The path as given (a config read through another spelling of its path keeps that
+    spelling in `source` and `route_file`), and what changes when the file does."""
+    st = path.stat()
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _route_key(path: Path) -> tuple[str, int, int, int] | None:
+    try:
+        return _file_key(path)
+    except OSError:
+        return None
 
 
 def load_router_config(path: str | Path) -> RouterConfig:

@@ -83,6 +83,9 @@ Replay: `source: {pcap: FILE, timing: original | rate, loop: 1, pad: true}` repl
 capture on that port, at its own timestamps (shifted to start at `start_ns`, delayed
 where the link is still busy) or evenly at the port's rate; frames under 60 bytes are
 zero-padded as a sending MAC would, unless `pad: false`.
+
+The schema (every key typed and bounded, errors at `file:line: key`) is spec_schema.py;
+docs/formats.md lists it field by field.
 """
 
 from __future__ import annotations
@@ -90,40 +93,32 @@ from __future__ import annotations
 import copy
 import math
 import random
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
+from npkit.toolchain.schema import Located, file_state, load_yaml, validate
 
+from . import spec_schema
+from .packet import ip_str
 from .router_config import ConfigError, RouterConfig
-from .routes import Route, RouteError, load_routes, parse_prefix
+from .routes import Route, RouteError, load_routes
+from .spec_schema import (  # noqa: F401  (the format's names, re-exported)
+    IMIX,
+    KINDS,
+    MIN_PCAP_LEN,
+    MIX_KINDS,
+    NEIGHBOUR_DELAY_NS,
+    PROTOCOLS,
+    WIRE_PRESETS,
+    RouteChange,
+    TrafficSpecFile,
+    parse_route_change_text,
+)
 
 
 class SpecError(ValueError):
-    """An invalid traffic spec; the message names the key."""
-
-
-KINDS = (
-    "normal", "miss", "ttl_expiring", "options", "bad_checksum", "bad_version", "bad_ihl",
-    "truncated", "for_router", "arp", "non_ipv4", "broadcast", "multicast", "martian_src",
-    "martian_dst", "runt", "wrong_mac", "arp_miss",
-    # the control plane's cases (xscale/npkd): RFC 1812 redirect, ICMP echo, IP options,
-    # the no-ICMP rules of 4.3.2.7, a next hop only a neighbour's ARP reply resolves
-    "redirect", "link_bcast_unicast", "ping", "record_route", "timestamp", "lsrr", "ssrr",
-    "bad_option", "gateway_miss", "ttl_fragment", "icmp_error_ttl",
-    "arp_reply", "replay",
-)  # fmt: skip
-MIX_KINDS = tuple(k for k in KINDS[1:-1] if k != "arp_reply")   # arp_reply: the neighbours' answers
-PROTOCOLS = ("udp", "tcp", "tunnel")
-IMIX = ((64, 7), (594, 4), (1518, 1))
-WIRE_PRESETS = {
-    "ethernet": {"fcs": 4, "preamble": 8, "ifg": 12},
-    "seed003": {"fcs": 0, "preamble": 0, "ifg": 12},
-}
-# Smallest pcap length each protocol's headers fit in (options add 4 more).
-MIN_PCAP_LEN = {"udp": 60, "tcp": 60, "tunnel": 70}
+    """An invalid traffic spec; the message names the file, line and key."""
 
 
 @dataclass(frozen=True)
@@ -215,8 +210,8 @@ class TrafficSpec:
     raw: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
     neighbours: dict[int, bytes] = field(default_factory=dict)  # IPv4 -> MAC: they answer ARP
-    neighbour_delay_ns: int = 20_000
-    route_changes: list[Any] = field(default_factory=list)  # RouteChange, in time order
+    neighbour_delay_ns: int = NEIGHBOUR_DELAY_NS
+    route_changes: list[RouteChange] = field(default_factory=list)  # in time order
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -224,393 +219,164 @@ class TrafficSpec:
 
 def parse_rate(value: Any, key: str) -> int:
     """1e9, 1000000000, '1G', '500M', '10k' -> integer bits/s."""
-    if isinstance(value, str):
-        text = value.strip().lower().removesuffix("bps").removesuffix("b/s")
-        scale = {"k": 1e3, "m": 1e6, "g": 1e9}.get(text[-1:], 1)
-        number = text[:-1] if scale != 1 else text
-        try:
-            value = float(number) * scale
-        except ValueError:
-            raise SpecError(f"{key}: not a rate: {value!r}") from None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise SpecError(f"{key}: rate must be a positive number of bits/s")
-    return int(round(value))
-
-
-def _size(value: Any, key: str) -> SizeDist:
-    if value == "imix":
-        value = {"imix": [list(p) for p in IMIX]}
-    if isinstance(value, int) and not isinstance(value, bool):
-        return SizeDist([value])
-    if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
-        return SizeDist(list(value))
-    if isinstance(value, dict) and len(value) == 1:
-        (form, arg), = value.items()
-        try:
-            if form == "imix":
-                return SizeDist([int(s) for s, _ in arg], [float(w) for _, w in arg])
-            if form == "choice":
-                return SizeDist([int(s) for s in arg], [float(w) for w in arg.values()])
-            if form == "uniform":
-                lo, hi = (int(v) for v in arg)
-                if lo > hi:
-                    raise SpecError(f"{key}: uniform range [{lo}, {hi}] is empty")
-                return SizeDist([lo, hi], uniform=(lo, hi))
-        except (TypeError, ValueError, AttributeError):
-            raise SpecError(f"{key}: malformed {form} size") from None
-    raise SpecError(
-        f"{key}: size must be N, [N, ...], imix, {{imix: [[N, w], ...]}}, "
-        f"{{choice: {{N: w}}}} or {{uniform: [lo, hi]}}"
-    )
-
-
-def _weights(value: Any, allowed: tuple[str, ...], key: str) -> dict[str, float]:
-    if isinstance(value, str):
-        value = {value: 1.0}
-    if not isinstance(value, dict) or not value:
-        raise SpecError(f"{key}: a name or a mapping of name -> weight")
-    unknown = set(value) - set(allowed)
-    if unknown:
-        raise SpecError(f"{key}: unknown {sorted(unknown)}; allowed: {', '.join(allowed)}")
-    out = {}
-    for name, weight in value.items():
-        if not isinstance(weight, (int, float)) or weight < 0:
-            raise SpecError(f"{key}.{name}: weight must be a non-negative number")
-        out[name] = float(weight)
-    if sum(out.values()) <= 0:
-        raise SpecError(f"{key}: weights sum to zero")
-    return out
-
-
-def _mix(value: Any, key: str) -> dict[str, float]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise SpecError(f"{key}: a mapping of kind -> fraction")
-    mix = {}
-    for name, frac in value.items():
-        if name not in MIX_KINDS:
-            raise SpecError(f"{key}: unknown kind {name!r}; known: {', '.join(MIX_KINDS)}")
-        if not isinstance(frac, (int, float)) or not 0 <= frac <= 1:
-            raise SpecError(f"{key}.{name}: fraction must be in [0, 1]")
-        if frac:
-            mix[name] = float(frac)
-    if sum(mix.values()) > 1 + 1e-9:
-        raise SpecError(f"{key}: fractions sum to {sum(mix.values()):.3f} > 1")
-    return mix
-
-
-def _arrivals(value: Any, key: str) -> Arrivals:
-    if value in ("constant", "poisson"):
-        return Arrivals(str(value))
-    if isinstance(value, dict) and len(value) == 1:
-        (form, arg), = value.items()
-        if form == "burst":
-            if not isinstance(arg, int) or arg < 1:
-                raise SpecError(f"{key}.burst: a positive packet count")
-            return Arrivals("burst", burst=arg)
-        if form == "on_off" and isinstance(arg, dict):
-            try:
-                on, off = int(arg["on_ns"]), int(arg["off_ns"])
-            except (KeyError, TypeError, ValueError):
-                raise SpecError(f"{key}.on_off: needs on_ns and off_ns") from None
-            if on <= 0 or off < 0:
-                raise SpecError(f"{key}.on_off: on_ns > 0 and off_ns >= 0")
-            return Arrivals("on_off", on_ns=on, off_ns=off, exponential=bool(arg.get("exponential")))
-    raise SpecError(f"{key}: constant, poisson, {{burst: N}} or {{on_off: {{on_ns, off_ns}}}}")
-
-
-def _wire(value: Any, key: str) -> WireModel:
-    if isinstance(value, str):
-        if value not in WIRE_PRESETS:
-            raise SpecError(f"{key}: unknown preset {value!r}; known: {', '.join(WIRE_PRESETS)}")
-        value = WIRE_PRESETS[value]
-    if not isinstance(value, dict) or set(value) - {"fcs", "preamble", "ifg"}:
-        raise SpecError(f"{key}: a preset name or {{fcs, preamble, ifg}}")
     try:
-        model = WireModel(**{k: int(v) for k, v in value.items()})
-    except (TypeError, ValueError):
-        raise SpecError(f"{key}: fcs, preamble and ifg are byte counts") from None
-    if min(model.fcs, model.preamble, model.ifg) < 0:
-        raise SpecError(f"{key}: byte counts cannot be negative")
-    return model
+        return spec_schema.parse_rate(value)
+    except ValueError as e:
+        raise SpecError(f"{key}: {e}") from None
 
 
-def _via_port(value: Any, key: str) -> int | None:
-    if isinstance(value, dict) and set(value) == {"via_port"}:
-        port = value["via_port"]
-        if not isinstance(port, int) or port < 0:
-            raise SpecError(f"{key}.via_port: a port number")
-        return port
-    return None
-
-
-def _destinations(value: Any, key: str, base: Path) -> list[Route] | None:
-    if value in (None, "routes") or _via_port(value, key) is not None:
-        return None
-    if isinstance(value, dict) and len(value) == 1:
-        (form, arg), = value.items()
-        try:
-            if form == "routes":
-                path = Path(str(arg))
-                routes = load_routes(path if path.is_absolute() else base / path)
-            elif form == "prefixes" and isinstance(arg, list):
-                routes = [Route(*parse_prefix(str(p)), 0, 0) for p in arg]
-            else:
-                raise SpecError(f"{key}: routes, {{routes: FILE}}, {{prefixes: [...]}} or {{via_port: N}}")
-        except (OSError, RouteError) as exc:
-            raise SpecError(f"{key}: {exc}") from None
-        if not routes:
-            raise SpecError(f"{key}: no destinations")
-        return routes
-    raise SpecError(f"{key}: routes, {{routes: FILE}}, {{prefixes: [...]}} or {{via_port: N}}")
-
-
-def _replay(value: Any, key: str, base: Path) -> Replay:
-    if not isinstance(value, dict) or "pcap" not in value:
-        raise SpecError(f"{key}: needs pcap: FILE")
-    extra = set(value) - {"pcap", "timing", "loop", "pad"}
-    if extra:
-        raise SpecError(f"{key}: unknown keys {sorted(extra)}")
-    timing = value.get("timing", "original")
-    if timing not in ("original", "rate"):
-        raise SpecError(f"{key}.timing: original or rate")
-    loop = value.get("loop", 1)
-    if not isinstance(loop, int) or loop < 1:
-        raise SpecError(f"{key}.loop: a positive integer")
-    path = Path(str(value["pcap"]))
-    return Replay(path if path.is_absolute() else base / path, timing, loop,
-                  bool(value.get("pad", True)))
-
-
-PORT_KEYS = {
-    "enabled", "size", "protocol", "destinations", "mix", "rate_bps", "load", "arrivals",
-    "wire", "source", "start_ns",
-}  # fmt: skip
-TOP_KEYS = {"seed", "router", "count", "duration_ns", "link_bps", "wire", "defaults", "ports", "neighbours",
-            "neighbour_delay_ns", "route_changes"}
-NEIGHBOUR_DELAY_NS = 20_000
-
-
-@dataclass(frozen=True)
-class RouteChange:
-    """A timed route change: `at 2ms add 10.1.0.0/16 via 10.0.3.2 [port 3]`, `at 2ms add
-    10.1.0.0/16 dev 3` (on-link), `at 3ms del 10.1.0.0/16`."""
-
-    at_ns: int
-    op: str  # add | del
-    prefix: int
-    length: int
-    next_hop: int = 0  # 0: on-link
-    port: int = -1  # add: the output port
-
-    @property
-    def route_text(self) -> str:
-        """The route as npkd reads it (xscale/npkd/cfg.h parse_route)."""
-        from .packet import ip_str
-
-        p = f"{ip_str(self.prefix)}/{self.length}"
-        if self.op == "del":
-            return p
-        return f"{p} via {ip_str(self.next_hop)} port {self.port}" if self.next_hop else f"{p} dev {self.port}"
-
-
-_TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-
-
-def _time_ns(text: str, where: str) -> int:
-    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s)?", text.strip())
-    if not m:
-        raise SpecError(f"{where}: time {text!r}: a number with ns, us, ms or s")
-    return round(float(m[1]) * _TIME_UNITS[m[2] or "ns"])
+def _port(index: int, s: dict[str, Any]) -> PortSpec:
+    """A port's spec from its merged, validated settings (spec_schema.TrafficSpecFile.merged)."""
+    size = s.get("size") or spec_schema.parse_size(64)
+    dest = s.get("destinations") or {"kind": "table"}
+    destinations = None
+    if dest["kind"] == "prefixes":
+        destinations = [Route(p, n, 0, 0) for p, n in dest["prefixes"]]
+    arr = s.get("arrivals") or {"kind": "constant"}
+    replay = s.get("source")
+    return PortSpec(
+        index=index,
+        enabled=s.get("enabled", True),
+        size=SizeDist(list(size["values"]), size["weights"], tuple(size["uniform"]) if size["uniform"] else None),
+        protocols=dict(s.get("protocol") or {"udp": 1.0}),
+        destinations=destinations,
+        via_port=dest.get("port") if dest["kind"] == "via_port" else None,
+        mix=dict(s.get("mix") or {}),
+        rate_bps=s["_rate"],
+        arrivals=Arrivals(arr["kind"], burst=arr.get("burst", 1), on_ns=arr.get("on_ns", 0),
+                          off_ns=arr.get("off_ns", 0), exponential=arr.get("exponential", False)),
+        wire=WireModel(**(s.get("wire") or WIRE_PRESETS["ethernet"])),
+        replay=Replay(Path(replay.pcap), replay.timing, replay.loop, replay.pad) if replay else None,
+        start_ns=s.get("start_ns", 0),
+    )
 
 
 def parse_route_change(text: str, router: RouterConfig | None = None) -> RouteChange:
-    """One timed route change; with `router` the next hop and port are checked (and the
-    port of `via NEXTHOP` found from the next hop's subnet)."""
-    from .packet import ip as parse_ip
-
+    """One timed route change (`at 2ms add 10.1.0.0/16 via 10.0.3.2`); with `router` the
+    next hop and port are checked (and the port of `via NEXTHOP` found from the next
+    hop's subnet)."""
     where = f"route_changes: {text!r}"
-    words = str(text).split()
-    if len(words) < 4 or words[0] != "at" or words[2] not in ("add", "del"):
-        raise SpecError(f"{where}: expected 'at TIME add PREFIX/LEN via NEXTHOP' or 'at TIME del PREFIX/LEN'")
-    at = _time_ns(words[1], where)
     try:
-        prefix, length = parse_prefix(words[3])
-    except (RouteError, ValueError) as e:
-        raise SpecError(f"{where}: {e}") from None
-    rest = words[4:]
-    if words[2] == "del":
-        if rest:
-            raise SpecError(f"{where}: del takes a prefix only")
-        return RouteChange(at, "del", prefix, length)
-    next_hop, port = 0, -1
-    try:
-        if len(rest) == 2 and rest[0] == "dev":
-            port = int(rest[1])
-        elif len(rest) in (2, 4) and rest[0] == "via":
-            if rest[1].isdigit():
-                port = int(rest[1])             # via P: out of port P, on-link
-            else:
-                next_hop = parse_ip(rest[1])
-            if len(rest) == 4:
-                if rest[2] != "port":
-                    raise ValueError("expected 'port P' after the next hop")
-                port = int(rest[3])
-        else:
-            raise ValueError("expected 'via NEXTHOP [port P]', 'via P' or 'dev P'")
+        c = parse_route_change_text(text)
     except ValueError as e:
         raise SpecError(f"{where}: {e}") from None
-    if router is not None:
-        if next_hop and port < 0:
-            found = router.port_for_subnet(next_hop)
-            if found is None:
-                raise SpecError(f"{where}: next hop {rest[1]} is on none of the router's subnets")
-            port = found.index
-        if not 0 <= port < len(router.ports):
-            raise SpecError(f"{where}: the router has no port {port}")
-        if next_hop and not router.ports[port].on_subnet(next_hop):
-            raise SpecError(f"{where}: next hop {rest[1]} is not on port {port}'s subnet")
-    return RouteChange(at, "add", prefix, length, next_hop, port)
+    problem = None if router is None else route_change_problem(c, router)
+    if problem:
+        raise SpecError(f"{where}: {problem}")
+    if router is not None and c.op == "add" and c.next_hop and c.port < 0:
+        found = router.port_for_subnet(c.next_hop)
+        assert found is not None
+        c = replace(c, port=found.index)
+    return c
 
 
-def _port(index: int, settings: dict[str, Any], link_bps: int, base: Path) -> PortSpec:
-    key = f"ports.{index}"
-    unknown = set(settings) - PORT_KEYS
-    if unknown:
-        raise SpecError(f"{key}: unknown keys {sorted(unknown)}; allowed: {sorted(PORT_KEYS)}")
-    if "rate_bps" in settings and "load" in settings:
-        raise SpecError(f"{key}: give rate_bps or load, not both")
-    if "rate_bps" in settings:
-        rate = parse_rate(settings["rate_bps"], f"{key}.rate_bps")
-    else:
-        load = settings.get("load", 1.0)
-        if not isinstance(load, (int, float)) or not 0 < load <= 1:
-            raise SpecError(f"{key}.load: a fraction in (0, 1]")
-        rate = int(round(link_bps * load))
-    if rate > link_bps:
-        raise SpecError(f"{key}: offered rate {rate} b/s exceeds the link's {link_bps} b/s")
-    port = PortSpec(
-        index=index,
-        enabled=bool(settings.get("enabled", True)),
-        size=_size(settings.get("size", 64), f"{key}.size"),
-        protocols=_weights(settings.get("protocol", "udp"), PROTOCOLS, f"{key}.protocol"),
-        destinations=_destinations(settings.get("destinations"), f"{key}.destinations", base),
-        via_port=_via_port(settings.get("destinations"), f"{key}.destinations"),
-        mix=_mix(settings.get("mix"), f"{key}.mix"),
-        rate_bps=rate,
-        arrivals=_arrivals(settings.get("arrivals", "constant"), f"{key}.arrivals"),
-        wire=_wire(settings.get("wire", "ethernet"), f"{key}.wire"),
-        replay=_replay(settings["source"], f"{key}.source", base) if "source" in settings else None,
-        start_ns=int(settings.get("start_ns", 0)),
-    )
-    if port.replay is None and port.enabled:
-        lo, hi = port.size.minimum, port.size.maximum
-        needs = max(MIN_PCAP_LEN[p] for p, w in port.protocols.items() if w > 0)
-        if port.wire.pcap_len(lo) < needs:
-            raise SpecError(
-                f"{key}.size: {lo} bytes is too small: the protocols need "
-                f"{needs + port.wire.fcs} (frame incl. {port.wire.fcs}-byte FCS)"
-            )
-        if port.wire.pcap_len(hi) > 1514:
-            raise SpecError(f"{key}.size: {hi} exceeds the {1514 + port.wire.fcs}-byte maximum")
-    return port
+def route_change_problem(c: RouteChange, router: RouterConfig) -> str:
+    """What is wrong with a route change for this router ('' if nothing)."""
+    if c.op != "add":
+        return ""
+    port = c.port
+    if c.next_hop and port < 0:
+        found = router.port_for_subnet(c.next_hop)
+        if found is None:
+            return f"next hop {ip_str(c.next_hop)} is on none of the router's subnets"
+        port = found.index
+    if not 0 <= port < len(router.ports):
+        return f"the router has no port {port}"
+    if c.next_hop and not router.ports[port].on_subnet(c.next_hop):
+        return f"next hop {ip_str(c.next_hop)} is not on port {port}'s subnet"
+    return ""
+
+
+def _control_part(model: TrafficSpecFile, router: RouterConfig, where: str,
+                  located: Located | None) -> tuple[dict[int, bytes], list[RouteChange]]:  # fmt: skip
+    """The spec's neighbours and route changes, checked against its router."""
+
+    def fail(path: tuple[Any, ...], message: str) -> SpecError:
+        line = located.line(path) if located is not None else None
+        key = ".".join(map(str, path))
+        return SpecError(f"{where}:{line}: {key}: {message}" if line else f"{where}: {key}: {message}")
+
+    raw = located.data if located is not None else {}
+    keys = list((raw.get("neighbours") or {}) if isinstance(raw, dict) else {})
+    for k, addr in enumerate(model.neighbours):
+        if router.port_for_subnet(addr) is None:
+            name = keys[k] if k < len(keys) else ip_str(addr)
+            raise fail(("neighbours", name), f"{ip_str(addr)} is on none of the router's subnets")
+    changes = []
+    for i, c in enumerate(model.route_changes):
+        problem = route_change_problem(c, router)
+        if problem:
+            raise fail(("route_changes", i), problem)
+        if c.op == "add" and c.next_hop and c.port < 0:
+            found = router.port_for_subnet(c.next_hop)
+            assert found is not None
+            c = replace(c, port=found.index)
+        changes.append(c)
+    return dict(model.neighbours), sorted(changes, key=lambda c: c.at_ns)
+
+
+def _router(data: Any, base: Path, where: str, located: Located | None) -> RouterConfig | None:
+    """The spec's router, loaded before the spec is validated (its ports bound the spec's)."""
+    value = data.get("router") if isinstance(data, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        return None  # the schema reports it
+    path = Path(value) if Path(value).is_absolute() else base / value
+    if file_state(path) != "file":
+        return None  # the schema says why
+    try:
+        return RouterConfig.load(path)
+    except ConfigError as exc:
+        line = located.line(("router",)) if located is not None else None
+        raise SpecError(f"{where}:{line}: router: {exc}" if line else f"{where}: router: {exc}") from None
 
 
 def spec_from_dict(
     data: dict[str, Any], base: Path, source: Path | None = None,
-    overrides: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None, located: Located | None = None,
 ) -> TrafficSpec:
-    """Build a spec; `overrides` (seed, count, duration_ns) replace top-level keys."""
-    if not isinstance(data, dict):
-        raise SpecError("top level must be a mapping")
-    data = copy.deepcopy(data)
-    for k, v in (overrides or {}).items():
-        if v is not None:
-            data[k] = v
-    unknown = set(data) - TOP_KEYS
-    if unknown:
-        raise SpecError(f"unknown keys {sorted(unknown)}; allowed: {sorted(TOP_KEYS)}")
-    if "router" not in data:
-        raise SpecError("router: the router config (YAML) is required")
-    router_path = Path(str(data["router"]))
-    try:
-        router = RouterConfig.load(router_path if router_path.is_absolute() else base / router_path)
-    except ConfigError as exc:
-        raise SpecError(f"router: {exc}") from None
-    seed = data.get("seed", 0)
-    if not isinstance(seed, int):
-        raise SpecError("seed: an integer")
-    count, duration = data.get("count"), data.get("duration_ns")
-    if count is None and duration is None:
-        raise SpecError("give count (packets per port) and/or duration_ns")
-    if count is not None and (not isinstance(count, int) or count < 0):
-        raise SpecError("count: a non-negative integer")
-    if duration is not None:
-        duration = int(float(duration))
-        if duration < 0:
-            raise SpecError("duration_ns: non-negative")
-    link_bps = parse_rate(data.get("link_bps", 1e9), "link_bps")
-    defaults = data.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise SpecError("defaults: a mapping")
-    if "wire" in data:
-        defaults = {"wire": data["wire"], **defaults}
-    per_port = data.get("ports") or {}
-    if not isinstance(per_port, dict):
-        raise SpecError("ports: a mapping of port index -> settings")
-    n = len(router.ports)
-    for idx in per_port:
-        if not isinstance(idx, int) or not 0 <= idx < n:
-            raise SpecError(f"ports: {idx!r} is not a port of the router (0..{n - 1})")
-    ports = [
-        _port(i, {**defaults, **(per_port.get(i) or {})}, link_bps, base) for i in range(n)
-    ]
-    neighbours = _neighbours(data.get("neighbours"), router)
-    delay = int(float(data.get("neighbour_delay_ns", NEIGHBOUR_DELAY_NS)))
-    if delay < 0:
-        raise SpecError("neighbour_delay_ns: non-negative")
-    changes = data.get("route_changes") or []
-    if not isinstance(changes, list):
-        raise SpecError("route_changes: a list of 'at TIME add|del ...' strings")
-    route_changes = sorted((parse_route_change(str(c), router) for c in changes), key=lambda c: c.at_ns)
+    """Build a spec; `overrides` (seed, count, duration_ns, router, ...) replace top-level
+    keys.  Checked against spec_schema.TrafficSpecFile; errors name file:line: key."""
+    where = str(source) if source else "<traffic spec>"
+    if isinstance(data, dict):
+        data = copy.deepcopy(data)
+        for k, v in (overrides or {}).items():
+            if v is not None:
+                data[k] = v
+                if located is not None:
+                    located.unlocated[(k,)] = f"the override {k}={v!r}"
+    router = _router(data, base, where, located)
+    context = {"base": base, "nports": len(router.ports) if router else None}
+    model = validate(TrafficSpecFile, data, where, located=located, error=SpecError, context=context)
+    assert router is not None  # the schema checked the file exists; _router loaded it
+    ports = []
+    for i, (settings, where_from) in enumerate(model.merged()):
+        dest = settings.get("destinations") or {}
+        if dest.get("kind") == "file":
+            try:
+                routes = load_routes(dest["path"])
+            except (OSError, RouteError) as exc:
+                line = located.line(where_from["destinations"]) if located is not None else None
+                key = ".".join(map(str, where_from["destinations"]))
+                raise SpecError(f"{where}:{line}: {key}: {exc}" if line else f"{where}: {key}: {exc}") from None
+            if not routes:
+                raise SpecError(f"{where}: {'.'.join(map(str, where_from['destinations']))}: no destinations")
+            ports.append(_port(i, settings))
+            ports[-1].destinations = routes
+        else:
+            ports.append(_port(i, settings))
+    raw = data if isinstance(data, dict) else {}
+    neighbours, changes = _control_part(model, router, where, located)
     return TrafficSpec(
-        seed=seed, router=router, ports=ports, count=count, duration_ns=duration,
-        link_bps=link_bps, raw=data, source=source, neighbours=neighbours,
-        neighbour_delay_ns=delay, route_changes=route_changes,
-    )
-
-
-def _neighbours(value: Any, router: RouterConfig) -> dict[int, bytes]:
-    from .packet import ip as parse_ip
-    from .packet import mac as parse_mac
-
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise SpecError("neighbours: a mapping of IPv4 address -> MAC")
-    out = {}
-    for k, v in value.items():
-        try:
-            addr, hw = parse_ip(str(k)), parse_mac(str(v))
-        except ValueError as e:
-            raise SpecError(f"neighbours: {e}") from None
-        if router.port_for_subnet(addr) is None:
-            raise SpecError(f"neighbours: {k} is on none of the router's subnets")
-        out[addr] = hw
-    return out
+        seed=model.seed, router=router, ports=ports, count=model.count, duration_ns=model.duration_ns,
+        link_bps=model.link_bps, raw=raw, source=source, neighbours=neighbours,
+        neighbour_delay_ns=model.neighbour_delay_ns, route_changes=changes,
+    )  # fmt: skip
 
 
 def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> TrafficSpec:
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise SpecError(f"{path}: {exc}") from None
-    try:
-        return spec_from_dict(data, path.parent, path, overrides)
-    except SpecError as exc:
-        raise SpecError(f"{path}: {exc}") from None
+    located = load_yaml(path, error=SpecError, what="traffic spec")
+    return spec_from_dict(located.data, path.parent, path, overrides, located)
 
 
 def line_rate_pps(wire_bytes: float, link_bps: int) -> float:

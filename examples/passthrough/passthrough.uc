@@ -17,7 +17,14 @@
 // in the order they arrived and every frame keeps its bytes.
 // Build with -D SLOW=N for a deliberately slow variant (overload tests).
 // Assumes 64-byte RBUF and TBUF elements and one partition (the default
-// `msf:` config).  See README.md for the register formats.
+// `msf:` config).  See README.md for the register formats.  Runs on any ME; build
+// with -D ME_PER_CLUSTER=4 -D ME_PER_CLUSTER_LOG2=2 for the IXP2400 (the freelist
+// entry's ME field is {cluster, ME in the cluster}, one bit narrower there).
+
+#ifndef ME_PER_CLUSTER
+#define ME_PER_CLUSTER          8           // IXP2800: MEs 0x00-0x07, 0x10-0x17
+#define ME_PER_CLUSTER_LOG2     3
+#endif
 
 #define RX_THREAD_FREELIST_0    0x0030
 #define RBUF_ELEMENT_DONE       0x0044
@@ -37,14 +44,17 @@
 
 .begin
     .reg sts t
-    // freelist entry: [6:0] absolute xfer register (ctx << 4 | &$rsw0),
-    // [10:7] ME, [15:12] signal; carried in the upper half of the fast_wr address
+    // freelist entry: [6:0] absolute xfer register (ctx << 4 | &$rsw0), from bit 7
+    // the ME as {cluster, ME in the cluster}, [15:12] signal; carried in the upper
+    // half of the fast_wr address.  ACTIVE_CTX_STS: [7] cluster, [6:3] ME, [2:0] context
     immed[freelist_cmd, RX_THREAD_FREELIST_0]
     immed_w1[freelist_cmd, (&$rsw0 | (&rsw_ready << 12))]
     local_csr_rd[ACTIVE_CTX_STS]
     immed[sts, 0]
-    alu[t, sts, and, 0x7f]                  // [6:3] ME, [2:0] context
+    alu[t, sts, and, ((ME_PER_CLUSTER << 3) - 1)]  // context and ME in the cluster
     alu_shf[freelist_cmd, freelist_cmd, or, t, <<20]
+    alu[t, sts, and, 0x80]                          // the cluster, next to the ME
+    alu_shf[freelist_cmd, freelist_cmd, or, t, <<(16 + ME_PER_CLUSTER_LOG2)]
     alu[t, sts, and, 7]
     alu_shf[dbuf, --, b, t, <<8]
     immed[t, 0]

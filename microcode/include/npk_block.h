@@ -22,6 +22,15 @@
 #define OUT_DROP        1
 #define OUT_EXCEPTION   2
 
+// ME numbers: ACTIVE_CTX_STS[7:3] is the hardware ME number, cluster << 4 | ME in the
+// cluster (emulator/me_names.py).  `npk link` defines ME_PER_CLUSTER (and its log2) for
+// the chip it links for, and ME_CLUSTER_1 when the block has an ME in cluster 1; in
+// cluster 0 the number is the flat index the layout uses.
+#ifndef ME_PER_CLUSTER
+#define ME_PER_CLUSTER 8
+#define ME_PER_CLUSTER_LOG2 3
+#endif
+
 #if (NUM_CONTEXTS == 8)
 #define CTX_STEP 1
 #else
@@ -57,8 +66,15 @@
 #ifdef RING_IN_SPLIT
     local_csr_rd[ACTIVE_CTX_STS]
     immed[t, 0]
+#ifdef ME_CLUSTER_1
+    .reg cl
+    alu_shf[cl, ME_PER_CLUSTER, and, t, >>(7 - ME_PER_CLUSTER_LOG2)]  // cluster 1: + ME_PER_CLUSTER
+    alu_shf[t, (ME_PER_CLUSTER - 1), and, t, >>3]                    // ME in the cluster
+    alu[t, t, or, cl]                                                 // the layout's (flat) index
+#else
     alu_shf[t, --, b, t, >>3]
     alu[t, t, and, 0xF]
+#endif
     alu[t, t, -, FIRST_ME]
     npk_ring_select(rin, t)
     alu_shf[rin, --, b, rin, <<2]

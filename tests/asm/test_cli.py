@@ -33,6 +33,17 @@ def test_assemble_writes_image_and_listing(tmp_path: Path) -> None:
     assert "; symbols" in text and "loop" in text.split("; symbols")[1]
 
 
+def test_listing_marks_npkit_own_encodings(tmp_path: Path) -> None:
+    src = tmp_path / "f.uc"
+    src.write_text(".reg x y z\n immed[y, 0x100]\n ffs[x, y]\n find_bset_with_mask[z, x, y]\n halt\n")
+    lst = tmp_path / "f.lst"
+    r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "f.elf"), "--list", str(lst)])
+    assert r.exit_code == 0, r.output
+    rows = {line.split("|")[1].split(";")[0].strip(): line for line in lst.read_text().splitlines() if "|" in line}
+    assert "find_bset[" in rows["ffs[x, y]"] and "npkit encoding" not in rows["ffs[x, y]"]
+    assert "npkit encoding, no public source: ALU operation 10" in rows["find_bset_with_mask[z, x, y]"]
+
+
 def test_error_exit_1_located_and_no_output(tmp_path: Path) -> None:
     src = tmp_path / "bad.uc"
     src.write_text(".reg x\n alu[x, x, +, 0x999]\n")

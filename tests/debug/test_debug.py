@@ -54,13 +54,13 @@ def test_break_by_line_and_label_then_registers_and_packet(tmp_path: Path) -> No
         packet
     """)
     assert code == 0, err
-    assert "breakpoint 1 at examples/debug/ttl.uc:40 <got_header>, address 5 on ME 0" in out
+    assert "breakpoint 1 at examples/debug/ttl.uc:40 <got_header>, address 5 on ME 0x00" in out
     assert "breakpoint 2 at examples/debug/ttl.uc:52 <done>, address 19" in out
     first = section(out, "threads")
-    assert "*   0:0   running     0  examples/debug/ttl.uc:34" in first
+    assert "* 0x00:0   running     0  examples/debug/ttl.uc:34" in first
     assert first.count("ready") == 7
     hit = section(out, "run")
-    assert "breakpoint 1 (ttl.uc:40) hit" in hit and "ME 0 ctx 0 pc 5 (running)" in hit
+    assert "breakpoint 1 (ttl.uc:40) hit" in hit and "ME 0x00 ctx 0 pc 5 (running)" in hit
     assert "one = 256 (0x100)" in out
     sig = section(out, "signals")
     assert "names: hdr_sig=s2, wr_sig=s4" in sig
@@ -107,7 +107,7 @@ def test_conditional_breakpoint_and_watchpoint(tmp_path: Path) -> None:
     out = s.execute("run")
     assert "watchpoint 2 (dram 0x10 len 16) written" in out
     assert "dram 0x14: 00004011 -> 00003f11" in out and "dram 0x18: 9ce50a00 -> 9de50a00" in out
-    assert "written by ME 0 ctx 0" in out
+    assert "written by ME 0x00 ctx 0" in out
     out = s.execute("run")
     assert "all MEs halted" in out
     assert "hits 0" in s.execute("info")
@@ -119,8 +119,8 @@ def test_register_watchpoint_stops_at_the_writer() -> None:
     s = Session(open_target(TTL))
     s.execute("watch sum")
     out = s.execute("run")
-    assert "watchpoint 1 (sum (b1) ME 0 ctx 0): 0x0 -> 0x9ce5" in out
-    assert "ttl.uc:41" in out or "ttl.uc:27" in out
+    assert "watchpoint 1 (sum (b1) ME 0x00 ctx 0): 0x0 -> 0x9ce5" in out
+    assert "written by ME 0x00 ctx 0 pc 6 at examples/debug/ttl.uc:41" in out
 
 
 def test_batch_error_has_line_number_and_exit_code(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_router_layout_break_in_parse_and_decode_the_packet(tmp_path: Path) -> N
     out = r.stdout
     assert "breakpoint 1 (parse.uc:" in out and "hit at cycle" in out
     hit = section(out, "run 200000")
-    assert "ME 1 ctx " in hit and "in parse_body() called at microcode/parse/parse.uc:" in hit
+    assert "ME 0x01 ctx " in hit and "in parse_body() called at microcode/parse/parse.uc:" in hit
     pk = section(out, "packet")
     assert "packet at dram 0x" in pk and "(by convention)" in pk
     assert "ipv4      " in pk and "(ok)" in pk and "traffic   packet id" in pk
@@ -200,7 +200,7 @@ def test_image_with_msf_traffic_watch_the_receive_buffer(tmp_path: Path) -> None
                                   "examples/traffic/min64.yaml", "--batch", str(f)])  # fmt: skip
     assert r.exit_code == 0, r.stderr
     out = r.stdout
-    assert "watchpoint 1 (dram 0x100000 len 64) written" in out and "written by ME 0 ctx 0" in out
+    assert "watchpoint 1 (dram 0x100000 len 64) written" in out and "written by ME 0x00 ctx 0" in out
     pk = section(out, "packet dbuf")
     assert "packet at dram 0x100000 = dbuf, 60 bytes" in pk and "ipv4" in pk and "traffic   packet id 0" in pk
     assert "msf port 0: rx offered" in section(out, "stats")
@@ -247,3 +247,17 @@ def test_step_of_a_thread_that_never_wakes_is_bounded(tmp_path: Path) -> None:
     assert s.chip.ctx_state(0, 0) == "sleep"
     with pytest.raises(DebugError, match=r"still asleep after 200000 cycles \(waiting on never\(s1\)\)"):
         s.execute("step")
+
+
+def test_threads_named_by_hardware_number_cluster_or_flat_index(tmp_path: Path) -> None:
+    # ttl.uc loaded on ME 0x10 (flat 8): every way of naming it selects the same thread
+    code, out, err = batch(tmp_path, "thread 0x10:2\nthread 8:3\nthread 1:0:4\nsignals 1:0\n", TTL)
+    assert code == 1 and "ME 0x10 has nothing loaded (loaded: 0x00)" in err  # loaded on ME 0 by default
+    target = open_target(TTL, mes=[8])
+    s = Session(target)
+    for spec, ctx in (("0x10:2", 2), ("8:3", 3), ("1:0:4", 4)):
+        shown = s.execute(f"thread {spec}")
+        assert (s.me, s.ctx) == (8, ctx) and shown.startswith(f"ME 0x10 ctx {ctx} ")
+    assert s.execute("signals 1:0").startswith("ME 0x10 signals")
+    with pytest.raises(DebugError, match="0x00-0x07, 0x10-0x17"):
+        s.execute("thread 0x08:0")

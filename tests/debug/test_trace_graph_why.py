@@ -28,7 +28,7 @@ def test_trace_tracks_spans_and_flows_match_the_run(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     ev = doc["traceEvents"]
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in ev if e["ph"] == "M" and "name" in e["args"]}
-    assert names[(0, None)] == "ME 0 (ttl)"
+    assert names[(0, None)] == "ME 0x00 (ttl)"
     assert {names[(0, c)] for c in range(8)} == {f"ctx {c}" for c in range(8)}
     spans: dict[tuple[int, int], list[tuple[int, int, str]]] = defaultdict(list)
     for e in ev:

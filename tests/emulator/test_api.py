@@ -39,6 +39,18 @@ def test_register_watchpoint() -> None:
     assert chip.reg(0, "a2") == 0x100 and chip.reg(0, "a1") == 1
 
 
+def test_register_watchpoint_fires_on_a_change_and_names_the_writer() -> None:
+    """LOOP writes a2 = 0x100 in every iteration: one change (pc 2, the writing immed),
+    then rewrites of the same value that stop nothing."""
+    chip = chip_with({0: LOOP})
+    chip.add_watchpoint("a2", me=0)
+    assert chip.run(10_000) == "watchpoint"
+    stop = chip.last_stop()
+    assert (stop["me"], stop["ctx"], stop["pc"]) == (0, 0, 2)
+    assert chip.run(10_000) == "halted"
+    assert chip.reg(0, "a1") == 10
+
+
 def test_memory_watchpoint() -> None:
     chip = chip_with({0: ["immed[a1, 0x40]", "immed[$0, 5]", "sram[write, $0, a1, 0, 1], sig_done[s1]",
                           "ctx_arb[s1]", "halt"]})  # fmt: skip

@@ -15,6 +15,11 @@ from .util import assemble
 EMU = Path(__file__).resolve().parents[2] / "emulator"
 DRIVER = EMU / "build" / "test_core_asan"
 SOURCE = EMU / "tests" / "c" / "test_core.c"
+# microcode of test_faults in test_core.c (issue 10: a scratch address near 2^32 crashed the host)
+SCRATCH_WRAP = ["immed[a0, 0xFFFFFFFC]", "scratch[write, $0, a0, 0, 1], ctx_swap[s1]",
+                "scratch[read, $0, a0, 0, 1], ctx_swap[s1]", "halt"]  # fmt: skip
+SCRATCH_WRAP_LOOP = ["immed[a0, 0xFFFFFFFC]", "immed[a1, 40]", "loop#: scratch[write, $0, a0, 0, 1], ctx_swap[s1]",
+                     "alu[a1, a1, -, 1]", "bne[loop#]", "halt"]  # fmt: skip
 
 
 def _build() -> None:
@@ -36,4 +41,6 @@ def test_driver_programs_match_the_encoder() -> None:
     text = SOURCE.read_text()
     assert ", ".join(f"0x{w:010x}ull" for w in assemble(PRODUCER)) in text
     assert ", ".join(f"0x{w:010x}ull" for w in assemble(CONSUMER)) in text
+    assert ", ".join(f"0x{w:010x}ull" for w in assemble(SCRATCH_WRAP)) in text
+    assert ", ".join(f"0x{w:010x}ull" for w in assemble(SCRATCH_WRAP_LOOP)) in text
     assert f"0x{encode('halt'):010x}ull" in text

@@ -62,7 +62,7 @@ def test_npk_run_prints_statistics(tmp_path: Path) -> None:
     assert out["stop"] == "halted" and [m["me"] for m in out["mes"]] == [0, 1]
     assert out["units"]["sram"][0]["commands"] == 2
     res = CliRunner().invoke(run_cmd, [str(path), "--config", "ixp2400"])
-    assert res.exit_code == 0 and "ME  0" in res.output and "sram[0]" in res.output
+    assert res.exit_code == 0 and "ME 0x00" in res.output and "sram[0]" in res.output
     bad = tmp_path / "bad.elf"
     bad.write_bytes(b"not an image")
     res = CliRunner().invoke(run_cmd, [str(bad)])
@@ -96,7 +96,7 @@ def test_npk_run_two_images_on_chosen_mes_with_rings(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["stop"] == "halted"
     # two images on one ME, a bad ring: errors, not tracebacks
     res = CliRunner().invoke(run_cmd, [f"{ping}@0", f"{pong}@0"])
-    assert res.exit_code == 1 and "ME 0 is assigned to both" in res.output
+    assert res.exit_code == 1 and "ME 0x00 is assigned to both" in res.output
     res = CliRunner().invoke(run_cmd, [str(ping), "--ring", "scratch:0:base=0x1000"])
     assert res.exit_code == 2 and "base= and size=" in res.output
 

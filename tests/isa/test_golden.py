@@ -7,6 +7,10 @@ Sources:
                physical ones Intel's assembler allocated (readable from the word).
   QAT n        entry n of ae_clear_gprs_inst in NetBSD's qat(4) driver (same ME
                lineage), whose comments give the source line.
+  QAT1B n      entry n of ae_inst_1b in NetBSD sys/dev/pci/qat/qatreg.h (same driver).
+  HAL rd n /   word n of the microInst arrays of the CSR read / write helpers in Intel's
+  HAL wr n     EP80579 QuickAssist HAL, halAe.c ("Security.L.1.0.3-98"; same ME lineage),
+               each quoted with its source line (.areg base 0, .breg offset 0).
   DIS          built by hand from the field layout in the public "Disassembler for
                the IXP2000 microengine (MEv2) instruction format"; the bit positions
                are spelled out in the expression so the word is checkable by eye.
@@ -76,10 +80,20 @@ REAL = [
     (0x0A0610C0000, "alu[*l$index0++, --, B, a0]", "QAT 17: alu[*l$index0++, --, b, l0000!val]"),
     (0x0A05C0C0000, "alu[$$0, --, B, a0]", "QAT 36: alu[$l0000!xfers[16], --, b, l0000!val] (8-ctx: DRAM xfer 0)"),
     (0x0B0400C0000, "alu[b0, --, B, a0]", "QAT 53: alu[l0000!gpregb[0], --, b, l0000!val]"),
+    # an unused restricted source is 0 in the B field too (operands swapped: the source is in A)
+    (0x9080000200, "alu_shf[b0, --, B, b0, <<24]", "QAT1B 9: alu_shf[l0000!myvalue, --, b, l0000!myvalue, <<24]"),
+    (0x8180280201, "alu_shf[a2, --, B, a1, <<8]", "QAT1B 10: alu_shf[l0000!val1, --, b, l0000!val, <<8]"),
+    (0x8080280102, "alu_shf[a2, --, B, a2, >>8]", "QAT1B 11: alu_shf[l0000!val1, --, b, l0000!val1, >>8]"),
+    # cap[] with a register address: Intel's assembler sets bit 18
+    (0x3E10040300, "cap[read, $0, a0, b0, 1], sig_done[s1]",
+     "HAL rd 4: cap[read, $l0000!value, l0000!base, l0000!offset, 1], sig_done[l0000!sigRead]"),
+    (0x3F10040300, "cap[write, $0, a0, b0, 1], sig_done[s1]",
+     "HAL wr 7: cap[write, $l0000!value, l0000!base, l0000!offset, 1], sig_done[l0000!sigWrite]"),
 ]
 
 # Hand-built from the disassembler's field layout (DIS).  An unused source is written as
-# Intel's assembler writes it: 0 in the A field (RX 11, RX 45), 0x300 in the B field (QAT 8).
+# Intel's assembler writes it: 0 in the A field (RX 11, RX 45); in the B field 0x300 when
+# unrestricted (QAT 8), 0 when restricted (QAT1B 10).
 A, B = 0, 10  # restricted/unrestricted A field at bit 0, B field at bit 10
 
 
@@ -112,8 +126,8 @@ DERIVED = [
     ((0b100 << 37) | (6 << 33) | (3 << 28) | (1 << 36) | (2 << 20) | (5 << B) | (1 << 8),
      "asr[b2, b5, >>3]", "DIS alu_shf op 6 = asr"),
     # byte_align_be: op 7, shift type 1
-    ((0b100 << 37) | (7 << 33) | (4 << 20) | (3 << A) | (0x20 << B) | (1 << 8), "byte_align_be[a4, a3]",
-     "DIS alu_shf op 7, type 1 = byte_align_be"),
+    ((0b100 << 37) | (7 << 33) | (4 << 20) | (3 << A) | (1 << 8), "byte_align_be[a4, a3]",
+     "DIS alu_shf op 7, type 1 = byte_align_be (unused B field 0, as QAT1B 10)"),
     # dbl_shf: op 0, shift type 3, amount 12
     ((0b100 << 37) | (12 << 28) | (1 << 20) | (2 << A) | (3 << B) | (3 << 8), "dbl_shf[a1, a2, b3, >>12]",
      "DIS alu_shf op 0 with type 3 = dbl_shf"),
@@ -177,6 +191,28 @@ def test_golden_decode(word: int, text: str, source: str) -> None:
 
 def test_golden_spans_every_class() -> None:
     classes = {isa.isa().classify(w).name for w, _, _ in REAL + DERIVED}
-    missing = set(isa.isa().classes) - classes - {"cap"}  # cap[read/write] with GPR address: no public word
+    missing = set(isa.isa().classes) - classes
     assert not missing, missing
     assert len(REAL + DERIVED) >= 40
+
+
+def test_ffs_is_find_bset() -> None:
+    # DIS prints ALU operation 14 as ffs[dest, b]: the same word as npkit's find_bset
+    word = (0b101 << 37) | (14 << 31) | (1 << 20) | (4 << B)
+    assert isa.encode("ffs[a1, b4]") == isa.encode("find_bset[a1, b4]") == word
+    assert isa.operand_roles("ffs", ["a1", "b4"]) == isa.operand_roles("find_bset", ["a1", "b4"])
+
+
+def test_cap_bit_18_is_decoded_either_way() -> None:
+    # DIS ignores bits 19:18 of the cap class; npkit decodes both and writes Intel's bit 18
+    intel = 0x3E10040300
+    plain = intel & ~(1 << 18)
+    assert isa.decode(plain) == isa.decode(intel)
+    assert isa.encode(isa.decode(plain)) == intel
+
+
+def test_find_bset_with_mask_is_marked_as_npkit_own() -> None:
+    word = isa.encode("find_bset_with_mask[a1, a2, b3]")
+    assert any("ALU operation 10" in w for w in isa.isa().assigned_by_npkit(word))
+    assert isa.isa().assigned_by_npkit(isa.encode("find_bset[a1, b3]")) == []
+    assert isa.isa().assigned_by_npkit(0x3300012F20) == []  # XSCALE_INT_A: Intel's (RX 99)

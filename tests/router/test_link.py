@@ -102,7 +102,7 @@ def broken(change: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ("me_twice", "ME 1 is already used by block parse"),
+    ("me_twice", "ME 0x01 is already used by block parse"),
     ("unknown_ring", "out ring 'nowhere' is not declared"),
     ("ring_number_twice", "both use scratch ring 0"),
     ("two_consumers", "exactly one consumer"),
@@ -126,6 +126,17 @@ def test_fastpath_cannot_use_the_lookup_cache() -> None:
     lay["blocks"]["fastpath"]["defines"] = {"LOOKUP_CAM_CACHE": True}
     with pytest.raises(LinkError, match="CAM"):
         link(lay)
+
+
+def test_layout_mes_may_be_named_the_hardware_way() -> None:
+    lay = yaml.safe_load((LAYOUTS / "parallel.yaml").read_text())
+    lay["blocks"]["qm"]["mes"] = ["1:6"]     # cluster 1, ME 6 = 0x16 = flat 14
+    lay["blocks"]["tx"]["mes"] = ["0x17"]    # flat 15
+    parsed = load_layout(lay)
+    assert (parsed.blocks["qm"].mes, parsed.blocks["tx"].mes) == ([14], [15])
+    lay["blocks"]["tx"]["mes"] = ["0x08"]
+    with pytest.raises(LinkError, match="0x00-0x07, 0x10-0x17"):
+        load_layout(lay)
 
 
 def test_params_substitute_typed_values() -> None:

@@ -244,7 +244,7 @@ def test_write_traffic_and_read_back(tmp_path: Path) -> None:
         ({"count": 1, "defaults": {"arrivals": "sometimes"}}, "constant, poisson"),
         ({"count": 1, "ports": {9: {}}}, "not a port"),
         ({}, "count"),
-        ({"count": 1, "colour": "red"}, "unknown keys"),
+        ({"count": 1, "colour": "red"}, "unknown key"),
     ],
 )
 def test_bad_specs_say_what_is_wrong(top: dict[str, Any], message: str) -> None:

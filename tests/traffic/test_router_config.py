@@ -52,7 +52,7 @@ def test_inline_routes_and_round_trip(tmp_path: Path) -> None:
         ({"routes": ["1.0.0.0/8 10.0.3.2 1"]}, "not on port 1"),
         ({"routes": ["10.0.1.0/24 0.0.0.0 1"]}, "connected"),
         ({"arp": {"10.0.1.2": "01:00:5e:00:00:01"}}, "not unicast"),
-        ({"bogus": 1}, "unknown keys"),
+        ({"bogus": 1}, "unknown key"),
         ({"ports": [{"address": "10.0.0.1", "mac": "02:00:00:00:00:00"}]}, "prefix"),
     ],
 )

@@ -44,7 +44,7 @@ def traffic_of(spec: dict[str, Any]) -> Traffic:
 
 def run(tr: Traffic, duration_ns: int, params: dict[str, Any] | None = None,
         control: dict[str, Any] | None = None) -> tuple[RouterRun, dict[str, Any]]:  # fmt: skip
-    rr = RouterRun.link("pipelined", params or {}, tr, control=control)
+    rr = RouterRun.link("pipelined", params or {}, tr, control=control, record=True)
     rr.run_traffic(duration_ns)
     rr.drain()
     s = rr.summary()
@@ -129,7 +129,7 @@ def test_unresolved_next_hop_held_resolved_sent_in_order() -> None:
     rr, s = run(tr, 700_000)
     clean(s)
     cp = s["control_plane"]
-    requests = [(t, d) for t, d in rr.run.control_out[2] if kind(d) == ("arp", 1)]
+    requests = [(t, d) for t, d in rr.run.generated_out[2] if kind(d) == ("arp", 1)]
     assert len(requests) == 1 and requests[0][1][38:42] == bytes([10, 0, 2, 77])
     assert requests[0][0] < tr.times[reply]                  # the request went out before the answer came
     out = [d for _t, d in rr.run.out[2]]
@@ -216,7 +216,7 @@ def test_gpe_placement_same_frames() -> None:
     assert sb["control_plane"]["xscale"]["placement"] == "gpe"
 
     def frames(rr: RouterRun) -> Counter[tuple[int, bytes]]:
-        return Counter((p, d) for p, f in rr.run.control_out.items() for _t, d in f)
+        return Counter((p, d) for p, f in rr.run.generated_out.items() for _t, d in f)
 
     assert frames(a) == frames(b) and sum(frames(a).values()) > 10
 

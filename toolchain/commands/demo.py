@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,9 @@ from npkit.emulator.binding import EmulatorError
 from npkit.emulator.loader import LoadError
 from npkit.emulator.traffic_run import MsfError, TrafficError, load_traffic_source
 from npkit.toolchain.system.layout import LinkError, parse_defines
-from npkit.toolchain.system.paths import DEFAULT_ROUTER, ROOT
+from npkit.toolchain.system.paths import ROOT
 from npkit.toolchain.system.router_run import RouterImageError, format_summary, run_router
+from npkit.toolchain.system.tables import demo_routes, router_with_routes
 from npkit.toolchain.system.verdict import judge
 
 from .options import exit_on_verdict, policy_of, verdict_options
@@ -53,50 +53,19 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
     duration = int(ms * 1e6)
     try:
         params: dict[str, Any] = parse_defines(defines)
-        with tempfile.TemporaryDirectory() as tmp:
-            if routes is None:
-                routes = str(Path(tmp) / "routes-10k.txt")
-                make_routes(routes, DEMO_ROUTES)
-            router_yaml = router_with_routes(Path(tmp), Path(routes))
-            overrides: dict[str, Any] = {"router": str(router_yaml)}
-            if seed is not None:
-                overrides["seed"] = seed
-            tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None)
-            s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
-                           routes=routes, router_config=router_yaml, chip_config=chip_config,
-                           progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
+        if routes is None:
+            routes = str(demo_routes(DEMO_ROUTES))
+        router_yaml = router_with_routes(Path(routes))
+        overrides: dict[str, Any] = {"router": str(router_yaml)}
+        if seed is not None:
+            overrides["seed"] = seed
+        tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None)
+        s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
+                       routes=routes, router_config=router_yaml, chip_config=chip_config,
+                       progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
     except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, OSError) as e:
         raise click.ClickException(str(e)) from None
     s["traffic"] = {"source": traffic, "seed": seed}
     s["verdict"] = judge(s, policy_of(max_loss, min_line_rate))
     click.echo(json.dumps(s, indent=2) if as_json else format_summary(s))
     exit_on_verdict(s["verdict"])
-
-
-def make_routes(path: str, count: int) -> None:
-    """A random BGP-like table for the example router (what `npk traffic routes
-    --count COUNT --seed 1 --config examples/traffic/router.yaml` writes)."""
-    from npkit.emulator.traffic.router_config import RouterConfig
-    from npkit.emulator.traffic.routes import format_routes, random_routes
-
-    routes = random_routes(count, 1, RouterConfig.load(DEFAULT_ROUTER).next_hops())
-    header = f"random route table: {count} routes, seed 1\nnpk traffic routes --count {count} --seed 1 --config {DEFAULT_ROUTER}"
-    # and, as in examples/traffic/routes.txt, the way back to the generator's sources
-    # (RFC 2544's 198.18.0.0/15: the control plane's ICMP errors reach them) and a next
-    # hop with no ARP entry (errors.yaml's neighbour 10.0.2.77 answers for it)
-    extra = [("198.18.0.0/15 10.0.0.2 0", 0xC6120000, 15), ("44.0.0.0/8 10.0.2.77 2", 0x2C000000, 8)]
-    taken = {(r.prefix, r.length) for r in routes}
-    tail = "".join(f"{line}\n" for line, p, n in extra if (p, n) not in taken)
-    Path(path).write_text(format_routes(routes, header) + "\n# the control plane's cases (examples/traffic/routes.txt)\n" + tail)
-
-
-def router_with_routes(tmp: Path, routes: Path) -> Path:
-    """The example router with `routes` as its table: the microcode, the oracle and the
-    generator's destinations then all see the same table."""
-    import yaml
-
-    router = yaml.safe_load(DEFAULT_ROUTER.read_text())
-    router["routes"] = str(routes.resolve())
-    path = tmp / "router.yaml"
-    path.write_text(yaml.safe_dump(router))
-    return path

@@ -27,6 +27,7 @@ from npkit.emulator.traffic_run import (
     MsfError,
     TrafficError,
     TrafficRun,
+    TxBins,
     format_report,
     load_traffic_source,
 )
@@ -46,12 +47,13 @@ from .options import exit_on_verdict, policy_of, verdict_options
 RUN_ERRORS = (EmulatorError, LoadError, MsfError, TrafficError, RouterImageError, ValueError, OSError)
 
 
-def parse_image_arg(text: str) -> tuple[str, list[int] | None]:
-    """'prog.elf@0,2-3' -> ('prog.elf', [0, 2, 3]); 'prog.elf' -> ('prog.elf', None)."""
+def parse_image_arg(text: str, config: str = "ixp2800") -> tuple[str, list[int] | None]:
+    """'prog.elf@0x10,1:1' -> ('prog.elf', [8, 9]) on the IXP2800 (MEs named as
+    npkit.emulator.me_names reads them, given as flat indices); 'prog.elf' -> ('prog.elf', None)."""
     path, sep, mes = text.rpartition("@")
     if not sep or not mes or Path(text).exists():
         return text, None
-    return path, parse_me_list(mes)
+    return path, parse_me_list(mes, config)
 
 
 def parse_rings(text: str) -> list[dict[str, Any]]:
@@ -104,19 +106,40 @@ def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any
             continue
         info = chip.me_status(m["me"])
         busy = m["executing_cycles"] + m["aborted_cycles"] + m["stalled_cycles"]
-        mes.append({**{k: v for k, v in m.items() if k != "ctx"}, "program": loaded[m["me"]],
+        mes.append({**{k: v for k, v in m.items() if k != "ctx"}, "program": loaded[m["me"]],  # me_name: 0x10
                     "utilization": busy / cycle if cycle else 0.0, "pc": info["pc"],
                     "reason": info["reason"]})  # fmt: skip
     units = {name: list(chans) for name, chans in st["units"].items() if any(c["commands"] for c in chans)}
     clock = float(chip.config["clock_mhz"])
     return {"config": st["config"], "stop": reason, "cycle": cycle, "time_us": cycle / clock,
-            "mes": mes, "units": units}  # fmt: skip
+            "mes": mes, "units": units, "faults": chip.faults()}  # fmt: skip
+
+
+def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[str]:
+    """Warning lines for Chip.faults(): the totals by kind, then each distinct
+    (kind, ME, PC) among the last faults kept."""
+    if not faults["total"]:
+        return []
+    kinds = ", ".join(f"{k} {n}" for k, n in faults["counts"].items())
+    lines = [f"warning: {faults['total']} fault(s) ({kinds})"]
+    sites: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for f in faults["last"]:
+        sites.setdefault((f["kind"], f["me"], f["pc"]), f)
+    for (kind, me, pc), f in list(sites.items())[-limit:]:
+        who = f"ME {chip.me_name(me)} ctx {f['ctx']} pc {pc}" if me >= 0 else "API call"
+        lines.append(f"warning:   {kind} at {who}: address 0x{f['address']:x} (cycle {f['cycle']})")
+    return lines
+
+
+def warn_faults(chip: Chip, summary: dict[str, Any]) -> None:
+    for line in fault_warnings(chip, summary["faults"]):
+        click.echo(line, err=True)
 
 
 def format_me_summary(out: dict[str, Any]) -> str:
     lines = [f"{out['config']}: stopped ({out['stop']}) at cycle {out['cycle']} ({out['time_us']:.2f} us)"]
     for m in out["mes"]:
-        lines.append(f"  ME {m['me']:2d} {m['program']:<16s} {m['status']:<8s} instr {m['instructions']:>10d} "
+        lines.append(f"  ME {m['me_name']} {m['program']:<16s} {m['status']:<8s} instr {m['instructions']:>10d} "
                      f"util {m['utilization'] * 100:5.1f}%  swaps {m['ctx_swaps']:>8d}  pc {m['pc']}"
                      + (f"  ({m['reason']})" if m["status"] not in ("running", "idle") else ""))  # fmt: skip
     for name, chans in out["units"].items():
@@ -141,7 +164,9 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
 @click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
 @click.option("--config", "config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0), help="Cycle budget (no traffic).")
-@click.option("--me", "me_list", default=None, help="MEs to load a single image on, e.g. 0,1 or 0-3 (same as IMAGE@0,1).")
+@click.option("--me", "me_list", default=None,
+              help="MEs to load a single image on (same as IMAGE@MES): hardware numbers 0x10, "
+                   "cluster:ME 1:0, or flat indices; ranges 0x00-0x03,0x10.")  # fmt: skip
 @click.option("--ring", "ring_specs", multiple=True, metavar="scratch:N:base=A,size=W|FILE.yaml",
               help="Configure scratch rings for plain images (repeatable; or a YAML file of rings).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -176,11 +201,11 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
     per-port table and the conservation totals are printed, and a run that loses or
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
     try:
-        targets = [parse_image_arg(i) for i in images]
+        targets = [parse_image_arg(i, config) for i in images]
         if me_list is not None:
             if len(targets) != 1:
                 raise click.UsageError("--me goes with a single image; give several as IMAGE@MES")
-            targets = [(targets[0][0], parse_me_list(me_list))]
+            targets = [(targets[0][0], parse_me_list(me_list, config))]
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
         chip = Chip(config)
         read, loaded = load_all(chip, targets, rings)
@@ -220,6 +245,7 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
         v = s["verdict"]
         click.echo("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
     s.pop("text", None)
+    warn_faults(chip, s)
     exit_on_verdict(s["verdict"])
 
 
@@ -229,6 +255,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
     if not xscale:
         out = me_summary(chip, chip.run(cycles), loaded)
         click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+        warn_faults(chip, out)
         return
     from npkit.xscale.cli import add_to_run_summary, report_failed, run_beside
 
@@ -236,6 +263,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
     out = me_summary(chip, reason, loaded)
     add_to_run_summary(out, rep, as_json)
     click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+    warn_faults(chip, out)
     if report_failed(rep):
         raise SystemExit(1)
 
@@ -296,7 +324,7 @@ def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: b
                 capture: str | None, as_json: bool, control: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     """A linked router image: its control plane started, every output against the oracle."""
     tr = load_traffic_source(traffic, duration_ns)
-    rr = RouterRun(image, tr, chip=chip, control=control)
+    rr = RouterRun(image, tr, chip=chip, capture=capture, control=control)
     t0 = time.perf_counter()
     rr.run_traffic(duration_ns, progress=_progress(as_json))
     stop = "budget"
@@ -318,7 +346,9 @@ def _run_plain(chip: Chip, traffic: str, duration_ns: int, drain: bool, cap_ns: 
                capture: str | None, as_json: bool) -> dict[str, Any]:  # fmt: skip
     """A plain image with packets through the MSF: conservation and loss, no oracle."""
     source = load_traffic_source(traffic, duration_ns)
-    run = TrafficRun(chip, source)
+    run = TrafficRun(chip, source, capture=capture)
+    tx = TxBins(max(1, duration_ns), source.wire)  # bin 0: what left before duration_ns
+    run.on_departure.append(tx.add)
     stop = run.run(duration_ns, progress=_progress(as_json))
     drained = {"enabled": False}
     if drain:
@@ -331,8 +361,7 @@ def _run_plain(chip: Chip, traffic: str, duration_ns: int, drain: bool, cap_ns: 
     tot = rep["totals"]
     offered = max(1, tot["offered"])
     seconds = max(1e-12, duration_ns / 1e9)
-    tx_bits = sum((len(d) + sum(source.wire.get(p, (8, 4, 12)))) * 8
-                  for p, frames in run.out.items() for t, d in frames if t < duration_ns)  # fmt: skip
+    tx_bits = tx.bits[0] if duration_ns else 0
     line_bits = run.dev.cfg["rate_bps"] * run.dev.ports * seconds
     st = run.dev.stats()
     census = {"rings": {}, "queues": {}, "in_blocks": 0, "buffers_in_use": 0,
@@ -348,7 +377,7 @@ def _run_plain(chip: Chip, traffic: str, duration_ns: int, drain: bool, cap_ns: 
         "conservation": {"balanced": rep["balanced"], "problems": rep["problems"], "in_flight": tot["in_flight"]},
         "in_flight": in_flight_report(tot["in_flight"], census, drained),
         "drain": drained,
-        "text": f"{len(source)} packets from {traffic}, {rep['time_ns'] / 1e6:.3f} ms emulated "
+        "text": f"{run.read} packets from {traffic}, {rep['time_ns'] / 1e6:.3f} ms emulated "
                 f"in {rep['host_s']:.2f} s host\n" + format_report(rep),
     }  # fmt: skip
 
@@ -358,12 +387,12 @@ def _drain_plain(run: TrafficRun, cap_ns: int, progress: Any) -> dict[str, Any]:
     start = run.now_ns
     quiet = 0
     while run.now_ns - start < cap_ns:
-        before = sum(len(v) for v in run.out.values())
+        before = run.transmitted
         run.run(SLICE_NS, progress=progress)
         st = run.dev.stats()
         pending = sum(run.dev.port_stats(p)["rx_pending"] for p in range(run.dev.ports))
         idle = not (pending or st["rbuf_held"] or st["tbuf_valid"])
-        moved = sum(len(v) for v in run.out.values()) != before
+        moved = run.transmitted != before
         quiet = quiet + 1 if idle and not moved else 0
         if quiet >= 2:
             break

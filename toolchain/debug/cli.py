@@ -17,16 +17,12 @@ from .target import TargetError, open_target, parse_params
 
 def _interactive(session: object) -> None:
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory
 
+    from .complete import DebugCompleter
     from .session import DebugError, Session
 
     assert isinstance(session, Session)
-    words = sorted(set(session.commands) | set(session.aliases))
-    for sm in session.target.maps.values():
-        words += list(sm.labels) + [r.name for r in sm.regs] + list(sm.signals)
-        words += [Path(f).name for f in sm.files()]
     hist = Path.home() / ".npk_debug_history"
     try:
         history = FileHistory(str(hist))
@@ -35,12 +31,12 @@ def _interactive(session: object) -> None:
     def toolbar() -> str:
         me, ctx = session.me, session.ctx
         pc = session.pc()
-        return f" cycle {session.chip.cycle}   ME {me} ctx {ctx} ({session.chip.ctx_state(me, ctx)})   {session.loc(me, pc)}"
+        return f" cycle {session.chip.cycle}   ME {session.nm(me)} ctx {ctx} ({session.chip.ctx_state(me, ctx)})   {session.loc(me, pc)}"
 
     prompt: PromptSession[str] = PromptSession(history=history, bottom_toolbar=toolbar,
-                                               completer=WordCompleter(sorted(set(words)), sentence=True))  # fmt: skip
-    click.echo(f"npk debug: {session.target.path} on ME {', '.join(map(str, session.target.mes))}; "
-               "`help` lists commands, Ctrl-D quits")  # fmt: skip
+                                               completer=DebugCompleter(session), complete_while_typing=False)  # fmt: skip
+    click.echo(f"npk debug: {session.target.path} on ME {session.names(session.target.mes)}; "
+               "`help` lists commands, Tab completes, Ctrl-C stops a run, Ctrl-D quits")  # fmt: skip
     session.execute("thread")
     click.echo("\n".join(session.out))
     while True:
@@ -53,9 +49,13 @@ def _interactive(session: object) -> None:
         if line.strip() in ("quit", "exit", "q"):
             return
         try:
-            text = session.execute(line)
+            with session.sigint_stops():  # Ctrl-C stops the command, the session stays
+                text = session.execute(line)
         except DebugError as e:
             click.echo(f"error: {e}", err=True)
+            continue
+        except KeyboardInterrupt:  # between two checks of a command that does not poll
+            click.echo("interrupted", err=True)
             continue
         if text:
             click.echo(text)
@@ -79,6 +79,9 @@ def run_batch(session: object, lines: list[str], origin: str, echo: bool = True)
         except DebugError as e:
             click.echo(f"{origin}:{n}: error: {e}", err=True)
             return 1
+        except KeyboardInterrupt:
+            click.echo(f"{origin}:{n}: interrupted at cycle {session.chip.cycle}", err=True)
+            return 130
         if out:
             click.echo(out)
     return 0
@@ -89,7 +92,8 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed((
         click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path."),
         click.option("--me", "me_list", default=None,
-                     help="MEs to load on, e.g. 0,1 or 0-3 (images without an ME assignment)."),
+                     help="MEs to load on (images without an ME assignment): 0x10, 1:0 (cluster:ME) "
+                          "or flat 8; ranges 0x00-0x03."),
         click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory "
                      "(port<N>.pcap); a layout also takes one .pcap."),
         click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host)."),
@@ -111,15 +115,24 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
     from .session import DebugError, Session
 
     try:
-        target = open_target(image, config, parse_me_list(me_list), traffic, params=parse_params(defines),
+        target = open_target(image, config, parse_me_list(me_list, config), traffic, params=parse_params(defines),
                              xscale_gdb=xscale_gdb)  # fmt: skip
         session = Session(target)
-    except (TargetError, DebugError) as e:
+    except (TargetError, DebugError, ValueError) as e:
         raise click.ClickException(str(e)) from None
-    if batch is not None:
-        sys.exit(run_batch(session, Path(batch).read_text().splitlines(), batch))
-    if not sys.stdin.isatty():
-        sys.exit(run_batch(session, sys.stdin.read().splitlines(), "<stdin>"))
+    from .batch import BATCH_LIMIT, BatchError, parse_batch, read_batch
+
+    try:
+        if batch is not None:
+            lines, origin = read_batch(batch), batch
+        elif not sys.stdin.isatty():
+            lines, origin = parse_batch(sys.stdin.buffer.read(BATCH_LIMIT + 1), "<stdin>"), "<stdin>"
+        else:
+            lines, origin = None, ""
+    except BatchError as e:
+        raise click.ClickException(str(e)) from None
+    if lines is not None:
+        sys.exit(run_batch(session, lines, origin))
     _interactive(session)
 
 
@@ -140,7 +153,7 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
     from .trace import BufferMap, TraceError, record_trace
 
     try:
-        target = open_target(image, config, parse_me_list(me_list), traffic, params=parse_params(defines))
+        target = open_target(image, config, parse_me_list(me_list, config), traffic, params=parse_params(defines))
         bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
         if sys.stderr.isatty():
             with click.progressbar(length=cycles, label="tracing", file=sys.stderr) as bar:

@@ -8,10 +8,13 @@ commands, so batch transcripts are stable enough to assert on.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
+import signal
+import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +27,17 @@ from npkit.emulator.binding import (
     K_DOUT,
     K_LM,
     K_NN,
+    K_PC,
     K_SIN,
     K_SOUT,
+    K_STATE,
+    K_WAIT,
     UNITS,
     EmulatorError,
     HistEvent,
     parse_reg,
 )
+from npkit.emulator.me_names import MeNameError
 from npkit.toolchain.isa import DecodeError, decode, isa
 
 from . import packet as pkt
@@ -43,6 +50,12 @@ RUN_SLICE = 50_000
 MAX_NEXT_STEPS = 100_000
 MAX_WAKE_WAIT = 200_000
 HISTORY_KEEP = 20_000
+MAX_DUMP = 1 << 16  # bytes `mem` prints at most
+PC_UNIT = 0xFFFFFFFF  # npk_emu.h NPK_PC_UNIT: a register written by a memory unit's completion
+MEM_SPACES = ("sram", "dram", "scratch")
+# most positional arguments a command takes (commands not listed parse their own)
+MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 0, "thread": 1, "threads": 0, "regs": 1,
+            "signals": 1, "rings": 0, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
 
 
 class DebugError(ValueError):
@@ -93,6 +106,9 @@ class Session:
         self.sram_queues: set[int] = set()
         self.sram_rings: set[int] = set()
         self.chip.history_enable(1)
+        self._stop_requested = False
+        self._line = ""  # the command line being executed, for error columns
+        self._rest_at = 0  # where its arguments start in it
         self.commands: dict[str, tuple[Callable[[list[str], str], None], str]] = {
             "run": (self.cmd_run, "run [CYCLES]            run until a breakpoint, watchpoint or halt (or CYCLES)"),
             "continue": (self.cmd_run, "continue [CYCLES]       same as run"),
@@ -102,9 +118,10 @@ class Session:
             "watch": (self.cmd_watch, "watch REG | sram|dram|scratch ADDR [LEN]  stop when it is written"),
             "delete": (self.cmd_delete, "delete [N]              delete breakpoint/watchpoint N (all without N)"),
             "info": (self.cmd_info, "info                    list breakpoints and watchpoints"),
-            "thread": (self.cmd_thread, "thread ME:CTX           make ME:CTX the current thread"),
+            "thread": (self.cmd_thread, "thread ME:CTX           make ME:CTX the current thread (ME 0x10 or 8; 1:0:3 = cluster:ME:CTX)"),
             "threads": (self.cmd_threads, "threads                 every context of every loaded ME"),
             "regs": (self.cmd_regs, "regs [ME:CTX]           registers by .reg name and physical name, xfers, NN, LM, CSRs, CAM"),
+            "set": (self.cmd_set, "set REG|pc|MEM[ADDR[, WIDTH]] = EXPR  change a register of this thread or memory (MEM: sram, dram, scratch; WIDTH 1, 2, 4 or 8 bytes)"),
             "print": (self.cmd_print, "print EXPR              value of an expression over registers"),
             "signals": (self.cmd_signals, "signals [ME]            signals raised and awaited per context"),
             "mem": (self.cmd_mem, "mem sram|dram|scratch ADDR [LEN]  dump memory"),
@@ -124,25 +141,75 @@ class Session:
     def emit(self, text: str = "") -> None:
         self.out.append(text)
 
+    def request_stop(self) -> None:
+        """Ask a running command (run, step, next) to stop at its next check; the chip is
+        left between two cycles, so everything can be inspected and `run` goes on."""
+        self._stop_requested = True
+
+    @contextlib.contextmanager
+    def sigint_stops(self) -> Iterator[None]:
+        """While active, Ctrl-C (SIGINT) stops the running command instead of raising
+        KeyboardInterrupt (the interactive front end runs every command inside it)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        old = signal.signal(signal.SIGINT, lambda _sig, _frame: self.request_stop())
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, old)
+
+    def column(self, text: str, start: int = 0) -> int:
+        """1-based column of `text` in the command line, searched from `start` characters
+        into its arguments (0 when it is not there)."""
+        i = self._line.find(text, self._rest_at + start) if text else -1
+        return i + 1 if i >= 0 else 0
+
+    def _usage(self, name: str) -> str:
+        return re.split(r"\s{2,}", self.commands[name][1])[0]
+
+    @staticmethod
+    def arg_offset(rest: str, args: list[str], i: int) -> int:
+        """Where argument i starts in `rest` (args as shlex split them)."""
+        starts = [m.start() for m in re.finditer(r"\S+", rest)]
+        return starts[i] if len(starts) == len(args) else sum(len(a) for a in args[:i])
+
+    def unexpected(self, name: str, token: str, start: int = 0) -> DebugError:
+        col = self.column(token, start)
+        at = f"column {col}: " if col else ""
+        return DebugError(f"{at}unexpected '{token}' (usage: {self._usage(name)})")
+
+    def command_name(self, word: str) -> str | None:
+        """The command `word` names: itself, an alias or a unique prefix."""
+        name = self.aliases.get(word, word)
+        if name in self.commands:
+            return name
+        cands = [c for c in self.commands if c.startswith(name)]
+        return cands[0] if len(cands) == 1 else None
+
     def execute(self, line: str) -> str:
         """Run one command line; returns its output (raises DebugError)."""
         self.out = []
+        self._stop_requested = False
         text = line.strip()
         if not text or text.startswith("#"):
             return ""
         word, _, rest = text.partition(" ")
-        name = self.aliases.get(word, word)
-        if name not in self.commands:
-            cands = [c for c in self.commands if c.startswith(name)]
-            if len(cands) != 1:
-                raise DebugError(f"unknown command '{word}' (try help)")
-            name = cands[0]
+        self._line = text
+        self._rest_at = len(word) + 1 + (len(rest) - len(rest.lstrip()))
+        rest = rest.strip()
+        name = self.command_name(word)
+        if name is None:
+            raise DebugError(f"unknown command '{word}' (try help)")
         try:
             args = shlex.split(rest)
         except ValueError as e:
             raise DebugError(str(e)) from None
+        limit = MAX_ARGS.get(name)
+        if limit is not None and len(args) > limit:
+            raise self.unexpected(name, args[limit], self.arg_offset(rest, args, limit))
         try:
-            self.commands[name][0](args, rest.strip())
+            self.commands[name][0](args, rest)
         except EmulatorError as e:
             raise DebugError(str(e)) from None
         except ExprError as e:
@@ -165,17 +232,32 @@ class Session:
                 elif cmd in (9, 10):  # ring get/put, journal
                     self.sram_rings.add(ev.a1 & ~3)
 
-    def _thread(self, spec: str) -> tuple[int, int]:
-        m = re.fullmatch(r"(\d+)(?::(\d+))?", spec)
-        if not m:
-            raise DebugError(f"expected ME or ME:CTX, got '{spec}'")
-        me = int(m[1])
-        ctx = int(m[2]) if m[2] is not None else (self.ctx if me == self.me else self.target.ctxs(me)[0]) \
-            if me in self.target.loaded else 0  # fmt: skip
+    def nm(self, me: int) -> str:
+        """An ME (flat index) as printed: its hardware number, 0x10."""
+        return self.chip.me_name(me)
+
+    def names(self, mes: list[int]) -> str:
+        return ", ".join(self.nm(me) for me in mes)
+
+    def _me(self, spec: str) -> int:
+        """An ME named 0x10, 1:0 (cluster:ME) or 8 (flat index), loaded with a program."""
+        try:
+            me = self.chip.me_index(spec)
+        except MeNameError as e:
+            raise DebugError(str(e)) from None
         if me not in self.target.loaded:
-            raise DebugError(f"ME {me} has nothing loaded (loaded: {', '.join(map(str, self.target.mes))})")
+            raise DebugError(f"ME {self.nm(me)} has nothing loaded (loaded: {self.names(self.target.mes)})")
+        return me
+
+    def _thread(self, spec: str) -> tuple[int, int]:
+        """ME or ME:CTX, ME being 0x10 or a flat index 8; cluster:ME:CTX (1:0:3) also."""
+        parts = spec.split(":")
+        if not 1 <= len(parts) <= 3 or not all(parts) or (len(parts) > 1 and not parts[-1].isdigit()):
+            raise DebugError(f"expected ME or ME:CTX (0x10:3, 8:3, or cluster:ME:CTX 1:0:3), got '{spec}'")
+        me = self._me(":".join(parts[:2]) if len(parts) == 3 else parts[0])
+        ctx = int(parts[-1]) if len(parts) > 1 else (self.ctx if me == self.me else self.target.ctxs(me)[0])
         if ctx not in self.target.ctxs(me):
-            raise DebugError(f"ME {me} has no context {ctx}")
+            raise DebugError(f"ME {self.nm(me)} has no context {ctx}")
         return me, ctx
 
     def pc(self, me: int | None = None, ctx: int | None = None) -> int:
@@ -202,31 +284,42 @@ class Session:
         me = self.me if me is None else me
         ctx = self.ctx if ctx is None else ctx
         pc = self.pc(me, ctx)
+        state = self.chip.ctx_state(me, ctx)
+        self.emit(f"ME {self.nm(me)} ctx {ctx} pc {pc} ({state}) at {self.loc(me, pc)}")
+        self.show_code(me, pc)
+
+    def show_code(self, me: int, pc: int) -> None:
+        """The source line of address pc and its instruction."""
         sm = self.target.smap(me)
         e = sm.entry(pc)
-        state = self.chip.ctx_state(me, ctx)
-        self.emit(f"ME {me} ctx {ctx} pc {pc} ({state}) at {self.loc(me, pc)}")
         if e is not None:
             src = sm.source_line(e.file, e.line).strip()
             self.emit(f"  {e.line:>5}  {src}" if src else f"  {self.instr_text(me, pc)}")
         self.emit(f"         {self.instr_text(me, pc)}")
 
     # ------------------------------------------------------------------ names and values
-    def reg_value(self, name: str, me: int | None = None, ctx: int | None = None) -> int:
-        me = self.me if me is None else me
-        ctx = self.ctx if ctx is None else ctx
-        sm = self.target.smap(me)
+    def reg_phys(self, name: str, me: int | None = None) -> str | None:
+        """The physical register a `.reg` name (optionally NAME.in / NAME.out) stands for on
+        ME (a transfer register with the half the code uses); None when it is no .reg name."""
+        sm = self.target.smap(self.me if me is None else me)
         base, _, half = name.partition(".")
         cands = sm.reg_candidates(base)
         phys = {c.phys for c in cands}
         if len(phys) > 1:
             raise DebugError(f"'{base}' names {len(phys)} registers in different scopes: "
                              + ", ".join(f"{c.phys} (scope {c.scope or 'global'})" for c in cands))  # fmt: skip
-        if phys:
-            p = phys.pop()
-            if not half and cands[0].kind == "xfer":
-                half = sm.xfer_half(base)
-            reg = p + (f".{half}" if half else "")
+        if not phys:
+            return None
+        if not half and cands[0].kind == "xfer":
+            half = sm.xfer_half(base)
+        return phys.pop() + (f".{half}" if half else "")
+
+    def reg_value(self, name: str, me: int | None = None, ctx: int | None = None) -> int:
+        me = self.me if me is None else me
+        ctx = self.ctx if ctx is None else ctx
+        sm = self.target.smap(me)
+        reg = self.reg_phys(name, me)
+        if reg is not None:
             return self.chip.reg(me, reg, ctx)
         if name in sm.labels:
             return sm.labels[name]
@@ -240,7 +333,13 @@ class Session:
             raise DebugError(f"unknown name '{name}' (not a .reg, register, label, signal or memory symbol)") from None
 
     def eval(self, text: str, me: int | None = None, ctx: int | None = None) -> int:
-        return evaluate(text, lambda n: self.reg_value(n, me, ctx))
+        try:
+            return evaluate(text, lambda n: self.reg_value(n, me, ctx))
+        except ExprError as e:
+            at = self.column(text.strip())
+            if e.col < 0 or not at:
+                raise
+            raise ExprError(f"column {at + e.col - (len(text) - len(text.lstrip()))}: {e}", e.col) from None
 
     def sig_name(self, me: int, n: int) -> str:
         names = [k for k, v in self.target.smap(me).signals.items() if v == n]
@@ -260,13 +359,16 @@ class Session:
             self.emit(f"breakpoint {bp.num if bp else '?'} ({bp.spec if bp else ''}) hit at cycle {cyc}")
             self.show_here()
         elif reason == "watchpoint":
-            self._report_watch(st)
+            self._report_watches(st)
+        elif reason == "interrupted":
+            self.emit(f"interrupted at cycle {cyc} (`run` goes on from here)")
+            self.show_here()
         elif reason == "halted":
             self.emit(f"all MEs halted at cycle {cyc}")
             for me in self.target.mes:
                 s = self.chip.me_status(me)
                 if s["state"] != "running":
-                    self.emit(f"  ME {me}: {s['state']} at {self.loc(me, s['pc'])}"
+                    self.emit(f"  ME {self.nm(me)}: {s['state']} at {self.loc(me, s['pc'])}"
                               + (f" ({s['reason']})" if s["reason"] else ""))  # fmt: skip
         else:
             self.emit(f"ran {cyc - start} cycles, now at cycle {cyc}")
@@ -274,34 +376,62 @@ class Session:
     def _bp_of(self, cid: int) -> Breakpoint | None:
         return next((b for b in self.breaks.values() if any(i == cid for i, _ in b.ids)), None)
 
-    def _report_watch(self, st: dict[str, int]) -> None:
-        w = next((x for x in self.watches.values() if x.cid == st["id"]), None)
-        if w is None:
-            self.emit(f"watchpoint ? hit at cycle {self.chip.cycle}")
-            return
-        w.hits += 1
-        if w.reg:
-            new = self.chip.reg(w.me, w.reg, w.ctx)
-            self.emit(f"watchpoint {w.num} ({w.spec}): 0x{int(w.last):x} -> 0x{new:x} at cycle {self.chip.cycle}")
+    def _watch_value(self, w: Watchpoint) -> bytes | int:
+        return self.chip.reg(w.me, w.reg, w.ctx) if w.reg else self.chip.mem_read(w.space, w.addr, w.length)
+
+    def _watch_changes(self, first: int = -1) -> list[Watchpoint]:
+        """Watchpoints whose value differs from the one last reported (the one with C id
+        `first` ahead): a write of the same value is not a change and stops nothing."""
+        ws = sorted(self.watches.values(), key=lambda w: (w.cid != first, w.num))
+        return [w for w in ws if self._watch_value(w) != w.last]
+
+    def _report_watches(self, st: dict[str, int]) -> None:
+        changed = self._watch_changes(st["id"])
+        shown_writer = False
+        for w in changed:
+            w.hits += 1
+            new = self._watch_value(w)
+            if isinstance(new, int):
+                self.emit(f"watchpoint {w.num} ({w.spec}): 0x{int(w.last):x} -> 0x{new:x} at cycle {self.chip.cycle}")
+                w.last = new
+                if w.cid == st["id"]:
+                    shown_writer = self._report_reg_writer(st)
+                continue
+            self.emit(f"watchpoint {w.num} ({w.spec}) written at cycle {self.chip.cycle}")
+            old_b = w.last if isinstance(w.last, bytes) else b""
+            for i in range(0, w.length, 4):
+                o, n = old_b[i : i + 4], new[i : i + 4]
+                if o != n:
+                    self.emit(f"  {w.space} 0x{w.addr + i:x}: {o.hex() or '?'} -> {n.hex()}")
             w.last = new
-            if st["me"] >= 0:
-                self.me = st["me"]
-                self.ctx = st["ctx"] if st["ctx"] >= 0 else self.ctx
+            writer = self._writer(w.space, w.addr, w.length)
+            if writer is not None:
+                self.me, self.ctx = writer.me, writer.ctx
+                self.emit(f"  written by ME {self.nm(writer.me)} ctx {writer.ctx} (command issued at cycle {writer.cycle})")
+        if not shown_writer:
             self.show_here()
             return
-        new_b = self.chip.mem_read(w.space, w.addr, w.length)
-        self.emit(f"watchpoint {w.num} ({w.spec}) written at cycle {self.chip.cycle}")
-        old_b = w.last if isinstance(w.last, bytes) else b""
-        for i in range(0, w.length, 4):
-            o, n = old_b[i : i + 4], new_b[i : i + 4]
-            if o != n:
-                self.emit(f"  {w.space} 0x{w.addr + i:x}: {o.hex() or '?'} -> {n.hex()}")
-        w.last = new_b
-        writer = self._writer(w.space, w.addr, w.length)
-        if writer is not None:
-            self.me, self.ctx = writer.me, writer.ctx
-            self.emit(f"  written by ME {writer.me} ctx {writer.ctx} (command issued at cycle {writer.cycle})")
-            self.show_here()
+        pc = self.pc()
+        self.emit(f"ME {self.nm(self.me)} ctx {self.ctx} goes on at pc {pc} ({self.chip.ctx_state(self.me, self.ctx)}): {self.loc(self.me, pc)}")
+
+    def _report_reg_writer(self, st: dict[str, int]) -> bool:
+        """The thread and the instruction that wrote the register (from the stop); False
+        when the stop does not name one."""
+        me, ctx, pc = st["me"], st["ctx"], st["pc"]
+        if me not in self.target.loaded or ctx < 0:
+            return False
+        self.me, self.ctx = me, ctx
+        if pc == PC_UNIT:
+            self._drain()
+            issue = next((e for e in reversed(self.events) if e.kind == "mem_issue" and e.me == me
+                          and e.ctx == ctx), None)  # fmt: skip
+            unit = UNITS[issue.unit] if issue is not None and 0 <= issue.unit < len(UNITS) else "memory"
+            when = f" (command issued at cycle {issue.cycle})" if issue is not None else ""
+            self.emit(f"  written by the {unit} unit: a read of ME {self.nm(me)} ctx {ctx} completed{when}")
+            return False
+        self.emit(f"  written by ME {self.nm(me)} ctx {ctx} pc {pc} at {self.loc(me, pc)}")
+        self.show_code(me, pc)
+        return True
 
     def _writer(self, space: str, addr: int, length: int) -> HistEvent | None:
         """The thread whose write to [addr, addr+length) completed last (from history)."""
@@ -316,36 +446,37 @@ class Session:
         return issue or done
 
     def run(self, cycles: int) -> str:
-        """Run up to `cycles` cycles, in slices so Ctrl-C interrupts a long run."""
+        """Run up to `cycles` cycles, in slices so that Ctrl-C (request_stop) stops a long run."""
         start = self.chip.cycle
-        end = start + cycles
-        while True:
-            try:
-                reason = self.chip.run(min(RUN_SLICE, max(0, end - self.chip.cycle)))
-            except KeyboardInterrupt:
-                self.emit(f"interrupted at cycle {self.chip.cycle}")
-                self.show_here()
-                return "interrupted"
-            if reason == "budget" and self.chip.cycle < end:
-                self._drain()
-                continue
-            if reason == "breakpoint":
-                st = self.chip.last_stop()
-                bp = self._bp_of(st["id"])
-                if bp is not None and bp.cond:
-                    if not self.eval(bp.cond, st["me"], st["ctx"]):
-                        if self.chip.cycle >= end:
-                            reason = "budget"
-                            break
-                        continue
-                if bp is not None:
-                    bp.hits += 1
-            break
+        reason = self._run_until(start + cycles)
         self._report_stop(reason, start)
         return reason
 
+    def _run_until(self, end: int) -> str:
+        while True:
+            if self._stop_requested:
+                return "interrupted"
+            reason = self.chip.run(min(RUN_SLICE, max(0, end - self.chip.cycle)))
+            if reason == "budget" and self.chip.cycle < end:
+                self._drain()
+                continue
+            st = self.chip.last_stop()
+            if reason == "breakpoint":
+                bp = self._bp_of(st["id"])
+                if bp is not None and bp.cond and not self.eval(bp.cond, st["me"], st["ctx"]):
+                    if self.chip.cycle >= end:
+                        return "budget"
+                    continue
+                if bp is not None:
+                    bp.hits += 1
+            elif reason == "watchpoint" and not self._watch_changes():
+                if self.chip.cycle >= end:  # a memory write of the same bytes: go on
+                    return "budget"
+                continue
+            return str(reason)
+
     def cmd_run(self, args: list[str], rest: str) -> None:
-        cycles = self._int(args[0]) if args else DEFAULT_RUN
+        cycles = self._count(args[0], "CYCLES") if args else DEFAULT_RUN
         self.run(cycles)
 
     def _int(self, text: str) -> int:
@@ -354,33 +485,83 @@ class Session:
         except ValueError:
             return self.eval(text)
 
+    def _count(self, text: str, what: str) -> int:
+        n = self._int(text)
+        if n < 1:
+            raise DebugError(f"column {self.column(text)}: {what} must be 1 or more, got {n}")
+        return n
+
+    # ------------------------------------------------------------------ memory addresses
+    def mem_limits(self, space: str) -> str:
+        cfg = self.chip.config
+        if space == "sram":
+            n, size = int(cfg["units"]["sram"]["channels"]), int(cfg["sram_channel_bytes"])
+            return f"sram is {n} channels of 0x{size:x} bytes at " + ", ".join(f"0x{c << 30:x}" for c in range(n))
+        return f"{space} is 0x0..0x{int(cfg[f'{space}_bytes']) - 1:x}"
+
+    def mem_ok(self, space: str, addr: int, length: int) -> bool:
+        cfg = self.chip.config
+        if addr < 0 or length < 0:
+            return False
+        if space == "sram":
+            ch, off = addr >> 30, addr & 0x3FFFFFFF
+            return ch < int(cfg["units"]["sram"]["channels"]) and off + length <= int(cfg["sram_channel_bytes"])
+        return addr + length <= int(cfg[f"{space}_bytes"])
+
+    def address(self, space: str, text: str, length: int = 1) -> int:
+        """The value of `text` as a `space` address with `length` bytes there, or an error
+        that says where the space is."""
+        addr = self._int(text)
+        if not self.mem_ok(space, addr, max(length, 1)):
+            shown = f"{'-' if addr < 0 else ''}0x{abs(addr):x}" if abs(addr) < 1 << 64 else f"a {addr.bit_length()}-bit number"
+            span = f" (+{length} bytes)" if length > 1 and 0 <= addr < 1 << 64 else ""
+            col = self.column(text)
+            raise DebugError(f"{f'column {col}: ' if col else ''}{space} address {shown}{span} is out of range; "
+                             f"{self.mem_limits(space)}")  # fmt: skip
+        return addr
+
+    def _length(self, text: str, most: int) -> int:
+        n = self._int(text)
+        if not 1 <= n <= most:
+            raise DebugError(f"column {self.column(text)}: LEN must be 1..{most}, got {n}")
+        return n
+
     def _ended(self, me: int) -> str:
         st = self.chip.me_status(me)
         if st["state"] == "running":
             return "the context is inactive (ctx_arb[kill] or never enabled)"
-        return f"ME {me} {st['state']} at {self.loc(me, st['pc'])}" + (f": {st['reason']}" if st["reason"] else "")
+        return f"ME {self.nm(me)} {st['state']} at {self.loc(me, st['pc'])}" + (f": {st['reason']}" if st["reason"] else "")
 
     def step_once(self, me: int, ctx: int) -> str:
         """Step ME:CTX one instruction; returns 'step' or why something else stopped it."""
         if self.chip.ctx_state(me, ctx) == "inactive":
-            raise DebugError(f"ME {me} ctx {ctx} is not running ({self._ended(me)})")
+            raise DebugError(f"ME {self.nm(me)} ctx {ctx} is not running ({self._ended(me)})")
         # a sleeping context: advance the chip a cycle at a time until it wakes, so a thread
         # that never wakes (the bug being hunted) cannot hang the debugger
         start = self.chip.cycle
         while self.chip.ctx_state(me, ctx) == "sleep":
+            if self._stop_requested:
+                return "interrupted"
             if self.chip.cycle - start >= MAX_WAKE_WAIT:
                 wait = self.sig_list(me, self.chip.reg(me, "wait", ctx))
-                raise DebugError(f"ME {me} ctx {ctx} is still asleep after {MAX_WAKE_WAIT} cycles "
+                raise DebugError(f"ME {self.nm(me)} ctx {ctx} is still asleep after {MAX_WAKE_WAIT} cycles "
                                  f"(waiting on {wait}); `run` to go on, `threads` to see who could signal it")  # fmt: skip
             reason = self.chip.run(1)
+            if reason == "watchpoint" and not self._watch_changes():
+                continue
             if reason not in ("budget",):
                 return reason
         lib, raw = self.chip.lib, self.chip._chip
-        for _ in range(2):
+        pc0 = self.pc(me, ctx)
+        for _ in range(8):
             lib.npk_step(raw, me, ctx)
             st = self.chip.last_stop()
             if st["reason"] == "breakpoint" and st["me"] == me and st["ctx"] == ctx:
                 continue  # stopped before its own instruction: step over the breakpoint
+            if st["reason"] == "watchpoint" and not self._watch_changes():
+                if self.pc(me, ctx) != pc0:  # a memory write of the same bytes: not a stop
+                    return "step"
+                continue
             return str(st["reason"])
         return "step"
 
@@ -392,17 +573,17 @@ class Session:
             if ":" in a or (i == 1 and len(args) == 2):
                 self.me, self.ctx = self._thread(a)
             else:
-                n = self._int(a)
+                n = self._count(a, "N")
         start = self.chip.cycle
         for _ in range(n):
-            why = self.step_once(self.me, self.ctx)
+            why = "interrupted" if self._stop_requested else self.step_once(self.me, self.ctx)
             if why != "step":
                 self._report_stop(why, start)
                 return
         self.show_here()
 
     def cmd_next(self, args: list[str], rest: str) -> None:
-        count = self._int(args[0]) if args else 1
+        count = self._count(args[0], "N") if args else 1
         start = self.chip.cycle
         sm = self.target.smap(self.me)
         for _ in range(count):
@@ -411,12 +592,12 @@ class Session:
             d0 = sm.depth(pc0)
             key0 = (e0.file, e0.line) if e0 else None
             for _ in range(MAX_NEXT_STEPS):
-                why = self.step_once(self.me, self.ctx)
+                why = "interrupted" if self._stop_requested else self.step_once(self.me, self.ctx)
                 if why != "step":
                     self._report_stop(why, start)
                     return
                 if self.chip.ctx_state(self.me, self.ctx) == "inactive":
-                    self.emit(f"ME {self.me} ctx {self.ctx} ended: {self._ended(self.me)}")
+                    self.emit(f"ME {self.nm(self.me)} ctx {self.ctx} ended: {self._ended(self.me)}")
                     return
                 pc = self.pc()
                 e = sm.entry(pc)
@@ -452,6 +633,7 @@ class Session:
             else:
                 errors.append(f"'{spec}' is not FILE:LINE, a label or an address")
         if not out:
+            errors.sort(key=lambda e: e.startswith("no code from a file named"))  # a file that exists first
             raise DebugError(errors[0] if errors else f"no code at {spec}")
         return out
 
@@ -460,6 +642,13 @@ class Session:
             raise DebugError("break FILE:LINE|LABEL|ADDR [if EXPR]")
         spec, _, cond = rest.partition(" if ")
         spec = spec.strip()
+        if not spec or spec == "if" or spec.startswith("if "):
+            raise DebugError(f"break needs a location before `if` (usage: {self._usage('break')})")
+        if len(spec.split()) > 1:
+            extra = spec.split()[1]
+            col = self.column(extra, len(spec.split()[0]))
+            raise DebugError(f"column {col}: unexpected '{extra}'; a location is one word "
+                             "(FILE:LINE, LABEL or ADDR), a condition follows `if`")  # fmt: skip
         if cond.strip():
             self.eval(cond.strip())  # unknown names are an error now, not at the first hit
         places = self.resolve_location(spec)
@@ -471,41 +660,46 @@ class Session:
         mes = sorted({me for me, _ in places})
         addrs = sorted({pc for _, pc in places})
         self.emit(f"breakpoint {bp.num} at {bp.where}, address {', '.join(map(str, addrs))}"
-                  f" on ME {', '.join(map(str, mes))}" + (f" if {bp.cond}" if bp.cond else ""))  # fmt: skip
+                  f" on ME {self.names(mes)}" + (f" if {bp.cond}" if bp.cond else ""))  # fmt: skip
 
     def cmd_watch(self, args: list[str], rest: str) -> None:
         if not args:
-            raise DebugError("watch REG | sram|dram|scratch ADDR [LEN]")
+            raise DebugError(self._usage("watch"))
         num = self.next_num
-        if args[0] in ("sram", "dram", "scratch"):
+        if args[0] in MEM_SPACES:
             if len(args) < 2:
                 raise DebugError(f"watch {args[0]} ADDR [LEN]")
-            addr = self._int(args[1])
-            length = self._int(args[2]) if len(args) > 2 else 4
+            if len(args) > 3:
+                raise self.unexpected("watch", args[3], self.arg_offset(rest, args, 3))
+            length = self._length(args[2], MAX_DUMP) if len(args) > 2 else 4
+            addr = self.address(args[0], args[1], length)
             cid = self.chip.add_watchpoint(f"{args[0]}:{addr}", length=length)
             w = Watchpoint(num, f"{args[0]} 0x{addr:x} len {length}", cid, -1, -1, space=args[0], addr=addr,
                            length=length, last=self.chip.mem_read(args[0], addr, length))  # fmt: skip
         else:
+            if len(args) > 1:
+                raise self.unexpected("watch", args[1], self.arg_offset(rest, args, 1))
             name = args[0]
-            sm = self.target.smap(self.me)
-            cands = sm.reg_candidates(name.partition(".")[0])
-            if cands:
-                half = name.partition(".")[2] or (sm.xfer_half(cands[0].name) if cands[0].kind == "xfer" else "")
-                phys = cands[0].phys + (f".{half}" if half else "")
-            else:
-                phys = name
+            phys = self.reg_phys(name) or name
             try:
-                parse_reg(phys, self.ctx, self.chip.ctx_mode[self.me])
+                ref = parse_reg(phys, self.ctx, self.chip.ctx_mode[self.me])
             except EmulatorError as e:
-                raise DebugError(str(e)) from None
+                raise DebugError(f"{e} (watch takes a .reg name, a register or sram|dram|scratch ADDR [LEN])") from None
+            if ref.kind > K_LM:
+                raise DebugError(f"'{name}' cannot be watched: watchpoints see GPRs, transfer, next-neighbour "
+                                 "and local-memory registers (and memory)")  # fmt: skip
             cid = self.chip.add_watchpoint(phys, me=self.me, ctx=self.ctx)
-            label = f"{name} ({phys}) ME {self.me} ctx {self.ctx}" if phys != name else f"{name} ME {self.me} ctx {self.ctx}"
+            label = f"{name} ({phys}) ME {self.nm(self.me)} ctx {self.ctx}" if phys != name else f"{name} ME {self.nm(self.me)} ctx {self.ctx}"
             w = Watchpoint(num, label, cid, self.me, self.ctx, reg=phys, last=self.chip.reg(self.me, phys, self.ctx))
         self.watches[num] = w
         self.next_num += 1
         self.emit(f"watchpoint {num}: {w.spec}")
 
     def cmd_delete(self, args: list[str], rest: str) -> None:
+        for i, a in enumerate(args):
+            if not a.isdigit():
+                raise DebugError(f"column {self.column(a, self.arg_offset(rest, args, i))}: '{a}' is not a "
+                                 "breakpoint or watchpoint number (see info)")  # fmt: skip
         nums = [int(a) for a in args] if args else sorted([*self.breaks, *self.watches])
         for n in nums:
             if n in self.breaks:
@@ -539,33 +733,31 @@ class Session:
         pc = self.pc()
         sm = self.target.smap(self.me)
         e = sm.entry(pc)
-        self.emit(f"ME {self.me} ctx {self.ctx} pc {pc} at {short(e.file)}:{e.line}" if e else f"pc {pc}")
+        self.emit(f"ME {self.nm(self.me)} ctx {self.ctx} pc {pc} at {short(e.file)}:{e.line}" if e else f"pc {pc}")
         for i, f in enumerate(reversed(macro_frames(e) if e else [])):
             self.emit(f"  #{i + 1} {f.name}() called at {short(f.file)}:{f.line}: "
                       f"{sm.source_line(f.file, f.line).strip()}")  # fmt: skip
 
     def cmd_threads(self, args: list[str], rest: str) -> None:
         self.emit(f"cycle {self.chip.cycle}")
-        self.emit("   ME:CTX  state     pc  location                                  waiting on")
+        self.emit("  ME:CTX   state     pc  location                                  waiting on")
         for me in self.target.mes:
             status = self.chip.me_status(me)
             if status["state"] != "running":
-                self.emit(f"  ME {me}: {status['state']}" + (f" ({status['reason']})" if status["reason"] else ""))
+                self.emit(f"  ME {self.nm(me)}: {status['state']}" + (f" ({status['reason']})" if status["reason"] else ""))
             for ctx in self.target.ctxs(me):
                 state = CTX_STATES[self.chip.reg(me, "state", ctx)]
                 pc = self.chip.reg(me, "pc", ctx)
                 wait = self.chip.reg(me, "wait", ctx)
                 mark = "*" if (me, ctx) == (self.me, self.ctx) else " "
                 waiting = self.sig_list(me, wait) if state == "sleep" else ""
-                self.emit(f"{mark} {me:3d}:{ctx:<3d} {state:<8s} {pc:4d}  {self.loc(me, pc):<40s}  {waiting}".rstrip())
+                self.emit(f"{mark} {self.nm(me)}:{ctx:<3d} {state:<8s} {pc:4d}  {self.loc(me, pc):<40s}  {waiting}".rstrip())
         if self.target.control is not None:
             self.emit(xscale_line(self.target.control))
 
     def cmd_signals(self, args: list[str], rest: str) -> None:
-        me = int(args[0]) if args else self.me
-        if me not in self.target.loaded:
-            raise DebugError(f"ME {me} has nothing loaded")
-        self.emit(f"ME {me} signals (raised = pending for the context; awaited = its ctx_arb mask)")
+        me = self._me(args[0]) if args else self.me
+        self.emit(f"ME {self.nm(me)} signals (raised = pending for the context; awaited = its ctx_arb mask)")
         for ctx in self.target.ctxs(me):
             sigs = self.chip.reg(me, "signals", ctx)
             wait = self.chip.reg(me, "wait", ctx)
@@ -591,7 +783,7 @@ class Session:
         pc = self.chip.reg(me, "pc", ctx)
         cc = self.chip.reg(me, "cc", ctx)
         flags = "".join(f for b, f in ((0, "Z"), (1, "N"), (2, "C"), (3, "V")) if cc >> b & 1) or "-"
-        self.emit(f"ME {me} ctx {ctx}  pc {pc}  cc {flags}  state {self.chip.ctx_state(me, ctx)}  at {self.loc(me, pc)}")
+        self.emit(f"ME {self.nm(me)} ctx {ctx}  pc {pc}  cc {flags}  state {self.chip.ctx_state(me, ctx)}  at {self.loc(me, pc)}")
         self.emit("registers by .reg name:")
         named: dict[str, list[str]] = {}
         for r in sorted(sm.regs, key=lambda r: (r.kind, r.name, r.scope)):
@@ -654,6 +846,76 @@ class Session:
                for i in range(int(self.chip.config["cam_entries"]))]  # fmt: skip
         self.emit("CAM (entry: tag/state): " + " ".join(f"{i}:{t:08x}/{s:x}" for i, t, s in cam))
 
+    def cmd_set(self, args: list[str], rest: str) -> None:
+        m = re.fullmatch(r"(?P<lhs>[^=]*?)\s*=(?!=)\s*(?P<rhs>.*)", rest)
+        if not m or not m["lhs"]:
+            raise DebugError(f"set what? usage: {self._usage('set')}")
+        lhs, rhs = m["lhs"], m["rhs"].strip()
+        if not rhs:
+            raise DebugError(f"column {len(self._line) + 1}: the value is missing after '=' (usage: {self._usage('set')})")
+        mm = re.fullmatch(r"(?P<space>\w+)\s*\[(?P<inner>.*)\]", lhs)
+        if mm and mm["space"] in MEM_SPACES:
+            self._set_mem(mm["space"], mm["inner"], rhs)
+        elif mm or "[" in lhs:
+            raise DebugError(f"column {self.column(lhs)}: '{lhs}': memory is sram[ADDR], dram[ADDR] or scratch[ADDR] "
+                             "(with a width: dram[ADDR, 1])")  # fmt: skip
+        else:
+            self._set_reg(lhs, rhs)
+        for w in self.watches.values():  # the debugger's own write is no change for a watchpoint
+            w.last = self._watch_value(w)
+
+    def _set_value(self, rhs: str, nbytes: int) -> int:
+        v = self.eval(rhs)
+        if not -(1 << (8 * nbytes - 1)) <= v < 1 << (8 * nbytes):
+            shown = f"{'-' if v < 0 else ''}0x{abs(v):x}" if abs(v) < 1 << 64 else f"a {v.bit_length()}-bit number"
+            raise DebugError(f"column {self.column(rhs)}: {shown} does not fit in {8 * nbytes} bits")
+        return v & ((1 << (8 * nbytes)) - 1)
+
+    def _set_mem(self, space: str, inner: str, rhs: str) -> None:
+        addr_text, _, width_text = inner.rpartition(",") if "," in inner else (inner, "", "")
+        width = 4
+        if width_text.strip():
+            width = self._int(width_text.strip())
+            if width not in (1, 2, 4, 8):
+                raise DebugError(f"column {self.column(width_text.strip())}: the width is 1, 2, 4 or 8 bytes, not {width}")
+        addr = self.address(space, addr_text.strip(), width)
+        value = self._set_value(rhs, width)
+        old = self.chip.mem_read(space, addr, width)
+        self.chip.mem_write(space, addr, value.to_bytes(width, "big"))
+        self.emit(f"{space}[0x{addr:x}] = 0x{value:0{2 * width}x} ({width} byte{'s' if width > 1 else ''}, was 0x{old.hex()})")
+
+    def _set_reg(self, name: str, rhs: str) -> None:
+        me, ctx = self.me, self.ctx
+        sm = self.target.smap(me)
+        phys = self.reg_phys(name)
+        if phys is None:
+            for table, what in ((sm.labels, "a label"), (sm.signals, "a signal"), (sm.mems, "a memory symbol")):
+                if name in table:
+                    raise DebugError(f"'{name}' is {what}, a constant of the image (read-only)")
+            phys = name
+        try:
+            ref = parse_reg(phys, ctx, self.chip.ctx_mode[me])
+        except EmulatorError as e:
+            if not str(e).startswith("unknown register"):
+                raise DebugError(f"column {self.column(name)}: {e}") from None
+            raise DebugError(f"column {self.column(name)}: unknown register '{name}' (a .reg name of "
+                             f"{self.target.loaded[me]}, a register such as a0, $1, $$2.out, n$3, lm4, or pc, cc, a CSR)") from None  # fmt: skip
+        if ref.kind in (K_STATE, K_WAIT):
+            raise DebugError(f"'{name}' is read-only: the context's state and awaited signals change by running it")
+        value = self._set_value(rhs, 4)
+        if ref.kind == K_PC and value >= len(self.target.program(me).words):
+            raise DebugError(f"pc {value} is past the end of program {self.target.loaded[me]} "
+                             f"({len(self.target.program(me).words)} words)")  # fmt: skip
+        old = self.chip.reg(me, phys, ctx)
+        self.chip.set_reg(me, phys, value, ctx)
+        now = self.chip.reg(me, phys, ctx)
+        shown = f"{name} ({phys})" if phys != name else name
+        self.emit(f"{shown} = {now} (0x{now:x}), was {old} (0x{old:x})  ME {self.nm(me)} ctx {ctx}")
+        if now != value:
+            self.emit(f"  the register keeps 0x{now:x}, not 0x{value:x}: some of its bits are read-only or unused")
+        if ref.kind == K_PC:
+            self.show_here()
+
     def cmd_print(self, args: list[str], rest: str) -> None:
         if not rest:
             raise DebugError("print EXPR")
@@ -661,10 +923,12 @@ class Session:
         self.emit(f"{rest} = {v} (0x{v & 0xFFFFFFFF:x})")
 
     def cmd_mem(self, args: list[str], rest: str) -> None:
-        if len(args) < 2 or args[0] not in ("sram", "dram", "scratch"):
+        if len(args) < 2 or args[0] not in MEM_SPACES:
             raise DebugError("mem sram|dram|scratch ADDR [LEN]")
-        addr = self._int(args[1])
-        length = self._int(args[2]) if len(args) > 2 else 64
+        if len(args) > 3:
+            raise self.unexpected("mem", args[3], self.arg_offset(rest, args, 3))
+        length = self._length(args[2], MAX_DUMP) if len(args) > 2 else 64
+        addr = self.address(args[0], args[1], length)
         data = self.chip.mem_read(args[0], addr, length)
         self.emit(f"{args[0]} 0x{addr:x}, {length} bytes:")
         for ln in pkt.hexdump(data, addr):
@@ -687,7 +951,7 @@ class Session:
             self.emit(f"sram ring at 0x{a:08x}: base 0x{d[3]:x} size {d[4]} count {d[2]} head {d[0]} tail {d[1]}")
 
     def cmd_queues(self, args: list[str], rest: str) -> None:
-        addrs = sorted({self._int(a) & ~3 for a in args} or self.sram_queues)
+        addrs = sorted({self.address("sram", a, 12) & ~3 for a in args} or self.sram_queues)
         if not addrs:
             self.emit("no SRAM queue used yet (queues ADDR... reads descriptors at ADDR)")
             return
@@ -733,12 +997,15 @@ class Session:
                 raise DebugError("which packet? give its DRAM address: packet EXPR (e.g. packet buf), "
                                  f"or name a register {'/'.join(pkt.CONVENTION_REGS)} in the program")  # fmt: skip
             how = f"{expr} (by convention)"
-        addr = self.eval(expr) & 0xFFFFFFFF
-        head = self.chip.mem_read("dram", addr, 64)
+        addr = self.address("dram", expr) if expr == rest.strip() else self.address("dram", str(self.eval(expr)))
+        head = self.chip.mem_read("dram", addr, min(64, int(self.chip.config["dram_bytes"]) - addr))
         if pad is None:
             pad = pkt.guess_pad(head)
         if length is None:
             length = pkt.frame_length(head[pad:])
+        if pad < 0 or length < 1 or not self.mem_ok("dram", addr + pad, length):
+            raise DebugError(f"a frame of {length} bytes at dram 0x{addr:x} + {pad} is out of range; "
+                             f"{self.mem_limits('dram')}")  # fmt: skip
         frame = self.chip.mem_read("dram", addr + pad, length)
         self.emit(f"packet at dram 0x{addr:x} = {how}" + (f", frame at +{pad}" if pad else "") + f", {length} bytes")
         for ln in pkt.decode(frame):
@@ -777,6 +1044,8 @@ class Session:
         lines = sm.text(cfile)
         if lines is None:
             raise DebugError(f"source file {cfile} not found")
+        if not 1 <= cline <= len(lines):
+            raise DebugError(f"{short(cfile)} has lines 1..{len(lines)}, not {cline}")
         lo, hi = max(1, cline - 5), min(len(lines), cline + 5)
         self.emit(f"{short(cfile)}:")
         for n in range(lo, hi + 1):
@@ -795,7 +1064,7 @@ class Session:
         for m in st["mes"]:
             if m["me"] not in self.target.loaded:
                 continue
-            self.emit(f"ME {m['me']:2d} {self.target.loaded[m['me']]:<12s} {m['status']:<7s} instr {m['instructions']:>8d}"
+            self.emit(f"ME {m['me_name']} {self.target.loaded[m['me']]:<12s} {m['status']:<7s} instr {m['instructions']:>8d}"
                       f"  exec {m['executing_cycles']:>8d}  aborted {m['aborted_cycles']:>6d}  stalled {m['stalled_cycles']:>6d}"
                       f"  idle {m['idle_cycles']:>8d}  util {100 * (m['executing_cycles'] + m['aborted_cycles'] + m['stalled_cycles']) / cyc:5.1f}%"
                       f"  swaps {m['ctx_swaps']}")  # fmt: skip

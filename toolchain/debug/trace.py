@@ -2,7 +2,7 @@
 
 Open the file at https://ui.perfetto.dev (or chrome://tracing).  What is in it:
 
-* one process per loaded ME ("ME 3 (parse)"), one thread track per context; on each
+* one process per loaded ME ("ME 0x03 (parse)"), one thread track per context; on each
   track complete events ("ph": "X") named `executing`, `ready` or `sleeping` that tile
   the context's time without overlap (args: cycles, pc and source line at the start);
 * memory references: an async span ("b"/"e", process "memory", one name per unit) from
@@ -130,7 +130,7 @@ def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[in
 
     # ---- names
     for me in target.mes:
-        out.append({"ph": "M", "pid": me, "name": "process_name", "args": {"name": f"ME {me} ({target.loaded[me]})"}})
+        out.append({"ph": "M", "pid": me, "name": "process_name", "args": {"name": f"ME {target.chip.me_name(me)} ({target.loaded[me]})"}})
         out.append({"ph": "M", "pid": me, "name": "process_sort_index", "args": {"sort_index": me}})
         for ctx in target.ctxs(me):
             out.append({"ph": "M", "pid": me, "tid": ctx, "name": "thread_name", "args": {"name": f"ctx {ctx}"}})

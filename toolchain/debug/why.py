@@ -109,7 +109,7 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
 def _open(spec: RunSpec) -> Target:
     from npkit.emulator.loader import parse_me_list
 
-    return open_target(spec.image, spec.config, parse_me_list(spec.mes), spec.traffic, params=spec.params)
+    return open_target(spec.image, spec.config, parse_me_list(spec.mes, spec.config), spec.traffic, params=spec.params)
 
 
 def find_tagged(spec: RunSpec, tag_id: int) -> tuple[int, int]:
@@ -189,7 +189,7 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
                             if chosen is not None and gen > chosen:
                                 stop_next = True  # the next packet is coming into this buffer
                         pc = last_pc.get((ev.me, ev.ctx), 0)
-                        t = {"cycle": ev.cycle, "me": ev.me, "ctx": ev.ctx,
+                        t = {"cycle": ev.cycle, "me": ev.me, "me_name": target.chip.me_name(ev.me), "ctx": ev.ctx,
                              "block": target.loaded.get(ev.me, "?"), "pc": pc, "at": loc(ev.me, pc),
                              "op": {8: "read", 9: "write", 0xA: "rbuf_rd (receive into DRAM)",
                                     0xB: "tbuf_wr (transmit from DRAM)"}.get(cmd, f"cmd {cmd}"),
@@ -249,7 +249,7 @@ def render(report: dict[str, Any]) -> str:
     if not report["touches"]:
         out.append("  no thread read or wrote this buffer")
     for t in report["touches"]:
-        out.append(f"  cycle {t['cycle']:>7}  ME {t['me']} ctx {t['ctx']} ({t['block']})  {t['op']} "
+        out.append(f"  cycle {t['cycle']:>7}  ME {t['me_name']} ctx {t['ctx']} ({t['block']})  {t['op']} "
                    f"+{t['offset']}..+{t['offset'] + t['bytes'] - 1}  at {t['at']}")  # fmt: skip
         if len(t["changed"]) > 16 or t["op"].startswith("rbuf_rd"):  # a receive: which fields, not every byte
             out.append(f"      {len(t['changed'])} bytes changed: {', '.join(t['fields'])}")

@@ -280,7 +280,7 @@ def enc_pop_count(c: _Ctx) -> int:
 
 
 def enc_find_bset(c: _Ctx) -> int:
-    m = c.split.mnemonic.lower()
+    m = model.isa().canonical_mnemonic(c.split.mnemonic)
     if m == "find_bset":
         c.nargs(2)
         return _alu_special(c, m, c.op(0), NONE, c.op(1))
@@ -423,7 +423,10 @@ def enc_immed(c: _Ctx) -> int:
         kind, value, shift, invert, hi = 0, 0, 0, 0, 0
     elif m == "immed":
         n = c.nargs(2, 3)
-        val = c.number(1) & 0xFFFFFFFF
+        val = c.number(1)
+        if not -(1 << 31) <= val <= 0xFFFFFFFF:
+            raise EncodeError(f"immed constant {val:#x} does not fit 32 bits (-2^31..0xFFFFFFFF)", 1)
+        val &= 0xFFFFFFFF
         if n == 3:
             sm = re.fullmatch(r"<<\s*(0|8|16|24)", c.arg(2).replace(" ", ""))
             if not sm:
@@ -908,7 +911,7 @@ for _k in range(4):
 ENCODERS["immed_w0"] = enc_immed
 ENCODERS["immed_w1"] = enc_immed
 
-MNEMONICS: frozenset[str] = frozenset(ENCODERS)
+MNEMONICS: frozenset[str] = frozenset(ENCODERS) | frozenset(model.isa().mnemonic_aliases)
 
 
 def encode(text: str | SplitInstr, resolve: Resolver | None = None, ctx_mode: int = 8) -> int:
@@ -917,7 +920,7 @@ def encode(text: str | SplitInstr, resolve: Resolver | None = None, ctx_mode: in
         split = text if isinstance(text, SplitInstr) else split_instruction(text)
     except SyntaxProblem as e:
         raise EncodeError(str(e)) from None
-    fn = ENCODERS.get(split.mnemonic.lower())
+    fn = ENCODERS.get(model.isa().canonical_mnemonic(split.mnemonic))
     if fn is None:
         raise EncodeError(f"unknown instruction '{split.mnemonic}'")
     c = _Ctx(split, resolve, ctx_mode, set())

@@ -13,7 +13,7 @@ from functools import partial
 from . import model
 from .codec import _BCC, _decode_shift
 from .model import ClassDef
-from .operands import Op, OperandError, decode_restricted, decode_unrestricted
+from .operands import Op, OperandError, decode_restricted, decode_unrestricted, encode_restricted
 
 
 class DecodeError(ValueError):
@@ -103,6 +103,15 @@ def dec_alu(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
     return f"alu[{dest.text()}, {a.text()}, {name}, {b.text()}]"
 
 
+def _fits_restricted(op: Op, bank: str) -> bool:
+    """Can `op` go in the restricted `bank` field (else the encoder swaps the operands)?"""
+    try:
+        encode_restricted(op, bank, False)
+    except OperandError:
+        return False
+    return True
+
+
 def _unused_a(swap: int, a_field: int, b_field: int, b_none: int) -> bool:
     """True when the logical A operand's field holds exactly the '--' encoding."""
     return b_field == b_none if swap else a_field == 0
@@ -130,7 +139,10 @@ def dec_alu_shf(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
         endian = "be" if stype == st["right"] else "le"
         return f"byte_align_{endian}[{dest.text()}, {a.text()}]"
     a_text = a.text()
-    if names[op] in ("B", "~B") and _unused_a(g("swap"), g("a_src"), g("b_src"), 0x20) and not msb:
+    if names[op] in ("B", "~B") and _unused_a(g("swap"), g("a_src"), g("b_src"), 0) and not msb \
+            and (not g("swap") or not _fits_restricted(b, "b")):
+        # an unused source is 0 in either field, which is also b0's number in the B field:
+        # '--' only where the encoder writes it, so that text and word round-trip
         a_text = "--"
     return f"alu_shf[{dest.text()}, {a_text}, {names[op]}, {b.text()}, {_decode_shift(stype, amt)}]"
 
@@ -341,6 +353,8 @@ def _dec_mem(unit: str, ctx_mode: int) -> Callable[[ClassDef, int, LabelOf | Non
         match = [(k, s) for k, s in table.items() if s["cmd"] == cmd and s.get("sub", 0) == sub]
         if not match and sub & 2 and unit in ("sram", "dram", "msf", "pci", "cap"):
             match = [(k, s) for k, s in table.items() if s["cmd"] == cmd and s.get("sub", 0) == (sub & 1)]
+        if not match and unit == "cap":  # mev2.yaml cap_cmd: bits 19:18 carry no known meaning
+            match = [(k, s) for k, s in table.items() if s["cmd"] == cmd]
         if not match:
             raise DecodeError(f"undefined {unit} command {cmd}/{sub}")
         name, spec = match[0]

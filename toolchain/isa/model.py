@@ -41,12 +41,27 @@ class Isa:
     local_csrs: dict[str, int]
     cap_csrs: dict[str, int]
     restricted_index_regs: dict[Any, str]
+    mnemonic_aliases: dict[str, str]
+    npkit_assigned: tuple[tuple[str, tuple[tuple[str, int], ...], str], ...]
 
     def classify(self, word: int) -> ClassDef | None:
         for cls in self.classes.values():
             if word & cls.mask == cls.value:
                 return cls
         return None
+
+    def canonical_mnemonic(self, mnemonic: str) -> str:
+        """The instruction an alias stands for (`ffs` -> `find_bset`); others unchanged."""
+        m = mnemonic.lower()
+        return self.mnemonic_aliases.get(m, m)
+
+    def assigned_by_npkit(self, word: int) -> list[str]:
+        """What in `word` is npkit's own encoding (mev2.yaml npkit_assigned), if anything."""
+        cls = self.classify(word)
+        if cls is None:
+            return []
+        return [what for name, match, what in self.npkit_assigned
+                if name == cls.name and all(cls.get(word, f) == v for f, v in match)]  # fmt: skip
 
 
 @lru_cache(maxsize=1)
@@ -63,4 +78,9 @@ def isa() -> Isa:
         local_csrs={k.upper(): int(v) for k, v in raw["local_csrs"].items()},
         cap_csrs={k.upper(): int(v) for k, v in raw["cap_csrs"].items()},
         restricted_index_regs=raw["restricted_index_regs"],
+        mnemonic_aliases={str(k).lower(): str(v).lower() for k, v in (raw.get("mnemonic_aliases") or {}).items()},
+        npkit_assigned=tuple(
+            (str(e["class"]), tuple((str(f), int(v)) for f, v in e["match"].items()), str(e["what"]))
+            for e in raw.get("npkit_assigned") or []
+        ),
     )

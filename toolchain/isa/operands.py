@@ -105,7 +105,10 @@ def parse_physical(text: str) -> Op:
             raise OperandError(f"local-memory offset in {t} out of range (0-15)")
         name = f"*l$index{m['lm']}" + (f"[{off}]" if off else "")
         return Op("idx", name=name)
-    return Op("imm", int(m["num"], 0))
+    try:
+        return Op("imm", int(m["num"], 0))
+    except ValueError:  # '010': Python's base-0 int takes no leading zero (no octal here either)
+        raise OperandError(f"number {t!r}: a decimal number has no leading zero (write {t.lstrip('0') or '0'} or 0x...)") from None
 
 
 def _lm_offset(name: str) -> tuple[int, int] | None:
@@ -194,7 +197,9 @@ def encode_restricted(op: Op, field_bank: str, is_dest: bool) -> tuple[int, int 
     if k == "none":
         if is_dest:
             return 0x20, None
-        return (0, None) if field_bank == "a" else (0x20, 0)  # as Intel: RX 11, TX 3
+        # an unused source is 0 in either field, as Intel's assembler writes it: A field
+        # RX 11 / TX 3, B field (operands swapped) QAT ae_inst_1b .10 / .11
+        return 0, None
     if k == "gpr":
         if op.bank != field_bank:
             raise OperandError(f"{op.text()} cannot go in the {field_bank.upper()} operand field")

@@ -57,7 +57,7 @@ def _mem_roles(unit: str, args: list[str]) -> list[Role]:
 
 def operand_roles(mnemonic: str, args: list[str]) -> list[Role]:
     """Roles for each operand of `mnemonic[args]`; the list has len(args) entries."""
-    m = mnemonic.lower()
+    m = model.isa().canonical_mnemonic(mnemonic)
     n = len(args)
     roles: list[Role]
     if m == "alu":

@@ -12,6 +12,7 @@ A layout names its control plane::
 
 (`xscale: {program: ...}` is read as the same section.)  `host` keeps the Python stand-in
 of the exception path (microcode/host/host_sink.uc and the host's reader): block tests.
+The section is checked by the layout's schema (layout_schema.ControlSection).
 
 The daemon's configuration (xscale/npkd/cfg.h) is written when the image is started,
 from the router configuration the image was linked with, the system map and the
@@ -29,7 +30,6 @@ from typing import Any
 from .layout import LinkError
 from .sysmap import CP_CHANGES_BASE, CP_CHANGES_CAP, CP_LOG_BASE, CP_LOG_CAP, CP_STATS_BASE, SYS
 
-PLACEMENTS = ("xscale", "gpe", "host")
 STATS_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "stats.h"
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
 EXIT_RESTART = 75  # npkd's exit status for "restart me" (`npk route restart`)
@@ -53,38 +53,18 @@ def option_names() -> list[str]:
     return re.findall(r"X\((\w+),", CFG_H.read_text().split("NPKD_OPTIONS(X)", 1)[1].split("typedef", 1)[0])
 
 
+def control_allocations() -> list[tuple[int, int, str]]:
+    """The SRAM the daemon writes for the host: (first byte, end byte, what), for the
+    linker's overlap check (link.system_allocations)."""
+    return [(CP_STATS_BASE, CP_STATS_BASE + 16 + 4 * len(stat_names()), "statistics block"),
+            (CP_LOG_BASE, CP_LOG_BASE + 16 + 16 * CP_LOG_CAP, "exception log"),
+            (CP_CHANGES_BASE, CP_CHANGES_BASE + 16 + 16 * CP_CHANGES_CAP, "route change log")]  # fmt: skip
+
+
 def stat_names() -> list[str]:
     """The daemon's counters in the order of its statistics block (xscale/npkd/stats.h)."""
     body = STATS_H.read_text().split("NPKD_STATS(X)", 1)[1].split("enum", 1)[0]
     return re.findall(r"X\((\w+)\)", body)
-
-
-def control_spec(raw: Any, where: str) -> ControlSpec | None:
-    """A layout's `control:` (or `xscale:`) mapping, checked; None when absent."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise LinkError(f"{where}: control: expected a mapping {{placement, program, args, ring, options}}")
-    unknown = set(raw) - {"placement", "program", "args", "ring", "options"}
-    if unknown:
-        raise LinkError(f"{where}: control: unknown keys {', '.join(sorted(unknown))}")
-    placement = str(raw.get("placement", "xscale"))
-    if placement not in PLACEMENTS:
-        raise LinkError(f"{where}: control.placement: {placement!r} is not one of {', '.join(PLACEMENTS)}")
-    args = raw.get("args") or []
-    if not isinstance(args, list):
-        raise LinkError(f"{where}: control.args: a list of strings")
-    opts = raw.get("options") or {}
-    known = option_names()
-    if not isinstance(opts, dict) or any(k not in known for k in opts):
-        bad = [k for k in opts if k not in known] if isinstance(opts, dict) else opts
-        raise LinkError(f"{where}: control.options: unknown {bad} (known: {', '.join(known)})")
-    try:
-        options = {str(k): int(v) for k, v in opts.items()}
-    except (TypeError, ValueError):
-        raise LinkError(f"{where}: control.options: integer values") from None
-    return ControlSpec(placement, str(raw.get("program", "npkd")), [str(a) for a in args],
-                       None if raw.get("ring") is None else str(raw["ring"]), options)  # fmt: skip
 
 
 # ---- the daemon's configuration ------------------------------------------------------------

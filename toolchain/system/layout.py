@@ -27,12 +27,16 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from npkit.toolchain.schema import Located, error_at, file_state, load_yaml, validate
+
+from .layout_schema import LayoutFile
 from .paths import LAYOUTS, MICROCODE
 from .sysmap import SYS
 
@@ -93,24 +97,26 @@ class Layout:
 _PARAM = re.compile(r"\$\{(\w+)\}")
 
 
-def _subst(value: Any, params: dict[str, Any], where: str) -> Any:
+def _subst(value: Any, params: dict[str, Any], path: tuple[Any, ...], fail: Callable[[tuple[Any, ...], str], Exception]) -> Any:
+    """`${name}` replaced in every string under `value`; a string that is exactly one
+    `${name}` takes the parameter's type."""
     if isinstance(value, str):
         m = _PARAM.fullmatch(value.strip())
         if m:
             if m[1] not in params:
-                raise LinkError(f"{where}: unknown parameter ${{{m[1]}}}")
+                raise fail(path, f"unknown parameter ${{{m[1]}}} (parameters: {', '.join(params) or 'none'})")
             return params[m[1]]
 
         def rep(mm: re.Match[str]) -> str:
             if mm[1] not in params:
-                raise LinkError(f"{where}: unknown parameter ${{{mm[1]}}}")
+                raise fail(path, f"unknown parameter ${{{mm[1]}}} (parameters: {', '.join(params) or 'none'})")
             return str(params[mm[1]])
 
         return _PARAM.sub(rep, value)
     if isinstance(value, list):
-        return [_subst(v, params, where) for v in value]
+        return [_subst(v, params, (*path, i), fail) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: _subst(v, params, f"{where}.{k}") for k, v in value.items()}
+        return {k: _subst(v, params, (*path, k), fail) for k, v in value.items()}
     return value
 
 
@@ -168,196 +174,71 @@ def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any], source: str
     return raw
 
 
-def _int(v: Any, where: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        try:
-            return int(str(v), 0)
-        except ValueError:
-            raise LinkError(f"{where}: expected an integer, got {v!r}") from None
-    return v
-
-
-def _mes(v: Any, where: str) -> list[int]:
-    if isinstance(v, dict):
-        first, count = (
-            _int(v.get("first"), f"{where}.first"),
-            _int(v.get("count"), f"{where}.count"),
-        )
-        return list(range(first, first + count))
-    if isinstance(v, list):
-        return [_int(x, where) for x in v]
-    return [_int(v, where)]
-
-
 def load_layout(
     path: str | Path | dict[str, Any], overrides: dict[str, Any] | None = None
 ) -> Layout:
     """Read and check a layout.  `path` may be a layout name ("pipelined"), a file, or
-    an already-parsed mapping (tests).  Raises LinkError with the reason."""
+    an already-parsed mapping (tests).  The layout, with its parameters substituted and
+    -D overrides applied, is checked against layout_schema.LayoutFile; raises LinkError
+    `file:line: field: problem`."""
+    located: Located | None = None
     if isinstance(path, dict):
         raw, source = path, "<layout>"
     else:
         p = Path(path)
-        if not p.exists() and (LAYOUTS / f"{path}.yaml").exists():
+        if file_state(p) != "file" and file_state(LAYOUTS / f"{path}.yaml") == "file":
             p = LAYOUTS / f"{path}.yaml"
-        if not p.exists():
+        if file_state(p) == "missing" or file_state(p).startswith("unusable"):
             raise LinkError(
                 f"layout {path}: no such file (layouts: {', '.join(sorted(x.stem for x in LAYOUTS.glob('*.yaml')))})"
             )
-        raw, source = yaml.safe_load(p.read_text()), str(p)
+        located = load_yaml(p, error=LinkError, what="layout")
+        raw, source = located.data, str(p)
     if not isinstance(raw, dict):
-        raise LinkError(f"{source}: a layout is a mapping")
-    for key in ("rings", "blocks", "exceptions"):
-        if key not in raw:
-            raise LinkError(f"{source}: missing '{key}'")
+        raise LinkError(f"{source}: a layout is a mapping (params, rings, exceptions, qm, blocks)")
+
+    def fail(where: tuple[Any, ...], message: str) -> Exception:
+        return error_at(LinkError, source, where, message, located)
+
+    if not isinstance(raw.get("params", {}), (dict, type(None))):
+        raise fail(("params",), "expected a mapping of parameter -> value")
     raw = _apply_overrides(raw, overrides or {}, source)
+    if located is not None:
+        for key in overrides or {}:
+            path = tuple(key.split(".")) if "." in key else ("params", key)
+            if path[0] not in raw and path[0] in (raw.get("blocks") or {}):
+                path = ("blocks", *path)
+            located.unlocated[path] = f"-D {key}={overrides[key]!r}"
     params = dict(raw.get("params") or {})
     # parameters may refer to parameters given before them
     for k in list(params):
-        params[k] = _subst(params[k], params, f"{source}: params.{k}")
-    raw = _subst({k: v for k, v in raw.items() if k != "params"}, params, source)
+        params[k] = _subst(params[k], params, ("params", k), fail)
+    data = {**_subst({k: v for k, v in raw.items() if k != "params"}, params, (), fail), "params": params}
+    from .control import ControlSpec, option_names
 
+    model = validate(LayoutFile, data, source, located=located, error=LinkError,
+                     context={"microcode": MICROCODE, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes,
+                              "control_options": option_names()})  # fmt: skip
+    producers, consumers = model.ring_users()
+    bases = model.ring_bases()
     rings: dict[str, Ring] = {}
-    numbers: dict[int, str] = {}
     splits: dict[str, list[str]] = {}
-    for name, spec in (raw["rings"] or {}).items():
-        if not isinstance(spec, dict):
-            raise LinkError(f"{source}: ring {name}: expected {{ring: N, size: WORDS}}")
-        size = _int(spec.get("size", 512), f"{source}: ring {name}.size")
-        if size not in (128, 256, 512, 1024):
-            raise LinkError(
-                f"{source}: ring {name}: size {size} is not 128, 256, 512 or 1024 longwords"
-            )
-        # a split ring: `split: N` rings taken from the list `ring`, one per ME of its
-        # consumer; its producer steers input port p to ring p mod N (README §3.4)
-        if "split" in spec:
-            n = _int(spec["split"], f"{source}: ring {name}.split")
-            nums = spec.get("ring")
-            if not isinstance(nums, list) or not 1 <= n <= len(nums):
-                raise LinkError(
-                    f"{source}: ring {name}: split {n} needs a list of at least {n} ring numbers"
-                )
-            members = [
-                (f"{name}.{k}", _int(nums[k], f"{source}: ring {name}.ring")) for k in range(n)
-            ]
+    for name, spec in model.rings.items():
+        members = model.members(name)
+        if spec.split is not None:
             splits[name] = [m for m, _ in members]
-        else:
-            members = [(name, _int(spec.get("ring"), f"{source}: ring {name}.ring"))]
-        for rname, num in members:
-            if not 0 <= num <= 15:
-                raise LinkError(f"{source}: ring {rname}: scratch ring number {num} outside 0..15")
-            if num in numbers:
-                raise LinkError(
-                    f"{source}: rings {numbers[num]} and {rname} both use scratch ring {num}"
-                )
-            numbers[num] = rname
-            rings[rname] = Ring(rname, num, size)
-    if len(splits) > 1:
-        raise LinkError(f"{source}: at most one split ring ({', '.join(splits)})")
-
+        for m, num in members:
+            rings[m] = Ring(m, num, spec.size, bases[m], producers[m], consumers[m])
     blocks: dict[str, Block] = {}
-    used_mes: dict[int, str] = {}
-    for name, spec in (raw["blocks"] or {}).items():
-        where = f"{source}: block {name}"
-        if not isinstance(spec, dict):
-            raise LinkError(f"{where}: expected a mapping")
-        external = bool(spec.get("external", False))
-        src = None
-        if "variants" in spec:
-            variant = str(spec.get("variant"))
-            if variant not in spec["variants"]:
-                raise LinkError(
-                    f"{where}: variant {variant!r} is not one of {', '.join(spec['variants'])}"
-                )
-            # a variant named "external" leaves the block to the host (stand-ins)
-            external = external or str(spec["variants"][variant]) == "external"
-        if not external:
-            if "variants" in spec:
-                src = str(spec["variants"][str(spec.get("variant"))])
-            elif "source" in spec:
-                src = str(spec["source"])
-            else:
-                raise LinkError(
-                    f"{where}: needs 'source' (or 'variants' + 'variant', or 'external: true')"
-                )
-            if not (MICROCODE / src).exists():
-                raise LinkError(f"{where}: source {src} not found under microcode/")
-        mes = _mes(spec.get("mes", []), f"{where}.mes")
-        if not external and not mes:
-            raise LinkError(f"{where}: no MEs")
-        for me in mes:
-            if not 0 <= me < 16:
-                raise LinkError(f"{where}: ME {me} outside 0..15")
-            if me in used_mes:
-                raise LinkError(f"{where}: ME {me} is already used by block {used_mes[me]}")
-            used_mes[me] = name
-        threads = _int(spec.get("threads", 8), f"{where}.threads")
-        if threads not in (4, 8):
-            raise LinkError(f"{where}: threads must be 4 or 8, got {threads}")
-        defines: dict[str, str] = {}
-        for k, v in (spec.get("defines") or {}).items():
-            if v is False or v is None or v == 0 and isinstance(v, bool):
-                continue
-            defines[str(k)] = "1" if v is True else str(v)
-        for key in ("in", "out", "control_in"):
-            r = spec.get(key)
-            if r is not None and r not in rings and r not in splits:
-                raise LinkError(f"{where}: {key} ring {r!r} is not declared under rings")
-        b = Block(name, src, mes, threads, spec.get("in"), spec.get("out"), defines, spec.get("control_in"))
-        blocks[name] = b
-        if b.ring_in:
-            members = splits.get(b.ring_in, [b.ring_in])
-            if len(members) > 1 and not external and len(mes) != len(members):
-                raise LinkError(f"{where}: reads split ring {b.ring_in} of {len(members)} rings "
-                                f"but runs on {len(mes)} MEs")  # fmt: skip
-            for m in members:
-                rings[m].consumers.append(name)
-        if b.ring_out:
-            for m in splits.get(b.ring_out, [b.ring_out]):
-                rings[m].producers.append(name)
-        if b.ring_cp:
-            rings[b.ring_cp].consumers.append(name)
-    from .control import control_spec
-
-    if "control" in raw and "xscale" in raw:
-        raise LinkError(f"{source}: give the control plane once, as control: (xscale: is the same section)")
-    control = control_spec(raw.get("control", raw.get("xscale")), source)
-    cp_rings = {b.ring_cp for b in blocks.values() if b.ring_cp}
-    if control is not None:
-        if len(cp_rings) > 1:
-            raise LinkError(f"{source}: more than one block serves a control_in ring ({', '.join(sorted(cp_rings))})")
-        control.ring = next(iter(cp_rings), None)
-        if control.ring is None and control.placement != "host":
-            raise LinkError(f"{source}: the control plane needs a block with `control_in: RING` (the queue "
-                            "manager) to send its frames")  # fmt: skip
-    for r in cp_rings:
-        rings[r].producers.append("control")
-    exc = raw["exceptions"]
-    if exc not in rings:
-        raise LinkError(f"{source}: exceptions ring {exc!r} is not declared under rings")
-    for b in blocks.values():
-        if b.source is not None:
-            rings[exc].producers.append(b.name)
-    rings[exc].consumers.append("xscale")
-    for r in rings.values():
-        if r.name != exc and (len(r.consumers) != 1 or not r.producers):
-            raise LinkError(f"{source}: ring {r.name} needs producers and exactly one consumer "
-                            f"(producers: {r.producers or 'none'}, consumers: {r.consumers or 'none'})")  # fmt: skip
-        if r.number > 11 and any(blocks[p].source for p in r.producers if p in blocks):
-            raise LinkError(f"{source}: ring {r.name}: microcode puts to it, but only scratch rings "
-                            "0..11 have a full flag (SCR_RINGn_STATUS)")  # fmt: skip
-    # ring storage
-    addr = SYS.ring_store
-    for r in sorted(rings.values(), key=lambda r: r.number):
-        addr = (addr + r.size * 4 - 1) // (r.size * 4) * (r.size * 4)
-        r.base = addr
-        addr += r.size * 4
-    if addr > SYS.scratch_bytes:
-        raise LinkError(f"{source}: the rings need {addr - SYS.ring_store} bytes of scratch, "
-                        f"{SYS.scratch_bytes - SYS.ring_store} are free")  # fmt: skip
-    qm = dict(raw.get("qm") or {})
-    lay = Layout(str(raw.get("name", Path(source).stem)), params, rings, blocks, exc, qm, source)
+    for name, b in model.blocks.items():
+        defines = {str(k): "1" if v is True else str(v) for k, v in (b.defines or {}).items()
+                   if v is not False and v is not None}  # fmt: skip
+        blocks[name] = Block(name, b.source_file(), list(b.mes), b.threads, b.in_, b.out, defines, b.control_in)
+    qm = {k: getattr(model.qm, k) for k in model.qm.model_fields_set}  # what the layout sets
+    lay = Layout(model.name or Path(source).stem, params, rings, blocks, model.exceptions, qm, source)
     lay.splits = splits
-    lay.control = control
+    section = model.control_section()
+    if section is not None:
+        lay.control = ControlSpec(section.placement, section.program, list(section.args), model.control_ring(),
+                                  dict(section.options))  # fmt: skip
     return lay
-

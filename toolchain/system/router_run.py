@@ -9,14 +9,15 @@ and the account of every packet.
 
 Every packet ends forwarded (matched to its input by the generator's tag; by the fast
 path, or by the control plane: a redirect, a held packet), dropped by the MSF or by the
-microcode, or consumed by the control plane (its exception log in SRAM names each
-packet it handled: a digest of the frame, the reason, what it did), or it is still in
-flight, and then `census` says where.  Microcode drops are counted per reason, not per
-packet: they are attributed to the packets the oracle says are dropped for that reason
-among those with no other fate.  Frames the router makes itself (ICMP, ARP) are kept
-apart and compared with those the oracle's control plane predicts
-(npkit.emulator.traffic.control), byte for byte.  A layout without a control program
-keeps the host's stand-in reader of the exception ring (`ExceptionReader`).
+microcode, or consumed by the control plane (its exception log in SRAM names each packet
+it handled: a digest of the frame, the reason, what it did), or it is still in flight,
+and then `census` says where.  Microcode drops are counted per reason, not per packet:
+they are attributed to the packets the oracle says are dropped for that reason among
+those with no other fate.  Frames the router makes itself (ICMP, ARP) are kept apart and
+compared with those the oracle's control plane predicts
+(npkit.toolchain.system.control_run, npkit.emulator.traffic.control), byte for byte.
+A layout without a control program (or `control: host`) keeps the host's stand-in
+reader of the exception ring (`ExceptionReader`).
 
 `run_router` is the one-call form used by `npk demo`, `npk run` on a router image, the
 benchmarks and the tests; `verdict.judge` turns its summary into CI's pass/fail.
@@ -33,19 +34,24 @@ from typing import Any
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import load_image
-from npkit.emulator.traffic.control import RouterModel
-from npkit.emulator.traffic.oracle import Drop, Except, Forward, Outcome
+from npkit.emulator.traffic.cpkt import DROP, FORWARD, PYTHON, REASONS, c_router, oracle_window
+from npkit.emulator.traffic.histogram import LatencyHistogram
+from npkit.emulator.traffic.oracle import Drop, Outcome
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
-from npkit.emulator.traffic.source import TAG, Traffic
-from npkit.emulator.traffic_run import TrafficRun
+from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
+from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
 
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 
-TS_TOLERANCE_MS = 20  # IP timestamps the control plane writes: its clock, up to this much after arrival
-
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)
 DRAIN_CAP_NS = 5_000_000  # the longest a drain may take: a stuck packet shows within it
+HORIZON_NS = 5_000_000  # a packet with no fate this long after arriving was dropped by the microcode
+RESOURCE_DROPS = ("buffer_exhausted", "queue_full", "exception_ring_full")
+COMPARISON_KEYS = ("matched_forward", "untagged", "wrong_outcome", "wrong_port", "wrong_bytes", "reordered",
+                   "forgotten", "matched_exception", "wrong_reason", "unmatched_exception", "unmatched",
+                   "duplicates", "matched_control", "unexpected_control", "missing_control")  # fmt: skip
+CONTROL_KEYS = ("matched_control", "unexpected_control", "missing_control")
 
 
 class RouterImageError(ValueError):
@@ -58,8 +64,18 @@ def tag_id(frame: bytes) -> int:
     return int.from_bytes(frame[k + 4 : k + 8], "big") if 0 <= k and k + 8 <= len(frame) else -1
 
 
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+
+
 def routes_digest(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """sha256 of a file's bytes (once per process while the file does not change)."""
+    p = Path(path)
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    d = _DIGESTS.get(key)
+    if d is None:
+        d = _DIGESTS[key] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return d
 
 
 def router_config_of(image: Any) -> RouterConfig:
@@ -77,26 +93,64 @@ def router_config_of(image: Any) -> RouterConfig:
         if meta.get("routes_sha256") and routes_digest(p) != meta["routes_sha256"]:
             raise RouterImageError(f"the route file {p} changed since the image was linked: link again")
     cfg = {k: v for k, v in meta.items() if k != "routes_sha256"}
+    # the config file the image names, when it still says the same (read once per process)
+    source = Path(str(image.meta.get("router_config") or ""))
+    if source.is_file():
+        try:
+            loaded = RouterConfig.load(source)
+            if isinstance(routes, str) and loaded.route_file is not None and \
+                    {**loaded.to_dict(), "routes": str(loaded.route_file.resolve())} == cfg:  # fmt: skip
+                return loaded
+        except ConfigError:
+            pass
     try:
         return RouterConfig.from_dict(cfg, source=Path(str(image.meta.get("router_config") or "<image>")))
     except ConfigError as e:
         raise RouterImageError(f"the image's router configuration: {e}") from None
 
 
+Identify = Callable[[bytes, int], int]
+"""(frame taken off the exception ring, its input port) -> input packet id, -1 if unknown."""
+
+
+def traffic_identifier(tr: Traffic) -> Identify:
+    """Identify excepted frames among packets in memory: by the generator's tag (with
+    equal bytes), else the earliest packet from that port with these bytes not identified
+    before (frames the generator could not tag: ARP)."""
+    taken: set[int] = set()
+    index: dict[tuple[int, bytes], list[int]] = {}
+
+    def identify(frame: bytes, port: int) -> int:
+        pid = tag_id(frame)
+        if not (0 <= pid < len(tr) and tr.frames[pid] == frame):
+            if not index:
+                for j in range(len(tr)):
+                    index.setdefault((tr.ports[j], tr.frames[j]), []).append(j)
+            pid = next((j for j in index.get((port, frame), []) if j not in taken), -1)
+        taken.add(pid)
+        return pid
+
+    return identify
+
+
 class ExceptionReader:
     """The exception path's host side, standing in for the XScale daemon: reads the log
     the stand-in ME (microcode/host/host_sink.uc) keeps of the exception ring, finds each
     record's packet, and gives the buffer back to the free list.  A chip service: it runs
-    every SLICE_NS of emulated time in every command that runs the router."""
+    every SLICE_NS of emulated time in every command that runs the router.
 
-    def __init__(self, chip: Chip, traffic: Traffic | None) -> None:
+    `identify` names each record's input packet; `on_record(pid, reason)` gets every
+    record as it is read (without it the reader keeps them in `records`)."""
+
+    def __init__(self, chip: Chip, identify: Identify | None = None,
+                 on_record: Callable[[int, str], None] | None = None) -> None:  # fmt: skip
         self.chip = chip
-        self.traffic = traffic
+        self.identify = identify
         self.reasons = load_reasons()
-        self.records: list[tuple[int, str]] = []  # (packet id or -1, reason)
+        self.records: list[tuple[int, str]] = []  # (packet id or -1, reason), without on_record
+        self.on_record = on_record if on_record is not None else lambda pid, r: self.records.append((pid, r))
+        self.count = 0
         self._read = 0
-        self._taken: set[int] = set()
-        self._index: dict[tuple[int, bytes], list[int]] | None = None
 
     def service(self) -> None:
         chip = self.chip
@@ -107,9 +161,9 @@ class ExceptionReader:
             i = pw & 0xFFFF
             length = chip.read32("sram", SYS.desc_addr(i) + 8) >> 16
             frame = chip.mem_read("dram", SYS.buf_addr(i), max(length, 1))
-            pid = self._identify(frame, (rec >> 16) & 0xFF)
-            self._taken.add(pid)
-            self.records.append((pid, self.reasons.exception(rec & 0xFF).name))
+            pid = -1 if self.identify is None else self.identify(frame, (rec >> 16) & 0xFF)
+            self.count += 1
+            self.on_record(pid, self.reasons.exception(rec & 0xFF).name)
             free_buffer(chip, i)
         self._read = n
 
@@ -117,94 +171,13 @@ class ExceptionReader:
     def unread(self) -> int:
         return self.chip.read32("sram", HOST_EXC_BASE) - self._read
 
-    def _identify(self, frame: bytes, port: int) -> int:
-        tr = self.traffic
-        if tr is None:
-            return -1
-        pid = tag_id(frame)
-        if 0 <= pid < len(tr) and tr.frames[pid] == frame:
-            return pid
-        # frames the generator could not tag (ARP): the earliest untaken input with these bytes
-        if self._index is None:
-            self._index = {}
-            for j in range(len(tr)):
-                self._index.setdefault((tr.ports[j], tr.frames[j]), []).append(j)
-        return next((j for j in self._index.get((port, frame), []) if j not in self._taken), -1)
 
-
-class ControlAccount:
-    """The host's account of what the control plane did: every record of its exception
-    log (npkit.toolchain.system.control.LogReader) tied to the input packet it is about
-    (the digest of its frame, among the packets the fast path excepts), a chip service
-    like the stand-in reader it replaces."""
-
-    def __init__(self, rr: RouterRun) -> None:
-        from .control import LogReader
-
-        self.rr = rr
-        self.log = LogReader(rr.chip)
-        self.reasons = load_reasons()
-        self.records: list[tuple[int, str, int]] = []   # (packet id or -1, reason, action)
-        self._raw: list[Any] = []                         # log records not yet tied to a packet
-        self._index: dict[tuple[int, int, int], list[int]] = {}
-        self._indexed = 0
-        self._taken: set[int] = set()
-        rr.chip.add_service(self.service, int(SLICE_NS * float(rr.chip.config["clock_mhz"]) // 1000))
-
-    def service(self) -> None:
-        """Take the new log records (before the log wraps); which packet each is about is
-        worked out when asked (`handled`), when the oracle has seen the packets anyway."""
-        self._raw.extend(self.log.take())
-
-    def _resolve(self) -> None:
-        self.service()
-        for rec in self._raw:
-            pid = self._identify(rec.in_port, rec.length, rec.digest)
-            try:
-                name = self.reasons.exception(rec.reason).name
-            except ValueError:
-                name = f"code {rec.reason}"
-            self.records.append((pid, name, rec.action))
-        self._raw.clear()
-
-    def _identify(self, port: int, length: int, digest: int) -> int:
-        from npkit.emulator.traffic.control import frame_digest
-
-        tr = self.rr.traffic
-        for pid in range(self._indexed, self.rr.run.pushed):
-            if isinstance(self.rr.fast_outcome(pid), Except):
-                key = (tr.ports[pid], tr.lens[pid], frame_digest(tr.frames[pid]))
-                self._index.setdefault(key, []).append(pid)
-        self._indexed = max(self._indexed, self.rr.run.pushed)
-        for pid in self._index.get((port, length, digest), []):
-            if pid not in self._taken:
-                self._taken.add(pid)
-                return pid
-        for pid in range(self.rr.run.pushed):   # the fast path excepted what the oracle did not
-            if pid not in self._taken and tr.ports[pid] == port and tr.lens[pid] == length \
-                    and frame_digest(tr.frames[pid]) == digest:  # fmt: skip
-                self._taken.add(pid)
-                return pid
-        return -1
-
-    def handled(self) -> list[tuple[int, str]]:
-        self._resolve()
-        return [(pid, reason) for pid, reason, _a in self.records]
-
-    def consumed(self) -> list[tuple[int, str]]:
-        """Packets that ended in the control plane (answered, counted, dropped there)."""
-        self._resolve()
-        return [(pid, reason) for pid, reason, action in self.records if action != 2]
-
-    def forwarded(self) -> set[int]:
-        """Packets the control plane sent on (redirects, options, packets held for ARP)."""
-        self._resolve()
-        return {pid for pid, _r, action in self.records if action == 2}
-
-
-def attach_exception_reader(chip: Chip, traffic: Traffic | None = None) -> ExceptionReader:
-    """Service the exception path of a router image on `chip` in every run from now on."""
-    reader = ExceptionReader(chip, traffic)
+def attach_exception_reader(chip: Chip, traffic: Traffic | Identify | None = None,
+                            on_record: Callable[[int, str], None] | None = None) -> ExceptionReader:  # fmt: skip
+    """Service the exception path of a router image on `chip` in every run from now on.
+    `traffic`: packets in memory to identify records by, or an identify function."""
+    identify = traffic_identifier(traffic) if isinstance(traffic, Traffic) else traffic
+    reader = ExceptionReader(chip, identify, on_record)
     chip.add_service(reader.service, int(SLICE_NS * float(chip.config["clock_mhz"]) // 1000))
     return reader
 
@@ -220,102 +193,226 @@ def free_buffer(chip: Chip, i: int) -> None:
 
 
 class RouterRun:
-    """A linked router image on a chip with the MSF device, traffic and the exception reader."""
+    """A linked router image on a chip with the MSF device, traffic and the exception
+    reader; every packet is judged by the oracle and accounted for as it goes.
 
-    def __init__(self, image: Any, traffic: Traffic, chip_config: str | Path = "ixp2800",
-                 chip: Chip | None = None, control: dict[str, Any] | None = None) -> None:  # fmt: skip
-        """`control`: options for the control plane (ControlPlane's keywords: placement,
-        gdb_port, socket, kill_at_ns, restart_at_ns, options, echo)."""
+    Per packet nothing outlives its fate: each window of input packets gets the oracle's
+    verdicts (C) when it is read; a frame that leaves is compared with them, timed
+    (`latency`, a streaming histogram) and counted; exception records are compared as
+    they are read; microcode drops, counted per reason, are attributed to the packets
+    the oracle drops for that reason (then resource drops to the earliest packets with no
+    other fate) once those are HORIZON_NS old, and at the end.  `run.on_departure` takes
+    hooks that see every frame that leaves (npkit.emulator.traffic_run.TxBins: throughput
+    per time bin); `record=True` keeps every transmitted frame in `run.out` as before
+    ({port: [(t_ns, bytes)]}: memory grows with the run)."""
+
+    def __init__(self, image: Any, traffic: TrafficSource, chip_config: str | Path = "ixp2800",
+                 chip: Chip | None = None, capture: str | Path | None = None, record: bool = False,
+                 control: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """`control`: how to start the image's control program (ControlPlane's keywords:
+        placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo)."""
         self.image = image
         self.config = router_config_of(image)
-        self._own = {a.to_bytes(4, "big") for a in self.config.addresses}
+        self.router = c_router(self.config)
         self.chip = chip if chip is not None else Chip(chip_config)
         if chip is None:
             load_image(self.chip, image)
         self.traffic = traffic
-        self.control: Any = None
+        self.run = TrafficRun(self.chip, traffic, capture=capture, record=record)
+        self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
+        self.control: Any = None  # npkit.toolchain.system.control.ControlPlane
+        self.cp: Any = None  # npkit.toolchain.system.control_run.ControlJudge
         self.reader: ExceptionReader | None = None
-        self.account: ControlAccount | None = None
         meta = image.meta.get("control") or {}
         placement = (control or {}).get("placement") or meta.get("placement")
         if meta and placement != "host":
             from .control import ControlPlane
+            from .control_run import ControlJudge
 
-            self.control = ControlPlane(self.chip, image, changes=traffic.route_changes, router=self.config,
+            self.control = ControlPlane(self.chip, image, changes=list(traffic.route_changes), router=self.config,
                                         **(control or {}))  # fmt: skip
-            self.account = ControlAccount(self)
+            options = {**meta.get("options", {}), **(control or {}).get("options", {})}
+            self.cp = ControlJudge(self, options, SLICE_NS)
         else:
-            self.reader = attach_exception_reader(self.chip, traffic)
-        options = {**meta.get("options", {}), **(control or {}).get("options", {})}
-        self.model = RouterModel(self.config, options=options, neighbours=traffic.neighbours,
-                                 route_changes=traffic.route_changes)  # fmt: skip
-        self._modelled = 0
-        self._finished = False
-        self.run = TrafficRun(self.chip, traffic, software=self._software,
-                              control_frame=self._is_control_frame if self.control is not None else None)  # fmt: skip
+            self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception)
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
         self.unattributed_drops: dict[str, int] = {}
         self.traffic_ns = 0
         self.me_busy: dict[int, float] = {}
         self.drain_info: dict[str, Any] = {"enabled": False}
+        self.over = {p: sum(w) for p, w in traffic.wire.items()}
+        self.offered_bits: Counter[int] = Counter()
+        self.demand_bits: Counter[int] = Counter()
+        self.demand_pkts: Counter[int] = Counter()
+        self.tx_bits: Counter[int] = Counter()
+        self._tx_until = 0
+        self._assigned: Counter[str] = Counter()
+        self.oracle_s = 0.0
+        led = self.run.ledger
+        for p in range(64):
+            led.over[p] = self.over.get(p, 24)
+        self.run.on_window.append(self._window)
+        self.run.on_push.append(self._pushed)
+        self.run.compare = self._departed
+        self.run.on_slice.append(self._sweep)
+
+    @property
+    def latency(self) -> LatencyHistogram:
+        """First wire byte in to first wire byte out, ns, of every frame that left."""
+        return self.run.latency
 
     @classmethod
     def link(cls, layout: str | Path = "pipelined", params: dict[str, Any] | None = None,
-             traffic: Traffic | None = None, routes: str | Path | None = None,
+             traffic: TrafficSource | None = None, routes: str | Path | None = None,
              router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
+             capture: str | Path | None = None, record: bool = False,
              control: dict[str, Any] | None = None) -> RouterRun:  # fmt: skip
         from .link import link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
         image = link(layout, params, routes, router_config, config=str(chip_config))
-        return cls(image, traffic if traffic is not None else Traffic(), chip_config, control=control)
+        return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record,
+                   control=control)  # fmt: skip
 
-    def _model_upto(self, pid: int) -> None:
-        """The oracle (fast path + control plane) run over the packets up to `pid`, in order."""
-        tr = self.traffic
-        if self._modelled == 0 and self.control is not None and pid >= 0:
-            # route changes made through the control socket, at the time the daemon made
-            # them (read once the run is over: the oracle runs after it)
-            from .control import changes_made
+    def _wire(self, port: int) -> int:
+        return self.over.get(port, 24)
 
-            self.model.add_changes(changes_made(self.chip))
-        while self._modelled <= pid and self._modelled < len(tr):
-            k = self._modelled
-            self.model.process(k, tr.frames[k], tr.ports[k], tr.times[k])
-            self._modelled += 1
+    # -- the oracle, as packets come
+    def _window(self, c: Chunk) -> None:
+        t0 = time.perf_counter()
+        w = c.w
+        c.verdicts = c.extra["v"] = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        if self.cp is not None:
+            self.cp.window(c)
+        bits = self.offered_bits
+        over = self.over
+        for p, n in zip(w.ports, w.lens, strict=True):
+            bits[p] += (n + over.get(p, 24)) * 8
+        self.oracle_s += time.perf_counter() - t0
 
-    def _finish_model(self) -> None:
-        """Every packet offered modelled and the control plane's timers run out (held
-        packets resolved or given up): once, when the run is over."""
-        if not self._finished:
-            self._model_upto(self.run.pushed - 1)
-            self.model.finish()
-            self._finished = True
+    def _pushed(self, c: Chunk, lo: int, hi: int) -> None:
+        v = c.extra["v"]
+        kind, port, lens = v.kind, v.port, c.w.lens
+        for i in range(lo, hi):
+            if kind[i] == FORWARD:
+                p = port[i]
+                self.demand_bits[p] += (lens[i] + self._wire(p)) * 8
+                self.demand_pkts[p] += 1
 
-    def outcome(self, pid: int) -> Outcome:
-        """The oracle's verdict on input packet `pid`: what the router does with it, the
-        control plane included (forwarded, dropped, consumed: `Except`)."""
-        self._model_upto(pid)
-        r = self.model.results[pid]
-        if self.control is None:  # no control plane: what the fast path does is all
-            return r.fast
-        return r.final if r.final is not None else r.fast
+    def add_demand(self, port: int, nbytes: int, sign: int = 1, packet: bool = True) -> None:
+        """What port `port` must carry: a frame of `nbytes` more (sign -1: less); a frame
+        the router makes itself is not a packet."""
+        self.demand_bits[port] += sign * (nbytes + self._wire(port)) * 8
+        if packet:
+            self.demand_pkts[port] += sign
 
-    def fast_outcome(self, pid: int) -> Outcome:
-        """What the fast path alone does with packet `pid`."""
-        self._model_upto(pid)
-        return self.model.results[pid].fast
+    def outcome(self, pid: int) -> Outcome | None:
+        """The oracle's verdict on input packet `pid` while its window is held (with a
+        control plane: what the whole router does with it)."""
+        c = self.run.chunk_of(pid)
+        if c is None:
+            return None
+        o = self.cp.outcome(pid) if self.cp is not None else None
+        i = pid - c.w.first
+        return o if o is not None else c.extra["v"].outcome(i, c.w.off[i], c.w.lens[i])
 
-    def _is_control_frame(self, frame: bytes) -> bool:
-        """A frame the router made itself: ARP, or IPv4 from one of its own addresses."""
-        kind = frame[12:14]
-        return kind == b"\x08\x06" or (kind == b"\x08\x00" and frame[26:30] in self._own)
+    def _departed(self, d: Departure) -> None:
+        """A frame the C ledger (npk_depart, which does the same for every frame whose tag
+        names a held packet) left to Python: against the oracle, timed, in flow order."""
+        port, data = d.port, d.data
+        if d.t < self._tx_until:
+            self.tx_bits[port] += (len(data) + self.over.get(port, 24)) * 8
+        res = self.comparison
+        if not d.by_tag:
+            res["untagged"] += 1
+            return
+        c = d.chunk
+        if c is None:
+            res["forgotten"] += 1  # a copy of a packet finished with long ago
+            return
+        i, w = d.i, c.w
+        v = c.extra["v"]
+        self.latency.add(d.t - w.times[i])
+        if self.cp is not None:
+            key = self.cp.judge(d)
+            if key is not None:
+                res[key] += 1
+                return
+            if c.verdicts.kind[i] == PYTHON:  # left to the model, which has let it go: a copy
+                res["forgotten"] += 1
+                return
+        if v.kind[i] != FORWARD:
+            res["wrong_outcome"] += 1
+        elif v.port[i] != port:
+            res["wrong_port"] += 1
+        else:
+            o = w.off[i]
+            res["wrong_bytes" if v.out[o : o + w.lens[i]] != data else "matched_forward"] += 1
+        # per-flow order (RFC 1812): input port, protocol, source and destination address
+        if self.run.flow_reordered(data, w.ports[i], d.pid):
+            res["reordered"] += 1
+
+    def _exception(self, pid: int, reason: str) -> None:
+        if pid < 0:
+            self.comparison["unmatched_exception"] += 1
+            return
+        o = self.outcome(pid)
+        self.comparison["matched_exception" if getattr(o, "reason", "") == reason else "wrong_reason"] += 1
+        self.run.mark(pid, EXCEPTED, reason)
+
+    def _sweep(self, final: bool = False) -> None:
+        """Attribute the microcode's drop counters to packets HORIZON_NS old (all, when
+        final) with no other fate: those the oracle drops for that reason first, then
+        resource drops (timing, not the packet) to the earliest left."""
+        before = 1 << 63 if final else self.run.now_ns - HORIZON_NS
+        todo = self.run.unresolved(before)
+        first = next(todo, None)
+        if first is None:
+            return
+        counters = self.drop_counters()
+        avail = {r: n - self._assigned[r] for r, n in counters.items()}
+        resource = [r for r in RESOURCE_DROPS if avail.get(r, 0) > 0]
+        cp = self.cp
+        for c, i in _chain(first, todo):
+            v = c.extra["v"]
+            fast = cp.fast_outcome(c.first + i) if cp is not None else None
+            if fast is not None:
+                reason = fast.reason if isinstance(fast, Drop) else ""
+            else:
+                reason = REASONS[v.reason[i]] if v.kind[i] == DROP else ""
+            if not (reason and avail.get(reason, 0) > 0):
+                while resource and avail[resource[0]] <= 0:
+                    resource.pop(0)
+                if not resource:
+                    continue
+                reason = resource[0]
+            avail[reason] -= 1
+            self._assigned[reason] += 1
+            self.run.mark(c.w.first + i, DROPPED, reason)
+
+    def _finish(self) -> None:
+        """Read what the exception path holds and attribute every drop counted."""
+        if self.reader is not None:
+            self.reader.service()
+        if self.cp is not None:
+            self.cp.finish()
+        self._sweep(final=True)
+        counters = self.drop_counters()
+        self.unattributed_drops = {k: n - self._assigned[k] for k, n in counters.items() if n - self._assigned[k]}
+        # the rest of a source the run did not get to still counts as offered
+        while not self.run.reader.done:
+            w = self.run.reader.take(1 << 63)
+            if w is None:
+                break
+            for p, n in zip(w.ports, w.lens, strict=True):
+                self.offered_bits[p] += (n + self._wire(p)) * 8
 
     # -- running
     def run_traffic(self, duration_ns: int, progress: Callable[[int], None] | None = None) -> str:
         """Offer the traffic for `duration_ns`; ME use is measured over this period."""
+        self._tx_until = self.run.ledger.tx_until = self.run.now_ns + duration_ns
         reason = self.run.run(duration_ns, progress=progress)
         self.traffic_ns = self.run.now_ns
         cycles = max(1, self.chip.cycle)
@@ -335,8 +432,8 @@ class RouterRun:
         while self.run.now_ns - start < cap_ns:
             self.run.run(SLICE_NS, progress=progress)
             c = self.census()
-            state = (sum(len(v) for v in self.run.out.values()), c["buffers_in_use"])
-            empty = (self.run.pushed == len(self.traffic) and not c["rings"] and not c["queues"]
+            state = (self.run.transmitted, c["buffers_in_use"])
+            empty = (self.run.all_pushed and not c["rings"] and not c["queues"]
                      and not any(c["msf"].values()) and c["exception_records_unread"] == 0
                      and not any((c.get("control") or {}).values()))  # fmt: skip
             quiet = quiet + 1 if empty and state == last else 0
@@ -392,154 +489,40 @@ class RouterRun:
             self.control.close()
 
     # -- accounting
-    def exceptions(self) -> list[tuple[int, str]]:
-        """(packet id, reason) of every packet the exception path consumed (the control
-        plane's log; without one, the host reader's records)."""
-        if self.account is not None:
-            return self.account.consumed()
-        assert self.reader is not None
-        self.reader.service()
-        return list(self.reader.records)
-
     def drop_counters(self) -> dict[str, int]:
-        return read_counters(self.chip)["drops"]
+        """The microcode's drop counters by reason, the control plane's own frames
+        (control_queue_full: not input packets) left out."""
+        drops = read_counters(self.chip)["drops"]
+        drops.pop("control_queue_full", None)
+        return drops
 
-    def _software(self, chip: Chip) -> dict[str, list[tuple[int, str]]]:
-        exc = self.exceptions()
-        seen = {pid for pid, _ in exc}
-        fwd, _, _ = self.run._match()
-        msf = {pid for pid, _, _ in self.run.msf_drops}
-        counters = Counter(self.drop_counters())
-        drops = []
-        left: list[int] = []
-        for pid in range(self.run.pushed):
-            if pid in seen or pid in fwd or pid in msf:
-                continue
-            o = self.fast_outcome(pid)
-            if isinstance(o, Drop) and counters[o.reason] > 0:
-                counters[o.reason] -= 1
-                drops.append((pid, o.reason))
-            else:
-                left.append(pid)
-        # resource drops (no buffer, queue full, ...) depend on timing, not on the
-        # packet: they go to the earliest packets with no other fate
-        counters.pop("control_queue_full", None)  # frames the control plane made: not input packets
-        for name in ("buffer_exhausted", "queue_full", "exception_ring_full"):
-            while counters[name] > 0 and left:
-                counters[name] -= 1
-                drops.append((left.pop(0), name))
-        self.unattributed_drops = {k: v for k, v in counters.items() if v}
-        return {"drops": drops, "exceptions": exc}
+    def control_queue_full(self) -> int:
+        """Frames of the control plane's the queue manager dropped (its queue was full)."""
+        return int(read_counters(self.chip)["drops"].get("control_queue_full", 0))
 
     def compare(self) -> dict[str, int]:
-        """Every transmitted frame against the oracle's prediction for its input, every
-        exception against the reason the oracle gives, and the frames the control plane
-        made against those the oracle's control plane makes."""
-        self._finish_model()
-        fwd, unmatched, dups = self.run._match()
-        res: Counter[str] = Counter()
-        last: dict[tuple[int, int, bool], int] = {}
-        cp_forwarded = self.account.forwarded() if self.account is not None else set()
-        for port, frames in self.run.out.items():
-            for _t, data in frames:
-                pid = tag_id(data)
-                if pid < 0:      # a frame too short for the whole tag: the bytes a router keeps
-                    found = self.run.identify(data)
-                    pid = -1 if found is None else found
-                if pid < 0:
-                    res["untagged"] += 1
-                    continue
-                res[self._judge_forward(pid, port, data)] += 1
-                # packets the control plane sent on keep their order among themselves
-                flow = (self.traffic.ports[pid], port, pid in cp_forwarded)
-                if last.get(flow, -1) > pid:
-                    res["reordered"] += 1
-                last[flow] = pid
-        for pid, reason in self._all_exceptions():
-            if pid < 0:
-                res["unmatched_exception"] += 1
-                continue
-            r = self.model.results[pid]
-            ok = r.reason == reason or (reason == "arp_miss" and r.learnt_hop)
-            res["matched_exception" if ok else "wrong_reason"] += 1
-        res["unmatched"] += len(unmatched)
-        res["duplicates"] += len(dups)
-        if self.control is not None:
-            res.update(self._compare_control())
-        return dict(res)
-
-    def _all_exceptions(self) -> list[tuple[int, str]]:
-        if self.account is not None:
-            return self.account.handled()
-        return self.exceptions()
-
-    def _judge_forward(self, pid: int, port: int, data: bytes) -> str:
-        o = self.outcome(pid)
-        r = self.model.results.get(pid)
-        candidates = [o, *(r.alternatives if r is not None else [])]
-        for c in candidates:
-            if isinstance(c, Forward) and c.port == port and (c.data == data or self._same_but_timestamps(c, r, data)):
-                return "matched_forward"
-        if not any(isinstance(c, Forward) for c in candidates):
-            return "wrong_outcome"
-        if not any(isinstance(c, Forward) and c.port == port for c in candidates):
-            return "wrong_port"
-        return "wrong_bytes"
-
-    @staticmethod
-    def _same_but_timestamps(o: Forward, r: Any, data: bytes) -> bool:
-        """IP timestamps (RFC 791) are the control plane's clock when it handled the
-        packet: within TS_TOLERANCE_MS of the oracle's (arrival) value; the header
-        checksum must then be right for the bytes sent; everything else identical."""
-        if r is None or not r.timestamps or len(data) != len(o.data):
-            return False
-        got, want = bytearray(data), bytearray(o.data)
-        for off in r.timestamps:
-            delta = (int.from_bytes(got[off : off + 4], "big") - int.from_bytes(want[off : off + 4], "big")) % 86_400_000
-            if delta > TS_TOLERANCE_MS:
-                return False
-            got[off : off + 4] = want[off : off + 4]
-        hl = 4 * (data[14] & 0xF)
-        from npkit.emulator.traffic.packet import internet_checksum
-
-        if internet_checksum(data[14 : 14 + hl]) != 0:
-            return False
-        got[24:26] = want[24:26]
-        return got == want
-
-    def _compare_control(self) -> dict[str, int]:
-        """The control plane's own frames (ICMP, ARP), per port, as multisets of bytes:
-        those the oracle's control plane makes for the packets the daemon handled."""
-        assert self.account is not None
-        handled = {pid for pid, _ in self.account.handled()}
-        want: Counter[tuple[int, bytes]] = Counter(
-            (port, frame) for port, frame, pid in self.model.emitted if pid < 0 or pid in handled)
-        got: Counter[tuple[int, bytes]] = Counter(
-            (port, data) for port, frames in self.run.control_out.items() for _t, data in frames)
-        matched = sum((want & got).values())
-        dropped = self.drop_counters().get("control_queue_full", 0)   # a full output queue took them
-        return {"matched_control": matched, "unexpected_control": sum((got - want).values()),
-                "missing_control": max(0, sum((want - got).values()) - dropped)}  # fmt: skip
-
-    def latencies_us(self) -> list[float]:
-        """Per forwarded packet: departure (first wire byte out) - arrival (first in), us."""
-        tr = self.traffic
-        out = []
-        for _port, frames in self.run.out.items():
-            for t, data in frames:
-                pid = tag_id(data)
-                if 0 <= pid < len(tr):
-                    out.append((t - tr.times[pid]) / 1000.0)
-        return out
+        """Every transmitted frame and exception record against the oracle's prediction
+        for its input, in a fixed order of keys."""
+        led = self.run.ledger
+        res = Counter(self.comparison)
+        res.update({"matched_forward": led.matched, "wrong_outcome": led.wrong_outcome, "wrong_port": led.wrong_port,
+                    "wrong_bytes": led.wrong_bytes, "reordered": led.reordered})  # fmt: skip
+        res["unmatched"] = self.run.unmatched
+        res["duplicates"] = self.run.duplicates_total
+        always = ("unmatched", "duplicates")
+        if self.cp is not None:
+            res.update(self.cp.comparison(self.control_queue_full()))
+            always += CONTROL_KEYS
+        return {k: res[k] for k in COMPARISON_KEYS if res[k] or k in always}
 
     # -- the summary
     def summary(self, host_s: float = 0.0) -> dict[str, Any]:
         """Per-port throughput, loss, latency, ME use, oracle comparison, conservation."""
+        self._finish()
         rep = self.run.report()
         tot = rep["totals"]
-        demand, demand_pkts = self._demand()
+        demand, demand_pkts = self.demand_bits, self.demand_pkts
         ports = [self._port_row(row, demand) for row in rep["ports"]]
-        lat = self.latencies_us()
         predicted_fwd = sum(demand_pkts.values())
         overload = self._expected_overload_drops(demand, demand_pkts, tot["dropped"].get("queue_full", 0))
         not_fwd = predicted_fwd - tot["forwarded"]
@@ -549,6 +532,7 @@ class RouterRun:
         line_bits = self.run.dev.cfg["rate_bps"] * self.run.dev.ports * seconds
         emulated_ms = self.run.now_ns / 1e6
         census = self.census()
+        cp_problems = self._control_problems(tot)
         return {
             "layout": self.layout, "params": self.params, "duration_ms": self.traffic_ns / 1e6,
             "emulated_ms": round(emulated_ms, 3), "emulated_cycles": self.chip.cycle,
@@ -561,11 +545,10 @@ class RouterRun:
             "totals": {**tot, "predicted_forward": predicted_fwd, "not_forwarded": not_fwd,
                        "expected_overload_drops": overload, "lost": loss,
                        "loss_pct": round(100 * loss / max(1, predicted_fwd), 3)},
-            "latency_us": latency_summary(lat),
+            "latency_us": self.latency.summary_us(),
             "me_utilisation": self._block_use(),
             "comparison": self.compare(),
-            "conservation": {"balanced": rep["balanced"] and not self._control_problems(tot),
-                             "problems": rep["problems"] + self._control_problems(tot),
+            "conservation": {"balanced": rep["balanced"] and not cp_problems, "problems": rep["problems"] + cp_problems,
                              "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops},
             "in_flight": in_flight_report(tot["in_flight"], census, self.drain_info),
             "drain": self.drain_info,
@@ -574,49 +557,30 @@ class RouterRun:
 
     def control_summary(self) -> dict[str, Any]:
         """The daemon's statistics (keys that say what they count) and the run's view."""
-        assert self.control is not None and self.account is not None
+        assert self.control is not None and self.cp is not None
         out = self.control.summary()
-        out["generated_frames_on_the_wire"] = sum(len(v) for v in self.run.control_out.values())
-        out["packets_forwarded_by_it"] = len(self.account.forwarded())
-        out["log_overrun"] = self.account.log.overrun
+        out["generated_frames_on_the_wire"] = sum(self.run.generated)
+        out["packets_forwarded_by_it"] = self.cp.forwarded_by_it
+        out["log_overrun"] = self.cp.log.overrun
         return out
 
     def _control_problems(self, tot: dict[str, Any]) -> list[str]:
         """Frames the control plane made, counted: on the wire, or dropped by a full queue."""
-        if self.control is None or self.account is None:
+        if self.control is None or self.cp is None:
             return []
         out = []
-        if self.account.log.overrun:
-            out.append(f"the control plane's exception log wrapped before the host read it ({self.account.log.overrun} records)")
+        if self.cp.log.overrun:
+            out.append(f"the control plane's exception log wrapped before the host read it ({self.cp.log.overrun} records)")
         why = self.control.failed()
         if why:
             out.append(why)
         st = self.control.stats()
         if st and self.drain_info.get("idle"):
             made = st["counters"]["frames_sent"]
-            seen = tot.get("generated", 0) + self.drop_counters().get("control_queue_full", 0)
+            seen = tot.get("generated", 0) + self.run.generated_aborted + self.control_queue_full()
             if made != seen:
                 out.append(f"the control plane sent {made} frames; {seen} left the router or were dropped (control_queue_full)")
         return out
-
-    def _demand(self) -> tuple[Counter[int], Counter[int]]:
-        """Wire bits and packets the oracle sends to each output port (the input packets it
-        forwards; and the control plane's own frames, which share the ports' wires)."""
-        bits: Counter[int] = Counter()
-        pkts: Counter[int] = Counter()
-        tr = self.traffic
-        for i in range(self.run.pushed):
-            o = self.outcome(i)
-            if isinstance(o, Forward):
-                pre, fcs, ifg = tr.wire.get(int(o.port), (8, 4, 12))
-                bits[int(o.port)] += (tr.lens[i] + pre + fcs + ifg) * 8
-                pkts[int(o.port)] += 1
-        if self.control is not None:
-            self._finish_model()
-            for port, frame, _pid in self.model.emitted:
-                pre, fcs, ifg = tr.wire.get(port, (8, 4, 12))
-                bits[port] += (len(frame) + pre + fcs + ifg) * 8
-        return bits, pkts
 
     def _expected_overload_drops(self, bits: Counter[int], pkts: Counter[int], queue_full: int) -> int:
         """queue_full drops the offered load itself forces: what the oracle sends to a port
@@ -627,13 +591,9 @@ class RouterRun:
         return min(queue_full, int(excess))
 
     def _port_row(self, row: dict[str, Any], demand: Counter[int]) -> dict[str, Any]:
-        tr = self.traffic
         p = row["port"]
-        pre, fcs, ifg = tr.wire.get(p, (8, 4, 12))
-        over = pre + fcs + ifg  # wire bytes a frame costs beyond its pcap bytes
         seconds = max(1e-12, self.traffic_ns / 1e9)
-        tx_bits = sum((len(d) + over) * 8 for t, d in self.run.out[p] if t < self.traffic_ns)
-        offered_bits = sum((tr.lens[i] + over) * 8 for i in range(len(tr)) if tr.ports[i] == p)
+        tx_bits, offered_bits = self.tx_bits[p] + self.run.ledger.tx_bits[p], self.offered_bits[p]
         return {
             "port": p, "offered": row["offered"], "forwarded": row["forwarded"],
             "transmitted": row["transmitted"], "dropped": row["dropped"],
@@ -649,11 +609,6 @@ class RouterRun:
             if prog.mes:
                 out[prog.name] = round(sum(self.me_busy.get(m, 0.0) for m in prog.mes) / len(prog.mes), 3)
         return out
-
-
-def latency_summary(lat: list[float]) -> dict[str, float]:
-    return {"mean": round(sum(lat) / len(lat), 3) if lat else 0.0, "p50": round(pct(lat, 50), 3),
-            "p99": round(pct(lat, 99), 3), "max": round(max(lat), 3) if lat else 0.0}  # fmt: skip
 
 
 def in_flight_report(count: int, census: dict[str, Any], drain: dict[str, Any]) -> dict[str, Any]:
@@ -679,21 +634,32 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q / 100 * len(s)))]
 
 
-def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traffic, duration_ns: int,
+def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: TrafficSource, duration_ns: int,
                drain_ns: int | None = None, routes: str | Path | None = None,
                router_config: str | Path | None = None, progress: bool = False,
                chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
-               control: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+               capture: str | Path | None = None, control: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Link (or take `image`), offer `traffic` for `duration_ns`, drain, summarise.
 
     `drain` runs on until the router is idle, capped by `drain_ns` (default DRAIN_CAP_NS);
-    with drain=False exactly `drain_ns` (default 0) more nanoseconds run."""
+    with drain=False exactly `drain_ns` (default 0) more nanoseconds run.  `capture`:
+    a directory for port<N>.pcap and dispositions.json, written as the run goes.
+    `control`: how to start the image's control program (RouterRun)."""
+    if image is None:
+        rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, capture=capture,
+                            control=control)  # fmt: skip
+    else:
+        rr = RouterRun(image, traffic, chip_config, capture=capture, control=control)
+    try:
+        return _run(rr, duration_ns, drain, drain_ns, progress, capture)
+    finally:
+        rr.close()
+
+
+def _run(rr: RouterRun, duration_ns: int, drain: bool, drain_ns: int | None, progress: bool,
+         capture: str | Path | None) -> dict[str, Any]:  # fmt: skip
     import sys
 
-    if image is None:
-        rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, control)
-    else:
-        rr = RouterRun(image, traffic, chip_config, control=control)
     t0 = time.perf_counter()
 
     def show(now: int) -> None:
@@ -707,10 +673,10 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
         rr.run.run(drain_ns, progress=show)
     if progress:
         print(file=sys.stderr)
-    try:
-        return rr.summary(time.perf_counter() - t0)
-    finally:
-        rr.close()
+    s = rr.summary(time.perf_counter() - t0)
+    if capture is not None:
+        rr.run.write_captures(capture)
+    return s
 
 
 def format_summary(s: dict[str, Any]) -> str:
@@ -748,3 +714,8 @@ def format_summary(s: dict[str, Any]) -> str:
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
     return "\n".join(lines)
+
+
+def _chain(first: Any, rest: Any) -> Any:
+    yield first
+    yield from rest

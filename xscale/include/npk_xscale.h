@@ -19,7 +19,8 @@
  *             address, which the gasket moves to bits 31:30 (HRM p.218)
  *   CAP CSRs  0xC000_0000 + the CSR address microcode uses in cap[] (e.g.
  *             XSCALE_INT_A 0x4B20); 64 KB (HRM p.76 chip-wide CSRs); a write to
- *             INTERTHREAD_SIG (0x4B30: [3:0] signal, [6:4] context, [11:7] ME)
+ *             INTERTHREAD_SIG (0x4B30: [3:0] signal, [6:4] context, [11:7] ME's hardware
+ *             number: 0x00-0x07, 0x10-0x17 on the IXP2800)
  *             signals that thread; other CSRs are plain storage
  *   (MSF CSRs are not modelled from the XScale yet: reads 0, writes dropped)
  *   MSF       0xC800_0000  MSF CSR space (as the IXP2000 Linux port maps it)

@@ -93,6 +93,8 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
     npk_chan *ch = &c->chan[e->unit][e->chan & 3];
     if (ch->outstanding) ch->outstanding--;
     for (int i = 0; i < NPK_MAX_XFER_WORDS; i++) out[i] = 0;
+    c->cur_ev = e;
+    c->cur_faulted = 0;
     switch (e->unit) {
     case NPK_UNIT_SRAM: npk_sram_complete(c, e, out); break;
     case NPK_UNIT_SCRATCH: npk_scratch_complete(c, e, out); break;
@@ -102,14 +104,17 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
     case NPK_UNIT_MSF: npk_msf_complete(c, e, out); break;
     default: break;
     }
+    c->cur_ev = NULL;
     /* the completion handlers leave the number of pushed words in e->count
      * when they push (xkind < 4); xkind = 0xFF means nothing to push */
     if (e->xkind != 0xFF) {
         npush = e->count > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : e->count;
         for (int i = 0; i < npush; i++) {
             uint32_t idx = (e->xidx + (uint32_t)i) & 127;
+            uint32_t was = m->xfer[e->xkind][idx];
             m->xfer[e->xkind][idx] = out[i];
-            if (c->nwp_reg) npk_reg_watch(c, m->idx, NPK_REG_SXFER_IN + e->xkind, idx);
+            if (c->nwp_reg)
+                npk_reg_watch(c, m->idx, NPK_REG_SXFER_IN + e->xkind, idx, was, out[i], e->me, e->ctx, NPK_PC_UNIT);
         }
     }
     npk_hist(c, NPK_EV_MEM_DONE, e->me, e->ctx, e->unit, e->cmd, e->addr);

@@ -9,7 +9,11 @@ void npk_dram_complete(npk_chip *c, npk_event *e, uint32_t *out)
     uint64_t a = e->addr & ~7u;
     uint32_t nb = e->count * 4;
     int push = 0;
-    if (a + nb > c->cfg.dram_bytes) { e->xkind = 0xFF; return; }
+    if (a + nb > c->cfg.dram_bytes) {  /* a < 2^32, nb <= 64: no wrap */
+        npk_fault_cmd(c, NPK_FAULT_DRAM, a);
+        if (e->cmd != 0x8) e->xkind = 0xFF;  /* a read still pushes (zeros) and signals */
+        return;
+    }
     switch (e->cmd) {
     case 0x8:
         for (uint32_t i = 0; i < e->count; i++) out[i] = npk_rd32(c->dram + a + 4 * i);

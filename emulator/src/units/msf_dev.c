@@ -191,7 +191,11 @@ static void rx_valid(npk_msf *d, int pi)
 static void element_done(npk_msf *d, uint32_t field)
 {
     uint32_t el = (field & 0x7F) * 64 / d->cfg.rbuf_elem_bytes;
-    if (el >= d->cfg.rbuf_elems || d->el_state[el] != EL_HELD) { d->st.bad_element_done++; return; }
+    if (el >= d->cfg.rbuf_elems || d->el_state[el] != EL_HELD) {
+        d->st.bad_element_done++;
+        npk_fault_cmd(d->chip, NPK_FAULT_MSF, 0x44);
+        return;
+    }
     d->el_state[el] = EL_FREE;
     d->freeq[(d->fhead + d->flen) % d->cfg.rbuf_elems] = el;
     d->flen++;
@@ -199,10 +203,20 @@ static void element_done(npk_msf *d, uint32_t field)
 
 static void freelist_add(npk_msf *d, uint32_t data)
 {
-    if (d->fllen >= d->cfg.freelist_depth) { d->st.freelist_overflow++; return; }
-    fl_ent t = {(uint8_t)((data >> 7) & 0xF), (uint8_t)((data >> 4) & 7), (uint8_t)(data & 0x7F),
+    if (d->fllen >= d->cfg.freelist_depth) {
+        d->st.freelist_overflow++;
+        npk_fault_cmd(d->chip, NPK_FAULT_MSF, 0x30);
+        return;
+    }
+    /* ME field from bit 7: {cluster, ME in cluster} = the flat index (npk_emu.h "ME numbers") */
+    uint32_t me_mask = 2 * d->chip->cfg.me_per_cluster - 1;
+    fl_ent t = {(uint8_t)((data >> 7) & me_mask), (uint8_t)((data >> 4) & 7), (uint8_t)(data & 0x7F),
                 (uint8_t)((data >> 12) & 0xF)};
-    if (t.me >= d->chip->cfg.num_me) { d->st.freelist_overflow++; return; }
+    if (t.me >= d->chip->cfg.num_me) {
+        d->st.freelist_overflow++;
+        npk_fault_cmd(d->chip, NPK_FAULT_MSF, 0x30);
+        return;
+    }
     if (d->chip->me[t.me].ctx_mode == 4) t.ctx &= 6;
     d->fl[(d->flhead + d->fllen) % d->cfg.freelist_depth] = t;
     d->fllen++;
@@ -436,7 +450,7 @@ static void csr_write(npk_msf *d, uint32_t a, uint32_t v, const uint32_t *w, uns
     if (a >= BUF_BASE && a < BUF_BASE + TBUF_BYTES) { npk_wr32(d->tbuf + ((a - BUF_BASE) & (TBUF_BYTES - 4)), v); return; }
     if (a >= 0x1800 && a < 0x2000 && (a & 7) == 0) {
         uint32_t e = (a - 0x1800) >> 3;
-        if (e >= d->cfg.tbuf_elems) { d->st.bad_tcw++; return; }
+        if (e >= d->cfg.tbuf_elems) { d->st.bad_tcw++; npk_fault_cmd(d->chip, NPK_FAULT_MSF, a); return; }
         d->tcw[e][0] = v;
         d->tcw[e][1] = i + 1 < n ? w[i + 1] : 0;
         d->valid[e] = 1;
@@ -481,6 +495,7 @@ static void op_rbuf_rd(void *u, uint32_t a, uint8_t *buf, unsigned nb)
 {
     npk_msf *d = u;
     uint32_t off = a >= BUF_BASE ? a - BUF_BASE : a;
+    if ((uint64_t)off + nb > RBUF_BYTES) npk_fault_cmd(d->chip, NPK_FAULT_MSF, a);  /* wraps in the buffer */
     for (unsigned i = 0; i < nb; i++) buf[i] = d->rbuf[(off + i) & (RBUF_BYTES - 1)];
 }
 
@@ -488,6 +503,7 @@ static void op_tbuf_wr(void *u, uint32_t a, const uint8_t *buf, unsigned nb)
 {
     npk_msf *d = u;
     uint32_t off = a >= BUF_BASE ? a - BUF_BASE : a;
+    if ((uint64_t)off + nb > TBUF_BYTES) npk_fault_cmd(d->chip, NPK_FAULT_MSF, a);  /* wraps in the buffer */
     for (unsigned i = 0; i < nb; i++) d->tbuf[(off + i) & (TBUF_BYTES - 1)] = buf[i];
 }
 
@@ -509,9 +525,10 @@ static int cfg_ok(const npk_msf_cfg *c)
 {
     int eok = c->rbuf_elem_bytes == 64 || c->rbuf_elem_bytes == 128 || c->rbuf_elem_bytes == 256;
     int tok = c->tbuf_elem_bytes == 64 || c->tbuf_elem_bytes == 128 || c->tbuf_elem_bytes == 256;
+    /* element counts are compared by division: a product could wrap around 2^32 */
     return c->ports >= 1 && c->ports <= MAXP && c->rate_bps >= 1000 && c->rate_bps <= 8000000000000ull && eok &&
-           tok && c->rbuf_elems >= 1 && c->rbuf_elem_bytes * c->rbuf_elems <= RBUF_BYTES && c->tbuf_elems >= 1 &&
-           c->tbuf_elem_bytes * c->tbuf_elems <= TBUF_BYTES && c->tx_fifo_bytes >= 64 && c->spi_bps >= 1000 &&
+           tok && c->rbuf_elems >= 1 && c->rbuf_elems <= RBUF_BYTES / c->rbuf_elem_bytes && c->tbuf_elems >= 1 &&
+           c->tbuf_elems <= TBUF_BYTES / c->tbuf_elem_bytes && c->tx_fifo_bytes >= 64 && c->spi_bps >= 1000 &&
            c->freelist_depth >= 1 && c->freelist_depth <= 1024;
 }
 

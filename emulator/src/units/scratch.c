@@ -1,21 +1,29 @@
 /* Scratchpad unit: reads/writes, atomics and the 16 hardware rings
  * (HRM p.232: head/tail/base/size registers per ring; a ring asserts a
  * status input that MEs test with br_inp_state; npkit asserts
- * SCR_RINGn_STATUS when count >= size - full_margin). */
+ * SCR_RINGn_STATUS when count >= size - full_margin).
+ * An address past scratch_bytes is a fault (NPK_FAULT_SCRATCH): the read
+ * returns 0, the write is dropped.  get/put on a ring never configured
+ * (size 0) is a fault too, and so is a put that finds the ring full (the
+ * words that do not fit are dropped). */
 #include "../internal.h"
 
 static uint32_t rd(npk_chip *c, uint32_t a)
 {
-    a &= ~3u;
-    return a + 4 <= c->cfg.scratch_bytes ? npk_rd32(c->scratch + a) : 0;
+    a &= ~3u;  /* longword access (HRM p.227: 32-bit words, not byte-writable): bits 1:0 ignored */
+    if ((uint64_t)a + 4 <= c->cfg.scratch_bytes) return npk_rd32(c->scratch + a);
+    npk_fault_cmd(c, NPK_FAULT_SCRATCH, a);
+    return 0;
 }
 
 static void wr(npk_chip *c, uint32_t a, uint32_t v)
 {
     a &= ~3u;
-    if (a + 4 <= c->cfg.scratch_bytes) {
+    if ((uint64_t)a + 4 <= c->cfg.scratch_bytes) {
         npk_wr32(c->scratch + a, v);
         if (c->nwp_mem) npk_mem_watch(c, NPK_MEM_SCRATCH, a, 4);
+    } else {
+        npk_fault_cmd(c, NPK_FAULT_SCRATCH, a);
     }
 }
 
@@ -24,7 +32,7 @@ int npk_scr_ring_full(npk_chip *c, int ring)
     if (ring < 0 || ring >= 16) return 0;
     npk_ring *r = &c->rings[ring];
     if (!r->size) return 0;
-    return r->count + r->margin >= r->size;
+    return (uint64_t)r->count + r->margin >= r->size;
 }
 
 int npk_scr_ring_get1(npk_chip *c, int ring, uint32_t *word)
@@ -59,7 +67,8 @@ void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out)
     else switch (cmd) {
     case 9: {  /* get: ring number in address bits 5:2; empty ring -> zeros */
         npk_ring *r = &c->rings[(a >> 2) & 15];
-        if (r->size && r->count >= e->count) {
+        if (!r->size) npk_fault_cmd(c, NPK_FAULT_RING_UNCONFIGURED, (a >> 2) & 15);
+        else if (r->count >= e->count) {
             for (uint32_t i = 0; i < e->count; i++) {
                 out[i] = rd(c, r->base + 4 * r->head);
                 r->head = (r->head + 1) % r->size;
@@ -71,8 +80,12 @@ void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out)
     }
     case 10: {  /* put: a full ring drops the data */
         npk_ring *r = &c->rings[(a >> 2) & 15];
+        if (!r->size) npk_fault_cmd(c, NPK_FAULT_RING_UNCONFIGURED, (a >> 2) & 15);
         for (uint32_t i = 0; i < e->count && r->size; i++)
-            if (!npk_scr_ring_put1(c, (int)((a >> 2) & 15), e->data[i])) break;
+            if (!npk_scr_ring_put1(c, (int)((a >> 2) & 15), e->data[i])) {
+                npk_fault_cmd(c, NPK_FAULT_RING_FULL, (a >> 2) & 15);
+                break;
+            }
         break;
     }
     default: break;

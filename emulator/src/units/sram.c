@@ -12,14 +12,25 @@
  * Rings (put/get/journal): descriptor of five longwords at the ring address:
  * head index, tail index, count, base byte address, size in longwords.
  * get of more entries than present returns zeros and takes nothing; put to
- * a full ring drops the data; journal overwrites the oldest entry. */
+ * a full ring drops the data (NPK_FAULT_RING_FULL); journal overwrites the
+ * oldest entry.  A descriptor of size 0 is a ring never configured
+ * (NPK_FAULT_RING_UNCONFIGURED, nothing happens); head, tail or count outside
+ * the size is NPK_FAULT_RING_BAD (nothing happens).
+ *
+ * Addresses: channel = addr[31:30], offset = addr[29:0], longword access (the
+ * low two bits are ignored).  A missing channel or an offset past the
+ * channel's memory is NPK_FAULT_SRAM (HRM p.218: unpredictable on the part):
+ * reads return 0, writes are dropped. */
 #include "../internal.h"
 
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off)
 {
     uint32_t ch = addr >> 30;
     uint64_t o = addr & 0x3FFFFFFFu;
-    if (ch >= c->cfg.sram.channels || o + 4 > c->cfg.sram_channel_bytes) return 0;
+    if (ch >= c->cfg.sram.channels || o + 4 > c->cfg.sram_channel_bytes) {
+        npk_fault_cmd(c, NPK_FAULT_SRAM, addr);
+        return 0;
+    }
     *off = ch * c->cfg.sram_channel_bytes + o;
     return 1;
 }
@@ -45,7 +56,8 @@ static void ring_op(npk_chip *c, npk_event *e, uint32_t *out, int kind /*0 get,1
     uint32_t head = srd(c, d), tail = srd(c, d + 4), count = srd(c, d + 8);
     uint32_t base = srd(c, d + 12), size = srd(c, d + 16);
     uint32_t n = e->count;
-    if (!size) return;
+    if (!size) { npk_fault_cmd(c, NPK_FAULT_RING_UNCONFIGURED, d); return; }
+    if (head >= size || tail >= size || count > size) { npk_fault_cmd(c, NPK_FAULT_RING_BAD, d); return; }
     if (kind == 0) {
         if (count >= n) {
             for (uint32_t i = 0; i < n; i++) {
@@ -57,7 +69,7 @@ static void ring_op(npk_chip *c, npk_event *e, uint32_t *out, int kind /*0 get,1
     } else {
         for (uint32_t i = 0; i < n && i < NPK_MAX_XFER_WORDS; i++) {
             if (count >= size) {
-                if (kind == 1) break;
+                if (kind == 1) { npk_fault_cmd(c, NPK_FAULT_RING_FULL, d); break; }
                 head = (head + 1) % size;
                 count--;
             }
@@ -81,7 +93,10 @@ void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out)
         push = basic;
     else switch (cmd) {
     case 9: ring_op(c, e, out, (sub & 1) ? 0 : 1); push = sub & 1; break;
-    case 10: if (!(sub & 1)) ring_op(c, e, out, 2); break;
+    case 10:  /* journal (sub 0) */
+        if (!(sub & 1))
+            ring_op(c, e, out, 2);
+        break;
     case 11: {  /* dequeue */
         uint32_t head = srd(c, a), count = srd(c, a + 8);
         if (count && head) {

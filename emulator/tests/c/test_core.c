@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "npk_emu.h"
+#include "gen/mev2_isa.h"
 #include "test_config.h"
 
 static int failures;
@@ -16,6 +17,10 @@ static const uint64_t prog_alu_loop[] = {0xf0000c2801ull, 0xf000000b00ull, 0xb0c
 static const uint64_t prog_mem_mix[] = {0xf0001c0001ull, 0xf0000c1d80ull, 0x0110008001ull, 0x0510048001ull, 0x2842008301ull, 0xe000000030ull, 0x1700008301ull, 0x3622480000ull, 0xa5b00c0300ull, 0xa9b03c0801ull, 0xbb801c0001ull, 0xa9402e0001ull, 0xfc10ac6318ull, 0xe000010000ull};
 static const uint64_t prog_producer[] = {0xf0000c0401ull, 0xf000000b00ull, 0xd800804214ull, 0xa0643c0001ull, 0xb0c0200801ull, 0xa0801c0401ull, 0xaab00f2401ull, 0xd800800101ull, 0xa028500800ull, 0xe000020000ull};
 static const uint64_t prog_consumer[] = {0xf0000f2001ull, 0xf000000b00ull, 0xd800800214ull, 0xb0c0200a43ull, 0xaa801c0401ull, 0xd800800101ull, 0xe000020000ull};
+/* immed[a0, 0xFFFFFFFC]; scratch[write, $0, a0, 0, 1], ctx_swap[s1]; the same read; halt */
+static const uint64_t prog_scratch_wrap[] = {0xf0800c0c00ull, 0x1110008000ull, 0x1010008000ull, 0xe000020000ull};
+/* the write 40 times in a loop (a1 counts down) */
+static const uint64_t prog_scratch_wrap_loop[] = {0xf0800c0c00ull, 0xf0000ca001ull, 0x1110008000ull, 0xaa801c0401ull, 0xd800800101ull, 0xe000020000ull};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static void config(npk_config *c)
@@ -64,6 +69,28 @@ static void test_programs(const npk_config *cfg)
     CHECK(npk_stats_unit(c, NPK_UNIT_SRAM, 0, &us) == NPK_OK && us.commands == 16);
     npk_reset(c);
     CHECK(npk_cycle(c) == 0);
+    npk_destroy(c);
+}
+
+/* a register watchpoint stops once per change of value (immed[b2, 0] over 0 is none),
+ * and names the thread and the instruction that wrote it */
+static void test_watch(const npk_config *cfg)
+{
+    npk_chip *c = npk_create(cfg);
+    CHECK(c != NULL);
+    if (!c) return;
+    CHECK(npk_load_ustore(c, 0, prog_alu_loop, N(prog_alu_loop), 8) == NPK_OK);
+    CHECK(npk_me_enable(c, 0, 0x01) == NPK_OK);
+    int id = npk_wp_add_reg(c, 0, NPK_REG_GPR_B, 2), reason = -1, hits = 0;
+    npk_stop_info st;
+    for (;;) {
+        CHECK(npk_run(c, 100000, &reason) == NPK_OK);
+        if (reason != NPK_STOP_WATCHPOINT) break;
+        CHECK(npk_last_stop(c, &st) == NPK_OK);
+        CHECK(st.id == id && st.me == 0 && st.ctx == 0 && st.pc == 2);  /* alu[b2, b2, +, a1] */
+        hits++;
+    }
+    CHECK(reason == NPK_STOP_HALTED && hits == 10);
     npk_destroy(c);
 }
 
@@ -124,13 +151,91 @@ static void test_errors(const npk_config *cfg)
     npk_destroy(NULL);
 }
 
+/* Issue 10: a scratch address near 2^32 wrapped the bound check (segfault);
+ * memory API calls with addresses near 2^64 wrote outside the buffers; a CSR
+ * access through the API with a context > 7 indexed past the contexts; an
+ * MSF config whose element count times element size wraps 2^32 passed the
+ * check.  Each is now refused or counted as a fault of the thread. */
+static void test_faults(const npk_config *cfg)
+{
+    npk_chip *c = npk_create(cfg);
+    if (!c) { failures++; return; }
+    int reason = -1;
+    CHECK(npk_load_ustore(c, 0, prog_scratch_wrap, N(prog_scratch_wrap), 8) == NPK_OK);
+    CHECK(npk_me_enable(c, 0, 0x01) == NPK_OK);
+    CHECK(npk_run(c, 100000, &reason) == NPK_OK && reason == NPK_STOP_HALTED);
+    uint64_t counts[NPK_FAULT_KINDS];
+    memset(counts, 0xFF, sizeof counts);
+    CHECK(npk_fault_counts(c, counts, NPK_FAULT_KINDS) == 2);
+    CHECK(counts[NPK_FAULT_SCRATCH] == 2 && counts[NPK_FAULT_SRAM] == 0);
+    npk_fault log[NPK_FAULT_LOG];
+    CHECK(npk_fault_log(c, log, NPK_FAULT_LOG) == 2);
+    CHECK(log[0].kind == NPK_FAULT_SCRATCH && log[0].me == 0 && log[0].ctx == 0 && log[0].pc == 1);
+    CHECK(log[0].addr == 0xFFFFFFFCu && log[1].pc == 2 && log[1].cycle > log[0].cycle);
+    uint32_t v = 1;
+    CHECK(npk_reg_read(c, 0, 0, NPK_REG_SXFER_IN, 0, &v) == NPK_OK && v == 0);  /* the read gave zeros */
+
+    /* the log keeps the last NPK_FAULT_LOG, oldest first; reset clears it */
+    npk_reset(c);
+    CHECK(npk_fault_counts(c, NULL, 0) == 0 && npk_fault_log(c, log, NPK_FAULT_LOG) == 0);
+    CHECK(npk_load_ustore(c, 0, prog_scratch_wrap_loop, N(prog_scratch_wrap_loop), 8) == NPK_OK);
+    CHECK(npk_me_enable(c, 0, 0x01) == NPK_OK);
+    CHECK(npk_run(c, 1000000, &reason) == NPK_OK && reason == NPK_STOP_HALTED);
+    CHECK(npk_fault_counts(c, counts, 3) == 40 && counts[NPK_FAULT_SCRATCH] == 40);
+    CHECK(npk_fault_log(c, log, NPK_FAULT_LOG) == NPK_FAULT_LOG);
+    for (int i = 1; i < NPK_FAULT_LOG; i++) CHECK(log[i].cycle > log[i - 1].cycle);
+    npk_fault last2[2];
+    CHECK(npk_fault_log(c, last2, 2) == 2 && last2[1].cycle == log[NPK_FAULT_LOG - 1].cycle);
+    CHECK(last2[0].cycle == log[NPK_FAULT_LOG - 2].cycle);
+
+    /* memory API: any 64-bit address and size is refused or served inside the memory */
+    uint8_t buf[8] = {0x41, 0x41, 0x41, 0x41};
+    for (int space = 0; space < 3; space++) {
+        CHECK(npk_mem_write(c, space, UINT64_MAX, buf, 4) == NPK_ERANGE);
+        CHECK(npk_mem_write(c, space, UINT64_MAX - 1, buf, 4) == NPK_ERANGE);
+        CHECK(npk_mem_read(c, space, UINT64_MAX - 3, buf, 8) == NPK_ERANGE);
+        CHECK(npk_mem_read(c, space, 8, buf, SIZE_MAX) == NPK_ERANGE);
+        CHECK(npk_mem_write(c, space, 4, buf, SIZE_MAX - 2) == NPK_ERANGE);
+        CHECK(npk_mem_read(c, space, 0, NULL, 0) == NPK_OK);
+    }
+    CHECK(npk_mem_write(c, NPK_MEM_SCRATCH, cfg->scratch_bytes, buf, 0) == NPK_OK);
+    CHECK(npk_mem_write(c, NPK_MEM_SCRATCH, cfg->scratch_bytes - 4, buf, 4) == NPK_OK);
+    CHECK(npk_mem_write(c, NPK_MEM_DRAM, cfg->dram_bytes - 3, buf, 4) == NPK_ERANGE);
+    CHECK(npk_mem_write(c, NPK_MEM_SRAM, (3ull << 30) + cfg->sram_channel_bytes - 4, buf, 4) == NPK_OK);
+    CHECK(npk_mem_write(c, NPK_MEM_SRAM, 4ull << 30, buf, 4) == NPK_ERANGE);
+
+    /* CSRs through the API: the context must be -1..7 */
+    CHECK(npk_reg_write(c, 0, 100, NPK_REG_CSR, NPK_LCSR_ACTIVE_CTX_FUTURE_COUNT, 5) == NPK_EINVAL);
+    CHECK(npk_reg_read(c, 0, 8, NPK_REG_CSR, NPK_LCSR_ACTIVE_CTX_WAKEUP_EVENTS, &v) == NPK_EINVAL);
+    CHECK(npk_reg_read(c, 0, -5, NPK_REG_CSR, NPK_LCSR_ACTIVE_LM_ADDR_0, &v) == NPK_EINVAL);
+    CHECK(npk_reg_write(c, 0, -1, NPK_REG_CSR, NPK_LCSR_ACTIVE_LM_ADDR_0, 8) == NPK_OK);
+    CHECK(npk_load_ustore(c, 0, NULL, 4, 8) == NPK_EINVAL);
+
+    /* MSF device config: element count x size must not wrap around 2^32 */
+    npk_msf_cfg mc;
+    memset(&mc, 0, sizeof mc);
+    mc.ports = 1; mc.rate_bps = 1000000000; mc.rbuf_elem_bytes = 64; mc.rbuf_elems = 1u << 26;
+    mc.tbuf_elem_bytes = 64; mc.tbuf_elems = 16; mc.tx_fifo_bytes = 4096; mc.spi_bps = 4000000000ull;
+    mc.freelist_depth = 8;
+    CHECK(npk_msf_create(c, &mc) == NULL);
+    mc.rbuf_elems = 16; mc.tbuf_elems = (1u << 26) + 1;
+    CHECK(npk_msf_create(c, &mc) == NULL);
+    mc.tbuf_elems = 128;
+    npk_msf *d = npk_msf_create(c, &mc);
+    CHECK(d != NULL);
+    npk_msf_destroy(d);
+    npk_destroy(c);
+}
+
 int main(void)
 {
     npk_config cfg;
     config(&cfg);
     test_programs(&cfg);
+    test_watch(&cfg);
     test_fuzz(&cfg);
     test_errors(&cfg);
+    test_faults(&cfg);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;

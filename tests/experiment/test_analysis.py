@@ -1,0 +1,220 @@
+"""Effects, allocation of variation, CIs and ANOVA against textbook answers that the
+tests compute independently (marginal means, cell means, Jain's published figures)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from npkit.toolchain.experiment.analysis import analyze_frame
+from npkit.toolchain.experiment.design import Design, design_from_dict
+
+TRAFFIC = str(Path(__file__).resolve().parents[2] / "examples" / "traffic" / "seed003_balanced.yaml")
+
+
+def two_level_design(keys: str, generators: dict[str, str] | None = None, r: int = 1) -> Design:
+    data = {"name": "t", "kind": "fractional" if generators else "full", "replications": r,
+            "base": {"traffic": TRAFFIC},
+            "factors": {k: {"set": f"param.p{k}", "levels": ["lo", "hi"]} for k in keys}}
+    if generators:
+        data["generators"] = generators
+    return design_from_dict(data, check_files=False)
+
+
+def frame(design: Design, ys: list[list[float]]) -> pd.DataFrame:
+    """Rows in the design's point order; ys[point] holds that point's replicates."""
+    rows = []
+    for p, point in enumerate(design.points()):
+        for rep, y in enumerate(ys[p]):
+            rows.append({"run_id": f"p{p}r{rep}", "point": p, "status": "ok", "y": y, **point})
+    return pd.DataFrame(rows)
+
+
+def by_effect(a: dict) -> dict[str, dict]:
+    return {e["effect"]: e for e in a["effects"]}
+
+
+def marginal_q(df: pd.DataFrame, cols: list[str]) -> float:
+    """Half the difference between the mean where the product of codes is +1 and -1."""
+    sign = np.ones(len(df))
+    for c in cols:
+        sign = sign * np.where(df[c] == "hi", 1, -1)
+    return (df["y"][sign > 0].mean() - df["y"][sign < 0].mean()) / 2
+
+
+def test_jain_2x2_with_replications() -> None:
+    # Jain, Example 18.1: memory-cache 2^2 with three replications
+    d = two_level_design("AB", r=3)
+    ys = [[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]]
+    df = frame(d, ys)
+    a = analyze_frame(d, df, "y")
+    e = by_effect(a)
+    # Jain's published values
+    assert a["q0"] == pytest.approx(41)
+    assert e["A"]["q"] == pytest.approx(21.5) and e["B"]["q"] == pytest.approx(9.5)
+    assert e["AB"]["q"] == pytest.approx(5)
+    # independently: marginal means, and the sums of squares from their definitions
+    y = df["y"].to_numpy(dtype=float)
+    grand = y.mean()
+    sst = ((y - grand) ** 2).sum()
+    cell = df.groupby("point")["y"].transform("mean").to_numpy()
+    sse = ((y - cell) ** 2).sum()
+    assert sst == pytest.approx(7032) and sse == pytest.approx(102)
+    for name, cols in (("A", ["A"]), ("B", ["B"]), ("AB", ["A", "B"])):
+        q = marginal_q(df, cols)
+        assert e[name]["q"] == pytest.approx(q)
+        sign = np.prod([np.where(df[c] == "hi", 1, -1) for c in cols], axis=0)
+        ss = sum(((df["y"][sign == s].mean() - grand) ** 2) * (sign == s).sum() for s in (-1, 1))
+        assert e[name]["ss"] == pytest.approx(ss)
+        assert e[name]["pct"] == pytest.approx(100 * ss / sst)
+    assert a["error"]["pct"] == pytest.approx(100 * sse / sst)
+    assert sum(x["pct"] for x in a["effects"]) + a["error"]["pct"] == pytest.approx(100)
+    # CI: s_e^2 = SSE / (2^2 (r-1)), s_q = s_e / sqrt(2^2 r), t with 8 dof
+    half = stats.t.ppf(0.975, 8) * math.sqrt(sse / 8) / math.sqrt(12)
+    assert e["A"]["ci"] == pytest.approx([21.5 - half, 21.5 + half])
+    assert all(x["significant"] for x in a["effects"])
+    # statsmodels' ANOVA agrees with the sign table and tests every effect
+    anova = {r["term"]: r for r in a["anova"]["table"]}
+    assert anova["A"]["sum_sq"] == pytest.approx(e["A"]["ss"])
+    assert anova["error"]["sum_sq"] == pytest.approx(sse)
+    assert anova["A"]["F"] == pytest.approx(e["A"]["ss"] / (sse / 8))
+    assert anova["A"]["p"] < 1e-6
+
+
+def test_jain_2x3_allocation_of_variation() -> None:
+    # Jain's 2^3 example (memory, cache, processors): y from q0=40, qA=10, qB=5, qC=20,
+    # qAB=5, qAC=2, qBC=3, qABC=1 -- 14, 22, 10, 34, 46, 58, 50, 86 in standard order
+    d = two_level_design("ABC")
+    ys = [[14], [22], [10], [34], [46], [58], [50], [86]]
+    df = frame(d, ys)
+    a = analyze_frame(d, df, "y")
+    e = by_effect(a)
+    sst = ((df["y"] - df["y"].mean()) ** 2).sum()
+    assert sst == pytest.approx(4512)
+    want = {"A": 10, "B": 5, "C": 20, "AB": 5, "AC": 2, "BC": 3, "ABC": 1}
+    for name, q in want.items():
+        assert e[name]["q"] == pytest.approx(q)
+        assert e[name]["q"] == pytest.approx(marginal_q(df, list(name)))
+        assert e[name]["pct"] == pytest.approx(100 * 8 * q * q / sst)
+    assert e["C"]["pct"] == pytest.approx(70.92, abs=0.01)  # Jain: C explains 70.9 %
+    assert a["error"]["dof"] == 0 and e["A"]["ci"] is None  # no replications: no CIs
+    assert "no F tests" in a["anova"]["note"]
+
+
+def test_fractional_generator_and_confounding() -> None:
+    # 2^(4-1) with D = ABC: I = ABCD, resolution IV, A = BCD, AB = CD
+    d = two_level_design("ABCD", {"D": "ABC"})
+    s = d.summary()
+    assert s["defining_relation"] == ["I", "ABCD"] and s["resolution"] == 4
+    assert s["confounding"]["A"] == ["BCD"] and s["confounding"]["AB"] == ["CD"]
+    assert len(d.points()) == 8 and len(d.effects()) == 7
+    for point in d.points():
+        code = {k: 1 if v == "hi" else -1 for k, v in point.items()}
+        assert code["D"] == code["A"] * code["B"] * code["C"]
+    # a model with AB = 1.5 and CD = 0.5: the design estimates their sum, as confounded
+    ys = []
+    for point in d.points():
+        x = {k: 1 if v == "hi" else -1 for k, v in point.items()}
+        ys.append([7 + 3 * x["A"] + 2 * x["D"] + 1.5 * x["A"] * x["B"] + 0.5 * x["C"] * x["D"]])
+    e = by_effect(analyze_frame(d, frame(d, ys), "y"))
+    assert e["A"]["q"] == pytest.approx(3) and e["D"]["q"] == pytest.approx(2)
+    assert e["AB"]["q"] == pytest.approx(2.0) and e["AB"]["aliases"] == ["CD"]
+    # 2^(7-4), D=AB E=AC F=BC G=ABC: resolution III, 15 words, A = BD = CE = ...
+    d7 = two_level_design("ABCDEFG", {"D": "AB", "E": "AC", "F": "BC", "G": "ABC"})
+    assert d7.resolution() == 3 and len(d7.defining_relation()) == 15
+    al = [a for _, a in d7.aliases(("A",))]
+    assert ("B", "D") in al and ("C", "E") in al and len(al) == 15
+    assert len(d7.points()) == 8 and len(d7.effects()) == 7
+    # a sign on the generator flips the column: D = -ABC
+    dm = two_level_design("ABCD", {"D": "-ABC"})
+    assert dm.summary()["defining_relation"] == ["I", "-ABCD"]
+    for point in dm.points():
+        code = {k: 1 if v == "hi" else -1 for k, v in point.items()}
+        assert code["D"] == -code["A"] * code["B"] * code["C"]
+
+
+def test_unbalanced_table_uses_least_squares() -> None:
+    d = two_level_design("AB", r=3)
+    ys = [[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]]
+    df = frame(d, ys).drop(index=[1])  # one replicate of the first cell missing
+    a = analyze_frame(d, df, "y")
+    assert not a["balanced"] and a["method"].startswith("least squares")
+    x = np.column_stack([np.ones(len(df))] + [np.prod([np.where(df[c] == "hi", 1.0, -1.0) for c in cols], axis=0)
+                                               for cols in (["A"], ["B"], ["A", "B"])])
+    coef = np.linalg.lstsq(x, df["y"].to_numpy(dtype=float), rcond=None)[0]
+    e = by_effect(a)
+    assert [e[n]["q"] for n in ("A", "B", "AB")] == pytest.approx(list(coef[1:]))
+
+
+def test_multi_level_anova_and_level_means() -> None:
+    data = {"name": "m", "replications": 2, "base": {"traffic": TRAFFIC},
+            "factors": {"S": {"set": "chip.units.sram.read_latency", "scale": True, "levels": [1, 1.5, 2]},
+                        "L": {"set": "layout", "levels": ["pipelined", "parallel"]}}}
+    d = design_from_dict(data, check_files=False)
+    assert len(d.points()) == 6 and not d.two_level
+    eff_s = {"1": 0.0, "1.5": 4.0, "2": 10.0}
+    eff_l = {"pipelined": 0.0, "parallel": 3.0}
+    noise = itertools.cycle([0.5, -0.5, 0.25, -0.25])
+    ys = [[100 + eff_s[p["S"]] + eff_l[p["L"]] + next(noise) for _ in range(2)] for p in d.points()]
+    df = frame(d, ys)
+    a = analyze_frame(d, df, "y")
+    assert a["model"] == "all interactions"
+    terms = {r["term"]: r for r in a["anova"]["table"]}
+    grand = df["y"].mean()
+    ss_s = sum(len(g) * (g.mean() - grand) ** 2 for _, g in df.groupby("S")["y"])
+    assert terms["S"]["sum_sq"] == pytest.approx(ss_s)
+    assert terms["S"]["df"] == 2 and terms["S"]["p"] < 1e-4
+    assert terms["S"]["pct"] > terms["L"]["pct"] > terms["S x L"]["pct"]
+    assert a["level_means"]["S"]["2"] == pytest.approx(df[df["S"] == "2"]["y"].mean())
+
+
+def test_sweep_detects_non_linearity() -> None:
+    data = {"name": "s", "kind": "sweep", "sweep": "P", "replications": 2, "base": {"traffic": TRAFFIC},
+            "factors": {"P": {"set": "traffic.ip_payload", "levels": [0, 200, 400, 800, 1200, 1480]},
+                        "Q": {"set": "param.qm", "levels": ["full", "stub"]}}}
+    d = design_from_dict(data, check_files=False)
+    ys = []
+    for p in d.points():
+        x = float(p["P"])
+        y = 2 * x + 5 if p["Q"] == "full" else min(1000.0, 3 * x)  # the stub saturates
+        ys.append([y - 1, y + 1])
+    a = analyze_frame(d, frame(d, ys), "y")
+    g = a["groups"]
+    assert g["Q=full"]["slope"] == pytest.approx(2) and g["Q=full"]["r2"] == pytest.approx(1, abs=1e-4)
+    assert g["Q=full"]["nonlinear_test"] == "lack of fit" and g["Q=full"]["nonlinear"] is False
+    assert g["Q=stub"]["nonlinear"] is True and g["Q=stub"]["nonlinear_p"] < 1e-6
+    # unreplicated: the quadratic term
+    d1 = design_from_dict({**data, "replications": 1}, check_files=False)
+    ys1 = [[float(p["P"]) ** 2 / 100 + (3 if p["Q"] == "stub" else 0)] for p in d1.points()]
+    g1 = analyze_frame(d1, frame(d1, ys1), "y")["groups"]
+    assert g1["Q=full"]["nonlinear_test"] == "quadratic term" and g1["Q=full"]["nonlinear"] is True
+
+
+def test_no_variation_is_said() -> None:
+    d = two_level_design("AB", r=2)
+    a = analyze_frame(d, frame(d, [[5, 5]] * 4), "y")
+    assert "no variation" in a["note"]
+    assert all(e["pct"] is None for e in a["effects"])
+
+
+def test_unsettled_and_failed_runs_are_excluded() -> None:
+    d = two_level_design("AB", r=2)
+    df = frame(d, [[1, 2], [3, 4], [5, 6], [7, 8]])
+    df["settled"] = True
+    df.loc[0, "settled"] = False
+    df.loc[1, "status"] = "failed"
+    df.loc[1, "error"] = "boom"
+    a = analyze_frame(d, df.rename(columns={"y": "throughput_mbps"}), "throughput_mbps")
+    ex = {x["run_id"]: x["reason"] for x in a["excluded"]}
+    assert ex == {"p0r0": "did not reach steady state", "p0r1": "failed: boom"}
+    assert a["n"] == 6
+    # capacity is not a windowed response: an unsettled steady part does not exclude it
+    df["capacity_mbps"] = df["y"]
+    b = analyze_frame(d, df, "capacity_mbps")
+    assert [x["run_id"] for x in b["excluded"]] == ["p0r1"]

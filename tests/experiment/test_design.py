@@ -1,0 +1,125 @@
+"""Designs as data: the example designs, validation, what each target changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from npkit.toolchain.cli import main
+from npkit.toolchain.experiment.design import DesignError, design_from_dict, load_design
+from npkit.toolchain.experiment.execute import prepare
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "experiments"
+TRAFFIC = str(ROOT / "examples" / "traffic" / "seed003_balanced.yaml")
+
+
+@pytest.mark.parametrize("quick", [False, True])
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_example_designs_load(path: Path, quick: bool) -> None:
+    d = load_design(path, quick=quick)
+    runs = d.runs()
+    assert len({r.run_id for r in runs}) == len(runs) == len(d.points()) * d.replications
+    assert len({r.config_hash for r in runs}) == len(runs)  # every run differs (levels or seed)
+
+
+def test_the_examples_the_issue_asks_for() -> None:
+    s3 = load_design(EXAMPLES / "seed003.yaml")
+    assert s3.replications >= 3 and s3.compare == "seed003" and s3.two_level
+    assert [f.levels[0].label for f in s3.factors] == ["78", "full", "4"]  # the seed's -1 levels
+    assert "capacity_mbps" in s3.responses and s3.capacity is not None
+    pay = load_design(EXAMPLES / "payload_sweep.yaml")
+    assert pay.kind == "sweep" and [lv.label for lv in pay.factor("P").levels][::7] == ["0", "1480"]
+    assert [lv.label for lv in pay.factor("Q").levels] == ["full", "stub"]
+    par = load_design(EXAMPLES / "parallel_scaling.yaml")
+    assert [lv.label for lv in par.factor("M").levels] == [str(i) for i in range(1, 9)]
+    assert [lv.label for lv in par.factor("S").levels] == ["64", "78"]
+    mem = load_design(EXAMPLES / "memory_sensitivity.yaml")
+    assert [len(f.levels) for f in mem.factors] == [3, 3, 2] and mem.factor("S").scale
+    over = load_design(EXAMPLES / "seed003_overload.yaml")
+    assert over.base["traffic_set"]["link_bps"] > 1e9  # offered above what the router forwards
+    scr = load_design(EXAMPLES / "screening.yaml")
+    assert scr.kind == "fractional" and scr.resolution() == 3 and len(scr.points()) == 8
+
+
+def base(**over: object) -> dict:
+    d = {"name": "t", "base": {"traffic": TRAFFIC, "routes": None},
+         "factors": {"A": {"set": "param.qm", "levels": ["full", "stub"]}},
+         "steady": {"window_us": 5, "min_ms": 0.25, "max_ms": 0.3}}
+    d.update(over)
+    return d
+
+
+@pytest.mark.parametrize("over, words", [
+    ({"factors": {"A": {"set": "nowhere.x", "levels": [1, 2]}}}, "unknown target"),
+    ({"factors": {"A": {"set": "param.qm", "levels": [1]}}}, "at least two levels"),
+    ({"factors": {"A": {"set": "param.qm"}}}, "levels must be a list"),
+    ({"factors": {"A": {"set": "block.qm.colour", "levels": [1, 2]}}}, "block.NAME.variant"),
+    ({"factors": {"A": {"set": "param.qm", "levels": ["a", "b"], "scale": True}}}, "numeric levels"),
+    ({"kind": "fractional", "factors": {"A": {"set": "param.x", "levels": [1, 2, 3]}}}, "exactly two levels"),
+    ({"kind": "fractional", "generators": {"B": "AZ"},
+      "factors": {"A": {"set": "param.x", "levels": [1, 2]}, "B": {"set": "param.y", "levels": [1, 2]}}},
+     "distinct base factors"),
+    ({"kind": "sweep", "sweep": "A"}, "numeric levels"),
+    ({"kind": "bogus"}, "kind"),
+    ({"steady": {"window_us": 50, "min_ms": 0.5}}, "too few"),
+    ({"capacity": {"min_mbps": 5, "max_mbps": 1}}, "min_mbps"),
+    ({"replications": 0}, "replications"),
+    ({"extra": 1}, "unknown keys"),
+    ({"base": {"traffic": "/no/such/spec.yaml"}}, "no such file"),
+])  # fmt: skip
+def test_bad_designs_say_why(over: dict, words: str) -> None:
+    with pytest.raises(DesignError, match=words):
+        design_from_dict(base(**over))
+
+
+def test_targets_reach_the_run(tmp_path: Path) -> None:
+    d = design_from_dict(base(
+        seed=7,
+        factors={
+            "S": {"set": ["chip.units.sram.read_latency", "chip.units.sram.write_latency"],
+                  "scale": True, "levels": [1, 1.5]},
+            "K": {"set": "chip.clock_mhz", "levels": [1400, 1000]},
+            "Q": {"set": "block.qm.variant", "levels": ["full", "stub"]},
+            "P": {"set": "traffic.ip_payload", "levels": [0, 1480]},
+        },
+        base={"traffic": TRAFFIC, "routes": None, "params": {"parse_threads": 4},
+              "traffic_set": {"defaults.protocol": "udp", "wire": "ethernet"}},
+    ))  # fmt: skip
+    hi = {"S": "1.5", "K": "1000", "Q": "stub", "P": "1480"}
+    cfg = d.config(hi, seed=9)
+    env = prepare(cfg, tmp_path)
+    chip = yaml.safe_load(env.chip.read_text())
+    assert chip["units"]["sram"]["read_latency"] == 135 and chip["units"]["sram"]["write_latency"] == 60
+    assert chip["clock_mhz"] == 1000 and chip["units"]["dram"]["read_latency"] == 200
+    assert env.spec["seed"] == 9 and env.spec["defaults"]["size"] == 1518  # 34 + 1480 + FCS
+    assert env.params == {"parse_threads": 4}
+    assert isinstance(env.layout, dict) and env.layout["blocks"]["qm"]["variant"] == "stub"
+    (tmp_path / "lo").mkdir()
+    (tmp_path / "t").mkdir()
+    lo = prepare(d.config({"S": "1", "K": "1400", "Q": "full", "P": "0"}, seed=1), tmp_path / "lo")
+    assert lo.spec["defaults"]["size"] == 64  # never below the smallest UDP frame
+    # seed 003's tunnel counted without FCS: 44 bytes after the outer IPv4 header = 78 B
+    t = design_from_dict(base(factors={"P": {"set": "traffic.ip_payload", "levels": [44, 100]}}))
+    assert prepare(t.config({"P": "44"}, seed=1), tmp_path / "t").spec["defaults"]["size"] == 78
+
+
+def test_cli_design_and_bad_input(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["experiment", "design", str(EXAMPLES / "screening.yaml")])
+    assert r.exit_code == 0 and "resolution 3" in r.output and "A = BD = CE = ABCDE" in r.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nfactors: 3\n")
+    for args in (["experiment", "design", str(bad)],
+                 ["experiment", "run", str(bad), "-o", str(tmp_path / "out")],
+                 ["experiment", "run", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "o")],
+                 ["experiment", "analyze", str(tmp_path)],
+                 ["experiment", "report", str(tmp_path), "-o", str(tmp_path / "r.html")]):  # fmt: skip
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 1, (args, r.output)
+        assert "Error:" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["experiment", "run", str(bad), "-o", str(tmp_path / "o"), "--jobs", "2",
+                                  "--scheduler", "tcp://127.0.0.1:1"])  # fmt: skip
+    assert r.exit_code == 2 and "--jobs" in r.output

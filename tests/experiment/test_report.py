@@ -1,0 +1,94 @@
+"""Seed 003's design (--quick) end to end: run, analyze, report; the HTML report
+renders in headless Chromium with every image."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from npkit.toolchain.cli import main
+from npkit.toolchain.experiment.runner import run_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+CHECK = """<script>
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.title = 'IMAGES ' + ok + '/' + imgs.length;
+});
+</script></body>"""
+
+
+@pytest.fixture(scope="module")
+def seed003(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("seed003") / "results"
+    s = run_experiment(ROOT / "examples" / "experiments" / "seed003.yaml", out, quick=True, progress=False)
+    assert s["runs"] == 16 and not s["failed"] and not s["missing"]
+    return out
+
+
+def chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("chromium")
+    assert exe, "chromium is installed by make (APT_PKGS)"
+    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
+    return subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=180)  # fmt: skip
+
+
+def test_seed003_analysis(seed003: Path) -> None:
+    r = CliRunner().invoke(main, ["experiment", "analyze", str(seed003), "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output)
+    cap = res["responses"]["capacity_mbps"]
+    effects = {e["effect"]: e for e in cap["effects"]}
+    assert set(effects) == {"A", "B", "C", "AB", "AC", "BC", "ABC"}
+    # 256-byte packets carry more bits at the same per-packet work: A dominates capacity
+    assert effects["A"]["q"] > 500 and effects["A"]["pct"] > 80 and effects["A"]["significant"]
+    assert sum(e["pct"] for e in cap["effects"]) + cap["error"]["pct"] == pytest.approx(100)
+    assert all(e["ci"] is not None for e in cap["effects"])  # r = 2: CIs from replications
+    assert {row["term"] for row in cap["anova"]["table"]} >= {"A", "B", "C", "error"}
+    text = CliRunner().invoke(main, ["experiment", "analyze", str(seed003)]).output
+    assert "== capacity_mbps" in text and "% var" in text
+
+
+def test_report_renders_in_chromium(seed003: Path, tmp_path: Path) -> None:
+    html = tmp_path / "report.html"
+    r = CliRunner().invoke(main, ["experiment", "report", str(seed003), "-o", str(html)])
+    assert r.exit_code == 0, r.output
+    text = html.read_text()
+    for words in ("Beside seed 003", "75.7", "What the emulator shows", "% of variation", "MSER-5",
+                  "deterministic", "RFC 2544", "Results table", "normal QQ"):  # fmt: skip
+        assert words in text, words
+    srcs = re.findall(r'<img src="([^"]+)"', text)
+    assert len(srcs) >= 8 and all((tmp_path / s).is_file() for s in srcs)
+    assert (tmp_path / "report_files" / "runs" / "p000r0.png").is_file()  # a plot per run
+    # every image loads in a real browser
+    check = tmp_path / "check.html"
+    check.write_text(text.replace("</body>", CHECK))
+    dom = chromium(["--virtual-time-budget=20000", "--dump-dom", check.as_uri()], tmp_path)
+    m = re.search(r"<title>IMAGES (\d+)/(\d+)</title>", dom.stdout)
+    assert m, dom.stderr[-2000:]
+    assert m[1] == m[2] == str(len(srcs))
+    # and the page is not blank
+    shot = tmp_path / "shot.png"
+    chromium([f"--screenshot={shot}", "--window-size=1200,2400", "--hide-scrollbars", html.as_uri()], tmp_path)
+    img = Image.open(shot).convert("L")
+    assert img.size == (1200, 2400)
+    hist = img.histogram()
+    dark = sum(hist[:200]) / (img.size[0] * img.size[1])
+    assert dark > 0.02, "the screenshot is (nearly) blank"
+    assert sum(1 for n in hist if n) > 50  # text, tables and plots: many grey levels
+    # the Markdown report uses the same figures
+    md = tmp_path / "report.md"
+    assert CliRunner().invoke(main, ["experiment", "report", str(seed003), "-o", str(md)]).exit_code == 0
+    imgs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md.read_text())
+    assert len(imgs) == len(srcs) and all((tmp_path / s).is_file() for s in imgs)

@@ -1,0 +1,81 @@
+"""How tests/router/data/harness_reference.json is made.
+
+History: the file was first made with the in-memory harness of commit 33db36a (traffic
+generated into memory, the Python oracle, outputs matched at the end), and the streaming
+harness that replaced it reproduced it exactly: summaries, capture bytes, history hashes.
+The control plane on the XScale (the daemon answering the exception path) then changed
+the router itself: the queue manager serves the control ring, the Python drainer is gone,
+the demo table gained the control plane's routes and the router sends ICMP/ARP frames of
+its own.  So the file was re-made on that tree, with this script, which runs each case
+exactly as tests/router/test_harness_reference.py does; every re-made case was checked
+against the oracle (no unmatched, duplicate or missing frame, conservation balanced).
+
+    .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
+
+Each case: the demo's 10,000-route table (seed 1), a traffic spec, a layout; the run's
+summary (without the host-time figures), the sha256 of every capture file, and the chip's
+history hash over the first 100 us."""
+
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from npkit.emulator.traffic.source import load_traffic_source
+from npkit.toolchain.commands.demo import DEMO_ROUTES, demo_routes, router_with_routes
+from npkit.toolchain.system.paths import ROOT
+from npkit.toolchain.system.router_run import RouterRun
+
+T = ROOT / "examples" / "traffic"
+CASES = {
+    "pipelined-seed003": ("pipelined", T / "seed003_balanced.yaml", 1_000_000),
+    "pipelined-errors": ("pipelined", T / "errors.yaml", 400_000),
+    "pipelined-imix": ("pipelined", T / "imix.yaml", 500_000),
+    "parallel-seed003": ("parallel", T / "seed003_balanced.yaml", 1_000_000),
+    "parallel-imix": ("parallel", T / "imix.yaml", 500_000),
+}
+HOST = ("host_s", "emulated_ms_per_host_s")
+
+
+def run_case(layout: str, spec: Path, dur: int, tmp: Path) -> dict:
+    routes = demo_routes(DEMO_ROUTES)
+    router = router_with_routes(routes)
+
+    def source() -> object:
+        return load_traffic_source(spec, dur, overrides={"router": str(router)})
+
+    out: dict = {}
+    rr = RouterRun.link(layout, {"io": "msf"}, source(), routes, router)
+    rr.chip.history_enable(1)
+    rr.run_traffic(100_000)
+    out["history_hash_100us"] = rr.chip.history_hash()
+    rr = RouterRun.link(layout, {"io": "msf"}, source(), routes, router, capture=tmp / "out")
+    rr.run_traffic(dur)
+    rr.drain()
+    s = rr.summary(0.0)
+    c = s["comparison"]
+    bad = {k: c.get(k, 0) for k in ("unmatched", "duplicates", "unexpected_control", "missing_control", "wrong_bytes")}
+    if any(bad.values()) or not s["conservation"]["balanced"]:
+        raise SystemExit(f"{layout} {spec.name}: the oracle disagrees ({bad}, {s['conservation']}): not a reference")
+    rr.run.write_captures(tmp / "out")
+    out["summary"] = {k: v for k, v in s.items() if k not in HOST}
+    out["captures"] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((tmp / "out").iterdir())}
+    return out
+
+
+def main() -> None:
+    names = sys.argv[2:] or list(CASES)
+    path = Path(sys.argv[1])
+    ref = json.loads(path.read_text()) if path.exists() else {}
+    for name in names:
+        layout, spec, dur = CASES[name]
+        with tempfile.TemporaryDirectory() as tmp:
+            ref[name] = {"layout": layout, "traffic": str(spec.relative_to(ROOT)), "duration_ns": dur,
+                         **run_case(layout, spec, dur, Path(tmp))}
+        print(name, ref[name]["summary"]["comparison"], file=sys.stderr)
+    path.write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()

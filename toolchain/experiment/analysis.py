@@ -1,0 +1,456 @@
+"""Analysis of a results table: effects, allocation of variation, CIs, ANOVA.
+
+Two-level designs (2^k and 2^(k-p), r replications) use the sign table (Jain, *The
+Art of Computer Systems Performance Analysis*, ch. 17-19): with codes x = -1/+1 and
+cell means ybar_i,
+
+    q_0 = mean(ybar_i),  q_E = sum_i x_E,i ybar_i / 2^(k-p)     (x_E = product of codes)
+    SS_E = 2^(k-p) r q_E^2,  SSE = sum (y_ij - ybar_i)^2,  SST = sum (y_ij - ybar)^2
+    percentage of variation of E = 100 SS_E / SST
+    s_e^2 = SSE / (2^(k-p) (r - 1)),  s_q = s_e / sqrt(2^(k-p) r),
+    CI(q_E) = q_E -+ t[1 - alpha/2; 2^(k-p)(r - 1)] s_q.
+
+q_E is half the difference between the mean response at E = +1 and at E = -1, the
+convention of seed 003 ("464 Mb/s greater throughput than average").  An unbalanced
+table (failed or unsettled runs left out) is fitted by least squares on the same coded
+columns instead, and says so.  Every design also gets an ANOVA with F tests
+(statsmodels); multi-level designs get it on categorical factors (all interactions
+when replicated, else main effects and two-factor interactions), sweeps a linear and a
+quadratic fit per group of the other factors (an F test of the quadratic term is the
+non-linearity test).
+
+Which runs count: finished runs with a value; for steady-state responses (windowed:
+throughput, latency, utilisation, loss) only runs that settled -- the others are
+listed as excluded, never averaged in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .design import Design, design_from_dict
+from .store import Store
+
+STEADY_PREFIXES = ("throughput", "latency", "util_", "loss", "offered", "lost", "in_flight")
+ALPHA = 0.05
+
+
+def load_results(results_dir: str | Path) -> tuple[Design, Any, dict[str, Any]]:
+    """The design as run, the results table (pandas) and the manifest."""
+    store = Store(results_dir)
+    man = store.manifest()
+    path = store.root / "design.yaml"
+    design = design_from_dict(yaml.safe_load(path.read_text()), path, check_files=False)
+    design.quick = bool(man.get("quick"))
+    return design, store.table(), man
+
+
+def steady_response(name: str) -> bool:
+    return name.startswith(STEADY_PREFIXES)
+
+
+def usable(df: Any, response: str) -> tuple[Any, list[dict[str, str]]]:
+    """Rows that count for `response`, and the excluded runs with the reason."""
+    excluded: list[dict[str, str]] = []
+    keep = []
+    for i, row in df.iterrows():
+        why = ""
+        if row.get("status") != "ok":
+            why = f"failed: {row.get('error', '')}"
+        elif response not in df.columns or row[response] is None or _nan(row[response]):
+            why = "no value"
+        elif steady_response(response) and _is_false(row.get("settled")):
+            why = "did not reach steady state"
+        if why:
+            excluded.append({"run_id": str(row["run_id"]), "reason": why})
+        else:
+            keep.append(i)
+    return df.loc[keep], excluded
+
+
+def _is_false(v: Any) -> bool:
+    return v is not None and not _nan(v) and not bool(v)
+
+
+def _nan(v: Any) -> bool:
+    try:
+        return math.isnan(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _t(p: float, dof: int) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(p, dof))
+
+
+def codes(design: Design, df: Any) -> dict[str, Any]:
+    """-1/+1 code columns of a two-level design's factors for the rows of df."""
+    import numpy as np
+
+    return {f.key: np.where(df[f.key].astype(str) == f.levels[1].label, 1.0, -1.0) for f in design.factors}
+
+
+def effect_column(code: dict[str, Any], effect: tuple[str, ...]) -> Any:
+    col = 1.0
+    for k in effect:
+        col = col * code[k]
+    return col
+
+
+# ---------------------------------------------------------------------------- two levels
+
+
+def two_level(design: Design, df: Any, response: str) -> dict[str, Any]:
+    import numpy as np
+
+    y = df[response].astype(float).to_numpy()
+    code = codes(design, df)
+    effects = design.effects()
+    names = [design.effect_name(e) for e in effects]
+    cells = df.groupby("point")[response].agg(["mean", "count"])
+    npoints = len(design.points())
+    balanced = len(cells) == npoints and cells["count"].nunique() == 1
+    r = int(cells["count"].iloc[0]) if balanced else 0
+    out: dict[str, Any] = {"kind": "two-level", "n": len(y), "balanced": balanced, "replications": r}
+    sst = float(((y - y.mean()) ** 2).sum())
+    out["mean"] = float(y.mean())
+    out["sst"] = sst
+    rows = []
+    if balanced:
+        first = df.drop_duplicates("point").set_index("point").sort_index()
+        cc = codes(design, first)
+        ybar = cells["mean"].sort_index().to_numpy()
+        out["q0"] = float(ybar.mean())
+        q = {n: float((effect_column(cc, e) * ybar).sum() / npoints) for n, e in zip(names, effects, strict=True)}
+        cell_of = df["point"].map(cells["mean"]).to_numpy()
+        sse = float(((y - cell_of) ** 2).sum())
+        dof = npoints * (r - 1)
+        s_q = math.sqrt(sse / dof) / math.sqrt(npoints * r) if dof > 0 else math.nan
+        half = _t(1 - ALPHA / 2, dof) * s_q if dof > 0 else math.nan
+        for n in names:
+            ss = npoints * r * q[n] ** 2
+            rows.append({"effect": n, "q": q[n], "ci": [q[n] - half, q[n] + half] if dof > 0 else None,
+                         "ss": ss})  # fmt: skip
+        out["error"] = {"ss": sse, "dof": dof, "s_e": math.sqrt(sse / dof) if dof > 0 else None,
+                        "s_q": s_q if dof > 0 else None}  # fmt: skip
+        out["method"] = "sign table"
+    else:
+        effects, names, dropped = _estimable(code, effects, names, len(y))
+        out.update(_least_squares(design, df, response, code, effects, names, sst))
+        rows = out.pop("rows")
+        if dropped:
+            out["not_estimable"] = dropped
+    for row in rows:
+        row["pct"] = 100 * row["ss"] / sst if sst > 0 else None
+        row["significant"] = bool(row["ci"] and (row["ci"][0] > 0 or row["ci"][1] < 0))
+        e = effects[names.index(row["effect"])]
+        if design.kind == "fractional":
+            row["aliases"] = [("-" if s < 0 else "") + design.effect_name(a) for s, a in design.aliases(e)]
+    out["error"]["pct"] = 100 * out["error"]["ss"] / sst if sst > 0 else None
+    out["effects"] = rows
+    fitted = np.full(len(y), out["q0"])
+    for row, e in zip(rows, effects, strict=True):
+        fitted = fitted + row["q"] * effect_column(code, e)
+    out["fitted"] = fitted.tolist()
+    out["residuals"] = (y - fitted).tolist()
+    out["anova"] = anova_coded(design, df, response, effects)
+    return out
+
+
+def _estimable(code: dict[str, Any], effects: list[tuple[str, ...]], names: list[str],
+               n: int) -> tuple[list[tuple[str, ...]], list[str], list[str]]:  # fmt: skip
+    """Effects, lowest order first, whose columns add rank (with missing cells the
+    high-order interactions cannot all be estimated); keep one dof for the error."""
+    import numpy as np
+
+    cols = [np.ones(n)]
+    keep, keep_names, dropped = [], [], []
+    for e, name in zip(effects, names, strict=True):
+        trial = np.column_stack([*cols, effect_column(code, e) * np.ones(n)])
+        if np.linalg.matrix_rank(trial) == trial.shape[1] and trial.shape[1] < n:
+            cols.append(trial[:, -1])
+            keep.append(e)
+            keep_names.append(name)
+        else:
+            dropped.append(name)
+    return keep, keep_names, dropped
+
+
+def _least_squares(design: Design, df: Any, response: str, code: dict[str, Any],
+                   effects: list[tuple[str, ...]], names: list[str], sst: float) -> dict[str, Any]:  # fmt: skip
+    """Unbalanced table: OLS on the coded columns; SS of each effect from a type II ANOVA."""
+    import numpy as np
+    import statsmodels.api as sm
+
+    y = df[response].astype(float).to_numpy()
+    x = np.column_stack([np.ones(len(y))] + [effect_column(code, e) * np.ones(len(y)) for e in effects])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = sm.OLS(y, x).fit()
+    dof = int(fit.df_resid)
+    ci = fit.conf_int(ALPHA) if dof > 0 else None
+    an = anova_coded(design, df, response, effects)
+    ss_of = {r["term"]: r["sum_sq"] for r in an["table"]}
+    rows = []
+    for j, n in enumerate(names, start=1):
+        q = float(fit.params[j])
+        rows.append({"effect": n, "q": q, "ci": [float(ci[j][0]), float(ci[j][1])] if ci is not None else None,
+                     "ss": ss_of.get(n, float("nan"))})  # fmt: skip
+    sse = float(fit.ssr)
+    return {"q0": float(fit.params[0]), "rows": rows,
+            "error": {"ss": sse, "dof": dof, "s_e": math.sqrt(sse / dof) if dof > 0 else None, "s_q": None},
+            "method": "least squares (unbalanced: some runs missing or excluded; type II sums of squares, "
+                      "which need not add up to the total)"}  # fmt: skip
+
+
+def anova_coded(design: Design, df: Any, response: str, effects: list[tuple[str, ...]]) -> dict[str, Any]:
+    """statsmodels ANOVA on the coded effect columns (F tests need replications)."""
+    import pandas as pd
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    code = codes(design, df)
+    data = pd.DataFrame({f"e{j}": effect_column(code, e) for j, e in enumerate(effects)})
+    data["y"] = df[response].astype(float).to_numpy()
+    if len(data) - len(effects) - 1 <= 0:
+        return {"table": [], "note": "no degrees of freedom left for the error (no replications): no F tests"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = smf.ols("y ~ " + " + ".join(f"e{j}" for j in range(len(effects))), data).fit()
+        tab = anova_lm(model, typ=2)
+    names = {f"e{j}": design.effect_name(e) for j, e in enumerate(effects)}
+    return {"table": _anova_rows(tab, names), "note": ""}
+
+
+def _anova_rows(tab: Any, names: dict[str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for term, r in tab.iterrows():
+        rows.append({"term": "error" if term == "Residual" else names.get(str(term), str(term)),
+                     "df": float(r["df"]), "sum_sq": float(r["sum_sq"]),
+                     "F": None if _nan(r.get("F")) else float(r["F"]),
+                     "p": None if _nan(r.get("PR(>F)")) else float(r["PR(>F)"])})  # fmt: skip
+    return rows
+
+
+# ---------------------------------------------------------------------------- multi-level
+
+
+def _term_name(term: str, keys: list[str]) -> str:
+    # C(f0) -> first factor's key; C(f0):C(f1) -> "A x B"
+    return " x ".join(keys[int(p.removeprefix("C(f").removesuffix(")"))] for p in term.split(":"))
+
+
+def multi_level(design: Design, df: Any, response: str) -> dict[str, Any]:
+    import numpy as np
+    import pandas as pd
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    y = df[response].astype(float).to_numpy()
+    data = pd.DataFrame({f"f{j}": df[k].astype(str).to_numpy() for j, k in enumerate(design.keys)})
+    data["y"] = y
+    sst = float(((y - y.mean()) ** 2).sum())
+    terms = [f"C(f{j})" for j in range(len(design.keys))]
+    cells = df.groupby("point").size()
+    replicated = len(cells) and cells.min() >= 2
+    nparams_full = int(np.prod([len(f.levels) for f in design.factors]))
+    out: dict[str, Any] = {"kind": "multi-level", "n": len(y), "mean": float(y.mean()), "sst": sst}
+    if replicated and len(y) > nparams_full:
+        formula, out["model"] = "y ~ " + " * ".join(terms), "all interactions"
+    else:
+        two = " + ".join(terms) + "".join(f" + {a}:{b}" for i, a in enumerate(terms) for b in terms[i + 1 :])
+        npar = 1 + sum(len(f.levels) - 1 for f in design.factors) + sum(
+            (len(a.levels) - 1) * (len(b.levels) - 1)
+            for i, a in enumerate(design.factors) for b in design.factors[i + 1 :]
+        )  # fmt: skip
+        if len(design.factors) > 1 and len(y) > npar:
+            formula, out["model"] = "y ~ " + two, "main effects and two-factor interactions (higher ones pooled into the error)"
+        else:
+            formula, out["model"] = "y ~ " + " + ".join(terms), "main effects (interactions pooled into the error)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = smf.ols(formula, data).fit()
+        if model.df_resid > 0 and sst > 0:
+            tab = anova_lm(model, typ=2)
+            rows = _anova_rows(tab, {})
+            for r in rows:
+                r["term"] = "error" if r["term"] == "error" else _term_name(r["term"], design.keys)
+                r["pct"] = 100 * r["sum_sq"] / sst
+            out["anova"] = {"table": rows, "note": ""}
+        else:
+            out["anova"] = {"table": [], "note": "no degrees of freedom for the error (or no variation): no F tests"}
+    out["fitted"] = [float(v) for v in model.fittedvalues]
+    out["residuals"] = [float(v) for v in model.resid]
+    out["level_means"] = {f.key: {lv.label: _mean(df, f.key, lv.label, response) for lv in f.levels}
+                          for f in design.factors}  # fmt: skip
+    return out
+
+
+def _mean(df: Any, key: str, label: str, response: str) -> float | None:
+    sel = df[df[key].astype(str) == label][response].astype(float)
+    return float(sel.mean()) if len(sel) else None
+
+
+# ---------------------------------------------------------------------------- sweeps
+
+
+def sweep(design: Design, df: Any, response: str) -> dict[str, Any]:
+    """Per combination of the other factors: linear fit, R^2, quadratic-term F test."""
+    import numpy as np
+
+    assert design.sweep is not None
+    others = [k for k in design.keys if k != design.sweep]
+    groups: dict[str, Any] = {}
+    parts = df.groupby([df[k].astype(str) for k in others]) if others else [((), df)]
+    for key, g in parts:
+        label = ", ".join(f"{k}={v}" for k, v in zip(others, key if isinstance(key, tuple) else (key,), strict=True)) or "all"
+        x = g[design.sweep].astype(float).to_numpy()
+        y = g[response].astype(float).to_numpy()
+        res: dict[str, Any] = {"n": len(y)}
+        if len(set(x)) >= 2:
+            slope, icpt = np.polyfit(x, y, 1)
+            pred = slope * x + icpt
+            ss = float(((y - y.mean()) ** 2).sum())
+            res.update({"slope": float(slope), "intercept": float(icpt),
+                        "r2": 1 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else None,
+                        "max_abs_residual": float(np.abs(y - pred).max())})  # fmt: skip
+        res.update(_nonlinearity(x, y))
+        groups[label] = res
+    out = multi_level(design, df, response)
+    out["kind"] = "sweep"
+    out["sweep"] = design.sweep
+    out["groups"] = groups
+    return out
+
+
+def _nonlinearity(x: Any, y: Any) -> dict[str, Any]:
+    """F test of the straight line against a richer model: with replicates at the x
+    values, lack of fit (the line against one mean per x, any shape); without, the
+    quadratic term."""
+    import pandas as pd
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    d = pd.DataFrame({"x": x, "y": y})
+    nx = d["x"].nunique()
+    if nx < 3 or len(d) < 4:
+        return {}
+    replicated = len(d) > nx
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lin = smf.ols("y ~ x", d).fit()
+        rich = smf.ols("y ~ C(x)" if replicated else "y ~ x + I(x ** 2)", d).fit()
+        if rich.df_resid <= 0 or lin.ssr <= 0:
+            return {}
+        if rich.ssr <= 1e-12 * lin.ssr:  # the richer model fits exactly: nothing but curvature
+            p = 0.0
+        else:
+            p = anova_lm(lin, rich)["Pr(>F)"].iloc[1]
+    if _nan(p):
+        return {}
+    return {"nonlinear_test": "lack of fit" if replicated else "quadratic term",
+            "nonlinear_p": float(p), "nonlinear": bool(p < ALPHA)}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- entry
+
+
+def analyze_frame(design: Design, df: Any, response: str) -> dict[str, Any]:
+    rows, excluded = usable(df, response)
+    if rows.empty:
+        return {"kind": "none", "n": 0, "excluded": excluded, "note": "no usable runs"}
+    if design.kind == "sweep":
+        out = sweep(design, rows, response)
+    elif design.two_level:
+        out = two_level(design, rows, response)
+    else:
+        out = multi_level(design, rows, response)
+    out["excluded"] = excluded
+    y = rows[response].astype(float)
+    spread = float(y.max() - y.min())
+    out["range"] = [float(y.min()), float(y.max())]
+    if out.get("sst", 0) <= 1e-12 * max(1.0, float(y.abs().mean())) ** 2:
+        out["note"] = "no variation to allocate: every run gave the same value"
+    else:
+        out.setdefault("note", "")
+    out["spread"] = spread
+    if response.startswith("capacity") and "capacity_censored" in rows:
+        cens = rows[rows["capacity_censored"].astype(str).isin(["above", "below"])]
+        if len(cens):
+            out["censored"] = cens["run_id"].astype(str).tolist()
+    return out
+
+
+def analyze(results_dir: str | Path, responses: list[str] | None = None) -> dict[str, Any]:
+    design, df, man = load_results(results_dir)
+    want = responses or design.responses
+    ok = df[df["status"] == "ok"] if "status" in df else df
+    summary = {
+        "total": len(man["runs"]), "stored": len(df), "ok": len(ok),
+        "failed": [{"run_id": r["run_id"], "error": r["error"]} for _, r in df[df["status"] != "ok"].iterrows()] if len(df) else [],
+        "unsettled": ok[ok["settled"] == False]["run_id"].tolist() if "settled" in ok else [],  # noqa: E712
+        "missing": [r for r in man["runs"] if r not in set(df["run_id"])] if len(df) else list(man["runs"]),
+        "code_hashes": sorted(set(df["code_hash"])) if len(df) else [],
+    }  # fmt: skip
+    result = {"design": design.summary(), "runs": summary, "responses": {}}
+    for r in want:
+        if r not in df.columns:
+            result["responses"][r] = {"kind": "none", "n": 0, "note": f"no response {r!r} in the table"}
+            continue
+        result["responses"][r] = analyze_frame(design, df, r)
+    return result
+
+
+def to_json(result: dict[str, Any]) -> str:
+    from .store import _clean
+
+    return json.dumps(_clean(result), indent=1, allow_nan=False)
+
+
+def format_text(result: dict[str, Any]) -> str:
+    """The analysis for people: per response, effects or ANOVA terms with % of variation."""
+    d = result["design"]
+    runs = result["runs"]
+    lines = [f"{d['name']}: {d['kind']} design, {d['points']} points x {d['replications']} replications "
+             f"= {d['runs']} runs; {runs['ok']} ok, {len(runs['failed'])} failed, "
+             f"{len(runs['unsettled'])} not settled, {len(runs['missing'])} missing"]  # fmt: skip
+    if d.get("resolution"):
+        lines.append(f"resolution {d['resolution']}; defining relation {' = '.join(d['defining_relation'])}")
+    for name, a in result["responses"].items():
+        lines += ["", f"== {name} ({a.get('kind')}, {a.get('n', 0)} runs)"]
+        if a.get("note"):
+            lines.append(f"   {a['note']}")
+        if a.get("effects"):
+            lines.append(f"   mean q0 = {a['q0']:.4g}; {a.get('method', '')}")
+            lines.append(f"   {'effect':<10} {'q':>11} {'95% CI':>25} {'% var':>7}")
+            for e in a["effects"]:
+                ci = f"[{e['ci'][0]:.4g}, {e['ci'][1]:.4g}]" if e["ci"] else "-"
+                pct = f"{e['pct']:.1f}" if e["pct"] is not None else "-"
+                alias = f"  = {' = '.join(e['aliases'])}" if e.get("aliases") else ""
+                lines.append(f"   {e['effect']:<10} {e['q']:>11.4g} {ci:>25} {pct:>7}{' *' if e['significant'] else ''}{alias}")
+            if a.get("not_estimable"):
+                lines.append(f"   not estimable (cells missing): {', '.join(a['not_estimable'])}")
+            err = a["error"]
+            if err.get("pct") is not None:
+                lines.append(f"   {'error':<10} {'':>11} {'':>25} {err['pct']:>7.1f}")
+        elif a.get("anova", {}).get("table"):
+            lines.append(f"   model: {a.get('model', '')}")
+            for r in a["anova"]["table"]:
+                p = f"p={r['p']:.3g}" if r["p"] is not None else ""
+                lines.append(f"   {r['term']:<24} SS {r['sum_sq']:>12.4g} {r.get('pct', 0):>6.1f} %  {p}")
+        for g, s in (a.get("groups") or {}).items():
+            if "slope" in s:
+                nl = " NON-LINEAR" if s.get("nonlinear") else ""
+                r2 = f"{s['r2']:.3f}" if s.get("r2") is not None else "-"
+                lines.append(f"   {g}: slope {s['slope']:.4g} per unit, R^2 {r2}{nl}")
+        if a.get("excluded"):
+            lines.append(f"   excluded: {', '.join(x['run_id'] for x in a['excluded'])}")
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""`npk experiment`: run a design, analyse its results, write the report.
+
+    npk experiment design DESIGN.yaml [--quick] [--json]      what would run (confounding too)
+    npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR]
+    npk experiment analyze RESULTS_DIR [--response R]... [--json]
+    npk experiment report RESULTS_DIR -o report.html|report.md
+
+`run` exits 0 when every run finished, 1 when some failed (each recorded with its
+error), 130 when interrupted (run it again: finished runs are kept).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .design import DesignError, load_design
+
+
+@click.group("experiment")
+def experiment() -> None:
+    """Factorial experiments on the emulated router."""
+
+
+@experiment.command("design")
+@click.argument("design", type=click.Path(dir_okay=False))
+@click.option("--quick", is_flag=True, help="The design's quick variant.")
+@click.option("--json", "as_json", is_flag=True)
+def design_cmd(design: str, quick: bool, as_json: bool) -> None:
+    """Show a design: factors, runs, and for fractional designs the confounding."""
+    try:
+        d = load_design(design, quick=quick)
+    except DesignError as e:
+        raise click.ClickException(str(e)) from None
+    s = d.summary()
+    s["run_ids"] = [{"run_id": r.run_id, "seed": r.seed, **r.levels} for r in d.runs()]
+    if as_json:
+        click.echo(json.dumps(s, indent=1))
+        return
+    click.echo(f"{s['name']}: {s['kind']}, {s['points']} points x {s['replications']} = {s['runs']} runs")
+    for f in s["factors"]:
+        click.echo(f"  {f['key']} {f['name']}: " + ", ".join(lv["label"] for lv in f["levels"]))
+    if "resolution" in s:
+        click.echo(f"  defining relation {' = '.join(s['defining_relation'])}; resolution {s['resolution']}")
+        for e, al in s["confounding"].items():
+            click.echo(f"    {e} = {' = '.join(al)}")
+    for r in s["run_ids"]:
+        click.echo("  " + " ".join(f"{k}={v}" for k, v in r.items()))
+
+
+@experiment.command("run")
+@click.argument("design", type=click.Path(dir_okay=False))
+@click.option("-o", "out", required=True, type=click.Path(file_okay=False), help="Results directory.")
+@click.option("--quick", is_flag=True, help="The design's quick variant (short runs, for tests).")
+@click.option("--jobs", type=click.IntRange(min=1), help="Local worker processes (default: cores).")
+@click.option("--scheduler", metavar="ADDR", help="Dask scheduler address (tcp://host:port).")
+@click.option("--retry-failed", is_flag=True, help="Run failed runs again.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str | None,
+            retry_failed: bool, as_json: bool) -> None:  # fmt: skip
+    """Execute every run of DESIGN not yet in RESULTS_DIR."""
+    from .runner import ExperimentError, run_experiment
+
+    if jobs and scheduler:
+        raise click.UsageError("--jobs is for the local pool; a Dask cluster has its own workers")
+    try:
+        d = load_design(design, quick=quick)
+        s = run_experiment(d, out, scheduler=scheduler, jobs=jobs, retry_failed=retry_failed)
+    except (DesignError, ExperimentError) as e:
+        raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted: finished runs are kept in {out}; run again to resume", err=True)
+        sys.exit(130)
+    if as_json:
+        click.echo(json.dumps(s, indent=1))
+    else:
+        click.echo(f"{s['design']}: {s['runs']} runs, {len(s['executed'])} executed, {len(s['skipped'])} "
+                   f"already done, {len(s['failed'])} failed, {len(s['unsettled'])} not settled "
+                   f"({s['wall_s']} s); results in {s['results']}")  # fmt: skip
+        for rid in s["failed"]:
+            click.echo(f"  failed: {rid}", err=True)
+    if s["failed"]:
+        sys.exit(1)
+
+
+@experiment.command("analyze")
+@click.argument("results", type=click.Path(file_okay=False))
+@click.option("--response", "responses", multiple=True, help="Analyse these responses (default: the design's).")
+@click.option("--json", "as_json", is_flag=True)
+def analyze_cmd(results: str, responses: tuple[str, ...], as_json: bool) -> None:
+    """Effects, allocation of variation, CIs and ANOVA for a results directory."""
+    from .analysis import analyze, format_text, to_json
+
+    try:
+        res = analyze(results, list(responses) or None)
+    except (FileNotFoundError, DesignError) as e:
+        raise click.ClickException(str(e)) from None
+    if as_json:
+        for a in res["responses"].values():  # the per-run vectors stay out of the summary
+            a.pop("fitted", None)
+            a.pop("residuals", None)
+        click.echo(to_json(res))
+    else:
+        click.echo(format_text(res))
+
+
+@experiment.command("report")
+@click.argument("results", type=click.Path(file_okay=False))
+@click.option("-o", "out", required=True, type=click.Path(dir_okay=False), help="report.html or report.md")
+@click.option("--no-run-plots", is_flag=True, help="Skip the per-run throughput plots.")
+def report_cmd(results: str, out: str, no_run_plots: bool) -> None:
+    """Write the HTML or Markdown report (figures in OUT's _files directory)."""
+    from .report import build
+
+    try:
+        path = build(results, out, per_run_plots=not no_run_plots)
+    except (FileNotFoundError, DesignError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"wrote {path} (figures in {Path(path).parent / (Path(path).stem + '_files')})")

@@ -1,0 +1,221 @@
+"""Figures for the report (matplotlib, Agg backend, PNG files).
+
+Each function writes one PNG and returns its path: effects with CIs, allocation of
+variation, residual checks (normal QQ, residuals vs predicted), main-effect and
+interaction plots, sweeps (response against the swept factor with the linear fit, to
+see non-linearity), and throughput over time per run with the warm-up cut.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+from .design import Design
+
+DPI = 96
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    _plt().close(fig)
+    return path
+
+
+def effects(a: dict[str, Any], response: str, path: Path) -> Path:
+    """Effects q with their CIs (left) and the percentage of variation (right)."""
+    plt = _plt()
+    rows = a["effects"]
+    names = [e["effect"] for e in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, max(2.5, 0.35 * len(rows) + 1.2)))
+    ys = range(len(rows))[::-1]
+    err = [[e["q"] - e["ci"][0] for e in rows], [e["ci"][1] - e["q"] for e in rows]] if all(e["ci"] for e in rows) else None
+    ax1.barh(list(ys), [e["q"] for e in rows], xerr=err, color=["#3a7" if e["q"] >= 0 else "#c54" for e in rows],
+             capsize=3)  # fmt: skip
+    ax1.axvline(0, color="k", lw=0.8)
+    ax1.set_yticks(list(ys), names)
+    ax1.set_xlabel(f"effect q on {response}" + (" (95 % CI)" if err else ""))
+    pct = [e["pct"] or 0.0 for e in rows] + [a["error"].get("pct") or 0.0]
+    ax2.barh(list(range(len(pct)))[::-1], pct, color=["#47a"] * len(rows) + ["#999"])
+    ax2.set_yticks(list(range(len(pct)))[::-1], names + ["error"])
+    ax2.set_xlabel("% of variation")
+    ax2.set_xlim(0, 100)
+    return _save(fig, path)
+
+
+def residuals(a: dict[str, Any], response: str, path: Path) -> Path:
+    """Normal QQ plot of the residuals and residuals against predicted values."""
+    from scipy import stats
+
+    plt = _plt()
+    res = a["residuals"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.4))
+    if len(res) >= 3 and max(res) - min(res) > 0:
+        (osm, osr), (slope, icpt, _r) = stats.probplot(res, dist="norm")
+        ax1.plot(osm, osr, "o", ms=4, color="#47a")
+        ax1.plot(osm, [slope * x + icpt for x in osm], "k-", lw=0.8)
+    else:
+        ax1.text(0.5, 0.5, "residuals all zero", ha="center", va="center", transform=ax1.transAxes)
+    ax1.set_xlabel("normal quantile")
+    ax1.set_ylabel("residual")
+    ax1.set_title("normal QQ plot", fontsize=10)
+    ax2.plot(a["fitted"], res, "o", ms=4, color="#47a")
+    ax2.axhline(0, color="k", lw=0.8)
+    ax2.set_xlabel(f"predicted {response}")
+    ax2.set_ylabel("residual")
+    ax2.set_title("residuals vs predicted", fontsize=10)
+    return _save(fig, path)
+
+
+def _mean_ci(vals: list[float]) -> tuple[float, float]:
+    from scipy import stats
+
+    n = len(vals)
+    m = sum(vals) / n
+    if n < 2:
+        return m, 0.0
+    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (n - 1))
+    return m, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+
+
+def main_effects(design: Design, df: Any, response: str, path: Path) -> Path:
+    """Mean response (95 % CI of the mean) at each level of each factor."""
+    plt = _plt()
+    k = len(design.factors)
+    fig, axes = plt.subplots(1, k, figsize=(max(4, 2.6 * k), 3.2), sharey=True, squeeze=False)
+    for ax, f in zip(axes[0], design.factors, strict=True):
+        ms, hs = [], []
+        for lv in f.levels:
+            vals = df[df[f.key].astype(str) == lv.label][response].astype(float).tolist()
+            m, h = _mean_ci(vals) if vals else (math.nan, 0.0)
+            ms.append(m)
+            hs.append(h)
+        xs = list(range(len(f.levels)))
+        ax.errorbar(xs, ms, yerr=hs, fmt="o-", capsize=3, color="#47a")
+        ax.set_xticks(xs, [lv.label for lv in f.levels], rotation=30 if len(f.levels) > 4 else 0)
+        ax.set_title(f"{f.key}: {f.name}", fontsize=9)
+    axes[0][0].set_ylabel(response)
+    return _save(fig, path)
+
+
+def interactions(design: Design, df: Any, response: str, path: Path) -> Path:
+    """Cell means of every pair of factors: non-parallel lines are interactions."""
+    plt = _plt()
+    pairs = list(itertools.combinations(design.factors, 2))[:6]
+    fig, axes = plt.subplots(1, len(pairs), figsize=(max(4, 3.2 * len(pairs)), 3.3), squeeze=False)
+    for ax, (fa, fb) in zip(axes[0], pairs, strict=True):
+        xs = list(range(len(fa.levels)))
+        for lb in fb.levels:
+            ys = []
+            for la in fa.levels:
+                sel = df[(df[fa.key].astype(str) == la.label) & (df[fb.key].astype(str) == lb.label)]
+                ys.append(float(sel[response].astype(float).mean()) if len(sel) else math.nan)
+            ax.plot(xs, ys, "o-", label=f"{fb.key}={lb.label}")
+        ax.set_xticks(xs, [lv.label for lv in fa.levels], rotation=30 if len(fa.levels) > 4 else 0)
+        ax.set_xlabel(fa.key)
+        ax.set_title(f"{fa.key} x {fb.key}", fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel(response)
+    return _save(fig, path)
+
+
+def sweep(design: Design, df: Any, a: dict[str, Any], response: str, path: Path,
+          reference: dict[str, list[tuple[float, float]]] | None = None) -> Path:  # fmt: skip
+    """The response against the swept factor per group, with each group's straight-line
+    fit (dashed) and its residuals below: curvature there is non-linearity."""
+    import numpy as np
+
+    plt = _plt()
+    assert design.sweep is not None
+    others = [k for k in design.keys if k != design.sweep]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, height_ratios=[2, 1])
+    parts = df.groupby([df[k].astype(str) for k in others]) if others else [((), df)]
+    for key, g in parts:
+        label = ", ".join(f"{k}={v}" for k, v in zip(others, key if isinstance(key, tuple) else (key,), strict=True)) or "all"
+        x = g[design.sweep].astype(float).to_numpy()
+        y = g[response].astype(float).to_numpy()
+        line = ax1.plot(x, y, "o", ms=4, label=label)[0]
+        fit = (a.get("groups") or {}).get(label, {})
+        if "slope" in fit:
+            xs = np.linspace(x.min(), x.max(), 50)
+            ax1.plot(xs, fit["slope"] * xs + fit["intercept"], "--", color=line.get_color(), lw=1)
+            ax2.plot(x, y - (fit["slope"] * x + fit["intercept"]), "o", ms=4, color=line.get_color())
+    for name, pts in (reference or {}).items():
+        ax1.plot([p[0] for p in pts], [p[1] for p in pts], "k:", lw=1, label=name)
+    ax1.set_ylabel(response)
+    ax1.legend(fontsize=8)
+    ax2.axhline(0, color="k", lw=0.8)
+    ax2.set_ylabel("residual of the line")
+    ax2.set_xlabel(f"{design.sweep}: {design.factor(design.sweep).name}")
+    return _save(fig, path)
+
+
+def series_one(rec: dict[str, Any], path: Path) -> Path:
+    """Throughput over time of one run, the warm-up cut shaded."""
+    plt = _plt()
+    s = rec["series"]
+    w = s["window_us"]
+    fig, ax = plt.subplots(figsize=(7, 2.8))
+    ts = [(k + 0.5) * w / 1000 for k in range(len(s["throughput_mbps"]))]
+    ax.plot(ts, s["throughput_mbps"], lw=0.9, color="#47a")
+    ax.axvspan(0, s["cut"] * w / 1000, color="#c54", alpha=0.15, label="warm-up (MSER-5)")
+    ax.set_xlabel("emulated time (ms)")
+    ax.set_ylabel("output (Mb/s)")
+    lv = ", ".join(f"{k}={v}" for k, v in rec["levels"].items())
+    ax.set_title(f"{rec['run_id']}  {lv}  seed {rec['seed']}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)
+
+
+def series_grid(records: list[dict[str, Any]], path: Path, limit: int = 48) -> Path:
+    """Small multiples: throughput over time of every run (up to `limit`)."""
+    plt = _plt()
+    recs = [r for r in records if r.get("status") == "ok" and r.get("series")][:limit]
+    n = max(1, len(recs))
+    cols = min(6, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 1.7 * rows), squeeze=False, sharey=True)
+    for ax, rec in zip(axes.flat, recs, strict=False):
+        s = rec["series"]
+        w = s["window_us"]
+        ax.plot([(k + 0.5) * w / 1000 for k in range(len(s["throughput_mbps"]))], s["throughput_mbps"],
+                lw=0.7, color="#47a" if rec["responses"].get("settled") else "#c54")  # fmt: skip
+        ax.axvspan(0, s["cut"] * w / 1000, color="#c54", alpha=0.15)
+        ax.set_title(rec["run_id"] + " " + ",".join(str(v) for v in rec["levels"].values()), fontsize=6)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(recs) :]:
+        ax.axis("off")
+    fig.supxlabel("emulated time (ms); shaded: warm-up cut; red: not settled", fontsize=8)
+    fig.supylabel("output Mb/s", fontsize=8)
+    return _save(fig, path)
+
+
+def comparison(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Seed 003's % of variation beside npkit's, per effect and response."""
+    import numpy as np
+
+    plt = _plt()
+    effects_ = [r["effect"] for r in rows]
+    cols = [k for k in rows[0] if k != "effect"]
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    x = np.arange(len(effects_))
+    width = 0.8 / len(cols)
+    for j, c in enumerate(cols):
+        ax.bar(x + j * width - 0.4 + width / 2, [r[c] or 0.0 for r in rows], width, label=c)
+    ax.set_xticks(x, effects_)
+    ax.set_ylabel("% of variation")
+    ax.legend(fontsize=8)
+    return _save(fig, path)

@@ -1,0 +1,213 @@
+"""Execute a design's runs in parallel into a resumable results store.
+
+The runs go to a `concurrent.futures` executor: a local process pool by default, or a
+Dask distributed cluster (`scheduler="tcp://HOST:PORT"`, through
+`distributed.Client.get_executor`), so both take the same path: submit every missing
+run, store each record as it completes, show progress with an ETA.  Dask workers must
+run the same npkit checkout (they import npkit.toolchain.experiment.execute); give
+them one thread each (`dask worker ADDR --nthreads 1`): the emulator is CPU-bound
+Python and C under the GIL.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .design import Design, RunSpec, load_design
+from .execute import run_one
+from .store import Store, code_hash
+
+RunFn = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ExperimentError(RuntimeError):
+    """The experiment cannot run (scheduler unreachable, store unusable)."""
+
+
+class Progress:
+    """A progress line on stderr: runs done, failed, elapsed, ETA."""
+
+    def __init__(self, total: int, already: int, enabled: bool = True) -> None:
+        self.total = total
+        self.done = already
+        self.start_done = already
+        self.failed = 0
+        self.t0 = time.time()
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+
+    @staticmethod
+    def _clock(s: float) -> str:
+        s = int(s)
+        return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+    def line(self) -> str:
+        el = time.time() - self.t0
+        new = self.done - self.start_done
+        left = self.total - self.done
+        eta = self._clock(el / new * left) if new else "?"
+        width = 30
+        fill = int(width * self.done / max(1, self.total))
+        return (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} runs"
+                f"{f', {self.failed} failed' if self.failed else ''}, {self._clock(el)} elapsed, ETA {eta}")  # fmt: skip
+
+    def update(self, rec: dict[str, Any]) -> None:
+        self.done += 1
+        self.failed += rec.get("status") != "ok"
+        if not self.enabled:
+            return
+        if self.tty:
+            print("\r" + self.line(), end="", file=sys.stderr, flush=True)
+        else:
+            note = "" if rec.get("status") == "ok" else f" FAILED: {rec.get('error', '')}"
+            print(f"{rec['run_id']} {rec.get('host_s', 0):.1f} s{note}  {self.line()}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            print(file=sys.stderr)
+
+
+def _payload(r: RunSpec, code: str) -> dict[str, Any]:
+    return {"run_id": r.run_id, "point": r.point, "replicate": r.replicate, "seed": r.seed,
+            "levels": r.levels, "config": r.config, "config_hash": r.config_hash, "code_hash": code}  # fmt: skip
+
+
+def _lost(r: RunSpec, code: str, why: str) -> dict[str, Any]:
+    return {**{k: v for k, v in _payload(r, code).items() if k != "config"}, "status": "failed",
+            "error": why, "responses": {}, "host_s": 0.0, "started": time.time()}  # fmt: skip
+
+
+def _local_executor(jobs: int) -> Executor:
+    import multiprocessing
+
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _dask_executor(address: str, timeout_s: float) -> tuple[Executor, Any]:
+    try:
+        from distributed import Client
+    except ImportError as e:  # pragma: no cover - a pinned dependency
+        raise ExperimentError(f"--scheduler needs dask.distributed: {e}") from None
+    try:
+        client = Client(address, timeout=f"{timeout_s}s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise ExperimentError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+    return client.get_executor(pure=False), client
+
+
+def manifest_for(design: Design, code: str) -> dict[str, Any]:
+    return {"name": design.name, "title": design.title, "kind": design.kind, "quick": design.quick,
+            "factors": design.keys, "runs": [r.run_id for r in design.runs()],
+            "config_hashes": {r.run_id: r.config_hash for r in design.runs()},
+            "responses": design.responses, "code_hash": code,
+            "design_source": str(design.source or "")}  # fmt: skip
+
+
+def run_experiment(design: Design | str | Path, out: str | Path, *, quick: bool = False,
+                   scheduler: str | None = None, jobs: int | None = None,
+                   retry_failed: bool = False, progress: bool = True,
+                   run_fn: RunFn = run_one, connect_timeout_s: float = 15.0) -> dict[str, Any]:  # fmt: skip
+    """Run every missing run of `design` into the store at `out`; returns a summary
+    (runs executed, skipped as already done, failed, not settled)."""
+    if not isinstance(design, Design):
+        design = load_design(design, quick=quick)
+    store = Store(out)
+    code = code_hash()
+    runs = design.runs()
+    design_text = yaml.safe_dump(design.raw, sort_keys=False)
+    try:
+        store.init(manifest_for(design, code), design_text)
+    except OSError as e:
+        raise ExperimentError(f"{out}: cannot write the results store: {e}") from None
+    done = store.done({r.run_id: r.config_hash for r in runs}, retry_failed)
+    todo = [r for r in runs if r.run_id not in done]
+    bar = Progress(len(runs), len(runs) - len(todo), progress)
+    t0 = time.time()
+    executed: list[str] = []
+    client = None
+    try:
+        if scheduler:
+            executor, client = _dask_executor(scheduler, connect_timeout_s)
+            _drain(executor, todo, code, store, bar, executed, run_fn, restart=None)
+        elif todo:
+            n = jobs or min(len(todo), os.cpu_count() or 1)
+            _drain(_local_executor(n), todo, code, store, bar, executed, run_fn,
+                   restart=lambda: _local_executor(n))  # fmt: skip
+    finally:
+        bar.close()
+        if client is not None:
+            client.close()
+        store.write_table()
+    recs = store.records()
+    mine = [recs[r.run_id] for r in runs if r.run_id in recs]
+    return {
+        "design": design.name, "results": str(store.root), "runs": len(runs),
+        "executed": executed, "skipped": sorted(done),
+        "failed": sorted(r["run_id"] for r in mine if r.get("status") != "ok"),
+        "unsettled": sorted(r["run_id"] for r in mine
+                            if r.get("status") == "ok" and not r["responses"].get("settled", True)),
+        "missing": sorted(r.run_id for r in runs if r.run_id not in recs),
+        "wall_s": round(time.time() - t0, 2),
+    }  # fmt: skip
+
+
+def _shutdown(executor: Executor, wait: bool) -> None:
+    try:
+        executor.shutdown(wait=wait, cancel_futures=True)
+    except TypeError:  # distributed's ClientExecutor has no cancel_futures
+        executor.shutdown(wait=wait)
+
+
+def _drain(executor: Executor, todo: list[RunSpec], code: str, store: Store, bar: Progress,
+           executed: list[str], run_fn: RunFn, restart: Callable[[], Executor] | None) -> None:  # fmt: skip
+    """Submit, collect and store; a local pool whose worker died is rebuilt and the
+    unfinished runs resubmitted (a run that kills two workers is recorded as failed)."""
+    attempts: dict[str, int] = {}
+    pending = list(todo)
+    while pending:
+        futures: dict[Future[dict[str, Any]], RunSpec] = {
+            executor.submit(run_fn, _payload(r, code)): r for r in pending
+        }
+        pending = []
+        broken = False
+        try:
+            for fut in as_completed(futures):
+                r = futures[fut]
+                try:
+                    rec = fut.result()
+                except BrokenProcessPool:
+                    broken = True
+                    attempts[r.run_id] = attempts.get(r.run_id, 0) + 1
+                    if attempts[r.run_id] < 2 and restart is not None:
+                        pending.append(r)
+                        continue
+                    rec = _lost(r, code, "the worker process died during the run")
+                except Exception as e:  # a Dask task that errored or lost its worker
+                    rec = _lost(r, code, f"{type(e).__name__}: {e}")
+                store.save(rec)
+                executed.append(r.run_id)
+                bar.update(rec)
+        except KeyboardInterrupt:
+            for f in futures:
+                f.cancel()
+            _shutdown(executor, wait=False)
+            raise
+        _shutdown(executor, wait=True)
+        if broken and pending and restart is not None:
+            executor = restart()
+        elif pending:
+            for r in pending:
+                rec = _lost(r, code, "the worker process died")
+                store.save(rec)
+                executed.append(r.run_id)
+                bar.update(rec)
+            pending = []
