@@ -115,22 +115,19 @@ def _demo_seconds(image: Any, tr: Any, duration_ns: int, daemon: bool) -> float:
 
 
 def _idle_overhead(quick: bool) -> float:
-    import tempfile
-
     from npkit.emulator.traffic.source import load_traffic_source
-    from npkit.toolchain.commands.demo import DEMO_ROUTES, SEED003, make_routes, router_with_routes
+    from npkit.toolchain.commands.demo import DEMO_ROUTES, SEED003
     from npkit.toolchain.system.link import link
+    from npkit.toolchain.system.tables import demo_routes, router_with_routes
 
     duration = 2_000_000 if quick else 10_000_000
-    with tempfile.TemporaryDirectory() as tmp:
-        routes = Path(tmp) / "routes.txt"
-        make_routes(str(routes), DEMO_ROUTES)
-        router = router_with_routes(Path(tmp), routes)
-        image = link("pipelined", {"io": "msf"}, routes, router)
-        tr = load_traffic_source(SEED003, duration, overrides={"router": str(router)})
-        _demo_seconds(image, tr, 100_000, True)          # imports, the daemon's first build check
-        pairs = [(_demo_seconds(image, tr, duration, False), _demo_seconds(image, tr, duration, True))
-                 for _ in range(3)]  # fmt: skip
+    routes = demo_routes(DEMO_ROUTES)
+    router = router_with_routes(routes)
+    image = link("pipelined", {"io": "msf"}, routes, router)
+    tr = load_traffic_source(SEED003, duration, overrides={"router": str(router)})
+    _demo_seconds(image, tr, 100_000, True)          # imports, the daemon's first build check
+    pairs = [(_demo_seconds(image, tr, duration, False), _demo_seconds(image, tr, duration, True))
+             for _ in range(3)]  # fmt: skip
     without = min(p[0] for p in pairs)
     with_daemon = min(p[1] for p in pairs)
     return (with_daemon - without) / without * 100
