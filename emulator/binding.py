@@ -278,6 +278,7 @@ class Chip:
         self._cb_error: Exception | None = None
         self._rings: dict[int, tuple[int, int, int]] = {}  # scratch ring -> (base, size, margin) as configured
         self._services: list[_Service] = []
+        self._driver: Callable[[int], str] | None = None
 
     def close(self) -> None:
         if getattr(self, "_chip", None) is not None and self._chip != self.ffi.NULL:
@@ -372,8 +373,27 @@ class Chip:
             raise ValueError("service period must be positive")
         self._services.append(_Service(fn, period, (self.cycle // period + 1) * period))
 
+    def set_driver(self, driver: Callable[[int], str] | None) -> None:
+        """Let `driver(cycles)` advance the chip from now on (None: back to the chip alone).
+
+        A chip with a control processor (npkit.xscale.system.System) is advanced by the
+        System, which runs the microengines through `run_raw` in lockstep with the
+        XScale; every run loop keeps calling `run` and so co-runs the XScale too."""
+        self._driver = driver
+
+    @property
+    def driver(self) -> Callable[[int], str] | None:
+        return self._driver
+
     def run(self, cycles: int) -> str:
-        """Run `cycles` cycles (fewer if the chip stops: breakpoint, halt, ...)."""
+        """Run `cycles` cycles (fewer if the chip stops: breakpoint, halt, ...); with a
+        driver (an attached control processor) the driver advances chip and processor."""
+        if self._driver is not None:
+            return self._driver(int(cycles))
+        return self.run_raw(cycles)
+
+    def run_raw(self, cycles: int) -> str:
+        """The microengines (and chip services) alone, whatever driver is set."""
         if not self._services:
             return self._run(cycles)
         end = self.cycle + int(cycles)

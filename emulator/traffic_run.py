@@ -31,11 +31,18 @@ no_rx_thread, tbuf_underrun) and from whoever knows the software's fates (`mark`
 router harness marks microcode drops and exceptions).  The run is *balanced* when no
 frame is unmatched or duplicated, no packet has two fates, and in flight is not negative.
 
+Frames the router makes itself (a control plane's ICMP and ARP: ARP, or IPv4 from one
+of the router's own addresses, `router_addresses`) are not matched to input packets:
+they are counted apart (`generated`), captured with the rest and given to the
+`on_generated(port, t, frame)` hooks.
+
 Hooks (for harnesses and experiments; the run keeps no per-packet record itself):
 `on_window(chunk)` when a window of packets is read, `on_push(chunk, lo, hi)` when packets
-lo..hi-1 of it go to the MSF, `on_departure(dep)` for every transmitted frame (a
-`Departure`), `on_slice()` after every slice.  `TxBins` counts what leaves per time bin;
-`record=True` keeps every transmitted frame in `out` (tests, small runs).
+lo..hi-1 of it go to the MSF, `on_advance()` after the chip ran a slice and before what
+left in it is accounted, `on_departure(dep)` for every transmitted frame (a
+`Departure`), `on_slice()` after every slice, `on_forget(chunk)` when a window is let
+go.  `TxBins` counts what leaves per time bin; `record=True` keeps every transmitted
+frame in `out` (and the router's own in `generated_out`) (tests, small runs).
 """
 
 from __future__ import annotations
@@ -225,6 +232,12 @@ class TrafficRun:
         self.on_push: list[Callable[[Chunk, int, int], None]] = []
         self.on_departure: list[Callable[[Departure], None]] = []
         self.on_slice: list[Callable[[], None]] = []
+        self.on_advance: list[Callable[[], None]] = []
+        self.on_forget: list[Callable[[Chunk], None]] = []
+        self.on_generated: list[Callable[[int, int, bytes], None]] = []
+        self.own: frozenset[bytes] = frozenset()  # the router's addresses (router_addresses)
+        self.generated = [0] * self.dev.ports  # frames the router made itself, by output port
+        self.generated_aborted = 0  # ... of those, cut short by a transmit underrun
         self.ffi, self.lib = pktlib()
         # the C ledger accounts every frame whose tag names a held packet (and, where the
         # window has verdicts, compares it); `compare` gets the frames it leaves to Python
@@ -235,14 +248,31 @@ class TrafficRun:
         self.latency = LatencyHistogram()
         self._flow_limit = 4096
         self.out: dict[int, list[tuple[int, bytes]]] | None = None
+        self.generated_out: dict[int, list[tuple[int, bytes]]] | None = None
         if record:
             self.out = {p: [] for p in range(self.dev.ports)}
+            self.generated_out = {p: [] for p in range(self.dev.ports)}
         self.capture_dir: Path | None = None
         self._writers: dict[int, PcapWriter] = {}
         self._spools: dict[str, _FateSpool] | None = None
         self._mem_fates: dict[str, list[tuple[int, str]]] | None = {"drop": [], "exception": []} if record else None
         if capture is not None:
             self.capture(capture)
+
+    def router_addresses(self, addresses: list[int]) -> None:
+        """The router's own IPv4 addresses: frames from them (and ARP) are its own."""
+        if len(addresses) > len(self.ledger.own):
+            raise MsfError(f"{len(addresses)} router addresses: the ledger knows at most {len(self.ledger.own)}")
+        self.own = frozenset(a.to_bytes(4, "big") for a in addresses)
+        for i, a in enumerate(addresses):
+            self.ledger.own[i] = a
+        self.ledger.n_own = len(addresses)
+
+    def is_generated(self, frame: bytes) -> bool:
+        """A frame the router made itself (with router_addresses): ARP, or IPv4 from one
+        of its addresses (npk_depart decides the same in C)."""
+        kind = frame[12:14]
+        return bool(self.own) and (kind == b"\x08\x06" or (kind == b"\x08\x00" and frame[26:30] in self.own))
 
     # -- captures
     def capture(self, outdir: str | Path) -> None:
@@ -267,9 +297,10 @@ class TrafficRun:
             drops, excs = self._spools["drop"].sorted(), self._spools["exception"].sorted()
         elif self.out is not None and self._mem_fates is not None:
             outdir.mkdir(parents=True, exist_ok=True)
+            gen = self.generated_out or {}
             for p, frames in self.out.items():
                 with PcapWriter(outdir / f"port{p}.pcap") as w:
-                    for t, data in frames:
+                    for t, data in sorted([*frames, *gen.get(p, [])], key=lambda f: f[0]):
                         w.write(t, data)
             drops, excs = iter(sorted(self._mem_fates["drop"])), iter(sorted(self._mem_fates["exception"]))
         else:
@@ -352,6 +383,8 @@ class TrafficRun:
             reason = self.chip.run(max(0, target - self.chip.cycle))
             c = clock()
             self.now_ns += step
+            for fn in self.on_advance:
+                fn()
             self._collect()
             for fn in self.on_slice:
                 fn()
@@ -377,6 +410,9 @@ class TrafficRun:
                     data = bytes(d.data[off : off + n])
                     off += n
                     if ab:
+                        if self.own and self.is_generated(data):
+                            self.generated_aborted += 1  # the router's own frame, cut short
+                            continue
                         pid = self.identify(data)
                         if pid is not None and 0 <= pid < self.pushed:
                             self.mark(pid, DROPPED, "tbuf_underrun")
@@ -445,6 +481,9 @@ class TrafficRun:
             for i in range(n):
                 o = off[i]
                 frame = bytes(data[o : o + d.len[i]])
+                if slow[i] == 2:
+                    self._generated(d.port[i], d.t[i], frame)
+                    continue
                 if slow[i]:
                     self.departed(d.port[i], d.t[i], frame)
                     continue
@@ -462,6 +501,16 @@ class TrafficRun:
         if self.ledger.used > self._flow_limit:
             used = lib.npk_flow_evict(self.ledger, self.oldest_open())
             self._flow_limit = max(4096, 2 * used)
+
+    def _generated(self, port: int, t: int, data: bytes) -> None:
+        """A frame the router made itself left `port` at `t`."""
+        self.generated[port] += 1
+        if self._writers:
+            self._writers[port].write(t, data)
+        if self.generated_out is not None:
+            self.generated_out[port].append((t, data))
+        for fn in self.on_generated:
+            fn(port, t, data)
 
     def _keep_frame(self, port: int, t: int, data: bytes) -> None:
         if self._writers:
@@ -509,6 +558,9 @@ class TrafficRun:
 
     def departed(self, port: int, t: int, data: bytes) -> None:
         """Account for a frame that left `port` at `t` (what every drained frame goes through)."""
+        if self.own and self.is_generated(data):
+            self._generated(port, t, data)
+            return
         po = self.ports_out[port]
         index = po.frames
         po.frames += 1
@@ -684,6 +736,8 @@ class TrafficRun:
         for c in self.chunks:
             if c.left == 0 and c.pushed == len(c.w):
                 self._unindex(c)
+                for fn in self.on_forget:
+                    fn(c)
             else:
                 keep.append(c)
         self.chunks = keep
@@ -751,7 +805,8 @@ class TrafficRun:
             "host_s": round(self.host_s, 3),
             "ports": rows,
             "totals": {"offered": tot_off, "forwarded": tot_fwd, "transmitted": tx_total,
-                       "dropped": tot_drop, "exceptions": tot_exc, "in_flight": in_flight},
+                       "dropped": tot_drop, "exceptions": tot_exc, "in_flight": in_flight,
+                       **({"generated": sum(self.generated)} if self.own else {})},
             "msf": self.dev.stats(),
             "balanced": not problems,
             "problems": problems,

@@ -121,6 +121,7 @@ class XScaleCore:
         self.fault: str | None = None
         self.wait: Wait | None = None
         self.syscalls = 0
+        self.kill_pending = False     # SIGKILL sent: taken at the next system call (kernel entry)
         self._run_start_exec = 0
         self._stop_reason: str | None = None
         self.uc = Uc(UC_ARCH_ARM, UC_MODE_ARM)
@@ -286,6 +287,10 @@ class XScaleCore:
     def _on_intr(self, uc: Any, intno: int, _user: Any) -> None:
         if intno == EXCP_SWI:
             self.syscalls += 1
+            if self.kill_pending:         # the kernel delivers the signal on its way out of the call
+                self.fault = "killed (SIGKILL)"
+                self.exit(128 + 9)
+                return
             self.linux.syscall()
             return
         names = {EXCP_UDEF: "illegal instruction (SIGILL)", EXCP_PREFETCH_ABORT: "prefetch abort (SIGSEGV)",

@@ -13,6 +13,7 @@ bits that `sample()` collects; a read of the device returns the interrupt count
 from __future__ import annotations
 
 import errno as E
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from unicorn import unicorn_const as U
@@ -33,6 +34,7 @@ RING_BASE, RING_SIZE = 0xCB400000, 0x1000
 SCR_ATOMIC, SCR_ATOMIC_SIZE = 0xCB800000, 8 << 16
 SRAM_ATOMIC, SRAM_ATOMIC_SIZE = 0xE0000000, 8 << 25
 INTC_BASE, INTC_SIZE = 0xD6000000, 0x1000
+SRAM_QUEUE, SRAM_QUEUE_SIZE = 0xF0000000, 4 << 23
 RING_COUNT, RING_FREE, RING_CFG = 0x100, 0x200, 0x300
 CAP_INTERTHREAD_SIG = 0x4B30     # mev2.yaml cap_csrs: data [3:0] signal, [6:4] context, [11:7] ME
 
@@ -91,6 +93,8 @@ class ChipWindows:
         self.raw = [0, 0]       # latched XSCALE_INT_A / _B bits, until cleared by the program
         self.ring_base: dict[int, int] = {}
         self.unmodelled: set[int] = set()
+        self.now_cycle: Callable[[], int] = lambda: chip.cycle    # the XScale host: the core's own time
+        self.me_mhz = int(chip.config["clock_mhz"])
 
     def sample(self) -> int:
         """Collect interrupt bits raised by microcode; return the new ones."""
@@ -108,9 +112,14 @@ class ChipWindows:
         if RING_BASE <= phys < RING_BASE + RING_SIZE:
             return self._ring_read(phys - RING_BASE)
         if INTC_BASE <= phys < INTC_BASE + INTC_SIZE:
-            self.sample()
             off = phys - INTC_BASE
+            if off in (0x10, 0x14):
+                ns = self.now_cycle() * 1000 // self.me_mhz
+                return ns & 0xFFFFFFFF if off == 0x10 else ns >> 32
+            self.sample()
             return self.raw[0] if off == 0 else self.raw[1] if off == 4 else self.count if off == 8 else 0
+        if SRAM_QUEUE <= phys < SRAM_QUEUE + SRAM_QUEUE_SIZE:
+            return self._queue(phys, None)
         at = self._atomic(phys)
         if at is not None:
             space, addr, _op = at
@@ -136,6 +145,9 @@ class ChipWindows:
             if off in (0, 4):
                 self.raw[off // 4] &= ~value
             return
+        if SRAM_QUEUE <= phys < SRAM_QUEUE + SRAM_QUEUE_SIZE:
+            self._queue(phys, value)
+            return
         at = self._atomic(phys)
         if at is not None:
             space, addr, op = at
@@ -147,6 +159,30 @@ class ChipWindows:
         old = self.read(phys)
         self.write(phys, value)
         return old
+
+    def _queue(self, phys: int, element: int | None) -> int:
+        """An SRAM queue-array dequeue (element None) or enqueue, in one step, as the
+        SRAM unit does sram[dequeue] / sram[enqueue] (head, tail, count; linked through
+        each element's first longword)."""
+        off = phys - SRAM_QUEUE
+        q = ((off >> 23) << 30) | (off & 0x7FFFFC)
+        chip = self.chip
+        head, tail, count = (chip.read32("sram", q + 4 * i) for i in range(3))
+        if element is None:
+            if not count or not head:
+                return 0
+            nxt = chip.read32("sram", head)
+            chip.write32("sram", q, 0 if count == 1 else nxt)
+            if count == 1:
+                chip.write32("sram", q + 4, 0)
+            chip.write32("sram", q + 8, count - 1)
+            return head
+        element &= ~3
+        chip.write32("sram", element, 0)
+        chip.write32("sram", q if count == 0 else tail, element)
+        chip.write32("sram", q + 4, element)
+        chip.write32("sram", q + 8, count + 1)
+        return 0
 
     def _unmodelled(self, phys: int) -> None:
         self.unmodelled.add(phys)
@@ -224,7 +260,8 @@ class Ixp2800Device(ChipWindows):
             self.uc.mem_map_ptr(va, size, U.UC_PROT_READ | U.UC_PROT_WRITE, host)
             return 0
         csr = [(CAP_BASE, CAP_SIZE), (MSF_BASE, MSF_SIZE), (RING_BASE, RING_SIZE),
-               (SCR_ATOMIC, SCR_ATOMIC_SIZE), (SRAM_ATOMIC, SRAM_ATOMIC_SIZE), (INTC_BASE, INTC_SIZE)]  # fmt: skip
+               (SCR_ATOMIC, SCR_ATOMIC_SIZE), (SRAM_ATOMIC, SRAM_ATOMIC_SIZE), (INTC_BASE, INTC_SIZE),
+               (SRAM_QUEUE, SRAM_QUEUE_SIZE)]  # fmt: skip
         if not any(b <= phys and phys + size <= b + n for b, n in csr):
             return -E.EINVAL
 

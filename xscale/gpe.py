@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from .system import _Clock
 
-READ, WRITE, SWAP, WAIT = 1, 2, 3, 4
+READ, WRITE, SWAP, WAIT, WAIT_UNTIL = 1, 2, 3, 4, 5
 MSG = struct.Struct("=IIII")
 REPLY_TIMEOUT_S = 60.0
 
@@ -58,6 +58,7 @@ class GpeHost:
         self.clock = clock
         self.echo = echo
         self.windows = ChipWindows(chip)
+        self.windows.now_cycle = lambda: clock.now
         ns = link_latency_ns if link_latency_ns is not None else int(xscale_config(chip)["gpe_link_latency_ns"])
         self.latency = max(0, int(ns) * int(chip.config["clock_mhz"]) // 1000)
         self.program = native_twin(program).resolve()
@@ -81,6 +82,8 @@ class GpeHost:
                                      env={**os.environ, **(env or {}), "NPK_GPE": spec})  # fmt: skip
         child.close()
         self.pending: tuple[int, int, int, int] | None = None   # (op, addr, value, due cycle)
+        self.deadline: int | None = None         # a WAIT_UNTIL's deadline (ME cycle)
+        self._irq_due: int | None = None         # a wait's interrupt came: answer at this cycle
         self.requests = 0
         self.wait_cycles = 0
         self.exit_code: int | None = None
@@ -137,14 +140,19 @@ class GpeHost:
             self.state = "exited" if self.exit_code >= 0 else "crashed"
             self._drain_output()
             return False
-        op, addr, value, _pad = MSG.unpack(data)
+        op, addr, value, pad = MSG.unpack(data)
         self.requests += 1
         self.pending = (op, addr, value, self.clock.now + self.latency)
+        self.deadline = None
+        if op == WAIT_UNTIL:     # the emulated deadline in ns, as ME cycles (rounded up)
+            ns = addr | pad << 32
+            self.deadline = None if ns == (1 << 64) - 1 else -(-ns * int(self.chip.config["clock_mhz"]) // 1000)
         return True
 
     def _reply(self, status: int, value: int) -> None:
         self.link.sendall(MSG.pack(status & 0xFFFFFFFF, 0, value & 0xFFFFFFFF, 0))
         self.pending = None
+        self._irq_due = None
 
     def advance(self, target: int) -> str:
         clock = self.clock
@@ -155,7 +163,7 @@ class GpeHost:
                 continue
             assert self.pending is not None
             op, addr, value, due = self.pending
-            if op == WAIT:
+            if op in (WAIT, WAIT_UNTIL):
                 reason = self._wait(value, target)
             else:
                 if due > clock.now:
@@ -177,30 +185,42 @@ class GpeHost:
         return "budget"
 
     def _wait(self, seen: int, target: int) -> str:
+        """WAIT / WAIT_UNTIL: the answer leaves `latency` after the interrupt (status 1),
+        or at the deadline (status 0, WAIT_UNTIL only)."""
         clock, chip, w = self.clock, self.chip, self.windows
+        assert self.pending is not None
         start = clock.now
         w.sample()
         reason = "budget"
-        if w.count == seen:
+        if self._irq_due is None and w.count == seen:
+            deadline = self.deadline
+            if deadline is not None and clock.now >= deadline:
+                self._reply(0, w.count)
+                return reason
             chip.xscale_irq_stop(0xFFFFFFFF)
             try:
-                reason = clock.run_chip(target - clock.now)
+                reason = clock.run_chip((target if deadline is None else min(target, deadline)) - clock.now)
             finally:
                 chip.xscale_irq_stop(0)
             w.sample()
             if w.count == seen:
                 self.wait_cycles += clock.now - start
+                if deadline is not None and clock.now >= deadline:
+                    self._reply(0, w.count)
                 return reason
-            assert self.pending is not None
-            self.pending = (WAIT, 0, seen, clock.now + self.latency)
-        due = self.pending[3] if self.pending else clock.now
+            self._irq_due = clock.now + self.latency
+        due = self._irq_due if self._irq_due is not None else self.pending[3]
         if due > clock.now:
             reason = clock.run_chip(min(due, target) - clock.now)
         self.wait_cycles += clock.now - start
         if clock.now >= due:
             w.seen = w.count
-            self._reply(0, w.count)
+            self._reply(1, w.count)
         return reason
+
+    def at_wait(self) -> bool:
+        """True when the process is blocked waiting on the device (where a kill is taken)."""
+        return self.pending is not None and self.pending[0] in (WAIT, WAIT_UNTIL)
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -50,7 +50,7 @@ NAMES = {
     290: "sendto", 291: "recv", 292: "recvfrom", 293: "shutdown", 294: "setsockopt",
     295: "getsockopt", 296: "sendmsg", 297: "recvmsg", 322: "openat", 327: "fstatat64",
     328: "unlinkat", 332: "readlinkat", 334: "faccessat", 335: "pselect6", 336: "ppoll",
-    338: "set_robust_list", 358: "dup3", 359: "pipe2", 366: "accept4", 369: "prlimit64",
+    38: "rename", 329: "renameat", 382: "renameat2", 338: "set_robust_list", 358: "dup3", 359: "pipe2", 366: "accept4", 369: "prlimit64",
     384: "getrandom", 397: "statx", 398: "rseq", 403: "clock_gettime64", 406: "clock_getres_time64",
     407: "clock_nanosleep_time64", 414: "ppoll_time64", 0xF0002: "cacheflush", 0xF0005: "set_tls",
 }  # fmt: skip
@@ -627,6 +627,19 @@ class LinuxABI:
 
     def sys_unlinkat(self, dirfd: int, path: int, *_: int) -> int:
         return self.sys_unlink(path)
+
+    def sys_rename(self, old: int, new: int, *_: int) -> int:
+        try:
+            os.replace(self._path(old), self._path(new))
+        except OSError as e:
+            return -(e.errno or E.ENOENT)
+        return 0
+
+    def sys_renameat(self, olddir: int, old: int, newdir: int, new: int, *_: int) -> int:
+        return self.sys_rename(old, new)
+
+    def sys_renameat2(self, olddir: int, old: int, newdir: int, new: int, flags: int, *_: int) -> int:
+        return -E.EINVAL if flags else self.sys_rename(old, new)
 
     # ---- time -------------------------------------------------------------------------------
     def _clock(self, clk: int, addr: int, t64: bool) -> int:

@@ -63,7 +63,7 @@ class _Clock:
     def run_chip(self, cycles: int) -> str:
         if cycles <= 0:
             return "budget"
-        reason = self.chip.run(cycles)
+        reason = self.chip.run_raw(cycles)
         if reason == "halted":
             self.now += cycles       # no ME left: time goes on for the control processor
         else:
@@ -91,11 +91,13 @@ class XScaleHost:
                                echo=echo)  # fmt: skip
         self.core.linux.me_mhz = int(chip.config["clock_mhz"])
         self.device = Ixp2800Device(chip, self.core.uc)
+        self.device.now_cycle = self.core.now_cycle
         self.core.linux.device = self.device
         self.core.cycle = clock.now
         self._rem = 0           # ME-cycle remainder (in 1/xs_mhz units) carried between quanta
         self._debt = 0          # ME cycles the core ran ahead of the chip (a quantum ends on a block boundary)
         self.gdb: Any = None
+        self._closed = False
         self.wait_cycles = 0
         # (ME cycle, "running" | "waiting" | "exited" | "crashed", what it waits on): for a trace track
         self.timeline: list[tuple[int, str, str]] = [(clock.now, "running", "")]
@@ -210,6 +212,9 @@ class XScaleHost:
         return reason
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if self.gdb is not None:
             self.gdb.close()
         linux = self.core.linux
@@ -219,13 +224,31 @@ class XScaleHost:
         linux.close_all()
 
 
-class System:
-    """One chip plus (optionally) its control processor, advanced together."""
+EXIT_RESTART = 75     # a program that exits with this status asks to be started again
 
-    def __init__(self, chip: Chip) -> None:
+
+class System:
+    """One chip plus (optionally) its control processor, advanced together.
+
+    Supervision (for a daemon): with `respawn`, a program that exits with status 75 is
+    started again at once; `kill_at` / `restart_at` (ME cycles) kill it (no clean-up of
+    its own: fault injection) and start it again, at exactly those cycles.  Restarts
+    start the same program with the same arguments (a new process: memory and open
+    files gone, the chip's memories as they are); `starts` counts them."""
+
+    def __init__(self, chip: Chip, *, respawn: bool = False, kill_at: int | None = None,
+                 restart_at: int | None = None) -> None:  # fmt: skip
         self.chip = chip
         self.clock = _Clock(chip)
         self.xscale: Any = None
+        self.respawn = respawn
+        self.kill_at = kill_at
+        self.restart_at = restart_at
+        self.killed = False
+        self._killing = False
+        self.starts = 0
+        self.events: list[tuple[int, str]] = []     # (ME cycle, "killed" | "restarted" | "respawned")
+        self._attach: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
     @property
     def cycle(self) -> int:
@@ -242,6 +265,8 @@ class System:
         xscale/build/gpe is used)."""
         if self.xscale is not None:
             raise XScaleError("an XScale program is already attached")
+        self._attach = ((program, argv), {"placement": placement, "quantum": quantum, "echo": echo,
+                                          "link_latency_ns": link_latency_ns, "env": env})  # fmt: skip
         if placement not in PLACEMENTS:
             raise XScaleError(f"unknown placement '{placement}' (known: {', '.join(PLACEMENTS)})")
         if not Path(program).exists():
@@ -262,14 +287,78 @@ class System:
             host = GpeHost(self.chip, self.clock, program, list(argv or []), echo=echo,
                            link_latency_ns=link_latency_ns, env=env)  # fmt: skip
         self.xscale = host
+        self.starts += 1
+        self.chip.set_driver(self.run)      # every loop that runs the chip now co-runs the XScale
         return host
+
+    def _start_again(self, why: str) -> None:
+        assert self._attach is not None
+        (program, argv), kw = self._attach
+        old = self.xscale
+        timeline = old.timeline if old is not None else []
+        if old is not None:
+            old.close()
+        self.xscale = None
+        self.killed = False
+        self.attach_xscale(program, argv, **kw)
+        self.xscale.timeline[:0] = timeline
+        self.events.append((self.clock.now, why))
+
+    def _kill_now(self) -> None:
+        now = self.clock.now
+        self.kill_at = None
+        self._killing = False
+        self.xscale.close()
+        self.xscale.timeline.append((now, "killed", ""))
+        self.killed = True
+        self.events.append((now, "killed"))
+
+    def _supervise(self) -> None:
+        """Kill at kill_at as a SIGKILL is taken: at once when the program is in a system
+        call (asleep), else at its next call (xscale: the next SWI; gpe: its next wait on
+        the device) -- never between two of its own instructions, as a real kernel
+        delivers a signal on its way back to user space, here only at call boundaries."""
+        now = self.clock.now
+        host = self.xscale
+        if self.kill_at is not None and now >= self.kill_at and not self.killed and host is not None:
+            asleep = host.state == "waiting" if host.placement == "xscale" else host.at_wait()
+            if asleep or host.state in ("exited", "crashed"):
+                self._kill_now()
+            elif host.placement == "xscale":
+                host.core.kill_pending = True
+                self._killing = True
+        if self._killing and host is not None and host.state in ("exited", "crashed", "waiting"):
+            self._kill_now()
+        if self.killed and self.restart_at is not None and now >= self.restart_at:
+            self.restart_at = None
+            self._start_again("restarted")
+        host = self.xscale
+        if (self.respawn and not self.killed and host is not None and host.state == "exited"
+                and host.exit_code == EXIT_RESTART):  # fmt: skip
+            self._start_again("respawned")
 
     def run(self, cycles: int) -> str:
         """Advance chip and control processor by `cycles` ME cycles."""
         target = self.clock.now + int(cycles)
-        if self.xscale is None:
+        if self.xscale is None and self.kill_at is None and self.restart_at is None:
             return self.clock.run_chip(int(cycles))
-        return self.xscale.advance(target)
+        last = "budget"
+        while self.clock.now < target:
+            stop = target
+            for t in (self.kill_at, self.restart_at):
+                if t is not None and self.clock.now < t < stop:
+                    stop = t
+            if self._killing and stop - self.clock.now > 1000:
+                stop = self.clock.now + 1000          # look again soon: the kill waits for a call
+            if self.killed or self.xscale is None:
+                reason = self.clock.run_chip(stop - self.clock.now)
+            else:
+                reason = self.xscale.advance(stop)
+            self._supervise()
+            if reason not in ("budget", "halted", "irq"):
+                return reason
+            last = "halted" if reason == "halted" else "budget"
+        return last
 
     def run_until_exit(self, max_cycles: int, slice_cycles: int = 1_000_000) -> str:
         """Run until the control program ended (returns "exited"), a chip stop, or max_cycles ("budget")."""
@@ -283,8 +372,16 @@ class System:
         return "exited" if self.xscale is not None and self.xscale.state in ("exited", "crashed") else "budget"
 
     def status(self) -> dict[str, Any] | None:
-        return None if self.xscale is None else self.xscale.status()
+        if self.xscale is None:
+            return None
+        st = dict(self.xscale.status())
+        if self.killed:
+            st.update(state="killed", waiting_on=None)
+        st["starts"] = self.starts
+        return st
 
     def close(self) -> None:
+        if self.chip.driver == self.run:
+            self.chip.set_driver(None)
         if self.xscale is not None:
             self.xscale.close()

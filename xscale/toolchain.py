@@ -10,6 +10,7 @@ calls this module (`python -m npkit.xscale.toolchain`).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
 import subprocess
@@ -20,6 +21,9 @@ HERE = Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
 LIBSRC = HERE / "lib" / "npk_xscale.c"
 SYSROOT = Path("/usr/arm-linux-gnueabi")
+BUILD = HERE / "build"
+# programs known by name: a directory of C sources or one source file
+PROGRAMS = {"npkd": HERE / "npkd", "xs_demo": HERE.parent / "examples" / "xscale" / "xs_demo.c"}
 
 WARN = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
 ARM = ["clang", "--target=armv5te-linux-gnueabi", "-march=armv5te", "-mtune=xscale", "-mfloat-abi=soft", "-marm",
@@ -54,6 +58,63 @@ def build(sources: list[str | os.PathLike[str]], out: str | os.PathLike[str], *,
     if res.returncode != 0:
         raise BuildError(f"{' '.join(cmd)}\n{res.stderr.strip()}")
     return Path(out)
+
+
+def sources_of(spec: str | os.PathLike[str]) -> list[Path]:
+    """The C sources of a program: a name in PROGRAMS, a directory (its *.c) or .c files."""
+    p = PROGRAMS.get(str(spec), Path(spec))
+    if p.is_dir():
+        return sorted(p.glob("*.c"))
+    return [p]
+
+
+def _inputs(srcs: list[Path]) -> list[Path]:
+    dirs = {s.parent for s in srcs}
+    return [*srcs, *(h for d in dirs for h in d.glob("*.h")), LIBSRC, *INCLUDE.glob("*.h"), Path(__file__)]
+
+
+def program_digest(spec: str | os.PathLike[str]) -> str:
+    """What a program is built from, cheaply: name, size and modification time of every
+    input (a built executable: of itself) -- for caches of what records the program."""
+    import hashlib
+
+    p = PROGRAMS.get(str(spec), Path(spec))
+    files = [p] if p.is_file() and p.suffix != ".c" else _inputs(sources_of(spec))
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat() if f.exists() else None
+        h.update(f"{f}\0{st.st_size if st else -1}\0{st.st_mtime_ns if st else -1}\n".encode())
+    return h.hexdigest()
+
+
+def program(spec: str | os.PathLike[str], *, native: bool = False) -> Path:
+    """An XScale program ready to run: a built executable as given, or C sources (a name
+    in PROGRAMS such as "npkd", a directory, a .c file) built into xscale/build/arm (or
+    gpe for native) when missing or older than a source (cached; concurrent callers
+    wait for one build)."""
+    p = PROGRAMS.get(str(spec), Path(spec))
+    if p.is_file() and p.suffix != ".c":
+        return p
+    srcs = sources_of(spec)
+    missing = [str(s) for s in srcs if not s.exists()]
+    if not srcs or missing:
+        raise BuildError(f"XScale program {spec}: no such source {', '.join(missing) or 'files'}")
+    name = p.stem if p.is_file() else p.name
+    out = BUILD / ("gpe" if native else "arm") / (name if native else f"{name}.elf")
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def fresh() -> bool:
+        return out.exists() and out.stat().st_mtime >= max(f.stat().st_mtime for f in _inputs(srcs) if f.exists())
+
+    if fresh():
+        return out
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not fresh():
+            tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+            build(srcs, tmp, native=native)
+            os.replace(tmp, out)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,10 +51,12 @@ void npk_rt_lookup_many(const uint32_t *starts, const int32_t *vals, uint32_t co
 int npk_lpm_build(uint32_t n, const uint32_t *prefix, const uint8_t *length, const uint16_t *nexthop,
                   uint32_t *root, uint32_t *nodes, uint64_t cap_words, uint64_t *high_water);
 
-/* The routes whose next hop is in good[] (sorted) and, via >= 0, whose port is via,
- * copied to the out_ columns; returns how many. */
+/* The routes whose next hop is in good[] (sorted) and, via >= 0, whose port is via, and
+ * that do not lie inside skip_prefix/skip_len (skip_len 0: none), copied to the out_
+ * columns; returns how many. */
 uint32_t npk_routes_select(uint32_t n, const uint32_t *prefix, const uint8_t *length, const uint32_t *next_hop,
                            const uint32_t *port, const uint32_t *good, uint32_t ngood, int64_t via,
+                           uint32_t skip_prefix, uint8_t skip_len,
                            uint32_t *out_prefix, uint8_t *out_length, uint32_t *out_hop, uint32_t *out_port);
 
 /* Longwords to big-endian byte order, in place (SRAM images are written big-endian). */
@@ -135,7 +137,8 @@ typedef struct npk_chunkv {
     const uint8_t *ports;
     const uint64_t *off;
     const uint16_t *lens;
-    const uint8_t *vkind, *vport, *vout;   /* the oracle's verdicts; NULL: none */
+    const uint8_t *vkind, *vport, *vout;   /* the oracle's verdicts; NULL: none; a vkind of
+                                             NPK_V_PYTHON leaves the packet to Python */
     int64_t left;                     /* packets without a fate */
 } npk_chunkv;
 
@@ -154,6 +157,8 @@ typedef struct npk_ledger {
     uint64_t matched, wrong_outcome, wrong_port, wrong_bytes, reordered;
     npk_flow *flows;                  /* open addressing, a power of two */
     uint64_t cap, used;
+    uint32_t own[16];                 /* the router's own addresses: frames it makes itself */
+    uint32_t n_own;                   /* (ARP, IPv4 from one of them) are left to Python, slow 2 */
 } npk_ledger;
 
 npk_ledger *npk_ledger_new(void);
@@ -163,12 +168,16 @@ int npk_flow_check(npk_ledger *l, const uint8_t *frame, uint32_t len, uint32_t i
 /* forget flows whose last id is below cut (no packet older than cut is still to leave) */
 uint64_t npk_flow_evict(npk_ledger *l, int64_t cut);
 /* Account n frames (port, departure ns, length, offset into data).  chunks sorted by first.
- * pid[i]: the input packet (-1: left to Python, slow[i] = 1); lat[i]: departure - arrival
- * of compared frames (-1: none).  Returns how many were left to Python, -1 on no memory. */
+ * pid[i]: the input packet (-1: left to Python, slow[i] = 1; a frame the router made
+ * itself, with n_own: slow[i] = 2); lat[i]: departure - arrival of compared frames (-1:
+ * none).  Returns how many were left to Python, -1 on no memory. */
 int64_t npk_depart(npk_ledger *l, npk_chunkv *chunks, uint32_t nchunks, uint64_t pushed, uint32_t n,
                    const uint8_t *port, const uint64_t *t, const uint16_t *len, const uint64_t *off,
                    const uint8_t *data, uint8_t *slow, int64_t *pid, int64_t *lat);
 /* CDEF-END */
+
+/* a verdict kind (next to the oracle's 0 forward, 1 drop, 2 exception): Python judges it */
+#define NPK_V_PYTHON 3
 
 /* internal: whether v is in the sorted array a[0..n) */
 int npk_in_sorted(const uint32_t *a, uint32_t n, uint32_t v);

@@ -107,6 +107,18 @@ static npk_chunkv *chunk_of(npk_chunkv *c, uint32_t n, uint64_t pid)
     return &c[lo - 1];
 }
 
+/* a frame the router made itself: ARP, or IPv4 from one of its own addresses */
+static int router_frame(const npk_ledger *l, const uint8_t *f, uint32_t len)
+{
+    if (len < 14) return 0;
+    if (f[12] == 0x08 && f[13] == 0x06) return 1;
+    if (f[12] != 0x08 || f[13] != 0x00 || len < 30) return 0;
+    uint32_t src = (uint32_t)f[26] << 24 | (uint32_t)f[27] << 16 | (uint32_t)f[28] << 8 | f[29];
+    for (uint32_t i = 0; i < l->n_own && i < 16; i++)
+        if (l->own[i] == src) return 1;
+    return 0;
+}
+
 int64_t npk_depart(npk_ledger *l, npk_chunkv *chunks, uint32_t nchunks, uint64_t pushed, uint32_t n,
                    const uint8_t *port, const uint64_t *t, const uint16_t *len, const uint64_t *off,
                    const uint8_t *data, uint8_t *slow, int64_t *pid, int64_t *lat)
@@ -114,11 +126,17 @@ int64_t npk_depart(npk_ledger *l, npk_chunkv *chunks, uint32_t nchunks, uint64_t
     int64_t nslow = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *f = data + off[i];
+        lat[i] = -1;
+        if (l->n_own && router_frame(l, f, len[i])) {
+            slow[i] = 2;
+            pid[i] = -1;
+            nslow++;
+            continue;
+        }
         int64_t tid = npk_tag_id(f, len[i]);
         npk_chunkv *c = tid >= 0 && (uint64_t)tid < pushed ? chunk_of(chunks, nchunks, (uint64_t)tid) : NULL;
         uint64_t k = c ? (uint64_t)tid - c->first : 0;
-        lat[i] = -1;
-        if (!c || c->tags[k] != tid) {
+        if (!c || c->tags[k] != tid || (c->vkind && c->vkind[k] == NPK_V_PYTHON)) {
             slow[i] = 1;
             pid[i] = -1;
             nslow++;

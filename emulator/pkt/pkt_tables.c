@@ -467,11 +467,14 @@ int npk_in_sorted(const uint32_t *a, uint32_t n, uint32_t v)
 
 uint32_t npk_routes_select(uint32_t n, const uint32_t *prefix, const uint8_t *length, const uint32_t *next_hop,
                            const uint32_t *port, const uint32_t *good, uint32_t ngood, int64_t via,
+                           uint32_t skip_prefix, uint8_t skip_len,
                            uint32_t *out_prefix, uint8_t *out_length, uint32_t *out_hop, uint32_t *out_port)
 {
     uint32_t k = 0;
+    uint32_t skip_mask = skip_len ? 0xFFFFFFFFu << (32 - (skip_len > 32 ? 32 : skip_len)) : 0;
     for (uint32_t i = 0; i < n; i++) {
         if ((via >= 0 && port[i] != (uint64_t)via) || !npk_in_sorted(good, ngood, next_hop[i])) continue;
+        if (skip_len && length[i] >= skip_len && (prefix[i] & skip_mask) == (skip_prefix & skip_mask)) continue;
         out_prefix[k] = prefix[i];
         out_length[k] = length[i];
         out_hop[k] = next_hop[i];

@@ -33,6 +33,7 @@ REASONS = ("", "short_frame", "oversize_frame", "dst_mac_mismatch", "arp", "non_
            "martian_dst", "obsolete_broadcast", "broadcast", "multicast", "link_broadcast_unicast_ip",
            "local_delivery", "martian_src", "no_route", "ttl_expired", "redirect", "arp_miss")  # fmt: skip
 FORWARD, DROP, EXCEPTION = 0, 1, 2
+PYTHON = 3  # npk_pkt.h NPK_V_PYTHON: a verdict kind that leaves the packet to Python's judgement
 # spec.KINDS index -> NPK_K_* (0: the Python builder)
 _C_KINDS = {"normal": 1, "ttl_expiring": 2, "options": 3, "runt": 4}
 KIND_CODE = bytes(_C_KINDS.get(k, 0) for k in KINDS).ljust(256, b"\0")

@@ -38,6 +38,7 @@ import random
 import struct
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,10 +47,13 @@ from typing import Any
 
 from .packet import (
     ARP,
+    ARP_REPLY,
     ARP_REQUEST,
     BROADCAST_MAC,
     ETHERTYPE_ARP,
     ETHERTYPE_IPV6,
+    ICMP,
+    IPPROTO_ICMP,
     IPPROTO_TCP,
     IPPROTO_UDP,
     TCP_ACK,
@@ -72,6 +76,10 @@ ROUTER_ALERT = b"\x94\x04\x00\x00"  # RFC 2113 IP option: 4 bytes, IHL 6
 TAG = b"NPK1"
 BENCHMARK_NET = 0xC6120000  # 198.18.0.0/15 (RFC 2544): sources of generated traffic
 KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
+# the control plane forwards packets with IP options: long enough for TCP, 16 bytes of
+# options and the whole tag, so that a forwarded one names its input
+OPTION_KINDS = ("record_route", "timestamp", "lsrr", "ssrr", "bad_option")
+MIN_TAGGED_WITH_OPTIONS = 14 + 20 + 16 + 20 + 8
 MANIFEST = "manifest.json"
 
 
@@ -174,6 +182,7 @@ def synthetic_arrivals(spec: TrafficSpec, port: PortSpec, count: int, end: int) 
     overhead = wire.fcs + wire.preamble + wire.ifg
     normal = KIND_INDEX["normal"]
     runt = KIND_INDEX["runt"]
+    long_kinds = {KIND_INDEX[k] for k in OPTION_KINDS}
     kind_ids = [KIND_INDEX[k] for k in port.mix] + [normal]
     cum = []
     acc = 0.0
@@ -199,6 +208,8 @@ def synthetic_arrivals(spec: TrafficSpec, port: PortSpec, count: int, end: int) 
                     break
             if kind == runt:
                 plen = rng.randint(42, 59)
+            elif kind in long_kinds:
+                plen = max(plen, MIN_TAGGED_WITH_OPTIONS)
         t = clock_next((plen + overhead) * 8)
         if t >= end:
             return
@@ -292,7 +303,8 @@ class Schedule:
 def forwardable_pool(cfg: RouterConfig, via_port: int | None) -> RouteColumns:
     """Routes whose packets the router forwards (leaving by `via_port`, if given): the
     next hop has an ARP entry; for connected subnets, the on-link hosts that have one
-    (as /32s).  Computed once per router config and port."""
+    (as /32s).  Not the way back to the generator's own sources (routes inside
+    BENCHMARK_NET).  Computed once per router config and port."""
     from npkit.emulator.pktlib import lib
 
     st = cfg.static_routes
@@ -305,7 +317,8 @@ def forwardable_pool(cfg: RouterConfig, via_port: int | None) -> RouteColumns:
         k = c.npk_routes_select(n, ffi.from_buffer("uint32_t[]", st.prefix), ffi.from_buffer("uint8_t[]", st.length),
                                 ffi.from_buffer("uint32_t[]", st.next_hop), ffi.from_buffer("uint32_t[]", st.port),
                                 ffi.from_buffer("uint32_t[]", good) if good else ffi.NULL, len(good),
-                                -1 if via_port is None else via_port, ffi.from_buffer("uint32_t[]", pool.prefix),
+                                -1 if via_port is None else via_port, BENCHMARK_NET, 15,
+                                ffi.from_buffer("uint32_t[]", pool.prefix),
                                 ffi.from_buffer("uint8_t[]", pool.length), ffi.from_buffer("uint32_t[]", pool.next_hop),
                                 ffi.from_buffer("uint32_t[]", pool.port))  # fmt: skip
     else:
@@ -363,7 +376,21 @@ class FrameBuilder:
             "runt": self._runt,
             "wrong_mac": self._wrong_mac,
             "arp_miss": self._arp_miss,
+            "redirect": self._redirect,
+            "link_bcast_unicast": self._link_bcast_unicast,
+            "ping": self._ping,
+            "record_route": self._record_route,
+            "timestamp": self._timestamp,
+            "lsrr": self._lsrr,
+            "ssrr": self._ssrr,
+            "bad_option": self._bad_option,
+            "gateway_miss": self._gateway_miss,
+            "ttl_fragment": self._ttl_fragment,
+            "icmp_error_ttl": self._icmp_error_ttl,
+            "arp_reply": self._arp_reply,
         }
+        self.replies: deque[int] = deque()  # the neighbours whose ARP replies come next (SpecReader)
+        self._pools: dict[str, list[Route]] = {}
 
     # -- addresses
 
@@ -573,6 +600,123 @@ class FrameBuilder:
                 return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(),
                                      eth_dst=other)
 
+    # -- the control plane's cases
+
+    def _pick(self, pool: list[Route], what: str) -> int:
+        if not pool:
+            raise SpecError(f"mix.{what}: the router's table has no route for it")
+        r = pool[self.rng.randrange(len(pool))]
+        return r.prefix | (self.rng.getrandbits(32) & ~mask(r.length) & 0xFFFFFFFF)
+
+    def _pool(self, name: str) -> list[Route]:
+        """The forwardable routes a control-plane kind draws from (once per builder):
+        `redirect`: leaving by this port; `ssrr`: behind a gateway; `gateway_miss`:
+        routes whose next hop has no ARP entry."""
+        pool = self._pools.get(name)
+        if pool is None:
+            cfg, me = self.cfg, self.me
+            if name == "gateway_miss":
+                st = cfg.static_routes
+                assert isinstance(st, RouteColumns)
+                pool = [st[i] for i, h in enumerate(st.next_hop) if h and h not in cfg.arp]
+            else:
+                fwd = forwardable_pool(cfg, None)
+                pool = [r for r in fwd if r.length < 32 and (name != "redirect" or r.port == me.index)]
+            self._pools[name] = pool
+        return pool
+
+    def _redirect(self, length: int, pid: int) -> bytes:
+        """From an on-link host with an ARP entry to a destination whose route leaves by
+        the same port: the router forwards it and sends a Redirect (RFC 1812 5.2.7.2)."""
+        me, cfg = self.me, self.cfg
+        hosts = [a for a in sorted(cfg.arp) if me.on_subnet(a) and a != me.address]
+        pool = self._pool("redirect")
+        if not hosts:
+            raise SpecError("mix.redirect: no host with an ARP entry on the port's subnet")
+        src = hosts[self.rng.randrange(len(hosts))]
+        for _ in range(100):
+            dst = self._pick(pool, "redirect")
+            route = cfg.lookup(dst)
+            if self._resolves(dst) and route is not None and route.port == me.index:
+                return self.ip_frame(length, pid, src, dst)
+        raise SpecError("mix.redirect: could not draw a destination routed back out of the port")
+
+    def _link_bcast_unicast(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), eth_dst=BROADCAST_MAC)
+
+    def icmp_frame(self, length: int, pid: int, src: int, dst: int, icmp_type: int, code: int,
+                   rest: bytes = b"\x00\x00\x00\x00", ttl: int = 64, body: bytes | None = None) -> bytes:  # fmt: skip
+        """An ICMP message in an IPv4 frame of exactly `length` bytes (payload: `body`, or
+        the tag then zeros)."""
+        room = length - 14 - 20 - 8
+        payload = (body if body is not None else TAG + (pid & 0xFFFFFFFF).to_bytes(4, "big"))[:room]
+        payload += bytes(room - len(payload))
+        self.ident = ident = (self.ident + 1) & 0xFFFF
+        msg = ICMP(icmp_type, code, rest).pack(payload)
+        hdr = IPv4(src, dst, IPPROTO_ICMP, ttl=ttl, identification=ident).pack(len(msg))
+        return self.me.mac + self.src_mac + b"\x08\x00" + hdr + msg
+
+    def _ping(self, length: int, pid: int) -> bytes:
+        dst = self.cfg.ports[self.rng.randrange(len(self.cfg.ports))].address
+        return self.icmp_frame(length, pid, self.src_normal(), dst, 8, 0, (pid & 0xFFFF).to_bytes(2, "big") + b"\x00\x01")
+
+    def _record_route(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), options=bytes([7, 15, 4]) + bytes(13))
+
+    def _timestamp(self, length: int, pid: int) -> bytes:
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), options=bytes([68, 12, 5, 0]) + bytes(8))
+
+    def _lsrr(self, length: int, pid: int) -> bytes:
+        """Loose source route through the router (its receiving port's address) to a
+        forwardable destination."""
+        hop = self.dst_normal().to_bytes(4, "big")
+        return self.ip_frame(length, pid, self.src_normal(), self.me.address, options=bytes([131, 7, 4]) + hop + b"\0")
+
+    def _ssrr(self, length: int, pid: int) -> bytes:
+        """Strict source route through the router to a destination behind a gateway: not
+        on-link, so the router answers Source Route Failed."""
+        hop = self._pick(self._pool("ssrr"), "ssrr").to_bytes(4, "big")
+        return self.ip_frame(length, pid, self.src_normal(), self.me.address, options=bytes([137, 7, 4]) + hop + b"\0")
+
+    def _bad_option(self, length: int, pid: int) -> bytes:
+        """Record route with a length of 2: Parameter Problem pointing at the length."""
+        return self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), options=bytes([7, 2, 0, 0]))
+
+    def _gateway_miss(self, length: int, pid: int) -> bytes:
+        """To a route whose next hop has no ARP entry (routes.txt: 44/8 via 10.0.2.77)."""
+        cfg = self.cfg
+        pool = self._pool("gateway_miss")
+        for _ in range(100):
+            dst = self._pick(pool, "gateway_miss")
+            route = cfg.lookup(dst)
+            if route is not None and not route.direct and route.next_hop not in cfg.arp:
+                return self.ip_frame(length, pid, self.src_normal(), dst)
+        raise SpecError("mix.gateway_miss: could not draw a destination behind an unresolved next hop")
+
+    def _ttl_fragment(self, length: int, pid: int) -> bytes:
+        """A non-first fragment with TTL 1: dropped, and no ICMP error (RFC 1812 4.3.2.7)."""
+        frame = bytearray(self.ip_frame(length, pid, self.src_normal(), self.dst_normal(), ttl=1, proto="udp"))
+        frame[20:22] = (185).to_bytes(2, "big")         # offset 185 x 8 bytes, no more fragments
+        self._refresh_checksum(frame, 5)
+        return bytes(frame)
+
+    def _icmp_error_ttl(self, length: int, pid: int) -> bytes:
+        """An ICMP error (Destination Unreachable) with TTL 1: no error about an error."""
+        quoted = IPv4(self.src_normal(), self.dst_normal(), IPPROTO_UDP).pack(8) + bytes(8)
+        body = quoted + TAG + (pid & 0xFFFFFFFF).to_bytes(4, "big")
+        return self.icmp_frame(length, pid, self.src_normal(), self.dst_normal(), 3, 1, ttl=1, body=body)
+
+    def arp_reply(self, length: int, neighbour: int, hw: bytes) -> bytes:
+        """A neighbour's answer to the router's ARP request (RFC 826), to this port."""
+        arp = ARP(ARP_REPLY, hw, neighbour, self.me.mac, self.me.address)
+        frame = Ethernet(self.me.mac, hw, ETHERTYPE_ARP).pack() + arp.pack()
+        return frame + bytes(length - len(frame))
+
+    def _arp_reply(self, length: int, pid: int) -> bytes:
+        """The next neighbour's reply (`replies`, in this port's arrival order)."""
+        hop = self.replies.popleft()
+        return self.arp_reply(length, hop, self.spec.neighbours[hop])
+
     def _arp_miss(self, length: int, pid: int) -> bytes:
         cfg, rng = self.cfg, self.rng
         for _ in range(10_000):
@@ -592,60 +736,128 @@ def schedules(spec: TrafficSpec) -> list[Schedule]:
 
 
 class _Port:
-    """One port's arrivals as the reader pulls them, with one packet of look-ahead."""
+    """One port's arrivals as the reader pulls them, with one packet of look-ahead; and
+    `extra` arrivals merged in (the neighbours' ARP replies: (time, length, kind), after
+    an arrival of the same time)."""
 
-    def __init__(self, spec: TrafficSpec, port: PortSpec) -> None:
+    def __init__(self, spec: TrafficSpec, port: PortSpec, extra: list[tuple[int, int, int]] | None = None) -> None:
         self.port = port
         self.frames: list[bytes] | None = None
         self.index = 0  # per-port index of the next arrival
-        if port.replay is not None:
+        self.fidx = 0  # index of the next replayed frame
+        self.extra = deque(sorted(extra or []))
+        if not port.enabled:
+            self.it: Iterator[tuple[int, int, int]] = iter(())
+        elif port.replay is not None:
             sched = Schedule(spec, port)
             self.frames = sched.frames
-            self.it: Iterator[tuple[int, int, int]] = zip(sched.times, sched.lens, sched.kinds, strict=True)
+            self.it = zip(sched.times, sched.lens, sched.kinds, strict=True)
         else:
             count = spec.count if spec.count is not None else 1 << 62
             end = spec.duration_ns if spec.duration_ns is not None else 1 << 62
             self.it = synthetic_arrivals(spec, port, count, end)
         self.head = next(self.it, None)
 
-    def until(self, t_ns: int) -> list[tuple[int, int, int, int]]:
-        """(time, per-port index, length, kind) of the arrivals before t_ns."""
+    @property
+    def next_time(self) -> int | None:
+        t = self.head[0] if self.head is not None else None
+        if self.extra and (t is None or self.extra[0][0] < t):
+            t = self.extra[0][0]
+        return t
+
+    def until(self, t_ns: int) -> list[tuple[int, int, int, int, int]]:
+        """(time, per-port index, length, kind, replayed frame index or -1) of the arrivals
+        before t_ns."""
         out = []
-        head, it, i = self.head, self.it, self.index
-        while head is not None and head[0] < t_ns:
-            out.append((head[0], i, head[1], head[2]))
+        head, it, i, extra = self.head, self.it, self.index, self.extra
+        while True:
+            if extra and extra[0][0] < t_ns and (head is None or extra[0][0] < head[0]):
+                t, n, kind = extra.popleft()
+                out.append((t, i, n, kind, -1))
+            elif head is not None and head[0] < t_ns:
+                out.append((head[0], i, head[1], head[2], self.fidx if self.frames is not None else -1))
+                self.fidx += self.frames is not None
+                head = next(it, None)
+            else:
+                break
             i += 1
-            head = next(it, None)
         self.head, self.index = head, i
         return out
+
+
+def _needs(spec: TrafficSpec, frame: bytes | memoryview) -> int | None:
+    """The next hop the router must resolve to forward `frame`, if it has no ARP entry."""
+    if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+        return None
+    dst = int.from_bytes(frame[30:34], "big")
+    route = spec.router.lookup(dst)
+    if route is None:
+        return None
+    hop = dst if route.direct else route.next_hop
+    return hop if hop not in spec.router.arp else None
+
+
+def neighbour_replies(spec: TrafficSpec, use_c: bool = True) -> dict[int, list[tuple[int, int]]]:
+    """The generator acting as the neighbours of `spec.neighbours`: each answers the
+    router's ARP request `neighbour_delay_ns` after the first packet that needs it
+    arrives.  {port: [(time, neighbour), ...]}: a reply from its MAC on its port.  (A
+    pass over the spec's packets, without keeping them, until every neighbour is found.)"""
+    first: dict[int, int] = {}
+    reader = SpecReader(spec, use_c, replies=False)
+    t = 0
+    while not reader.done and len(first) < len(spec.neighbours):
+        t = max(t + 100_000, reader.next_time + 1)
+        w = reader.take(t)
+        if w is None:
+            continue
+        for i in range(len(w)):
+            hop = _needs(spec, w.frame(i))
+            if hop in spec.neighbours and hop not in first:
+                first[hop] = w.times[i]
+    out: dict[int, list[tuple[int, int]]] = {}
+    for hop, t0 in sorted(first.items(), key=lambda kv: kv[1]):
+        port = spec.router.port_for_subnet(hop)
+        assert port is not None  # the spec checked it
+        out.setdefault(port.index, []).append((t0 + spec.neighbour_delay_ns, hop))
+    return out
+
+
+ARP_REPLY_LEN = 60
 
 
 class SpecReader:
     """A spec's packets in windows of arrival time, in packet-id order: each port's
     arrivals up to the window's end, merged by (time, port, per-port index), then the
     frame bytes, each port from its own content stream (in C where the C builder does the
-    kind, see npkit.emulator.traffic.cpkt; `use_c=False`: the Python builder only)."""
+    kind, see npkit.emulator.traffic.cpkt; `use_c=False`: the Python builder only).
+    With `spec.neighbours`, their ARP replies are arrivals of their ports (kind
+    arp_reply; `replies=False`: left out)."""
 
-    def __init__(self, spec: TrafficSpec, use_c: bool = True) -> None:
+    def __init__(self, spec: TrafficSpec, use_c: bool = True, replies: bool = True) -> None:
         self.spec = spec
         self.use_c = use_c
-        self.ports = [_Port(spec, p) for p in spec.ports if p.enabled]
+        answers = neighbour_replies(spec, use_c) if replies and spec.neighbours else {}
+        reply = KIND_INDEX["arp_reply"]
+        self.ports = [_Port(spec, p, [(t, ARP_REPLY_LEN, reply) for t, _hop in answers.get(p.index, [])])
+                      for p in spec.ports if p.enabled or p.index in answers]  # fmt: skip
+        self.answers = answers
         self.builders: dict[int, Any] = {}
         self.next_id = 0
 
     @property
     def done(self) -> bool:
-        return all(p.head is None for p in self.ports)
+        return all(p.next_time is None for p in self.ports)
 
     @property
     def next_time(self) -> int:
         """Arrival time of the next packet (done: -1)."""
-        return min((p.head[0] for p in self.ports if p.head is not None), default=-1)
+        return min((t for p in self.ports if (t := p.next_time) is not None), default=-1)
 
     def _builder(self, port: PortSpec) -> Any:
         b = self.builders.get(port.index)
         if b is None:
             b = FrameBuilder(self.spec, port)
+            b.replies.extend(hop for _t, hop in self.answers.get(port.index, []))
             if self.use_c:
                 from .cpkt import CFrameBuilder
 
@@ -655,10 +867,10 @@ class SpecReader:
 
     def take(self, until_ns: int) -> Window | None:
         """The packets arriving before `until_ns` not taken yet (None: none)."""
-        keyed: list[tuple[int, int, int, int, int, int]] = []
+        keyed: list[tuple[int, int, int, int, int, int, int]] = []
         for k, p in enumerate(self.ports):
             pi = p.port.index
-            keyed.extend((t, pi, i, n, kind, k) for t, i, n, kind in p.until(until_ns))
+            keyed.extend((t, pi, i, n, kind, k, f) for t, i, n, kind, f in p.until(until_ns))
         if not keyed:
             return None
         keyed.sort()
@@ -670,14 +882,13 @@ class SpecReader:
         w.data = bytearray(total)
         per_port: dict[int, list[int]] = {}
         for j, x in enumerate(keyed):
-            per_port.setdefault(x[5], []).append(j)
+            if x[6] >= 0:  # a replayed frame
+                f = self.ports[x[5]].frames[x[6]]  # type: ignore[index]
+                w.data[w.off[j] : w.off[j] + len(f)] = f
+            else:
+                per_port.setdefault(x[5], []).append(j)
         for k, rows in per_port.items():
             p = self.ports[k]
-            if p.frames is not None:
-                for j in rows:
-                    f = p.frames[keyed[j][2]]
-                    w.data[w.off[j] : w.off[j] + len(f)] = f
-                continue
             b = self._builder(p.port)
             pids = array("I", [first + j for j in rows])
             kinds = bytes(w.kinds[j] for j in rows)
@@ -724,6 +935,7 @@ def write_traffic(
         s.port.index: PcapWriter(outdir / f"port{s.port.index}.pcap")
         for s in scheds if s.port.enabled
     }
+    ports_of = {p.index: p for p in spec.ports}
     col_port = array("B")
     col_time = array("q")
     col_len = array("H")
@@ -731,6 +943,9 @@ def write_traffic(
     byte_count = dict.fromkeys(writers, 0)
     try:
         for pkt in iter_packets(spec):
+            if pkt.port not in writers:  # a neighbour's ARP reply on a port that sends nothing else
+                writers[pkt.port] = PcapWriter(outdir / f"port{pkt.port}.pcap")
+                byte_count[pkt.port] = 0
             writers[pkt.port].write(pkt.time_ns, pkt.data)
             col_port.append(pkt.port)
             col_time.append(pkt.time_ns)
@@ -744,28 +959,33 @@ def write_traffic(
             w.close()
     elapsed = time.perf_counter() - started
     ports = []
-    for s in scheds:
-        if not s.port.enabled:
-            continue
-        w = s.port.wire
-        wire_bytes = sum(w.wire_bytes(n) for n in s.lens)
-        span = (s.times[-1] - s.times[0]) if len(s) > 1 else 0
+    per_port: dict[int, tuple[array[int], array[int]]] = {p: (array("q"), array("H")) for p in writers}
+    for port, t, n in zip(col_port, col_time, col_len, strict=True):
+        per_port[port][0].append(t)
+        per_port[port][1].append(n)
+    delayed = {s.port.index: s.delayed for s in scheds}
+    for index in sorted(writers):
+        port = ports_of[index]
+        times, lens = per_port[index]
+        w = port.wire
+        wire_bytes = sum(w.wire_bytes(n) for n in lens)
+        span = (times[-1] - times[0]) if len(times) > 1 else 0
         entry: dict[str, Any] = {
-            "port": s.port.index,
-            "pcap": f"port{s.port.index}.pcap",
-            "packets": len(s),
-            "bytes": byte_count[s.port.index],
+            "port": index,
+            "pcap": f"port{index}.pcap",
+            "packets": len(times),
+            "bytes": byte_count[index],
             "wire_bytes": wire_bytes,
             "wire": {"fcs": w.fcs, "preamble": w.preamble, "ifg": w.ifg},
-            "offered_bps": s.port.rate_bps,
-            "first_ns": s.times[0] if len(s) else None,
-            "last_ns": s.times[-1] if len(s) else None,
+            "offered_bps": port.rate_bps,
+            "first_ns": times[0] if len(times) else None,
+            "last_ns": times[-1] if len(times) else None,
         }
         if span:
-            entry["mean_gap_ns"] = span / (len(s) - 1)
-        if s.port.replay is not None:
-            entry["replay"] = str(s.port.replay.path)
-            entry["delayed"] = s.delayed
+            entry["mean_gap_ns"] = span / (len(times) - 1)
+        if port.replay is not None:
+            entry["replay"] = str(port.replay.path)
+            entry["delayed"] = delayed[index]
         ports.append(entry)
     manifest = {
         "format": "npkit-traffic/1",

@@ -100,6 +100,7 @@ class RefRouter:
         self.config = config
         self.ports = config.ports
         self.arp = config.arp
+        self.lookup = config.lookup  # longest-prefix match (a control-plane model swaps in its own table)
         self.own = set(config.addresses)
         self.subnet_zero = {p.network for p in config.ports}
         self.subnet_bcast = {p.broadcast for p in config.ports}
@@ -163,7 +164,7 @@ class RefRouter:
         if stop == 0 or stop == 127 or src >= _MULTICAST_LO or src in self.subnet_bcast:
             return Drop("martian_src")
 
-        route = self.config.lookup(dst)
+        route = self.lookup(dst)
         if route is None:
             return Except("no_route")
         ttl = frame[22]

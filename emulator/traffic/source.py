@@ -47,11 +47,15 @@ class TrafficReader:
 
 
 class TrafficSource:
-    """Where a run's packets come from, and the wire model of their ports."""
+    """Where a run's packets come from, the wire model of their ports, and the control
+    plane's part of a spec (npkit.emulator.traffic.spec): timed route changes
+    (RouteChange, in time order) and the neighbours that answer ARP (IPv4 -> MAC)."""
 
     wire: dict[int, tuple[int, int, int]]  # port: (preamble, fcs, ifg)
     link_bps: int | None
     source: str
+    route_changes: list[Any]
+    neighbours: dict[int, bytes]
 
     def reader(self) -> TrafficReader:
         raise NotImplementedError
@@ -62,7 +66,8 @@ class TrafficSource:
 
     def collect(self) -> Traffic:
         """Every packet in memory."""
-        tr = Traffic(wire=dict(self.wire), link_bps=self.link_bps, source=self.source)
+        tr = Traffic(wire=dict(self.wire), link_bps=self.link_bps, source=self.source,
+                     route_changes=list(self.route_changes), neighbours=dict(self.neighbours))  # fmt: skip
         r = self.reader()
         while not r.done:
             w = r.take(1 << 63)
@@ -84,6 +89,8 @@ class Traffic(TrafficSource):
     wire: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # port: (preamble, fcs, ifg)
     link_bps: int | None = None
     source: str = ""
+    route_changes: list[Any] = field(default_factory=list)
+    neighbours: dict[int, bytes] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -133,6 +140,8 @@ class SpecTraffic(TrafficSource):
         self.source = source
         self.link_bps = int(spec.link_bps)
         self.wire = {p.index: (p.wire.preamble, p.wire.fcs, p.wire.ifg) for p in spec.ports}
+        self.route_changes = list(spec.route_changes)
+        self.neighbours = dict(spec.neighbours)
 
     def reader(self) -> TrafficReader:
         from .generator import SpecReader
@@ -173,13 +182,25 @@ class CaptureTraffic(TrafficSource):
             raise TrafficError(f"{path}: no port<N>.pcap files")
         self.wire = {}
         self.link_bps = None
+        self.route_changes, self.neighbours = [], {}
         man = load_manifest(path)
         self.manifest = man
         if man:
             self.link_bps = int(man.get("link_bps") or 0) or None
+            self._control_part(man.get("spec") or {})
             for p in man.get("ports", []):
                 w = p.get("wire", {})
                 self.wire[int(p["port"])] = (int(w.get("preamble", 8)), int(w.get("fcs", 4)), int(w.get("ifg", 12)))
+
+    def _control_part(self, spec: dict[str, Any]) -> None:
+        """Route changes and neighbours of the spec the captures were generated from."""
+        from .spec_schema import parse_neighbours, parse_route_changes
+
+        try:
+            self.route_changes = sorted(parse_route_changes(spec.get("route_changes")), key=lambda c: c.at_ns)
+            self.neighbours = parse_neighbours(spec.get("neighbours"))
+        except ValueError as e:
+            raise TrafficError(f"{self.path}: manifest spec: {e}") from None
 
     def reader(self) -> TrafficReader:
         return _CaptureReader(self)

@@ -54,7 +54,21 @@ each input port its own N and no output port is offered more than its line rate)
 oracle gives it: miss (no_route), ttl_expiring (ttl_expired), options (ip_options),
 bad_checksum, bad_version, bad_ihl, truncated (ip_truncated), for_router
 (local_delivery), arp, non_ipv4 (non_ipv4_ethertype), broadcast, multicast, martian_src,
-martian_dst, runt (short_frame), wrong_mac (dst_mac_mismatch), arp_miss.
+martian_dst, runt (short_frame), wrong_mac (dst_mac_mismatch), arp_miss; and for the
+control plane: redirect (from an on-link host to a destination routed back out of the
+same port), link_bcast_unicast (a unicast IP datagram in a link broadcast), ping (echo
+request to the router), record_route / timestamp / lsrr / ssrr / bad_option (IP
+options: recorded, timestamped, loose and strict source routed through the router,
+malformed), gateway_miss (routed via a next hop with no ARP entry), ttl_fragment (TTL
+1 in a non-first fragment) and icmp_error_ttl (an ICMP error with TTL 1): no ICMP error
+about either (RFC 1812 4.3.2.7).
+
+Top level, for the control plane: `neighbours: {10.0.2.77: "02:00:0a:00:02:4d"}` are
+hosts that answer the router's ARP requests: the generator acts as each, putting its ARP
+reply on the wire `neighbour_delay_ns` (default 20000) after the first packet that
+needs it; `route_changes: ["at 2ms add 10.1.0.0/16 via 10.0.3.2", "at 3ms del
+10.1.0.0/16"]` change the route table at those emulated times (npk run, npk demo: the
+daemon applies them; the oracle too).
 
 Rates: `rate_bps` (bits/s on the wire, counting preamble and IFG per `wire`) or `load`
 (fraction of `link_bps`); default load 1.0. Arrivals: `constant` (evenly spaced at the
@@ -79,13 +93,14 @@ from __future__ import annotations
 import copy
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from npkit.toolchain.schema import Located, file_state, load_yaml, validate
 
 from . import spec_schema
+from .packet import ip_str
 from .router_config import ConfigError, RouterConfig
 from .routes import Route, RouteError, load_routes
 from .spec_schema import (  # noqa: F401  (the format's names, re-exported)
@@ -93,9 +108,12 @@ from .spec_schema import (  # noqa: F401  (the format's names, re-exported)
     KINDS,
     MIN_PCAP_LEN,
     MIX_KINDS,
+    NEIGHBOUR_DELAY_NS,
     PROTOCOLS,
     WIRE_PRESETS,
+    RouteChange,
     TrafficSpecFile,
+    parse_route_change_text,
 )
 
 
@@ -191,6 +209,9 @@ class TrafficSpec:
     link_bps: int = 1_000_000_000
     raw: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
+    neighbours: dict[int, bytes] = field(default_factory=dict)  # IPv4 -> MAC: they answer ARP
+    neighbour_delay_ns: int = NEIGHBOUR_DELAY_NS
+    route_changes: list[RouteChange] = field(default_factory=list)  # in time order
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -228,6 +249,70 @@ def _port(index: int, s: dict[str, Any]) -> PortSpec:
         replay=Replay(Path(replay.pcap), replay.timing, replay.loop, replay.pad) if replay else None,
         start_ns=s.get("start_ns", 0),
     )
+
+
+def parse_route_change(text: str, router: RouterConfig | None = None) -> RouteChange:
+    """One timed route change (`at 2ms add 10.1.0.0/16 via 10.0.3.2`); with `router` the
+    next hop and port are checked (and the port of `via NEXTHOP` found from the next
+    hop's subnet)."""
+    where = f"route_changes: {text!r}"
+    try:
+        c = parse_route_change_text(text)
+    except ValueError as e:
+        raise SpecError(f"{where}: {e}") from None
+    problem = None if router is None else route_change_problem(c, router)
+    if problem:
+        raise SpecError(f"{where}: {problem}")
+    if router is not None and c.op == "add" and c.next_hop and c.port < 0:
+        found = router.port_for_subnet(c.next_hop)
+        assert found is not None
+        c = replace(c, port=found.index)
+    return c
+
+
+def route_change_problem(c: RouteChange, router: RouterConfig) -> str:
+    """What is wrong with a route change for this router ('' if nothing)."""
+    if c.op != "add":
+        return ""
+    port = c.port
+    if c.next_hop and port < 0:
+        found = router.port_for_subnet(c.next_hop)
+        if found is None:
+            return f"next hop {ip_str(c.next_hop)} is on none of the router's subnets"
+        port = found.index
+    if not 0 <= port < len(router.ports):
+        return f"the router has no port {port}"
+    if c.next_hop and not router.ports[port].on_subnet(c.next_hop):
+        return f"next hop {ip_str(c.next_hop)} is not on port {port}'s subnet"
+    return ""
+
+
+def _control_part(model: TrafficSpecFile, router: RouterConfig, where: str,
+                  located: Located | None) -> tuple[dict[int, bytes], list[RouteChange]]:  # fmt: skip
+    """The spec's neighbours and route changes, checked against its router."""
+
+    def fail(path: tuple[Any, ...], message: str) -> SpecError:
+        line = located.line(path) if located is not None else None
+        key = ".".join(map(str, path))
+        return SpecError(f"{where}:{line}: {key}: {message}" if line else f"{where}: {key}: {message}")
+
+    raw = located.data if located is not None else {}
+    keys = list((raw.get("neighbours") or {}) if isinstance(raw, dict) else {})
+    for k, addr in enumerate(model.neighbours):
+        if router.port_for_subnet(addr) is None:
+            name = keys[k] if k < len(keys) else ip_str(addr)
+            raise fail(("neighbours", name), f"{ip_str(addr)} is on none of the router's subnets")
+    changes = []
+    for i, c in enumerate(model.route_changes):
+        problem = route_change_problem(c, router)
+        if problem:
+            raise fail(("route_changes", i), problem)
+        if c.op == "add" and c.next_hop and c.port < 0:
+            found = router.port_for_subnet(c.next_hop)
+            assert found is not None
+            c = replace(c, port=found.index)
+        changes.append(c)
+    return dict(model.neighbours), sorted(changes, key=lambda c: c.at_ns)
 
 
 def _router(data: Any, base: Path, where: str, located: Located | None) -> RouterConfig | None:
@@ -280,9 +365,11 @@ def spec_from_dict(
         else:
             ports.append(_port(i, settings))
     raw = data if isinstance(data, dict) else {}
+    neighbours, changes = _control_part(model, router, where, located)
     return TrafficSpec(
         seed=model.seed, router=router, ports=ports, count=model.count, duration_ns=model.duration_ns,
-        link_bps=model.link_bps, raw=raw, source=source,
+        link_bps=model.link_bps, raw=raw, source=source, neighbours=neighbours,
+        neighbour_delay_ns=model.neighbour_delay_ns, route_changes=changes,
     )  # fmt: skip
 
 

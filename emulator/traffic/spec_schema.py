@@ -14,6 +14,8 @@ Validation context: `base` (directory of the spec, for relative file names) and 
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -32,14 +34,22 @@ from pydantic import (
 
 from npkit.toolchain.schema import Doc, at, file_state, irange, strict_int
 
+from .packet import ip as parse_ip
+from .packet import ip_str
+from .packet import mac as parse_mac
 from .routes import RouteError, parse_prefix
 
 KINDS = (
     "normal", "miss", "ttl_expiring", "options", "bad_checksum", "bad_version", "bad_ihl",
     "truncated", "for_router", "arp", "non_ipv4", "broadcast", "multicast", "martian_src",
-    "martian_dst", "runt", "wrong_mac", "arp_miss", "replay",
+    "martian_dst", "runt", "wrong_mac", "arp_miss",
+    # the control plane's cases (xscale/npkd): RFC 1812 redirect, ICMP echo, IP options,
+    # the no-ICMP rules of 4.3.2.7, a next hop only a neighbour's ARP reply resolves
+    "redirect", "link_bcast_unicast", "ping", "record_route", "timestamp", "lsrr", "ssrr",
+    "bad_option", "gateway_miss", "ttl_fragment", "icmp_error_ttl",
+    "arp_reply", "replay",
 )  # fmt: skip
-MIX_KINDS = KINDS[1:-1]
+MIX_KINDS = tuple(k for k in KINDS[1:-1] if k != "arp_reply")  # arp_reply: the neighbours' answers
 PROTOCOLS = ("udp", "tcp", "tunnel")
 IMIX = ((64, 7), (594, 4), (1518, 1))
 WIRE_PRESETS = {
@@ -58,6 +68,9 @@ MAX_DURATION_NS = 60 * 10**9
 MAX_LOOP = 1_000_000
 MAX_SIZES = 10_000
 MAX_FRAME = 16_384
+MAX_NEIGHBOURS = 1024
+MAX_ROUTE_CHANGES = 4096  # what the daemon's change log holds (toolchain/system/sysmap.py CP_CHANGES_CAP)
+NEIGHBOUR_DELAY_NS = 20_000
 
 
 def _weight(v: Any, what: str) -> float:
@@ -268,6 +281,107 @@ def parse_destinations(value: Any, info: ValidationInfo) -> dict[str, Any]:
     raise ValueError(form)
 
 
+@dataclass(frozen=True)
+class RouteChange:
+    """A timed route change: `at 2ms add 10.1.0.0/16 via 10.0.3.2 [port 3]`, `at 2ms add
+    10.1.0.0/16 dev 3` (on-link), `at 3ms del 10.1.0.0/16`."""
+
+    at_ns: int
+    op: str  # add | del
+    prefix: int
+    length: int
+    next_hop: int = 0  # 0: on-link
+    port: int = -1  # add: the output port (-1: the next hop's subnet says, spec.parse_route_change)
+
+    @property
+    def route_text(self) -> str:
+        """The route as npkd reads it (xscale/npkd/cfg.h parse_route)."""
+        p = f"{ip_str(self.prefix)}/{self.length}"
+        if self.op == "del":
+            return p
+        return f"{p} via {ip_str(self.next_hop)} port {self.port}" if self.next_hop else f"{p} dev {self.port}"
+
+
+_TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def parse_time_ns(text: str) -> int:
+    """'2ms', '150us', '0.5ms', '1000' (ns) -> ns, within MAX_DURATION_NS."""
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s)?", text.strip())
+    if not m:
+        raise ValueError(f"time {text!r}: a number with ns, us, ms or s")
+    ns = round(float(m[1]) * _TIME_UNITS[m[2] or "ns"])
+    if ns > MAX_DURATION_NS:
+        raise ValueError(f"time {text!r} is after {MAX_DURATION_NS / 1e9:g} s")
+    return ns
+
+
+def parse_route_change_text(text: Any) -> RouteChange:
+    """The syntax of one timed route change (the router checks are spec.parse_route_change's)."""
+    if not isinstance(text, str):
+        raise ValueError(f"a string 'at TIME add|del PREFIX/LEN ...', got {text!r}")
+    words = text.split()
+    if len(words) < 4 or words[0] != "at" or words[2] not in ("add", "del"):
+        raise ValueError("expected 'at TIME add PREFIX/LEN via NEXTHOP' or 'at TIME del PREFIX/LEN'")
+    at_ns = parse_time_ns(words[1])
+    try:
+        prefix, length = parse_prefix(words[3])
+    except RouteError as e:
+        raise ValueError(str(e)) from None
+    rest = words[4:]
+    if words[2] == "del":
+        if rest:
+            raise ValueError("del takes a prefix only")
+        return RouteChange(at_ns, "del", prefix, length)
+    next_hop, port = 0, -1
+    if len(rest) == 2 and rest[0] == "dev":
+        port = strict_int(rest[1] if not rest[1].isdigit() else int(rest[1]), "port", 0, 63)
+    elif len(rest) in (2, 4) and rest[0] == "via":
+        if rest[1].isdigit():
+            port = strict_int(int(rest[1]), "port", 0, 63)  # via P: out of port P, on-link
+        else:
+            next_hop = parse_ip(rest[1])
+        if len(rest) == 4:
+            if rest[2] != "port" or not rest[3].isdigit():
+                raise ValueError("expected 'port P' after the next hop")
+            port = strict_int(int(rest[3]), "port", 0, 63)
+    else:
+        raise ValueError("expected 'via NEXTHOP [port P]', 'via P' or 'dev P'")
+    return RouteChange(at_ns, "add", prefix, length, next_hop, port)
+
+
+def parse_route_changes(value: Any) -> list[RouteChange]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError("a list of 'at TIME add|del ...' strings")
+    if len(value) > MAX_ROUTE_CHANGES:
+        raise ValueError(f"{len(value)} route changes: at most {MAX_ROUTE_CHANGES}")
+    out = []
+    for i, c in enumerate(value):
+        try:
+            out.append(parse_route_change_text(c))
+        except ValueError as e:
+            raise at(i, str(e)) from None
+    return out
+
+
+def parse_neighbours(value: Any) -> dict[int, bytes]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("a mapping of IPv4 address -> MAC")
+    if len(value) > MAX_NEIGHBOURS:
+        raise ValueError(f"{len(value)} neighbours: at most {MAX_NEIGHBOURS}")
+    out = {}
+    for k, v in value.items():
+        try:
+            out[parse_ip(str(k))] = parse_mac(str(v))
+        except ValueError as e:
+            raise at(k, str(e)) from None
+    return out
+
+
 # ---- the models --------------------------------------------------------------------------
 
 Size = Annotated[dict[str, Any], BeforeValidator(parse_size),
@@ -287,6 +401,12 @@ Wire = Annotated[dict[str, int], BeforeValidator(parse_wire),
 Destinations = Annotated[dict[str, Any], BeforeValidator(parse_destinations),
                          Doc("routes | {routes: FILE} | {prefixes: [A.B.C.D/LEN, ...]} | {via_port: N}")]  # fmt: skip
 Load = Annotated[float, Doc("fraction of link_bps", f"[{MIN_LOAD:g}, 1]")]
+RouteChanges = Annotated[list[RouteChange], BeforeValidator(parse_route_changes),
+                         Doc("['at TIME add PREFIX/LEN via NEXTHOP [port P]' | 'at TIME add PREFIX/LEN dev P' | "
+                             "'at TIME del PREFIX/LEN', ...]",
+                             f"TIME: N[ns|us|ms|s]; at most {MAX_ROUTE_CHANGES}")]  # fmt: skip
+Neighbours = Annotated[dict[int, bytes], BeforeValidator(parse_neighbours),
+                       Doc("{A.B.C.D: MAC, ...}", f"on the router's subnets; at most {MAX_NEIGHBOURS}")]  # fmt: skip
 
 
 class Replay(BaseModel):
@@ -362,6 +482,12 @@ class TrafficSpecFile(BaseModel):
     defaults: PortSettings | None = Field(None, description="settings of every port")
     ports: dict[int, PortSettings | None] = Field(default_factory=dict,
                                                   description="per-port settings by port index")  # fmt: skip
+    neighbours: Neighbours = Field(default_factory=dict, description="hosts that answer the router's ARP requests (the "
+                                                     "generator puts their replies on the wire)")  # fmt: skip
+    neighbour_delay_ns: irange(0, MAX_DURATION_NS) = Field(
+        NEIGHBOUR_DELAY_NS, description="a neighbour's ARP reply: this long after the first packet that needs it")
+    route_changes: RouteChanges = Field(default_factory=list, description="timed changes of the route table (the control "
+                                                          "plane applies them; the oracle too)")  # fmt: skip
     _merged: list[tuple[dict[str, Any], dict[str, tuple[Any, ...]]]] = PrivateAttr(default_factory=list)
     _nports: int = PrivateAttr(0)
 

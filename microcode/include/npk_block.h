@@ -135,12 +135,44 @@
     alu[pw, --, b, $i0]
     bne[npk_got#]
     ctx_arb[tok_put]
+#ifdef RING_CP
+    npk_serve_control()
+#endif
     local_csr_wr[SAME_ME_SIGNAL, nput]
     npk_sleep(NPK_IDLE_TICKS)
     br[LOOP]
 npk_got#:
 .end
 #endm
+
+#ifdef RING_CP
+// A block whose input ring was empty, holding tok_put, passes one message of the
+// control plane's ring RING_CP (frames the XScale sends, README §3.2) on to RING_OUT
+// unchanged: the stub queue manager serves the control plane when it is idle.
+#macro npk_serve_control()
+.begin
+    .reg read $c0 $c1
+    .xfer_order $c0 $c1
+    .reg write $d0 $d1
+    .xfer_order $d0 $d1
+    .sig s_c s_d
+    scratch[get, $c0, zero, (RING_CP << 2), 2], ctx_swap[s_c]
+    alu[--, --, b, $c0]
+    beq[npk_sc_done#]
+npk_sc_full#:
+    br_inp_state[RING_OUT_STATUS, npk_sc_wait#]
+    br[npk_sc_put#]
+npk_sc_wait#:
+    ctx_arb[voluntary]
+    br[npk_sc_full#]
+npk_sc_put#:
+    alu[$d0, --, b, $c0]
+    alu[$d1, --, b, $c1]
+    scratch[put, $d0, zero, (RING_OUT << 2), 2], ctx_swap[s_d]
+npk_sc_done#:
+.end
+#endm
+#endif
 
 // Sleep about TICKS * 16 cycles (the ME's future-count timer; npk_thread_setup
 // points this context's FUTURE_COUNT_SIGNAL at s_timer).
@@ -159,8 +191,10 @@ npk_got#:
 //   OUT_FORWARD    message (pw, ow1) on ring RING_OUT (waits while it is full)
 //   OUT_DROP       buffer freed, drop counter `code` incremented
 //   OUT_EXCEPTION  record (pw, EXC_RECORD | in_port << 16 | code) on the exception
-//                  ring, exception counter incremented; a full exception ring turns
-//                  it into the drop exception_ring_full.
+//                  ring, exception counter incremented, the XScale interrupted
+//                  (cap[fast_wr, 0, XSCALE_INT_A]: one CAP write on the exception path
+//                  only; the control plane takes every record there is when it wakes);
+//                  a full exception ring turns it into the drop exception_ring_full.
 #macro npk_emit(LOOP)
 .begin
     .reg write $o0 $o1
@@ -196,6 +230,7 @@ npk_emit_put#:
             scratch[incr, --, u, t]
             local_csr_wr[SAME_ME_SIGNAL, nput]
             ctx_arb[s_out]
+            cap[fast_wr, 0, XSCALE_INT_A]       // the record is on the ring: wake the control plane
         br[LOOP]
 npk_emit_exc_full#:
             immed[code, DROP_EXCEPTION_RING_FULL]

@@ -22,7 +22,8 @@
 #define DROP_QUEUE_FULL                 35  // resource: the output queue (queue manager) or an inter-block ring was full
 #define DROP_EXCEPTION_RING_FULL        36  // resource: an exception could not be queued to the XScale because its ring was full
 #define DROP_TBUF_UNDERRUN              37  // resource: transmit started but the TBUF element was not filled in time; the frame is aborted
-#define DROP_CODE_LIMIT 38
+#define DROP_CONTROL_QUEUE_FULL         38  // resource: a frame the control plane sent (packet word bit 25) found its output queue full
+#define DROP_CODE_LIMIT 39
 
 #define EXC_ARP              1  // step 4: EtherType 0x0806 (after the MAC filter)
 #define EXC_IP_OPTIONS       2  // step 11: IHL > 5

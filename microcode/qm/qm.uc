@@ -16,6 +16,8 @@
 // QM_POLL_TICKS x 16 cycles, the elements tx has seen leave the TBUF (scratch
 // TXDONE_BASE + 4 * port) and then the FIFO fill of every port (TX_PORT_STATUS_p, free
 // bytes); a scheduler that found a port blocked by its window refreshes the same way.
+// With RING_CP the polling context also enqueues the control plane's frames, one a
+// round (without waiting when there was one), off the enqueue context's path.
 //
 // Local memory (shared by the contexts of the ME), 32 bytes a port at 32 * port:
 //   +0 enqueued (ctx 0 writes)   +4 dequeued (schedulers write)
@@ -119,20 +121,11 @@ qm_init_port#:
     local_csr_wr[SAME_ME_SIGNAL, ((2 * CTX_STEP) | (&tok_get << 3))]
     local_csr_wr[SAME_ME_SIGNAL, ((2 * CTX_STEP) | (&tok_put << 3))]
 
-// ---- context 0: enqueue ------------------------------------------------------------
+// Link the descriptor of packet word `pw` onto port `p`'s queue, or drop it (DROPCODE)
+// when the port already holds QM_QLIMIT packets.
+#macro qm_enqueue(DROPCODE)
 .begin
-    .reg read $e0 $e1
-    .xfer_order $e0 $e1
-    .sig s_e
     .reg eq ed
-qm_enq_loop#:
-    scratch[get, $e0, zero, (RING_IN << 2), 2], ctx_swap[s_e]
-    alu[pw, --, b, $e0]
-    bne[qm_enq_got#]
-    ctx_arb[voluntary]
-    br[qm_enq_loop#]
-qm_enq_got#:
-    alu[p, --, b, $e1]
     alu_shf[t, --, b, p, <<5]
     local_csr_wr[ACTIVE_LM_ADDR_0, t]
     alu_shf[t, --, b, p, <<4]
@@ -150,10 +143,27 @@ qm_enq_got#:
         alu[t, --, b, *l$index0[0]]
         alu[*l$index0[0], t, +, 1]
     .else
-        immed[code, DROP_QUEUE_FULL]
+        immed[code, DROPCODE]
         npk_free_buffer(pw)
-        npk_count((STAT_DROP_BASE + 4 * DROP_QUEUE_FULL))
+        npk_count((STAT_DROP_BASE + 4 * DROPCODE))
     .endif
+.end
+#endm
+
+// ---- context 0: enqueue ------------------------------------------------------------
+.begin
+    .reg read $e0 $e1
+    .xfer_order $e0 $e1
+    .sig s_e
+qm_enq_loop#:
+    scratch[get, $e0, zero, (RING_IN << 2), 2], ctx_swap[s_e]
+    alu[pw, --, b, $e0]
+    bne[qm_enq_got#]
+    ctx_arb[voluntary]
+    br[qm_enq_loop#]
+qm_enq_got#:
+    alu[p, --, b, $e1]
+    qm_enqueue(DROP_QUEUE_FULL)
     br[qm_enq_loop#]
 .end
 
@@ -162,6 +172,23 @@ qm_not_first#:
     br!=ctx[CTX_STEP, qm_scheduler#]
 qm_poll#:
     qm_refresh()
+#ifdef RING_CP
+    // the control plane's frames (README §3.2), one a round, off the enqueue context's
+    // path: (packet word, output port) as from RING_IN; a full queue drops them as
+    // control_queue_full
+.begin
+    .reg read $c0 $c1
+    .xfer_order $c0 $c1
+    .sig s_c
+    scratch[get, $c0, zero, (RING_CP << 2), 2], ctx_swap[s_c]
+    alu[pw, --, b, $c0]
+    beq[qm_poll_sleep#]
+    alu[p, --, b, $c1]
+    qm_enqueue(DROP_CONTROL_QUEUE_FULL)
+    br[qm_poll#]
+.end
+qm_poll_sleep#:
+#endif
     npk_sleep(QM_POLL_TICKS)
     br[qm_poll#]
 qm_scheduler#:

@@ -14,7 +14,7 @@ from npkit.toolchain.system.router_run import run_router
 
 ROOT = Path(__file__).resolve().parents[2]
 MISMATCHES = ("wrong_outcome", "wrong_port", "wrong_bytes", "reordered", "wrong_reason", "unmatched",
-              "duplicates", "untagged", "unmatched_exception")  # fmt: skip
+              "duplicates", "untagged", "unmatched_exception", "unexpected_control", "missing_control")  # fmt: skip
 
 
 @pytest.mark.parametrize("params", [{"qm": "full"}, {"qm": "stub", "threads": 4}])
@@ -44,17 +44,20 @@ def test_parallel_layout_line_rate_in_order() -> None:
 
 
 def test_every_rule_through_the_whole_router() -> None:
-    tr = load_traffic_source(ROOT / "examples" / "traffic" / "errors.yaml", 200_000)
-    s = run_router("pipelined", {}, tr, 200_000)
+    tr = load_traffic_source(ROOT / "examples" / "traffic" / "errors.yaml", 1_000_000)
+    s = run_router("pipelined", {}, tr, 1_000_000)
     cmp_ = s["comparison"]
     assert not any(cmp_.get(k) for k in MISMATCHES), cmp_
     t = s["totals"]
     assert t["forwarded"] == t["predicted_forward"]
-    assert cmp_["matched_exception"] == sum(t["exceptions"].values()) > 0
+    # every exception the control plane handled: those it consumed and those it sent on
+    cp = s["control_plane"]
+    assert cmp_["matched_exception"] == sum(t["exceptions"].values()) + cp["packets_forwarded_by_it"] > 0
+    assert cmp_["matched_control"] > 0 and not cmp_["missing_control"] and not cmp_["unexpected_control"]
     # microcode drop counters agree with the oracle's drops of the packets left over
     assert s["conservation"]["unattributed_drops"] == {}
     assert s["conservation"]["balanced"] and t["in_flight"] == 0, s["conservation"]
-    kinds = set(t["dropped"]) | set(t["exceptions"])
+    kinds = set(t["dropped"]) | set(cp["exceptions_handled"])
     assert {
         "bad_checksum",
         "martian_src",

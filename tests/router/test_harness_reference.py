@@ -1,8 +1,9 @@
-"""The streaming harness gives what the in-memory one gave: for each case of
-data/harness_reference.json (made with the harness of commit 33db36a, see
-data/make_harness_reference.py) the same summary figures (all but host time), the same
-capture files byte for byte (port<N>.pcap, dispositions.json) and the same history hash
-of the chip over the first 100 us."""
+"""The streaming harness keeps giving what it gave: for each case of
+data/harness_reference.json (first made with the old in-memory harness of commit 33db36a
+and matched exactly by the streaming one; re-made when the control plane changed the
+router, see data/make_harness_reference.py) the same summary figures (all but host
+time), the same capture files byte for byte (port<N>.pcap, dispositions.json) and the
+same history hash of the chip over the first 100 us."""
 
 from __future__ import annotations
 

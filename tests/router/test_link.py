@@ -27,17 +27,18 @@ def test_reasons_header_is_generated_and_current() -> None:
 
 
 @pytest.mark.parametrize(("layout", "params", "blocks"), [
-    ("pipelined", {}, {"rx": [0], "parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4], "tx": [5],
-                       "host_exceptions": [15]}),
+    ("pipelined", {}, {"rx": [0], "parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4], "tx": [5]}),
     ("pipelined", {"threads": 4, "qm": "stub", "io": "host"},
-     {"parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4], "host_rx": [0], "host_tx": [5],
-      "host_exceptions": [15]}),
-    ("parallel", {"pool_mes": 6}, {"rx": [0], "fastpath": [1, 2, 3, 4, 5, 6], "qm": [14], "tx": [15],
-                                   "host_exceptions": [13]}),
+     {"parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4], "host_rx": [0], "host_tx": [5]}),
+    ("parallel", {"pool_mes": 6}, {"rx": [0], "fastpath": [1, 2, 3, 4, 5, 6], "qm": [14], "tx": [15]}),
+    ("pipelined", {"control": "host"}, {"rx": [0], "parse": [1], "lookup": [2], "hdr_format": [3], "qm": [4],
+                                        "tx": [5], "host_exceptions": [15]}),
+    ("parallel", {"pool_mes": 6, "control": "host"},
+     {"rx": [0], "fastpath": [1, 2, 3, 4, 5, 6], "qm": [14], "tx": [15], "host_exceptions": [13]}),
 ])  # fmt: skip
-# every link gives the exception ring its reader (host_exceptions, on the highest free ME)
-# and external blocks their host stand-ins, so that every command that runs the image
-# services the exception path
+# the exception ring has a reader in every link: the control daemon the layout names
+# (npkd on the XScale), or with `control: host` the stand-in host_exceptions on the
+# highest free ME; external blocks get their host stand-ins
 def test_layouts_link(layout: str, params: dict[str, Any], blocks: dict[str, list[int]]) -> None:
     image = link(layout, params)
     assert {p.name: p.mes for p in image.programs} == blocks
@@ -50,6 +51,9 @@ def test_layouts_link(layout: str, params: dict[str, Any], blocks: dict[str, lis
     assert {e["ring"] for e in graph["edges"]} == set(image.meta["rings"])
     if params.get("qm") == "stub":
         assert len(next(p for p in image.programs if p.name == "qm").words) < 100
+    ctl = image.meta["control"]
+    assert ctl["placement"] == params.get("control", "xscale") and ctl["ring_number"] == 12
+    assert ("elf" in ctl) == (ctl["placement"] != "host")
 
 
 def test_cli_writes_an_image(tmp_path: Path) -> None:
@@ -57,7 +61,7 @@ def test_cli_writes_an_image(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["link", "pipelined", "-D", "threads=4", "-o", str(out)])
     assert res.exit_code == 0, res.output
     image = read_image(out)
-    assert [p.ctx_mode for p in image.programs] == [8, 4, 4, 4, 4, 8, 8]  # rx, tx, exception reader: 8
+    assert [p.ctx_mode for p in image.programs] == [8, 4, 4, 4, 4, 8]  # rx, tx: 8
     res = CliRunner().invoke(main, ["link", "pipelined", "-D", "nonsense=1", "-o", str(out)])
     assert res.exit_code == 1 and "no such parameter" in res.output
 
@@ -139,3 +143,26 @@ def test_params_substitute_typed_values() -> None:
     lay = load_layout("parallel", {"pool_mes": 3, "threads": 4})
     assert lay.blocks["fastpath"].mes == [1, 2, 3]
     assert lay.blocks["fastpath"].threads == 4
+
+
+def test_control_section_spellings_and_errors() -> None:
+    """`control:` names the control plane; `xscale: {program: ...}` is the same section;
+    bad placements, both spellings at once, or no ring to send on are link errors."""
+    lay = base()
+    lay["xscale"] = lay.pop("control")
+    lay["xscale"]["placement"] = "xscale"
+    image = link(lay, {"io": "msf"})
+    assert image.meta["control"]["program"] == "npkd" and image.meta["control"]["elf"].endswith("npkd.elf")
+    assert "host_exceptions" not in {p.name for p in image.programs}
+    both = base()
+    both["xscale"] = dict(both["control"])
+    with pytest.raises(LinkError, match="give the control plane once"):
+        load_layout(both)
+    bad = base()
+    bad["control"]["placement"] = "moon"
+    with pytest.raises(LinkError, match="control.placement"):
+        load_layout(bad)
+    no_ring = base()
+    del no_ring["blocks"]["qm"]["control_in"]
+    with pytest.raises(LinkError, match="control_in"):
+        load_layout(no_ring)

@@ -64,12 +64,12 @@ def test_entries_are_whole_and_keys_follow_content(cache_dir: Path) -> None:
 
 def test_demo_route_table_is_generated_once(cache_dir: Path) -> None:
     from npkit.toolchain.commands.demo import demo_routes
-    from npkit.toolchain.system.tables import random_routes_text
+    from npkit.toolchain.system.tables import CONTROL_PLANE_ROUTES, random_routes_text
 
     a = demo_routes(500)
     b = demo_routes(500)
     assert a == b and a.is_relative_to(cache_dir)
-    assert a.read_text() == random_routes_text(500, 1, DEFAULT_ROUTER)[0]
+    assert a.read_text() == random_routes_text(500, 1, DEFAULT_ROUTER, extra=CONTROL_PLANE_ROUTES)[0]
 
 
 def test_tables_that_do_not_fit_the_chip_are_a_link_error(tmp_path: Path) -> None:

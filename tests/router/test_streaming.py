@@ -86,9 +86,10 @@ def test_drops_are_attributed_the_same_before_the_end() -> None:
         swept: list[int] = []
         rr.run.on_slice.append(lambda: swept.append(sum(rr._assigned.values())))
         rr.run_traffic(dur)
-        assert max(swept) > 100  # attributed while running
         rr.drain()
         b = rr.summary()
+        # attributed while running: most drops (all but those of the last horizon)
+        assert max(swept) > 0.5 * sum(rr._assigned.values()) > 10
     finally:
         router_run.HORIZON_NS = old
     keys = ("totals", "comparison", "conservation", "ports", "latency_us")

@@ -24,15 +24,16 @@ def test_gen_show_predict_compare_round_trip(tmp_path: Path) -> None:
     code, out = npk("gen", EXAMPLES / "errors.yaml", "-o", gen_dir, "--count", "100", "--json")
     assert code == 0, out
     summary = json.loads(out)
-    assert summary["packets"] == 500 and summary["seed"] == 11
+    # 5 ports x 100, and the neighbour 10.0.2.77 answering the router's ARP request once
+    assert summary["packets"] == 501 and summary["seed"] == 11
 
     code, out = npk("show", gen_dir, "--config", ROUTER_YAML, "--json")
     assert code == 0, out
     shown = json.loads(out)
-    assert shown["packets"] == 500 and sum(shown["kinds"].values()) == 500
+    assert shown["packets"] == 501 and sum(shown["kinds"].values()) == 501
     oracle = shown["oracle"]
     assert oracle["forward"] + sum(oracle["drop"].values()) + sum(
-        oracle["exception"].values()) == 500
+        oracle["exception"].values()) == 501
 
     code, out = npk("predict", gen_dir, "--config", ROUTER_YAML, "-o", out_dir, "--json")
     assert code == 0, out

@@ -25,7 +25,7 @@ from npkit.emulator.traffic.routes import (
     parse_route_columns,
     parse_routes,
 )
-from npkit.emulator.traffic.spec import KINDS, spec_from_dict
+from npkit.emulator.traffic.spec import MIX_KINDS, spec_from_dict
 from npkit.emulator.traffic.window import window_of
 from npkit.toolchain.router.loader import Port, RouteLine, RouterInfo, build_tables, sram_runs
 from npkit.toolchain.router.stats import random_prefixes
@@ -57,7 +57,7 @@ def _spec(protocols: object, mix: dict[str, float], size: object, seed: int) -> 
                           EXAMPLES)  # fmt: skip
 
 
-EVERY_KIND = {k: 0.04 for k in KINDS if k not in ("normal", "replay")}
+EVERY_KIND = {k: 0.03 for k in MIX_KINDS}
 
 
 @pytest.mark.parametrize(("protocols", "mix", "size"), [

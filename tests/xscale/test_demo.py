@@ -92,3 +92,29 @@ def test_slicing_of_system_run_does_not_change_the_run(xscale_built: Path, me_im
         results.append((xs.stdout, xs.instructions, chip.history_hash(), list(xs.timeline)))
     assert results[0] == results[1] == results[2]
     assert b"answer 83 sent" in results[0][0]
+
+
+def test_chip_run_co_runs_the_attached_xscale(xscale_built: Path, me_image: Path) -> None:
+    """Every loop that advances the chip (traffic runs, drains, the debugger, trace, why)
+    calls Chip.run: with an XScale attached that is System.run, so the control processor
+    runs along, with the same result as System.run and whatever the slicing."""
+    results = []
+    for slices in ([200_000], [20_000], [13, 4_999, 28_000]):
+        chip = Chip("ixp2800")
+        chip.history_enable(1)
+        load_path(chip, str(me_image))
+        system = System(chip)
+        xs = system.attach_xscale(xscale_built)
+        assert chip.driver == system.run
+        k = 0
+        while system.cycle < 200_000:
+            before = system.cycle
+            chip.run(min(slices[k % len(slices)], 200_000 - system.cycle))
+            # the chip itself stops counting once its ME halted (56,370); the System's clock goes on
+            assert system.cycle > before and chip.cycle == min(system.cycle, 56_370)
+            k += 1
+        system.close()
+        assert chip.driver is None
+        results.append((xs.stdout, xs.instructions, chip.history_hash()))
+    assert results[0] == results[1] == results[2]
+    assert b"answer 83 sent" in results[0][0]

@@ -35,4 +35,7 @@ def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_c
         return
     for p in image.programs:
         click.echo(f"{p.name:<16} MEs {','.join(map(str, p.mes)):<12} {p.ctx_mode} ctx  {len(p.words)} words")
+    ctl = image.meta.get("control")
+    if ctl and ctl.get("placement") != "host":
+        click.echo(f"{'control plane':<16} {ctl['program']} on the {ctl['placement']}: {ctl.get('native') or ctl['elf']}")
     click.echo(f"wrote {output}")

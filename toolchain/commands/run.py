@@ -31,6 +31,7 @@ from npkit.emulator.traffic_run import (
     format_report,
     load_traffic_source,
 )
+from npkit.toolchain.system.layout import LinkError
 from npkit.toolchain.system.router_run import (
     SLICE_NS,
     RouterImageError,
@@ -39,6 +40,7 @@ from npkit.toolchain.system.router_run import (
     in_flight_report,
 )
 from npkit.toolchain.system.verdict import judge
+from npkit.xscale.core import XScaleError
 
 from .options import exit_on_verdict, policy_of, verdict_options
 
@@ -179,11 +181,19 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
 @click.option("--xscale-arg", "xscale_args", multiple=True, help="Argument for the XScale program (repeatable).")
 @click.option("--xscale-placement", type=click.Choice(["xscale", "gpe"]), default="xscale", show_default=True,
               help="On the emulated XScale (Unicorn), or its native build as a host process.")
-@click.option("--xscale-gdb", "xscale_gdb", type=int, default=None, help="Wait for gdb on 127.0.0.1:PORT.")
+@click.option("--xscale-gdb", "xscale_gdb", type=int, default=None,
+              help="Wait for gdb on 127.0.0.1:PORT (the --xscale program, or a router image's control daemon).")
+@click.option("--control-socket", "control_socket", default=None, type=click.Path(dir_okay=False),
+              help="Router image: the control daemon listens here (`npk route add ... --socket PATH`).")
+@click.option("--kill-control-at", "kill_at", type=click.FloatRange(min=0), default=None, metavar="MS",
+              help="Router image, fault injection: kill the control daemon at this emulated time (ms).")
+@click.option("--restart-control-at", "restart_at", type=click.FloatRange(min=0), default=None, metavar="MS",
+              help="... and start it again at this time (ms): it recovers its routes, ARP starts afresh.")
 def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
             as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
-            xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | None) -> None:  # fmt: skip
+            xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | None,
+            control_socket: str | None, kill_at: float | None, restart_at: float | None) -> None:  # fmt: skip
     """Run IMAGE(s) on the emulated chip and print statistics.
 
     IMAGE@MES loads an image on chosen MEs (a.elf@0 b.elf@1).  With --traffic, packets
@@ -200,19 +210,28 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
         chip = Chip(config)
         read, loaded = load_all(chip, targets, rings)
         policy = policy_of(max_loss, min_line_rate)
+        router = len(read) == 1 and "router" in read[0].meta
+        control = _control_options(read[0] if router else None, xscale, xscale_placement, xscale_gdb,
+                                   control_socket, kill_at, restart_at, as_json)  # fmt: skip
         if traffic is not None and xscale:
-            raise click.UsageError("--xscale with --traffic is not supported yet")
+            raise click.UsageError("--xscale with --traffic: a router image runs its own control program "
+                                   "(the layout's control: section)")  # fmt: skip
         if traffic is None:
+            if control is not None:
+                _run_router_cycles(chip, read[0], loaded, cycles, as_json, control)
+                return
             _run_cycles(chip, loaded, cycles, as_json, xscale, xscale_args, xscale_placement, xscale_gdb)
             return
         duration_ns = int(duration_ms * 1e6)
         cap_ns = int(drain_cap_ms * 1e6)
-        if len(read) == 1 and "router" in read[0].meta:
-            s = _run_router(chip, read[0], traffic, duration_ns, drain, cap_ns, capture, as_json)
+        if router:
+            s = _run_router(chip, read[0], traffic, duration_ns, drain, cap_ns, capture, as_json, control or {})
         else:
             s = _run_plain(chip, traffic, duration_ns, drain, cap_ns, capture, as_json)
     except RUN_ERRORS as e:
         raise click.ClickException(str(e)) from None
+    except (LinkError, XScaleError) as e:
+        raise click.ClickException(f"control program: {e}") from None
     s.update(me_summary(chip, s.pop("stop"), loaded))
     s["traffic"] = str(traffic)
     s["capture"] = capture
@@ -257,11 +276,55 @@ def _progress(as_json: bool) -> Any:
     return show
 
 
+def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | None, socket: str | None,
+                     kill_at: float | None, restart_at: float | None, as_json: bool) -> dict[str, Any] | None:  # fmt: skip
+    """How to start a router image's control daemon (None: the image has none, or the
+    run gives an --xscale program of its own)."""
+    ctl = (image.meta.get("control") or {}) if image is not None else {}
+    if not ctl or xscale or ctl.get("placement") == "host":
+        if socket or kill_at is not None or restart_at is not None:
+            raise click.UsageError("--control-socket / --kill-control-at / --restart-control-at need a router image "
+                                   "with a control program (npk link of a layout with control:)")  # fmt: skip
+        return None
+    if (restart_at is None) != (kill_at is None) or (kill_at is not None and restart_at is not None and restart_at <= kill_at):
+        raise click.UsageError("--kill-control-at MS and --restart-control-at MS go together, the restart after the kill")
+    from npkit.xscale.cli import _echo_live
+
+    out: dict[str, Any] = {"gdb_port": gdb, "socket": socket, "echo": None if as_json else _echo_live,
+                           "kill_at_ns": None if kill_at is None else int(kill_at * 1e6),
+                           "restart_at_ns": None if restart_at is None else int(restart_at * 1e6)}  # fmt: skip
+    if placement != "xscale" or ctl.get("placement") == "gpe":
+        out["placement"] = placement if placement != "xscale" else ctl["placement"]
+    if gdb is not None and not as_json:
+        click.echo(f"xscale: the control daemon waits for gdb on 127.0.0.1:{gdb}", err=True)
+    return out
+
+
+def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: int, as_json: bool,
+                       control: dict[str, Any]) -> None:  # fmt: skip
+    """A router image without traffic: the microengines and its control daemon, `cycles` cycles."""
+    from npkit.toolchain.system.control import ControlPlane
+
+    cp = ControlPlane(chip, image, **control)
+    try:
+        out = me_summary(chip, chip.run(cycles), loaded)
+        out["control_plane"] = cp.summary()
+    finally:
+        cp.close()
+    click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out) + "\n" + _control_line(out))
+
+
+def _control_line(s: dict[str, Any]) -> str:
+    x = s["control_plane"]["xscale"]
+    return (f"control plane: npkd [{x['placement']}] {x['state']}, {x['instructions']} instructions, "
+            f"{x['interrupts']} interrupts, starts {x['starts']}")
+
+
 def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: bool, cap_ns: int,
-                capture: str | None, as_json: bool) -> dict[str, Any]:  # fmt: skip
-    """A linked router image: its exception path serviced, every output against the oracle."""
+                capture: str | None, as_json: bool, control: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """A linked router image: its control plane started, every output against the oracle."""
     tr = load_traffic_source(traffic, duration_ns)
-    rr = RouterRun(image, tr, chip=chip, capture=capture)
+    rr = RouterRun(image, tr, chip=chip, capture=capture, control=control)
     t0 = time.perf_counter()
     rr.run_traffic(duration_ns, progress=_progress(as_json))
     stop = "budget"
@@ -273,6 +336,8 @@ def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: b
     if capture:
         rr.run.write_captures(capture)
     s["text"] = format_summary(s)
+    if rr.control is not None:
+        rr.control.close()
     s["stop"] = stop
     return s
 

@@ -107,13 +107,16 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @target_options
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
+@click.option("--xscale-gdb", "xscale_gdb", type=int, default=None,
+              help="A router image's control daemon waits for gdb on 127.0.0.1:PORT.")
 def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
-              batch: str | None) -> None:  # fmt: skip
+              batch: str | None, xscale_gdb: int | None) -> None:  # fmt: skip
     """Debug IMAGE (an npkit ELF, a .uc source, or a layout YAML) interactively or from a script."""
     from .session import DebugError, Session
 
     try:
-        target = open_target(image, config, parse_me_list(me_list, config), traffic, params=parse_params(defines))
+        target = open_target(image, config, parse_me_list(me_list, config), traffic, params=parse_params(defines),
+                             xscale_gdb=xscale_gdb)  # fmt: skip
         session = Session(target)
     except (TargetError, DebugError, ValueError) as e:
         raise click.ClickException(str(e)) from None

@@ -16,6 +16,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from npkit.emulator.binding import (
     CTX_STATES,
@@ -751,6 +752,8 @@ class Session:
                 mark = "*" if (me, ctx) == (self.me, self.ctx) else " "
                 waiting = self.sig_list(me, wait) if state == "sleep" else ""
                 self.emit(f"{mark} {self.nm(me)}:{ctx:<3d} {state:<8s} {pc:4d}  {self.loc(me, pc):<40s}  {waiting}".rstrip())
+        if self.target.control is not None:
+            self.emit(xscale_line(self.target.control))
 
     def cmd_signals(self, args: list[str], rest: str) -> None:
         me = self._me(args[0]) if args else self.me
@@ -1094,6 +1097,18 @@ class Session:
             self.emit(f"  host stand-ins: {h.sent} messages sent, {len(h.outputs())} forwarded, "
                       f"{len(h.exceptions())} exceptions, drops by code {h.drops()}")  # fmt: skip
 
+        if self.target.control is not None:
+            from npkit.toolchain.system.control import stats_summary
+
+            self.emit(xscale_line(self.target.control))
+            st = stats_summary(self.target.control.stats())
+            if st.get("running"):
+                self.emit(f"  control plane ({st['state']}): exceptions {st['exceptions_handled']}")
+                self.emit(f"  ICMP sent {({k: v for k, v in st['icmp_sent'].items() if v})}, suppressed by rate limit "
+                          f"{st['icmp_suppressed_by_rate_limit']}, ARP replies {st['arp_replies_sent']} requests "
+                          f"{st['arp_requests_sent']}, held {st['packets_held_for_arp']} dropped "
+                          f"{st['held_packets_dropped']}, routes {st['routes']}")  # fmt: skip
+
     def cmd_cycle(self, args: list[str], rest: str) -> None:
         c = self.chip.cycle
         self.emit(f"cycle {c} ({c * 1000 / self.target.clock_mhz:.1f} ns at {self.target.clock_mhz:g} MHz)")
@@ -1108,3 +1123,13 @@ class Session:
         self.emit("commands (unique prefixes work; aliases: " + ", ".join(f"{k}={v}" for k, v in self.aliases.items()) + "):")
         for _, (_, text) in self.commands.items():
             self.emit("  " + text)
+
+
+def xscale_line(control: Any) -> str:
+    """The control processor in one line: state, PC and function, what it waits on,
+    instructions executed."""
+    st = control.system.status() or {}
+    where = f" pc {st['pc']:#x} in {st.get('function') or '?'}" if "pc" in st else ""
+    what = f", waiting on {st['waiting_on']}" if st.get("waiting_on") else ""
+    return (f"  XScale [{st.get('placement', '?')}] {control.program.name}: {st.get('state', '?')}{where}{what}, "
+            f"{st.get('instructions', 0)} instructions, {st.get('interrupts', 0)} interrupts, starts {st.get('starts', 1)}")

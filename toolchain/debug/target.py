@@ -37,7 +37,8 @@ class Target:
     traffic: Any = None
     notes: list[str] = field(default_factory=list)
     harness: Any = None  # npkit.toolchain.system.harness.Harness when the target is a layout
-    exceptions: Any = None  # the exception path's reader when the target is a router image
+    exceptions: Any = None  # the exception path's host reader (a router image without control program)
+    control: Any = None  # npkit.toolchain.system.control.ControlPlane: the image's daemon on the XScale
 
     def program(self, me: int) -> Program:
         name = self.loaded[me]
@@ -146,7 +147,8 @@ def frames_of(spec: str) -> list[tuple[int, bytes]]:
 MAX_INJECT = 256
 
 
-def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any] | None = None) -> Target:
+def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any] | None = None,
+                xscale_gdb: int | None = None) -> Target:  # fmt: skip
     """Link a router layout (npkit.toolchain.system.harness.Harness: host stand-ins for the blocks
     the layout leaves external).  Traffic goes in through the receive stand-in when rx is
     external, else through the MSF device to the rx microcode."""
@@ -174,18 +176,37 @@ def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any
                        "through the receive stand-in")  # fmt: skip
     elif traffic:
         attach_traffic(t, traffic)
-    service_exceptions(t)
+    service_exceptions(t, xscale_gdb)
     return t
 
 
-def service_exceptions(t: Target) -> None:
-    """A router image's exception ring is read and its buffers freed in debug, trace and
-    why runs exactly as in `npk demo` and `npk run` (the same chip service)."""
-    if "router" in t.image.meta:
-        from npkit.toolchain.system.router_run import attach_exception_reader
+def service_exceptions(t: Target, xscale_gdb: int | None = None) -> None:
+    """A router image's exception path runs in debug, trace and why runs exactly as in
+    `npk demo` and `npk run`: its control daemon on the XScale (co-run by every Chip.run)
+    when the image names one, else the host's stand-in reader (a chip service)."""
+    if "router" not in t.image.meta:
+        if xscale_gdb is not None:
+            raise TargetError("--xscale-gdb: the image has no control program (link a router layout)")
+        return
+    ctl = t.image.meta.get("control") or {}
+    if ctl and ctl.get("placement") != "host":
+        from npkit.toolchain.system.control import ControlPlane
+        from npkit.toolchain.system.layout import LinkError
+        from npkit.xscale.core import XScaleError
 
-        t.exceptions = attach_exception_reader(t.chip, t.traffic.traffic if t.traffic is not None else None)
-        t.notes.append("exception ring serviced by the host reader (frees each excepted buffer)")
+        changes = t.traffic.traffic.route_changes if t.traffic is not None else []
+        try:
+            t.control = ControlPlane(t.chip, t.image, gdb_port=xscale_gdb, changes=changes)
+        except (LinkError, XScaleError, OSError) as e:
+            raise TargetError(f"control program: {e}") from None
+        t.notes.append(f"control plane: {ctl['program']} on the {t.control.placement} (the chip's runs co-run it)")
+        return
+    if xscale_gdb is not None:
+        raise TargetError("--xscale-gdb: the image's control plane is the host stand-in (control: host)")
+    from npkit.toolchain.system.router_run import attach_exception_reader
+
+    t.exceptions = attach_exception_reader(t.chip, t.traffic.traffic if t.traffic is not None else None)
+    t.notes.append("exception ring serviced by the host reader (frees each excepted buffer)")
 
 
 def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
@@ -200,10 +221,10 @@ def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
 
 def open_target(path: str | Path, config: str = "ixp2800", mes: list[int] | None = None,
                 traffic: str | None = None, image: Image | None = None,
-                params: dict[str, Any] | None = None) -> Target:  # fmt: skip
+                params: dict[str, Any] | None = None, xscale_gdb: int | None = None) -> Target:  # fmt: skip
     p = Path(path)
     if image is None and _is_layout(p):
-        return open_layout(p, config, traffic, params)
+        return open_layout(p, config, traffic, params, xscale_gdb)
     if params:
         raise TargetError("-D sets layout parameters; the target is not a layout")
     img = image if image is not None else read_target_image(p)
@@ -215,5 +236,5 @@ def open_target(path: str | Path, config: str = "ixp2800", mes: list[int] | None
     t = Target(chip, img, p, loaded, source_maps(img, p))
     if traffic:
         attach_traffic(t, traffic)
-    service_exceptions(t)
+    service_exceptions(t, xscale_gdb)
     return t

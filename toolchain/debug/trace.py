@@ -222,11 +222,41 @@ def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[in
             packet_events[i]["bp"] = "e"
             packets += 1
     out += [e for e in packet_events if pkt_steps[e["id"]] > 1]
-    summary = {"from": lo, "to": hi, "events": len(out), "tracks": sum(len(target.ctxs(m)) for m in target.mes),
+    xs_tracks = xscale_track(target, out, lo, hi, end, ts)
+    summary = {"from": lo, "to": hi, "events": len(out),
+               "tracks": sum(len(target.ctxs(m)) for m in target.mes) + xs_tracks,
                "spans": spans, "flows": flows, "packets": packets, "clock_mhz": mhz,
                "packet_buffers": None if buffers is None else vars(buffers)}  # fmt: skip
     return {"traceEvents": out, "displayTimeUnit": "ns",
             "metadata": {"tool": "npk trace", "image": str(target.path), "summary": summary}}  # fmt: skip
+
+
+XSCALE_PID = 2000
+
+
+def xscale_track(target: Target, out: list[dict[str, Any]], lo: int, hi: int, end: int, ts: Any) -> int:
+    """The control processor's track: `running`, `waiting for interrupt` (asleep on the
+    device) or `in a system call` (asleep in another call: a sleep, a poll without the
+    device), from the XScale host's timeline of state changes.  Returns 1 (a track) or 0."""
+    control = getattr(target, "control", None)
+    if control is None or control.system.xscale is None:
+        return 0
+    timeline = control.system.xscale.timeline
+    out.append({"ph": "M", "pid": XSCALE_PID, "name": "process_name",
+                "args": {"name": f"XScale ({control.program.name}, {control.placement})"}})  # fmt: skip
+    out.append({"ph": "M", "pid": XSCALE_PID, "tid": 0, "name": "thread_name", "args": {"name": "core"}})
+    for k, (cycle, state, what) in enumerate(timeline):
+        stop = timeline[k + 1][0] if k + 1 < len(timeline) else end
+        a, b = max(cycle, lo), min(stop, hi)
+        if b <= a or state in ("exited", "crashed", "killed"):
+            continue
+        if state == "waiting":
+            name = "waiting for interrupt" if "interrupt" in what or what.startswith("poll") else "in a system call"
+        else:
+            name = state
+        out.append({"ph": "X", "pid": XSCALE_PID, "tid": 0, "name": name, "cat": "xscale", "ts": ts(a),
+                    "dur": round(ts(b) - ts(a), 6), "args": {"call": what} if what else {}})  # fmt: skip
+    return 1
 
 
 def _us_fn(mhz: float) -> Any:

@@ -92,12 +92,78 @@ def lookup_cmd(routes: str, addrs: tuple[str, ...], config: str | None, as_json:
         )
 
 
+_SOCKET = click.option("--socket", "socket", required=True, type=click.Path(dir_okay=False),
+                       help="The running daemon's control socket (npk run ... --control-socket PATH).")
+
+
+def _ask(socket: str, command: str) -> list[str]:
+    from npkit.toolchain.system.control import ControlSocketError, control_request
+
+    try:
+        return control_request(socket, command)
+    except ControlSocketError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@route.command("add")
+@click.argument("route_words", nargs=-1, required=True, metavar="PREFIX/LEN via NEXTHOP [port P] | PREFIX/LEN dev P")
+@_SOCKET
+def add_cmd(route_words: tuple[str, ...], socket: str) -> None:
+    """Add (or replace) a route in a running router's control daemon."""
+    _ask(socket, "add " + " ".join(route_words))
+    click.echo("ok")
+
+
+@route.command("del")
+@click.argument("prefix")
+@_SOCKET
+def del_cmd(prefix: str, socket: str) -> None:
+    """Withdraw a route from a running router's control daemon."""
+    _ask(socket, f"del {prefix}")
+    click.echo("ok")
+
+
+@route.command("show")
+@click.argument("address", required=False)
+@_SOCKET
+def show_cmd(address: str | None, socket: str) -> None:
+    """The daemon's routes, or the one ADDRESS matches (and what the fast path answers)."""
+    for line in _ask(socket, "show" + (f" {address}" if address else "")):
+        click.echo(line)
+
+
+@route.command("restart")
+@_SOCKET
+def restart_cmd(socket: str) -> None:
+    """Restart the daemon: it persists its table, exits, and is started again (routes
+    kept, ARP learnt again)."""
+    _ask(socket, "restart")
+    click.echo("ok: restarting")
+
+
 @route.command("stats")
-@click.argument("routes", type=click.Path(exists=True, dir_okay=False))
+@click.argument("routes", type=click.Path(exists=True, dir_okay=False), required=False)
+@click.option("--socket", "socket", default=None, type=click.Path(dir_okay=False),
+              help="Instead of a route file: the running daemon's statistics through its control socket.")
 @_CONFIG
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def stats_cmd(routes: str, config: str | None, as_json: bool) -> None:
-    """Nodes, bytes and SRAM reads per lookup (over one address per route + 10k random)."""
+def stats_cmd(routes: str | None, socket: str | None, config: str | None, as_json: bool) -> None:
+    """Nodes, bytes and SRAM reads per lookup of ROUTES (over one address per route + 10k
+    random); with --socket the running control daemon's statistics (per exception reason,
+    ICMP sent, suppressed by the rate limit, ARP replies and requests, held, dropped)."""
+    if socket is not None:
+        if routes is not None:
+            raise click.UsageError("give ROUTES or --socket, not both")
+        pairs = [line.split(" ", 1) for line in _ask(socket, "stats")]
+        data = {k: int(v) if v.isdigit() else v for k, v in pairs}
+        if as_json:
+            click.echo(json.dumps(data, indent=2))
+        else:
+            for k, v in data.items():
+                click.echo(f"{k:28s} {v}")
+        return
+    if routes is None:
+        raise click.UsageError("give a route file ROUTES (or --socket PATH of a running daemon)")
     tables = _load(routes, config)
     figures: dict[str, Any] = dict(tables.table.stats())
     figures["nexthops"] = len(tables.nexthops)

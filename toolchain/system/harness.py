@@ -28,8 +28,11 @@ class Harness:
         from npkit.emulator.binding import Chip
 
         params = dict(params or {})
-        if not isinstance(layout, dict) and "io" in load_layout(layout).params:
+        lay_params = {} if isinstance(layout, dict) else load_layout(layout).params
+        if "io" in lay_params:
             params.setdefault("io", "host")  # rx/tx stand-ins instead of the MSF blocks
+        if "control" in lay_params:
+            params.setdefault("control", "host")  # the exception ring logged for the tests
         self.image = link(
             layout,
             params,

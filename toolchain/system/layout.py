@@ -14,7 +14,9 @@ variant switches) and placed on its MEs::
       rx:    {variant: "${io}", variants: {msf: rx/rx.uc, host: external}, mes: [0], out: ...}
       parse: {source: parse/parse.uc, mes: [1], threads: "${threads}",
               in: rx_to_parse, out: parse_to_lookup, defines: {X: 1}}
-      qm:    {variant: "${qm}", variants: {full: qm/qm.uc, stub: qm/qm_stub.uc}, ...}
+      qm:    {variant: "${qm}", variants: {full: qm/qm.uc, stub: qm/qm_stub.uc}, ...,
+            control_in: cp_to_qm}        # the control plane's frames (ring cp_to_qm)
+    control: {placement: "${control}", program: npkd}    # npkit.toolchain.system.control
 
 `${name}` in any string is replaced by the parameter; a string that is exactly one
 `${name}` takes the parameter's type.  `mes` is a list or {first: F, count: N}.
@@ -62,6 +64,7 @@ class Block:
     ring_in: str | None
     ring_out: str | None
     defines: dict[str, str]
+    ring_cp: str | None = None  # the control plane's ring this block serves (`control_in`)
 
 
 @dataclass
@@ -74,6 +77,7 @@ class Layout:
     qm: dict[str, Any]
     source: str
     splits: dict[str, list[str]] = field(default_factory=dict)
+    control: Any = None  # npkit.toolchain.system.control.ControlSpec, or None
 
     def graph(self) -> dict[str, Any]:
         """Blocks and ring edges, for `npk graph` and the debugger."""
@@ -210,8 +214,11 @@ def load_layout(
     for k in list(params):
         params[k] = _subst(params[k], params, ("params", k), fail)
     data = {**_subst({k: v for k, v in raw.items() if k != "params"}, params, (), fail), "params": params}
+    from .control import ControlSpec, option_names
+
     model = validate(LayoutFile, data, source, located=located, error=LinkError,
-                     context={"microcode": MICROCODE, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes})  # fmt: skip
+                     context={"microcode": MICROCODE, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes,
+                              "control_options": option_names()})  # fmt: skip
     producers, consumers = model.ring_users()
     bases = model.ring_bases()
     rings: dict[str, Ring] = {}
@@ -226,8 +233,12 @@ def load_layout(
     for name, b in model.blocks.items():
         defines = {str(k): "1" if v is True else str(v) for k, v in (b.defines or {}).items()
                    if v is not False and v is not None}  # fmt: skip
-        blocks[name] = Block(name, b.source_file(), list(b.mes), b.threads, b.in_, b.out, defines)
+        blocks[name] = Block(name, b.source_file(), list(b.mes), b.threads, b.in_, b.out, defines, b.control_in)
     qm = {k: getattr(model.qm, k) for k in model.qm.model_fields_set}  # what the layout sets
     lay = Layout(model.name or Path(source).stem, params, rings, blocks, model.exceptions, qm, source)
     lay.splits = splits
+    section = model.control_section()
+    if section is not None:
+        lay.control = ControlSpec(section.placement, section.program, list(section.args), model.control_ring(),
+                                  dict(section.options))  # fmt: skip
     return lay

@@ -8,14 +8,19 @@ every ring a block names declared, each ring with producers and exactly one cons
 microcode producers only on rings 0..11 (which have a full flag), MEs used once, block
 sources found, and the rings fitting the scratch ring store.
 
-Validation context: `microcode` (the directory block sources are relative to) and
-`ring_store`/`scratch_bytes` (where ring storage starts and ends in scratch).
+The control plane (`control:`, or `xscale:` spelled the old way; one of them): where it
+runs, its program and tunables; the block that sends its frames on names the ring in
+`control_in:` (the queue manager), and the control plane is that ring's producer.
+
+Validation context: `microcode` (the directory block sources are relative to),
+`ring_store`/`scratch_bytes` (where ring storage starts and ends in scratch) and
+`control_options` (the control program's tunables, xscale/npkd/cfg.h NPKD_OPTIONS).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -172,6 +177,7 @@ class BlockSpec(_Strict):
     threads: Threads = Field(8, description="contexts (4 or 8)")
     in_: StrictStr | None = Field(None, alias="in", description="input ring")
     out: StrictStr | None = Field(None, description="output ring")
+    control_in: StrictStr | None = Field(None, description="ring the control plane sends its frames on (the qm)")
     defines: dict[str, Define] | None = Field(None, description="preprocessor defines (true -> 1, false left out)")
 
     def source_file(self) -> str | None:
@@ -192,6 +198,31 @@ class BlockSpec(_Strict):
         return self
 
 
+class ControlSection(_Strict):
+    """The router's control plane (npkit.toolchain.system.control): its daemon reads the
+    exception ring and sends frames on the `control_in` ring of a block."""
+
+    placement: Literal["xscale", "gpe", "host"] = Field(
+        "xscale", description="xscale: the emulated XScale; gpe: a host process; host: no daemon, the host's reader")
+    program: StrictStr = Field("npkd", description="a program name (xscale/toolchain.py), C sources or an ELF")
+    args: list[StrictStr] = Field(default_factory=list, description="extra arguments of the program")
+    ring: StrictStr | None = Field(None, description="the ring it sends on (default: the block's control_in)")
+    options: dict[str, irange(0, 0xFFFFFFFF)] = Field(default_factory=dict,
+                                                       description="tunables (xscale/npkd/cfg.h NPKD_OPTIONS)")  # fmt: skip
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options(cls, v: Any, info: ValidationInfo) -> Any:
+        if v is None:
+            return {}
+        known = (info.context or {}).get("control_options")
+        if isinstance(v, dict) and known is not None:
+            for k in v:
+                if k not in known:
+                    raise at(k, f"unknown option {k!r} (known: {', '.join(known)})")
+        return v
+
+
 class LayoutFile(_Strict):
     """A router layout: parameters, scratch rings, blocks (microcode/layouts/pipelined.yaml)."""
 
@@ -202,6 +233,8 @@ class LayoutFile(_Strict):
     exceptions: StrictStr = Field(description="the ring carrying exception records to the XScale")
     qm: QmSpec = Field(default_factory=QmSpec, description="queue manager parameters")
     blocks: dict[str, BlockSpec] = Field(description="blocks by name")
+    control: ControlSection | None = Field(None, description="the control plane (absent: the host's reader)")
+    xscale: ControlSection | None = Field(None, description="the control plane, spelled the old way (not with control)")
     _bases: dict[str, int] = PrivateAttr(default_factory=dict)
 
     @field_validator("params", "rings", "blocks", mode="before")
@@ -251,7 +284,7 @@ class LayoutFile(_Strict):
                 if me in used:
                     raise at(("blocks", bname, "mes"), f"ME {me_text(me)} is already used by block {used[me]}")
                 used[me] = bname
-            for key, ring in (("in", b.in_), ("out", b.out)):
+            for key, ring in (("in", b.in_), ("out", b.out), ("control_in", b.control_in)):
                 if ring is not None and ring not in self.rings:
                     raise at(("blocks", bname, key), f"{key} ring {ring!r} is not declared under rings")
             if b.in_ is not None:
@@ -264,6 +297,7 @@ class LayoutFile(_Strict):
             if b.out is not None:
                 for m, _ in self.members(b.out):
                     producers[m].append(bname)
+        self._control_rules(producers, consumers)
         if self.exceptions not in self.rings:
             raise at("exceptions", f"exceptions ring {self.exceptions!r} is not declared under rings")
         for bname, b in self.blocks.items():
@@ -281,6 +315,39 @@ class LayoutFile(_Strict):
         self._place_rings(ctx.get("ring_store", 0x1000), ctx.get("scratch_bytes", 0x4000))
         self._producers, self._consumers = producers, consumers
         return self
+
+    def control_section(self) -> ControlSection | None:
+        """The control plane, under either spelling."""
+        return self.control if self.control is not None else self.xscale
+
+    def control_ring(self) -> str | None:
+        """The ring the control plane sends on (a block's control_in), or None."""
+        return next((b.control_in for b in self.blocks.values() if b.control_in is not None), None)
+
+    def _control_rules(self, producers: dict[str, list[str]], consumers: dict[str, list[str]]) -> None:
+        if self.control is not None and self.xscale is not None:
+            raise at("xscale", "give the control plane once, as control: (xscale: is the same section)")
+        cp = {bname: b.control_in for bname, b in self.blocks.items() if b.control_in is not None}
+        if len(set(cp.values())) > 1 or len(cp) > 1:
+            second = list(cp)[1]
+            raise at(("blocks", second, "control_in"), f"more than one block serves a control_in ring "
+                                                       f"({', '.join(f'{b}: {r}' for b, r in cp.items())})")  # fmt: skip
+        for bname, ring in cp.items():
+            if len(self.members(ring)) > 1:
+                raise at(("blocks", bname, "control_in"), f"control_in ring {ring} is a split ring")
+            consumers[ring].append(bname)
+            producers[ring].append("control")
+        section = self.control_section()
+        key = "control" if self.control is not None else "xscale"
+        if section is None:
+            return
+        ring = next(iter(cp.values()), None)
+        if section.ring is not None and section.ring != ring:
+            raise at((key, "ring"), f"ring {section.ring!r} is not the ring a block serves as control_in "
+                                    f"({ring or 'none'})")  # fmt: skip
+        if ring is None and section.placement != "host":
+            raise at(key, "the control plane needs a block with `control_in: RING` (the queue manager) "
+                          "to send its frames")  # fmt: skip
 
     def _place_rings(self, store: int, end: int) -> None:
         addr = store

@@ -244,6 +244,8 @@ def _block_defines(layout: Layout, b: Block, per_cluster: int = 8) -> dict[str, 
         d["ME_CLUSTER_1"] = "1"  # ACTIVE_CTX_STS carries the cluster (microcode/include/npk_block.h)
     if any(x.source == "tx/tx.uc" for x in layout.blocks.values()):
         d["MSF_TX"] = "1"  # the qm reads the PHY FIFO fill of the MSF's ports
+    if b.ring_cp and layout.control is not None:
+        d["RING_CP"] = str(layout.rings[b.ring_cp].number)
     for key, r in (("IN", b.ring_in), ("OUT", b.ring_out)):
         if r and r in layout.splits:
             d["RING_SPLIT"] = str(len(layout.splits[r]))
@@ -278,8 +280,9 @@ Allocation = tuple[str, int, int, str]  # (memory space, first byte, end byte, o
 
 def system_allocations(lay: Layout) -> list[Allocation]:
     """The memory the router's system owns: the SRAM regions of microcode/lookup/sram_map.yaml
-    (the route table and the descriptors), the statistics counters and the rings in scratch,
-    the packet buffers in DRAM."""
+    (the route table and the descriptors), the statistics counters and the rings in scratch
+    (the control plane's ring among them), the packet buffers in DRAM, and what the control
+    daemon reports to the host in SRAM (statistics, exception log, route change log)."""
     from npkit.toolchain.router.layout import load_sram_map
 
     out: list[Allocation] = []
@@ -290,6 +293,10 @@ def system_allocations(lay: Layout) -> list[Allocation]:
     for r in lay.rings.values():
         out.append(("scratch", r.base, r.base + 4 * r.size, f"scratch ring {r.name}"))
     out.append(("dram", SYS.buf_base, SYS.buf_base + (SYS.n_bufs << SYS.buf_shift), "the router's packet buffers"))
+    if lay.control is not None and lay.control.placement != "host":
+        from .control import control_allocations
+
+        out += [("sram", a, b, f"the control daemon's {what} (sysmap)") for a, b, what in control_allocations()]
     return out
 
 
@@ -335,6 +342,8 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]
         elif b.ring_in:
             out.append(("host/host_sink.uc", Block(f"host_{b.name}", "host/host_sink.uc", b.mes[:1], 8, b.ring_in,
                                                    None, {"HOST_BASE": hex(HOST_SINK_BASE), **({"SINK_TXDONE": "1"} if tx_confirm else {})})))  # fmt: skip
+    if lay.control is not None and lay.control.placement != "host":
+        return out  # the control daemon reads the exception ring
     free = [me for me in range(16) if me not in used]
     if not free:
         raise LinkError("no ME left for the exception ring's host reader")
@@ -362,8 +371,8 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     except EmulatorError as e:
         raise LinkError(str(e)) from None
     rcfg, routes_path, router_record = _router_config(router_config, routes)
-    key = _image_key(layout, params, router_record, config, tx_confirm)
-    cached = _cached_image(key, rcfg, router_record)
+    key = _image_key(layout, params, router_record, config, tx_confirm, lay.control)
+    cached = _cached_image(key, rcfg, router_record, lay)
     if cached is not None:
         return cached
     if len(rcfg.ports) > MAX_PORTS:
@@ -413,6 +422,10 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         "router_config": str(rcfg.source or ""),
         "router": router_record,
     }  # fmt: skip
+    if lay.control is not None:
+        from .control import control_meta
+
+        meta["control"] = control_meta(lay)
     image = Image(programs=programs, config=config, meta=meta)
     from npkit.toolchain.image import to_bytes
 
@@ -423,10 +436,11 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
 
 
 def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | None, router_record: dict[str, Any],
-               config: str, tx_confirm: bool) -> str:  # fmt: skip
+               config: str, tx_confirm: bool, control: Any = None) -> str:  # fmt: skip
     """What a linked image is a function of: the layout (its text), the parameters, the
-    router config and route file (by content, not by path), the chip config, and the code
-    and microcode that build it."""
+    router config and route file (by content, not by path), the chip config, the code
+    and microcode that build it, and its control plane (`control`: the layout's
+    ControlSpec; placement, program, arguments, options and the program's sources)."""
     from .cache import code_digest, content_key
 
     if isinstance(layout, dict):
@@ -441,12 +455,18 @@ def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | Non
     cp = Path(config)
     if cp.suffix in (".yaml", ".yml") and cp.exists():
         cfg_ident = cp.read_bytes()
-    return content_key("image/1", lay_ident, params or {}, router, cfg_ident, tx_confirm, code_digest())
+    ctl: Any = None
+    if control is not None:
+        from npkit.xscale.toolchain import program_digest
+
+        ctl = {**control.to_meta(), "sources": program_digest(control.program) if control.placement != "host" else ""}
+    return content_key("image/2", lay_ident, params or {}, router, cfg_ident, tx_confirm, ctl, code_digest())
 
 
-def _cached_image(key: str, rcfg: Any, router_record: dict[str, Any]) -> Any:
+def _cached_image(key: str, rcfg: Any, router_record: dict[str, Any], lay: Layout) -> Any:
     """A cached image with this run's paths in its meta (the router config and route file
-    it records are these, by content), or None."""
+    it records are these, by content), or None.  Its control program is built again if
+    it is gone (the key has its sources: the one built is theirs)."""
     from npkit.toolchain.image import ImageError, from_bytes
 
     from .cache import cache_get
@@ -460,4 +480,8 @@ def _cached_image(key: str, rcfg: Any, router_record: dict[str, Any]) -> Any:
         return None
     image.meta["router"] = dict(router_record)
     image.meta["router_config"] = str(rcfg.source or "")
+    if lay.control is not None:
+        from .control import control_meta
+
+        image.meta["control"] = control_meta(lay)
     return image

@@ -1,16 +1,23 @@
-"""The whole router on the emulator: a linked system image, traffic through the MSF, the
-exception path's reader, the oracle, and the account of every packet.
+"""The whole router on the emulator: a linked system image, traffic through the MSF, its
+control plane (the daemon on the XScale: npkit.toolchain.system.control), the oracle,
+and the account of every packet.
 
     rr = RouterRun.link("pipelined", {"qm": "stub"}, traffic)     # or RouterRun(image, traffic)
     rr.run_traffic(duration_ns)        # offer the traffic
     rr.drain()                         # until nothing is in flight (or the cap)
     s = rr.summary()                   # ports, loss, latency, oracle comparison, conservation
 
-Every packet ends forwarded (matched to its input by the generator's tag), dropped by
-the MSF or by the microcode, or excepted (records the exception path's reader takes off
-the exception ring), or it is still in flight, and then `census` says where.  Microcode
-drops are counted per reason, not per packet: they are attributed to the packets the
-oracle says are dropped for that reason among those with no other fate.
+Every packet ends forwarded (matched to its input by the generator's tag; by the fast
+path, or by the control plane: a redirect, a held packet), dropped by the MSF or by the
+microcode, or consumed by the control plane (its exception log in SRAM names each packet
+it handled: a digest of the frame, the reason, what it did), or it is still in flight,
+and then `census` says where.  Microcode drops are counted per reason, not per packet:
+they are attributed to the packets the oracle says are dropped for that reason among
+those with no other fate.  Frames the router makes itself (ICMP, ARP) are kept apart and
+compared with those the oracle's control plane predicts
+(npkit.toolchain.system.control_run, npkit.emulator.traffic.control), byte for byte.
+A layout without a control program (or `control: host`) keeps the host's stand-in
+reader of the exception ring (`ExceptionReader`).
 
 `run_router` is the one-call form used by `npk demo`, `npk run` on a router image, the
 benchmarks and the tests; `verdict.judge` turns its summary into CI's pass/fail.
@@ -27,9 +34,9 @@ from typing import Any
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import load_image
-from npkit.emulator.traffic.cpkt import DROP, FORWARD, REASONS, c_router, oracle_window
+from npkit.emulator.traffic.cpkt import DROP, FORWARD, PYTHON, REASONS, c_router, oracle_window
 from npkit.emulator.traffic.histogram import LatencyHistogram
-from npkit.emulator.traffic.oracle import Outcome
+from npkit.emulator.traffic.oracle import Drop, Outcome
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
@@ -43,7 +50,8 @@ HORIZON_NS = 5_000_000  # a packet with no fate this long after arriving was dro
 RESOURCE_DROPS = ("buffer_exhausted", "queue_full", "exception_ring_full")
 COMPARISON_KEYS = ("matched_forward", "untagged", "wrong_outcome", "wrong_port", "wrong_bytes", "reordered",
                    "forgotten", "matched_exception", "wrong_reason", "unmatched_exception", "unmatched",
-                   "duplicates")  # fmt: skip
+                   "duplicates", "matched_control", "unexpected_control", "missing_control")  # fmt: skip
+CONTROL_KEYS = ("matched_control", "unexpected_control", "missing_control")
 
 
 class RouterImageError(ValueError):
@@ -199,7 +207,10 @@ class RouterRun:
     ({port: [(t_ns, bytes)]}: memory grows with the run)."""
 
     def __init__(self, image: Any, traffic: TrafficSource, chip_config: str | Path = "ixp2800",
-                 chip: Chip | None = None, capture: str | Path | None = None, record: bool = False) -> None:  # fmt: skip
+                 chip: Chip | None = None, capture: str | Path | None = None, record: bool = False,
+                 control: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """`control`: how to start the image's control program (ControlPlane's keywords:
+        placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo)."""
         self.image = image
         self.config = router_config_of(image)
         self.router = c_router(self.config)
@@ -208,14 +219,28 @@ class RouterRun:
             load_image(self.chip, image)
         self.traffic = traffic
         self.run = TrafficRun(self.chip, traffic, capture=capture, record=record)
-        self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception)
+        self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
+        self.control: Any = None  # npkit.toolchain.system.control.ControlPlane
+        self.cp: Any = None  # npkit.toolchain.system.control_run.ControlJudge
+        self.reader: ExceptionReader | None = None
+        meta = image.meta.get("control") or {}
+        placement = (control or {}).get("placement") or meta.get("placement")
+        if meta and placement != "host":
+            from .control import ControlPlane
+            from .control_run import ControlJudge
+
+            self.control = ControlPlane(self.chip, image, changes=list(traffic.route_changes), router=self.config,
+                                        **(control or {}))  # fmt: skip
+            options = {**meta.get("options", {}), **(control or {}).get("options", {})}
+            self.cp = ControlJudge(self, options, SLICE_NS)
+        else:
+            self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception)
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
         self.unattributed_drops: dict[str, int] = {}
         self.traffic_ns = 0
         self.me_busy: dict[int, float] = {}
         self.drain_info: dict[str, Any] = {"enabled": False}
-        self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
         self.over = {p: sum(w) for p, w in traffic.wire.items()}
         self.offered_bits: Counter[int] = Counter()
         self.demand_bits: Counter[int] = Counter()
@@ -241,13 +266,15 @@ class RouterRun:
     def link(cls, layout: str | Path = "pipelined", params: dict[str, Any] | None = None,
              traffic: TrafficSource | None = None, routes: str | Path | None = None,
              router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
-             capture: str | Path | None = None, record: bool = False) -> RouterRun:  # fmt: skip
+             capture: str | Path | None = None, record: bool = False,
+             control: dict[str, Any] | None = None) -> RouterRun:  # fmt: skip
         from .link import link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
         image = link(layout, params, routes, router_config, config=str(chip_config))
-        return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record)
+        return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record,
+                   control=control)  # fmt: skip
 
     def _wire(self, port: int) -> int:
         return self.over.get(port, 24)
@@ -257,6 +284,8 @@ class RouterRun:
         t0 = time.perf_counter()
         w = c.w
         c.verdicts = c.extra["v"] = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        if self.cp is not None:
+            self.cp.window(c)
         bits = self.offered_bits
         over = self.over
         for p, n in zip(w.ports, w.lens, strict=True):
@@ -272,13 +301,22 @@ class RouterRun:
                 self.demand_bits[p] += (lens[i] + self._wire(p)) * 8
                 self.demand_pkts[p] += 1
 
+    def add_demand(self, port: int, nbytes: int, sign: int = 1, packet: bool = True) -> None:
+        """What port `port` must carry: a frame of `nbytes` more (sign -1: less); a frame
+        the router makes itself is not a packet."""
+        self.demand_bits[port] += sign * (nbytes + self._wire(port)) * 8
+        if packet:
+            self.demand_pkts[port] += sign
+
     def outcome(self, pid: int) -> Outcome | None:
-        """The oracle's verdict on input packet `pid` while its window is held."""
+        """The oracle's verdict on input packet `pid` while its window is held (with a
+        control plane: what the whole router does with it)."""
         c = self.run.chunk_of(pid)
         if c is None:
             return None
+        o = self.cp.outcome(pid) if self.cp is not None else None
         i = pid - c.w.first
-        return c.extra["v"].outcome(i, c.w.off[i], c.w.lens[i])
+        return o if o is not None else c.extra["v"].outcome(i, c.w.off[i], c.w.lens[i])
 
     def _departed(self, d: Departure) -> None:
         """A frame the C ledger (npk_depart, which does the same for every frame whose tag
@@ -297,6 +335,14 @@ class RouterRun:
         i, w = d.i, c.w
         v = c.extra["v"]
         self.latency.add(d.t - w.times[i])
+        if self.cp is not None:
+            key = self.cp.judge(d)
+            if key is not None:
+                res[key] += 1
+                return
+            if c.verdicts.kind[i] == PYTHON:  # left to the model, which has let it go: a copy
+                res["forgotten"] += 1
+                return
         if v.kind[i] != FORWARD:
             res["wrong_outcome"] += 1
         elif v.port[i] != port:
@@ -328,9 +374,14 @@ class RouterRun:
         counters = self.drop_counters()
         avail = {r: n - self._assigned[r] for r, n in counters.items()}
         resource = [r for r in RESOURCE_DROPS if avail.get(r, 0) > 0]
+        cp = self.cp
         for c, i in _chain(first, todo):
             v = c.extra["v"]
-            reason = REASONS[v.reason[i]] if v.kind[i] == DROP else ""
+            fast = cp.fast_outcome(c.first + i) if cp is not None else None
+            if fast is not None:
+                reason = fast.reason if isinstance(fast, Drop) else ""
+            else:
+                reason = REASONS[v.reason[i]] if v.kind[i] == DROP else ""
             if not (reason and avail.get(reason, 0) > 0):
                 while resource and avail[resource[0]] <= 0:
                     resource.pop(0)
@@ -343,7 +394,10 @@ class RouterRun:
 
     def _finish(self) -> None:
         """Read what the exception path holds and attribute every drop counted."""
-        self.reader.service()
+        if self.reader is not None:
+            self.reader.service()
+        if self.cp is not None:
+            self.cp.finish()
         self._sweep(final=True)
         counters = self.drop_counters()
         self.unattributed_drops = {k: n - self._assigned[k] for k, n in counters.items() if n - self._assigned[k]}
@@ -380,7 +434,8 @@ class RouterRun:
             c = self.census()
             state = (self.run.transmitted, c["buffers_in_use"])
             empty = (self.run.all_pushed and not c["rings"] and not c["queues"]
-                     and not any(c["msf"].values()) and c["exception_records_unread"] == 0)  # fmt: skip
+                     and not any(c["msf"].values()) and c["exception_records_unread"] == 0
+                     and not any((c.get("control") or {}).values()))  # fmt: skip
             quiet = quiet + 1 if empty and state == last else 0
             last = state
             if quiet >= 2:
@@ -411,13 +466,39 @@ class RouterRun:
             "rings": rings, "queues": queues,
             "msf": {"rx_pending": pending, "rbuf_held": st["rbuf_held"], "tbuf_valid": st["tbuf_valid"]},
             "buffers_in_use": in_use,
-            "in_blocks": max(0, in_use - sum(rings.values()) - sum(queues.values())),
-            "exception_records_unread": self.reader.unread,
+            "in_blocks": max(0, in_use - sum(rings.values()) - sum(queues.values()) - self._held()),
+            "exception_records_unread": self.reader.unread if self.reader is not None else 0,
+            **({"control": self._control_census()} if self.control is not None else {}),
         }  # fmt: skip
+
+    def _held(self) -> int:
+        st = self.control.stats() if self.control is not None else None
+        return st["counters"]["holding"] if st else 0
+
+    def _control_census(self) -> dict[str, int]:
+        """What the control plane still has to do: records on the exception ring, frames
+        it holds for ARP or has not yet got onto the queue manager's ring."""
+        st = self.control.stats()
+        c = st["counters"] if st else {}
+        return {"exception_ring_records": self.chip.scratch_ring_count(int(self.image.meta["control"]["exceptions_ring"])) // 2,
+                "held_for_arp": c.get("holding", 0), "send_backlog": c.get("tx_backlog", 0)}  # fmt: skip
+
+    def close(self) -> None:
+        """Stop the control program (its process, socket and files); the chip stays."""
+        if self.control is not None:
+            self.control.close()
 
     # -- accounting
     def drop_counters(self) -> dict[str, int]:
-        return read_counters(self.chip)["drops"]
+        """The microcode's drop counters by reason, the control plane's own frames
+        (control_queue_full: not input packets) left out."""
+        drops = read_counters(self.chip)["drops"]
+        drops.pop("control_queue_full", None)
+        return drops
+
+    def control_queue_full(self) -> int:
+        """Frames of the control plane's the queue manager dropped (its queue was full)."""
+        return int(read_counters(self.chip)["drops"].get("control_queue_full", 0))
 
     def compare(self) -> dict[str, int]:
         """Every transmitted frame and exception record against the oracle's prediction
@@ -428,7 +509,11 @@ class RouterRun:
                     "wrong_bytes": led.wrong_bytes, "reordered": led.reordered})  # fmt: skip
         res["unmatched"] = self.run.unmatched
         res["duplicates"] = self.run.duplicates_total
-        return {k: res[k] for k in COMPARISON_KEYS if res[k] or k in ("unmatched", "duplicates")}
+        always = ("unmatched", "duplicates")
+        if self.cp is not None:
+            res.update(self.cp.comparison(self.control_queue_full()))
+            always += CONTROL_KEYS
+        return {k: res[k] for k in COMPARISON_KEYS if res[k] or k in always}
 
     # -- the summary
     def summary(self, host_s: float = 0.0) -> dict[str, Any]:
@@ -447,6 +532,7 @@ class RouterRun:
         line_bits = self.run.dev.cfg["rate_bps"] * self.run.dev.ports * seconds
         emulated_ms = self.run.now_ns / 1e6
         census = self.census()
+        cp_problems = self._control_problems(tot)
         return {
             "layout": self.layout, "params": self.params, "duration_ms": self.traffic_ns / 1e6,
             "emulated_ms": round(emulated_ms, 3), "emulated_cycles": self.chip.cycle,
@@ -462,11 +548,39 @@ class RouterRun:
             "latency_us": self.latency.summary_us(),
             "me_utilisation": self._block_use(),
             "comparison": self.compare(),
-            "conservation": {"balanced": rep["balanced"], "problems": rep["problems"],
+            "conservation": {"balanced": rep["balanced"] and not cp_problems, "problems": rep["problems"] + cp_problems,
                              "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops},
             "in_flight": in_flight_report(tot["in_flight"], census, self.drain_info),
             "drain": self.drain_info,
+            **({"control_plane": self.control_summary()} if self.control is not None else {}),
         }  # fmt: skip
+
+    def control_summary(self) -> dict[str, Any]:
+        """The daemon's statistics (keys that say what they count) and the run's view."""
+        assert self.control is not None and self.cp is not None
+        out = self.control.summary()
+        out["generated_frames_on_the_wire"] = sum(self.run.generated)
+        out["packets_forwarded_by_it"] = self.cp.forwarded_by_it
+        out["log_overrun"] = self.cp.log.overrun
+        return out
+
+    def _control_problems(self, tot: dict[str, Any]) -> list[str]:
+        """Frames the control plane made, counted: on the wire, or dropped by a full queue."""
+        if self.control is None or self.cp is None:
+            return []
+        out = []
+        if self.cp.log.overrun:
+            out.append(f"the control plane's exception log wrapped before the host read it ({self.cp.log.overrun} records)")
+        why = self.control.failed()
+        if why:
+            out.append(why)
+        st = self.control.stats()
+        if st and self.drain_info.get("idle"):
+            made = st["counters"]["frames_sent"]
+            seen = tot.get("generated", 0) + self.run.generated_aborted + self.control_queue_full()
+            if made != seen:
+                out.append(f"the control plane sent {made} frames; {seen} left the router or were dropped (control_queue_full)")
+        return out
 
     def _expected_overload_drops(self, bits: Counter[int], pkts: Counter[int], queue_full: int) -> int:
         """queue_full drops the offered load itself forces: what the oracle sends to a port
@@ -524,18 +638,28 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
                drain_ns: int | None = None, routes: str | Path | None = None,
                router_config: str | Path | None = None, progress: bool = False,
                chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
-               capture: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
+               capture: str | Path | None = None, control: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Link (or take `image`), offer `traffic` for `duration_ns`, drain, summarise.
 
     `drain` runs on until the router is idle, capped by `drain_ns` (default DRAIN_CAP_NS);
     with drain=False exactly `drain_ns` (default 0) more nanoseconds run.  `capture`:
-    a directory for port<N>.pcap and dispositions.json, written as the run goes."""
+    a directory for port<N>.pcap and dispositions.json, written as the run goes.
+    `control`: how to start the image's control program (RouterRun)."""
+    if image is None:
+        rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, capture=capture,
+                            control=control)  # fmt: skip
+    else:
+        rr = RouterRun(image, traffic, chip_config, capture=capture, control=control)
+    try:
+        return _run(rr, duration_ns, drain, drain_ns, progress, capture)
+    finally:
+        rr.close()
+
+
+def _run(rr: RouterRun, duration_ns: int, drain: bool, drain_ns: int | None, progress: bool,
+         capture: str | Path | None) -> dict[str, Any]:  # fmt: skip
     import sys
 
-    if image is None:
-        rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, capture=capture)
-    else:
-        rr = RouterRun(image, traffic, chip_config, capture=capture)
     t0 = time.perf_counter()
 
     def show(now: int) -> None:
@@ -576,6 +700,16 @@ def format_summary(s: dict[str, Any]) -> str:
               f"comparison with the oracle: {s['comparison']}",
               f"conservation: {'balanced' if s['conservation']['balanced'] else 'NOT balanced'}"
               + (f" {s['conservation']['problems']}" if s["conservation"]["problems"] else "")]  # fmt: skip
+    cp = s.get("control_plane")
+    if cp and cp.get("running"):
+        icmp = {k: v for k, v in cp["icmp_sent"].items() if v}
+        lines.append(f"control plane: npkd on the {cp['xscale']['placement']} ({cp['state']}, "
+                     f"{cp['xscale']['instructions']} instructions): exceptions {cp['exceptions_handled'] or '{}'}; "
+                     f"ICMP sent {icmp or '{}'}, {cp['icmp_suppressed_by_rate_limit']} suppressed by the rate limit; "
+                     f"ARP replies {cp['arp_replies_sent']}, requests {cp['arp_requests_sent']}; held for ARP "
+                     f"{cp['packets_held_for_arp']} (sent {cp['held_packets_sent']}, dropped {cp['held_packets_dropped']}); "
+                     f"forwarded by it {cp['packets_forwarded_by_it']}, its frames on the wire {cp['generated_frames_on_the_wire']}"
+                     + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
     v = s.get("verdict")
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))

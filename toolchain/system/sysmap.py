@@ -69,3 +69,9 @@ MAX_PORTS = 5  # 3 CAM entries a port in the parse block's 16-entry CAM
 HOST_SRC_BASE = 0x8000_0000  # SRAM channel 2: host mailboxes of the stand-in blocks
 HOST_SINK_BASE = 0x8010_0000
 HOST_EXC_BASE = 0x8020_0000
+# SRAM channel 2: what the control daemon (xscale/npkd) reports to the host
+CP_STATS_BASE = 0x8030_0000  # statistics block (xscale/npkd/stats.h)
+CP_LOG_BASE = 0x8031_0000  # exception log: count, capacity, then 16-byte records (xscale/npkd/cp.h)
+CP_LOG_CAP = 32768
+CP_CHANGES_BASE = 0x8040_0000  # route changes the daemon made: count, capacity, 16-byte records
+CP_CHANGES_CAP = 4096

@@ -14,10 +14,17 @@ import yaml
 
 from .paths import DEFAULT_ROUTER
 
+# The demo table's routes for the control plane, as in examples/traffic/routes.txt: the way
+# back to the generator's sources (RFC 2544's 198.18.0.0/15: the control plane's ICMP
+# errors reach them) and a next hop with no ARP entry (errors.yaml's neighbour 10.0.2.77
+# answers for it).  (line, prefix, length)
+CONTROL_PLANE_ROUTES = (("198.18.0.0/15 10.0.0.2 0", 0xC6120000, 15), ("44.0.0.0/8 10.0.2.77 2", 0x2C000000, 8))
+
 
 def random_routes_text(count: int, seed: int, config: Path | None = None, ports: int = 5,
-                       lengths: str = "default") -> tuple[str, int]:  # fmt: skip
-    """The route file `npk traffic routes` writes, and how many next hops it uses."""
+                       lengths: str = "default", extra: tuple[tuple[str, int, int], ...] = ()) -> tuple[str, int]:  # fmt: skip
+    """The route file `npk traffic routes` writes, and how many next hops it uses; `extra`
+    routes (line, prefix, length) are appended where the random table lacks the prefix."""
     from npkit.emulator.traffic.router_config import RouterConfig
     from npkit.emulator.traffic.routes import BGP_LENGTHS, format_routes, random_routes
 
@@ -30,7 +37,12 @@ def random_routes_text(count: int, seed: int, config: Path | None = None, ports:
               f"npk traffic routes --count {count} --seed {seed}"
               + (f" --config {config}" if config else f" --ports {ports}")
               + (f" --lengths {lengths}" if lengths != "default" else ""))  # fmt: skip
-    return format_routes(routes, header), len(hops)
+    text = format_routes(routes, header)
+    if extra:
+        taken = set(zip(routes.prefix, routes.length, strict=True))
+        text += "\n# the control plane's cases (examples/traffic/routes.txt)\n"
+        text += "".join(f"{line}\n" for line, p, n in extra if (p, n) not in taken)
+    return text, len(hops)
 
 
 def make_routes(path: str | Path, count: int) -> None:
@@ -44,11 +56,11 @@ def demo_routes(count: int, seed: int = 1) -> Path:
     file when the cache is off)."""
     from .cache import cache_file, cache_put, code_digest, content_key
 
-    key = content_key("routes/1", count, seed, str(DEFAULT_ROUTER), DEFAULT_ROUTER.read_bytes(), code_digest())
+    key = content_key("routes/2", count, seed, str(DEFAULT_ROUTER), DEFAULT_ROUTER.read_bytes(), code_digest())
     hit = cache_file("routes", key)
     if hit is not None:
         return hit
-    text = random_routes_text(count, seed, DEFAULT_ROUTER)[0].encode()
+    text = random_routes_text(count, seed, DEFAULT_ROUTER, extra=CONTROL_PLANE_ROUTES)[0].encode()
     cache_put("routes", key, text)
     return cache_file("routes", key) or _temp_file(text, ".txt")
 

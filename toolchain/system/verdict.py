@@ -3,7 +3,9 @@
 
 A run fails when
 - the oracle disagrees with any output (wrong bytes, wrong port, wrong outcome or
-  exception reason, a frame matching no input, a packet sent twice, flow order broken),
+  exception reason, a frame matching no input, a packet sent twice, flow order broken,
+  a frame of the control plane's (ICMP, ARP) it does not predict or one it predicts
+  missing),
 - conservation does not balance (a packet with two fates, counters that add up wrong),
 - packets are still in flight at the end (`in_flight.why` says where),
 - microcode drop counters name drops no packet accounts for,
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 MISMATCHES = ("wrong_bytes", "wrong_port", "wrong_outcome", "wrong_reason", "unmatched",
-              "duplicates", "reordered", "untagged", "unmatched_exception")  # fmt: skip
+              "duplicates", "reordered", "untagged", "unmatched_exception",
+              "unexpected_control", "missing_control")  # fmt: skip
 
 
 @dataclass(frozen=True)

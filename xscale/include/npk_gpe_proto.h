@@ -11,7 +11,9 @@ enum {
     NPK_GPE_READ = 1,   /* addr = physical CSR address; value back */
     NPK_GPE_WRITE = 2,  /* addr, value */
     NPK_GPE_SWAP = 3,   /* addr, value; old word back */
-    NPK_GPE_WAIT = 4    /* value = last count seen; blocks until the interrupt count differs */
+    NPK_GPE_WAIT = 4,   /* value = last count seen; blocks until the interrupt count differs */
+    NPK_GPE_WAIT_UNTIL = 5  /* as WAIT, or until the emulated time addr | pad << 32 (ns):
+                             * status 1 interrupt, 0 deadline */
 };
 
 typedef struct npk_gpe_msg {

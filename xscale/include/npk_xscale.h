@@ -37,9 +37,21 @@
  *   SRAM atomics 0xE000_0000 + (op << 25) + (ch << 23) + offset (offset < 8 MB),
  *             same semantics (HRM p.126: the gasket does atomics on SRAM and
  *             scratch only; alias layout npkit's)
+ *   SRAM queues 0xF000_0000 + (ch << 23) + offset of a queue descriptor (offset
+ *             < 8 MB): a read dequeues (the element's SRAM address, 0 when the
+ *             queue is empty), a write enqueues the written element address
+ *             (npkit's window: the queue-array commands the MEs issue as
+ *             sram[dequeue] / sram[enqueue], done atomically for the XScale)
  *   interrupts 0xD600_0000 (the Linux port's INTCTL base; registers npkit's):
  *             +0 raw XSCALE_INT_A bits (bit n = ME n), +4 raw XSCALE_INT_B
- *             bits, write 1s to clear; +8 interrupts counted so far
+ *             bits, write 1s to clear; +8 interrupts counted so far;
+ *             +0x10 / +0x14 emulated time in ns, low / high word (npkit's: the
+ *             chip's clock, the same in both placements)
+ *
+ * Atomicity.  The XScale runs in instruction quanta between which the MEs run
+ * (lockstep), so a sequence of plain loads and stores to shared memory may be
+ * interleaved with the MEs' commands.  Read-modify-writes shared with microcode go
+ * through the CSR windows (atomics, rings, queues), which act in one step.
  *
  * Waiting for an interrupt (UIO style): a blocking read of 4 bytes on the
  * device returns the number of interrupts raised so far, once it differs from
@@ -72,6 +84,9 @@
 #define NPK_XS_INTC_RAW_A    0x0u
 #define NPK_XS_INTC_RAW_B    0x4u
 #define NPK_XS_INTC_COUNT    0x8u
+#define NPK_XS_INTC_TIME_LO  0x10u
+#define NPK_XS_INTC_TIME_HI  0x14u
+#define NPK_XS_SRAM_QUEUE    0xF0000000u
 
 /* CAP CSR addresses used from both sides (HRM; mev2.yaml cap_csrs) */
 #define NPK_CAP_XSCALE_INT_A 0x4B20u
@@ -85,6 +100,12 @@ enum { NPK_AT_SET = 1, NPK_AT_CLR = 2, NPK_AT_INCR = 3, NPK_AT_DECR = 4,
 static inline uint32_t npk_xs_sram_phys(unsigned ch, uint32_t off)
 {
     return NPK_XS_SRAM_BASE + ((uint32_t)ch << NPK_XS_SRAM_CH_SHIFT) + off;
+}
+
+static inline uint32_t npk_xs_sram_queue(uint32_t me_addr)
+{
+    /* an SRAM address as the MEs give it (channel in bits 31:30) */
+    return NPK_XS_SRAM_QUEUE + ((me_addr >> 30) << 23) + (me_addr & 0x7FFFFFu);
 }
 
 static inline uint32_t npk_xs_scr_atomic(unsigned op, uint32_t off)
@@ -103,7 +124,7 @@ typedef struct npk_dev {
     int fd;                 /* pollable: POLLIN when an interrupt is pending */
     int gpe;                /* 1 in the gpe placement */
     uint32_t last_count;    /* count returned by the last npk_dev_wait */
-    volatile uint32_t *win[6];  /* CSR windows mapped so far (xscale placement) */
+    volatile uint32_t *win[7];  /* CSR windows mapped so far (xscale placement) */
     int mem_fd[3];          /* gpe: memfds of sram, dram, scratch */
     uint64_t mem_size[3];
     uint32_t sram_ch_bytes;
@@ -121,6 +142,15 @@ uint32_t npk_csr_swap(npk_dev *d, uint32_t phys, uint32_t value);  /* SWP: old w
 /* Block until an interrupt has been raised since the last wait; returns the
  * interrupt count (UIO read) or -errno. */
 int64_t npk_dev_wait(npk_dev *d);
+
+/* Block until an interrupt or until the emulated time deadline_ns: 1 interrupt,
+ * 0 deadline reached, -errno. */
+int npk_dev_wait_until(npk_dev *d, uint64_t deadline_ns);
+/* the chip's emulated time, ns */
+uint64_t npk_dev_now_ns(npk_dev *d);
+/* SRAM queue-array operations (me_addr: the queue descriptor's ME address) */
+uint32_t npk_queue_get(npk_dev *d, uint32_t me_addr);
+void npk_queue_put(npk_dev *d, uint32_t me_addr, uint32_t element);
 
 /* scratch rings through the get/put window: 1 done, 0 empty / full */
 int npk_ring_get(npk_dev *d, unsigned ring, uint32_t *word);

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,15 +38,20 @@ static int full_io(int fd, void *buf, size_t n, int writing)
     return 0;
 }
 
-static uint32_t gpe_call(npk_dev *d, uint32_t op, uint32_t addr, uint32_t value, int32_t *status)
+static uint32_t gpe_call4(npk_dev *d, uint32_t op, uint32_t addr, uint32_t value, uint32_t pad, int32_t *status)
 {
-    npk_gpe_msg m = {op, addr, value, 0};
+    npk_gpe_msg m = {op, addr, value, pad};
     if (full_io(d->fd, &m, sizeof m, 1) || full_io(d->fd, &m, sizeof m, 0)) {
         fprintf(stderr, "npk_xscale: the emulator link closed\n");
         exit(70);
     }
     if (status) *status = (int32_t)m.op;
     return m.value;
+}
+
+static uint32_t gpe_call(npk_dev *d, uint32_t op, uint32_t addr, uint32_t value, int32_t *status)
+{
+    return gpe_call4(d, op, addr, value, 0, status);
 }
 
 #ifdef NPK_GPE
@@ -126,6 +133,7 @@ static const uint32_t csr_win[][2] = {
     {NPK_XS_SCR_ATOMIC, 8u << 16},
     {NPK_XS_SRAM_ATOMIC, 8u << 25},
     {NPK_XS_INTC_BASE, NPK_XS_INTC_SIZE},
+    {NPK_XS_SRAM_QUEUE, 4u << 23},
 };
 #define NWIN (sizeof csr_win / sizeof csr_win[0])
 
@@ -188,6 +196,52 @@ int64_t npk_dev_wait(npk_dev *d)
     if (k != (ssize_t)sizeof n) return k < 0 ? -errno : -EIO;
     d->last_count = n;
     return n;
+}
+
+uint64_t npk_dev_now_ns(npk_dev *d)
+{
+    uint32_t hi, lo, again;
+    do {
+        hi = npk_csr_read(d, NPK_XS_INTC_BASE + NPK_XS_INTC_TIME_HI);
+        lo = npk_csr_read(d, NPK_XS_INTC_BASE + NPK_XS_INTC_TIME_LO);
+        again = npk_csr_read(d, NPK_XS_INTC_BASE + NPK_XS_INTC_TIME_HI);
+    } while (hi != again);
+    return (uint64_t)hi << 32 | lo;
+}
+
+int npk_dev_wait_until(npk_dev *d, uint64_t deadline_ns)
+{
+    if (d->gpe) {
+        int32_t st;
+        uint32_t n = gpe_call4(d, NPK_GPE_WAIT_UNTIL, (uint32_t)deadline_ns, d->last_count,
+                               (uint32_t)(deadline_ns >> 32), &st);
+        if (st < 0) return st;
+        d->last_count = n;
+        return st;
+    }
+    uint64_t now = npk_dev_now_ns(d);
+    struct pollfd p = {d->fd, POLLIN, 0};
+    int rc;
+    if (deadline_ns == UINT64_MAX) {
+        rc = poll(&p, 1, -1);
+    } else {
+        uint64_t left = deadline_ns > now ? deadline_ns - now : 0;
+        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        rc = ppoll(&p, 1, &ts, NULL);
+    }
+    if (rc < 0) return -errno;
+    if (rc == 0) return 0;
+    return npk_dev_wait(d) < 0 ? -EIO : 1;
+}
+
+uint32_t npk_queue_get(npk_dev *d, uint32_t me_addr)
+{
+    return npk_csr_read(d, npk_xs_sram_queue(me_addr));
+}
+
+void npk_queue_put(npk_dev *d, uint32_t me_addr, uint32_t element)
+{
+    npk_csr_write(d, npk_xs_sram_queue(me_addr), element);
 }
 
 int npk_ring_get(npk_dev *d, unsigned ring, uint32_t *word)

@@ -1,27 +1,29 @@
-"""How tests/router/data/harness_reference.json was made: with the harness of commit
-33db36a (traffic generated into memory, the Python oracle, outputs kept and matched at
-the end), in a checkout of that commit given this branch's microcode/ and the linker's
-split_macros (flow-hash steering) and its order check keyed by flow (input port,
-protocol, addresses) instead of (input port, output port):
+"""How tests/router/data/harness_reference.json is made.
 
-    git worktree add /tmp/ref 33db36a && make -C /tmp/ref
-    cp -r microcode /tmp/ref/    # + split_macros and the flow key, as said above
-    cd /tmp/ref && .venv/bin/python .../make_harness_reference.py OUT.json [case ...]
+History: the file was first made with the in-memory harness of commit 33db36a (traffic
+generated into memory, the Python oracle, outputs matched at the end), and the streaming
+harness that replaced it reproduced it exactly: summaries, capture bytes, history hashes.
+The control plane on the XScale (the daemon answering the exception path) then changed
+the router itself: the queue manager serves the control ring, the Python drainer is gone,
+the demo table gained the control plane's routes and the router sends ICMP/ARP frames of
+its own.  So the file was re-made on that tree, with this script, which runs each case
+exactly as tests/router/test_harness_reference.py does; every re-made case was checked
+against the oracle (no unmatched, duplicate or missing frame, conservation balanced).
 
-This script runs against that old API (it does not run on this tree);
-tests/router/test_harness_reference.py runs the same cases through the streaming harness.
+    .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
 Each case: the demo's 10,000-route table (seed 1), a traffic spec, a layout; the run's
 summary (without the host-time figures), the sha256 of every capture file, and the chip's
 history hash over the first 100 us."""
+
 import hashlib
 import json
 import sys
 import tempfile
 from pathlib import Path
 
-from npkit.emulator.traffic_run import load_traffic_source
-from npkit.toolchain.commands.demo import make_routes, router_with_routes
+from npkit.emulator.traffic.source import load_traffic_source
+from npkit.toolchain.commands.demo import DEMO_ROUTES, demo_routes, router_with_routes
 from npkit.toolchain.system.paths import ROOT
 from npkit.toolchain.system.router_run import RouterRun
 
@@ -37,25 +39,28 @@ HOST = ("host_s", "emulated_ms_per_host_s")
 
 
 def run_case(layout: str, spec: Path, dur: int, tmp: Path) -> dict:
-    routes = tmp / "routes-10k.txt"
-    make_routes(str(routes), 10_000)
-    ry = router_with_routes(tmp, routes)
-    out = {}
-    for hist in (True, False):
-        tr = load_traffic_source(spec, dur, overrides={"router": str(ry)})
-        rr = RouterRun.link(layout, {"io": "msf"}, tr, routes, ry)
-        if hist:
-            rr.chip.history_enable(1)
-            rr.run_traffic(100_000)
-            out["history_hash_100us"] = rr.chip.history_hash()
-            continue
-        rr.run_traffic(dur)
-        rr.drain()
-        s = rr.summary(0.0)
-        rr.run.write_captures(tmp / "out")
-        out["summary"] = {k: v for k, v in s.items() if k not in HOST}
-        out["captures"] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-                           for p in sorted((tmp / "out").iterdir())}
+    routes = demo_routes(DEMO_ROUTES)
+    router = router_with_routes(routes)
+
+    def source() -> object:
+        return load_traffic_source(spec, dur, overrides={"router": str(router)})
+
+    out: dict = {}
+    rr = RouterRun.link(layout, {"io": "msf"}, source(), routes, router)
+    rr.chip.history_enable(1)
+    rr.run_traffic(100_000)
+    out["history_hash_100us"] = rr.chip.history_hash()
+    rr = RouterRun.link(layout, {"io": "msf"}, source(), routes, router, capture=tmp / "out")
+    rr.run_traffic(dur)
+    rr.drain()
+    s = rr.summary(0.0)
+    c = s["comparison"]
+    bad = {k: c.get(k, 0) for k in ("unmatched", "duplicates", "unexpected_control", "missing_control", "wrong_bytes")}
+    if any(bad.values()) or not s["conservation"]["balanced"]:
+        raise SystemExit(f"{layout} {spec.name}: the oracle disagrees ({bad}, {s['conservation']}): not a reference")
+    rr.run.write_captures(tmp / "out")
+    out["summary"] = {k: v for k, v in s.items() if k not in HOST}
+    out["captures"] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((tmp / "out").iterdir())}
     return out
 
 

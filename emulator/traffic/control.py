@@ -1,0 +1,694 @@
+"""The reference router's control plane: what the control daemon (xscale/npkd/cp.c)
+does with every packet the fast path hands it, and the frames it sends.
+
+`RefRouter` (oracle.py) says what the fast path does with a packet on its own.  A whole
+router also answers: ICMP errors (RFC 1812 4.3.2, RFC 792), echo replies, ARP (RFC 826),
+redirects, IP options (RFC 1812 5.2.4), and it forwards what the fast path could not
+(held packets once ARP resolves them).  `RouterModel` plays both, in arrival order::
+
+    m = RouterModel(config, options={...}, neighbours={...}, route_changes=[...])
+    for pid, (t, port, frame) in enumerate(packets):
+        m.process(pid, frame, port, t)
+    m.finish()
+    m.results[pid].final      # Forward(port, bytes) | Drop(reason) | Except(reason)
+    m.emitted                 # [(port, frame, pid)]: every frame the control plane sends
+                              # (pid: the packet it is about; an ARP request: the packet
+                              # whose arrival started the resolution)
+
+`final` is the router's verdict on the packet: forwarded (by the fast path or by the
+control plane, e.g. a redirect or a held packet), dropped, or consumed by the control
+plane (`Except(reason)`: answered, counted or dropped there).  The model follows npkd
+step for step (the same rules, the same order, the same bytes: IP identification of
+an error = that of the datagram it is about), with one difference: it acts at each
+packet's arrival time, the daemon a few microseconds later; `RouteChange`s apply at
+their time, and `alternatives` gives the other table's verdict for packets that arrive
+within `CHANGE_WINDOW_NS` of a change (the fast path may see either, never a mix).
+
+The daemon's tunables and their defaults are those of xscale/npkd/cfg.h (NPKD_OPTIONS).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
+from pathlib import Path
+from typing import Any
+
+from .oracle import Except, Forward, Outcome, RefRouter, rewrite
+from .packet import internet_checksum
+from .router_config import RouterConfig
+from .routes import Route, RouteTable
+
+CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
+CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9: 128 of them, ~35 us) and more
+ICMP_MAX_IP = 576
+BROADCAST_MAC = b"\xff" * 6
+EXC = {"arp": 1, "ip_options": 2, "broadcast": 3, "multicast": 4, "local_delivery": 5, "no_route": 6,
+       "ttl_expired": 7, "redirect": 8, "arp_miss": 9}  # fmt: skip
+
+
+def frame_digest(frame: bytes) -> int:
+    """FNV-1a over a frame's first 128 bytes: how the daemon's exception log names the
+    packet each record is about (xscale/npkd/pkt.c frame_digest)."""
+    h = 2166136261
+    for b in frame[:128]:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def daemon_defaults() -> dict[str, int]:
+    """npkd's tunables with their defaults, read from xscale/npkd/cfg.h (NPKD_OPTIONS)."""
+    text = CFG_H.read_text().split("NPKD_OPTIONS(X)", 1)[1].split("typedef", 1)[0]
+    return {name: int(value) for name, value in re.findall(r"X\((\w+),\s*(\d+)\)", text)}
+
+
+# ---- the bytes (xscale/npkd/pkt.c) --------------------------------------------------------------
+
+
+def _eth_ip(dst_mac: bytes, src_mac: bytes, tos: int, tot_len: int, ident: int, proto: int, src: int,
+            dst: int) -> bytearray:  # fmt: skip
+    hdr = bytearray(struct.pack("!BBHHHBBHII", 0x45, tos, tot_len, ident, 0, 64, proto, 0, src, dst))
+    hdr[10:12] = internet_checksum(bytes(hdr)).to_bytes(2, "big")
+    return bytearray(dst_mac + src_mac + b"\x08\x00") + hdr
+
+
+def _pad(frame: bytearray) -> bytes:
+    return bytes(frame) + bytes(max(0, 60 - len(frame)))
+
+
+def icmp_error(dst_mac: bytes, src_mac: bytes, ip_src: int, orig: bytes, icmp_type: int, code: int,
+               aux: int = 0) -> bytes:  # fmt: skip
+    """An ICMP error about the received frame `orig` (pkt.c build_icmp_error)."""
+    tot = orig[16] << 8 | orig[17]
+    quote = min(tot, ICMP_MAX_IP - 28)
+    ident = orig[18] << 8 | orig[19]
+    src = int.from_bytes(orig[26:30], "big")
+    body = bytearray(struct.pack("!BBHI", icmp_type, code, 0, aux)) + orig[14 : 14 + quote]
+    body[2:4] = internet_checksum(bytes(body)).to_bytes(2, "big")
+    return _pad(_eth_ip(dst_mac, src_mac, 0xC0, 28 + quote, ident, 1, ip_src, src) + body)
+
+
+def echo_reply(dst_mac: bytes, src_mac: bytes, req: bytes) -> bytes:
+    tot = req[16] << 8 | req[17]
+    body = bytearray(req[34 : 14 + tot])
+    body[0] = 0
+    body[1] = 0
+    body[2:4] = b"\0\0"
+    body[2:4] = internet_checksum(bytes(body)).to_bytes(2, "big")
+    src, dst = struct.unpack_from("!II", req, 26)
+    return _pad(_eth_ip(dst_mac, src_mac, req[15], tot, req[18] << 8 | req[19], 1, dst, src) + body)
+
+
+def arp_frame(op: int, sha: bytes, spa: int, tha: bytes, tpa: int) -> bytes:
+    dst = BROADCAST_MAC if op == 1 else tha
+    body = struct.pack("!HHBBH6sI6sI", 1, 0x0800, 6, 4, op, sha, spa, tha if op == 2 else bytes(6), tpa)
+    return _pad(bytearray(dst + sha + b"\x08\x06" + body))
+
+
+def forward_full(frame: bytes, dst_mac: bytes, src_mac: bytes) -> bytes:
+    """The forwarding rewrite with the header checksum recomputed (after options)."""
+    out = bytearray(frame)
+    out[0:6], out[6:12] = dst_mac, src_mac
+    out[22] -= 1
+    hl = 4 * (out[14] & 0xF)
+    out[24:26] = b"\0\0"
+    out[24:26] = internet_checksum(bytes(out[14 : 14 + hl])).to_bytes(2, "big")
+    return bytes(out)
+
+
+@dataclass
+class Options:
+    """What pass 1 of option processing found (pkt.c ip_options_route)."""
+
+    bad: int | None = None  # offending octet (parameter problem pointer)
+    rr_at: int = 0
+    ts_at: int = 0
+    sr_at: int = 0
+    strict: bool = False
+    source_routed: bool = False
+    sr_exhausted: bool = False
+
+
+def _route_option_bad(i: int, ln: int, p: int, seen: int) -> int | None:
+    """The offending octet of a route-recording option at i (length ln, pointer p), or None."""
+    if ln < 3:
+        return i + 1
+    if p < 4 or (p <= ln and p + 3 > ln):
+        return i + 2
+    return i if seen else None
+
+
+def options_route(frame: bytearray, own: set[int]) -> Options:
+    h = 14
+    hl = 4 * (frame[h] & 0xF)
+    r = Options()
+    i = 20
+    while i < hl:
+        t = frame[h + i]
+        if t == 0:
+            break
+        if t == 1:
+            i += 1
+            continue
+        if i + 1 >= hl:
+            return Options(bad=i)
+        ln = frame[h + i + 1]
+        if ln < 2 or i + ln > hl:
+            return Options(bad=i + 1)
+        p = frame[h + i + 2] if ln >= 3 else 0
+        if t in (7, 131, 137):                      # record route, loose / strict source route
+            bad = _route_option_bad(i, ln, p, r.rr_at if t == 7 else r.sr_at)
+            if bad is not None:
+                return Options(bad=bad)
+            if t == 7:
+                r.rr_at = i
+            else:
+                r.sr_at = i
+                r.strict = t == 137
+        elif t == 68:
+            if ln < 4:
+                return Options(bad=i + 1)
+            if p < 5:
+                return Options(bad=i + 2)
+            flg = frame[h + i + 3] & 0xF
+            if flg not in (0, 1, 3):
+                return Options(bad=i + 3)
+            if p <= ln and p + (3 if flg == 0 else 7) > ln:
+                return Options(bad=i + 2)
+            if p > ln and frame[h + i + 3] >> 4 == 15:
+                return Options(bad=i + 3)
+            if r.ts_at:
+                return Options(bad=i)
+            r.ts_at = i
+        i += ln
+    dst = int.from_bytes(frame[h + 16 : h + 20], "big")
+    if r.sr_at and dst in own:
+        i = r.sr_at
+        ln, p = frame[h + i + 1], frame[h + i + 2]
+        if p > ln:
+            r.sr_exhausted = True
+        else:
+            frame[h + 16 : h + 20] = frame[h + i + p - 1 : h + i + p + 3]
+            r.source_routed = True
+    else:
+        r.strict = False
+    return r
+
+
+def options_record(frame: bytearray, r: Options, out_addr: int, ts_ms: int) -> list[int]:
+    """Pass 2 (pkt.c ip_options_record); returns the offsets of timestamps written."""
+    h = 14
+    ts_at: list[int] = []
+    a = out_addr.to_bytes(4, "big")
+    if r.source_routed:
+        i = r.sr_at
+        p = frame[h + i + 2]
+        frame[h + i + p - 1 : h + i + p + 3] = a
+        frame[h + i + 2] = p + 4
+    if r.rr_at:
+        i = r.rr_at
+        ln, p = frame[h + i + 1], frame[h + i + 2]
+        if p <= ln:
+            frame[h + i + p - 1 : h + i + p + 3] = a
+            frame[h + i + 2] = p + 4
+    if r.ts_at:
+        i = r.ts_at
+        ln, p, flg = frame[h + i + 1], frame[h + i + 2], frame[h + i + 3] & 0xF
+        ts = ts_ms.to_bytes(4, "big")
+        if p > ln:
+            frame[h + i + 3] = (frame[h + i + 3] + 0x10) & 0xFF
+        elif flg == 0:
+            frame[h + i + p - 1 : h + i + p + 3] = ts
+            ts_at.append(h + i + p - 1)
+            frame[h + i + 2] = p + 4
+        elif flg == 1:
+            frame[h + i + p - 1 : h + i + p + 3] = a
+            frame[h + i + p + 3 : h + i + p + 7] = ts
+            ts_at.append(h + i + p + 3)
+            frame[h + i + 2] = p + 8
+        elif frame[h + i + p - 1 : h + i + p + 3] == a:
+            frame[h + i + p + 3 : h + i + p + 7] = ts
+            ts_at.append(h + i + p + 3)
+            frame[h + i + 2] = p + 8
+    return ts_at
+
+
+TS_TOLERANCE_MS = 20  # IP timestamps the control plane writes: its clock, up to this much after arrival
+
+
+def same_but_timestamps(want: bytes, offsets: list[int], got: bytes, tolerance_ms: int = TS_TOLERANCE_MS) -> bool:
+    """`got` is `want` but for IP timestamps (RFC 791) at `offsets`, which are the control
+    plane's clock when it handled the packet: up to `tolerance_ms` after the model's
+    (arrival) value; the header checksum must then be right for the bytes sent."""
+    if not offsets or len(got) != len(want) or len(got) < 34:
+        return False
+    g, w = bytearray(got), bytearray(want)
+    for off in offsets:
+        delta = (int.from_bytes(g[off : off + 4], "big") - int.from_bytes(w[off : off + 4], "big")) % 86_400_000
+        if delta > tolerance_ms:
+            return False
+        g[off : off + 4] = w[off : off + 4]
+    hl = 4 * (got[14] & 0xF)
+    if internet_checksum(got[14 : 14 + hl]) != 0:
+        return False
+    g[24:26] = w[24:26]
+    return g == w
+
+
+# ---- the model ------------------------------------------------------------------------------------
+
+
+@dataclass
+class CpResult:
+    """The router's verdict on one packet."""
+
+    fast: Outcome  # what the fast path did with it
+    final: Outcome | None = None  # None while held for ARP
+    reason: str = ""  # the exception reason, when the fast path excepted it
+    learnt_hop: bool = False  # forwarded through a next hop the control plane resolved: until the
+    #                           daemon has installed it, the fast path may still except it (arp_miss)
+    timestamps: list[int] = field(default_factory=list)  # offsets of IP timestamps in the forwarded frame
+    alternatives: list[Outcome] = field(default_factory=list)  # near a route change: the other table's
+
+
+@dataclass
+class _Arp:
+    ip: int
+    port: int
+    mac: bytes = bytes(6)
+    state: str = "none"  # none | incomplete | reachable
+    tries: int = 0
+    starter: int = -1  # the packet whose arrival started the resolution (its requests count for it)
+    next_try: int = 0
+    expires: int = 0
+    hold: list[tuple[int, bytes, bool, bool]] = field(default_factory=list)  # (pid|-1, frame, generated, full)
+
+
+class RouterModel:
+    """Fast path (RefRouter) + control plane (npkd), packet by packet in arrival order."""
+
+    def __init__(self, config: RouterConfig, *, options: dict[str, int] | None = None,
+                 neighbours: dict[int, bytes] | None = None, route_changes: list[Any] | None = None) -> None:  # fmt: skip
+        self.cfg = config
+        self.opt = {**daemon_defaults(), **(options or {})}
+        self._table: RouteTable | None = None  # the route table once a change made it differ from config's
+        self._alt_cache: dict[tuple[int, int], RouteTable] = {}  # (change, changes applied) -> the other table
+        self._initial: set[tuple[int, int]] | None = None
+        self.fast = RefRouter(config)
+        self.fast.lookup = self.lookup
+        self.fast.arp = dict(config.arp)          # what the fast path resolves (static + installed)
+        self.static = dict(config.arp)
+        self.own = {p.address for p in config.ports}
+        self.net_bcast = {p.network for p in config.ports} | {p.broadcast for p in config.ports}
+        self.cache: dict[int, _Arp] = {}
+        self.bucket = self.opt["icmp_burst"] * 10**9
+        self.bucket_ns = 0
+        self.changes = sorted(route_changes or [], key=lambda c: c.at_ns)
+        self._next_change = 0
+        self.neighbours = dict(neighbours or {})
+        self.results: dict[int, CpResult] = {}
+        self.emitted: list[tuple[int, bytes, int]] = []
+        self.now = 0
+        self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
+
+    @property
+    def routes(self) -> RouteTable:
+        """The route table as it is now (made on the first change: until then the
+        config's, looked up in C)."""
+        if self._table is None:
+            self._table = RouteTable(self.cfg.all_routes)
+        return self._table
+
+    def lookup(self, addr: int) -> Route | None:
+        """Longest-prefix match in the table as it is now."""
+        return self._table.lookup(addr) if self._table is not None else self.cfg.lookup(addr)
+
+    def add_changes(self, changes: list[Any]) -> None:
+        """More route changes (made through the daemon's control socket, as the run learns
+        of them): at their time, or now if that has passed for the model."""
+        late = [dc_replace(c, at_ns=self.now) if c.at_ns < self.now else c for c in changes]
+        self.changes = sorted([*self.changes, *late], key=lambda c: c.at_ns)
+        self._alt_cache.clear()
+
+    # -- time
+    def advance(self, t: int) -> None:
+        """Timers and route changes up to time t, in time order."""
+        while True:
+            events: list[tuple[int, int, Any]] = []
+            if self._next_change < len(self.changes):
+                events.append((self.changes[self._next_change].at_ns, 0, None))
+            for e in self.cache.values():
+                if e.state == "incomplete":
+                    events.append((e.next_try, 1, e))
+                elif e.state == "reachable" and e.expires:
+                    events.append((e.expires, 2, e))
+            due = [ev for ev in events if ev[0] <= t]
+            if not due:
+                break
+            when, kind, e = min(due, key=lambda ev: (ev[0], ev[1]))
+            self.now = max(self.now, when)
+            if kind == 0:
+                self._apply_change(self.changes[self._next_change])
+                self._next_change += 1
+                self._alt_cache.clear()
+            elif kind == 1:
+                if e.tries < self.opt["arp_tries"]:
+                    e.tries += 1
+                    e.next_try += self.opt["arp_retry_us"] * 1000
+                    self._arp_request(e)
+                else:
+                    self._unresolved(e)
+            else:
+                e.state = "none"
+                if e.ip not in self.static:
+                    self.fast.arp.pop(e.ip, None)
+        self.now = max(self.now, t)
+
+    def finish(self, t: int | None = None) -> None:
+        """Run the timers out (held packets resolved or given up)."""
+        horizon = t if t is not None else self.now + 10**12
+        pending = [e.next_try for e in self.cache.values() if e.state == "incomplete"]
+        while pending and min(pending) <= horizon:
+            self.advance(min(pending))
+            pending = [e.next_try for e in self.cache.values() if e.state == "incomplete"]
+
+    def _apply_change(self, c: Any) -> None:
+        if c.op == "del":
+            if (c.prefix, c.length) in self.routes:
+                self.routes.remove(c.prefix, c.length)
+            return
+        if (c.prefix, c.length) in self.routes:
+            self.routes.remove(c.prefix, c.length)
+        self.routes.add(Route(c.prefix, c.length, c.next_hop, c.port))
+        e = self.cache.get(c.next_hop)
+        if c.next_hop and e is not None and e.state == "reachable":
+            self.fast.arp[c.next_hop] = e.mac
+
+    # -- packets
+    def process(self, pid: int, frame: bytes, in_port: int, t: int) -> CpResult:
+        self.advance(t)
+        fast = self.fast.process(frame, in_port)
+        res = CpResult(fast)
+        self.results[pid] = res
+        self._alternatives(res, frame, in_port, t)
+        if not isinstance(fast, Except):
+            res.final = fast
+            if isinstance(fast, Forward):    # through a next hop the control plane learnt and installed?
+                dst = int.from_bytes(frame[30:34], "big")
+                route = self.lookup(dst)
+                hop = dst if route is None or route.direct else route.next_hop
+                res.learnt_hop = hop not in self.static
+            return res
+        res.reason = fast.reason
+        handler = getattr(self, f"_on_{fast.reason}")
+        handler(pid, res, bytearray(frame), in_port)
+        return res
+
+    def _alternatives(self, res: CpResult, frame: bytes, in_port: int, t: int) -> None:
+        """Near a route change the fast path may still (or already) use the other table."""
+        for k, c in enumerate(self.changes):
+            if not -CHANGE_WINDOW_NS // 5 <= t - c.at_ns <= CHANGE_WINDOW_NS:
+                continue
+            other = self._alt_cache.get((k, self._next_change))
+            if other is None:
+                other = self._alt_cache[(k, self._next_change)] = self._other_table(k)
+            self.fast.lookup = other.lookup
+            try:
+                res.alternatives.append(self.fast.process(frame, in_port))
+            finally:
+                self.fast.lookup = self.lookup
+
+    def _other_table(self, k: int) -> RouteTable:
+        """The table the fast path may still (or already) use around change k."""
+        c = self.changes[k]
+        other = RouteTable(list(self.routes))
+        if k < self._next_change:          # applied: the table before it
+            if c.op == "add":
+                other.remove(c.prefix, c.length)
+                old = next((ch for ch in reversed(self.changes[:k]) if (ch.prefix, ch.length) == (c.prefix, c.length)), None)
+                if old is not None and old.op == "add":
+                    other.add(Route(old.prefix, old.length, old.next_hop, old.port))
+                elif (c.prefix, c.length) in self._initial_prefixes():
+                    other.add(self._initial_route(c.prefix, c.length))
+            else:
+                prev = self._route_before(k)
+                if prev is not None:
+                    other.add(prev)
+        else:                              # not yet: the table after it
+            if (c.prefix, c.length) in other:
+                other.remove(c.prefix, c.length)
+            if c.op == "add":
+                other.add(Route(c.prefix, c.length, c.next_hop, c.port))
+        return other
+
+    def _initial_prefixes(self) -> set[tuple[int, int]]:
+        if self._initial is None:
+            self._initial = set(zip(self.cfg.all_routes.prefix, self.cfg.all_routes.length, strict=True))
+        return self._initial
+
+    def _initial_route(self, prefix: int, length: int) -> Route:
+        return next(r for r in self.cfg.routes if (r.prefix, r.length) == (prefix, length))
+
+    def _route_before(self, k: int) -> Route | None:
+        c = self.changes[k]
+        for ch in reversed(self.changes[:k]):
+            if (ch.prefix, ch.length) == (c.prefix, c.length):
+                return Route(ch.prefix, ch.length, ch.next_hop, ch.port) if ch.op == "add" else None
+        if (c.prefix, c.length) in self._initial_prefixes():
+            return self._initial_route(c.prefix, c.length)
+        return None
+
+    # -- routing the router's own datagrams (cp.c route_to)
+    def _route_to(self, dst: int) -> tuple[int, bytes | None, int] | None:
+        if dst in self.own or dst in self.net_bcast or dst == 0xFFFFFFFF:
+            return None
+        r = self.lookup(dst)
+        if r is None:
+            return None
+        hop = dst if r.direct else r.next_hop
+        if hop in self.static:
+            return r.port, self.static[hop], hop
+        e = self.cache.get(hop)
+        return r.port, (e.mac if e is not None and e.state == "reachable" else None), hop
+
+    def _emit(self, route: tuple[int, bytes | None, int], frame: bytes, pid: int) -> None:
+        port, mac, hop = route
+        if mac is not None:
+            self.emitted.append((port, mac + frame[6:], pid))
+            return
+        self._hold(self._entry(hop, port), (pid, frame, True, False))
+
+    def _may_send_error(self, f: bytes) -> bool:
+        src, dst = struct.unpack_from("!II", f, 26)
+        frag = f[20] << 8 | f[21]
+        if f[0] & 1 or frag & 0x1FFF:
+            return False
+        if src >> 24 in (0, 127) or src >= 0xE0000000 or src in self.net_bcast:
+            return False
+        if dst >= 0xE0000000 or dst in self.net_bcast:
+            return False
+        hl = 4 * (f[14] & 0xF)
+        return not (f[23] == 1 and len(f) > 14 + hl and f[14 + hl] in (3, 4, 5, 11, 12))
+
+    def _token(self) -> bool:
+        cap = self.opt["icmp_burst"] * 10**9
+        if self.now > self.bucket_ns:
+            self.bucket = min(cap, self.bucket + (self.now - self.bucket_ns) * self.opt["icmp_rate"])
+            self.bucket_ns = self.now
+        if self.bucket < 10**9:
+            return False
+        self.bucket -= 10**9
+        return True
+
+    def _icmp_error(self, pid: int, f: bytes, icmp_type: int, code: int, aux: int = 0) -> None:
+        if not self._may_send_error(f):
+            return
+        src = int.from_bytes(f[26:30], "big")
+        route = self._route_to(src)
+        if route is None or not self._token():
+            return
+        port = self.cfg.ports[route[0]]
+        self._emit(route, icmp_error(bytes(6), port.mac, port.address, f, icmp_type, code, aux), pid)
+
+    # -- ARP
+    def _entry(self, ip: int, port: int) -> _Arp:
+        e = self.cache.get(ip)
+        if e is None:
+            e = self.cache[ip] = _Arp(ip, port)
+        return e
+
+    def _arp_request(self, e: _Arp) -> None:
+        p = self.cfg.ports[e.port]
+        self.emitted.append((e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), e.starter))
+
+    def _hold(self, e: _Arp, item: tuple[int, bytes, bool, bool]) -> None:
+        if e.state == "reachable":
+            self._release(e, item)
+            return
+        pid = item[0]
+        if len(e.hold) >= self.opt["arp_hold"]:
+            res = self.results.get(pid)
+            if not item[2] and res is not None:
+                res.final = Except(res.reason)
+        else:
+            e.hold.append(item)
+        if e.state == "none":
+            e.state = "incomplete"
+            e.starter = pid
+            e.tries = 1
+            e.next_try = self.now + self.opt["arp_retry_us"] * 1000
+            self._arp_request(e)
+
+    def _release(self, e: _Arp, item: tuple[int, bytes, bool, bool]) -> None:
+        pid, frame, generated, full = item
+        if generated:
+            self.emitted.append((e.port, e.mac + frame[6:], pid))
+            return
+        src_mac = self.cfg.ports[e.port].mac
+        out = forward_full(frame, e.mac, src_mac) if full else rewrite(frame, e.mac, src_mac)
+        res = self.results.get(pid)
+        if res is not None:  # (a driver may have let go of a packet the router finished with)
+            res.final = Forward(e.port, out)
+            res.learnt_hop = True
+
+    def _resolved(self, e: _Arp) -> None:
+        self.fast.arp[e.ip] = e.mac
+        for item in e.hold:
+            self._release(e, item)
+        e.hold = []
+
+    def _unresolved(self, e: _Arp) -> None:
+        for pid, frame, generated, _full in e.hold:
+            if generated:
+                continue
+            self._icmp_error(pid, frame, 3, 1)
+            res = self.results.get(pid)
+            if res is not None:
+                res.final = Except(res.reason)
+        e.hold = []
+        e.state = "none"
+
+    def _on_arp(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        res.final = Except("arp")
+        if len(f) < 42 or f[14:20] != b"\x00\x01\x08\x00\x06\x04":
+            return
+        op = f[20] << 8 | f[21]
+        if op not in (1, 2):
+            return
+        sha, spa, tpa = bytes(f[22:28]), int.from_bytes(f[28:32], "big"), int.from_bytes(f[38:42], "big")
+        p = self.cfg.ports[in_port]
+        for_me = tpa == p.address
+        if sha[0] & 1 or not p.on_subnet(spa) or spa in (p.address, p.network, p.broadcast):
+            return
+        e = self.cache.get(spa)
+        if spa not in self.static and (e is not None or for_me):
+            e = self._entry(spa, in_port)
+            was = e.state
+            e.mac, e.state, e.port = sha, "reachable", in_port
+            e.expires = self.now + self.opt["arp_age_ms"] * 1_000_000
+            if was == "incomplete":
+                self._resolved(e)
+        if op == 1 and for_me:
+            self.emitted.append((in_port, arp_frame(2, p.mac, p.address, sha, spa), pid))
+
+    # -- exceptions
+    def _forward(self, pid: int, res: CpResult, f: bytes, full: bool) -> None:
+        dst = int.from_bytes(f[30:34], "big")
+        route = self._route_to(dst)
+        if route is None:
+            res.final = Except(res.reason)
+            return
+        port, mac, hop = route
+        if mac is not None:
+            if hop not in self.static:
+                self.fast.arp[hop] = mac         # known from the cache: installed
+                res.learnt_hop = True
+            src_mac = self.cfg.ports[port].mac
+            res.final = Forward(port, forward_full(f, mac, src_mac) if full else rewrite(f, mac, src_mac))
+            return
+        self._hold(self._entry(hop, port), (pid, bytes(f), False, full))
+
+    def _on_arp_miss(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        self._forward(pid, res, bytes(f), False)
+
+    def _on_redirect(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        dst = int.from_bytes(f[30:34], "big")
+        r = self.lookup(dst)
+        gw = (dst if r.direct else r.next_hop) if r is not None and self.cfg.send_redirects else 0
+        quote = bytes(f)
+        self._forward(pid, res, quote, False)
+        if gw:
+            self._icmp_error(pid, quote, 5, 1, gw)
+
+    def _on_no_route(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        res.final = Except("no_route")
+        self._icmp_error(pid, bytes(f), 3, 0)
+
+    def _on_ttl_expired(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        res.final = Except("ttl_expired")
+        self._icmp_error(pid, bytes(f), 11, 0)
+
+    def _on_broadcast(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        res.final = Except("broadcast")
+
+    def _on_multicast(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        res.final = Except("multicast")
+
+    def _on_local_delivery(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        res.final = Except(res.reason)
+        self._local(pid, bytes(f))
+
+    def _local(self, pid: int, f: bytes) -> None:
+        frag = f[20] << 8 | f[21]
+        if frag & 0x1FFF:
+            return
+        hl = 4 * (f[14] & 0xF)
+        tot = f[16] << 8 | f[17]
+        off, l4 = 14 + hl, tot - hl
+        src = int.from_bytes(f[26:30], "big")
+        if f[23] == 1 and l4 >= 8 and f[off] == 8 and hl == 20 and not frag & 0x2000:
+            if internet_checksum(f[off : off + l4]) != 0 or f[0] & 1 or src >> 24 in (0, 127) \
+                    or src >= 0xE0000000 or src in self.net_bcast:  # fmt: skip
+                return
+            route = self._route_to(src)
+            if route is None:
+                return
+            self._emit(route, echo_reply(bytes(6), self.cfg.ports[route[0]].mac, f), pid)
+            return
+        if f[23] == 17 and self.opt["closed_ports_only"]:
+            self._icmp_error(pid, f, 3, 3)
+
+    def _on_ip_options(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        quote = bytes(f)
+        res.final = Except("ip_options")
+        r = options_route(f, self.own)
+        if r.bad is not None:
+            self._icmp_error(pid, quote, 12, 0, r.bad << 24)
+            return
+        src, dst = struct.unpack_from("!II", f, 26)
+        subnet_zero = dst in {p.network for p in self.cfg.ports}
+        subnet_bcast = dst in {p.broadcast for p in self.cfg.ports}
+        if dst >> 24 in (0, 127) or (dst >= 0xF0000000 and dst != 0xFFFFFFFF) or subnet_zero:
+            return
+        if dst == 0xFFFFFFFF or subnet_bcast or dst >= 0xE0000000 or f[0] & 1:
+            return
+        if dst in self.own:
+            self._local(pid, bytes(f))
+            return
+        if src >> 24 in (0, 127) or src >= 0xE0000000 or src in {p.broadcast for p in self.cfg.ports}:
+            return
+        route = self.lookup(dst)
+        if route is None or dst in self.net_bcast:
+            self._icmp_error(pid, quote, 3, 0)
+            return
+        if r.strict and not route.direct:
+            self._icmp_error(pid, quote, 3, 5)
+            return
+        if f[22] <= 1:
+            self._icmp_error(pid, quote, 11, 0)
+            return
+        ts_ms = (self.epoch_ms_of_day + self.now // 1_000_000) % 86_400_000
+        res.timestamps = options_record(f, r, self.cfg.ports[route.port].address, ts_ms)
+        self._forward(pid, res, bytes(f), True)

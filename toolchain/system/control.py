@@ -1,0 +1,375 @@
+"""The router's control plane on the chip's control processor: the layout's `control:`
+section, the configuration the daemon (xscale/npkd) reads, and the host's view of it.
+
+A layout names its control plane::
+
+    control:
+      placement: xscale            # xscale (the Unicorn XScale) | gpe (a host process) | host
+      program: npkd                # a program name (xscale/toolchain.py PROGRAMS), C sources or an ELF
+      args: []                     # extra arguments
+      ring: cp_to_qm               # the layout ring that carries its frames to the queue manager
+      options: {icmp_rate: 200000} # npkd tunables (xscale/npkd/cfg.h NPKD_OPTIONS)
+
+(`xscale: {program: ...}` is read as the same section.)  `host` keeps the Python stand-in
+of the exception path (microcode/host/host_sink.uc and the host's reader): block tests.
+The section is checked by the layout's schema (layout_schema.ControlSection).
+
+The daemon's configuration (xscale/npkd/cfg.h) is written when the image is started,
+from the router configuration the image was linked with, the system map and the
+layout's rings; the statistics block and the exception log it keeps in SRAM are read
+here (`read_stats`, `LogReader`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .layout import LinkError
+from .sysmap import CP_CHANGES_BASE, CP_CHANGES_CAP, CP_LOG_BASE, CP_LOG_CAP, CP_STATS_BASE, SYS
+
+STATS_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "stats.h"
+CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
+EXIT_RESTART = 75  # npkd's exit status for "restart me" (`npk route restart`)
+
+
+@dataclass
+class ControlSpec:
+    placement: str = "xscale"
+    program: str = "npkd"
+    args: list[str] = field(default_factory=list)
+    ring: str | None = None
+    options: dict[str, int] = field(default_factory=dict)
+
+    def to_meta(self) -> dict[str, Any]:
+        return {"placement": self.placement, "program": self.program, "args": list(self.args),
+                "ring": self.ring, "options": dict(self.options)}  # fmt: skip
+
+
+def option_names() -> list[str]:
+    """The daemon's tunables, from xscale/npkd/cfg.h (NPKD_OPTIONS)."""
+    return re.findall(r"X\((\w+),", CFG_H.read_text().split("NPKD_OPTIONS(X)", 1)[1].split("typedef", 1)[0])
+
+
+def control_allocations() -> list[tuple[int, int, str]]:
+    """The SRAM the daemon writes for the host: (first byte, end byte, what), for the
+    linker's overlap check (link.system_allocations)."""
+    return [(CP_STATS_BASE, CP_STATS_BASE + 16 + 4 * len(stat_names()), "statistics block"),
+            (CP_LOG_BASE, CP_LOG_BASE + 16 + 16 * CP_LOG_CAP, "exception log"),
+            (CP_CHANGES_BASE, CP_CHANGES_BASE + 16 + 16 * CP_CHANGES_CAP, "route change log")]  # fmt: skip
+
+
+def stat_names() -> list[str]:
+    """The daemon's counters in the order of its statistics block (xscale/npkd/stats.h)."""
+    body = STATS_H.read_text().split("NPKD_STATS(X)", 1)[1].split("enum", 1)[0]
+    return re.findall(r"X\((\w+)\)", body)
+
+
+# ---- the daemon's configuration ------------------------------------------------------------
+
+
+def _ip(a: int) -> str:
+    return f"{a >> 24}.{(a >> 16) & 255}.{(a >> 8) & 255}.{a & 255}"
+
+
+def _mac(m: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in m)
+
+
+def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11, 12),
+                options: dict[str, int] | None = None, changes: list[str] | None = None,
+                state: str | Path | None = None, socket: str | Path | None = None,
+                sram_channel_bytes: int = 8 << 20) -> str:  # fmt: skip
+    """npkd's configuration (xscale/npkd/cfg.h) for a RouterConfig and its route file."""
+    from npkit.toolchain.router.layout import default_layout
+
+    lay = default_layout()
+    node_bytes = min(lay.node_bytes, max(0, sram_channel_bytes - (lay.node_base & 0x3FFFFFFF)))
+    lines = ["# npkd configuration (npkit.toolchain.system.control.daemon_conf)"]
+    for p in router.ports:
+        lines.append(f"port {p.index} {_ip(p.address)} {p.prefix_len} {_mac(p.mac)}")
+    for addr, mac in sorted(router.arp.items()):
+        lines.append(f"arp {_ip(addr)} {_mac(mac)}")
+    lines += [
+        f"routes {Path(routes).resolve()}",
+        f"redirects {int(bool(router.send_redirects))}",
+        f"lpm {lay.ctl_base:#x} {lay.root_base:#x} {lay.nh_base:#x} {lay.nh_capacity} {lay.node_base:#x} {node_bytes:#x}",
+        f"sys {SYS.desc_base:#x} {SYS.desc_shift} {SYS.n_bufs} {SYS.buf_base:#x} {SYS.buf_shift} "
+        f"{SYS.freelist_q:#x} {SYS.stat_exc_base:#x}",
+        f"rings {rings[0]} {rings[1]}",
+        f"log {CP_LOG_BASE:#x} {CP_LOG_CAP}",
+        f"changelog {CP_CHANGES_BASE:#x} {CP_CHANGES_CAP}",
+        f"stats {CP_STATS_BASE:#x}",
+    ]  # fmt: skip
+    lines += [f"option {k} {v}" for k, v in sorted((options or {}).items())]
+    lines += [f"change {c}" for c in changes or []]
+    if state:
+        lines.append(f"state {state}")
+    if socket:
+        lines.append(f"socket {socket}")
+    return "\n".join(lines) + "\n"
+
+
+def control_meta(lay: Any) -> dict[str, Any]:
+    """What an image records of its control plane (`meta["control"]`): the spec, the ring
+    numbers, and the program built for its placement (`npk link` builds it: cached)."""
+    from npkit.xscale.toolchain import BuildError, program
+
+    spec: ControlSpec = lay.control
+    meta = {**spec.to_meta(), "exceptions_ring": lay.rings[lay.exceptions].number,
+            "ring_number": lay.rings[spec.ring].number if spec.ring else None}  # fmt: skip
+    if spec.placement == "host":
+        return meta
+    try:
+        meta["elf"] = str(program(spec.program))
+        if spec.placement == "gpe":
+            meta["native"] = str(program(spec.program, native=True))
+    except BuildError as e:
+        raise LinkError(f"control program {spec.program}: {e}") from None
+    return meta
+
+
+# ---- the running control plane ------------------------------------------------------------------
+
+
+def route_change_lines(changes: list[Any] | None) -> list[str]:
+    """Timed route changes (npkit.emulator.traffic.spec.RouteChange, or their text: `at 2ms
+    add 10.1.0.0/16 via 10.0.3.2`, `at 3ms del 10.1.0.0/16`) as npkd's `change`
+    directives: time in ns."""
+    from npkit.emulator.traffic.spec import parse_route_change
+
+    out = []
+    for c in changes or []:
+        if isinstance(c, str):
+            c = parse_route_change(c)
+        out.append(f"{c.at_ns} {c.op} {c.route_text}")
+    return out
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One exception the daemon handled (xscale/npkd/cp.h)."""
+
+    digest: int
+    length: int
+    in_port: int
+    reason: int
+    action: int
+    sent: int
+    handle: int
+    time_us: int
+
+
+ACTIONS = {1: "consumed", 2: "forwarded", 3: "dropped", 4: "held"}
+
+
+class LogReader:
+    """The daemon's exception log in SRAM, read incrementally (it wraps after CP_LOG_CAP
+    records: `overrun` counts records lost because the host read too late)."""
+
+    def __init__(self, chip: Any) -> None:
+        self.chip = chip
+        self.read = chip.read32("sram", CP_LOG_BASE)   # a restarted daemon appends
+        self.overrun = 0
+
+    def take(self) -> list[LogRecord]:
+        count = self.chip.read32("sram", CP_LOG_BASE)
+        if count <= self.read:
+            return []
+        if count - self.read > CP_LOG_CAP:
+            self.overrun += count - self.read - CP_LOG_CAP
+            self.read = count - CP_LOG_CAP
+        out = []
+        for k in range(self.read, count):
+            a = CP_LOG_BASE + 16 + 16 * (k % CP_LOG_CAP)
+            w = [int.from_bytes(self.chip.mem_read("sram", a, 16)[4 * i : 4 * i + 4], "big") for i in range(4)]
+            out.append(LogRecord(w[0], w[1] >> 16, (w[1] >> 8) & 0xFF, w[1] & 0xFF, w[2] >> 24, (w[2] >> 16) & 0xFF,
+                                 w[2] & 0xFFFF, w[3]))  # fmt: skip
+        self.read = count
+        return out
+
+
+def changes_made(chip: Any, source: int | None = 2) -> list[Any]:
+    """The route changes the daemon applied, as RouteChanges at the time it applied them
+    (xscale/npkd/cp.c change_log); source 2: through the control socket, 1: timed."""
+    from npkit.emulator.traffic.spec import RouteChange
+
+    n = min(chip.read32("sram", CP_CHANGES_BASE), CP_CHANGES_CAP)
+    out = []
+    for k in range(n):
+        raw = chip.mem_read("sram", CP_CHANGES_BASE + 16 + 16 * k, 16)
+        t, w1, prefix, hop = (int.from_bytes(raw[i : i + 4], "big") for i in range(0, 16, 4))
+        if source is not None and w1 & 0xFF != source:
+            continue
+        add = w1 >> 24
+        out.append(RouteChange(t * 1000, "add" if add else "del", prefix, (w1 >> 16) & 0xFF, hop,
+                               (w1 >> 8) & 0xFF if add else -1))  # fmt: skip
+    return out
+
+
+def read_stats(chip: Any) -> dict[str, Any] | None:
+    """The daemon's statistics block (xscale/npkd/stats.h), or None if it never wrote one."""
+    raw = chip.mem_read("sram", CP_STATS_BASE, 16)
+    magic, version, state, starts = (int.from_bytes(raw[i : i + 4], "big") for i in range(0, 16, 4))
+    if magic != 0x4E504B44:
+        return None
+    names = stat_names()
+    data = chip.mem_read("sram", CP_STATS_BASE + 16, 4 * len(names))
+    counters = {n: int.from_bytes(data[4 * i : 4 * i + 4], "big") for i, n in enumerate(names)}
+    return {"state": {0: "starting", 1: "loading", 2: "ready", 3: "ready (routes loaded on demand)"}.get(state, str(state)), "starts": starts,
+            "version": version, "counters": counters}  # fmt: skip
+
+
+def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
+    """The daemon's statistics under keys that say what they count (`npk demo --json`)."""
+    if st is None:
+        return {"running": False}
+    c = st["counters"]
+    return {
+        "running": True, "state": st["state"], "starts": st["starts"],
+        "exceptions_handled": {k[4:]: v for k, v in c.items() if k.startswith("exc_") and v},
+        "icmp_sent": {"time_exceeded": c["icmp_time_exceeded"],
+                      "dest_unreachable_net": c["icmp_net_unreachable"],
+                      "dest_unreachable_host": c["icmp_host_unreachable"],
+                      "dest_unreachable_port": c["icmp_port_unreachable"],
+                      "dest_unreachable_source_route_failed": c["icmp_source_route_failed"],
+                      "redirect_host": c["icmp_redirect_host"], "parameter_problem": c["icmp_param_problem"],
+                      "echo_reply": c["icmp_echo_reply"]},
+        "icmp_suppressed_by_rate_limit": c["icmp_suppressed_rate_limit"],
+        "icmp_not_sent_rfc1812_4_3_2_7": c["icmp_suppressed_rules"],
+        "icmp_not_sent_no_route_back": c["icmp_no_route_back"],
+        "arp_replies_sent": c["arp_replies_sent"], "arp_requests_sent": c["arp_requests_sent"],
+        "arp_learnt": c["arp_learnt"], "arp_resolved": c["arp_resolved"], "arp_unresolved": c["arp_unresolved"],
+        "packets_held_for_arp": c["held"], "held_packets_sent": c["held_sent"],
+        "held_packets_dropped": c["held_dropped_overflow"] + c["held_dropped_unresolved"],
+        "forwarded_by_control_plane": c["forwarded"], "frames_sent": c["frames_sent"],
+        "counted_not_forwarded": {"broadcast": c["broadcast_counted"], "multicast": c["multicast_counted"],
+                                  "local": c["local_counted"]},
+        "routes": c["routes"], "route_changes": c["routes_added"] + c["routes_deleted"],
+        "counters": c,
+    }  # fmt: skip
+
+
+class ControlPlane:
+    """A router image's control program started on its chip (the `control:` section the
+    image was linked with): npkd on the XScale (or as a gpe process), its configuration
+    written into `workdir`, the chip advanced by the System from now on (Chip.run)."""
+
+    def __init__(self, chip: Any, image: Any, *, placement: str | None = None, gdb_port: int | None = None,
+                 changes: list[str] | None = None, socket: str | Path | None = None,
+                 kill_at_ns: int | None = None, restart_at_ns: int | None = None, echo: Any = None,
+                 workdir: str | Path | None = None, options: dict[str, int] | None = None,
+                 router: Any = None) -> None:  # fmt: skip
+        """`router`: the image's RouterConfig when the caller has read it already."""
+        import tempfile
+
+        from npkit.xscale.system import System
+        from npkit.xscale.toolchain import BuildError, program
+
+        from .router_run import router_config_of
+
+        meta = image.meta["control"]
+        self.chip = chip
+        self.placement = placement or meta["placement"]
+        if self.placement not in ("xscale", "gpe"):
+            raise LinkError(f"control placement {self.placement!r}: the daemon runs on xscale or gpe")
+        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="npkd-")
+        self.dir = Path(workdir or self._tmp.name)  # type: ignore[union-attr]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.socket = str(socket) if socket else None
+        router = router if router is not None else router_config_of(image)
+        self.changes = list(changes or [])
+        conf = daemon_conf(router, image.meta["router"]["routes"],
+                           rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])),
+                           options={**meta.get("options", {}), **(options or {})},
+                           changes=route_change_lines(self.changes), state=self.dir / "routes.state",
+                           socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]))  # fmt: skip
+        self.conf = self.dir / "npkd.conf"
+        self.conf.write_text(conf)
+        try:
+            prog = program(meta["program"], native=self.placement == "gpe")
+        except BuildError as e:
+            raise LinkError(f"control program {meta['program']}: {e}") from None
+        mhz = float(chip.config["clock_mhz"])
+
+        def cyc(ns: int | None) -> int | None:
+            return None if ns is None else int(ns * mhz // 1000)
+
+        self.system = System(chip, respawn=True, kill_at=cyc(kill_at_ns), restart_at=cyc(restart_at_ns))
+        args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}", str(self.conf)]
+        self.host = self.system.attach_xscale(prog, args, placement=self.placement, gdb_port=gdb_port, echo=echo)
+        self.program = prog
+
+    def stats(self) -> dict[str, Any] | None:
+        return read_stats(self.chip)
+
+    def summary(self) -> dict[str, Any]:
+        out = stats_summary(self.stats())
+        st = self.system.status() or {}
+        out["xscale"] = {k: st.get(k) for k in ("placement", "state", "instructions", "interrupts", "wait_cycles",
+                                                "exit_code", "fault", "starts")}  # fmt: skip
+        out["restarts"] = [{"cycle": c, "event": e} for c, e in self.system.events]
+        err = self.host.stderr.decode(errors="replace").strip() if self.system.xscale is not None else ""
+        if err:
+            out["stderr"] = err[-2000:]
+        return out
+
+    def failed(self) -> str | None:
+        """Why the daemon is not running when it should be (crashed, exited), else None."""
+        st = self.system.status() or {}
+        if self.system.killed:
+            return None
+        if st.get("state") in ("crashed", "exited"):
+            err = self.host.stderr.decode(errors="replace").strip()
+            return f"the control daemon {st['state']} (exit code {st.get('exit_code')}): {err[-300:]}"
+        return None
+
+    def close(self) -> None:
+        self.system.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+class ControlSocketError(RuntimeError):
+    """The daemon's control socket cannot be reached, or it refused the command."""
+
+
+def control_request(path: str | Path, command: str, timeout_s: float = 60.0) -> list[str]:
+    """Send one command line to a running daemon (xscale/npkd/ctl.h) and return its
+    answer's lines (the final "ok" left out); ControlSocketError on "error: ...".
+
+    The daemon reads its socket only while the emulator runs it (`npk run`, `npk demo`
+    ...), between batches of exceptions: the answer can take a while in host time."""
+    import socket as _socket
+
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    s.settimeout(timeout_s)
+    try:
+        try:
+            s.connect(str(path))
+        except OSError as e:
+            raise ControlSocketError(f"{path}: no control daemon listening ({e.strerror or e})") from None
+        s.sendall(command.strip().encode() + b"\n")
+        buf = b""
+        lines: list[str] = []
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except TimeoutError:
+                raise ControlSocketError(f"{path}: no answer within {timeout_s:g} s (is the emulator running?)") from None
+            if not chunk:
+                raise ControlSocketError(f"{path}: the daemon closed the connection")
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if text.startswith("error:"):
+                    raise ControlSocketError(text[6:].strip())
+                if text == "ok" or text.startswith("ok "):
+                    return lines
+                lines.append(text)
+    finally:
+        s.close()

@@ -1,0 +1,327 @@
+"""The control plane in a router run (npkit.toolchain.system.router_run): the oracle's
+model of the whole router (npkit.emulator.traffic.control.RouterModel) run alongside
+the chip, the daemon's exception log tied to the input packets, and the frames the
+router makes itself (ICMP, ARP) compared with the model's -- as the run goes, in memory
+that does not grow with it.
+
+How the work is split with the C oracle and ledger.  Every window of input packets gets
+the C oracle's verdicts (what the fast path alone does) when it is read; the C ledger
+judges every frame whose packet the fast path forwards.  A packet the fast path
+excepts, and every packet near or after a route change (the C oracle knows the initial
+table only), goes through the model, in arrival order, as the chip's clock passes its
+arrival (`advance`, after each slice and before what left in it is accounted): what
+the router does with it in the end (forwarded by the fast path or by the control plane,
+dropped, consumed there) and the frames the control plane sends.  Where the model's
+verdict is not the C oracle's, the packet's verdict kind becomes PYTHON and the ledger
+leaves its frame to `judge`.  Route changes made through the daemon's control socket
+reach the model from the daemon's change log before the packets that arrive after them.
+
+The daemon's exception log (npkit.toolchain.system.control.LogReader) names each packet
+it handled by its input port, length and a digest of its frame; packets the fast path
+excepts are indexed by those when the model sees them.  A record ties the packet to
+its fate: consumed (EXCEPTED, with the record's reason) or forwarded by the control
+plane (its frame then leaves; packets the control plane forwards keep their order among
+themselves, not with the fast path's).  The frames the model sends about a packet are
+expected once the daemon has handled that packet (a packet dropped at a full exception
+ring gets none); expected and seen frames are two multisets whose common part is
+`matched_control`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, deque
+from typing import TYPE_CHECKING, Any
+
+from npkit.emulator.traffic.control import (
+    CHANGE_WINDOW_NS,
+    RouterModel,
+    frame_digest,
+    same_but_timestamps,
+)
+from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON, Verdicts
+from npkit.emulator.traffic.oracle import Except, Forward, Outcome, flow_of
+from npkit.emulator.traffic.reasons import load_reasons
+from npkit.emulator.traffic_run import EXCEPTED, Chunk, Departure
+
+from .control import LogReader, LogRecord, changes_made
+
+if TYPE_CHECKING:
+    from .router_run import RouterRun
+
+NEVER = 1 << 63
+TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
+ACT_FORWARDED = 2  # xscale/npkd/cp.h
+
+
+class ControlJudge:
+    """The control plane's part of a RouterRun's account (see the module docstring)."""
+
+    def __init__(self, rr: RouterRun, options: dict[str, int], slice_ns: int) -> None:
+        self.rr = rr
+        self.run = rr.run
+        tr = rr.traffic
+        self.model = RouterModel(rr.config, options=options, neighbours=tr.neighbours,
+                                 route_changes=list(tr.route_changes))  # fmt: skip
+        self.log = LogReader(rr.chip)
+        self.reasons = load_reasons()
+        self._raw: list[LogRecord] = []
+        self.next_pid = 0  # packets below this have been through the model (or needed nothing)
+        self.full_from = NEVER  # arrivals from here on all go through the model (route changes)
+        self._note_changes(tr.route_changes)
+        self._socket_changes = 0
+        self.index: dict[tuple[int, int, int], deque[int]] = {}  # (in port, length, digest) -> ids
+        self.indexed: dict[int, tuple[int, int, int]] = {}
+        self.handled: set[int] = set()  # packets the daemon's log names
+        self.cp_forwarded: set[int] = set()  # ... of those, forwarded by it, frame not yet seen
+        self.provisional: dict[int, list[tuple[int, bytes]]] = {}  # frames about packets not yet handled
+        self.held: set[int] = set()  # packets the model holds for ARP (no final verdict yet)
+        self.want: Counter[tuple[int, bytes]] = Counter()
+        self.got: Counter[tuple[int, bytes]] = Counter()
+        self.matched = 0
+        self.records = 0
+        self.forwarded_by_it = 0
+        self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
+        self.run.router_addresses(list(rr.config.addresses))
+        self.run.on_advance.append(self.advance)
+        self.run.on_forget.append(self.forget)
+        self.run.on_generated.append(self.generated)
+        rr.chip.add_service(self.service, int(slice_ns * float(rr.chip.config["clock_mhz"]) // 1000))
+
+    # -- the model, as the chip's clock passes the packets' arrivals
+    def _note_changes(self, changes: list[Any]) -> None:
+        if changes:
+            self.full_from = min(self.full_from, min(c.at_ns for c in changes) - CHANGE_WINDOW_NS // 5)
+
+    def window(self, c: Chunk) -> None:
+        """A new window with the C oracle's verdicts in c.extra["v"]: the ledger's copy
+        leaves what the fast path excepts to Python."""
+        v = c.extra["v"]
+        c.verdicts = Verdicts(v.kind.translate(TO_PYTHON), v.reason, v.port, v.out)
+
+    def advance(self) -> None:
+        """After a slice: route changes made through the socket, the model up to now,
+        then what the daemon logged (before the frames that left are accounted)."""
+        now = self.run.now_ns
+        self._take_socket_changes()
+        self._model_to(now)
+        self.model.advance(now)
+        self._settle()
+        self.service()
+        self._resolve()
+
+    def _take_socket_changes(self) -> None:
+        made = changes_made(self.rr.chip)
+        new = made[self._socket_changes :]
+        if new:
+            self._socket_changes = len(made)
+            self.model.add_changes(new)
+            self._note_changes(new)
+
+    def _model_to(self, now: int) -> None:
+        for c in self.run.chunks:
+            if c.end <= self.next_pid:
+                continue
+            w = c.w
+            i = max(0, self.next_pid - c.first)
+            hi = bisect.bisect_right(w.times, now, i, c.pushed)
+            if hi > i:
+                split = bisect.bisect_left(w.times, self.full_from, i, hi) if self.full_from < NEVER else hi
+                kind = c.extra["v"].kind
+                j = kind.find(EXCEPTION, i, split)
+                while j >= 0:
+                    self._process(c, j)
+                    j = kind.find(EXCEPTION, j + 1, split)
+                for j in range(split, hi):
+                    self._process(c, j)
+                self.next_pid = c.first + hi
+            if hi < len(w):
+                return
+
+    def _process(self, c: Chunk, i: int) -> None:
+        w = c.w
+        pid = c.first + i
+        frame = w.frame(i)
+        r = self.model.process(pid, frame, w.ports[i], w.times[i])
+        v = c.extra["v"]
+        ck = v.kind[i]
+        own = v.outcome(i, w.off[i], w.lens[i])
+        if ck == EXCEPTION or isinstance(r.fast, Except):
+            key = (w.ports[i], w.lens[i], frame_digest(frame))
+            self.index.setdefault(key, deque()).append(pid)
+            self.indexed[pid] = key
+        if ck != EXCEPTION and not r.alternatives and r.fast == own:
+            del self.model.results[pid]  # the C oracle's verdict, judged by the ledger
+            return
+        c.verdicts.kind[i] = PYTHON
+        if r.final is None:
+            self.held.add(pid)
+        self._demand(own, r.final, w.lens[i])
+
+    def _demand(self, was: Outcome | None, now: Outcome | None, nbytes: int) -> None:
+        """The model's verdict instead of the C oracle's in what each port must carry."""
+        a = was.port if isinstance(was, Forward) else None
+        b = now.port if isinstance(now, Forward) else None
+        if a != b:
+            if a is not None:
+                self.rr.add_demand(a, nbytes, sign=-1)
+            if b is not None:
+                self.rr.add_demand(b, nbytes)
+
+    def _settle(self) -> None:
+        """Held packets the model has decided, and the frames it sent."""
+        for pid in [p for p in self.held if (r := self.model.results.get(p)) is None or r.final is not None]:
+            self.held.discard(pid)
+            r = self.model.results.get(pid)
+            c = self.run.chunk_of(pid)
+            if r is not None and c is not None:
+                self._demand(None, r.final, c.w.lens[pid - c.first])
+        for port, frame, pid in self.model.emitted:
+            self.rr.add_demand(port, len(frame), packet=False)
+            if pid < 0 or pid in self.handled:
+                self._want(port, frame)
+            else:
+                self.provisional.setdefault(pid, []).append((port, frame))
+        self.model.emitted.clear()
+
+    def finish(self) -> None:
+        """At the end: every packet through the model, its timers run out, the log read."""
+        self._take_socket_changes()
+        self._model_to(NEVER)
+        self.model.finish()
+        self._settle()
+        self.service()
+        self._resolve()
+        self.provisional.clear()  # about packets the daemon never got (a full exception ring)
+
+    # -- the daemon's log
+    def service(self) -> None:
+        """Take the new log records (a chip service, so the log does not wrap unread)."""
+        self._raw.extend(self.log.take())
+
+    def _resolve(self) -> None:
+        comparison = self.rr.comparison
+        for rec in self._raw:
+            self.records += 1
+            try:
+                name = self.reasons.exception(rec.reason).name
+            except ValueError:
+                name = f"code {rec.reason}"
+            pid = self._identify(rec)
+            if pid < 0:
+                comparison["unmatched_exception"] += 1
+                continue
+            r = self.model.results.get(pid)
+            ok = r is not None and (r.reason == name or (name == "arp_miss" and r.learnt_hop))
+            comparison["matched_exception" if ok else "wrong_reason"] += 1
+            self.handled.add(pid)
+            for port, frame in self.provisional.pop(pid, []):
+                self._want(port, frame)
+            if rec.action == ACT_FORWARDED:
+                self.cp_forwarded.add(pid)
+                self.forwarded_by_it += 1
+            else:
+                self.run.mark(pid, EXCEPTED, name)
+        self._raw.clear()
+
+    def _identify(self, rec: LogRecord) -> int:
+        """The input packet a log record is about: by its port, length and digest among
+        the packets the fast path excepts (the earliest not named yet); else among all
+        packets held without a fate (the fast path excepted what the oracle did not)."""
+        q = self.index.get((rec.in_port, rec.length, rec.digest))
+        if q:
+            pid = q.popleft()
+            if not q:
+                del self.index[(rec.in_port, rec.length, rec.digest)]
+            self.indexed.pop(pid, None)
+            return pid
+        for c in self.run.chunks:
+            w = c.w
+            for i in range(c.pushed):
+                pid = c.first + i
+                if (not c.fate[i] and w.ports[i] == rec.in_port and w.lens[i] == rec.length
+                        and pid not in self.handled and frame_digest(w.frame(i)) == rec.digest):  # fmt: skip
+                    return pid
+        return -1
+
+    def forget(self, c: Chunk) -> None:
+        """A window every packet of which has a fate: what is kept about its packets goes."""
+        lo, hi = c.first, c.end
+        for pid in [p for p in self.indexed if lo <= p < hi]:
+            key = self.indexed.pop(pid)
+            q = self.index.get(key)
+            if q is not None and pid in q:
+                q.remove(pid)
+                if not q:
+                    del self.index[key]
+        for s in (self.handled, self.cp_forwarded, self.held):
+            for pid in [p for p in s if lo <= p < hi]:
+                s.discard(pid)
+        for d in (self.provisional, self.model.results):
+            for pid in [p for p in d if lo <= p < hi]:
+                del d[pid]
+
+    # -- frames
+    def _want(self, port: int, frame: bytes) -> None:
+        key = (port, frame)
+        if self.got[key]:
+            self.got[key] -= 1
+            self.matched += 1
+        else:
+            self.want[key] += 1
+
+    def generated(self, port: int, _t: int, frame: bytes) -> None:
+        """A frame the router made itself left `port`."""
+        key = (port, frame)
+        if self.want[key]:
+            self.want[key] -= 1
+            self.matched += 1
+        else:
+            self.got[key] += 1
+
+    def judge(self, d: Departure) -> str | None:
+        """A frame of a packet the model judged (None: not one): the comparison key.
+        Timed by the caller; flow order here (the control plane's forwards apart)."""
+        r = self.model.results.get(d.pid)
+        if r is None:
+            return None
+        candidates = [r.final if r.final is not None else r.fast, *r.alternatives]
+        key = "wrong_bytes"
+        if not any(isinstance(o, Forward) for o in candidates):
+            key = "wrong_outcome"
+        elif not any(isinstance(o, Forward) and o.port == d.port for o in candidates):
+            key = "wrong_port"
+        else:
+            for o in candidates:
+                if isinstance(o, Forward) and o.port == d.port and (
+                        o.data == d.data or same_but_timestamps(o.data, r.timestamps, d.data)):  # fmt: skip
+                    key = "matched_forward"
+                    break
+        assert d.chunk is not None
+        in_port = d.chunk.w.ports[d.i]
+        if d.pid in self.cp_forwarded:
+            self.cp_forwarded.discard(d.pid)
+            flow = flow_of(d.data, in_port)
+            reordered = self._cp_last.get(flow, -1) > d.pid
+            self._cp_last[flow] = max(d.pid, self._cp_last.get(flow, -1))
+        else:
+            reordered = self.run.flow_reordered(d.data, in_port, d.pid)
+        if reordered:
+            self.rr.comparison["reordered"] += 1
+        return key
+
+    def fast_outcome(self, pid: int) -> Outcome | None:
+        """What the fast path does with a packet the model judged (None: the C oracle's)."""
+        r = self.model.results.get(pid)
+        return None if r is None else r.fast
+
+    def outcome(self, pid: int) -> Outcome | None:
+        """The router's verdict on a packet the model judged (None: the C oracle's)."""
+        r = self.model.results.get(pid)
+        return None if r is None else (r.final if r.final is not None else r.fast)
+
+    # -- the account
+    def comparison(self, control_queue_full: int) -> dict[str, int]:
+        return {"matched_control": self.matched, "unexpected_control": sum(self.got.values()),
+                "missing_control": max(0, sum(self.want.values()) - control_queue_full)}  # fmt: skip
+

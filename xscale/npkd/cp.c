@@ -1,0 +1,947 @@
+/* cp.c -- the control plane engine (cp.h).  Reason codes: microcode/reasons.yaml. */
+#include "cp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    EXC_ARP = 1, EXC_IP_OPTIONS = 2, EXC_BROADCAST = 3, EXC_MULTICAST = 4, EXC_LOCAL_DELIVERY = 5,
+    EXC_NO_ROUTE = 6, EXC_TTL_EXPIRED = 7, EXC_REDIRECT = 8, EXC_ARP_MISS = 9
+};
+
+static const char *const STAT_NAMES[] = {
+#define NPKD_STAT_NAME(name) #name,
+    NPKD_STATS(NPKD_STAT_NAME)
+#undef NPKD_STAT_NAME
+};
+
+const char *cp_stat_name(int i)
+{
+    return i >= 0 && i < ST_COUNT ? STAT_NAMES[i] : "?";
+}
+
+static const uint8_t ZERO_MAC[6];
+
+static char *fmt_u(char *b, uint32_t v)
+{
+    char t[12];
+    int n = 0;
+    do t[n++] = (char)('0' + v % 10); while ((v /= 10));
+    while (n) *b++ = t[--n];
+    *b = 0;
+    return b;
+}
+
+char *fmt_ip(char *b, uint32_t a)
+{
+    for (int i = 3; i >= 0; i--) {
+        b = fmt_u(b, (a >> (8 * i)) & 255);
+        if (i) *b++ = '.';
+    }
+    *b = 0;
+    return b;
+}
+
+static char *fmt_s(char *b, const char *s)
+{
+    while (*s) *b++ = *s++;
+    *b = 0;
+    return b;
+}
+
+char *fmt_route(char *b, const route_cfg *r)
+{
+    b = fmt_ip(b, r->prefix);
+    *b++ = '/';
+    b = fmt_u(b, (uint32_t)r->len);
+    if (r->next_hop) {
+        b = fmt_ip(fmt_s(b, " via "), r->next_hop);
+        return fmt_u(fmt_s(b, " port "), (uint32_t)r->port);
+    }
+    return fmt_u(fmt_s(b, " dev "), (uint32_t)r->port);
+}
+
+static void journal(cp *c, const char *verb, const route_cfg *r, const uint8_t *mac)
+{
+    if (!c->journal) return;
+    char line[96], *b = fmt_s(line, verb);
+    if (!strcmp(verb, "add ")) {
+        b = fmt_route(b, r);
+    } else if (!strcmp(verb, "del ")) {
+        b = fmt_u(fmt_s(fmt_ip(b, r->prefix), "/"), (uint32_t)r->len);
+    } else {                                          /* adj IP PORT MAC | unadj IP */
+        b = fmt_ip(b, r->prefix);
+        if (mac) {
+            static const char hex[] = "0123456789abcdef";
+            b = fmt_u(fmt_s(b, " "), (uint32_t)r->port);
+            for (int i = 0; i < 6; i++) {
+                *b++ = i ? ':' : ' ';
+                *b++ = hex[mac[i] >> 4];
+                *b++ = hex[mac[i] & 15];
+            }
+        }
+    }
+    fmt_s(b, "\n");
+    c->journal(c->ensure_ctx, line);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t now(cp *c)
+{
+    return c->hw.now_ns(c->hw.ctx);
+}
+
+int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw)
+{
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    c->mem = mem;
+    c->tab = tab;
+    c->hw = *hw;
+    for (int i = 0; i < cfg->nports; i++) c->own[i] = cfg->port[i].addr;
+    c->bucket = (uint64_t)cfg->opt.icmp_burst * 1000000000ull;
+    c->bucket_ns = now(c);
+    c->log_count = cfg->log_cap ? npkd_sram_rd(mem, cfg->log_base) : 0;   /* a restart appends */
+    return 0;
+}
+
+void cp_free(cp *c)
+{
+    for (uint32_t i = 0; i < c->narp; i++) free(c->arp[i].hold);
+    free(c->arp);
+    free(c->backlog);
+    u32map_free(&c->arp_at);
+}
+
+/* ---- buffers, the control ring, the log ------------------------------------------------ */
+
+static uint32_t desc_addr(const cp *c, uint32_t h)
+{
+    return c->cfg->sys.desc_base + (h << c->cfg->sys.desc_shift);
+}
+
+static uint8_t *buffer(cp *c, uint32_t h, uint32_t len)
+{
+    return npkd_dram(c->mem, c->cfg->sys.buf_base + (h << c->cfg->sys.buf_shift), len);
+}
+
+static void free_buffer(cp *c, uint32_t h)
+{
+    c->hw.queue_put(c->hw.ctx, c->cfg->sys.freelist_q, desc_addr(c, h));
+}
+
+static int alloc_buffer(cp *c, uint32_t *h)
+{
+    uint32_t d = c->hw.queue_get(c->hw.ctx, c->cfg->sys.freelist_q);
+    if (!d) {
+        c->stats[ST_tx_no_buffer]++;
+        return -1;
+    }
+    *h = (d - c->cfg->sys.desc_base) >> c->cfg->sys.desc_shift;
+    return 0;
+}
+
+static void flush_backlog(cp *c)
+{
+    while (c->bl_n && c->hw.ring_free(c->hw.ctx, c->cfg->cp_ring) >= 2) {
+        uint32_t i = c->bl_head;
+        c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, c->backlog[2 * i]);
+        c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, c->backlog[2 * i + 1]);
+        c->bl_head = (c->bl_head + 1) % c->bl_cap;
+        c->bl_n--;
+    }
+}
+
+/* a message (packet word, output port) to the queue manager, in order */
+static void put_msg(cp *c, uint32_t w0, uint32_t w1)
+{
+    flush_backlog(c);
+    if (!c->bl_n && c->hw.ring_free(c->hw.ctx, c->cfg->cp_ring) >= 2) {
+        c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, w0);
+        c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, w1);
+        return;
+    }
+    if (c->bl_n == c->bl_cap) {                    /* grow the circular backlog */
+        uint32_t cap = c->bl_cap ? 2 * c->bl_cap : 64;
+        uint32_t *p = malloc(2 * (size_t)cap * sizeof *p);
+        if (!p) return;
+        for (uint32_t k = 0; k < c->bl_n; k++) {
+            uint32_t i = (c->bl_head + k) % c->bl_cap;
+            p[2 * k] = c->backlog[2 * i];
+            p[2 * k + 1] = c->backlog[2 * i + 1];
+        }
+        free(c->backlog);
+        c->backlog = p;
+        c->bl_cap = cap;
+        c->bl_head = 0;
+    }
+    uint32_t i = (c->bl_head + c->bl_n) % c->bl_cap;
+    c->backlog[2 * i] = w0;
+    c->backlog[2 * i + 1] = w1;
+    c->bl_n++;
+    if (c->bl_n > c->stats[ST_tx_backlog_max]) c->stats[ST_tx_backlog_max] = c->bl_n;
+}
+
+/* buffer h (frame of len bytes) out of port: descriptor length, then the control ring */
+static void send_buffer(cp *c, uint32_t h, uint32_t len, int port, uint32_t pw)
+{
+    uint32_t d = desc_addr(c, h);
+    npkd_sram_wr(c->mem, d + 8, len << 16);
+    put_msg(c, pw, (uint32_t)port);
+}
+
+/* a frame the router made, copied into a buffer off the free list: 0, or -1 (none) */
+static int new_buffer(cp *c, const uint8_t *f, uint32_t len, uint32_t *h)
+{
+    if (alloc_buffer(c, h)) return -1;
+    uint8_t *b = buffer(c, *h, len);
+    if (!b) {
+        free_buffer(c, *h);
+        return -1;
+    }
+    memcpy(b, f, len);
+    npkd_sram_wr(c->mem, desc_addr(c, *h) + 12, 0xFFu << 24);     /* input port: none */
+    return 0;
+}
+
+static void send_frame(cp *c, int port, const uint8_t *f, uint32_t len)
+{
+    uint32_t h;
+    if (new_buffer(c, f, len, &h)) return;
+    send_buffer(c, h, len, port, 0x80000000u | PW_CONTROL | h);
+    c->stats[ST_frames_sent]++;
+}
+
+static void log_exc(cp *c, const exc_info *x, int action)
+{
+    const npkd_cfg *g = c->cfg;
+    if (!g->log_cap) return;
+    uint32_t a = g->log_base + 16 + 16 * (c->log_count % g->log_cap);
+    npkd_sram_wr(c->mem, a, x->digest);
+    npkd_sram_wr(c->mem, a + 4, x->len << 16 | (x->in_port & 0xFF) << 8 | (x->reason & 0xFF));
+    npkd_sram_wr(c->mem, a + 8, (uint32_t)action << 24 | (x->sent & 0xFF) << 16 | (x->handle & 0xFFFF));
+    npkd_sram_wr(c->mem, a + 12, (uint32_t)(now(c) / 1000));
+    c->log_count++;
+    npkd_sram_wr(c->mem, g->log_base + 4, g->log_cap);
+    npkd_sram_wr(c->mem, g->log_base, c->log_count);     /* last: the host reads up to here */
+    c->stats[ST_log_records]++;
+}
+
+/* ---- ARP cache ------------------------------------------------------------------------------ */
+
+static arp_ent *arp_find(cp *c, uint32_t ip)
+{
+    uint32_t *i = u32map_get(&c->arp_at, ip);
+    return i ? &c->arp[*i] : NULL;
+}
+
+static arp_ent *arp_get(cp *c, uint32_t ip, int port)
+{
+    arp_ent *e = arp_find(c, ip);
+    if (e) return e;
+    if (c->narp == c->caparp) {
+        uint32_t cap = c->caparp ? 2 * c->caparp : 32;
+        arp_ent *p = realloc(c->arp, cap * sizeof *p);
+        if (!p) return NULL;
+        c->arp = p;
+        c->caparp = cap;
+    }
+    e = &c->arp[c->narp];
+    memset(e, 0, sizeof *e);
+    e->ip = ip;
+    e->port = (uint8_t)port;
+    e->hold = calloc(c->cfg->opt.arp_hold ? c->cfg->opt.arp_hold : 1, sizeof *e->hold);
+    if (!e->hold || u32map_put(&c->arp_at, ip, c->narp)) {
+        free(e->hold);
+        return NULL;
+    }
+    c->narp++;
+    return e;
+}
+
+static int static_arp(const cp *c, uint32_t ip)
+{
+    return cfg_arp(c->cfg, ip) != NULL;
+}
+
+static uint32_t nh_count(cp *c)
+{
+    if (c->tables_ready) return c->tab->nh.n;
+    uint32_t n = 1;       /* entries are contiguous from 0; an all-zero entry ends them */
+    for (; n < c->cfg->lay.nh_cap; n++) {
+        uint32_t a = c->cfg->lay.nh + 16 * n, z = 0;
+        for (uint32_t i = 0; i < 4; i++) z |= npkd_sram_rd(c->mem, a + 4 * i);
+        if (!z) break;
+    }
+    return n;
+}
+
+static int ensure_tables(cp *c)
+{
+    if (c->tables_ready) return 0;
+    return c->ensure_tables ? c->ensure_tables(c->ensure_ctx) : -1;
+}
+
+/* put a resolved MAC into the fast path (LAYOUT.md §7 rule 5) */
+static void arp_install(cp *c, arp_ent *e)
+{
+    const lpm_layout *l = &c->cfg->lay;
+    uint32_t n = nh_count(c);
+    for (uint32_t i = 1; i < n; i++) {                 /* gateway entries waiting for e->ip */
+        nh_entry s;
+        nh_read(c->mem, l, i, &s);
+        if (!(s.flags & NH_ARP_MISS) || s.next_hop != e->ip) continue;
+        nh_entry r = s;
+        r.flags &= ~NH_ARP_MISS;
+        r.next_hop = 0;
+        memcpy(r.dst, e->mac, 6);
+        uint32_t w[4];
+        nh_encode(&r, w);
+        for (uint32_t k = 1; k < 4; k++) npkd_sram_wr(c->mem, l->nh + 16 * i + 4 * k, w[k]);
+        npkd_sram_wr(c->mem, l->nh + 16 * i, w[0]);   /* last: ARP_MISS off */
+        e->gateway_installed = 1;
+    }
+    uint32_t idx = lpm_walk(c->mem, l, e->ip);
+    nh_entry s;
+    nh_read(c->mem, l, idx, &s);
+    if ((s.flags & NH_ARP_MISS) && !s.next_hop && (s.flags & NH_DIRECT) && !c->tables_ready) {
+        e->adjacency_pending = 1;       /* when the route model is loaded (cp_tables_ready): no stall now */
+        return;
+    }
+    if ((s.flags & NH_ARP_MISS) && !s.next_hop && (s.flags & NH_DIRECT)) {
+        nh_entry a = {0};
+        a.port = s.port;
+        a.flags = NH_DIRECT;
+        memcpy(a.dst, e->mac, 6);
+        memcpy(a.src, c->cfg->port[s.port].mac, 6);
+        route_cfg r = {e->ip, e->ip, 32, (int)s.port};
+        if (!tables_add_entry_route(c->tab, &r, &a)) {
+            e->adjacency_installed = 1;
+            journal(c, "adj ", &r, e->mac);
+        }
+    }
+}
+
+static void arp_uninstall(cp *c, arp_ent *e)
+{
+    const lpm_layout *l = &c->cfg->lay;
+    if (e->gateway_installed) {
+        uint32_t n = nh_count(c);
+        for (uint32_t i = 1; i < n; i++) {
+            nh_entry s;
+            nh_read(c->mem, l, i, &s);
+            if (s.flags & (NH_ARP_MISS | NH_DIRECT) || memcmp(s.dst, e->mac, 6)) continue;
+            if (c->tables_ready && (i >= c->tab->nh.n || c->tab->nh.via[i] != e->ip)) continue;
+            nh_entry r = s;
+            r.flags |= NH_ARP_MISS;
+            r.next_hop = e->ip;
+            memset(r.dst, 0, 6);
+            uint32_t w[4];
+            nh_encode(&r, w);
+            npkd_sram_wr(c->mem, l->nh + 16 * i, w[0]);   /* first: ARP_MISS on */
+            for (uint32_t k = 1; k < 4; k++) npkd_sram_wr(c->mem, l->nh + 16 * i + 4 * k, w[k]);
+        }
+        e->gateway_installed = 0;
+    }
+    e->adjacency_pending = 0;
+    if (e->adjacency_installed && !ensure_tables(c)) {
+        tables_del_route(c->tab, e->ip, 32);
+        e->adjacency_installed = 0;
+        route_cfg r = {e->ip, 0, 32, 0};
+        journal(c, "unadj ", &r, NULL);
+    }
+}
+
+static void send_arp_request(cp *c, arp_ent *e)
+{
+    const port_cfg *p = &c->cfg->port[e->port];
+    uint32_t n = build_arp(c->frame, 1, p->mac, p->addr, ZERO_MAC, e->ip);
+    send_frame(c, e->port, c->frame, n);
+    c->stats[ST_arp_requests_sent]++;
+}
+
+/* ---- ICMP ----------------------------------------------------------------------------------- */
+
+/* where a datagram to dst leaves: 1 with port and, when known, the next hop's MAC */
+typedef struct route_out {
+    int port, resolved;
+    uint32_t next_hop, index;
+    nh_entry e;
+    uint8_t mac[6];
+} route_out;
+
+static int route_to(cp *c, uint32_t dst, route_out *o)
+{
+    memset(o, 0, sizeof *o);
+    o->index = lpm_walk(c->mem, &c->cfg->lay, dst);
+    nh_read(c->mem, &c->cfg->lay, o->index, &o->e);
+    if (o->e.flags & (NH_NO_ROUTE | NH_LOCAL | NH_BROADCAST) || o->e.port >= (uint32_t)c->cfg->nports) return 0;
+    o->port = (int)o->e.port;
+    if (!(o->e.flags & NH_ARP_MISS)) {
+        o->resolved = 1;
+        memcpy(o->mac, o->e.dst, 6);
+        return 1;
+    }
+    o->next_hop = o->e.next_hop ? o->e.next_hop : dst;
+    arp_ent *a = arp_find(c, o->next_hop);
+    if (a && a->state == ARP_REACHABLE) {
+        o->resolved = 1;
+        memcpy(o->mac, a->mac, 6);
+    }
+    return 1;
+}
+
+static int own_or_bcast(const cp *c, uint32_t a)
+{
+    for (int i = 0; i < c->cfg->nports; i++)
+        if (a == c->cfg->port[i].bcast || a == c->cfg->port[i].net) return 1;
+    return 0;
+}
+
+/* RFC 1812 4.3.2.7: no error about a link broadcast, a non-first fragment, an ICMP
+ * error, or a datagram whose source or destination is not a unicast address */
+static int may_send_error(const cp *c, const uint8_t *f, uint32_t len, const ip_view *v)
+{
+    if (f[0] & 1) return 0;
+    if (v->frag & 0x1FFF) return 0;
+    if (!ip_is_unicast_src(v->src) || own_or_bcast(c, v->src)) return 0;
+    if (v->dst >= 0xE0000000u || own_or_bcast(c, v->dst)) return 0;
+    return !icmp_is_error(f, len, v);
+}
+
+static int take_token(cp *c)
+{
+    uint64_t t = now(c), cap = (uint64_t)c->cfg->opt.icmp_burst * 1000000000ull;
+    if (t > c->bucket_ns) {
+        c->bucket += (t - c->bucket_ns) * c->cfg->opt.icmp_rate;
+        if (c->bucket > cap) c->bucket = cap;
+        c->bucket_ns = t;
+    }
+    if (c->bucket < 1000000000ull) return 0;
+    c->bucket -= 1000000000ull;
+    return 1;
+}
+
+static void hold(cp *c, arp_ent *e, const hold_item *it);
+
+/* send a frame the router made (Ethernet destination bytes still to fill) via o */
+static void emit(cp *c, const route_out *o, uint8_t *f, uint32_t len)
+{
+    if (o->resolved) {
+        memcpy(f, o->mac, 6);
+        send_frame(c, o->port, f, len);
+        return;
+    }
+    arp_ent *e = arp_get(c, o->next_hop, o->port);
+    uint32_t h;
+    if (!e || new_buffer(c, f, len, &h)) return;
+    hold_item it = {0};
+    it.x.handle = h;
+    it.x.len = len;
+    it.generated = 1;
+    hold(c, e, &it);
+}
+
+/* an ICMP error about the received frame f; 1 when sent (or held for ARP) */
+static int icmp_error(cp *c, const uint8_t *f, uint32_t len, uint8_t type, uint8_t code, uint32_t aux, int counter)
+{
+    ip_view v;
+    if (ip_parse(f, len, &v)) return 0;
+    if (!may_send_error(c, f, len, &v)) {
+        c->stats[ST_icmp_suppressed_rules]++;
+        return 0;
+    }
+    route_out o;
+    if (!route_to(c, v.src, &o)) {
+        c->stats[ST_icmp_no_route_back]++;
+        return 0;
+    }
+    if (!take_token(c)) {
+        c->stats[ST_icmp_suppressed_rate_limit]++;
+        return 0;
+    }
+    const port_cfg *p = &c->cfg->port[o.port];
+    uint32_t n = build_icmp_error(c->frame, ZERO_MAC, p->mac, p->addr, f, len, type, code, aux);
+    emit(c, &o, c->frame, n);
+    c->stats[counter]++;
+    return 1;
+}
+
+/* ---- holding packets for ARP ------------------------------------------------------------------ */
+
+static void release(cp *c, arp_ent *e, const hold_item *it)
+{
+    uint8_t *f = buffer(c, it->x.handle, it->x.len);
+    if (!f) return;
+    const port_cfg *p = &c->cfg->port[e->port];
+    if (it->generated) {
+        memcpy(f, e->mac, 6);
+        send_buffer(c, it->x.handle, it->x.len, e->port, 0x80000000u | PW_CONTROL | it->x.handle);
+        c->stats[ST_frames_sent]++;
+        return;
+    }
+    forward_rewrite(f, e->mac, p->mac, it->full);
+    send_buffer(c, it->x.handle, it->x.len, e->port, it->x.pw);
+    log_exc(c, &it->x, ACT_FORWARDED);
+    c->stats[ST_held_sent]++;
+    c->stats[ST_forwarded]++;
+}
+
+static void hold(cp *c, arp_ent *e, const hold_item *it)
+{
+    if (e->state == ARP_REACHABLE) {
+        release(c, e, it);
+        return;
+    }
+    if (e->nhold >= c->cfg->opt.arp_hold) {             /* the newest is dropped */
+        free_buffer(c, it->x.handle);
+        if (!it->generated) {
+            c->stats[ST_held_dropped_overflow]++;
+            log_exc(c, &it->x, ACT_DROPPED);
+        }
+    } else {
+        e->hold[e->nhold++] = *it;
+        if (!it->generated) c->stats[ST_held]++;
+    }
+    if (e->state == ARP_NONE) {                         /* start resolving */
+        e->state = ARP_INCOMPLETE;
+        e->tries = 1;
+        e->next_try = now(c) + 1000ull * c->cfg->opt.arp_retry_us;
+        send_arp_request(c, e);
+    }
+}
+
+static void resolved(cp *c, arp_ent *e)
+{
+    /* the held packets first, then the fast path: packets it forwards from now on
+     * reach the queue manager after them */
+    for (uint32_t i = 0; i < e->nhold; i++) release(c, e, &e->hold[i]);
+    e->nhold = 0;
+    arp_install(c, e);
+    c->stats[ST_arp_resolved]++;
+}
+
+static void unresolved(cp *c, arp_ent *e)
+{
+    c->stats[ST_arp_unresolved]++;
+    for (uint32_t i = 0; i < e->nhold; i++) {
+        hold_item *it = &e->hold[i];
+        uint8_t *f = buffer(c, it->x.handle, it->x.len);
+        if (!it->generated && f) {
+            memcpy(c->quote, f, it->x.len);
+            it->x.sent += (uint32_t)icmp_error(c, c->quote, it->x.len, ICMP_UNREACH, UNREACH_HOST, 0,
+                                               ST_icmp_host_unreachable);
+            c->stats[ST_held_dropped_unresolved]++;
+            log_exc(c, &it->x, ACT_CONSUMED);
+        }
+        free_buffer(c, it->x.handle);
+    }
+    e->nhold = 0;
+    e->state = ARP_NONE;
+}
+
+/* ---- the exception reasons ------------------------------------------------------------------ */
+
+static void arp_input(cp *c, const uint8_t *f, uint32_t len, uint32_t in_port)
+{
+    if (len < ETH_HLEN + 28 || in_port >= (uint32_t)c->cfg->nports) {
+        c->stats[ST_arp_ignored]++;
+        return;
+    }
+    const uint8_t *a = f + ETH_HLEN;
+    uint32_t op = (uint32_t)a[6] << 8 | a[7];
+    if (a[0] != 0 || a[1] != 1 || a[2] != 8 || a[3] != 0 || a[4] != 6 || a[5] != 4 || (op != 1 && op != 2)) {
+        c->stats[ST_arp_ignored]++;
+        return;
+    }
+    c->stats[op == 1 ? ST_arp_requests_received : ST_arp_replies_received]++;
+    const uint8_t *sha = a + 8, *tha = a + 18;
+    (void)tha;
+    uint32_t spa = rd32(a + 14), tpa = rd32(a + 24);
+    const port_cfg *p = &c->cfg->port[in_port];
+    int for_me = tpa == p->addr;
+    if ((sha[0] & 1) || (spa & p->mask) != p->net || spa == p->addr || spa == p->net || spa == p->bcast) {
+        c->stats[ST_arp_ignored]++;
+        return;
+    }
+    arp_ent *e = arp_find(c, spa);
+    if (!static_arp(c, spa) && (e || for_me)) {          /* RFC 826: merge, or add when for me */
+        if (!e) e = arp_get(c, spa, (int)in_port);
+        if (e) {
+            int was = e->state;
+            memcpy(e->mac, sha, 6);
+            e->state = ARP_REACHABLE;
+            e->port = (uint8_t)in_port;
+            e->expires = now(c) + 1000000ull * c->cfg->opt.arp_age_ms;
+            if (was != ARP_REACHABLE) c->stats[ST_arp_learnt]++;
+            if (was == ARP_INCOMPLETE) resolved(c, e);
+        }
+    }
+    if (op == 1 && for_me) {
+        uint32_t n = build_arp(c->frame, 2, p->mac, p->addr, sha, spa);
+        send_frame(c, (int)in_port, c->frame, n);
+        c->stats[ST_arp_replies_sent]++;
+    }
+}
+
+/* a datagram addressed to the router (IHL 5): 1 frame sent or 0 */
+static uint32_t local_input(cp *c, uint8_t *f, uint32_t len)
+{
+    ip_view v;
+    if (ip_parse(f, len, &v) || (v.frag & 0x1FFF)) {
+        c->stats[ST_local_counted]++;
+        return 0;
+    }
+    uint32_t off = ETH_HLEN + 4u * v.ihl, l4 = v.tot_len - 4u * v.ihl;
+    if (v.proto == IPPROTO_ICMP_ && l4 >= 8 && f[off] == ICMP_ECHO && v.ihl == 5 && !(v.frag & 0x2000)) {
+        c->stats[ST_local_echo_requests]++;
+        route_out o;
+        if (inet_csum(f + off, l4, 0) != 0 || (f[0] & 1) || !ip_is_unicast_src(v.src) ||
+            own_or_bcast(c, v.src)) {
+            c->stats[ST_local_counted]++;
+            return 0;
+        }
+        if (!route_to(c, v.src, &o)) {
+            c->stats[ST_icmp_no_route_back]++;
+            return 0;
+        }
+        uint32_t n = build_echo_reply(c->frame, ZERO_MAC, c->cfg->port[o.port].mac, f, len);
+        emit(c, &o, c->frame, n);
+        c->stats[ST_icmp_echo_reply]++;
+        return 1;
+    }
+    if (v.proto == IPPROTO_UDP_ && c->cfg->opt.closed_ports_only) {
+        c->stats[ST_local_udp]++;
+        return (uint32_t)icmp_error(c, f, len, ICMP_UNREACH, UNREACH_PORT, 0, ST_icmp_port_unreachable);
+    }
+    c->stats[ST_local_counted]++;
+    return 0;
+}
+
+/* forward the excepted packet (whose buffer we own) to dst's next hop; action */
+static int forward(cp *c, exc_info *x, uint8_t *f, int full)
+{
+    ip_view v;
+    route_out o;
+    if (ip_parse(f, x->len, &v) || !route_to(c, v.dst, &o)) return ACT_CONSUMED;
+    if (o.resolved) {
+        if (o.e.flags & NH_ARP_MISS) {                 /* known from the cache: into the fast path */
+            arp_ent *a = arp_find(c, o.next_hop);
+            if (a && !a->gateway_installed && !a->adjacency_installed && !a->adjacency_pending) arp_install(c, a);
+        }
+        forward_rewrite(f, o.mac, c->cfg->port[o.port].mac, full);
+        send_buffer(c, x->handle, x->len, o.port, x->pw);
+        c->stats[ST_forwarded]++;
+        return ACT_FORWARDED;
+    }
+    arp_ent *e = arp_get(c, o.next_hop, o.port);
+    if (!e) return ACT_CONSUMED;
+    hold_item it = {0};
+    it.x = *x;
+    it.full = (uint8_t)full;
+    hold(c, e, &it);
+    return ACT_HELD;
+}
+
+/* the gateway a redirect names: the route's next hop, or the destination when on-link */
+static uint32_t gateway_of(cp *c, const route_out *o, uint32_t dst)
+{
+    if (o->e.flags & NH_DIRECT) return dst;
+    if (o->e.flags & NH_ARP_MISS) return o->e.next_hop ? o->e.next_hop : dst;
+    if (c->tables_ready && o->index < c->tab->nh.n && c->tab->nh.via[o->index]) return c->tab->nh.via[o->index];
+    const port_cfg *p = &c->cfg->port[o->port];
+    for (uint32_t i = 0; i < c->cfg->narp; i++)
+        if (!memcmp(c->cfg->arp[i].mac, o->e.dst, 6) && (c->cfg->arp[i].ip & p->mask) == p->net)
+            return c->cfg->arp[i].ip;
+    for (uint32_t i = 0; i < c->narp; i++)
+        if (c->arp[i].state == ARP_REACHABLE && !memcmp(c->arp[i].mac, o->e.dst, 6)) return c->arp[i].ip;
+    return 0;
+}
+
+static int redirect(cp *c, exc_info *x, uint8_t *f)
+{
+    ip_view v;
+    route_out o;
+    if (ip_parse(f, x->len, &v) || !route_to(c, v.dst, &o)) return ACT_CONSUMED;
+    uint32_t gw = c->cfg->send_redirects ? gateway_of(c, &o, v.dst) : 0;
+    memcpy(c->quote, f, x->len);                    /* the datagram as received */
+    int act = forward(c, x, f, 0);
+    if (gw) x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_REDIRECT, 1, gw, ST_icmp_redirect_host);
+    return act;
+}
+
+static int is_martian_dst(uint32_t d)
+{
+    uint32_t top = d >> 24;
+    return top == 0 || top == 127 || (d >= 0xF0000000u && d != 0xFFFFFFFFu);
+}
+
+static uint32_t ts_ms(cp *c)
+{
+    return (uint32_t)((c->epoch_ms_of_day + now(c) / 1000000ull) % 86400000ull);
+}
+
+/* RFC 1812 5.2.4: process the options, then the rules the fast path skipped (steps
+ * 12..22 of reasons.yaml, no redirect), then forward */
+static int options(cp *c, exc_info *x, uint8_t *f)
+{
+    const npkd_cfg *g = c->cfg;
+    memcpy(c->quote, f, x->len);
+    c->stats[ST_options_processed]++;
+    opt_result r;
+    if (ip_options_route(f, c->own, g->nports, &r) != OPT_OK) {
+        c->stats[ST_options_bad]++;
+        x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_PARAM_PROBLEM, 0, (uint32_t)r.pointer << 24,
+                                        ST_icmp_param_problem);
+        return ACT_CONSUMED;
+    }
+    ip_view v;
+    if (ip_parse(f, x->len, &v)) return ACT_CONSUMED;
+    uint32_t d = v.dst, s = v.src;
+    int subnet_zero = 0, subnet_bcast = 0, src_bcast = 0, own = 0;
+    for (int i = 0; i < g->nports; i++) {
+        subnet_zero |= d == g->port[i].net;
+        subnet_bcast |= d == g->port[i].bcast;
+        src_bcast |= s == g->port[i].bcast;
+        own |= d == g->port[i].addr;
+    }
+    if (is_martian_dst(d) || subnet_zero) {
+        c->stats[ST_dropped_after_options]++;
+        return ACT_CONSUMED;
+    }
+    if (d == 0xFFFFFFFFu || subnet_bcast) {
+        c->stats[ST_broadcast_counted]++;
+        return ACT_CONSUMED;
+    }
+    if (d >= 0xE0000000u) {
+        c->stats[ST_multicast_counted]++;
+        return ACT_CONSUMED;
+    }
+    if (f[0] & 1) {
+        c->stats[ST_dropped_after_options]++;
+        return ACT_CONSUMED;
+    }
+    if (own) {
+        x->sent += local_input(c, f, x->len);
+        return ACT_CONSUMED;
+    }
+    if (!ip_is_unicast_src(s) || src_bcast) {
+        c->stats[ST_dropped_after_options]++;
+        return ACT_CONSUMED;
+    }
+    route_out o;
+    if (!route_to(c, d, &o)) {
+        x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_UNREACH, UNREACH_NET, 0, ST_icmp_net_unreachable);
+        return ACT_CONSUMED;
+    }
+    if (r.strict && !(o.e.flags & NH_DIRECT)) {
+        x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_UNREACH, UNREACH_SRCFAIL, 0,
+                                        ST_icmp_source_route_failed);
+        return ACT_CONSUMED;
+    }
+    if (v.ttl <= 1) {
+        x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_TIME_EXCEEDED, 0, 0, ST_icmp_time_exceeded);
+        return ACT_CONSUMED;
+    }
+    uint8_t ptr;
+    ip_options_record(f, &r, g->port[o.port].addr, ts_ms(c), &ptr);
+    return forward(c, x, f, 1);
+}
+
+static int arp_miss(cp *c, exc_info *x, uint8_t *f)
+{
+    return forward(c, x, f, 0);
+}
+
+void cp_exception(cp *c, uint32_t pw, uint32_t rec)
+{
+    const npkd_cfg *g = c->cfg;
+    exc_info x = {0};
+    x.pw = pw;
+    x.handle = pw & 0xFFFF;
+    x.reason = rec & 0xFF;
+    x.in_port = (rec >> 16) & 0xFF;
+    if (x.handle >= g->sys.n_bufs) {
+        c->stats[ST_exc_unknown]++;
+        return;
+    }
+    x.len = npkd_sram_rd(c->mem, desc_addr(c, x.handle) + 8) >> 16;
+    uint8_t *f = x.len <= NPKD_FRAME_MAX ? buffer(c, x.handle, x.len) : NULL;
+    if (!f || x.reason < 1 || x.reason > EXC_ARP_MISS) {
+        c->stats[ST_exc_unknown]++;
+        if (f) x.digest = frame_digest(f, x.len);
+        log_exc(c, &x, ACT_DROPPED);
+        free_buffer(c, x.handle);
+        return;
+    }
+    x.digest = frame_digest(f, x.len);
+    c->stats[ST_exc_arp + x.reason - 1]++;
+    int act = ACT_CONSUMED;
+    switch (x.reason) {
+    case EXC_ARP:
+        arp_input(c, f, x.len, x.in_port);
+        break;
+    case EXC_IP_OPTIONS:
+        act = options(c, &x, f);
+        break;
+    case EXC_BROADCAST:
+        c->stats[ST_broadcast_counted]++;
+        break;
+    case EXC_MULTICAST:
+        c->stats[ST_multicast_counted]++;
+        break;
+    case EXC_LOCAL_DELIVERY:
+        x.sent += local_input(c, f, x.len);
+        break;
+    case EXC_NO_ROUTE:
+        x.sent += (uint32_t)icmp_error(c, f, x.len, ICMP_UNREACH, UNREACH_NET, 0, ST_icmp_net_unreachable);
+        break;
+    case EXC_TTL_EXPIRED:
+        x.sent += (uint32_t)icmp_error(c, f, x.len, ICMP_TIME_EXCEEDED, 0, 0, ST_icmp_time_exceeded);
+        break;
+    case EXC_REDIRECT:
+        act = redirect(c, &x, f);
+        break;
+    case EXC_ARP_MISS:
+        act = arp_miss(c, &x, f);
+        break;
+    default:
+        break;
+    }
+    if (act == ACT_HELD) return;                    /* logged when it leaves the hold queue */
+    log_exc(c, &x, act);
+    if (act != ACT_FORWARDED) free_buffer(c, x.handle);
+}
+
+int cp_poll(cp *c, int max)
+{
+    int n = 0;
+    const npkd_cfg *g = c->cfg;
+    while (n < max) {
+        uint32_t pw, rec;
+        if (!c->hw.ring_get(c->hw.ctx, g->exc_ring, &pw)) break;
+        if (!c->hw.ring_get(c->hw.ctx, g->exc_ring, &rec)) {   /* a record is put whole: cannot happen */
+            c->stats[ST_exc_unknown]++;
+            break;
+        }
+        cp_exception(c, pw, rec);
+        n++;
+    }
+    flush_backlog(c);
+    return n;
+}
+
+void cp_timers(cp *c)
+{
+    uint64_t t = now(c);
+    for (uint32_t i = 0; i < c->narp; i++) {
+        arp_ent *e = &c->arp[i];
+        if (e->state == ARP_INCOMPLETE && t >= e->next_try) {
+            if (e->tries < c->cfg->opt.arp_tries) {
+                e->tries++;
+                e->next_try += 1000ull * c->cfg->opt.arp_retry_us;
+                send_arp_request(c, e);
+            } else {
+                unresolved(c, e);
+            }
+        } else if (e->state == ARP_REACHABLE && t >= e->expires) {
+            arp_uninstall(c, e);
+            e->state = ARP_NONE;
+            c->stats[ST_arp_aged]++;
+        }
+    }
+    flush_backlog(c);
+}
+
+uint64_t cp_deadline(const cp *c)
+{
+    uint64_t d = UINT64_MAX;
+    for (uint32_t i = 0; i < c->narp; i++) {
+        const arp_ent *e = &c->arp[i];
+        if (e->state == ARP_INCOMPLETE && e->next_try < d) d = e->next_try;
+        if (e->state == ARP_REACHABLE && e->expires < d) d = e->expires;
+    }
+    return d;
+}
+
+void cp_publish(cp *c, uint32_t state, uint32_t starts)
+{
+    const npkd_cfg *g = c->cfg;
+    if (!g->stats_base) return;
+    c->stats[ST_sram_writes] = (uint32_t)c->mem->sram_writes;
+    uint32_t holding = 0;
+    for (uint32_t i = 0; i < c->narp; i++) holding += c->arp[i].nhold;
+    c->stats[ST_holding] = holding;
+    c->stats[ST_tx_backlog] = c->bl_n;
+    if (c->tables_ready) c->stats[ST_routes] = c->tab->trie.nroutes;
+    npkd_sram_wr(c->mem, g->stats_base, NPKD_STATS_MAGIC);
+    npkd_sram_wr(c->mem, g->stats_base + 4, NPKD_STATS_VERSION);
+    npkd_sram_wr(c->mem, g->stats_base + 8, state);
+    npkd_sram_wr(c->mem, g->stats_base + 12, starts);
+    for (uint32_t i = 0; i < ST_COUNT; i++) npkd_sram_wr(c->mem, g->stats_base + NPKD_STATS_HDR + 4 * i, c->stats[i]);
+}
+
+void cp_tables_ready(cp *c)
+{
+    c->tables_ready = 1;
+    for (uint32_t i = 0; i < c->narp; i++)
+        if (c->arp[i].adjacency_pending && c->arp[i].state == ARP_REACHABLE) {
+            c->arp[i].adjacency_pending = 0;
+            arp_install(c, &c->arp[i]);
+        }
+}
+
+/* the log of route changes made (SRAM, cfg `changelog`): count, capacity, then records
+ * {time in us, add << 24 | length << 16 | port << 8 | source, prefix, next hop} --
+ * how the host learns of changes made through the control socket */
+static void change_log(cp *c, int add, const route_cfg *r, int source)
+{
+    const npkd_cfg *g = c->cfg;
+    if (!g->changelog_cap) return;
+    uint32_t n = npkd_sram_rd(c->mem, g->changelog_base);
+    uint32_t a = g->changelog_base + 16 + 16 * (n % g->changelog_cap);
+    npkd_sram_wr(c->mem, a, (uint32_t)(now(c) / 1000));
+    npkd_sram_wr(c->mem, a + 4, (uint32_t)add << 24 | (uint32_t)r->len << 16 | (uint32_t)(r->port & 0xFF) << 8 |
+                                   (uint32_t)source);
+    npkd_sram_wr(c->mem, a + 8, r->prefix);
+    npkd_sram_wr(c->mem, a + 12, r->next_hop);
+    npkd_sram_wr(c->mem, g->changelog_base + 4, g->changelog_cap);
+    npkd_sram_wr(c->mem, g->changelog_base, n + 1);
+}
+
+int cp_route_add(cp *c, const route_cfg *r, int source)
+{
+    if (ensure_tables(c)) return -7;
+    int rc = tables_add_route(c->tab, r);
+    if (rc) {
+        c->stats[ST_route_errors]++;
+        return rc;
+    }
+    c->stats[ST_routes_added]++;
+    journal(c, "add ", r, NULL);
+    change_log(c, 1, r, source);
+    if (r->next_hop) {                                /* a next hop we already know */
+        arp_ent *e = arp_find(c, r->next_hop);
+        if (e && e->state == ARP_REACHABLE) arp_install(c, e);
+    }
+    return 0;
+}
+
+int cp_route_del(cp *c, uint32_t prefix, int len, int source)
+{
+    if (ensure_tables(c)) return -7;
+    int rc = tables_del_route(c->tab, prefix, len);
+    if (rc) {
+        c->stats[ST_route_errors]++;
+        return rc;
+    }
+    c->stats[ST_routes_deleted]++;
+    route_cfg r = {prefix, 0, len, 0};
+    journal(c, "del ", &r, NULL);
+    change_log(c, 0, &r, source);
+    return 0;
+}

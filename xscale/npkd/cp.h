@@ -1,0 +1,105 @@
+/* cp.h -- the control plane: what npkd does with each exception record (RFC 1812,
+ * 792, 826), the ARP cache and hold queues, ICMP rate limiting, sending frames back
+ * through the fast path, the exception log and the statistics.
+ *
+ * The engine reaches the chip only through npkd_mem (memory windows) and npkd_hw (the
+ * scratch rings, the buffer free list and the clock), so the native unit tests run it
+ * against plain buffers. */
+#ifndef NPKD_CP_H
+#define NPKD_CP_H
+#include <stdint.h>
+
+#include "cfg.h"
+#include "pkt.h"
+#include "stats.h"
+#include "tables.h"
+
+typedef struct npkd_hw {
+    void *ctx;
+    int (*ring_get)(void *ctx, int ring, uint32_t *word);      /* 1 got a word, 0 empty */
+    int (*ring_put)(void *ctx, int ring, uint32_t word);
+    uint32_t (*ring_free)(void *ctx, int ring);                 /* words of room */
+    uint32_t (*queue_get)(void *ctx, uint32_t queue);           /* SRAM dequeue: element or 0 */
+    void (*queue_put)(void *ctx, uint32_t queue, uint32_t element);
+    uint64_t (*now_ns)(void *ctx);                              /* emulated time */
+} npkd_hw;
+
+/* packet word bit 25: a frame the control plane made (README §3.1); its queue_full drop
+ * is counted as control_queue_full */
+#define PW_CONTROL (1u << 25)
+
+/* the exception log (SRAM, read by the host): header count, capacity; 16-byte records
+ *   LW0 digest of the received frame (FNV-1a over its first 128 bytes)
+ *   LW1 frame length << 16 | input port << 8 | exception code
+ *   LW2 action << 24 | frames the control plane sent about it << 16 | buffer handle
+ *   LW3 time handled, microseconds */
+enum { ACT_CONSUMED = 1, ACT_FORWARDED = 2, ACT_DROPPED = 3, ACT_HELD = 4 };
+
+typedef struct exc_info {
+    uint32_t pw, handle, len, in_port, reason, digest, sent;
+} exc_info;
+
+typedef struct hold_item {
+    exc_info x;
+    uint8_t generated;      /* a frame the control plane made (no log record, no TTL) */
+    uint8_t full;           /* recompute the IP checksum (options were processed) */
+} hold_item;
+
+enum { ARP_NONE = 0, ARP_INCOMPLETE = 1, ARP_REACHABLE = 2 };
+
+typedef struct arp_ent {
+    uint32_t ip;
+    uint8_t mac[6];
+    uint8_t state, tries, port;
+    uint8_t gateway_installed, adjacency_installed;
+    uint8_t adjacency_pending;  /* a /32 to install once the route model is loaded */
+    uint64_t expires, next_try;
+    hold_item *hold;
+    uint32_t nhold;
+} arp_ent;
+
+typedef struct cp {
+    const npkd_cfg *cfg;
+    npkd_mem *mem;
+    tables *tab;
+    npkd_hw hw;
+    int tables_ready;                       /* the route model is loaded */
+    uint32_t own[NPKD_MAX_PORTS];
+    u32map arp_at;                          /* ip -> index in arp */
+    arp_ent *arp;
+    uint32_t narp, caparp;
+    uint64_t bucket, bucket_ns;             /* ICMP tokens x 1e9, last refill */
+    uint32_t *backlog;                      /* messages waiting for room on the control ring */
+    uint32_t bl_head, bl_n, bl_cap;
+    uint32_t stats[ST_COUNT];
+    uint32_t log_count;
+    uint64_t next_age_scan;
+    uint32_t epoch_ms_of_day;               /* realtime at emulated 0, ms since midnight UT */
+    uint8_t frame[2048], quote[2048];
+    int (*ensure_tables)(void *ctx);        /* finish loading the route model now */
+    void *ensure_ctx;
+    void (*journal)(void *ctx, const char *line);   /* persist a route change (one line) */
+} cp;
+
+int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw);
+void cp_free(cp *c);
+/* take up to max records off the exception ring and act on each; returns how many */
+int cp_poll(cp *c, int max);
+/* ARP retries and failures, ageing, the send backlog */
+void cp_timers(cp *c);
+/* the next time cp_timers has something to do (UINT64_MAX: nothing) */
+uint64_t cp_deadline(const cp *c);
+void cp_publish(cp *c, uint32_t state, uint32_t starts);
+/* route changes: 0 ok, negative error; source (for the change log): CHG_TIMED, CHG_SOCKET */
+enum { CHG_TIMED = 1, CHG_SOCKET = 2 };
+int cp_route_add(cp *c, const route_cfg *r, int source);
+int cp_route_del(cp *c, uint32_t prefix, int len, int source);
+/* "A.B.C.D" and "A.B.C.D/LEN via N.N.N.N port P" / "... dev P", without printf */
+char *fmt_ip(char *b, uint32_t a);
+char *fmt_route(char *b, const route_cfg *r);
+/* one exception record (exposed for the unit tests) */
+void cp_exception(cp *c, uint32_t pw, uint32_t rec);
+const char *cp_stat_name(int i);
+/* the route model is loaded: install what waited for it */
+void cp_tables_ready(cp *c);
+#endif

@@ -1,0 +1,511 @@
+/* lpm.c -- the LPM trie of LAYOUT.md in C; follows toolchain/router/lpm.py step by step
+ * (same planning, same allocation order, same write order), see lpm.h. */
+#include "lpm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const uint32_t UNITS[3] = {64, 32, 1};   /* DENSE32, DENSE16, RUNS */
+
+/* the root entry of /16 k: the build's array until the table is published, then SRAM
+ * (the one copy the fast path reads: nothing to load when the daemon adopts a table) */
+static uint32_t root_get(lpm *t, uint32_t k)
+{
+    return t->built ? npkd_sram_rd(t->mem, t->lay.root + 4 * k) : t->root[k];
+}
+
+static uint32_t child_entry(int type, uint32_t off)
+{
+    return LPM_ENTRY_CHILD | ((uint32_t)type << LPM_TYPE_SHIFT) | off;
+}
+
+int lpm_init(lpm *t, const lpm_layout *lay, npkd_mem *mem)
+{
+    memset(t, 0, sizeof *t);
+    t->lay = *lay;
+    t->mem = mem;
+    t->inner16 = calloc(LPM_ROOT_ENTRIES, sizeof *t->inner16);
+    t->short_len = malloc(LPM_ROOT_ENTRIES);
+    t->short_nh = calloc(LPM_ROOT_ENTRIES, sizeof *t->short_nh);
+    t->root = calloc(LPM_ROOT_ENTRIES, sizeof *t->root);
+    t->child = malloc(256 * sizeof *t->child);
+    if (!t->inner16 || !t->short_len || !t->short_nh || !t->root || !t->child) {
+        lpm_free(t);
+        return -1;
+    }
+    memset(t->short_len, -1, LPM_ROOT_ENTRIES);
+    t->alloc.capacity = lay->node_bytes / LPM_UNIT;
+    return 0;
+}
+
+void lpm_free(lpm *t)
+{
+    for (int n = 0; n <= 32; n++) u32map_free(&t->routes[n]);
+    if (t->inner16)
+        for (uint32_t k = 0; k < LPM_ROOT_ENTRIES; k++) u32vec_free(&t->inner16[k]);
+    for (uint32_t i = 0; i < t->n24; i++) u32vec_free(&t->inner24[i]);
+    u32map_free(&t->inner24_at);
+    for (int i = 0; i < 3; i++) u32vec_free(&t->alloc.free[i]);
+    u32vec_free(&t->alloc.limbo);
+    free(t->inner16);
+    free(t->inner24);
+    free(t->short_len);
+    free(t->short_nh);
+    free(t->root);
+    free(t->child);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- allocator ------------------------------------------------------------------- */
+
+static int alloc_node(lpm *t, int type, uint32_t *off)
+{
+    lpm_alloc *a = &t->alloc;
+    uint32_t units = UNITS[type];
+    u32vec *pool = &a->free[type];
+    a->in_use += units;
+    if (pool->n) {
+        *off = pool->v[--pool->n];
+        return 0;
+    }
+    if (a->high_water + units > a->capacity) {
+        a->in_use -= units;
+        return -2;
+    }
+    *off = a->high_water;
+    a->high_water += units;
+    return 0;
+}
+
+static void retire(lpm *t, int type, uint32_t off)
+{
+    t->alloc.in_use -= UNITS[type];
+    u32vec_push(&t->alloc.limbo, (uint32_t)type << 24 | off);
+}
+
+void lpm_grace(lpm *t)
+{
+    lpm_alloc *a = &t->alloc;
+    for (uint32_t i = 0; i < a->limbo.n; i++)
+        u32vec_push(&a->free[a->limbo.v[i] >> 24], a->limbo.v[i] & 0xFFFFFF);
+    a->limbo.n = 0;
+}
+
+/* ---- route set ---------------------------------------------------------------------- */
+
+static int pairs_add(u32vec *v, uint32_t p, int n)
+{
+    return u32vec_push(v, p) || u32vec_push(v, (uint32_t)n) ? -3 : 0;
+}
+
+static void pairs_del(u32vec *v, uint32_t p, int n)
+{
+    for (uint32_t i = 0; i < v->n; i += 2)
+        if (v->v[i] == p && v->v[i + 1] == (uint32_t)n) {
+            v->v[i] = v->v[v->n - 2];
+            v->v[i + 1] = v->v[v->n - 1];
+            v->n -= 2;
+            return;
+        }
+}
+
+static u32vec *inner24_of(lpm *t, uint32_t k24, int create)
+{
+    uint32_t *at = u32map_get(&t->inner24_at, k24);
+    if (at) return &t->inner24[*at];
+    if (!create) return NULL;
+    if (t->n24 == t->cap24) {
+        uint32_t cap = t->cap24 ? 2 * t->cap24 : 64;
+        u32vec *p = realloc(t->inner24, (size_t)cap * sizeof *p);
+        if (!p) return NULL;
+        t->inner24 = p;
+        t->cap24 = cap;
+    }
+    if (u32map_put(&t->inner24_at, k24, t->n24)) return NULL;
+    memset(&t->inner24[t->n24], 0, sizeof t->inner24[0]);
+    return &t->inner24[t->n24++];
+}
+
+int lpm_get(const lpm *t, uint32_t prefix, int len, uint32_t *nh)
+{
+    if (len < 0 || len > 32) return 0;
+    const uint32_t *v = u32map_get(&t->routes[len], prefix);
+    if (v && nh) *nh = *v;
+    return v != NULL;
+}
+
+int lpm_match(const lpm *t, uint32_t addr, uint32_t *prefix, int *len, uint32_t *nh)
+{
+    for (int n = 32; n >= 0; n--) {
+        const uint32_t *v = u32map_get(&t->routes[n], addr & lpm_mask(n));
+        if (v) {
+            if (prefix) *prefix = addr & lpm_mask(n);
+            if (len) *len = n;
+            if (nh) *nh = *v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The /16s whose best route <= /16 changed (into `touched`); lpm.py _update_short. */
+static int update_short(lpm *t, uint32_t p, int n, int add, uint32_t nh, u32vec *touched)
+{
+    uint32_t first = p >> 16, count = 1u << (16 - n);
+    if (add) {
+        for (uint32_t k = first; k < first + count; k++)
+            if (t->short_len[k] <= n && !(t->short_len[k] == n && t->short_nh[k] == nh)) {
+                t->short_len[k] = (int8_t)n;
+                t->short_nh[k] = (uint16_t)nh;
+                if (touched && u32vec_push(touched, k)) return -3;
+            }
+        return 0;
+    }
+    int rlen = -1;
+    uint32_t rnh = 0;
+    for (int m = n - 1; m >= 0; m--) {
+        const uint32_t *v = u32map_get(&t->routes[m], p & lpm_mask(m));
+        if (v) {
+            rlen = m;
+            rnh = *v;
+            break;
+        }
+    }
+    for (uint32_t k = first; k < first + count; k++)
+        if (t->short_len[k] == n) {
+            if (touched && t->short_nh[k] != rnh && u32vec_push(touched, k)) return -3;
+            t->short_len[k] = (int8_t)rlen;
+            t->short_nh[k] = (uint16_t)rnh;
+        }
+    return 0;
+}
+
+/* lpm.py _set_route: change the set, list the /16s that may have changed */
+static int set_route(lpm *t, uint32_t p, int n, int add, uint32_t nh, u32vec *touched)
+{
+    if (n < 0 || n > 32 || (p & ~lpm_mask(n))) return -1;
+    if (add) {
+        if (nh < 1 || nh > LPM_NH_MASK) return -1;
+        int had = u32map_get(&t->routes[n], p) != NULL;
+        if (u32map_put(&t->routes[n], p, nh)) return -3;
+        if (!had) {
+            t->nroutes++;
+            if (n > 16 && pairs_add(&t->inner16[p >> 16], p, n)) return -3;
+            if (n > 24) {
+                u32vec *v = inner24_of(t, p >> 8, 1);
+                if (!v || pairs_add(v, p, n)) return -3;
+            }
+        }
+    } else {
+        if (!u32map_del(&t->routes[n], p)) return -4;
+        t->nroutes--;
+        if (n > 16) pairs_del(&t->inner16[p >> 16], p, n);
+        if (n > 24) {
+            u32vec *v = inner24_of(t, p >> 8, 0);
+            if (v) pairs_del(v, p, n);
+        }
+    }
+    if (n > 16) return touched && u32vec_push(touched, p >> 16) ? -3 : 0;
+    return update_short(t, p, n, add, nh, touched);
+}
+
+/* ---- planning ------------------------------------------------------------------------- */
+
+static void fill_by_length(lpm *t, const u32vec *v, int lo, int hi, uint16_t *dst, int shift)
+{
+    for (int n = lo; n <= hi; n++)
+        for (uint32_t i = 0; i < v->n; i += 2) {
+            if ((int)v->v[i + 1] != n) continue;
+            uint32_t p = v->v[i];
+            uint32_t start = (p >> shift) & 0xFF, span = 1u << (hi - n);
+            uint32_t nh = *u32map_get(&t->routes[n], p);
+            for (uint32_t j = 0; j < span; j++) dst[start + j] = (uint16_t)nh;
+        }
+}
+
+static int all_equal(const uint16_t *v)
+{
+    for (int i = 1; i < 256; i++)
+        if (v[i] != v[0]) return 0;
+    return 1;
+}
+
+/* lpm.py _plan: 0 = a leaf (*leaf), 1 = nodes (t->vals, t->child, t->has_child) */
+static int plan(lpm *t, uint32_t k, uint16_t *leaf)
+{
+    uint16_t base = t->short_nh[k];
+    const u32vec *in = &t->inner16[k];
+    *leaf = base;
+    if (!in->n) return 0;
+    for (int i = 0; i < 256; i++) t->vals[i] = base;
+    memset(t->has_child, 0, sizeof t->has_child);
+    fill_by_length(t, in, 17, 24, t->vals, 8);
+    uint8_t deep[256] = {0};
+    for (uint32_t i = 0; i < in->n; i += 2)
+        if (in->v[i + 1] > 24) deep[(in->v[i] >> 8) & 0xFF] = 1;
+    int any = 0;
+    for (int b = 0; b < 256; b++) {
+        if (!deep[b]) continue;
+        uint16_t *sub = t->child[b];
+        for (int i = 0; i < 256; i++) sub[i] = t->vals[b];
+        const u32vec *v24 = inner24_of(t, k << 8 | (uint32_t)b, 0);
+        if (v24) fill_by_length(t, v24, 25, 32, sub, 0);
+        if (all_equal(sub))
+            t->vals[b] = sub[0];
+        else
+            t->has_child[b] = 1, any = 1;
+    }
+    if (!any && all_equal(t->vals)) {
+        *leaf = t->vals[0];
+        return 0;
+    }
+    return 1;
+}
+
+/* (type, words) of a leaves-only node: RUNS if the values make at most 5 runs */
+static int encode_leaf_node(const uint16_t *vals, uint32_t *w)
+{
+    int bounds[LPM_RUNS_MAX], nruns = 1;
+    uint16_t values[LPM_RUNS_MAX];
+    values[0] = vals[0];
+    for (int i = 1; i < 256; i++)
+        if (vals[i] != vals[i - 1]) {
+            if (nruns == LPM_RUNS_MAX) {
+                nruns++;
+                break;
+            }
+            bounds[nruns] = i;
+            values[nruns++] = vals[i];
+        }
+    if (nruns <= LPM_RUNS_MAX) {
+        int b[4];
+        for (int i = 0; i < 4; i++) b[i] = i + 1 < nruns ? bounds[i + 1] : 0xFF;
+        for (int i = nruns; i < LPM_RUNS_MAX; i++) values[i] = values[nruns - 1];
+        w[0] = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
+        w[1] = (uint32_t)values[0] << 16 | values[1];
+        w[2] = (uint32_t)values[2] << 16 | values[3];
+        w[3] = (uint32_t)values[4] << 16;
+        return LPM_RUNS;
+    }
+    for (int i = 0; i < 128; i++) w[i] = (uint32_t)vals[2 * i] << 16 | vals[2 * i + 1];
+    return LPM_DENSE16;
+}
+
+static int runs_index(uint32_t h, uint32_t b)
+{
+    return (b >= h >> 24) + (b >= ((h >> 16) & 0xFF)) + (b >= ((h >> 8) & 0xFF)) + (b >= (h & 0xFF));
+}
+
+/* the 256 values of a leaves-only node in SRAM */
+static int decode_leaf_node(lpm *t, uint32_t entry, uint16_t *out)
+{
+    int type = (int)((entry >> LPM_TYPE_SHIFT) & 7);
+    uint32_t base = t->lay.nodes + LPM_UNIT * (entry & LPM_OFFSET_MASK);
+    if (type == LPM_RUNS) {
+        uint32_t w[4];
+        for (int i = 0; i < 4; i++) w[i] = npkd_sram_rd(t->mem, base + 4 * (uint32_t)i);
+        for (uint32_t b = 0; b < 256; b++) {
+            int i = runs_index(w[0], b);
+            out[b] = (uint16_t)((w[1 + i / 2] >> (i & 1 ? 0 : 16)) & 0xFFFF);
+        }
+        return 0;
+    }
+    if (type == LPM_DENSE16) {
+        for (uint32_t i = 0; i < 128; i++) {
+            uint32_t w = npkd_sram_rd(t->mem, base + 4 * i);
+            out[2 * i] = (uint16_t)(w >> 16);
+            out[2 * i + 1] = (uint16_t)w;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+/* lpm.py _same, from what SRAM holds */
+static int same(lpm *t, uint32_t k, int kind, uint16_t leaf)
+{
+    uint32_t e = root_get(t, k);
+    if (!kind) return !(e & LPM_ENTRY_CHILD) && e == leaf;
+    if (!(e & LPM_ENTRY_CHILD)) return 0;
+    int type = (int)((e >> LPM_TYPE_SHIFT) & 7);
+    int any = 0;
+    for (int b = 0; b < 256; b++) any |= t->has_child[b];
+    uint16_t got[256];
+    if (!any) {
+        if (type == LPM_DENSE32 || decode_leaf_node(t, e, got)) return 0;
+        return !memcmp(got, t->vals, sizeof got);
+    }
+    if (type != LPM_DENSE32) return 0;
+    uint32_t base = t->lay.nodes + LPM_UNIT * (e & LPM_OFFSET_MASK);
+    for (uint32_t b = 0; b < 256; b++) {
+        uint32_t w = npkd_sram_rd(t->mem, base + 4 * b);
+        if (!t->has_child[b]) {
+            if (w != t->vals[b]) return 0;
+            continue;
+        }
+        if (!(w & LPM_ENTRY_CHILD) || decode_leaf_node(t, w, got)) return 0;
+        if (memcmp(got, t->child[b], sizeof got)) return 0;
+    }
+    return 1;
+}
+
+static int place(lpm *t, int type, const uint32_t *w, uint32_t *off)
+{
+    int rc = alloc_node(t, type, off);
+    if (rc) return rc;
+    uint32_t base = t->lay.nodes + LPM_UNIT * *off;
+    uint32_t n = UNITS[type] * LPM_UNIT / 4;
+    if (type == LPM_RUNS) n = 4;
+    for (uint32_t i = 0; i < n; i++) npkd_sram_wr(t->mem, base + 4 * i, w[i]);
+    return 0;
+}
+
+/* lpm.py _materialise: fresh nodes, then the root entry, then the old nodes to limbo */
+static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
+{
+    uint32_t old = root_get(t, k), entry = leaf;
+    if (kind) {
+        uint32_t w[256], ptr[256];
+        int any = 0, rc;
+        for (int b = 0; b < 256; b++) {
+            if (!t->has_child[b]) continue;
+            uint32_t off;
+            int ct = encode_leaf_node(t->child[b], w);
+            if ((rc = place(t, ct, w, &off))) return rc;
+            ptr[b] = child_entry(ct, off);
+            any = 1;
+            *wrote = 1;
+        }
+        int type;
+        if (any) {
+            type = LPM_DENSE32;
+            for (int b = 0; b < 256; b++) w[b] = t->has_child[b] ? ptr[b] : t->vals[b];
+        } else {
+            type = encode_leaf_node(t->vals, w);
+        }
+        uint32_t off;
+        if ((rc = place(t, type, w, &off))) return rc;
+        *wrote = 1;
+        entry = child_entry(type, off);
+    }
+    if (old != entry) {
+        if (t->built) {
+            npkd_sram_wr(t->mem, t->lay.root + 4 * k, entry);
+            *wrote = 1;
+        } else {
+            t->root[k] = entry;
+        }
+    }
+    if (old & LPM_ENTRY_CHILD) {
+        int type = (int)((old >> LPM_TYPE_SHIFT) & 7);
+        uint32_t off = old & LPM_OFFSET_MASK;
+        if (type == LPM_DENSE32) {
+            uint32_t base = t->lay.nodes + LPM_UNIT * off;
+            for (uint32_t b = 0; b < 256; b++) {
+                uint32_t w = npkd_sram_rd(t->mem, base + 4 * b);
+                if (w & LPM_ENTRY_CHILD) retire(t, (int)((w >> LPM_TYPE_SHIFT) & 7), w & LPM_OFFSET_MASK);
+            }
+        }
+        retire(t, type, off);
+    }
+    return 0;
+}
+
+static void ctl_writes(lpm *t)
+{
+    uint32_t c = t->lay.ctl;
+    npkd_sram_wr(t->mem, c + 0, LPM_CTL_MAGIC);
+    npkd_sram_wr(t->mem, c + 4, LPM_CTL_VERSION);
+    npkd_sram_wr(t->mem, c + 8, t->generation);
+    npkd_sram_wr(t->mem, c + 12, t->alloc.high_water);
+}
+
+int lpm_build(lpm *t)
+{
+    t->built = 0;
+    t->generation = 0;
+    for (int i = 0; i < 3; i++) t->alloc.free[i].n = 0;
+    t->alloc.limbo.n = 0;
+    t->alloc.high_water = t->alloc.in_use = 0;
+    for (uint32_t k = 0; k < LPM_ROOT_ENTRIES; k++) t->root[k] = t->short_nh[k];
+    int wrote = 0;
+    for (uint32_t k = 0; k < LPM_ROOT_ENTRIES; k++) {
+        if (!t->inner16[k].n) continue;
+        uint16_t leaf;
+        int kind = plan(t, k, &leaf);
+        int rc = materialise(t, k, kind, leaf, &wrote);
+        if (rc) return rc;
+    }
+    for (uint32_t k = 0; k < LPM_ROOT_ENTRIES; k++) npkd_sram_wr(t->mem, t->lay.root + 4 * k, t->root[k]);
+    t->built = 1;
+    ctl_writes(t);
+    return 0;
+}
+
+int lpm_adopt(lpm *t)
+{
+    uint32_t c = t->lay.ctl;
+    if (npkd_sram_rd(t->mem, c) != LPM_CTL_MAGIC || npkd_sram_rd(t->mem, c + 4) != LPM_CTL_VERSION) return -1;
+    t->generation = npkd_sram_rd(t->mem, c + 8);
+    t->alloc.high_water = t->alloc.in_use = npkd_sram_rd(t->mem, c + 12);
+    t->built = 1;                 /* the root array stays in SRAM only (root_get) */
+    return 0;
+}
+
+static int apply(lpm *t, uint32_t p, int n, int add, uint32_t nh)
+{
+    u32vec touched = {0};
+    int rc = set_route(t, p, n, add, nh, t->built ? &touched : NULL);
+    if (rc || !t->built) {
+        u32vec_free(&touched);
+        return rc;
+    }
+    int wrote = 0;
+    for (uint32_t i = 0; i < touched.n && !rc; i++) {
+        uint16_t leaf;
+        uint32_t k = touched.v[i];
+        int kind = plan(t, k, &leaf);
+        if (!same(t, k, kind, leaf)) rc = materialise(t, k, kind, leaf, &wrote);
+    }
+    u32vec_free(&touched);
+    if (wrote) {
+        t->generation++;
+        npkd_sram_wr(t->mem, t->lay.ctl + 12, t->alloc.high_water);
+        npkd_sram_wr(t->mem, t->lay.ctl + 8, t->generation);
+    }
+    return rc;
+}
+
+int lpm_add(lpm *t, uint32_t prefix, int len, uint32_t nh)
+{
+    return apply(t, prefix, len, 1, nh);
+}
+
+int lpm_del(lpm *t, uint32_t prefix, int len)
+{
+    return apply(t, prefix, len, 0, 0);
+}
+
+uint32_t lpm_walk(npkd_mem *m, const lpm_layout *l, uint32_t addr)
+{
+    uint32_t e = npkd_sram_rd(m, l->root + 4 * (addr >> 16));
+    for (int shift = 8; shift >= 0; shift -= 8) {
+        if (!(e & LPM_ENTRY_CHILD)) break;
+        uint32_t b = (addr >> shift) & 0xFF;
+        uint32_t node = l->nodes + LPM_UNIT * (e & LPM_OFFSET_MASK);
+        int type = (int)((e >> LPM_TYPE_SHIFT) & 7);
+        if (type == LPM_DENSE32) {
+            e = npkd_sram_rd(m, node + 4 * b);
+        } else if (type == LPM_DENSE16) {
+            uint32_t w = npkd_sram_rd(m, node + 4 * (b >> 1));
+            e = b & 1 ? w & 0xFFFF : w >> 16;
+            break;
+        } else {
+            uint32_t h = npkd_sram_rd(m, node);
+            int i = runs_index(h, b);
+            e = (npkd_sram_rd(m, node + 4 * (1 + (uint32_t)i / 2)) >> (i & 1 ? 0 : 16)) & 0xFFFF;
+            break;
+        }
+    }
+    return e & LPM_ENTRY_CHILD ? 0 : e & LPM_NH_MASK;
+}

@@ -1,0 +1,85 @@
+/* lpm.h -- the route lookup structure in SRAM, from C: microcode/lookup/LAYOUT.md.
+ *
+ * The same 16-8-8 leaf-pushed trie that toolchain/router/lpm.py builds, with the same
+ * incremental update (LAYOUT.md §7): a /16's new nodes are written into memory no
+ * lookup can reach, then one root-entry write publishes them; replaced nodes wait in
+ * limbo until lpm_grace().  A full build gives the SRAM image the Python builder gives
+ * for the same routes, word for word (tests/xscale/test_npkd.py).
+ *
+ * Differences from the Python model, by design: the daemon adopts a table the linker
+ * already wrote (lpm_adopt: the root array, the generation and the pool's high-water
+ * mark are read from SRAM), and it finds a /16's current nodes by reading SRAM, not
+ * from a copy kept in memory. */
+#ifndef NPKD_LPM_H
+#define NPKD_LPM_H
+#include <stdint.h>
+
+#include "mem.h"
+#include "util.h"
+
+#define LPM_ENTRY_CHILD 0x80000000u
+#define LPM_TYPE_SHIFT 28
+#define LPM_OFFSET_MASK 0x00FFFFFFu
+#define LPM_NH_MASK 0xFFFFu
+#define LPM_UNIT 16u
+#define LPM_RUNS_MAX 5
+#define LPM_ROOT_ENTRIES 65536u
+#define LPM_CTL_MAGIC 0x4C504D31u   /* "LPM1" */
+#define LPM_CTL_VERSION 1u
+enum { LPM_DENSE32 = 0, LPM_DENSE16 = 1, LPM_RUNS = 2 };
+
+/* where the four regions are (byte addresses, sram_map.yaml) */
+typedef struct lpm_layout {
+    uint32_t ctl, root, nh, nh_cap, nodes, node_bytes;
+} lpm_layout;
+
+typedef struct lpm_alloc {
+    uint32_t capacity, high_water, in_use;  /* in 16-byte units */
+    u32vec free[3];                         /* offsets by node type */
+    u32vec limbo;                           /* type << 24 | offset, retired in this order */
+} lpm_alloc;
+
+typedef struct lpm {
+    lpm_layout lay;
+    npkd_mem *mem;
+    u32map routes[33];          /* by length: prefix -> next-hop index */
+    u32vec *inner16;            /* per /16: (prefix, length) pairs of routes longer than /16 */
+    u32map inner24_at;          /* /24 -> index into inner24 */
+    u32vec *inner24;            /* (prefix, length) pairs of routes longer than /24 */
+    uint32_t n24, cap24;
+    int8_t *short_len;          /* per /16: length of the best route <= /16, -1 none */
+    uint16_t *short_nh;
+    uint32_t *root;             /* the root array while building (then it lives in SRAM) */
+    lpm_alloc alloc;
+    uint32_t generation;
+    int built;
+    uint32_t nroutes;
+    /* planning scratch */
+    uint16_t vals[256];
+    uint8_t has_child[256];
+    uint16_t (*child)[256];     /* [256][256] */
+} lpm;
+
+int lpm_init(lpm *t, const lpm_layout *lay, npkd_mem *mem);   /* 0, -1 out of memory */
+void lpm_free(lpm *t);
+/* Add or replace a route.  Before lpm_build/lpm_adopt the model only; after it the
+ * ordered SRAM writes happen.  0 ok, -1 bad prefix/index, -2 node pool full, -3 no memory. */
+int lpm_add(lpm *t, uint32_t prefix, int len, uint32_t nh);
+int lpm_del(lpm *t, uint32_t prefix, int len);                /* as lpm_add; -4 no such route */
+int lpm_get(const lpm *t, uint32_t prefix, int len, uint32_t *nh);  /* 1 found */
+/* the whole structure from scratch: control header, nodes, root array */
+int lpm_build(lpm *t);
+/* take over the structure SRAM holds (built from the same routes): -1 if lpm_ctl is not
+ * an LPM1 header */
+int lpm_adopt(lpm *t);
+void lpm_grace(lpm *t);
+/* reference longest match over the route set: 1 found (prefix/len/next hop out) */
+int lpm_match(const lpm *t, uint32_t addr, uint32_t *prefix, int *len, uint32_t *nh);
+/* the walk the lookup microblock does (LAYOUT.md §4), on SRAM: next-hop index, 0 = none */
+uint32_t lpm_walk(npkd_mem *m, const lpm_layout *l, uint32_t addr);
+
+static inline uint32_t lpm_mask(int len)
+{
+    return len ? (uint32_t)(0xFFFFFFFFull << (32 - len)) : 0;
+}
+#endif

@@ -1,0 +1,55 @@
+/* mem.h -- the chip's memories as npkd sees them.
+ *
+ * SRAM addresses are the microengines' byte addresses (channel in bits 31:30);
+ * words are stored big-endian, as the MEs see them (npk_xscale.h), so every
+ * access swaps with ntohl/htonl.  DRAM is byte-addressed (a packet buffer holds
+ * the frame's bytes in wire order).  The daemon maps the windows through the
+ * device; the native unit tests point the same structure at plain buffers. */
+#ifndef NPKD_MEM_H
+#define NPKD_MEM_H
+#include <arpa/inet.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct npkd_mem {
+    volatile uint32_t *sram[4];     /* channel bases, NULL when not mapped */
+    uint32_t sram_ch_bytes;
+    uint8_t *dram;
+    uint32_t dram_bytes;
+    uint8_t *mark[4];               /* optional: one bit per SRAM word written (image dumps) */
+    uint64_t sram_writes;           /* words written (statistics) */
+    uint64_t bad_access;            /* accesses outside the mapped windows */
+} npkd_mem;
+
+static inline uint32_t npkd_sram_rd(npkd_mem *m, uint32_t addr)
+{
+    uint32_t ch = addr >> 30, off = addr & 0x3FFFFFFCu;
+    if (!m->sram[ch] || off >= m->sram_ch_bytes) {
+        m->bad_access++;
+        return 0;
+    }
+    return ntohl(m->sram[ch][off >> 2]);
+}
+
+static inline void npkd_sram_wr(npkd_mem *m, uint32_t addr, uint32_t v)
+{
+    uint32_t ch = addr >> 30, off = addr & 0x3FFFFFFCu;
+    if (!m->sram[ch] || off >= m->sram_ch_bytes) {
+        m->bad_access++;
+        return;
+    }
+    m->sram[ch][off >> 2] = htonl(v);
+    m->sram_writes++;
+    if (m->mark[ch]) m->mark[ch][off >> 5] |= (uint8_t)(1u << ((off >> 2) & 7));
+}
+
+/* A DRAM byte range, or NULL when it lies outside the window. */
+static inline uint8_t *npkd_dram(npkd_mem *m, uint32_t addr, uint32_t len)
+{
+    if (!m->dram || addr > m->dram_bytes || len > m->dram_bytes - addr) {
+        m->bad_access++;
+        return NULL;
+    }
+    return m->dram + addr;
+}
+#endif

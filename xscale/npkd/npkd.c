@@ -1,0 +1,360 @@
+/* npkd -- the router's control daemon (xscale/npkd/README.md).
+ *
+ *   npkd CONF                     run on the chip (xscale placement: /dev/ixp2800; gpe
+ *                                 placement: the native build attached to the emulator)
+ *   npkd --build-image OUT CONF   lay the lookup tables of CONF out as an SRAM image file
+ *
+ * The loop: take exception records (cp.c) as long as there are any, a batch at a time;
+ * between batches the ARP timers, timed route changes, the control socket and, while
+ * the route table is still being loaded, a chunk of it; then sleep on the exception
+ * interrupt (microcode raises XSCALE_INT_A when it puts a record) until the next timer. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "cp.h"
+#include "ctl.h"
+#include "image.h"
+#include "npk_xscale.h"
+#include "tables.h"
+
+#define EXIT_RESTART 75
+
+typedef struct npkd_state {
+    npkd_cfg cfg;
+    npkd_mem mem;
+    npk_dev dev;
+    tables tab;
+    tables_load load;
+    cp cp;
+    ctl ctl;
+    uint64_t now;
+    uint32_t next_change, starts, state;
+    int restart, journal_fd;
+    int load_eagerly;           /* build the route model now (else on the first change) */
+} npkd_state;
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("npkd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+/* ---- the chip through the device ------------------------------------------------------- */
+
+static int hw_ring_get(void *ctx, int ring, uint32_t *w)
+{
+    npkd_state *d = ctx;
+    *w = npk_csr_read(&d->dev, NPK_XS_RING_BASE + 4u * (uint32_t)ring);   /* an empty ring gets 0 */
+    return *w != 0;
+}
+
+static int hw_ring_put(void *ctx, int ring, uint32_t w)
+{
+    npkd_state *d = ctx;
+    npk_csr_write(&d->dev, NPK_XS_RING_BASE + 4u * (uint32_t)ring, w);
+    return 1;
+}
+
+static uint32_t hw_ring_free(void *ctx, int ring)
+{
+    npkd_state *d = ctx;
+    return npk_csr_read(&d->dev, NPK_XS_RING_BASE + NPK_XS_RING_FREE + 4u * (uint32_t)ring);
+}
+
+static uint32_t hw_queue_get(void *ctx, uint32_t q)
+{
+    return npk_queue_get(&((npkd_state *)ctx)->dev, q);
+}
+
+static void hw_queue_put(void *ctx, uint32_t q, uint32_t e)
+{
+    npk_queue_put(&((npkd_state *)ctx)->dev, q, e);
+}
+
+static uint64_t hw_now(void *ctx)
+{
+    return ((npkd_state *)ctx)->now;            /* read once a turn of the loop */
+}
+
+static void map_memories(npkd_state *d, uint32_t sram_ch_bytes, uint32_t dram_bytes)
+{
+    int rc = npk_dev_open(&d->dev);
+    if (rc) die("cannot open %s: %s", NPK_XS_DEVICE, strerror(-rc));
+    d->mem.sram_ch_bytes = sram_ch_bytes;
+    for (unsigned ch = 0; ch < 4; ch++) {
+        d->mem.sram[ch] = npk_dev_map(&d->dev, npk_xs_sram_phys(ch, 0), sram_ch_bytes);
+        if (!d->mem.sram[ch]) die("cannot map SRAM channel %u", ch);
+    }
+    d->mem.dram = npk_dev_map(&d->dev, NPK_XS_DRAM_BASE, dram_bytes);
+    d->mem.dram_bytes = dram_bytes;
+    if (!d->mem.dram) die("cannot map DRAM");
+}
+
+/* ---- route table ------------------------------------------------------------------------ */
+
+/* the journal of route changes (cfg `state`): appended a line at a time, replayed by
+ * the next instance after a restart (tables.h) */
+static void journal_write(void *ctx, const char *line)
+{
+    npkd_state *d = ctx;
+    if (d->journal_fd < 0) return;
+    size_t n = strlen(line);
+    if (write(d->journal_fd, line, n) != (ssize_t)n) fprintf(stderr, "npkd: cannot write the route journal\n");
+}
+
+static int load_some(npkd_state *d, uint32_t budget)
+{
+    if (d->cp.tables_ready) return 1;
+    int rc = tables_load_step(&d->tab, &d->load, budget);
+    if (rc < 0) die("route table: %s", d->load.err);
+    if (rc == 1) {
+        d->state = 2;
+        if (d->cfg.state_path[0]) {
+            d->journal_fd = open(d->cfg.state_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+            if (d->journal_fd < 0) fprintf(stderr, "npkd: cannot open %s\n", d->cfg.state_path);
+        }
+        for (uint32_t i = 0; i < d->load.learnt.n; i++) {   /* ARP starts afresh: journalled */
+            route_cfg r = {d->load.learnt.v[i], 0, 32, 0};
+            char line[48];
+            fmt_ip(line + 6, r.prefix);
+            memcpy(line, "unadj ", 6);
+            strcat(line, "\n");
+            journal_write(d, line);
+        }
+        tables_load_end(&d->load);
+        cp_tables_ready(&d->cp);
+        cp_publish(&d->cp, d->state, d->starts);
+    }
+    return rc;
+}
+
+static int ensure_tables(void *ctx)
+{
+    npkd_state *d = ctx;
+    while (!load_some(d, UINT32_MAX)) {
+    }
+    return 0;
+}
+
+static void timed_changes(npkd_state *d)
+{
+    while (d->next_change < d->cfg.nchg && d->cfg.chg[d->next_change].at_ns <= d->now) {
+        const timed_change *t = &d->cfg.chg[d->next_change++];
+        int rc = t->add ? cp_route_add(&d->cp, &t->r, CHG_TIMED) : cp_route_del(&d->cp, t->r.prefix, t->r.len, CHG_TIMED);
+        if (rc) fprintf(stderr, "npkd: timed change %u failed (%d)\n", d->next_change - 1, rc);
+        d->cp.stats[ST_timed_changes]++;
+    }
+}
+
+/* ---- control socket commands ------------------------------------------------------------------ */
+
+static void show_entry(npkd_state *d, ctl_conn *k, uint32_t prefix, int len, uint32_t idx)
+{
+    char p[16], v[16];
+    nh_entry e;
+    nh_read(&d->mem, &d->cfg.lay, idx, &e);
+    fmt_ip(p, prefix);
+    fmt_ip(v, idx < d->tab.nh.n ? d->tab.nh.via[idx] : 0);
+    ctl_printf(k, "%s/%d via %s port %u index %u flags 0x%02x%s\n", p, len, v, e.port, idx, e.flags,
+               e.flags & NH_ARP_MISS ? " unresolved" : "");
+}
+
+static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
+{
+    npkd_state *d = ctx;
+    (void)c;
+    d->cp.stats[ST_control_requests]++;
+    while (*line == ' ') line++;
+    if (!strncmp(line, "add ", 4)) {
+        route_cfg r;
+        if (parse_route(&d->cfg, line + 4, &r)) {
+            ctl_printf(k, "error: cannot read the route '%s' (PREFIX/LEN via NEXTHOP [port P])\n", line + 4);
+            return;
+        }
+        int rc = cp_route_add(&d->cp, &r, CHG_SOCKET);
+        ctl_printf(k, rc ? "error: route not added (%d)\n" : "ok\n", rc);
+        return;
+    }
+    if (!strncmp(line, "del ", 4)) {
+        route_cfg r;
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s dev 0", line + 4);
+        if (parse_route(&d->cfg, buf, &r)) {
+            ctl_printf(k, "error: cannot read the prefix '%s'\n", line + 4);
+            return;
+        }
+        int rc = cp_route_del(&d->cp, r.prefix, r.len, CHG_SOCKET);
+        ctl_printf(k, rc == -4 ? "error: no such route\n" : rc ? "error: route not deleted (%d)\n" : "ok\n", rc);
+        return;
+    }
+    if (!strncmp(line, "show", 4)) {
+        ensure_tables(d);
+        uint32_t a, prefix, nh;
+        int len;
+        const char *rest = line + 4;
+        if (!parse_ip(rest, &a, NULL)) {
+            if (lpm_match(&d->tab.trie, a, &prefix, &len, &nh)) show_entry(d, k, prefix, len, nh);
+            uint32_t walked = lpm_walk(&d->mem, &d->cfg.lay, a);
+            ctl_printf(k, "fast path: index %u\nok\n", walked);
+            return;
+        }
+        for (int n = 0; n <= 32; n++) {
+            const u32map *m = &d->tab.trie.routes[n];
+            for (uint32_t i = 0; i < m->cap; i++)
+                if (m->used[i]) show_entry(d, k, m->key[i], n, m->val[i]);
+        }
+        ctl_printf(k, "ok\n");
+        return;
+    }
+    if (!strcmp(line, "stats")) {
+        cp_publish(&d->cp, d->state, d->starts);
+        ctl_printf(k, "state %s\nstarts %u\n", d->cp.tables_ready ? "ready" : "loading", d->starts);
+        for (int i = 0; i < ST_COUNT; i++) ctl_printf(k, "%s %u\n", cp_stat_name(i), d->cp.stats[i]);
+        ctl_printf(k, "ok\n");
+        return;
+    }
+    if (!strcmp(line, "arp")) {
+        for (uint32_t i = 0; i < d->cp.narp; i++) {
+            const arp_ent *e = &d->cp.arp[i];
+            char ip[16];
+            fmt_ip(ip, e->ip);
+            ctl_printf(k, "%s %02x:%02x:%02x:%02x:%02x:%02x port %u %s\n", ip, e->mac[0], e->mac[1], e->mac[2],
+                       e->mac[3], e->mac[4], e->mac[5], e->port,
+                       e->state == ARP_REACHABLE ? "reachable" : e->state == ARP_INCOMPLETE ? "incomplete" : "none");
+        }
+        ctl_printf(k, "ok\n");
+        return;
+    }
+    if (!strcmp(line, "restart")) {
+        ensure_tables(d);
+        ctl_printf(k, "ok restarting\n");
+        d->restart = 1;
+        return;
+    }
+    ctl_printf(k, "error: unknown command '%s' (add, del, show, stats, arp, restart)\n", line);
+}
+
+/* ---- the loop ------------------------------------------------------------------------------------- */
+
+static void wait_for_work(npkd_state *d, uint64_t deadline)
+{
+    d->now = npk_dev_now_ns(&d->dev);        /* the turn of the loop took time: sleep to the deadline */
+#ifdef NPK_GPE
+    if (d->ctl.lfd >= 0 && deadline > d->now + 1000000u) deadline = d->now + 1000000u;   /* look at the socket */
+    if (npk_dev_wait_until(&d->dev, deadline) < 0) die("device wait failed");
+#else
+    struct pollfd p[1 + 1 + CTL_CONNS];
+    p[0] = (struct pollfd){d->dev.fd, POLLIN, 0};
+    int n = 1 + ctl_pollfds(&d->ctl, p + 1, 1 + CTL_CONNS);
+    int rc;
+    if (deadline == UINT64_MAX) {
+        rc = poll(p, (nfds_t)n, -1);
+    } else {
+        uint64_t left = deadline > d->now ? deadline - d->now : 0;
+        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        rc = ppoll(p, (nfds_t)n, &ts, NULL);
+    }
+    if (rc < 0 && errno != EINTR) die("poll failed: %s", strerror(errno));
+    if (rc > 0 && (p[0].revents & POLLIN) && npk_dev_wait(&d->dev) < 0) die("device read failed");
+#endif
+}
+
+static int run(npkd_state *d)
+{
+    npkd_cfg *g = &d->cfg;
+    for (;;) {
+        d->now = npk_dev_now_ns(&d->dev);
+        int n = cp_poll(&d->cp, (int)g->opt.batch);
+        d->cp.stats[ST_wakeups]++;
+        cp_timers(&d->cp);
+        timed_changes(d);
+        ctl_service(&d->ctl);
+        if (d->restart && ctl_flush_all(&d->ctl)) return EXIT_RESTART;
+        cp_publish(&d->cp, d->state, d->starts);   /* the host reads it at any time */
+        if (!d->cp.tables_ready && d->load_eagerly) {
+            load_some(d, g->opt.load_chunk);
+            continue;
+        }
+        if (n >= (int)g->opt.batch || d->restart) {
+            sched_yield();      /* busy: still a point where the kernel can act (a signal, a kill) */
+            continue;
+        }
+        uint64_t deadline = cp_deadline(&d->cp);
+        if (d->next_change < g->nchg && g->chg[d->next_change].at_ns < deadline) deadline = g->chg[d->next_change].at_ns;
+        if (d->cp.bl_n && d->now + 10000u < deadline) deadline = d->now + 10000u;   /* the ring had no room */
+        wait_for_work(d, deadline);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static npkd_state d;
+    char err[700];
+    const char *image = NULL, *conf = NULL;
+    uint32_t sram_ch = 8u << 20, dram = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--build-image") && i + 1 < argc) image = argv[++i];
+        else if (!strncmp(argv[i], "--sram-channel-bytes=", 21)) sram_ch = (uint32_t)strtoul(argv[i] + 21, NULL, 0);
+        else if (argv[i][0] != '-' && !conf) conf = argv[i];
+        else die("usage: npkd [--build-image OUT] [--sram-channel-bytes=N] CONF");
+    }
+    if (!conf) die("usage: npkd [--build-image OUT] [--sram-channel-bytes=N] CONF");
+    cfg_init(&d.cfg);
+    if (cfg_load(&d.cfg, conf, err, sizeof err)) die("%s", err);
+    if (image) {
+        if (build_image(&d.cfg, image, err, sizeof err)) die("%s", err);
+        return 0;
+    }
+    dram = d.cfg.sys.buf_base + (d.cfg.sys.n_bufs << d.cfg.sys.buf_shift);
+    map_memories(&d, sram_ch, dram);
+    d.now = npk_dev_now_ns(&d.dev);
+    int again = d.cfg.stats_base && npkd_sram_rd(&d.mem, d.cfg.stats_base) == NPKD_STATS_MAGIC;
+    if (again) d.starts = npkd_sram_rd(&d.mem, d.cfg.stats_base + 12);
+    d.starts++;
+    if (tables_init(&d.tab, &d.cfg, &d.mem)) die("out of memory");
+    npkd_hw hw = {&d, hw_ring_get, hw_ring_put, hw_ring_free, hw_queue_get, hw_queue_put, hw_now};
+    cp_init(&d.cp, &d.cfg, &d.mem, &d.tab, &hw);
+    if (again)                         /* a restart: the counters go on from where they were */
+        for (uint32_t i = 0; i < ST_COUNT; i++)
+            d.cp.stats[i] = npkd_sram_rd(&d.mem, d.cfg.stats_base + NPKD_STATS_HDR + 4 * i);
+    d.cp.stats[ST_holding] = d.cp.stats[ST_tx_backlog] = 0;
+    d.cp.ensure_tables = ensure_tables;
+    d.cp.ensure_ctx = &d;
+    d.cp.journal = journal_write;
+    d.journal_fd = -1;
+    d.cp.epoch_ms_of_day = (uint32_t)(d.cfg.opt.epoch_s % 86400u) * 1000u;
+    if (tables_load_begin(&d.tab, &d.load, 0, d.cfg.state_path)) die("%s", d.load.err);
+    if (d.starts > 1) d.load.restart = 1;
+    /* The fast path's table is in SRAM already (the linker wrote it, or the previous
+     * instance): the daemon serves exceptions from it at once.  Its own model of the
+     * table (to change it) is built in the background between exceptions when routes may
+     * change (timed changes, a control socket, a restart to recover from); otherwise on
+     * the first change that needs it. */
+    d.load_eagerly = d.cfg.nchg > 0 || d.cfg.socket_path[0] || d.starts > 1;
+    d.state = d.load_eagerly ? 1 : 3;
+    int rc = ctl_open(&d.ctl, d.cfg.socket_path);
+    if (rc) die("control socket %s: %s", d.cfg.socket_path, strerror(-rc));
+    d.ctl.handle = handle;
+    d.ctl.ctx = &d;
+    while (d.next_change < d.cfg.nchg && d.cfg.chg[d.next_change].at_ns < d.now) d.next_change++;  /* past */
+    cp_publish(&d.cp, d.state, d.starts);
+    rc = run(&d);
+    ctl_close(&d.ctl);
+    return rc;
+}

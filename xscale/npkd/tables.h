@@ -1,0 +1,78 @@
+/* tables.h -- the router's lookup tables: the trie (lpm.h) and the next-hop table
+ * (LAYOUT.md §5), filled from the configuration as toolchain/router/loader.py's
+ * build_tables fills them (same entries, same order, same indices). */
+#ifndef NPKD_TABLES_H
+#define NPKD_TABLES_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cfg.h"
+#include "lpm.h"
+
+#define NH_NO_ROUTE 0x80u
+#define NH_LOCAL 0x40u
+#define NH_ARP_MISS 0x20u
+#define NH_BROADCAST 0x10u
+#define NH_DIRECT 0x08u
+#define NH_EXCEPTION (NH_NO_ROUTE | NH_LOCAL | NH_ARP_MISS | NH_BROADCAST)
+
+typedef struct nh_entry {
+    uint32_t port, flags;
+    uint8_t dst[6], src[6];
+    uint32_t next_hop;          /* ARP_MISS entries: the address to resolve (0 = the destination) */
+} nh_entry;
+
+typedef struct nh_table {
+    nh_entry *e;
+    uint32_t *via;              /* the next hop each entry was made for (loader.py next_hop_ip) */
+    uint32_t n, cap, last;      /* last: the entry interned last (routes come in runs) */
+    u32map by_hash;             /* hash of the encoded entry -> first index with it */
+} nh_table;
+
+typedef struct tables {
+    lpm trie;
+    nh_table nh;
+    npkd_mem *mem;
+    const npkd_cfg *cfg;
+} tables;
+
+void nh_encode(const nh_entry *e, uint32_t w[4]);
+void nh_decode(const uint32_t w[4], nh_entry *e);
+void nh_read(npkd_mem *m, const lpm_layout *l, uint32_t index, nh_entry *e);   /* from SRAM */
+void nh_write(npkd_mem *m, const lpm_layout *l, uint32_t index, const nh_entry *e);
+
+int tables_init(tables *t, const npkd_cfg *cfg, npkd_mem *mem);
+void tables_free(tables *t);
+/* Loading in steps: from cfg (ports, static ARP, the route file) as build_tables does,
+ * then, after a restart, the journal of route changes the previous instance wrote (one
+ * line each, appended as they happen: add/del of routes, adj/unadj of ARP-learnt /32s),
+ * replayed in order.  write = 1: lay the whole image out in SRAM (the linker's job;
+ * tests and `npkd --build-image`); write = 0: the model only, then adopt what SRAM
+ * holds and check that its next-hop table is this one.  A restart puts learnt ARP
+ * state back to unresolved (`learnt`: the /32s withdrawn, to journal). */
+typedef struct tables_load {
+    int phase, write, restart;
+    FILE *f, *journal;
+    uint32_t line, jline, reverted;
+    u32vec learnt;
+    char err[NPKD_PATH + 100];
+} tables_load;
+int tables_load_begin(tables *t, tables_load *L, int write, const char *journal);
+int tables_load_step(tables *t, tables_load *L, uint32_t budget);   /* 1 done, 0 more, <0 error */
+void tables_load_end(tables_load *L);
+/* Fill from cfg (ports, static ARP, cfg->route).  write = 1: lay the whole image out
+ * in SRAM (the linker's job; used by tests and `npkd --build-image`); write = 0: the
+ * model only, then adopt what SRAM holds and check the next-hop table there equals it
+ * (1 if it differs).  0 ok, negative error, message in err. */
+int tables_build(tables *t, int write, char *err, size_t errlen);
+/* A route while the fast path runs (LAYOUT.md §7 rule 5: a new next-hop entry first):
+ * 0 ok, negative as lpm_add. */
+int tables_add_route(tables *t, const route_cfg *r);
+int tables_del_route(tables *t, uint32_t prefix, int len);
+/* a route with a given next-hop entry (an ARP-learnt adjacency /32) */
+int tables_add_entry_route(tables *t, const route_cfg *r, const nh_entry *e);
+/* the index of an entry, appended when new (restoring a persisted table) */
+int tables_intern(tables *t, const nh_entry *e, uint32_t via);
+/* the entry a configured route gets (loader.py route_entry) */
+void route_entry(const npkd_cfg *cfg, const route_cfg *r, nh_entry *e);
+#endif

@@ -1,0 +1,488 @@
+/* test_npkd.c -- native unit tests of npkd's packet builders, table code and control
+ * plane engine, under ASan/UBSan (driven by tests/xscale/test_npkd.py).  Prints one
+ * line per check that fails and exits 1 if any did. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cp.h"
+#include "lpm.h"
+#include "pkt.h"
+#include "tables.h"
+
+static int failures, checks;
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        checks++;                                                                      \
+        if (!(cond)) {                                                                 \
+            failures++;                                                                \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                     \
+        }                                                                              \
+    } while (0)
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+static const uint8_t ROUTER_MAC[6] = {0x02, 0x4e, 0x50, 0, 0, 1};
+static const uint8_t HOST_MAC[6] = {0x02, 0, 0, 0xff, 0, 1};
+
+/* a UDP datagram in an Ethernet frame: src -> dst, ttl, `payload` bytes, IHL 5 + opt/4 */
+static uint32_t udp_frame(uint8_t *f, uint32_t src, uint32_t dst, uint8_t ttl, uint32_t payload, const uint8_t *opt,
+                          uint32_t optlen)
+{
+    memset(f, 0, 1600);
+    memcpy(f, ROUTER_MAC, 6);
+    memcpy(f + 6, HOST_MAC, 6);
+    f[12] = 8;
+    uint8_t *h = f + 14;
+    uint32_t hl = 20 + optlen, tot = hl + 8 + payload;
+    h[0] = (uint8_t)(0x40 | hl / 4);
+    h[2] = (uint8_t)(tot >> 8);
+    h[3] = (uint8_t)tot;
+    h[4] = 0x12;
+    h[5] = 0x34;
+    h[8] = ttl;
+    h[9] = 17;
+    for (int i = 0; i < 4; i++) {
+        h[12 + i] = (uint8_t)(src >> (24 - 8 * i));
+        h[16 + i] = (uint8_t)(dst >> (24 - 8 * i));
+    }
+    if (optlen) memcpy(h + 20, opt, optlen);
+    uint16_t ck = inet_csum(h, hl, 0);
+    h[10] = (uint8_t)(ck >> 8);
+    h[11] = (uint8_t)ck;
+    uint8_t *u = h + hl;
+    u[0] = 0x30;
+    u[1] = 0x39;
+    u[2] = 0x00;
+    u[3] = 0x35;
+    u[4] = (uint8_t)((8 + payload) >> 8);
+    u[5] = (uint8_t)(8 + payload);
+    for (uint32_t i = 0; i < payload; i++) u[8 + i] = (uint8_t)i;
+    uint32_t n = 14 + tot;
+    return n < 60 ? 60 : n;
+}
+
+static void test_checksums(void)
+{
+    /* RFC 1071 section 3 example: 00 01 f2 03 f4 f5 f6 f7 sums to 0xddf2 */
+    const uint8_t v[] = {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7};
+    CHECK(inet_csum(v, sizeof v, 0) == (uint16_t)~0xddf2);
+    uint8_t f[1600], g[1600];
+    uint32_t n = udp_frame(f, 0xC6120001, 0x01020304, 64, 30, NULL, 0);
+    memcpy(g, f, n);
+    forward_rewrite(f, HOST_MAC, ROUTER_MAC, 0);     /* RFC 1624 incremental */
+    forward_rewrite(g, HOST_MAC, ROUTER_MAC, 1);     /* full recompute */
+    CHECK(!memcmp(f, g, n));
+    CHECK(f[14 + 8] == 63 && inet_csum(f + 14, 20, 0) == 0);
+    CHECK(!memcmp(f, HOST_MAC, 6) && !memcmp(f + 6, ROUTER_MAC, 6));
+}
+
+static void test_icmp_error(void)
+{
+    uint8_t f[1600], out[1600];
+    uint32_t n = udp_frame(f, 0xC6120001, 0x01020304, 1, 30, NULL, 0);
+    uint32_t m = build_icmp_error(out, HOST_MAC, ROUTER_MAC, 0x0A000001, f, n, ICMP_TIME_EXCEEDED, 0, 0);
+    ip_view v;
+    CHECK(ip_parse(out, m, &v) == 0);
+    CHECK(v.tos == IP_TOS_ERROR && v.ttl == 64 && v.proto == 1 && v.src == 0x0A000001 && v.dst == 0xC6120001);
+    CHECK(v.tot_len == 20 + 8 + 20 + 8 + 30 && m == 14u + v.tot_len);
+    CHECK(inet_csum(out + 14, 20, 0) == 0);
+    CHECK(inet_csum(out + 34, v.tot_len - 20u, 0) == 0);
+    CHECK(out[34] == 11 && out[35] == 0 && rd32(out + 38) == 0);
+    CHECK(!memcmp(out + 42, f + 14, 58));                 /* the datagram as received */
+    CHECK(v.id == 0x1234);
+    /* a big datagram: the error stops at 576 bytes of IP */
+    n = udp_frame(f, 0xC6120001, 0x01020304, 1, 1400, NULL, 0);
+    m = build_icmp_error(out, HOST_MAC, ROUTER_MAC, 0x0A000001, f, n, ICMP_UNREACH, UNREACH_NET, 0);
+    CHECK(ip_parse(out, m, &v) == 0 && v.tot_len == 576 && inet_csum(out + 34, 556, 0) == 0);
+    /* redirect: the gateway in the second word; parameter problem: the pointer */
+    m = build_icmp_error(out, HOST_MAC, ROUTER_MAC, 0x0A000001, f, n, ICMP_REDIRECT, 1, 0x0A000002);
+    CHECK(out[34] == 5 && out[35] == 1 && rd32(out + 38) == 0x0A000002);
+    m = build_icmp_error(out, HOST_MAC, ROUTER_MAC, 0x0A000001, f, n, ICMP_PARAM_PROBLEM, 0, 22u << 24);
+    CHECK(out[34] == 12 && out[38] == 22 && inet_csum(out + 34, 556, 0) == 0);
+    /* the rules' helpers */
+    CHECK(ip_is_unicast_src(0xC6120001) && !ip_is_unicast_src(0x7F000001) && !ip_is_unicast_src(0xE0000001));
+    ip_parse(out, m, &v);
+    CHECK(icmp_is_error(out, m, &v));
+}
+
+static void test_echo_and_arp(void)
+{
+    uint8_t f[1600], out[1600];
+    uint32_t n = udp_frame(f, 0xC6120001, 0x0A000001, 64, 20, NULL, 0);
+    f[14 + 9] = 1;                                    /* make it an ICMP echo request */
+    uint8_t *icmp = f + 34;
+    memset(icmp, 0, 28);
+    icmp[0] = 8;
+    icmp[4] = 0xAB;
+    icmp[7] = 7;
+    uint16_t ck = inet_csum(icmp, 28, 0);
+    icmp[2] = (uint8_t)(ck >> 8);
+    icmp[3] = (uint8_t)ck;
+    f[14 + 10] = f[14 + 11] = 0;
+    ck = inet_csum(f + 14, 20, 0);
+    f[14 + 10] = (uint8_t)(ck >> 8);
+    f[14 + 11] = (uint8_t)ck;
+    uint32_t m = build_echo_reply(out, HOST_MAC, ROUTER_MAC, f, n);
+    ip_view v;
+    CHECK(m == 62 && ip_parse(out, m, &v) == 0 && v.src == 0x0A000001 && v.dst == 0xC6120001);
+    CHECK(out[34] == 0 && out[38] == 0xAB && out[41] == 7 && inet_csum(out + 34, 28, 0) == 0);
+    CHECK(inet_csum(out + 14, 20, 0) == 0);
+    m = build_arp(out, 1, ROUTER_MAC, 0x0A000001, (const uint8_t[6]){0}, 0x0A00004D);
+    CHECK(m == 60 && out[0] == 0xFF && rd16(out + 12) == 0x0806 && rd16(out + 20) == 1);
+    CHECK(rd32(out + 28) == 0x0A000001 && rd32(out + 38) == 0x0A00004D && !memcmp(out + 22, ROUTER_MAC, 6));
+    m = build_arp(out, 2, ROUTER_MAC, 0x0A000001, HOST_MAC, 0x0A0000C8);
+    CHECK(!memcmp(out, HOST_MAC, 6) && rd16(out + 20) == 2 && !memcmp(out + 32, HOST_MAC, 6) &&
+          rd32(out + 38) == 0x0A0000C8);
+}
+
+static void test_options(void)
+{
+    uint8_t f[1600];
+    const uint32_t own[2] = {0x0A000001, 0x0A000101};
+    opt_result r;
+    /* record route, 2 slots */
+    const uint8_t rr[12] = {7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    udp_frame(f, 0xC6120001, 0x01020304, 64, 20, rr, 12);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_OK && r.rr_at == 20 && !r.source_routed);
+    ip_options_record(f, &r, 0x0A000201, 1234, NULL);
+    CHECK(f[14 + 22] == 8 && rd32(f + 14 + 23) == 0x0A000201);
+    /* timestamp, flag 0 */
+    const uint8_t ts[12] = {68, 12, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    udp_frame(f, 0xC6120001, 0x01020304, 64, 20, ts, 12);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_OK && r.ts_at == 20);
+    ip_options_record(f, &r, 0x0A000201, 80000123, NULL);
+    CHECK(f[14 + 22] == 9 && rd32(f + 14 + 24) == 80000123);
+    /* loose source route through us to 1.2.3.4 */
+    const uint8_t lsrr[8] = {131, 7, 4, 1, 2, 3, 4, 0};
+    udp_frame(f, 0xC6120001, 0x0A000001, 64, 20, lsrr, 8);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_OK && r.source_routed && !r.strict);
+    CHECK(rd32(f + 14 + 16) == 0x01020304);
+    ip_options_record(f, &r, 0x0A000201, 0, NULL);
+    CHECK(rd32(f + 14 + 23) == 0x0A000201 && f[14 + 22] == 8);
+    /* strict source route not addressed to us: forwarded as is */
+    const uint8_t ssrr[8] = {137, 7, 4, 1, 2, 3, 4, 0};
+    udp_frame(f, 0xC6120001, 0x05060708, 64, 20, ssrr, 8);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_OK && !r.source_routed && rd32(f + 14 + 16) == 0x05060708);
+    /* exhausted source route: for us */
+    const uint8_t done[8] = {137, 7, 8, 1, 2, 3, 4, 0};
+    udp_frame(f, 0xC6120001, 0x0A000101, 64, 20, done, 8);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_OK && r.sr_exhausted);
+    /* malformed: a length of 1, a pointer below 4, a length past the header */
+    const uint8_t bad1[4] = {7, 1, 0, 0};
+    udp_frame(f, 0xC6120001, 0x01020304, 64, 20, bad1, 4);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_BAD && r.pointer == 21);
+    const uint8_t bad2[8] = {7, 7, 2, 0, 0, 0, 0, 0};
+    udp_frame(f, 0xC6120001, 0x01020304, 64, 20, bad2, 8);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_BAD && r.pointer == 22);
+    const uint8_t bad3[4] = {1, 68, 40, 5};
+    udp_frame(f, 0xC6120001, 0x01020304, 64, 20, bad3, 4);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_BAD && r.pointer == 22);
+    /* unknown options are carried (router alert) */
+    const uint8_t ra[4] = {0x94, 4, 0, 0};
+    udp_frame(f, 0xC6120001, 0x01020304, 64, 20, ra, 4);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_OK && !r.rr_at && !r.ts_at && !r.sr_at);
+}
+
+/* ---- a fake chip for the table and engine tests ----------------------------------------- */
+
+typedef struct fake {
+    npkd_mem mem;
+    uint32_t ring[16][1024];
+    uint32_t head[16], count[16];
+    uint64_t now;
+} fake;
+
+static int f_get(void *ctx, int ring, uint32_t *w)
+{
+    fake *k = ctx;
+    if (!k->count[ring]) return *w = 0, 0;
+    *w = k->ring[ring][k->head[ring]];
+    k->head[ring] = (k->head[ring] + 1) % 1024;
+    k->count[ring]--;
+    return 1;
+}
+
+static int f_put(void *ctx, int ring, uint32_t w)
+{
+    fake *k = ctx;
+    if (k->count[ring] == 1024) return 0;
+    k->ring[ring][(k->head[ring] + k->count[ring]++) % 1024] = w;
+    return 1;
+}
+
+static uint32_t f_free(void *ctx, int ring)
+{
+    return 1024 - ((fake *)ctx)->count[ring];
+}
+
+static uint32_t f_qget(void *ctx, uint32_t q)
+{
+    npkd_mem *m = &((fake *)ctx)->mem;
+    uint32_t head = npkd_sram_rd(m, q), count = npkd_sram_rd(m, q + 8);
+    if (!count || !head) return 0;
+    npkd_sram_wr(m, q, count == 1 ? 0 : npkd_sram_rd(m, head));
+    if (count == 1) npkd_sram_wr(m, q + 4, 0);
+    npkd_sram_wr(m, q + 8, count - 1);
+    return head;
+}
+
+static void f_qput(void *ctx, uint32_t q, uint32_t e)
+{
+    npkd_mem *m = &((fake *)ctx)->mem;
+    uint32_t tail = npkd_sram_rd(m, q + 4), count = npkd_sram_rd(m, q + 8);
+    npkd_sram_wr(m, e, 0);
+    npkd_sram_wr(m, count ? tail : q, e);
+    npkd_sram_wr(m, q + 4, e);
+    npkd_sram_wr(m, q + 8, count + 1);
+}
+
+static uint64_t f_now(void *ctx)
+{
+    return ((fake *)ctx)->now;
+}
+
+static void fake_init(fake *k, npkd_cfg *c)
+{
+    memset(k, 0, sizeof *k);
+    k->mem.sram_ch_bytes = 8u << 20;
+    for (int ch = 0; ch < 4; ch++) k->mem.sram[ch] = calloc(k->mem.sram_ch_bytes / 4, 4);
+    k->mem.dram_bytes = 64u << 11;
+    k->mem.dram = calloc(k->mem.dram_bytes, 1);
+    cfg_init(c);
+    const char *macs[3] = {"02:4e:50:00:00:00", "02:4e:50:00:00:01", "02:4e:50:00:00:02"};
+    for (int p = 0; p < 3; p++) {
+        port_cfg *pc = &c->port[c->nports++];
+        pc->addr = 0x0A000001u | (uint32_t)p << 8;
+        pc->len = 24;
+        pc->mask = lpm_mask(24);
+        pc->net = pc->addr & pc->mask;
+        pc->bcast = pc->net | 0xFF;
+        parse_mac(macs[p], pc->mac, NULL);
+    }
+    c->arp = calloc(2, sizeof *c->arp);
+    c->narp = c->caparp = 2;
+    c->arp[0].ip = 0x0A000002;                         /* 10.0.0.2: the way back to 198.18/15 */
+    parse_mac("02:00:0a:00:00:02", c->arp[0].mac, NULL);
+    c->arp[1].ip = 0x0A000102;
+    parse_mac("02:00:0a:00:01:02", c->arp[1].mac, NULL);
+    c->route = calloc(4, sizeof *c->route);
+    c->caproute = 4;
+    c->route[c->nroute++] = (route_cfg){0xC6120000u, 0x0A000002u, 15, 0};
+    c->route[c->nroute++] = (route_cfg){0x01000000u, 0x0A000102u, 8, 1};
+    c->route[c->nroute++] = (route_cfg){0x2C000000u, 0x0A00024Du, 8, 2};   /* 44/8 via unresolved 10.0.2.77 */
+    c->lay = (lpm_layout){0, 0x1000, 0x41000, 16384, 0x81000, 0x700000};
+    c->sys = (sys_cfg){0x40010000u, 5, 64, 0, 11, 0x40001000u, 0x500};
+    c->exc_ring = 11;
+    c->cp_ring = 12;
+    c->log_base = 0x80310000u;
+    c->log_cap = 64;
+    c->stats_base = 0x80300000u;
+    /* the free list: 64 descriptors */
+    for (uint32_t i = 0; i < 64; i++) f_qput(k, c->sys.freelist_q, c->sys.desc_base + (i << 5));
+}
+
+static void fake_free(fake *k, npkd_cfg *c)
+{
+    for (int ch = 0; ch < 4; ch++) free((void *)k->mem.sram[ch]);
+    free(k->mem.dram);
+    cfg_free(c);
+}
+
+static void test_lpm(void)
+{
+    fake *k = calloc(1, sizeof *k);
+    npkd_cfg c;
+    fake_init(k, &c);
+    tables t;
+    char err[200];
+    CHECK(tables_init(&t, &c, &k->mem) == 0);
+    CHECK(tables_build(&t, 1, err, sizeof err) == 0);
+    /* every address answers as the reference longest match; churn keeps it so */
+    uint32_t x = 12345;
+    for (int round = 0; round < 400; round++) {
+        x = x * 1103515245u + 12345u;
+        int len = 8 + (int)(x >> 8) % 25;
+        uint32_t p = (0x14000000u | (x & 0x00FFFFFFu)) & lpm_mask(len);   /* inside 20/8 */
+        if (round % 3 == 2 && lpm_get(&t.trie, p, len, NULL)) {
+            CHECK(tables_del_route(&t, p, len) == 0);
+        } else {
+            route_cfg r = {p, (round & 1) ? 0x0A000002u : 0x0A000102u, len, (round & 1) ? 0 : 1};
+            CHECK(tables_add_route(&t, &r) == 0);
+        }
+        if (round % 16 == 0) lpm_grace(&t.trie);
+        for (int probe = 0; probe < 20; probe++) {
+            x = x * 1103515245u + 12345u;
+            uint32_t a = 0x14000000u | (x & 0x00FFFFFFu);
+            uint32_t nh = 0;
+            if (!lpm_match(&t.trie, a, NULL, NULL, &nh)) nh = 0;
+            CHECK(lpm_walk(&k->mem, &c.lay, a) == nh);
+        }
+    }
+    CHECK(tables_del_route(&t, 0x63000000u, 8) == -4);           /* no such route */
+    tables_free(&t);
+    fake_free(k, &c);
+    free(k);
+}
+
+/* an excepted packet: frame into a buffer off the free list, record on the ring */
+static uint32_t except(fake *k, npkd_cfg *c, const uint8_t *f, uint32_t len, int in_port, int reason)
+{
+    uint32_t d = f_qget(k, c->sys.freelist_q);
+    uint32_t h = (d - c->sys.desc_base) >> 5;
+    memcpy(k->mem.dram + (h << 11), f, len);
+    npkd_sram_wr(&k->mem, d + 8, len << 16);
+    f_put(k, c->exc_ring, 0x80000000u | (uint32_t)in_port << 28 | h);
+    f_put(k, c->exc_ring, 1u << 24 | (uint32_t)in_port << 16 | (uint32_t)reason);
+    return h;
+}
+
+/* the next frame the engine sent: its bytes (from the buffer) and port */
+static uint32_t sent(fake *k, npkd_cfg *c, uint8_t **frame, int *port)
+{
+    uint32_t pw, p;
+    if (!f_get(k, c->cp_ring, &pw) || !f_get(k, c->cp_ring, &p)) return 0;
+    uint32_t h = pw & 0xFFFF;
+    *port = (int)p;
+    *frame = k->mem.dram + (h << 11);
+    uint32_t len = npkd_sram_rd(&k->mem, c->sys.desc_base + (h << 5) + 8) >> 16;
+    f_qput(k, c->sys.freelist_q, c->sys.desc_base + (h << 5));   /* as tx does */
+    return len;
+}
+
+static void test_engine(void)
+{
+    fake *k = calloc(1, sizeof *k);
+    npkd_cfg c;
+    fake_init(k, &c);
+    c.opt.icmp_burst = 3;
+    c.opt.icmp_rate = 1000;
+    tables t;
+    char err[200];
+    tables_init(&t, &c, &k->mem);
+    CHECK(tables_build(&t, 1, err, sizeof err) == 0);
+    cp e;
+    npkd_hw hw = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
+    cp_init(&e, &c, &k->mem, &t, &hw);
+    e.tables_ready = 1;
+    uint8_t f[1600], *o;
+    int port;
+    uint32_t n, m;
+    /* TTL expired: a Time Exceeded back out of port 0 towards 10.0.0.2 */
+    n = udp_frame(f, 0xC6120001, 0x01020304, 1, 30, NULL, 0);
+    except(k, &c, f, n, 1, 7);
+    CHECK(cp_poll(&e, 64) == 1);
+    m = sent(k, &c, &o, &port);
+    CHECK(m == 14 + 20 + 8 + 58 && port == 0 && o[34] == 11 && rd32(o + 14 + 12) == 0x0A000001);
+    CHECK(!memcmp(o, c.arp[0].mac, 6) && !memcmp(o + 6, c.port[0].mac, 6));
+    CHECK(e.stats[ST_icmp_time_exceeded] == 1 && e.stats[ST_exc_ttl_expired] == 1);
+    CHECK(npkd_sram_rd(&k->mem, c.log_base) == 1 && npkd_sram_rd(&k->mem, c.log_base + 16) == frame_digest(f, n));
+    /* no error about an ICMP error, a non-first fragment, a martian source */
+    uint8_t g[1600];
+    memcpy(g, o, m);
+    g[14 + 8] = 1;
+    except(k, &c, g, m, 0, 7);
+    n = udp_frame(f, 0xC6120001, 0x01020304, 1, 30, NULL, 0);
+    f[14 + 6] = 0x00;
+    f[14 + 7] = 0x10;                                  /* fragment offset 16 */
+    except(k, &c, f, n, 0, 7);
+    cp_poll(&e, 64);
+    CHECK(e.stats[ST_icmp_suppressed_rules] == 2 && sent(k, &c, &o, &port) == 0);
+    /* the rate limit: burst 3, one token used */
+    for (int i = 0; i < 4; i++) {
+        n = udp_frame(f, 0xC6120001, 0x05060708, 64, 30, NULL, 0);   /* no route */
+        except(k, &c, f, n, 1, 6);
+    }
+    cp_poll(&e, 64);
+    CHECK(e.stats[ST_icmp_net_unreachable] == 2 && e.stats[ST_icmp_suppressed_rate_limit] == 2);
+    while (sent(k, &c, &o, &port)) {
+    }
+    k->now += 10000000;                                /* 10 ms: 10 tokens, capped at 3 */
+    /* ARP request for our address: a reply, and the sender learnt */
+    uint8_t a[60];
+    build_arp(a, 1, HOST_MAC, 0x0A0000C8, (const uint8_t[6]){0}, 0x0A000001);
+    except(k, &c, a, 60, 0, 1);
+    cp_poll(&e, 64);
+    m = sent(k, &c, &o, &port);
+    CHECK(m == 60 && port == 0 && rd16(o + 20) == 2 && rd32(o + 38) == 0x0A0000C8 && !memcmp(o, HOST_MAC, 6));
+    CHECK(e.stats[ST_arp_learnt] == 1 && e.stats[ST_arp_replies_sent] == 1);
+    /* arp_miss via 10.0.2.77: held, request out; the reply releases the packets in order */
+    uint32_t h1, h2;
+    n = udp_frame(f, 0xC6120001, 0x2C000001, 64, 30, NULL, 0);
+    h1 = except(k, &c, f, n, 1, 9);
+    f[14 + 5] = 0x35;                                  /* another id */
+    h2 = except(k, &c, f, n, 1, 9);
+    cp_poll(&e, 64);
+    CHECK(e.stats[ST_held] == 2 && e.stats[ST_arp_requests_sent] == 1);
+    m = sent(k, &c, &o, &port);
+    CHECK(m == 60 && port == 2 && o[0] == 0xFF && rd32(o + 38) == 0x0A00024D && rd32(o + 28) == 0x0A000201);
+    const uint8_t NB[6] = {0x02, 0, 0x0a, 0, 2, 0x4d};
+    build_arp(a, 2, NB, 0x0A00024D, c.port[2].mac, 0x0A000201);
+    except(k, &c, a, 60, 2, 1);
+    cp_poll(&e, 64);
+    uint32_t pw;
+    CHECK(f_get(k, c.cp_ring, &pw) && (pw & 0xFFFF) == h1 && !(pw & PW_CONTROL) && f_get(k, c.cp_ring, &pw));
+    CHECK(f_get(k, c.cp_ring, &pw) && (pw & 0xFFFF) == h2 && f_get(k, c.cp_ring, &pw) && pw == 2);
+    CHECK(!memcmp(k->mem.dram + (h1 << 11), NB, 6) && k->mem.dram[(h1 << 11) + 22] == 63);
+    CHECK(e.stats[ST_held_sent] == 2 && e.stats[ST_arp_resolved] == 1);
+    f_qput(k, c.sys.freelist_q, c.sys.desc_base + (h1 << 5));      /* tx sent them */
+    f_qput(k, c.sys.freelist_q, c.sys.desc_base + (h2 << 5));
+    /* the fast path now has the MAC: the gateway entry lost ARP_MISS */
+    nh_entry ne;
+    nh_read(&k->mem, &c.lay, lpm_walk(&k->mem, &c.lay, 0x2C000001), &ne);
+    CHECK(!(ne.flags & NH_ARP_MISS) && !memcmp(ne.dst, NB, 6) && ne.port == 2);
+    /* an unresolvable on-link host: three requests, then Host Unreachable */
+    n = udp_frame(f, 0xC6120001, 0x0A000263, 64, 30, NULL, 0);
+    except(k, &c, f, n, 1, 9);
+    cp_poll(&e, 64);
+    for (int i = 0; i < 3; i++) {
+        k->now += 1000ull * c.opt.arp_retry_us;
+        cp_timers(&e);
+    }
+    CHECK(e.stats[ST_arp_requests_sent] == 4 && e.stats[ST_arp_unresolved] == 1);
+    CHECK(e.stats[ST_icmp_host_unreachable] == 1 && e.stats[ST_held_dropped_unresolved] == 1);
+    int last_type = -1;
+    while ((m = sent(k, &c, &o, &port))) last_type = o[12] == 8 ? o[34] : -2;
+    CHECK(last_type == 3);
+    /* the hold queue is bounded: with room for 2, the third packet for a next hop is dropped */
+    c.opt.arp_hold = 2;
+    for (int i = 0; i < 3; i++) {
+        n = udp_frame(f, 0xC6120001, 0x0A000264, 64, 30, NULL, 0);
+        except(k, &c, f, n, 1, 9);
+    }
+    cp_poll(&e, 64);
+    CHECK(e.stats[ST_held_dropped_overflow] == 1);
+    /* ageing: 10.0.2.77's entry expires; the gateway entry goes back to ARP_MISS (first LW0) */
+    k->now += 1000000ull * c.opt.arp_age_ms + 1;
+    for (int i = 0; i < 4; i++) {
+        k->now += 1000ull * c.opt.arp_retry_us;
+        cp_timers(&e);
+    }
+    CHECK(e.stats[ST_arp_aged] >= 1);
+    nh_read(&k->mem, &c.lay, lpm_walk(&k->mem, &c.lay, 0x2C000001), &ne);
+    CHECK((ne.flags & NH_ARP_MISS) && ne.next_hop == 0x0A00024D);
+    while (sent(k, &c, &o, &port)) {
+    }
+    cp_publish(&e, 2, 1);
+    CHECK(npkd_sram_rd(&k->mem, c.stats_base) == NPKD_STATS_MAGIC &&
+          npkd_sram_rd(&k->mem, c.stats_base + NPKD_STATS_HDR + 4 * ST_arp_resolved) == 1);
+    /* every buffer is back (64) */
+    CHECK(npkd_sram_rd(&k->mem, c.sys.freelist_q + 8) == 64);
+    cp_free(&e);
+    tables_free(&t);
+    fake_free(k, &c);
+    free(k);
+}
+
+int main(void)
+{
+    test_checksums();
+    test_icmp_error();
+    test_echo_and_arp();
+    test_options();
+    test_lpm();
+    test_engine();
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
