@@ -89,8 +89,17 @@ def test_demo_min_line_rate() -> None:
     assert any("line rate" in r for r in s["verdict"]["reasons"])
 
 
-def test_demo_exits_1_on_wrong_bytes(tmp_path: Path) -> None:
-    """A hdr_format that takes 2 off the TTL: every forwarded frame's bytes are wrong."""
+def test_demo_imix_frames_too_short_for_the_tag_are_judged() -> None:
+    """IMIX's 40-byte packets cannot carry the whole tag: they are identified by their
+    bytes and judged by the oracle like the others (counted as untagged, not failed)."""
+    code, s = _demo("--traffic", str(ROOT / "examples" / "traffic" / "imix.yaml"))
+    cmp_ = s["comparison"]
+    assert code == 0, s["verdict"]
+    assert cmp_["untagged"] > 50 and cmp_["matched_forward"] == s["totals"]["forwarded"]
+
+
+def _broken_ttl_layout(tmp_path: Path) -> Path:
+    """A hdr_format that takes 2 off the TTL."""
     src = ROOT / "microcode" / "hdr_format"
     (tmp_path / "hdr_format.uc").write_text((src / "hdr_format.uc").read_text())
     h = (src / "hdr_format.h").read_text()
@@ -99,11 +108,28 @@ def test_demo_exits_1_on_wrong_bytes(tmp_path: Path) -> None:
     lay = yaml.safe_load((ROOT / "microcode" / "layouts" / "pipelined.yaml").read_text())
     lay["blocks"]["hdr_format"]["source"] = str(tmp_path / "hdr_format.uc")
     (tmp_path / "broken.yaml").write_text(yaml.safe_dump(lay))
-    code, s = _demo("--layout", str(tmp_path / "broken.yaml"))
+    return tmp_path / "broken.yaml"
+
+
+def test_demo_exits_1_on_wrong_bytes(tmp_path: Path) -> None:
+    """Every frame the fast path forwards has its bytes wrong, and the run fails."""
+    code, s = _demo("--layout", str(_broken_ttl_layout(tmp_path)))
     assert code == 1
     cmp_ = s["comparison"]
     assert cmp_["wrong_bytes"] == s["totals"]["forwarded"] > 0 and not cmp_.get("matched_forward")
     assert any(r.startswith("oracle: wrong_bytes") for r in s["verdict"]["reasons"]), s["verdict"]
+
+
+def test_wrong_bytes_in_frames_too_short_for_the_tag_fail_the_run(tmp_path: Path) -> None:
+    code, s = _demo("--layout", str(_broken_ttl_layout(tmp_path)), "--traffic",
+                    str(ROOT / "examples" / "traffic" / "imix.yaml"))  # fmt: skip
+    cmp_ = s["comparison"]
+    assert code == 1 and cmp_["untagged"] > 50
+    # all the fast path's frames wrong, those too short for the tag included; the
+    # control plane's (IP options) leave through the qm, past hdr_format
+    assert cmp_["wrong_bytes"] >= cmp_["untagged"]
+    assert cmp_["wrong_bytes"] + cmp_.get("matched_forward", 0) == s["totals"]["forwarded"]
+    assert s["control_plane"]["packets_forwarded_by_it"] == cmp_.get("matched_forward", 0)
 
 
 def test_demo_knobs_seed_config_and_dotted_defines() -> None:

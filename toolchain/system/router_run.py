@@ -326,8 +326,11 @@ class RouterRun:
             self.tx_bits[port] += (len(data) + self.over.get(port, 24)) * 8
         res = self.comparison
         if not d.by_tag:
+            # too short for the whole tag: identified by its bytes (the earliest held
+            # packet with the bytes a router leaves alone), then judged like the rest
             res["untagged"] += 1
-            return
+            if d.pid < 0:
+                return  # matches no input: the run counts it unmatched
         c = d.chunk
         if c is None:
             res["forgotten"] += 1  # a copy of a packet finished with long ago

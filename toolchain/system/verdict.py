@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MISMATCHES = ("wrong_bytes", "wrong_port", "wrong_outcome", "wrong_reason", "unmatched",
-              "duplicates", "reordered", "untagged", "unmatched_exception",
+              "duplicates", "reordered", "unmatched_exception",
               "unexpected_control", "missing_control")  # fmt: skip
 
 
