@@ -43,6 +43,7 @@ MMAP_END = 0x7F000000
 KUSER_PAGE = 0xFFFF0000
 TLS_SLOT = 0xFFFF0FF0
 HWCAP = 0x1 | 0x2 | 0x4 | 0x10 | 0x80   # SWP HALF THUMB FAST_MULT EDSP; no VFP (64), no IWMMXT (512)
+GUEST_BIN = "/usr/sbin/"  # where the guest believes its program is (argv[0])
 EXCP_UDEF, EXCP_SWI, EXCP_PREFETCH_ABORT, EXCP_DATA_ABORT = 1, 2, 3, 4
 
 AT = {"NULL": 0, "PHDR": 3, "PHENT": 4, "PHNUM": 5, "PAGESZ": 6, "BASE": 7, "FLAGS": 8, "ENTRY": 9,
@@ -130,7 +131,10 @@ class XScaleCore:
         self._install_budget()
         self._load(self.elf)
         self.linux = LinuxABI(self, seed=seed, echo=echo)
-        self._setup_stack([str(self.program), *(argv or [])], env or {}, seed)
+        # argv[0] and /proc/self/exe name the program at a fixed guest path: the C
+        # library's start-up reads them, and the host's path would change the instruction count
+        self.guest_path = GUEST_BIN + Path(self.program).name
+        self._setup_stack([self.guest_path, *(argv or [])], env or {}, seed)
         self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
         self.code_hooks: dict[int, int] = {}      # breakpoints (gdb stub)
         self.on_break: Callable[[int], None] | None = None

@@ -367,7 +367,7 @@ class LinuxABI:
     def sys_readlink(self, path: int, buf: int, size: int, *_: int) -> int:
         p = self._path(path)
         if p == "/proc/self/exe":
-            target = str(self.core.program.resolve()).encode()
+            target = self.core.guest_path.encode()  # as argv[0]: not the host's checkout
         else:
             try:
                 target = os.fsencode(os.readlink(p))

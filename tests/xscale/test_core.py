@@ -48,6 +48,21 @@ def test_instruction_count_does_not_depend_on_the_quantum(xscale_built: Path) ->
     assert len(counts) == 1
 
 
+def test_instruction_count_does_not_depend_on_where_the_program_lives(xscale_built: Path, tmp_path: Path) -> None:
+    """The same program from two host directories runs the same instructions: the guest
+    sees a fixed argv[0] (the C library's start-up reads it), not the checkout's path."""
+    counts = set()
+    for where in (tmp_path / "a", tmp_path / "bb" / "c"):
+        where.mkdir(parents=True)
+        elf = where / xscale_built.name
+        elf.write_bytes(xscale_built.read_bytes())
+        core = XScaleCore(elf, ["spin", "300"])
+        assert core.cstring(struct.unpack("<2I", core.read(core.reg(13), 8))[1]) == "/usr/sbin/" + elf.name
+        _finish(core)
+        counts.add(core.instructions)
+    assert len(counts) == 1
+
+
 def test_process_image_auxv_and_kuser_helpers(xscale_built: Path) -> None:
     core = XScaleCore(xscale_built, ["a1", "b2"], {"K": "V"})
     sp = core.reg(13)
