@@ -7,8 +7,8 @@
     chip.run(10_000)
     chip.reg(0, "a3", ctx=2); chip.mem_read("sram", 0x100, 16); chip.stats()
 
-The declarations come from emulator/include/npk_emu.h (the block between
-CDEF-BEGIN and CDEF-END), the library from emulator/build/libnpkemu.so
+The declarations come from emulator/include/npk_emu.h and npk_msf.h (the blocks
+between CDEF-BEGIN and CDEF-END), the library from emulator/build/libnpkemu.so
 (override with NPKEMU_LIB).  Configs are YAML files in emulator/configs.
 """
 
@@ -27,7 +27,7 @@ from cffi import FFI
 from . import me_names
 
 HERE = Path(__file__).resolve().parent
-HEADER = HERE / "include" / "npk_emu.h"
+HEADERS = (HERE / "include" / "npk_emu.h", HERE / "include" / "npk_msf.h")
 LIBRARY = HERE / "build" / "libnpkemu.so"
 CONFIG_DIR = HERE / "configs"
 
@@ -51,11 +51,14 @@ class EmulatorError(RuntimeError):
 
 
 def _cdef_text() -> str:
-    text = HEADER.read_text()
-    m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", text, re.S)
-    if not m:
-        raise EmulatorError(f"{HEADER} has no CDEF block")
-    return m.group(1)
+    """The CDEF blocks of the C API headers, in order (npk_msf.h builds on npk_emu.h)."""
+    blocks = []
+    for header in HEADERS:
+        m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", header.read_text(), re.S)
+        if not m:
+            raise EmulatorError(f"{header} has no CDEF block")
+        blocks.append(m.group(1))
+    return "\n".join(blocks)
 
 
 @lru_cache(maxsize=1)

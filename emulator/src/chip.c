@@ -92,13 +92,12 @@ int npk_me_index(npk_chip *c, int number)
 static void me_reset(npk_chip *c, npk_me *m)
 {
     uint64_t *us = m->ustore;
-    uint8_t *loc = m->local, *cls = m->cls;
+    npk_uop *uop = m->uop;
     uint32_t *lm = m->lm;
     int idx = m->idx, mode = m->ctx_mode ? m->ctx_mode : 8;
     memset(m, 0, sizeof *m);
     m->ustore = us;
-    m->local = loc;
-    m->cls = cls;
+    m->uop = uop;
     m->lm = lm;
     memset(lm, 0, sizeof(uint32_t) * 1024);
     m->idx = idx;
@@ -173,9 +172,8 @@ npk_chip *npk_create(const npk_config *cfg)
         c->me[i].ctx_mode = 8;
         c->me[i].ustore = calloc(cfg->ustore_words, sizeof(uint64_t));
         c->me[i].lm = calloc(1024, sizeof(uint32_t));
-        c->me[i].local = calloc(cfg->ustore_words, 1);
-        c->me[i].cls = calloc(cfg->ustore_words, 1);
-        if (!c->me[i].ustore || !c->me[i].lm || !c->me[i].local || !c->me[i].cls) ok = 0;
+        c->me[i].uop = calloc(cfg->ustore_words + 1, sizeof(npk_uop));  /* + a PC past the end */
+        if (!c->me[i].ustore || !c->me[i].lm || !c->me[i].uop) ok = 0;
     }
     if (!ok) { npk_destroy(c); return NULL; }
     npk_msf_stub_init(c);
@@ -186,7 +184,7 @@ npk_chip *npk_create(const npk_config *cfg)
 void npk_destroy(npk_chip *c)
 {
     if (!c) return;
-    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); free(c->me[i].local); free(c->me[i].cls); }
+    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); free(c->me[i].uop); }
     shared_free(c->sram, c->mem_fd[NPK_MEM_SRAM], c->mem_len[NPK_MEM_SRAM]);
     shared_free(c->dram, c->mem_fd[NPK_MEM_DRAM], c->mem_len[NPK_MEM_DRAM]);
     shared_free(c->scratch, c->mem_fd[NPK_MEM_SCRATCH], c->mem_len[NPK_MEM_SCRATCH]);

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "npk_emu.h"
-#include "gen/mev2_isa.h"
+#include "mev2_isa.h"   /* generated from toolchain/isa/mev2.yaml (src/gen/) */
 
 #define NPK_MAX_ME 16
 #define NPK_NCTX 8
@@ -17,7 +17,7 @@
 
 enum { F_Z = 1, F_N = 2, F_C = 4, F_V = 8 };
 
-/* transfer-register files */
+/* transfer-register files (npk_me.xfer; the order of NPK_REG_SXFER_IN..NPK_REG_DXFER_OUT) */
 enum { XK_SIN = 0, XK_SOUT = 1, XK_DIN = 2, XK_DOUT = 3 };
 
 typedef struct npk_ctx {
@@ -40,6 +40,30 @@ typedef struct npk_ctx {
     uint64_t state_since;
 } npk_ctx;
 
+/* A decoded operand (npk_me_predecode): the operand-field map's view of one field
+ * (mev2.yaml operand_fields, npk_unrestricted_def), with the GPR bank it is read or
+ * written in. */
+typedef struct npk_opnd {
+    uint8_t kind;          /* NPK_OPK_* */
+    uint8_t file, via;     /* index registers: NPK_OPFILE_*, NPK_OPVIA_* */
+    int8_t step;           /* index registers: post-increment in registers */
+    uint8_t offset;        /* index registers: num is an offset */
+    uint8_t bank;          /* GPR bank of the access: 0 A, 1 B */
+    uint16_t num;          /* register number, offset or constant */
+} npk_opnd;
+
+/* A pre-decoded control-store word: built when the word is loaded, so that execution
+ * neither matches classes nor decodes operand fields. */
+typedef struct npk_uop {
+    uint64_t w;            /* the word */
+    npk_opnd a, b, d;      /* operands as the class uses them (see npk_me_predecode) */
+    uint8_t cls;           /* enum npk_iclass; NPK_IC_ILLEGAL also for an illegal command */
+    uint8_t local;         /* touches only this ME: may run ahead (npk_word_is_local) */
+    uint8_t op;            /* ALU / shift operation, branch condition, ... */
+    uint8_t aux;           /* a second small field (see npk_me_predecode) */
+    uint32_t cmd;          /* memory classes: NPK_CMD_* */
+} npk_uop;
+
 typedef struct npk_pending_csr {
     uint64_t at;
     uint32_t addr, value;
@@ -54,8 +78,7 @@ typedef struct npk_me {
     uint64_t next;         /* cycle of the next instruction, NPK_NEVER when idle */
     uint64_t idle_since;
     uint64_t *ustore;
-    uint8_t *local;        /* per word: 1 = touches only this ME (may run ahead) */
-    uint8_t *cls;          /* per word: predecoded instruction class */
+    npk_uop *uop;          /* per word (+ one past the end: a PC there is out of range) */
     npk_ctx ctx[NPK_NCTX];
     uint32_t gpr[2][128];
     uint32_t xfer[4][128];
@@ -98,7 +121,8 @@ typedef struct npk_event {
     uint64_t seq;
     uint8_t kind;          /* EVK_* */
     uint8_t unit, me, ctx;
-    uint8_t cmd, sub, xkind, chan;
+    uint8_t cmd, sub, xkind, chan;   /* cmd, sub: the fields as issued (history records) */
+    uint8_t op;            /* NPK_CMD_*: what the unit carries out */
     uint16_t sigmask;
     uint16_t count;        /* longwords */
     uint32_t addr;
@@ -222,8 +246,9 @@ void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);
 void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t w, const char *reason);
 void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t);
+
+/* csr.c */
 void npk_me_apply_csrs(npk_chip *c, npk_me *m);
-int npk_word_is_local(uint64_t w);
 uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr);
 void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v);
 
@@ -241,18 +266,15 @@ int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
 uint32_t npk_rd32(const uint8_t *p);
 void npk_wr32(uint8_t *p, uint32_t v);
 void npk_mem_watch(npk_chip *c, int space, uint64_t addr, uint32_t len);
+/* longword accessors of a memory (they count their own faults) and what SRAM and
+ * scratch share: reads and writes of e->count words, the atomic commands (one word) */
 typedef uint32_t (*npk_word_rd)(npk_chip *c, uint32_t addr);
 typedef void (*npk_word_wr)(npk_chip *c, uint32_t addr, uint32_t v);
-/* read (0), write (1), swap (2) and the atomics set/clr/add/sub/incr/decr (3-8), whose
- * command codes SRAM and scratch share: 1 = data goes back to the transfer registers,
- * 0 = nothing to push, -1 = not one of these commands. */
-int npk_mem_basic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, npk_word_wr wr);
-void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_dram_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_hash_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_cap_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_msf_complete(npk_chip *c, npk_event *e, uint32_t *out);
+enum { NPK_ATOMIC_SWAP, NPK_ATOMIC_SET, NPK_ATOMIC_CLR, NPK_ATOMIC_ADD, NPK_ATOMIC_SUB,
+       NPK_ATOMIC_INCR, NPK_ATOMIC_DECR };
+void npk_mem_read_words(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd);
+void npk_mem_write_words(npk_chip *c, npk_event *e, npk_word_wr wr);
+void npk_mem_atomic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, npk_word_wr wr, int op);
 void npk_msf_stub_init(npk_chip *c);
 int npk_scr_ring_full(npk_chip *c, int ring);
 int npk_scr_ring_get1(npk_chip *c, int ring, uint32_t *word);
