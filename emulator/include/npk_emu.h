@@ -229,7 +229,7 @@ enum {
                                   (HRM p.218: the result is unpredictable) */
     NPK_FAULT_DRAM = 1,        /* DRAM address past dram_bytes */
     NPK_FAULT_SCRATCH = 2,     /* scratch address past scratch_bytes */
-    NPK_FAULT_LM = 3,          /* local memory index lm_words..1023: addressable but not
+    NPK_FAULT_LOCAL_MEMORY = 3, /* local memory index lm_words..1023: addressable but not
                                   populated (HRM p.40); reads 0, writes dropped */
     NPK_FAULT_RING_UNCONFIGURED = 4, /* get/put on a scratch ring or SRAM ring of size 0
                                         (never configured); address = ring number / descriptor */

@@ -22,7 +22,7 @@ static inline void watch_wr(npk_exec *e, int me, int kind, uint32_t idx, uint32_
  * LM_ADDR reaches 1K longwords (the index wraps at 1024); only the first lm_words
  * (640 on the IXP2800) hold RAM, the rest are addressable but not populated
  * (HRM p.40): reading them gives 0, writing does nothing, and both are counted as
- * NPK_FAULT_LM. */
+ * NPK_FAULT_LOCAL_MEMORY. */
 
 static inline uint32_t lm_index(npk_exec *e, int which, uint32_t off)
 {
@@ -31,7 +31,7 @@ static inline uint32_t lm_index(npk_exec *e, int which, uint32_t off)
 
 __attribute__((cold)) static void lm_fault(npk_exec *e, uint32_t idx)
 {
-    npk_fault_at(e->c, NPK_FAULT_LM, e->m->idx, e->ctx, e->pc, idx);
+    npk_fault_at(e->c, NPK_FAULT_LOCAL_MEMORY, e->m->idx, e->ctx, e->pc, idx);
 }
 
 static inline uint32_t lm_read(npk_exec *e, uint32_t idx)

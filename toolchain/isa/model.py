@@ -67,6 +67,7 @@ class MemCmd:
     split: bool = False  # address: split
     ordered: bool = False
     msf_buffer: bool = False
+    descriptor: str = ""  # ring | queue: what the address names
     sem: str = ""
 
     @property
@@ -225,11 +226,11 @@ class Isa:
         name = m.name if m.fact("command") == "mnemonic" else (args[0] if args else "")
         return unit.commands.get(name.lower())
 
-    def commands_named(self, unit: str, cmd: int) -> set[str]:
-        """Names of the commands of `unit` with this cmd field (any sub): what a history
-        record (which keeps cmd only) can be."""
+    def commands_with_cmd(self, unit: str, cmd: int) -> list[MemCmd]:
+        """The commands of `unit` with this cmd field (any sub): what a history record
+        (which keeps cmd only) can be."""
         u = self.units.get(unit)
-        return {c.name for c in u.commands.values() if c.cmd == cmd} if u is not None else set()
+        return [c for c in u.commands.values() if c.cmd == cmd] if u is not None else []
 
     @cached_property
     def alu_op_mnemonics(self) -> dict[str, Mnemonic]:
@@ -273,7 +274,7 @@ def _unit(name: str, spec: dict[str, Any]) -> Unit:
             unit=name, name=str(cname), cmd=int(c["cmd"]), sub=int(c.get("sub", 0)), count=_flag(c, "count"),
             dir=d, words=words, key_words=int(c.get("key_words", 0)), no_xfer=_flag(c, "no_xfer"),
             xfer_optional=c.get("no_xfer") == "optional", no_sig=_flag(c, "no_sig"), split=c.get("address") == "split", ordered=_flag(c, "ordered"),
-            msf_buffer=_flag(c, "msf_buffer"), sem=str(c.get("sem", cname)),
+            msf_buffer=_flag(c, "msf_buffer"), descriptor=str(c.get("descriptor", "")), sem=str(c.get("sem", cname)),
         )  # fmt: skip
     return Unit(name, str(spec["class"]), rule, str(spec.get("xfer", "sram")), _flag(spec, "signal_pair"), cmds)
 

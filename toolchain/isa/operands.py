@@ -55,10 +55,25 @@ class Op:
 
 NONE = Op("none")
 
-_PHYS_RE = re.compile(
-    r"^(?:(?P<gpr>@?[ab])(?P<gi>\d+)|(?P<x>\$\$?)(?P<xi>\d+)|n\$(?P<ni>\d+)|"
-    r"\*l\$index(?P<lm>[01])(?:\[(?P<lmo>\d+)\])?|(?P<num>0x[0-9a-fA-F]+|\d+))$"
-)
+_REG_RE = re.compile(r"^(?:(?P<gpr>@?[ab])(?P<gi>\d+)|(?P<x>\$\$?)(?P<xi>\d+)|n\$(?P<ni>\d+))$")
+_OTHER_RE = re.compile(r"^(?:\*l\$index(?P<lm>[01])(?:\[(?P<lmo>\d+)\])?|(?P<num>0x[0-9a-fA-F]+|\d+))$")
+# the largest register number each kind of operand can name
+_OPERAND_MAX = {"abs": (127, "absolute register"), "gpr": (31, "relative register"),
+                "xfer": (31, "transfer register"), "dxfer": (31, "transfer register"),
+                "nn": (31, "next-neighbour register")}  # fmt: skip
+
+
+def register_name(text: str) -> Op | None:
+    """The register a name denotes -- a3, @b5 (absolute), $2, $$5, n$1 -- without range
+    checks (the debugger names all 128 registers of a file); None: not a register name."""
+    m = _REG_RE.match(text.strip())
+    if not m:
+        return None
+    if m["gpr"]:
+        return Op("abs" if m["gpr"].startswith("@") else "gpr", int(m["gi"]), m["gpr"][-1])
+    if m["x"]:
+        return Op("dxfer" if m["x"] == "$$" else "xfer", int(m["xi"]))
+    return Op("nn", int(m["ni"]))
 
 
 @lru_cache(maxsize=4096)
@@ -69,29 +84,15 @@ def parse_physical(text: str) -> Op:
         return NONE
     if t in _tables(model.isa()).index_by_name:
         return Op("idx", name=t)
-    m = _PHYS_RE.match(t)
+    reg = register_name(t)
+    if reg is not None:
+        top, what = _OPERAND_MAX[reg.kind]
+        if reg.index > top:
+            raise OperandError(f"{what} {t} out of range (0-{top})")
+        return reg
+    m = _OTHER_RE.match(t)
     if not m:
         raise OperandError(f"'{t}' is not a register or constant")
-    if m["gpr"]:
-        idx = int(m["gi"])
-        bank = m["gpr"][-1]
-        if m["gpr"].startswith("@"):
-            if idx > 127:
-                raise OperandError(f"absolute register {t} out of range (0-127)")
-            return Op("abs", idx, bank)
-        if idx > 31:
-            raise OperandError(f"relative register {t} out of range (0-31)")
-        return Op("gpr", idx, bank)
-    if m["x"]:
-        idx = int(m["xi"])
-        if idx > 31:
-            raise OperandError(f"transfer register {t} out of range (0-31)")
-        return Op("dxfer" if m["x"] == "$$" else "xfer", idx)
-    if m["ni"] is not None:
-        idx = int(m["ni"])
-        if idx > 31:
-            raise OperandError(f"next-neighbour register {t} out of range (0-31)")
-        return Op("nn", idx)
     if m["lm"] is not None:
         off = int(m["lmo"] or 0)
         if off > 15:
