@@ -3,7 +3,9 @@
 emu.alu_mips            16 MEs x 8 contexts in an ALU-bound loop: millions of
                         ME instructions per host second.
 emu.mem_mips            the same threads doing SRAM and DRAM reads with
-                        ctx_swap: ME instructions per host second.
+                        ctx_swap: ME instructions per host second.  (Before the C core
+                        issue, 12 of the 16 MEs read DRAM past its 64 MB: every DRAM read
+                        of theirs was a fault; the addresses are now inside.)
 emu.idle_gcycles_per_s  every context asleep on a far-off completion (DRAM
                         latency set to 10^7 cycles): billions of chip cycles
                         simulated per host second.
@@ -28,10 +30,12 @@ def _words(lines: list[str]) -> list[int]:
 
 ALU_LOOP = ["loop#: alu[a1, a1, +, 1]", "alu[a2, a1, XOR, 3]", "alu_shf[a3, a2, OR, 1, <<3]",
             "alu[b4, a3, AND, b1]", "br[loop#], defer[1]", "alu[a5, --, B, b4]"]  # fmt: skip
+# a1: SRAM address (channel bits 31:30); a1 + b1: the DRAM address (b1 takes the channel
+# bits off: DRAM is one flat 64 MB space)
 MEM_LOOP = ["loop#: sram[read, $0, a1, 0, 1], ctx_swap[s1]", "alu[a1, a1, +, 4]",
-            "dram[read, $$0, a1, 0, 1], ctx_swap[s2]", "alu[a2, a2, +, $$0]",
+            "dram[read, $$0, a1, b1, 1], ctx_swap[s2]", "alu[a2, a2, +, $$0]",
             "br[loop#]"]  # fmt: skip
-IDLE_LOOP = ["loop#: dram[read, $$0, a1, 0, 1], ctx_swap[s2]", "br[loop#]"]
+IDLE_LOOP = ["loop#: dram[read, $$0, a1, b1, 1], ctx_swap[s2]", "br[loop#]"]
 
 
 def _chip(lines: list[str], **overrides: Any) -> Chip:
@@ -43,6 +47,7 @@ def _chip(lines: list[str], **overrides: Any) -> Chip:
         # spread each ME over its own SRAM channel and DRAM region
         for ctx in range(8):
             chip.set_reg(me, "a1", ((me % 4) << 30) | (ctx << 12), ctx=ctx)
+            chip.set_reg(me, "b1", ((me << 16) - ((me % 4) << 30)) & 0xFFFFFFFF, ctx=ctx)
     return chip
 
 
