@@ -104,9 +104,9 @@ static void me_reset(npk_chip *c, npk_me *m)
     m->ctx_mode = mode;
     m->cur = -1;
     m->status = NPK_ME_IDLE;
-    m->next = NPK_NEVER;
+    npk_me_set_next(c, m, NPK_NEVER);
     m->idle_since = 0;
-    m->pend_min = NPK_NEVER;
+    npk_me_set_pend(c, m, NPK_NEVER);
     m->prng = c->cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)idx * 0xBF58476D1CE4E5B9ull + 1;
     npk_cam_reset(m);
     for (int i = 0; i < NPK_NCTX; i++) m->ctx[i].swap_target = UINT32_MAX;
@@ -140,9 +140,7 @@ static void reset_state(npk_chip *c, int clear_memories)
     c->fault_head = c->fault_len = 0;
     c->cur_ev = NULL;
     c->irq = 0;
-    c->nheap = 0;
-    c->nfree = 0;
-    c->pool_used = 0;
+    npk_ev_reset(c);
     c->stop_req = 0;
     memset(&c->stop, 0, sizeof c->stop);
     c->step_me = -1;
@@ -244,14 +242,14 @@ int npk_me_enable(npk_chip *c, int me, uint32_t mask)
         npk_me_pick(c, m, c->now);
         /* the first context starts without a swap penalty */
         if (m->cur >= 0) {
-            m->next = c->now;
+            npk_me_set_next(c, m, c->now);
             m->st.stalled_cycles -= c->cfg.ctx_swap_cost;
             m->st.ctx_swaps--;
         }
     }
     if (!mask) {
         m->status = NPK_ME_IDLE;
-        m->next = NPK_NEVER;
+        npk_me_set_next(c, m, NPK_NEVER);
     }
     return NPK_OK;
 }
@@ -307,10 +305,8 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
     for (;;) {
         uint64_t t = npk_ev_next_cycle(c);
-        for (uint32_t i = 0; i < nme; i++) {
-            if (c->me[i].next < t) t = c->me[i].next;
-            if (c->me[i].pend_min < t) t = c->me[i].pend_min;
-        }
+        for (uint32_t i = 0; i < nme; i++)
+            if (c->due[i] < t) t = c->due[i];
         uint64_t msf_next = NPK_NEVER;
         if (c->msf.next_event) {
             uint64_t tm = c->msf.next_event(c->msf.user);
@@ -328,26 +324,32 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         if (t == NPK_NEVER && c->step_me >= 0) break;  /* stepping a context that can never run */
         if (t >= end) { c->now = end; break; }
         c->now = t;
+        npk_ev_advance(c, t);
         if (c->msf.advance) c->msf.advance(c->msf.user, c, t);
-        while (c->nheap && c->heap[0].cycle <= t) {
+        while (npk_ev_next_cycle(c) <= t) {
             npk_event ev = *npk_ev_top(c);
             npk_ev_pop_free(c);
             if (ev.kind == EVK_MEM) npk_unit_complete(c, &ev);
             else npk_ctx_signal(c, &c->me[ev.me], ev.ctx, ev.sigmask);
         }
-        for (uint32_t i = 0; i < nme; i++) {
+        /* the MEs due now, in index order; one that becomes due now while they run
+         * (a wake-up without a swap cost) runs too if its turn is still to come */
+        c->due_now = 0;
+        uint32_t due = 0;
+        for (uint32_t i = 0; i < nme; i++)
+            due |= (uint32_t)(c->due[i] <= t) << i;
+        while (due) {
+            uint32_t i = (uint32_t)__builtin_ctz(due);
+            due &= due - 1;
             npk_me *m = &c->me[i];
             if (m->pend_min <= t) npk_me_apply_csrs(c, m);
-            if (m->next != t) continue;
+            if (m->next != t) goto next_me;
             int cur = m->cur;
-            npk_me_exec(c, m);
-            if (ahead_ok) {
-                /* run ahead through local words up to the next completion */
-                uint64_t horizon = npk_ev_next_cycle(c);
-                if (horizon > end) horizon = end;
-                if (msf_next < horizon) horizon = msf_next;
-                npk_me_run_ahead(c, m, horizon);
-            }
+            /* run ahead through local words up to the next completion */
+            uint64_t horizon = npk_ev_next_cycle(c);
+            if (horizon > end) horizon = end;
+            if (msf_next < horizon) horizon = msf_next;
+            npk_me_advance(c, m, horizon, ahead_ok);
             if (c->step_me == (int)i && cur == c->step_ctx && !c->stop_req) {
                 c->stop_req = 1;
                 c->stop.reason = NPK_STOP_STEP;
@@ -355,6 +357,12 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
                 c->stop.ctx = cur;
                 c->stop.pc = m->ctx[cur].pc;
                 c->stop.cycle = t;
+            }
+        next_me:
+            if (c->due_now) {
+                c->due_now = 0;
+                for (uint32_t j = i + 1; j < nme; j++)
+                    due |= (uint32_t)(c->due[j] <= t) << j;
             }
         }
         if ((c->irq & c->irq_stop) && !c->stop_req) {
@@ -369,7 +377,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             if (reason != NPK_STOP_BREAKPOINT) c->now = t + 1 > end ? end : t + 1;
             else c->now = t;
             for (uint32_t i = 0; i < nme; i++)
-                if (c->me[i].next < c->now) c->me[i].next = c->now;
+                if (c->me[i].next < c->now) npk_me_set_next(c, &c->me[i], c->now);
             break;
         }
     }

@@ -180,6 +180,6 @@ void npk_me_apply_csrs(npk_chip *c, npk_me *m)
         }
     }
     m->npend = k;
-    m->pend_min = nmin;
+    npk_me_set_pend(c, m, nmin);
 }
 

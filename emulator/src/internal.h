@@ -14,6 +14,7 @@
 #define NPK_MSF_STUB_BYTES 65536u
 #define NPK_CAP_CSR_WORDS 16384u   /* cap CSR space, 64 KB / 4 */
 #define NPK_MAX_XFER_WORDS 16
+#define NPK_WHEEL 4096u            /* cycles the event wheel holds (sched.c); a power of 2 */
 
 enum { F_Z = 1, F_N = 2, F_C = 4, F_V = 8 };
 
@@ -58,10 +59,16 @@ typedef struct npk_uop {
     uint64_t w;            /* the word */
     npk_opnd a, b, d;      /* operands as the class uses them (see npk_me_predecode) */
     uint8_t cls;           /* enum npk_iclass; NPK_IC_ILLEGAL also for an illegal command */
-    uint8_t local;         /* touches only this ME: may run ahead (npk_word_is_local) */
-    uint8_t op;            /* ALU / shift operation, branch condition, ... */
-    uint8_t aux;           /* a second small field (see npk_me_predecode) */
-    uint32_t cmd;          /* memory classes: NPK_CMD_* */
+    uint8_t local;         /* touches only this ME: may run ahead (uop_is_local) */
+    uint8_t op;            /* ALU / shift operation, branch condition */
+    uint8_t fast;          /* the fast path's handler (me.c F_*), 0: the general path */
+    uint8_t extra;         /* branches: cycles a taken branch aborts */
+    uint8_t defer;         /* branches: defer slots */
+    uint8_t ctxmask;       /* branch on a condition: the contexts it is taken in */
+    uint8_t pad;
+    uint16_t ccmask;       /* branch on a condition: the condition codes it is taken for */
+    uint16_t target;       /* branches: the target, inside the control store */
+    uint32_t cmd;          /* memory classes: NPK_CMD_*; immed: the value */
 } npk_uop;
 
 typedef struct npk_pending_csr {
@@ -74,6 +81,7 @@ typedef struct npk_me {
     int idx;
     int ctx_mode;          /* 4 or 8 */
     int cur;               /* running context, -1 when idle */
+    uint32_t ready;        /* bit i: context i is NPK_CTX_READY (npk_ctx_set_state) */
     int status;            /* NPK_ME_* */
     uint64_t next;         /* cycle of the next instruction, NPK_NEVER when idle */
     uint64_t idle_since;
@@ -128,6 +136,7 @@ typedef struct npk_event {
     uint32_t addr;
     uint16_t xidx;         /* first transfer register, 0..127 */
     uint16_t pc;           /* instruction that issued the command (fault reports; < 8192) */
+    uint32_t link;         /* the next event of the same cycle on the wheel (pool index + 1) */
     uint32_t aux;
     uint32_t data[NPK_MAX_XFER_WORDS];
 } npk_event;
@@ -164,6 +173,8 @@ struct npk_chip {
     npk_config cfg;
     uint64_t now;
     uint64_t seq;
+    uint64_t due[NPK_MAX_ME];  /* per ME: min(next, pend_min), the run loop's scan */
+    int due_now;               /* an ME became due at c->now while the run loop ran MEs */
     npk_me me[NPK_MAX_ME];
     uint8_t *sram;         /* channels * sram_channel_bytes */
     uint8_t *dram;
@@ -175,13 +186,19 @@ struct npk_chip {
     int mem_fd[3];         /* memfds behind sram, dram, scratch (-1: anonymous) */
     size_t mem_len[3];     /* their mapped, page-rounded lengths */
     npk_chan chan[NPK_UNIT_COUNT][4];
-    /* events: pool + binary heap of pool indices */
+    /* events (sched.c): a pool, the wheel of the next NPK_WHEEL cycles (per cycle a list
+     * of pool index + 1), a heap of pool indices for the events beyond it */
     npk_event *pool;
     uint32_t pool_cap, pool_used;
     uint32_t *free_list;
     uint32_t nfree;
     npk_heap_ent *heap;
     uint32_t nheap;
+    uint64_t wheel_base;       /* the wheel holds cycles [wheel_base, wheel_base + NPK_WHEEL) */
+    uint64_t ev_first;         /* the earliest event's cycle, NPK_NEVER: none */
+    uint32_t wheel_count;
+    uint32_t wheel_head[NPK_WHEEL], wheel_tail[NPK_WHEEL];
+    uint64_t wheel_bits[NPK_WHEEL / 64];
     /* run control */
     int stop_req;
     npk_stop_info stop;
@@ -223,12 +240,28 @@ static inline int npk_me_flat(const npk_chip *c, uint32_t hw)
     return (int)(cl * k + m);
 }
 
+/* when ME m acts next: its next instruction or a pending CSR write (npk_run scans c->due) */
+static inline void npk_me_set_next(npk_chip *c, npk_me *m, uint64_t t)
+{
+    m->next = t;
+    c->due[m->idx] = t < m->pend_min ? t : m->pend_min;
+    if (t <= c->now) c->due_now = 1;
+}
+static inline void npk_me_set_pend(npk_chip *c, npk_me *m, uint64_t t)
+{
+    m->pend_min = t;
+    c->due[m->idx] = t < m->next ? t : m->next;
+    if (t <= c->now) c->due_now = 1;
+}
+
 /* sched.c */
 npk_event *npk_ev_alloc(npk_chip *c);
 void npk_ev_push(npk_chip *c, npk_event *e);
 npk_event *npk_ev_top(npk_chip *c);
 void npk_ev_pop_free(npk_chip *c);
-uint64_t npk_ev_next_cycle(npk_chip *c);
+void npk_ev_advance(npk_chip *c, uint64_t now);   /* the run loop reached cycle `now` */
+void npk_ev_reset(npk_chip *c);
+static inline uint64_t npk_ev_next_cycle(const npk_chip *c) { return c->ev_first; }
 
 /* history.c */
 void npk_hist_rec(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1);
@@ -239,8 +272,7 @@ static inline void npk_hist(npk_chip *c, int kind, int me, int ctx, int unit, ui
 }
 
 /* me.c */
-void npk_me_exec(npk_chip *c, npk_me *m);
-void npk_me_run_ahead(npk_chip *c, npk_me *m, uint64_t horizon);
+void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead);
 void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr);
 void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);

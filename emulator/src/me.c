@@ -196,6 +196,8 @@ void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state)
     else if (x->state == NPK_CTX_READY) m->st.ctx_ready_cycles[ctx] += d;
     x->state = (uint8_t)state;
     x->state_since = c->now;
+    if (state == NPK_CTX_READY) m->ready |= 1u << ctx;
+    else m->ready &= ~(1u << ctx);
     npk_hist(c, NPK_EV_STATE, m->idx, ctx, 0, (uint32_t)state, x->pc);
 }
 
@@ -232,26 +234,26 @@ void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask)
 void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t)
 {
     int start = m->cur < 0 ? (int)(m->ctx_arb_cntl & 7) : m->cur;
-    for (int k = 1; k <= NPK_NCTX; k++) {
-        int i = (start + k) & (NPK_NCTX - 1);
-        if (m->ctx_mode == 4 && (i & 1)) continue;
-        if (m->ctx[i].state == NPK_CTX_READY) {
-            int was_idle = m->cur < 0;
-            if (was_idle && m->idle_since != NPK_NEVER) {
-                m->st.idle_cycles += t - m->idle_since;
-                m->idle_since = NPK_NEVER;
-            }
-            m->ctx_arb_cntl = (m->ctx_arb_cntl & ~0x77u) | (uint32_t)i | ((uint32_t)(m->cur < 0 ? i : m->cur) << 4);
-            m->cur = i;
-            npk_ctx_set_state(c, m, i, NPK_CTX_RUNNING);
-            m->next = t + c->cfg.ctx_swap_cost;
-            m->st.stalled_cycles += c->cfg.ctx_swap_cost;
-            m->st.ctx_swaps++;
-            return;
+    uint32_t ready = m->ready & (m->ctx_mode == 4 ? 0x55u : 0xFFu);
+    if (ready) {
+        /* the first ready context after `start`, round robin (start itself last) */
+        uint32_t s = (uint32_t)(start + 1) & (NPK_NCTX - 1);
+        uint32_t rot = ((ready >> s) | (ready << (NPK_NCTX - s))) & 0xFFu;
+        int i = (int)(s + (uint32_t)__builtin_ctz(rot)) & (NPK_NCTX - 1);
+        if (m->cur < 0 && m->idle_since != NPK_NEVER) {
+            m->st.idle_cycles += t - m->idle_since;
+            m->idle_since = NPK_NEVER;
         }
+        m->ctx_arb_cntl = (m->ctx_arb_cntl & ~0x77u) | (uint32_t)i | ((uint32_t)(m->cur < 0 ? i : m->cur) << 4);
+        m->cur = i;
+        npk_ctx_set_state(c, m, i, NPK_CTX_RUNNING);
+        npk_me_set_next(c, m, t + c->cfg.ctx_swap_cost);
+        m->st.stalled_cycles += c->cfg.ctx_swap_cost;
+        m->st.ctx_swaps++;
+        return;
     }
     m->cur = -1;
-    m->next = NPK_NEVER;
+    npk_me_set_next(c, m, NPK_NEVER);
     if (m->idle_since == NPK_NEVER)
         m->idle_since = t;
 }
@@ -274,7 +276,7 @@ void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t
     if (m->cur >= 0 && m->idle_since == NPK_NEVER)
         m->idle_since = c->now;
     m->cur = -1;
-    m->next = NPK_NEVER;
+    npk_me_set_next(c, m, NPK_NEVER);
 }
 
 /* put the running context to sleep (or yield) and pick the next one */
@@ -514,7 +516,7 @@ static void exec_local_csr(npk_exec *e, const npk_uop *u)
     p->addr = addr;
     p->value = v;
     p->ctx = e->ctx;
-    if (p->at < m->pend_min) m->pend_min = p->at;
+    if (p->at < m->pend_min) npk_me_set_pend(c, m, p->at);
 }
 
 /* returns -1 when the instruction dealt with the context itself (halt, kill) */
@@ -548,30 +550,59 @@ static int exec_ctx_arb(npk_exec *e, const npk_uop *u)
     return 0;
 }
 
+/* Does a branch on condition `cond` (mev2.yaml branch_cond) with parameter p go, for
+ * condition codes f in context ctx?  -1: the condition depends on more (signals,
+ * input states), or is undefined.  Pre-decoding turns this into masks (npk_uop). */
+static int cond_holds(uint32_t cond, uint8_t f, uint32_t ctx, uint32_t p)
+{
+    int z = !!(f & F_Z), n = !!(f & F_N), cy = !!(f & F_C), v = !!(f & F_V);
+    switch (cond) {
+    case NPK_BRANCH_COND_EQ: return z;
+    case NPK_BRANCH_COND_NE: return !z;
+    case NPK_BRANCH_COND_MI: return n;
+    case NPK_BRANCH_COND_PL: return !n;
+    case NPK_BRANCH_COND_CS: return cy;
+    case NPK_BRANCH_COND_CC: return !cy;
+    case NPK_BRANCH_COND_VS: return v;
+    case NPK_BRANCH_COND_VC: return !v;
+    case NPK_BRANCH_COND_GE: return n == v;
+    case NPK_BRANCH_COND_LT: return n != v;
+    case NPK_BRANCH_COND_LE: return z || n != v;
+    case NPK_BRANCH_COND_GT: return !z && n == v;
+    case NPK_BRANCH_COND_CTX_EQ: return ctx == p;
+    case NPK_BRANCH_COND_CTX_NE: return ctx != p;
+    case NPK_BRANCH_COND_ALWAYS: return 1;
+    default: return -1;
+    }
+}
+
+/* the branch to u->target is taken for condition codes cc in context ctx (masks of cond_holds) */
+static inline int cond_taken(const npk_uop *u, uint8_t cc, int ctx)
+{
+    return (u->ccmask >> (cc & 15)) & (u->ctxmask >> ctx) & 1;
+}
+
+/* taken: the aborted cycles (a branch with defer slots aborts fewer); pc or the deferred branch */
+static inline int take_branch(npk_ctx *x, const npk_uop *u)
+{
+    if (u->defer == 0) {
+        x->pc = u->target;
+    } else {
+        x->br_pending = 1;
+        x->br_left = u->defer;
+        x->br_target = u->target;
+    }
+    return u->extra;
+}
+
 /* branch on a condition (mev2.yaml branch_cond); returns the aborted cycles */
 static int exec_branch(npk_exec *e, const npk_uop *u)
 {
     uint64_t w = u->w;
     npk_ctx *x = e->x;
     uint32_t p = NPK_BRANCH_PARAM(w);
-    uint8_t f = x->cc;
-    int z = !!(f & F_Z), n = !!(f & F_N), cy = !!(f & F_C), v = !!(f & F_V);
     int take;
     switch (u->op) {
-    case NPK_BRANCH_COND_EQ: take = z; break;
-    case NPK_BRANCH_COND_NE: take = !z; break;
-    case NPK_BRANCH_COND_MI: take = n; break;
-    case NPK_BRANCH_COND_PL: take = !n; break;
-    case NPK_BRANCH_COND_CS: take = cy; break;
-    case NPK_BRANCH_COND_CC: take = !cy; break;
-    case NPK_BRANCH_COND_VS: take = v; break;
-    case NPK_BRANCH_COND_VC: take = !v; break;
-    case NPK_BRANCH_COND_GE: take = n == v; break;
-    case NPK_BRANCH_COND_LT: take = n != v; break;
-    case NPK_BRANCH_COND_LE: take = z || n != v; break;
-    case NPK_BRANCH_COND_GT: take = !z && n == v; break;
-    case NPK_BRANCH_COND_CTX_EQ: take = (uint32_t)e->ctx == p; break;
-    case NPK_BRANCH_COND_CTX_NE: take = (uint32_t)e->ctx != p; break;
     case NPK_BRANCH_COND_SIGNAL: case NPK_BRANCH_COND_NO_SIGNAL: {
         if (p == 0) { e->illegal = 1; return 0; }
         int set = (x->sig >> p) & 1;
@@ -581,10 +612,12 @@ static int exec_branch(npk_exec *e, const npk_uop *u)
     }
     case NPK_BRANCH_COND_INP_STATE: take = input_state(e, p); break;
     case NPK_BRANCH_COND_NO_INP_STATE: take = !input_state(e, p); break;
-    case NPK_BRANCH_COND_ALWAYS: take = 1; break;
-    default: e->illegal = 1; return 0;
+    default:
+        if (!npk_branch_cond_name(u->op)) { e->illegal = 1; return 0; }
+        take = cond_taken(u, x->cc, e->ctx);
+        break;
     }
-    return take ? branch_to(e, NPK_BRANCH_TARGET(w), NPK_BRANCH_DEFER(w)) : 0;
+    return take ? take_branch(x, u) : 0;
 }
 
 /* br_bset / br_bclr: u->a the register, u->b the bit position + 1 (predecode) */
@@ -594,7 +627,7 @@ static int exec_br_bit(npk_exec *e, const npk_uop *u)
     uint32_t reg = npk_rd(e, &u->a), pos = npk_rd(e, &u->b);
     uint32_t bit = (pos + 31) & 31;
     int set = (reg >> bit) & 1;
-    return set == (int)NPK_BR_BIT_SET(u->w) ? branch_to(e, NPK_BR_BIT_TARGET(u->w), NPK_BR_BIT_DEFER(u->w)) : 0;
+    return set == (int)NPK_BR_BIT_SET(u->w) ? take_branch(e->x, u) : 0;
 }
 
 /* br=byte / br!=byte: u->a the register, u->b the compare value (predecode) */
@@ -603,7 +636,7 @@ static int exec_br_byte(npk_exec *e, const npk_uop *u)
     uint32_t reg = npk_rd(e, &u->a), val = npk_rd(e, &u->b);
     uint32_t byte = (reg >> (8 * NPK_BR_BYTE_BYTE_NO(u->w))) & 0xFF;
     int eq = byte == (val & 0xFF);
-    return eq == (int)NPK_BR_BYTE_EQUAL(u->w) ? branch_to(e, NPK_BR_BYTE_TARGET(u->w), NPK_BR_BYTE_DEFER(u->w)) : 0;
+    return eq == (int)NPK_BR_BYTE_EQUAL(u->w) ? take_branch(e->x, u) : 0;
 }
 
 /* ---- pre-decoding ------------------------------------------------------------ */
@@ -746,6 +779,15 @@ static void predecode_operands(npk_uop *u)
     }
     case NPK_IC_BRANCH:
         u->op = (uint8_t)NPK_BRANCH_COND(w);
+        if (u->op == NPK_BRANCH_COND_CTX_EQ || u->op == NPK_BRANCH_COND_CTX_NE) {
+            u->ccmask = 0xFFFF;
+            for (uint32_t x = 0; x < 8; x++)
+                if (cond_holds(u->op, 0, x, NPK_BRANCH_PARAM(w)) == 1) u->ctxmask |= (uint8_t)(1u << x);
+        } else {
+            u->ctxmask = 0xFF;
+            for (uint32_t f = 0; f < 16; f++)
+                if (cond_holds(u->op, (uint8_t)f, 0, 0) == 1) u->ccmask |= (uint16_t)(1u << f);
+        }
         break;
     case NPK_IC_SRAM: case NPK_IC_SCRATCH: case NPK_IC_DRAM: case NPK_IC_MSF: case NPK_IC_PCI:
     case NPK_IC_CAP: case NPK_IC_HASH:
@@ -759,15 +801,109 @@ static void predecode_operands(npk_uop *u)
     }
 }
 
+/* ---- the fast path ----------------------------------------------------------------
+ * Words whose operands are GPRs and constants and whose effect is on this ME's registers
+ * and condition codes alone (plain ALU and shift operations, immed, ld_field, branches on
+ * condition codes and contexts, jumps) run in a threaded loop (run_fast) that keeps the
+ * context's state in locals; everything else goes through me_exec.  Both give the same
+ * results: the run-ahead path uses run_fast, the lock-step path (history, debugger)
+ * me_exec, and the fuzzer compares the two (tests/fuzz, header flag bit 5). */
+enum {
+    F_GENERAL = 0,
+#define F_ALU_ENUM(NAME, CODE) F_ALU_##NAME,
+    NPK_ALU_PLAIN_OPS(F_ALU_ENUM)
+#undef F_ALU_ENUM
+    F_SHF_B, F_SHF_NOTB, F_SHF_AND, F_SHF_NOTAND, F_SHF_ANDNOT, F_SHF_OR, F_SHF_ASR,
+    F_IMMED, F_IMMED_BYTE, F_IMMED_WORD, F_BRANCH, F_BR_BIT, F_BR_BYTE, F_JUMP, F_LD_FIELD,
+    F_COUNT
+};
+
+/* operands the fast path reads and writes itself */
+static int fast_src(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS || o->kind == NPK_OPK_IMM; }
+static int fast_dst(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS || o->kind == NPK_OPK_NONE; }
+static int fast_reg(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS; }  /* read and written */
+
+static uint8_t fast_handler(const npk_uop *u)
+{
+    uint64_t w = u->w;
+    switch (u->cls) {
+    case NPK_IC_ALU:
+        if (!fast_src(&u->a) || !fast_src(&u->b) || !fast_dst(&u->d)) return F_GENERAL;
+        switch (u->op) {
+#define F_ALU_CASE(NAME, CODE) case CODE: return F_ALU_##NAME;
+        NPK_ALU_PLAIN_OPS(F_ALU_CASE)
+#undef F_ALU_CASE
+        default: return F_GENERAL;
+        }
+    case NPK_IC_ALU_SHF: {
+        uint32_t st = NPK_ALU_SHF_SHIFT_TYPE(w);
+        if (!fast_src(&u->a) || !fast_src(&u->b) || !fast_dst(&u->d) || st == NPK_SHIFT_TYPE_DBL_RIGHT) return F_GENERAL;
+        switch (u->op) {
+        case NPK_ALU_SHF_OP_B: return F_SHF_B;
+        case NPK_ALU_SHF_OP_NOTB: return F_SHF_NOTB;
+        case NPK_ALU_SHF_OP_AND: return F_SHF_AND;
+        case NPK_ALU_SHF_OP_NOTAND: return F_SHF_NOTAND;
+        case NPK_ALU_SHF_OP_ANDNOT: return F_SHF_ANDNOT;
+        case NPK_ALU_SHF_OP_OR: return F_SHF_OR;
+        case NPK_ALU_SHF_OP_ASR: return F_SHF_ASR;
+        default: return F_GENERAL;
+        }
+    }
+    case NPK_IC_IMMED:
+        if (u->b.kind != NPK_OPK_IMM || !fast_dst(&u->d)) return F_GENERAL;
+        switch (NPK_IMMED_KIND(w)) {
+        case NPK_IMMED_KIND_IMMED: return NPK_IMMED_SHIFT(w) == 3 ? F_GENERAL : F_IMMED;
+        case NPK_IMMED_KIND_BYTE: return fast_reg(&u->d) ? F_IMMED_BYTE : F_GENERAL;
+        case NPK_IMMED_KIND_WORD: return fast_reg(&u->d) ? F_IMMED_WORD : F_GENERAL;
+        default: return F_GENERAL;
+        }
+    case NPK_IC_BRANCH:
+        return cond_holds(u->op, 0, 0, 0) >= 0 ? F_BRANCH : F_GENERAL;
+    case NPK_IC_BR_BIT:
+        return u->b.kind == NPK_OPK_IMM && fast_src(&u->a) ? F_BR_BIT : F_GENERAL;
+    case NPK_IC_BR_BYTE:
+        return fast_src(&u->a) && fast_src(&u->b) ? F_BR_BYTE : F_GENERAL;
+    case NPK_IC_JUMP:
+        return fast_src(&u->a) && u->a.kind != NPK_OPK_IMM ? F_JUMP : F_GENERAL;
+    case NPK_IC_LD_FIELD:
+        return fast_src(&u->a) && fast_reg(&u->d) ? F_LD_FIELD : F_GENERAL;
+    default:
+        return F_GENERAL;
+    }
+}
+
+/* the branch fields every branch class shares: target (inside the control store), defer
+ * slots, and the cycles a taken branch aborts */
+static void predecode_branch(npk_chip *c, npk_uop *u, uint32_t target, uint32_t defer)
+{
+    uint32_t pen = c->cfg.branch_taken_penalty;
+    u->target = (uint16_t)(target % c->cfg.ustore_words);
+    u->defer = (uint8_t)defer;
+    u->extra = (uint8_t)(pen > defer ? pen - defer : 0);
+}
+
 void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
 {
-    (void)c;
     npk_uop *u = &m->uop[addr];
     memset(u, 0, sizeof *u);
     u->w = m->ustore[addr];
     u->cls = (uint8_t)npk_iclass_of(u->w);
     predecode_operands(u);
     u->local = (uint8_t)uop_is_local(u);
+    switch (u->cls) {
+    case NPK_IC_BRANCH: predecode_branch(c, u, NPK_BRANCH_TARGET(u->w), NPK_BRANCH_DEFER(u->w)); break;
+    case NPK_IC_BR_BIT: predecode_branch(c, u, NPK_BR_BIT_TARGET(u->w), NPK_BR_BIT_DEFER(u->w)); break;
+    case NPK_IC_BR_BYTE: predecode_branch(c, u, NPK_BR_BYTE_TARGET(u->w), NPK_BR_BYTE_DEFER(u->w)); break;
+    case NPK_IC_JUMP: predecode_branch(c, u, 0, NPK_JUMP_DEFER(u->w)); break;
+    case NPK_IC_IMMED: {
+        uint32_t r = (NPK_IMMED_HI_BYTE(u->w) << 8) | u->b.num;
+        if (NPK_IMMED_INVERT(u->w)) r = ~r;
+        u->cmd = NPK_IMMED_SHIFT(u->w) < 3 ? r << (8 * NPK_IMMED_SHIFT(u->w)) : 0;
+        break;
+    }
+    default: break;
+    }
+    u->fast = fast_handler(u);
 }
 
 /* ---- execution ------------------------------------------------------------------ */
@@ -871,7 +1007,7 @@ static inline void retire(npk_exec *e, const npk_uop *u, int extra, int had_br, 
             return;
         }
     }
-    m->next = t;
+    npk_me_set_next(c, m, t);
 }
 
 /* Execute one instruction of the running context of m at c->now. */
@@ -913,26 +1049,219 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
         if (retry <= c->now) retry = c->now + 1;
         x->pc = pc;
         m->st.stalled_cycles += retry - c->now;
-        m->next = retry;
+        npk_me_set_next(c, m, retry);
         return;
     }
     retire(&e, u, extra, had_br, had_swap, csr_rd_before);
 }
 
-void npk_me_exec(npk_chip *c, npk_me *m)
+/* Run m's running context from m->next through fast words (fast_handler) while they
+ * start before `limit` and no pending CSR write comes due; returns how many it ran.
+ * The context's registers stay in the ME; pc, condition codes, the deferred branch and
+ * the statistics live in locals until it returns. */
+static uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit)
 {
-    me_exec(c, m);
+    int ctx = m->cur;
+    npk_ctx *x = &m->ctx[ctx];
+    if (x->swap_pending || m->csr_rd_valid) return 0;
+    if (limit > m->pend_min) limit = m->pend_min;
+    const npk_uop *uops = m->uop, *u;
+    uint32_t (*g)[128] = m->gpr;
+    uint32_t base = npk_relbase(m, ctx), pc = x->pc, us = c->cfg.ustore_words;
+    uint8_t cc = x->cc;
+    int brp = x->br_pending, had_br;
+    uint8_t brl = x->br_left;
+    uint32_t brt = x->br_target;
+    uint64_t now = m->next, n = 0, aborted = 0;
+    int extra;
+
+/* a fast operand's value; a fast destination's write ("--" drops it) */
+#define VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num \
+                : g[(o).bank][((o).kind == NPK_OPK_GPR ? base + (o).num : (o).num) & 127])
+#define WR(o, v) do { if ((o).kind != NPK_OPK_NONE) \
+                       g[(o).bank][((o).kind == NPK_OPK_GPR ? base + (o).num : (o).num) & 127] = (v); } while (0)
+#define TAKE() do { if (u->defer == 0) pc = u->target; \
+                    else { brp = 1; brl = u->defer; brt = u->target; } extra = u->extra; } while (0)
+
+#if defined(__GNUC__)   /* threaded dispatch: one indirect jump at the end of every handler */
+    static const void *const labels[F_COUNT] = {
+        [F_GENERAL] = &&done,
+#define F_ALU_LABEL(NAME, CODE) [F_ALU_##NAME] = &&alu_##NAME,
+        NPK_ALU_PLAIN_OPS(F_ALU_LABEL)
+#undef F_ALU_LABEL
+        [F_SHF_B] = &&shf_b, [F_SHF_NOTB] = &&shf_notb, [F_SHF_AND] = &&shf_and, [F_SHF_NOTAND] = &&shf_notand,
+        [F_SHF_ANDNOT] = &&shf_andnot, [F_SHF_OR] = &&shf_or, [F_SHF_ASR] = &&shf_asr,
+        [F_IMMED] = &&immed, [F_IMMED_BYTE] = &&immed_byte, [F_IMMED_WORD] = &&immed_word,
+        [F_BRANCH] = &&branch, [F_BR_BIT] = &&br_bit, [F_BR_BYTE] = &&br_byte, [F_JUMP] = &&jump,
+        [F_LD_FIELD] = &&ld_field,
+    };
+#define HANDLER(h, label) label:
+#define DISPATCH() goto *labels[u->fast]
+#else                   /* portable: a switch */
+#define HANDLER(h, label) case h:
+#define DISPATCH() goto dispatch
+#endif
+
+/* the next word, if it may run here: fetch it and go to its handler */
+#define NEXT() do { if (now >= limit) goto done; u = &uops[pc]; \
+                    had_br = brp; extra = 0; pc++; DISPATCH(); } while (0)
+/* the word is done: count it, the deferred branch's slot, the time */
+#define RETIRE() do { n++; \
+                      if (had_br && brp && --brl == 0) { brp = 0; pc = brt; } \
+                      now += 1 + (uint64_t)extra; aborted += (uint64_t)extra; NEXT(); } while (0)
+
+    (void)us;
+    NEXT();
+#if !defined(__GNUC__)
+dispatch:
+    switch (u->fast) {
+#endif
+
+#define F_ALU_BODY(NAME, CODE) \
+    HANDLER(F_ALU_##NAME, alu_##NAME) { \
+        uint32_t a = VAL(u->a), b = VAL(u->b), r; \
+        if (NPK_ALU_SWAP(u->w)) { uint32_t t = a; a = b; b = t; } \
+        cc = npk_alu_##NAME(a, b, cc, &r); \
+        WR(u->d, r); \
+        m->prev_a = a; m->prev_b = b; m->alu_out = r; \
+        RETIRE(); \
+    }
+    NPK_ALU_PLAIN_OPS(F_ALU_BODY)
+#undef F_ALU_BODY
+
+#define F_SHF_BODY(h, label, EXPR) \
+    HANDLER(h, label) { \
+        uint32_t a = VAL(u->a), b = VAL(u->b); \
+        if (NPK_ALU_SHF_SWAP(u->w)) { uint32_t t = a; a = b; b = t; } \
+        uint32_t sb = shift_b(m, b, NPK_ALU_SHF_SHIFT_TYPE(u->w), NPK_ALU_SHF_SHIFT_AMT(u->w)); \
+        uint32_t r = (EXPR); \
+        (void)sb; \
+        WR(u->d, r); \
+        cc = npk_cc_logic(r); \
+        m->prev_a = a; m->prev_b = b; m->alu_out = r; \
+        RETIRE(); \
+    }
+    F_SHF_BODY(F_SHF_B, shf_b, sb)
+    F_SHF_BODY(F_SHF_NOTB, shf_notb, ~sb)
+    F_SHF_BODY(F_SHF_AND, shf_and, a & sb)
+    F_SHF_BODY(F_SHF_NOTAND, shf_notand, ~a & sb)
+    F_SHF_BODY(F_SHF_ANDNOT, shf_andnot, a & ~sb)
+    F_SHF_BODY(F_SHF_OR, shf_or, a | sb)
+#undef F_SHF_BODY
+
+    HANDLER(F_SHF_ASR, shf_asr) {
+        uint32_t a = VAL(u->a), b = VAL(u->b), r;
+        if (NPK_ALU_SHF_SWAP(u->w)) { uint32_t t = a; a = b; b = t; }
+        uint32_t st = NPK_ALU_SHF_SHIFT_TYPE(u->w), amt = NPK_ALU_SHF_SHIFT_AMT(u->w);
+        if (st == NPK_SHIFT_TYPE_ROT_LEFT) r = rotr(b, amt);
+        else if (st == NPK_SHIFT_TYPE_LEFT) r = shift_b(m, b, st, amt);
+        else r = (uint32_t)((int32_t)b >> (amt ? amt : (m->alu_out & 31)));
+        WR(u->d, r);
+        cc = npk_cc_logic(r);
+        m->prev_a = a; m->prev_b = b; m->alu_out = r;
+        RETIRE();
+    }
+
+    HANDLER(F_IMMED, immed) {
+        WR(u->d, u->cmd);
+        m->alu_out = u->cmd;
+        RETIRE();
+    }
+    HANDLER(F_IMMED_BYTE, immed_byte) {
+        uint32_t s = 8 * NPK_IMMED_SHIFT(u->w), r = (VAL(u->d) & ~(0xFFu << s)) | ((uint32_t)u->b.num << s);
+        WR(u->d, r);
+        m->alu_out = r;
+        RETIRE();
+    }
+    HANDLER(F_IMMED_WORD, immed_word) {
+        uint32_t s = (NPK_IMMED_SHIFT(u->w) >> 1) * 16;
+        uint32_t r = (VAL(u->d) & ~(0xFFFFu << s)) | (((NPK_IMMED_HI_BYTE(u->w) << 8) | u->b.num) << s);
+        WR(u->d, r);
+        m->alu_out = r;
+        RETIRE();
+    }
+
+    HANDLER(F_BRANCH, branch) {
+        if (cond_taken(u, cc, ctx)) TAKE();
+        RETIRE();
+    }
+    HANDLER(F_BR_BIT, br_bit) {
+        uint32_t reg = VAL(u->a), bit = ((uint32_t)u->b.num + 31) & 31;
+        if ((int)((reg >> bit) & 1) == (int)NPK_BR_BIT_SET(u->w)) TAKE();
+        RETIRE();
+    }
+    HANDLER(F_BR_BYTE, br_byte) {
+        uint32_t reg = VAL(u->a), val = VAL(u->b);
+        uint32_t byte = (reg >> (8 * NPK_BR_BYTE_BYTE_NO(u->w))) & 0xFF;
+        if ((int)(byte == (val & 0xFF)) == (int)NPK_BR_BYTE_EQUAL(u->w)) TAKE();
+        RETIRE();
+    }
+    HANDLER(F_JUMP, jump) {
+        uint32_t t = VAL(u->a);
+        if (t >= us) t %= us;
+        if (u->defer == 0) pc = t;
+        else { brp = 1; brl = u->defer; brt = t; }
+        extra = u->extra;
+        RETIRE();
+    }
+    HANDLER(F_LD_FIELD, ld_field) {
+        uint64_t w = u->w;
+        uint32_t src = VAL(u->a);
+        uint32_t old = NPK_LD_FIELD_W_CLR(w) ? 0 : VAL(u->d);
+        uint32_t st = NPK_LD_FIELD_SHIFT_TYPE(w);
+        uint32_t sh = st == NPK_SHIFT_TYPE_DBL_RIGHT ? src : shift_b(m, src, st, NPK_LD_FIELD_SHIFT_AMT(w));
+        uint32_t bm = NPK_LD_FIELD_BYTE_MASK(w), mask = 0;
+        for (int i = 0; i < 4; i++)
+            if (bm & (1u << i)) mask |= 0xFFu << (8 * i);
+        uint32_t r = (old & ~mask) | (sh & mask);
+        WR(u->d, r);
+        if (NPK_LD_FIELD_LOAD_CC(w)) cc = npk_cc_logic(r);
+        m->alu_out = r;
+        RETIRE();
+    }
+#if !defined(__GNUC__)
+    default: goto done;
+    }
+#endif
+
+done:
+    if (n) {
+        /* the word that stopped the loop was fetched but not executed */
+        x->pc = (now >= limit) ? pc : pc - 1;
+        x->cc = cc;
+        x->br_pending = (uint8_t)brp;
+        x->br_left = brl;
+        x->br_target = brt;
+        npk_me_set_next(c, m, now);
+        m->st.instructions += n;
+        m->st.executing_cycles += n;
+        m->st.ctx_instructions[ctx] += n;
+        m->st.aborted_cycles += aborted;
+    }
+    return n;
+#undef VAL
+#undef WR
+#undef TAKE
+#undef HANDLER
+#undef DISPATCH
+#undef NEXT
+#undef RETIRE
 }
 
-/* Execute local words of m's running context while they come before
- * `horizon` (the next unit completion); see uop_is_local. */
-void npk_me_run_ahead(npk_chip *c, npk_me *m, uint64_t horizon)
+/* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
+ * the words that touch only this ME for as long as they start before `horizon` (the
+ * next unit completion): the results are those of lock-step execution. */
+void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
 {
+    int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
+    if (!(fast && run_fast(c, m, c->now + 1)))
+        me_exec(c, m);
+    if (!ahead) return;
     uint64_t saved = c->now;
-    uint32_t us = c->cfg.ustore_words;
-    while (m->next < horizon && m->cur >= 0 && m->pend_min > m->next) {
+    while (m->cur >= 0 && m->next < horizon && m->pend_min > m->next) {
+        if (fast && run_fast(c, m, horizon)) continue;
         uint32_t pc = m->ctx[m->cur].pc;
-        if (pc >= us || !m->uop[pc].local) break;
+        if (pc >= c->cfg.ustore_words || !m->uop[pc].local) break;
         c->now = m->next;
         me_exec(c, m);
     }

@@ -1,8 +1,18 @@
-/* Event scheduling: a pool of events and a binary min-heap ordered by
- * (cycle, issue sequence) so completions are processed deterministically. */
+/* Event scheduling: completions are processed in (cycle, issue sequence) order, so the
+ * same program gives the same history.
+ *
+ * A timing wheel holds the events of the next NPK_WHEEL cycles: one first-in first-out
+ * list per cycle (issue order is sequence order), a bitmap of the cycles that have
+ * events, so that push and pop cost the same with ten or ten thousand references in
+ * flight.  Events further out (a DRAM latency of 10^7 cycles, a future-count signal) wait
+ * in a binary heap ordered by (cycle, sequence) and move onto the wheel, in that order,
+ * when the wheel's window reaches them (npk_ev_advance) -- before any event of the same
+ * cycle can be pushed onto the wheel directly, which keeps the sequence order. */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+
+#define SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))
 
 static inline int ev_less(const npk_heap_ent *x, const npk_heap_ent *y)
 {
@@ -36,11 +46,8 @@ npk_event *npk_ev_alloc(npk_chip *c)
     return e;
 }
 
-void npk_ev_push(npk_chip *c, npk_event *e)
+static void heap_push(npk_chip *c, npk_heap_ent ent)
 {
-    uint32_t idx = (uint32_t)(e - c->pool);
-    e->seq = c->seq++;
-    npk_heap_ent ent = {e->cycle, e->seq, idx};
     uint32_t k = c->nheap++;
     while (k > 0) {
         uint32_t p = (k - 1) / 2;
@@ -51,19 +58,9 @@ void npk_ev_push(npk_chip *c, npk_event *e)
     c->heap[k] = ent;
 }
 
-npk_event *npk_ev_top(npk_chip *c)
+static npk_heap_ent heap_pop(npk_chip *c)
 {
-    return c->nheap ? &c->pool[c->heap[0].idx] : NULL;
-}
-
-uint64_t npk_ev_next_cycle(npk_chip *c)
-{
-    return c->nheap ? c->heap[0].cycle : NPK_NEVER;
-}
-
-void npk_ev_pop_free(npk_chip *c)
-{
-    uint32_t top = c->heap[0].idx;
+    npk_heap_ent top = c->heap[0];
     npk_heap_ent last = c->heap[--c->nheap];
     uint32_t k = 0, n = c->nheap;
     for (;;) {
@@ -75,5 +72,97 @@ void npk_ev_pop_free(npk_chip *c)
         k = s;
     }
     if (n) c->heap[k] = last;
-    c->free_list[c->nfree++] = top;
+    return top;
+}
+
+static void wheel_append(npk_chip *c, uint32_t idx, uint64_t cycle)
+{
+    uint32_t s = SLOT(cycle);
+    c->pool[idx].link = 0;
+    if (c->wheel_head[s]) c->pool[c->wheel_tail[s] - 1].link = idx + 1;
+    else c->wheel_head[s] = idx + 1;
+    c->wheel_tail[s] = idx + 1;
+    c->wheel_bits[s >> 6] |= 1ull << (s & 63);
+    c->wheel_count++;
+}
+
+/* the earliest cycle with events on the wheel, from slot `from` on (the wheel is not empty) */
+static uint64_t wheel_first(const npk_chip *c, uint64_t from)
+{
+    uint32_t s = SLOT(from);
+    for (uint32_t k = 0; k <= NPK_WHEEL / 64; k++) {
+        uint32_t word = ((s >> 6) + k) % (NPK_WHEEL / 64);
+        uint64_t bits = c->wheel_bits[word];
+        if (k == 0) bits &= ~0ull << (s & 63);
+        if (bits) {
+            uint32_t slot = word * 64 + (uint32_t)__builtin_ctzll(bits);
+            return from + ((slot - s) & (NPK_WHEEL - 1));
+        }
+    }
+    return NPK_NEVER;  /* not reached while wheel_count > 0 */
+}
+
+static void update_first(npk_chip *c, uint64_t from)
+{
+    if (c->wheel_count) c->ev_first = wheel_first(c, from);
+    else c->ev_first = c->nheap ? c->heap[0].cycle : NPK_NEVER;
+}
+
+void npk_ev_push(npk_chip *c, npk_event *e)
+{
+    uint32_t idx = (uint32_t)(e - c->pool);
+    e->seq = c->seq++;
+    if (e->cycle >= c->wheel_base && e->cycle - c->wheel_base < NPK_WHEEL)
+        wheel_append(c, idx, e->cycle);
+    else
+        heap_push(c, (npk_heap_ent){e->cycle, e->seq, idx});
+    if (e->cycle < c->ev_first) c->ev_first = e->cycle;
+}
+
+void npk_ev_advance(npk_chip *c, uint64_t now)
+{
+    if (now <= c->wheel_base) return;
+    c->wheel_base = now;  /* no event is earlier: the run loop never passes one */
+    while (c->nheap && c->heap[0].cycle - now < NPK_WHEEL) {
+        npk_heap_ent ent = heap_pop(c);
+        wheel_append(c, ent.idx, ent.cycle);
+    }
+}
+
+npk_event *npk_ev_top(npk_chip *c)
+{
+    if (c->ev_first == NPK_NEVER) return NULL;
+    if (c->wheel_count) return &c->pool[c->wheel_head[SLOT(c->ev_first)] - 1];
+    return &c->pool[c->heap[0].idx];
+}
+
+void npk_ev_pop_free(npk_chip *c)
+{
+    uint32_t idx;
+    if (c->wheel_count) {
+        uint32_t s = SLOT(c->ev_first);
+        idx = c->wheel_head[s] - 1;
+        c->wheel_head[s] = c->pool[idx].link;
+        c->wheel_count--;
+        if (!c->wheel_head[s]) {
+            c->wheel_bits[s >> 6] &= ~(1ull << (s & 63));
+            update_first(c, c->ev_first);
+        }
+    } else {
+        idx = heap_pop(c).idx;
+        update_first(c, c->ev_first);
+    }
+    c->free_list[c->nfree++] = idx;
+}
+
+void npk_ev_reset(npk_chip *c)
+{
+    c->nheap = 0;
+    c->nfree = 0;
+    c->pool_used = 0;
+    c->wheel_base = 0;
+    c->wheel_count = 0;
+    c->ev_first = NPK_NEVER;
+    memset(c->wheel_head, 0, sizeof c->wheel_head);
+    memset(c->wheel_bits, 0, sizeof c->wheel_bits);
 }
