@@ -187,7 +187,8 @@ void npk_destroy(npk_chip *c)
     shared_free(c->dram, c->mem_fd[NPK_MEM_DRAM], c->mem_len[NPK_MEM_DRAM]);
     shared_free(c->scratch, c->mem_fd[NPK_MEM_SCRATCH], c->mem_len[NPK_MEM_SCRATCH]);
     free(c->cap_csr); free(c->msf_buf);
-    free(c->hist); free(c->pool); free(c->free_list); free(c->heap);
+    free(c->hist);
+    npk_ev_free_all(c);
     free(c);
 }
 
@@ -304,14 +305,19 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
      * debugger stops, so it is off while those are in use */
     int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
     for (;;) {
+        /* the next cycle anything happens, and the MEs due then (in one pass) */
         uint64_t t = npk_ev_next_cycle(c);
-        for (uint32_t i = 0; i < nme; i++)
-            if (c->due[i] < t) t = c->due[i];
+        uint32_t due = 0;
+        for (uint32_t i = 0; i < nme; i++) {
+            uint64_t d = c->due[i];
+            due = d < t ? 1u << i : due | (uint32_t)(d == t) << i;
+            t = d < t ? d : t;
+        }
         uint64_t msf_next = NPK_NEVER;
         if (c->msf.next_event) {
             uint64_t tm = c->msf.next_event(c->msf.user);
             msf_next = tm < c->now ? c->now : tm;
-            if (msf_next < t) t = msf_next;
+            if (msf_next < t) { t = msf_next; due = 0; }
         }
         if (t == NPK_NEVER && !any_alive(c)) {
             /* an ME that stopped (bad PC, illegal word) while running ahead stopped
@@ -324,20 +330,22 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         if (t == NPK_NEVER && c->step_me >= 0) break;  /* stepping a context that can never run */
         if (t >= end) { c->now = end; break; }
         c->now = t;
+        c->due_now = 0;
         npk_ev_advance(c, t);
         if (c->msf.advance) c->msf.advance(c->msf.user, c, t);
         while (npk_ev_next_cycle(c) <= t) {
-            npk_event ev = *npk_ev_top(c);
-            npk_ev_pop_free(c);
-            if (ev.kind == EVK_MEM) npk_unit_complete(c, &ev);
-            else npk_ctx_signal(c, &c->me[ev.me], ev.ctx, ev.sigmask);
+            npk_event *ev = npk_ev_pop(c);
+            if (ev->kind == EVK_MEM) npk_unit_complete(c, ev);
+            else npk_ctx_signal(c, &c->me[ev->me], ev->ctx, ev->sigmask);
+            npk_ev_free(c, ev);
         }
         /* the MEs due now, in index order; one that becomes due now while they run
          * (a wake-up without a swap cost) runs too if its turn is still to come */
-        c->due_now = 0;
-        uint32_t due = 0;
-        for (uint32_t i = 0; i < nme; i++)
-            due |= (uint32_t)(c->due[i] <= t) << i;
+        if (c->due_now) {
+            c->due_now = 0;
+            for (uint32_t i = 0; i < nme; i++)
+                due |= (uint32_t)(c->due[i] <= t) << i;
+        }
         while (due) {
             uint32_t i = (uint32_t)__builtin_ctz(due);
             due &= due - 1;

@@ -15,6 +15,8 @@
 #define NPK_CAP_CSR_WORDS 16384u   /* cap CSR space, 64 KB / 4 */
 #define NPK_MAX_XFER_WORDS 16
 #define NPK_WHEEL 4096u            /* cycles the event wheel holds (sched.c); a power of 2 */
+#define NPK_EV_CHUNK 256u          /* events per chunk of the event pool (they never move) */
+#define NPK_EV_MAX (1u << 24)      /* events in flight at most */
 
 enum { F_Z = 1, F_N = 2, F_C = 4, F_V = 8 };
 
@@ -136,7 +138,8 @@ typedef struct npk_event {
     uint32_t addr;
     uint16_t xidx;         /* first transfer register, 0..127 */
     uint16_t pc;           /* instruction that issued the command (fault reports; < 8192) */
-    uint32_t link;         /* the next event of the same cycle on the wheel (pool index + 1) */
+    uint32_t link;         /* the next event of the same cycle on the wheel (index + 1) */
+    uint32_t idx;          /* its own index (npk_ev_at) */
     uint32_t aux;
     uint32_t data[NPK_MAX_XFER_WORDS];
 } npk_event;
@@ -186,9 +189,9 @@ struct npk_chip {
     int mem_fd[3];         /* memfds behind sram, dram, scratch (-1: anonymous) */
     size_t mem_len[3];     /* their mapped, page-rounded lengths */
     npk_chan chan[NPK_UNIT_COUNT][4];
-    /* events (sched.c): a pool, the wheel of the next NPK_WHEEL cycles (per cycle a list
-     * of pool index + 1), a heap of pool indices for the events beyond it */
-    npk_event *pool;
+    /* events (sched.c): a pool in chunks, the wheel of the next NPK_WHEEL cycles (per
+     * cycle a list of event index + 1), a heap of event indices for the events beyond it */
+    npk_event **chunk;
     uint32_t pool_cap, pool_used;
     uint32_t *free_list;
     uint32_t nfree;
@@ -257,11 +260,13 @@ static inline void npk_me_set_pend(npk_chip *c, npk_me *m, uint64_t t)
 /* sched.c */
 npk_event *npk_ev_alloc(npk_chip *c);
 void npk_ev_push(npk_chip *c, npk_event *e);
-npk_event *npk_ev_top(npk_chip *c);
-void npk_ev_pop_free(npk_chip *c);
+npk_event *npk_ev_pop(npk_chip *c);          /* the earliest event (NULL: none); npk_ev_free it */
+void npk_ev_free(npk_chip *c, npk_event *e);
+void npk_ev_free_all(npk_chip *c);
 void npk_ev_advance(npk_chip *c, uint64_t now);   /* the run loop reached cycle `now` */
 void npk_ev_reset(npk_chip *c);
 static inline uint64_t npk_ev_next_cycle(const npk_chip *c) { return c->ev_first; }
+static inline npk_event *npk_ev_at(const npk_chip *c, uint32_t i) { return &c->chunk[i / NPK_EV_CHUNK][i % NPK_EV_CHUNK]; }
 
 /* history.c */
 void npk_hist_rec(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1);

@@ -1059,7 +1059,7 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
  * start before `limit` and no pending CSR write comes due; returns how many it ran.
  * The context's registers stay in the ME; pc, condition codes, the deferred branch and
  * the statistics live in locals until it returns. */
-static uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit)
+static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, uint64_t limit)
 {
     int ctx = m->cur;
     npk_ctx *x = &m->ctx[ctx];
@@ -1246,6 +1246,11 @@ done:
 #undef DISPATCH
 #undef NEXT
 #undef RETIRE
+}
+
+static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit)
+{
+    return m->uop[m->ctx[m->cur].pc].fast ? run_fast_loop(c, m, limit) : 0;
 }
 
 /* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,

@@ -7,7 +7,11 @@
  * flight.  Events further out (a DRAM latency of 10^7 cycles, a future-count signal) wait
  * in a binary heap ordered by (cycle, sequence) and move onto the wheel, in that order,
  * when the wheel's window reaches them (npk_ev_advance) -- before any event of the same
- * cycle can be pushed onto the wheel directly, which keeps the sequence order. */
+ * cycle can be pushed onto the wheel directly, which keeps the sequence order.
+ *
+ * Events live in chunks that never move, so that a completion is carried out in place
+ * (its unit may call out -- a plug-in MSF device -- and new events may be allocated
+ * meanwhile). */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -19,31 +23,52 @@ static inline int ev_less(const npk_heap_ent *x, const npk_heap_ent *y)
     return x->cycle < y->cycle || (x->cycle == y->cycle && x->seq < y->seq);
 }
 
+/* room for `cap` events: chunks of NPK_EV_CHUNK, and the index arrays */
+static int grow(npk_chip *c)
+{
+    uint32_t cap = c->pool_cap ? c->pool_cap * 2 : NPK_EV_CHUNK;
+    if (cap > NPK_EV_MAX) return 0;
+    npk_event **chunks = realloc(c->chunk, (size_t)(cap / NPK_EV_CHUNK) * sizeof *chunks);
+    if (!chunks) return 0;
+    c->chunk = chunks;
+    for (uint32_t k = c->pool_cap / NPK_EV_CHUNK; k < cap / NPK_EV_CHUNK; k++) {
+        chunks[k] = malloc(NPK_EV_CHUNK * sizeof(npk_event));
+        if (!chunks[k]) {
+            c->pool_cap = k * NPK_EV_CHUNK;   /* what is there stays usable */
+            return 0;
+        }
+    }
+    uint32_t *f = realloc(c->free_list, (size_t)cap * sizeof *f);
+    if (!f) return 0;
+    c->free_list = f;
+    npk_heap_ent *h = realloc(c->heap, (size_t)cap * sizeof *h);
+    if (!h) return 0;
+    c->heap = h;
+    c->pool_cap = cap;
+    return 1;
+}
+
 npk_event *npk_ev_alloc(npk_chip *c)
 {
     uint32_t i;
     if (c->nfree) {
         i = c->free_list[--c->nfree];
     } else {
-        if (c->pool_used == c->pool_cap) {
-            uint32_t cap = c->pool_cap ? c->pool_cap * 2 : 256;
-            if (cap > (1u << 24)) return NULL;
-            npk_event *p = realloc(c->pool, (size_t)cap * sizeof *p);
-            if (!p) return NULL;
-            c->pool = p;
-            uint32_t *f = realloc(c->free_list, (size_t)cap * sizeof *f);
-            if (!f) return NULL;
-            c->free_list = f;
-            npk_heap_ent *h = realloc(c->heap, (size_t)cap * sizeof *h);
-            if (!h) return NULL;
-            c->heap = h;
-            c->pool_cap = cap;
-        }
+        if (c->pool_used == c->pool_cap && !grow(c)) return NULL;
         i = c->pool_used++;
     }
-    npk_event *e = &c->pool[i];
+    npk_event *e = npk_ev_at(c, i);
     memset(e, 0, offsetof(npk_event, data));
+    e->idx = i;
     return e;
+}
+
+void npk_ev_free_all(npk_chip *c)
+{
+    for (uint32_t k = 0; k < c->pool_cap / NPK_EV_CHUNK; k++) free(c->chunk[k]);
+    free(c->chunk);
+    free(c->free_list);
+    free(c->heap);
 }
 
 static void heap_push(npk_chip *c, npk_heap_ent ent)
@@ -78,8 +103,8 @@ static npk_heap_ent heap_pop(npk_chip *c)
 static void wheel_append(npk_chip *c, uint32_t idx, uint64_t cycle)
 {
     uint32_t s = SLOT(cycle);
-    c->pool[idx].link = 0;
-    if (c->wheel_head[s]) c->pool[c->wheel_tail[s] - 1].link = idx + 1;
+    npk_ev_at(c, idx)->link = 0;
+    if (c->wheel_head[s]) npk_ev_at(c, c->wheel_tail[s] - 1)->link = idx + 1;
     else c->wheel_head[s] = idx + 1;
     c->wheel_tail[s] = idx + 1;
     c->wheel_bits[s >> 6] |= 1ull << (s & 63);
@@ -110,7 +135,7 @@ static void update_first(npk_chip *c, uint64_t from)
 
 void npk_ev_push(npk_chip *c, npk_event *e)
 {
-    uint32_t idx = (uint32_t)(e - c->pool);
+    uint32_t idx = e->idx;
     e->seq = c->seq++;
     if (e->cycle >= c->wheel_base && e->cycle - c->wheel_base < NPK_WHEEL)
         wheel_append(c, idx, e->cycle);
@@ -129,20 +154,14 @@ void npk_ev_advance(npk_chip *c, uint64_t now)
     }
 }
 
-npk_event *npk_ev_top(npk_chip *c)
-{
-    if (c->ev_first == NPK_NEVER) return NULL;
-    if (c->wheel_count) return &c->pool[c->wheel_head[SLOT(c->ev_first)] - 1];
-    return &c->pool[c->heap[0].idx];
-}
-
-void npk_ev_pop_free(npk_chip *c)
+npk_event *npk_ev_pop(npk_chip *c)
 {
     uint32_t idx;
+    if (c->ev_first == NPK_NEVER) return NULL;
     if (c->wheel_count) {
         uint32_t s = SLOT(c->ev_first);
         idx = c->wheel_head[s] - 1;
-        c->wheel_head[s] = c->pool[idx].link;
+        c->wheel_head[s] = npk_ev_at(c, idx)->link;
         c->wheel_count--;
         if (!c->wheel_head[s]) {
             c->wheel_bits[s >> 6] &= ~(1ull << (s & 63));
@@ -152,7 +171,12 @@ void npk_ev_pop_free(npk_chip *c)
         idx = heap_pop(c).idx;
         update_first(c, c->ev_first);
     }
-    c->free_list[c->nfree++] = idx;
+    return npk_ev_at(c, idx);
+}
+
+void npk_ev_free(npk_chip *c, npk_event *e)
+{
+    c->free_list[c->nfree++] = e->idx;
 }
 
 void npk_ev_reset(npk_chip *c)
