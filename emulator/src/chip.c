@@ -125,6 +125,7 @@ static void reset_state(npk_chip *c, int clear_memories)
 {
     c->now = 0;
     c->seq = 0;
+    for (uint32_t i = 0; i < NPK_MAX_ME; i++) c->due[i] = NPK_NEVER;   /* MEs the chip lacks: never */
     for (uint32_t i = 0; i < c->cfg.num_me; i++) me_reset(c, &c->me[i]);
     if (clear_memories) {
         memset(c->sram, 0, (size_t)(c->cfg.sram_channel_bytes * c->cfg.sram.channels));
@@ -149,6 +150,29 @@ static void reset_state(npk_chip *c, int clear_memories)
     c->hist_hash = 0xcbf29ce484222325ull;
 }
 
+static uint32_t log2_exact(uint32_t v)  /* 32: not a power of two */
+{
+    return v && !(v & (v - 1)) ? (uint32_t)__builtin_ctz(v) : 32;
+}
+
+/* constants the hot paths use instead of dividing by config values */
+static void precompute(npk_chip *c)
+{
+    const npk_unit_cfg *u[NPK_UNIT_COUNT] = {
+        [NPK_UNIT_SRAM] = &c->cfg.sram, [NPK_UNIT_DRAM] = &c->cfg.dram, [NPK_UNIT_SCRATCH] = &c->cfg.scratch,
+        [NPK_UNIT_HASH] = &c->cfg.hash, [NPK_UNIT_CAP] = &c->cfg.cap, [NPK_UNIT_MSF] = &c->cfg.msf,
+        [NPK_UNIT_PCI] = &c->cfg.pci,
+    };
+    for (int k = 0; k < NPK_UNIT_COUNT; k++)
+        c->unit_shift[k] = (uint8_t)log2_exact(u[k]->unit_bytes ? u[k]->unit_bytes : 4);
+    c->sram_chans = c->cfg.sram.channels ? c->cfg.sram.channels : 1;
+    c->dram_chans = c->cfg.dram.channels ? c->cfg.dram.channels : 1;
+    c->dram_il = c->cfg.dram_interleave ? c->cfg.dram_interleave : 128;
+    c->dram_il_shift = log2_exact(c->dram_il);
+    c->sram_chans_m = npk_fastmod_m(c->sram_chans);
+    c->dram_chans_m = npk_fastmod_m(c->dram_chans);
+}
+
 npk_chip *npk_create(const npk_config *cfg)
 {
     if (!cfg || !cfg_valid(cfg)) return NULL;
@@ -165,16 +189,23 @@ npk_chip *npk_create(const npk_config *cfg)
     c->hist_cap = cfg->history_capacity;
     c->hist = c->hist_cap ? calloc(c->hist_cap, sizeof(npk_hist_event)) : NULL;
     int ok = c->sram && c->dram && c->scratch && c->cap_csr && c->msf_buf && (!c->hist_cap || c->hist);
+    /* the pre-decoded control stores, one block: ME i's words start i * (ustore_words + 1)
+     * entries in, so that the words every ME runs (often the same addresses) do not all
+     * fall into the same cache sets, as separately mapped blocks would */
+    size_t per_me = (size_t)cfg->ustore_words + 1;   /* + a PC past the end */
+    c->uops = calloc(per_me * cfg->num_me, sizeof(npk_uop));
+    ok = ok && c->uops;
     for (uint32_t i = 0; ok && i < cfg->num_me; i++) {
         c->me[i].idx = (int)i;
         c->me[i].ctx_mode = 8;
         c->me[i].ustore = calloc(cfg->ustore_words, sizeof(uint64_t));
         c->me[i].lm = calloc(1024, sizeof(uint32_t));
-        c->me[i].uop = calloc(cfg->ustore_words + 1, sizeof(npk_uop));  /* + a PC past the end */
-        if (!c->me[i].ustore || !c->me[i].lm || !c->me[i].uop) ok = 0;
+        c->me[i].uop = c->uops + i * per_me;
+        if (!c->me[i].ustore || !c->me[i].lm) ok = 0;
     }
     if (!ok) { npk_destroy(c); return NULL; }
     npk_msf_stub_init(c);
+    precompute(c);
     reset_state(c, 0);  /* calloc'd memories are already zero */
     return c;
 }
@@ -182,7 +213,8 @@ npk_chip *npk_create(const npk_config *cfg)
 void npk_destroy(npk_chip *c)
 {
     if (!c) return;
-    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); free(c->me[i].uop); }
+    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); }
+    free(c->uops);
     shared_free(c->sram, c->mem_fd[NPK_MEM_SRAM], c->mem_len[NPK_MEM_SRAM]);
     shared_free(c->dram, c->mem_fd[NPK_MEM_DRAM], c->mem_len[NPK_MEM_DRAM]);
     shared_free(c->scratch, c->mem_fd[NPK_MEM_SCRATCH], c->mem_len[NPK_MEM_SCRATCH]);
@@ -306,13 +338,19 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
     for (;;) {
         /* the next cycle anything happens, and the MEs due then (in one pass) */
-        uint64_t t = npk_ev_next_cycle(c);
-        uint32_t due = 0;
-        for (uint32_t i = 0; i < nme; i++) {
-            uint64_t d = c->due[i];
-            due = d < t ? 1u << i : due | (uint32_t)(d == t) << i;
-            t = d < t ? d : t;
+        uint64_t t = npk_ev_next_cycle(c), t1 = NPK_NEVER, t2 = NPK_NEVER, t3 = NPK_NEVER;
+        for (uint32_t i = 0; i < NPK_MAX_ME; i += 4) {  /* four chains; all NPK_MAX_ME entries */
+            t = c->due[i] < t ? c->due[i] : t;
+            t1 = c->due[i + 1] < t1 ? c->due[i + 1] : t1;
+            t2 = c->due[i + 2] < t2 ? c->due[i + 2] : t2;
+            t3 = c->due[i + 3] < t3 ? c->due[i + 3] : t3;
         }
+        t = t1 < t ? t1 : t;
+        t2 = t3 < t2 ? t3 : t2;
+        t = t2 < t ? t2 : t;
+        uint32_t due = 0;
+        for (uint32_t i = 0; i < NPK_MAX_ME; i++)
+            due |= (uint32_t)(c->due[i] == t) << i;
         uint64_t msf_next = NPK_NEVER;
         if (c->msf.next_event) {
             uint64_t tm = c->msf.next_event(c->msf.user);

@@ -3,6 +3,7 @@
 #define NPK_INTERNAL_H
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include "npk_emu.h"
 #include "mev2_isa.h"   /* generated from toolchain/isa/mev2.yaml (src/gen/) */
 
@@ -178,7 +179,13 @@ struct npk_chip {
     uint64_t seq;
     uint64_t due[NPK_MAX_ME];  /* per ME: min(next, pend_min), the run loop's scan */
     int due_now;               /* an ME became due at c->now while the run loop ran MEs */
+    /* divisions the hot paths avoid (npk_create): unit_bytes as a shift (>= 32: not a
+     * power of two), DRAM channel interleave, SRAM and DRAM channel counts */
+    uint8_t unit_shift[NPK_UNIT_COUNT];
+    uint32_t sram_chans, dram_chans, dram_il, dram_il_shift;
+    uint64_t sram_chans_m, dram_chans_m;
     npk_me me[NPK_MAX_ME];
+    npk_uop *uops;             /* every ME's pre-decoded control store (npk_me.uop points in) */
     uint8_t *sram;         /* channels * sram_channel_bytes */
     uint8_t *dram;
     uint8_t *scratch;
@@ -300,8 +307,30 @@ uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int 
 int npk_unit_full(npk_chip *c, int unit, int chan);
 void npk_unit_complete(npk_chip *c, npk_event *e);
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
-uint32_t npk_rd32(const uint8_t *p);
-void npk_wr32(uint8_t *p, uint32_t v);
+/* memories hold longwords big-endian (byte 0 = bits 31:24) */
+static inline uint32_t npk_rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+static inline void npk_wr32(uint8_t *p, uint32_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    memcpy(p, &v, 4);
+}
+
+/* x % d for the 32-bit x and the divisor d of a fastmod constant m = npk_fastmod_m(d) */
+static inline uint64_t npk_fastmod_m(uint32_t d) { return ~0ull / d + 1; }
+static inline uint32_t npk_fastmod(uint32_t x, uint64_t m, uint32_t d)
+{
+    return (uint32_t)(((unsigned __int128)(m * x) * d) >> 64);
+}
 void npk_mem_watch(npk_chip *c, int space, uint64_t addr, uint32_t len);
 /* longword accessors of a memory (they count their own faults) and what SRAM and
  * scratch share: reads and writes of e->count words, the atomic commands (one word) */

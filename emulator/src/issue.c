@@ -5,15 +5,15 @@
  * (the units' files, dispatched by units/common.c). */
 #include "exec.h"
 
+/* SRAM: the channel is addr[31:30] (modulo the channels there are); DRAM: channels are
+ * striped every dram_interleave bytes */
 static int unit_channel(npk_chip *c, int unit, uint32_t addr)
 {
-    uint32_t n = c->cfg.sram.channels;
     switch (unit) {
-    case NPK_UNIT_SRAM: return (int)((addr >> 30) % (n ? n : 1));
+    case NPK_UNIT_SRAM: return (int)npk_fastmod(addr >> 30, c->sram_chans_m, c->sram_chans);
     case NPK_UNIT_DRAM: {
-        uint32_t ch = c->cfg.dram.channels ? c->cfg.dram.channels : 1;
-        uint32_t il = c->cfg.dram_interleave ? c->cfg.dram_interleave : 128;
-        return (int)((addr / il) % ch);
+        uint32_t stripe = c->dram_il_shift < 32 ? addr >> c->dram_il_shift : addr / c->dram_il;
+        return (int)npk_fastmod(stripe, c->dram_chans_m, c->dram_chans);
     }
     default: return 0;
     }

@@ -1,18 +1,6 @@
 /* Shared-unit timing (command queue, occupancy, latency) and completion. */
 #include "../internal.h"
 
-uint32_t npk_rd32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-void npk_wr32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
 
 void npk_mem_read_words(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd)
 {
@@ -73,7 +61,8 @@ uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int 
     uint64_t arrive = c->now + u->cmd_overhead;
     uint64_t start = ch->busy_until > arrive ? ch->busy_until : arrive;
     uint32_t ub = u->unit_bytes ? u->unit_bytes : 4;
-    uint64_t units = (bytes + ub - 1) / ub;
+    uint32_t sh = c->unit_shift[unit];
+    uint64_t units = sh < 32 ? (bytes + ub - 1) >> sh : (bytes + ub - 1) / ub;
     if (units == 0) units = 1;
     uint64_t occ = units * u->cycles_per_unit;
     ch->busy_until = start + occ;
