@@ -23,6 +23,7 @@ enum { F_Z = 1, F_N = 2, F_C = 4, F_V = 8 };
 
 /* transfer-register files (npk_me.xfer; the order of NPK_REG_SXFER_IN..NPK_REG_DXFER_OUT) */
 enum { XK_SIN = 0, XK_SOUT = 1, XK_DIN = 2, XK_DOUT = 3 };
+#define NPK_RF_XFER 2      /* npk_me.rf[NPK_RF_XFER + XK_*] is xfer[XK_*] */
 
 typedef struct npk_ctx {
     uint32_t pc;
@@ -54,6 +55,8 @@ typedef struct npk_opnd {
     uint8_t offset;        /* index registers: num is an offset */
     uint8_t bank;          /* GPR bank of the access: 0 A, 1 B */
     uint16_t num;          /* register number, offset or constant */
+    uint8_t rf;            /* GPR and transfer registers: the file read or written (npk_me.rf) */
+    uint8_t rel;           /* ... numbered from the context's first register (1) or absolute */
 } npk_opnd;
 
 /* A pre-decoded control-store word: built when the word is loaded, so that execution
@@ -91,8 +94,13 @@ typedef struct npk_me {
     uint64_t *ustore;
     npk_uop *uop;          /* per word (+ one past the end: a PC there is out of range) */
     npk_ctx ctx[NPK_NCTX];
-    uint32_t gpr[2][128];
-    uint32_t xfer[4][128];
+    union {                /* the register files, also as one array (npk_opnd.rf) */
+        uint32_t rf[6][128];
+        struct {
+            uint32_t gpr[2][128];    /* A, B */
+            uint32_t xfer[4][128];   /* XK_*: SRAM in, out, DRAM in, out */
+        };
+    };
     uint32_t nn[128];
     uint32_t nn_put, nn_get;
     uint32_t lm_global[2]; /* LM_ADDR_0/1 when CTX_ENABLES makes them global */

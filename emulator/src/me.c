@@ -644,13 +644,20 @@ static int exec_br_byte(npk_exec *e, const npk_uop *u)
 static npk_opnd opnd_u(uint32_t num, int bank, int is_dest)
 {
     npk_opdef d = npk_unrestricted_def(num, is_dest);
-    return (npk_opnd){d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num};
+    npk_opnd o = {d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num, (uint8_t)bank, 1};
+    switch (d.kind) {
+    case NPK_OPK_ABS: o.rel = 0; break;
+    case NPK_OPK_XFER: o.rf = NPK_RF_XFER + (is_dest ? XK_SOUT : XK_SIN); break;
+    case NPK_OPK_DXFER: o.rf = NPK_RF_XFER + (is_dest ? XK_DOUT : XK_DIN); break;
+    default: break;
+    }
+    return o;
 }
 
 static npk_opnd opnd_r(uint32_t num, uint32_t msb, int bank, int is_dest)
 {
     uint32_t u = npk_restricted_to_u(num, msb, is_dest);
-    if (u == NPK_OPERAND_ILLEGAL) return (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, (uint8_t)bank, 0};
+    if (u == NPK_OPERAND_ILLEGAL) return (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, (uint8_t)bank, 0, 0, 0};
     return opnd_u(u, bank, is_dest);
 }
 
@@ -742,7 +749,7 @@ static void predecode_operands(npk_uop *u)
         npk_opnd a = opnd_u(NPK_IMMED_A_SRC(w), 0, 0), b = opnd_u(NPK_IMMED_B_SRC(w), 1, 0);
         if (b.kind == NPK_OPK_IMM) { u->b = b; u->d = opnd_u(NPK_IMMED_A_SRC(w), 0, 1); }
         else if (a.kind == NPK_OPK_IMM) { u->b = a; u->d = opnd_u(NPK_IMMED_B_SRC(w), 1, 1); }
-        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0};
+        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0, 0, 0};
         break;
     }
     case NPK_IC_MUL_STEP:
@@ -762,7 +769,7 @@ static void predecode_operands(npk_uop *u)
         npk_opnd a = opnd_r(NPK_BR_BIT_A_SRC(w), 0, 0, 0), b = opnd_r(NPK_BR_BIT_B_SRC(w), 0, 1, 0);
         if (b.kind == NPK_OPK_IMM) { u->a = a; u->b = b; }
         else if (a.kind == NPK_OPK_IMM) { u->a = b; u->b = a; }
-        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0};
+        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0, 0, 0};
         break;
     }
     case NPK_IC_BR_BYTE: {
@@ -819,8 +826,12 @@ enum {
 };
 
 /* operands the fast path reads and writes itself */
-static int fast_src(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS || o->kind == NPK_OPK_IMM; }
-static int fast_dst(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS || o->kind == NPK_OPK_NONE; }
+static int fast_rf(const npk_opnd *o)
+{
+    return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS || o->kind == NPK_OPK_XFER || o->kind == NPK_OPK_DXFER;
+}
+static int fast_src(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_IMM; }
+static int fast_dst(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_NONE; }
 static int fast_reg(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS; }  /* read and written */
 
 static uint8_t fast_handler(const npk_uop *u)
@@ -1066,7 +1077,7 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
     if (x->swap_pending || m->csr_rd_valid) return 0;
     if (limit > m->pend_min) limit = m->pend_min;
     const npk_uop *uops = m->uop, *u;
-    uint32_t (*g)[128] = m->gpr;
+    uint32_t (*g)[128] = m->rf;
     uint32_t base = npk_relbase(m, ctx), pc = x->pc, us = c->cfg.ustore_words;
     uint8_t cc = x->cc;
     int brp = x->br_pending, had_br;
@@ -1075,11 +1086,11 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
     uint64_t now = m->next, n = 0, aborted = 0;
     int extra;
 
-/* a fast operand's value; a fast destination's write ("--" drops it) */
-#define VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num \
-                : g[(o).bank][((o).kind == NPK_OPK_GPR ? base + (o).num : (o).num) & 127])
+/* a fast operand's value; a fast destination's write ("--" drops it): registers are
+ * (file, number), the number relative to the context's first register or absolute */
+#define VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num : g[(o).rf][((base & -(uint32_t)(o).rel) + (o).num) & 127])
 #define WR(o, v) do { if ((o).kind != NPK_OPK_NONE) \
-                       g[(o).bank][((o).kind == NPK_OPK_GPR ? base + (o).num : (o).num) & 127] = (v); } while (0)
+                       g[(o).rf][((base & -(uint32_t)(o).rel) + (o).num) & 127] = (v); } while (0)
 #define TAKE() do { if (u->defer == 0) pc = u->target; \
                     else { brp = 1; brl = u->defer; brt = u->target; } extra = u->extra; } while (0)
 
