@@ -173,9 +173,9 @@ void npk_wr_slow(npk_exec *e, const npk_opnd *o, uint32_t v)
 static inline uint32_t rotr(uint32_t v, uint32_t n) { n &= 31; return n ? (v >> n) | (v << (32 - n)) : v; }
 
 /* shift of the B operand as encoded in alu_shf / ld_field (mev2.yaml shift_type) */
-static uint32_t shift_b(npk_me *m, uint32_t b, uint32_t type, uint32_t amt)
+static inline uint32_t shift_b(uint32_t alu_out, uint32_t b, uint32_t type, uint32_t amt)
 {
-    uint32_t ind = m->alu_out & 31;
+    uint32_t ind = alu_out & 31;
     switch (type) {
     case NPK_SHIFT_TYPE_ROT_LEFT: return rotr(b, amt);  /* rotate right by amt (= <<rot 32-amt) */
     case NPK_SHIFT_TYPE_RIGHT: { uint32_t n = amt ? amt : ind; return b >> n; }
@@ -398,10 +398,10 @@ static void exec_alu_shf(npk_exec *e, const npk_uop *u)
     } else if (op == NPK_ALU_SHF_OP_ASR) {
         uint32_t n = st == NPK_SHIFT_TYPE_RIGHT ? (amt ? amt : (m->alu_out & 31)) : 0;
         if (st == NPK_SHIFT_TYPE_ROT_LEFT) r = rotr(b, amt);
-        else if (st == NPK_SHIFT_TYPE_LEFT) r = shift_b(m, b, st, amt);
+        else if (st == NPK_SHIFT_TYPE_LEFT) r = shift_b(m->alu_out, b, st, amt);
         else r = (uint32_t)((int32_t)b >> n);
     } else {
-        uint32_t sb = shift_b(m, b, st, amt);
+        uint32_t sb = shift_b(m->alu_out, b, st, amt);
         switch (op) {
         case NPK_ALU_SHF_OP_B: r = sb; break;
         case NPK_ALU_SHF_OP_NOTB: r = ~sb; break;
@@ -424,7 +424,7 @@ static void exec_ld_field(npk_exec *e, const npk_uop *u)
     uint32_t old = NPK_LD_FIELD_W_CLR(w) ? 0 : npk_rd(e, &u->d);
     if (u->d.kind == NPK_OPK_NONE && u->d.num == 0) old = 0;
     uint32_t st = NPK_LD_FIELD_SHIFT_TYPE(w);
-    uint32_t sh = st == NPK_SHIFT_TYPE_DBL_RIGHT ? src : shift_b(e->m, src, st, NPK_LD_FIELD_SHIFT_AMT(w));
+    uint32_t sh = st == NPK_SHIFT_TYPE_DBL_RIGHT ? src : shift_b(e->m->alu_out, src, st, NPK_LD_FIELD_SHIFT_AMT(w));
     uint32_t bm = NPK_LD_FIELD_BYTE_MASK(w), mask = 0;
     for (int i = 0; i < 4; i++)
         if (bm & (1u << i)) mask |= 0xFFu << (8 * i);
@@ -1084,7 +1084,7 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
     uint8_t brl = x->br_left;
     uint32_t brt = x->br_target;
     uint64_t now = m->next, n = 0, aborted = 0;
-    int extra;
+    uint32_t aluo = m->alu_out, pa = m->prev_a, pb = m->prev_b;   /* the ALU's remembered values */
 
 /* a fast operand's value; a fast destination's write ("--" drops it): registers are
  * (file, number), the number relative to the context's first register or absolute */
@@ -1092,7 +1092,8 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
 #define WR(o, v) do { if ((o).kind != NPK_OPK_NONE) \
                        g[(o).rf][((base & -(uint32_t)(o).rel) + (o).num) & 127] = (v); } while (0)
 #define TAKE() do { if (u->defer == 0) pc = u->target; \
-                    else { brp = 1; brl = u->defer; brt = u->target; } extra = u->extra; } while (0)
+                    else { brp = 1; brl = u->defer; brt = u->target; } \
+                    now += u->extra; aborted += u->extra; } while (0)
 
 #if defined(__GNUC__)   /* threaded dispatch: one indirect jump at the end of every handler */
     static const void *const labels[F_COUNT] = {
@@ -1115,11 +1116,12 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
 
 /* the next word, if it may run here: fetch it and go to its handler */
 #define NEXT() do { if (now >= limit) goto done; u = &uops[pc]; \
-                    had_br = brp; extra = 0; pc++; DISPATCH(); } while (0)
-/* the word is done: count it, the deferred branch's slot, the time */
+                    had_br = brp; pc++; DISPATCH(); } while (0)
+/* the word is done: count it, the deferred branch's slot, the time (a taken branch
+ * added its aborted cycles) */
 #define RETIRE() do { n++; \
                       if (had_br && brp && --brl == 0) { brp = 0; pc = brt; } \
-                      now += 1 + (uint64_t)extra; aborted += (uint64_t)extra; NEXT(); } while (0)
+                      now += 1; NEXT(); } while (0)
 
     (void)us;
     NEXT();
@@ -1134,7 +1136,7 @@ dispatch:
         if (NPK_ALU_SWAP(u->w)) { uint32_t t = a; a = b; b = t; } \
         cc = npk_alu_##NAME(a, b, cc, &r); \
         WR(u->d, r); \
-        m->prev_a = a; m->prev_b = b; m->alu_out = r; \
+        pa = a; pb = b; aluo = r; \
         RETIRE(); \
     }
     NPK_ALU_PLAIN_OPS(F_ALU_BODY)
@@ -1144,12 +1146,12 @@ dispatch:
     HANDLER(h, label) { \
         uint32_t a = VAL(u->a), b = VAL(u->b); \
         if (NPK_ALU_SHF_SWAP(u->w)) { uint32_t t = a; a = b; b = t; } \
-        uint32_t sb = shift_b(m, b, NPK_ALU_SHF_SHIFT_TYPE(u->w), NPK_ALU_SHF_SHIFT_AMT(u->w)); \
+        uint32_t sb = shift_b(aluo, b, NPK_ALU_SHF_SHIFT_TYPE(u->w), NPK_ALU_SHF_SHIFT_AMT(u->w)); \
         uint32_t r = (EXPR); \
         (void)sb; \
         WR(u->d, r); \
         cc = npk_cc_logic(r); \
-        m->prev_a = a; m->prev_b = b; m->alu_out = r; \
+        pa = a; pb = b; aluo = r; \
         RETIRE(); \
     }
     F_SHF_BODY(F_SHF_B, shf_b, sb)
@@ -1165,30 +1167,30 @@ dispatch:
         if (NPK_ALU_SHF_SWAP(u->w)) { uint32_t t = a; a = b; b = t; }
         uint32_t st = NPK_ALU_SHF_SHIFT_TYPE(u->w), amt = NPK_ALU_SHF_SHIFT_AMT(u->w);
         if (st == NPK_SHIFT_TYPE_ROT_LEFT) r = rotr(b, amt);
-        else if (st == NPK_SHIFT_TYPE_LEFT) r = shift_b(m, b, st, amt);
-        else r = (uint32_t)((int32_t)b >> (amt ? amt : (m->alu_out & 31)));
+        else if (st == NPK_SHIFT_TYPE_LEFT) r = shift_b(aluo, b, st, amt);
+        else r = (uint32_t)((int32_t)b >> (amt ? amt : (aluo & 31)));
         WR(u->d, r);
         cc = npk_cc_logic(r);
-        m->prev_a = a; m->prev_b = b; m->alu_out = r;
+        pa = a; pb = b; aluo = r;
         RETIRE();
     }
 
     HANDLER(F_IMMED, immed) {
         WR(u->d, u->cmd);
-        m->alu_out = u->cmd;
+        aluo = u->cmd;
         RETIRE();
     }
     HANDLER(F_IMMED_BYTE, immed_byte) {
         uint32_t s = 8 * NPK_IMMED_SHIFT(u->w), r = (VAL(u->d) & ~(0xFFu << s)) | ((uint32_t)u->b.num << s);
         WR(u->d, r);
-        m->alu_out = r;
+        aluo = r;
         RETIRE();
     }
     HANDLER(F_IMMED_WORD, immed_word) {
         uint32_t s = (NPK_IMMED_SHIFT(u->w) >> 1) * 16;
         uint32_t r = (VAL(u->d) & ~(0xFFFFu << s)) | (((NPK_IMMED_HI_BYTE(u->w) << 8) | u->b.num) << s);
         WR(u->d, r);
-        m->alu_out = r;
+        aluo = r;
         RETIRE();
     }
 
@@ -1212,7 +1214,8 @@ dispatch:
         if (t >= us) t %= us;
         if (u->defer == 0) pc = t;
         else { brp = 1; brl = u->defer; brt = t; }
-        extra = u->extra;
+        now += u->extra;
+        aborted += u->extra;
         RETIRE();
     }
     HANDLER(F_LD_FIELD, ld_field) {
@@ -1220,14 +1223,14 @@ dispatch:
         uint32_t src = VAL(u->a);
         uint32_t old = NPK_LD_FIELD_W_CLR(w) ? 0 : VAL(u->d);
         uint32_t st = NPK_LD_FIELD_SHIFT_TYPE(w);
-        uint32_t sh = st == NPK_SHIFT_TYPE_DBL_RIGHT ? src : shift_b(m, src, st, NPK_LD_FIELD_SHIFT_AMT(w));
+        uint32_t sh = st == NPK_SHIFT_TYPE_DBL_RIGHT ? src : shift_b(aluo, src, st, NPK_LD_FIELD_SHIFT_AMT(w));
         uint32_t bm = NPK_LD_FIELD_BYTE_MASK(w), mask = 0;
         for (int i = 0; i < 4; i++)
             if (bm & (1u << i)) mask |= 0xFFu << (8 * i);
         uint32_t r = (old & ~mask) | (sh & mask);
         WR(u->d, r);
         if (NPK_LD_FIELD_LOAD_CC(w)) cc = npk_cc_logic(r);
-        m->alu_out = r;
+        aluo = r;
         RETIRE();
     }
 #if !defined(__GNUC__)
@@ -1244,6 +1247,9 @@ done:
         x->br_left = brl;
         x->br_target = brt;
         npk_me_set_next(c, m, now);
+        m->alu_out = aluo;
+        m->prev_a = pa;
+        m->prev_b = pb;
         m->st.instructions += n;
         m->st.executing_cycles += n;
         m->st.ctx_instructions[ctx] += n;
