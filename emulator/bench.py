@@ -9,6 +9,11 @@ emu.mem_mips            the same threads doing SRAM and DRAM reads with
 emu.idle_gcycles_per_s  every context asleep on a far-off completion (DRAM
                         latency set to 10^7 cycles): billions of chip cycles
                         simulated per host second.
+emu.inflight_mrefs_per_s  thousands of memory references in flight (every ME issues
+                        SRAM reads without waiting; 2,000-cycle latency, no queue
+                        limit, no channel occupancy): millions of references issued
+                        and completed per host second -- the event queue's figure.
+emu.inflight_refs       how many were in flight on average in that run.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ MEM_LOOP = ["loop#: sram[read, $0, a1, 0, 1], ctx_swap[s1]", "alu[a1, a1, +, 4]"
             "dram[read, $$0, a1, b1, 1], ctx_swap[s2]", "alu[a2, a2, +, $$0]",
             "br[loop#]"]  # fmt: skip
 IDLE_LOOP = ["loop#: dram[read, $$0, a1, b1, 1], ctx_swap[s2]", "br[loop#]"]
+INFLIGHT_LOOP = ["loop#: sram[read, $0, a1, 0, 1], sig_done[s1]", "br[loop#], defer[1]", "alu[a1, a1, +, 4]"]
+INFLIGHT_LATENCY = 2000
 
 
 def _chip(lines: list[str], **overrides: Any) -> Chip:
@@ -68,11 +75,27 @@ def _idle(cycles: int) -> float:
     return chip.cycle / dt / 1e9
 
 
+def _inflight(cycles: int) -> tuple[float, float]:
+    """(million references per host second, references in flight on average)."""
+    chip = _chip(INFLIGHT_LOOP, units={"sram": {"queue_depth": 0, "cycles_per_unit": 0,
+                                                "read_latency": INFLIGHT_LATENCY}})  # fmt: skip
+    chip.run(INFLIGHT_LATENCY)  # fill the pipe
+    before = sum(c["commands"] for c in chip.stats()["units"]["sram"])
+    t0 = time.perf_counter()
+    chip.run(cycles)
+    dt = time.perf_counter() - t0
+    refs = sum(c["commands"] for c in chip.stats()["units"]["sram"]) - before
+    return refs / dt / 1e6, refs / cycles * INFLIGHT_LATENCY
+
+
 @benchmark("emu")
 def bench_emu(quick: bool) -> dict[str, Any]:
     scale = 1 if quick else 5
+    refs_per_s, in_flight = max((_inflight(200_000 * scale) for _ in range(2)), key=lambda r: r[0])
     return {
         "emu.alu_mips": round(max(_mips(ALU_LOOP, 1_000_000 * scale) for _ in range(2)), 1),
         "emu.mem_mips": round(max(_mips(MEM_LOOP, 1_000_000 * scale) for _ in range(2)), 2),
         "emu.idle_gcycles_per_s": round(_idle(10_000_000_000 * scale), 1),
+        "emu.inflight_mrefs_per_s": round(refs_per_s, 1),
+        "emu.inflight_refs": round(in_flight),
     }
