@@ -14,6 +14,7 @@ between CDEF-BEGIN and CDEF-END), the library from emulator/build/libnpkemu.so
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Callable
@@ -115,13 +116,16 @@ def config_path(name_or_path: str | os.PathLike[str]) -> Path:
 def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: Any) -> dict[str, Any]:
     """Read a config YAML, checked against its schema (emulator/config_schema.py), into a
     dict; keyword overrides replace top-level keys (units={"sram": {...}} and msf={...}
-    replace single fields of a unit).  Raises EmulatorError `file:line: field: problem`."""
-    from npkit.toolchain.schema import load_yaml, validate
+    replace single fields of a unit).  A config may name another as its `base` and give
+    only what differs (mappings such as units and msf merge key by key):
+    examples/chips/ixp2800_sram64.yaml is ixp2800 with 64 MB SRAM channels.  Raises
+    EmulatorError `file:line: field: problem`."""
+    from npkit.toolchain.schema import validate
 
     from .config_schema import ChipConfig
 
     path = config_path(name_or_path)
-    located = load_yaml(path, error=EmulatorError, what="chip config")
+    located = _read_located(path, ())
     raw = located.data
     if overrides and isinstance(raw, dict):
         raw = dict(raw)
@@ -141,6 +145,37 @@ def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: A
                 located.unlocated[(k,)] = f"the override {k}={v!r}"
     cfg = validate(ChipConfig, raw, str(path), located=located, error=EmulatorError)
     return cfg.model_dump()
+
+
+def _read_located(path: Path, seen: tuple[str, ...]) -> Any:
+    """A chip config file as parsed, with its `base` (if any) merged underneath: keys
+    only the base sets are reported against it, not against this file's lines."""
+    from npkit.toolchain.schema import load_yaml
+
+    located = load_yaml(path, error=EmulatorError, what="chip config")
+    raw = located.data
+    if not isinstance(raw, dict) or "base" not in raw:
+        return located
+    raw = dict(raw)
+    base = raw.pop("base")
+    if not isinstance(base, str):
+        raise EmulatorError(f"{path}:{located.lines.get(('base',), '?')}: base: a chip config name or YAML file")
+    if str(path) in seen:
+        raise EmulatorError(f"{path}: `base` loops back to it")
+    where = Path(base) if Path(base).is_absolute() or Path(base).suffix not in (".yaml", ".yml") else path.parent / base
+    parent = _read_located(config_path(where), (*seen, str(path)))
+    for key in parent.data if isinstance(parent.data, dict) else ():
+        if key not in raw:
+            located.unlocated[(key,)] = f"the base config {where}"
+    located.data = _merge(copy.deepcopy(parent.data), raw)
+    return located
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`, mappings merged key by key."""
+    for k, v in over.items():
+        base[k] = _merge(dict(base[k]), v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return base
 
 
 def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:

@@ -37,7 +37,7 @@ def _run(spec: str, duration_ns: int) -> tuple[float, int]:
     dt = time.perf_counter() - t0
     t = rep["totals"]
     lost = t["offered"] - t["forwarded"] + (0 if rep["balanced"] else 1)
-    return len(traffic) / dt / 1000, lost + (len(traffic) - t["offered"])
+    return run.read / dt / 1000, lost + (run.read - t["offered"])
 
 
 @benchmark("msf")

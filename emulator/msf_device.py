@@ -6,6 +6,7 @@ examples/passthrough/README.md."""
 from __future__ import annotations
 
 from array import array
+from dataclasses import dataclass
 
 from .binding import Chip
 from .config_schema import MsfConfig
@@ -15,6 +16,18 @@ DROP_NAMES = {32: "rbuf_full", 33: "no_rx_thread", 37: "tbuf_underrun"}
 PORT_FIELDS = ["rx_offered", "rx_received", "rx_bytes", "rx_mpackets", "rx_drop_rbuf_full",
                "rx_drop_no_rx_thread", "tx_elements", "tx_frames", "tx_bytes", "tx_drop_underrun",
                "tx_orphans", "rx_pending"]  # fmt: skip
+
+
+@dataclass
+class Drained:
+    """Departed frames: output port, departure ns (first wire byte), length, aborted
+    (nonzero), and the frames back to back."""
+
+    port: array[int]
+    t: array[int]
+    len: array[int]
+    aborted: bytearray
+    data: bytearray
 
 
 class MsfError(ValueError):
@@ -83,25 +96,33 @@ class MsfDevice:
         if rc < 0:
             raise MsfError("the MSF refused the packets (port out of range or frame too long)")
 
-    def drain(self) -> list[tuple[int, int, bytes, bool]]:
-        """Frames that have departed: (port, departure ns, bytes, aborted)."""
+    def drain_raw(self) -> Drained | None:
+        """Frames that have departed, as arrays (None: none)."""
         ffi = self.ffi
         nb = ffi.new("size_t *")
         n = self.lib.npk_msf_tx_ready(self._dev, nb)
         if not n:
+            return None
+        d = Drained(array("B", bytes(n)), array("Q", bytes(8 * n)), array("H", bytes(2 * n)), bytearray(n),
+                    bytearray(max(1, nb[0])))  # fmt: skip
+        got = self.lib.npk_msf_tx_drain(self._dev, ffi.from_buffer("uint8_t[]", d.port), ffi.from_buffer("uint64_t[]", d.t),
+                                        ffi.from_buffer("uint16_t[]", d.len), ffi.from_buffer("uint8_t[]", d.aborted),
+                                        ffi.from_buffer("uint8_t[]", d.data), n, nb[0])  # fmt: skip
+        if got < n:
+            for col in (d.port, d.t, d.len, d.aborted):
+                del col[got:]
+        return d
+
+    def drain(self) -> list[tuple[int, int, bytes, bool]]:
+        """Frames that have departed: (port, departure ns, bytes, aborted)."""
+        d = self.drain_raw()
+        if d is None:
             return []
-        port = ffi.new("uint8_t[]", n)
-        t = ffi.new("uint64_t[]", n)
-        ln = ffi.new("uint16_t[]", n)
-        ab = ffi.new("uint8_t[]", n)
-        data = ffi.new("uint8_t[]", max(1, nb[0]))
-        got = self.lib.npk_msf_tx_drain(self._dev, port, t, ln, ab, data, n, nb[0])
-        blob = bytes(ffi.buffer(data, nb[0]))
         out = []
         off = 0
-        for i in range(got):
-            k = ln[i]
-            out.append((port[i], t[i], blob[off : off + k], bool(ab[i])))
+        blob = bytes(d.data)
+        for p, t, k, ab in zip(d.port, d.t, d.len, d.aborted, strict=True):
+            out.append((p, t, blob[off : off + k], bool(ab)))
             off += k
         return out
 

@@ -1,44 +1,70 @@
 """A traffic run: packets in and out of the emulated chip through the MSF device, and
-the account of every packet offered.
+the account of every packet offered, kept as the packets go so that memory stays flat
+however long the run.
 
     from npkit.emulator.binding import Chip
     from npkit.emulator.traffic_run import TrafficRun, load_traffic_source
     chip = Chip("ixp2800"); load_path(chip, "passthrough.elf")
-    run = TrafficRun(chip, load_traffic_source("examples/passthrough/min64.yaml"))
+    run = TrafficRun(chip, load_traffic_source("examples/passthrough/min64.yaml"), capture="out/")
     run.run(1_000_000)                       # ns of emulated time
     report = run.report(); run.write_captures("out/")
 
 The device itself is C (emulator/src/units/msf_dev.c; model and register map in
 the "MSF device" section of emulator/include/npk_emu.h and in
-examples/passthrough/README.md).  Python hands packets over in bulk (slices of
-emulated time ahead of the chip), drains transmitted frames in bulk, writes
-OUT/port<N>.pcap (nanosecond timestamps = first wire byte) and
-OUT/dispositions.json, and accounts for every offered packet.
+examples/passthrough/README.md).  Python reads the traffic source in windows of arrival
+time (npkit.emulator.traffic.source), hands packets over in bulk (slices of emulated
+time ahead of the chip), drains transmitted frames in bulk, and for each frame that
+leaves: matches it to its input packet, counts it, writes it to OUT/port<N>.pcap
+(`capture`; nanosecond timestamps = first wire byte), gives it to the departure hooks,
+and forgets it.  Frames whose tag names a packet still held are matched and accounted in
+C (the ledger, npk_depart in emulator/pkt/pkt_ledger.c: and compared with the oracle's
+verdicts where the window has them, timed, checked for flow order); the rest (no tag,
+a forgotten packet) go through `departed` and `compare` in Python.  A window of input packets is forgotten once every packet in it has a
+fate.  OUT/dispositions.json (drops and exceptions by id) is spooled to disk as fates
+come and written sorted at the end.
 
 Accounting (per input port): offered = forwarded + dropped (by reason) +
 excepted + in flight.  Forwarded packets are found by matching each
 transmitted frame to an input packet (the generator's b"NPK1"+id tag, else the
-exact bytes, else the bytes a router does not rewrite); drops come from the MSF (rbuf_full, no_rx_thread,
-tbuf_underrun) and from software counters (`software` hook, for microcode
-drops and exceptions).  The run is *balanced* when no frame is unmatched or
-duplicated, no packet has two fates, and in flight is not negative.
+exact bytes, else the bytes a router does not rewrite); drops come from the MSF (rbuf_full,
+no_rx_thread, tbuf_underrun) and from whoever knows the software's fates (`mark`: the
+router harness marks microcode drops and exceptions).  The run is *balanced* when no
+frame is unmatched or duplicated, no packet has two fates, and in flight is not negative.
+
+Hooks (for harnesses and experiments; the run keeps no per-packet record itself):
+`on_window(chunk)` when a window of packets is read, `on_push(chunk, lo, hi)` when packets
+lo..hi-1 of it go to the MSF, `on_departure(dep)` for every transmitted frame (a
+`Departure`), `on_slice()` after every slice.  `TxBins` counts what leaves per time bin;
+`record=True` keeps every transmitted frame in `out` (tests, small runs).
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import json
+import mmap
+import os
+import tempfile
+import time
 from array import array
-from collections import deque
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .binding import Chip, EmulatorError
 from .msf_device import DROP_NAMES, MsfDevice, MsfError
-from .traffic.dataset import DISPOSITIONS
+from .pktlib import lib as pktlib
+from .traffic.dataset import DISPOSITIONS, write_dispositions_json
+from .traffic.histogram import LatencyHistogram
 from .traffic.pcap import PcapWriter
-from .traffic.reasons import load_reasons
-from .traffic.source import TAG, Traffic, TrafficError, load_traffic_source
+from .traffic.source import TAG, Traffic, TrafficError, TrafficSource, load_traffic_source
+from .traffic.window import Window, offsets
+
+FORWARDED, DROPPED, EXCEPTED = 1, 2, 4
+READ_AHEAD_NS = 100_000  # how far ahead of the chip the source is read (one window)
 
 
 def _loose_key(frame: bytes) -> bytes:
@@ -47,197 +73,650 @@ def _loose_key(frame: bytes) -> bytes:
     return b"L" + len(frame).to_bytes(2, "big") + frame[26:]
 
 
-Software = Callable[[Chip], dict[str, list[tuple[int, str]]]]
-"""Hook returning microcode-counted fates: {"drops": [(id, reason)], "exceptions": [(id, reason)]}."""
+class Chunk:
+    """A window of input packets while the run still needs it: how far it has been
+    pushed, each packet's fate bits, its tag ids, and what hooks attach (`extra`)."""
+
+    __slots__ = ("w", "first", "end", "pushed", "fate", "left", "tags", "extra", "scan", "verdicts")
+
+    def __init__(self, w: Window, tags: array[int]) -> None:
+        self.w = w
+        self.first, self.end = w.first, w.end  # ids first .. end-1
+        self.pushed = 0
+        self.fate = bytearray(len(w))
+        self.left = len(w)  # packets without a fate
+        self.tags = tags  # the tag id each input frame carries (-1: none)
+        self.extra: dict[str, Any] = {}
+        self.scan = 0  # packets before this have a fate or were looked at by `unresolved`
+        self.verdicts: Any = None  # the oracle's (npkit.emulator.traffic.cpkt.Verdicts), if judged
+
+
+@dataclass(slots=True)
+class Departure:
+    """A transmitted frame: output port, departure ns (first wire byte), bytes, and the
+    input packet it came from (pid -1: none; chunk None: that window is gone, or none);
+    `by_tag`: found by the generator's tag (else by bytes)."""
+
+    port: int
+    t: int
+    data: bytes
+    pid: int
+    chunk: Chunk | None
+    i: int
+    by_tag: bool
+
+
+@dataclass
+class _InPort:
+    forwarded: int = 0
+    drops: Counter[str] = field(default_factory=Counter)
+    exceptions: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class _OutPort:
+    frames: int = 0
+    nbytes: int = 0
+
+
+class TxBins:
+    """What leaves, per bin of departure time: frames and wire bits, in total and per
+    output port (`run.on_departure.append(bins.add)`)."""
+
+    def __init__(self, bin_ns: int, wire: dict[int, tuple[int, int, int]]) -> None:
+        self.bin_ns = bin_ns
+        self.over = {p: sum(w) for p, w in wire.items()}
+        self.frames: Counter[int] = Counter()
+        self.bits: Counter[int] = Counter()
+        self.port_bits: dict[int, Counter[int]] = {}
+
+    def add(self, d: Departure) -> None:
+        b = d.t // self.bin_ns
+        bits = (len(d.data) + self.over.get(d.port, 24)) * 8
+        self.frames[b] += 1
+        self.bits[b] += bits
+        self.port_bits.setdefault(d.port, Counter())[b] += bits
+
+
+class _FateSpool:
+    """(id, reason) of every drop or exception, spooled to a file as they come, read back
+    in id order at the end (the fates come in nearly id order: a merge of sorted runs)."""
+
+    def __init__(self, directory: Path) -> None:
+        fd, name = tempfile.mkstemp(prefix=".fates-", dir=directory)
+        self.f = os.fdopen(fd, "w+b")
+        os.unlink(name)
+        self.buf = array("Q")
+        self.reasons: list[str] = []
+        self._code: dict[str, int] = {}
+
+    def add(self, pid: int, reason: str) -> None:
+        code = self._code.get(reason)
+        if code is None:
+            code = self._code[reason] = len(self.reasons)
+            self.reasons.append(reason)
+        self.buf.append(pid << 16 | code)
+        if len(self.buf) >= 65536:
+            self.flush()
+
+    def flush(self) -> None:
+        self.buf.tofile(self.f)
+        del self.buf[:]
+
+    def sorted(self) -> Iterator[tuple[int, str]]:
+        self.flush()
+        self.f.flush()
+        size = self.f.seek(0, os.SEEK_END)
+        if not size:
+            return iter(())
+        mm = mmap.mmap(self.f.fileno(), size, access=mmap.ACCESS_READ)
+        recs = memoryview(mm).cast("Q")
+        runs: list[tuple[int, int]] = []
+        start = 0
+        for k in range(1, len(recs)):
+            if recs[k] < recs[k - 1]:
+                runs.append((start, k))
+                start = k
+        runs.append((start, len(recs)))
+        reasons = self.reasons
+        merged = heapq.merge(*(recs[a:b] for a, b in runs))
+        return ((r >> 16, reasons[r & 0xFFFF]) for r in merged)
 
 
 class TrafficRun:
-    """Feed `traffic` through the MSF of `chip` and account for every packet."""
+    """Feed a traffic source through the MSF of `chip` and account for every packet."""
 
-    def __init__(
-        self, chip: Chip, traffic: Traffic, software: Software | None = None, **msf: int
-    ) -> None:
+    def __init__(self, chip: Chip, traffic: TrafficSource, capture: str | Path | None = None,
+                 record: bool = False, **msf: int) -> None:  # fmt: skip
         if traffic.link_bps and "rate_bps" not in msf:
             msf["rate_bps"] = traffic.link_bps
         self.chip = chip
         self.traffic = traffic
-        self.software = software
         self.dev = MsfDevice(chip, **msf)
-        bad = [p for p in set(traffic.ports) if p >= self.dev.ports]
+        bad = sorted(p for p in traffic.port_set() if p >= self.dev.ports)
         if bad:
-            raise MsfError(
-                f"traffic uses port(s) {sorted(bad)} but the MSF has {self.dev.ports} ports"
-            )
+            raise MsfError(f"traffic uses port(s) {bad} but the MSF has {self.dev.ports} ports")
         for p, (pre, fcs, ifg) in traffic.wire.items():
             if p < self.dev.ports:
                 self.dev.set_wire(p, pre, fcs, ifg)
         self.clock_mhz = float(chip.config["clock_mhz"])
-        self.pushed = 0
-        self.out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(self.dev.ports)}
-        self.aborted: list[tuple[int, int, bytes]] = []
-        self.msf_drops: list[tuple[int, int, int]] = []
+        self.reader = traffic.reader()
+        self.chunks: list[Chunk] = []  # read and not yet forgotten, in id order
+        self._firsts: list[int] = []
+        self._last: Chunk | None = None  # the chunk chunk_of found last
+        self._read_until = 0
+        self.pushed = 0  # packets handed to the MSF (ids 0 .. pushed-1)
+        self.read = 0  # packets read from the source
         self.now_ns = 0
         self.host_s = 0.0
+        # host seconds by part: core (Chip.run and its services), traffic (reading the
+        # source and handing packets to the MSF), accounting (what leaves, fates)
+        self.times: dict[str, float] = {"core": 0.0, "traffic": 0.0, "accounting": 0.0}
+        self.ports_in = [_InPort() for _ in range(self.dev.ports)]
+        self.ports_out = [_OutPort() for _ in range(self.dev.ports)]
+        self.unmatched = 0
+        self.first_unmatched: tuple[int, int] | None = None
+        self.duplicates = 0
+        self.first_duplicate = -1
+        self.conflicts = 0
+        self.first_conflict = -1
+        self._untagged: dict[bytes, deque[int]] = {}
+        self.on_window: list[Callable[[Chunk], None]] = []
+        self.on_push: list[Callable[[Chunk, int, int], None]] = []
+        self.on_departure: list[Callable[[Departure], None]] = []
+        self.on_slice: list[Callable[[], None]] = []
+        self.ffi, self.lib = pktlib()
+        # the C ledger accounts every frame whose tag names a held packet (and, where the
+        # window has verdicts, compares it); `compare` gets the frames it leaves to Python
+        self.ledger = self.ffi.gc(self.lib.npk_ledger_new(), self.lib.npk_ledger_free)
+        if self.ledger == self.ffi.NULL:
+            raise MemoryError("no memory for the departure ledger")
+        self.compare: Callable[[Departure], None] | None = None
+        self.latency = LatencyHistogram()
+        self._flow_limit = 4096
+        self.out: dict[int, list[tuple[int, bytes]]] | None = None
+        if record:
+            self.out = {p: [] for p in range(self.dev.ports)}
+        self.capture_dir: Path | None = None
+        self._writers: dict[int, PcapWriter] = {}
+        self._spools: dict[str, _FateSpool] | None = None
+        self._mem_fates: dict[str, list[tuple[int, str]]] | None = {"drop": [], "exception": []} if record else None
+        if capture is not None:
+            self.capture(capture)
 
+    # -- captures
+    def capture(self, outdir: str | Path) -> None:
+        """Write OUT/port<N>.pcap as frames leave, and spool the fates for
+        OUT/dispositions.json (`write_captures` finishes both).  Call before running."""
+        if self.chunks or self.now_ns:
+            raise MsfError("captures are written as frames leave: ask for them before the run starts")
+        outdir = Path(outdir)
+        outdir.mkdir(parents=True, exist_ok=True)
+        self.capture_dir = outdir
+        self._writers = {p: PcapWriter(outdir / f"port{p}.pcap") for p in range(self.dev.ports)}
+        self._spools = {"drop": _FateSpool(outdir), "exception": _FateSpool(outdir)}
+
+    def write_captures(self, outdir: str | Path, report: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Finish OUT/port<N>.pcap and write OUT/dispositions.json; returns the report."""
+        outdir = Path(outdir)
+        rep = report if report is not None else self.report()
+        if self.capture_dir is not None and outdir.resolve() == self.capture_dir.resolve():
+            for w in self._writers.values():
+                w.close()
+            assert self._spools is not None
+            drops, excs = self._spools["drop"].sorted(), self._spools["exception"].sorted()
+        elif self.out is not None and self._mem_fates is not None:
+            outdir.mkdir(parents=True, exist_ok=True)
+            for p, frames in self.out.items():
+                with PcapWriter(outdir / f"port{p}.pcap") as w:
+                    for t, data in frames:
+                        w.write(t, data)
+            drops, excs = iter(sorted(self._mem_fates["drop"])), iter(sorted(self._mem_fates["exception"]))
+        else:
+            raise MsfError(f"no captures for {outdir}: frames are written as they leave, so ask for them "
+                           "before the run (TrafficRun(..., capture=DIR))")  # fmt: skip
+        with open(outdir / DISPOSITIONS, "w") as f:
+            write_dispositions_json(f, self.pushed, drops, excs)
+        return rep
+
+    # -- feeding the MSF
     def _ns_to_cycle(self, ns: int) -> int:
         return int(ns * self.clock_mhz // 1000)
 
+    def _read_to(self, t_ns: int) -> None:
+        """Read the source up to t_ns (in READ_AHEAD_NS windows)."""
+        while self._read_until < t_ns and not self.reader.done:
+            self._read_until += READ_AHEAD_NS
+            w = self.reader.take(self._read_until)
+            if w is not None:
+                self._add_window(w)
+
+    def _add_window(self, w: Window) -> None:
+        bad = [p for p in set(w.ports) if p >= self.dev.ports]
+        if bad:
+            raise MsfError(f"traffic uses port(s) {sorted(bad)} but the MSF has {self.dev.ports} ports")
+        n = len(w)
+        tags = array("q", bytes(8 * n))
+        ffi = self.ffi
+        if n:
+            self.lib.npk_tag_ids(n, ffi.from_buffer("uint8_t[]", w.data), ffi.from_buffer("uint64_t[]", w.off),
+                                 ffi.from_buffer("uint16_t[]", w.lens), ffi.from_buffer("int64_t[]", tags))  # fmt: skip
+        c = Chunk(w, tags)
+        self.chunks.append(c)
+        self._firsts.append(w.first)
+        self.read = w.end
+        for fn in self.on_window:
+            fn(c)
+
     def _push_until(self, t_ns: int) -> None:
-        tr = self.traffic
-        lo = self.pushed
-        hi = lo
-        n = len(tr)
-        while hi < n and tr.times[hi] < t_ns:
-            hi += 1
-        if hi == lo:
-            return
-        self.dev.push(tr.times[lo:hi], tr.ports[lo:hi], array("I", range(lo, hi)), tr.lens[lo:hi],
-                      b"".join(tr.frames[lo:hi]))  # fmt: skip
-        self.pushed = hi
+        self._read_to(t_ns)
+        for c in self.chunks:
+            w = c.w
+            if c.pushed == len(w) or w.first + c.pushed != self.pushed:
+                continue
+            lo = hi = c.pushed
+            n = len(w)
+            times = w.times
+            while hi < n and times[hi] < t_ns:
+                hi += 1
+            if hi == lo:
+                break
+            self.dev.push(times[lo:hi], w.ports[lo:hi], array("I", range(w.first + lo, w.first + hi)),
+                          w.lens[lo:hi], w.span(lo, hi))  # fmt: skip
+            self._index_untagged(c, lo, hi)
+            c.pushed = hi
+            self.pushed = w.first + hi
+            for fn in self.on_push:
+                fn(c, lo, hi)
+            if hi < n:
+                break
 
-    def _collect(self) -> None:
-        for port, t, data, aborted in self.dev.drain():
-            if aborted:
-                self.aborted.append((port, t, data))
-            else:
-                self.out[port].append((t, data))
-        self.msf_drops.extend(self.dev.drops())
+    @property
+    def all_pushed(self) -> bool:
+        """Every packet of the source is with the MSF."""
+        return self.reader.done and self.pushed == self.read
 
-    def run(
-        self,
-        duration_ns: int,
-        slice_ns: int = 20_000,
-        progress: Callable[[int], None] | None = None,
-    ) -> str:
+    def run(self, duration_ns: int, slice_ns: int = 20_000, progress: Callable[[int], None] | None = None) -> str:
         """Run the chip for `duration_ns` more nanoseconds of emulated time."""
-        import time
-
-        t0 = time.perf_counter()
+        clock = time.perf_counter
+        t0 = clock()
+        times = self.times
         end = self.now_ns + duration_ns
         reason = "budget"
         while self.now_ns < end:
             step = min(slice_ns, end - self.now_ns)
+            a = clock()
             self._push_until(self.now_ns + step + slice_ns)
+            b = clock()
             target = self._ns_to_cycle(self.now_ns + step)
             reason = self.chip.run(max(0, target - self.chip.cycle))
+            c = clock()
             self.now_ns += step
             self._collect()
+            for fn in self.on_slice:
+                fn()
+            self._forget()
+            d = clock()
+            times["traffic"] += b - a
+            times["core"] += c - b
+            times["accounting"] += d - c
             if progress is not None:
                 progress(self.now_ns)
             if reason not in ("budget", "halted"):
                 break
-        self.host_s += time.perf_counter() - t0
+        self.host_s += clock() - t0
         return reason
 
-    # -- accounting
-    def identify(self, data: bytes) -> int | None:
-        """The id of the offered packet `data` came from: the generator's tag, else
-        the first packet with exactly these bytes; None when nothing matches."""
-        tr = self.traffic
-        k = data.find(TAG)
-        if k >= 0 and k + 8 <= len(data):
-            cand = int.from_bytes(data[k + 4 : k + 8], "big")
-            if cand < self.pushed and TAG in tr.frames[cand]:
-                return cand
-        loose = _loose_key(data)
-        for j in range(self.pushed):
-            if tr.frames[j] == data:
-                return j
-        for j in range(self.pushed):
-            if _loose_key(tr.frames[j]) == loose:
-                return j
+    # -- what comes out
+    def _collect(self) -> None:
+        d = self.dev.drain_raw()
+        if d is not None:
+            if any(d.aborted):  # cut-through underruns: rare, frame by frame
+                off = 0
+                for port, t, n, ab in zip(d.port, d.t, d.len, d.aborted, strict=True):
+                    data = bytes(d.data[off : off + n])
+                    off += n
+                    if ab:
+                        pid = self.identify(data)
+                        if pid is not None and 0 <= pid < self.pushed:
+                            self.mark(pid, DROPPED, "tbuf_underrun")
+                    else:
+                        self.departed(port, t, data)
+            else:
+                self._depart_batch(d)
+        for pid, _port, code in self.dev.drops():
+            self.mark(pid, DROPPED, DROP_NAMES.get(code, str(code)))
+
+    def _views(self) -> Any:
+        """The held chunks as the C ledger sees them (npk_chunkv[]), and what keeps their
+        buffers alive."""
+        ffi = self.ffi
+        views = ffi.new("npk_chunkv[]", max(1, len(self.chunks)))
+        keep = []
+        for v, c in zip(views, self.chunks, strict=False):
+            w = c.w
+            bufs = [ffi.from_buffer("uint8_t[]", c.fate), ffi.from_buffer("int64_t[]", c.tags),
+                    ffi.from_buffer("uint64_t[]", w.times), ffi.from_buffer("uint8_t[]", w.ports),
+                    ffi.from_buffer("uint64_t[]", w.off), ffi.from_buffer("uint16_t[]", w.lens)]  # fmt: skip
+            v.first, v.end, v.pushed, v.left = c.first, c.end, c.first + c.pushed, c.left
+            v.fate, v.tags, v.times, v.ports, v.off, v.lens = bufs
+            vd = c.verdicts
+            if vd is not None:
+                vb = [ffi.from_buffer("uint8_t[]", vd.kind), ffi.from_buffer("uint8_t[]", vd.port),
+                      ffi.from_buffer("uint8_t[]", vd.out)]  # fmt: skip
+                v.vkind, v.vport, v.vout = vb
+                bufs += vb
+            keep.append(bufs)
+        return views, keep
+
+    def _depart_batch(self, d: Any) -> None:
+        """Frames that left, the C ledger first; Python for what it leaves and for captures,
+        `record` and hooks."""
+        ffi, lib = self.ffi, self.lib
+        n = len(d.port)
+        off, _ = offsets(d.len)
+        slow = bytearray(n)
+        pids = array("q", bytes(8 * n))
+        lats = array("q", bytes(8 * n))
+        views, keep = self._views()
+        got = lib.npk_depart(self.ledger, views, len(self.chunks), self.pushed, n, ffi.from_buffer("uint8_t[]", d.port),
+                             ffi.from_buffer("uint64_t[]", d.t), ffi.from_buffer("uint16_t[]", d.len),
+                             ffi.from_buffer("uint64_t[]", off), ffi.from_buffer("uint8_t[]", d.data),
+                             ffi.from_buffer("uint8_t[]", slow), ffi.from_buffer("int64_t[]", pids),
+                             ffi.from_buffer("int64_t[]", lats))  # fmt: skip
+        del keep
+        if got < 0:
+            raise MemoryError("no memory for the departure ledger's flow table")
+        for v, c in zip(views, self.chunks, strict=False):
+            c.left = v.left
+        lat = self.latency
+        for x in lats:
+            if x >= 0:
+                lat.add(x)
+        frames_needed = got or self._writers or self.out is not None or self.on_departure
+        ports_out = self.ports_out
+        if not frames_needed:
+            for p, k in zip(d.port, d.len, strict=True):
+                po = ports_out[p]
+                po.frames += 1
+                po.nbytes += k
+        else:
+            data = d.data
+            for i in range(n):
+                o = off[i]
+                frame = bytes(data[o : o + d.len[i]])
+                if slow[i]:
+                    self.departed(d.port[i], d.t[i], frame)
+                    continue
+                port = d.port[i]
+                po = ports_out[port]
+                po.frames += 1
+                po.nbytes += len(frame)
+                self._keep_frame(port, d.t[i], frame)
+                if self.on_departure:
+                    pid = pids[i]
+                    c = self.chunk_of(pid)
+                    dep = Departure(port, d.t[i], frame, pid, c, pid - c.first if c else -1, True)
+                    for fn in self.on_departure:
+                        fn(dep)
+        if self.ledger.used > self._flow_limit:
+            used = lib.npk_flow_evict(self.ledger, self.oldest_open())
+            self._flow_limit = max(4096, 2 * used)
+
+    def _keep_frame(self, port: int, t: int, data: bytes) -> None:
+        if self._writers:
+            self._writers[port].write(t, data)
+        if self.out is not None:
+            self.out[port].append((t, data))
+
+    def flow_reordered(self, frame: bytes, in_port: int, pid: int) -> bool:
+        """Per-flow order (oracle.flow_of): whether a later packet of this frame's flow left
+        before it (the ledger's flow table, shared with the C path)."""
+        r = self.lib.npk_flow_check(self.ledger, frame, len(frame), in_port, pid)
+        if r < 0:
+            raise MemoryError("no memory for the departure ledger's flow table")
+        return bool(r)
+
+    def chunk_of(self, pid: int) -> Chunk | None:
+        c = self._last
+        if c is not None and c.first <= pid < c.end:
+            return c
+        k = bisect.bisect_right(self._firsts, pid) - 1
+        if k < 0:
+            return None
+        c = self.chunks[k]
+        if pid < c.end:
+            self._last = c
+            return c
         return None
 
-    def _match(self) -> tuple[dict[int, int], list[tuple[int, int]], list[int]]:
-        """{input id: output port} for transmitted frames, unmatched (port, index), duplicate ids."""
-        tr = self.traffic
-        n = len(tr)
-        fwd: dict[int, int] = {}
-        unmatched: list[tuple[int, int]] = []
-        dups: list[int] = []
-        by_key: dict[bytes, deque[int]] | None = None
-        for port, frames in self.out.items():
-            for i, (_, data) in enumerate(frames):
-                pid = -1
-                k = data.find(TAG)
-                if k >= 0 and k + 8 <= len(data):
-                    cand = int.from_bytes(data[k + 4 : k + 8], "big")
-                    if cand < self.pushed and TAG in tr.frames[cand]:
-                        pid = cand
-                if pid < 0:
-                    if by_key is None:
-                        by_key = {}
-                        for j in range(min(n, self.pushed)):
-                            by_key.setdefault(tr.frames[j], deque()).append(j)
-                            by_key.setdefault(_loose_key(tr.frames[j]), deque()).append(j)
-                    for key in (data, _loose_key(data)):
-                        q = by_key.get(key)
-                        while q and q[0] in fwd:
-                            q.popleft()
-                        if q:
-                            pid = q.popleft()
-                            break
-                if pid < 0:
-                    unmatched.append((port, i))
-                elif pid in fwd:
-                    dups.append(pid)
+    def _by_tag(self, data: bytes) -> tuple[int, Chunk | None, int]:
+        """(id, chunk, index) from the generator's tag when the input frame carries that
+        tag; (-1, None, -1) otherwise; (id, None, -1) for a packet already forgotten."""
+        k = data.find(TAG)
+        if k < 0 or k + 8 > len(data):
+            return -1, None, -1
+        cand = int.from_bytes(data[k + 4 : k + 8], "big")
+        if cand >= self.pushed:
+            return -1, None, -1
+        c = self._last
+        if c is None or not c.first <= cand < c.end:
+            c = self.chunk_of(cand)
+            if c is None:
+                return cand, None, -1
+        i = cand - c.first
+        return (cand, c, i) if c.tags[i] == cand else (-1, None, -1)
+
+    def departed(self, port: int, t: int, data: bytes) -> None:
+        """Account for a frame that left `port` at `t` (what every drained frame goes through)."""
+        po = self.ports_out[port]
+        index = po.frames
+        po.frames += 1
+        po.nbytes += len(data)
+        self._keep_frame(port, t, data)
+        pid, c, i = self._by_tag(data)
+        by_tag = pid >= 0
+        if pid < 0:
+            pid, c, i = self._by_bytes(data)
+        if pid < 0:
+            self.unmatched += 1
+            if self.first_unmatched is None:
+                self.first_unmatched = (port, index)
+        elif c is None:
+            self._duplicate(pid)  # its window is gone: it had a fate already
+        else:
+            st = c.fate[i]
+            if st & FORWARDED:
+                self._duplicate(pid)
+            else:
+                if st:
+                    self._conflict(pid)
                 else:
-                    fwd[pid] = port
-        return fwd, unmatched, dups
+                    c.left -= 1
+                c.fate[i] = st | FORWARDED
+                self.ports_in[c.w.ports[i]].forwarded += 1
+        hooks = self.on_departure
+        if hooks or self.compare is not None:
+            d = Departure(port, t, data, pid, c, i, by_tag)
+            if self.compare is not None:
+                self.compare(d)
+            for fn in hooks:
+                fn(d)
+
+    def _duplicate(self, pid: int) -> None:
+        self.duplicates += 1
+        if self.first_duplicate < 0:
+            self.first_duplicate = pid
+
+    def _conflict(self, pid: int) -> None:
+        self.conflicts += 1
+        if self.first_conflict < 0:
+            self.first_conflict = pid
+
+    # -- frames without a tag: matched by their bytes
+    def _index_untagged(self, c: Chunk, lo: int, hi: int) -> None:
+        w, tags = c.w, c.tags
+        first = w.first
+        for i in range(lo, hi):
+            if tags[i] != first + i:
+                f = w.frame(i)
+                for key in (f, _loose_key(f)):
+                    self._untagged.setdefault(key, deque()).append(first + i)
+
+    def _unindex(self, c: Chunk) -> None:
+        w, tags = c.w, c.tags
+        first = w.first
+        for i in range(c.pushed):
+            pid = first + i
+            if tags[i] != pid:
+                f = w.frame(i)
+                for key in (f, _loose_key(f)):
+                    q = self._untagged.get(key)
+                    if q:
+                        if q[0] == pid:
+                            q.popleft()
+                        elif pid in q:
+                            q.remove(pid)
+                        if not q:
+                            del self._untagged[key]
+
+    def _available(self, pid: int) -> bool:
+        c = self.chunk_of(pid)
+        return c is not None and not c.fate[pid - c.w.first] & FORWARDED
+
+    def _by_bytes(self, data: bytes) -> tuple[int, Chunk | None, int]:
+        for key in (data, _loose_key(data)):
+            q = self._untagged.get(key)
+            while q and not self._available(q[0]):
+                q.popleft()
+            if q:
+                pid = q.popleft()
+                c = self.chunk_of(pid)
+                assert c is not None
+                return pid, c, pid - c.w.first
+        return -1, None, -1
+
+    def identify(self, data: bytes) -> int | None:
+        """The id of the offered packet `data` came from: the generator's tag, else the
+        earliest packet still held with exactly these bytes, else with the bytes a router
+        does not rewrite; None when nothing matches."""
+        pid, _, _ = self._by_tag(data)
+        if pid >= 0:
+            return pid
+        for key in (data, _loose_key(data)):
+            q = self._untagged.get(key)
+            if q:
+                return q[0]
+        return None
+
+    def input_frame(self, pid: int) -> bytes | None:
+        """The bytes of input packet `pid` while its window is held."""
+        c = self.chunk_of(pid)
+        return None if c is None else c.w.frame(pid - c.w.first)
+
+    def find_input(self, frame: bytes, port: int) -> int:
+        """The input packet a frame taken from inside the chip is: by its tag (the bytes
+        equal), else the earliest held packet from `port` with exactly these bytes that is
+        not excepted already; -1 if none."""
+        pid, c, i = self._by_tag(frame)
+        if c is not None and c.w.frame(i) == frame:
+            return pid
+        for j in self._untagged.get(frame) or ():
+            cj = self.chunk_of(j)
+            if cj is not None and cj.w.ports[j - cj.w.first] == port and not cj.fate[j - cj.w.first] & EXCEPTED:
+                return j
+        return -1
+
+    # -- fates
+    def mark(self, pid: int, kind: int, reason: str) -> None:
+        """Packet `pid` was dropped (DROPPED) or sent to the exception path (EXCEPTED)."""
+        c = self.chunk_of(pid)
+        if c is None:
+            if pid < self.pushed:
+                self._conflict(pid)  # its window is gone: it had a fate already
+            return
+        i = pid - c.w.first
+        st = c.fate[i]
+        if st:
+            self._conflict(pid)
+            if st & (DROPPED | EXCEPTED):
+                return
+        else:
+            c.left -= 1
+        c.fate[i] = st | kind
+        tally = self.ports_in[c.w.ports[i]]
+        (tally.drops if kind == DROPPED else tally.exceptions)[reason] += 1
+        name = "drop" if kind == DROPPED else "exception"
+        if self._spools is not None:
+            self._spools[name].add(pid, reason)
+        if self._mem_fates is not None:
+            self._mem_fates[name].append((pid, reason))
+
+    def unresolved(self, before_ns: int) -> Iterator[tuple[Chunk, int]]:
+        """Pushed packets with no fate that arrived before `before_ns`, in id order (the
+        caller may mark them as it goes); those still without a fate come again next time."""
+        for c in self.chunks:
+            fate, times = c.fate, c.w.times
+            i = fate.find(0, c.scan, c.pushed)
+            while i >= 0 and times[i] < before_ns:
+                yield c, i
+                i = fate.find(0, i + 1, c.pushed)
+            first = fate.find(0, c.scan, c.pushed)
+            c.scan = first if first >= 0 else c.pushed
+            if i >= 0 or c.pushed < len(c.w):
+                return
+
+    def oldest_open(self) -> int:
+        """The lowest id without a fate (or the next id to push)."""
+        for c in self.chunks:
+            i = c.fate.find(0, 0, c.pushed)
+            if i >= 0:
+                return c.w.first + i
+            if c.pushed < len(c.w):
+                return c.w.first + c.pushed
+        return self.pushed
+
+    def _forget(self) -> None:
+        """Drop the windows whose every packet has a fate."""
+        if not any(c.left == 0 and c.pushed == len(c.w) for c in self.chunks):
+            return
+        keep = []
+        for c in self.chunks:
+            if c.left == 0 and c.pushed == len(c.w):
+                self._unindex(c)
+            else:
+                keep.append(c)
+        self.chunks = keep
+        self._firsts = [c.w.first for c in keep]
+        self._last = None
+
+    # -- accounting
+    @property
+    def duplicates_total(self) -> int:
+        return self.duplicates + int(self.ledger.duplicates)
+
+    @property
+    def transmitted(self) -> int:
+        return sum(p.frames for p in self.ports_out)
 
     def report(self) -> dict[str, Any]:
         """Per-port table and conservation totals."""
-        tr = self.traffic
-        reasons = load_reasons()
-        fwd, unmatched, dups = self._match()
-        fate: dict[int, tuple[str, str]] = {}
-        conflicts: list[int] = []
-
-        def mark(pid: int, kind: str, reason: str) -> None:
-            if pid in fate or pid in fwd:
-                conflicts.append(pid)
-            fate[pid] = (kind, reason)
-
-        for pid, _port, code in self.msf_drops:
-            mark(pid, "drop", DROP_NAMES.get(code, str(code)))
-        for _port, _t, data in self.aborted:
-            found = self.identify(data)
-            pid = -1 if found is None else found
-            if 0 <= pid < self.pushed:
-                mark(pid, "drop", "tbuf_underrun")
-        if self.software is not None:
-            sw = self.software(self.chip)
-            for kind, key in (("drop", "drops"), ("exception", "exceptions")):
-                for pid, reason in sw.get(key, []):
-                    mark(int(pid), kind, reasons.get(kind, reason).name)  # type: ignore[arg-type]
         nports = self.dev.ports
+        led = self.ledger
         rows = []
-        msf_ports = [self.dev.port_stats(p) for p in range(nports)]
-        per_port: dict[int, list[int]] = {p: [] for p in range(nports)}
-        for i in range(self.pushed):
-            per_port[tr.ports[i]].append(i)
         for p in range(nports):
-            st = msf_ports[p]
+            st = self.dev.port_stats(p)
+            tally, out = self.ports_in[p], self.ports_out[p]
             offered = st["rx_offered"]
-            ids = per_port[p][:offered]  # the MSF takes a port's packets in order
-            forwarded = sum(1 for i in ids if i in fwd)
-            drops: dict[str, int] = {}
-            exc: dict[str, int] = {}
-            for i in ids:
-                f = fate.get(i)
-                if f is None:
-                    continue
-                (drops if f[0] == "drop" else exc)[f[1]] = (drops if f[0] == "drop" else exc).get(
-                    f[1], 0
-                ) + 1
-            ndrop = sum(drops.values())
-            nexc = sum(exc.values())
+            drops, exc = dict(tally.drops), dict(tally.exceptions)
+            ndrop, nexc = sum(drops.values()), sum(exc.values())
+            forwarded = tally.forwarded + led.forwarded[p]
             rows.append({
                 "port": p, "offered": offered, "received": st["rx_received"],
-                "transmitted": len(self.out[p]), "forwarded": forwarded,
+                "transmitted": out.frames, "forwarded": forwarded,
                 "dropped": drops, "exceptions": exc,
                 "in_flight": offered - forwarded - ndrop - nexc,
-                "rx_bytes": st["rx_bytes"], "tx_bytes": sum(len(d) for _, d in self.out[p]),
+                "rx_bytes": st["rx_bytes"], "tx_bytes": out.nbytes,
             })  # fmt: skip
         tot_off = sum(r["offered"] for r in rows)
         tot_fwd = sum(r["forwarded"] for r in rows)
@@ -250,61 +729,38 @@ class TrafficRun:
                 tot_exc[k] = tot_exc.get(k, 0) + v
         in_flight = tot_off - tot_fwd - sum(tot_drop.values()) - sum(tot_exc.values())
         problems = []
-        if unmatched:
-            problems.append(f"{len(unmatched)} transmitted frame(s) match no input packet (first: port "
-                            f"{unmatched[0][0]} frame {unmatched[0][1]})")  # fmt: skip
-        if dups:
-            problems.append(
-                f"{len(dups)} input packet(s) transmitted more than once (first id {dups[0]})"
-            )
-        if conflicts:
-            problems.append(f"{len(conflicts)} packet(s) with two fates (first id {conflicts[0]})")
+        if self.unmatched:
+            assert self.first_unmatched is not None
+            problems.append(f"{self.unmatched} transmitted frame(s) match no input packet (first: port "
+                            f"{self.first_unmatched[0]} frame {self.first_unmatched[1]})")  # fmt: skip
+        if self.duplicates_total:
+            problems.append(f"{self.duplicates_total} input packet(s) transmitted more than once (first id "
+                            f"{_first(self.first_duplicate, led.first_duplicate)})")  # fmt: skip
+        if self.conflicts + led.conflicts:
+            problems.append(f"{self.conflicts + led.conflicts} packet(s) with two fates (first id "
+                            f"{_first(self.first_conflict, led.first_conflict)})")  # fmt: skip
         for r in rows:
             if r["in_flight"] < 0:
                 problems.append(f"port {r['port']}: in flight is negative ({r['in_flight']})")
         tx_total = sum(r["transmitted"] for r in rows)
-        if tx_total != tot_fwd + len(unmatched) + len(dups):
-            problems.append(
-                f"transmitted {tx_total} != forwarded {tot_fwd} + unmatched + duplicates"
-            )
+        if tx_total != tot_fwd + self.unmatched + self.duplicates_total:
+            problems.append(f"transmitted {tx_total} != forwarded {tot_fwd} + unmatched + duplicates")
         return {
             "time_ns": self.now_ns,
             "cycle": self.chip.cycle,
             "host_s": round(self.host_s, 3),
             "ports": rows,
-            "totals": {
-                "offered": tot_off,
-                "forwarded": tot_fwd,
-                "transmitted": tx_total,
-                "dropped": tot_drop,
-                "exceptions": tot_exc,
-                "in_flight": in_flight,
-            },  # fmt: skip
+            "totals": {"offered": tot_off, "forwarded": tot_fwd, "transmitted": tx_total,
+                       "dropped": tot_drop, "exceptions": tot_exc, "in_flight": in_flight},
             "msf": self.dev.stats(),
             "balanced": not problems,
             "problems": problems,
-            "fates": {
-                "drops": sorted((i, r) for i, (k, r) in fate.items() if k == "drop"),
-                "exceptions": sorted((i, r) for i, (k, r) in fate.items() if k == "exception"),
-            },  # fmt: skip
-        }
+        }  # fmt: skip
 
-    def write_captures(
-        self, outdir: str | Path, report: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """OUT/port<N>.pcap for every port and OUT/dispositions.json."""
-        outdir = Path(outdir)
-        outdir.mkdir(parents=True, exist_ok=True)
-        for p, frames in self.out.items():
-            with PcapWriter(outdir / f"port{p}.pcap") as w:
-                for t, data in frames:
-                    w.write(t, data)
-        rep = report if report is not None else self.report()
-        disp = {"offered": self.pushed,
-                "drops": [{"id": i, "reason": r} for i, r in rep["fates"]["drops"]],
-                "exceptions": [{"id": i, "reason": r} for i, r in rep["fates"]["exceptions"]]}  # fmt: skip
-        (outdir / DISPOSITIONS).write_text(json.dumps(disp, indent=1) + "\n")
-        return rep
+
+def _first(a: int, b: int) -> int:
+    """The lower of two first ids, -1 meaning none."""
+    return min(x for x in (a, b) if x >= 0) if max(a, b) >= 0 else -1
 
 
 def format_report(rep: dict[str, Any]) -> str:
@@ -327,5 +783,5 @@ def format_report(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MsfError", "Traffic", "TrafficError", "TrafficRun", "load_traffic_source", "format_report",
-           "EmulatorError"]  # fmt: skip
+__all__ = ["Departure", "EmulatorError", "MsfError", "Traffic", "TrafficError", "TrafficRun", "TxBins",
+           "load_traffic_source", "format_report", "json"]  # fmt: skip

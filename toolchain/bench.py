@@ -21,7 +21,7 @@ import click
 BenchFn = Callable[[bool], dict[str, Any]]
 
 # modules whose import registers benchmarks
-BENCH_MODULES: list[str] = ["npkit.asm.bench", "npkit.toolchain.router.bench", "npkit.emulator.traffic.bench", "npkit.emulator.bench", "npkit.toolchain.system.bench", "npkit.emulator.msf_bench", "npkit.xscale.bench", "npkit.emulator.fidelity_bench", "npkit.toolchain.experiment.bench"]
+BENCH_MODULES: list[str] = ["npkit.asm.bench", "npkit.toolchain.router.bench", "npkit.emulator.traffic.bench", "npkit.emulator.bench", "npkit.toolchain.system.bench", "npkit.toolchain.system.run_bench", "npkit.emulator.msf_bench", "npkit.xscale.bench", "npkit.emulator.fidelity_bench", "npkit.toolchain.experiment.bench"]
 
 _REGISTRY: dict[str, BenchFn] = {}
 

@@ -32,7 +32,7 @@ from .packet import ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_VLAN
 from .pcap import PcapError, PcapWriter, read_pcap
 from .reasons import ReasonError, load_reasons
 from .router_config import ConfigError, RouterConfig
-from .routes import RouteError, RouteTable, format_routes, random_routes
+from .routes import RouteError, parse_route_columns
 from .spec import SpecError, WireModel, load_spec
 
 ERRORS = (SpecError, ConfigError, RouteError, PcapError, DatasetError, ReasonError, OSError)
@@ -89,25 +89,6 @@ def _progress(label: str) -> Callable[[int, int], None] | None:
     return report
 
 
-class GenerationProgress:
-    """`generating traffic: N packets` on stderr while a run generates a spec's traffic
-    (only on a terminal); `finish()` ends the line."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.shown = False
-
-    def __call__(self, packets: int) -> None:
-        if self.enabled:
-            click.echo(f"\r  generating traffic: {packets:,} packets", err=True, nl=False)
-            self.shown = True
-
-    def finish(self) -> None:
-        if self.shown:
-            click.echo("", err=True)
-            self.shown = False
-
-
 def _gen_text(s: dict[str, Any]) -> str:
     lines = [f"{s['packets']} packets -> {s['dir']} (seed {s['seed']}, "
              f"{s['elapsed_s']} s, {s['packets_per_s']} pkt/s)"]
@@ -129,24 +110,22 @@ def _gen_text(s: dict[str, Any]) -> str:
               help="Router config: next hops are its ARP entries on port subnets.")
 @click.option("--ports", type=int, default=5, show_default=True,
               help="Without --config: next hops 10.0.P.2 on ports 0..N-1.")
+@click.option("--lengths", type=click.Choice(["default", "bgp"]), default="default", show_default=True,
+              help="Prefix-length mix: default (/8../24) or bgp (a global BGP table's, with /28 and /32: "
+                   "--count 1000000 --lengths bgp is a full Internet table).")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--json", "as_json", is_flag=True)
-def routes_cmd(count: int, seed: int, config: Path | None, ports: int, out: Path,
+def routes_cmd(count: int, seed: int, config: Path | None, ports: int, lengths: str, out: Path,
                as_json: bool) -> None:
     """Write a random route table of COUNT prefixes (deterministic for SEED)."""
     with _errors():
-        if config is not None:
-            hops = RouterConfig.load(config).next_hops()
-        else:
-            hops = [((10 << 24) | (p << 8) | 2, p) for p in range(ports)]
-        routes = random_routes(count, seed, hops)
-        header = (f"random route table: {count} routes, seed {seed}\n"
-                  f"npk traffic routes --count {count} --seed {seed}"
-                  + (f" --config {config}" if config else f" --ports {ports}"))
-        out.write_text(format_routes(routes, header))
-        hist = RouteTable(routes).length_histogram()
+        from npkit.toolchain.system.tables import random_routes_text
+
+        text, nhops = random_routes_text(count, seed, config, ports, lengths)
+        out.write_text(text)
+        hist = dict(sorted(Counter(parse_route_columns(text).length).items()))
     summary = {"file": str(out), "routes": count, "seed": seed,
-               "next_hops": len(hops), "lengths": hist}
+               "next_hops": nhops, "lengths": hist}
     _emit(summary, as_json, lambda s: (
         f"{s['routes']} routes -> {s['file']}; lengths: "
         + ", ".join(f"/{k}: {v}" for k, v in s["lengths"].items())))

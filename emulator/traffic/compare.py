@@ -5,8 +5,9 @@ frames the emulator transmitted per port (in transmit order), and the emulator's
 drop/exception records (see `dataset` for the file format).
 
 Matching outputs to inputs. The router may interleave packets from different input
-ports on an output port, but packets of one (input port, output port) flow must leave
-in arrival order. Outputs are matched in passes, each pass taking only what the
+ports on an output port, but packets of one flow (input port, IP protocol, source and
+destination address: `oracle.flow_of`) must leave in arrival order. Outputs are matched
+in passes, each pass taking only what the
 earlier ones left:
 
 1. exact: an output equal, byte for byte, to a predicted forward on that port (the
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .dataset import Disposition, InputPacket, load_dispositions, load_outputs, load_traffic
-from .oracle import Drop, Except, Forward, Outcome, RefRouter, rewrite
+from .oracle import Drop, Except, Forward, Outcome, RefRouter, flow_of, rewrite
 from .packet import ETHERTYPE_IPV4
 from .reasons import load_reasons
 from .router_config import RouterConfig
@@ -370,13 +371,13 @@ class _Matcher:
                                      detail="a second copy of an output already matched"))
 
     def check_order(self) -> None:
-        """Order within each (in port, out port) flow, in transmit order."""
+        """Order within each flow, in transmit order."""
         sent_order = sorted((port, index, pid) for pid, (port, index) in self.matched.items())
-        last_in_flow: dict[tuple[int, int], int] = {}
+        last_in_flow: dict[tuple[bytes, int], int] = {}
         for port, index, pid in sent_order:
             if self.expected_of(pid).port != port:
                 continue  # already a wrong_port
-            key = (self.by_id[pid].port, port)
+            key = (flow_of(self.by_id[pid].data, self.by_id[pid].port), port)
             if pid < last_in_flow.get(key, -1):
                 self.issues.append(Issue("reordered", pid, self.by_id[pid].port, f"forward port {port}",
                                          f"forward port {port}", port, index,

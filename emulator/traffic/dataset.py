@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .pcap import PcapRecord, read_pcap
 from .reasons import ReasonError, load_reasons
@@ -167,6 +167,22 @@ def parse_dispositions(
                 raise DatasetError(f"{where}: {exc}") from None
             out.setdefault(pid, []).append((kind, reason))
     return out
+
+
+def write_dispositions_json(out: IO[str], offered: int, drops: Iterable[tuple[int, str]],
+                            exceptions: Iterable[tuple[int, str]]) -> None:  # fmt: skip
+    """dispositions.json as the emulator writes it, from (id, reason) pairs in id order,
+    streamed: the text is json.dumps({"offered", "drops", "exceptions"}, indent=1) + "\n"."""
+    out.write(f'{{\n "offered": {json.dumps(offered)},\n')
+    for key, items, last in (("drops", drops, False), ("exceptions", exceptions, True)):
+        out.write(f' "{key}": [')
+        first = True
+        for pid, reason in items:
+            out.write(("\n" if first else ",\n") + f'  {{\n   "id": {pid},\n   "reason": {json.dumps(reason)}\n  }}')
+            first = False
+        out.write("]" if first else "\n ]")
+        out.write("\n" if last else ",\n")
+    out.write("}\n")
 
 
 def write_dispositions(

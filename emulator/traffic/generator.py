@@ -32,7 +32,6 @@ DIR/manifest.json::
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import json
 import random
@@ -41,6 +40,7 @@ import time
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +61,11 @@ from .packet import (
     pad_frame,
 )
 from .pcap import PcapReader, PcapWriter
-from .routes import Route, is_reserved, mask
+from .router_config import RouterConfig
+from .routes import Route, RouteColumns, is_reserved, mask
 from .spec import KINDS, PortSpec, SpecError, TrafficSpec
 from .spec_schema import MAX_PACKETS
+from .window import Window, offsets
 
 TUNNEL_PORT = 49152  # outer UDP destination port of seed-003 tunnel packets
 ROUTER_ALERT = b"\x94\x04\x00\x00"  # RFC 2113 IP option: 4 bytes, IHL 6
@@ -163,6 +165,49 @@ class _Clock:
 # ---------------------------------------------------------------------------- schedules
 
 
+def synthetic_arrivals(spec: TrafficSpec, port: PortSpec, count: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """A synthetic port's arrivals, lazily: (time, pcap length, kind index), drawn from the
+    port's schedule stream until `count` packets or time `end`."""
+    rng = random.Random(f"npkit-traffic:{spec.seed}:{port.index}:schedule")
+    clock = _Clock(port, spec.link_bps, rng)
+    wire = port.wire
+    overhead = wire.fcs + wire.preamble + wire.ifg
+    normal = KIND_INDEX["normal"]
+    runt = KIND_INDEX["runt"]
+    kind_ids = [KIND_INDEX[k] for k in port.mix] + [normal]
+    cum = []
+    acc = 0.0
+    for w in [*port.mix.values(), max(0.0, 1.0 - sum(port.mix.values()))]:
+        acc += w
+        cum.append(acc)
+    sizes = port.size
+    fixed = sizes.values[0] if len(sizes.values) == 1 and sizes.uniform is None else None
+    random_ = rng.random
+    clock_next = clock.next
+    mix = bool(port.mix)
+    fcs = wire.fcs
+    n = 0
+    while n < count:
+        size = fixed if fixed is not None else sizes.sample(rng)
+        plen = size - fcs
+        kind = normal
+        if mix:
+            r = random_() * acc
+            for i, c in enumerate(cum):
+                if r < c:
+                    kind = kind_ids[i]
+                    break
+            if kind == runt:
+                plen = rng.randint(42, 59)
+        t = clock_next((plen + overhead) * 8)
+        if t >= end:
+            return
+        if n >= MAX_PACKETS:
+            raise SpecError(f"ports.{port.index}: more than {MAX_PACKETS:,} packets: lower count or duration_ns")
+        yield t, plen, kind
+        n += 1
+
+
 class Schedule:
     """One port's arrivals: parallel arrays of time, pcap length and kind index.
 
@@ -189,45 +234,11 @@ class Schedule:
         return len(self.times)
 
     def _synthetic(self, spec: TrafficSpec, port: PortSpec, count: int, end: int) -> None:
-        rng = random.Random(f"npkit-traffic:{spec.seed}:{port.index}:schedule")
-        clock = _Clock(port, spec.link_bps, rng)
-        wire = port.wire
-        overhead = wire.fcs + wire.preamble + wire.ifg
-        normal = KIND_INDEX["normal"]
-        runt = KIND_INDEX["runt"]
-        kind_ids = [KIND_INDEX[k] for k in port.mix] + [normal]
-        cum = []
-        acc = 0.0
-        for w in [*port.mix.values(), max(0.0, 1.0 - sum(port.mix.values()))]:
-            acc += w
-            cum.append(acc)
-        sizes = port.size
-        fixed = sizes.values[0] if len(sizes.values) == 1 and sizes.uniform is None else None
         times, lens, kinds = self.times, self.lens, self.kinds
-        random_ = rng.random
-        n = 0
-        while n < count:
-            size = fixed if fixed is not None else sizes.sample(rng)
-            plen = size - wire.fcs
-            kind = normal
-            if port.mix:
-                r = random_() * acc
-                for i, c in enumerate(cum):
-                    if r < c:
-                        kind = kind_ids[i]
-                        break
-                if kind == runt:
-                    plen = rng.randint(42, 59)
-            t = clock.next((plen + overhead) * 8)
-            if t >= end:
-                break
-            if n >= MAX_PACKETS:
-                raise SpecError(f"ports.{port.index}: more than {MAX_PACKETS:,} packets: "
-                                "lower count or duration_ns")  # fmt: skip
+        for t, plen, kind in synthetic_arrivals(spec, port, count, end):
             times.append(t)
             lens.append(plen)
             kinds.append(kind)
-            n += 1
 
     def _replay(self, spec: TrafficSpec, port: PortSpec, count: int, end: int) -> None:
         assert port.replay is not None
@@ -250,10 +261,11 @@ class Schedule:
         frames: list[bytes] = []
         busy_until = port.start_ns
         replay_kind = KIND_INDEX["replay"]
+        self.frames = frames
         for loop in range(replay.loop):
             for rec, frame, s in zip(records, frames_in, ser, strict=True):
                 if len(frames) >= count:
-                    return self._keep(frames)
+                    return
                 if replay.timing == "original":
                     t = port.start_ns + rec.timestamp_ns - base + loop * span
                     if t < busy_until:
@@ -262,7 +274,7 @@ class Schedule:
                 else:
                     t = clock.next(wire.wire_bytes(len(frame)) * 8)
                 if t >= end:  # every later frame, of this loop and the next, is later still
-                    return self._keep(frames)
+                    return
                 if len(frames) >= MAX_PACKETS:
                     raise SpecError(f"ports.{port.index}.source: the replay would make more than "
                                     f"{MAX_PACKETS:,} packets: lower loop, or set count or duration_ns")  # fmt: skip
@@ -271,13 +283,40 @@ class Schedule:
                 self.lens.append(len(frame))
                 self.kinds.append(replay_kind)
                 frames.append(frame)
-        self._keep(frames)
-
-    def _keep(self, frames: list[bytes]) -> None:
-        self.frames = frames
 
 
 # ---------------------------------------------------------------------------- frame bytes
+
+
+@lru_cache(maxsize=16)
+def forwardable_pool(cfg: RouterConfig, via_port: int | None) -> RouteColumns:
+    """Routes whose packets the router forwards (leaving by `via_port`, if given): the
+    next hop has an ARP entry; for connected subnets, the on-link hosts that have one
+    (as /32s).  Computed once per router config and port."""
+    from npkit.emulator.pktlib import lib
+
+    st = cfg.static_routes
+    assert isinstance(st, RouteColumns)
+    good = array("I", sorted(h for h in cfg.arp if h))  # next hops with an ARP entry (0: direct)
+    n = len(st)
+    ffi, c = lib()
+    pool = RouteColumns(array("I", bytes(4 * n)), array("B", bytes(n)), array("I", bytes(4 * n)), array("I", bytes(4 * n)))
+    if n:
+        k = c.npk_routes_select(n, ffi.from_buffer("uint32_t[]", st.prefix), ffi.from_buffer("uint8_t[]", st.length),
+                                ffi.from_buffer("uint32_t[]", st.next_hop), ffi.from_buffer("uint32_t[]", st.port),
+                                ffi.from_buffer("uint32_t[]", good) if good else ffi.NULL, len(good),
+                                -1 if via_port is None else via_port, ffi.from_buffer("uint32_t[]", pool.prefix),
+                                ffi.from_buffer("uint8_t[]", pool.length), ffi.from_buffer("uint32_t[]", pool.next_hop),
+                                ffi.from_buffer("uint32_t[]", pool.port))  # fmt: skip
+    else:
+        k = 0
+    for col in (pool.prefix, pool.length, pool.next_hop, pool.port):
+        del col[k:]
+    for addr in sorted(cfg.arp):
+        port = cfg.port_for_subnet(addr)
+        if port is not None and addr != port.address and (via_port is None or port.index == via_port):
+            pool.append(Route(addr, 32, 0, port.index))
+    return pool
 
 
 class FrameBuilder:
@@ -295,17 +334,16 @@ class FrameBuilder:
         self.protos = protos
         self._proto_cum = list(itertools.accumulate(port.protocols[p] for p in protos))
         self._proto_total = self._proto_cum[-1]
-        self._dest_pool: list[Route] = []
+        self._dest_pool = RouteColumns()
         self._forwardable = port.destinations is None
         self._not_unicast = set(self.cfg.addresses)  # own, network, broadcast addresses
         for p in self.cfg.ports:
             self._not_unicast |= {p.network, p.broadcast}
         self._via_port = port.via_port
         if port.destinations is None:
-            self._dest_pool = [r for r in self._forwardable_routes()
-                               if self._via_port is None or r.port == self._via_port]  # fmt: skip
+            self._dest_pool = forwardable_pool(self.cfg, self._via_port)
         else:
-            self._dest_pool = list(port.destinations)
+            self._dest_pool = RouteColumns.of(port.destinations)
         self.build: dict[str, Callable[[int, int], bytes]] = {
             "normal": self._normal,
             "miss": self._miss,
@@ -329,22 +367,11 @@ class FrameBuilder:
 
     # -- addresses
 
-    def _forwardable_routes(self) -> list[Route]:
-        """Routes whose packets the router forwards: the next hop has an ARP entry; for
-        connected subnets, the on-link hosts that have one (as /32s)."""
-        cfg = self.cfg
-        pool = [r for r in cfg.static_routes if not r.direct and r.next_hop in cfg.arp]
-        for addr in sorted(cfg.arp):
-            port = cfg.port_for_subnet(addr)
-            if port is not None and addr != port.address:
-                pool.append(Route(addr, 32, 0, port.index))
-        return pool
-
     def _resolves(self, dst: int) -> bool:
         cfg = self.cfg
         if _martian_dst(dst) or dst in self._not_unicast:
             return False
-        route = cfg.routes.lookup(dst)
+        route = cfg.lookup(dst)
         if route is None:
             return False
         return (dst if route.direct else route.next_hop) in cfg.arp
@@ -352,7 +379,7 @@ class FrameBuilder:
     def _leaves_by_via_port(self, dst: int) -> bool:
         if self._via_port is None:
             return True
-        route = self.cfg.routes.lookup(dst)
+        route = self.cfg.lookup(dst)
         return route is not None and route.port == self._via_port
 
     def dst_normal(self) -> int:
@@ -439,10 +466,10 @@ class FrameBuilder:
         return self.ip_frame(length, pid, self.src_normal(), self.dst_normal())
 
     def _miss(self, length: int, pid: int) -> bytes:
-        routes = self.cfg.routes
+        cfg = self.cfg
         for _ in range(10_000):
             dst = self.rng.getrandbits(32)
-            if not is_reserved(dst, 32) and routes.lookup(dst) is None:
+            if not is_reserved(dst, 32) and cfg.lookup(dst) is None:
                 return self.ip_frame(length, pid, self.src_normal(), dst)
         raise SpecError("mix.miss: the route table covers the address space (a default "
                         "route?); cannot draw destinations without a route")
@@ -564,26 +591,117 @@ def schedules(spec: TrafficSpec) -> list[Schedule]:
     return [Schedule(spec, port) for port in spec.ports]
 
 
-def iter_packets(spec: TrafficSpec, scheds: list[Schedule] | None = None) -> Iterator[GenPacket]:
-    """All packets of all ports, in packet-id (arrival) order."""
-    scheds = scheds if scheds is not None else schedules(spec)
-    builders = [FrameBuilder(spec, s.port) if s.port.replay is None and len(s) else None
-                for s in scheds]
+class _Port:
+    """One port's arrivals as the reader pulls them, with one packet of look-ahead."""
 
-    def keyed(p: int, s: Schedule) -> Iterator[tuple[int, int, int]]:
-        return ((t, p, i) for i, t in enumerate(s.times))
-
-    merged = heapq.merge(*(keyed(p, s) for p, s in enumerate(scheds)))
-    for pid, (t, p, i) in enumerate(merged):
-        sched = scheds[p]
-        kind = KINDS[sched.kinds[i]]
-        if sched.frames is not None:
-            data = sched.frames[i]
+    def __init__(self, spec: TrafficSpec, port: PortSpec) -> None:
+        self.port = port
+        self.frames: list[bytes] | None = None
+        self.index = 0  # per-port index of the next arrival
+        if port.replay is not None:
+            sched = Schedule(spec, port)
+            self.frames = sched.frames
+            self.it: Iterator[tuple[int, int, int]] = zip(sched.times, sched.lens, sched.kinds, strict=True)
         else:
-            builder = builders[p]
-            assert builder is not None
-            data = builder.build[kind](sched.lens[i], pid)
-        yield GenPacket(pid, p, t, data, kind)
+            count = spec.count if spec.count is not None else 1 << 62
+            end = spec.duration_ns if spec.duration_ns is not None else 1 << 62
+            self.it = synthetic_arrivals(spec, port, count, end)
+        self.head = next(self.it, None)
+
+    def until(self, t_ns: int) -> list[tuple[int, int, int, int]]:
+        """(time, per-port index, length, kind) of the arrivals before t_ns."""
+        out = []
+        head, it, i = self.head, self.it, self.index
+        while head is not None and head[0] < t_ns:
+            out.append((head[0], i, head[1], head[2]))
+            i += 1
+            head = next(it, None)
+        self.head, self.index = head, i
+        return out
+
+
+class SpecReader:
+    """A spec's packets in windows of arrival time, in packet-id order: each port's
+    arrivals up to the window's end, merged by (time, port, per-port index), then the
+    frame bytes, each port from its own content stream (in C where the C builder does the
+    kind, see npkit.emulator.traffic.cpkt; `use_c=False`: the Python builder only)."""
+
+    def __init__(self, spec: TrafficSpec, use_c: bool = True) -> None:
+        self.spec = spec
+        self.use_c = use_c
+        self.ports = [_Port(spec, p) for p in spec.ports if p.enabled]
+        self.builders: dict[int, Any] = {}
+        self.next_id = 0
+
+    @property
+    def done(self) -> bool:
+        return all(p.head is None for p in self.ports)
+
+    @property
+    def next_time(self) -> int:
+        """Arrival time of the next packet (done: -1)."""
+        return min((p.head[0] for p in self.ports if p.head is not None), default=-1)
+
+    def _builder(self, port: PortSpec) -> Any:
+        b = self.builders.get(port.index)
+        if b is None:
+            b = FrameBuilder(self.spec, port)
+            if self.use_c:
+                from .cpkt import CFrameBuilder
+
+                b = CFrameBuilder(b)
+            self.builders[port.index] = b
+        return b
+
+    def take(self, until_ns: int) -> Window | None:
+        """The packets arriving before `until_ns` not taken yet (None: none)."""
+        keyed: list[tuple[int, int, int, int, int, int]] = []
+        for k, p in enumerate(self.ports):
+            pi = p.port.index
+            keyed.extend((t, pi, i, n, kind, k) for t, i, n, kind in p.until(until_ns))
+        if not keyed:
+            return None
+        keyed.sort()
+        first = self.next_id
+        self.next_id += len(keyed)
+        w = Window(first, array("Q", [x[0] for x in keyed]), array("B", [x[1] for x in keyed]),
+                   array("H", [x[3] for x in keyed]), kinds=bytes(x[4] for x in keyed))  # fmt: skip
+        w.off, total = offsets(w.lens)
+        w.data = bytearray(total)
+        per_port: dict[int, list[int]] = {}
+        for j, x in enumerate(keyed):
+            per_port.setdefault(x[5], []).append(j)
+        for k, rows in per_port.items():
+            p = self.ports[k]
+            if p.frames is not None:
+                for j in rows:
+                    f = p.frames[keyed[j][2]]
+                    w.data[w.off[j] : w.off[j] + len(f)] = f
+                continue
+            b = self._builder(p.port)
+            pids = array("I", [first + j for j in rows])
+            kinds = bytes(w.kinds[j] for j in rows)
+            lens = array("H", [w.lens[j] for j in rows])
+            if self.use_c:  # the frames straight into the window, at their places
+                b.build(kinds, lens, pids, w.data, array("Q", [w.off[j] for j in rows]))
+            else:
+                for j, pid in zip(rows, pids, strict=True):
+                    f = b.build[KINDS[w.kinds[j]]](w.lens[j], pid)
+                    w.data[w.off[j] : w.off[j] + len(f)] = f
+        return w
+
+
+def iter_packets(spec: TrafficSpec, use_c: bool = True, window_ns: int = 100_000) -> Iterator[GenPacket]:
+    """All packets of all ports, in packet-id (arrival) order."""
+    reader = SpecReader(spec, use_c)
+    t = 0
+    while not reader.done:
+        t = max(t + window_ns, reader.next_time + 1)
+        w = reader.take(t)
+        if w is None:
+            continue
+        for i in range(len(w)):
+            yield GenPacket(w.first + i, w.ports[i], w.times[i], w.frame(i), KINDS[w.kinds[i]])
 
 
 def generate(spec: TrafficSpec) -> list[GenPacket]:
@@ -612,7 +730,7 @@ def write_traffic(
     col_kind = array("B")
     byte_count = dict.fromkeys(writers, 0)
     try:
-        for pkt in iter_packets(spec, scheds):
+        for pkt in iter_packets(spec):
             writers[pkt.port].write(pkt.time_ns, pkt.data)
             col_port.append(pkt.port)
             col_time.append(pkt.time_ns)

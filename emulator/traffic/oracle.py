@@ -99,7 +99,6 @@ class RefRouter:
     def __init__(self, config: RouterConfig) -> None:
         self.config = config
         self.ports = config.ports
-        self.routes = config.routes
         self.arp = config.arp
         self.own = set(config.addresses)
         self.subnet_zero = {p.network for p in config.ports}
@@ -164,7 +163,7 @@ class RefRouter:
         if stop == 0 or stop == 127 or src >= _MULTICAST_LO or src in self.subnet_bcast:
             return Drop("martian_src")
 
-        route = self.routes.lookup(dst)
+        route = self.config.lookup(dst)
         if route is None:
             return Except("no_route")
         ttl = frame[22]
@@ -177,6 +176,15 @@ class RefRouter:
         if nh_mac is None:
             return Except("arp_miss")
         return Forward(route.port, rewrite(frame, nh_mac, self.ports[route.port].mac))
+
+
+def flow_of(frame: bytes, in_port: int) -> bytes:
+    """The flow a frame belongs to, for order: its input port, IP protocol, and source and
+    destination address (bytes 23 and 26..33, which forwarding does not change, so the
+    input frame and its output give the same key).  Packets of one flow must leave in
+    the order they came (RFC 1812 5.2 preamble); the parallel layout's rx steers by a hash
+    of the addresses, so a flow stays on one fast-path ME (microcode/README.md §3.4)."""
+    return bytes((in_port,)) + frame[23:24] + frame[26:34]
 
 
 def rewrite(frame: bytes, dst_mac: bytes, src_mac: bytes) -> bytes:

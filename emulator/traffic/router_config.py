@@ -18,12 +18,18 @@ Each port's subnet is also a *connected route* (next hop 0.0.0.0 = on-link, out 
 that port); the route file must not repeat a connected prefix. The file's schema and
 every check made on load (a wrong config otherwise shows up as puzzling packet
 outcomes) are in router_schema.py; errors name the file and line.
+
+Tables of any size: the static routes are `RouteColumns` (flat arrays), `lookup` is the
+C longest-prefix match of `RouteIndex` over the connected and static routes, and the
+dict-based `RouteTable` (`routes`) is built only when asked for.  `RouterConfig.load`
+reads and checks a file once per process (the linker, the oracle, the generator and the
+harness share the result: treat it as read-only).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -32,7 +38,16 @@ from npkit.toolchain.schema import Located, load_yaml, validate
 
 from .packet import ip_str, mac_str
 from .router_schema import RouterConfigFile, route_problems
-from .routes import Route, RouteError, RouteTable, load_routes, mask, parse_routes
+from .routes import (
+    Route,
+    RouteColumns,
+    RouteError,
+    RouteIndex,
+    RouteTable,
+    load_route_columns,
+    mask,
+    parse_route_columns,
+)
 
 
 class ConfigError(ValueError):
@@ -65,18 +80,40 @@ class PortConfig:
         return f"port {self.index}: {ip_str(self.address)}/{self.prefix_len} {mac_str(self.mac)}"
 
 
-@dataclass
+@dataclass(eq=False)
 class RouterConfig:
     ports: list[PortConfig]
     arp: dict[int, bytes]
-    static_routes: list[Route]
+    static_routes: Sequence[Route]
     send_redirects: bool = True
     route_file: Path | None = None
     source: Path | None = None
-    routes: RouteTable = field(init=False)
 
     def __post_init__(self) -> None:
-        self.routes = RouteTable([*self.connected_routes(), *self.static_routes])
+        if not isinstance(self.static_routes, RouteColumns):
+            self.static_routes = RouteColumns.of(self.static_routes)
+
+    @cached_property
+    def all_routes(self) -> RouteColumns:
+        """Connected routes, then the static ones (what `index` numbers)."""
+        cols = RouteColumns.of(self.connected_routes())
+        assert isinstance(self.static_routes, RouteColumns)
+        cols.extend(self.static_routes)
+        return cols
+
+    @cached_property
+    def index(self) -> RouteIndex:
+        """Longest-prefix match over the connected and static routes (C)."""
+        return RouteIndex(self.all_routes)
+
+    def lookup(self, addr: int) -> Route | None:
+        """The most specific route containing `addr`, or None."""
+        return self.index.route(addr)
+
+    @cached_property
+    def routes(self) -> RouteTable:
+        """The reference table (one dict per prefix length), built on first use."""
+        return RouteTable(self.all_routes)
 
     # -- derived facts
 
@@ -121,7 +158,7 @@ class RouterConfig:
         ports = [PortConfig(i, p.address[0], p.address[1], p.mac) for i, p in enumerate(model.ports)]
         route_file = None
         if isinstance(model.routes, list):
-            static = parse_routes("\n".join(model.routes), f"{where}: routes")
+            static = parse_route_columns("\n".join(model.routes), f"{where}: routes")
         elif isinstance(model.routes, str):
             route_file = Path(model.routes)
             if base_dir is not None and not route_file.is_absolute():
@@ -129,21 +166,36 @@ class RouterConfig:
             line = located.line(("routes",)) if located is not None else None
             at_routes = f"{where}:{line}: routes" if line else f"{where}: routes"
             try:
-                static = load_routes(route_file)
+                static = load_route_columns(route_file)
             except (OSError, RouteError) as exc:
                 raise ConfigError(f"{at_routes}: {exc}") from None
             for _, problem in route_problems([p.address for p in model.ports], static):
                 raise ConfigError(f"{at_routes}: {route_file}: {problem}")
         else:
-            static = []
+            static = RouteColumns()
         return cls(ports=ports, arp=dict(model.arp), static_routes=static, send_redirects=model.send_redirects,
                    route_file=route_file, source=source)  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path) -> RouterConfig:
+        """Read and check a router config (and its route file) once per process: the same
+        object while neither file changes."""
         path = Path(path)
+        try:
+            key = _file_key(path)
+        except OSError as exc:
+            raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+        hit = _LOADED.get(key)
+        if hit is not None and (hit.route_file is None or _LOADED_ROUTES.get(key) == _route_key(hit.route_file)):
+            return hit
         located = load_yaml(path, error=ConfigError, what="router config")
-        return cls.from_dict(located.data, base_dir=path.parent, source=path, located=located)
+        cfg = cls.from_dict(located.data, base_dir=path.parent, source=path, located=located)
+        if len(_LOADED) > 8:
+            _LOADED.clear()
+        _LOADED[key] = cfg
+        if cfg.route_file is not None:
+            _LOADED_ROUTES[key] = _route_key(cfg.route_file)
+        return cfg
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +208,24 @@ class RouterConfig:
                                                                     self.static_routes],
             "send_redirects": self.send_redirects,
         }
+
+
+_LOADED: dict[tuple[str, int, int, int], RouterConfig] = {}
+_LOADED_ROUTES: dict[tuple[str, int, int, int], tuple[str, int, int, int] | None] = {}
+
+
+def _file_key(path: Path) -> tuple[str, int, int, int]:
+    """The path as given (a config read through another spelling of its path keeps that
+    spelling in `source` and `route_file`), and what changes when the file does."""
+    st = path.stat()
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _route_key(path: Path) -> tuple[str, int, int, int] | None:
+    try:
+        return _file_key(path)
+    except OSError:
+        return None
 
 
 def load_router_config(path: str | Path) -> RouterConfig:

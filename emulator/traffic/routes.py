@@ -18,9 +18,17 @@ File format (one route per line)::
 - The same PREFIX/LEN twice is an error (which one would win would be an accident of
   the reader).
 
-Lookup is longest-prefix match written to be obviously correct rather than fast: one
-dict per prefix length, probed from /32 down to /0. It is the reference the SRAM trie
-in the microcode (and the XScale's incremental updates) are checked against.
+`RouteTable`'s lookup is longest-prefix match written to be obviously correct rather
+than fast: one dict per prefix length, probed from /32 down to /0. It is the reference
+the SRAM trie in the microcode (and the XScale's incremental updates) and `RouteIndex`
+are checked against.
+
+Large tables (a full Internet table is 1,000,000 prefixes) are held as `RouteColumns`
+(four flat arrays, 13 bytes a route, `Route` objects made on access), parsed by the C
+parser of the packet library when the text is plain (`parse_route_columns`; anything it
+does not take, errors included, goes to `parse_routes`, which says what is wrong), and
+looked up through `RouteIndex` (the route set as sorted disjoint address intervals, a
+binary search in C). `load_route_columns` reads each file once per process.
 
 `random_routes` makes large tables (e.g. 10,000 prefixes) with a seed: lengths drawn
 from a distribution shaped like a BGP table (mostly /24, then /22-/23, /16-/21, a few
@@ -32,10 +40,14 @@ naturally, which is what exercises longest-prefix match.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, overload
 
 from .packet import ip, ip_str
 
@@ -179,6 +191,145 @@ def load_routes(path: str | Path) -> list[Route]:
     return parse_routes(read_route_file(path), str(path))
 
 
+class RouteColumns(Sequence[Route]):
+    """Routes as four flat arrays (prefix, length, next hop, port); `Route`s on access."""
+
+    def __init__(self, prefix: array[int] | None = None, length: array[int] | None = None,
+                 next_hop: array[int] | None = None, port: array[int] | None = None) -> None:  # fmt: skip
+        self.prefix = prefix if prefix is not None else array("I")
+        self.length = length if length is not None else array("B")
+        self.next_hop = next_hop if next_hop is not None else array("I")
+        self.port = port if port is not None else array("I")
+
+    @classmethod
+    def of(cls, routes: Iterable[Route]) -> RouteColumns:
+        cols = cls()
+        for r in routes:
+            cols.append(r)
+        return cols
+
+    def append(self, r: Route) -> None:
+        self.prefix.append(r.prefix)
+        self.length.append(r.length)
+        self.next_hop.append(r.next_hop)
+        self.port.append(r.port)
+
+    def extend(self, other: RouteColumns) -> None:
+        self.prefix.extend(other.prefix)
+        self.length.extend(other.length)
+        self.next_hop.extend(other.next_hop)
+        self.port.extend(other.port)
+
+    def __len__(self) -> int:
+        return len(self.prefix)
+
+    @overload
+    def __getitem__(self, i: int) -> Route: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Route]: ...
+    def __getitem__(self, i: int | slice) -> Route | list[Route]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return Route(self.prefix[i], self.length[i], self.next_hop[i], self.port[i])
+
+    def __iter__(self) -> Iterator[Route]:
+        return map(Route, self.prefix, self.length, self.next_hop, self.port)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RouteColumns):
+            return (self.prefix, self.length, self.next_hop, self.port) == (
+                other.prefix, other.length, other.next_hop, other.port)  # fmt: skip
+        if isinstance(other, list):
+            return list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def parse_route_columns(text: str | bytes, source: str = "<routes>") -> RouteColumns:
+    """`parse_routes` as columns: the C parser when the text is plain; anything else
+    (every error among it) goes to `parse_routes`, which says what is wrong."""
+    raw = text.encode() if isinstance(text, str) else text
+    from npkit.emulator.pktlib import lib
+
+    ffi, c = lib()
+    cap = raw.count(b"\n") + 1
+    cols = RouteColumns(array("I", bytes(4 * cap)), array("B", bytes(cap)), array("I", bytes(4 * cap)),
+                        array("I", bytes(4 * cap)))  # fmt: skip
+    n = c.npk_routes_parse(ffi.from_buffer(raw), len(raw), cap, ffi.from_buffer("uint32_t[]", cols.prefix),
+                           ffi.from_buffer("uint8_t[]", cols.length), ffi.from_buffer("uint32_t[]", cols.next_hop),
+                           ffi.from_buffer("uint32_t[]", cols.port))  # fmt: skip
+    if n < 0:
+        decoded = raw.decode() if isinstance(raw, bytes) else raw
+        return RouteColumns.of(parse_routes(decoded, source))
+    for a in (cols.prefix, cols.length, cols.next_hop, cols.port):
+        del a[n:]
+    return cols
+
+
+_COLUMNS_MEMO: dict[tuple[str, int, int, int], RouteColumns] = {}
+
+
+def load_route_columns(path: str | Path) -> RouteColumns:
+    """The routes of a file, parsed once per process (per path, size and mtime): the
+    linker, the LPM builder, the oracle and the generator all get the same columns.
+    Treat them as read-only."""
+    path = Path(path)
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    cols = _COLUMNS_MEMO.get(key)
+    if cols is None:
+        cols = parse_route_columns(path.read_bytes(), str(path))
+        if len(_COLUMNS_MEMO) > 8:
+            _COLUMNS_MEMO.clear()
+        _COLUMNS_MEMO[key] = cols
+    return cols
+
+
+class RouteIndex:
+    """Longest-prefix match over `RouteColumns`: the route set as sorted disjoint address
+    intervals (at most 2n + 1), each naming its longest route; a lookup is a binary search
+    in C.  `lookup` returns the route's index in the columns, or -1.  Duplicate
+    (prefix, length) pairs are an error, as in `RouteTable`."""
+
+    def __init__(self, routes: RouteColumns) -> None:
+        from npkit.emulator.pktlib import lib
+
+        self.routes = routes
+        self.ffi, self.lib = lib()
+        n = len(routes)
+        ffi = self.ffi
+        self.starts = ffi.new("uint32_t[]", 2 * n + 1)
+        self.vals = ffi.new("int32_t[]", 2 * n + 1)
+        dup = ffi.new("uint32_t[2]")
+        count = self.lib.npk_rt_build(n, ffi.from_buffer("uint32_t[]", routes.prefix),
+                                      ffi.from_buffer("uint8_t[]", routes.length), self.starts, self.vals, dup)  # fmt: skip
+        if count == -1:
+            r = routes[dup[0]]
+            raise RouteError(f"duplicate route for {ip_str(r.prefix)}/{r.length}")
+        if count < 0:
+            bad = next(r for r in routes if r.length > 32 or r.prefix & ~mask(r.length) & 0xFFFFFFFF)
+            raise RouteError(f"route {bad} has host bits set")
+        self.count = int(count)
+        self.next_hop = ffi.from_buffer("uint32_t[]", routes.next_hop)
+        self._port16 = array("H", routes.port)
+        self.port = ffi.from_buffer("uint16_t[]", self._port16)
+
+    def lookup(self, addr: int) -> int:
+        return int(self.lib.npk_rt_lookup(self.starts, self.vals, self.count, addr))
+
+    def route(self, addr: int) -> Route | None:
+        i = self.lookup(addr)
+        return None if i < 0 else self.routes[i]
+
+    def c_routes(self) -> Any:
+        """An npk_routes (cdata) over this index, for the generator and the oracle."""
+        r = self.ffi.new("npk_routes *")
+        r.starts, r.vals, r.count = self.starts, self.vals, self.count
+        r.next_hop, r.port = self.next_hop, self.port
+        return r
+
+
 def format_routes(routes: Iterable[Route], header: str = "") -> str:
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     lines += [
@@ -222,13 +373,40 @@ LENGTH_WEIGHTS: dict[int, float] = {
 }  # fmt: skip
 
 
+# The shape of the global IPv4 BGP table (about 1,000,000 prefixes): mostly /24, the
+# /22-/23 and /16-/21 bands, a few short prefixes, and some /28 and /32 more-specifics
+# (`npk traffic routes --lengths bgp`; npkit.toolchain.router.stats measures tables with it).
+BGP_LENGTHS: dict[int, float] = {
+    8: 0.002, 10: 0.002, 12: 0.005, 13: 0.005, 14: 0.01, 15: 0.01, 16: 0.03,
+    17: 0.015, 18: 0.025, 19: 0.04, 20: 0.05, 21: 0.06, 22: 0.12, 23: 0.10, 24: 0.516,
+    28: 0.005, 32: 0.005,
+}  # fmt: skip
+
+
 def overlaps(prefix: int, length: int, other: int, other_len: int) -> bool:
     shorter = min(length, other_len)
     return (prefix & mask(shorter)) == (other & mask(shorter))
 
 
+# the reserved blocks as sorted, merged address intervals [start, end)
+_RESERVED_SPANS: list[tuple[int, int]] = []
+for _p, _n in sorted(RESERVED_BLOCKS):
+    _e = _p + (1 << (32 - _n))
+    if _RESERVED_SPANS and _p <= _RESERVED_SPANS[-1][1]:
+        _RESERVED_SPANS[-1] = (_RESERVED_SPANS[-1][0], max(_RESERVED_SPANS[-1][1], _e))
+    else:
+        _RESERVED_SPANS.append((_p, _e))
+_RESERVED_STARTS = [a for a, _ in _RESERVED_SPANS]
+
+
 def is_reserved(prefix: int, length: int) -> bool:
-    return any(overlaps(prefix, length, p, n) for p, n in RESERVED_BLOCKS)
+    """Whether the prefix overlaps a special-use block (CIDR blocks overlap exactly when
+    their address ranges intersect)."""
+    end = prefix + (1 << (32 - length))
+    k = bisect.bisect_right(_RESERVED_STARTS, prefix) - 1
+    if k >= 0 and _RESERVED_SPANS[k][1] > prefix:
+        return True
+    return k + 1 < len(_RESERVED_STARTS) and _RESERVED_STARTS[k + 1] < end
 
 
 def random_routes(
@@ -236,7 +414,7 @@ def random_routes(
     seed: int,
     next_hops: list[tuple[int, int]],
     length_weights: dict[int, float] | None = None,
-) -> list[Route]:
+) -> RouteColumns:
     """`count` distinct random routes, deterministic for `seed`.
 
     `next_hops` is a list of (next_hop_ip, port) to choose from uniformly (typically
@@ -248,20 +426,29 @@ def random_routes(
         raise ValueError("need at least one (next hop, port) pair")
     weights = length_weights or LENGTH_WEIGHTS
     lengths = list(weights)
-    cum = list(weights.values())
+    # what rng.choices(lengths, weights) draws, without rebuilding the sums each time
+    cum = list(itertools.accumulate(weights.values()))
+    total = cum[-1] + 0.0
+    hi = len(cum) - 1
     rng = random.Random(f"npkit-routes:{seed}")
-    seen: set[tuple[int, int]] = set()
-    routes: list[Route] = []
+    rand, bits, below = rng.random, rng.getrandbits, rng.randrange
+    seen: set[int] = set()
+    routes = RouteColumns()
+    nhops = len(next_hops)
     attempts = 0
     while len(routes) < count:
         attempts += 1
         if attempts > 50 * count + 1000:
             raise ValueError(f"could not find {count} distinct prefixes (got {len(routes)})")
-        length = rng.choices(lengths, cum)[0]
-        prefix = rng.getrandbits(32) & mask(length)
-        if (prefix, length) in seen or is_reserved(prefix, length):
+        length = lengths[bisect.bisect(cum, rand() * total, 0, hi)]
+        prefix = bits(32) & mask(length)
+        key = prefix << 6 | length
+        if key in seen or is_reserved(prefix, length):
             continue
-        seen.add((prefix, length))
-        hop, port = next_hops[rng.randrange(len(next_hops))]
-        routes.append(Route(prefix, length, hop, port))
+        seen.add(key)
+        hop, port = next_hops[below(nhops)]
+        routes.prefix.append(prefix)
+        routes.length.append(length)
+        routes.next_hop.append(hop)
+        routes.port.append(port)
     return routes

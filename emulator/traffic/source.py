@@ -1,37 +1,87 @@
-"""Traffic as a run consumes it: input packets in arrival order, from a spec or captures.
+"""Traffic as a run consumes it: input packets in arrival order, from a spec or captures,
+read in windows of arrival time so that a run of any length holds only the packets it
+has not finished with.
 
-    tr = load_traffic_source("examples/traffic/min64.yaml", duration_ns=1_000_000)
+    src = load_traffic_source("examples/traffic/min64.yaml", duration_ns=1_000_000)
+    reader = src.reader()              # a fresh pass over the packets (one per run)
+    w = reader.take(100_000)           # npkit.emulator.traffic.window.Window: arrivals < 100 us
+    tr = src.collect()                 # everything in memory (small runs, tools, tests)
+
+A source is a description (`SpecTraffic`: a spec, generated as it is read; `CaptureTraffic`:
+a directory of port<N>.pcap; `Traffic`: packets already in memory); `reader()` starts a
+pass over it, so one source can feed several runs.
 """
 
 from __future__ import annotations
 
+import heapq
 from array import array
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .dataset import load_manifest, load_traffic, port_pcaps
+from .dataset import load_manifest, port_pcaps
 from .generator import TAG
+from .pcap import PcapError, PcapReader
+from .window import Window, window_of
 
-__all__ = ["TAG", "Traffic", "TrafficError", "load_traffic_source"]
+__all__ = ["TAG", "CaptureTraffic", "SpecTraffic", "Traffic", "TrafficError", "TrafficReader", "TrafficSource",
+           "Window", "load_traffic_source"]  # fmt: skip
 
 
 class TrafficError(ValueError):
     """A traffic source that cannot be read; the message says why."""
 
 
+class TrafficReader:
+    """One pass over a source: `take(t)` gives the packets arriving before t not taken yet."""
+
+    def take(self, until_ns: int) -> Window | None:
+        raise NotImplementedError
+
+    @property
+    def done(self) -> bool:
+        """No packet left."""
+        raise NotImplementedError
+
+
+class TrafficSource:
+    """Where a run's packets come from, and the wire model of their ports."""
+
+    wire: dict[int, tuple[int, int, int]]  # port: (preamble, fcs, ifg)
+    link_bps: int | None
+    source: str
+
+    def reader(self) -> TrafficReader:
+        raise NotImplementedError
+
+    def port_set(self) -> set[int]:
+        """The input ports the packets come in on."""
+        raise NotImplementedError
+
+    def collect(self) -> Traffic:
+        """Every packet in memory."""
+        tr = Traffic(wire=dict(self.wire), link_bps=self.link_bps, source=self.source)
+        r = self.reader()
+        while not r.done:
+            w = r.take(1 << 63)
+            if w is None:
+                break
+            for i in range(len(w)):
+                tr.add(w.times[i], w.ports[i], w.frame(i))
+        return tr
+
+
 @dataclass
-class Traffic:
-    """Input packets in id order (= arrival order), columnar."""
+class Traffic(TrafficSource):
+    """Input packets in memory, in id order (= arrival order), columnar."""
 
     times: array[int] = field(default_factory=lambda: array("Q"))
     ports: array[int] = field(default_factory=lambda: array("B"))
     lens: array[int] = field(default_factory=lambda: array("H"))
     frames: list[bytes] = field(default_factory=list)
-    wire: dict[int, tuple[int, int, int]] = field(
-        default_factory=dict
-    )  # port: (preamble, fcs, ifg)
+    wire: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # port: (preamble, fcs, ifg)
     link_bps: int | None = None
     source: str = ""
 
@@ -44,36 +94,178 @@ class Traffic:
         self.lens.append(len(data))
         self.frames.append(data)
 
+    def reader(self) -> TrafficReader:
+        return _MemoryReader(self)
 
-def load_traffic_source(path: str | Path, duration_ns: int | None = None,
-                        overrides: dict[str, Any] | None = None,
-                        progress: Callable[[int], None] | None = None) -> Traffic:
-    """A traffic spec (YAML, generated in memory) or a directory of port<N>.pcap
-    (+ manifest.json for the wire model).  `duration_ns` keeps the packets that
-    arrive before it; for a spec it replaces the spec's own duration_ns (so a run's
-    duration caps what a spec generates).  `overrides` replace top-level keys of a spec
-    (seed, router, link_bps, ...).  `progress(n)` hears of every 65,536 packets."""
-    path = Path(path)
-    tr = Traffic(source=str(path))
-    if path.is_dir():
-        if not port_pcaps(path):
+    def port_set(self) -> set[int]:
+        return set(self.ports)
+
+    def collect(self) -> Traffic:
+        return self
+
+
+class _MemoryReader(TrafficReader):
+    def __init__(self, tr: Traffic) -> None:
+        self.tr = tr
+        self.pos = 0
+
+    @property
+    def done(self) -> bool:
+        return self.pos >= len(self.tr)
+
+    def take(self, until_ns: int) -> Window | None:
+        tr, lo = self.tr, self.pos
+        hi = lo
+        n = len(tr)
+        while hi < n and tr.times[hi] < until_ns:
+            hi += 1
+        if hi == lo:
+            return None
+        self.pos = hi
+        return window_of(lo, list(tr.times[lo:hi]), list(tr.ports[lo:hi]), tr.frames[lo:hi])
+
+
+class SpecTraffic(TrafficSource):
+    """A traffic spec, generated as it is read (npkit.emulator.traffic.generator.SpecReader)."""
+
+    def __init__(self, spec: Any, source: str = "") -> None:
+        self.spec = spec
+        self.source = source
+        self.link_bps = int(spec.link_bps)
+        self.wire = {p.index: (p.wire.preamble, p.wire.fcs, p.wire.ifg) for p in spec.ports}
+
+    def reader(self) -> TrafficReader:
+        from .generator import SpecReader
+
+        return _SpecReader(SpecReader(self.spec))
+
+    def port_set(self) -> set[int]:
+        return {p.index for p in self.spec.ports if p.enabled}
+
+
+class _SpecReader(TrafficReader):
+    def __init__(self, r: Any) -> None:
+        self.r = r
+
+    @property
+    def done(self) -> bool:
+        return bool(self.r.done)
+
+    def take(self, until_ns: int) -> Window | None:
+        from .spec import SpecError
+
+        try:
+            return self.r.take(until_ns)
+        except SpecError as e:
+            raise TrafficError(str(e)) from None
+
+
+class CaptureTraffic(TrafficSource):
+    """A directory of port<N>.pcap (+ manifest.json for the wire model), read as it goes;
+    ids are the rank in (timestamp, port, index) order (npkit.emulator.traffic.dataset)."""
+
+    def __init__(self, path: Path, duration_ns: int | None) -> None:
+        self.path = path
+        self.source = str(path)
+        self.duration_ns = duration_ns
+        self.pcaps = port_pcaps(path)
+        if not self.pcaps:
             raise TrafficError(f"{path}: no port<N>.pcap files")
-        for pkt in load_traffic(path):
-            if duration_ns is not None and pkt.time_ns >= duration_ns:
-                continue
-            tr.add(pkt.time_ns, pkt.port, pkt.data)
+        self.wire = {}
+        self.link_bps = None
         man = load_manifest(path)
+        self.manifest = man
         if man:
-            tr.link_bps = int(man.get("link_bps") or 0) or None
+            self.link_bps = int(man.get("link_bps") or 0) or None
             for p in man.get("ports", []):
                 w = p.get("wire", {})
-                tr.wire[int(p["port"])] = (
-                    int(w.get("preamble", 8)),
-                    int(w.get("fcs", 4)),
-                    int(w.get("ifg", 12)),
-                )
-        return tr
-    from .generator import iter_packets
+                self.wire[int(p["port"])] = (int(w.get("preamble", 8)), int(w.get("fcs", 4)), int(w.get("ifg", 12)))
+
+    def reader(self) -> TrafficReader:
+        return _CaptureReader(self)
+
+    def port_set(self) -> set[int]:
+        return set(self.pcaps)
+
+
+class _CaptureReader(TrafficReader):
+    def __init__(self, src: CaptureTraffic) -> None:
+        self.src = src
+        self.readers = {p: PcapReader(path) for p, path in src.pcaps.items()}
+        cols = (src.manifest or {}).get("packets") or {}
+        self.check_ports, self.check_times = cols.get("port"), cols.get("time_ns")
+        self.merged: Iterator[tuple[int, int, int, bytes]] = heapq.merge(
+            *(self._keyed(p, r) for p, r in self.readers.items()))  # fmt: skip
+        self.next_id = 0
+        self.read = 0  # records read from the pcaps
+        self.head = self._next()
+
+    @staticmethod
+    def _keyed(port: int, reader: PcapReader) -> Iterator[tuple[int, int, int, bytes]]:
+        return ((rec.timestamp_ns, port, i, rec.data) for i, rec in enumerate(reader))
+
+    def _next(self) -> tuple[int, int, int, bytes] | None:
+        try:
+            item = next(self.merged, None)
+        except PcapError as e:
+            raise TrafficError(str(e)) from None
+        end = self.src.duration_ns
+        if item is not None:
+            self.read += 1
+        elif self.check_ports is not None and self.read != len(self.check_ports):
+            raise TrafficError(f"{self.src.path}: manifest lists {len(self.check_ports)} packets, pcaps hold "
+                               f"{self.read}")  # fmt: skip
+        if item is None or (end is not None and item[0] >= end):
+            for r in self.readers.values():
+                r.close()
+            return None
+        return item
+
+    @property
+    def done(self) -> bool:
+        return self.head is None
+
+    def take(self, until_ns: int) -> Window | None:
+        times: list[int] = []
+        ports: list[int] = []
+        frames: list[bytes] = []
+        while self.head is not None and self.head[0] < until_ns:
+            t, port, _, data = self.head
+            pid = self.next_id + len(times)
+            if self.check_ports is not None and self.check_times is not None:
+                self._check(pid, port, t)
+            times.append(t)
+            ports.append(port)
+            frames.append(data)
+            self.head = self._next()
+        if not times:
+            return None
+        w = window_of(self.next_id, times, ports, frames)
+        self.next_id += len(times)
+        return w
+
+    def _check(self, pid: int, port: int, t: int) -> None:
+        ports, times = self.check_ports, self.check_times
+        assert ports is not None and times is not None
+        if pid >= len(ports):
+            raise TrafficError(f"{self.src.path}: the pcaps hold more packets than the manifest lists ({len(ports)})")
+        if ports[pid] != port or times[pid] != t:
+            raise TrafficError(f"{self.src.path}: packet {pid} is port {port} at {t} ns in the pcaps but port "
+                               f"{ports[pid]} at {times[pid]} ns in the manifest")  # fmt: skip
+
+
+def load_traffic_source(path: str | Path, duration_ns: int | None = None,
+                        overrides: dict[str, Any] | None = None) -> TrafficSource:
+    """A traffic spec (YAML, generated as the run reads it) or a directory of port<N>.pcap
+    (+ manifest.json for the wire model).  `duration_ns` keeps the packets that arrive
+    before it; for a spec it replaces the spec's own duration_ns.  `overrides` replace
+    top-level keys of a spec (seed, router, link_bps, ...)."""
+    path = Path(path)
+    if path.is_dir():
+        try:
+            return CaptureTraffic(path, duration_ns)
+        except (OSError, ValueError) as e:
+            raise TrafficError(str(e)) from None
     from .spec import SpecError, load_spec
 
     try:
@@ -81,15 +273,4 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None,
         spec = load_spec(path, overrides={**(overrides or {}), **extra})
     except (SpecError, OSError) as e:
         raise TrafficError(str(e)) from None
-    tr.link_bps = int(spec.link_bps)
-    for port in spec.ports:
-        tr.wire[port.index] = (port.wire.preamble, port.wire.fcs, port.wire.ifg)
-    for pkt in iter_packets(spec):
-        if duration_ns is not None and pkt.time_ns >= duration_ns:
-            continue
-        tr.add(pkt.time_ns, pkt.port, pkt.data)
-        if progress is not None and len(tr.frames) % 65536 == 0:
-            progress(len(tr.frames))
-    return tr
-
-
+    return SpecTraffic(spec, str(path))

@@ -15,6 +15,10 @@
 //              that found no buffer is dropped: buffer_exhausted.
 // tok_put comes after the copy, so a frame's message leaves only once every element of
 // it (copied by earlier contexts) is in DRAM.
+// A split output ring (the parallel layout, README §3.4): each frame goes to the ring of
+// its flow, a 16-bit hash of the IP protocol, source and destination address that the
+// SOP context reads from the RBUF element while the element is copied; it is kept in the
+// port's local memory (+12) under tok_put, where the frame's EOP context reads it.
 #include "npk_sys.h"
 #include "npk_block.h"
 
@@ -26,6 +30,26 @@
 .reg freelist_cmd nstate spare
 .reg read $rsw0 $rsw1
 .xfer_order $rsw0 $rsw1
+#ifdef RING_OUT_SPLIT
+.reg hdr_base
+.reg read $h0 $h1 $h2
+.xfer_order $h0 $h1 $h2
+.sig s_hdr
+#endif
+
+// copy the element into the buffer: indirect reference [25] + [24:21] quadwords - 1,
+// [4] + [20:5] MSF address 0x2000 + element * 64
+#macro rx_copy()
+    alu_shf[da, --, b, buf, <<16]
+    alu_shf[da, --, b, da, >>(16 - BUF_SHIFT)]
+    alu[da, da, +, off]
+    alu[t, count, -, 1]
+    alu_shf[t, 0x10, or, t, >>3]
+    alu_shf[ind, 0x10, or, t, <<21]
+    alu_shf[t, ind, or, elem, <<11]
+    alu_shf[--, t, or, 1, <<18]
+    dram[rbuf_rd, --, da, 0, max_8], indirect_ref, sig_done[dma]
+#endm
 
 #macro rx_take_spare()
 .begin
@@ -65,6 +89,9 @@ rx_spare_none#:
     alu[t, nget, and, 7]
     alu[nstate, t, or, (&tok_state << 3)]
     rx_take_spare()
+#ifdef RING_OUT_SPLIT
+    immed[hdr_base, 0x2018]     // RBUF (MSF address 0x2000), frame bytes 24..35
+#endif
     br!=ctx[0, rx_loop#]
     // context 0: clear the per-port state, start the three tokens
     immed[t, 0]
@@ -75,15 +102,6 @@ rx_clear#:
     nop
     alu[*l$index0[0], --, b, 0]
     alu[*l$index0[1], --, b, 0]
-#ifdef RING_OUT_SPLIT
-    // +12: the split output ring of this port (port p -> ring p mod RING_SPLIT)
-    .begin
-        .reg pp rr
-        alu_shf[pp, --, b, t, >>4]
-        npk_ring_select(rr, pp)
-        alu[*l$index0[3], --, b, rr]
-    .end
-#endif
     alu[t, t, +, 16]
     alu[--, t, -, (16 * NPORTS)]
     bne[rx_clear#]
@@ -94,6 +112,9 @@ rx_clear#:
 rx_loop#:
 .begin
     .reg elem count flags port t u off buf da ind len ts
+#ifdef RING_OUT_SPLIT
+    .reg ring
+#endif
     .sig dma
     ctx_arb[tok_get]
     msf[fast_wr, --, freelist_cmd, 0]
@@ -104,19 +125,61 @@ rx_loop#:
     alu_shf[u, --, b, port, <<4]
     local_csr_wr[ACTIVE_LM_ADDR_0, u]
     alu_shf[elem, 0x7f, and, t, >>24]
+    // byte count: 0 means 256 (256-byte elements); ((count - 1) & 0xff) + 1, no branch
     alu_shf[count, 0xff, and, t, >>16]
+    alu[count, count, -, 1]
+    alu[count, count, and, 0xff]
+    alu[count, count, +, 1]
     alu_shf[flags, 0x3, and, t, >>14]       // [1] SOP, [0] EOP
-    .if (count == 0)
-        immed[count, 256]
-    .endif
     ctx_arb[tok_state]
     br_bclr[flags, 1, rx_not_sop#]
+    // SOP: the frame starts in this context's spare buffer
     local_csr_rd[TIMESTAMP_LOW]
     immed[ts, 0]
+    alu[buf, --, b, spare]
     alu[*l$index0[0], --, b, spare]
-    alu[*l$index0[1], --, b, 0]
+    alu[*l$index0[1], --, b, count]
     alu[*l$index0[2], --, b, ts]
+    immed[off, 0]
+    alu[len, --, b, count]
+    local_csr_wr[SAME_ME_SIGNAL, nstate]
     immed[spare, 0]
+#ifdef RING_OUT_SPLIT
+    alu_shf[t, hdr_base, or, elem, <<6]      // 64-byte elements
+    msf[read, $h0, t, 0, 3], sig_done[s_hdr]
+#endif
+    br_bclr[buf, 31, rx_sop_no_copy#]
+    rx_copy()
+#ifdef RING_OUT_SPLIT
+    ctx_arb[dma, s_hdr]
+rx_sop_hash#:
+    // the flow hash in bits 31..16: source and destination address, 16 bits at a time
+    alu_shf[t, --, b, $h0, <<16]             // source 31..16 (bytes 26, 27)
+    alu[ring, t, xor, $h1]                   // source 15..0 | destination 31..16
+    alu_shf[t, --, b, $h2, >>16]             // destination 15..0
+    alu[ring, ring, xor, t]
+    alu_shf[t, --, b, ring, <<16]
+    alu[ring, ring, xor, t]
+    npk_ring_hash(ring, ring)
+#else
+    ctx_arb[dma]
+rx_sop_hash#:
+#endif
+    alu_shf[t, RBUF_ELEMENT_DONE, or, elem, <<16]
+    msf[fast_wr, --, t, 0]
+    ctx_arb[tok_put]
+#ifdef RING_OUT_SPLIT
+    alu[*l$index0[3], --, b, ring]           // the frame's ring, for its EOP context
+#endif
+    br_bset[flags, 0, rx_eop#]
+    br[rx_take#], defer[1]                   // the spare went into this frame
+    local_csr_wr[SAME_ME_SIGNAL, nput]
+rx_sop_no_copy#:
+#ifdef RING_OUT_SPLIT
+    ctx_arb[s_hdr]
+#endif
+    br[rx_sop_hash#]
+
 rx_not_sop#:
     alu[buf, --, b, *l$index0[0]]
     alu[off, --, b, *l$index0[1]]
@@ -125,25 +188,17 @@ rx_not_sop#:
     alu[ts, --, b, *l$index0[2]]
     local_csr_wr[SAME_ME_SIGNAL, nstate]
     br_bclr[buf, 31, rx_no_copy#]
-    // copy the element: indirect reference [25] + [24:21] quadwords - 1,
-    // [4] + [20:5] MSF address 0x2000 + element * 64
-    alu_shf[da, --, b, buf, <<16]
-    alu_shf[da, --, b, da, >>(16 - BUF_SHIFT)]
-    alu[da, da, +, off]
-    alu[t, count, -, 1]
-    alu_shf[t, 0x10, or, t, >>3]
-    alu_shf[ind, 0x10, or, t, <<21]
-    alu_shf[t, ind, or, elem, <<11]
-    alu_shf[--, t, or, 1, <<18]
-    dram[rbuf_rd, --, da, 0, max_8], indirect_ref, sig_done[dma]
+    rx_copy()
     ctx_arb[dma]
 rx_no_copy#:
     alu_shf[t, RBUF_ELEMENT_DONE, or, elem, <<16]
     msf[fast_wr, --, t, 0]
     ctx_arb[tok_put]
     br_bset[flags, 0, rx_eop#]
+    alu[--, --, b, spare]
+    bne[rx_loop#], defer[1]
     local_csr_wr[SAME_ME_SIGNAL, nput]
-    br[rx_refill#]
+    br[rx_take#]
 rx_eop#:
     br_bclr[buf, 31, rx_exhausted#]
     .begin
@@ -167,8 +222,8 @@ rx_eop#:
         // packet word: V, input port, handle
         alu_shf[pw, buf, or, port, <<28]
 #ifdef RING_OUT_SPLIT
-        // split output ring: input port p goes to ring p mod RING_SPLIT (flow order
-        // is kept per fast-path ME; README §3.4)
+        // split output ring: the ring of the frame's flow, kept by its SOP context (flow
+        // order is kept per fast-path ME; README §3.4)
         .reg rr
         alu[rr, --, b, *l$index0[3]]
 rx_full#:
@@ -195,7 +250,9 @@ rx_full#:
         scratch[incr, --, a, STAT_PORT_BASE]
         scratch[add, $bytes, u, 0], sig_done[s_d]
         ctx_arb[s_o, s_d]
-        br[rx_refill#]
+        alu[--, --, b, spare]
+        bne[rx_loop#]
+        br[rx_take#]
 rx_wait#:
         ctx_arb[voluntary]
         br[rx_full#]
@@ -203,9 +260,9 @@ rx_wait#:
 rx_exhausted#:
     local_csr_wr[SAME_ME_SIGNAL, nput]
     npk_count((STAT_DROP_BASE + 4 * DROP_BUFFER_EXHAUSTED))
-rx_refill#:
-    .if (spare == 0)
-        rx_take_spare()
-    .endif
+    alu[--, --, b, spare]
+    bne[rx_loop#]
+rx_take#:
+    rx_take_spare()
 .end
     br[rx_loop#]

@@ -8,7 +8,7 @@ from pathlib import Path
 from npkit.asm.assembler import assemble, assemble_text
 from npkit.asm.errors import Diagnostics
 from npkit.emulator.binding import Chip
-from npkit.emulator.traffic.source import Traffic, load_traffic_source
+from npkit.emulator.traffic.source import Traffic, TrafficSource, load_traffic_source
 from npkit.emulator.traffic_run import TrafficRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,14 +29,15 @@ def words_of(text: str) -> list[int]:
 
 @lru_cache(maxsize=8)
 def spec_traffic(name: str, duration_ns: int) -> Traffic:
-    return load_traffic_source(PASSTHROUGH / name, duration_ns=duration_ns)
+    return load_traffic_source(PASSTHROUGH / name, duration_ns=duration_ns).collect()
 
 
-def passthrough_run(traffic: Traffic, run_ns: int, slow: int = 0, **msf: int) -> TrafficRun:
+def passthrough_run(traffic: TrafficSource, run_ns: int, slow: int = 0, **msf: int) -> TrafficRun:
+    """The pass-through program on the MSF; the run keeps its frames (`run.out`)."""
     chip = Chip("ixp2800")
     words, mode = program(slow)
     chip.load(0, list(words), mode)
     chip.enable(0, 0xFF)
-    run = TrafficRun(chip, traffic, **msf)
+    run = TrafficRun(chip, traffic, record=True, **msf)
     run.run(run_ns)
     return run

@@ -111,7 +111,7 @@ def test_tx_sequence_and_port_status_registers() -> None:
     chip = Chip("ixp2800")
     chip.load(0, words_of(ROGUE))
     chip.enable(0, 0xFF)
-    run = TrafficRun(chip, Traffic())
+    run = TrafficRun(chip, Traffic(), record=True)
     run.run(20_000)
     before, status, after = (chip.read32("sram", 4 * i) for i in range(3))
     assert before == 0x80000000  # TBUF idle, nothing sent yet
@@ -147,12 +147,14 @@ def test_untagged_frames_are_matched_by_bytes_even_when_rewritten() -> None:
     run = TrafficRun(chip, tr)
     run.run(10_000)  # no program: packets wait in the RBUF, none is transmitted
     rewritten = bytes(26) + tr.frames[2][26:]
-    run.out[0] = [(5000, tr.frames[0]), (6000, rewritten)]
+    assert run.identify(rewritten) == 2 and run.identify(bytes(80)) is None
+    run.departed(0, 5000, tr.frames[0])  # as if these had left port 0
+    run.departed(0, 6000, rewritten)
     rep = run.report()
     assert rep["balanced"] and rep["totals"]["forwarded"] == 2 and rep["totals"]["in_flight"] == 1
-    assert run.identify(rewritten) == 2 and run.identify(bytes(80)) is None
-    run.out[1] = [(7000, bytes(80))]
-    assert not run.report()["balanced"]
+    run.departed(1, 7000, bytes(80))
+    rep = run.report()
+    assert not rep["balanced"] and "1 transmitted frame(s) match no input packet (first: port 1 frame 0)" in rep["problems"][0]
 
 
 # Commits 100 TBUF elements of 64 bytes for port 0 as fast as it can, then logs
@@ -199,7 +201,7 @@ def test_backlog_fills_the_phy_fifo_and_leaves_at_wire_rate() -> None:
     chip = Chip("ixp2800")
     chip.load(0, words_of(FLOOD))
     chip.enable(0, 0xFF)
-    run = TrafficRun(chip, Traffic())
+    run = TrafficRun(chip, Traffic(), record=True)
     run.run(100_000)
     status, seq = chip.read32("sram", 0), chip.read32("sram", 4)
     assert status & 3 == 2 and status >> 16 < 4096 // 4  # satisfied, little room

@@ -30,7 +30,7 @@ def test_overload_drops_are_counted_and_balance(
     indir = tmp_path / "in"
     spec = load_spec(PASSTHROUGH / "min64.yaml", overrides={"duration_ns": 200_000})
     write_traffic(spec, indir)
-    traffic = load_traffic_source(indir)
+    traffic = load_traffic_source(indir).collect()
     run = passthrough_run(traffic, 220_000, slow=200, rbuf_elems=rbuf_elems)
     out = tmp_path / "out"
     rep = run.write_captures(out)

@@ -153,15 +153,21 @@ def test_forwarding_a_packet_that_must_be_dropped(world: World) -> None:
     assert [(i.category, i.id) for i in report.issues] == [("wrong_outcome", pid)]
 
 
-def test_unexpected_duplicate_reordered_conflict(world: World) -> None:
-    outputs, records = ideal(world)
+def test_unexpected_duplicate_reordered_conflict(world: World, config: RouterConfig) -> None:
     inputs, outcomes = world
+    # a later packet of the same flow as a forwarded one (input port, protocol, addresses):
+    # the same frame with the last payload byte changed
+    x = next(i for i, o in enumerate(outcomes) if isinstance(o, Forward) and o.port == 3 and inputs[i].port == 1)
+    data = inputs[x].data[:-1] + bytes([inputs[x].data[-1] ^ 0xFF])
+    index = sum(1 for p in inputs if p.port == 1)
+    twin = InputPacket(len(inputs), 1, index, inputs[-1].time_ns + 1000, data, "normal")
+    world = ([*inputs, twin], predict(config, [*inputs, twin]))
+    inputs, outcomes = world
+    outputs, records = ideal(world)
     outputs[2].append(b"\x00" * 200)  # nothing like any input
     outputs[2].append(outputs[2][0])  # a second copy
-    flow = [i for i, o in enumerate(outcomes)
-            if isinstance(o, Forward) and o.port == 3 and inputs[i].port == 1]
-    a, b = (outputs[3].index(_data(outcomes[i])) for i in flow[:2])
-    outputs[3][a], outputs[3][b] = outputs[3][b], outputs[3][a]
+    a, b = (outputs[3].index(_data(outcomes[i])) for i in (x, twin.id))
+    outputs[3][a], outputs[3][b] = outputs[3][b], outputs[3][a]  # the flow leaves out of order
     drop_id = next(i for i, o in enumerate(outcomes) if o.kind == "drop")
     records[drop_id].append(("exception", "no_route"))
     report = run(world, outputs, records)

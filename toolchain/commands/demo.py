@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,11 @@ import click
 
 from npkit.emulator.binding import EmulatorError
 from npkit.emulator.loader import LoadError
-from npkit.emulator.traffic.cli import GenerationProgress
 from npkit.emulator.traffic_run import MsfError, TrafficError, load_traffic_source
 from npkit.toolchain.system.layout import LinkError, parse_defines
 from npkit.toolchain.system.paths import ROOT
 from npkit.toolchain.system.router_run import RouterImageError, format_summary, run_router
-from npkit.toolchain.system.tables import make_routes, router_with_routes
+from npkit.toolchain.system.tables import demo_routes, router_with_routes
 from npkit.toolchain.system.verdict import judge
 
 from .options import exit_on_verdict, policy_of, verdict_options
@@ -55,23 +53,16 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
     duration = int(ms * 1e6)
     try:
         params: dict[str, Any] = parse_defines(defines)
-        with tempfile.TemporaryDirectory() as tmp:
-            if routes is None:
-                routes = str(Path(tmp) / "routes-10k.txt")
-                make_routes(routes, DEMO_ROUTES)
-            router_yaml = router_with_routes(Path(tmp), Path(routes))
-            overrides: dict[str, Any] = {"router": str(router_yaml)}
-            if seed is not None:
-                overrides["seed"] = seed
-            shown = GenerationProgress(not as_json)
-            try:
-                tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None,
-                                         progress=shown)  # fmt: skip
-            finally:
-                shown.finish()
-            s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
-                           routes=routes, router_config=router_yaml, chip_config=chip_config,
-                           progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
+        if routes is None:
+            routes = str(demo_routes(DEMO_ROUTES))
+        router_yaml = router_with_routes(Path(routes))
+        overrides: dict[str, Any] = {"router": str(router_yaml)}
+        if seed is not None:
+            overrides["seed"] = seed
+        tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None)
+        s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
+                       routes=routes, router_config=router_yaml, chip_config=chip_config,
+                       progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
     except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, OSError) as e:
         raise click.ClickException(str(e)) from None
     s["traffic"] = {"source": traffic, "seed": seed}

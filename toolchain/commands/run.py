@@ -27,6 +27,7 @@ from npkit.emulator.traffic_run import (
     MsfError,
     TrafficError,
     TrafficRun,
+    TxBins,
     format_report,
     load_traffic_source,
 )
@@ -256,22 +257,11 @@ def _progress(as_json: bool) -> Any:
     return show
 
 
-def _generate(traffic: str, duration_ns: int, as_json: bool) -> Any:
-    """The run's traffic, generated for its duration, with progress on a terminal."""
-    from npkit.emulator.traffic.cli import GenerationProgress
-
-    shown = GenerationProgress(not as_json)
-    try:
-        return load_traffic_source(traffic, duration_ns, progress=shown)
-    finally:
-        shown.finish()
-
-
 def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: bool, cap_ns: int,
                 capture: str | None, as_json: bool) -> dict[str, Any]:  # fmt: skip
     """A linked router image: its exception path serviced, every output against the oracle."""
-    tr = _generate(traffic, duration_ns, as_json)
-    rr = RouterRun(image, tr, chip=chip)
+    tr = load_traffic_source(traffic, duration_ns)
+    rr = RouterRun(image, tr, chip=chip, capture=capture)
     t0 = time.perf_counter()
     rr.run_traffic(duration_ns, progress=_progress(as_json))
     stop = "budget"
@@ -290,8 +280,10 @@ def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: b
 def _run_plain(chip: Chip, traffic: str, duration_ns: int, drain: bool, cap_ns: int,
                capture: str | None, as_json: bool) -> dict[str, Any]:  # fmt: skip
     """A plain image with packets through the MSF: conservation and loss, no oracle."""
-    source = _generate(traffic, duration_ns, as_json)
-    run = TrafficRun(chip, source)
+    source = load_traffic_source(traffic, duration_ns)
+    run = TrafficRun(chip, source, capture=capture)
+    tx = TxBins(max(1, duration_ns), source.wire)  # bin 0: what left before duration_ns
+    run.on_departure.append(tx.add)
     stop = run.run(duration_ns, progress=_progress(as_json))
     drained = {"enabled": False}
     if drain:
@@ -304,8 +296,7 @@ def _run_plain(chip: Chip, traffic: str, duration_ns: int, drain: bool, cap_ns: 
     tot = rep["totals"]
     offered = max(1, tot["offered"])
     seconds = max(1e-12, duration_ns / 1e9)
-    tx_bits = sum((len(d) + sum(source.wire.get(p, (8, 4, 12)))) * 8
-                  for p, frames in run.out.items() for t, d in frames if t < duration_ns)  # fmt: skip
+    tx_bits = tx.bits[0] if duration_ns else 0
     line_bits = run.dev.cfg["rate_bps"] * run.dev.ports * seconds
     st = run.dev.stats()
     census = {"rings": {}, "queues": {}, "in_blocks": 0, "buffers_in_use": 0,
@@ -321,7 +312,7 @@ def _run_plain(chip: Chip, traffic: str, duration_ns: int, drain: bool, cap_ns: 
         "conservation": {"balanced": rep["balanced"], "problems": rep["problems"], "in_flight": tot["in_flight"]},
         "in_flight": in_flight_report(tot["in_flight"], census, drained),
         "drain": drained,
-        "text": f"{len(source)} packets from {traffic}, {rep['time_ns'] / 1e6:.3f} ms emulated "
+        "text": f"{run.read} packets from {traffic}, {rep['time_ns'] / 1e6:.3f} ms emulated "
                 f"in {rep['host_s']:.2f} s host\n" + format_report(rep),
     }  # fmt: skip
 
@@ -331,12 +322,12 @@ def _drain_plain(run: TrafficRun, cap_ns: int, progress: Any) -> dict[str, Any]:
     start = run.now_ns
     quiet = 0
     while run.now_ns - start < cap_ns:
-        before = sum(len(v) for v in run.out.values())
+        before = run.transmitted
         run.run(SLICE_NS, progress=progress)
         st = run.dev.stats()
         pending = sum(run.dev.port_stats(p)["rx_pending"] for p in range(run.dev.ports))
         idle = not (pending or st["rbuf_held"] or st["tbuf_valid"])
-        moved = sum(len(v) for v in run.out.values()) != before
+        moved = run.transmitted != before
         quiet = quiet + 1 if idle and not moved else 0
         if quiet >= 2:
             break

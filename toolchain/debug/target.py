@@ -102,7 +102,7 @@ def attach_traffic(target: Target, spec: str) -> None:
     from npkit.emulator.traffic_run import MsfError, TrafficError, TrafficRun
 
     try:
-        tr = load_traffic_source(spec)
+        tr = load_traffic_source(spec).collect()
         run = TrafficRun(target.chip, tr)
         n = len(tr)
         run.dev.push(tr.times, tr.ports, array("I", range(n)), tr.lens, b"".join(tr.frames))
@@ -137,7 +137,7 @@ def frames_of(spec: str) -> list[tuple[int, bytes]]:
     from npkit.emulator.traffic_run import TrafficError
 
     try:
-        tr = load_traffic_source(p)
+        tr = load_traffic_source(p).collect()
     except (TrafficError, OSError) as e:
         raise TargetError(f"--traffic {spec}: {e}") from None
     return list(zip(tr.ports, tr.frames, strict=True))

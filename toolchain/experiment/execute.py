@@ -132,7 +132,7 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
         routes = Path(cfg["routes"])
     spec = yaml.safe_load(spec_path.read_text())
     if routes is not None:
-        router = router_with_routes(work, routes)
+        router = router_with_routes(routes)
         spec["router"] = str(router)
     else:
         router = Path(str(spec["router"]))
@@ -185,7 +185,8 @@ def router_run(env: Env, traffic: Any) -> Any:
         while len(_IMAGES) >= _IMAGES_MAX:
             del _IMAGES[next(iter(_IMAGES))]
         _IMAGES[key] = link(env.layout, params, env.routes, env.router)
-    return RouterRun(_IMAGES[key], traffic, chip_config=str(env.chip))
+    # the per-window series read every transmitted frame (`record` keeps them in run.out)
+    return RouterRun(_IMAGES[key], traffic, chip_config=str(env.chip), record=True)
 
 
 def _wire_over(tr: Any, port: int) -> int:
@@ -292,7 +293,7 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
 
     w = int(s.window_us * 1000)
     cap_ns = int(s.max_ms * 1e6)
-    tr = load_traffic_source(env.spec_file("steady.yaml"), cap_ns)
+    tr = load_traffic_source(env.spec_file("steady.yaml"), cap_ns).collect()
     rr = router_run(env, tr)
     rec = Recorder(rr, w)
     check_ns = int(s.min_ms * 1e6)
@@ -365,7 +366,7 @@ def capacity_trial(env: Env, s: CapacitySettings, rate_mbps: float) -> Trial:
     from npkit.emulator.traffic.source import load_traffic_source
 
     t_ns = int(s.trial_ms * 1e6)
-    tr = load_traffic_source(env.spec_file("trial.yaml", link_bps=int(rate_mbps * 1e6)), t_ns)
+    tr = load_traffic_source(env.spec_file("trial.yaml", link_bps=int(rate_mbps * 1e6)), t_ns).collect()
     rr = router_run(env, tr)
     rr.run.run(t_ns)
     st = rr.chip.stats()

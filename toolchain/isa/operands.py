@@ -99,7 +99,10 @@ def parse_physical(text: str) -> Op:
             raise OperandError(f"local-memory offset in {t} out of range (0-15)")
         name = f"*l$index{m['lm']}" + (f"[{off}]" if off else "")
         return Op("idx", name=name)
-    return Op("imm", int(m["num"], 0))
+    try:
+        return Op("imm", int(m["num"], 0))
+    except ValueError:  # '010': Python's base-0 int takes no leading zero (no octal here either)
+        raise OperandError(f"number {t!r}: a decimal number has no leading zero (write {t.lstrip('0') or '0'} or 0x...)") from None
 
 
 # ---- the operand-field map of mev2.yaml ------------------------------------------------

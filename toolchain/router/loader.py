@@ -237,6 +237,111 @@ def build_tables(
     return RouterTables(table, nht, hop_ip, image, config)
 
 
+def sram_runs(routes: Any, config: RouterInfo | None = None, layout: LpmLayout | None = None) -> list[tuple[int, bytes]]:
+    """What `build_tables(routes, config, layout).image.runs()` holds, as (start address,
+    big-endian bytes), built in one pass in C (npk_lpm_build): the same trie, next-hop
+    table and control block, for tables of any size (a 1,000,000-prefix table in
+    seconds).  `routes`: RouteColumns (npkit.emulator.traffic.routes), or RouteLines."""
+    from array import array
+
+    from npkit.emulator.pktlib import lib
+    from npkit.emulator.traffic.routes import RouteColumns, RouteIndex
+
+    from . import layout as L
+
+    layout = layout or default_layout()
+    config = config or RouterInfo()
+    cols = routes if isinstance(routes, RouteColumns) else RouteColumns.of(routes)  # type: ignore[arg-type]
+    ports = {p.index: p for p in config.ports}
+    if ports:
+        bad = next((i for i, port in enumerate(cols.port) if port not in ports), None)
+        if bad is not None:
+            r = cols[bad]
+            raise RouteFileError(f"route {ip_str(r.prefix)}/{r.length}: no port {r.port}")
+    nht = NextHopTable(layout.nh_capacity)
+    # the route set in build_tables' order: connected subnets, the routes, adjacencies, then
+    # the port addresses and broadcasts (which replace a route of the same prefix)
+    prefix, length, nh = array("I"), array("B"), array("H")
+    keys: dict[tuple[int, int], int] = {}
+
+    def put(p: int, n: int, entry: NextHop, replace: bool = False) -> None:
+        k = keys.get((p, n))
+        if k is not None and not replace:
+            raise RouteFileError(f"duplicate route {ip_str(p)}/{n}")
+        index = nht.intern(entry)
+        if k is None:
+            keys[(p, n)] = len(prefix)
+            prefix.append(p)
+            length.append(n)
+            nh.append(index)
+        else:
+            nh[k] = index
+
+    for port in config.ports:
+        put(port.network, port.length, NextHop(port.index, src_mac=port.mac, flags=DIRECT | ARP_MISS))
+    first_static = len(prefix)
+    entries: dict[tuple[int, int], int] = {}
+    route_nh = array("H", bytes(2 * len(cols)))
+    for i, pair in enumerate(zip(cols.port, cols.next_hop, strict=True)):
+        index = entries.get(pair)
+        if index is None:
+            index = entries[pair] = nht.intern(route_entry(RouteLine(0, 0, pair[1], pair[0]), config))
+        route_nh[i] = index
+    prefix.extend(cols.prefix)
+    length.extend(cols.length)
+    nh.extend(route_nh)
+    # duplicates among connected + static routes: the C index finds them
+    everything = RouteColumns(array("I", prefix), array("B", length), array("I", bytes(4 * len(prefix))),
+                              array("I", bytes(4 * len(prefix))))  # fmt: skip
+    try:
+        index_all = RouteIndex(everything)
+    except ValueError as exc:
+        raise RouteFileError(str(exc).replace("duplicate route for", "duplicate route")) from None
+    for i in range(first_static, len(prefix)):  # later puts are /32s: they meet only /32s
+        if length[i] == 32:
+            keys.setdefault((prefix[i], 32), i)
+    for host, hw in sorted(config.arp.items()):
+        for port in config.ports:
+            if port.on_subnet(host) and host not in (port.address, port.network, port.broadcast):
+                best = index_all.lookup(host)
+                if best >= 0 and (everything.prefix[best], everything.length[best]) == (port.network, port.length):
+                    put(host, 32, NextHop(port.index, hw, port.mac, DIRECT))
+    for port in config.ports:
+        put(port.address, 32, NextHop(port.index, src_mac=port.mac, flags=LOCAL), replace=True)
+        put(port.broadcast, 32, NextHop(port.index, src_mac=port.mac, flags=BROADCAST), replace=True)
+    if config.ports:
+        put(0xFFFF_FFFF, 32, NextHop(0, flags=BROADCAST), replace=True)
+
+    ffi, c = lib()
+    root = ffi.new("uint32_t[]", L.ROOT_ENTRIES)
+    cap = layout.node_bytes // 4
+    nodes = ffi.new_allocator(should_clear_after_alloc=False)("uint32_t[]", cap)  # written up to the high-water mark
+    hw = ffi.new("uint64_t *")
+    rc = c.npk_lpm_build(len(prefix), ffi.from_buffer("uint32_t[]", prefix), ffi.from_buffer("uint8_t[]", length),
+                         ffi.from_buffer("uint16_t[]", nh), root, nodes, cap, hw)  # fmt: skip
+    if rc == -1:
+        raise MemoryError(f"LPM node pool full ({layout.node_bytes} bytes); enlarge lpm_nodes")
+    if rc:
+        raise RouteFileError("the LPM build refused the route set")
+
+    def be(words: Any, n: int) -> bytes:
+        c.npk_words_to_be(words, n)
+        return bytes(ffi.buffer(words, 4 * n))
+
+    nh_words = array("I", [w for e in nht.entries for w in e.encode()])
+    segments = [(layout.ctl_base, be(ffi.new("uint32_t[]", [L.CTL_MAGIC, L.CTL_VERSION, 0, hw[0]]), 4)),
+                (layout.root_base, be(root, L.ROOT_ENTRIES)),
+                (layout.nh_base, be(ffi.from_buffer("uint32_t[]", nh_words), len(nh_words))),
+                (layout.node_base, be(nodes, 4 * hw[0]))]  # fmt: skip
+    runs: list[tuple[int, bytes]] = []
+    for start, data in sorted(seg for seg in segments if seg[1]):
+        if runs and runs[-1][0] + len(runs[-1][1]) == start:
+            runs[-1] = (runs[-1][0], runs[-1][1] + data)
+        else:
+            runs.append((start, data))
+    return runs
+
+
 def build_from_files(
     routes_path: str | Path, config_path: str | Path | None = None,
     layout: LpmLayout | None = None,

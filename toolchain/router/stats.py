@@ -5,16 +5,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
+from npkit.emulator.traffic.routes import BGP_LENGTHS  # share of each prefix length (mostly /24)
+
 from .layout import LpmLayout
 from .lpm import LpmTable, SramImage, mask
 from .walk import CountingReader, walk
-
-# Share of each prefix length, shaped like a global BGP table (mostly /24).
-BGP_LENGTHS: dict[int, float] = {
-    8: 0.002, 10: 0.002, 12: 0.005, 13: 0.005, 14: 0.01, 15: 0.01, 16: 0.03,
-    17: 0.015, 18: 0.025, 19: 0.04, 20: 0.05, 21: 0.06, 22: 0.12, 23: 0.10, 24: 0.516,
-    28: 0.005, 32: 0.005,
-}  # fmt: skip
 
 
 def random_prefixes(

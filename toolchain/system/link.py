@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .layout import Block, Layout, LinkError, load_layout
-from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, MICROCODE, REASONS_H
+from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
 from .sysmap import (
     CAM_BCAST,
     CAM_LOCAL,
@@ -52,24 +52,54 @@ def _mac_words(mac: bytes) -> tuple[int, int]:
     return int.from_bytes(mac[0:4], "big"), mac[4] << 8 | mac[5]
 
 
-def split_macros(numbers: list[int], nports: int) -> list[str]:
-    """npk_ring_select(R, K): R = ring number K mod N of the split ring;
-    npk_ring_full(R, LABEL): branch to LABEL if ring R (one the ports map to) is full."""
+def split_macros(numbers: list[int]) -> list[str]:
+    """Macros of a split ring (microcode/README.md §3.4), numbers = its N scratch rings:
+    npk_ring_select(R, K): R = ring number K mod N (pool ME k reads ring k);
+    npk_ring_hash(R, H): R = the ring of the 16-bit flow hash in bits 31..16 of H, ring
+    (hash * N) >> 16, so that every ring gets an equal share of the hash space (rx steers
+    each packet by its flow);
+    npk_ring_full(R, LABEL): branch to LABEL if ring R (any of the N) is full."""
     n = len(numbers)
+    contiguous = numbers == list(range(numbers[0], numbers[0] + n))
+
+    def choose(reg: str) -> list[str]:
+        """R = numbers[reg] (reg < n)."""
+        if n == 1:
+            return [f"    immed[R, {numbers[0]}]"]
+        if contiguous:
+            return [f"    alu[R, {reg}, +, {numbers[0]}]"]
+        out = [f"    immed[R, {numbers[0]}]"]
+        for k, num in enumerate(numbers[1:], 1):
+            out += [f"    .if ({reg} == {k})", f"        immed[R, {num}]", "    .endif"]
+        return out
+
     out = ["#macro npk_ring_select(R, K)", ".begin", "    .reg rk", "    alu[rk, --, b, K]"]
     if n > 1:
         out += [f"    .while (rk >= {n})", f"        alu[rk, rk, -, {n}]", "    .endw"]
-    out += [f"    immed[R, {numbers[0]}]"]
-    for k, num in enumerate(numbers[1:], 1):
-        out += [f"    .if (rk == {k})", f"        immed[R, {num}]", "    .endif"]
+    out += [*choose("rk"), ".end", "#endm", ""]
+    # the hash's share (hash * N) >> 16, N a link-time constant: a shift when N is a power of
+    # two, else shift-and-add
+    out += ["#macro npk_ring_hash(R, H)", ".begin", "    .reg hk"]
+    if n == 1:
+        out += [f"    immed[R, {numbers[0]}]"]
+    else:
+        if n & (n - 1) == 0:
+            out += [f"    alu_shf[hk, --, b, H, >>{32 - (n.bit_length() - 1)}]"]
+        else:
+            bits = [b for b in range(n.bit_length()) if n >> b & 1]
+            out += ["    .reg hh hn ht", "    alu_shf[hh, --, b, H, >>16]", f"    alu_shf[hn, --, b, hh, <<{bits[0]}]"]
+            for b in bits[1:]:  # alu_shf has no add: shift, then add
+                out += [f"    alu_shf[ht, --, b, hh, <<{b}]", "    alu[hn, hn, +, ht]"]
+            out += ["    alu_shf[hk, --, b, hn, >>16]"]
+        out += choose("hk")
+    out += [".end", "#endm", ""]
     # compare-and-branch chain: only the matching ring's branch is taken (a structured
     # .if per ring would take a branch for every ring that does not match)
-    used = numbers[: min(n, nports)]  # port p uses ring p mod N: never those beyond
-    out += [".end", "#endm", "", "#macro npk_ring_full(R, LABEL)"]
-    for num in used:
+    out += ["#macro npk_ring_full(R, LABEL)"]
+    for num in numbers:
         out += [f"    alu[--, R, -, {num}]", f"    beq[npk_rf_{num}#]"]
     out += ["    br[npk_rf_done#]"]
-    for num in used:
+    for num in numbers:
         out += [
             f"npk_rf_{num}#:",
             f"    br_inp_state[SCR_RING{num}_STATUS, LABEL]",
@@ -133,7 +163,7 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
         out += [f"    .if (P == {i})", f"        immed[REG, {q}]", "    .endif"]
     out += ["#endm", ""]
     if split:
-        out += split_macros(split, nports)
+        out += split_macros(split)
     out += ["#endif // NPK_SYS_H", ""]
     return "\n".join(out)
 
@@ -141,31 +171,67 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
 # ---- building -------------------------------------------------------------------------
 
 
-def _router_config(router_config: str | Path | None, routes: str | Path | None) -> tuple[Any, Any, dict[str, Any]]:
-    """The router config, the lookup tables built from it, and what the image records of
-    both (`meta["router"]`): the config with the route file the tables came from and its
-    digest, so that whoever runs the image (the oracle) sees the same table."""
-    import hashlib
-
+def _router_config(router_config: str | Path | None, routes: str | Path | None) -> tuple[Any, Path, dict[str, Any]]:
+    """The router config (read and checked once per process), the route file its tables
+    come from, and what the image records of both (`meta["router"]`): the config with the
+    route file and its digest, so that whoever runs the image (the oracle) sees the same
+    table."""
     from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
-    from npkit.toolchain.router.loader import RouteFileError, build_tables, load_config, load_routes
+
+    from .router_run import routes_digest
 
     cfg_path = Path(router_config) if router_config else DEFAULT_ROUTER
     try:
         config = RouterConfig.load(cfg_path)
-        if routes is None:
-            routes = config.route_file if config.route_file else DEFAULT_ROUTES
-        lines = load_routes(routes)
-        for problem in config.route_problems(lines)[:1]:  # a --routes file meets the config's checks
-            raise LinkError(f"{routes}: {problem}")
-        tables = build_tables(lines, load_config(cfg_path))
-        digest = hashlib.sha256(Path(routes).read_bytes()).hexdigest()
-    except (ConfigError, RouteFileError) as e:
+    except ConfigError as e:
         raise LinkError(str(e)) from None
+    if routes is None:
+        routes = config.route_file if config.route_file else DEFAULT_ROUTES
+    routes = Path(routes)
+    try:
+        digest = routes_digest(routes)
     except OSError as e:
         raise LinkError(f"{e.filename or routes}: {e.strerror or e}") from None
-    record = {**config.to_dict(), "routes": str(Path(routes).resolve()), "routes_sha256": digest}
-    return config, tables, record
+    record = {**config.to_dict(), "routes": str(routes.resolve()), "routes_sha256": digest}
+    return config, routes, record
+
+
+def _tables(config: Any, routes: Path) -> list[tuple[int, bytes]]:
+    """The lookup's SRAM contents (trie, next-hop table) for the config's ports and ARP
+    table and the route file (npkit.toolchain.router.loader.sram_runs: C)."""
+    from npkit.emulator.traffic.router_config import RouterConfig
+    from npkit.emulator.traffic.routes import RouteError, load_route_columns
+    from npkit.toolchain.router.loader import Port, RouteFileError, RouterInfo, sram_runs
+
+    assert isinstance(config, RouterConfig)
+    info = RouterInfo([Port(p.index, p.address, p.prefix_len, p.mac) for p in config.ports], dict(config.arp))
+    try:
+        if config.route_file and config.route_file.resolve() == routes.resolve():
+            cols = config.static_routes  # checked with the config
+        else:
+            cols = load_route_columns(routes)
+            for problem in config.route_problems(cols)[:1]:  # a --routes file meets the config's checks
+                raise LinkError(f"{routes}: {problem}")
+        return sram_runs(cols, info)
+    except (RouteError, RouteFileError, MemoryError) as e:
+        raise LinkError(f"{routes}: {e}") from None
+
+
+def _check_sram(tables: list[tuple[int, bytes]], config: str) -> None:
+    """The tables must fit the chip's SRAM channels (a full Internet table needs more than
+    the default 8 MB a channel)."""
+    from npkit.emulator.binding import EmulatorError, load_config
+
+    try:
+        cap = int(load_config(config)["sram_channel_bytes"])
+    except (EmulatorError, OSError, ValueError, KeyError):
+        return  # the chip config's own error comes when a chip is made from it
+    for start, data in tables:
+        end = (start & 0x3FFF_FFFF) + len(data)
+        if end > cap:
+            raise LinkError(f"the route tables need {end / 2**20:.1f} MB of SRAM channel {start >> 30}; chip config "
+                            f"{config} has {cap / 2**20:g} MB a channel (sram_channel_bytes; the HRM allows up to "
+                            "64 MB: --config examples/chips/ixp2800_sram64.yaml)")  # fmt: skip
 
 
 def _block_defines(layout: Layout, b: Block, per_cluster: int = 8) -> dict[str, str]:
@@ -191,10 +257,8 @@ def _block_defines(layout: Layout, b: Block, per_cluster: int = 8) -> dict[str, 
     return d
 
 
-def _initial_memory(tables: Any) -> list[tuple[str, int, bytes]]:
-    mem: list[tuple[str, int, bytes]] = []
-    for start, words in tables.image.runs():
-        mem.append(("sram", start, struct.pack(f">{len(words)}I", *words)))
+def _initial_memory(tables: list[tuple[int, bytes]]) -> list[tuple[str, int, bytes]]:
+    mem: list[tuple[str, int, bytes]] = [("sram", start, data) for start, data in tables]
     # descriptors chained into the free list (queue array: linked through LW0)
     n = SYS.n_bufs
     desc = bytearray(n << SYS.desc_shift)
@@ -297,7 +361,11 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         k = per_cluster(load_config(config))
     except EmulatorError as e:
         raise LinkError(str(e)) from None
-    rcfg, tables, router_record = _router_config(router_config, routes)
+    rcfg, routes_path, router_record = _router_config(router_config, routes)
+    key = _image_key(layout, params, router_record, config, tx_confirm)
+    cached = _cached_image(key, rcfg, router_record)
+    if cached is not None:
+        return cached
     if len(rcfg.ports) > MAX_PORTS:
         raise LinkError(f"{len(rcfg.ports)} ports: the parse block's CAM holds the special "
                         f"addresses of at most {MAX_PORTS} ports")  # fmt: skip
@@ -305,6 +373,8 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         if b.source and "fastpath" in b.source and "LOOKUP_CAM_CACHE" in b.defines:
             raise LinkError(f"block {b.name}: LOOKUP_CAM_CACHE needs the CAM that the fast path's "
                             "parse step already uses for the router's own addresses")  # fmt: skip
+    tables = _tables(rcfg, routes_path)
+    _check_sram(tables, config)
     ensure_reasons_h()
     programs = []
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
@@ -343,4 +413,51 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         "router_config": str(rcfg.source or ""),
         "router": router_record,
     }  # fmt: skip
-    return Image(programs=programs, config=config, meta=meta)
+    image = Image(programs=programs, config=config, meta=meta)
+    from npkit.toolchain.image import to_bytes
+
+    from .cache import cache_put
+
+    cache_put("image", key, to_bytes(image))
+    return image
+
+
+def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | None, router_record: dict[str, Any],
+               config: str, tx_confirm: bool) -> str:  # fmt: skip
+    """What a linked image is a function of: the layout (its text), the parameters, the
+    router config and route file (by content, not by path), the chip config, and the code
+    and microcode that build it."""
+    from .cache import code_digest, content_key
+
+    if isinstance(layout, dict):
+        lay_ident: Any = layout
+    else:
+        p = Path(layout)
+        if not p.exists() and (LAYOUTS / f"{layout}.yaml").exists():
+            p = LAYOUTS / f"{layout}.yaml"
+        lay_ident = p.read_bytes() if p.exists() else str(layout)
+    router = {k: v for k, v in router_record.items() if k != "routes"}
+    cfg_ident: Any = config
+    cp = Path(config)
+    if cp.suffix in (".yaml", ".yml") and cp.exists():
+        cfg_ident = cp.read_bytes()
+    return content_key("image/1", lay_ident, params or {}, router, cfg_ident, tx_confirm, code_digest())
+
+
+def _cached_image(key: str, rcfg: Any, router_record: dict[str, Any]) -> Any:
+    """A cached image with this run's paths in its meta (the router config and route file
+    it records are these, by content), or None."""
+    from npkit.toolchain.image import ImageError, from_bytes
+
+    from .cache import cache_get
+
+    data = cache_get("image", key)
+    if data is None:
+        return None
+    try:
+        image = from_bytes(data, "<cache>")
+    except ImageError:
+        return None
+    image.meta["router"] = dict(router_record)
+    image.meta["router_config"] = str(rcfg.source or "")
+    return image

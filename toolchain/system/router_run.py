@@ -27,16 +27,23 @@ from typing import Any
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import load_image
-from npkit.emulator.traffic.oracle import Drop, Forward, Outcome, RefRouter
+from npkit.emulator.traffic.cpkt import DROP, FORWARD, REASONS, c_router, oracle_window
+from npkit.emulator.traffic.histogram import LatencyHistogram
+from npkit.emulator.traffic.oracle import Outcome
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
-from npkit.emulator.traffic.source import TAG, Traffic
-from npkit.emulator.traffic_run import TrafficRun
+from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
+from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
 
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)
 DRAIN_CAP_NS = 5_000_000  # the longest a drain may take: a stuck packet shows within it
+HORIZON_NS = 5_000_000  # a packet with no fate this long after arriving was dropped by the microcode
+RESOURCE_DROPS = ("buffer_exhausted", "queue_full", "exception_ring_full")
+COMPARISON_KEYS = ("matched_forward", "untagged", "wrong_outcome", "wrong_port", "wrong_bytes", "reordered",
+                   "forgotten", "matched_exception", "wrong_reason", "unmatched_exception", "unmatched",
+                   "duplicates")  # fmt: skip
 
 
 class RouterImageError(ValueError):
@@ -49,8 +56,18 @@ def tag_id(frame: bytes) -> int:
     return int.from_bytes(frame[k + 4 : k + 8], "big") if 0 <= k and k + 8 <= len(frame) else -1
 
 
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+
+
 def routes_digest(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """sha256 of a file's bytes (once per process while the file does not change)."""
+    p = Path(path)
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    d = _DIGESTS.get(key)
+    if d is None:
+        d = _DIGESTS[key] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return d
 
 
 def router_config_of(image: Any) -> RouterConfig:
@@ -68,26 +85,64 @@ def router_config_of(image: Any) -> RouterConfig:
         if meta.get("routes_sha256") and routes_digest(p) != meta["routes_sha256"]:
             raise RouterImageError(f"the route file {p} changed since the image was linked: link again")
     cfg = {k: v for k, v in meta.items() if k != "routes_sha256"}
+    # the config file the image names, when it still says the same (read once per process)
+    source = Path(str(image.meta.get("router_config") or ""))
+    if source.is_file():
+        try:
+            loaded = RouterConfig.load(source)
+            if isinstance(routes, str) and loaded.route_file is not None and \
+                    {**loaded.to_dict(), "routes": str(loaded.route_file.resolve())} == cfg:  # fmt: skip
+                return loaded
+        except ConfigError:
+            pass
     try:
         return RouterConfig.from_dict(cfg, source=Path(str(image.meta.get("router_config") or "<image>")))
     except ConfigError as e:
         raise RouterImageError(f"the image's router configuration: {e}") from None
 
 
+Identify = Callable[[bytes, int], int]
+"""(frame taken off the exception ring, its input port) -> input packet id, -1 if unknown."""
+
+
+def traffic_identifier(tr: Traffic) -> Identify:
+    """Identify excepted frames among packets in memory: by the generator's tag (with
+    equal bytes), else the earliest packet from that port with these bytes not identified
+    before (frames the generator could not tag: ARP)."""
+    taken: set[int] = set()
+    index: dict[tuple[int, bytes], list[int]] = {}
+
+    def identify(frame: bytes, port: int) -> int:
+        pid = tag_id(frame)
+        if not (0 <= pid < len(tr) and tr.frames[pid] == frame):
+            if not index:
+                for j in range(len(tr)):
+                    index.setdefault((tr.ports[j], tr.frames[j]), []).append(j)
+            pid = next((j for j in index.get((port, frame), []) if j not in taken), -1)
+        taken.add(pid)
+        return pid
+
+    return identify
+
+
 class ExceptionReader:
     """The exception path's host side, standing in for the XScale daemon: reads the log
     the stand-in ME (microcode/host/host_sink.uc) keeps of the exception ring, finds each
     record's packet, and gives the buffer back to the free list.  A chip service: it runs
-    every SLICE_NS of emulated time in every command that runs the router."""
+    every SLICE_NS of emulated time in every command that runs the router.
 
-    def __init__(self, chip: Chip, traffic: Traffic | None) -> None:
+    `identify` names each record's input packet; `on_record(pid, reason)` gets every
+    record as it is read (without it the reader keeps them in `records`)."""
+
+    def __init__(self, chip: Chip, identify: Identify | None = None,
+                 on_record: Callable[[int, str], None] | None = None) -> None:  # fmt: skip
         self.chip = chip
-        self.traffic = traffic
+        self.identify = identify
         self.reasons = load_reasons()
-        self.records: list[tuple[int, str]] = []  # (packet id or -1, reason)
+        self.records: list[tuple[int, str]] = []  # (packet id or -1, reason), without on_record
+        self.on_record = on_record if on_record is not None else lambda pid, r: self.records.append((pid, r))
+        self.count = 0
         self._read = 0
-        self._taken: set[int] = set()
-        self._index: dict[tuple[int, bytes], list[int]] | None = None
 
     def service(self) -> None:
         chip = self.chip
@@ -98,9 +153,9 @@ class ExceptionReader:
             i = pw & 0xFFFF
             length = chip.read32("sram", SYS.desc_addr(i) + 8) >> 16
             frame = chip.mem_read("dram", SYS.buf_addr(i), max(length, 1))
-            pid = self._identify(frame, (rec >> 16) & 0xFF)
-            self._taken.add(pid)
-            self.records.append((pid, self.reasons.exception(rec & 0xFF).name))
+            pid = -1 if self.identify is None else self.identify(frame, (rec >> 16) & 0xFF)
+            self.count += 1
+            self.on_record(pid, self.reasons.exception(rec & 0xFF).name)
             free_buffer(chip, i)
         self._read = n
 
@@ -108,24 +163,13 @@ class ExceptionReader:
     def unread(self) -> int:
         return self.chip.read32("sram", HOST_EXC_BASE) - self._read
 
-    def _identify(self, frame: bytes, port: int) -> int:
-        tr = self.traffic
-        if tr is None:
-            return -1
-        pid = tag_id(frame)
-        if 0 <= pid < len(tr) and tr.frames[pid] == frame:
-            return pid
-        # frames the generator could not tag (ARP): the earliest untaken input with these bytes
-        if self._index is None:
-            self._index = {}
-            for j in range(len(tr)):
-                self._index.setdefault((tr.ports[j], tr.frames[j]), []).append(j)
-        return next((j for j in self._index.get((port, frame), []) if j not in self._taken), -1)
 
-
-def attach_exception_reader(chip: Chip, traffic: Traffic | None = None) -> ExceptionReader:
-    """Service the exception path of a router image on `chip` in every run from now on."""
-    reader = ExceptionReader(chip, traffic)
+def attach_exception_reader(chip: Chip, traffic: Traffic | Identify | None = None,
+                            on_record: Callable[[int, str], None] | None = None) -> ExceptionReader:  # fmt: skip
+    """Service the exception path of a router image on `chip` in every run from now on.
+    `traffic`: packets in memory to identify records by, or an identify function."""
+    identify = traffic_identifier(traffic) if isinstance(traffic, Traffic) else traffic
+    reader = ExceptionReader(chip, identify, on_record)
     chip.add_service(reader.service, int(SLICE_NS * float(chip.config["clock_mhz"]) // 1000))
     return reader
 
@@ -141,48 +185,180 @@ def free_buffer(chip: Chip, i: int) -> None:
 
 
 class RouterRun:
-    """A linked router image on a chip with the MSF device, traffic and the exception reader."""
+    """A linked router image on a chip with the MSF device, traffic and the exception
+    reader; every packet is judged by the oracle and accounted for as it goes.
 
-    def __init__(self, image: Any, traffic: Traffic, chip_config: str | Path = "ixp2800",
-                 chip: Chip | None = None) -> None:  # fmt: skip
+    Per packet nothing outlives its fate: each window of input packets gets the oracle's
+    verdicts (C) when it is read; a frame that leaves is compared with them, timed
+    (`latency`, a streaming histogram) and counted; exception records are compared as
+    they are read; microcode drops, counted per reason, are attributed to the packets
+    the oracle drops for that reason (then resource drops to the earliest packets with no
+    other fate) once those are HORIZON_NS old, and at the end.  `run.on_departure` takes
+    hooks that see every frame that leaves (npkit.emulator.traffic_run.TxBins: throughput
+    per time bin); `record=True` keeps every transmitted frame in `run.out` as before
+    ({port: [(t_ns, bytes)]}: memory grows with the run)."""
+
+    def __init__(self, image: Any, traffic: TrafficSource, chip_config: str | Path = "ixp2800",
+                 chip: Chip | None = None, capture: str | Path | None = None, record: bool = False) -> None:  # fmt: skip
         self.image = image
         self.config = router_config_of(image)
-        self.oracle = RefRouter(self.config)
+        self.router = c_router(self.config)
         self.chip = chip if chip is not None else Chip(chip_config)
         if chip is None:
             load_image(self.chip, image)
         self.traffic = traffic
-        self.reader = attach_exception_reader(self.chip, traffic)
-        self.run = TrafficRun(self.chip, traffic, software=self._software)
+        self.run = TrafficRun(self.chip, traffic, capture=capture, record=record)
+        self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception)
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
         self.unattributed_drops: dict[str, int] = {}
-        self._outcomes: list[Outcome | None] = [None] * len(traffic)
         self.traffic_ns = 0
         self.me_busy: dict[int, float] = {}
         self.drain_info: dict[str, Any] = {"enabled": False}
+        self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
+        self.over = {p: sum(w) for p, w in traffic.wire.items()}
+        self.offered_bits: Counter[int] = Counter()
+        self.demand_bits: Counter[int] = Counter()
+        self.demand_pkts: Counter[int] = Counter()
+        self.tx_bits: Counter[int] = Counter()
+        self._tx_until = 0
+        self._assigned: Counter[str] = Counter()
+        self.oracle_s = 0.0
+        led = self.run.ledger
+        for p in range(64):
+            led.over[p] = self.over.get(p, 24)
+        self.run.on_window.append(self._window)
+        self.run.on_push.append(self._pushed)
+        self.run.compare = self._departed
+        self.run.on_slice.append(self._sweep)
+
+    @property
+    def latency(self) -> LatencyHistogram:
+        """First wire byte in to first wire byte out, ns, of every frame that left."""
+        return self.run.latency
 
     @classmethod
     def link(cls, layout: str | Path = "pipelined", params: dict[str, Any] | None = None,
-             traffic: Traffic | None = None, routes: str | Path | None = None,
-             router_config: str | Path | None = None, chip_config: str | Path = "ixp2800") -> RouterRun:  # fmt: skip
+             traffic: TrafficSource | None = None, routes: str | Path | None = None,
+             router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
+             capture: str | Path | None = None, record: bool = False) -> RouterRun:  # fmt: skip
         from .link import link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
         image = link(layout, params, routes, router_config, config=str(chip_config))
-        return cls(image, traffic if traffic is not None else Traffic(), chip_config)
+        return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record)
 
-    def outcome(self, pid: int) -> Outcome:
-        """The oracle's verdict on input packet `pid` (computed once)."""
-        o = self._outcomes[pid]
-        if o is None:
-            o = self._outcomes[pid] = self.oracle.process(self.traffic.frames[pid], self.traffic.ports[pid])
-        return o
+    def _wire(self, port: int) -> int:
+        return self.over.get(port, 24)
+
+    # -- the oracle, as packets come
+    def _window(self, c: Chunk) -> None:
+        t0 = time.perf_counter()
+        w = c.w
+        c.verdicts = c.extra["v"] = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        bits = self.offered_bits
+        over = self.over
+        for p, n in zip(w.ports, w.lens, strict=True):
+            bits[p] += (n + over.get(p, 24)) * 8
+        self.oracle_s += time.perf_counter() - t0
+
+    def _pushed(self, c: Chunk, lo: int, hi: int) -> None:
+        v = c.extra["v"]
+        kind, port, lens = v.kind, v.port, c.w.lens
+        for i in range(lo, hi):
+            if kind[i] == FORWARD:
+                p = port[i]
+                self.demand_bits[p] += (lens[i] + self._wire(p)) * 8
+                self.demand_pkts[p] += 1
+
+    def outcome(self, pid: int) -> Outcome | None:
+        """The oracle's verdict on input packet `pid` while its window is held."""
+        c = self.run.chunk_of(pid)
+        if c is None:
+            return None
+        i = pid - c.w.first
+        return c.extra["v"].outcome(i, c.w.off[i], c.w.lens[i])
+
+    def _departed(self, d: Departure) -> None:
+        """A frame the C ledger (npk_depart, which does the same for every frame whose tag
+        names a held packet) left to Python: against the oracle, timed, in flow order."""
+        port, data = d.port, d.data
+        if d.t < self._tx_until:
+            self.tx_bits[port] += (len(data) + self.over.get(port, 24)) * 8
+        res = self.comparison
+        if not d.by_tag:
+            res["untagged"] += 1
+            return
+        c = d.chunk
+        if c is None:
+            res["forgotten"] += 1  # a copy of a packet finished with long ago
+            return
+        i, w = d.i, c.w
+        v = c.extra["v"]
+        self.latency.add(d.t - w.times[i])
+        if v.kind[i] != FORWARD:
+            res["wrong_outcome"] += 1
+        elif v.port[i] != port:
+            res["wrong_port"] += 1
+        else:
+            o = w.off[i]
+            res["wrong_bytes" if v.out[o : o + w.lens[i]] != data else "matched_forward"] += 1
+        # per-flow order (RFC 1812): input port, protocol, source and destination address
+        if self.run.flow_reordered(data, w.ports[i], d.pid):
+            res["reordered"] += 1
+
+    def _exception(self, pid: int, reason: str) -> None:
+        if pid < 0:
+            self.comparison["unmatched_exception"] += 1
+            return
+        o = self.outcome(pid)
+        self.comparison["matched_exception" if getattr(o, "reason", "") == reason else "wrong_reason"] += 1
+        self.run.mark(pid, EXCEPTED, reason)
+
+    def _sweep(self, final: bool = False) -> None:
+        """Attribute the microcode's drop counters to packets HORIZON_NS old (all, when
+        final) with no other fate: those the oracle drops for that reason first, then
+        resource drops (timing, not the packet) to the earliest left."""
+        before = 1 << 63 if final else self.run.now_ns - HORIZON_NS
+        todo = self.run.unresolved(before)
+        first = next(todo, None)
+        if first is None:
+            return
+        counters = self.drop_counters()
+        avail = {r: n - self._assigned[r] for r, n in counters.items()}
+        resource = [r for r in RESOURCE_DROPS if avail.get(r, 0) > 0]
+        for c, i in _chain(first, todo):
+            v = c.extra["v"]
+            reason = REASONS[v.reason[i]] if v.kind[i] == DROP else ""
+            if not (reason and avail.get(reason, 0) > 0):
+                while resource and avail[resource[0]] <= 0:
+                    resource.pop(0)
+                if not resource:
+                    continue
+                reason = resource[0]
+            avail[reason] -= 1
+            self._assigned[reason] += 1
+            self.run.mark(c.w.first + i, DROPPED, reason)
+
+    def _finish(self) -> None:
+        """Read what the exception path holds and attribute every drop counted."""
+        self.reader.service()
+        self._sweep(final=True)
+        counters = self.drop_counters()
+        self.unattributed_drops = {k: n - self._assigned[k] for k, n in counters.items() if n - self._assigned[k]}
+        # the rest of a source the run did not get to still counts as offered
+        while not self.run.reader.done:
+            w = self.run.reader.take(1 << 63)
+            if w is None:
+                break
+            for p, n in zip(w.ports, w.lens, strict=True):
+                self.offered_bits[p] += (n + self._wire(p)) * 8
 
     # -- running
     def run_traffic(self, duration_ns: int, progress: Callable[[int], None] | None = None) -> str:
         """Offer the traffic for `duration_ns`; ME use is measured over this period."""
+        self._tx_until = self.run.ledger.tx_until = self.run.now_ns + duration_ns
         reason = self.run.run(duration_ns, progress=progress)
         self.traffic_ns = self.run.now_ns
         cycles = max(1, self.chip.cycle)
@@ -202,8 +378,8 @@ class RouterRun:
         while self.run.now_ns - start < cap_ns:
             self.run.run(SLICE_NS, progress=progress)
             c = self.census()
-            state = (sum(len(v) for v in self.run.out.values()), c["buffers_in_use"])
-            empty = (self.run.pushed == len(self.traffic) and not c["rings"] and not c["queues"]
+            state = (self.run.transmitted, c["buffers_in_use"])
+            empty = (self.run.all_pushed and not c["rings"] and not c["queues"]
                      and not any(c["msf"].values()) and c["exception_records_unread"] == 0)  # fmt: skip
             quiet = quiet + 1 if empty and state == last else 0
             last = state
@@ -240,92 +416,28 @@ class RouterRun:
         }  # fmt: skip
 
     # -- accounting
-    def exceptions(self) -> list[tuple[int, str]]:
-        self.reader.service()
-        return list(self.reader.records)
-
     def drop_counters(self) -> dict[str, int]:
         return read_counters(self.chip)["drops"]
 
-    def _software(self, chip: Chip) -> dict[str, list[tuple[int, str]]]:
-        exc = self.exceptions()
-        seen = {pid for pid, _ in exc}
-        fwd, _, _ = self.run._match()
-        msf = {pid for pid, _, _ in self.run.msf_drops}
-        counters = Counter(self.drop_counters())
-        drops = []
-        left: list[int] = []
-        for pid in range(self.run.pushed):
-            if pid in seen or pid in fwd or pid in msf:
-                continue
-            o = self.outcome(pid)
-            if isinstance(o, Drop) and counters[o.reason] > 0:
-                counters[o.reason] -= 1
-                drops.append((pid, o.reason))
-            else:
-                left.append(pid)
-        # resource drops (no buffer, queue full, ...) depend on timing, not on the
-        # packet: they go to the earliest packets with no other fate
-        for name in ("buffer_exhausted", "queue_full", "exception_ring_full"):
-            while counters[name] > 0 and left:
-                counters[name] -= 1
-                drops.append((left.pop(0), name))
-        self.unattributed_drops = {k: v for k, v in counters.items() if v}
-        return {"drops": drops, "exceptions": exc}
-
     def compare(self) -> dict[str, int]:
-        """Every transmitted frame against the oracle's prediction for its input."""
-        fwd, unmatched, dups = self.run._match()
-        res: Counter[str] = Counter()
-        last: dict[tuple[int, int], int] = {}
-        for port, frames in self.run.out.items():
-            for _t, data in frames:
-                pid = tag_id(data)
-                if pid < 0:
-                    res["untagged"] += 1
-                    continue
-                o = self.outcome(pid)
-                if not isinstance(o, Forward):
-                    res["wrong_outcome"] += 1
-                elif o.port != port:
-                    res["wrong_port"] += 1
-                elif o.data != data:
-                    res["wrong_bytes"] += 1
-                else:
-                    res["matched_forward"] += 1
-                flow = (self.traffic.ports[pid], port)
-                if last.get(flow, -1) > pid:
-                    res["reordered"] += 1
-                last[flow] = pid
-        for pid, reason in self.exceptions():
-            if pid < 0:
-                res["unmatched_exception"] += 1
-                continue
-            o = self.outcome(pid)
-            res["matched_exception" if getattr(o, "reason", "") == reason else "wrong_reason"] += 1
-        res["unmatched"] += len(unmatched)
-        res["duplicates"] += len(dups)
-        return dict(res)
-
-    def latencies_us(self) -> list[float]:
-        """Per forwarded packet: departure (first wire byte out) - arrival (first in), us."""
-        tr = self.traffic
-        out = []
-        for _port, frames in self.run.out.items():
-            for t, data in frames:
-                pid = tag_id(data)
-                if 0 <= pid < len(tr):
-                    out.append((t - tr.times[pid]) / 1000.0)
-        return out
+        """Every transmitted frame and exception record against the oracle's prediction
+        for its input, in a fixed order of keys."""
+        led = self.run.ledger
+        res = Counter(self.comparison)
+        res.update({"matched_forward": led.matched, "wrong_outcome": led.wrong_outcome, "wrong_port": led.wrong_port,
+                    "wrong_bytes": led.wrong_bytes, "reordered": led.reordered})  # fmt: skip
+        res["unmatched"] = self.run.unmatched
+        res["duplicates"] = self.run.duplicates_total
+        return {k: res[k] for k in COMPARISON_KEYS if res[k] or k in ("unmatched", "duplicates")}
 
     # -- the summary
     def summary(self, host_s: float = 0.0) -> dict[str, Any]:
         """Per-port throughput, loss, latency, ME use, oracle comparison, conservation."""
+        self._finish()
         rep = self.run.report()
         tot = rep["totals"]
-        demand, demand_pkts = self._demand()
+        demand, demand_pkts = self.demand_bits, self.demand_pkts
         ports = [self._port_row(row, demand) for row in rep["ports"]]
-        lat = self.latencies_us()
         predicted_fwd = sum(demand_pkts.values())
         overload = self._expected_overload_drops(demand, demand_pkts, tot["dropped"].get("queue_full", 0))
         not_fwd = predicted_fwd - tot["forwarded"]
@@ -347,7 +459,7 @@ class RouterRun:
             "totals": {**tot, "predicted_forward": predicted_fwd, "not_forwarded": not_fwd,
                        "expected_overload_drops": overload, "lost": loss,
                        "loss_pct": round(100 * loss / max(1, predicted_fwd), 3)},
-            "latency_us": latency_summary(lat),
+            "latency_us": self.latency.summary_us(),
             "me_utilisation": self._block_use(),
             "comparison": self.compare(),
             "conservation": {"balanced": rep["balanced"], "problems": rep["problems"],
@@ -355,19 +467,6 @@ class RouterRun:
             "in_flight": in_flight_report(tot["in_flight"], census, self.drain_info),
             "drain": self.drain_info,
         }  # fmt: skip
-
-    def _demand(self) -> tuple[Counter[int], Counter[int]]:
-        """Wire bits and packets the oracle sends to each output port."""
-        bits: Counter[int] = Counter()
-        pkts: Counter[int] = Counter()
-        tr = self.traffic
-        for i in range(self.run.pushed):
-            o = self.outcome(i)
-            if isinstance(o, Forward):
-                pre, fcs, ifg = tr.wire.get(int(o.port), (8, 4, 12))
-                bits[int(o.port)] += (tr.lens[i] + pre + fcs + ifg) * 8
-                pkts[int(o.port)] += 1
-        return bits, pkts
 
     def _expected_overload_drops(self, bits: Counter[int], pkts: Counter[int], queue_full: int) -> int:
         """queue_full drops the offered load itself forces: what the oracle sends to a port
@@ -378,13 +477,9 @@ class RouterRun:
         return min(queue_full, int(excess))
 
     def _port_row(self, row: dict[str, Any], demand: Counter[int]) -> dict[str, Any]:
-        tr = self.traffic
         p = row["port"]
-        pre, fcs, ifg = tr.wire.get(p, (8, 4, 12))
-        over = pre + fcs + ifg  # wire bytes a frame costs beyond its pcap bytes
         seconds = max(1e-12, self.traffic_ns / 1e9)
-        tx_bits = sum((len(d) + over) * 8 for t, d in self.run.out[p] if t < self.traffic_ns)
-        offered_bits = sum((tr.lens[i] + over) * 8 for i in range(len(tr)) if tr.ports[i] == p)
+        tx_bits, offered_bits = self.tx_bits[p] + self.run.ledger.tx_bits[p], self.offered_bits[p]
         return {
             "port": p, "offered": row["offered"], "forwarded": row["forwarded"],
             "transmitted": row["transmitted"], "dropped": row["dropped"],
@@ -400,11 +495,6 @@ class RouterRun:
             if prog.mes:
                 out[prog.name] = round(sum(self.me_busy.get(m, 0.0) for m in prog.mes) / len(prog.mes), 3)
         return out
-
-
-def latency_summary(lat: list[float]) -> dict[str, float]:
-    return {"mean": round(sum(lat) / len(lat), 3) if lat else 0.0, "p50": round(pct(lat, 50), 3),
-            "p99": round(pct(lat, 99), 3), "max": round(max(lat), 3) if lat else 0.0}  # fmt: skip
 
 
 def in_flight_report(count: int, census: dict[str, Any], drain: dict[str, Any]) -> dict[str, Any]:
@@ -430,20 +520,22 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q / 100 * len(s)))]
 
 
-def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traffic, duration_ns: int,
+def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: TrafficSource, duration_ns: int,
                drain_ns: int | None = None, routes: str | Path | None = None,
                router_config: str | Path | None = None, progress: bool = False,
-               chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True) -> dict[str, Any]:  # fmt: skip
+               chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
+               capture: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Link (or take `image`), offer `traffic` for `duration_ns`, drain, summarise.
 
     `drain` runs on until the router is idle, capped by `drain_ns` (default DRAIN_CAP_NS);
-    with drain=False exactly `drain_ns` (default 0) more nanoseconds run."""
+    with drain=False exactly `drain_ns` (default 0) more nanoseconds run.  `capture`:
+    a directory for port<N>.pcap and dispositions.json, written as the run goes."""
     import sys
 
     if image is None:
-        rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config)
+        rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, capture=capture)
     else:
-        rr = RouterRun(image, traffic, chip_config)
+        rr = RouterRun(image, traffic, chip_config, capture=capture)
     t0 = time.perf_counter()
 
     def show(now: int) -> None:
@@ -457,7 +549,10 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
         rr.run.run(drain_ns, progress=show)
     if progress:
         print(file=sys.stderr)
-    return rr.summary(time.perf_counter() - t0)
+    s = rr.summary(time.perf_counter() - t0)
+    if capture is not None:
+        rr.run.write_captures(capture)
+    return s
 
 
 def format_summary(s: dict[str, Any]) -> str:
@@ -485,3 +580,8 @@ def format_summary(s: dict[str, Any]) -> str:
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
     return "\n".join(lines)
+
+
+def _chain(first: Any, rest: Any) -> Any:
+    yield first
+    yield from rest

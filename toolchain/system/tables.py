@@ -1,9 +1,13 @@
-"""Route tables for router runs: the random BGP-shaped table `npk demo` and the
-experiments use, and a copy of the example router config that names a given table, so
-that the microcode's lookup, the oracle and the traffic generator see the same routes."""
+"""Route tables for router runs: random BGP-shaped tables (`npk traffic routes`, the
+table `npk demo` and the experiments use) and a copy of the example router config that
+names a given table, so that the microcode's lookup, the oracle and the traffic
+generator see the same routes.  What is generated is kept in the content cache
+(npkit.toolchain.system.cache), so a second run starts at once."""
 
 from __future__ import annotations
 
+import atexit
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -11,21 +15,63 @@ import yaml
 from .paths import DEFAULT_ROUTER
 
 
-def make_routes(path: str | Path, count: int) -> None:
-    """A random BGP-like table for the example router (what `npk traffic routes
-    --count COUNT --seed 1 --config examples/traffic/router.yaml` writes)."""
+def random_routes_text(count: int, seed: int, config: Path | None = None, ports: int = 5,
+                       lengths: str = "default") -> tuple[str, int]:  # fmt: skip
+    """The route file `npk traffic routes` writes, and how many next hops it uses."""
     from npkit.emulator.traffic.router_config import RouterConfig
-    from npkit.emulator.traffic.routes import format_routes, random_routes
+    from npkit.emulator.traffic.routes import BGP_LENGTHS, format_routes, random_routes
 
-    routes = random_routes(count, 1, RouterConfig.load(DEFAULT_ROUTER).next_hops())
-    header = f"random route table: {count} routes, seed 1\nnpk traffic routes --count {count} --seed 1 --config {DEFAULT_ROUTER}"
-    Path(path).write_text(format_routes(routes, header))
+    if config is not None:
+        hops = RouterConfig.load(config).next_hops()
+    else:
+        hops = [((10 << 24) | (p << 8) | 2, p) for p in range(ports)]
+    routes = random_routes(count, seed, hops, BGP_LENGTHS if lengths == "bgp" else None)
+    header = (f"random route table: {count} routes, seed {seed}\n"
+              f"npk traffic routes --count {count} --seed {seed}"
+              + (f" --config {config}" if config else f" --ports {ports}")
+              + (f" --lengths {lengths}" if lengths != "default" else ""))  # fmt: skip
+    return format_routes(routes, header), len(hops)
 
 
-def router_with_routes(directory: Path, routes: Path) -> Path:
-    """directory/router.yaml: the example router with `routes` as its table."""
+def make_routes(path: str | Path, count: int) -> None:
+    """A random BGP-like table for the example router, written to `path`."""
+    Path(path).write_bytes(demo_routes(count).read_bytes())
+
+
+def demo_routes(count: int, seed: int = 1) -> Path:
+    """The demo's random table (`npk traffic routes --count COUNT --seed SEED --config
+    examples/traffic/router.yaml`), generated once and kept in the cache (a temporary
+    file when the cache is off)."""
+    from .cache import cache_file, cache_put, code_digest, content_key
+
+    key = content_key("routes/1", count, seed, str(DEFAULT_ROUTER), DEFAULT_ROUTER.read_bytes(), code_digest())
+    hit = cache_file("routes", key)
+    if hit is not None:
+        return hit
+    text = random_routes_text(count, seed, DEFAULT_ROUTER)[0].encode()
+    cache_put("routes", key, text)
+    return cache_file("routes", key) or _temp_file(text, ".txt")
+
+
+def router_with_routes(routes: Path) -> Path:
+    """The example router with `routes` as its table, kept in the cache by content (a
+    temporary file when the cache is off)."""
+    from .cache import cache_file, cache_put, content_key
+
     router = yaml.safe_load(DEFAULT_ROUTER.read_text())
     router["routes"] = str(Path(routes).resolve())
-    path = directory / "router.yaml"
-    path.write_text(yaml.safe_dump(router))
-    return path
+    text = yaml.safe_dump(router).encode()
+    key = content_key("router/1", text)
+    hit = cache_file("router", key)
+    if hit is None:
+        cache_put("router", key, text)
+        hit = cache_file("router", key)
+    return hit or _temp_file(text, ".yaml")
+
+
+def _temp_file(data: bytes, suffix: str) -> Path:
+    f = tempfile.NamedTemporaryFile(prefix="npk-demo-", suffix=suffix, delete=False)  # noqa: SIM115
+    with f:
+        f.write(data)
+    atexit.register(Path(f.name).unlink, missing_ok=True)
+    return Path(f.name)

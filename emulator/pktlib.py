@@ -1,0 +1,62 @@
+"""The packet library (emulator/pkt, libnpkpkt.so) as Python sees it: cffi bindings and the
+few conversions between Python objects and its C structures.
+
+The C code repeats, bit for bit, what the Python reference implementations do
+(the generator's frame builder, the oracle, the route parser, longest-prefix match, the
+LPM trie build); tests hold the two against each other.  Everything that uses it keeps
+the Python path for what the C code does not cover.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from array import array
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cffi import FFI
+
+HERE = Path(__file__).resolve().parent
+HEADER = HERE / "pkt" / "npk_pkt.h"
+LIBRARY = HERE / "build" / "libnpkpkt.so"
+
+
+class PktLibError(RuntimeError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def lib() -> tuple[FFI, Any]:
+    text = HEADER.read_text()
+    m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", text, re.S)
+    if not m:
+        raise PktLibError(f"{HEADER} has no CDEF block")
+    ffi = FFI()
+    ffi.cdef(m.group(1))
+    path = Path(os.environ.get("NPKPKT_LIB", str(LIBRARY)))
+    if not path.exists():
+        raise PktLibError(f"packet library {path} is missing: run `make` at the top of the tree "
+                          "(or `make -C emulator PY=.venv/bin/python pkt`)")  # fmt: skip
+    return ffi, ffi.dlopen(str(path))
+
+
+def mt_from_random(rng: random.Random, dest: Any) -> None:
+    """Copy a random.Random's MT19937 state into an npk_mt (cdata)."""
+    version, internal, _gauss = rng.getstate()
+    if version != 3 or len(internal) != 625:
+        raise PktLibError(f"unexpected random.Random state (version {version})")
+    ffi, _ = lib()
+    ffi.memmove(dest.state, array("I", internal[:624]), 4 * 624)
+    dest.index = internal[624]
+
+
+def mt_to_random(src: Any, rng: random.Random) -> None:
+    """Put an npk_mt's state back into a random.Random (the Python builder goes on from it)."""
+    _version, _internal, gauss = rng.getstate()
+    ffi, _ = lib()
+    state = array("I", bytes(ffi.buffer(src.state)))
+    state.append(int(src.index))
+    rng.setstate((3, tuple(state), gauss))

@@ -1,0 +1,54 @@
+"""A window of traffic: consecutive input packets (ids first .. first+n-1) as flat arrays,
+the unit in which packets are generated, checked by the oracle, handed to the MSF and
+forgotten once every one of them has a fate."""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Window:
+    first: int  # id of packet 0
+    times: array[int] = field(default_factory=lambda: array("Q"))  # arrival, ns
+    ports: array[int] = field(default_factory=lambda: array("B"))  # input port
+    lens: array[int] = field(default_factory=lambda: array("H"))
+    off: array[int] = field(default_factory=lambda: array("Q"))  # frame i at data[off[i]:]
+    data: bytearray = field(default_factory=bytearray)
+    kinds: bytes = b""  # spec.KINDS indices (generated traffic only)
+
+    def __len__(self) -> int:
+        return len(self.lens)
+
+    @property
+    def end(self) -> int:
+        """One past the last id."""
+        return self.first + len(self.lens)
+
+    def frame(self, i: int) -> bytes:
+        o = self.off[i]
+        return bytes(self.data[o : o + self.lens[i]])
+
+    def span(self, lo: int, hi: int) -> bytes:
+        """The bytes of frames lo..hi-1, back to back."""
+        if lo >= hi:
+            return b""
+        return bytes(self.data[self.off[lo] : self.off[hi - 1] + self.lens[hi - 1]])
+
+
+def offsets(lens: array[int]) -> tuple[array[int], int]:
+    """Offsets of frames of these lengths laid back to back, and the total."""
+    off = array("Q", bytes(8 * len(lens)))
+    total = 0
+    for i, n in enumerate(lens):
+        off[i] = total
+        total += n
+    return off, total
+
+
+def window_of(first: int, times: list[int], ports: list[int], frames: list[bytes]) -> Window:
+    """A window from frames in memory."""
+    lens = array("H", map(len, frames))
+    off, _ = offsets(lens)
+    return Window(first, array("Q", times), array("B", ports), lens, off, bytearray(b"".join(frames)))

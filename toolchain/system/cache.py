@@ -1,0 +1,131 @@
+"""A content-addressed cache of what a run builds before its first cycle: linked system
+images (with their SRAM tables) and generated route files.
+
+    key = content_key("image", layout_text, params, router, chip_config, code_digest())
+    data = cache_get("image", key)             # None on a miss
+    cache_put("image", key, data)
+
+Entries live in $NPK_CACHE_DIR (default $XDG_CACHE_HOME/npkit, else ~/.cache/npkit);
+NPK_CACHE_DIR=off turns the cache off.  A key is the sha256 of everything the entry is
+built from, including the source of the npkit code and microcode that builds it
+(`code_digest`), so a stale entry is never read: a change anywhere makes another key.
+Writes go to a temporary file in the same directory, then os.replace: a reader sees a
+whole entry or none, and concurrent runs building the same entry are harmless (the last
+rename wins; the bytes are the same).  The cache keeps itself under MAX_BYTES by removing
+the entries used least recently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .paths import ROOT
+
+MAX_BYTES = 2 << 30  # 2 GB
+CODE_DIRS = ("asm", "toolchain", "emulator/traffic", "emulator/pkt", "microcode")
+CODE_SUFFIXES = (".py", ".uc", ".h", ".c", ".yaml")
+
+
+def cache_dir() -> Path | None:
+    """The cache directory, or None when the cache is off."""
+    env = os.environ.get("NPK_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in ("", "off", "0", "none") else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "npkit"
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 over the npkit sources that build images and tables (Python, microcode, the
+    packet library): each file's name, size and modification time (a stat, not a read: a
+    file touched without a change only costs a rebuild)."""
+    h = hashlib.sha256()
+    for d in CODE_DIRS:
+        base = ROOT / d
+        for p in sorted(base.rglob("*")):
+            if p.suffix in CODE_SUFFIXES and "__pycache__" not in p.parts:
+                st = p.stat()
+                h.update(f"{p.relative_to(ROOT)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def content_key(*parts: Any) -> str:
+    """sha256 of the parts (JSON, keys sorted; bytes and paths by content)."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, bytes):
+            h.update(b"b" + hashlib.sha256(part).digest())
+        else:
+            h.update(json.dumps(part, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _path(kind: str, key: str) -> Path | None:
+    d = cache_dir()
+    return None if d is None else d / kind / key[:2] / key
+
+
+def cache_get(kind: str, key: str) -> bytes | None:
+    p = _path(kind, key)
+    if p is None:
+        return None
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return None
+    try:
+        os.utime(p)  # most recently used
+    except OSError:
+        pass
+    return data
+
+
+def cache_put(kind: str, key: str, data: bytes) -> None:
+    """Store an entry (atomically); a cache that cannot be written is not an error."""
+    p = _path(kind, key)
+    if p is None:
+        return
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=p.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _trim(p.parents[2])
+    except OSError:
+        return
+
+
+def cache_file(kind: str, key: str) -> Path | None:
+    """The path of an entry if it exists (for entries used as files, e.g. route files)."""
+    p = _path(kind, key)
+    return p if p is not None and p.exists() else None
+
+
+def _trim(root: Path) -> None:
+    entries = []
+    total = 0
+    for p in root.rglob("*"):
+        if p.is_file() and not p.name.startswith(".tmp-"):
+            st = p.stat()
+            entries.append((st.st_mtime, st.st_size, p))
+            total += st.st_size
+    if total <= MAX_BYTES:
+        return
+    for _mtime, size, p in sorted(entries):
+        p.unlink(missing_ok=True)
+        total -= size
+        if total <= MAX_BYTES * 3 // 4:
+            break
