@@ -254,15 +254,15 @@ def _alu_ops(d: Isa) -> list[str]:
     special = [(k, int(v)) for k, v in d.enums["alu_op"].items() if str(k) in own]
     out = [
         "/* ALU operations written alu[dest, a, OP, b]: semantics",
-        " *   uint8_t npk_alu_<OP>(uint32_t a, uint32_t b, uint32_t carry_in, uint32_t *result)",
-        " * returning the condition codes (emulator/src/alu_ops.h) */",
+        " *   uint8_t npk_alu_<OP>(uint32_t a, uint32_t b, uint8_t cc, uint32_t *result)",
+        " * returning the new condition codes (emulator/src/alu_ops.h) */",
         "#define NPK_ALU_PLAIN_OPS(X) \\",
     ]
     out += [f"    X({c_name(k)}, {v}) \\" for k, v in plain]
     out += [
         "",
         "/* ALU operations that are instructions of their own (mev2.yaml mnemonics with alu_op):",
-        " * semantics void npk_alu_<OP>(npk_exec *e, uint64_t word), the whole instruction */",
+        " * semantics void npk_alu_<OP>(npk_exec *e, const npk_uop *u), the whole instruction (emulator/src/alu.c) */",
         "#define NPK_ALU_OWN_OPS(X) \\",
     ]
     out += [f"    X({c_name(k)}, {v}) \\" for k, v in special]
