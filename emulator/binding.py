@@ -36,15 +36,18 @@ class EmulatorError(RuntimeError):
     pass
 
 
+def cdef_block(header: Path, error: type[Exception] = EmulatorError) -> str:
+    """The declarations cffi reads from a C header: what stands between CDEF-BEGIN and
+    CDEF-END (emulator/include/*.h, emulator/pkt/npk_pkt.h)."""
+    m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", header.read_text(), re.S)
+    if not m:
+        raise error(f"{header} has no CDEF block")
+    return m.group(1)
+
+
 def _cdef_text() -> str:
     """The CDEF blocks of the C API headers, in order (npk_msf.h builds on npk_emu.h)."""
-    blocks = []
-    for header in HEADERS:
-        m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", header.read_text(), re.S)
-        if not m:
-            raise EmulatorError(f"{header} has no CDEF block")
-        blocks.append(m.group(1))
-    return "\n".join(blocks)
+    return "\n".join(cdef_block(header) for header in HEADERS)
 
 
 @lru_cache(maxsize=1)

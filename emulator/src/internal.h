@@ -349,6 +349,19 @@ enum { NPK_ATOMIC_SWAP, NPK_ATOMIC_SET, NPK_ATOMIC_CLR, NPK_ATOMIC_ADD, NPK_ATOM
 void npk_mem_read_words(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd);
 void npk_mem_write_words(npk_chip *c, npk_event *e, npk_word_wr wr);
 void npk_mem_atomic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, npk_word_wr wr, int op);
+/* the word commands SRAM and scratch both have (read, write and the atomics): the
+ * semantics functions npk_<UNIT>_<cmd> on the unit's accessors RD and WR */
+#define NPK_WORD_SEM(UNIT, NAME, OP, RD, WR) \
+    void npk_##UNIT##_##NAME(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, RD, WR, OP); }
+#define NPK_WORD_COMMANDS(UNIT, RD, WR) \
+    void npk_##UNIT##_read(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_read_words(c, e, out, RD); } \
+    void npk_##UNIT##_write(npk_chip *c, npk_event *e, uint32_t *out) { (void)out; npk_mem_write_words(c, e, WR); } \
+    NPK_WORD_SEM(UNIT, swap, NPK_ATOMIC_SWAP, RD, WR) \
+    NPK_WORD_SEM(UNIT, set, NPK_ATOMIC_SET, RD, WR) \
+    NPK_WORD_SEM(UNIT, clr, NPK_ATOMIC_CLR, RD, WR) \
+    NPK_WORD_SEM(UNIT, add, NPK_ATOMIC_ADD, RD, WR) \
+    NPK_WORD_SEM(UNIT, incr, NPK_ATOMIC_INCR, RD, WR) \
+    NPK_WORD_SEM(UNIT, decr, NPK_ATOMIC_DECR, RD, WR)
 void npk_msf_stub_init(npk_chip *c);
 int npk_scr_ring_full(npk_chip *c, int ring);
 int npk_scr_ring_get1(npk_chip *c, int ring, uint32_t *word);

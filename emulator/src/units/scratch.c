@@ -56,15 +56,8 @@ int npk_scr_ring_put1(npk_chip *c, int ring, uint32_t word)
     return 1;
 }
 
-void npk_scratch_read(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_read_words(c, e, out, rd); }
-void npk_scratch_write(npk_chip *c, npk_event *e, uint32_t *out) { (void)out; npk_mem_write_words(c, e, wr); }
-void npk_scratch_swap(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, rd, wr, NPK_ATOMIC_SWAP); }
-void npk_scratch_set(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, rd, wr, NPK_ATOMIC_SET); }
-void npk_scratch_clr(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, rd, wr, NPK_ATOMIC_CLR); }
-void npk_scratch_add(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, rd, wr, NPK_ATOMIC_ADD); }
-void npk_scratch_sub(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, rd, wr, NPK_ATOMIC_SUB); }
-void npk_scratch_incr(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, rd, wr, NPK_ATOMIC_INCR); }
-void npk_scratch_decr(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, rd, wr, NPK_ATOMIC_DECR); }
+NPK_WORD_COMMANDS(scratch, rd, wr)
+NPK_WORD_SEM(scratch, sub, NPK_ATOMIC_SUB, rd, wr)
 
 /* get: ring number in address bits 5:2; too few entries -> zeros, nothing taken */
 void npk_scratch_get(npk_chip *c, npk_event *e, uint32_t *out)

@@ -83,14 +83,7 @@ static void ring_op(npk_chip *c, npk_event *e, uint32_t *out, int kind /*0 get,1
     swr(c, d + 8, count);
 }
 
-void npk_sram_read(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_read_words(c, e, out, srd); }
-void npk_sram_write(npk_chip *c, npk_event *e, uint32_t *out) { (void)out; npk_mem_write_words(c, e, swr); }
-void npk_sram_swap(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, srd, swr, NPK_ATOMIC_SWAP); }
-void npk_sram_set(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, srd, swr, NPK_ATOMIC_SET); }
-void npk_sram_clr(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, srd, swr, NPK_ATOMIC_CLR); }
-void npk_sram_add(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, srd, swr, NPK_ATOMIC_ADD); }
-void npk_sram_incr(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, srd, swr, NPK_ATOMIC_INCR); }
-void npk_sram_decr(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, srd, swr, NPK_ATOMIC_DECR); }
+NPK_WORD_COMMANDS(sram, srd, swr)
 void npk_sram_get(npk_chip *c, npk_event *e, uint32_t *out) { ring_op(c, e, out, 0); }
 void npk_sram_put(npk_chip *c, npk_event *e, uint32_t *out) { ring_op(c, e, out, 1); }
 void npk_sram_journal(npk_chip *c, npk_event *e, uint32_t *out) { ring_op(c, e, out, 2); }
