@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npkit.toolchain.image import Image, LineEntry, Program, Symbol
-from npkit.toolchain.isa import EncodeError, SplitInstr, Token, encode
+from npkit.toolchain.isa import EncodeError, SplitInstr, Token, encode, isa
 
 from .errors import AsmError, Diagnostics, SourceLoc
 from .expr import evaluate
@@ -24,7 +24,6 @@ from .regalloc import Allocator
 from .resolve import Ref, classify, token_refs
 
 _SHIFT_RE = re.compile(r"^(<<|>>)\s*(rot)?\s*(.+)$", re.IGNORECASE | re.DOTALL)
-_MEM_UNITS = ("sram", "scratch", "dram", "msf", "pci", "cap")
 MEM_LIMITS = {"lmem": 640 * 4, "scratch": 16 * 1024, "sram": 1 << 30, "dram": 1 << 31}
 
 
@@ -124,7 +123,7 @@ class _Builder:
         if m and not re.fullmatch(r"\d+|indirect", m[3].strip(), re.IGNORECASE):
             return f"{m[1]}{m[2] or ''}{self.value(ins, m[3], i)}"
         if (
-            ins.mnemonic in _MEM_UNITS
+            isa().unit_of_mnemonic(ins.mnemonic) is not None
             and i == 4
             and not re.fullmatch(r"max_\d+|\d+", text, re.IGNORECASE)
         ):

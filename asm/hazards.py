@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from npkit.toolchain.isa import operand_roles
+from npkit.toolchain.isa import isa, operand_roles
+from npkit.toolchain.isa.syntax import reference_count
 
 from .errors import Diagnostics
 from .parser import Unit
@@ -34,12 +35,6 @@ _CSR_EFFECTS: dict[str, tuple[str, ...]] = {
     "NN_GET": ("*n$index",),
 }
 _BRANCHY = re.compile(r"^(br|b[a-z]{2}$|jump|rtn)")
-_MEM_UNITS = ("sram", "scratch", "dram", "msf", "pci", "cap")
-
-
-def _count(text: str) -> int:
-    m = re.fullmatch(r"(?:max_)?(\d+)", text.strip(), re.IGNORECASE)
-    return int(m[1]) if m else 1
 
 
 def check_hazards(
@@ -66,7 +61,7 @@ def check_hazards(
         if mn == "ctx_arb":
             for a in sp.args:
                 pending.pop(a, None)
-        if mn in _MEM_UNITS and len(sp.args) >= 2 and roles[1].kind == "xfer":
+        if isa().unit_of_mnemonic(mn) is not None and len(sp.args) >= 2 and roles[1].kind == "xfer":
             _note_command(e, roles, pending)
         # 2. local CSR write-to-use distance
         csr_writes = [(a, c) for a, c in csr_writes if e.addr - a <= CSR_WRITE_TO_USE]
@@ -154,7 +149,9 @@ def _note_command(e: Emitted, roles: list, pending: dict) -> None:
         key, expiry = ("swap", e.addr), e.addr + _defer(sp.tokens)
     else:
         return
-    n = _count(sp.args[4]) * (2 if sp.mnemonic == "dram" else 1) if len(sp.args) == 5 else 1
+    cmd = isa().memory_command(sp.mnemonic, sp.args)
+    per = cmd.words_per_count if cmd is not None else 1
+    n = (reference_count(sp.args[4]) or 1) * per if len(sp.args) == 5 else 1
     regs = {f"{m[1]}{int(m[2]) + k}" for k in range(n)}
     d = roles[1].xfer_dir
     reads = set(regs) if d in ("read", "both") else set()

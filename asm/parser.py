@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npkit.toolchain.isa import (
-    MNEMONICS,
     Role,
     SyntaxProblem,
     Token,
+    isa,
     operand_roles,
     split_instruction,
 )
@@ -232,7 +232,7 @@ class Parser:
         except SyntaxProblem as e:
             raise AsmError(str(e), at(loc, off + e.col)) from None
         mn = split.mnemonic.lower()
-        if mn not in MNEMONICS:
+        if isa().mnemonic(mn) is None:
             what = "directive" if mn.startswith(".") else "instruction"
             raise AsmError(f"unknown {what} '{split.mnemonic}': expected an MEv2 instruction, "
                            "a directive or a label", at(loc, off))  # fmt: skip

@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from npkit.toolchain.isa import Role, Token
+from npkit.toolchain.isa import Role, Token, isa
 from npkit.toolchain.isa.operands import Op, OperandError, parse_physical
+from npkit.toolchain.isa.syntax import reference_count
 
 from .errors import AsmError, SourceLoc
 from .parser import Instr, Sym, Unit
 
 IDENT_RE = re.compile(r"^(?:\$\$|\$|@)?[A-Za-z_]\w*(?:\[\d+\])?$")
-_MEM_UNITS = ("sram", "scratch", "dram", "msf", "pci", "cap")
 
 
 @dataclass(eq=False)
@@ -156,12 +156,11 @@ def signal_ref(
 def _note_xfer_use(ins: Instr, i: int, role: Role, sym: Sym) -> None:
     if role.kind == "xfer":
         dirs = {"read": {"read"}, "write": {"write"}}.get(role.xfer_dir, {"read", "write"})
-        if ins.mnemonic in _MEM_UNITS and len(ins.args) == 5:
-            n = _count_value(ins.args[4])
+        cmd = isa().memory_command(ins.mnemonic, ins.args)
+        if cmd is not None and len(ins.args) == 5:
+            n = reference_count(ins.args[4])
             if n is not None:
-                if ins.mnemonic == "dram":
-                    n *= 2  # dram counts 64-bit quadwords
-                sym.span = max(sym.span, n)
+                sym.span = max(sym.span, n * cmd.words_per_count)
     elif role.kind == "src" or role.kind == "addr":
         dirs = {"read"}
     elif role.kind == "dest":
@@ -172,16 +171,6 @@ def _note_xfer_use(ins: Instr, i: int, role: Role, sym: Sym) -> None:
         sym.dirs |= dirs
 
 
-def _count_value(text: str) -> int | None:
-    m = re.fullmatch(r"max_(\d+)", text.strip(), re.IGNORECASE)
-    if m:
-        return int(m[1])
-    try:
-        return int(text, 0)
-    except ValueError:
-        return None
-
-
 def token_refs(unit: Unit, ins: Instr) -> list[tuple[Token, Ref | None]]:
     """Signals and branch targets inside optional tokens (ctx_swap[s], sig_done[s], br[l#])."""
     out: list[tuple[Token, Ref | None]] = []
@@ -190,7 +179,8 @@ def token_refs(unit: Unit, ins: Instr) -> list[tuple[Token, Ref | None]]:
         ref: Ref | None = None
         if name in ("ctx_swap", "sig_done") and tok.args and len(tok.args) == 1:
             ref = signal_ref(unit, ins, tok.args[0], None, ins.tok_loc(tok))
-            if ref.sym is not None and ins.mnemonic == "dram":
+            unit = isa().unit_of_mnemonic(ins.mnemonic)
+            if ref.sym is not None and unit is not None and unit.signal_pair:
                 ref.sym.pair = True
         elif name == "targets":  # jump[r, l#], targets[a#, b#]: a hint for the assembler only
             for t in tok.args or ():

@@ -7,8 +7,8 @@
     chip.run(10_000)
     chip.reg(0, "a3", ctx=2); chip.mem_read("sram", 0x100, 16); chip.stats()
 
-The declarations come from emulator/include/npk_emu.h (the block between
-CDEF-BEGIN and CDEF-END), the library from emulator/build/libnpkemu.so
+The declarations come from emulator/include/npk_emu.h and npk_msf.h (the blocks
+between CDEF-BEGIN and CDEF-END), the library from emulator/build/libnpkemu.so
 (override with NPKEMU_LIB).  Configs are YAML files in emulator/configs.
 """
 
@@ -28,41 +28,38 @@ from cffi import FFI
 from . import me_names
 
 HERE = Path(__file__).resolve().parent
-HEADER = HERE / "include" / "npk_emu.h"
+HEADERS = (HERE / "include" / "npk_emu.h", HERE / "include" / "npk_msf.h")
 LIBRARY = HERE / "build" / "libnpkemu.so"
 CONFIG_DIR = HERE / "configs"
-
-UNITS = ["sram", "dram", "scratch", "hash", "cap", "msf", "pci"]
-MEM_SPACES = {"sram": 0, "dram": 1, "scratch": 2}
-CTX_STATES = {0: "inactive", 1: "ready", 2: "running", 3: "sleep"}
-STOP_REASONS = {0: "budget", 1: "halted", 2: "breakpoint", 3: "watchpoint", 4: "step", 5: "irq"}
-ME_STATES = {0: "running", 1: "halt", 2: "illegal", 3: "bad_pc", 4: "idle"}
-EVENT_KINDS = {0: "state", 1: "mem_issue", 2: "mem_done", 3: "signal", 4: "halt", 5: "instr"}
-# fault kinds (npk_emu.h NPK_FAULT_*), in code order
-FAULT_KINDS = ["sram", "dram", "scratch", "local_memory", "ring_unconfigured", "ring_full", "ring_bad",
-               "xfer", "msf", "pc"]
-
-# register kinds (npk_emu.h NPK_REG_*)
-K_GPR_A, K_GPR_B, K_SIN, K_SOUT, K_DIN, K_DOUT, K_NN, K_LM = 0, 1, 2, 3, 4, 5, 6, 7
-K_CAM_TAG, K_CAM_STATE, K_CSR, K_PC, K_CC, K_SIG, K_STATE, K_WAIT = 8, 9, 10, 11, 12, 13, 14, 15
-
 
 class EmulatorError(RuntimeError):
     pass
 
 
-def _cdef_text() -> str:
-    text = HEADER.read_text()
-    m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", text, re.S)
+def cdef_block(header: Path, error: type[Exception] = EmulatorError) -> str:
+    """The declarations cffi reads from a C header: what stands between CDEF-BEGIN and
+    CDEF-END (emulator/include/*.h, emulator/pkt/npk_pkt.h)."""
+    m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", header.read_text(), re.S)
     if not m:
-        raise EmulatorError(f"{HEADER} has no CDEF block")
+        raise error(f"{header} has no CDEF block")
     return m.group(1)
+
+
+def _cdef_text() -> str:
+    """The CDEF blocks of the C API headers, in order (npk_msf.h builds on npk_emu.h)."""
+    return "\n".join(cdef_block(header) for header in HEADERS)
+
+
+@lru_cache(maxsize=1)
+def _ffi() -> FFI:
+    ffi = FFI()
+    ffi.cdef(_cdef_text())
+    return ffi
 
 
 @lru_cache(maxsize=1)
 def _lib() -> tuple[FFI, Any]:
-    ffi = FFI()
-    ffi.cdef(_cdef_text())
+    ffi = _ffi()
     path = Path(os.environ.get("NPKEMU_LIB", str(LIBRARY)))
     if not path.exists():
         raise EmulatorError(
@@ -72,16 +69,40 @@ def _lib() -> tuple[FFI, Any]:
     return ffi, ffi.dlopen(str(path))
 
 
+# ---- the C API's constants, read from its headers (no copies) ---------------------------
+
+_C = _ffi().dlopen(None)  # the integer constants of the CDEF blocks (needs no library)
+
+
+def _enum(prefix: str, skip: tuple[str, ...] = ()) -> dict[str, int]:
+    """NPK_<PREFIX>_NAME constants as {"name": value}, in value order."""
+    items = [(n[len(prefix):].lower(), int(getattr(_C, n))) for n in dir(_C) if n.startswith(prefix)]
+    return dict(sorted(((k, v) for k, v in items if k not in skip), key=lambda kv: kv[1]))
+
+
+UNITS = list(_enum("NPK_UNIT_", ("count",)))  # unit names by NPK_UNIT_* number
+MEM_SPACES = _enum("NPK_MEM_")
+CTX_STATES = {v: k for k, v in _enum("NPK_CTX_").items()}
+STOP_REASONS = {v: k for k, v in _enum("NPK_STOP_").items()}
+ME_STATES = {v: k for k, v in _enum("NPK_ME_").items()}
+EVENT_KINDS = {v: k for k, v in _enum("NPK_EV_").items()}
+FAULT_KINDS = list(_enum("NPK_FAULT_", ("kinds", "log")))  # fault kinds by NPK_FAULT_* number
+ERRORS = {_C.NPK_EINVAL: "invalid argument", _C.NPK_ERANGE: "out of range", _C.NPK_ENOMEM: "out of memory",
+          _C.NPK_ESTATE: "wrong state"}  # fmt: skip
+
+# register kinds (npk_reg_read / npk_reg_write)
+K_GPR_A, K_GPR_B, K_NN, K_LM = _C.NPK_REG_GPR_A, _C.NPK_REG_GPR_B, _C.NPK_REG_NN, _C.NPK_REG_LM
+K_SIN, K_SOUT, K_DIN, K_DOUT = _C.NPK_REG_SXFER_IN, _C.NPK_REG_SXFER_OUT, _C.NPK_REG_DXFER_IN, _C.NPK_REG_DXFER_OUT
+K_CAM_TAG, K_CAM_STATE, K_CSR, K_PC = _C.NPK_REG_CAM_TAG, _C.NPK_REG_CAM_STATE, _C.NPK_REG_CSR, _C.NPK_REG_PC
+K_CC, K_SIG, K_STATE, K_WAIT = _C.NPK_REG_CC, _C.NPK_REG_SIGNALS, _C.NPK_REG_CTX_STATE, _C.NPK_REG_WAIT_MASK
+PC_UNIT = _C.NPK_PC_UNIT  # npk_stop_info.pc of a register written by a memory unit's completion
+
+
 # ---- configuration --------------------------------------------------------------
 
-_SCALARS = [
-    "clock_mhz", "num_me", "ctx_per_me", "ustore_words", "lm_words", "cam_entries",
-    "nn_full_threshold", "branch_taken_penalty", "ctx_swap_cost", "csr_write_to_use",
-    "timestamp_shift", "sram_channel_bytes", "dram_bytes", "dram_interleave", "scratch_bytes",
-    "scratch_rings", "history_capacity", "seed", "hash_mult48", "hash_mult64",
-    "hash_mult128_lo", "hash_mult128_hi",
-]  # fmt: skip
-_UNIT_FIELDS = ["channels", "cmd_overhead", "read_latency", "write_latency", "unit_bytes", "cycles_per_unit", "queue_depth"]
+def _fields(ctype: str) -> list[tuple[str, str]]:
+    """(name, kind) of the fields of a C API struct: kind primitive, struct or array."""
+    return [(name, f.type.kind) for name, f in _ffi().typeof(ctype).fields]
 
 
 def config_path(name_or_path: str | os.PathLike[str]) -> Path:
@@ -161,27 +182,28 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:
+    """npk_config from a checked config dict, field by field as the C struct declares them
+    (a unit's timing is a struct field named after the unit)."""
     cfg = ffi.new("npk_config *")
     name = str(raw.get("name", "chip")).encode()[:31]
     ffi.memmove(cfg.name, name, len(name))
-    for k in _SCALARS:
-        setattr(cfg, k, int(raw[k]))
-    cfg.me_per_cluster = me_names.per_cluster(raw)
-    for u in UNITS:
-        dst = getattr(cfg, u)
-        for f in _UNIT_FIELDS:
-            setattr(dst, f, int(raw["units"][u][f]))
+    for field, kind in _fields("npk_config"):
+        if kind == "struct":
+            dst = getattr(cfg, field)
+            for f, _ in _fields("npk_unit_cfg"):
+                setattr(dst, f, int(raw["units"][field][f]))
+        elif field == "me_per_cluster":
+            cfg.me_per_cluster = me_names.per_cluster(raw)
+        elif kind == "primitive":
+            setattr(cfg, field, int(raw[field]))
     return cfg
 
 
 # ---- register names -----------------------------------------------------------------
 
-_REG_RE = re.compile(
-    r"^(?:(?P<abs>@)?(?P<bank>[ab])(?P<gi>\d+)"
-    r"|(?P<xabs>@)?(?P<x>\$\$?)(?P<xi>\d+)(?P<half>\.(?:in|out))?"
-    r"|(?P<nabs>@)?n\$(?P<ni>\d+)"
-    r"|lm(?P<li>\d+)|cam(?P<ci>\d+)(?P<cs>\.state)?)$"
-)
+# beyond the operand syntax (toolchain/isa/operands.py register_name): @ on transfer and
+# next-neighbour registers (absolute), .in / .out (the half), local memory and CAM entries
+_REG_EXTRA_RE = re.compile(r"^(?P<abs>@)?(?P<reg>\$\$?\d+|n\$\d+)(?P<half>\.(?:in|out))?$|^lm(?P<li>\d+)$|^cam(?P<ci>\d+)(?P<cs>\.state)?$")
 
 
 @dataclass(frozen=True)
@@ -197,8 +219,10 @@ def parse_reg(name: str, ctx: int, ctx_mode: int) -> RegRef:
     a3 / b7 context-relative GPRs; @a5 absolute; $2 / $$5 transfer registers
     (read half; add .out for the write half); @$9 absolute; n$1 next-neighbour
     (relative), @n$9 absolute; lm12 local-memory word; cam3 / cam3.state;
-    pc, cc, signals, state, wait; any local CSR name from mev2.yaml."""
+    pc, cc, signals, state, wait; any local CSR name from mev2.yaml.  Register names
+    are read as the assembler reads them (operands.register_name)."""
     from npkit.toolchain.isa import isa
+    from npkit.toolchain.isa.operands import register_name
 
     t = name.strip()
     low = t.lower()
@@ -209,37 +233,33 @@ def parse_reg(name: str, ctx: int, ctx_mode: int) -> RegRef:
     csrs = isa().local_csrs
     if t.upper() in csrs:
         return RegRef(K_CSR, csrs[t.upper()])
-    m = _REG_RE.match(low)
-    if not m:
+    m = _REG_EXTRA_RE.match(low)
+    if m and m["li"] is not None:
+        return RegRef(K_LM, int(m["li"]))
+    if m and m["ci"] is not None:
+        return RegRef(K_CAM_STATE if m["cs"] else K_CAM_TAG, int(m["ci"]))
+    op = register_name(m["reg"] if m else low)
+    if op is None:
         raise EmulatorError(f"unknown register '{name}'")
-    if m["bank"]:
-        i = int(m["gi"])
-        kind = K_GPR_A if m["bank"] == "a" else K_GPR_B
-        if m["abs"]:
-            if i > 127:
+    if op.kind in ("gpr", "abs"):
+        kind = K_GPR_A if op.bank == "a" else K_GPR_B
+        if op.kind == "abs":
+            if op.index > 127:
                 raise EmulatorError(f"absolute register {name} out of range")
-            return RegRef(kind, i)
-        if i >= (16 if ctx_mode == 8 else 32):
+            return RegRef(kind, op.index)
+        if op.index >= (16 if ctx_mode == 8 else 32):
             raise EmulatorError(f"relative register {name} out of range in {ctx_mode}-context mode")
-        return RegRef(kind, base + i)
-    if m["x"]:
-        i = int(m["xi"])
-        dram = m["x"] == "$$"
-        out = m["half"] == ".out"
-        kind = (K_DOUT if out else K_DIN) if dram else (K_SOUT if out else K_SIN)
-        idx = i if m["xabs"] else base + i
-        if idx > 127:
-            raise EmulatorError(f"transfer register {name} out of range")
-        return RegRef(kind, idx)
-    if m["ni"] is not None:
-        i = int(m["ni"])
-        idx = i if m["nabs"] else base + i
+        return RegRef(kind, base + op.index)
+    idx = op.index if m["abs"] else base + op.index
+    if op.kind == "nn":
         if idx > 127:
             raise EmulatorError(f"next-neighbour register {name} out of range")
         return RegRef(K_NN, idx)
-    if m["li"] is not None:
-        return RegRef(K_LM, int(m["li"]))
-    return RegRef(K_CAM_STATE if m["cs"] else K_CAM_TAG, int(m["ci"]))
+    out = m["half"] == ".out"
+    kind = (K_DOUT if out else K_DIN) if op.kind == "dxfer" else (K_SOUT if out else K_SIN)
+    if idx > 127:
+        raise EmulatorError(f"transfer register {name} out of range")
+    return RegRef(kind, idx)
 
 
 # ---- chip ------------------------------------------------------------------------------
@@ -301,8 +321,7 @@ class Chip:
     def _check(self, rc: int, what: str) -> int:
         if rc < 0:
             err = self.ffi.string(self.lib.npk_last_error(self._chip)).decode()
-            names = {-1: "invalid argument", -2: "out of range", -3: "out of memory", -4: "wrong state"}
-            raise EmulatorError(f"{what}: {names.get(rc, rc)}" + (f" ({err})" if err else ""))
+            raise EmulatorError(f"{what}: {ERRORS.get(rc, rc)}" + (f" ({err})" if err else ""))
         return rc
 
     @property

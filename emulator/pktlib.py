@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import random
-import re
 from array import array
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from cffi import FFI
+
+from .binding import cdef_block
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "pkt" / "npk_pkt.h"
@@ -30,12 +31,8 @@ class PktLibError(RuntimeError):
 
 @lru_cache(maxsize=1)
 def lib() -> tuple[FFI, Any]:
-    text = HEADER.read_text()
-    m = re.search(r"/\* CDEF-BEGIN \*/(.*)/\* CDEF-END \*/", text, re.S)
-    if not m:
-        raise PktLibError(f"{HEADER} has no CDEF block")
     ffi = FFI()
-    ffi.cdef(m.group(1))
+    ffi.cdef(cdef_block(HEADER, PktLibError))
     path = Path(os.environ.get("NPKPKT_LIB", str(LIBRARY)))
     if not path.exists():
         raise PktLibError(f"packet library {path} is missing: run `make` at the top of the tree "

@@ -92,22 +92,21 @@ int npk_me_index(npk_chip *c, int number)
 static void me_reset(npk_chip *c, npk_me *m)
 {
     uint64_t *us = m->ustore;
-    uint8_t *loc = m->local, *cls = m->cls;
+    npk_uop *uop = m->uop;
     uint32_t *lm = m->lm;
     int idx = m->idx, mode = m->ctx_mode ? m->ctx_mode : 8;
     memset(m, 0, sizeof *m);
     m->ustore = us;
-    m->local = loc;
-    m->cls = cls;
+    m->uop = uop;
     m->lm = lm;
     memset(lm, 0, sizeof(uint32_t) * 1024);
     m->idx = idx;
     m->ctx_mode = mode;
     m->cur = -1;
     m->status = NPK_ME_IDLE;
-    m->next = NPK_NEVER;
+    npk_me_set_next(c, m, NPK_NEVER);
     m->idle_since = 0;
-    m->pend_min = NPK_NEVER;
+    npk_me_set_pend(c, m, NPK_NEVER);
     m->prng = c->cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)idx * 0xBF58476D1CE4E5B9ull + 1;
     npk_cam_reset(m);
     for (int i = 0; i < NPK_NCTX; i++) m->ctx[i].swap_target = UINT32_MAX;
@@ -126,6 +125,7 @@ static void reset_state(npk_chip *c, int clear_memories)
 {
     c->now = 0;
     c->seq = 0;
+    for (uint32_t i = 0; i < NPK_MAX_ME; i++) c->due[i] = NPK_NEVER;   /* MEs the chip lacks: never */
     for (uint32_t i = 0; i < c->cfg.num_me; i++) me_reset(c, &c->me[i]);
     if (clear_memories) {
         memset(c->sram, 0, (size_t)(c->cfg.sram_channel_bytes * c->cfg.sram.channels));
@@ -141,15 +141,36 @@ static void reset_state(npk_chip *c, int clear_memories)
     c->fault_head = c->fault_len = 0;
     c->cur_ev = NULL;
     c->irq = 0;
-    c->nheap = 0;
-    c->nfree = 0;
-    c->pool_used = 0;
+    npk_ev_reset(c);
     c->stop_req = 0;
     memset(&c->stop, 0, sizeof c->stop);
     c->step_me = -1;
     c->hist_head = c->hist_len = 0;
     c->hist_dropped = 0;
     c->hist_hash = 0xcbf29ce484222325ull;
+}
+
+static uint32_t log2_exact(uint32_t v)  /* 32: not a power of two */
+{
+    return v && !(v & (v - 1)) ? (uint32_t)__builtin_ctz(v) : 32;
+}
+
+/* constants the hot paths use instead of dividing by config values */
+static void precompute(npk_chip *c)
+{
+    const npk_unit_cfg *u[NPK_UNIT_COUNT] = {
+        [NPK_UNIT_SRAM] = &c->cfg.sram, [NPK_UNIT_DRAM] = &c->cfg.dram, [NPK_UNIT_SCRATCH] = &c->cfg.scratch,
+        [NPK_UNIT_HASH] = &c->cfg.hash, [NPK_UNIT_CAP] = &c->cfg.cap, [NPK_UNIT_MSF] = &c->cfg.msf,
+        [NPK_UNIT_PCI] = &c->cfg.pci,
+    };
+    for (int k = 0; k < NPK_UNIT_COUNT; k++)
+        c->unit_shift[k] = (uint8_t)log2_exact(u[k]->unit_bytes ? u[k]->unit_bytes : 4);
+    c->sram_chans = c->cfg.sram.channels ? c->cfg.sram.channels : 1;
+    c->dram_chans = c->cfg.dram.channels ? c->cfg.dram.channels : 1;
+    c->dram_il = c->cfg.dram_interleave ? c->cfg.dram_interleave : 128;
+    c->dram_il_shift = log2_exact(c->dram_il);
+    c->sram_chans_m = npk_fastmod_m(c->sram_chans);
+    c->dram_chans_m = npk_fastmod_m(c->dram_chans);
 }
 
 npk_chip *npk_create(const npk_config *cfg)
@@ -168,17 +189,23 @@ npk_chip *npk_create(const npk_config *cfg)
     c->hist_cap = cfg->history_capacity;
     c->hist = c->hist_cap ? calloc(c->hist_cap, sizeof(npk_hist_event)) : NULL;
     int ok = c->sram && c->dram && c->scratch && c->cap_csr && c->msf_buf && (!c->hist_cap || c->hist);
+    /* the pre-decoded control stores, one block: ME i's words start i * (ustore_words + 1)
+     * entries in, so that the words every ME runs (often the same addresses) do not all
+     * fall into the same cache sets, as separately mapped blocks would */
+    size_t per_me = (size_t)cfg->ustore_words + 1;   /* + a PC past the end */
+    c->uops = calloc(per_me * cfg->num_me, sizeof(npk_uop));
+    ok = ok && c->uops;
     for (uint32_t i = 0; ok && i < cfg->num_me; i++) {
         c->me[i].idx = (int)i;
         c->me[i].ctx_mode = 8;
         c->me[i].ustore = calloc(cfg->ustore_words, sizeof(uint64_t));
         c->me[i].lm = calloc(1024, sizeof(uint32_t));
-        c->me[i].local = calloc(cfg->ustore_words, 1);
-        c->me[i].cls = calloc(cfg->ustore_words, 1);
-        if (!c->me[i].ustore || !c->me[i].lm || !c->me[i].local || !c->me[i].cls) ok = 0;
+        c->me[i].uop = c->uops + i * per_me;
+        if (!c->me[i].ustore || !c->me[i].lm) ok = 0;
     }
     if (!ok) { npk_destroy(c); return NULL; }
     npk_msf_stub_init(c);
+    precompute(c);
     reset_state(c, 0);  /* calloc'd memories are already zero */
     return c;
 }
@@ -186,12 +213,14 @@ npk_chip *npk_create(const npk_config *cfg)
 void npk_destroy(npk_chip *c)
 {
     if (!c) return;
-    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); free(c->me[i].local); free(c->me[i].cls); }
+    for (int i = 0; i < NPK_MAX_ME; i++) { free(c->me[i].ustore); free(c->me[i].lm); }
+    free(c->uops);
     shared_free(c->sram, c->mem_fd[NPK_MEM_SRAM], c->mem_len[NPK_MEM_SRAM]);
     shared_free(c->dram, c->mem_fd[NPK_MEM_DRAM], c->mem_len[NPK_MEM_DRAM]);
     shared_free(c->scratch, c->mem_fd[NPK_MEM_SCRATCH], c->mem_len[NPK_MEM_SCRATCH]);
     free(c->cap_csr); free(c->msf_buf);
-    free(c->hist); free(c->pool); free(c->free_list); free(c->heap);
+    free(c->hist);
+    npk_ev_free_all(c);
     free(c);
 }
 
@@ -246,14 +275,14 @@ int npk_me_enable(npk_chip *c, int me, uint32_t mask)
         npk_me_pick(c, m, c->now);
         /* the first context starts without a swap penalty */
         if (m->cur >= 0) {
-            m->next = c->now;
+            npk_me_set_next(c, m, c->now);
             m->st.stalled_cycles -= c->cfg.ctx_swap_cost;
             m->st.ctx_swaps--;
         }
     }
     if (!mask) {
         m->status = NPK_ME_IDLE;
-        m->next = NPK_NEVER;
+        npk_me_set_next(c, m, NPK_NEVER);
     }
     return NPK_OK;
 }
@@ -308,16 +337,25 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
      * debugger stops, so it is off while those are in use */
     int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
     for (;;) {
-        uint64_t t = npk_ev_next_cycle(c);
-        for (uint32_t i = 0; i < nme; i++) {
-            if (c->me[i].next < t) t = c->me[i].next;
-            if (c->me[i].pend_min < t) t = c->me[i].pend_min;
+        /* the next cycle anything happens, and the MEs due then (in one pass) */
+        uint64_t t = npk_ev_next_cycle(c), t1 = NPK_NEVER, t2 = NPK_NEVER, t3 = NPK_NEVER;
+        for (uint32_t i = 0; i < NPK_MAX_ME; i += 4) {  /* four chains; all NPK_MAX_ME entries */
+            t = c->due[i] < t ? c->due[i] : t;
+            t1 = c->due[i + 1] < t1 ? c->due[i + 1] : t1;
+            t2 = c->due[i + 2] < t2 ? c->due[i + 2] : t2;
+            t3 = c->due[i + 3] < t3 ? c->due[i + 3] : t3;
         }
+        t = t1 < t ? t1 : t;
+        t2 = t3 < t2 ? t3 : t2;
+        t = t2 < t ? t2 : t;
+        uint32_t due = 0;
+        for (uint32_t i = 0; i < NPK_MAX_ME; i++)
+            due |= (uint32_t)(c->due[i] == t) << i;
         uint64_t msf_next = NPK_NEVER;
         if (c->msf.next_event) {
             uint64_t tm = c->msf.next_event(c->msf.user);
             msf_next = tm < c->now ? c->now : tm;
-            if (msf_next < t) t = msf_next;
+            if (msf_next < t) { t = msf_next; due = 0; }
         }
         if (t == NPK_NEVER && !any_alive(c)) {
             /* an ME that stopped (bad PC, illegal word) while running ahead stopped
@@ -330,26 +368,34 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         if (t == NPK_NEVER && c->step_me >= 0) break;  /* stepping a context that can never run */
         if (t >= end) { c->now = end; break; }
         c->now = t;
+        c->due_now = 0;
+        npk_ev_advance(c, t);
         if (c->msf.advance) c->msf.advance(c->msf.user, c, t);
-        while (c->nheap && c->heap[0].cycle <= t) {
-            npk_event ev = *npk_ev_top(c);
-            npk_ev_pop_free(c);
-            if (ev.kind == EVK_MEM) npk_unit_complete(c, &ev);
-            else npk_ctx_signal(c, &c->me[ev.me], ev.ctx, ev.sigmask);
+        while (npk_ev_next_cycle(c) <= t) {
+            npk_event *ev = npk_ev_pop(c);
+            if (ev->kind == EVK_MEM) npk_unit_complete(c, ev);
+            else npk_ctx_signal(c, &c->me[ev->me], ev->ctx, ev->sigmask);
+            npk_ev_free(c, ev);
         }
-        for (uint32_t i = 0; i < nme; i++) {
+        /* the MEs due now, in index order; one that becomes due now while they run
+         * (a wake-up without a swap cost) runs too if its turn is still to come */
+        if (c->due_now) {
+            c->due_now = 0;
+            for (uint32_t i = 0; i < nme; i++)
+                due |= (uint32_t)(c->due[i] <= t) << i;
+        }
+        while (due) {
+            uint32_t i = (uint32_t)__builtin_ctz(due);
+            due &= due - 1;
             npk_me *m = &c->me[i];
             if (m->pend_min <= t) npk_me_apply_csrs(c, m);
-            if (m->next != t) continue;
+            if (m->next != t) goto next_me;
             int cur = m->cur;
-            npk_me_exec(c, m);
-            if (ahead_ok) {
-                /* run ahead through local words up to the next completion */
-                uint64_t horizon = npk_ev_next_cycle(c);
-                if (horizon > end) horizon = end;
-                if (msf_next < horizon) horizon = msf_next;
-                npk_me_run_ahead(c, m, horizon);
-            }
+            /* run ahead through local words up to the next completion */
+            uint64_t horizon = npk_ev_next_cycle(c);
+            if (horizon > end) horizon = end;
+            if (msf_next < horizon) horizon = msf_next;
+            npk_me_advance(c, m, horizon, ahead_ok);
             if (c->step_me == (int)i && cur == c->step_ctx && !c->stop_req) {
                 c->stop_req = 1;
                 c->stop.reason = NPK_STOP_STEP;
@@ -357,6 +403,12 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
                 c->stop.ctx = cur;
                 c->stop.pc = m->ctx[cur].pc;
                 c->stop.cycle = t;
+            }
+        next_me:
+            if (c->due_now) {
+                c->due_now = 0;
+                for (uint32_t j = i + 1; j < nme; j++)
+                    due |= (uint32_t)(c->due[j] <= t) << j;
             }
         }
         if ((c->irq & c->irq_stop) && !c->stop_req) {
@@ -371,7 +423,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             if (reason != NPK_STOP_BREAKPOINT) c->now = t + 1 > end ? end : t + 1;
             else c->now = t;
             for (uint32_t i = 0; i < nme; i++)
-                if (c->me[i].next < c->now) c->me[i].next = c->now;
+                if (c->me[i].next < c->now) npk_me_set_next(c, &c->me[i], c->now);
             break;
         }
     }

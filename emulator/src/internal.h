@@ -3,8 +3,9 @@
 #define NPK_INTERNAL_H
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include "npk_emu.h"
-#include "gen/mev2_isa.h"
+#include "mev2_isa.h"   /* generated from toolchain/isa/mev2.yaml (src/gen/) */
 
 #define NPK_MAX_ME 16
 #define NPK_NCTX 8
@@ -14,11 +15,15 @@
 #define NPK_MSF_STUB_BYTES 65536u
 #define NPK_CAP_CSR_WORDS 16384u   /* cap CSR space, 64 KB / 4 */
 #define NPK_MAX_XFER_WORDS 16
+#define NPK_WHEEL 4096u            /* cycles the event wheel holds (sched.c); a power of 2 */
+#define NPK_EV_CHUNK 256u          /* events per chunk of the event pool (they never move) */
+#define NPK_EV_MAX (1u << 24)      /* events in flight at most */
 
 enum { F_Z = 1, F_N = 2, F_C = 4, F_V = 8 };
 
-/* transfer-register files */
+/* transfer-register files (npk_me.xfer; the order of NPK_REG_SXFER_IN..NPK_REG_DXFER_OUT) */
 enum { XK_SIN = 0, XK_SOUT = 1, XK_DIN = 2, XK_DOUT = 3 };
+#define NPK_RF_XFER 2      /* npk_me.rf[NPK_RF_XFER + XK_*] is xfer[XK_*] */
 
 typedef struct npk_ctx {
     uint32_t pc;
@@ -40,6 +45,38 @@ typedef struct npk_ctx {
     uint64_t state_since;
 } npk_ctx;
 
+/* A decoded operand (npk_me_predecode): the operand-field map's view of one field
+ * (mev2.yaml operand_fields, npk_unrestricted_def), with the GPR bank it is read or
+ * written in. */
+typedef struct npk_opnd {
+    uint8_t kind;          /* NPK_OPK_* */
+    uint8_t file, via;     /* index registers: NPK_OPFILE_*, NPK_OPVIA_* */
+    int8_t step;           /* index registers: post-increment in registers */
+    uint8_t offset;        /* index registers: num is an offset */
+    uint8_t bank;          /* GPR bank of the access: 0 A, 1 B */
+    uint16_t num;          /* register number, offset or constant */
+    uint8_t rf;            /* GPR and transfer registers: the file read or written (npk_me.rf) */
+    uint8_t rel;           /* ... numbered from the context's first register (1) or absolute */
+} npk_opnd;
+
+/* A pre-decoded control-store word: built when the word is loaded, so that execution
+ * neither matches classes nor decodes operand fields. */
+typedef struct npk_uop {
+    uint64_t w;            /* the word */
+    npk_opnd a, b, d;      /* operands as the class uses them (see npk_me_predecode) */
+    uint8_t cls;           /* enum npk_iclass; NPK_IC_ILLEGAL also for an illegal command */
+    uint8_t local;         /* touches only this ME: may run ahead (uop_is_local) */
+    uint8_t op;            /* ALU / shift operation, branch condition */
+    uint8_t fast;          /* the fast path's handler (me.c F_*), 0: the general path */
+    uint8_t extra;         /* branches: cycles a taken branch aborts */
+    uint8_t defer;         /* branches: defer slots */
+    uint8_t ctxmask;       /* branch on a condition: the contexts it is taken in */
+    uint8_t pad;
+    uint16_t ccmask;       /* branch on a condition: the condition codes it is taken for */
+    uint16_t target;       /* branches: the target, inside the control store */
+    uint32_t cmd;          /* memory classes: NPK_CMD_*; immed: the value */
+} npk_uop;
+
 typedef struct npk_pending_csr {
     uint64_t at;
     uint32_t addr, value;
@@ -50,15 +87,20 @@ typedef struct npk_me {
     int idx;
     int ctx_mode;          /* 4 or 8 */
     int cur;               /* running context, -1 when idle */
+    uint32_t ready;        /* bit i: context i is NPK_CTX_READY (npk_ctx_set_state) */
     int status;            /* NPK_ME_* */
     uint64_t next;         /* cycle of the next instruction, NPK_NEVER when idle */
     uint64_t idle_since;
     uint64_t *ustore;
-    uint8_t *local;        /* per word: 1 = touches only this ME (may run ahead) */
-    uint8_t *cls;          /* per word: predecoded instruction class */
+    npk_uop *uop;          /* per word (+ one past the end: a PC there is out of range) */
     npk_ctx ctx[NPK_NCTX];
-    uint32_t gpr[2][128];
-    uint32_t xfer[4][128];
+    union {                /* the register files, also as one array (npk_opnd.rf) */
+        uint32_t rf[6][128];
+        struct {
+            uint32_t gpr[2][128];    /* A, B */
+            uint32_t xfer[4][128];   /* XK_*: SRAM in, out, DRAM in, out */
+        };
+    };
     uint32_t nn[128];
     uint32_t nn_put, nn_get;
     uint32_t lm_global[2]; /* LM_ADDR_0/1 when CTX_ENABLES makes them global */
@@ -98,12 +140,15 @@ typedef struct npk_event {
     uint64_t seq;
     uint8_t kind;          /* EVK_* */
     uint8_t unit, me, ctx;
-    uint8_t cmd, sub, xkind, chan;
+    uint8_t cmd, sub, xkind, chan;   /* cmd, sub: the fields as issued (history records) */
+    uint8_t op;            /* NPK_CMD_*: what the unit carries out */
     uint16_t sigmask;
     uint16_t count;        /* longwords */
     uint32_t addr;
     uint16_t xidx;         /* first transfer register, 0..127 */
     uint16_t pc;           /* instruction that issued the command (fault reports; < 8192) */
+    uint32_t link;         /* the next event of the same cycle on the wheel (index + 1) */
+    uint32_t idx;          /* its own index (npk_ev_at) */
     uint32_t aux;
     uint32_t data[NPK_MAX_XFER_WORDS];
 } npk_event;
@@ -140,7 +185,15 @@ struct npk_chip {
     npk_config cfg;
     uint64_t now;
     uint64_t seq;
+    uint64_t due[NPK_MAX_ME];  /* per ME: min(next, pend_min), the run loop's scan */
+    int due_now;               /* an ME became due at c->now while the run loop ran MEs */
+    /* divisions the hot paths avoid (npk_create): unit_bytes as a shift (>= 32: not a
+     * power of two), DRAM channel interleave, SRAM and DRAM channel counts */
+    uint8_t unit_shift[NPK_UNIT_COUNT];
+    uint32_t sram_chans, dram_chans, dram_il, dram_il_shift;
+    uint64_t sram_chans_m, dram_chans_m;
     npk_me me[NPK_MAX_ME];
+    npk_uop *uops;             /* every ME's pre-decoded control store (npk_me.uop points in) */
     uint8_t *sram;         /* channels * sram_channel_bytes */
     uint8_t *dram;
     uint8_t *scratch;
@@ -151,13 +204,19 @@ struct npk_chip {
     int mem_fd[3];         /* memfds behind sram, dram, scratch (-1: anonymous) */
     size_t mem_len[3];     /* their mapped, page-rounded lengths */
     npk_chan chan[NPK_UNIT_COUNT][4];
-    /* events: pool + binary heap of pool indices */
-    npk_event *pool;
+    /* events (sched.c): a pool in chunks, the wheel of the next NPK_WHEEL cycles (per
+     * cycle a list of event index + 1), a heap of event indices for the events beyond it */
+    npk_event **chunk;
     uint32_t pool_cap, pool_used;
     uint32_t *free_list;
     uint32_t nfree;
     npk_heap_ent *heap;
     uint32_t nheap;
+    uint64_t wheel_base;       /* the wheel holds cycles [wheel_base, wheel_base + NPK_WHEEL) */
+    uint64_t ev_first;         /* the earliest event's cycle, NPK_NEVER: none */
+    uint32_t wheel_count;
+    uint32_t wheel_head[NPK_WHEEL], wheel_tail[NPK_WHEEL];
+    uint64_t wheel_bits[NPK_WHEEL / 64];
     /* run control */
     int stop_req;
     npk_stop_info stop;
@@ -199,12 +258,30 @@ static inline int npk_me_flat(const npk_chip *c, uint32_t hw)
     return (int)(cl * k + m);
 }
 
+/* when ME m acts next: its next instruction or a pending CSR write (npk_run scans c->due) */
+static inline void npk_me_set_next(npk_chip *c, npk_me *m, uint64_t t)
+{
+    m->next = t;
+    c->due[m->idx] = t < m->pend_min ? t : m->pend_min;
+    if (t <= c->now) c->due_now = 1;
+}
+static inline void npk_me_set_pend(npk_chip *c, npk_me *m, uint64_t t)
+{
+    m->pend_min = t;
+    c->due[m->idx] = t < m->next ? t : m->next;
+    if (t <= c->now) c->due_now = 1;
+}
+
 /* sched.c */
 npk_event *npk_ev_alloc(npk_chip *c);
 void npk_ev_push(npk_chip *c, npk_event *e);
-npk_event *npk_ev_top(npk_chip *c);
-void npk_ev_pop_free(npk_chip *c);
-uint64_t npk_ev_next_cycle(npk_chip *c);
+npk_event *npk_ev_pop(npk_chip *c);          /* the earliest event (NULL: none); npk_ev_free it */
+void npk_ev_free(npk_chip *c, npk_event *e);
+void npk_ev_free_all(npk_chip *c);
+void npk_ev_advance(npk_chip *c, uint64_t now);   /* the run loop reached cycle `now` */
+void npk_ev_reset(npk_chip *c);
+static inline uint64_t npk_ev_next_cycle(const npk_chip *c) { return c->ev_first; }
+static inline npk_event *npk_ev_at(const npk_chip *c, uint32_t i) { return &c->chunk[i / NPK_EV_CHUNK][i % NPK_EV_CHUNK]; }
 
 /* history.c */
 void npk_hist_rec(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1);
@@ -215,15 +292,15 @@ static inline void npk_hist(npk_chip *c, int kind, int me, int ctx, int unit, ui
 }
 
 /* me.c */
-void npk_me_exec(npk_chip *c, npk_me *m);
-void npk_me_run_ahead(npk_chip *c, npk_me *m, uint64_t horizon);
+void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead);
 void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr);
 void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);
 void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t w, const char *reason);
 void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t);
+
+/* csr.c */
 void npk_me_apply_csrs(npk_chip *c, npk_me *m);
-int npk_word_is_local(uint64_t w);
 uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr);
 void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v);
 
@@ -238,21 +315,53 @@ uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int 
 int npk_unit_full(npk_chip *c, int unit, int chan);
 void npk_unit_complete(npk_chip *c, npk_event *e);
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
-uint32_t npk_rd32(const uint8_t *p);
-void npk_wr32(uint8_t *p, uint32_t v);
+/* memories hold longwords big-endian (byte 0 = bits 31:24) */
+static inline uint32_t npk_rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+static inline void npk_wr32(uint8_t *p, uint32_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    memcpy(p, &v, 4);
+}
+
+/* x % d for the 32-bit x and the divisor d of a fastmod constant m = npk_fastmod_m(d) */
+static inline uint64_t npk_fastmod_m(uint32_t d) { return ~0ull / d + 1; }
+static inline uint32_t npk_fastmod(uint32_t x, uint64_t m, uint32_t d)
+{
+    return (uint32_t)(((unsigned __int128)(m * x) * d) >> 64);
+}
 void npk_mem_watch(npk_chip *c, int space, uint64_t addr, uint32_t len);
+/* longword accessors of a memory (they count their own faults) and what SRAM and
+ * scratch share: reads and writes of e->count words, the atomic commands (one word) */
 typedef uint32_t (*npk_word_rd)(npk_chip *c, uint32_t addr);
 typedef void (*npk_word_wr)(npk_chip *c, uint32_t addr, uint32_t v);
-/* read (0), write (1), swap (2) and the atomics set/clr/add/sub/incr/decr (3-8), whose
- * command codes SRAM and scratch share: 1 = data goes back to the transfer registers,
- * 0 = nothing to push, -1 = not one of these commands. */
-int npk_mem_basic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, npk_word_wr wr);
-void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_dram_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_hash_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_cap_complete(npk_chip *c, npk_event *e, uint32_t *out);
-void npk_msf_complete(npk_chip *c, npk_event *e, uint32_t *out);
+enum { NPK_ATOMIC_SWAP, NPK_ATOMIC_SET, NPK_ATOMIC_CLR, NPK_ATOMIC_ADD, NPK_ATOMIC_SUB,
+       NPK_ATOMIC_INCR, NPK_ATOMIC_DECR };
+void npk_mem_read_words(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd);
+void npk_mem_write_words(npk_chip *c, npk_event *e, npk_word_wr wr);
+void npk_mem_atomic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, npk_word_wr wr, int op);
+/* the word commands SRAM and scratch both have (read, write and the atomics): the
+ * semantics functions npk_<UNIT>_<cmd> on the unit's accessors RD and WR */
+#define NPK_WORD_SEM(UNIT, NAME, OP, RD, WR) \
+    void npk_##UNIT##_##NAME(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_atomic(c, e, out, RD, WR, OP); }
+#define NPK_WORD_COMMANDS(UNIT, RD, WR) \
+    void npk_##UNIT##_read(npk_chip *c, npk_event *e, uint32_t *out) { npk_mem_read_words(c, e, out, RD); } \
+    void npk_##UNIT##_write(npk_chip *c, npk_event *e, uint32_t *out) { (void)out; npk_mem_write_words(c, e, WR); } \
+    NPK_WORD_SEM(UNIT, swap, NPK_ATOMIC_SWAP, RD, WR) \
+    NPK_WORD_SEM(UNIT, set, NPK_ATOMIC_SET, RD, WR) \
+    NPK_WORD_SEM(UNIT, clr, NPK_ATOMIC_CLR, RD, WR) \
+    NPK_WORD_SEM(UNIT, add, NPK_ATOMIC_ADD, RD, WR) \
+    NPK_WORD_SEM(UNIT, incr, NPK_ATOMIC_INCR, RD, WR) \
+    NPK_WORD_SEM(UNIT, decr, NPK_ATOMIC_DECR, RD, WR)
 void npk_msf_stub_init(npk_chip *c);
 int npk_scr_ring_full(npk_chip *c, int ring);
 int npk_scr_ring_get1(npk_chip *c, int ring, uint32_t *word);

@@ -1,106 +1,47 @@
-/* Microengine: fetch, decode, execute; context arbitration and signals. */
+/* Microengine: pre-decoding, execution, context arbitration and signals.
+ *
+ * A control-store word is decoded once, when it is loaded (npk_me_predecode), into an
+ * npk_uop: its class, its operands through the operand-field map of mev2.yaml
+ * (npk_unrestricted_def / npk_restricted_to_u, generated), its memory command
+ * (npk_cmd_lookup).  Executing it (me_exec) is: fetch (breakpoints, history), the
+ * class's semantics, retirement (statistics, index post-modify, deferred branches and
+ * context swaps).  Local CSRs are csr.c, memory commands issue.c, ALU operations of
+ * their own alu.c, the plain ALU operations alu_ops.h. */
 #include <string.h>
 #include <stdio.h>
-#include "internal.h"
-
-/* Operand namespace: restricted (8-bit) fields are mapped onto the
- * unrestricted (10-bit) encoding so one reader/writer handles both;
- * OP_ILLEGAL marks an undefined encoding. */
-#define OP_ILLEGAL 0x400u
-#define OP_NONE 0x300u
-
-typedef struct exec_ctx {
-    npk_chip *c;
-    npk_me *m;
-    int ctx;
-    npk_ctx *x;
-    int illegal;
-    int lm_delta[2];
-    int t_delta;
-    int nnget_delta;
-    uint32_t pc;           /* address of the executing instruction (watchpoint reports) */
-    uint32_t base;
-    int stall;             /* unit queue full: the instruction did not issue */
-} exec_ctx;
-
-static inline uint32_t relbase(const npk_me *m, int ctx)
-{
-    return m->ctx_mode == 8 ? (uint32_t)ctx * 16u : (uint32_t)(ctx >> 1) * 32u;
-}
+#include "exec.h"
+#include "alu_ops.h"
 
 /* a register watchpoint sees the write of this instruction: who wrote it, and the old value */
-static inline void watch_wr(exec_ctx *e, int me, int kind, uint32_t idx, uint32_t old, uint32_t v)
+static inline void watch_wr(npk_exec *e, int me, int kind, uint32_t idx, uint32_t old, uint32_t v)
 {
     npk_reg_watch(e->c, me, kind, idx, old, v, e->m->idx, e->ctx, e->pc);
 }
 
-/* LM_ADDR_n of a context, or the ME-wide copy when CTX_ENABLES[LM_ADDR_n_GLOBAL]
- * (bits 16/17) is set (HRM p.173) */
-static inline uint32_t *lm_reg(npk_me *m, int ctx, int which)
+/* ---- operands: the slow kinds ------------------------------------------------
+ * LM_ADDR reaches 1K longwords (the index wraps at 1024); only the first lm_words
+ * (640 on the IXP2800) hold RAM, the rest are addressable but not populated
+ * (HRM p.40): reading them gives 0, writing does nothing, and both are counted as
+ * NPK_FAULT_LOCAL_MEMORY. */
+
+static inline uint32_t lm_index(npk_exec *e, int which, uint32_t off)
 {
-    return (m->ctx_enables & (1u << (16 + which))) ? &m->lm_global[which] : &m->ctx[ctx].lm_addr[which];
+    return ((*npk_lm_reg(e->m, e->ctx, which) >> 2) | off) & 0x3FF;
 }
 
-static uint32_t restricted_to_u(uint32_t num, uint32_t msb, int is_dest)
+__attribute__((cold)) static void lm_fault(npk_exec *e, uint32_t idx)
 {
-    if (is_dest && num == 0x20)
-        return OP_NONE;
-    if (num & 0x20)
-        return 0x300u | (((msb << 7) | ((num & 0xC0) >> 1) | (num & 0x1F)) & 0xFF);
-    switch (num & 0xC0) {
-    case 0x00: return num & 0x1F;
-    case 0x80: return 0x180u | (num & 0x1F);
-    case 0xC0: return 0x1C0u | (num & 0x1F);
-    default: break;
-    }
-    uint32_t code = num & 0x1F;
-    switch (code) {
-    case 0: return 0x140;
-    case 1: return is_dest ? OP_ILLEGAL : 0x241;
-    case 2: return 0x142;
-    case 3: return 0x243;
-    case 4: return 0x144;
-    case 8: return 0x100;
-    case 10: return 0x102;
-    case 12: return 0x104;
-    default: break;
-    }
-    if (code >= 16 && code < 24)
-        return 0x200u | (code - 16);
-    if (code >= 24)
-        return 0x220u | (code - 24);
-    return OP_ILLEGAL;
+    npk_fault_at(e->c, NPK_FAULT_LOCAL_MEMORY, e->m->idx, e->ctx, e->pc, idx);
 }
 
-/* PC of the instruction being executed (me_exec advanced the context's PC
- * before executing it; nothing changes it before its memory operands) */
-static inline uint32_t cur_pc(const exec_ctx *e)
-{
-    return e->x->pc - 1;
-}
-
-/* LM_ADDR reaches 1K longwords (the index wraps at 1024); only the first
- * lm_words (640 on the IXP2800) hold RAM, the rest are addressable but not
- * populated (HRM p.40): reading them gives 0, writing does nothing, and both
- * are counted as NPK_FAULT_LM. */
-static inline uint32_t lm_index(exec_ctx *e, int which, uint32_t off)
-{
-    return ((*lm_reg(e->m, e->ctx, which) >> 2) | off) & 0x3FF;
-}
-
-__attribute__((cold)) static void lm_fault(exec_ctx *e, uint32_t idx)
-{
-    npk_fault_at(e->c, NPK_FAULT_LM, e->m->idx, e->ctx, cur_pc(e), idx);
-}
-
-static inline uint32_t lm_read(exec_ctx *e, uint32_t idx)
+static inline uint32_t lm_read(npk_exec *e, uint32_t idx)
 {
     if (idx < e->c->cfg.lm_words) return e->m->lm[idx];
     lm_fault(e, idx);
     return 0;
 }
 
-static inline void lm_write(exec_ctx *e, uint32_t idx, uint32_t v)
+static inline void lm_write(npk_exec *e, uint32_t idx, uint32_t v)
 {
     uint32_t old = lm_read(e, idx);
     if (idx < e->c->cfg.lm_words)
@@ -111,52 +52,54 @@ static inline void lm_write(exec_ctx *e, uint32_t idx, uint32_t v)
         watch_wr(e, e->m->idx, NPK_REG_LM, idx, old, v);
 }
 
-static uint32_t rd_op_slow(exec_ctx *e, uint32_t num, int bank)
+/* an index register's post-increment, applied when the instruction retires (the last
+ * operand that names it wins) */
+static inline void index_step(npk_exec *e, const npk_opnd *o)
 {
-    npk_me *m = e->m;
-    if ((num & 0x380) == 0x080)
-        return m->gpr[bank][num & 0x7F];
-    switch (num) {
-    case 0x100: case 0x102: case 0x104: {
-        uint32_t v = m->xfer[XK_DIN][(m->t_index >> 2) & 127];
-        if (num != 0x100) e->t_delta = num == 0x102 ? 4 : -4;
-        return v;
-    }
-    case 0x140: case 0x142: case 0x144: {
-        uint32_t v = m->xfer[XK_SIN][(m->t_index >> 2) & 127];
-        if (num != 0x140) e->t_delta = num == 0x142 ? 4 : -4;
-        return v;
-    }
-    case 0x210: case 0x211: case 0x230: case 0x231: {
-        int w = num >= 0x230;
-        uint32_t v = lm_read(e, lm_index(e, w, 0));
-        e->lm_delta[w] = (num & 1) ? -4 : 4;
-        return v;
-    }
-    case 0x241: case 0x243: {
-        uint32_t v = m->nn[m->nn_get & 127];
-        if (num == 0x243) e->nnget_delta = 1;
-        return v;
-    }
+    if (!o->step) return;
+    switch (o->via) {
+    case NPK_OPVIA_T_INDEX: e->t_delta = 4 * o->step; e->side |= SIDE_T; break;
+    case NPK_OPVIA_LM_ADDR0: e->lm_delta[0] = 4 * o->step; e->side |= SIDE_LM0; break;
+    case NPK_OPVIA_LM_ADDR1: e->lm_delta[1] = 4 * o->step; e->side |= SIDE_LM1; break;
     default: break;
     }
-    if ((num & 0x3E0) == 0x180)
-        return m->xfer[XK_SIN][(relbase(m, e->ctx) + (num & 0x1F)) & 127];
-    if ((num & 0x3E0) == 0x1C0)
-        return m->xfer[XK_DIN][(relbase(m, e->ctx) + (num & 0x1F)) & 127];
-    if ((num & 0x3F0) == 0x200)
-        return lm_read(e, lm_index(e, 0, num & 0xF));
-    if ((num & 0x3F0) == 0x220)
-        return lm_read(e, lm_index(e, 1, num & 0xF));
-    if ((num & 0x3E0) == 0x280)
-        return m->nn[(relbase(m, e->ctx) + (num & 0x1F)) & 127];
-    e->illegal = 1;
-    return 0;
 }
 
-static inline npk_me *next_me(npk_chip *c, npk_me *m)
+static inline int lm_which(const npk_opnd *o)
 {
-    return (uint32_t)(m->idx + 1) < c->cfg.num_me ? &c->me[m->idx + 1] : NULL;
+    return o->via == NPK_OPVIA_LM_ADDR1;
+}
+
+uint32_t npk_rd_slow(npk_exec *e, const npk_opnd *o)
+{
+    npk_me *m = e->m;
+    uint32_t rel = (e->base + o->num) & 127;
+    switch (o->kind) {
+    case NPK_OPK_GPR: return m->gpr[o->bank][rel];
+    case NPK_OPK_ABS: return m->gpr[o->bank][o->num & 127];
+    case NPK_OPK_IMM: case NPK_OPK_NONE: return o->num;   /* a destination read: its constant */
+    case NPK_OPK_XFER: return m->xfer[XK_SIN][rel];
+    case NPK_OPK_DXFER: return m->xfer[XK_DIN][rel];
+    case NPK_OPK_NN: return m->nn[rel];
+    case NPK_OPK_INDEX: {
+        uint32_t v;
+        switch (o->file) {
+        case NPK_OPFILE_XFER: v = m->xfer[XK_SIN][(m->t_index >> 2) & 127]; break;
+        case NPK_OPFILE_DXFER: v = m->xfer[XK_DIN][(m->t_index >> 2) & 127]; break;
+        case NPK_OPFILE_LM: v = lm_read(e, lm_index(e, lm_which(o), o->offset ? o->num : 0)); break;
+        case NPK_OPFILE_NN:
+            v = m->nn[m->nn_get & 127];
+            if (o->step) e->side |= SIDE_NNGET;
+            return v;
+        default: e->illegal = 1; return 0;
+        }
+        index_step(e, o);
+        return v;
+    }
+    default:
+        e->illegal = 1;
+        return 0;
+    }
 }
 
 /* where n$ / *n$index++ destinations go: the next ME, or this ME when
@@ -164,10 +107,10 @@ static inline npk_me *next_me(npk_chip *c, npk_me *m)
 #define CE_NN_MODE (1u << 20)
 static inline npk_me *nn_target(npk_chip *c, npk_me *m)
 {
-    return (m->ctx_enables & CE_NN_MODE) ? m : next_me(c, m);
+    return (m->ctx_enables & CE_NN_MODE) ? m : npk_next_me(c, m);
 }
 
-static void wr_xfer(exec_ctx *e, int kind, uint32_t idx, uint32_t v)
+static void wr_xfer(npk_exec *e, int kind, uint32_t idx, uint32_t v)
 {
     uint32_t old = e->m->xfer[kind][idx & 127];
     e->m->xfer[kind][idx & 127] = v;
@@ -175,128 +118,68 @@ static void wr_xfer(exec_ctx *e, int kind, uint32_t idx, uint32_t v)
         watch_wr(e, e->m->idx, NPK_REG_SXFER_IN + kind, idx & 127, old, v);
 }
 
-static void wr_op_slow(exec_ctx *e, uint32_t num, int bank, uint32_t v)
+static void wr_nn(npk_exec *e, npk_me *n, uint32_t slot, uint32_t v)
+{
+    uint32_t old = n->nn[slot];
+    n->nn[slot] = v;
+    if (e->c->nwp_reg) watch_wr(e, n->idx, NPK_REG_NN, slot, old, v);
+}
+
+void npk_wr_slow(npk_exec *e, const npk_opnd *o, uint32_t v)
 {
     npk_me *m = e->m;
     npk_chip *c = e->c;
-    if (num >= 0x300 && num < 0x400)
-        return;  /* "--" */
-    if ((num & 0x380) == 0x080) {
-        uint32_t old = m->gpr[bank][num & 0x7F];
-        m->gpr[bank][num & 0x7F] = v;
-        if (c->nwp_reg) watch_wr(e, m->idx, bank, num & 0x7F, old, v);
+    uint32_t rel = (e->base + o->num) & 127;
+    switch (o->kind) {
+    case NPK_OPK_NONE: return;  /* "--" */
+    case NPK_OPK_GPR: case NPK_OPK_ABS: {
+        uint32_t i = o->kind == NPK_OPK_GPR ? rel : (uint32_t)(o->num & 127), old = m->gpr[o->bank][i];
+        m->gpr[o->bank][i] = v;
+        if (c->nwp_reg) watch_wr(e, m->idx, o->bank, i, old, v);
         return;
     }
-    switch (num) {
-    case 0x100: case 0x102: case 0x104:
-        wr_xfer(e, XK_DOUT, m->t_index >> 2, v);
-        if (num != 0x100) e->t_delta = num == 0x102 ? 4 : -4;
-        return;
-    case 0x140: case 0x142: case 0x144:
-        wr_xfer(e, XK_SOUT, m->t_index >> 2, v);
-        if (num != 0x140) e->t_delta = num == 0x142 ? 4 : -4;
-        return;
-    case 0x210: case 0x211: case 0x230: case 0x231: {
-        int w = num >= 0x230;
-        lm_write(e, lm_index(e, w, 0), v);
-        e->lm_delta[w] = (num & 1) ? -4 : 4;
-        return;
-    }
-    case 0x243: {  /* NN ring put into the next ME (or this one in NN_MODE) */
+    case NPK_OPK_XFER: wr_xfer(e, XK_SOUT, rel, v); return;
+    case NPK_OPK_DXFER: wr_xfer(e, XK_DOUT, rel, v); return;
+    case NPK_OPK_NN: {
         npk_me *n = nn_target(c, m);
-        if (n) {
-            uint32_t slot = n->nn_put & 127, old = n->nn[slot];
-            n->nn[slot] = v;
-            n->nn_put = (n->nn_put + 1) & 127;
-            if (c->nwp_reg) watch_wr(e, n->idx, NPK_REG_NN, slot, old, v);
+        if (n) wr_nn(e, n, rel, v);
+        return;
+    }
+    case NPK_OPK_INDEX:
+        switch (o->file) {
+        case NPK_OPFILE_XFER: wr_xfer(e, XK_SOUT, m->t_index >> 2, v); break;
+        case NPK_OPFILE_DXFER: wr_xfer(e, XK_DOUT, m->t_index >> 2, v); break;
+        case NPK_OPFILE_LM: lm_write(e, lm_index(e, lm_which(o), o->offset ? o->num : 0), v); break;
+        case NPK_OPFILE_NN: {  /* NN ring put into the next ME (or this one in NN_MODE) */
+            npk_me *n = nn_target(c, m);
+            if (n) {
+                wr_nn(e, n, n->nn_put & 127, v);
+                n->nn_put = (n->nn_put + 1) & 127;
+            }
+            return;
         }
-        return;
-    }
-    default: break;
-    }
-    if ((num & 0x3E0) == 0x180) { wr_xfer(e, XK_SOUT, relbase(m, e->ctx) + (num & 0x1F), v); return; }
-    if ((num & 0x3E0) == 0x1C0) { wr_xfer(e, XK_DOUT, relbase(m, e->ctx) + (num & 0x1F), v); return; }
-    if ((num & 0x3F0) == 0x200) { lm_write(e, lm_index(e, 0, num & 0xF), v); return; }
-    if ((num & 0x3F0) == 0x220) { lm_write(e, lm_index(e, 1, num & 0xF), v); return; }
-    if ((num & 0x3E0) == 0x280) {
-        npk_me *n = nn_target(c, m);
-        if (n) {
-            uint32_t i = (relbase(m, e->ctx) + (num & 0x1F)) & 127;
-            uint32_t old = n->nn[i];
-            n->nn[i] = v;
-            if (c->nwp_reg) watch_wr(e, n->idx, NPK_REG_NN, i, old, v);
+        default: e->illegal = 1; return;
         }
+        index_step(e, o);
+        return;
+    default:
+        e->illegal = 1;
         return;
     }
-    e->illegal = 1;
-}
-
-static inline __attribute__((always_inline)) uint32_t rd_op(exec_ctx *e, uint32_t num, int bank)
-{
-    if (num < 0x20)
-        return e->m->gpr[bank][(e->base + num) & 127];
-    if ((num & 0x700) == 0x300)
-        return num & 0xFF;
-    return rd_op_slow(e, num, bank);
-}
-
-static inline __attribute__((always_inline)) void wr_op(exec_ctx *e, uint32_t num, int bank, uint32_t v)
-{
-    if (num < 0x20 && !e->c->nwp_reg) {
-        e->m->gpr[bank][(e->base + num) & 127] = v;
-        return;
-    }
-    if (num < 0x20) {
-        uint32_t i = (e->base + num) & 127, old = e->m->gpr[bank][i];
-        e->m->gpr[bank][i] = v;
-        watch_wr(e, e->m->idx, bank, i, old, v);
-        return;
-    }
-    wr_op_slow(e, num, bank, v);
-}
-
-/* ---- condition codes ------------------------------------------------------ */
-
-static inline uint8_t cc_logic(uint32_t r)
-{
-    return (uint8_t)((r == 0 ? F_Z : 0) | ((r >> 31) ? F_N : 0));
-}
-
-static inline uint8_t cc_add(uint32_t a, uint32_t b, uint32_t cin, uint32_t *r)
-{
-    uint64_t s = (uint64_t)a + b + cin;
-    uint32_t v = (uint32_t)s;
-    *r = v;
-    uint8_t f = cc_logic(v);
-    if (s >> 32) f |= F_C;
-    if (((a ^ v) & (b ^ v)) >> 31) f |= F_V;
-    return f;
-}
-
-/* subtraction a - b - borrow; C = no borrow (ARM convention: bcs/bhs = a >= b) */
-static inline uint8_t cc_sub(uint32_t a, uint32_t b, uint32_t borrow, uint32_t *r)
-{
-    uint64_t d = (uint64_t)a - b - borrow;
-    uint32_t v = (uint32_t)d;
-    *r = v;
-    uint8_t f = cc_logic(v);
-    if (!(d >> 63)) f |= F_C;
-    if (((a ^ b) & (a ^ v)) >> 31) f |= F_V;
-    return f;
 }
 
 /* ---- shifts --------------------------------------------------------------- */
 
 static inline uint32_t rotr(uint32_t v, uint32_t n) { n &= 31; return n ? (v >> n) | (v << (32 - n)) : v; }
 
-/* shift of the B operand as encoded in alu_shf / ld_field (see mev2.yaml) */
-static uint32_t shift_b(npk_me *m, uint32_t b, uint32_t type, uint32_t amt)
+/* shift of the B operand as encoded in alu_shf / ld_field (mev2.yaml shift_type) */
+static inline uint32_t shift_b(uint32_t alu_out, uint32_t b, uint32_t type, uint32_t amt)
 {
-    uint32_t ind = m->alu_out & 31;
+    uint32_t ind = alu_out & 31;
     switch (type) {
-    case 0: return rotr(b, amt);                         /* rotate right by amt (= <<rot 32-amt) */
-    case 1: { uint32_t n = amt ? amt : ind; return b >> n; }
-    case 2: { uint32_t n = amt ? (32 - amt) & 31 : ind; return b << n; }
+    case NPK_SHIFT_TYPE_ROT_LEFT: return rotr(b, amt);  /* rotate right by amt (= <<rot 32-amt) */
+    case NPK_SHIFT_TYPE_RIGHT: { uint32_t n = amt ? amt : ind; return b >> n; }
+    case NPK_SHIFT_TYPE_LEFT: { uint32_t n = amt ? (32 - amt) & 31 : ind; return b << n; }
     default: return b;
     }
 }
@@ -313,6 +196,8 @@ void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state)
     else if (x->state == NPK_CTX_READY) m->st.ctx_ready_cycles[ctx] += d;
     x->state = (uint8_t)state;
     x->state_since = c->now;
+    if (state == NPK_CTX_READY) m->ready |= 1u << ctx;
+    else m->ready &= ~(1u << ctx);
     npk_hist(c, NPK_EV_STATE, m->idx, ctx, 0, (uint32_t)state, x->pc);
 }
 
@@ -349,26 +234,26 @@ void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask)
 void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t)
 {
     int start = m->cur < 0 ? (int)(m->ctx_arb_cntl & 7) : m->cur;
-    for (int k = 1; k <= NPK_NCTX; k++) {
-        int i = (start + k) & (NPK_NCTX - 1);
-        if (m->ctx_mode == 4 && (i & 1)) continue;
-        if (m->ctx[i].state == NPK_CTX_READY) {
-            int was_idle = m->cur < 0;
-            if (was_idle && m->idle_since != NPK_NEVER) {
-                m->st.idle_cycles += t - m->idle_since;
-                m->idle_since = NPK_NEVER;
-            }
-            m->ctx_arb_cntl = (m->ctx_arb_cntl & ~0x77u) | (uint32_t)i | ((uint32_t)(m->cur < 0 ? i : m->cur) << 4);
-            m->cur = i;
-            npk_ctx_set_state(c, m, i, NPK_CTX_RUNNING);
-            m->next = t + c->cfg.ctx_swap_cost;
-            m->st.stalled_cycles += c->cfg.ctx_swap_cost;
-            m->st.ctx_swaps++;
-            return;
+    uint32_t ready = m->ready & (m->ctx_mode == 4 ? 0x55u : 0xFFu);
+    if (ready) {
+        /* the first ready context after `start`, round robin (start itself last) */
+        uint32_t s = (uint32_t)(start + 1) & (NPK_NCTX - 1);
+        uint32_t rot = ((ready >> s) | (ready << (NPK_NCTX - s))) & 0xFFu;
+        int i = (int)(s + (uint32_t)__builtin_ctz(rot)) & (NPK_NCTX - 1);
+        if (m->cur < 0 && m->idle_since != NPK_NEVER) {
+            m->st.idle_cycles += t - m->idle_since;
+            m->idle_since = NPK_NEVER;
         }
+        m->ctx_arb_cntl = (m->ctx_arb_cntl & ~0x77u) | (uint32_t)i | ((uint32_t)(m->cur < 0 ? i : m->cur) << 4);
+        m->cur = i;
+        npk_ctx_set_state(c, m, i, NPK_CTX_RUNNING);
+        npk_me_set_next(c, m, t + c->cfg.ctx_swap_cost);
+        m->st.stalled_cycles += c->cfg.ctx_swap_cost;
+        m->st.ctx_swaps++;
+        return;
     }
     m->cur = -1;
-    m->next = NPK_NEVER;
+    npk_me_set_next(c, m, NPK_NEVER);
     if (m->idle_since == NPK_NEVER)
         m->idle_since = t;
 }
@@ -391,7 +276,7 @@ void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t
     if (m->cur >= 0 && m->idle_since == NPK_NEVER)
         m->idle_since = c->now;
     m->cur = -1;
-    m->next = NPK_NEVER;
+    npk_me_set_next(c, m, NPK_NEVER);
 }
 
 /* put the running context to sleep (or yield) and pick the next one */
@@ -415,450 +300,9 @@ static void ctx_swap_out(npk_chip *c, npk_me *m, int ctx, uint64_t t)
     npk_me_pick(c, m, t);
 }
 
-/* ---- local CSRs ----------------------------------------------------------- */
+/* ---- instruction semantics ---------------------------------------------------- */
 
-static inline int csr_ctx(npk_me *m, int active_ctx, int indirect)
-{
-    return indirect ? (int)(m->csr_ctx_ptr & 7) : active_ctx;
-}
-
-uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr)
-{
-    if (ctx < 0) ctx = 0;
-    npk_ctx *x;
-    switch (addr) {
-    case NPK_LCSR_USTORE_ADDRESS: return m->ustore_addr;
-    case NPK_LCSR_USTORE_DATA_LOWER: return (uint32_t)m->ustore[m->ustore_addr % c->cfg.ustore_words];
-    case NPK_LCSR_USTORE_DATA_UPPER: return (uint32_t)(m->ustore[m->ustore_addr % c->cfg.ustore_words] >> 32);
-    case NPK_LCSR_ALU_OUT: return m->alu_out;
-    case NPK_LCSR_CTX_ARB_CNTL: return m->ctx_arb_cntl;
-    case NPK_LCSR_CTX_ENABLES: return m->ctx_enables | (m->ctx_mode == 4 ? 0x80000000u : 0);
-    case NPK_LCSR_CC_ENABLE: return m->cc_enable;
-    case NPK_LCSR_CSR_CTX_POINTER: return m->csr_ctx_ptr;
-    case NPK_LCSR_INDIRECT_CTX_STS: case NPK_LCSR_ACTIVE_CTX_STS: {
-        int i = csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_STS);
-        x = &m->ctx[i];
-        if (addr == NPK_LCSR_ACTIVE_CTX_STS)
-            return 0x80000000u | (npk_me_hw(c, m->idx) << 3) | (uint32_t)i;  /* [7:3] ME number */
-        return (x->state == NPK_CTX_READY || x->state == NPK_CTX_RUNNING ? 0x80000000u : 0) | x->pc;
-    }
-    case NPK_LCSR_INDIRECT_CTX_SIG_EVENTS: case NPK_LCSR_ACTIVE_CTX_SIG_EVENTS:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_SIG_EVENTS)].sig;
-    case NPK_LCSR_INDIRECT_CTX_WAKEUP_EVENTS: case NPK_LCSR_ACTIVE_CTX_WAKEUP_EVENTS:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_WAKEUP_EVENTS)].wait_mask;
-    case NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT: case NPK_LCSR_ACTIVE_CTX_FUTURE_COUNT:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT)].future_count;
-    case NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL: case NPK_LCSR_ACTIVE_FUTURE_COUNT_SIGNAL:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL)].future_sig;
-    case NPK_LCSR_INDIRECT_LM_ADDR_0: case NPK_LCSR_ACTIVE_LM_ADDR_0:
-        return *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0), 0);
-    case NPK_LCSR_INDIRECT_LM_ADDR_1: case NPK_LCSR_ACTIVE_LM_ADDR_1:
-        return *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1), 1);
-    case NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_0_BYTE_INDEX:
-        return *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX), 0) | (m->byte_index & 3);
-    case NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_1_BYTE_INDEX:
-        return *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX), 1) | (m->byte_index & 3);
-    case NPK_LCSR_BYTE_INDEX: return m->byte_index;
-    case NPK_LCSR_T_INDEX: return m->t_index;
-    case NPK_LCSR_T_INDEX_BYTE_INDEX: return m->t_index | (m->byte_index & 3);
-    case NPK_LCSR_NN_PUT: return m->nn_put;
-    case NPK_LCSR_NN_GET: return m->nn_get;
-    case NPK_LCSR_TIMESTAMP_LOW: return (uint32_t)((c->now >> c->cfg.timestamp_shift) + m->ts_offset);
-    case NPK_LCSR_TIMESTAMP_HIGH: return (uint32_t)(((c->now >> c->cfg.timestamp_shift) + m->ts_offset) >> 32);
-    case NPK_LCSR_CRC_REMAINDER: return m->crc_rem;
-    case NPK_LCSR_PROFILE_COUNT: return (uint32_t)(c->now & 0xFFFF);
-    case NPK_LCSR_PSEUDO_RANDOM_NUMBER: return (uint32_t)npk_prng_next(&m->prng);
-    default: return 0;
-    }
-}
-
-static void signal_encoded(npk_chip *c, npk_me *target, uint32_t v, int from_ctx)
-{
-    /* [2:0] context, [6:3] signal number, [7] = signal the context after
-     * the writer's own (SAME_ME_SIGNAL) */
-    if (!target) return;
-    int ctx = (int)(v & 7);
-    if (v & 0x80) ctx = (from_ctx + 1) & 7;
-    uint32_t s = (v >> 3) & 0xF;
-    if (s && (uint32_t)ctx < c->cfg.ctx_per_me)
-        npk_ctx_signal(c, target, ctx, (uint16_t)(1u << s));
-}
-
-static void schedule_future(npk_chip *c, npk_me *m, int ctx)
-{
-    npk_ctx *x = &m->ctx[ctx];
-    if (!x->future_sig) return;
-    uint64_t ts = (c->now >> c->cfg.timestamp_shift) + m->ts_offset;
-    uint32_t delta = x->future_count - (uint32_t)ts;
-    npk_event *e = npk_ev_alloc(c);
-    if (!e) return;
-    e->kind = EVK_SIGNAL;
-    e->me = (uint8_t)m->idx;
-    e->ctx = (uint8_t)ctx;
-    e->sigmask = (uint16_t)(1u << (x->future_sig & 0xF));
-    e->cycle = c->now + ((uint64_t)(delta ? delta : 1) << c->cfg.timestamp_shift);
-    npk_ev_push(c, e);
-}
-
-void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
-{
-    if (ctx < 0) ctx = 0;
-    switch (addr) {
-    case NPK_LCSR_USTORE_ADDRESS: m->ustore_addr = v & 0x1FFF; break;
-    case NPK_LCSR_USTORE_DATA_LOWER: m->ustore_lo = v; break;
-    case NPK_LCSR_USTORE_DATA_UPPER:
-        m->ustore[m->ustore_addr % c->cfg.ustore_words] = (((uint64_t)(v & 0xFF)) << 32) | m->ustore_lo;
-        npk_me_predecode(c, m, m->ustore_addr % c->cfg.ustore_words);
-        m->ustore_addr = (m->ustore_addr + 1) & 0x1FFF;
-        break;
-    case NPK_LCSR_CTX_ARB_CNTL: m->ctx_arb_cntl = v; break;
-    case NPK_LCSR_CTX_ENABLES: {
-        uint32_t old = m->ctx_enables;
-        m->ctx_enables = v & 0x7FFFFFFFu;  /* [31] in-use contexts follows the loaded ctx_mode */
-        for (uint32_t i = 0; i < c->cfg.ctx_per_me; i++) {
-            uint32_t bit = 1u << (8 + i);
-            if ((v & bit) && !(old & bit) && m->ctx[i].state == NPK_CTX_INACTIVE && m->status == NPK_ME_RUNNING) {
-                npk_ctx_set_state(c, m, (int)i, NPK_CTX_READY);
-                if (m->cur < 0) npk_me_pick(c, m, c->now);
-            } else if (!(v & bit) && (old & bit) && (int)i != m->cur) {
-                npk_ctx_set_state(c, m, (int)i, NPK_CTX_INACTIVE);
-            }
-        }
-        break;
-    }
-    case NPK_LCSR_CC_ENABLE: m->cc_enable = v; break;
-    case NPK_LCSR_CSR_CTX_POINTER: m->csr_ctx_ptr = v & 7; break;
-    case NPK_LCSR_INDIRECT_CTX_STS: m->ctx[m->csr_ctx_ptr & 7].pc = v % c->cfg.ustore_words; break;
-    case NPK_LCSR_INDIRECT_CTX_SIG_EVENTS: case NPK_LCSR_ACTIVE_CTX_SIG_EVENTS: {
-        int i = csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_SIG_EVENTS);
-        m->ctx[i].sig = (uint16_t)(v & 0xFFFE);
-        break;
-    }
-    case NPK_LCSR_INDIRECT_CTX_WAKEUP_EVENTS: case NPK_LCSR_ACTIVE_CTX_WAKEUP_EVENTS:
-        m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_WAKEUP_EVENTS)].wait_mask = (uint16_t)(v & 0xFFFE);
-        break;
-    case NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT: case NPK_LCSR_ACTIVE_CTX_FUTURE_COUNT: {
-        int i = csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT);
-        m->ctx[i].future_count = v;
-        schedule_future(c, m, i);
-        break;
-    }
-    case NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL: case NPK_LCSR_ACTIVE_FUTURE_COUNT_SIGNAL:
-        m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL)].future_sig = v & 0xF;
-        break;
-    case NPK_LCSR_INDIRECT_LM_ADDR_0: case NPK_LCSR_ACTIVE_LM_ADDR_0:
-        *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0), 0) = v & 0xFFC;
-        break;
-    case NPK_LCSR_INDIRECT_LM_ADDR_1: case NPK_LCSR_ACTIVE_LM_ADDR_1:
-        *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1), 1) = v & 0xFFC;
-        break;
-    case NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_0_BYTE_INDEX:
-        *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX), 0) = v & 0xFFC;
-        m->byte_index = v & 3;
-        break;
-    case NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_1_BYTE_INDEX:
-        *lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX), 1) = v & 0xFFC;
-        m->byte_index = v & 3;
-        break;
-    case NPK_LCSR_BYTE_INDEX: m->byte_index = v & 3; break;
-    case NPK_LCSR_T_INDEX: m->t_index = v & 0x1FC; break;
-    case NPK_LCSR_T_INDEX_BYTE_INDEX: m->t_index = v & 0x1FC; m->byte_index = v & 3; break;
-    case NPK_LCSR_NN_PUT: m->nn_put = v & 127; break;
-    case NPK_LCSR_NN_GET: m->nn_get = v & 127; break;
-    case NPK_LCSR_TIMESTAMP_LOW: case NPK_LCSR_TIMESTAMP_HIGH: {
-        uint64_t cur = (c->now >> c->cfg.timestamp_shift) + m->ts_offset;
-        uint64_t want = addr == NPK_LCSR_TIMESTAMP_LOW ? ((cur & ~0xFFFFFFFFull) | v)
-                                                       : ((cur & 0xFFFFFFFFull) | ((uint64_t)v << 32));
-        m->ts_offset = want - (c->now >> c->cfg.timestamp_shift);
-        break;
-    }
-    case NPK_LCSR_NEXT_NEIGHBOR_SIGNAL: signal_encoded(c, next_me(c, m), v, ctx); break;
-    case NPK_LCSR_PREV_NEIGHBOR_SIGNAL: signal_encoded(c, m->idx > 0 ? &c->me[m->idx - 1] : NULL, v, ctx); break;
-    case NPK_LCSR_SAME_ME_SIGNAL: signal_encoded(c, m, v, ctx); break;
-    case NPK_LCSR_CRC_REMAINDER: m->crc_rem = v; break;
-    case NPK_LCSR_PSEUDO_RANDOM_NUMBER: m->prng = v ? v : 1; break;
-    default: break;
-    }
-}
-
-void npk_me_apply_csrs(npk_chip *c, npk_me *m)
-{
-    uint64_t nmin = NPK_NEVER;
-    int k = 0;
-    for (int i = 0; i < m->npend; i++) {
-        npk_pending_csr p = m->pend[i];
-        if (p.at <= c->now) {
-            npk_lcsr_write(c, m, p.ctx, p.addr, p.value);
-        } else {
-            if (p.at < nmin) nmin = p.at;
-            m->pend[k++] = p;
-        }
-    }
-    m->npend = k;
-    m->pend_min = nmin;
-}
-
-/* ---- memory / unit commands ------------------------------------------------ */
-
-static int unit_channel(npk_chip *c, int unit, uint32_t addr)
-{
-    uint32_t n = c->cfg.sram.channels;
-    switch (unit) {
-    case NPK_UNIT_SRAM: return (int)((addr >> 30) % (n ? n : 1));
-    case NPK_UNIT_DRAM: {
-        uint32_t ch = c->cfg.dram.channels ? c->cfg.dram.channels : 1;
-        uint32_t il = c->cfg.dram_interleave ? c->cfg.dram_interleave : 128;
-        return (int)((addr / il) % ch);
-    }
-    default: return 0;
-    }
-}
-
-static void xfer_target(npk_me *m, int ctx, uint32_t field, int default_dram, int *kind, uint32_t *idx)
-{
-    int dram = default_dram;
-    if (m->ctx_mode == 8 && (field & 0x10)) {
-        dram = !dram;
-        field &= 0xF;
-    }
-    *kind = dram ? XK_DIN : XK_SIN;
-    *idx = (relbase(m, ctx) + field) & 127;
-}
-
-/* does this command move data out of the ME (pull) and/or into it (push)? */
-static void cmd_dirs(int unit, uint32_t cmd, uint32_t sub, int *pull, int *push)
-{
-    *pull = 0;
-    *push = 0;
-    switch (unit) {
-    case NPK_UNIT_SRAM:
-        switch (cmd) {
-        case 0: *push = 1; break;
-        case 1: *pull = 1; break;
-        case 2: *pull = 1; *push = 1; break;
-        case 3: case 4: case 5: case 6: *pull = 1; *push = (sub & 1); break;
-        case 7: case 8: *push = (sub & 1); break;
-        case 9: if (sub & 1) *push = 1; else *pull = 1; break;
-        case 10: *pull = !(sub & 1); break;
-        case 11: *push = 1; break;
-        case 13: if (sub & 1) *push = 1; else *pull = 1; break;
-        case 15: *push = 1; break;
-        default: break;
-        }
-        break;
-    case NPK_UNIT_SCRATCH:
-        switch (cmd) {
-        case 0: *push = 1; break;
-        case 1: *pull = 1; break;
-        case 2: *pull = 1; *push = 1; break;
-        case 3: case 4: case 5: case 6: *pull = 1; *push = (sub & 1); break;
-        case 7: case 8: *push = (sub & 1); break;
-        case 9: *push = 1; break;
-        case 10: *pull = 1; break;
-        default: break;
-        }
-        break;
-    case NPK_UNIT_DRAM:
-        if (cmd == 0x8) *push = 1;
-        else if (cmd == 0x9) *pull = 1;
-        break;
-    case NPK_UNIT_MSF:
-        if (cmd == 0xC) *push = 1;
-        else if (cmd == 0xD && (sub & 1) == 0) *pull = 1;
-        break;
-    case NPK_UNIT_PCI: case NPK_UNIT_CAP:
-        if (cmd == 0x4 || cmd == 0xE || cmd == 0) *push = 1; else *pull = 1;
-        break;
-    case NPK_UNIT_HASH: *pull = 1; *push = 1; break;
-    default: break;
-    }
-}
-
-static int legal_mem_cmd(int unit, uint32_t cmd, uint32_t sub)
-{
-    switch (unit) {
-    case NPK_UNIT_SRAM:
-        if (cmd == 6 || cmd > 15) return 0;
-        if (cmd <= 1 || cmd == 9 || cmd == 10 || cmd == 13 || cmd == 14 || cmd == 15 || (cmd >= 3 && cmd <= 8) || cmd == 12)
-            return cmd == 15 ? sub != 3 : (cmd == 14 ? (sub == 0 || sub == 2) : 1);
-        if (cmd == 2 || cmd == 11) return 1;
-        return 0;
-    case NPK_UNIT_SCRATCH: return cmd <= 10;
-    case NPK_UNIT_DRAM: return cmd >= 8 && cmd <= 0xB;
-    case NPK_UNIT_MSF: return cmd == 0xC || cmd == 0xD;
-    case NPK_UNIT_PCI: return cmd == 4 || cmd == 5;
-    case NPK_UNIT_CAP: return cmd == 0xE || cmd == 0xF;
-    case NPK_UNIT_HASH: return cmd == 6 && sub <= 2;
-    default: return 0;
-    }
-}
-
-static void issue_mem(exec_ctx *e, int unit, uint64_t w)
-{
-    npk_chip *c = e->c;
-    npk_me *m = e->m;
-    uint32_t cmd = NPK_SRAM_CMD(w), sub = NPK_SRAM_SUB(w), sig = NPK_SRAM_SIG(w);
-    uint32_t mode = NPK_SRAM_SIG_MODE(w);
-    uint32_t cnt = NPK_SRAM_REF_CNT(w) + 1;
-    if (unit == NPK_UNIT_SRAM || unit == NPK_UNIT_MSF || unit == NPK_UNIT_PCI || unit == NPK_UNIT_CAP || unit == NPK_UNIT_DRAM) {
-        if (!legal_mem_cmd(unit, cmd, sub) && (sub & 2))
-            sub &= 1;  /* opt19 overlaps sub bit 1 (ignore_data_error) */
-    }
-    if (!legal_mem_cmd(unit, cmd, sub) || (sig == 0 && mode != 3)) {
-        e->illegal = 1;
-        return;
-    }
-    uint32_t a = rd_op(e, restricted_to_u(NPK_SRAM_A_SRC(w), 0, 0), 0);
-    uint32_t b = rd_op(e, restricted_to_u(NPK_SRAM_B_SRC(w), 0, 0), 1);
-    if (e->illegal) return;
-    uint32_t addr = a + b;
-    int kind;
-    uint32_t xidx;
-    int is_dram = unit == NPK_UNIT_DRAM;
-    uint32_t nwords = cnt;
-    if (unit == NPK_UNIT_HASH) {
-        cnt = NPK_SRAM_REF_CNT(w);
-        if (cnt < 1 || cnt > 3) { e->illegal = 1; return; }
-        nwords = cnt * (sub == 2 ? 4 : 2);
-    } else if (is_dram) {
-        nwords = cnt * 2;
-    }
-    xfer_target(m, e->ctx, NPK_SRAM_XFER(w), is_dram, &kind, &xidx);
-    uint32_t msf_addr = 0;
-    if (NPK_SRAM_INDIRECT_REF(w)) {
-        /* indirect_ref: fields of the previous ALU result (ALU_OUT) override the
-         * instruction (the format IXP2400/2800 receive/transmit microcode uses):
-         *   [25] override ref_count, [24:21] ref_count - 1 (quadwords for dram)
-         *   [4]  override data reference, [20:5] data reference: for
-         *        dram[rbuf_rd|tbuf_wr] the MSF buffer address (0x2000 + byte
-         *        offset in RBUF / TBUF) */
-        uint32_t ind = m->alu_out;
-        if (ind & (1u << 25)) {
-            cnt = ((ind >> 21) & 0xF) + 1;
-            nwords = is_dram ? cnt * 2 : cnt;
-            if (nwords > NPK_MAX_XFER_WORDS) nwords = NPK_MAX_XFER_WORDS;
-        }
-        if (ind & (1u << 4))
-            msf_addr = (ind >> 5) & 0xFFFF;
-    }
-    int ch = unit_channel(c, unit, addr);
-    if (npk_unit_full(c, unit, ch)) {
-        e->stall = 1;
-        return;
-    }
-    int pull, push;
-    cmd_dirs(unit, cmd, sub, &pull, &push);
-    if ((pull || push) && xidx + (nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords) > 128)
-        npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, cur_pc(e), xidx);  /* the registers wrap to 0 */
-    npk_event *ev = npk_ev_alloc(c);
-    if (!ev) { e->illegal = 1; return; }
-    ev->kind = EVK_MEM;
-    ev->unit = (uint8_t)unit;
-    ev->me = (uint8_t)m->idx;
-    ev->ctx = (uint8_t)e->ctx;
-    ev->pc = (uint16_t)cur_pc(e);
-    ev->cmd = (uint8_t)cmd;
-    ev->sub = (uint8_t)sub;
-    ev->count = (uint16_t)nwords;
-    ev->addr = addr;
-    ev->xkind = (uint8_t)kind;
-    ev->xidx = (uint16_t)xidx;
-    ev->aux = (is_dram && cmd >= 0xA) ? msf_addr : b;
-    if (unit == NPK_UNIT_SRAM && cmd == 12) ev->aux = b;   /* enqueue: buffer pointer */
-    if (unit == NPK_UNIT_SRAM && cmd == 12) ev->addr = a;  /* enqueue: queue descriptor */
-    if (unit == NPK_UNIT_MSF && cmd == 0xD && (sub & 1)) { ev->addr = a; ev->aux = b; }
-    if (unit == NPK_UNIT_CAP) ev->cmd = (uint8_t)(cmd & 1);  /* cap[read|write, $x, a, b, n]: 0 read, 1 write */
-    uint16_t sm = 0;
-    if (sig) {
-        sm = (uint16_t)(1u << sig);
-        if (is_dram && sig < 15) sm |= (uint16_t)(1u << (sig + 1));  /* DRAM signals a pair */
-    }
-    ev->sigmask = sm;
-    if (pull) {
-        int okind = kind == XK_SIN ? XK_SOUT : XK_DOUT;
-        uint32_t n = nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords;
-        if (unit != NPK_UNIT_SRAM && unit != NPK_UNIT_SCRATCH && unit != NPK_UNIT_HASH) {}
-        if ((unit == NPK_UNIT_SRAM || unit == NPK_UNIT_SCRATCH) && cmd >= 2 && cmd <= 8) n = 1;
-        for (uint32_t i = 0; i < n; i++)
-            ev->data[i] = m->xfer[okind][(xidx + i) & 127];
-    }
-    ev->chan = (uint8_t)ch;
-    uint32_t bytes = nwords * 4;
-    if ((unit == NPK_UNIT_SRAM || unit == NPK_UNIT_SCRATCH) && cmd >= 2 && cmd <= 8) bytes = 4;
-    ev->cycle = npk_unit_schedule(c, unit, ch, bytes, pull && !push);
-    npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, unit, cmd | (sub << 8) | (nwords << 16), addr);
-    npk_ev_push(c, ev);
-    if (sig && mode != 3) {
-        /* ctx_swap[s], optionally with defer[1|2] */
-        npk_ctx *x = e->x;
-        x->wait_mask = sm;
-        x->wait_any = 0;
-        x->swap_pending = 1;
-        x->swap_left = (uint8_t)mode;
-        x->swap_voluntary = 0;
-        x->swap_target = UINT32_MAX;
-    }
-}
-
-static void exec_cap_csr(exec_ctx *e, uint64_t w)
-{
-    npk_chip *c = e->c;
-    npk_me *m = e->m;
-    uint32_t cmd = NPK_CAP_CSR_CMD(w);
-    uint32_t addr = (NPK_CAP_CSR_CSR_HI(w) << 8) | NPK_CAP_CSR_CSR_LO(w);
-    uint32_t sig = NPK_CAP_CSR_SIG(w), mode = NPK_CAP_CSR_SIG_MODE(w);
-    if (!(cmd & 2) && sig == 0 && mode != 3) { e->illegal = 1; return; }
-    if (npk_unit_full(c, NPK_UNIT_CAP, 0)) {
-        e->stall = 1;
-        return;
-    }
-    npk_event *ev = npk_ev_alloc(c);
-    if (!ev) { e->illegal = 1; return; }
-    ev->kind = EVK_MEM;
-    ev->unit = NPK_UNIT_CAP;
-    ev->me = (uint8_t)m->idx;
-    ev->ctx = (uint8_t)e->ctx;
-    ev->pc = (uint16_t)cur_pc(e);
-    ev->addr = addr;
-    ev->chan = 0;
-    if (cmd & 2) {  /* fast_wr: data from the instruction or from ALU_OUT */
-        ev->cmd = 2;
-        ev->data[0] = (cmd & 1) ? NPK_CAP_CSR_FAST_DATA(w) : m->alu_out;
-        ev->count = 1;
-        ev->sigmask = 0;
-        ev->cycle = npk_unit_schedule(c, NPK_UNIT_CAP, 0, 4, 1);
-        npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, NPK_UNIT_CAP, 2 | (1u << 16), addr);
-        npk_ev_push(c, ev);
-        return;
-    }
-    int kind;
-    uint32_t xidx;
-    xfer_target(m, e->ctx, NPK_CAP_CSR_XFER(w), 0, &kind, &xidx);
-    uint32_t n = NPK_CAP_CSR_REF_CNT(w) + 1;
-    if (xidx + n > 128) npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, cur_pc(e), xidx);
-    ev->cmd = (uint8_t)(cmd & 1);
-    ev->count = (uint16_t)n;
-    ev->xkind = (uint8_t)kind;
-    ev->xidx = (uint16_t)xidx;
-    ev->sigmask = sig ? (uint16_t)(1u << sig) : 0;
-    if (cmd & 1)
-        for (uint32_t i = 0; i < n; i++)
-            ev->data[i] = m->xfer[kind == XK_SIN ? XK_SOUT : XK_DOUT][(xidx + i) & 127];
-    ev->cycle = npk_unit_schedule(c, NPK_UNIT_CAP, 0, n * 4, (int)(cmd & 1));
-    npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, NPK_UNIT_CAP, (cmd & 1) | (n << 16), addr);
-    npk_ev_push(c, ev);
-    if (sig && mode != 3) {
-        e->x->wait_mask = ev->sigmask;
-        e->x->wait_any = 0;
-        e->x->swap_pending = 1;
-        e->x->swap_left = (uint8_t)mode;
-        e->x->swap_target = UINT32_MAX;
-    }
-}
-
-/* ---- instruction classes --------------------------------------------------- */
-
-static int branch_to(exec_ctx *e, uint32_t target, uint32_t defer)
+static int branch_to(npk_exec *e, uint32_t target, uint32_t defer)
 {
     npk_ctx *x = e->x;
     npk_chip *c = e->c;
@@ -874,269 +318,176 @@ static int branch_to(exec_ctx *e, uint32_t target, uint32_t defer)
     return (int)(pen > defer ? pen - defer : 0);
 }
 
-static int input_state(exec_ctx *e, uint32_t n)
+static int input_state(npk_exec *e, uint32_t n)
 {
     npk_chip *c = e->c;
     npk_me *m = e->m;
-    if (n == 0) return m->nn_put == m->nn_get;              /* NN_EMPTY: own ring */
-    if (n == 1) {                                            /* NN_FULL: the ring we write */
+    if (n == NPK_INPUT_STATE_NN_EMPTY) return m->nn_put == m->nn_get;   /* own ring */
+    if (n == NPK_INPUT_STATE_NN_FULL) {                                /* the ring we write */
         npk_me *nx = nn_target(c, m);
         if (!nx) return 0;
         return ((nx->nn_put - nx->nn_get) & 127) >= c->cfg.nn_full_threshold;
     }
-    if (n >= 2 && n <= 13) return npk_scr_ring_full(c, (int)n - 2);
+    if (n >= NPK_INPUT_STATE_SCR_RING0_STATUS && n <= NPK_INPUT_STATE_SCR_RING11_STATUS)
+        return npk_scr_ring_full(c, (int)(n - NPK_INPUT_STATE_SCR_RING0_STATUS));
     return 0;  /* FCI_NOT_EMPTY / FCI_FULL: no flow-control interface modelled */
 }
 
-static void set_alu(exec_ctx *e, uint32_t a, uint32_t b, uint32_t r)
+static void exec_alu(npk_exec *e, const npk_uop *u)
 {
-    e->m->prev_a = a;
-    e->m->prev_b = b;
-    e->m->alu_out = r;
-}
-
-static int exec_alu(exec_ctx *e, uint64_t w)
-{
-    npk_me *m = e->m;
-    npk_ctx *x = e->x;
-    uint32_t op = NPK_ALU_OP(w);
-    uint32_t an = NPK_ALU_A_SRC(w), bn = NPK_ALU_B_SRC(w);
-    int bank = (int)NPK_ALU_DEST_BANK(w);
-    uint32_t dn = NPK_ALU_DEST(w);
-    uint32_t a, b, r = 0;
-    uint8_t f;
-    switch (op) {
-    case NPK_ALU_OP_CAM_CLEAR:
-        npk_cam_reset(m);
-        return 0;
-    case NPK_ALU_OP_CAM_WRITE: case NPK_ALU_OP_CAM_WRITE_STATE: {
-        uint32_t entry = rd_op(e, bn, 1) & 15;
-        if (entry >= e->c->cfg.cam_entries) entry %= e->c->cfg.cam_entries;
-        if (op == NPK_ALU_OP_CAM_WRITE) {
-            m->cam_tag[entry] = rd_op(e, an, 0);
-            m->cam_valid[entry] = 1;
-            npk_cam_touch(m, (int)entry);
-        }
-        m->cam_state[entry] = (uint8_t)(dn & 0xF);
-        return 0;
-    }
-    case NPK_ALU_OP_CRC: {
-        uint32_t ct = NPK_ALU_CRC_TYPE(w), nb = NPK_ALU_CRC_BYTES(w);
-        if (ct == 1 || ct == 3 || nb == 7) { e->illegal = 1; return 0; }
-        uint32_t src = rd_op(e, an, 0);
-        r = npk_crc(m, ct, src, nb, (int)NPK_ALU_CRC_LE(w), (int)NPK_ALU_CRC_BIT_SWAP(w));
-        wr_op(e, dn, bank, src);
-        set_alu(e, src, 0, src);
-        return 0;
-    }
+    switch (u->op) {
+#define OWN(NAME, CODE) case CODE: npk_alu_##NAME(e, u); return;
+    NPK_ALU_OWN_OPS(OWN)
+#undef OWN
     default: break;
     }
-    a = rd_op(e, an, 0);
-    b = rd_op(e, bn, 1);
-    if (NPK_ALU_SWAP(w)) { uint32_t t = a; a = b; b = t; }
-    switch (op) {
-    case NPK_ALU_OP_B: r = b; f = cc_logic(r); break;
-    case NPK_ALU_OP_PLUS: f = cc_add(a, b, 0, &r); break;
-    case NPK_ALU_OP_NOTB: r = ~b; f = cc_logic(r); break;
-    case NPK_ALU_OP_PLUS16: f = cc_add(a, b & 0xFFFF, 0, &r); break;
-    case NPK_ALU_OP_PLUS8: f = cc_add(a, b & 0xFF, 0, &r); break;
-    case NPK_ALU_OP_AND: r = a & b; f = cc_logic(r); break;
-    case NPK_ALU_OP_NOTAND: r = ~a & b; f = cc_logic(r); break;
-    case NPK_ALU_OP_ANDNOT: r = a & ~b; f = cc_logic(r); break;
-    case NPK_ALU_OP_OR: r = a | b; f = cc_logic(r); break;
-    case NPK_ALU_OP_XOR: r = a ^ b; f = cc_logic(r); break;
-    case NPK_ALU_OP_MINUS: f = cc_sub(a, b, 0, &r); break;
-    case NPK_ALU_OP_BMINUSA: f = cc_sub(b, a, 0, &r); break;
-    case NPK_ALU_OP_PLUSCARRY: f = cc_add(a, b, (x->cc & F_C) ? 1 : 0, &r); break;
-    case NPK_ALU_OP_MINUSCARRY: f = cc_sub(a, b, (x->cc & F_C) ? 0 : 1, &r); break;
-    case NPK_ALU_OP_POP_COUNT1: m->popcnt = (uint32_t)__builtin_popcount(b); return 0;
-    case NPK_ALU_OP_POP_COUNT2: return 0;
-    case NPK_ALU_OP_POP_COUNT3:
-        r = (uint32_t)__builtin_popcount(b);
-        wr_op(e, dn, bank, r);
-        set_alu(e, a, b, r);
-        x->cc = cc_logic(r);
-        return 0;
-    case NPK_ALU_OP_FIND_BSET: case NPK_ALU_OP_FIND_BSET_WITH_MASK: {
-        /* result: bit number of the least significant set bit; 0x80 (and Z)
-         * when no bit is set */
-        uint32_t v = op == NPK_ALU_OP_FIND_BSET ? b : (a & b);
-        r = v ? (uint32_t)__builtin_ctz(v) : 0x80u;
-        wr_op(e, dn, bank, r);
-        set_alu(e, a, b, r);
-        x->cc = v ? 0 : F_Z;
-        return 0;
-    }
-    case NPK_ALU_OP_CAM_LOOKUP: {
-        r = npk_cam_lookup(m, a, e->c->cfg.cam_entries);
-        wr_op(e, dn, bank, r);
-        uint32_t tok = b;
-        if (tok & 1) *lm_reg(m, e->ctx, 0) = r & 0xFFC;
-        else if (tok & 2) *lm_reg(m, e->ctx, 1) = r & 0xFFC;
-        set_alu(e, a, b, r);
-        return 0;
-    }
-    case NPK_ALU_OP_CAM_READ_TAG: {
-        uint32_t ent = b % e->c->cfg.cam_entries;
-        r = m->cam_tag[ent];
-        wr_op(e, dn, bank, r);
-        return 0;
-    }
-    case NPK_ALU_OP_CAM_READ_STATE: {
-        uint32_t ent = b % e->c->cfg.cam_entries;
-        r = (uint32_t)m->cam_state[ent] << 8;
-        wr_op(e, dn, bank, r);
-        return 0;
-    }
+    uint32_t a, b, r = 0;
+    uint8_t f;
+    npk_alu_sources(e, u, &a, &b);
+    switch (u->op) {
+#define PLAIN(NAME, CODE) case CODE: f = npk_alu_##NAME(a, b, e->x->cc, &r); break;
+    NPK_ALU_PLAIN_OPS(PLAIN)
+#undef PLAIN
     default:
         e->illegal = 1;
-        return 0;
+        return;
     }
-    x->cc = f;
-    wr_op(e, dn, bank, r);
-    set_alu(e, a, b, r);
-    return 0;
+    e->x->cc = f;
+    npk_wr(e, &u->d, r);
+    npk_set_alu(e, a, b, r);
 }
 
-static void exec_alu_shf(exec_ctx *e, uint64_t w)
+/* byte_align_be (shift type right) / byte_align_le (left) */
+static void exec_byte_align(npk_exec *e, const npk_uop *u, uint32_t a, uint32_t st, uint32_t amt)
 {
     npk_me *m = e->m;
-    uint32_t msb = NPK_ALU_SHF_IMM_MSB(w);
-    uint32_t a = rd_op(e, restricted_to_u(NPK_ALU_SHF_A_SRC(w), msb, 0), 0);
-    uint32_t b = rd_op(e, restricted_to_u(NPK_ALU_SHF_B_SRC(w), msb, 0), 1);
+    if ((st != NPK_SHIFT_TYPE_RIGHT && st != NPK_SHIFT_TYPE_LEFT) || amt) { e->illegal = 1; return; }
+    uint32_t idx = m->byte_index & 3;
+    uint64_t cat;
+    uint32_t sh;
+    if (st == NPK_SHIFT_TYPE_RIGHT) {  /* BE: prev:B, right shift 32,24,16,8 (HRM p.43 Table 6) */
+        cat = ((uint64_t)m->prev_b << 32) | a;
+        sh = 32 - 8 * idx;
+    } else {                            /* LE: A:prev, right shift 0,8,16,24 */
+        cat = ((uint64_t)a << 32) | m->prev_a;
+        sh = 8 * idx;
+    }
+    uint32_t r = (uint32_t)(cat >> sh);
+    npk_wr(e, &u->d, r);
+    e->x->cc = npk_cc_logic(r);
+    m->prev_a = a;
+    m->prev_b = a;
+    m->alu_out = r;
+}
+
+static void exec_alu_shf(npk_exec *e, const npk_uop *u)
+{
+    npk_me *m = e->m;
+    uint64_t w = u->w;
+    uint32_t a = npk_rd(e, &u->a), b = npk_rd(e, &u->b);
     if (NPK_ALU_SHF_SWAP(w)) { uint32_t t = a; a = b; b = t; }
-    uint32_t op = NPK_ALU_SHF_OP(w), st = NPK_ALU_SHF_SHIFT_TYPE(w), amt = NPK_ALU_SHF_SHIFT_AMT(w);
+    uint32_t op = u->op, st = NPK_ALU_SHF_SHIFT_TYPE(w), amt = NPK_ALU_SHF_SHIFT_AMT(w);
     uint32_t r;
-    if (st == 3) {
-        if (op != 0) { e->illegal = 1; return; }
+    if (st == NPK_SHIFT_TYPE_DBL_RIGHT) {
+        if (op != NPK_ALU_SHF_OP_B) { e->illegal = 1; return; }
         uint32_t n = amt ? amt : (m->alu_out & 31);
         r = n ? (uint32_t)((((uint64_t)a << 32) | b) >> n) : b;
-    } else if (op == 7) {  /* byte_align_be (type right) / byte_align_le (type left) */
-        if ((st != 1 && st != 2) || amt) { e->illegal = 1; return; }
-        uint32_t idx = m->byte_index & 3;
-        uint64_t cat;
-        uint32_t sh;
-        if (st == 1) {  /* BE: prev:B, right shift 32,24,16,8 (HRM p.43 Table 6) */
-            cat = ((uint64_t)m->prev_b << 32) | a;
-            sh = 32 - 8 * idx;
-        } else {        /* LE: A:prev, right shift 0,8,16,24 */
-            cat = ((uint64_t)a << 32) | m->prev_a;
-            sh = 8 * idx;
-        }
-        r = (uint32_t)(cat >> sh);
-        wr_op(e, restricted_to_u(NPK_ALU_SHF_DEST(w), msb, 1), (int)NPK_ALU_SHF_DEST_BANK(w), r);
-        e->x->cc = cc_logic(r);
-        m->prev_a = a;
-        m->prev_b = a;
-        m->alu_out = r;
+    } else if (op == NPK_ALU_SHF_OP_BYTE_ALIGN) {
+        exec_byte_align(e, u, a, st, amt);
         return;
-    } else if (op == 6) {  /* asr */
-        uint32_t n = st == 1 ? (amt ? amt : (m->alu_out & 31)) : 0;
-        if (st == 0) { r = rotr(b, amt); }
-        else if (st == 2) { r = shift_b(m, b, st, amt); }
+    } else if (op == NPK_ALU_SHF_OP_ASR) {
+        uint32_t n = st == NPK_SHIFT_TYPE_RIGHT ? (amt ? amt : (m->alu_out & 31)) : 0;
+        if (st == NPK_SHIFT_TYPE_ROT_LEFT) r = rotr(b, amt);
+        else if (st == NPK_SHIFT_TYPE_LEFT) r = shift_b(m->alu_out, b, st, amt);
         else r = (uint32_t)((int32_t)b >> n);
     } else {
-        uint32_t sb = shift_b(m, b, st, amt);
+        uint32_t sb = shift_b(m->alu_out, b, st, amt);
         switch (op) {
-        case 0: r = sb; break;
-        case 1: r = ~sb; break;
-        case 2: r = a & sb; break;
-        case 3: r = ~a & sb; break;
-        case 4: r = a & ~sb; break;
-        default: r = a | sb; break;
+        case NPK_ALU_SHF_OP_B: r = sb; break;
+        case NPK_ALU_SHF_OP_NOTB: r = ~sb; break;
+        case NPK_ALU_SHF_OP_AND: r = a & sb; break;
+        case NPK_ALU_SHF_OP_NOTAND: r = ~a & sb; break;
+        case NPK_ALU_SHF_OP_ANDNOT: r = a & ~sb; break;
+        default: r = a | sb; break;   /* NPK_ALU_SHF_OP_OR */
         }
     }
-    uint32_t dn = restricted_to_u(NPK_ALU_SHF_DEST(w), msb, 1);
-    wr_op(e, dn, (int)NPK_ALU_SHF_DEST_BANK(w), r);
-    e->x->cc = cc_logic(r);
-    set_alu(e, a, b, r);
+    npk_wr(e, &u->d, r);
+    e->x->cc = npk_cc_logic(r);
+    npk_set_alu(e, a, b, r);
 }
 
-static void exec_ld_field(exec_ctx *e, uint64_t w)
+/* ld_field: u->d the field written (also read: the bytes kept), u->a the source */
+static void exec_ld_field(npk_exec *e, const npk_uop *u)
 {
-    npk_me *m = e->m;
-    uint32_t msb = NPK_LD_FIELD_IMM_MSB(w);
-    uint32_t dn, sn;
-    int dbank;
-    if (NPK_LD_FIELD_DEST_IS_B(w)) {
-        dn = restricted_to_u(NPK_LD_FIELD_B_SRC(w), msb, 1);
-        sn = restricted_to_u(NPK_LD_FIELD_A_SRC(w), msb, 0);
-        dbank = 1;
-    } else {
-        dn = restricted_to_u(NPK_LD_FIELD_A_SRC(w), msb, 1);
-        sn = restricted_to_u(NPK_LD_FIELD_B_SRC(w), msb, 0);
-        dbank = 0;
-    }
-    uint32_t src = rd_op(e, sn, !dbank);
-    uint32_t old = NPK_LD_FIELD_W_CLR(w) ? 0 : rd_op(e, dn == OP_NONE ? OP_NONE : dn, dbank);
-    if (dn == OP_NONE) old = 0;
-    uint32_t sh = shift_b(m, src, NPK_LD_FIELD_SHIFT_TYPE(w), NPK_LD_FIELD_SHIFT_AMT(w));
-    if (NPK_LD_FIELD_SHIFT_TYPE(w) == 3) sh = src;
+    uint64_t w = u->w;
+    uint32_t src = npk_rd(e, &u->a);
+    uint32_t old = NPK_LD_FIELD_W_CLR(w) ? 0 : npk_rd(e, &u->d);
+    if (u->d.kind == NPK_OPK_NONE && u->d.num == 0) old = 0;
+    uint32_t st = NPK_LD_FIELD_SHIFT_TYPE(w);
+    uint32_t sh = st == NPK_SHIFT_TYPE_DBL_RIGHT ? src : shift_b(e->m->alu_out, src, st, NPK_LD_FIELD_SHIFT_AMT(w));
     uint32_t bm = NPK_LD_FIELD_BYTE_MASK(w), mask = 0;
     for (int i = 0; i < 4; i++)
         if (bm & (1u << i)) mask |= 0xFFu << (8 * i);
     uint32_t r = (old & ~mask) | (sh & mask);
-    wr_op(e, dn, dbank, r);
-    if (NPK_LD_FIELD_LOAD_CC(w)) e->x->cc = cc_logic(r);
-    m->alu_out = r;
+    npk_wr(e, &u->d, r);
+    if (NPK_LD_FIELD_LOAD_CC(w)) e->x->cc = npk_cc_logic(r);
+    e->m->alu_out = r;
 }
 
-static void exec_immed(exec_ctx *e, uint64_t w)
+/* immed: u->d the destination, u->b the constant field (predecode) */
+static void exec_immed(npk_exec *e, const npk_uop *u)
 {
     npk_me *m = e->m;
-    uint32_t an = NPK_IMMED_A_SRC(w), bn = NPK_IMMED_B_SRC(w);
-    uint32_t lo, dn;
-    int bank;
-    if ((bn & 0x300) == 0x300) { lo = bn & 0xFF; dn = an; bank = 0; }
-    else if ((an & 0x300) == 0x300) { lo = an & 0xFF; dn = bn; bank = 1; }
-    else { e->illegal = 1; return; }
+    uint64_t w = u->w;
+    if (u->b.kind != NPK_OPK_IMM) { e->illegal = 1; return; }  /* neither field a constant */
+    uint32_t lo = u->b.num;
     uint32_t kind = NPK_IMMED_KIND(w), shift = NPK_IMMED_SHIFT(w), hi = NPK_IMMED_HI_BYTE(w);
     uint32_t r;
     if (m->csr_rd_valid) {
         /* local_csr_rd returns its value through the following immed */
         r = m->csr_rd_value;
         m->csr_rd_valid = 0;
-        wr_op(e, dn, bank, r);
+        npk_wr(e, &u->d, r);
         m->alu_out = r;
         return;
     }
-    if (kind == 0) {
+    if (kind == NPK_IMMED_KIND_IMMED) {
         if (shift == 3) { e->illegal = 1; return; }
         r = (hi << 8) | lo;
         if (NPK_IMMED_INVERT(w)) r = ~r;
         r <<= 8 * shift;
-    } else if (kind == 1) {
-        uint32_t old = rd_op(e, dn, bank);
+    } else if (kind == NPK_IMMED_KIND_BYTE) {
+        uint32_t old = npk_rd(e, &u->d);
         r = (old & ~(0xFFu << (8 * shift))) | (lo << (8 * shift));
-    } else if (kind == 2) {
-        uint32_t old = rd_op(e, dn, bank);
+    } else if (kind == NPK_IMMED_KIND_WORD) {
+        uint32_t old = npk_rd(e, &u->d);
         uint32_t s = (shift >> 1) * 16;
         r = (old & ~(0xFFFFu << s)) | (((hi << 8) | lo) << s);
     } else {
         e->illegal = 1;
         return;
     }
-    wr_op(e, dn, bank, r);
+    npk_wr(e, &u->d, r);
     m->alu_out = r;
 }
 
-static void exec_mul(exec_ctx *e, uint64_t w)
+static void exec_mul(npk_exec *e, const npk_uop *u)
 {
     npk_me *m = e->m;
-    uint32_t size = NPK_MUL_STEP_MUL_SIZE(w);
+    uint64_t w = u->w;
     if (NPK_MUL_STEP_LAST(w)) {
         uint32_t r = NPK_MUL_STEP_STEP(w) ? m->mul_hi : m->mul_lo;
-        wr_op(e, NPK_MUL_STEP_A_SRC(w), (int)NPK_MUL_STEP_LAST_BANK(w), r);
+        npk_wr(e, &u->d, r);
         m->alu_out = r;
         return;
     }
-    uint32_t a = rd_op(e, NPK_MUL_STEP_A_SRC(w), 0);
-    uint32_t b = rd_op(e, NPK_MUL_STEP_B_SRC(w), 1);
+    uint32_t a = npk_rd(e, &u->a);
+    uint32_t b = npk_rd(e, &u->b);
     if (NPK_MUL_STEP_SWAP(w)) { uint32_t t = a; a = b; b = t; }
     uint64_t p;
-    switch (size) {
-    case 1: p = (uint64_t)(a & 0xFFFFFF) * (b & 0xFF); break;
-    case 2: p = (uint64_t)(a & 0xFFFF) * (b & 0xFFFF); break;
+    switch (NPK_MUL_STEP_MUL_SIZE(w)) {
+    case NPK_MUL_SIZE__24X8: p = (uint64_t)(a & 0xFFFFFF) * (b & 0xFF); break;
+    case NPK_MUL_SIZE__16X16: p = (uint64_t)(a & 0xFFFF) * (b & 0xFFFF); break;
     default: p = (uint64_t)a * b; break;
     }
     m->mul_lo = (uint32_t)p;
@@ -1145,18 +496,18 @@ static void exec_mul(exec_ctx *e, uint64_t w)
     m->prev_b = b;
 }
 
-static void exec_local_csr(exec_ctx *e, uint64_t w)
+/* local_csr_rd / _wr: u->a the written value's operand (predecode) */
+static void exec_local_csr(npk_exec *e, const npk_uop *u)
 {
     npk_chip *c = e->c;
     npk_me *m = e->m;
-    uint32_t addr = NPK_LOCAL_CSR_CSR(w) << 2;
-    if (!NPK_LOCAL_CSR_WRITE(w)) {
+    uint32_t addr = NPK_LOCAL_CSR_CSR(u->w) << 2;
+    if (!NPK_LOCAL_CSR_WRITE(u->w)) {
         m->csr_rd_value = npk_lcsr_read(c, m, e->ctx, addr);
         m->csr_rd_valid = 2;
         return;
     }
-    uint32_t an = NPK_LOCAL_CSR_A_SRC(w), bn = NPK_LOCAL_CSR_B_SRC(w);
-    uint32_t v = (an & 0x300) == 0x300 ? rd_op(e, bn, 1) : rd_op(e, an, 0);
+    uint32_t v = npk_rd(e, &u->a);
     if (e->illegal) return;
     if (m->npend >= 8) npk_me_apply_csrs(c, m);
     if (m->npend >= 8) { npk_lcsr_write(c, m, e->ctx, addr, v); return; }
@@ -1165,19 +516,21 @@ static void exec_local_csr(exec_ctx *e, uint64_t w)
     p->addr = addr;
     p->value = v;
     p->ctx = e->ctx;
-    if (p->at < m->pend_min) m->pend_min = p->at;
+    if (p->at < m->pend_min) npk_me_set_pend(c, m, p->at);
 }
 
-static int exec_ctx_arb(exec_ctx *e, uint64_t w)
+/* returns -1 when the instruction dealt with the context itself (halt, kill) */
+static int exec_ctx_arb(npk_exec *e, const npk_uop *u)
 {
     npk_chip *c = e->c;
     npk_me *m = e->m;
     npk_ctx *x = e->x;
+    uint64_t w = u->w;
     uint32_t sigs = NPK_CTX_ARB_SIGS(w) << 1;
     int bpt = (int)NPK_CTX_ARB_BPT(w), any = (int)NPK_CTX_ARB_ANY(w);
     int vol = (int)NPK_CTX_ARB_VOLUNTARY(w), dashes = (int)NPK_CTX_ARB_DASHES(w);
     if (bpt) {
-        npk_me_stop(c, m, e->ctx, NPK_ME_HALT, x->pc - 1, w, "halt (ctx_arb[bpt])");
+        npk_me_stop(c, m, e->ctx, NPK_ME_HALT, e->pc, w, "halt (ctx_arb[bpt])");
         return -1;
     }
     if (any && !sigs && !vol && !dashes) {  /* kill */
@@ -1197,172 +550,453 @@ static int exec_ctx_arb(exec_ctx *e, uint64_t w)
     return 0;
 }
 
-/* Execute one instruction of the running context of m at c->now. */
-static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m)
+/* Does a branch on condition `cond` (mev2.yaml branch_cond) with parameter p go, for
+ * condition codes f in context ctx?  -1: the condition depends on more (signals,
+ * input states), or is undefined.  Pre-decoding turns this into masks (npk_uop). */
+static int cond_holds(uint32_t cond, uint8_t f, uint32_t ctx, uint32_t p)
 {
-    if (m->npend && m->pend_min <= c->now)
-        npk_me_apply_csrs(c, m);
-    int ctx = m->cur;
-    npk_ctx *x = &m->ctx[ctx];
-    uint32_t pc = x->pc;
-    if (pc >= c->cfg.ustore_words) {
-        npk_fault_at(c, NPK_FAULT_PC, m->idx, ctx, pc, pc);
-        npk_me_stop(c, m, ctx, NPK_ME_BAD_PC, pc, 0, "PC outside the control store");
-        return;
+    int z = !!(f & F_Z), n = !!(f & F_N), cy = !!(f & F_C), v = !!(f & F_V);
+    switch (cond) {
+    case NPK_BRANCH_COND_EQ: return z;
+    case NPK_BRANCH_COND_NE: return !z;
+    case NPK_BRANCH_COND_MI: return n;
+    case NPK_BRANCH_COND_PL: return !n;
+    case NPK_BRANCH_COND_CS: return cy;
+    case NPK_BRANCH_COND_CC: return !cy;
+    case NPK_BRANCH_COND_VS: return v;
+    case NPK_BRANCH_COND_VC: return !v;
+    case NPK_BRANCH_COND_GE: return n == v;
+    case NPK_BRANCH_COND_LT: return n != v;
+    case NPK_BRANCH_COND_LE: return z || n != v;
+    case NPK_BRANCH_COND_GT: return !z && n == v;
+    case NPK_BRANCH_COND_CTX_EQ: return ctx == p;
+    case NPK_BRANCH_COND_CTX_NE: return ctx != p;
+    case NPK_BRANCH_COND_ALWAYS: return 1;
+    default: return -1;
     }
-    if (c->nbp) {
-        if (m->bp_skip) {
-            m->bp_skip = 0;
-        } else {
-            for (int i = 0; i < NPK_MAX_BP; i++) {
-                npk_bp *b = &c->bp[i];
-                if (b->used && b->pc == pc && (b->me < 0 || b->me == m->idx) && (b->ctx < 0 || b->ctx == ctx)) {
-                    c->stop_req = 1;
-                    c->stop.reason = NPK_STOP_BREAKPOINT;
-                    c->stop.me = m->idx;
-                    c->stop.ctx = ctx;
-                    c->stop.pc = pc;
-                    c->stop.id = i;
-                    c->stop.cycle = c->now;
-                    m->bp_skip = 1;
-                    return;
-                }
-            }
-        }
-    }
-    uint64_t w = m->ustore[pc];
-    exec_ctx e;
-    e.c = c;
-    e.m = m;
-    e.ctx = ctx;
-    e.x = x;
-    e.illegal = 0;
-    e.lm_delta[0] = e.lm_delta[1] = 0;
-    e.t_delta = 0;
-    e.nnget_delta = 0;
-    e.base = relbase(m, ctx);
-    e.pc = pc;
-    e.stall = 0;
-    int had_br = x->br_pending;
-    int had_swap = x->swap_pending;
-    int csr_rd_before = m->csr_rd_valid;
-    x->pc = pc + 1;
-    int extra = 0;  /* aborted (taken branch) cycles */
-    int done = 0;   /* instruction already handled the context (halt/kill) */
-    if (c->hist_level >= 2)
-        npk_hist_rec(c, NPK_EV_INSTR, m->idx, ctx, 0, pc, (uint32_t)(w >> 8));
+}
 
-    switch ((enum npk_iclass)m->cls[pc]) {
-    case NPK_IC_ALU: exec_alu(&e, w); break;
-    case NPK_IC_ALU_SHF: exec_alu_shf(&e, w); break;
-    case NPK_IC_IMMED: exec_immed(&e, w); break;
-    case NPK_IC_LD_FIELD: exec_ld_field(&e, w); break;
-    case NPK_IC_MUL_STEP: exec_mul(&e, w); break;
-    case NPK_IC_LOCAL_CSR: exec_local_csr(&e, w); break;
+/* the branch to u->target is taken for condition codes cc in context ctx (masks of cond_holds) */
+static inline int cond_taken(const npk_uop *u, uint8_t cc, int ctx)
+{
+    return (u->ccmask >> (cc & 15)) & (u->ctxmask >> ctx) & 1;
+}
+
+/* taken: the aborted cycles (a branch with defer slots aborts fewer); pc or the deferred branch */
+static inline int take_branch(npk_ctx *x, const npk_uop *u)
+{
+    if (u->defer == 0) {
+        x->pc = u->target;
+    } else {
+        x->br_pending = 1;
+        x->br_left = u->defer;
+        x->br_target = u->target;
+    }
+    return u->extra;
+}
+
+/* branch on a condition (mev2.yaml branch_cond); returns the aborted cycles */
+static int exec_branch(npk_exec *e, const npk_uop *u)
+{
+    uint64_t w = u->w;
+    npk_ctx *x = e->x;
+    uint32_t p = NPK_BRANCH_PARAM(w);
+    int take;
+    switch (u->op) {
+    case NPK_BRANCH_COND_SIGNAL: case NPK_BRANCH_COND_NO_SIGNAL: {
+        if (p == 0) { e->illegal = 1; return 0; }
+        int set = (x->sig >> p) & 1;
+        if (set) x->sig &= (uint16_t)~(1u << p);   /* the test consumes the signal */
+        take = u->op == NPK_BRANCH_COND_SIGNAL ? set : !set;
+        break;
+    }
+    case NPK_BRANCH_COND_INP_STATE: take = input_state(e, p); break;
+    case NPK_BRANCH_COND_NO_INP_STATE: take = !input_state(e, p); break;
+    default:
+        if (!npk_branch_cond_name(u->op)) { e->illegal = 1; return 0; }
+        take = cond_taken(u, x->cc, e->ctx);
+        break;
+    }
+    return take ? take_branch(x, u) : 0;
+}
+
+/* br_bset / br_bclr: u->a the register, u->b the bit position + 1 (predecode) */
+static int exec_br_bit(npk_exec *e, const npk_uop *u)
+{
+    if (u->b.kind != NPK_OPK_IMM) { e->illegal = 1; return 0; }
+    uint32_t reg = npk_rd(e, &u->a), pos = npk_rd(e, &u->b);
+    uint32_t bit = (pos + 31) & 31;
+    int set = (reg >> bit) & 1;
+    return set == (int)NPK_BR_BIT_SET(u->w) ? take_branch(e->x, u) : 0;
+}
+
+/* br=byte / br!=byte: u->a the register, u->b the compare value (predecode) */
+static int exec_br_byte(npk_exec *e, const npk_uop *u)
+{
+    uint32_t reg = npk_rd(e, &u->a), val = npk_rd(e, &u->b);
+    uint32_t byte = (reg >> (8 * NPK_BR_BYTE_BYTE_NO(u->w))) & 0xFF;
+    int eq = byte == (val & 0xFF);
+    return eq == (int)NPK_BR_BYTE_EQUAL(u->w) ? take_branch(e->x, u) : 0;
+}
+
+/* ---- pre-decoding ------------------------------------------------------------ */
+
+static npk_opnd opnd_u(uint32_t num, int bank, int is_dest)
+{
+    npk_opdef d = npk_unrestricted_def(num, is_dest);
+    npk_opnd o = {d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num, (uint8_t)bank, 1};
+    switch (d.kind) {
+    case NPK_OPK_ABS: o.rel = 0; break;
+    case NPK_OPK_XFER: o.rf = NPK_RF_XFER + (is_dest ? XK_SOUT : XK_SIN); break;
+    case NPK_OPK_DXFER: o.rf = NPK_RF_XFER + (is_dest ? XK_DOUT : XK_DIN); break;
+    default: break;
+    }
+    return o;
+}
+
+static npk_opnd opnd_r(uint32_t num, uint32_t msb, int bank, int is_dest)
+{
+    uint32_t u = npk_restricted_to_u(num, msb, is_dest);
+    if (u == NPK_OPERAND_ILLEGAL) return (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, (uint8_t)bank, 0, 0, 0};
+    return opnd_u(u, bank, is_dest);
+}
+
+static int opnd_is_nn(const npk_opnd *o)
+{
+    return o->kind == NPK_OPK_NN || o->file == NPK_OPFILE_NN;
+}
+
+/* A word is "local" when executing it reads and writes only state of its own ME that
+ * no other ME or unit can change in the meantime: datapath instructions without
+ * next-neighbour operands, branches on condition codes, context number, bits and bytes,
+ * jumps, and local_csr_rd.  The run loop lets an ME execute local words ahead of the
+ * other MEs up to the next unit completion, which gives exactly the same results as
+ * lock-step execution.  (Every field the class has is checked, whichever way it is used.) */
+static int uop_is_local(const npk_uop *u)
+{
+    uint64_t w = u->w;
+    npk_opnd f[3];
+    switch (u->cls) {
+    case NPK_IC_ALU:
+        f[0] = opnd_u(NPK_ALU_A_SRC(w), 0, 0); f[1] = opnd_u(NPK_ALU_B_SRC(w), 0, 0);
+        f[2] = opnd_u(NPK_ALU_DEST(w), 0, 0);
+        break;
+    case NPK_IC_IMMED:
+        f[0] = opnd_u(NPK_IMMED_A_SRC(w), 0, 0); f[1] = opnd_u(NPK_IMMED_B_SRC(w), 0, 0); f[2] = f[1];
+        break;
+    case NPK_IC_MUL_STEP:
+        f[0] = opnd_u(NPK_MUL_STEP_A_SRC(w), 0, 0); f[1] = opnd_u(NPK_MUL_STEP_B_SRC(w), 0, 0); f[2] = f[1];
+        break;
+    case NPK_IC_JUMP:
+        f[0] = opnd_u(NPK_JUMP_A_SRC(w), 0, 0); f[1] = opnd_u(NPK_JUMP_B_SRC(w), 0, 0); f[2] = f[1];
+        break;
+    case NPK_IC_ALU_SHF:
+        f[0] = opnd_r(NPK_ALU_SHF_A_SRC(w), 0, 0, 0); f[1] = opnd_r(NPK_ALU_SHF_B_SRC(w), 0, 0, 0);
+        f[2] = opnd_r(NPK_ALU_SHF_DEST(w), 0, 0, 0);
+        break;
+    case NPK_IC_LD_FIELD:
+        f[0] = opnd_r(NPK_LD_FIELD_A_SRC(w), 0, 0, 0); f[1] = opnd_r(NPK_LD_FIELD_B_SRC(w), 0, 0, 0); f[2] = f[1];
+        break;
+    case NPK_IC_BR_BIT:
+        f[0] = opnd_r(NPK_BR_BIT_A_SRC(w), 0, 0, 0); f[1] = opnd_r(NPK_BR_BIT_B_SRC(w), 0, 0, 0); f[2] = f[1];
+        break;
+    case NPK_IC_BR_BYTE:
+        f[0] = opnd_r(NPK_BR_BYTE_A_SRC(w), 0, 0, 0); f[1] = opnd_r(NPK_BR_BYTE_B_SRC(w), 0, 0, 0); f[2] = f[1];
+        break;
     case NPK_IC_BRANCH: {
-        uint32_t cond = NPK_BRANCH_COND(w), p = NPK_BRANCH_PARAM(w);
-        uint8_t f = x->cc;
-        int z = !!(f & F_Z), n = !!(f & F_N), cy = !!(f & F_C), v = !!(f & F_V);
-        int take;
-        switch (cond) {
-        case 0: take = z; break;
-        case 1: take = !z; break;
-        case 2: take = n; break;
-        case 3: take = !n; break;
-        case 4: take = cy; break;
-        case 5: take = !cy; break;
-        case 6: take = v; break;
-        case 7: take = !v; break;
-        case 8: take = n == v; break;
-        case 9: take = n != v; break;
-        case 10: take = z || n != v; break;
-        case 11: take = !z && n == v; break;
-        case 16: take = (uint32_t)ctx == p; break;
-        case 17: take = (uint32_t)ctx != p; break;
-        case 18: case 19: {
-            if (p == 0) { e.illegal = 1; take = 0; break; }
-            int set = (x->sig >> p) & 1;
-            if (set) x->sig &= (uint16_t)~(1u << p);   /* the test consumes the signal */
-            take = cond == 18 ? set : !set;
-            break;
+        uint32_t cond = NPK_BRANCH_COND(w);
+        return cond < NPK_BRANCH_COND_SIGNAL || cond == NPK_BRANCH_COND_ALWAYS;
+    }
+    case NPK_IC_LOCAL_CSR:
+        return !NPK_LOCAL_CSR_WRITE(w);
+    default:
+        return 0;
+    }
+    return !opnd_is_nn(&f[0]) && !opnd_is_nn(&f[1]) && !opnd_is_nn(&f[2]);
+}
+
+/* the operands of u->w as its class uses them (see the exec_* functions) */
+static void predecode_operands(npk_uop *u)
+{
+    uint64_t w = u->w;
+    switch (u->cls) {
+    case NPK_IC_ALU:
+        u->op = (uint8_t)NPK_ALU_OP(w);
+        u->a = opnd_u(NPK_ALU_A_SRC(w), 0, 0);
+        u->b = opnd_u(NPK_ALU_B_SRC(w), 1, 0);
+        u->d = opnd_u(NPK_ALU_DEST(w), (int)NPK_ALU_DEST_BANK(w), 1);
+        break;
+    case NPK_IC_ALU_SHF: {
+        uint32_t msb = NPK_ALU_SHF_IMM_MSB(w);
+        u->op = (uint8_t)NPK_ALU_SHF_OP(w);
+        u->a = opnd_r(NPK_ALU_SHF_A_SRC(w), msb, 0, 0);
+        u->b = opnd_r(NPK_ALU_SHF_B_SRC(w), msb, 1, 0);
+        u->d = opnd_r(NPK_ALU_SHF_DEST(w), msb, (int)NPK_ALU_SHF_DEST_BANK(w), 1);
+        break;
+    }
+    case NPK_IC_LD_FIELD: {
+        uint32_t msb = NPK_LD_FIELD_IMM_MSB(w);
+        if (NPK_LD_FIELD_DEST_IS_B(w)) {
+            u->d = opnd_r(NPK_LD_FIELD_B_SRC(w), msb, 1, 1);
+            u->a = opnd_r(NPK_LD_FIELD_A_SRC(w), msb, 0, 0);
+        } else {
+            u->d = opnd_r(NPK_LD_FIELD_A_SRC(w), msb, 0, 1);
+            u->a = opnd_r(NPK_LD_FIELD_B_SRC(w), msb, 1, 0);
         }
-        case 20: take = input_state(&e, p); break;
-        case 21: take = !input_state(&e, p); break;
-        case 24: take = 1; break;
-        default: e.illegal = 1; take = 0; break;
+        break;
+    }
+    case NPK_IC_IMMED: {
+        npk_opnd a = opnd_u(NPK_IMMED_A_SRC(w), 0, 0), b = opnd_u(NPK_IMMED_B_SRC(w), 1, 0);
+        if (b.kind == NPK_OPK_IMM) { u->b = b; u->d = opnd_u(NPK_IMMED_A_SRC(w), 0, 1); }
+        else if (a.kind == NPK_OPK_IMM) { u->b = a; u->d = opnd_u(NPK_IMMED_B_SRC(w), 1, 1); }
+        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0, 0, 0};
+        break;
+    }
+    case NPK_IC_MUL_STEP:
+        if (NPK_MUL_STEP_LAST(w)) {
+            u->d = opnd_u(NPK_MUL_STEP_A_SRC(w), (int)NPK_MUL_STEP_LAST_BANK(w), 1);
+        } else {
+            u->a = opnd_u(NPK_MUL_STEP_A_SRC(w), 0, 0);
+            u->b = opnd_u(NPK_MUL_STEP_B_SRC(w), 1, 0);
         }
-        if (take && !e.illegal) extra = branch_to(&e, NPK_BRANCH_TARGET(w), NPK_BRANCH_DEFER(w));
+        break;
+    case NPK_IC_LOCAL_CSR: {
+        npk_opnd a = opnd_u(NPK_LOCAL_CSR_A_SRC(w), 0, 0);
+        u->a = a.kind == NPK_OPK_IMM ? opnd_u(NPK_LOCAL_CSR_B_SRC(w), 1, 0) : a;
         break;
     }
     case NPK_IC_BR_BIT: {
-        uint32_t an = NPK_BR_BIT_A_SRC(w), bn = NPK_BR_BIT_B_SRC(w);
-        uint32_t reg, pos;
-        if (bn & 0x20) { reg = rd_op(&e, restricted_to_u(an, 0, 0), 0); pos = rd_op(&e, restricted_to_u(bn, 0, 0), 1); }
-        else if (an & 0x20) { reg = rd_op(&e, restricted_to_u(bn, 0, 0), 1); pos = rd_op(&e, restricted_to_u(an, 0, 0), 0); }
-        else { e.illegal = 1; break; }
-        uint32_t bit = (pos + 31) & 31;
-        int set = (reg >> bit) & 1;
-        if (set == (int)NPK_BR_BIT_SET(w)) extra = branch_to(&e, NPK_BR_BIT_TARGET(w), NPK_BR_BIT_DEFER(w));
+        npk_opnd a = opnd_r(NPK_BR_BIT_A_SRC(w), 0, 0, 0), b = opnd_r(NPK_BR_BIT_B_SRC(w), 0, 1, 0);
+        if (b.kind == NPK_OPK_IMM) { u->a = a; u->b = b; }
+        else if (a.kind == NPK_OPK_IMM) { u->a = b; u->b = a; }
+        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0, 0, 0};
         break;
     }
     case NPK_IC_BR_BYTE: {
         uint32_t msb = NPK_BR_BYTE_IMM_MSB(w);
-        uint32_t an = NPK_BR_BYTE_A_SRC(w), bn = NPK_BR_BYTE_B_SRC(w);
-        uint32_t reg, val;
-        if (bn & 0x20) { reg = rd_op(&e, restricted_to_u(an, msb, 0), 0); val = rd_op(&e, restricted_to_u(bn, msb, 0), 1); }
-        else { reg = rd_op(&e, restricted_to_u(bn, msb, 0), 1); val = rd_op(&e, restricted_to_u(an, msb, 0), 0); }
-        uint32_t byte = (reg >> (8 * NPK_BR_BYTE_BYTE_NO(w))) & 0xFF;
-        int eq = byte == (val & 0xFF);
-        if (eq == (int)NPK_BR_BYTE_EQUAL(w)) extra = branch_to(&e, NPK_BR_BYTE_TARGET(w), NPK_BR_BYTE_DEFER(w));
+        npk_opnd a = opnd_r(NPK_BR_BYTE_A_SRC(w), msb, 0, 0), b = opnd_r(NPK_BR_BYTE_B_SRC(w), msb, 1, 0);
+        if (b.kind == NPK_OPK_IMM) { u->a = a; u->b = b; }
+        else { u->a = b; u->b = a; }
         break;
     }
     case NPK_IC_JUMP: {
-        uint32_t an = NPK_JUMP_A_SRC(w), bn = NPK_JUMP_B_SRC(w);
-        uint32_t src;
-        if ((bn & 0x300) == 0x300) src = rd_op(&e, an, 0);
-        else src = rd_op(&e, bn, 1);
-        extra = branch_to(&e, src, NPK_JUMP_DEFER(w));
+        npk_opnd b = opnd_u(NPK_JUMP_B_SRC(w), 1, 0);
+        u->a = b.kind == NPK_OPK_IMM ? opnd_u(NPK_JUMP_A_SRC(w), 0, 0) : b;
         break;
     }
-    case NPK_IC_CTX_ARB:
-        if (exec_ctx_arb(&e, w) < 0) done = 1;
+    case NPK_IC_BRANCH:
+        u->op = (uint8_t)NPK_BRANCH_COND(w);
+        if (u->op == NPK_BRANCH_COND_CTX_EQ || u->op == NPK_BRANCH_COND_CTX_NE) {
+            u->ccmask = 0xFFFF;
+            for (uint32_t x = 0; x < 8; x++)
+                if (cond_holds(u->op, 0, x, NPK_BRANCH_PARAM(w)) == 1) u->ctxmask |= (uint8_t)(1u << x);
+        } else {
+            u->ctxmask = 0xFF;
+            for (uint32_t f = 0; f < 16; f++)
+                if (cond_holds(u->op, (uint8_t)f, 0, 0) == 1) u->ccmask |= (uint16_t)(1u << f);
+        }
         break;
-    case NPK_IC_SRAM: issue_mem(&e, NPK_UNIT_SRAM, w); break;
-    case NPK_IC_SCRATCH: issue_mem(&e, NPK_UNIT_SCRATCH, w); break;
-    case NPK_IC_DRAM: issue_mem(&e, NPK_UNIT_DRAM, w); break;
-    case NPK_IC_MSF: issue_mem(&e, NPK_UNIT_MSF, w); break;
-    case NPK_IC_PCI: issue_mem(&e, NPK_UNIT_PCI, w); break;
-    case NPK_IC_CAP: issue_mem(&e, NPK_UNIT_CAP, w); break;
-    case NPK_IC_HASH: issue_mem(&e, NPK_UNIT_HASH, w); break;
-    case NPK_IC_CAP_CSR: exec_cap_csr(&e, w); break;
-    default: e.illegal = 1; break;
+    case NPK_IC_SRAM: case NPK_IC_SCRATCH: case NPK_IC_DRAM: case NPK_IC_MSF: case NPK_IC_PCI:
+    case NPK_IC_CAP: case NPK_IC_HASH:
+        u->cmd = npk_mem_command((enum npk_iclass)u->cls, w);
+        u->a = opnd_r(NPK_SRAM_A_SRC(w), 0, 0, 0);
+        u->b = opnd_r(NPK_SRAM_B_SRC(w), 0, 1, 0);
+        if (!u->cmd) u->cls = NPK_IC_ILLEGAL;
+        break;
+    default:
+        break;
     }
+}
 
-    if (e.stall) {
-        /* the unit's command queue is full: retry when something completes */
-        uint64_t retry = npk_ev_next_cycle(c);
-        if (retry <= c->now) retry = c->now + 1;
-        x->pc = pc;
-        m->st.stalled_cycles += retry - c->now;
-        m->next = retry;
-        return;
+/* ---- the fast path ----------------------------------------------------------------
+ * Words whose operands are GPRs and constants and whose effect is on this ME's registers
+ * and condition codes alone (plain ALU and shift operations, immed, ld_field, branches on
+ * condition codes and contexts, jumps) run in a threaded loop (run_fast) that keeps the
+ * context's state in locals; everything else goes through me_exec.  Both give the same
+ * results: the run-ahead path uses run_fast, the lock-step path (history, debugger)
+ * me_exec, and the fuzzer compares the two (tests/fuzz, header flag bit 5). */
+enum {
+    F_GENERAL = 0,
+#define F_ALU_ENUM(NAME, CODE) F_ALU_##NAME,
+    NPK_ALU_PLAIN_OPS(F_ALU_ENUM)
+#undef F_ALU_ENUM
+    F_SHF_B, F_SHF_NOTB, F_SHF_AND, F_SHF_NOTAND, F_SHF_ANDNOT, F_SHF_OR, F_SHF_ASR,
+    F_IMMED, F_IMMED_BYTE, F_IMMED_WORD, F_BRANCH, F_BR_BIT, F_BR_BYTE, F_JUMP, F_LD_FIELD,
+    F_COUNT
+};
+
+/* operands the fast path reads and writes itself */
+static int fast_rf(const npk_opnd *o)
+{
+    return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS || o->kind == NPK_OPK_XFER || o->kind == NPK_OPK_DXFER;
+}
+static int fast_src(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_IMM; }
+static int fast_dst(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_NONE; }
+static int fast_reg(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS; }  /* read and written */
+
+static uint8_t fast_handler(const npk_uop *u)
+{
+    uint64_t w = u->w;
+    switch (u->cls) {
+    case NPK_IC_ALU:
+        if (!fast_src(&u->a) || !fast_src(&u->b) || !fast_dst(&u->d)) return F_GENERAL;
+        switch (u->op) {
+#define F_ALU_CASE(NAME, CODE) case CODE: return F_ALU_##NAME;
+        NPK_ALU_PLAIN_OPS(F_ALU_CASE)
+#undef F_ALU_CASE
+        default: return F_GENERAL;
+        }
+    case NPK_IC_ALU_SHF: {
+        uint32_t st = NPK_ALU_SHF_SHIFT_TYPE(w);
+        if (!fast_src(&u->a) || !fast_src(&u->b) || !fast_dst(&u->d) || st == NPK_SHIFT_TYPE_DBL_RIGHT) return F_GENERAL;
+        switch (u->op) {
+        case NPK_ALU_SHF_OP_B: return F_SHF_B;
+        case NPK_ALU_SHF_OP_NOTB: return F_SHF_NOTB;
+        case NPK_ALU_SHF_OP_AND: return F_SHF_AND;
+        case NPK_ALU_SHF_OP_NOTAND: return F_SHF_NOTAND;
+        case NPK_ALU_SHF_OP_ANDNOT: return F_SHF_ANDNOT;
+        case NPK_ALU_SHF_OP_OR: return F_SHF_OR;
+        case NPK_ALU_SHF_OP_ASR: return F_SHF_ASR;
+        default: return F_GENERAL;
+        }
     }
+    case NPK_IC_IMMED:
+        if (u->b.kind != NPK_OPK_IMM || !fast_dst(&u->d)) return F_GENERAL;
+        switch (NPK_IMMED_KIND(w)) {
+        case NPK_IMMED_KIND_IMMED: return NPK_IMMED_SHIFT(w) == 3 ? F_GENERAL : F_IMMED;
+        case NPK_IMMED_KIND_BYTE: return fast_reg(&u->d) ? F_IMMED_BYTE : F_GENERAL;
+        case NPK_IMMED_KIND_WORD: return fast_reg(&u->d) ? F_IMMED_WORD : F_GENERAL;
+        default: return F_GENERAL;
+        }
+    case NPK_IC_BRANCH:
+        return cond_holds(u->op, 0, 0, 0) >= 0 ? F_BRANCH : F_GENERAL;
+    case NPK_IC_BR_BIT:
+        return u->b.kind == NPK_OPK_IMM && fast_src(&u->a) ? F_BR_BIT : F_GENERAL;
+    case NPK_IC_BR_BYTE:
+        return fast_src(&u->a) && fast_src(&u->b) ? F_BR_BYTE : F_GENERAL;
+    case NPK_IC_JUMP:
+        return fast_src(&u->a) && u->a.kind != NPK_OPK_IMM ? F_JUMP : F_GENERAL;
+    case NPK_IC_LD_FIELD:
+        return fast_src(&u->a) && fast_reg(&u->d) ? F_LD_FIELD : F_GENERAL;
+    default:
+        return F_GENERAL;
+    }
+}
+
+/* the branch fields every branch class shares: target (inside the control store), defer
+ * slots, and the cycles a taken branch aborts */
+static void predecode_branch(npk_chip *c, npk_uop *u, uint32_t target, uint32_t defer)
+{
+    uint32_t pen = c->cfg.branch_taken_penalty;
+    u->target = (uint16_t)(target % c->cfg.ustore_words);
+    u->defer = (uint8_t)defer;
+    u->extra = (uint8_t)(pen > defer ? pen - defer : 0);
+}
+
+void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
+{
+    npk_uop *u = &m->uop[addr];
+    memset(u, 0, sizeof *u);
+    u->w = m->ustore[addr];
+    u->cls = (uint8_t)npk_iclass_of(u->w);
+    predecode_operands(u);
+    u->local = (uint8_t)uop_is_local(u);
+    switch (u->cls) {
+    case NPK_IC_BRANCH: predecode_branch(c, u, NPK_BRANCH_TARGET(u->w), NPK_BRANCH_DEFER(u->w)); break;
+    case NPK_IC_BR_BIT: predecode_branch(c, u, NPK_BR_BIT_TARGET(u->w), NPK_BR_BIT_DEFER(u->w)); break;
+    case NPK_IC_BR_BYTE: predecode_branch(c, u, NPK_BR_BYTE_TARGET(u->w), NPK_BR_BYTE_DEFER(u->w)); break;
+    case NPK_IC_JUMP: predecode_branch(c, u, 0, NPK_JUMP_DEFER(u->w)); break;
+    case NPK_IC_IMMED: {
+        uint32_t r = (NPK_IMMED_HI_BYTE(u->w) << 8) | u->b.num;
+        if (NPK_IMMED_INVERT(u->w)) r = ~r;
+        u->cmd = NPK_IMMED_SHIFT(u->w) < 3 ? r << (8 * NPK_IMMED_SHIFT(u->w)) : 0;
+        break;
+    }
+    default: break;
+    }
+    u->fast = fast_handler(u);
+}
+
+/* ---- execution ------------------------------------------------------------------ */
+
+/* a breakpoint at pc for this thread stops the run before the instruction (once) */
+static int breakpoint(npk_chip *c, npk_me *m, int ctx, uint32_t pc)
+{
+    if (m->bp_skip) {
+        m->bp_skip = 0;
+        return 0;
+    }
+    for (int i = 0; i < NPK_MAX_BP; i++) {
+        npk_bp *b = &c->bp[i];
+        if (b->used && b->pc == pc && (b->me < 0 || b->me == m->idx) && (b->ctx < 0 || b->ctx == ctx)) {
+            c->stop_req = 1;
+            c->stop.reason = NPK_STOP_BREAKPOINT;
+            c->stop.me = m->idx;
+            c->stop.ctx = ctx;
+            c->stop.pc = pc;
+            c->stop.id = i;
+            c->stop.cycle = c->now;
+            m->bp_skip = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* the class's semantics; returns the aborted cycles of a taken branch, or -1 when the
+ * instruction dealt with the context itself (halt, kill) */
+static inline int dispatch(npk_exec *e, const npk_uop *u)
+{
+    switch ((enum npk_iclass)u->cls) {
+    case NPK_IC_ALU: exec_alu(e, u); return 0;
+    case NPK_IC_ALU_SHF: exec_alu_shf(e, u); return 0;
+    case NPK_IC_IMMED: exec_immed(e, u); return 0;
+    case NPK_IC_LD_FIELD: exec_ld_field(e, u); return 0;
+    case NPK_IC_MUL_STEP: exec_mul(e, u); return 0;
+    case NPK_IC_LOCAL_CSR: exec_local_csr(e, u); return 0;
+    case NPK_IC_BRANCH: return exec_branch(e, u);
+    case NPK_IC_BR_BIT: return exec_br_bit(e, u);
+    case NPK_IC_BR_BYTE: return exec_br_byte(e, u);
+    case NPK_IC_JUMP: return branch_to(e, npk_rd(e, &u->a), NPK_JUMP_DEFER(u->w));
+    case NPK_IC_CTX_ARB: return exec_ctx_arb(e, u);
+    case NPK_IC_SRAM: case NPK_IC_SCRATCH: case NPK_IC_DRAM: case NPK_IC_MSF: case NPK_IC_PCI:
+    case NPK_IC_CAP: case NPK_IC_HASH:
+        npk_issue_mem(e, u);
+        return 0;
+    case NPK_IC_CAP_CSR: npk_issue_cap_csr(e, u); return 0;
+    default: e->illegal = 1; return 0;
+    }
+}
+
+/* post-modify the index registers the instruction named with ++ / -- */
+static void post_modify(npk_exec *e)
+{
+    npk_me *m = e->m;
+    if (e->side & SIDE_LM0) { uint32_t *r = npk_lm_reg(m, e->ctx, 0); *r = (*r + (uint32_t)e->lm_delta[0]) & 0xFFC; }
+    if (e->side & SIDE_LM1) { uint32_t *r = npk_lm_reg(m, e->ctx, 1); *r = (*r + (uint32_t)e->lm_delta[1]) & 0xFFC; }
+    if (e->side & SIDE_T) m->t_index = (m->t_index + (uint32_t)e->t_delta) & 0x1FC;
+    if (e->side & SIDE_NNGET) m->nn_get = (m->nn_get + 1) & 127;
+}
+
+/* the instruction is done: statistics, index registers, the local_csr_rd result's
+ * lifetime, deferred branches and context swaps, and when the ME issues next */
+static inline void retire(npk_exec *e, const npk_uop *u, int extra, int had_br, int had_swap, int csr_rd_before)
+{
+    npk_chip *c = e->c;
+    npk_me *m = e->m;
+    npk_ctx *x = e->x;
     m->st.instructions++;
     m->st.executing_cycles++;
-    m->st.ctx_instructions[ctx]++;
-    if (e.illegal) {
+    m->st.ctx_instructions[e->ctx]++;
+    if (e->illegal) {
         char why[96];
-        snprintf(why, sizeof why, "illegal instruction 0x%010llx (%s)", (unsigned long long)w,
-                 npk_iclass_name(npk_iclass_of(w)));
-        npk_me_stop(c, m, ctx, NPK_ME_ILLEGAL, pc, w, why);
+        snprintf(why, sizeof why, "illegal instruction 0x%010llx (%s)", (unsigned long long)u->w,
+                 npk_iclass_name(npk_iclass_of(u->w)));
+        npk_me_stop(c, m, e->ctx, NPK_ME_ILLEGAL, e->pc, u->w, why);
         return;
     }
-    if (done) return;
-    /* post-modify index registers */
-    if (e.lm_delta[0]) { uint32_t *r = lm_reg(m, ctx, 0); *r = (*r + (uint32_t)e.lm_delta[0]) & 0xFFC; }
-    if (e.lm_delta[1]) { uint32_t *r = lm_reg(m, ctx, 1); *r = (*r + (uint32_t)e.lm_delta[1]) & 0xFFC; }
-    if (e.t_delta) m->t_index = (m->t_index + (uint32_t)e.t_delta) & 0x1FC;
-    if (e.nnget_delta) m->nn_get = (m->nn_get + 1) & 127;
+    if (extra < 0) return;
+    if (e->side) post_modify(e);
     if (csr_rd_before && m->csr_rd_valid == csr_rd_before) m->csr_rd_valid = 0;
     else if (m->csr_rd_valid == 2) m->csr_rd_valid = 1;
 
@@ -1376,89 +1010,280 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     uint64_t t = c->now + 1 + (uint64_t)extra;
     m->st.aborted_cycles += (uint64_t)extra;
     if (x->swap_pending) {
-        if (had_swap) {
-            if (x->swap_left) x->swap_left--;
-        }
+        if (had_swap && x->swap_left) x->swap_left--;
         if (x->swap_left == 0) {
             x->swap_pending = 0;
             if (x->br_pending) { x->pc = x->br_target; x->br_pending = 0; }
-            ctx_swap_out(c, m, ctx, t);
+            ctx_swap_out(c, m, e->ctx, t);
             return;
         }
     }
-    m->next = t;
+    npk_me_set_next(c, m, t);
 }
 
-/* ---- run-ahead classification -------------------------------------------------
- * A word is "local" when executing it reads and writes only state of its own
- * ME that no other ME or unit can change in the meantime: datapath
- * instructions without next-neighbour operands, branches on condition codes,
- * context number, bits and bytes, jumps, and local_csr_rd.  The run loop lets
- * an ME execute local words ahead of the other MEs up to the next unit
- * completion, which gives exactly the same results as lock-step execution. */
-
-static int u_is_nn(uint32_t num)
+/* Execute one instruction of the running context of m at c->now. */
+static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m)
 {
-    return num == 0x241 || num == 0x243 || (num & 0x3E0) == 0x280;
-}
-
-static int r_is_nn(uint32_t num)
-{
-    return (num & 0xE0) == 0x40 && ((num & 0x1F) == 1 || (num & 0x1F) == 3);
-}
-
-int npk_word_is_local(uint64_t w)
-{
-    switch (npk_iclass_of(w)) {
-    case NPK_IC_ALU:
-        return !u_is_nn(NPK_ALU_A_SRC(w)) && !u_is_nn(NPK_ALU_B_SRC(w)) && !u_is_nn(NPK_ALU_DEST(w));
-    case NPK_IC_IMMED:
-        return !u_is_nn(NPK_IMMED_A_SRC(w)) && !u_is_nn(NPK_IMMED_B_SRC(w));
-    case NPK_IC_MUL_STEP:
-        return !u_is_nn(NPK_MUL_STEP_A_SRC(w)) && !u_is_nn(NPK_MUL_STEP_B_SRC(w));
-    case NPK_IC_JUMP:
-        return !u_is_nn(NPK_JUMP_A_SRC(w)) && !u_is_nn(NPK_JUMP_B_SRC(w));
-    case NPK_IC_ALU_SHF:
-        return !r_is_nn(NPK_ALU_SHF_A_SRC(w)) && !r_is_nn(NPK_ALU_SHF_B_SRC(w)) && !r_is_nn(NPK_ALU_SHF_DEST(w));
-    case NPK_IC_LD_FIELD:
-        return !r_is_nn(NPK_LD_FIELD_A_SRC(w)) && !r_is_nn(NPK_LD_FIELD_B_SRC(w));
-    case NPK_IC_BR_BIT:
-        return !r_is_nn(NPK_BR_BIT_A_SRC(w)) && !r_is_nn(NPK_BR_BIT_B_SRC(w));
-    case NPK_IC_BR_BYTE:
-        return !r_is_nn(NPK_BR_BYTE_A_SRC(w)) && !r_is_nn(NPK_BR_BYTE_B_SRC(w));
-    case NPK_IC_BRANCH: {
-        uint32_t cond = NPK_BRANCH_COND(w);
-        return cond < 18 || cond == 24;
+    if (m->npend && m->pend_min <= c->now)
+        npk_me_apply_csrs(c, m);
+    int ctx = m->cur;
+    npk_ctx *x = &m->ctx[ctx];
+    uint32_t pc = x->pc;
+    if (pc >= c->cfg.ustore_words) {
+        npk_fault_at(c, NPK_FAULT_PC, m->idx, ctx, pc, pc);
+        npk_me_stop(c, m, ctx, NPK_ME_BAD_PC, pc, 0, "PC outside the control store");
+        return;
     }
-    case NPK_IC_LOCAL_CSR:
-        return !NPK_LOCAL_CSR_WRITE(w);
-    default:
-        return 0;
+    if (c->nbp && breakpoint(c, m, ctx, pc))
+        return;
+    const npk_uop *u = &m->uop[pc];
+    npk_exec e;
+    e.c = c;
+    e.m = m;
+    e.ctx = ctx;
+    e.x = x;
+    e.pc = pc;
+    e.base = npk_relbase(m, ctx);
+    e.illegal = 0;
+    e.stall = 0;
+    e.side = 0;
+    int had_br = x->br_pending;
+    int had_swap = x->swap_pending;
+    int csr_rd_before = m->csr_rd_valid;
+    x->pc = pc + 1;
+    if (c->hist_level >= 2)
+        npk_hist_rec(c, NPK_EV_INSTR, m->idx, ctx, 0, pc, (uint32_t)(u->w >> 8));
+    int extra = dispatch(&e, u);
+    if (e.stall) {
+        /* the unit's command queue is full: retry when something completes */
+        uint64_t retry = npk_ev_next_cycle(c);
+        if (retry <= c->now) retry = c->now + 1;
+        x->pc = pc;
+        m->st.stalled_cycles += retry - c->now;
+        npk_me_set_next(c, m, retry);
+        return;
     }
+    retire(&e, u, extra, had_br, had_swap, csr_rd_before);
 }
 
-void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
+/* Run m's running context from m->next through fast words (fast_handler) while they
+ * start before `limit` and no pending CSR write comes due; returns how many it ran.
+ * The context's registers stay in the ME; pc, condition codes, the deferred branch and
+ * the statistics live in locals until it returns. */
+static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, uint64_t limit)
 {
-    (void)c;
-    uint64_t w = m->ustore[addr];
-    m->cls[addr] = (uint8_t)npk_iclass_of(w);
-    m->local[addr] = (uint8_t)npk_word_is_local(w);
+    int ctx = m->cur;
+    npk_ctx *x = &m->ctx[ctx];
+    if (x->swap_pending || m->csr_rd_valid) return 0;
+    if (limit > m->pend_min) limit = m->pend_min;
+    const npk_uop *uops = m->uop, *u;
+    uint32_t (*g)[128] = m->rf;
+    uint32_t base = npk_relbase(m, ctx), pc = x->pc, us = c->cfg.ustore_words;
+    uint8_t cc = x->cc;
+    int brp = x->br_pending, had_br;
+    uint8_t brl = x->br_left;
+    uint32_t brt = x->br_target;
+    uint64_t now = m->next, n = 0, aborted = 0;
+    uint32_t aluo = m->alu_out, pa = m->prev_a, pb = m->prev_b;   /* the ALU's remembered values */
+
+/* a fast operand's value; a fast destination's write ("--" drops it): registers are
+ * (file, number), the number relative to the context's first register or absolute */
+#define VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num : g[(o).rf][((base & -(uint32_t)(o).rel) + (o).num) & 127])
+#define WR(o, v) do { if ((o).kind != NPK_OPK_NONE) \
+                       g[(o).rf][((base & -(uint32_t)(o).rel) + (o).num) & 127] = (v); } while (0)
+#define TAKE() do { if (u->defer == 0) pc = u->target; \
+                    else { brp = 1; brl = u->defer; brt = u->target; } \
+                    now += u->extra; aborted += u->extra; } while (0)
+
+#if defined(__GNUC__)   /* threaded dispatch: one indirect jump at the end of every handler */
+    static const void *const labels[F_COUNT] = {
+        [F_GENERAL] = &&done,
+#define F_ALU_LABEL(NAME, CODE) [F_ALU_##NAME] = &&alu_##NAME,
+        NPK_ALU_PLAIN_OPS(F_ALU_LABEL)
+#undef F_ALU_LABEL
+        [F_SHF_B] = &&shf_b, [F_SHF_NOTB] = &&shf_notb, [F_SHF_AND] = &&shf_and, [F_SHF_NOTAND] = &&shf_notand,
+        [F_SHF_ANDNOT] = &&shf_andnot, [F_SHF_OR] = &&shf_or, [F_SHF_ASR] = &&shf_asr,
+        [F_IMMED] = &&immed, [F_IMMED_BYTE] = &&immed_byte, [F_IMMED_WORD] = &&immed_word,
+        [F_BRANCH] = &&branch, [F_BR_BIT] = &&br_bit, [F_BR_BYTE] = &&br_byte, [F_JUMP] = &&jump,
+        [F_LD_FIELD] = &&ld_field,
+    };
+#define HANDLER(h, label) label:
+#define DISPATCH() goto *labels[u->fast]
+#else                   /* portable: a switch */
+#define HANDLER(h, label) case h:
+#define DISPATCH() goto dispatch
+#endif
+
+/* the next word, if it may run here: fetch it and go to its handler */
+#define NEXT() do { if (now >= limit) goto done; u = &uops[pc]; \
+                    had_br = brp; pc++; DISPATCH(); } while (0)
+/* the word is done: count it, the deferred branch's slot, the time (a taken branch
+ * added its aborted cycles) */
+#define RETIRE() do { n++; \
+                      if (had_br && brp && --brl == 0) { brp = 0; pc = brt; } \
+                      now += 1; NEXT(); } while (0)
+
+    (void)us;
+    NEXT();
+#if !defined(__GNUC__)
+dispatch:
+    switch (u->fast) {
+#endif
+
+#define F_ALU_BODY(NAME, CODE) \
+    HANDLER(F_ALU_##NAME, alu_##NAME) { \
+        uint32_t a = VAL(u->a), b = VAL(u->b), r; \
+        if (NPK_ALU_SWAP(u->w)) { uint32_t t = a; a = b; b = t; } \
+        cc = npk_alu_##NAME(a, b, cc, &r); \
+        WR(u->d, r); \
+        pa = a; pb = b; aluo = r; \
+        RETIRE(); \
+    }
+    NPK_ALU_PLAIN_OPS(F_ALU_BODY)
+#undef F_ALU_BODY
+
+#define F_SHF_BODY(h, label, EXPR) \
+    HANDLER(h, label) { \
+        uint32_t a = VAL(u->a), b = VAL(u->b); \
+        if (NPK_ALU_SHF_SWAP(u->w)) { uint32_t t = a; a = b; b = t; } \
+        uint32_t sb = shift_b(aluo, b, NPK_ALU_SHF_SHIFT_TYPE(u->w), NPK_ALU_SHF_SHIFT_AMT(u->w)); \
+        uint32_t r = (EXPR); \
+        (void)sb; \
+        WR(u->d, r); \
+        cc = npk_cc_logic(r); \
+        pa = a; pb = b; aluo = r; \
+        RETIRE(); \
+    }
+    F_SHF_BODY(F_SHF_B, shf_b, sb)
+    F_SHF_BODY(F_SHF_NOTB, shf_notb, ~sb)
+    F_SHF_BODY(F_SHF_AND, shf_and, a & sb)
+    F_SHF_BODY(F_SHF_NOTAND, shf_notand, ~a & sb)
+    F_SHF_BODY(F_SHF_ANDNOT, shf_andnot, a & ~sb)
+    F_SHF_BODY(F_SHF_OR, shf_or, a | sb)
+#undef F_SHF_BODY
+
+    HANDLER(F_SHF_ASR, shf_asr) {
+        uint32_t a = VAL(u->a), b = VAL(u->b), r;
+        if (NPK_ALU_SHF_SWAP(u->w)) { uint32_t t = a; a = b; b = t; }
+        uint32_t st = NPK_ALU_SHF_SHIFT_TYPE(u->w), amt = NPK_ALU_SHF_SHIFT_AMT(u->w);
+        if (st == NPK_SHIFT_TYPE_ROT_LEFT) r = rotr(b, amt);
+        else if (st == NPK_SHIFT_TYPE_LEFT) r = shift_b(aluo, b, st, amt);
+        else r = (uint32_t)((int32_t)b >> (amt ? amt : (aluo & 31)));
+        WR(u->d, r);
+        cc = npk_cc_logic(r);
+        pa = a; pb = b; aluo = r;
+        RETIRE();
+    }
+
+    HANDLER(F_IMMED, immed) {
+        WR(u->d, u->cmd);
+        aluo = u->cmd;
+        RETIRE();
+    }
+    HANDLER(F_IMMED_BYTE, immed_byte) {
+        uint32_t s = 8 * NPK_IMMED_SHIFT(u->w), r = (VAL(u->d) & ~(0xFFu << s)) | ((uint32_t)u->b.num << s);
+        WR(u->d, r);
+        aluo = r;
+        RETIRE();
+    }
+    HANDLER(F_IMMED_WORD, immed_word) {
+        uint32_t s = (NPK_IMMED_SHIFT(u->w) >> 1) * 16;
+        uint32_t r = (VAL(u->d) & ~(0xFFFFu << s)) | (((NPK_IMMED_HI_BYTE(u->w) << 8) | u->b.num) << s);
+        WR(u->d, r);
+        aluo = r;
+        RETIRE();
+    }
+
+    HANDLER(F_BRANCH, branch) {
+        if (cond_taken(u, cc, ctx)) TAKE();
+        RETIRE();
+    }
+    HANDLER(F_BR_BIT, br_bit) {
+        uint32_t reg = VAL(u->a), bit = ((uint32_t)u->b.num + 31) & 31;
+        if ((int)((reg >> bit) & 1) == (int)NPK_BR_BIT_SET(u->w)) TAKE();
+        RETIRE();
+    }
+    HANDLER(F_BR_BYTE, br_byte) {
+        uint32_t reg = VAL(u->a), val = VAL(u->b);
+        uint32_t byte = (reg >> (8 * NPK_BR_BYTE_BYTE_NO(u->w))) & 0xFF;
+        if ((int)(byte == (val & 0xFF)) == (int)NPK_BR_BYTE_EQUAL(u->w)) TAKE();
+        RETIRE();
+    }
+    HANDLER(F_JUMP, jump) {
+        uint32_t t = VAL(u->a);
+        if (t >= us) t %= us;
+        if (u->defer == 0) pc = t;
+        else { brp = 1; brl = u->defer; brt = t; }
+        now += u->extra;
+        aborted += u->extra;
+        RETIRE();
+    }
+    HANDLER(F_LD_FIELD, ld_field) {
+        uint64_t w = u->w;
+        uint32_t src = VAL(u->a);
+        uint32_t old = NPK_LD_FIELD_W_CLR(w) ? 0 : VAL(u->d);
+        uint32_t st = NPK_LD_FIELD_SHIFT_TYPE(w);
+        uint32_t sh = st == NPK_SHIFT_TYPE_DBL_RIGHT ? src : shift_b(aluo, src, st, NPK_LD_FIELD_SHIFT_AMT(w));
+        uint32_t bm = NPK_LD_FIELD_BYTE_MASK(w), mask = 0;
+        for (int i = 0; i < 4; i++)
+            if (bm & (1u << i)) mask |= 0xFFu << (8 * i);
+        uint32_t r = (old & ~mask) | (sh & mask);
+        WR(u->d, r);
+        if (NPK_LD_FIELD_LOAD_CC(w)) cc = npk_cc_logic(r);
+        aluo = r;
+        RETIRE();
+    }
+#if !defined(__GNUC__)
+    default: goto done;
+    }
+#endif
+
+done:
+    if (n) {
+        /* the word that stopped the loop was fetched but not executed */
+        x->pc = (now >= limit) ? pc : pc - 1;
+        x->cc = cc;
+        x->br_pending = (uint8_t)brp;
+        x->br_left = brl;
+        x->br_target = brt;
+        npk_me_set_next(c, m, now);
+        m->alu_out = aluo;
+        m->prev_a = pa;
+        m->prev_b = pb;
+        m->st.instructions += n;
+        m->st.executing_cycles += n;
+        m->st.ctx_instructions[ctx] += n;
+        m->st.aborted_cycles += aborted;
+    }
+    return n;
+#undef VAL
+#undef WR
+#undef TAKE
+#undef HANDLER
+#undef DISPATCH
+#undef NEXT
+#undef RETIRE
 }
 
-void npk_me_exec(npk_chip *c, npk_me *m)
+static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit)
 {
-    me_exec(c, m);
+    return m->uop[m->ctx[m->cur].pc].fast ? run_fast_loop(c, m, limit) : 0;
 }
 
-/* Execute local words of m's running context while they come before
- * `horizon` (the next unit completion); see npk_word_is_local. */
-void npk_me_run_ahead(npk_chip *c, npk_me *m, uint64_t horizon)
+/* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
+ * the words that touch only this ME for as long as they start before `horizon` (the
+ * next unit completion): the results are those of lock-step execution. */
+void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
 {
+    int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
+    if (!(fast && run_fast(c, m, c->now + 1)))
+        me_exec(c, m);
+    if (!ahead) return;
     uint64_t saved = c->now;
-    uint32_t us = c->cfg.ustore_words;
-    while (m->next < horizon && m->cur >= 0 && m->pend_min > m->next) {
+    while (m->cur >= 0 && m->next < horizon && m->pend_min > m->next) {
+        if (fast && run_fast(c, m, horizon)) continue;
         uint32_t pc = m->ctx[m->cur].pc;
-        if (pc >= us || !m->local[pc]) break;
+        if (pc >= c->cfg.ustore_words || !m->uop[pc].local) break;
         c->now = m->next;
         me_exec(c, m);
     }

@@ -1,12 +1,51 @@
-/* Event scheduling: a pool of events and a binary min-heap ordered by
- * (cycle, issue sequence) so completions are processed deterministically. */
+/* Event scheduling: completions are processed in (cycle, issue sequence) order, so the
+ * same program gives the same history.
+ *
+ * A timing wheel holds the events of the next NPK_WHEEL cycles: one first-in first-out
+ * list per cycle (issue order is sequence order), a bitmap of the cycles that have
+ * events, so that push and pop cost the same with ten or ten thousand references in
+ * flight.  Events further out (a DRAM latency of 10^7 cycles, a future-count signal) wait
+ * in a binary heap ordered by (cycle, sequence) and move onto the wheel, in that order,
+ * when the wheel's window reaches them (npk_ev_advance) -- before any event of the same
+ * cycle can be pushed onto the wheel directly, which keeps the sequence order.
+ *
+ * Events live in chunks that never move, so that a completion is carried out in place
+ * (its unit may call out -- a plug-in MSF device -- and new events may be allocated
+ * meanwhile). */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
+#define SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))
+
 static inline int ev_less(const npk_heap_ent *x, const npk_heap_ent *y)
 {
     return x->cycle < y->cycle || (x->cycle == y->cycle && x->seq < y->seq);
+}
+
+/* room for `cap` events: chunks of NPK_EV_CHUNK, and the index arrays */
+static int grow(npk_chip *c)
+{
+    uint32_t cap = c->pool_cap ? c->pool_cap * 2 : NPK_EV_CHUNK;
+    if (cap > NPK_EV_MAX) return 0;
+    npk_event **chunks = realloc(c->chunk, (size_t)(cap / NPK_EV_CHUNK) * sizeof *chunks);
+    if (!chunks) return 0;
+    c->chunk = chunks;
+    for (uint32_t k = c->pool_cap / NPK_EV_CHUNK; k < cap / NPK_EV_CHUNK; k++) {
+        chunks[k] = malloc(NPK_EV_CHUNK * sizeof(npk_event));
+        if (!chunks[k]) {
+            c->pool_cap = k * NPK_EV_CHUNK;   /* what is there stays usable */
+            return 0;
+        }
+    }
+    uint32_t *f = realloc(c->free_list, (size_t)cap * sizeof *f);
+    if (!f) return 0;
+    c->free_list = f;
+    npk_heap_ent *h = realloc(c->heap, (size_t)cap * sizeof *h);
+    if (!h) return 0;
+    c->heap = h;
+    c->pool_cap = cap;
+    return 1;
 }
 
 npk_event *npk_ev_alloc(npk_chip *c)
@@ -15,32 +54,25 @@ npk_event *npk_ev_alloc(npk_chip *c)
     if (c->nfree) {
         i = c->free_list[--c->nfree];
     } else {
-        if (c->pool_used == c->pool_cap) {
-            uint32_t cap = c->pool_cap ? c->pool_cap * 2 : 256;
-            if (cap > (1u << 24)) return NULL;
-            npk_event *p = realloc(c->pool, (size_t)cap * sizeof *p);
-            if (!p) return NULL;
-            c->pool = p;
-            uint32_t *f = realloc(c->free_list, (size_t)cap * sizeof *f);
-            if (!f) return NULL;
-            c->free_list = f;
-            npk_heap_ent *h = realloc(c->heap, (size_t)cap * sizeof *h);
-            if (!h) return NULL;
-            c->heap = h;
-            c->pool_cap = cap;
-        }
+        if (c->pool_used == c->pool_cap && !grow(c)) return NULL;
         i = c->pool_used++;
     }
-    npk_event *e = &c->pool[i];
+    npk_event *e = npk_ev_at(c, i);
     memset(e, 0, offsetof(npk_event, data));
+    e->idx = i;
     return e;
 }
 
-void npk_ev_push(npk_chip *c, npk_event *e)
+void npk_ev_free_all(npk_chip *c)
 {
-    uint32_t idx = (uint32_t)(e - c->pool);
-    e->seq = c->seq++;
-    npk_heap_ent ent = {e->cycle, e->seq, idx};
+    for (uint32_t k = 0; k < c->pool_cap / NPK_EV_CHUNK; k++) free(c->chunk[k]);
+    free(c->chunk);
+    free(c->free_list);
+    free(c->heap);
+}
+
+static void heap_push(npk_chip *c, npk_heap_ent ent)
+{
     uint32_t k = c->nheap++;
     while (k > 0) {
         uint32_t p = (k - 1) / 2;
@@ -51,19 +83,9 @@ void npk_ev_push(npk_chip *c, npk_event *e)
     c->heap[k] = ent;
 }
 
-npk_event *npk_ev_top(npk_chip *c)
+static npk_heap_ent heap_pop(npk_chip *c)
 {
-    return c->nheap ? &c->pool[c->heap[0].idx] : NULL;
-}
-
-uint64_t npk_ev_next_cycle(npk_chip *c)
-{
-    return c->nheap ? c->heap[0].cycle : NPK_NEVER;
-}
-
-void npk_ev_pop_free(npk_chip *c)
-{
-    uint32_t top = c->heap[0].idx;
+    npk_heap_ent top = c->heap[0];
     npk_heap_ent last = c->heap[--c->nheap];
     uint32_t k = 0, n = c->nheap;
     for (;;) {
@@ -75,5 +97,96 @@ void npk_ev_pop_free(npk_chip *c)
         k = s;
     }
     if (n) c->heap[k] = last;
-    c->free_list[c->nfree++] = top;
+    return top;
+}
+
+static void wheel_append(npk_chip *c, uint32_t idx, uint64_t cycle)
+{
+    uint32_t s = SLOT(cycle);
+    npk_ev_at(c, idx)->link = 0;
+    if (c->wheel_head[s]) npk_ev_at(c, c->wheel_tail[s] - 1)->link = idx + 1;
+    else c->wheel_head[s] = idx + 1;
+    c->wheel_tail[s] = idx + 1;
+    c->wheel_bits[s >> 6] |= 1ull << (s & 63);
+    c->wheel_count++;
+}
+
+/* the earliest cycle with events on the wheel, from slot `from` on (the wheel is not empty) */
+static uint64_t wheel_first(const npk_chip *c, uint64_t from)
+{
+    uint32_t s = SLOT(from);
+    for (uint32_t k = 0; k <= NPK_WHEEL / 64; k++) {
+        uint32_t word = ((s >> 6) + k) % (NPK_WHEEL / 64);
+        uint64_t bits = c->wheel_bits[word];
+        if (k == 0) bits &= ~0ull << (s & 63);
+        if (bits) {
+            uint32_t slot = word * 64 + (uint32_t)__builtin_ctzll(bits);
+            return from + ((slot - s) & (NPK_WHEEL - 1));
+        }
+    }
+    return NPK_NEVER;  /* not reached while wheel_count > 0 */
+}
+
+static void update_first(npk_chip *c, uint64_t from)
+{
+    if (c->wheel_count) c->ev_first = wheel_first(c, from);
+    else c->ev_first = c->nheap ? c->heap[0].cycle : NPK_NEVER;
+}
+
+void npk_ev_push(npk_chip *c, npk_event *e)
+{
+    uint32_t idx = e->idx;
+    e->seq = c->seq++;
+    if (e->cycle >= c->wheel_base && e->cycle - c->wheel_base < NPK_WHEEL)
+        wheel_append(c, idx, e->cycle);
+    else
+        heap_push(c, (npk_heap_ent){e->cycle, e->seq, idx});
+    if (e->cycle < c->ev_first) c->ev_first = e->cycle;
+}
+
+void npk_ev_advance(npk_chip *c, uint64_t now)
+{
+    if (now <= c->wheel_base) return;
+    c->wheel_base = now;  /* no event is earlier: the run loop never passes one */
+    while (c->nheap && c->heap[0].cycle - now < NPK_WHEEL) {
+        npk_heap_ent ent = heap_pop(c);
+        wheel_append(c, ent.idx, ent.cycle);
+    }
+}
+
+npk_event *npk_ev_pop(npk_chip *c)
+{
+    uint32_t idx;
+    if (c->ev_first == NPK_NEVER) return NULL;
+    if (c->wheel_count) {
+        uint32_t s = SLOT(c->ev_first);
+        idx = c->wheel_head[s] - 1;
+        c->wheel_head[s] = npk_ev_at(c, idx)->link;
+        c->wheel_count--;
+        if (!c->wheel_head[s]) {
+            c->wheel_bits[s >> 6] &= ~(1ull << (s & 63));
+            update_first(c, c->ev_first);
+        }
+    } else {
+        idx = heap_pop(c).idx;
+        update_first(c, c->ev_first);
+    }
+    return npk_ev_at(c, idx);
+}
+
+void npk_ev_free(npk_chip *c, npk_event *e)
+{
+    c->free_list[c->nfree++] = e->idx;
+}
+
+void npk_ev_reset(npk_chip *c)
+{
+    c->nheap = 0;
+    c->nfree = 0;
+    c->pool_used = 0;
+    c->wheel_base = 0;
+    c->wheel_count = 0;
+    c->ev_first = NPK_NEVER;
+    memset(c->wheel_head, 0, sizeof c->wheel_head);
+    memset(c->wheel_bits, 0, sizeof c->wheel_bits);
 }

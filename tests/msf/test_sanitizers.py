@@ -34,7 +34,7 @@ def test_msf_device_under_sanitizers(tmp_path: Path) -> None:
         str(p) for p in (EMU / "src" / "units").glob("*.c")
     )
     exe = tmp_path / "test_msf_dev"
-    subprocess.run([cc, *FLAGS, f"-I{EMU / 'include'}", f"-I{EMU / 'src'}", f"-I{EMU / 'tests' / 'c'}", f"-I{tmp_path}", "-o", str(exe),
+    subprocess.run([cc, *FLAGS, f"-I{EMU / 'include'}", f"-I{EMU / 'src'}", f"-I{EMU / 'src' / 'gen'}", f"-I{EMU / 'tests' / 'c'}", f"-I{tmp_path}", "-o", str(exe),
                     *sources, str(DRIVER)], check=True, capture_output=True, text=True, timeout=300)  # fmt: skip
     env = dict(
         os.environ,

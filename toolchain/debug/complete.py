@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from npkit.emulator.binding import MEM_SPACES
 from npkit.toolchain.isa import isa
 
 from .source import short
@@ -22,7 +23,6 @@ from .source import short
 if TYPE_CHECKING:
     from .session import Session
 
-MEM_SPACES = ("sram", "dram", "scratch")
 MAX_LINES = 400  # line numbers offered after FILE:
 _EXPR_WORD = re.compile(r"[\w$@.#]*$")
 

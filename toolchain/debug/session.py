@@ -32,6 +32,8 @@ from npkit.emulator.binding import (
     K_SOUT,
     K_STATE,
     K_WAIT,
+    MEM_SPACES,
+    PC_UNIT,
     UNITS,
     EmulatorError,
     HistEvent,
@@ -40,6 +42,7 @@ from npkit.emulator.binding import (
 from npkit.emulator.me_names import MeNameError
 from npkit.toolchain.isa import DecodeError, decode, isa
 
+from . import events
 from . import packet as pkt
 from .expr import ExprError, evaluate
 from .source import _same_file, macro_frames, short, where
@@ -51,8 +54,6 @@ MAX_NEXT_STEPS = 100_000
 MAX_WAKE_WAIT = 200_000
 HISTORY_KEEP = 20_000
 MAX_DUMP = 1 << 16  # bytes `mem` prints at most
-PC_UNIT = 0xFFFFFFFF  # npk_emu.h NPK_PC_UNIT: a register written by a memory unit's completion
-MEM_SPACES = ("sram", "dram", "scratch")
 # most positional arguments a command takes (commands not listed parse their own)
 MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 0, "thread": 1, "threads": 0, "regs": 1,
             "signals": 1, "rings": 0, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
@@ -225,11 +226,10 @@ class Session:
     def _drain(self) -> None:
         for ev in self.chip.history():
             self.events.append(ev)
-            if ev.kind == "mem_done" and ev.unit == 0:  # completion: the descriptor address
-                cmd = ev.a0 & 0xFF
-                if cmd in (11, 12):  # dequeue, enqueue
+            if ev.kind == "mem_done" and events.unit_name(ev) == "sram":  # completion: the descriptor address
+                if events.names_descriptor(ev, "queue"):
                     self.sram_queues.add(ev.a1 & ~3)
-                elif cmd in (9, 10):  # ring get/put, journal
+                elif events.names_descriptor(ev, "ring"):
                     self.sram_rings.add(ev.a1 & ~3)
 
     def nm(self, me: int) -> str:

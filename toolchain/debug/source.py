@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npkit.toolchain.image import Image, LineEntry, Program, Symbol
+from npkit.toolchain.isa import isa
 
 
 @dataclass(frozen=True)
@@ -210,11 +211,10 @@ class SourceMap:
                 if not m:
                     continue
                 mn, a0, a1 = m[1].lower(), m[2], m[3]
-                if mn in ("sram", "dram", "scratch", "msf", "cap", "pci"):
-                    if a1 and a1.startswith("$"):
-                        out = re.match(r"(write|put|swap|test_and|incr|decr|add|sub|set|clr|tbuf|fast|enqueue|journal|csr_wr)",
-                                       a0, re.I)  # fmt: skip
-                        self._halves.setdefault(a1, "out" if out and not a0.lower().startswith("test_and") else "in")
+                if isa().unit_of_mnemonic(mn) is not None:
+                    cmd = isa().memory_command(mn, [a0])
+                    if a1 and a1.startswith("$") and cmd is not None:  # what the command reads: the write half
+                        self._halves.setdefault(a1, "in" if cmd.push else "out")
                 elif a0.startswith("$"):
                     self._halves[a0] = "out"
         return self._halves.get(name, "in")

@@ -33,6 +33,7 @@ from typing import Any
 from npkit.emulator.binding import CTX_STATES, UNITS, HistEvent
 from npkit.toolchain.image import Image
 
+from .events import command_name, is_command
 from .source import where
 from .target import Target
 
@@ -177,7 +178,7 @@ def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[in
             if buffers is not None and ev.unit == DRAM:
                 idx = buffers.index(ev.a1)
                 if idx is not None:
-                    if cmd == 0xA and (ev.a1 - buffers.base) % buffers.size < 64 and \
+                    if is_command(ev, "rbuf_rd") and (ev.a1 - buffers.base) % buffers.size < 64 and \
                             (ev.me, ev.ctx, ev.cycle) != pkt_last.get(f"b{idx}.{pkt_gen.get(idx, 0)}", (0, 0, -1)):  # fmt: skip
                         pkt_gen[idx] = pkt_gen.get(idx, 0) + 1
                     pid = f"b{idx}.{pkt_gen.get(idx, 0)}"
@@ -199,7 +200,7 @@ def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[in
             if c0 < lo or ev.cycle > hi:
                 continue
             unit = UNITS[ev.unit] if ev.unit < len(UNITS) else str(ev.unit)
-            name = f"{unit} cmd {cmd} 0x{addr:x}"
+            name = f"{unit}[{command_name(ev)}] 0x{addr:x}"
             args = {"c0": c0, "c1": ev.cycle, "me": ev.me, "ctx": ev.ctx, "cmd": cmd, "addr": addr}
             out.append({"ph": "b", "pid": mem_pid, "tid": ev.unit, "id": mid, "cat": unit, "name": name,
                         "ts": ts(c0), "args": args})  # fmt: skip

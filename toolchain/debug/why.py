@@ -32,11 +32,14 @@ from typing import Any
 
 from npkit.emulator.binding import UNITS
 
+from . import events
 from . import packet as pkt
 from .source import where
 from .target import Target, open_target
 
 DRAM = UNITS.index("dram")
+WRITES_DRAM = ("write", "rbuf_rd")  # the DRAM commands that change a packet buffer
+OPS = {"rbuf_rd": "rbuf_rd (receive into DRAM)", "tbuf_wr": "tbuf_wr (transmit from DRAM)"}
 CHUNK = 1000
 FIELDS = [(0, 6, "eth dst"), (6, 12, "eth src"), (12, 14, "ethertype"), (14, 15, "ip version/ihl"),
           (15, 16, "ip tos"), (16, 18, "ip total length"), (18, 20, "ip id"), (20, 22, "ip flags/fragment"),
@@ -127,7 +130,7 @@ def find_tagged(spec: RunSpec, tag_id: int) -> tuple[int, int]:
         reason = chip.run(min(CHUNK, end - chip.cycle))
         written: dict[int, int] = {}
         for ev in chip.history():
-            if ev.kind == "mem_done" and ev.unit == DRAM and (ev.a0 & 0xFF) in (9, 0xA) and ev.a1 >= base:
+            if ev.kind == "mem_done" and ev.unit == DRAM and events.is_command(ev, *WRITES_DRAM) and ev.a1 >= base:
                 written.setdefault((ev.a1 - base) // size, ev.cycle)
         for idx, cyc in sorted(written.items(), key=lambda kv: kv[1]):
             if needle in chip.mem_read("dram", base + idx * size, min(size, 256)):
@@ -179,20 +182,18 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
             if ev.kind == "instr":
                 last_pc[(ev.me, ev.ctx)] = ev.a0
             elif ev.unit == DRAM and ev.kind in ("mem_issue", "mem_done"):
-                cmd = ev.a0 & 0xFF
                 if ev.kind == "mem_issue":
                     nbytes = ((ev.a0 >> 16) & 0xFFFF) * 4
                     lo = ev.a1 & ~7
                     if lo < addr + length and addr < lo + nbytes:
-                        if cmd == 0xA and lo - addr < 64 and tag_id is not None:
+                        if events.is_command(ev, "rbuf_rd") and lo - addr < 64 and tag_id is not None:
                             gen += 1
                             if chosen is not None and gen > chosen:
                                 stop_next = True  # the next packet is coming into this buffer
                         pc = last_pc.get((ev.me, ev.ctx), 0)
                         t = {"cycle": ev.cycle, "me": ev.me, "me_name": target.chip.me_name(ev.me), "ctx": ev.ctx,
                              "block": target.loaded.get(ev.me, "?"), "pc": pc, "at": loc(ev.me, pc),
-                             "op": {8: "read", 9: "write", 0xA: "rbuf_rd (receive into DRAM)",
-                                    0xB: "tbuf_wr (transmit from DRAM)"}.get(cmd, f"cmd {cmd}"),
+                             "op": OPS.get(events.command_name(ev), events.command_name(ev)),
                              "offset": lo - addr, "bytes": nbytes, "changed": [], "gen": gen}  # fmt: skip
                         touches.append(t)
                         issues.setdefault((ev.me, ev.ctx, ev.a1), []).append(t)
@@ -201,7 +202,7 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
                     if q:
                         t = q.pop(0)
                         t["done"] = ev.cycle
-                        if cmd in (9, 0xA):
+                        if events.is_command(ev, *WRITES_DRAM):
                             done_writes.append(t)
                         if ev.cycle == recv_cycle and chosen is None:
                             chosen = t["gen"]

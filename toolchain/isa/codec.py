@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import model
-from .model import ClassDef
+from .model import ClassDef, MemCmd, Mnemonic
 from .operands import (
     NONE,
     Op,
@@ -26,7 +26,7 @@ from .operands import (
     encode_unrestricted,
     parse_physical,
 )
-from .syntax import SplitInstr, SyntaxProblem, Token, split_instruction
+from .syntax import SplitInstr, SyntaxProblem, Token, reference_count, split_instruction
 
 
 class EncodeError(ValueError):
@@ -46,6 +46,10 @@ class _Ctx:
     resolve: Resolver | None
     ctx_mode: int
     used_tokens: set[int]
+    mn: Mnemonic  # the instruction's entry in mev2.yaml `mnemonics`
+
+    def fact(self, key: str, default: object = None) -> object:
+        return self.mn.fact(key, default)
 
     def arg(self, i: int) -> str:
         if i >= len(self.split.args):
@@ -270,49 +274,52 @@ def _alu_special(c: _Ctx, op_name: str, dest: Op, a: Op, b: Op, force_swap: int 
     return w
 
 
-def enc_pop_count(c: _Ctx) -> int:
-    m = c.split.mnemonic.lower()
-    if m == "pop_count3":
-        c.nargs(2)
-        return _alu_special(c, m, c.op(0), NONE, c.op(1))
+def _alu_op(c: _Ctx) -> str:
+    return str(c.fact("alu_op"))
+
+
+def enc_alu_source(c: _Ctx) -> int:
+    """op[src]: pop_count1, pop_count2."""
     c.nargs(1)
-    return _alu_special(c, m, NONE, NONE, c.op(0))
+    return _alu_special(c, _alu_op(c), NONE, NONE, c.op(0))
 
 
-def enc_find_bset(c: _Ctx) -> int:
-    m = model.isa().canonical_mnemonic(c.split.mnemonic)
-    if m == "find_bset":
-        c.nargs(2)
-        return _alu_special(c, m, c.op(0), NONE, c.op(1))
+def enc_alu_unary(c: _Ctx) -> int:
+    """op[dest, src]: pop_count3, find_bset, cam_read_tag, cam_read_state."""
+    c.nargs(2)
+    return _alu_special(c, _alu_op(c), c.op(0), NONE, c.op(1))
+
+
+def enc_alu_binary(c: _Ctx) -> int:
+    """op[dest, a, b]: find_bset_with_mask."""
     c.nargs(3)
-    return _alu_special(c, m, c.op(0), c.op(1), c.op(2))
+    return _alu_special(c, _alu_op(c), c.op(0), c.op(1), c.op(2))
 
 
-def enc_cam(c: _Ctx) -> int:
-    m = c.split.mnemonic.lower()
-    if m == "cam_clear":
-        c.nargs(0)
-        return _alu_special(c, m, NONE, NONE, NONE)
-    if m == "cam_lookup":
-        c.nargs(2)
-        lm = 0
-        for k in (0, 1):
-            tok = c.token(f"lm_addr{k}")
-            if tok is not None:
-                if not tok.args or len(tok.args) != 1 or not tok.args[0].isdigit() or int(tok.args[0]) > 3:
-                    raise EncodeError(f"lm_addr{k} takes an entry 0-3, e.g. lm_addr{k}[0]")
-                lm = (1 << k) | (int(tok.args[0]) << 2)
-        return _alu_special(c, m, c.op(0), c.op(1), Op("imm", lm))
-    if m in ("cam_read_tag", "cam_read_state"):
-        c.nargs(2)
-        return _alu_special(c, m, c.op(0), NONE, c.op(1))
-    if m == "cam_write":
-        c.nargs(3)
-        state = c.number(2, "a CAM state (0-15)")
-        return _cam_write(m, entry=c.op(0), tag=c.op(1), state=state)
-    c.nargs(2)  # cam_write_state[entry, state]
-    state = c.number(1, "a CAM state (0-15)")
-    return _cam_write(m, entry=c.op(0), tag=NONE, state=state)
+def enc_alu_nullary(c: _Ctx) -> int:
+    """op (no operands): cam_clear."""
+    c.nargs(0)
+    return _alu_special(c, _alu_op(c), NONE, NONE, NONE)
+
+
+def enc_cam_lookup(c: _Ctx) -> int:
+    c.nargs(2)
+    lm = 0
+    for k in (0, 1):
+        tok = c.token(f"lm_addr{k}")
+        if tok is not None:
+            if not tok.args or len(tok.args) != 1 or not tok.args[0].isdigit() or int(tok.args[0]) > 3:
+                raise EncodeError(f"lm_addr{k} takes an entry 0-3, e.g. lm_addr{k}[0]")
+            lm = (1 << k) | (int(tok.args[0]) << 2)
+    return _alu_special(c, _alu_op(c), c.op(0), c.op(1), Op("imm", lm))
+
+
+def enc_cam_write(c: _Ctx) -> int:
+    """cam_write[entry, tag, state], cam_write_state[entry, state]."""
+    with_tag = len(c.mn.operands) == 3
+    c.nargs(3 if with_tag else 2)
+    state = c.number(2 if with_tag else 1, "a CAM state (0-15)")
+    return _cam_write(_alu_op(c), entry=c.op(0), tag=c.op(1) if with_tag else NONE, state=state)
 
 
 def _cam_write(m: str, entry: Op, tag: Op, state: int) -> int:
@@ -339,7 +346,7 @@ def enc_crc(c: _Ctx) -> int:
         if c.token(str(name)) is not None or c.token("crc_" + str(name)) is not None:
             nbytes = val
     bit_swap = 1 if c.token("bit_swap") is not None else 0
-    le = 1 if c.split.mnemonic.lower() == "crc_le" else 0
+    le = int(str(c.fact("crc_le", 0)))
     w = _alu_special(c, "crc", c.op(1), c.op(2), NONE, force_swap=1)
     w = cls.put(w, "b_src", 0x300)
     for f, v in (("crc_type", crc_type), ("crc_bytes", nbytes), ("crc_bit_swap", bit_swap), ("crc_le", le)):
@@ -383,7 +390,7 @@ def enc_asr(c: _Ctx) -> int:
 def enc_byte_align(c: _Ctx) -> int:
     c.nargs(2)
     st = _enum("shift_type")
-    stype = st["right"] if c.split.mnemonic.lower().endswith("be") else st["left"]
+    stype = st[str(c.fact("shift_type"))]
     return _alu_shf_word(c.op(0), c.op(1), _enum("alu_shf_op")["byte_align"], NONE, stype, 0)
 
 
@@ -408,7 +415,7 @@ def enc_ld_field(c: _Ctx) -> int:
     w = cls.value
     for f, v in (("a_src", fa), ("b_src", fb), ("dest_is_b", dest_is_b), ("imm_msb", msb or 0),
                  ("byte_mask", int(mask_text, 2)), ("shift_type", stype), ("shift_amt", amt),
-                 ("w_clr", 1 if c.split.mnemonic.lower() == "ld_field_w_clr" else 0),
+                 ("w_clr", int(str(c.fact("w_clr", 0)))),
                  ("load_cc", 1 if c.token("load_cc") is not None else 0)):  # fmt: skip
         w = cls.put(w, f, v)
     return w
@@ -416,12 +423,13 @@ def enc_ld_field(c: _Ctx) -> int:
 
 def enc_immed(c: _Ctx) -> int:
     cls = _cls("immed")
-    m = c.split.mnemonic.lower()
-    dest = NONE if m == "nop" else c.op(0)
-    if m == "nop":
+    family, m = c.mn.encoder, c.mn.name
+    kinds = _enum("immed_kind")
+    dest = NONE if family == "nop" else c.op(0)
+    if family == "nop":
         c.nargs(0)
-        kind, value, shift, invert, hi = 0, 0, 0, 0, 0
-    elif m == "immed":
+        kind, value, shift, invert, hi = kinds["immed"], 0, 0, 0, 0
+    elif family == "immed":
         n = c.nargs(2, 3)
         val = c.number(1)
         if not -(1 << 31) <= val <= 0xFFFFFFFF:
@@ -453,19 +461,19 @@ def enc_immed(c: _Ctx) -> int:
                 "shifted by a byte); use immed_w0 and immed_w1",
                 1,
             )
-        kind, value, shift, hi = 0, pre & 0xFF, s, (pre >> 8) & 0xFF
-    elif m.startswith("immed_b"):
+        kind, value, shift, hi = kinds["immed"], pre & 0xFF, s, (pre >> 8) & 0xFF
+    elif family == "immed_byte":
         c.nargs(2)
         val = c.number(1)
         if not 0 <= val <= 0xFF:
             raise EncodeError(f"{m} takes an 8-bit constant, got 0x{val:x}", 1)
-        kind, value, shift, invert, hi = 1, val, int(m[-1]), 0, 0
-    else:  # immed_w0 / immed_w1
+        kind, value, shift, invert, hi = kinds["byte"], val, int(str(c.fact("shift"))), 0, 0
+    else:  # immed_word: immed_w0 / immed_w1
         c.nargs(2)
         val = c.number(1)
         if not 0 <= val <= 0xFFFF:
             raise EncodeError(f"{m} takes a 16-bit constant, got 0x{val:x}", 1)
-        kind, value, shift, invert, hi = 2, val & 0xFF, 2 * int(m[-1]), 0, val >> 8
+        kind, value, shift, invert, hi = kinds["word"], val & 0xFF, int(str(c.fact("shift"))), 0, val >> 8
     try:
         if dest.bank == "b":
             fb = encode_unrestricted(dest, "b", True)
@@ -481,42 +489,33 @@ def enc_immed(c: _Ctx) -> int:
     return w
 
 
-_BCC = {"beq": "eq", "bne": "ne", "bmi": "mi", "bpl": "pl", "bcs": "cs", "bhs": "cs",
-        "bcc": "cc", "blo": "cc", "bvs": "vs", "bvc": "vc", "bge": "ge", "blt": "lt",
-        "ble": "le", "bgt": "gt"}  # fmt: skip
-
-
 def enc_branch(c: _Ctx) -> int:
+    """Every branch on a condition: the mnemonic's `cond` and `stage` say which (mev2.yaml);
+    the stage says what the parameter operand is."""
     cls = _cls("branch")
-    m = c.split.mnemonic.lower()
     conds, stages = _enum("branch_cond"), _enum("branch_stage")
+    cond, stage = conds[str(c.fact("cond"))], str(c.fact("stage"))
     param = 0
-    if m in _BCC:
+    if stage in ("cc", "always"):
         c.nargs(1)
-        cond, stage, tgt = conds[_BCC[m]], stages["cc"], _target(c, 0)
-    elif m == "br":
-        c.nargs(1)
-        cond, stage, tgt = conds["always"], stages["always"], _target(c, 0)
-    elif m in ("br=ctx", "br!=ctx"):
+        tgt = _target(c, 0)
+    elif stage == "ctx":
         c.nargs(2)
         param = c.number(0, "a context number")
         if not 0 <= param <= 7:
             raise EncodeError(f"context {param} out of range (0-7)", 0)
-        cond = conds["ctx_eq" if m == "br=ctx" else "ctx_ne"]
-        stage, tgt = stages["ctx"], _target(c, 1)
-    elif m in ("br_signal", "br_!signal"):
+        tgt = _target(c, 1)
+    elif stage == "signal":
         c.nargs(2)
         param = _signal_number(c, 0)
-        cond = conds["signal" if m == "br_signal" else "no_signal"]
-        stage, tgt = stages["signal"], _target(c, 1)
-    else:  # br_inp_state / br_!inp_state
+        tgt = _target(c, 1)
+    else:  # inp_state
         c.nargs(2)
         param = _lookup_enum("input_state", c.arg(0), 0)
-        cond = conds["inp_state" if m == "br_inp_state" else "no_inp_state"]
-        stage, tgt = stages["inp_state"], _target(c, 1)
+        tgt = _target(c, 1)
     c.token("guess_branch")
     w = cls.value
-    for f, v in (("cond", cond), ("stage", stage), ("param", param), ("target", tgt), ("defer", _defer(c))):
+    for f, v in (("cond", cond), ("stage", stages[stage]), ("param", param), ("target", tgt), ("defer", _defer(c))):
         w = cls.put(w, f, v)
     return w
 
@@ -548,7 +547,7 @@ def enc_br_bit(c: _Ctx) -> int:
     except OperandError as e:
         raise EncodeError(str(e), 0) from None
     w = cls.value
-    for f, v in (("a_src", fa), ("b_src", fb), ("set", 1 if c.split.mnemonic.lower() == "br_bset" else 0),
+    for f, v in (("a_src", fa), ("b_src", fb), ("set", int(str(c.fact("set")))),
                  ("target", _target(c, 2)), ("defer", _defer(c))):  # fmt: skip
         w = cls.put(w, f, v)
     return w
@@ -574,7 +573,7 @@ def enc_br_byte(c: _Ctx) -> int:
         raise EncodeError("br=byte: the register must be in bank B when the compare value is a register") from None
     w = cls.value
     for f, v in (("a_src", fa), ("b_src", fb), ("imm_msb", msb or 0), ("byte_no", byte_no),
-                 ("equal", 1 if c.split.mnemonic.lower() == "br=byte" else 0),
+                 ("equal", int(str(c.fact("equal")))),
                  ("target", _target(c, 3)), ("defer", _defer(c))):  # fmt: skip
         w = cls.put(w, f, v)
     return w
@@ -582,8 +581,7 @@ def enc_br_byte(c: _Ctx) -> int:
 
 def enc_jump(c: _Ctx) -> int:
     cls = _cls("jump")
-    m = c.split.mnemonic.lower()
-    if m == "rtn":
+    if c.fact("rtn"):
         c.nargs(1)
         tgt, rtn = 0, 1
     else:
@@ -610,7 +608,7 @@ def enc_jump(c: _Ctx) -> int:
 def enc_ctx_arb(c: _Ctx) -> int:
     cls = _cls("ctx_arb")
     w = cls.value
-    if c.split.mnemonic.lower() == "halt":
+    if c.mn.encoder == "halt":
         c.nargs(0)
         return cls.put(w, "bpt", 1)
     sigs = 0
@@ -661,12 +659,11 @@ def _csr_address(c: _Ctx, i: int, table: dict[str, int], prefix: str) -> int:
 
 def enc_local_csr(c: _Ctx) -> int:
     cls = _cls("local_csr")
-    m = c.split.mnemonic.lower()
     addr = _csr_address(c, 0, model.isa().local_csrs, "local_csr_")
     if addr % 4 or not 0 <= addr < 0x2000:
         raise EncodeError(f"local CSR address 0x{addr:x} is not a valid CSR", 0)
     w = cls.put(cls.value, "csr", addr >> 2)
-    if m == "local_csr_rd":
+    if not c.fact("write"):
         c.nargs(1)
         return cls.put(cls.put(w, "a_src", 0), "b_src", 0x300)
     c.nargs(2)
@@ -721,9 +718,6 @@ def enc_mul_step(c: _Ctx) -> int:
 
 # ---- memory and unit commands ----------------------------------------------------------
 
-_UNIT_CLASS = {"sram": "sram", "scratch": "scratch", "dram": "dram", "msf": "msf", "pci": "pci", "cap": "cap"}
-
-
 def _signal_fields(c: _Ctx, allow: bool = True) -> tuple[int, int]:
     """(sig, sig_mode) from ctx_swap[]/sig_done[]/defer[] tokens."""
     swap, done = c.token("ctx_swap"), c.token("sig_done")
@@ -731,7 +725,7 @@ def _signal_fields(c: _Ctx, allow: bool = True) -> tuple[int, int]:
         raise EncodeError("use either ctx_swap[] or sig_done[], not both")
     tok = swap or done
     if tok is None:
-        return 0, 3
+        return 0, _enum("sig_mode")["sig_done"]
     if not allow:
         raise EncodeError(f"'{c.split.mnemonic}[{c.arg(0)}]' does not signal")
     if not tok.args or len(tok.args) != 1:
@@ -747,7 +741,7 @@ def _signal_fields(c: _Ctx, allow: bool = True) -> tuple[int, int]:
     if not 1 <= sig <= 15:
         raise EncodeError(f"signal {sig} out of range (1-15)")
     if done is not None:
-        return sig, 3
+        return sig, _enum("sig_mode")["sig_done"]
     return sig, _defer(c, 2)
 
 
@@ -767,41 +761,43 @@ def _xfer_field(c: _Ctx, i: int, default_dram: bool) -> int:
 
 
 def _count(c: _Ctx, i: int) -> int:
-    text = c.arg(i)
-    m = re.fullmatch(r"max_(\d+)", text, re.IGNORECASE)
-    n = int(m[1]) if m else c.number(i, "a reference count")
+    n = reference_count(c.arg(i))
+    if n is None:
+        n = c.number(i, "a reference count")
     if not 1 <= n <= 8:
         raise EncodeError(f"reference count {n} out of range (1-8)", i)
     return n - 1
 
 
+def _mem_command(c: _Ctx, unit: str, name: str, i: int) -> MemCmd:
+    cmd = model.isa().command(unit, name)
+    if cmd is None:
+        raise EncodeError(f"unknown {unit} command '{name}'", i)
+    return cmd
+
+
 def enc_mem(c: _Ctx) -> int:
-    unit = c.split.mnemonic.lower()
-    if unit == "cap" and c.split.args and (c.arg(0).lower() == "fast_wr" or _is_cap_csr_form(c)):
+    unit = model.isa().units[str(c.fact("unit"))]
+    if unit.name == "cap" and c.split.args and (c.arg(0).lower() == "fast_wr" or _is_cap_csr_form(c)):
         return enc_cap_csr(c)
-    cls = _cls(_UNIT_CLASS[unit])
-    cmd_name = c.arg(0).lower()
-    table = _enum(f"{unit}_cmd")
-    if cmd_name not in table:
-        raise EncodeError(f"unknown {unit} command '{c.arg(0)}'", 0)
-    spec = table[cmd_name]
-    n = c.nargs(5 if spec.get("count") else 4)
-    default_dram = unit == "dram"
-    if spec.get("no_xfer") and not (spec.get("count") and unit == "dram"):
+    cls = _cls(unit.cls)
+    spec = _mem_command(c, unit.name, c.arg(0), 0)
+    n = c.nargs(5 if spec.count else 4)
+    if spec.no_xfer and not spec.xfer_optional:
         if c.arg(1) != "--":
-            raise EncodeError(f"{unit}[{cmd_name}] takes no transfer register: write --", 1)
+            raise EncodeError(f"{unit.name}[{spec.name}] takes no transfer register: write --", 1)
         xfer = 0
     elif c.arg(1) == "--":
         xfer = 0
     else:
-        xfer = _xfer_field(c, 1, default_dram)
+        xfer = _xfer_field(c, 1, unit.xfer == "dram")
     a, b = c.op(2), c.op(3)
     if (a.kind == "imm" and a.index > 127) or (b.kind == "imm" and b.index > 127):
         raise EncodeError("address constants in memory commands must be 0-127")
-    fa, fb = _address_pair(a, b, ordered=bool(spec.get("ordered")), what=f"{unit}[{cmd_name}]")
-    sig, sig_mode = _signal_fields(c, allow=not spec.get("no_sig"))
+    fa, fb = _address_pair(a, b, ordered=spec.ordered, what=f"{unit.name}[{spec.name}]")
+    sig, sig_mode = _signal_fields(c, allow=not spec.no_sig)
     w = cls.value
-    for f, v in (("cmd", spec["cmd"]), ("sub", spec.get("sub", 0)), ("xfer", xfer), ("a_src", fa),
+    for f, v in (("cmd", spec.cmd), ("sub", spec.sub), ("xfer", xfer), ("a_src", fa),
                  ("b_src", fb), ("sig", sig), ("sig_mode", sig_mode),
                  ("ref_cnt", _count(c, 4) if n == 5 else 0)):  # fmt: skip
         w = cls.put(w, f, v)
@@ -842,22 +838,23 @@ def enc_cap_csr(c: _Ctx) -> int:
         c.nargs(3)
         addr = _csr_address(c, 2, model.isa().cap_csrs, "csr_")
         data_text = c.arg(1)
-        w = cls.put(w, "cmd", 0x3)
+        codes = _enum("cap_csr_cmd")
+        w = cls.put(w, "cmd", codes["fast_wr"])
         if data_text.upper() == "ALU":
-            w = cls.put(w, "cmd", 0x2)
+            w = cls.put(w, "cmd", codes["fast_wr_alu"])
         else:
             data = c.number(1, "fast_wr data")
             if not 0 <= data < (1 << 14):
                 raise EncodeError("cap fast_wr data must fit 14 bits", 1)
             w = cls.put(w, "fast_data", data)
-        w = cls.put(w, "sig_mode", 3)
+        w = cls.put(w, "sig_mode", _enum("sig_mode")["sig_done"])
     else:
         c.nargs(4)
         if cmd not in ("read", "write"):
             raise EncodeError(f"unknown cap command '{c.arg(0)}'", 0)
         addr = _csr_address(c, 2, model.isa().cap_csrs, "csr_")
         sig, sig_mode = _signal_fields(c)
-        for f, v in (("cmd", 1 if cmd == "write" else 0), ("xfer", _xfer_field(c, 1, False)),
+        for f, v in (("cmd", _enum("cap_csr_cmd")[cmd]), ("xfer", _xfer_field(c, 1, False)),
                      ("ref_cnt", _count(c, 3)), ("sig", sig), ("sig_mode", sig_mode)):  # fmt: skip
             w = cls.put(w, f, v)
     if not 0 <= addr <= 0xFFFF:
@@ -871,13 +868,13 @@ def enc_cap_csr(c: _Ctx) -> int:
 def enc_hash(c: _Ctx) -> int:
     cls = _cls("hash")
     c.nargs(2)
-    spec = _enum("hash_cmd")[c.split.mnemonic.lower()]
+    spec = _mem_command(c, str(c.fact("unit")), c.mn.name, 0)
     count = c.number(1, "a count (1-3)")
     if not 1 <= count <= 3:
         raise EncodeError(f"hash count {count} out of range (1-3)", 1)
     sig, sig_mode = _signal_fields(c)
     w = cls.value
-    for f, v in (("cmd", spec["cmd"]), ("sub", spec["sub"]), ("xfer", _xfer_field(c, 0, False)),
+    for f, v in (("cmd", spec.cmd), ("sub", spec.sub), ("xfer", _xfer_field(c, 0, False)),
                  ("ref_cnt", count), ("sig", sig), ("sig_mode", sig_mode)):  # fmt: skip
         w = cls.put(w, f, v)
     if c.token("indirect_ref") is not None:
@@ -885,32 +882,29 @@ def enc_hash(c: _Ctx) -> int:
     return w
 
 
-ENCODERS: dict[str, Callable[[_Ctx], int]] = {
+# Encoder families (mev2.yaml `mnemonics` names one for every mnemonic)
+FAMILIES: dict[str, Callable[[_Ctx], int]] = {
     "alu": enc_alu, "alu_shf": enc_alu_shf, "dbl_shf": enc_dbl_shf, "asr": enc_asr,
-    "byte_align_be": enc_byte_align, "byte_align_le": enc_byte_align,
-    "ld_field": enc_ld_field, "ld_field_w_clr": enc_ld_field,
-    "immed": enc_immed, "nop": enc_immed,
-    "pop_count1": enc_pop_count, "pop_count2": enc_pop_count, "pop_count3": enc_pop_count,
-    "find_bset": enc_find_bset, "find_bset_with_mask": enc_find_bset,
-    "cam_clear": enc_cam, "cam_lookup": enc_cam, "cam_write": enc_cam, "cam_write_state": enc_cam,
-    "cam_read_tag": enc_cam, "cam_read_state": enc_cam,
-    "crc_be": enc_crc, "crc_le": enc_crc,
-    "br": enc_branch, "br=ctx": enc_branch, "br!=ctx": enc_branch,
-    "br_signal": enc_branch, "br_!signal": enc_branch,
-    "br_inp_state": enc_branch, "br_!inp_state": enc_branch,
-    "br_bset": enc_br_bit, "br_bclr": enc_br_bit, "br=byte": enc_br_byte, "br!=byte": enc_br_byte,
-    "jump": enc_jump, "rtn": enc_jump, "ctx_arb": enc_ctx_arb, "halt": enc_ctx_arb,
-    "local_csr_rd": enc_local_csr, "local_csr_wr": enc_local_csr, "mul_step": enc_mul_step,
-    "sram": enc_mem, "scratch": enc_mem, "dram": enc_mem, "msf": enc_mem, "pci": enc_mem, "cap": enc_mem,
-    "hash_48": enc_hash, "hash_64": enc_hash, "hash_128": enc_hash,
+    "byte_align": enc_byte_align, "ld_field": enc_ld_field,
+    "immed": enc_immed, "immed_byte": enc_immed, "immed_word": enc_immed, "nop": enc_immed,
+    "alu_source": enc_alu_source, "alu_unary": enc_alu_unary, "alu_binary": enc_alu_binary,
+    "alu_nullary": enc_alu_nullary, "cam_lookup": enc_cam_lookup, "cam_write": enc_cam_write,
+    "crc": enc_crc, "branch": enc_branch, "br_bit": enc_br_bit, "br_byte": enc_br_byte,
+    "jump": enc_jump, "ctx_arb": enc_ctx_arb, "halt": enc_ctx_arb, "local_csr": enc_local_csr,
+    "mul_step": enc_mul_step, "mem": enc_mem, "hash": enc_hash,
 }  # fmt: skip
-for _b in _BCC:
-    ENCODERS[_b] = enc_branch
-for _k in range(4):
-    ENCODERS[f"immed_b{_k}"] = enc_immed
-ENCODERS["immed_w0"] = enc_immed
-ENCODERS["immed_w1"] = enc_immed
 
+
+def encoders(d: model.Isa | None = None) -> dict[str, Callable[[_Ctx], int]]:
+    """Mnemonic -> encoder, from the description's `mnemonics` (aliases not included)."""
+    d = d or model.isa()
+    missing = {m.encoder for m in d.mnemonics.values()} - set(FAMILIES)
+    if missing:
+        raise model.IsaError(f"mev2.yaml names encoder families codec.py lacks: {sorted(missing)}")
+    return {name: FAMILIES[m.encoder] for name, m in d.mnemonics.items()}
+
+
+ENCODERS = encoders()
 MNEMONICS: frozenset[str] = frozenset(ENCODERS) | frozenset(model.isa().mnemonic_aliases)
 
 
@@ -920,10 +914,11 @@ def encode(text: str | SplitInstr, resolve: Resolver | None = None, ctx_mode: in
         split = text if isinstance(text, SplitInstr) else split_instruction(text)
     except SyntaxProblem as e:
         raise EncodeError(str(e)) from None
-    fn = ENCODERS.get(model.isa().canonical_mnemonic(split.mnemonic))
-    if fn is None:
+    mn = model.isa().mnemonic(split.mnemonic)
+    if mn is None or mn.encoder not in FAMILIES:
         raise EncodeError(f"unknown instruction '{split.mnemonic}'")
-    c = _Ctx(split, resolve, ctx_mode, set())
+    c = _Ctx(split, resolve, ctx_mode, set(), mn)
+    fn = FAMILIES[mn.encoder]
     try:
         word = fn(c)
     except ValueError as e:

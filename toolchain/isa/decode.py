@@ -11,8 +11,8 @@ from collections.abc import Callable
 from functools import partial
 
 from . import model
-from .codec import _BCC, _decode_shift
-from .model import ClassDef
+from .codec import _decode_shift
+from .model import ClassDef, Isa
 from .operands import Op, OperandError, decode_restricted, decode_unrestricted, encode_restricted
 
 
@@ -21,6 +21,7 @@ class DecodeError(ValueError):
 
 
 LabelOf = Callable[[int], str | None]
+Decoder = Callable[[ClassDef, int, "LabelOf | None", int], str]
 
 
 def _rev(table: str) -> dict[int, str]:
@@ -60,28 +61,30 @@ def dec_alu(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
     if op not in names:
         raise DecodeError(f"undefined alu operation {op}")
     name = names[op]
+    mn = model.isa().alu_op_mnemonics.get(name)  # an operation written as its own instruction
+    family = mn.encoder if mn is not None else "alu"
     a, b = _u(g("a_src"), "a"), _u(g("b_src"), "b")
     if g("swap"):
         a, b = b, a
     dbank = "b" if g("dest_bank") else "a"
-    if name in ("cam_write", "cam_write_state"):  # the dest field carries the state constant
+    if mn is not None and family == "cam_write":  # the dest field carries the state constant
         if g("dest") & 0x3F0 != 0x300:
             raise DecodeError(f"{name} without a state constant")
         entry = _u(g("b_src"), "b")
         state = g("dest") & 0xF
-        if name == "cam_write":
-            return f"cam_write[{entry.text()}, {_u(g('a_src'), 'a').text()}, {state}]"
-        return f"cam_write_state[{entry.text()}, {state}]"
+        if len(mn.operands) == 3:
+            return f"{mn.name}[{entry.text()}, {_u(g('a_src'), 'a').text()}, {state}]"
+        return f"{mn.name}[{entry.text()}, {state}]"
     dest = _u(g("dest"), dbank, True)
-    if name in ("pop_count1", "pop_count2"):
-        return f"{name}[{b.text()}]"
-    if name in ("pop_count3", "find_bset", "cam_read_tag", "cam_read_state"):
-        return f"{name}[{dest.text()}, {b.text()}]"
-    if name == "find_bset_with_mask":
-        return f"{name}[{dest.text()}, {a.text()}, {b.text()}]"
-    if name == "cam_clear":
-        return "cam_clear"
-    if name == "cam_lookup":
+    if mn is not None and family == "alu_source":
+        return f"{mn.name}[{b.text()}]"
+    if mn is not None and family == "alu_unary":
+        return f"{mn.name}[{dest.text()}, {b.text()}]"
+    if mn is not None and family == "alu_binary":
+        return f"{mn.name}[{dest.text()}, {a.text()}, {b.text()}]"
+    if mn is not None and family == "alu_nullary":
+        return mn.name
+    if family == "cam_lookup":
         right = g("b_src") if not g("swap") else g("a_src")
         tok = ""
         if right & 1:
@@ -89,7 +92,7 @@ def dec_alu(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
         elif right & 2:
             tok = f", lm_addr1[{(right >> 2) & 3}]"
         return f"cam_lookup[{dest.text()}, {a.text()}]{tok}"
-    if name == "crc":
+    if family == "crc":
         types, nbytes = _rev("crc_type"), _rev("crc_bytes")
         ct, nb = g("crc_type"), g("crc_bytes")
         if ct not in types or nb not in nbytes:
@@ -127,17 +130,18 @@ def dec_alu_shf(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
     op, stype, amt = g("op"), g("shift_type"), g("shift_amt")
     names = _rev("alu_shf_op")
     st = model.isa().enums["shift_type"]
-    if op == 0 and stype == st["dbl_right"]:
+    if op == model.isa().enums["alu_shf_op"]["B"] and stype == st["dbl_right"]:
         return f"dbl_shf[{dest.text()}, {a.text()}, {b.text()}, {_decode_shift(stype, amt)}]"
     if stype == st["dbl_right"]:
         raise DecodeError("double-shift type with a non-B alu_shf operation")
-    if names[op] == "asr":
-        return f"asr[{dest.text()}, {b.text()}, {_decode_shift(stype, amt)}]"
-    if names[op] == "byte_align":
-        if stype not in (st["right"], st["left"]) or amt:
-            raise DecodeError("undefined byte_align variant")
-        endian = "be" if stype == st["right"] else "le"
-        return f"byte_align_{endian}[{dest.text()}, {a.text()}]"
+    own = [m for m in model.isa().mnemonics.values() if m.cls == "alu_shf" and m.fact("alu_shf_op") == names[op]]
+    if own and own[0].encoder == "asr":
+        return f"{own[0].name}[{dest.text()}, {b.text()}, {_decode_shift(stype, amt)}]"
+    if own:  # byte_align_be / _le: the shift type says which
+        pick = [m for m in own if st[str(m.fact("shift_type"))] == stype]
+        if not pick or amt:
+            raise DecodeError(f"undefined {names[op]} variant")
+        return f"{pick[0].name}[{dest.text()}, {a.text()}]"
     a_text = a.text()
     if names[op] in ("B", "~B") and _unused_a(g("swap"), g("a_src"), g("b_src"), 0) and not msb \
             and (not g("swap") or not _fits_restricted(b, "b")):
@@ -191,27 +195,24 @@ def dec_branch(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
     cond = g("cond")
     if cond not in conds:
         raise DecodeError(f"undefined branch condition {cond}")
-    name, tgt, d, p = conds[cond], _tgt(g("target"), label_of), _defer(g("defer")), g("param")
-    stages = model.isa().enums["branch_stage"]
-    if name == "always":
-        expect, text = stages["always"], f"br[{tgt}]{d}"
-    elif name in ("ctx_eq", "ctx_ne"):
+    mn = model.isa().branch_mnemonics.get(conds[cond])
+    if mn is None:
+        raise DecodeError(f"no instruction branches on condition {conds[cond]}")
+    stage = str(mn.fact("stage"))
+    tgt, d, p = _tgt(g("target"), label_of), _defer(g("defer")), g("param")
+    if stage == "ctx":
         if p > 7:
             raise DecodeError("context number out of range")
-        op = "br=ctx" if name == "ctx_eq" else "br!=ctx"
-        expect, text = stages["ctx"], f"{op}[{p}, {tgt}]{d}"
-    elif name in ("signal", "no_signal"):
+        text = f"{mn.name}[{p}, {tgt}]{d}"
+    elif stage == "signal":
         if p == 0:
             raise DecodeError("branch on signal 0")
-        op = "br_signal" if name == "signal" else "br_!signal"
-        expect, text = stages["signal"], f"{op}[s{p}, {tgt}]{d}"
-    elif name in ("inp_state", "no_inp_state"):
-        op = "br_inp_state" if name == "inp_state" else "br_!inp_state"
-        expect, text = stages["inp_state"], f"{op}[{_rev('input_state')[p]}, {tgt}]{d}"
+        text = f"{mn.name}[s{p}, {tgt}]{d}"
+    elif stage == "inp_state":
+        text = f"{mn.name}[{_rev('input_state')[p]}, {tgt}]{d}"
     else:
-        mnem = next(k for k, v in _BCC.items() if v == name)
-        expect, text = stages["cc"], f"{mnem}[{tgt}]{d}"
-    if g("stage") != expect or (name not in ("ctx_eq", "ctx_ne", "signal", "no_signal", "inp_state", "no_inp_state") and p):
+        text = f"{mn.name}[{tgt}]{d}"
+    if g("stage") != model.isa().enums["branch_stage"][stage] or (stage in ("cc", "always") and p):
         raise DecodeError("branch with unexpected stage/parameter bits")
     return text
 
@@ -326,11 +327,12 @@ def dec_local_csr(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
 def _mem_common(cls: ClassDef, w: int) -> tuple[str, str, str]:
     g = partial(cls.get, w)
     sig, mode = g("sig"), g("sig_mode")
-    if sig == 0 and mode == 3:
+    done = model.isa().enums["sig_mode"]["sig_done"]
+    if sig == 0 and mode == done:
         sig_text = ""
     elif sig == 0:
         raise DecodeError("ctx_swap without a signal")
-    elif mode == 3:
+    elif mode == done:
         sig_text = f", sig_done[s{sig}]"
     else:
         sig_text = f", ctx_swap[s{sig}]" + _defer(mode)
@@ -345,31 +347,23 @@ def _xfer_text(num: int, default_dram: bool, ctx_mode: int) -> str:
     return f"$${num}" if dram else f"${num}"
 
 
-def _dec_mem(unit: str, ctx_mode: int) -> Callable[[ClassDef, int, LabelOf | None], str]:
-    def dec(cls: ClassDef, w: int, label_of: LabelOf | None) -> str:
-        g = partial(cls.get, w)
-        table = model.isa().enums[f"{unit}_cmd"]
-        cmd, sub = g("cmd"), g("sub")
-        match = [(k, s) for k, s in table.items() if s["cmd"] == cmd and s.get("sub", 0) == sub]
-        if not match and sub & 2 and unit in ("sram", "dram", "msf", "pci", "cap"):
-            match = [(k, s) for k, s in table.items() if s["cmd"] == cmd and s.get("sub", 0) == (sub & 1)]
-        if not match and unit == "cap":  # mev2.yaml cap_cmd: bits 19:18 carry no known meaning
-            match = [(k, s) for k, s in table.items() if s["cmd"] == cmd]
-        if not match:
-            raise DecodeError(f"undefined {unit} command {cmd}/{sub}")
-        name, spec = match[0]
-        ide = ", ignore_data_error" if (g("opt19") and spec.get("sub", 0) & 2 == 0) else ""
-        sig_text, ind, _ = _mem_common(cls, w)
-        if spec.get("no_sig") and sig_text:
-            raise DecodeError(f"{unit}[{name}] with signal bits")
-        xfer = "--" if spec.get("no_xfer") and g("xfer") == 0 else _xfer_text(g("xfer"), unit == "dram", ctx_mode)
-        a, b = _r(g("a_src"), "a", 0), _r(g("b_src"), "b", 0)
-        count = f", {g('ref_cnt') + 1}" if spec.get("count") else ""
-        if not spec.get("count") and g("ref_cnt"):
-            raise DecodeError(f"{unit}[{name}] with a reference count")
-        return f"{unit}[{name}, {xfer}, {a.text()}, {b.text()}{count}]{sig_text}{ind}{ide}"
-
-    return dec
+def dec_mem(cls: ClassDef, w: int, label_of: LabelOf | None, ctx_mode: int = 8) -> str:
+    g = partial(cls.get, w)
+    unit = model.isa().unit_of_class[cls.name]
+    found = unit.lookup(g("cmd"), g("sub"))
+    if found is None:
+        raise DecodeError(f"undefined {unit.name} command {g('cmd')}/{g('sub')}")
+    spec, _ = found
+    ide = ", ignore_data_error" if g("opt19") and spec.sub & 2 == 0 else ""
+    sig_text, ind, _ = _mem_common(cls, w)
+    if spec.no_sig and sig_text:
+        raise DecodeError(f"{unit.name}[{spec.name}] with signal bits")
+    xfer = "--" if spec.no_xfer and g("xfer") == 0 else _xfer_text(g("xfer"), unit.xfer == "dram", ctx_mode)
+    a, b = _r(g("a_src"), "a", 0), _r(g("b_src"), "b", 0)
+    count = f", {g('ref_cnt') + 1}" if spec.count else ""
+    if not spec.count and g("ref_cnt"):
+        raise DecodeError(f"{unit.name}[{spec.name}] with a reference count")
+    return f"{unit.name}[{spec.name}, {xfer}, {a.text()}, {b.text()}{count}]{sig_text}{ind}{ide}"
 
 
 def dec_cap_csr(cls: ClassDef, w: int, label_of: LabelOf | None, ctx_mode: int = 8) -> str:
@@ -379,21 +373,22 @@ def dec_cap_csr(cls: ClassDef, w: int, label_of: LabelOf | None, ctx_mode: int =
     csr = names.get(addr, f"csr_{addr:04x}")
     ind = ", indirect_ref" if g("indirect_ref") else ""
     cmd = g("cmd")
-    if cmd & 2:
-        data = str(g("fast_data")) if cmd & 1 else "ALU"
+    codes = model.isa().enums["cap_csr_cmd"]
+    if cmd in (codes["fast_wr"], codes["fast_wr_alu"]):
+        data = str(g("fast_data")) if cmd == codes["fast_wr"] else "ALU"
         return f"cap[fast_wr, {data}, {csr}]{ind}"
     sig_text, _, _ = _mem_common(cls, w)
-    rw = "write" if cmd & 1 else "read"
+    rw = "write" if cmd == codes["write"] else "read"
     return f"cap[{rw}, {_xfer_text(g('xfer'), False, ctx_mode)}, {csr}, {g('ref_cnt') + 1}]{sig_text}{ind}"
 
 
 def dec_hash(cls: ClassDef, w: int, label_of: LabelOf | None, ctx_mode: int = 8) -> str:
     g = partial(cls.get, w)
-    kinds = {s["sub"]: k for k, s in model.isa().enums["hash_cmd"].items()}
-    if g("sub") not in kinds or g("cmd") != 6 or not 1 <= g("ref_cnt") <= 3:
+    found = model.isa().unit_of_class[cls.name].lookup(g("cmd"), g("sub"))
+    if found is None or not 1 <= g("ref_cnt") <= 3:
         raise DecodeError("undefined hash command")
     sig_text, ind, _ = _mem_common(cls, w)
-    return f"{kinds[g('sub')]}[{_xfer_text(g('xfer'), False, ctx_mode)}, {g('ref_cnt')}]{sig_text}{ind}"
+    return f"{found[0].name}[{_xfer_text(g('xfer'), False, ctx_mode)}, {g('ref_cnt')}]{sig_text}{ind}"
 
 
 def decode(word: int, ctx_mode: int = 8, label_of: LabelOf | None = None) -> str:
@@ -403,18 +398,26 @@ def decode(word: int, ctx_mode: int = 8, label_of: LabelOf | None = None) -> str
     cls = model.isa().classify(word)
     if cls is None:
         raise DecodeError(f"no instruction class matches 0x{word:010x}")
-    name = cls.name
-    if name in ("sram", "scratch", "dram", "msf", "pci", "cap"):
-        return _dec_mem(name, ctx_mode)(cls, word, label_of)
-    if name == "cap_csr":
-        return dec_cap_csr(cls, word, label_of, ctx_mode)
-    if name == "hash":
-        return dec_hash(cls, word, label_of, ctx_mode)
-    return _DECODERS[name](cls, word, label_of)
+    return decoders(model.isa())[cls.decoder](cls, word, label_of, ctx_mode)
 
 
-_DECODERS = {
-    "alu": dec_alu, "alu_shf": dec_alu_shf, "ld_field": dec_ld_field, "br_byte": dec_br_byte,
-    "br_bit": dec_br_bit, "branch": dec_branch, "ctx_arb": dec_ctx_arb, "jump": dec_jump,
-    "immed": dec_immed, "mul_step": dec_mul_step, "local_csr": dec_local_csr,
+def _no_mode(fn: Callable[[ClassDef, int, LabelOf | None], str]) -> Decoder:
+    return lambda cls, w, label_of, ctx_mode: fn(cls, w, label_of)
+
+
+# Decoder families (mev2.yaml `classes` names one for every class)
+FAMILIES: dict[str, Decoder] = {
+    "alu": _no_mode(dec_alu), "alu_shf": _no_mode(dec_alu_shf), "ld_field": _no_mode(dec_ld_field),
+    "br_byte": _no_mode(dec_br_byte), "br_bit": _no_mode(dec_br_bit), "branch": _no_mode(dec_branch),
+    "ctx_arb": _no_mode(dec_ctx_arb), "jump": _no_mode(dec_jump), "immed": _no_mode(dec_immed),
+    "mul_step": _no_mode(dec_mul_step), "local_csr": _no_mode(dec_local_csr),
+    "mem": dec_mem, "cap_csr": dec_cap_csr, "hash": dec_hash,
 }  # fmt: skip
+
+
+def decoders(d: Isa) -> dict[str, Decoder]:
+    """Class decoder name -> function; every name the description uses must exist."""
+    missing = {c.decoder for c in d.classes.values()} - set(FAMILIES)
+    if missing:
+        raise model.IsaError(f"mev2.yaml names decoder families decode.py lacks: {sorted(missing)}")
+    return FAMILIES

@@ -4,14 +4,17 @@ The assembler asks `operand_roles("alu", ["x", "y", "+", "z"])` before it picks
 physical registers: which operands are written, which are read, which must sit
 in opposite banks (same nonzero `group`), which go through a restricted field
 (no absolute GPRs), and which are transfer registers and in which direction.
+Every mnemonic's operand list is mev2.yaml `mnemonics` (role names defined in
+mev2.yaml `roles`); a transfer operand's direction is its command's `dir`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from . import model
-from .codec import _BCC
+from .model import Isa, Mnemonic
 
 
 @dataclass(frozen=True)
@@ -24,100 +27,62 @@ class Role:
     unit: str = ""  # sram | scratch | dram | msf | pci | cap | hash, for xfer and signal roles
 
 
-D_U, S_U = Role("dest"), Role("src")
-D_R, S_R = Role("dest", True), Role("src", True)
-PAIR_U = Role("src", False, 1)
-PAIR_R = Role("src", True, 1)
-WORD, CONST, LABEL, SIGNAL, CSR = Role("word"), Role("const"), Role("label"), Role("signal"), Role("csr")
-
-_READ_CMDS = {"read", "get", "dequeue", "rd_qdesc_tail", "rd_qdesc_head", "csr_rd", "read64"}
+WORD = Role("word")
 
 
-def _xfer_dir(cmd: str) -> str:
-    if cmd in _READ_CMDS:
-        return "read"
-    if cmd.startswith("test_and_") or cmd == "swap":
-        return "both"
-    return "write"
+@lru_cache(maxsize=8)
+def _role_table(d: Isa) -> dict[str, Role]:
+    return {name: Role(**spec) for name, spec in d.roles.items()}
 
 
-def _mem_roles(unit: str, args: list[str]) -> list[Role]:
-    cmd = args[0].lower() if args else ""
-    if unit == "cap" and cmd == "fast_wr":
-        return [WORD, CONST, CSR]
-    if unit == "cap" and len(args) == 4 and (args[2].upper() in model.isa().cap_csrs or args[2].lower().startswith("csr_")):
-        return [WORD, Role("xfer", xfer_dir=_xfer_dir(cmd), unit=unit), CSR, CONST]
-    xfer = Role("xfer", xfer_dir=_xfer_dir(cmd), unit=unit)
-    spec = model.isa().enums.get(f"{unit}_cmd", {}).get(cmd, {})
-    if isinstance(spec, dict) and spec.get("ordered"):
-        return [WORD, xfer, Role("addr", True, 1, "a"), Role("addr", True, 1, "b"), CONST][: max(len(args), 4)]
-    addr = Role("addr", True, 1)
-    return [WORD, xfer, addr, addr, CONST][: max(len(args), 4)]
+def _is_cap_csr(d: Isa, text: str) -> bool:
+    return text.upper() in d.cap_csrs or text.lower().startswith("csr_")
+
+
+def _matches(d: Isa, when: dict[str, object], args: list[str]) -> bool:
+    for key, want in when.items():
+        if key == "count":
+            ok = len(args) == want
+        elif key.endswith("_cap_csr"):
+            i = int(key[3:-len("_cap_csr")])
+            ok = i < len(args) and _is_cap_csr(d, args[i]) == bool(want)
+        else:
+            negate = key.endswith("_not")
+            i = int(key[3:-4] if negate else key[3:])
+            words = {str(w).lower() for w in want} if isinstance(want, list) else set()
+            ok = (i < len(args) and args[i].lower() in words) != negate
+        if not ok:
+            return False
+    return True
+
+
+def _role_names(d: Isa, m: Mnemonic, args: list[str]) -> list[str]:
+    if m.repeat:
+        return ["word" if a.lower() in m.keywords else m.repeat for a in args]
+    form = next((f.operands for f in m.forms if _matches(d, f.when, args)), m.operands)
+    return ["word" if i < len(args) and args[i].lower() in m.keywords else r for i, r in enumerate(form)]
+
+
+def _resolve(d: Isa, m: Mnemonic, name: str, args: list[str]) -> Role:
+    role = _role_table(d)[name]
+    unit = m.fact("unit")
+    if unit is None or role.kind != "xfer":
+        return role
+    cmd = d.memory_command(m.name, args)
+    return replace(role, xfer_dir=cmd.xfer_dir if cmd is not None else "write", unit=str(unit))
 
 
 def operand_roles(mnemonic: str, args: list[str]) -> list[Role]:
     """Roles for each operand of `mnemonic[args]`; the list has len(args) entries."""
-    m = model.isa().canonical_mnemonic(mnemonic)
+    d = model.isa()
+    m = d.mnemonic(mnemonic)
     n = len(args)
-    roles: list[Role]
-    if m == "alu":
-        roles = [D_U, PAIR_U, WORD, PAIR_U] if n != 5 else [D_R, PAIR_R, WORD, PAIR_R, WORD]
-    elif m == "alu_shf":
-        roles = [D_R, PAIR_R, WORD, PAIR_R, WORD]
-    elif m == "dbl_shf":
-        roles = [D_R, PAIR_R, PAIR_R, WORD]
-    elif m == "asr":
-        roles = [D_R, S_R, WORD]
-    elif m in ("byte_align_be", "byte_align_le"):
-        roles = [D_R, S_R]
-    elif m in ("ld_field", "ld_field_w_clr"):
-        roles = [Role("srcdest", True, 1), WORD, PAIR_R, WORD]
-    elif m.startswith("immed"):
-        roles = [D_U, CONST, WORD]
-    elif m in ("pop_count1", "pop_count2"):
-        roles = [S_U]
-    elif m in ("pop_count3", "find_bset", "cam_read_tag", "cam_read_state"):
-        roles = [D_U, S_U]
-    elif m == "find_bset_with_mask":
-        roles = [D_U, PAIR_U, PAIR_U]
-    elif m == "cam_lookup":
-        roles = [D_U, S_U]
-    elif m == "cam_write":
-        roles = [Role("src", bank="b"), Role("src", bank="a"), CONST]
-    elif m == "cam_write_state":
-        roles = [Role("src", bank="b"), CONST]
-    elif m in ("crc_be", "crc_le"):
-        roles = [WORD, D_U, Role("src", bank="a")]
-    elif m in _BCC or m == "br":
-        roles = [LABEL]
-    elif m in ("br=ctx", "br!=ctx"):
-        roles = [CONST, LABEL]
-    elif m in ("br_signal", "br_!signal"):
-        roles = [SIGNAL, LABEL]
-    elif m in ("br_inp_state", "br_!inp_state"):
-        roles = [WORD, LABEL]
-    elif m in ("br_bset", "br_bclr"):
-        roles = [S_R, CONST, LABEL]
-    elif m in ("br=byte", "br!=byte"):
-        roles = [PAIR_R, CONST, PAIR_R, LABEL]
-    elif m == "jump":
-        roles = [S_U, LABEL]
-    elif m == "rtn":
-        roles = [S_U]
-    elif m == "ctx_arb":
-        roles = [WORD if a.lower() in ("voluntary", "kill", "bpt", "--") else SIGNAL for a in args]
-    elif m == "local_csr_rd":
-        roles = [CSR]
-    elif m == "local_csr_wr":
-        roles = [CSR, S_U]
-    elif m == "mul_step":
-        roles = [PAIR_U, PAIR_U] if n == 2 and args[1] != "--" else [D_U, WORD]
-    elif m in ("sram", "scratch", "dram", "msf", "pci", "cap"):
-        roles = _mem_roles(m, args)
-    elif m in ("hash_48", "hash_64", "hash_128"):
-        roles = [Role("xfer", xfer_dir="both", unit="hash"), CONST]
-    else:
-        roles = []
-    roles = list(roles[:n])
-    roles += [WORD] * (n - len(roles))
-    return roles
+    if m is None:
+        return [WORD] * n
+    roles = [_resolve(d, m, r, args) for r in _role_names(d, m, args)[:n]]
+    cmd = d.memory_command(m.name, args)
+    if cmd is not None and cmd.ordered:  # the encoder keeps A then B: fix the banks
+            addrs = [i for i, r in enumerate(roles) if r.kind == "addr"]
+            for i, bank in zip(addrs, "ab", strict=False):
+                roles[i] = replace(roles[i], bank=bank)
+    return roles + [WORD] * (n - len(roles))

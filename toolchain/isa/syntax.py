@@ -7,6 +7,7 @@ lines that still hold virtual register names).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -69,6 +70,18 @@ def _clean(pieces: list[tuple[str, int]]) -> tuple[tuple[str, ...], tuple[int, .
         cols.append(col + (len(raw) - len(raw.lstrip())))
         args.append(stripped)
     return tuple(args), tuple(cols)
+
+
+def reference_count(text: str) -> int | None:
+    """A memory command's count operand as written (`4`, `0x4`, `max_8`); None: not a number."""
+    t = text.strip()
+    m = re.fullmatch(r"max_(\d+)", t, re.IGNORECASE)
+    if m:
+        return int(m[1])
+    try:
+        return int(t, 0)
+    except ValueError:
+        return None
 
 
 def split_instruction(text: str) -> SplitInstr:

@@ -174,51 +174,48 @@ def _apply_overrides(raw: dict[str, Any], overrides: dict[str, Any], source: str
     return raw
 
 
-def load_layout(
-    path: str | Path | dict[str, Any], overrides: dict[str, Any] | None = None
-) -> Layout:
-    """Read and check a layout.  `path` may be a layout name ("pipelined"), a file, or
-    an already-parsed mapping (tests).  The layout, with its parameters substituted and
-    -D overrides applied, is checked against layout_schema.LayoutFile; raises LinkError
-    `file:line: field: problem`."""
-    located: Located | None = None
+def _read(path: str | Path | dict[str, Any]) -> tuple[dict[str, Any], str, Located | None]:
+    """The layout's mapping, where it came from, and its line numbers (None for a mapping
+    given directly).  `path`: a layout name ("pipelined"), a file, or a mapping (tests)."""
     if isinstance(path, dict):
-        raw, source = path, "<layout>"
-    else:
-        p = Path(path)
-        if file_state(p) != "file" and file_state(LAYOUTS / f"{path}.yaml") == "file":
-            p = LAYOUTS / f"{path}.yaml"
-        if file_state(p) == "missing" or file_state(p).startswith("unusable"):
-            raise LinkError(
-                f"layout {path}: no such file (layouts: {', '.join(sorted(x.stem for x in LAYOUTS.glob('*.yaml')))})"
-            )
-        located = load_yaml(p, error=LinkError, what="layout")
-        raw, source = located.data, str(p)
-    if not isinstance(raw, dict):
-        raise LinkError(f"{source}: a layout is a mapping (params, rings, exceptions, qm, blocks)")
+        return path, "<layout>", None
+    p = Path(path)
+    if file_state(p) != "file" and file_state(LAYOUTS / f"{path}.yaml") == "file":
+        p = LAYOUTS / f"{path}.yaml"
+    if file_state(p) == "missing" or file_state(p).startswith("unusable"):
+        raise LinkError(
+            f"layout {path}: no such file (layouts: {', '.join(sorted(x.stem for x in LAYOUTS.glob('*.yaml')))})"
+        )
+    located = load_yaml(p, error=LinkError, what="layout")
+    if not isinstance(located.data, dict):
+        raise LinkError(f"{p}: a layout is a mapping (params, rings, exceptions, qm, blocks)")
+    return located.data, str(p), located
 
-    def fail(where: tuple[Any, ...], message: str) -> Exception:
-        return error_at(LinkError, source, where, message, located)
 
+def _substituted(raw: dict[str, Any], overrides: dict[str, Any], source: str, located: Located | None,
+                 fail: Callable[[tuple[Any, ...], str], Exception]) -> dict[str, Any]:  # fmt: skip
+    """The layout with -D overrides applied and its parameters substituted (a parameter
+    may refer to those given before it); overrides are noted as the source of their values."""
     if not isinstance(raw.get("params", {}), (dict, type(None))):
         raise fail(("params",), "expected a mapping of parameter -> value")
-    raw = _apply_overrides(raw, overrides or {}, source)
+    raw = _apply_overrides(raw, overrides, source)
     if located is not None:
-        for key in overrides or {}:
+        for key in overrides:
             path = tuple(key.split(".")) if "." in key else ("params", key)
             if path[0] not in raw and path[0] in (raw.get("blocks") or {}):
                 path = ("blocks", *path)
             located.unlocated[path] = f"-D {key}={overrides[key]!r}"
     params = dict(raw.get("params") or {})
-    # parameters may refer to parameters given before them
     for k in list(params):
         params[k] = _subst(params[k], params, ("params", k), fail)
-    data = {**_subst({k: v for k, v in raw.items() if k != "params"}, params, (), fail), "params": params}
-    from .control import ControlSpec, option_names
+    return {**_subst({k: v for k, v in raw.items() if k != "params"}, params, (), fail), "params": params}
 
-    model = validate(LayoutFile, data, source, located=located, error=LinkError,
-                     context={"microcode": MICROCODE, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes,
-                              "control_options": option_names()})  # fmt: skip
+
+def _layout(model: LayoutFile, params: dict[str, Any], source: str) -> Layout:
+    """The checked layout as the linker uses it: rings with their bases and users, blocks,
+    the control plane."""
+    from .control import ControlSpec
+
     producers, consumers = model.ring_users()
     bases = model.ring_bases()
     rings: dict[str, Ring] = {}
@@ -242,3 +239,26 @@ def load_layout(
         lay.control = ControlSpec(section.placement, section.program, list(section.args), model.control_ring(),
                                   dict(section.options))  # fmt: skip
     return lay
+
+
+def load_layout(
+    path: str | Path | dict[str, Any], overrides: dict[str, Any] | None = None
+) -> Layout:
+    """Read and check a layout.  `path` may be a layout name ("pipelined"), a file, or
+    an already-parsed mapping (tests).  The layout, with its parameters substituted and
+    -D overrides applied, is checked against layout_schema.LayoutFile; raises LinkError
+    `file:line: field: problem`."""
+    raw, source, located = _read(path)
+    if not isinstance(raw, dict):
+        raise LinkError(f"{source}: a layout is a mapping (params, rings, exceptions, qm, blocks)")
+
+    def fail(where: tuple[Any, ...], message: str) -> Exception:
+        return error_at(LinkError, source, where, message, located)
+
+    from .control import option_names
+
+    data = _substituted(raw, overrides or {}, source, located, fail)
+    model = validate(LayoutFile, data, source, located=located, error=LinkError,
+                     context={"microcode": MICROCODE, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes,
+                              "control_options": option_names()})  # fmt: skip
+    return _layout(model, data["params"], source)

@@ -5,17 +5,20 @@
  * are plain storage.  PCI reads return zeros, writes are discarded. */
 #include "../internal.h"
 
-void npk_cap_complete(npk_chip *c, npk_event *e, uint32_t *out)
+void npk_pci_read(npk_chip *c, npk_event *e, uint32_t *out) { (void)c; (void)e; (void)out; }
+void npk_pci_write(npk_chip *c, npk_event *e, uint32_t *out) { (void)c; (void)e; (void)out; }
+
+void npk_cap_read(npk_chip *c, npk_event *e, uint32_t *out)
 {
-    if (e->unit == NPK_UNIT_PCI) {
-        if (e->cmd != 0x4) e->xkind = 0xFF;
-        return;
-    }
     uint32_t a = e->addr & 0xFFFC;
-    if (e->cmd == 0) {  /* read */
-        for (uint32_t i = 0; i < e->count; i++) out[i] = c->cap_csr[((a >> 2) + i) % NPK_CAP_CSR_WORDS];
-        return;
-    }
+    for (uint32_t i = 0; i < e->count; i++) out[i] = c->cap_csr[((a >> 2) + i) % NPK_CAP_CSR_WORDS];
+}
+
+/* cap[write] and cap[fast_wr] */
+void npk_cap_write(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    (void)out;
+    uint32_t a = e->addr & 0xFFFC;
     for (uint32_t i = 0; i < e->count; i++) {
         uint32_t ad = (a + 4 * i) & 0xFFFC, v = e->data[i];
         c->cap_csr[ad >> 2] = v;
@@ -28,5 +31,4 @@ void npk_cap_complete(npk_chip *c, npk_event *e, uint32_t *out)
                 npk_ctx_signal(c, &c->me[me], (int)ctx, (uint16_t)(1u << s));
         }
     }
-    e->xkind = 0xFF;
 }

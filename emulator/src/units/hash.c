@@ -24,9 +24,8 @@ static u128 gf_mul(u128 a, u128 b, int bits, u128 poly)
     return r;
 }
 
-void npk_hash_complete(npk_chip *c, npk_event *e, uint32_t *out)
+static void hash_keys(npk_chip *c, npk_event *e, uint32_t *out, int bits)
 {
-    int bits = e->sub == 0 ? 48 : (e->sub == 1 ? 64 : 128);
     int words = bits == 128 ? 4 : 2;
     /* x^48+x^7+x^4+x^2+x+1 ... low terms of the reduction polynomials */
     u128 poly = {0, bits == 48 ? 0x97ull : (bits == 64 ? 0x1Bull : 0x87ull)};
@@ -52,3 +51,7 @@ void npk_hash_complete(npk_chip *c, npk_event *e, uint32_t *out)
         else { o[0] = (uint32_t)(r.hi >> 32); o[1] = (uint32_t)r.hi; o[2] = (uint32_t)(r.lo >> 32); o[3] = (uint32_t)r.lo; }
     }
 }
+
+void npk_hash_hash_48(npk_chip *c, npk_event *e, uint32_t *out) { hash_keys(c, e, out, 48); }
+void npk_hash_hash_64(npk_chip *c, npk_event *e, uint32_t *out) { hash_keys(c, e, out, 64); }
+void npk_hash_hash_128(npk_chip *c, npk_event *e, uint32_t *out) { hash_keys(c, e, out, 128); }

@@ -68,21 +68,26 @@ int npk_set_msf(npk_chip *c, const npk_msf_ops *ops)
     return NPK_OK;
 }
 
-void npk_msf_complete(npk_chip *c, npk_event *e, uint32_t *out)
+/* msf[read|read64]: the plug-in fills the read transfer registers */
+void npk_msf_read(npk_chip *c, npk_event *e, uint32_t *out)
 {
-    if (e->cmd == 0xC) {
-        c->msf.read(c->msf.user, e->me, e->ctx, e->addr, out, e->count);
-        c->msf_counts[0]++;
-        return;
-    }
-    if (e->sub & 1) {
-        c->msf.fast_wr(c->msf.user, e->me, e->addr, e->aux);
-        c->msf_counts[2]++;
-    } else {
-        c->msf.write(c->msf.user, e->me, e->ctx, e->addr, e->data, e->count);
-        c->msf_counts[1]++;
-    }
-    e->xkind = 0xFF;
+    c->msf.read(c->msf.user, e->me, e->ctx, e->addr, out, e->count);
+    c->msf_counts[0]++;
+}
+
+void npk_msf_write(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    (void)out;
+    c->msf.write(c->msf.user, e->me, e->ctx, e->addr, e->data, e->count);
+    c->msf_counts[1]++;
+}
+
+/* msf[fast_wr, --, a, b]: the two operands as given (addr, aux) */
+void npk_msf_fast_wr(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    (void)out;
+    c->msf.fast_wr(c->msf.user, e->me, e->addr, e->aux);
+    c->msf_counts[2]++;
 }
 
 int npk_msf_deliver(npk_chip *c, int me, int ctx, int xfer_abs, const uint32_t *words, unsigned n, int sig)

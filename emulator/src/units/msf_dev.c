@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../internal.h"
+#include "npk_msf.h"
 
 #define MAXP 16
 #define RBUF_BYTES 8192u

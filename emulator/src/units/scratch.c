@@ -56,39 +56,35 @@ int npk_scr_ring_put1(npk_chip *c, int ring, uint32_t word)
     return 1;
 }
 
-void npk_scratch_complete(npk_chip *c, npk_event *e, uint32_t *out)
+NPK_WORD_COMMANDS(scratch, rd, wr)
+NPK_WORD_SEM(scratch, sub, NPK_ATOMIC_SUB, rd, wr)
+
+/* get: ring number in address bits 5:2; too few entries -> zeros, nothing taken */
+void npk_scratch_get(npk_chip *c, npk_event *e, uint32_t *out)
 {
-    uint32_t a = e->addr & ~3u;
-    uint32_t cmd = e->cmd;
-    int push = 0;
-    int basic = npk_mem_basic(c, e, out, rd, wr);
-    if (basic >= 0)
-        push = basic;
-    else switch (cmd) {
-    case 9: {  /* get: ring number in address bits 5:2; empty ring -> zeros */
-        npk_ring *r = &c->rings[(a >> 2) & 15];
-        if (!r->size) npk_fault_cmd(c, NPK_FAULT_RING_UNCONFIGURED, (a >> 2) & 15);
-        else if (r->count >= e->count) {
-            for (uint32_t i = 0; i < e->count; i++) {
-                out[i] = rd(c, r->base + 4 * r->head);
-                r->head = (r->head + 1) % r->size;
-            }
-            r->count -= e->count;
+    uint32_t ring = (e->addr >> 2) & 15;
+    npk_ring *r = &c->rings[ring];
+    if (!r->size) {
+        npk_fault_cmd(c, NPK_FAULT_RING_UNCONFIGURED, ring);
+    } else if (r->count >= e->count) {
+        for (uint32_t i = 0; i < e->count; i++) {
+            out[i] = rd(c, r->base + 4 * r->head);
+            r->head = (r->head + 1) % r->size;
         }
-        push = 1;
-        break;
+        r->count -= e->count;
     }
-    case 10: {  /* put: a full ring drops the data */
-        npk_ring *r = &c->rings[(a >> 2) & 15];
-        if (!r->size) npk_fault_cmd(c, NPK_FAULT_RING_UNCONFIGURED, (a >> 2) & 15);
-        for (uint32_t i = 0; i < e->count && r->size; i++)
-            if (!npk_scr_ring_put1(c, (int)((a >> 2) & 15), e->data[i])) {
-                npk_fault_cmd(c, NPK_FAULT_RING_FULL, (a >> 2) & 15);
-                break;
-            }
-        break;
-    }
-    default: break;
-    }
-    if (!push) e->xkind = 0xFF;
+}
+
+/* put: a full ring drops the data */
+void npk_scratch_put(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    (void)out;
+    uint32_t ring = (e->addr >> 2) & 15;
+    npk_ring *r = &c->rings[ring];
+    if (!r->size) npk_fault_cmd(c, NPK_FAULT_RING_UNCONFIGURED, ring);
+    for (uint32_t i = 0; i < e->count && r->size; i++)
+        if (!npk_scr_ring_put1(c, (int)ring, e->data[i])) {
+            npk_fault_cmd(c, NPK_FAULT_RING_FULL, ring);
+            break;
+        }
 }

@@ -83,53 +83,53 @@ static void ring_op(npk_chip *c, npk_event *e, uint32_t *out, int kind /*0 get,1
     swr(c, d + 8, count);
 }
 
-void npk_sram_complete(npk_chip *c, npk_event *e, uint32_t *out)
+NPK_WORD_COMMANDS(sram, srd, swr)
+void npk_sram_get(npk_chip *c, npk_event *e, uint32_t *out) { ring_op(c, e, out, 0); }
+void npk_sram_put(npk_chip *c, npk_event *e, uint32_t *out) { ring_op(c, e, out, 1); }
+void npk_sram_journal(npk_chip *c, npk_event *e, uint32_t *out) { ring_op(c, e, out, 2); }
+
+void npk_sram_fast_journal(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    (void)c; (void)e; (void)out;   /* not modelled: nothing is written */
+}
+
+void npk_sram_dequeue(npk_chip *c, npk_event *e, uint32_t *out)
 {
     uint32_t a = e->addr & ~3u;
-    uint32_t cmd = e->cmd, sub = e->sub;
-    int push = 0;
-    int basic = cmd == 6 ? -1 : npk_mem_basic(c, e, out, srd, swr);  /* SRAM has no sub */
-    if (basic >= 0)
-        push = basic;
-    else switch (cmd) {
-    case 9: ring_op(c, e, out, (sub & 1) ? 0 : 1); push = sub & 1; break;
-    case 10:  /* journal (sub 0) */
-        if (!(sub & 1))
-            ring_op(c, e, out, 2);
-        break;
-    case 11: {  /* dequeue */
-        uint32_t head = srd(c, a), count = srd(c, a + 8);
-        if (count && head) {
-            uint32_t next = srd(c, head);
-            swr(c, a, next);
-            swr(c, a + 8, count - 1);
-            if (count == 1) { swr(c, a, 0); swr(c, a + 4, 0); }
-            out[0] = head;
-        }
-        push = 1;
-        e->count = 1;
-        break;
+    uint32_t head = srd(c, a), count = srd(c, a + 8);
+    if (count && head) {
+        uint32_t next = srd(c, head);
+        swr(c, a, next);
+        swr(c, a + 8, count - 1);
+        if (count == 1) { swr(c, a, 0); swr(c, a + 4, 0); }
+        out[0] = head;
     }
-    case 12: {  /* enqueue / enqueue_tail: buffer pointer in aux */
-        uint32_t buf = e->aux & ~3u;
-        uint32_t tail = srd(c, a + 4), count = srd(c, a + 8);
-        swr(c, buf, 0);
-        if (count == 0) { swr(c, a, buf); }
-        else { swr(c, tail, buf); }
-        swr(c, a + 4, buf);
-        swr(c, a + 8, count + 1);
-        break;
-    }
-    case 13:  /* csr_rd / csr_wr: SRAM controller CSRs are not modelled */
-        if (sub & 1) { push = 1; e->count = 1; }
-        break;
-    case 14: break;
-    case 15:
-        for (uint32_t i = 0; i < e->count && i < 3; i++) out[i] = srd(c, a + 4 * i);
-        if (sub == 0) e->count = 1;
-        push = 1;
-        break;
-    default: break;
-    }
-    if (!push) e->xkind = 0xFF;
+    e->count = 1;
+}
+
+/* enqueue / enqueue_tail: queue descriptor in addr, buffer pointer in aux */
+void npk_sram_enqueue(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    (void)out;
+    uint32_t a = e->addr & ~3u, buf = e->aux & ~3u;
+    uint32_t tail = srd(c, a + 4), count = srd(c, a + 8);
+    swr(c, buf, 0);
+    if (count == 0) swr(c, a, buf);
+    else swr(c, tail, buf);
+    swr(c, a + 4, buf);
+    swr(c, a + 8, count + 1);
+}
+
+/* csr_rd / csr_wr: SRAM controller CSRs are not modelled (reads give 0) */
+void npk_sram_csr_rd(npk_chip *c, npk_event *e, uint32_t *out) { (void)c; (void)out; e->count = 1; }
+void npk_sram_csr_wr(npk_chip *c, npk_event *e, uint32_t *out) { (void)c; (void)e; (void)out; }
+
+/* the descriptor already lives in SRAM: nothing to write back */
+void npk_sram_wr_qdesc(npk_chip *c, npk_event *e, uint32_t *out) { (void)c; (void)e; (void)out; }
+
+void npk_sram_rd_qdesc(npk_chip *c, npk_event *e, uint32_t *out)
+{
+    uint32_t a = e->addr & ~3u;
+    for (uint32_t i = 0; i < e->count && i < 3; i++) out[i] = srd(c, a + 4 * i);
+    if (e->op == NPK_CMD_SRAM_RD_QDESC_OTHER) e->count = 1;
 }

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "npk_emu.h"
-#include "gen/mev2_isa.h"
+#include "npk_msf.h"
+#include "mev2_isa.h"
 #include "test_config.h"
 
 static int failures;

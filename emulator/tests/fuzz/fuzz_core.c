@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "npk_emu.h"
+#include "npk_msf.h"
 #include "../c/test_config.h"
 
 #define MAX_ME 16

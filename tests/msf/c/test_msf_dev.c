@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "npk_emu.h"
+#include "npk_msf.h"
 #include "test_config.h"
 #include "pt_words.h"
 
