@@ -338,9 +338,13 @@ def from_dict(raw: dict[str, Any]) -> Isa:
     )
 
 
+# libyaml's parser when PyYAML has it: the description in 10 ms instead of 70 (the same data)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load(path: str | Path) -> Isa:
     """Read a description file (not cached, not made current: see `use`)."""
-    return from_dict(yaml.safe_load(Path(path).read_text()))
+    return from_dict(yaml.load(Path(path).read_text(), Loader=_YAML_LOADER))
 
 
 @lru_cache(maxsize=1)
