@@ -13,9 +13,9 @@ TRAFFIC = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"
 def tiny_design(tmp_path: Path):
     """A design of a few short runs on the real router (about a second each)."""
 
-    def make(levels: list[str], replications: int = 2, name: str = "tiny") -> Path:
+    def make(levels: list[str], replications: int = 2, name: str = "tiny", routes: int | None = None) -> Path:
         d = {"name": name, "replications": replications, "seed": 5,
-             "base": {"layout": "pipelined", "traffic": str(TRAFFIC), "routes": None},
+             "base": {"layout": "pipelined", "traffic": str(TRAFFIC), "routes": routes},
              "factors": {"B": {"name": "queue manager", "set": "param.qm", "levels": levels}},
              "responses": ["throughput_mbps", "latency_mean_us"],
              "steady": {"window_us": 5, "min_ms": 0.25, "max_ms": 0.25, "drain_us": 20},

@@ -67,6 +67,16 @@ def test_resume_after_kill_runs_only_the_missing_runs(tiny_design, tmp_path: Pat
     assert (pq[pq["status"] == "ok"]["throughput_mbps"].to_numpy() == ok["throughput_mbps"].to_numpy()).all()
 
 
+def test_runs_of_one_worker_share_the_image_and_its_route_table(tiny_design, tmp_path: Path) -> None:
+    """A generated route table: the replicates on one worker reuse the first run's image,
+    and the table it names (which the control plane reads when a run starts) is still there."""
+    out = tmp_path / "res"
+    s = run_experiment(tiny_design(["full", "stub"], replications=2, routes=500), out, jobs=1, progress=False)
+    recs = {k: json.loads(v) for k, v in records(out).items()}
+    assert not s["failed"] and len(recs) == 4, {k: r.get("error") for k, r in recs.items()}
+    assert all(r["status"] == "ok" and r["responses"]["throughput_mbps"] > 4000 for r in recs.values())
+
+
 def test_dask_local_cluster_gives_the_local_pool_table(tiny_design, tmp_path: Path) -> None:
     from distributed import LocalCluster
 

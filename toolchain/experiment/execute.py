@@ -121,13 +121,14 @@ def _apply_payload(spec: dict[str, Any], payload: int) -> None:
 
 def prepare(cfg: dict[str, Any], work: Path) -> Env:
     """Write the run's chip config, route table, router config and traffic spec."""
-    from npkit.toolchain.system.tables import make_routes, router_with_routes
+    from npkit.toolchain.system.tables import demo_routes, router_with_routes
 
     spec_path = Path(cfg["traffic"])
     routes: Path | None = None
     if isinstance(cfg["routes"], int):
-        routes = work / f"routes-{cfg['routes']}.txt"
-        make_routes(str(routes), cfg["routes"])
+        # the cached table, not a copy in `work`: the image a worker keeps for the next
+        # run (router_run) names it, and the control plane reads it when that run starts
+        routes = demo_routes(cfg["routes"])
     elif cfg["routes"]:
         routes = Path(cfg["routes"])
     spec = yaml.safe_load(spec_path.read_text())

@@ -45,11 +45,6 @@ def random_routes_text(count: int, seed: int, config: Path | None = None, ports:
     return text, len(hops)
 
 
-def make_routes(path: str | Path, count: int) -> None:
-    """A random BGP-like table for the example router, written to `path`."""
-    Path(path).write_bytes(demo_routes(count).read_bytes())
-
-
 def demo_routes(count: int, seed: int = 1) -> Path:
     """The demo's random table (`npk traffic routes --count COUNT --seed SEED --config
     examples/traffic/router.yaml`), generated once and kept in the cache (a temporary
