@@ -11,35 +11,16 @@ byte as the oracle says, in flow order (TBUF element batches across the TBUF's w
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
-import yaml
 
-from npkit.emulator.traffic.source import load_traffic_source
 from npkit.emulator.traffic_run import Departure
-from npkit.toolchain.system.bench import BALANCED
+from npkit.toolchain.system.bench import permutation_traffic
 from npkit.toolchain.system.router_run import RouterRun
 
-ROOT = Path(__file__).resolve().parents[2]
 MISMATCHES = ("wrong_outcome", "wrong_port", "wrong_bytes", "reordered", "wrong_reason", "unmatched",
-              "duplicates", "untagged", "unmatched_exception")  # fmt: skip
+              "duplicates", "unmatched_exception")  # fmt: skip
 DURATION_NS = 3_000_000
 SETTLED_NS = 1_000_000  # 1518 B settles in ~0.5 ms, IMIX at once here (router_bench: warm-up)
-
-
-def permutation_traffic(size: int | str, duration_ns: int) -> object:
-    spec = {
-        "seed": 3, "router": str(ROOT / "examples" / "traffic" / "router.yaml"),
-        "duration_ns": duration_ns, "wire": "ethernet",
-        "defaults": {"size": size, "protocol": "udp", "load": 1.0, "arrivals": "constant"},
-        "ports": {i: {"destinations": {"prefixes": [prefix]}} for i, prefix in enumerate(BALANCED)},
-    }  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "spec.yaml"
-        path.write_text(yaml.safe_dump(spec))
-        return load_traffic_source(path, duration_ns)
 
 
 class WireIdle:
