@@ -109,7 +109,10 @@ class XScaleCore:
     def __init__(self, program: str | os.PathLike[str], argv: list[str] | None = None,
                  env: dict[str, str] | None = None, *, seed: int = 1,
                  ratio: Fraction | int = 2, echo: Callable[[int, bytes], None] | None = None,
-                 cpu_model: int = A.UC_CPU_ARM_PXA255) -> None:  # fmt: skip
+                 cpu_model: int = A.UC_CPU_ARM_PXA255, mounts: dict[str, Path] | None = None) -> None:  # fmt: skip
+        """`mounts`: guest directory -> host directory, for the files the program opens
+        (a run's own files at a fixed guest path: what the program reads does not depend
+        on where the host keeps them)."""
         from .linux import LinuxABI
 
         self.elf: ArmElf = read_elf(program)
@@ -133,6 +136,7 @@ class XScaleCore:
         self.linux = LinuxABI(self, seed=seed, echo=echo)
         # argv[0] and /proc/self/exe name the program at a fixed guest path: the C
         # library's start-up reads them, and the host's path would change the instruction count
+        self.mounts = {g.rstrip("/"): Path(h) for g, h in (mounts or {}).items()}
         self.guest_path = GUEST_BIN + Path(self.program).name
         self._setup_stack([self.guest_path, *(argv or [])], env or {}, seed)
         self.uc.hook_add(UC_HOOK_INTR, self._on_intr)

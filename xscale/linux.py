@@ -262,7 +262,12 @@ class LinuxABI:
         self.core.write(addr, struct.pack("<qq", s, frac) if t64 else struct.pack("<ii", s, frac))
 
     def _path(self, addr: int) -> str:
-        return self.core.cstring(addr)
+        """The host path of the guest path at `addr` (through the core's mounts)."""
+        p = self.core.cstring(addr)
+        for guest, host in self.core.mounts.items():
+            if p == guest or p.startswith(guest + "/"):
+                return str(host) + p[len(guest) :]
+        return p
 
     # ---- process ----------------------------------------------------------------------
     def sys_exit(self, code: int, *_: int) -> None:

@@ -78,7 +78,7 @@ class XScaleHost:
 
     def __init__(self, chip: Chip, clock: _Clock, program: str | os.PathLike[str], argv: list[str],
                  *, quantum: int | None = None, echo: Callable[[int, bytes], None] | None = None,
-                 env: dict[str, str] | None = None) -> None:  # fmt: skip
+                 env: dict[str, str] | None = None, mounts: dict[str, Path] | None = None) -> None:  # fmt: skip
         cfg = xscale_config(chip)
         self.chip = chip
         self.clock = clock
@@ -88,7 +88,7 @@ class XScaleHost:
         if self.quantum < 1:
             raise XScaleError("the XScale quantum must be at least one instruction")
         self.core = XScaleCore(program, argv, env, seed=int(chip.config.get("seed", 1)), ratio=self.ratio,
-                               echo=echo)  # fmt: skip
+                               echo=echo, mounts=mounts)  # fmt: skip
         self.core.linux.me_mhz = int(chip.config["clock_mhz"])
         self.device = Ixp2800Device(chip, self.core.uc)
         self.device.now_cycle = self.core.now_cycle
@@ -257,23 +257,25 @@ class System:
     def attach_xscale(self, program: str | os.PathLike[str], argv: list[str] | None = None, *,
                       placement: str = "xscale", quantum: int | None = None,
                       echo: Callable[[int, bytes], None] | None = None, gdb_port: int | None = None,
-                      link_latency_ns: int | None = None, env: dict[str, str] | None = None) -> Any:  # fmt: skip
+                      link_latency_ns: int | None = None, env: dict[str, str] | None = None,
+                      mounts: dict[str, Path] | None = None) -> Any:  # fmt: skip
         """Start `program` on the control processor; return its host object.
 
         placement "xscale": an ARM ELF on the Unicorn core; "gpe": the native build
         (when `program` is the ARM build under xscale/build/arm, its twin under
-        xscale/build/gpe is used)."""
+        xscale/build/gpe is used).  `mounts` (xscale only): guest directories that are
+        host directories (npkit.xscale.core.XScaleCore)."""
         if self.xscale is not None:
             raise XScaleError("an XScale program is already attached")
         self._attach = ((program, argv), {"placement": placement, "quantum": quantum, "echo": echo,
-                                          "link_latency_ns": link_latency_ns, "env": env})  # fmt: skip
+                                          "link_latency_ns": link_latency_ns, "env": env, "mounts": mounts})  # fmt: skip
         if placement not in PLACEMENTS:
             raise XScaleError(f"unknown placement '{placement}' (known: {', '.join(PLACEMENTS)})")
         if not Path(program).exists():
             raise XScaleError(f"XScale program {program} does not exist")
         if placement == "xscale":
             host: Any = XScaleHost(self.chip, self.clock, program, list(argv or []), quantum=quantum,
-                                   echo=echo, env=env)  # fmt: skip
+                                   echo=echo, env=env, mounts=mounts)  # fmt: skip
             if gdb_port is not None:
                 from .gdbstub import GdbStub
 
@@ -282,6 +284,8 @@ class System:
         else:
             if gdb_port is not None:
                 raise XScaleError("--xscale-gdb needs the xscale placement (attach gdb to a gpe process directly)")
+            if mounts:
+                raise XScaleError("mounts are for the xscale placement (a gpe process sees the host's files)")
             from .gpe import GpeHost
 
             host = GpeHost(self.chip, self.clock, program, list(argv or []), echo=echo,

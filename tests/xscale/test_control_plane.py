@@ -371,3 +371,22 @@ def test_route_and_run_cli_errors(tmp_path: Path, router_image: Path) -> None:
     assert res.exit_code == 1 and "no control daemon listening" in res.output
     res = runner.invoke(main, ["run", str(router_image), "--kill-control-at", "1"])
     assert res.exit_code == 2 and "--restart-control-at" in res.output
+
+
+def test_the_daemon_runs_the_same_wherever_the_host_keeps_its_files(tmp_path: Path) -> None:
+    """The route table at two host paths of different lengths: the daemon sees its files
+    at one guest path (/run/npkd), so it runs the same instructions."""
+    from npkit.emulator.traffic.source import Traffic
+    from npkit.toolchain.system.tables import router_with_routes
+
+    counts = set()
+    for d in (tmp_path / "a", tmp_path / "a-much-longer-directory-name" / "b"):
+        d.mkdir(parents=True)
+        routes = d / "routes.txt"
+        routes.write_bytes((EXAMPLES / "routes.txt").read_bytes())
+        rr = RouterRun.link("pipelined", {}, Traffic(), routes, router_with_routes(routes))
+        rr.run_traffic(400_000)
+        st = rr.summary()["control_plane"]
+        assert st["state"].startswith("ready") and st["xscale"]["starts"] == 1
+        counts.add(st["xscale"]["instructions"])
+    assert len(counts) == 1

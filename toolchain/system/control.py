@@ -33,6 +33,7 @@ from .sysmap import CP_CHANGES_BASE, CP_CHANGES_CAP, CP_LOG_BASE, CP_LOG_CAP, CP
 STATS_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "stats.h"
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
 EXIT_RESTART = 75  # npkd's exit status for "restart me" (`npk route restart`)
+GUEST_RUN_DIR = "/run/npkd"  # where the XScale sees the daemon's files (ControlPlane.dir)
 
 
 @dataclass
@@ -93,7 +94,7 @@ def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11
     for addr, mac in sorted(router.arp.items()):
         lines.append(f"arp {_ip(addr)} {_mac(mac)}")
     lines += [
-        f"routes {Path(routes).resolve()}",
+        f"routes {routes}",
         f"redirects {int(bool(router.send_redirects))}",
         f"lpm {lay.ctl_base:#x} {lay.root_base:#x} {lay.nh_base:#x} {lay.nh_capacity} {lay.node_base:#x} {node_bytes:#x}",
         f"sys {SYS.desc_base:#x} {SYS.desc_shift} {SYS.n_bufs} {SYS.buf_base:#x} {SYS.buf_shift} "
@@ -281,10 +282,16 @@ class ControlPlane:
         self.socket = str(socket) if socket else None
         router = router if router is not None else router_config_of(image)
         self.changes = list(changes or [])
-        conf = daemon_conf(router, image.meta["router"]["routes"],
+        # the daemon's files (its config, the route table, its journal) in self.dir, which
+        # the XScale sees at a fixed path: what it parses does not depend on the host's paths
+        seen = Path(GUEST_RUN_DIR) if self.placement == "xscale" else self.dir
+        table = self.dir / "routes.txt"
+        table.unlink(missing_ok=True)
+        table.symlink_to(Path(image.meta["router"]["routes"]).resolve())
+        conf = daemon_conf(router, seen / table.name,
                            rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])),
                            options={**meta.get("options", {}), **(options or {})},
-                           changes=route_change_lines(self.changes), state=self.dir / "routes.state",
+                           changes=route_change_lines(self.changes), state=seen / "routes.state",
                            socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]))  # fmt: skip
         self.conf = self.dir / "npkd.conf"
         self.conf.write_text(conf)
@@ -298,8 +305,11 @@ class ControlPlane:
             return None if ns is None else int(ns * mhz // 1000)
 
         self.system = System(chip, respawn=True, kill_at=cyc(kill_at_ns), restart_at=cyc(restart_at_ns))
-        args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}", str(self.conf)]
-        self.host = self.system.attach_xscale(prog, args, placement=self.placement, gdb_port=gdb_port, echo=echo)
+        args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}",
+                str(seen / self.conf.name)]  # fmt: skip
+        mounts = {GUEST_RUN_DIR: self.dir} if self.placement == "xscale" else None
+        self.host = self.system.attach_xscale(prog, args, placement=self.placement, gdb_port=gdb_port, echo=echo,
+                                              mounts=mounts)  # fmt: skip
         self.program = prog
 
     def stats(self) -> dict[str, Any] | None:
