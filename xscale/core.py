@@ -134,9 +134,9 @@ class XScaleCore:
         self._install_budget()
         self._load(self.elf)
         self.linux = LinuxABI(self, seed=seed, echo=echo)
+        self.mounts = {g.rstrip("/"): Path(h) for g, h in (mounts or {}).items()}
         # argv[0] and /proc/self/exe name the program at a fixed guest path: the C
         # library's start-up reads them, and the host's path would change the instruction count
-        self.mounts = {g.rstrip("/"): Path(h) for g, h in (mounts or {}).items()}
         self.guest_path = GUEST_BIN + Path(self.program).name
         self._setup_stack([self.guest_path, *(argv or [])], env or {}, seed)
         self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
