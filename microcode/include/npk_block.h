@@ -177,13 +177,19 @@ npk_sc_done#:
 // Sleep about TICKS * 16 cycles (the ME's future-count timer; npk_thread_setup
 // points this context's FUTURE_COUNT_SIGNAL at s_timer).
 #macro npk_sleep(TICKS)
+    npk_timer_start(TICKS)
+    ctx_arb[s_timer]
+#endm
+
+// Start the timer of npk_sleep without waiting for it: s_timer comes TICKS timestamp
+// ticks from now (work done meanwhile overlaps the sleep).
+#macro npk_timer_start(TICKS)
 .begin
     .reg ts
     local_csr_rd[TIMESTAMP_LOW]
     immed[ts, 0]
     alu[ts, ts, +, TICKS]
     local_csr_wr[ACTIVE_CTX_FUTURE_COUNT, ts]
-    ctx_arb[s_timer]
 .end
 #endm
 
