@@ -46,12 +46,16 @@ rr.run._push_until(20_000)  # the first packets are with the MSF: the next step 
 print(time.perf_counter() - t0)
 """
 
+# The peak from /proc (VmHWM: this process's own address space), not getrusage's
+# ru_maxrss, which after exec keeps the high-water mark of the parent's pages: under a
+# `make bench` that had grown to 600 MB, a 70 MB demo reported 617 MB.
 RSS_SCRIPT = """
-import resource, sys
+import sys
 from click.testing import CliRunner
 from npkit.toolchain.cli import main
 res = CliRunner().invoke(main, ["demo", "--ms", sys.argv[1], "--json"])
-print(res.exit_code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(res.exit_code, int(hwm.split()[1]) / 1024)
 """
 
 
