@@ -166,3 +166,29 @@ def test_control_section_spellings_and_errors() -> None:
     del no_ring["blocks"]["qm"]["control_in"]
     with pytest.raises(LinkError, match="control_in"):
         load_layout(no_ring)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 6, 7, 9])
+def test_ring_hash_macro_is_hash_times_n_over_2_16(n: int) -> None:
+    """rx's flow steering (split_macros' npk_ring_hash, shifts and adds/subtracts of N's
+    non-adjacent form) gives ring first + (hash * N) >> 16 on the emulator in at most six
+    instructions (rx runs it per frame at the edge of its budget; 7 = 8 - 1 takes five)."""
+    from npkit.asm.assembler import assemble_text
+    from npkit.asm.errors import Diagnostics
+    from npkit.emulator.binding import Chip
+    from npkit.toolchain.system.link import split_macros
+
+    first = 20
+    macros = split_macros(list(range(first, first + n)))
+    hash_macro = macros[macros.index("#macro npk_ring_hash(R, H)") : macros.index("#macro npk_ring_full(R, LABEL)")]
+    assert sum(1 for line in hash_macro if line.startswith("    alu")) <= (5 if n == 7 else 6)
+    src = "\n".join([*hash_macro, ".reg h r", "    npk_ring_hash(r, h)", "    halt", ""])
+    a = assemble_text(src, diags=Diagnostics())
+    reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
+    for h16 in (0, 1, 0x1234, 0x5555, 0x8000, 0x9249, 0xAAAA, 0xFFFE, 0xFFFF):
+        with Chip() as chip:
+            chip.load(0, a.program.words, a.program.ctx_mode)
+            chip.set_reg(0, reg["h"], h16 << 16 | 0xBEEF, 0)  # the hash in bits 31..16
+            chip.enable(0, 1)
+            assert chip.run_until_halt(10_000) == "halted"
+            assert chip.reg(0, reg["r"], 0) == first + (h16 * n >> 16), (n, hex(h16))

@@ -52,6 +52,21 @@ def _mac_words(mac: bytes) -> tuple[int, int]:
     return int.from_bytes(mac[0:4], "big"), mac[4] << 8 | mac[5]
 
 
+def _naf(n: int) -> list[tuple[int, int]]:
+    """n's non-adjacent form, highest digit first: (bit, +1 or -1) with no two digits
+    adjacent, the fewest nonzero digits of any signed-binary form."""
+    digits = []
+    b = 0
+    while n:
+        if n & 1:
+            d = 2 - (n & 3)  # +1 when n = 1 mod 4, -1 when n = 3 mod 4
+            digits.append((b, d))
+            n -= d
+        n >>= 1
+        b += 1
+    return digits[::-1]
+
+
 def split_macros(numbers: list[int]) -> list[str]:
     """Macros of a split ring (microcode/README.md §3.4), numbers = its N scratch rings:
     npk_ring_select(R, K): R = ring number K mod N (pool ME k reads ring k);
@@ -86,10 +101,16 @@ def split_macros(numbers: list[int]) -> list[str]:
         if n & (n - 1) == 0:
             out += [f"    alu_shf[hk, --, b, H, >>{32 - (n.bit_length() - 1)}]"]
         else:
-            bits = [b for b in range(n.bit_length()) if n >> b & 1]
-            out += ["    .reg hh hn ht", "    alu_shf[hh, --, b, H, >>16]", f"    alu_shf[hn, --, b, hh, <<{bits[0]}]"]
-            for b in bits[1:]:  # alu_shf has no add: shift, then add
-                out += [f"    alu_shf[ht, --, b, hh, <<{b}]", "    alu[hn, hn, +, ht]"]
+            # hh * N as shifts, adds and subtracts of N's non-adjacent form (7 = 8 - 1: two
+            # instructions, not four): rx runs this per frame at the edge of its budget
+            top, *rest = _naf(n)
+            out += ["    .reg hh hn ht", "    alu_shf[hh, --, b, H, >>16]", f"    alu_shf[hn, --, b, hh, <<{top[0]}]"]
+            for b, sign in rest:  # alu_shf has no add: shift, then add or subtract
+                op = "+" if sign > 0 else "-"
+                if b == 0:
+                    out += [f"    alu[hn, hn, {op}, hh]"]
+                else:
+                    out += [f"    alu_shf[ht, --, b, hh, <<{b}]", f"    alu[hn, hn, {op}, ht]"]
             out += ["    alu_shf[hk, --, b, hn, >>16]"]
         out += choose("hk")
     out += [".end", "#endm", ""]
