@@ -262,8 +262,12 @@ class LinuxABI:
         self.core.write(addr, struct.pack("<qq", s, frac) if t64 else struct.pack("<ii", s, frac))
 
     def _path(self, addr: int) -> str:
-        """The host path of the guest path at `addr` (through the core's mounts)."""
-        p = self.core.cstring(addr)
+        """The host path of the guest path at `addr`."""
+        return self._host_path(self.core.cstring(addr))
+
+    def _host_path(self, p: str) -> str:
+        """The host path of guest path `p` (through the core's mounts): files and Unix
+        sockets alike."""
         for guest, host in self.core.mounts.items():
             if p == guest or p.startswith(guest + "/"):
                 return str(host) + p[len(guest) :]
@@ -744,7 +748,7 @@ class LinuxABI:
         raw = self.core.read(addr, min(length, 110))
         if len(raw) < 2 or struct.unpack_from("<H", raw)[0] != socket.AF_UNIX:
             return None
-        return raw[2:].split(b"\0", 1)[0].decode(errors="replace")
+        return self._host_path(raw[2:].split(b"\0", 1)[0].decode(errors="replace"))
 
     def _sock(self, fd: int) -> SockFile | None:
         f = self._file(fd)
