@@ -116,6 +116,58 @@ static void me_reset(npk_chip *c, npk_me *m)
 
 static void reset_state(npk_chip *c, int clear_memories);
 
+/* the calendar of due MEs anew from due[], its window starting at c->now */
+static void cal_rebuild(npk_chip *c)
+{
+    memset(c->cal, 0, sizeof c->cal);
+    c->cal_bits = 0;
+    c->cal_far = c->cal_late = 0;
+    c->cal_far_min = NPK_NEVER;
+    c->cal_base = c->now;
+    for (uint32_t i = 0; i < NPK_MAX_ME; i++) npk_cal_mark(c, i, c->due[i], 1);
+}
+
+/* the window moves on to start at t: MEs due in the cycles it now covers leave cal_far */
+static void cal_advance(npk_chip *c, uint64_t t)
+{
+    if (t <= c->cal_base) return;
+    /* nothing is due in [cal_base, t): t is the earliest cycle anything is */
+    c->cal_base = t;
+    if (c->cal_far_min - t >= NPK_CAL && c->cal_far_min >= t) return;
+    uint64_t fmin = NPK_NEVER;
+    for (uint32_t far = c->cal_far; far; far &= far - 1) {
+        uint32_t i = (uint32_t)__builtin_ctz(far);
+        uint64_t d = c->due[i];
+        if (d - t < NPK_CAL) {
+            c->cal_far &= ~(1u << i);
+            npk_cal_mark(c, i, d, 1);
+        } else if (d < fmin) {
+            fmin = d;
+        }
+    }
+    c->cal_far_min = fmin;
+}
+
+/* the earliest cycle an ME is due (NPK_NEVER: none), and the MEs due then */
+static uint64_t cal_first(const npk_chip *c, uint32_t *due)
+{
+    uint64_t t = NPK_NEVER;
+    *due = 0;
+    if (c->cal_late || (!c->cal_bits && c->cal_far)) {   /* outside the window: a scan */
+        for (uint32_t i = 0; i < NPK_MAX_ME; i++) {
+            if (c->due[i] < t) { t = c->due[i]; *due = 0; }
+            if (c->due[i] == t) *due |= 1u << i;
+        }
+        return t;
+    }
+    if (!c->cal_bits) return t;
+    uint32_t b = (uint32_t)c->cal_base & (NPK_CAL - 1);
+    uint64_t r = b ? (c->cal_bits >> b) | (c->cal_bits << (NPK_CAL - b)) : c->cal_bits;
+    uint32_t k = (uint32_t)__builtin_ctzll(r);
+    *due = c->cal[(b + k) & (NPK_CAL - 1)];
+    return c->cal_base + k;
+}
+
 void npk_reset(npk_chip *c)
 {
     if (c) reset_state(c, 1);
@@ -126,6 +178,7 @@ static void reset_state(npk_chip *c, int clear_memories)
     c->now = 0;
     c->seq = 0;
     for (uint32_t i = 0; i < NPK_MAX_ME; i++) c->due[i] = NPK_NEVER;   /* MEs the chip lacks: never */
+    cal_rebuild(c);
     for (uint32_t i = 0; i < c->cfg.num_me; i++) me_reset(c, &c->me[i]);
     if (clear_memories) {
         memset(c->sram, 0, (size_t)(c->cfg.sram_channel_bytes * c->cfg.sram.channels));
@@ -336,21 +389,12 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     /* run-ahead keeps results identical but reorders history records and
      * debugger stops, so it is off while those are in use */
     int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
+    cal_rebuild(c);   /* due[] may have changed between runs (npk_me_enable, npk_reset, ...) */
     for (;;) {
-        /* the next cycle anything happens, and the MEs due then (in one pass) */
-        uint64_t t = npk_ev_next_cycle(c), t1 = NPK_NEVER, t2 = NPK_NEVER, t3 = NPK_NEVER;
-        for (uint32_t i = 0; i < NPK_MAX_ME; i += 4) {  /* four chains; all NPK_MAX_ME entries */
-            t = c->due[i] < t ? c->due[i] : t;
-            t1 = c->due[i + 1] < t1 ? c->due[i + 1] : t1;
-            t2 = c->due[i + 2] < t2 ? c->due[i + 2] : t2;
-            t3 = c->due[i + 3] < t3 ? c->due[i + 3] : t3;
-        }
-        t = t1 < t ? t1 : t;
-        t2 = t3 < t2 ? t3 : t2;
-        t = t2 < t ? t2 : t;
-        uint32_t due = 0;
-        for (uint32_t i = 0; i < NPK_MAX_ME; i++)
-            due |= (uint32_t)(c->due[i] == t) << i;
+        /* the next cycle anything happens, and the MEs due then */
+        uint32_t due;
+        uint64_t t = cal_first(c, &due), tev = npk_ev_next_cycle(c);
+        if (tev < t) { t = tev; due = 0; }
         uint64_t msf_next = NPK_NEVER;
         if (c->msf.next_event) {
             uint64_t tm = c->msf.next_event(c->msf.user);
@@ -369,6 +413,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         if (t >= end) { c->now = end; break; }
         c->now = t;
         c->due_now = 0;
+        cal_advance(c, t);
         npk_ev_advance(c, t);
         if (c->msf.advance) c->msf.advance(c->msf.user, c, t);
         while (npk_ev_next_cycle(c) <= t) {

@@ -8,6 +8,7 @@
 #include "mev2_isa.h"   /* generated from toolchain/isa/mev2.yaml (src/gen/) */
 
 #define NPK_MAX_ME 16
+#define NPK_CAL 64      /* cycles the run loop's calendar of due MEs spans (a power of two, <= 64) */
 #define NPK_NCTX 8
 #define NPK_NEVER UINT64_MAX
 #define NPK_MAX_BP 64
@@ -185,8 +186,15 @@ struct npk_chip {
     npk_config cfg;
     uint64_t now;
     uint64_t seq;
-    uint64_t due[NPK_MAX_ME];  /* per ME: min(next, pend_min), the run loop's scan */
+    uint64_t due[NPK_MAX_ME];  /* per ME: min(next, pend_min) (npk_set_due) */
     int due_now;               /* an ME became due at c->now while the run loop ran MEs */
+    /* the same as a calendar, so the run loop finds the next cycle an ME is due and the
+     * MEs due then without scanning: cal[cycle % NPK_CAL] holds the MEs due at a cycle in
+     * [cal_base, cal_base + NPK_CAL), cal_bits the slots in use; cal_far the MEs due
+     * later (NPK_NEVER too), none of them before cal_far_min; cal_late the MEs due before
+     * cal_base (not expected: the run loop then scans due[]) */
+    uint64_t cal_base, cal_bits, cal_far_min;
+    uint32_t cal[NPK_CAL], cal_far, cal_late;
     /* divisions the hot paths avoid (npk_create): unit_bytes as a shift (>= 32: not a
      * power of two), DRAM channel interleave, SRAM and DRAM channel counts */
     uint8_t unit_shift[NPK_UNIT_COUNT];
@@ -258,17 +266,52 @@ static inline int npk_me_flat(const npk_chip *c, uint32_t hw)
     return (int)(cl * k + m);
 }
 
-/* when ME m acts next: its next instruction or a pending CSR write (npk_run scans c->due) */
+/* ME i enters (add) or leaves the calendar's entry for cycle d */
+static inline void npk_cal_mark(npk_chip *c, uint32_t i, uint64_t d, int add)
+{
+    uint32_t bit = 1u << i;
+    if (d - c->cal_base < NPK_CAL) {   /* inside the window (unsigned: d >= cal_base) */
+        uint32_t s = (uint32_t)d & (NPK_CAL - 1);
+        if (add) {
+            c->cal[s] |= bit;
+            c->cal_bits |= 1ull << s;
+        } else if (!(c->cal[s] &= ~bit)) {
+            c->cal_bits &= ~(1ull << s);
+        }
+    } else if (d >= c->cal_base) {
+        if (add) {
+            c->cal_far |= bit;
+            if (d < c->cal_far_min) c->cal_far_min = d;
+        } else {
+            c->cal_far &= ~bit;   /* cal_far_min stays a lower bound */
+        }
+    } else if (add) {
+        c->cal_late |= bit;
+    } else {
+        c->cal_late &= ~bit;
+    }
+}
+
+static inline void npk_set_due(npk_chip *c, uint32_t i, uint64_t d)
+{
+    uint64_t old = c->due[i];
+    if (old == d) return;
+    npk_cal_mark(c, i, old, 0);
+    c->due[i] = d;
+    npk_cal_mark(c, i, d, 1);
+}
+
+/* when ME m acts next: its next instruction or a pending CSR write (npk_run's calendar) */
 static inline void npk_me_set_next(npk_chip *c, npk_me *m, uint64_t t)
 {
     m->next = t;
-    c->due[m->idx] = t < m->pend_min ? t : m->pend_min;
+    npk_set_due(c, (uint32_t)m->idx, t < m->pend_min ? t : m->pend_min);
     if (t <= c->now) c->due_now = 1;
 }
 static inline void npk_me_set_pend(npk_chip *c, npk_me *m, uint64_t t)
 {
     m->pend_min = t;
-    c->due[m->idx] = t < m->next ? t : m->next;
+    npk_set_due(c, (uint32_t)m->idx, t < m->next ? t : m->next);
     if (t <= c->now) c->due_now = 1;
 }
 

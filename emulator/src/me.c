@@ -1276,7 +1276,8 @@ static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit)
 void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
 {
     int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
-    if (!(fast && run_fast(c, m, c->now + 1)))
+    /* a fast first word and the fast words after it in one entry of the fast loop */
+    if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1)))
         me_exec(c, m);
     if (!ahead) return;
     uint64_t saved = c->now;
