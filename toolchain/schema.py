@@ -30,6 +30,8 @@ import yaml
 from pydantic import AfterValidator, BaseModel, Strict, ValidationError
 from pydantic_core import PydanticCustomError
 
+from npkit.toolchain.yaml_data import fast_loader
+
 PathT = tuple[Any, ...]
 M = TypeVar("M", bound=BaseModel)
 
@@ -204,9 +206,19 @@ class _Walker:
 
 def parse_yaml(text: str, source: str, *, error: type[Exception] = InputError) -> Located:
     """Parse YAML text into data and its line map (one document)."""
+    loader = fast_loader(text)
+    if loader is not yaml.SafeLoader:
+        try:
+            return _parse_yaml(text, source, error, loader)
+        except Exception:  # noqa: BLE001 - read again below, for the pure-Python parser's message
+            pass
+    return _parse_yaml(text, source, error, yaml.SafeLoader)
+
+
+def _parse_yaml(text: str, source: str, error: type[Exception], loader_class: type[yaml.SafeLoader]) -> Located:
     loader: yaml.SafeLoader | None = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = loader_class(text)
         node = loader.get_single_node()
         if node is None:
             return Located(None, source, {(): 1})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+from npkit.toolchain.yaml_data import load_data
 
 REASONS_PATH = Path(__file__).resolve().parents[2] / "microcode" / "reasons.yaml"
 
@@ -160,7 +160,7 @@ def _parse_table(kind: Kind, data: Any, source: str) -> list[Reason]:
 
 
 def parse_reasons(text: str, source: str = "<reasons>") -> Reasons:
-    data = yaml.safe_load(text)
+    data = load_data(text)
     if not isinstance(data, dict):
         raise ReasonError(f"{source}: top level must be a mapping")
     return Reasons(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from npkit.toolchain.yaml_data import load_data
 
 SRAM_MAP_PATH = Path(__file__).resolve().parents[2] / "microcode" / "lookup" / "sram_map.yaml"
 
@@ -90,7 +90,7 @@ class LpmLayout:
 
 
 def load_sram_map(path: str | Path | None = None) -> dict[str, Region]:
-    data: dict[str, Any] = yaml.safe_load(Path(path or SRAM_MAP_PATH).read_text())
+    data: dict[str, Any] = load_data(Path(path or SRAM_MAP_PATH).read_text())
     regions = {
         name: Region(
             name,
