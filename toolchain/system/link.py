@@ -380,11 +380,8 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     meta holds the layout graph, the ring table, the system map and the router
     configuration.  External blocks get the stand-ins of `_host_blocks` (so the host can
     drive their rings), and the exception ring its host reader."""
-    from npkit.asm.assembler import assemble
-    from npkit.asm.errors import AsmError
     from npkit.emulator.binding import EmulatorError, load_config
     from npkit.emulator.me_names import per_cluster
-    from npkit.toolchain.image import Image
 
     lay = load_layout(layout, params)
     try:
@@ -396,6 +393,11 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     cached = _cached_image(key, rcfg, router_record, lay)
     if cached is not None:
         return cached
+    # the assembler (and the ISA's encoders it builds) only when there is something to build
+    from npkit.asm.assembler import assemble
+    from npkit.asm.errors import AsmError
+    from npkit.toolchain.image import Image
+
     if len(rcfg.ports) > MAX_PORTS:
         raise LinkError(f"{len(rcfg.ports)} ports: the parse block's CAM holds the special "
                         f"addresses of at most {MAX_PORTS} ports")  # fmt: skip
