@@ -153,6 +153,7 @@ static uint64_t cal_first(const npk_chip *c, uint32_t *due)
 {
     uint64_t t = NPK_NEVER;
     *due = 0;
+    if (!c->cal_late && !c->cal_bits && c->cal_far_min == NPK_NEVER) return t;   /* none due, ever */
     if (c->cal_late || (!c->cal_bits && c->cal_far)) {   /* outside the window: a scan */
         for (uint32_t i = 0; i < NPK_MAX_ME; i++) {
             if (c->due[i] < t) { t = c->due[i]; *due = 0; }
@@ -167,6 +168,27 @@ static uint64_t cal_first(const npk_chip *c, uint32_t *due)
     *due = c->cal[(b + k) & (NPK_CAL - 1)];
     return c->cal_base + k;
 }
+
+#ifdef NPK_CHECK_CALENDAR
+/* the sanitizer and fuzzer builds: the calendar against a scan of due[], every iteration */
+static void cal_check(const npk_chip *c, uint64_t t, uint32_t due)
+{
+    uint64_t st = NPK_NEVER;
+    uint32_t sdue = 0;
+    for (uint32_t i = 0; i < NPK_MAX_ME; i++) {
+        if (c->due[i] < st) { st = c->due[i]; sdue = 0; }
+        if (c->due[i] == st) sdue |= 1u << i;
+    }
+    if (st == NPK_NEVER) sdue = 0;
+    if (st != t || sdue != due) {
+        fprintf(stderr, "npk: calendar says cycle %llu MEs 0x%x, due[] says cycle %llu MEs 0x%x\n",
+                (unsigned long long)t, due, (unsigned long long)st, sdue);
+        abort();
+    }
+}
+#else
+static inline void cal_check(const npk_chip *c, uint64_t t, uint32_t due) { (void)c; (void)t; (void)due; }
+#endif
 
 void npk_reset(npk_chip *c)
 {
@@ -394,6 +416,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         /* the next cycle anything happens, and the MEs due then */
         uint32_t due;
         uint64_t t = cal_first(c, &due), tev = npk_ev_next_cycle(c);
+        cal_check(c, t, t == NPK_NEVER ? 0 : due);
         if (tev < t) { t = tev; due = 0; }
         uint64_t msf_next = NPK_NEVER;
         if (c->msf.next_event) {
