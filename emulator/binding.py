@@ -23,9 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cffi import FFI
-
 from . import me_names
+from .cffi_cache import ffi_for
 
 HERE = Path(__file__).resolve().parent
 HEADERS = (HERE / "include" / "npk_emu.h", HERE / "include" / "npk_msf.h")
@@ -51,14 +50,12 @@ def _cdef_text() -> str:
 
 
 @lru_cache(maxsize=1)
-def _ffi() -> FFI:
-    ffi = FFI()
-    ffi.cdef(_cdef_text())
-    return ffi
+def _ffi() -> Any:
+    return ffi_for("npkemu", _cdef_text())
 
 
 @lru_cache(maxsize=1)
-def _lib() -> tuple[FFI, Any]:
+def _lib() -> tuple[Any, Any]:
     ffi = _ffi()
     path = Path(os.environ.get("NPKEMU_LIB", str(LIBRARY)))
     if not path.exists():
@@ -181,7 +178,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return base
 
 
-def _fill_config(ffi: FFI, raw: dict[str, Any]) -> Any:
+def _fill_config(ffi: Any, raw: dict[str, Any]) -> Any:
     """npk_config from a checked config dict, field by field as the C struct declares them
     (a unit's timing is a struct field named after the unit)."""
     cfg = ffi.new("npk_config *")

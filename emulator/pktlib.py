@@ -16,9 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cffi import FFI
-
 from .binding import cdef_block
+from .cffi_cache import ffi_for
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "pkt" / "npk_pkt.h"
@@ -30,9 +29,8 @@ class PktLibError(RuntimeError):
 
 
 @lru_cache(maxsize=1)
-def lib() -> tuple[FFI, Any]:
-    ffi = FFI()
-    ffi.cdef(cdef_block(HEADER, PktLibError))
+def lib() -> tuple[Any, Any]:
+    ffi = ffi_for("npkpkt", cdef_block(HEADER, PktLibError))
     path = Path(os.environ.get("NPKPKT_LIB", str(LIBRARY)))
     if not path.exists():
         raise PktLibError(f"packet library {path} is missing: run `make` at the top of the tree "
