@@ -20,13 +20,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cffi import FFI
-from cffi.recompiler import make_py_source
-
 CACHE_DIR = Path(__file__).resolve().parent / "build"
 
 
-def _parsed(cdef: str) -> FFI:
+def _parsed(cdef: str) -> Any:
+    from cffi import FFI  # pycparser and all: only when there is something to parse
+
     ffi = FFI()
     ffi.cdef(cdef)
     return ffi
@@ -35,6 +34,8 @@ def _parsed(cdef: str) -> FFI:
 def _write(module: str, cdef: str, path: Path) -> None:
     """The module for `cdef`, written to a temporary file and renamed (concurrent
     processes write the same bytes; one rename wins)."""
+    from cffi.recompiler import make_py_source
+
     ffi = _parsed(cdef)
     ffi.set_source(module, None)
     path.parent.mkdir(parents=True, exist_ok=True)
