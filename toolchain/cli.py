@@ -7,9 +7,13 @@ not hide the others' commands.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
+from pathlib import Path
 
 import click
+from click.utils import make_default_short_help
 
 # subcommand name -> "module:attribute" of a click.Command
 SUBCOMMANDS: dict[str, str] = {
@@ -31,9 +35,31 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
+def short_help(name: str, limit: int) -> str:
+    """A subcommand's line in `npk --help`, from its docstring in the module's source:
+    what Click makes of the command's help, without importing the module (importing all
+    of them for the list took 0.4 s)."""
+    module_name, attr = SUBCOMMANDS[name].split(":")
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        return ""
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == attr), None)
+    doc = ast.get_docstring(fn) if fn is not None else None
+    if not doc:
+        return ""
+    return make_default_short_help(doc.split("\f", 1)[0], limit).strip()
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        with formatter.section("Commands"):
+            formatter.write_dl([(n, short_help(n, limit)) for n in names])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = SUBCOMMANDS.get(cmd_name)
