@@ -56,8 +56,10 @@ typedef struct npk_opnd {
     uint8_t offset;        /* index registers: num is an offset */
     uint8_t bank;          /* GPR bank of the access: 0 A, 1 B */
     uint16_t num;          /* register number, offset or constant */
-    uint8_t rf;            /* GPR and transfer registers: the file read or written (npk_me.rf) */
-    uint8_t rel;           /* ... numbered from the context's first register (1) or absolute */
+    uint16_t row;          /* GPR and transfer registers: where the file read or written starts
+                            * in npk_me.rf as one array (file * 128) */
+    uint8_t rmask;         /* ... numbered from the context's first register (127) or absolute (0):
+                            * the register is row + ((base & rmask) + num) % 128 */
 } npk_opnd;
 
 /* A pre-decoded control-store word: built when the word is loaded, so that execution
@@ -95,7 +97,7 @@ typedef struct npk_me {
     uint64_t *ustore;
     npk_uop *uop;          /* per word (+ one past the end: a PC there is out of range) */
     npk_ctx ctx[NPK_NCTX];
-    union {                /* the register files, also as one array (npk_opnd.rf) */
+    union {                /* the register files, also as one array (npk_opnd.row) */
         uint32_t rf[6][128];
         struct {
             uint32_t gpr[2][128];    /* A, B */

@@ -644,11 +644,11 @@ static int exec_br_byte(npk_exec *e, const npk_uop *u)
 static npk_opnd opnd_u(uint32_t num, int bank, int is_dest)
 {
     npk_opdef d = npk_unrestricted_def(num, is_dest);
-    npk_opnd o = {d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num, (uint8_t)bank, 1};
+    npk_opnd o = {d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num, (uint16_t)(bank * 128), 127};
     switch (d.kind) {
-    case NPK_OPK_ABS: o.rel = 0; break;
-    case NPK_OPK_XFER: o.rf = NPK_RF_XFER + (is_dest ? XK_SOUT : XK_SIN); break;
-    case NPK_OPK_DXFER: o.rf = NPK_RF_XFER + (is_dest ? XK_DOUT : XK_DIN); break;
+    case NPK_OPK_ABS: o.rmask = 0; break;
+    case NPK_OPK_XFER: o.row = (uint16_t)((NPK_RF_XFER + (is_dest ? XK_SOUT : XK_SIN)) * 128); break;
+    case NPK_OPK_DXFER: o.row = (uint16_t)((NPK_RF_XFER + (is_dest ? XK_DOUT : XK_DIN)) * 128); break;
     default: break;
     }
     return o;
@@ -1077,7 +1077,7 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
     if (x->swap_pending || m->csr_rd_valid) return 0;
     if (limit > m->pend_min) limit = m->pend_min;
     const npk_uop *uops = m->uop, *u;
-    uint32_t (*g)[128] = m->rf;
+    uint32_t *g = &m->rf[0][0];
     uint32_t base = npk_relbase(m, ctx), pc = x->pc, us = c->cfg.ustore_words;
     uint8_t cc = x->cc;
     int brp = x->br_pending, had_br;
@@ -1088,9 +1088,9 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
 
 /* a fast operand's value; a fast destination's write ("--" drops it): registers are
  * (file, number), the number relative to the context's first register or absolute */
-#define VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num : g[(o).rf][((base & -(uint32_t)(o).rel) + (o).num) & 127])
+#define VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num : g[(o).row + (((base & (o).rmask) + (o).num) & 127)])
 #define WR(o, v) do { if ((o).kind != NPK_OPK_NONE) \
-                       g[(o).rf][((base & -(uint32_t)(o).rel) + (o).num) & 127] = (v); } while (0)
+                       g[(o).row + (((base & (o).rmask) + (o).num) & 127)] = (v); } while (0)
 #define TAKE() do { if (u->defer == 0) pc = u->target; \
                     else { brp = 1; brl = u->defer; brt = u->target; } \
                     now += u->extra; aborted += u->extra; } while (0)
