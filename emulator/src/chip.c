@@ -148,19 +148,25 @@ static void cal_advance(npk_chip *c, uint64_t t)
     c->cal_far_min = fmin;
 }
 
-/* the earliest cycle an ME is due (NPK_NEVER: none), and the MEs due then */
+/* the earliest cycle an ME is due (NPK_NEVER: none) and the MEs due then, by a scan of due[] */
+static uint64_t due_scan(const npk_chip *c, uint32_t *due)
+{
+    uint64_t t = NPK_NEVER;
+    *due = 0;
+    for (uint32_t i = 0; i < NPK_MAX_ME; i++) {
+        if (c->due[i] < t) { t = c->due[i]; *due = 0; }
+        if (c->due[i] == t && t != NPK_NEVER) *due |= 1u << i;
+    }
+    return t;
+}
+
+/* the same from the calendar */
 static uint64_t cal_first(const npk_chip *c, uint32_t *due)
 {
     uint64_t t = NPK_NEVER;
     *due = 0;
     if (!c->cal_late && !c->cal_bits && c->cal_far_min == NPK_NEVER) return t;   /* none due, ever */
-    if (c->cal_late || (!c->cal_bits && c->cal_far)) {   /* outside the window: a scan */
-        for (uint32_t i = 0; i < NPK_MAX_ME; i++) {
-            if (c->due[i] < t) { t = c->due[i]; *due = 0; }
-            if (c->due[i] == t) *due |= 1u << i;
-        }
-        return t;
-    }
+    if (c->cal_late || (!c->cal_bits && c->cal_far)) return due_scan(c, due);   /* outside the window */
     if (!c->cal_bits) return t;
     uint32_t b = (uint32_t)c->cal_base & (NPK_CAL - 1);
     uint64_t r = b ? (c->cal_bits >> b) | (c->cal_bits << (NPK_CAL - b)) : c->cal_bits;
@@ -173,13 +179,8 @@ static uint64_t cal_first(const npk_chip *c, uint32_t *due)
 /* the sanitizer and fuzzer builds: the calendar against a scan of due[], every iteration */
 static void cal_check(const npk_chip *c, uint64_t t, uint32_t due)
 {
-    uint64_t st = NPK_NEVER;
-    uint32_t sdue = 0;
-    for (uint32_t i = 0; i < NPK_MAX_ME; i++) {
-        if (c->due[i] < st) { st = c->due[i]; sdue = 0; }
-        if (c->due[i] == st) sdue |= 1u << i;
-    }
-    if (st == NPK_NEVER) sdue = 0;
+    uint32_t sdue;
+    uint64_t st = due_scan(c, &sdue);
     if (st != t || sdue != due) {
         fprintf(stderr, "npk: calendar says cycle %llu MEs 0x%x, due[] says cycle %llu MEs 0x%x\n",
                 (unsigned long long)t, due, (unsigned long long)st, sdue);
@@ -416,7 +417,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         /* the next cycle anything happens, and the MEs due then */
         uint32_t due;
         uint64_t t = cal_first(c, &due), tev = npk_ev_next_cycle(c);
-        cal_check(c, t, t == NPK_NEVER ? 0 : due);
+        cal_check(c, t, due);
         if (tev < t) { t = tev; due = 0; }
         uint64_t msf_next = NPK_NEVER;
         if (c->msf.next_event) {

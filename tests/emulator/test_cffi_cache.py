@@ -15,12 +15,6 @@ from npkit.emulator.binding import _cdef_text, cdef_block
 from npkit.emulator.pktlib import HEADER as PKT_HEADER
 
 
-def _parsed(cdef: str) -> FFI:
-    ffi = FFI()
-    ffi.cdef(cdef)
-    return ffi
-
-
 def _struct_types(cdef: str) -> list[str]:
     """The structures the declarations define (with a body: opaque ones have no size)."""
     return sorted(set(re.findall(r"typedef\s+struct\s+\w*\s*\{[^}]*\}\s*(\w+)\s*;", cdef)))
@@ -30,7 +24,7 @@ def _struct_types(cdef: str) -> list[str]:
 def test_generated_module_has_the_parsed_types_and_constants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              name: str, cdef: str) -> None:  # fmt: skip
     monkeypatch.setattr(cffi_cache, "CACHE_DIR", tmp_path)
-    cached, parsed = cffi_cache.ffi_for(name, cdef), _parsed(cdef)
+    cached, parsed = cffi_cache.ffi_for(name, cdef), cffi_cache._parsed(cdef)
     assert not isinstance(cached, FFI)  # the generated module's object, not a parse
     assert list(tmp_path.glob(f"_npk_cffi_{name}_*.py"))
     types = _struct_types(cdef)
