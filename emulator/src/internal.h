@@ -25,6 +25,7 @@ enum { F_Z = 1, F_N = 2, F_C = 4, F_V = 8 };
 /* transfer-register files (npk_me.xfer; the order of NPK_REG_SXFER_IN..NPK_REG_DXFER_OUT) */
 enum { XK_SIN = 0, XK_SOUT = 1, XK_DIN = 2, XK_DOUT = 3 };
 #define NPK_RF_XFER 2      /* npk_me.rf[NPK_RF_XFER + XK_*] is xfer[XK_*] */
+#define NPK_RF_LM_STAGE 6  /* npk_me.rf[NPK_RF_LM_STAGE] is lm_stage */
 
 typedef struct npk_ctx {
     uint32_t pc;
@@ -60,6 +61,9 @@ typedef struct npk_opnd {
                             * in npk_me.rf as one array (file * 128) */
     uint8_t rmask;         /* ... numbered from the context's first register (127) or absolute (0):
                             * the register is row + ((base & rmask) + num) % 128 */
+    uint8_t lm;            /* *l$indexN[num] without post-increment: 1 + N (0: another operand).
+                            * The fast path reads it as a register (row, rmask = 0) of
+                            * npk_me.lm_stage, where F_LM puts the longword first */
 } npk_opnd;
 
 /* A pre-decoded control-store word: built when the word is loaded, so that execution
@@ -74,7 +78,8 @@ typedef struct npk_uop {
     uint8_t extra;         /* branches: cycles a taken branch aborts */
     uint8_t defer;         /* branches: defer slots */
     uint8_t ctxmask;       /* branch on a condition: the contexts it is taken in */
-    uint8_t pad;
+    uint8_t fast_lm;       /* a fast word with local-memory operands: its handler (u->fast is then
+                            * F_LM, which stages them first) */
     uint16_t ccmask;       /* branch on a condition: the condition codes it is taken for */
     uint16_t target;       /* branches: the target, inside the control store */
     uint32_t cmd;          /* memory classes: NPK_CMD_*; immed: the value */
@@ -98,10 +103,12 @@ typedef struct npk_me {
     npk_uop *uop;          /* per word (+ one past the end: a PC there is out of range) */
     npk_ctx ctx[NPK_NCTX];
     union {                /* the register files, also as one array (npk_opnd.row) */
-        uint32_t rf[6][128];
+        uint32_t rf[7][128];
         struct {
             uint32_t gpr[2][128];    /* A, B */
             uint32_t xfer[4][128];   /* XK_*: SRAM in, out, DRAM in, out */
+            uint32_t lm_stage[128];  /* the fast path's copies of local-memory operands:
+                                      * [16 * N + offset] for *l$indexN[offset] */
         };
     };
     uint32_t nn[128];

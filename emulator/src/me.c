@@ -644,9 +644,17 @@ static int exec_br_byte(npk_exec *e, const npk_uop *u)
 static npk_opnd opnd_u(uint32_t num, int bank, int is_dest)
 {
     npk_opdef d = npk_unrestricted_def(num, is_dest);
-    npk_opnd o = {d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num, (uint16_t)(bank * 128), 127};
+    npk_opnd o = {d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num, (uint16_t)(bank * 128), 127, 0};
     switch (d.kind) {
     case NPK_OPK_ABS: o.rmask = 0; break;
+    case NPK_OPK_INDEX:
+        if (d.file == NPK_OPFILE_LM && d.step == 0 && d.num < 16 && (d.offset || d.num == 0)) {
+            int n = d.via == NPK_OPVIA_LM_ADDR1;
+            o.lm = (uint8_t)(1 + n);
+            o.row = (uint16_t)(NPK_RF_LM_STAGE * 128 + 16 * n);
+            o.rmask = 0;
+        }
+        break;
     case NPK_OPK_XFER: o.row = (uint16_t)((NPK_RF_XFER + (is_dest ? XK_SOUT : XK_SIN)) * 128); break;
     case NPK_OPK_DXFER: o.row = (uint16_t)((NPK_RF_XFER + (is_dest ? XK_DOUT : XK_DIN)) * 128); break;
     default: break;
@@ -657,7 +665,7 @@ static npk_opnd opnd_u(uint32_t num, int bank, int is_dest)
 static npk_opnd opnd_r(uint32_t num, uint32_t msb, int bank, int is_dest)
 {
     uint32_t u = npk_restricted_to_u(num, msb, is_dest);
-    if (u == NPK_OPERAND_ILLEGAL) return (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, (uint8_t)bank, 0, 0, 0};
+    if (u == NPK_OPERAND_ILLEGAL) return (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, (uint8_t)bank, 0, 0, 0, 0};
     return opnd_u(u, bank, is_dest);
 }
 
@@ -749,7 +757,7 @@ static void predecode_operands(npk_uop *u)
         npk_opnd a = opnd_u(NPK_IMMED_A_SRC(w), 0, 0), b = opnd_u(NPK_IMMED_B_SRC(w), 1, 0);
         if (b.kind == NPK_OPK_IMM) { u->b = b; u->d = opnd_u(NPK_IMMED_A_SRC(w), 0, 1); }
         else if (a.kind == NPK_OPK_IMM) { u->b = a; u->d = opnd_u(NPK_IMMED_B_SRC(w), 1, 1); }
-        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0, 0, 0};
+        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         break;
     }
     case NPK_IC_MUL_STEP:
@@ -769,7 +777,7 @@ static void predecode_operands(npk_uop *u)
         npk_opnd a = opnd_r(NPK_BR_BIT_A_SRC(w), 0, 0, 0), b = opnd_r(NPK_BR_BIT_B_SRC(w), 0, 1, 0);
         if (b.kind == NPK_OPK_IMM) { u->a = a; u->b = b; }
         else if (a.kind == NPK_OPK_IMM) { u->a = b; u->b = a; }
-        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0, 0, 0};
+        else u->b = (npk_opnd){NPK_OPK_ILLEGAL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         break;
     }
     case NPK_IC_BR_BYTE: {
@@ -822,6 +830,7 @@ enum {
 #undef F_ALU_ENUM
     F_SHF_B, F_SHF_NOTB, F_SHF_AND, F_SHF_NOTAND, F_SHF_ANDNOT, F_SHF_OR, F_SHF_ASR,
     F_IMMED, F_IMMED_BYTE, F_IMMED_WORD, F_BRANCH, F_BR_BIT, F_BR_BYTE, F_JUMP, F_LD_FIELD,
+    F_LM,      /* the word has local-memory operands: stage them, then u->fast_lm */
     F_COUNT
 };
 
@@ -830,11 +839,23 @@ static int fast_rf(const npk_opnd *o)
 {
     return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS || o->kind == NPK_OPK_XFER || o->kind == NPK_OPK_DXFER;
 }
-static int fast_src(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_IMM; }
-static int fast_dst(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_NONE; }
+/* ... and local memory through an index register that is not post-incremented */
+static int fast_src(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_IMM || o->lm; }
+static int fast_dst(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_NONE || o->lm; }
 static int fast_reg(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS; }  /* read and written */
 
-static uint8_t fast_handler(const npk_uop *u)
+static uint8_t fast_handler_of(const npk_uop *u);
+
+/* words with local-memory operands go through F_LM */
+static uint8_t fast_handler(npk_uop *u)
+{
+    uint8_t h = fast_handler_of(u);
+    if (h == F_GENERAL || !(u->a.lm || u->b.lm || u->d.lm)) return h;
+    u->fast_lm = h;
+    return F_LM;
+}
+
+static uint8_t fast_handler_of(const npk_uop *u)
 {
     uint64_t w = u->w;
     switch (u->cls) {
@@ -1085,6 +1106,10 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
     uint32_t brt = x->br_target;
     uint64_t now = m->next, n = 0, aborted = 0;
     uint32_t aluo = m->alu_out, pa = m->prev_a, pb = m->prev_b;   /* the ALU's remembered values */
+    /* local memory: F_LM copies a word's local-memory sources into lm_stage, where its
+     * handler reads them as registers; a local-memory destination is written there too
+     * and copied to local memory (lm_wb_idx) before the next F_LM word or the end */
+    uint32_t lm_wb_idx = UINT32_MAX, lm_wb_slot = 0;
 
 /* a fast operand's value; a fast destination's write ("--" drops it): registers are
  * (file, number), the number relative to the context's first register or absolute */
@@ -1105,14 +1130,21 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
         [F_SHF_ANDNOT] = &&shf_andnot, [F_SHF_OR] = &&shf_or, [F_SHF_ASR] = &&shf_asr,
         [F_IMMED] = &&immed, [F_IMMED_BYTE] = &&immed_byte, [F_IMMED_WORD] = &&immed_word,
         [F_BRANCH] = &&branch, [F_BR_BIT] = &&br_bit, [F_BR_BYTE] = &&br_byte, [F_JUMP] = &&jump,
-        [F_LD_FIELD] = &&ld_field,
+        [F_LD_FIELD] = &&ld_field, [F_LM] = &&lm,
     };
 #define HANDLER(h, label) label:
 #define DISPATCH() goto *labels[u->fast]
+#define DISPATCH_LM() goto *labels[u->fast_lm]
 #else                   /* portable: a switch */
+    uint8_t h;
 #define HANDLER(h, label) case h:
-#define DISPATCH() goto dispatch
+#define DISPATCH() do { h = u->fast; goto dispatch; } while (0)
+#define DISPATCH_LM() do { h = u->fast_lm; goto dispatch; } while (0)
 #endif
+/* the local-memory longword an F_LM operand names; writing back a staged destination */
+#define LMI(o) (((*npk_lm_reg(m, ctx, (o).lm - 1) >> 2) | (o).num) & 0x3FF)
+#define LM_WRITE_BACK() do { if (lm_wb_idx != UINT32_MAX) { m->lm[lm_wb_idx] = g[lm_wb_slot]; \
+                                                         lm_wb_idx = UINT32_MAX; } } while (0)
 
 /* the next word, if it may run here: fetch it and go to its handler */
 #define NEXT() do { if (now >= limit) goto done; u = &uops[pc]; \
@@ -1127,8 +1159,24 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
     NEXT();
 #if !defined(__GNUC__)
 dispatch:
-    switch (u->fast) {
+    switch (h) {
 #endif
+
+    HANDLER(F_LM, lm) {
+        LM_WRITE_BACK();
+        uint32_t ia = u->a.lm ? LMI(u->a) : 0, ib = u->b.lm ? LMI(u->b) : 0, id = u->d.lm ? LMI(u->d) : 0;
+        /* an address past the RAM is a fault: the general path reports it */
+        uint32_t lmw = c->cfg.lm_words;
+        if (ia >= lmw || ib >= lmw || id >= lmw) goto done;
+        if (u->a.lm) g[u->a.row + u->a.num] = m->lm[ia];
+        if (u->b.lm) g[u->b.row + u->b.num] = m->lm[ib];
+        if (u->d.lm) {
+            g[u->d.row + u->d.num] = m->lm[id];   /* read-modify-write destinations read it */
+            lm_wb_idx = id;
+            lm_wb_slot = u->d.row + u->d.num;
+        }
+        DISPATCH_LM();
+    }
 
 #define F_ALU_BODY(NAME, CODE) \
     HANDLER(F_ALU_##NAME, alu_##NAME) { \
@@ -1239,6 +1287,7 @@ dispatch:
 #endif
 
 done:
+    LM_WRITE_BACK();
     if (n) {
         /* the word that stopped the loop was fetched but not executed */
         x->pc = (now >= limit) ? pc : pc - 1;
@@ -1258,6 +1307,8 @@ done:
     return n;
 #undef VAL
 #undef WR
+#undef LMI
+#undef LM_WRITE_BACK
 #undef TAKE
 #undef HANDLER
 #undef DISPATCH

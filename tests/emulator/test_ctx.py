@@ -205,3 +205,47 @@ def test_global_lm_addr_shared_by_contexts() -> None:
     chip.run(2000)
     assert chip.reg(0, "lm64") == 1 and chip.reg(0, "lm65") == 1  # ctx 1 and 2 advanced one pointer
     assert chip.reg(0, "ACTIVE_LM_ADDR_0", ctx=1) == 0x108
+
+
+# Each context works on its own 16 longwords of local memory through both index
+# registers (context 7's point past the 640 populated longwords: faults), reading and
+# writing them with offsets, read-after-write, two local-memory sources in one word,
+# and context swaps in between.
+LM_MIX = ["local_csr_rd[ACTIVE_CTX_STS]", "immed[a0, 0]", "alu[a0, a0, AND, 7]",
+          "alu_shf[a1, --, B, a0, <<6]", "br!=ctx[7, set#]", "immed[a1, 2800]",
+          "set#: local_csr_wr[ACTIVE_LM_ADDR_0, a1]", "alu[a2, a1, +, 32]",
+          "local_csr_wr[ACTIVE_LM_ADDR_1, a2]", "immed[a4, 6]", "nop", "nop",
+          "immed[*l$index0, 5]",
+          "loop#: alu[*l$index0[1], a0, +, *l$index0]",
+          "alu[*l$index1[2], *l$index0[1], +, *l$index0]",
+          "alu[a3, *l$index1[2], XOR, *l$index0[1]]",
+          "alu_shf[*l$index0, a3, OR, *l$index1[2], <<1]",
+          "br_bset[*l$index0, 0, odd#]", "alu[b1, b1, +, 1]",
+          "odd#: immed[*l$index1[3], 0x77]", "alu[b2, b2, +, *l$index1[3]]",
+          "alu[*l$index1[4], *l$index1[4], +, a0]", "ctx_arb[voluntary]", "alu[a4, a4, -, 1]", "bne[loop#]",
+          "alu[b3, --, B, *l$index0]", "alu[b4, --, B, *l$index1[2]]", "halt"]  # fmt: skip
+
+
+def _lm_mix_run(history: int) -> tuple[object, ...]:
+    chip = chip_with({0: LM_MIX}, ctx_mask=0xFF)
+    chip.history_enable(history)  # 2 runs every word on the general path, one at a time
+    assert chip.run(100_000) == "halted"
+    regs = [[chip.reg(0, r, ctx=c) for r in ("a0", "a3", "b1", "b2", "b3", "b4")] for c in range(8)]
+    lm = [chip.reg(0, f"lm{i}") for i in range(640)]
+    return regs, lm, chip.faults()["counts"], chip.cycle, chip.stats()["mes"][0]["instructions"]
+
+
+def test_local_memory_operands_fast_path_matches_general_path() -> None:
+    fast, general = _lm_mix_run(0), _lm_mix_run(2)
+    assert fast == general
+    regs, lm, faults, _, _ = fast
+    # context 2 by hand: lm[32] = 5, then six rounds of the loop
+    x, b1 = 5, 0
+    for _ in range(6):
+        s1 = 2 + x
+        s2 = s1 + x
+        x = (s2 ^ s1) | (s2 << 1)
+        b1 += (x & 1) == 0
+    assert lm[32] == x and lm[32 + 8 + 3] == 0x77 and regs[2][2:4] == [b1, 6 * 0x77]
+    assert lm[32 + 8 + 4] == 6 * 2  # written just before each swap
+    assert faults.get("local_memory", 0) > 0  # context 7's addresses
