@@ -9,7 +9,7 @@ STAMP := .build
 APT_PKGS := build-essential binutils graphviz tshark clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch chromium libclang-rt-14-dev
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all deps venv emulator xscale bytecode test demo bench lint clean fuzz
+.PHONY: all deps venv emulator xscale bytecode test demo bench bench-against lint clean fuzz
 
 all: deps venv emulator xscale bytecode
 
@@ -57,6 +57,13 @@ demo: all
 bench: all
 	$(NPK) bench --json > bench.json
 	@cat bench.json
+
+# This tree against another commit (default: the one the speed work started from),
+# whole `npk demo` runs side by side; the commit is built once under $NPK_CACHE_DIR/against.
+REF ?= 801c1cf
+bench-against: all
+	$(NPK) bench --against $(REF) --json > bench-against.json
+	@cat bench-against.json
 
 # Fuzz the C core with libFuzzer for FUZZ_SECONDS (nice'd: the machine is shared);
 # new inputs collect in emulator/build/fuzz-corpus, findings in emulator/build/fuzz-artifacts/.

@@ -56,13 +56,46 @@ def run_benchmarks(names: list[str], quick: bool) -> dict[str, Any]:
     return figures
 
 
+def compare_figures(ref: str | None, other_npk: str | None, ms: float | None, pairs: int | None,
+                    quick: bool) -> dict[str, Any]:  # fmt: skip
+    """`compare.*`: this tree's `npk demo` against another build's, side by side."""
+    from npkit.toolchain.system import against
+
+    ms = ms if ms is not None else (1.0 if quick else 10.0)
+    pairs = pairs if pairs is not None else (1 if quick else 3)
+    try:
+        if other_npk:
+            return against.compare(other_npk, other_npk, ms, pairs)
+        assert ref is not None
+        print(f"bench: building {ref} (once; kept for later comparisons) ...", file=sys.stderr, flush=True)
+        npk = against.build_ref(ref)
+        print(f"bench: {ref} against this tree, {pairs} pair(s) of `npk demo --ms {ms:g}` a layout ...",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return against.compare(npk, against.label_of(ref), ms, pairs)
+    except against.AgainstError as e:
+        raise click.ClickException(str(e)) from e
+
+
 @click.command("bench")
 @click.argument("names", nargs=-1)
 @click.option("--quick", is_flag=True, help="Smaller inputs, for a fast look.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object of figures.")
-def bench_cmd(names: tuple[str, ...], quick: bool, as_json: bool) -> None:
+@click.option("--against", "ref", metavar="REF",
+              help="Also time `npk demo` (both layouts) against commit REF, built once in a copy of "
+                   "its tree, in alternating pairs: compare.* figures.  Alone, runs only that.")
+@click.option("--against-npk", "other_npk", metavar="PATH", type=click.Path(exists=True, dir_okay=False),
+              help="As --against, with an npk already built.")
+@click.option("--against-ms", "ms", type=click.FloatRange(min=0.001), help="Emulated ms a demo (10; --quick 1).")
+@click.option("--pairs", type=click.IntRange(min=1), help="Timed pairs after the warm-up (3; --quick 1).")
+def bench_cmd(names: tuple[str, ...], quick: bool, as_json: bool, ref: str | None, other_npk: str | None,
+              ms: float | None, pairs: int | None) -> None:  # fmt: skip
     """Run benchmarks (all by default) and print their figures."""
-    figures = run_benchmarks(list(names), quick)
+    if ref and other_npk:
+        raise click.UsageError("--against and --against-npk name the same thing: give one")
+    comparing = bool(ref or other_npk)
+    figures = run_benchmarks(list(names), quick) if names or not comparing else {}
+    if comparing:
+        figures.update(compare_figures(ref, other_npk, ms, pairs, quick))
     if as_json:
         click.echo(json.dumps(figures, indent=2, sort_keys=True))
     else:

@@ -1,0 +1,125 @@
+"""`npk bench --against`: this tree's `npk demo` against another build's, side by side."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from npkit.toolchain.bench import bench_cmd
+from npkit.toolchain.system import against
+from npkit.toolchain.system.against import AgainstError, Timed, build_ref, side_by_side
+
+
+class Scripted:
+    """A runner that answers from a script of wall times and records the order of runs."""
+
+    def __init__(self, walls: dict[str, list[float]], codes: dict[str, int] | None = None,
+                 ems: dict[str, float | None] | None = None) -> None:  # fmt: skip
+        self.walls = {k: list(v) for k, v in walls.items()}
+        self.codes = codes or {}
+        self.ems = ems or {}
+        self.order: list[str] = []
+
+    def __call__(self, cmd: Sequence[str]) -> Timed:
+        side = cmd[0]
+        self.order.append(side)
+        em = self.ems.get(side, 10.06)
+        out = json.dumps({"emulated_ms": em}) if em is not None else "not json"
+        return Timed(self.walls[side].pop(0), self.codes.get(side, 0), out)
+
+
+def test_pairs_alternate_after_a_warm_up_and_medians_give_the_ratio() -> None:
+    run = Scripted({"A": [99.0, 3.0, 2.0, 4.0], "B": [99.0, 8.0, 6.0, 7.0]})
+    res = side_by_side(["A"], ["B"], pairs=3, run=run)
+    assert run.order == ["A", "B", "B", "A", "A", "B", "B", "A"]  # warm-up, then who starts alternates
+    assert res["wall_s.this"] == 3.0 and res["wall_s.other"] == 7.0  # the warm-up's 99 s is not counted
+    assert res["speedup"] == round(7.0 / 3.0, 2)
+    assert res["emulated_ms_per_host_s.this"] == round(10.06 / 3.0, 3)
+    assert res["emulated_ms_per_host_s.other"] == round(10.06 / 7.0, 3)
+    assert res["verdict"] == {"ok": True, "reasons": []}
+
+
+def test_an_other_build_without_the_json_field_emulates_the_same_time() -> None:
+    run = Scripted({"A": [1.0, 2.0], "B": [1.0, 4.0]}, ems={"B": None})
+    res = side_by_side(["A"], ["B"], pairs=1, run=run)
+    assert res["emulated_ms"] == 10.06 and res["emulated_ms_per_host_s.other"] == round(10.06 / 4.0, 3)
+
+
+def test_a_run_that_fails_fails_the_verdict() -> None:
+    run = Scripted({"A": [1.0, 1.0], "B": [1.0, 1.0]}, codes={"B": 1})
+    res = side_by_side(["A"], ["B", "demo"], pairs=1, run=run)
+    assert not res["verdict"]["ok"]
+    assert res["verdict"]["reasons"] == ["other: `B demo` exited 1"] * 2
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _repo(tmp_path: Path, makefile: str) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "Makefile").write_text(makefile)
+    _git(repo, "add", "Makefile")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    return repo
+
+
+FAKE_BUILD = "all:\n\tmkdir -p .venv/bin\n\tprintf '#!/bin/sh\\necho built\\n' > .venv/bin/npk\n" \
+             "\tchmod +x .venv/bin/npk\n\techo x >> ../builds\n"  # fmt: skip
+
+
+def test_a_commit_is_built_once_in_its_own_tree(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, FAKE_BUILD)
+    root = tmp_path / "against"
+    sha = _git(repo, "rev-parse", "HEAD")
+    npk = build_ref("HEAD", repo=repo, root=root)
+    assert npk == root / sha / ".venv" / "bin" / "npk"
+    assert subprocess.run([str(npk)], capture_output=True, text=True).stdout == "built\n"
+    assert build_ref(sha[:8], repo=repo, root=root) == npk
+    assert (root / "builds").read_text() == "x\n"  # the second call found the build
+
+
+def test_a_ref_that_is_not_a_commit_or_does_not_build_is_an_error(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, "all:\n\techo compiling; echo 'error: no such thing' >&2; exit 2\n")
+    with pytest.raises(AgainstError, match="'nope' is not a commit"):
+        build_ref("nope", repo=repo, root=tmp_path / "against")
+    with pytest.raises(AgainstError, match=r"failed \(exit 2\)[\s\S]*error: no such thing"):
+        build_ref("HEAD", repo=repo, root=tmp_path / "against")
+
+
+def _fake_npk(path: Path, code: int) -> Path:
+    path.write_text(f"#!/bin/sh\necho '{{\"emulated_ms\": 1.06}}'\nexit {code}\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def test_bench_against_an_npk_prints_compare_figures_and_fails_when_a_run_fails(tmp_path: Path) -> None:
+    ok = CliRunner().invoke(bench_cmd, ["--against-npk", str(_fake_npk(tmp_path / "ok", 0)), "--quick", "--json"])
+    assert ok.exit_code == 0, ok.output
+    figures = json.loads(ok.output)
+    assert set(figures) >= {"compare.against", "compare.pipelined.speedup", "compare.parallel.wall_s.this"}
+    assert all(k.startswith("compare.") for k in figures)  # alone, --against runs only the comparison
+    # this tree's side is the real demo: it emulated (and reported) what was asked
+    assert figures["compare.pipelined.emulated_ms"] >= 1.0
+    assert figures["compare.pipelined.verdict"]["ok"] and figures["compare.parallel.pairs"] == 1
+    bad = CliRunner().invoke(bench_cmd, ["--against-npk", str(_fake_npk(tmp_path / "bad", 3)), "--quick"])
+    assert bad.exit_code == 1
+    assert "compare.pipelined.verdict" in bad.output and "exited 3" in bad.output
+
+
+def test_against_and_against_npk_together_are_a_usage_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(bench_cmd, ["--against", "HEAD", "--against-npk", str(_fake_npk(tmp_path / "n", 0))])
+    assert res.exit_code == 2 and "give one" in res.output
+
+
+def test_the_demo_command_is_what_both_sides_run() -> None:
+    assert against.demo_command("npk", "parallel", 10.0) == ["npk", "demo", "--ms", "10", "--layout", "parallel",
+                                                              "--json"]  # fmt: skip

@@ -1,0 +1,161 @@
+"""This tree against another commit, side by side: `npk bench --against REF`.
+
+Speed-ups measured an hour apart on a shared machine mean little, so both builds run
+in the same session: whole `npk demo` processes (set-up, emulation, checks, exit),
+this tree's and the other build's in turn, pair after pair, after one warm-up run of
+each (which fills the image cache and the page cache).  A figure is the median wall
+time of each side and their ratio.
+
+The other build is a copy of the commit's files (`git archive`) under
+`$NPK_CACHE_DIR/against/<sha>`, built by its own `make` (its own venv), kept for the
+next comparison; `--against-npk PATH` compares with an `npk` already built instead.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .cache import cache_dir
+from .paths import ROOT
+
+LAYOUTS = ("pipelined", "parallel")
+
+
+class AgainstError(Exception):
+    """The other build could not be made or run."""
+
+
+@dataclass
+class Timed:
+    """One whole process: wall seconds, exit status, what it printed."""
+
+    wall_s: float
+    code: int
+    out: str
+
+
+Runner = Callable[[Sequence[str]], Timed]
+
+
+def run_timed(cmd: Sequence[str]) -> Timed:
+    t0 = time.perf_counter()
+    p = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+    return Timed(time.perf_counter() - t0, p.returncode, p.stdout)
+
+
+def resolve(ref: str, repo: Path = ROOT) -> str:
+    """The full commit id `ref` names in `repo`."""
+    p = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                       capture_output=True, text=True, check=False)  # fmt: skip
+    if p.returncode != 0:
+        raise AgainstError(f"'{ref}' is not a commit of {repo}")
+    return p.stdout.strip()
+
+
+def build_ref(ref: str, repo: Path = ROOT, root: Path | None = None, make: str = "make") -> Path:
+    """The `npk` of commit `ref`, built once in its own copy of the tree (kept under
+    `root`, default $NPK_CACHE_DIR/against, else the system's temporary directory)."""
+    sha = resolve(ref, repo)
+    if root is None:
+        root = (cache_dir() or Path(tempfile.gettempdir()) / "npkit") / "against"
+    tree = root / sha
+    npk = tree / ".venv" / "bin" / "npk"
+    if (tree / ".built").exists() and npk.exists():
+        return npk
+    root.mkdir(parents=True, exist_ok=True)
+    if not (tree / ".extracted").exists():
+        # unpacked beside its final name and renamed, so concurrent runs never see half a tree
+        tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=root))
+        archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", sha],
+                                 capture_output=True, check=False)  # fmt: skip
+        if archive.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise AgainstError(f"git archive {sha[:12]}: {archive.stderr.decode(errors='replace').strip()}")
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+        (tmp / ".extracted").touch()
+        try:
+            tmp.rename(tree)
+        except OSError:  # another run got there first
+            shutil.rmtree(tmp, ignore_errors=True)
+    log = tree / "build.log"
+    with log.open("w") as f:
+        p = subprocess.run([make, "-C", str(tree)], stdout=f, stderr=subprocess.STDOUT, check=False)
+    if p.returncode != 0 or not npk.exists():
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        raise AgainstError(f"building {sha[:12]} in {tree} failed (exit {p.returncode}); the end of {log}:\n"
+                           + "\n".join(tail))  # fmt: skip
+    (tree / ".built").touch()
+    return npk
+
+
+def demo_command(npk: Path | str, layout: str, ms: float) -> list[str]:
+    return [str(npk), "demo", "--ms", f"{ms:g}", "--layout", layout, "--json"]
+
+
+def emulated_ms(out: str) -> float | None:
+    """The emulated milliseconds a demo's JSON reports (None: no such JSON)."""
+    try:
+        v = json.loads(out).get("emulated_ms")
+    except (ValueError, AttributeError):
+        return None
+    return float(v) if isinstance(v, int | float) else None
+
+
+def side_by_side(this: Sequence[str], other: Sequence[str], pairs: int,
+                 run: Runner = run_timed) -> dict[str, Any]:  # fmt: skip
+    """Run `this` and `other` in turn, a warm-up of each and then `pairs` pairs (the
+    side that starts a pair alternates); medians, ratio, and whether every run exited 0."""
+    walls: dict[str, list[float]] = {"this": [], "other": []}
+    ems: dict[str, float | None] = {"this": None, "other": None}
+    reasons: list[str] = []
+    order = [("this", this), ("other", other)]
+    for i in range(pairs + 1):
+        for side, cmd in order if i % 2 == 0 else order[::-1]:
+            t = run(cmd)
+            if t.code != 0:
+                reasons.append(f"{side}: `{' '.join(cmd)}` exited {t.code}")
+            if i > 0:  # the first round warms up
+                walls[side].append(t.wall_s)
+            em = emulated_ms(t.out)
+            if em is not None:
+                ems[side] = em
+    out: dict[str, Any] = {"pairs": pairs}
+    for side in ("this", "other"):
+        out[f"wall_s.{side}"] = round(statistics.median(walls[side]), 3) if walls[side] else None
+    a, b = out["wall_s.this"], out["wall_s.other"]
+    out["speedup"] = round(b / a, 2) if a and b else None  # the other's wall over this tree's
+    # the other build's JSON may predate `emulated_ms`: the same demo emulates the same time
+    em_this, em_other = ems["this"], ems["other"] if ems["other"] is not None else ems["this"]
+    out["emulated_ms"] = em_this
+    out["emulated_ms_per_host_s.this"] = round(em_this / a, 3) if em_this and a else None
+    out["emulated_ms_per_host_s.other"] = round(em_other / b, 3) if em_other and b else None
+    out["verdict"] = {"ok": not reasons, "reasons": reasons}
+    return out
+
+
+def compare(other_npk: Path | str, label: str, ms: float, pairs: int,
+            this_npk: Path | str | None = None, run: Runner = run_timed) -> dict[str, Any]:  # fmt: skip
+    """`compare.*` figures: `npk demo --ms ms` in both layouts, this tree against other_npk."""
+    this_npk = this_npk or shutil.which("npk") or str(ROOT / ".venv" / "bin" / "npk")
+    figures: dict[str, Any] = {"compare.against": label, "compare.demo_ms": ms}
+    for layout in LAYOUTS:
+        res = side_by_side(demo_command(this_npk, layout, ms), demo_command(other_npk, layout, ms), pairs, run)
+        figures.update({f"compare.{layout}.{k}": v for k, v in res.items()})
+    return figures
+
+
+def label_of(ref: str) -> str:
+    try:
+        return f"{ref} ({resolve(ref)[:12]})"
+    except AgainstError:
+        return ref
+
