@@ -677,9 +677,13 @@ static int opnd_is_nn(const npk_opnd *o)
 /* A word is "local" when executing it reads and writes only state of its own ME that
  * no other ME or unit can change in the meantime: datapath instructions without
  * next-neighbour operands, branches on condition codes, context number, bits and bytes,
- * jumps, and local_csr_rd.  The run loop lets an ME execute local words ahead of the
- * other MEs up to the next unit completion, which gives exactly the same results as
- * lock-step execution.  (Every field the class has is checked, whichever way it is used.) */
+ * jumps, local_csr_rd, and local_csr_wr, which only queues the write (npk_me.pend: it
+ * takes effect csr_write_to_use cycles later, in the run loop, at its exact cycle) as
+ * long as the queue has room (LOCAL_QUEUED).  The run loop lets an ME execute local
+ * words ahead of the other MEs up to the next unit completion or pending CSR write,
+ * which gives exactly the same results as lock-step execution.  (Every field the class
+ * has is checked, whichever way it is used.) */
+enum { LOCAL_NO = 0, LOCAL_YES = 1, LOCAL_QUEUED = 2 };
 static int uop_is_local(const npk_uop *u)
 {
     uint64_t w = u->w;
@@ -716,11 +720,13 @@ static int uop_is_local(const npk_uop *u)
         return cond < NPK_BRANCH_COND_SIGNAL || cond == NPK_BRANCH_COND_ALWAYS;
     }
     case NPK_IC_LOCAL_CSR:
-        return !NPK_LOCAL_CSR_WRITE(w);
+        if (!NPK_LOCAL_CSR_WRITE(w)) return LOCAL_YES;
+        f[0] = opnd_u(NPK_LOCAL_CSR_A_SRC(w), 0, 0); f[1] = opnd_u(NPK_LOCAL_CSR_B_SRC(w), 0, 0);
+        return opnd_is_nn(&f[0]) || opnd_is_nn(&f[1]) ? LOCAL_NO : LOCAL_QUEUED;
     default:
-        return 0;
+        return LOCAL_NO;
     }
-    return !opnd_is_nn(&f[0]) && !opnd_is_nn(&f[1]) && !opnd_is_nn(&f[2]);
+    return !opnd_is_nn(&f[0]) && !opnd_is_nn(&f[1]) && !opnd_is_nn(&f[2]) ? LOCAL_YES : LOCAL_NO;
 }
 
 /* the operands of u->w as its class uses them (see the exec_* functions) */
@@ -1335,7 +1341,11 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
     while (m->cur >= 0 && m->next < horizon && m->pend_min > m->next) {
         if (fast && run_fast(c, m, horizon)) continue;
         uint32_t pc = m->ctx[m->cur].pc;
-        if (pc >= c->cfg.ustore_words || !m->uop[pc].local) break;
+        if (pc >= c->cfg.ustore_words) break;
+        /* a full queue of CSR writes would make the write take effect now */
+        int local = m->uop[pc].local;
+        if (local == LOCAL_NO || (local == LOCAL_QUEUED && m->npend >= (int)(sizeof m->pend / sizeof m->pend[0])))
+            break;
         c->now = m->next;
         me_exec(c, m);
     }

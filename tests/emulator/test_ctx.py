@@ -249,3 +249,40 @@ def test_local_memory_operands_fast_path_matches_general_path() -> None:
     assert lm[32] == x and lm[32 + 8 + 3] == 0x77 and regs[2][2:4] == [b1, 6 * 0x77]
     assert lm[32 + 8 + 4] == 6 * 2  # written just before each swap
     assert faults.get("local_memory", 0) > 0  # context 7's addresses
+
+
+# Contexts pass a token round with SAME_ME_SIGNAL, move LM_ADDR_0 and T_INDEX, and (with a
+# 20-cycle write-to-use delay) queue nine writes in a row, one more than the queue holds:
+# the ninth, a signal to the next ME, then takes effect at once, at its exact cycle.
+CSR_MIX = ["local_csr_rd[ACTIVE_CTX_STS]", "immed[a0, 0]", "alu[a0, a0, AND, 7]",
+           "immed[a5, 0x88]",                            # SAME_ME_SIGNAL: the next context, s1
+           "br!=ctx[0, loop#]", "local_csr_wr[SAME_ME_SIGNAL, a5]",
+           "loop#: ctx_arb[s1]", "alu_shf[a1, --, B, a0, <<6]", "local_csr_wr[ACTIVE_LM_ADDR_0, a1]",
+           "alu[b1, b1, +, 1]", "local_csr_wr[T_INDEX, a1]",
+           *[f"local_csr_wr[CSR_CTX_POINTER, {i}]" for i in range(8)],
+           "local_csr_wr[NEXT_NEIGHBOR_SIGNAL, 0x10]",  # ME 1, context 0, s2
+           "local_csr_rd[CSR_CTX_POINTER]", "immed[a3, 0]", "alu[b2, b2, +, a3]",
+           "alu[*l$index0, b1, +, a0]", "local_csr_wr[SAME_ME_SIGNAL, a5]",
+           "alu[--, b1, -, 5]", "bne[loop#]", "local_csr_wr[SAME_ME_SIGNAL, a5]", "halt"]  # fmt: skip
+WAIT_S2 = ["loop#: br_signal[s2, got#]", "alu[a1, a1, +, 1]", "br[loop#]", "got#: halt"]
+
+
+def _csr_mix_run(history: int) -> tuple[object, ...]:
+    chip = chip_with({0: CSR_MIX, 1: WAIT_S2}, ctx_mask=0xFF, csr_write_to_use=20)
+    chip.history_enable(history)  # 1 and 2: lock-step, one word at a time
+    chip.run(20_000)
+    regs = [[chip.reg(0, r, ctx=c) for r in ("b1", "b2")] for c in range(8)]
+    me = chip.stats()["mes"][0]
+    return (regs, [chip.reg(0, f"lm{16 * c}") for c in range(8)], chip.reg(1, "a1"), chip.cycle,
+            me["instructions"], me["ctx"])  # fmt: skip
+
+
+def test_local_csr_writes_run_ahead_as_in_lockstep() -> None:
+    ahead, lockstep, general = _csr_mix_run(0), _csr_mix_run(1), _csr_mix_run(2)
+    assert ahead == lockstep == general
+    regs, lm, polls, _, _, _ = ahead
+    # context 1 holds the token first, so it is the first to count to 5, and its halt stops the ME
+    b1 = [4, 5, 4, 4, 4, 4, 4, 4]
+    assert [r[0] for r in regs] == b1
+    assert lm == [b1[c] + c for c in range(8)]
+    assert polls > 0  # ME 1 polled until the signal came
