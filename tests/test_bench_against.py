@@ -72,8 +72,10 @@ def _repo(tmp_path: Path, makefile: str) -> Path:
     return repo
 
 
-FAKE_BUILD = "all:\n\tmkdir -p .venv/bin\n\tprintf '#!/bin/sh\\necho built\\n' > .venv/bin/npk\n" \
-             "\tchmod +x .venv/bin/npk\n\techo x >> ../builds\n"  # fmt: skip
+# a "build" that makes a venv-like npk: a script run by .venv/bin/python (here /bin/sh)
+FAKE_BUILD = ("all:\n\tmkdir -p .venv/bin\n\tln -sf /bin/sh .venv/bin/python\n"
+              "\tprintf '#!%s/.venv/bin/python\\necho built\\n' '$(CURDIR)' > .venv/bin/npk\n"
+              "\tchmod +x .venv/bin/npk\n\techo x >> ../builds\n")  # fmt: skip
 
 
 def test_a_commit_is_built_once_in_its_own_tree(tmp_path: Path) -> None:
@@ -85,6 +87,16 @@ def test_a_commit_is_built_once_in_its_own_tree(tmp_path: Path) -> None:
     assert subprocess.run([str(npk)], capture_output=True, text=True).stdout == "built\n"
     assert build_ref(sha[:8], repo=repo, root=root) == npk
     assert (root / "builds").read_text() == "x\n"  # the second call found the build
+
+
+def test_a_build_that_lost_its_interpreter_is_built_again(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, FAKE_BUILD)
+    root = tmp_path / "against"
+    npk = build_ref("HEAD", repo=repo, root=root)
+    (npk.parent / "python").unlink()  # what a cache trim that walked the tree once did
+    assert build_ref("HEAD", repo=repo, root=root) == npk
+    assert subprocess.run([str(npk)], capture_output=True, text=True).stdout == "built\n"
+    assert (root / "builds").read_text() == "x\nx\n"
 
 
 def test_a_ref_that_is_not_a_commit_or_does_not_build_is_an_error(tmp_path: Path) -> None:

@@ -1318,6 +1318,7 @@ done:
 #undef TAKE
 #undef HANDLER
 #undef DISPATCH
+#undef DISPATCH_LM
 #undef NEXT
 #undef RETIRE
 }

@@ -3,6 +3,7 @@ their SRAM tables, the demo's route table), safely, and a cached image runs the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,22 @@ def test_tables_that_do_not_fit_the_chip_are_a_link_error(tmp_path: Path) -> Non
     big.write_text("\n".join(lines[:60000]) + "\n")
     with pytest.raises(LinkError, match="MB of SRAM channel 0.*ixp2800_sram64"):
         link("pipelined", {"io": "msf"}, big)
+
+
+def test_the_cache_trims_its_least_recently_used_entries_and_nothing_else(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a tree kept beside the entries (npk bench --against's builds): big, old, with a symlink
+    foreign = cache_dir / "against" / ("f" * 40)
+    foreign.mkdir(parents=True)
+    (foreign / "big").write_bytes(b"x" * 5000)
+    (foreign / "python").symlink_to(foreign / "big")
+    os.utime(foreign / "big", (1, 1))
+    for i in range(4):  # 1,000 bytes each, the later ones used more recently
+        cache.cache_put("image", cache.content_key(i), bytes([i]) * 1000)
+        os.utime(cache._path("image", cache.content_key(i)), (10 + i, 10 + i))
+    monkeypatch.setattr(cache, "MAX_BYTES", 3000)
+    cache.cache_put("image", cache.content_key(9), b"9" * 1000)  # 5,000 bytes: down to 2,250 or less
+    kept = [i for i in (0, 1, 2, 3, 9) if cache.cache_get("image", cache.content_key(i)) is not None]
+    assert kept == [3, 9]
+    assert (foreign / "big").read_bytes() == b"x" * 5000 and (foreign / "python").exists()

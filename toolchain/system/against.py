@@ -69,8 +69,10 @@ def build_ref(ref: str, repo: Path = ROOT, root: Path | None = None, make: str =
         root = (cache_dir() or Path(tempfile.gettempdir()) / "npkit") / "against"
     tree = root / sha
     npk = tree / ".venv" / "bin" / "npk"
-    if (tree / ".built").exists() and npk.exists():
-        return npk
+    if (tree / ".built").exists():
+        if _runnable(npk):
+            return npk
+        shutil.rmtree(tree, ignore_errors=True)  # damaged since (a file removed): build it again
     root.mkdir(parents=True, exist_ok=True)
     if not (tree / ".extracted").exists():
         # unpacked beside its final name and renamed, so concurrent runs never see half a tree
@@ -89,12 +91,24 @@ def build_ref(ref: str, repo: Path = ROOT, root: Path | None = None, make: str =
     log = tree / "build.log"
     with log.open("w") as f:
         p = subprocess.run([make, "-C", str(tree)], stdout=f, stderr=subprocess.STDOUT, check=False)
-    if p.returncode != 0 or not npk.exists():
+    if p.returncode != 0 or not _runnable(npk):
         tail = log.read_text(errors="replace").splitlines()[-15:]
         raise AgainstError(f"building {sha[:12]} in {tree} failed (exit {p.returncode}); the end of {log}:\n"
                            + "\n".join(tail))  # fmt: skip
     (tree / ".built").touch()
     return npk
+
+
+def _runnable(script: Path) -> bool:
+    """The script exists and so does the interpreter its #! line names."""
+    try:
+        first = script.read_bytes().split(b"\n", 1)[0]
+    except OSError:
+        return False
+    if not first.startswith(b"#!"):
+        return True
+    interpreter = first[2:].strip().split(b" ", 1)[0].decode(errors="replace")
+    return Path(interpreter).exists()
 
 
 def demo_command(npk: Path | str, layout: str, ms: float) -> list[str]:

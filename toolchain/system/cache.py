@@ -115,10 +115,13 @@ def cache_file(kind: str, key: str) -> Path | None:
 
 
 def _trim(root: Path) -> None:
+    """Remove the least recently used entries while they take more than MAX_BYTES.  Only
+    entries (KIND/xx/KEY) count and go: other trees under the directory, such as the
+    builds `npk bench --against` keeps there, are not the cache's to remove."""
     entries = []
     total = 0
-    for p in root.rglob("*"):
-        if p.is_file() and not p.name.startswith(".tmp-"):
+    for p in root.glob("*/??/*"):
+        if p.is_file() and not p.is_symlink() and not p.name.startswith(".tmp-"):
             st = p.stat()
             entries.append((st.st_mtime, st.st_size, p))
             total += st.st_size
