@@ -31,7 +31,8 @@ class Scripted:
         self.order.append(side)
         em = self.ems.get(side, 10.06)
         out = json.dumps({"emulated_ms": em}) if em is not None else "not json"
-        return Timed(self.walls[side].pop(0), self.codes.get(side, 0), out)
+        wall = self.walls[side].pop(0)
+        return Timed(wall, self.codes.get(side, 0), out, cpu_s=wall / 2)
 
 
 def test_pairs_alternate_after_a_warm_up_and_medians_give_the_ratio() -> None:
@@ -40,8 +41,10 @@ def test_pairs_alternate_after_a_warm_up_and_medians_give_the_ratio() -> None:
     assert run.order == ["A", "B", "B", "A", "A", "B", "B", "A"]  # warm-up, then who starts alternates
     assert res["wall_s.this"] == 3.0 and res["wall_s.other"] == 7.0  # the warm-up's 99 s is not counted
     assert res["speedup"] == round(7.0 / 3.0, 2)
+    assert res["pair_speedup"] == round(8 / 3, 2) and res["pair_speedup_range"] == [7 / 4, 6 / 2]  # 8/3, 6/2, 7/4
     assert res["emulated_ms_per_host_s.this"] == round(10.06 / 3.0, 3)
     assert res["emulated_ms_per_host_s.other"] == round(10.06 / 7.0, 3)
+    assert res["cpu_s.this"] == 1.5 and res["cpu_s.other"] == 3.5
     assert res["verdict"] == {"ok": True, "reasons": []}
 
 
@@ -122,6 +125,8 @@ def test_bench_against_an_npk_prints_compare_figures_and_fails_when_a_run_fails(
     # this tree's side is the real demo: it emulated (and reported) what was asked
     assert figures["compare.pipelined.emulated_ms"] >= 1.0
     assert figures["compare.pipelined.verdict"]["ok"] and figures["compare.parallel.pairs"] == 1
+    # the real demo takes CPU time; the fake one hardly any
+    assert figures["compare.pipelined.cpu_s.this"] > 10 * figures["compare.pipelined.cpu_s.other"]
     bad = CliRunner().invoke(bench_cmd, ["--against-npk", str(_fake_npk(tmp_path / "bad", 3)), "--quick"])
     assert bad.exit_code == 1
     assert "compare.pipelined.verdict" in bad.output and "exited 3" in bad.output

@@ -14,6 +14,7 @@ next comparison; `--against-npk PATH` compares with an `npk` already built inste
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -36,20 +37,28 @@ class AgainstError(Exception):
 
 @dataclass
 class Timed:
-    """One whole process: wall seconds, exit status, what it printed."""
+    """One whole process: wall seconds, exit status, what it printed, CPU seconds (user +
+    system, its children included)."""
 
     wall_s: float
     code: int
     out: str
+    cpu_s: float = 0.0
 
 
 Runner = Callable[[Sequence[str]], Timed]
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_timed(cmd: Sequence[str]) -> Timed:
-    t0 = time.perf_counter()
+    c0, t0 = _children_cpu(), time.perf_counter()
     p = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
-    return Timed(time.perf_counter() - t0, p.returncode, p.stdout)
+    wall = time.perf_counter() - t0
+    return Timed(wall, p.returncode, p.stdout, _children_cpu() - c0)
 
 
 def resolve(ref: str, repo: Path = ROOT) -> str:
@@ -127,8 +136,14 @@ def emulated_ms(out: str) -> float | None:
 def side_by_side(this: Sequence[str], other: Sequence[str], pairs: int,
                  run: Runner = run_timed) -> dict[str, Any]:  # fmt: skip
     """Run `this` and `other` in turn, a warm-up of each and then `pairs` pairs (the
-    side that starts a pair alternates); medians, ratio, and whether every run exited 0."""
+    side that starts a pair alternates); medians, ratio, and whether every run exited 0.
+
+    speedup is the ratio of the median wall times (other / this); the ratio within each
+    pair, whose two runs are seconds apart, moves less with a shared machine's load:
+    pair_speedup is its median, pair_speedup_range its least and greatest; cpu_s is
+    the CPU time of the processes, which another process's load moves less than wall."""
     walls: dict[str, list[float]] = {"this": [], "other": []}
+    cpus: dict[str, list[float]] = {"this": [], "other": []}
     ems: dict[str, float | None] = {"this": None, "other": None}
     reasons: list[str] = []
     order = [("this", this), ("other", other)]
@@ -139,14 +154,19 @@ def side_by_side(this: Sequence[str], other: Sequence[str], pairs: int,
                 reasons.append(f"{side}: `{' '.join(cmd)}` exited {t.code}")
             if i > 0:  # the first round warms up
                 walls[side].append(t.wall_s)
+                cpus[side].append(t.cpu_s)
             em = emulated_ms(t.out)
             if em is not None:
                 ems[side] = em
     out: dict[str, Any] = {"pairs": pairs}
     for side in ("this", "other"):
         out[f"wall_s.{side}"] = round(statistics.median(walls[side]), 3) if walls[side] else None
+        out[f"cpu_s.{side}"] = round(statistics.median(cpus[side]), 3) if cpus[side] else None
     a, b = out["wall_s.this"], out["wall_s.other"]
     out["speedup"] = round(b / a, 2) if a and b else None  # the other's wall over this tree's
+    ratios = [y / x for x, y in zip(walls["this"], walls["other"], strict=True) if x > 0]
+    out["pair_speedup"] = round(statistics.median(ratios), 2) if ratios else None
+    out["pair_speedup_range"] = [round(min(ratios), 2), round(max(ratios), 2)] if ratios else None
     # the other build's JSON may predate `emulated_ms`: the same demo emulates the same time
     em_this, em_other = ems["this"], ems["other"] if ems["other"] is not None else ems["this"]
     out["emulated_ms"] = em_this
