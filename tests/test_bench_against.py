@@ -6,6 +6,7 @@ import json
 import stat
 import subprocess
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,14 @@ def test_a_commit_is_built_once_in_its_own_tree(tmp_path: Path) -> None:
     assert subprocess.run([str(npk)], capture_output=True, text=True).stdout == "built\n"
     assert build_ref(sha[:8], repo=repo, root=root) == npk
     assert (root / "builds").read_text() == "x\n"  # the second call found the build
+
+
+def test_concurrent_comparisons_build_a_commit_once(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, FAKE_BUILD)
+    root = tmp_path / "against"
+    with ThreadPoolExecutor(4) as pool:
+        npks = list(pool.map(lambda _: build_ref("HEAD", repo=repo, root=root), range(4)))
+    assert len(set(npks)) == 1 and (root / "builds").read_text() == "x\n"
 
 
 def test_a_build_that_lost_its_interpreter_is_built_again(tmp_path: Path) -> None:

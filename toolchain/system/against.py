@@ -13,6 +13,7 @@ next comparison; `--against-npk PATH` compares with an `npk` already built inste
 
 from __future__ import annotations
 
+import fcntl
 import json
 import resource
 import shutil
@@ -76,15 +77,21 @@ def build_ref(ref: str, repo: Path = ROOT, root: Path | None = None, make: str =
     sha = resolve(ref, repo)
     if root is None:
         root = (cache_dir() or Path(tempfile.gettempdir()) / "npkit") / "against"
-    tree = root / sha
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f".{sha}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build of a commit at a time; the others wait for it
+        return _build(sha, repo, root / sha, make)
+
+
+def _build(sha: str, repo: Path, tree: Path, make: str) -> Path:
+    root = tree.parent
     npk = tree / ".venv" / "bin" / "npk"
     if (tree / ".built").exists():
         if _runnable(npk):
             return npk
         shutil.rmtree(tree, ignore_errors=True)  # damaged since (a file removed): build it again
-    root.mkdir(parents=True, exist_ok=True)
     if not (tree / ".extracted").exists():
-        # unpacked beside its final name and renamed, so concurrent runs never see half a tree
+        # unpacked beside its final name and renamed, so an interrupted run leaves no half tree
         tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=root))
         archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", sha],
                                  capture_output=True, check=False)  # fmt: skip
@@ -93,10 +100,8 @@ def build_ref(ref: str, repo: Path = ROOT, root: Path | None = None, make: str =
             raise AgainstError(f"git archive {sha[:12]}: {archive.stderr.decode(errors='replace').strip()}")
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
         (tmp / ".extracted").touch()
-        try:
-            tmp.rename(tree)
-        except OSError:  # another run got there first
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tree, ignore_errors=True)  # what an interrupted extraction left
+        tmp.rename(tree)
     log = tree / "build.log"
     with log.open("w") as f:
         p = subprocess.run([make, "-C", str(tree)], stdout=f, stderr=subprocess.STDOUT, check=False)
