@@ -269,7 +269,8 @@ typedef struct npk_fault {
  *   tbuf_wr    : dram[tbuf_wr, ...] -- nbytes read from DRAM go to msf_addr.
  *   next_event : earliest cycle at which the device wants advance() called
  *                (UINT64_MAX = none); lets the run loop skip idle time.
- *   advance    : the chip reached cycle `now`; the device may call
+ *   advance    : the chip reached cycle `now` (the device's next_event, or with no
+ *                next_event every step of the run loop); the device may call
  *                npk_msf_deliver() to hand receive status words to a thread
  *                that registered on the receive freelist. */
 typedef struct npk_msf_ops {

@@ -439,7 +439,9 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         c->due_now = 0;
         cal_advance(c, t);
         npk_ev_advance(c, t);
-        if (c->msf.advance) c->msf.advance(c->msf.user, c, t);
+        /* a device that names its next event is advanced when that comes; one that does
+         * not, on every step of the loop */
+        if (c->msf.advance && (msf_next <= t || !c->msf.next_event)) c->msf.advance(c->msf.user, c, t);
         while (npk_ev_next_cycle(c) <= t) {
             npk_event *ev = npk_ev_pop(c);
             if (ev->kind == EVK_MEM) npk_unit_complete(c, ev);
