@@ -250,3 +250,28 @@ def test_python_msf_device() -> None:
     assert chip.reg(0, "a5", ctx=1) == 0xABCD
     assert chip.msf_stub_counts() == {"read": 1, "write": 1, "fast_wr": 1, "rbuf_rd": 1, "tbuf_wr": 1}
     chip.set_msf(None)  # back to the loopback stub
+
+
+class _Counting:
+    """An MSF device that counts the advance() calls; with `at`, it names one event."""
+
+    def __init__(self, at: int | None, has_next: bool) -> None:
+        self.at, self.calls = at, []
+        if has_next:
+            self.next_event = lambda: self.at
+
+    def advance(self, now: int) -> None:
+        self.calls.append(now)
+        if self.at is not None and now >= self.at:
+            self.at = None
+
+
+def test_an_msf_device_is_advanced_when_its_next_event_comes() -> None:
+    busy = ["loop#: alu[a1, a1, +, 1]", "sram[read, $0, a1, 0, 1], ctx_swap[s1]", "br[loop#]"]
+    named, unnamed = _Counting(3000, has_next=True), _Counting(None, has_next=False)
+    for dev in (named, unnamed):
+        chip = chip_with({0: busy}, ctx_mask=0xFF)
+        chip.set_msf(dev)
+        chip.run(10_000)
+    assert named.calls == [3000]          # the one event it named, at its cycle
+    assert len(unnamed.calls) > 1000      # without next_event: every step of the loop
