@@ -54,13 +54,15 @@ test: all
 demo: all
 	$(NPK) demo
 
+# Every benchmark (bench.json), then this tree against commit REF side by side
+# (bench-against.json; default: the commit the speed work started from; REF= skips it).
+# bench-against alone does the second part.  REF is built once under $NPK_CACHE_DIR/against.
+REF ?= 801c1cf
 bench: all
 	$(NPK) bench --json > bench.json
 	@cat bench.json
+	$(if $(REF),$(MAKE) --no-print-directory bench-against REF=$(REF))
 
-# This tree against another commit (default: the one the speed work started from),
-# whole `npk demo` runs side by side; the commit is built once under $NPK_CACHE_DIR/against.
-REF ?= 801c1cf
 bench-against: all
 	$(NPK) bench --against $(REF) --json > bench-against.json
 	@cat bench-against.json

@@ -149,3 +149,13 @@ def test_against_and_against_npk_together_are_a_usage_error(tmp_path: Path) -> N
 def test_the_demo_command_is_what_both_sides_run() -> None:
     assert against.demo_command("npk", "parallel", 10.0) == ["npk", "demo", "--ms", "10", "--layout", "parallel",
                                                               "--json"]  # fmt: skip
+
+
+def test_the_other_tree_is_built_without_the_calling_make_or_this_venv(monkeypatch: pytest.MonkeyPatch) -> None:
+    venv_bin = str(against.ROOT / ".venv" / "bin")
+    monkeypatch.setenv("MAKEFLAGS", " -- REF=801c1cf")
+    monkeypatch.setenv("MAKELEVEL", "1")
+    monkeypatch.setenv("PATH", f"{venv_bin}:/usr/bin:/bin")
+    env = against.build_env()
+    assert "MAKEFLAGS" not in env and "MAKELEVEL" not in env
+    assert env["PATH"] == "/usr/bin:/bin"

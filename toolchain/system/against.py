@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -104,13 +105,24 @@ def _build(sha: str, repo: Path, tree: Path, make: str) -> Path:
         tmp.rename(tree)
     log = tree / "build.log"
     with log.open("w") as f:
-        p = subprocess.run([make, "-C", str(tree)], stdout=f, stderr=subprocess.STDOUT, check=False)
+        p = subprocess.run([make, "-C", str(tree)], stdout=f, stderr=subprocess.STDOUT, check=False,
+                           env=build_env())  # fmt: skip
     if p.returncode != 0 or not _runnable(npk):
         tail = log.read_text(errors="replace").splitlines()[-15:]
         raise AgainstError(f"building {sha[:12]} in {tree} failed (exit {p.returncode}); the end of {log}:\n"
                            + "\n".join(tail))  # fmt: skip
     (tree / ".built").touch()
     return npk
+
+
+def build_env() -> dict[str, str]:
+    """The environment for the other tree's make: without what a calling make passes down
+    (its flags and variables) or this tree's venv on PATH, as if run from a shell."""
+    skip = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "VIRTUAL_ENV")
+    env = {k: v for k, v in os.environ.items() if k not in skip}
+    venv = str(ROOT / ".venv")
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(venv))
+    return env
 
 
 def _runnable(script: Path) -> bool:
