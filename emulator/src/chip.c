@@ -448,7 +448,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             else npk_ctx_signal(c, &c->me[ev->me], ev->ctx, ev->sigmask);
             npk_ev_free(c, ev);
         }
-        if (msf_next <= t) {
+        if (c->msf.next_event && msf_next <= t) {
             /* the device's events at t are done (and completions may have added some):
              * its next one bounds the run-ahead, not the one just handled.  Only the
              * device and completions change it, never an ME's turn. */

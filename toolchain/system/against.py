@@ -91,7 +91,7 @@ def _build(sha: str, repo: Path, tree: Path, make: str) -> Path:
         if _runnable(npk):
             return npk
         shutil.rmtree(tree, ignore_errors=True)  # damaged since (a file removed): build it again
-    if not (tree / ".extracted").exists():
+    if not tree.exists():
         # unpacked beside its final name and renamed, so an interrupted run leaves no half tree
         tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=root))
         archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", sha],
@@ -100,8 +100,6 @@ def _build(sha: str, repo: Path, tree: Path, make: str) -> Path:
             shutil.rmtree(tmp, ignore_errors=True)
             raise AgainstError(f"git archive {sha[:12]}: {archive.stderr.decode(errors='replace').strip()}")
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
-        (tmp / ".extracted").touch()
-        shutil.rmtree(tree, ignore_errors=True)  # what an interrupted extraction left
         tmp.rename(tree)
     log = tree / "build.log"
     with log.open("w") as f:
@@ -196,7 +194,9 @@ def side_by_side(this: Sequence[str], other: Sequence[str], pairs: int,
 def compare(other_npk: Path | str, label: str, ms: float, pairs: int,
             this_npk: Path | str | None = None, run: Runner = run_timed) -> dict[str, Any]:  # fmt: skip
     """`compare.*` figures: `npk demo --ms ms` in both layouts, this tree against other_npk."""
-    this_npk = this_npk or shutil.which("npk") or str(ROOT / ".venv" / "bin" / "npk")
+    if this_npk is None:  # this tree's own npk, not whichever comes first on PATH
+        own = ROOT / ".venv" / "bin" / "npk"
+        this_npk = own if own.exists() else shutil.which("npk") or "npk"
     figures: dict[str, Any] = {"compare.against": label, "compare.demo_ms": ms}
     for layout in LAYOUTS:
         res = side_by_side(demo_command(this_npk, layout, ms), demo_command(other_npk, layout, ms), pairs, run)
