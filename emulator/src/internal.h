@@ -13,6 +13,7 @@
 #define NPK_NEVER UINT64_MAX
 #define NPK_MAX_BP 64
 #define NPK_MAX_WP 64
+#define NPK_MAX_PEND 8      /* local_csr_wr writes waiting for their write-to-use delay, per ME */
 #define NPK_MSF_STUB_BYTES 65536u
 #define NPK_CAP_CSR_WORDS 16384u   /* cap CSR space, 64 KB / 4 */
 #define NPK_MAX_XFER_WORDS 16
@@ -137,7 +138,7 @@ typedef struct npk_me {
     uint32_t popcnt;
     int csr_rd_valid;
     uint32_t csr_rd_value;
-    npk_pending_csr pend[8];
+    npk_pending_csr pend[NPK_MAX_PEND];
     int npend;
     uint64_t pend_min;
     int bp_skip;           /* resume past a breakpoint once */

@@ -509,8 +509,8 @@ static void exec_local_csr(npk_exec *e, const npk_uop *u)
     }
     uint32_t v = npk_rd(e, &u->a);
     if (e->illegal) return;
-    if (m->npend >= 8) npk_me_apply_csrs(c, m);
-    if (m->npend >= 8) { npk_lcsr_write(c, m, e->ctx, addr, v); return; }
+    if (m->npend >= NPK_MAX_PEND) npk_me_apply_csrs(c, m);
+    if (m->npend >= NPK_MAX_PEND) { npk_lcsr_write(c, m, e->ctx, addr, v); return; }
     npk_pending_csr *p = &m->pend[m->npend++];
     p->at = c->now + c->cfg.csr_write_to_use;
     p->addr = addr;
@@ -1345,7 +1345,7 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
         if (pc >= c->cfg.ustore_words) break;
         /* a full queue of CSR writes would make the write take effect now */
         int local = m->uop[pc].local;
-        if (local == LOCAL_NO || (local == LOCAL_QUEUED && m->npend >= (int)(sizeof m->pend / sizeof m->pend[0])))
+        if (local == LOCAL_NO || (local == LOCAL_QUEUED && m->npend >= NPK_MAX_PEND))
             break;
         c->now = m->next;
         me_exec(c, m);
