@@ -67,6 +67,7 @@ from .pktlib import lib as pktlib
 from .traffic.dataset import DISPOSITIONS, write_dispositions_json
 from .traffic.histogram import LatencyHistogram
 from .traffic.pcap import PcapWriter
+from .traffic.readahead import ReadAhead, read_ahead
 from .traffic.source import TAG, Traffic, TrafficError, TrafficSource, load_traffic_source
 from .traffic.window import Window, offsets
 
@@ -194,7 +195,7 @@ class TrafficRun:
     """Feed a traffic source through the MSF of `chip` and account for every packet."""
 
     def __init__(self, chip: Chip, traffic: TrafficSource, capture: str | Path | None = None,
-                 record: bool = False, **msf: int) -> None:  # fmt: skip
+                 record: bool = False, ahead: bool | None = None, **msf: int) -> None:  # fmt: skip
         if traffic.link_bps and "rate_bps" not in msf:
             msf["rate_bps"] = traffic.link_bps
         self.chip = chip
@@ -207,7 +208,13 @@ class TrafficRun:
             if p < self.dev.ports:
                 self.dev.set_wire(p, pre, fcs, ifg)
         self.clock_mhz = float(chip.config["clock_mhz"])
-        self.reader = traffic.reader()
+        # the source is read in a second process while the core runs (traffic/readahead.py);
+        # ahead: None where that is safe, True always, False never
+        reader = traffic.reader()
+        if ahead is None:
+            self.reader = read_ahead(reader, READ_AHEAD_NS)
+        else:
+            self.reader = ReadAhead(reader, READ_AHEAD_NS) if ahead else reader
         self.chunks: list[Chunk] = []  # read and not yet forgotten, in id order
         self._firsts: list[int] = []
         self._last: Chunk | None = None  # the chunk chunk_of found last

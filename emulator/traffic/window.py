@@ -30,6 +30,14 @@ class Window:
         o = self.off[i]
         return bytes(self.data[o : o + self.lens[i]])
 
+    def slice(self, lo: int, hi: int) -> Window:
+        """Packets lo..hi-1 as a window of their own."""
+        base = self.off[lo] if lo < hi else 0
+        data = bytearray(self.span(lo, hi))
+        off = array("Q", (o - base for o in self.off[lo:hi]))
+        return Window(self.first + lo, self.times[lo:hi], self.ports[lo:hi], self.lens[lo:hi], off, data,
+                      self.kinds[lo:hi])  # fmt: skip
+
     def span(self, lo: int, hi: int) -> bytes:
         """The bytes of frames lo..hi-1, back to back."""
         if lo >= hi:
@@ -45,6 +53,23 @@ def offsets(lens: array[int]) -> tuple[array[int], int]:
         off[i] = total
         total += n
     return off, total
+
+
+def concat(parts: list[Window]) -> Window | None:
+    """Consecutive windows as one (None: no window)."""
+    if len(parts) <= 1:
+        return parts[0] if parts else None
+    w = Window(parts[0].first)
+    for p in parts:
+        if p.first != w.end:
+            raise ValueError(f"windows are not consecutive: packet {p.first} after {w.end}")
+        w.times += p.times
+        w.ports += p.ports
+        w.lens += p.lens
+        w.off += array("Q", (o + len(w.data) for o in p.off))
+        w.data += p.data
+        w.kinds += p.kinds
+    return w
 
 
 def window_of(first: int, times: list[int], ports: list[int], frames: list[bytes]) -> Window:

@@ -32,12 +32,13 @@ def spec_traffic(name: str, duration_ns: int) -> Traffic:
     return load_traffic_source(PASSTHROUGH / name, duration_ns=duration_ns).collect()
 
 
-def passthrough_run(traffic: TrafficSource, run_ns: int, slow: int = 0, **msf: int) -> TrafficRun:
+def passthrough_run(traffic: TrafficSource, run_ns: int, slow: int = 0, ahead: bool | None = None,
+                    **msf: int) -> TrafficRun:
     """The pass-through program on the MSF; the run keeps its frames (`run.out`)."""
     chip = Chip("ixp2800")
     words, mode = program(slow)
     chip.load(0, list(words), mode)
     chip.enable(0, 0xFF)
-    run = TrafficRun(chip, traffic, record=True, **msf)
+    run = TrafficRun(chip, traffic, record=True, ahead=ahead, **msf)
     run.run(run_ns)
     return run

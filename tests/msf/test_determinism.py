@@ -13,10 +13,10 @@ from npkit.emulator.traffic.spec import load_spec
 from .conftest import PASSTHROUGH, passthrough_run
 
 
-def _capture(tmp: Path, seed: int) -> dict[str, bytes]:
+def _capture(tmp: Path, seed: int, ahead: bool | None = None) -> dict[str, bytes]:
     spec = load_spec(PASSTHROUGH / "mixed.yaml", overrides={"seed": seed, "duration_ns": 150_000})
     write_traffic(spec, tmp / "in")
-    run = passthrough_run(load_traffic_source(tmp / "in"), 180_000)
+    run = passthrough_run(load_traffic_source(tmp / "in"), 180_000, ahead=ahead)
     rep = run.write_captures(tmp / "out")
     assert rep["balanced"] and rep["totals"]["forwarded"] == rep["totals"]["offered"] > 50
     return {p.name: p.read_bytes() for p in sorted((tmp / "out").iterdir())}
@@ -28,3 +28,9 @@ def test_same_seed_same_captures(tmp_path: Path) -> None:
     c = _capture(tmp_path / "c", 6)
     assert a == b
     assert a["port0.pcap"] != c["port0.pcap"]
+
+
+def test_reading_ahead_in_a_child_changes_nothing(tmp_path: Path) -> None:
+    """The captures (bytes and timestamps) and dispositions of a run that reads its traffic
+    in a child process (traffic/readahead.py) are those of a run that reads it in place."""
+    assert _capture(tmp_path / "a", 7, ahead=True) == _capture(tmp_path / "b", 7, ahead=False)
