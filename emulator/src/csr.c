@@ -166,6 +166,34 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
     }
 }
 
+/* CSRs only this ME's own words read (local-memory addresses, indexes, the condition-code
+ * enable, the CRC remainder): a write to one may take effect in the ME's own timeline,
+ * ahead of the other MEs (npk_me_advance).  Signals, timers, timestamps, context enables,
+ * the control store and the next-neighbour ring are seen by others and wait for the run
+ * loop. */
+static int lcsr_private(uint32_t addr)
+{
+    switch (addr) {
+    case NPK_LCSR_CC_ENABLE: case NPK_LCSR_CSR_CTX_POINTER:
+    case NPK_LCSR_INDIRECT_LM_ADDR_0: case NPK_LCSR_ACTIVE_LM_ADDR_0:
+    case NPK_LCSR_INDIRECT_LM_ADDR_1: case NPK_LCSR_ACTIVE_LM_ADDR_1:
+    case NPK_LCSR_INDIRECT_LM_ADDR_0_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_0_BYTE_INDEX:
+    case NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_1_BYTE_INDEX:
+    case NPK_LCSR_BYTE_INDEX: case NPK_LCSR_T_INDEX: case NPK_LCSR_T_INDEX_BYTE_INDEX:
+    case NPK_LCSR_CRC_REMAINDER:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int npk_me_due_csrs_private(const npk_me *m, uint64_t t)
+{
+    for (int i = 0; i < m->npend; i++)
+        if (m->pend[i].at <= t && !lcsr_private(m->pend[i].addr)) return 0;
+    return 1;
+}
+
 void npk_me_apply_csrs(npk_chip *c, npk_me *m)
 {
     uint64_t nmin = NPK_NEVER;

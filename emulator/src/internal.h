@@ -354,6 +354,7 @@ void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t);
 
 /* csr.c */
 void npk_me_apply_csrs(npk_chip *c, npk_me *m);
+int npk_me_due_csrs_private(const npk_me *m, uint64_t t);   /* the writes due by t touch only m */
 uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr);
 void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v);
 

@@ -836,6 +836,7 @@ enum {
 #undef F_ALU_ENUM
     F_SHF_B, F_SHF_NOTB, F_SHF_AND, F_SHF_NOTAND, F_SHF_ANDNOT, F_SHF_OR, F_SHF_ASR,
     F_IMMED, F_IMMED_BYTE, F_IMMED_WORD, F_BRANCH, F_BR_BIT, F_BR_BYTE, F_JUMP, F_LD_FIELD,
+    F_LCSR_WR, /* local_csr_wr: queue the write (npk_me.pend) */
     F_LM,      /* the word has local-memory operands: stage them, then u->fast_lm */
     F_COUNT
 };
@@ -905,6 +906,8 @@ static uint8_t fast_handler_of(const npk_uop *u)
         return fast_src(&u->a) && u->a.kind != NPK_OPK_IMM ? F_JUMP : F_GENERAL;
     case NPK_IC_LD_FIELD:
         return fast_src(&u->a) && fast_reg(&u->d) ? F_LD_FIELD : F_GENERAL;
+    case NPK_IC_LOCAL_CSR:
+        return u->local == LOCAL_QUEUED && fast_src(&u->a) ? F_LCSR_WR : F_GENERAL;
     default:
         return F_GENERAL;
     }
@@ -1136,7 +1139,7 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
         [F_SHF_ANDNOT] = &&shf_andnot, [F_SHF_OR] = &&shf_or, [F_SHF_ASR] = &&shf_asr,
         [F_IMMED] = &&immed, [F_IMMED_BYTE] = &&immed_byte, [F_IMMED_WORD] = &&immed_word,
         [F_BRANCH] = &&branch, [F_BR_BIT] = &&br_bit, [F_BR_BYTE] = &&br_byte, [F_JUMP] = &&jump,
-        [F_LD_FIELD] = &&ld_field, [F_LM] = &&lm,
+        [F_LD_FIELD] = &&ld_field, [F_LCSR_WR] = &&lcsr_wr, [F_LM] = &&lm,
     };
 #define HANDLER(h, label) label:
 #define DISPATCH() goto *labels[u->fast]
@@ -1287,6 +1290,20 @@ dispatch:
         aluo = r;
         RETIRE();
     }
+    HANDLER(F_LCSR_WR, lcsr_wr) {
+        /* as exec_local_csr: the write takes effect csr_write_to_use cycles on, in
+         * npk_me_advance or the run loop; the loop stops there.  A full queue: the
+         * general path */
+        if (m->npend >= NPK_MAX_PEND) goto done;
+        npk_pending_csr *p = &m->pend[m->npend++];
+        p->at = now + c->cfg.csr_write_to_use;
+        p->addr = (uint32_t)NPK_LOCAL_CSR_CSR(u->w) << 2;
+        p->value = VAL(u->a);
+        p->ctx = ctx;
+        if (p->at < m->pend_min) npk_me_set_pend(c, m, p->at);
+        if (limit > p->at) limit = p->at;
+        RETIRE();
+    }
 #if !defined(__GNUC__)
     default: goto done;
     }
@@ -1339,7 +1356,15 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
         me_exec(c, m);
     if (!ahead) return;
     uint64_t saved = c->now;
-    while (m->cur >= 0 && m->next < horizon && m->pend_min > m->next) {
+    while (m->cur >= 0 && m->next < horizon) {
+        if (m->pend_min <= m->next) {
+            /* CSR writes due: those only this ME reads take effect here, in its own
+             * timeline (nothing else could see the difference); others end the turn */
+            if (!npk_me_due_csrs_private(m, m->next)) break;
+            c->now = m->next;
+            npk_me_apply_csrs(c, m);
+            continue;
+        }
         if (fast && run_fast(c, m, horizon)) continue;
         uint32_t pc = m->ctx[m->cur].pc;
         if (pc >= c->cfg.ustore_words) break;

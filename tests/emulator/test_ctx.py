@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .util import chip_with, ld32, run_prog
+from .util import assemble, chip_with, ld32, run_prog
 
 
 def test_branch_taken_and_not_taken() -> None:
@@ -286,3 +286,28 @@ def test_local_csr_writes_run_ahead_as_in_lockstep() -> None:
     assert [r[0] for r in regs] == b1
     assert lm == [b1[c] + c for c in range(8)]
     assert polls > 0  # ME 1 polled until the signal came
+
+
+# ME 0's context 1 sleeps on s1 or s2.  Context 0 signals it s1 through SAME_ME_SIGNAL
+# (20 cycles write-to-use) and then runs local words, so ME 0 runs ahead of ME 1; ME 1
+# sends s2 through the CAP, `delay` loop rounds in.  Whichever comes first wakes context
+# 1: run ahead or in lock-step, the order (and so every statistic) must be the same.
+def _signal_race_run(delay: int, history: int) -> tuple[object, ...]:
+    me0 = ["br=ctx[1, c1#]", "ctx_arb[voluntary]",      # context 1 goes to sleep first
+           "immed[a5, 0x9]", "local_csr_wr[SAME_ME_SIGNAL, a5]",   # context 1, s1
+           "immed[a4, 40]", "spin#: alu[a4, a4, -, 1]", "bne[spin#]", "ctx_arb[kill]",
+           "c1#: ctx_arb[s1, s2], any", "local_csr_rd[TIMESTAMP_LOW]", "immed[a1, 0]", "halt"]  # fmt: skip
+    me1 = [f"immed[a4, {delay}]", "wait#: alu[a4, a4, -, 1]", "bne[wait#]",
+           "immed[$0, 0x12]", "cap[write, $0, INTERTHREAD_SIG, 1], ctx_swap[s1]", "halt"]  # ME 0 ctx 1, s2
+    chip = chip_with({0: me0}, ctx_mask=0x3, csr_write_to_use=20)
+    chip.load(1, assemble(me1, 8), 8)
+    chip.enable(1, 0x1)
+    chip.history_enable(history)
+    chip.run(5_000)
+    me = chip.stats()["mes"][0]
+    return chip.reg(0, "a1", ctx=1), chip.cycle, me["ctx"], me["instructions"]
+
+
+def test_a_signal_from_another_me_and_a_same_me_signal_keep_their_order() -> None:
+    for delay in range(1, 40, 2):
+        assert _signal_race_run(delay, 0) == _signal_race_run(delay, 1), f"ME 1 waits {delay} rounds"
