@@ -55,3 +55,19 @@ def mt_to_random(src: Any, rng: random.Random) -> None:
     state = array("I", bytes(ffi.buffer(src.state)))
     state.append(int(src.index))
     rng.setstate((3, tuple(state), gauss))
+
+
+def port_load(ports: Any, lens: Any, over: array[int], kind: Any = None, want: int = 0) -> dict[int, tuple[int, int]]:
+    """{port: (wire bits, frames)} over frames (ports[i], lens[i]) -- only those with
+    kind[i] == want when kind is given -- each adding over[port] bytes on the wire
+    (npk_port_load).  ports and kind: bytes-like; lens: array("H"); over: array("I") of 256."""
+    n = len(lens)
+    if not n:
+        return {}
+    ffi, c = lib()
+    bits = ffi.new("uint64_t[256]")
+    pkts = ffi.new("uint64_t[256]")
+    c.npk_port_load(n, ffi.from_buffer("uint8_t[]", ports), ffi.from_buffer("uint16_t[]", lens),
+                    ffi.from_buffer("uint8_t[]", kind) if kind is not None else ffi.NULL, want,
+                    ffi.from_buffer("uint32_t[]", over), bits, pkts)  # fmt: skip
+    return {p: (bits[p], pkts[p]) for p in range(256) if pkts[p]}

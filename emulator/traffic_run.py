@@ -472,10 +472,7 @@ class TrafficRun:
             raise MemoryError("no memory for the departure ledger's flow table")
         for v, c in zip(views, self.chunks, strict=False):
             c.left = v.left
-        lat = self.latency
-        for x in lats:
-            if x >= 0:
-                lat.add(x)
+        self.latency.add_many(x for x in lats if x >= 0)
         frames_needed = got or self._writers or self.out is not None or self.on_departure
         ports_out = self.ports_out
         if not frames_needed:

@@ -96,6 +96,13 @@ void npk_oracle_run(const npk_router *r, uint32_t n, const uint8_t *data, const 
                     const uint16_t *len, const uint8_t *in_port, uint8_t *kind, uint8_t *reason,
                     uint8_t *port, uint8_t *out);
 
+/* Load by port: for each frame i (only those with kind[i] == want, kind not NULL), bits[p]
+ * += 8 * (len[i] + over[p]) and pkts[p] += 1, p = port[i]; over: the bytes the wire adds
+ * to a frame of each of the 256 ports (preamble, FCS, gap).  The harness's offered and
+ * demanded load, a window at a time. */
+void npk_port_load(uint32_t n, const uint8_t *port, const uint16_t *len, const uint8_t *kind, uint8_t want,
+                   const uint32_t *over, uint64_t *bits, uint64_t *pkts);
+
 /* The id a frame's b"NPK1" tag carries (first occurrence, 8 bytes inside the frame), -1 if none. */
 int64_t npk_tag_id(const uint8_t *frame, uint32_t len);
 void npk_tag_ids(uint32_t n, const uint8_t *data, const uint64_t *off, const uint16_t *len, int64_t *out);

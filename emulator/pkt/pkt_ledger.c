@@ -174,3 +174,14 @@ int64_t npk_depart(npk_ledger *l, npk_chunkv *chunks, uint32_t nchunks, uint64_t
     }
     return nslow;
 }
+
+void npk_port_load(uint32_t n, const uint8_t *port, const uint16_t *len, const uint8_t *kind, uint8_t want,
+                   const uint32_t *over, uint64_t *bits, uint64_t *pkts)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (kind && kind[i] != want) continue;
+        uint8_t p = port[i];
+        bits[p] += 8u * ((uint64_t)len[i] + over[p]);
+        pkts[p]++;
+    }
+}

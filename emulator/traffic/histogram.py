@@ -13,6 +13,9 @@ what sorting every latency gives.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 SIG_BITS = 16
 EXACT_BELOW = 1 << SIG_BITS
 
@@ -40,6 +43,21 @@ class LatencyHistogram:
         self.total += v
         if self.max is None or v > self.max:
             self.max = v
+
+    def add_many(self, values: Iterable[int]) -> None:
+        """add() for each of `values`, in bulk (a drained batch of departures)."""
+        vs = list(values)
+        if not vs:
+            return
+        top = max(vs)
+        counts = Counter(vs) if top < EXACT_BELOW else Counter(map(bucket, vs))
+        c = self.counts
+        for b, k in counts.items():
+            c[b] = c.get(b, 0) + k
+        self.n += len(vs)
+        self.total += sum(vs)
+        if self.max is None or top > self.max:
+            self.max = top
 
     def percentile(self, q: float) -> int:
         """The value at rank min(n-1, int(q/100*n)) of the sorted values (its bucket's lower

@@ -41,6 +41,18 @@ def test_histogram_percentiles_are_exact_below_65us_and_within_bound_above() -> 
     assert len(h.counts) < len(big)
 
 
+def test_histogram_in_bulk_is_the_histogram_one_by_one() -> None:
+    rng = random.Random(2)
+    batches = [[rng.randrange(1, 60000) for _ in range(300)], [], [rng.randrange(1, 10**7) for _ in range(300)],
+               [EXACT_BELOW - 1, EXACT_BELOW, 7]]  # fmt: skip
+    one, bulk = LatencyHistogram(), LatencyHistogram()
+    for batch in batches:
+        for v in batch:
+            one.add(v)
+        bulk.add_many(iter(batch))
+        assert (bulk.counts, bulk.n, bulk.total, bulk.max) == (one.counts, one.n, one.total, one.max)
+
+
 def _run(spec: Path, dur: int, layout: str = "pipelined") -> RouterRun:
     routes = demo_routes(DEMO_ROUTES)
     router = router_with_routes(routes)

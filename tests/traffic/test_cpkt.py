@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import random
 from array import array
+from collections import Counter
 
 import pytest
 
-from npkit.emulator.pktlib import lib, mt_from_random, mt_to_random
+from npkit.emulator.pktlib import lib, mt_from_random, mt_to_random, port_load
 from npkit.emulator.traffic.cpkt import c_router, oracle_window
 from npkit.emulator.traffic.generator import iter_packets
 from npkit.emulator.traffic.oracle import RefRouter
@@ -139,3 +140,21 @@ def test_c_sram_tables_equal_the_python_build() -> None:
         want = [(a, b"".join(w.to_bytes(4, "big") for w in words))
                 for a, words in build_tables([RouteLine(r.prefix, r.length, r.next_hop, r.port) for r in routes], config).image.runs()]  # fmt: skip
         assert sram_runs(RouteColumns.of(routes), config) == want
+
+
+def test_port_load_is_the_sum_frame_by_frame() -> None:
+    rng = random.Random(4)
+    n = 2000
+    ports = bytes(rng.choice([0, 1, 4, 200]) for _ in range(n))
+    lens = array("H", (rng.randrange(60, 1519) for _ in range(n)))
+    kind = bytes(rng.randrange(3) for _ in range(n))
+    over = array("I", (rng.randrange(0, 40) for _ in range(256)))
+    for k, want in ((None, 0), (kind, 0), (kind, 2)):
+        bits: Counter[int] = Counter()
+        pkts: Counter[int] = Counter()
+        for i in range(n):
+            if k is None or k[i] == want:
+                bits[ports[i]] += 8 * (lens[i] + over[ports[i]])
+                pkts[ports[i]] += 1
+        assert port_load(ports, lens, over, k, want) == {p: (bits[p], pkts[p]) for p in pkts}
+    assert port_load(b"", array("H"), over) == {}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -34,12 +35,14 @@ from typing import Any
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import load_image
+from npkit.emulator.pktlib import port_load
 from npkit.emulator.traffic.cpkt import DROP, FORWARD, PYTHON, REASONS, c_router, oracle_window
 from npkit.emulator.traffic.histogram import LatencyHistogram
 from npkit.emulator.traffic.oracle import Drop, Outcome
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
+from npkit.emulator.traffic.window import Window
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
 
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
@@ -242,6 +245,7 @@ class RouterRun:
         self.me_busy: dict[int, float] = {}
         self.drain_info: dict[str, Any] = {"enabled": False}
         self.over = {p: sum(w) for p, w in traffic.wire.items()}
+        self._over = array("I", (self.over.get(p, 24) for p in range(256)))  # by port, for port_load
         self.offered_bits: Counter[int] = Counter()
         self.demand_bits: Counter[int] = Counter()
         self.demand_pkts: Counter[int] = Counter()
@@ -286,20 +290,19 @@ class RouterRun:
         c.verdicts = c.extra["v"] = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
         if self.cp is not None:
             self.cp.window(c)
-        bits = self.offered_bits
-        over = self.over
-        for p, n in zip(w.ports, w.lens, strict=True):
-            bits[p] += (n + over.get(p, 24)) * 8
+        self._offered(w)
         self.oracle_s += time.perf_counter() - t0
+
+    def _offered(self, w: Window) -> None:
+        for p, (bits, _) in port_load(w.ports, w.lens, self._over).items():
+            self.offered_bits[p] += bits
 
     def _pushed(self, c: Chunk, lo: int, hi: int) -> None:
         v = c.extra["v"]
-        kind, port, lens = v.kind, v.port, c.w.lens
-        for i in range(lo, hi):
-            if kind[i] == FORWARD:
-                p = port[i]
-                self.demand_bits[p] += (lens[i] + self._wire(p)) * 8
-                self.demand_pkts[p] += 1
+        load = port_load(memoryview(v.port)[lo:hi], c.w.lens[lo:hi], self._over, memoryview(v.kind)[lo:hi], FORWARD)
+        for p, (bits, pkts) in load.items():
+            self.demand_bits[p] += bits
+            self.demand_pkts[p] += pkts
 
     def add_demand(self, port: int, nbytes: int, sign: int = 1, packet: bool = True) -> None:
         """What port `port` must carry: a frame of `nbytes` more (sign -1: less); a frame
@@ -409,8 +412,7 @@ class RouterRun:
             w = self.run.reader.take(1 << 63)
             if w is None:
                 break
-            for p, n in zip(w.ports, w.lens, strict=True):
-                self.offered_bits[p] += (n + self._wire(p)) * 8
+            self._offered(w)
 
     # -- running
     def run_traffic(self, duration_ns: int, progress: Callable[[int], None] | None = None) -> str:
