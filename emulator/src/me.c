@@ -678,10 +678,11 @@ static int opnd_is_nn(const npk_opnd *o)
  * no other ME or unit can change in the meantime: datapath instructions without
  * next-neighbour operands, branches on condition codes, context number, bits and bytes,
  * jumps, local_csr_rd, and local_csr_wr, which only queues the write (npk_me.pend: it
- * takes effect csr_write_to_use cycles later, in the run loop, at its exact cycle) as
- * long as the queue has room (LOCAL_QUEUED).  The run loop lets an ME execute local
- * words ahead of the other MEs up to the next unit completion or pending CSR write,
- * which gives exactly the same results as lock-step execution.  (Every field the class
+ * takes effect csr_write_to_use cycles later, at its exact cycle in the run loop, or in
+ * the run-ahead when only this ME's words read the CSR) as long as the queue has room
+ * (LOCAL_QUEUED).  The run loop lets an ME execute local words ahead of the other MEs up
+ * to the next unit completion or pending CSR write others can see, which gives exactly
+ * the same results as lock-step execution.  (Every field the class
  * has is checked, whichever way it is used.) */
 enum { LOCAL_NO = 0, LOCAL_YES = 1, LOCAL_QUEUED = 2 };
 static int uop_is_local(const npk_uop *u)
