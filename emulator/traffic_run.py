@@ -67,7 +67,7 @@ from .pktlib import lib as pktlib
 from .traffic.dataset import DISPOSITIONS, write_dispositions_json
 from .traffic.histogram import LatencyHistogram
 from .traffic.pcap import PcapWriter
-from .traffic.readahead import ReadAhead, read_ahead
+from .traffic.readahead import read_ahead
 from .traffic.source import TAG, Traffic, TrafficError, TrafficSource, load_traffic_source
 from .traffic.window import Window, offsets
 
@@ -208,13 +208,9 @@ class TrafficRun:
             if p < self.dev.ports:
                 self.dev.set_wire(p, pre, fcs, ifg)
         self.clock_mhz = float(chip.config["clock_mhz"])
-        # the source is read in a second process while the core runs (traffic/readahead.py);
-        # ahead: None where that is safe, True always, False never
-        reader = traffic.reader()
-        if ahead is None:
-            self.reader = read_ahead(reader, READ_AHEAD_NS)
-        else:
-            self.reader = ReadAhead(reader, READ_AHEAD_NS) if ahead else reader
+        # the source is read in a second process while the core runs (traffic/readahead.py;
+        # ahead: None where that is safe, True always, False never)
+        self.reader = read_ahead(traffic.reader(), READ_AHEAD_NS, ahead)
         self.chunks: list[Chunk] = []  # read and not yet forgotten, in id order
         self._firsts: list[int] = []
         self._last: Chunk | None = None  # the chunk chunk_of found last

@@ -73,12 +73,12 @@ def _stop(proc: Any, conn: Any) -> None:
     proc.join()
 
 
-def read_ahead(reader: TrafficReader, step_ns: int) -> TrafficReader:
-    """`reader` read ahead in a child process, or `reader` itself where a fork is not safe
-    (another thread runs) or not possible."""
-    if threading.active_count() > 1 or "fork" not in mp.get_all_start_methods():
-        return reader
-    return ReadAhead(reader, step_ns)
+def read_ahead(reader: TrafficReader, step_ns: int, ahead: bool | None = None) -> TrafficReader:
+    """`reader` read ahead in a child process (ahead=True), or `reader` itself (False);
+    None: read ahead where a fork is safe (no other thread runs) and possible."""
+    if ahead is None:
+        ahead = threading.active_count() == 1 and "fork" in mp.get_all_start_methods()
+    return ReadAhead(reader, step_ns) if ahead else reader
 
 
 class ReadAhead(TrafficReader):
