@@ -159,3 +159,25 @@ def test_the_other_tree_is_built_without_the_calling_make_or_this_venv(monkeypat
     env = against.build_env()
     assert "MAKEFLAGS" not in env and "MAKELEVEL" not in env
     assert env["PATH"] == "/usr/bin:/bin"
+
+
+def test_benchmarks_that_leave_threads_run_after_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`npk bench` with no names runs every benchmark in name order, those registered
+    `last` (Dask leaves its threads) after the others; named ones run as named."""
+    from npkit.toolchain import bench
+
+    bench.registry()
+    assert "experiment" in bench._LAST  # the real one: Dask's threads stay after its cluster
+
+    ran: list[str] = []
+
+    def fake(name: str):  # noqa: ANN202 - a BenchFn
+        return lambda quick: ran.append(name) or {f"{name}.x": 1}
+
+    monkeypatch.setattr(bench, "registry", lambda: {n: fake(n) for n in ("alpha", "dask", "omega")})
+    monkeypatch.setattr(bench, "_LAST", {"dask"})
+    assert bench.run_benchmarks([], quick=True) == {"alpha.x": 1, "omega.x": 1, "dask.x": 1}
+    assert ran == ["alpha", "omega", "dask"]
+    ran.clear()
+    bench.run_benchmarks(["dask", "alpha"], quick=True)
+    assert ran == ["dask", "alpha"]

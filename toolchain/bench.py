@@ -24,13 +24,18 @@ BenchFn = Callable[[bool], dict[str, Any]]
 BENCH_MODULES: list[str] = ["npkit.asm.bench", "npkit.toolchain.router.bench", "npkit.emulator.traffic.bench", "npkit.emulator.bench", "npkit.toolchain.system.bench", "npkit.toolchain.system.run_bench", "npkit.emulator.msf_bench", "npkit.xscale.bench", "npkit.emulator.fidelity_bench", "npkit.toolchain.experiment.bench"]
 
 _REGISTRY: dict[str, BenchFn] = {}
+_LAST: set[str] = set()
 
 
-def benchmark(name: str) -> Callable[[BenchFn], BenchFn]:
-    """Register `fn(quick) -> {"area.figure": value}` under `name`."""
+def benchmark(name: str, last: bool = False) -> Callable[[BenchFn], BenchFn]:
+    """Register `fn(quick) -> {"area.figure": value}` under `name`; `last`: run it after
+    the others (it leaves threads behind, and a process with other threads reads traffic
+    in place instead of in a second process: emulator/traffic/readahead.py)."""
 
     def wrap(fn: BenchFn) -> BenchFn:
         _REGISTRY[name] = fn
+        if last:
+            _LAST.add(name)
         return fn
 
     return wrap
@@ -50,7 +55,7 @@ def run_benchmarks(names: list[str], quick: bool) -> dict[str, Any]:
             f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(sorted(available))}"
         )
     figures: dict[str, Any] = {}
-    for name in names or sorted(available):
+    for name in names or sorted(available, key=lambda n: (n in _LAST, n)):
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         figures.update(available[name](quick))
     return figures

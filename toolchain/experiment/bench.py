@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "examples" / "experiments" / "seed003.yaml"
 
 
-@benchmark("experiment")
+@benchmark("experiment", last=True)  # Dask leaves its threads
 def bench_experiment(quick: bool) -> dict[str, Any]:
     from distributed import LocalCluster
 
