@@ -70,4 +70,5 @@ def port_load(ports: Any, lens: Any, over: array[int], kind: Any = None, want: i
     c.npk_port_load(n, ffi.from_buffer("uint8_t[]", ports), ffi.from_buffer("uint16_t[]", lens),
                     ffi.from_buffer("uint8_t[]", kind) if kind is not None else ffi.NULL, want,
                     ffi.from_buffer("uint32_t[]", over), bits, pkts)  # fmt: skip
-    return {p: (bits[p], pkts[p]) for p in range(256) if pkts[p]}
+    frames, wire = ffi.unpack(pkts, 256), ffi.unpack(bits, 256)
+    return {p: (wire[p], k) for p, k in enumerate(frames) if k}

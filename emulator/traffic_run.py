@@ -64,6 +64,7 @@ from typing import Any
 from .binding import Chip, EmulatorError
 from .msf_device import DROP_NAMES, MsfDevice, MsfError
 from .pktlib import lib as pktlib
+from .pktlib import port_load
 from .traffic.dataset import DISPOSITIONS, write_dispositions_json
 from .traffic.histogram import LatencyHistogram
 from .traffic.pcap import PcapWriter
@@ -73,6 +74,7 @@ from .traffic.window import Window, offsets
 
 FORWARDED, DROPPED, EXCEPTED = 1, 2, 4
 READ_AHEAD_NS = 100_000  # how far ahead of the chip the source is read (one window)
+NO_WIRE = array("I", bytes(4 * 256))  # port_load's wire overhead by port: frames' own bytes only
 
 
 def _loose_key(frame: bytes) -> bytes:
@@ -472,10 +474,10 @@ class TrafficRun:
         frames_needed = got or self._writers or self.out is not None or self.on_departure
         ports_out = self.ports_out
         if not frames_needed:
-            for p, k in zip(d.port, d.len, strict=True):
+            for p, (bits, frames) in port_load(d.port, d.len, NO_WIRE).items():
                 po = ports_out[p]
-                po.frames += 1
-                po.nbytes += k
+                po.frames += frames
+                po.nbytes += bits // 8
         else:
             data = d.data
             for i in range(n):
