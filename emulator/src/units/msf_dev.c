@@ -398,7 +398,11 @@ static void process(npk_msf *d, uint64_t now)
     for (;;) {
         int k, w = 0;
         uint64_t t = earliest(d, &k, &w);
-        if (k < 0 || cyc_of(d, t) > now) break;
+        uint64_t tc = cyc_of(d, t);
+        if (k < 0 || tc > now) {
+            d->next_cycle = tc;   /* what recompute would find: nothing changed since */
+            return;
+        }
         switch (k) {
         case 0: rx_sop(d, w); break;
         case 1: rx_valid(d, w); break;
@@ -412,7 +416,6 @@ static void process(npk_msf *d, uint64_t now)
         default: tx_moved(d); break;
         }
     }
-    recompute(d);
 }
 
 /* ---- npk_msf_ops ---------------------------------------------------------------- */
