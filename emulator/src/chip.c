@@ -401,6 +401,24 @@ static int any_alive(npk_chip *c)
     return 0;
 }
 
+/* The fewest cycles from an ME's word to its effect on another ME's contexts: a unit
+ * command completes (signals, pushed transfer registers) cmd_overhead + its latency on
+ * at the soonest; a NEXT/PREV_NEIGHBOR_SIGNAL write, where the control stores have one,
+ * csr_write_to_use on.  (The MSF device's own events bound the run-ahead separately.) */
+static uint64_t cross_me_lookahead(const npk_chip *c)
+{
+    const npk_unit_cfg *units[] = {&c->cfg.sram, &c->cfg.dram, &c->cfg.scratch, &c->cfg.hash,
+                                   &c->cfg.cap, &c->cfg.msf, &c->cfg.pci};
+    uint64_t l = NPK_NEVER;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        const npk_unit_cfg *u = units[i];
+        uint64_t t = (uint64_t)u->cmd_overhead + (u->read_latency < u->write_latency ? u->read_latency : u->write_latency);
+        if (t < l) l = t;
+    }
+    if (c->nbr_sig_words && c->cfg.csr_write_to_use < l) l = c->cfg.csr_write_to_use;
+    return l;
+}
+
 int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
 {
     if (!c) return NPK_EINVAL;
@@ -413,6 +431,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
      * debugger stops, so it is off while those are in use */
     int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
     cal_rebuild(c);   /* due[] may have changed between runs (npk_me_enable, npk_reset, ...) */
+    c->lookahead = cross_me_lookahead(c);
     for (;;) {
         /* the next cycle anything happens, and the MEs due then */
         uint32_t due;

@@ -166,12 +166,14 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
     }
 }
 
-/* CSRs only this ME's own words read (local-memory addresses, indexes, the condition-code
- * enable, the CRC remainder): a write to one may take effect in the ME's own timeline,
- * ahead of the other MEs (npk_me_advance).  Signals, timers, timestamps, context enables,
- * the control store and the next-neighbour ring are seen by others and wait for the run
- * loop. */
-static int lcsr_private(uint32_t addr)
+/* How far a write to a local CSR reaches.  LCSR_PRIVATE: only this ME's own words read
+ * the CSR (local-memory addresses, indexes, the condition-code enable, the CRC
+ * remainder), so the write may take effect in the ME's own timeline, ahead of the other
+ * MEs (npk_me_advance).  LCSR_CONTEXTS: it signals this ME's contexts (SAME_ME_SIGNAL),
+ * which a signal from another ME could also do: ahead only within the cross-ME
+ * lookahead.  LCSR_CHIP: everything else (other MEs' signals, timers, timestamps,
+ * context enables, the control store, the next-neighbour ring) waits for the run loop. */
+static int lcsr_reach(uint32_t addr)
 {
     switch (addr) {
     case NPK_LCSR_CC_ENABLE: case NPK_LCSR_CSR_CTX_POINTER:
@@ -181,17 +183,23 @@ static int lcsr_private(uint32_t addr)
     case NPK_LCSR_INDIRECT_LM_ADDR_1_BYTE_INDEX: case NPK_LCSR_ACTIVE_LM_ADDR_1_BYTE_INDEX:
     case NPK_LCSR_BYTE_INDEX: case NPK_LCSR_T_INDEX: case NPK_LCSR_T_INDEX_BYTE_INDEX:
     case NPK_LCSR_CRC_REMAINDER:
-        return 1;
+        return LCSR_PRIVATE;
+    case NPK_LCSR_SAME_ME_SIGNAL:
+        return LCSR_CONTEXTS;
     default:
-        return 0;
+        return LCSR_CHIP;
     }
 }
 
-int npk_me_due_csrs_private(const npk_me *m, uint64_t t)
+int npk_me_due_csrs_reach(const npk_me *m, uint64_t t)
 {
-    for (int i = 0; i < m->npend; i++)
-        if (m->pend[i].at <= t && !lcsr_private(m->pend[i].addr)) return 0;
-    return 1;
+    int reach = LCSR_PRIVATE;
+    for (int i = 0; i < m->npend; i++) {
+        if (m->pend[i].at > t) continue;
+        int r = lcsr_reach(m->pend[i].addr);
+        if (r > reach) reach = r;
+    }
+    return reach;
 }
 
 void npk_me_apply_csrs(npk_chip *c, npk_me *m)

@@ -236,6 +236,9 @@ struct npk_chip {
     uint32_t wheel_head[NPK_WHEEL], wheel_tail[NPK_WHEEL];
     uint64_t wheel_bits[NPK_WHEEL / 64];
     /* run control */
+    uint32_t nbr_sig_words;   /* control-store words that write NEXT/PREV_NEIGHBOR_SIGNAL */
+    uint64_t lookahead;       /* npk_run: the fewest cycles from an ME's word to its effect
+                               * on another ME's contexts (cross_me_lookahead) */
     int stop_req;
     npk_stop_info stop;
     int step_me, step_ctx;
@@ -354,7 +357,10 @@ void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t);
 
 /* csr.c */
 void npk_me_apply_csrs(npk_chip *c, npk_me *m);
-int npk_me_due_csrs_private(const npk_me *m, uint64_t t);   /* the writes due by t touch only m */
+/* how far the CSR writes due by t reach: LCSR_PRIVATE (only m's words read them),
+ * LCSR_CONTEXTS (m's contexts: signals), LCSR_CHIP (anything else) */
+enum { LCSR_PRIVATE = 0, LCSR_CONTEXTS = 1, LCSR_CHIP = 2 };
+int npk_me_due_csrs_reach(const npk_me *m, uint64_t t);
 uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr);
 void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v);
 

@@ -683,8 +683,10 @@ static int opnd_is_nn(const npk_opnd *o)
  * (LOCAL_QUEUED).  The run loop lets an ME execute local words ahead of the other MEs up
  * to the next unit completion or pending CSR write others can see, which gives exactly
  * the same results as lock-step execution.  (Every field the class
- * has is checked, whichever way it is used.) */
-enum { LOCAL_NO = 0, LOCAL_YES = 1, LOCAL_QUEUED = 2 };
+ * has is checked, whichever way it is used.)  A ctx_arb that swaps (LOCAL_SWAP) changes
+ * only this ME's contexts, but which one runs next depends on the signals they have: it
+ * runs ahead only as far as no other ME's signal can reach this one (npk_chip.lookahead). */
+enum { LOCAL_NO = 0, LOCAL_YES = 1, LOCAL_QUEUED = 2, LOCAL_SWAP = 3 };
 static int uop_is_local(const npk_uop *u)
 {
     uint64_t w = u->w;
@@ -724,6 +726,12 @@ static int uop_is_local(const npk_uop *u)
         if (!NPK_LOCAL_CSR_WRITE(w)) return LOCAL_YES;
         f[0] = opnd_u(NPK_LOCAL_CSR_A_SRC(w), 0, 0); f[1] = opnd_u(NPK_LOCAL_CSR_B_SRC(w), 0, 0);
         return opnd_is_nn(&f[0]) || opnd_is_nn(&f[1]) ? LOCAL_NO : LOCAL_QUEUED;
+    case NPK_IC_CTX_ARB: {
+        /* a swap: not a halt (bpt), a kill (any alone) or an illegal word (exec_ctx_arb) */
+        int sigs = NPK_CTX_ARB_SIGS(w) != 0, vol = (int)NPK_CTX_ARB_VOLUNTARY(w), dashes = (int)NPK_CTX_ARB_DASHES(w);
+        if (NPK_CTX_ARB_BPT(w) || (!sigs && !vol && !dashes) || NPK_CTX_ARB_DEFER(w) > 2) return LOCAL_NO;
+        return LOCAL_SWAP;
+    }
     default:
         return LOCAL_NO;
     }
@@ -924,9 +932,23 @@ static void predecode_branch(npk_chip *c, npk_uop *u, uint32_t target, uint32_t 
     u->extra = (uint8_t)(pen > defer ? pen - defer : 0);
 }
 
+/* a word that signals another ME through a local CSR (csr_write_to_use cycles on) */
+static int signals_neighbour(uint64_t w)
+{
+    if (npk_iclass_of(w) != NPK_IC_LOCAL_CSR || !NPK_LOCAL_CSR_WRITE(w)) return 0;
+    uint32_t addr = NPK_LOCAL_CSR_CSR(w) << 2;
+    return addr == NPK_LCSR_NEXT_NEIGHBOR_SIGNAL || addr == NPK_LCSR_PREV_NEIGHBOR_SIGNAL;
+}
+
 void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
 {
     npk_uop *u = &m->uop[addr];
+    c->nbr_sig_words -= (uint32_t)signals_neighbour(u->w);
+    if (signals_neighbour(m->ustore[addr])) {
+        c->nbr_sig_words++;
+        /* written into a control store while running: from now on (cross_me_lookahead) */
+        if (c->lookahead > c->cfg.csr_write_to_use) c->lookahead = c->cfg.csr_write_to_use;
+    }
     memset(u, 0, sizeof *u);
     u->w = m->ustore[addr];
     u->cls = (uint8_t)npk_iclass_of(u->w);
@@ -1357,11 +1379,16 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
         me_exec(c, m);
     if (!ahead) return;
     uint64_t saved = c->now;
+    /* no other ME's signal can reach this one before `reach`: every ME is at c->now or
+     * later, and what it does reaches another ME c->lookahead cycles on at the soonest */
+    uint64_t reach = c->now + c->lookahead < horizon ? c->now + c->lookahead : horizon;
     while (m->cur >= 0 && m->next < horizon) {
         if (m->pend_min <= m->next) {
             /* CSR writes due: those only this ME reads take effect here, in its own
-             * timeline (nothing else could see the difference); others end the turn */
-            if (!npk_me_due_csrs_private(m, m->next)) break;
+             * timeline (nothing else could see the difference), and signals to its own
+             * contexts where no other ME's can come first; others end the turn */
+            int r = npk_me_due_csrs_reach(m, m->next);
+            if (r == LCSR_CHIP || (r == LCSR_CONTEXTS && m->next >= reach)) break;
             c->now = m->next;
             npk_me_apply_csrs(c, m);
             continue;
@@ -1369,9 +1396,12 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
         if (fast && run_fast(c, m, horizon)) continue;
         uint32_t pc = m->ctx[m->cur].pc;
         if (pc >= c->cfg.ustore_words) break;
-        /* a full queue of CSR writes would make the write take effect now */
+        /* a full queue of CSR writes would make the write take effect now; a word that
+         * swaps contexts (a ctx_arb, or the last of a swap's defer slots) does so past
+         * `reach` only in lock-step */
         int local = m->uop[pc].local;
-        if (local == LOCAL_NO || (local == LOCAL_QUEUED && m->npend >= NPK_MAX_PEND))
+        int swaps = local == LOCAL_SWAP || m->ctx[m->cur].swap_pending;
+        if (local == LOCAL_NO || (local == LOCAL_QUEUED && m->npend >= NPK_MAX_PEND) || (swaps && m->next >= reach))
             break;
         c->now = m->next;
         me_exec(c, m);

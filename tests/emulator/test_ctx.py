@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .util import assemble, chip_with, ld32, run_prog
 
 
@@ -311,3 +313,42 @@ def _signal_race_run(delay: int, history: int) -> tuple[object, ...]:
 def test_a_signal_from_another_me_and_a_same_me_signal_keep_their_order() -> None:
     for delay in range(1, 40, 2):
         assert _signal_race_run(delay, 0) == _signal_race_run(delay, 1), f"ME 1 waits {delay} rounds"
+
+
+# ME 0's context 0 runs local words and ctx_arb[voluntary] in turn, so ME 0 runs ahead of
+# ME 1; context 1 sleeps on s2, which ME 1 sends through the CAP `delay` loop rounds in.
+# Which context a swap picks depends on whether s2 has come: run ahead or in lock-step,
+# the same, with the CAP's own latencies and with a CAP of one cycle (no lookahead left).
+SWAPPER = ["br=ctx[1, c1#]", "immed[a4, 12]",
+           "spin#: alu[@a100, @a100, +, 1]", "alu[a4, a4, -, 1]", "ctx_arb[voluntary]", "bne[spin#]", "ctx_arb[kill]",
+           "c1#: ctx_arb[s2]", "alu[a2, --, B, @a100]", "ctx_arb[voluntary]", "ctx_arb[kill]"]  # fmt: skip
+
+
+def _swap_race_run(delay: int, history: int, neighbour: bool = False, **cfg: object) -> tuple[object, ...]:
+    """ME `swapper` counts in context 0; the other ME signals its context 1, s2, through
+    the CAP (ME 1 to ME 0) or as its previous neighbour (ME 0 to ME 1)."""
+    wait = [f"immed[a4, {delay}]", "wait#: alu[a4, a4, -, 1]", "bne[wait#]"]
+    if neighbour:
+        swapper, sender = 1, wait + ["local_csr_wr[NEXT_NEIGHBOR_SIGNAL, 0x11]", "nop", "nop", "nop", "halt"]
+    else:
+        swapper, sender = 0, wait + ["immed[$0, 0x12]", "cap[write, $0, INTERTHREAD_SIG, 1], ctx_swap[s1]", "halt"]
+    chip = chip_with({swapper: SWAPPER}, ctx_mask=0x3, **cfg)
+    chip.load(1 - swapper, assemble(sender, 8), 8)
+    chip.enable(1 - swapper, 0x1)
+    chip.history_enable(history)
+    chip.run(3_000)
+    me = chip.stats()["mes"][swapper]
+    return chip.reg(swapper, "a2", ctx=1), chip.cycle, me["ctx"], me["ctx_swaps"]
+
+
+@pytest.mark.parametrize(("neighbour", "cfg"), [(False, {}), (True, {}),
+                         (False, {"units": {"cap": {"cmd_overhead": 0, "write_latency": 1, "read_latency": 1}}})],
+                         ids=["cap", "next-neighbour", "one-cycle-cap"])  # fmt: skip
+def test_a_swap_run_ahead_sees_another_mes_signal_as_in_lockstep(neighbour: bool, cfg: dict[str, object]) -> None:
+    seen = set()
+    for delay in range(1, 30):
+        ahead = _swap_race_run(delay, 0, neighbour, **cfg)
+        lockstep = _swap_race_run(delay, 1, neighbour, **cfg)
+        assert ahead == lockstep, f"ME 1 waits {delay} rounds"
+        seen.add(ahead[0])
+    assert len(seen) > 2  # context 1 woke at different points of context 0's count
