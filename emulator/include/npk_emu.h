@@ -15,10 +15,14 @@
  * completions (ordered by cycle, then issue order) are processed before the
  * MEs of that cycle.  When nothing is runnable the chip jumps to the next
  * completion.  Instructions that only touch their own ME (datapath, branches
- * on condition codes, local_csr_rd) may run ahead of the other MEs up to the
- * next completion; results are identical to lock-step execution, and
- * lock-step is used whenever history, breakpoints, watchpoints or stepping
- * are active so that records come out in cycle order.
+ * on condition codes, local_csr_rd, queued local_csr_wr) may run ahead of the
+ * other MEs up to the next completion; context swaps and SAME_ME_SIGNAL
+ * writes, which another ME's signal could overtake, only as far as no such
+ * signal can arrive (the fastest unit's command overhead + latency, or the
+ * CSR write-to-use delay when a control store writes a neighbour signal).
+ * Results are identical to lock-step execution, and lock-step is used
+ * whenever history, breakpoints, watchpoints or stepping are active so that
+ * records come out in cycle order.
  *
  * Conventions
  *   - cycles are microengine clock cycles;
