@@ -1379,16 +1379,16 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
         me_exec(c, m);
     if (!ahead) return;
     uint64_t saved = c->now;
-    /* no other ME's signal can reach this one before `reach`: every ME is at c->now or
-     * later, and what it does reaches another ME c->lookahead cycles on at the soonest */
-    uint64_t reach = c->now + c->lookahead < horizon ? c->now + c->lookahead : horizon;
+    /* no other ME's signal can reach this one before `quiet_until`: every ME is at c->now
+     * or later, and what it does reaches another ME c->lookahead cycles on at the soonest */
+    uint64_t quiet_until = c->now + c->lookahead < horizon ? c->now + c->lookahead : horizon;
     while (m->cur >= 0 && m->next < horizon) {
         if (m->pend_min <= m->next) {
             /* CSR writes due: those only this ME reads take effect here, in its own
              * timeline (nothing else could see the difference), and signals to its own
              * contexts where no other ME's can come first; others end the turn */
             int r = npk_me_due_csrs_reach(m, m->next);
-            if (r == LCSR_CHIP || (r == LCSR_CONTEXTS && m->next >= reach)) break;
+            if (r == LCSR_CHIP || (r == LCSR_CONTEXTS && m->next >= quiet_until)) break;
             c->now = m->next;
             npk_me_apply_csrs(c, m);
             continue;
@@ -1398,10 +1398,10 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
         if (pc >= c->cfg.ustore_words) break;
         /* a full queue of CSR writes would make the write take effect now; a word that
          * swaps contexts (a ctx_arb, or the last of a swap's defer slots) does so past
-         * `reach` only in lock-step */
+         * `quiet_until` only in lock-step */
         int local = m->uop[pc].local;
         int swaps = local == LOCAL_SWAP || m->ctx[m->cur].swap_pending;
-        if (local == LOCAL_NO || (local == LOCAL_QUEUED && m->npend >= NPK_MAX_PEND) || (swaps && m->next >= reach))
+        if (local == LOCAL_NO || (local == LOCAL_QUEUED && m->npend >= NPK_MAX_PEND) || (swaps && m->next >= quiet_until))
             break;
         c->now = m->next;
         me_exec(c, m);
