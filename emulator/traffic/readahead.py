@@ -91,6 +91,7 @@ class ReadAhead(TrafficReader):
         self._step = step_ns
         self._conn: Any = None
         self._proc: Any = None
+        self._stopper: Any = None  # weakref.finalize: ends the child with this reader
         self._pending: deque[tuple[int, Window | None, bool]] = deque()  # from the child, not yet taken
         self._done = reader.done
         self._end = reader.done  # the child's last window is in _pending or taken
@@ -107,7 +108,7 @@ class ReadAhead(TrafficReader):
 
     def close(self) -> None:
         """Stop the child (windows it made that nobody took are dropped)."""
-        if self._proc is not None:
+        if self._stopper is not None:
             self._stopper()
         self._end = True
 

@@ -244,8 +244,9 @@ class RouterRun:
         self.traffic_ns = 0
         self.me_busy: dict[int, float] = {}
         self.drain_info: dict[str, Any] = {"enabled": False}
-        self.over = {p: sum(w) for p, w in traffic.wire.items()}
-        self._over = array("I", (self.over.get(p, 24) for p in range(256)))  # by port, for port_load
+        # bytes the wire adds to a frame (preamble, FCS, gap), by port: 24 where the traffic
+        # does not say (port_load takes the array as it is)
+        self.over = array("I", (sum(traffic.wire[p]) if p in traffic.wire else 24 for p in range(256)))
         self.offered_bits: Counter[int] = Counter()
         self.demand_bits: Counter[int] = Counter()
         self.demand_pkts: Counter[int] = Counter()
@@ -255,7 +256,7 @@ class RouterRun:
         self.oracle_s = 0.0
         led = self.run.ledger
         for p in range(64):
-            led.over[p] = self.over.get(p, 24)
+            led.over[p] = self.over[p]
         self.run.on_window.append(self._window)
         self.run.on_push.append(self._pushed)
         self.run.compare = self._departed
@@ -281,7 +282,7 @@ class RouterRun:
                    control=control)  # fmt: skip
 
     def _wire(self, port: int) -> int:
-        return self.over.get(port, 24)
+        return self.over[port]
 
     # -- the oracle, as packets come
     def _window(self, c: Chunk) -> None:
@@ -294,12 +295,12 @@ class RouterRun:
         self.oracle_s += time.perf_counter() - t0
 
     def _offered(self, w: Window) -> None:
-        for p, (bits, _) in port_load(w.ports, w.lens, self._over).items():
+        for p, (bits, _) in port_load(w.ports, w.lens, self.over).items():
             self.offered_bits[p] += bits
 
     def _pushed(self, c: Chunk, lo: int, hi: int) -> None:
         v = c.extra["v"]
-        load = port_load(memoryview(v.port)[lo:hi], c.w.lens[lo:hi], self._over, memoryview(v.kind)[lo:hi], FORWARD)
+        load = port_load(memoryview(v.port)[lo:hi], c.w.lens[lo:hi], self.over, memoryview(v.kind)[lo:hi], FORWARD)
         for p, (bits, pkts) in load.items():
             self.demand_bits[p] += bits
             self.demand_pkts[p] += pkts
@@ -326,7 +327,7 @@ class RouterRun:
         names a held packet) left to Python: against the oracle, timed, in flow order."""
         port, data = d.port, d.data
         if d.t < self._tx_until:
-            self.tx_bits[port] += (len(data) + self.over.get(port, 24)) * 8
+            self.tx_bits[port] += (len(data) + self.over[port]) * 8
         res = self.comparison
         if not d.by_tag:
             # too short for the whole tag: identified by its bytes (the earliest held
