@@ -496,6 +496,19 @@ static void exec_mul(npk_exec *e, const npk_uop *u)
     m->prev_b = b;
 }
 
+/* a local_csr_wr executed at cycle `now` takes effect csr_write_to_use cycles later (the
+ * run loop or npk_me_advance applies it): queue it; returns that cycle.  The queue has room. */
+static inline uint64_t queue_csr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v, uint64_t now)
+{
+    npk_pending_csr *p = &m->pend[m->npend++];
+    p->at = now + c->cfg.csr_write_to_use;
+    p->addr = addr;
+    p->value = v;
+    p->ctx = ctx;
+    if (p->at < m->pend_min) npk_me_set_pend(c, m, p->at);
+    return p->at;
+}
+
 /* local_csr_rd / _wr: u->a the written value's operand (predecode) */
 static void exec_local_csr(npk_exec *e, const npk_uop *u)
 {
@@ -511,12 +524,7 @@ static void exec_local_csr(npk_exec *e, const npk_uop *u)
     if (e->illegal) return;
     if (m->npend >= NPK_MAX_PEND) npk_me_apply_csrs(c, m);
     if (m->npend >= NPK_MAX_PEND) { npk_lcsr_write(c, m, e->ctx, addr, v); return; }
-    npk_pending_csr *p = &m->pend[m->npend++];
-    p->at = c->now + c->cfg.csr_write_to_use;
-    p->addr = addr;
-    p->value = v;
-    p->ctx = e->ctx;
-    if (p->at < m->pend_min) npk_me_set_pend(c, m, p->at);
+    queue_csr_write(c, m, e->ctx, addr, v, c->now);
 }
 
 /* returns -1 when the instruction dealt with the context itself (halt, kill) */
@@ -1318,13 +1326,8 @@ dispatch:
          * npk_me_advance or the run loop; the loop stops there.  A full queue: the
          * general path */
         if (m->npend >= NPK_MAX_PEND) goto done;
-        npk_pending_csr *p = &m->pend[m->npend++];
-        p->at = now + c->cfg.csr_write_to_use;
-        p->addr = (uint32_t)NPK_LOCAL_CSR_CSR(u->w) << 2;
-        p->value = VAL(u->a);
-        p->ctx = ctx;
-        if (p->at < m->pend_min) npk_me_set_pend(c, m, p->at);
-        if (limit > p->at) limit = p->at;
+        uint64_t at = queue_csr_write(c, m, ctx, (uint32_t)NPK_LOCAL_CSR_CSR(u->w) << 2, VAL(u->a), now);
+        if (limit > at) limit = at;
         RETIRE();
     }
 #if !defined(__GNUC__)
