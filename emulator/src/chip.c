@@ -407,11 +407,9 @@ static int any_alive(npk_chip *c)
  * csr_write_to_use on.  (The MSF device's own events bound the run-ahead separately.) */
 static uint64_t cross_me_lookahead(const npk_chip *c)
 {
-    const npk_unit_cfg *units[] = {&c->cfg.sram, &c->cfg.dram, &c->cfg.scratch, &c->cfg.hash,
-                                   &c->cfg.cap, &c->cfg.msf, &c->cfg.pci};
     uint64_t l = NPK_NEVER;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        const npk_unit_cfg *u = units[i];
+    for (int unit = 0; unit < NPK_UNIT_COUNT; unit++) {
+        const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
         uint64_t t = (uint64_t)u->cmd_overhead + (u->read_latency < u->write_latency ? u->read_latency : u->write_latency);
         if (t < l) l = t;
     }

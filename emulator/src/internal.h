@@ -372,6 +372,7 @@ void npk_cam_reset(npk_me *m);
 
 /* units */
 uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write);
+const npk_unit_cfg *npk_unit_cfg_of(const npk_chip *c, int unit);   /* NPK_UNIT_* */
 int npk_unit_full(npk_chip *c, int unit, int chan);
 void npk_unit_complete(npk_chip *c, npk_event *e);
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);

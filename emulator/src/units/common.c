@@ -32,7 +32,7 @@ void npk_mem_atomic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, np
     e->count = 1;   /* whatever an indirect_ref count said: one longword comes back */
 }
 
-static const npk_unit_cfg *unit_cfg(npk_chip *c, int unit)
+const npk_unit_cfg *npk_unit_cfg_of(const npk_chip *c, int unit)
 {
     switch (unit) {
     case NPK_UNIT_SRAM: return &c->cfg.sram;
@@ -47,7 +47,7 @@ static const npk_unit_cfg *unit_cfg(npk_chip *c, int unit)
 
 int npk_unit_full(npk_chip *c, int unit, int chan)
 {
-    const npk_unit_cfg *u = unit_cfg(c, unit);
+    const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
     return u->queue_depth && c->chan[unit][chan & 3].outstanding >= u->queue_depth;
 }
 
@@ -56,7 +56,7 @@ int npk_unit_full(npk_chip *c, int unit, int chan)
  * read/write_latency cycles after its service ends. */
 uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write)
 {
-    const npk_unit_cfg *u = unit_cfg(c, unit);
+    const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
     npk_chan *ch = &c->chan[unit][chan & 3];
     uint64_t arrive = c->now + u->cmd_overhead;
     uint64_t start = ch->busy_until > arrive ? ch->busy_until : arrive;
