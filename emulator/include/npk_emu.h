@@ -16,10 +16,14 @@
  * MEs of that cycle.  When nothing is runnable the chip jumps to the next
  * completion.  Instructions that only touch their own ME (datapath, branches
  * on condition codes, local_csr_rd, queued local_csr_wr) may run ahead of the
- * other MEs up to the next completion; context swaps and SAME_ME_SIGNAL
- * writes, which another ME's signal could overtake, only as far as no such
- * signal can arrive (the fastest unit's command overhead + latency, or the
- * CSR write-to-use delay when a control store writes a neighbour signal).
+ * other MEs up to the next completion.  Those of them on the fast path that
+ * read no read transfer register (which only completions and the MSF device
+ * write) may run on past completions, to the end of the run's budget or the
+ * next due CSR write: no event reads or writes what they touch.  Context
+ * swaps and SAME_ME_SIGNAL writes, which another ME's signal could overtake,
+ * run ahead only as far as no such signal can arrive (the fastest unit's
+ * command overhead + latency, or the CSR write-to-use delay when a control
+ * store writes a neighbour signal).
  * Results are identical to lock-step execution, and lock-step is used
  * whenever history, breakpoints, watchpoints or stepping are active so that
  * records come out in cycle order.

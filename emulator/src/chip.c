@@ -490,7 +490,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             uint64_t horizon = npk_ev_next_cycle(c);
             if (horizon > end) horizon = end;
             if (msf_next < horizon) horizon = msf_next;
-            npk_me_advance(c, m, horizon, ahead_ok);
+            npk_me_advance(c, m, horizon, end, ahead_ok);
             if (c->step_me == (int)i && cur == c->step_ctx && !c->stop_req) {
                 c->stop_req = 1;
                 c->stop.reason = NPK_STOP_STEP;

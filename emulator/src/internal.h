@@ -81,6 +81,8 @@ typedef struct npk_uop {
     uint8_t ctxmask;       /* branch on a condition: the contexts it is taken in */
     uint8_t fast_lm;       /* a fast word with local-memory operands: its handler (u->fast is then
                             * F_LM, which stages them first) */
+    uint8_t fast_xin;      /* a fast word that reads a read transfer register: its handler (u->fast
+                            * is then F_XIN, which waits for the next event first) */
     uint16_t ccmask;       /* branch on a condition: the condition codes it is taken for */
     uint16_t target;       /* branches: the target, inside the control store */
     uint32_t cmd;          /* memory classes: NPK_CMD_*; immed: the value */
@@ -348,7 +350,7 @@ static inline void npk_hist(npk_chip *c, int kind, int me, int ctx, int unit, ui
 }
 
 /* me.c */
-void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead);
+void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int ahead);
 void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr);
 void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);

@@ -855,6 +855,8 @@ enum {
     F_IMMED, F_IMMED_BYTE, F_IMMED_WORD, F_BRANCH, F_BR_BIT, F_BR_BYTE, F_JUMP, F_LD_FIELD,
     F_LCSR_WR, /* local_csr_wr: queue the write (npk_me.pend) */
     F_LM,      /* the word has local-memory operands: stage them, then u->fast_lm */
+    F_XIN,     /* the word reads a read transfer register: not past the next event, then
+                * u->fast_xin */
     F_COUNT
 };
 
@@ -867,16 +869,30 @@ static int fast_rf(const npk_opnd *o)
 static int fast_src(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_IMM || o->lm; }
 static int fast_dst(const npk_opnd *o) { return fast_rf(o) || o->kind == NPK_OPK_NONE || o->lm; }
 static int fast_reg(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kind == NPK_OPK_ABS; }  /* read and written */
+/* a source operand in a read transfer register file (what completions and the MSF write) */
+static int reads_xfer_in(const npk_opnd *o)
+{
+    return (o->kind == NPK_OPK_XFER || o->kind == NPK_OPK_DXFER) && !o->lm &&
+           (o->row == (NPK_RF_XFER + XK_SIN) * 128 || o->row == (NPK_RF_XFER + XK_DIN) * 128);
+}
 
 static uint8_t fast_handler_of(const npk_uop *u);
 
-/* words with local-memory operands go through F_LM */
+/* words with local-memory operands go through F_LM, words that read a read transfer
+ * register through F_XIN (first) */
 static uint8_t fast_handler(npk_uop *u)
 {
     uint8_t h = fast_handler_of(u);
-    if (h == F_GENERAL || !(u->a.lm || u->b.lm || u->d.lm)) return h;
-    u->fast_lm = h;
-    return F_LM;
+    if (h == F_GENERAL) return h;
+    if (u->a.lm || u->b.lm || u->d.lm) {
+        u->fast_lm = h;
+        h = F_LM;
+    }
+    if (reads_xfer_in(&u->a) || reads_xfer_in(&u->b)) {
+        u->fast_xin = h;
+        h = F_XIN;
+    }
+    return h;
 }
 
 static uint8_t fast_handler_of(const npk_uop *u)
@@ -1127,16 +1143,22 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
     retire(&e, u, extra, had_br, had_swap, csr_rd_before);
 }
 
-/* Run m's running context from m->next through fast words (fast_handler) while they
- * start before `limit` and no pending CSR write comes due; returns how many it ran.
+/* Run m's running context from m->next through fast words (fast_handler) while no
+ * pending CSR write comes due and they start before `far`, or, for a word that reads a
+ * read transfer register (F_XIN), before `limit`; returns how many it ran.  A fast word
+ * reads and writes nothing but this context's registers, local memory and condition
+ * codes, which no event changes except the read transfer registers (completions of this
+ * ME's commands, the MSF device's deliveries), so only those words wait for the next
+ * event (`limit`); the others may run on to the end of the run's budget (`far`).
  * The context's registers stay in the ME; pc, condition codes, the deferred branch and
  * the statistics live in locals until it returns. */
-static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, uint64_t limit)
+static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far)
 {
     int ctx = m->cur;
     npk_ctx *x = &m->ctx[ctx];
     if (x->swap_pending || m->csr_rd_valid) return 0;
     if (limit > m->pend_min) limit = m->pend_min;
+    if (far > m->pend_min) far = m->pend_min;
     const npk_uop *uops = m->uop, *u;
     uint32_t *g = &m->rf[0][0];
     uint32_t base = npk_relbase(m, ctx), pc = x->pc, us = c->cfg.ustore_words;
@@ -1170,16 +1192,18 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
         [F_SHF_ANDNOT] = &&shf_andnot, [F_SHF_OR] = &&shf_or, [F_SHF_ASR] = &&shf_asr,
         [F_IMMED] = &&immed, [F_IMMED_BYTE] = &&immed_byte, [F_IMMED_WORD] = &&immed_word,
         [F_BRANCH] = &&branch, [F_BR_BIT] = &&br_bit, [F_BR_BYTE] = &&br_byte, [F_JUMP] = &&jump,
-        [F_LD_FIELD] = &&ld_field, [F_LCSR_WR] = &&lcsr_wr, [F_LM] = &&lm,
+        [F_LD_FIELD] = &&ld_field, [F_LCSR_WR] = &&lcsr_wr, [F_LM] = &&lm, [F_XIN] = &&xin,
     };
 #define HANDLER(h, label) label:
 #define DISPATCH() goto *labels[u->fast]
 #define DISPATCH_LM() goto *labels[u->fast_lm]
+#define DISPATCH_XIN() goto *labels[u->fast_xin]
 #else                   /* portable: a switch */
     uint8_t h;
 #define HANDLER(h, label) case h:
 #define DISPATCH() do { h = u->fast; goto dispatch; } while (0)
 #define DISPATCH_LM() do { h = u->fast_lm; goto dispatch; } while (0)
+#define DISPATCH_XIN() do { h = u->fast_xin; goto dispatch; } while (0)
 #endif
 /* the local-memory longword an F_LM operand names; writing back a staged destination */
 #define LMI(o) (((*npk_lm_reg(m, ctx, (o).lm - 1) >> 2) | (o).num) & 0x3FF)
@@ -1187,7 +1211,7 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
                                                          lm_wb_idx = UINT32_MAX; } } while (0)
 
 /* the next word, if it may run here: fetch it and go to its handler */
-#define NEXT() do { if (now >= limit) goto done; u = &uops[pc]; \
+#define NEXT() do { if (now >= far) goto done; u = &uops[pc]; \
                     had_br = brp; pc++; DISPATCH(); } while (0)
 /* the word is done: count it, the deferred branch's slot, the time (a taken branch
  * added its aborted cycles) */
@@ -1201,6 +1225,11 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
 dispatch:
     switch (h) {
 #endif
+
+    HANDLER(F_XIN, xin) {
+        if (now >= limit) goto done;
+        DISPATCH_XIN();
+    }
 
     HANDLER(F_LM, lm) {
         LM_WRITE_BACK();
@@ -1328,6 +1357,7 @@ dispatch:
         if (m->npend >= NPK_MAX_PEND) goto done;
         uint64_t at = queue_csr_write(c, m, ctx, (uint32_t)NPK_LOCAL_CSR_CSR(u->w) << 2, VAL(u->a), now);
         if (limit > at) limit = at;
+        if (far > at) far = at;
         RETIRE();
     }
 #if !defined(__GNUC__)
@@ -1339,7 +1369,7 @@ done:
     LM_WRITE_BACK();
     if (n) {
         /* the word that stopped the loop was fetched but not executed */
-        x->pc = (now >= limit) ? pc : pc - 1;
+        x->pc = (now >= far) ? pc : pc - 1;
         x->cc = cc;
         x->br_pending = (uint8_t)brp;
         x->br_left = brl;
@@ -1362,23 +1392,25 @@ done:
 #undef HANDLER
 #undef DISPATCH
 #undef DISPATCH_LM
+#undef DISPATCH_XIN
 #undef NEXT
 #undef RETIRE
 }
 
-static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit)
+static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far)
 {
-    return m->uop[m->ctx[m->cur].pc].fast ? run_fast_loop(c, m, limit) : 0;
+    return m->uop[m->ctx[m->cur].pc].fast ? run_fast_loop(c, m, limit, far) : 0;
 }
 
 /* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
  * the words that touch only this ME for as long as they start before `horizon` (the
- * next unit completion): the results are those of lock-step execution. */
-void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
+ * next event), fast words that read no transfer register up to `end` (the run's
+ * budget): the results are those of lock-step execution. */
+void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int ahead)
 {
     int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
     /* a fast first word and the fast words after it in one entry of the fast loop */
-    if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1)))
+    if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1)))
         me_exec(c, m);
     if (!ahead) return;
     uint64_t saved = c->now;
@@ -1396,7 +1428,7 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, int ahead)
             npk_me_apply_csrs(c, m);
             continue;
         }
-        if (fast && run_fast(c, m, horizon)) continue;
+        if (fast && run_fast(c, m, horizon, end)) continue;
         uint32_t pc = m->ctx[m->cur].pc;
         if (pc >= c->cfg.ustore_words) break;
         /* a full queue of CSR writes would make the write take effect now; a word that
