@@ -872,7 +872,7 @@ static int fast_reg(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kin
 /* a source operand in a read transfer register file (what completions and the MSF write) */
 static int reads_xfer_in(const npk_opnd *o)
 {
-    return (o->kind == NPK_OPK_XFER || o->kind == NPK_OPK_DXFER) && !o->lm &&
+    return (o->kind == NPK_OPK_XFER || o->kind == NPK_OPK_DXFER) &&
            (o->row == (NPK_RF_XFER + XK_SIN) * 128 || o->row == (NPK_RF_XFER + XK_DIN) * 128);
 }
 

@@ -281,9 +281,6 @@ class RouterRun:
         return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record,
                    control=control)  # fmt: skip
 
-    def _wire(self, port: int) -> int:
-        return self.over[port]
-
     # -- the oracle, as packets come
     def _window(self, c: Chunk) -> None:
         t0 = time.perf_counter()
@@ -308,7 +305,7 @@ class RouterRun:
     def add_demand(self, port: int, nbytes: int, sign: int = 1, packet: bool = True) -> None:
         """What port `port` must carry: a frame of `nbytes` more (sign -1: less); a frame
         the router makes itself is not a packet."""
-        self.demand_bits[port] += sign * (nbytes + self._wire(port)) * 8
+        self.demand_bits[port] += sign * (nbytes + self.over[port]) * 8
         if packet:
             self.demand_pkts[port] += sign
 
