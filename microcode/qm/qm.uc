@@ -3,7 +3,8 @@
 // Context 0 enqueues: it takes (packet word, output port) from RING_IN and links the
 // packet's descriptor onto the port's queue with the SRAM queue-array command
 // `enqueue` (queue descriptor QD_BASE + 16 * port), or drops it with queue_full when
-// the port already holds QM_QLIMIT packets.  The other contexts dequeue, in turn
+// the port already holds QM_QLIMIT packets; after a message it takes two a swap until
+// the ring runs dry (README §4.5).  The other contexts dequeue, in turn
 // (tok_get orders the scheduling decisions and so the dequeue commands; tok_put the
 // puts to RING_OUT): weighted round robin over the ports, QM_QUANTUM_<p> packets per
 // visit, skipping ports whose queue is empty or that are not ready.
@@ -152,9 +153,9 @@ qm_init_port#:
 
 // ---- context 0: enqueue ------------------------------------------------------------
 .begin
-    .reg read $e0 $e1
-    .xfer_order $e0 $e1
-    .sig s_e
+    .reg read $e0 $e1 $e2 $e3
+    .xfer_order $e0 $e1 $e2 $e3
+    .sig s_e s_e2
 qm_enq_loop#:
     scratch[get, $e0, zero, (RING_IN << 2), 2], ctx_swap[s_e]
     alu[pw, --, b, $e0]
@@ -164,7 +165,23 @@ qm_enq_loop#:
 qm_enq_got#:
     alu[p, --, b, $e1]
     qm_enqueue(DROP_QUEUE_FULL)
-    br[qm_enq_loop#]
+    // a message came: more may follow (a backlog, or a burst from the blocks before),
+    // so take two a swap -- the scratch unit serves the gets in order, each returns a
+    // message or zeros -- until the second comes back empty
+qm_enq_two#:
+    scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
+    scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
+    ctx_arb[s_e, s_e2]
+    alu[pw, --, b, $e0]
+    beq[qm_enq_second#]
+    alu[p, --, b, $e1]
+    qm_enqueue(DROP_QUEUE_FULL)
+qm_enq_second#:
+    alu[pw, --, b, $e2]
+    beq[qm_enq_loop#]
+    alu[p, --, b, $e3]
+    qm_enqueue(DROP_QUEUE_FULL)
+    br[qm_enq_two#]
 .end
 
 // ---- contexts 1..: schedule and dequeue ---------------------------------------------

@@ -9,6 +9,10 @@ the demo table gained the control plane's routes and the router sends ICMP/ARP f
 its own.  So the file was re-made on that tree, with this script, which runs each case
 exactly as tests/router/test_harness_reference.py does; every re-made case was checked
 against the oracle (no unmatched, duplicate or missing frame, conservation balanced).
+It was re-made the same way when the queue manager's enqueue context began to take two
+messages a swap after one had come (microcode/README.md §4.5): every count stayed the
+same; the capture bytes (departure times), history hashes, latencies and utilisations
+moved.
 
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
