@@ -70,5 +70,6 @@ def port_load(ports: Any, lens: Any, over: array[int], kind: Any = None, want: i
     c.npk_port_load(n, ffi.from_buffer("uint8_t[]", ports), ffi.from_buffer("uint16_t[]", lens),
                     ffi.from_buffer("uint8_t[]", kind) if kind is not None else ffi.NULL, want,
                     ffi.from_buffer("uint32_t[]", over), bits, pkts)  # fmt: skip
-    frames, wire = ffi.unpack(pkts, 256), ffi.unpack(bits, 256)
+    top = max(ports) + 1  # only ports that occur can have counts
+    frames, wire = ffi.unpack(pkts, top), ffi.unpack(bits, top)
     return {p: (wire[p], k) for p, k in enumerate(frames) if k}

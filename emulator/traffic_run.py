@@ -350,11 +350,10 @@ class TrafficRun:
             w = c.w
             if c.pushed == len(w) or w.first + c.pushed != self.pushed:
                 continue
-            lo = hi = c.pushed
+            lo = c.pushed
             n = len(w)
             times = w.times
-            while hi < n and times[hi] < t_ns:
-                hi += 1
+            hi = bisect.bisect_left(times, t_ns, lo)  # arrival times are in order
             if hi == lo:
                 break
             self.dev.push(times[lo:hi], w.ports[lo:hi], array("I", range(w.first + lo, w.first + hi)),
@@ -470,7 +469,7 @@ class TrafficRun:
             raise MemoryError("no memory for the departure ledger's flow table")
         for v, c in zip(views, self.chunks, strict=False):
             c.left = v.left
-        self.latency.add_many(x for x in lats if x >= 0)
+        self.latency.add_many(lats if not n or min(lats) >= 0 else [x for x in lats if x >= 0])
         frames_needed = got or self._writers or self.out is not None or self.on_departure
         ports_out = self.ports_out
         if not frames_needed:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 
 @dataclass
@@ -47,11 +48,8 @@ class Window:
 
 def offsets(lens: array[int]) -> tuple[array[int], int]:
     """Offsets of frames of these lengths laid back to back, and the total."""
-    off = array("Q", bytes(8 * len(lens)))
-    total = 0
-    for i, n in enumerate(lens):
-        off[i] = total
-        total += n
+    off = array("Q", accumulate(lens, initial=0))
+    total = off.pop()
     return off, total
 
 
