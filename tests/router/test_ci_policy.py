@@ -5,6 +5,8 @@ corrupt or strand packets exit 1 and say why in their JSON."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,22 @@ def test_demo_chip_config_file(tmp_path: Path) -> None:
     code2, fast = _demo()
     assert code == 0 == code2
     assert slow["latency_us"]["mean"] > fast["latency_us"]["mean"]
+
+
+def test_files_written_by_one_npk_process_are_whole_for_the_next(tmp_path: Path) -> None:
+    """CI chains separate `npk` processes: each ends with its objects frozen (no last
+    collection), so whatever it writes must be closed before it exits -- the image, the
+    generated traffic, the captures and dispositions that `npk traffic compare` reads."""
+    elf, inp, out = tmp_path / "router.elf", tmp_path / "in", tmp_path / "out"
+    cmd = [sys.executable, "-c", "from npkit.toolchain.cli import main; main()"]
+
+    def run(*args: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, timeout=300, check=False)
+
+    assert run("link", "pipelined", "-o", elf).returncode == 0
+    assert run("traffic", "gen", MIN64, "-o", inp).returncode == 0
+    res = run("run", elf, "--traffic", inp, "--duration-ms", "0.2", "--capture", out, "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout)["comparison"]["matched_forward"] == 1490
+    res = run("traffic", "compare", inp, out, "--config", ROUTER)
+    assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr
