@@ -248,8 +248,13 @@ tx_poll_frame#:
     nop
     nop
     alu[v, --, b, *l$index1[0]]
-    // done when (sequence now - end of the frame) mod 2^16 is not negative
-    alu[cn, cnt, -, v]
+    // done when (sequence now - end of the frame) mod 2^16 is not negative: the end's
+    // 16 bits alone (with v's elements and port below them, a frame whose last element
+    // had just left, sequence = end, looked 1 short and waited for the next element to
+    // leave: the last frame of a burst until the next burst, holding its port's window)
+    alu_shf[cn, --, b, v, >>16]
+    alu_shf[cn, --, b, cn, <<16]
+    alu[cn, cnt, -, cn]
     br_bset[cn, 31, tx_poll_loop#]
     alu[@fr_rd, @fr_rd, +, 1]
     alu[@fr_rd, @fr_rd, and, (TBUF_ELEMENTS - 1)]
