@@ -30,8 +30,8 @@
 
 .reg @tx_next @in_flight @old_seq @alloc_seq @fr_wr @fr_rd @busy
 .reg t0 mybit above inc indf
-.reg write $tcw0 $tcw1 $tcw2 $tcw3 $tcw4 $tcw5 $tcw6 $tcw7
-.xfer_order $tcw0 $tcw1 $tcw2 $tcw3 $tcw4 $tcw5 $tcw6 $tcw7
+.reg write $tcw0 $tcw1 $tcw2 $tcw3 $tcw4 $tcw5 $tcw6 $tcw7 $tcw8 $tcw9 $tcw10 $tcw11
+.xfer_order $tcw0 $tcw1 $tcw2 $tcw3 $tcw4 $tcw5 $tcw6 $tcw7 $tcw8 $tcw9 $tcw10 $tcw11
 #if (NUM_CONTEXTS == 8)
 #define TX_POLL_CTX 7
 #define TX_CTX_MASK 0xFF
@@ -109,6 +109,8 @@ tx_bit#:
     immed[$tcw3, 0]
     immed[$tcw5, 0]
     immed[$tcw7, 0]
+    immed[$tcw9, 0]
+    immed[$tcw11, 0]
     br=ctx[TX_POLL_CTX, tx_poll#]
     br!=ctx[0, tx_loop#]
 .begin
@@ -181,7 +183,9 @@ tx_got#:
 .begin
     .reg port da len n first elem left bl t ind d tcwa tcw sop eop
     .reg read $l
-    .sig s_l dma0 dma1 dma2 dma3 s_tcw
+    // six signal pairs for a batch's DMAs (all the context has besides its tokens and
+    // timer); the descriptor read, control-word write and counter wait on dma0
+    .sig dma0 dma1 dma2 dma3 dma4 dma5
     // (port, length << 16) from the qm; the stub qm passes no length: descriptor LW2
     alu[t, --, b, $i1]
     alu[port, t, and, 0xFF]
@@ -191,7 +195,7 @@ tx_got#:
     alu_shf[d, --, b, d, >>(16 - DESC_SHIFT)]
     immed[t, DESC_BASE]
     alu[d, d, +, t]
-    sram[read, $l, d, 8, 1], ctx_swap[s_l]
+    sram[read, $l, d, 8, 1], ctx_swap[dma0]
     alu_shf[len, --, b, $l, >>16]
 tx_have_len#:
     alu[n, len, +, 63]
@@ -256,36 +260,53 @@ tx_batch#:
     tx_dma(dma1, $tcw2, tx_last1#)
     tx_dma(dma2, $tcw4, tx_last2#)
     tx_dma(dma3, $tcw6, tx_last3#)
-    // four whole elements and more to come in this stretch
-    ctx_arb[dma0, dma1, dma2, dma3]
-    msf[write, $tcw0, tcwa, 0, 8], ctx_swap[s_tcw]
+    tx_dma(dma4, $tcw8, tx_last4#)
+    tx_dma(dma5, $tcw10, tx_last5#)
+    // six whole elements and more to come in this stretch
+    ctx_arb[dma0, dma1, dma2, dma3, dma4, dma5]
+    msf[write, $tcw0, tcwa, 0, 8]
+    msf[write, $tcw8, tcwa, 32, 4], ctx_swap[dma0]
     alu[left, left, +, bl]
-    alu[elem, elem, +, 4]
+    alu[elem, elem, +, 6]
     br[tx_batch#]
 tx_last0#:
     tx_dma_last(dma0, $tcw0)
     immed[sop, 0]
     ctx_arb[dma0]
-    msf[write, $tcw0, tcwa, 0, 2], ctx_swap[s_tcw]
+    msf[write, $tcw0, tcwa, 0, 2], ctx_swap[dma0]
     alu[elem, elem, +, 1]
     br[tx_batch_end#]
 tx_last1#:
     tx_dma_last(dma1, $tcw2)
     ctx_arb[dma0, dma1]
-    msf[write, $tcw0, tcwa, 0, 4], ctx_swap[s_tcw]
+    msf[write, $tcw0, tcwa, 0, 4], ctx_swap[dma0]
     alu[elem, elem, +, 2]
     br[tx_batch_end#]
 tx_last2#:
     tx_dma_last(dma2, $tcw4)
     ctx_arb[dma0, dma1, dma2]
-    msf[write, $tcw0, tcwa, 0, 6], ctx_swap[s_tcw]
+    msf[write, $tcw0, tcwa, 0, 6], ctx_swap[dma0]
     alu[elem, elem, +, 3]
     br[tx_batch_end#]
 tx_last3#:
     tx_dma_last(dma3, $tcw6)
     ctx_arb[dma0, dma1, dma2, dma3]
-    msf[write, $tcw0, tcwa, 0, 8], ctx_swap[s_tcw]
+    msf[write, $tcw0, tcwa, 0, 8], ctx_swap[dma0]
     alu[elem, elem, +, 4]
+    br[tx_batch_end#]
+tx_last4#:
+    tx_dma_last(dma4, $tcw8)
+    ctx_arb[dma0, dma1, dma2, dma3, dma4]
+    msf[write, $tcw0, tcwa, 0, 8]
+    msf[write, $tcw8, tcwa, 32, 2], ctx_swap[dma0]
+    alu[elem, elem, +, 5]
+    br[tx_batch_end#]
+tx_last5#:
+    tx_dma_last(dma5, $tcw10)
+    ctx_arb[dma0, dma1, dma2, dma3, dma4, dma5]
+    msf[write, $tcw0, tcwa, 0, 8]
+    msf[write, $tcw8, tcwa, 32, 4], ctx_swap[dma0]
+    alu[elem, elem, +, 6]
 tx_batch_end#:
     // the frame's end, or the TBUF's wrap: on from element 0
     alu[elem, elem, and, (TBUF_ELEMENTS - 1)]
@@ -294,12 +315,11 @@ tx_batch_end#:
     // in the TBUF: statistics, buffer back
     .begin
         .reg write $bytes
-        .sig s_b
         alu_shf[t, --, b, port, <<4]
         alu[d, t, +, (STAT_PORT_BASE + 12)]
         scratch[incr, --, t, (STAT_PORT_BASE + 8)]
         alu[$bytes, --, b, len]
-        scratch[add, $bytes, d, 0], ctx_swap[s_b]
+        scratch[add, $bytes, d, 0], ctx_swap[dma0]
     .end
     npk_free_buffer(pw)
     alu[@busy, @busy, and~, mybit]
