@@ -317,6 +317,7 @@ qm_serve#:
     alu[u, QM_MAX_ELEMS, -, u]
     alu[t, --, b, *l$index0[4]]
     alu[*l$index0[4], t, -, u]
+    br_signal[tok_put, qm_out_full#]          // no swap when the token is here (npk_emit)
     ctx_arb[tok_put]
 qm_out_full#:
     br_inp_state[RING_OUT_STATUS, qm_out_wait#]

@@ -200,7 +200,9 @@ tx_got#:
 tx_have_len#:
     alu[n, len, +, 63]
     alu_shf[n, --, b, n, >>6]
-    // TBUF elements, in order (the poller gives them back)
+    // TBUF elements, in order (the poller gives them back); the token taken without a
+    // swap when it is here already (npk_emit)
+    br_signal[tok_put, tx_have_room#]
     ctx_arb[tok_put]
 tx_have_room#:
     alu[t, @in_flight, +, n]
