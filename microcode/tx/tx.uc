@@ -7,9 +7,9 @@
 //   tok_put    allocate the frame's TBUF elements (64 bytes each) in sequence, waiting
 //              while TBUF_LIMIT elements are in flight (TX_SEQUENCE_0 counts the
 //              elements the MSF has sent);
-//   --         copy the frame into its elements in batches of up to four: the
+//   --         copy the frame into its elements in batches of up to six: the
 //              batch's 64-byte chunks DRAM -> TBUF (dram[tbuf_wr]) issued together,
-//              then one msf[write] of their transmit control words (length, SOP/EOP,
+//              then msf[write]s of their transmit control words (length, SOP/EOP,
 //              port: valid); count tx packets / bytes, give the buffer back to the
 //              free list.
 // The last context (TX_POLL_CTX) does not take frames: it reads TX_SEQUENCE_0 every
@@ -227,10 +227,11 @@ tx_room#:
     alu[@fr_wr, @fr_wr, +, 1]
     alu[@fr_wr, @fr_wr, and, (TBUF_ELEMENTS - 1)]
     local_csr_wr[SAME_ME_SIGNAL, nput]
-    // copy in batches of up to four elements (a batch ends at the frame's end and at
+    // copy in batches of up to six elements (a batch ends at the frame's end and at
     // the TBUF's wrap): the batch's dram[tbuf_wr]s are issued together (one signal pair
-    // each) and waited for together, then one msf[write] of consecutive
-    // TBUF_ELEMENT_CONTROL registers validates them all.  The element's chunk, TBUF
+    // each) and waited for together, then msf[write]s of 8 + 4 longwords to consecutive
+    // TBUF_ELEMENT_CONTROL registers validate them all (the second's signal covers the
+    // first: the MSF takes commands in order).  The element's chunk, TBUF
     // address and control word advance by one add each (8 instructions an element;
     // computed afresh for each it took ~20 and ~33 cycles: with five ports' 1,514-byte
     // frames to fill at once the ME's issue, not DRAM, limited how soon the MSF had
