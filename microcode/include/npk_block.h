@@ -207,7 +207,12 @@ npk_sc_done#:
     .xfer_order $o0 $o1
     .sig s_out
     .reg t u
+    // the token may be here already (the contexts before this one have emitted): take
+    // it without a swap, which would put this context behind every other ready one --
+    // with five frames at once, behind their work (~100 cycles each) before its put
+    br_signal[tok_put, npk_emit_tok#]
     ctx_arb[tok_put]
+npk_emit_tok#:
     .if (kind == OUT_FORWARD)
 npk_emit_full#:
         br_inp_state[RING_OUT_STATUS, npk_emit_wait#]

@@ -13,6 +13,15 @@ It was re-made the same way when the queue manager's enqueue context began to ta
 messages a swap after one had come (microcode/README.md §4.5): every count stayed the
 same; the capture bytes (departure times), history hashes, latencies and utilisations
 moved.
+2026-11-24: re-made when tx's poller began to credit a frame as soon as its last
+element has left the TBUF, tx its tokens past contexts filling frames and its fill six
+elements a batch (at most two frames of more than a batch filling at once), the qm's
+schedulers to skip the scan when no packet is queued and the blocks to take tok_put
+without a swap when it is there (microcode/README.md §4.5,
+§4.6; the 1518-byte latency of issue 16): every packet count stayed the same and every
+case agreed with the oracle; capture bytes, history hashes, latencies, utilisations,
+the rates over the run and the XScale's instruction and wait counts (its polling
+follows the timing) moved.
 
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
