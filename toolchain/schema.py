@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import AfterValidator, BaseModel, Strict, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, GetCoreSchemaHandler, Strict, ValidationError
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from npkit.toolchain.yaml_data import fast_loader
 
@@ -296,6 +296,12 @@ class Bounds:
             raise ValueError(f"must be in {self.text()}, got {v if isinstance(v, int) else format(v, 'g')}")
         return v
 
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """In an `Annotated` field, the bounds check runs after the type's own: what
+        `AfterValidator(self)` does, without pydantic inspecting the signature of
+        `__call__` for every field (a tenth of the schemas' build time)."""
+        return core_schema.no_info_after_validator_function(self, handler(source))
+
 
 @dataclass(frozen=True)
 class Doc:
@@ -309,14 +315,14 @@ class Doc:
 def irange(lo: int | None = None, hi: int | None = None, **kw: Any) -> Any:
     """A strict integer (no bool, float or string) within lo..hi."""
     b = Bounds(lo, hi, **kw)
-    return Annotated[int, Strict(), AfterValidator(b), b]
+    return Annotated[int, Strict(), b]
 
 
 def frange(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
            hi_open: bool = False) -> Any:  # fmt: skip
     """A finite number (an integer is accepted) within [lo, hi] (or open ends)."""
     b = Bounds(lo, hi, lo_open, hi_open)
-    return Annotated[float, AfterValidator(_finite), AfterValidator(b), b]
+    return Annotated[float, AfterValidator(_finite), b]
 
 
 def _finite(v: float) -> float:

@@ -167,8 +167,14 @@ class XScaleCore:
             lo, hi = page_down(s.vaddr), page_up(s.vaddr + s.memsz)
             for pg in range(lo, hi, PAGE):
                 spans[pg] = spans.get(pg, 0) | s.flags
+        runs: list[list[int]] = []  # [start, end): one mapping per run of pages (a mapping costs ~30 us)
         for pg in sorted(spans):
-            self.uc.mem_map(pg, PAGE, U.UC_PROT_ALL)
+            if runs and runs[-1][1] == pg:
+                runs[-1][1] = pg + PAGE
+            else:
+                runs.append([pg, pg + PAGE])
+        for lo, hi in runs:
+            self.uc.mem_map(lo, hi - lo, U.UC_PROT_ALL)
         for s in elf.segments:
             self.uc.mem_write(s.vaddr, s.data)
         self.brk_base = self.brk = page_up(elf.end)

@@ -117,8 +117,8 @@ def _symbols(raw: bytes, shoff: int, shentsize: int, shnum: int) -> list[tuple[i
             continue
         strtab = secs[sh[6]]
         s_off = strtab[4]
-        for k in range(sh[5] // 16):
-            name_off, value, size, info, _other, _shndx = struct.unpack_from("<IIIBBH", raw, sh[4] + 16 * k)
+        table = raw[sh[4] : sh[4] + sh[5] // 16 * 16]
+        for name_off, value, size, info, _other, _shndx in struct.iter_unpack("<IIIBBH", table):
             if info & 0xF != STT_FUNC or not value:
                 continue
             end = raw.index(b"\0", s_off + name_off)

@@ -66,3 +66,31 @@ def test_load_reports_the_file(tmp_path: Path) -> None:
     path.write_text("ports: []\n")
     with pytest.raises(ConfigError, match=str(path)):
         RouterConfig.load(path)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (None, None),
+        ("1.0.0.0/8 10.0.1.2 7", "does not exist"),
+        ("1.0.0.0/8 10.0.3.2 1", "not on port 1"),
+        ("1.0.0.0/8 10.0.1.1 1", "port 1's own address"),
+        ("10.0.1.0/24 0.0.0.0 1", "connected"),
+        ("10.0.0.255/32 0.0.0.0 0", "broadcast"),
+    ],
+)
+def test_route_file_columns_find_what_the_route_by_route_check_finds(bad: str | None, message: str | None) -> None:
+    """A route file's routes come as columns, screened by their distinct values before
+    any route is looked at alone: the problems found are those of the routes one by one."""
+    from npkit.emulator.traffic.router_schema import route_problems
+    from npkit.emulator.traffic.routes import RouteColumns, parse_routes
+
+    good = [f"{20 + i % 200}.{i // 200}.0.0/16 10.0.{i % 2}.{2 + i % 3} {i % 2}" for i in range(400)]
+    routes = parse_routes("\n".join(good[:150] + ([bad] if bad else []) + good[150:]))
+    ports = [(ip("10.0.0.1"), 24), (ip("10.0.1.1"), 24)]
+    found = list(route_problems(ports, RouteColumns.of(routes)))
+    assert found == list(route_problems(ports, routes))
+    if message is None:
+        assert found == []
+    else:
+        assert [k for k, _ in found] == [150] and message in found[0][1]

@@ -48,11 +48,14 @@ def code_digest() -> str:
     file touched without a change only costs a rebuild)."""
     h = hashlib.sha256()
     for d in CODE_DIRS:
-        base = ROOT / d
-        for p in sorted(base.rglob("*")):
-            if p.suffix in CODE_SUFFIXES and "__pycache__" not in p.parts:
-                st = p.stat()
-                h.update(f"{p.relative_to(ROOT)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        found: list[tuple[str, ...]] = []  # paths below ROOT as parts: sorted as pathlib sorts paths
+        for top, dirs, files in os.walk(ROOT / d):  # os.walk: a third of rglob's time
+            dirs[:] = [n for n in dirs if n != "__pycache__"]
+            rel = Path(top).relative_to(ROOT).parts
+            found += [(*rel, n) for n in files if os.path.splitext(n)[1] in CODE_SUFFIXES]
+        for parts in sorted(found):
+            st = ROOT.joinpath(*parts).stat()
+            h.update(f"{'/'.join(parts)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from npkit.toolchain.yaml_data import load_data
+
 from .paths import DEFAULT_ROUTER
 
 # The demo table's routes for the control plane, as in examples/traffic/routes.txt: the way
@@ -65,7 +67,7 @@ def router_with_routes(routes: Path) -> Path:
     temporary file when the cache is off)."""
     from .cache import cache_file, cache_put, content_key
 
-    router = yaml.safe_load(DEFAULT_ROUTER.read_text())
+    router = load_data(DEFAULT_ROUTER.read_text())
     router["routes"] = str(Path(routes).resolve())
     text = yaml.safe_dump(router).encode()
     key = content_key("router/1", text)
