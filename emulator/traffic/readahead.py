@@ -26,6 +26,7 @@ closes (the run's process ended).
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import pickle
 import threading
 import weakref
@@ -66,7 +67,9 @@ def _produce(reader: TrafficReader, step_ns: int, out: Any, other_end: Any) -> N
     out.close()
 
 
-def _stop(proc: Any, conn: Any) -> None:
+def _stop(proc: Any, conn: Any, owner: int) -> None:
+    if os.getpid() != owner:
+        return  # a copy of the reader in another reader's forked child: not its process to stop
     conn.close()
     if proc.is_alive():
         proc.kill()
@@ -104,7 +107,7 @@ class ReadAhead(TrafficReader):
         p.start()
         w.close()
         self._conn, self._proc = r, p
-        self._stopper = weakref.finalize(self, _stop, p, r)
+        self._stopper = weakref.finalize(self, _stop, p, r, os.getpid())
 
     def close(self) -> None:
         """Stop the child (windows it made that nobody took are dropped)."""

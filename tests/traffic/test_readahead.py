@@ -4,7 +4,9 @@ have come (the run with and without it: tests/msf/test_determinism.py)."""
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -130,3 +132,50 @@ def test_slice_and_concat_give_the_window_back() -> None:
     with pytest.raises(ValueError, match="not consecutive"):
         concat([parts[0], parts[2]])
 
+
+
+class Collecting(TrafficReader):
+    """The source's windows, collecting garbage first (in the child that reads it); what
+    the collector's finalizers raise there is written to `log`."""
+
+    def __init__(self, inner: TrafficReader, log: Path) -> None:
+        self.inner = inner
+        self.log = log
+
+    @property
+    def done(self) -> bool:
+        return self.inner.done
+
+    def take(self, until_ns: int) -> Window | None:
+        raised: list[str] = []
+        hook = sys.unraisablehook
+        sys.unraisablehook = lambda u: raised.append(f"{u.exc_type.__name__}: {u.exc_value}")
+        try:
+            gc.collect()
+        finally:
+            sys.unraisablehook = hook
+        if raised:
+            with self.log.open("a") as f:
+                f.write("\n".join(raised) + "\n")
+        return self.inner.take(until_ns)
+
+
+def test_a_reader_forked_into_another_readers_child_is_not_stopped_there(tmp_path: Path) -> None:
+    """A child is forked with the parent's pending garbage: a reader left in a cycle, its
+    own child still running, is collected in the new child too.  There it must not try
+    to stop a process that is not its child (multiprocessing: "can only test a child
+    process", from the finalizer) -- only its owner stops it."""
+    log = tmp_path / "raised.txt"
+    gc.disable()  # the collector has not found it yet when the second child is forked
+    try:
+        first = ReadAhead(source().reader(), STEP)
+        first.take(STEP)
+        first.loop = first  # type: ignore[attr-defined]  # garbage only the collector finds
+        del first
+        second = ReadAhead(Collecting(source().reader(), log), STEP)
+        got = takes(second, [STEP * k for k in range(1, 6)])
+    finally:
+        gc.enable()
+    gc.collect()  # the owner stops the first child
+    assert got == takes(source().reader(), [STEP * k for k in range(1, 6)])
+    assert not log.exists(), log.read_text()
