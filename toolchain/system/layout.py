@@ -262,7 +262,7 @@ def load_layout(
     from .control import ControlSpec
 
     data = _substituted(raw, overrides or {}, source, located, fail)
-    return checked("layout/1", [source, str(MICROCODE), data], lambda: _checked_layout(data, source, located),
+    return checked("layout/1", [source, str(MICROCODE), SYS.ring_store, SYS.scratch_bytes, data], lambda: _checked_layout(data, source, located),
                    classes=(Layout, Ring, Block, ControlSpec))  # fmt: skip
 
 

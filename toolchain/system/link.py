@@ -450,11 +450,14 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
 
         meta["control"] = control_meta(lay)
     image = Image(programs=programs, config=config, meta=meta)
-    from npkit.toolchain.image import to_bytes
+    from npkit.toolchain.image import from_bytes, to_bytes
 
-    from .cache import cache_put
+    from .cache import cache_dir, cache_put
 
-    cache_put("image", key, to_bytes(image))
+    if cache_dir() is not None:
+        data = to_bytes(image)
+        cache_put("image", key, data)
+        from_bytes(data, "<cache>")  # its metadata's check cached too: the next run reads it without the schema
     return image
 
 
