@@ -120,7 +120,7 @@ def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: A
     only what differs (mappings such as units and msf merge key by key):
     examples/chips/ixp2800_sram64.yaml is ixp2800 with 64 MB SRAM channels.  Raises
     EmulatorError `file:line: field: problem`."""
-    from npkit.toolchain.system.cache import checked
+    from npkit.toolchain.cache import checked
 
     path = config_path(name_or_path)
     return checked("chip-config/1", [str(path), overrides], lambda: _checked_config(path, overrides))

@@ -36,7 +36,7 @@ class MsfError(ValueError):
 def msf_config(chip: Chip, **overrides: int) -> dict[str, int]:
     """The chip config's `msf:` section (defaults filled in by its schema), then overrides,
     checked by the same schema."""
-    from npkit.toolchain.system.cache import checked
+    from npkit.toolchain.cache import checked
 
     given = {**(chip.config.get("msf") or {}), **overrides}
     return checked("msf-config/1", given, lambda: _checked_msf(given))

@@ -218,7 +218,7 @@ def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
         raise ImageError(f"{where} is nested too deeply") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
         raise ImageError(f"{origin}: unsupported image format version {meta.get('format') if isinstance(meta, dict) else '?'}")
-    from .system.cache import checked
+    from .cache import checked
 
     config, progs = checked("image-meta/1", hashlib.sha256(data[meta_sh[4] : meta_sh[4] + meta_sh[5]]).hexdigest(),
                             lambda: _checked_meta(meta, where))  # fmt: skip

@@ -1,7 +1,7 @@
 """Input files without their schemas: bounded reads of text, YAML with the line of every
 value, and `file:line: field: problem` errors.  npkit.toolchain.schema (the pydantic side:
 models, validation) re-exports all of this; a reader that finds its checked result in
-npkit's cache (npkit.toolchain.system.cache.checked) needs only this module, so a warm run
+npkit's cache (npkit.toolchain.cache.checked) needs only this module, so a warm run
 does not import pydantic.
 
 `recording()` notes every file read or looked at (`read_bytes`, `file_state`) while it is

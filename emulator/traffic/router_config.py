@@ -191,8 +191,8 @@ class RouterConfig:
     def load(cls, path: str | Path) -> RouterConfig:
         """Read and check a router config (and its route file) once per process: the same
         object while neither file changes.  The schema's part of the checks is cached
-        (npkit.toolchain.system.cache.checked) while the file is unchanged."""
-        from npkit.toolchain.system.cache import checked
+        (npkit.toolchain.cache.checked) while the file is unchanged."""
+        from npkit.toolchain.cache import checked
 
         path = Path(path)
         try:

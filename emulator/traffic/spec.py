@@ -351,7 +351,7 @@ def spec_from_dict(
         _checked_spec(data, base, source, located, None)
     assert router is not None
 
-    from npkit.toolchain.system.cache import checked
+    from npkit.toolchain.cache import checked
 
     args = [str(source), str(base), data, [(p.address, p.prefix_len) for p in router.ports]]
     got = checked("traffic-spec/1", args, lambda: _checked_spec(data, base, source, located, router),

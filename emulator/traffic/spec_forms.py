@@ -2,7 +2,7 @@
 of the polymorphic forms (a size is `64`, `[64, 128]`, `imix`, ...) and timed route
 changes.  spec_schema.py (the pydantic models) uses them and re-exports them; spec.py and
 the generator import them from here, so that a spec whose checked result is cached
-(npkit.toolchain.system.cache.checked) is used without importing pydantic."""
+(npkit.toolchain.cache.checked) is used without importing pydantic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checked input files cached by content (npkit.toolchain.system.cache.checked): a result
+"""Checked input files cached by content (npkit.toolchain.cache.checked): a result
 read back from the cache equals a fresh validation's, a change to any file it came from
 is seen, errors are never cached, and a warm demo does not import pydantic."""
 
@@ -16,9 +16,8 @@ from npkit.emulator.msf_device import msf_config
 from npkit.emulator.traffic import router_config
 from npkit.emulator.traffic.router_config import RouterConfig
 from npkit.emulator.traffic.spec import load_spec
-from npkit.toolchain import schema
+from npkit.toolchain import cache, schema
 from npkit.toolchain.image import from_bytes, to_bytes
-from npkit.toolchain.system import cache
 from npkit.toolchain.system.layout import load_layout
 from npkit.toolchain.system.link import link
 from npkit.toolchain.system.paths import ROOT

@@ -257,7 +257,7 @@ def load_layout(
     def fail(where: tuple[Any, ...], message: str) -> Exception:
         return error_at(LinkError, source, where, message, located)
 
-    from npkit.toolchain.system.cache import checked
+    from npkit.toolchain.cache import checked
 
     from .control import ControlSpec
 

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path, PosixPath, PurePosixPath
 from typing import Any, TypeVar
 
-from .paths import ROOT
+ROOT = Path(__file__).resolve().parents[1]  # the tree (npkit.toolchain.system.paths.ROOT)
 
 MAX_BYTES = 2 << 30  # 2 GB
 CODE_DIRS = ("asm", "toolchain", "emulator/traffic", "emulator/pkt", "microcode")
