@@ -164,11 +164,13 @@ def plain(value: Any) -> bool:
 @lru_cache(maxsize=1)
 def checked_digest() -> str:
     """What a checked input file's result depends on besides the input: `code_digest`,
-    the emulator's own modules (the chip config's schema, its loader) and the pydantic
-    and pydantic_core installed (found without importing them)."""
+    the emulator's own modules (the chip config's schema, its loader), PyYAML, and the
+    pydantic and pydantic_core installed (found without importing them)."""
     import importlib.util
 
-    h = hashlib.sha256(code_digest().encode())
+    import yaml
+
+    h = hashlib.sha256(f"{code_digest()}\0{yaml.__version__}\0{yaml.__with_libyaml__}\n".encode())
     for p in sorted((ROOT / "emulator").glob("*.py")):
         st = p.stat()
         h.update(f"{p.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())

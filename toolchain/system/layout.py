@@ -259,10 +259,11 @@ def load_layout(
 
     from npkit.toolchain.cache import checked
 
-    from .control import ControlSpec
+    from .control import ControlSpec, option_names
 
     data = _substituted(raw, overrides or {}, source, located, fail)
-    return checked("layout/1", [source, str(MICROCODE), SYS.ring_store, SYS.scratch_bytes, data], lambda: _checked_layout(data, source, located),
+    args = [source, str(MICROCODE), SYS.ring_store, SYS.scratch_bytes, option_names(), data]  # what validation sees
+    return checked("layout/1", args, lambda: _checked_layout(data, source, located),
                    classes=(Layout, Ring, Block, ControlSpec))  # fmt: skip
 
 
