@@ -451,12 +451,15 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         meta["control"] = control_meta(lay)
     image = Image(programs=programs, config=config, meta=meta)
     from npkit.toolchain.cache import cache_dir, cache_put
-    from npkit.toolchain.image import from_bytes, to_bytes
+    from npkit.toolchain.image import ImageError, from_bytes, to_bytes
 
     if cache_dir() is not None:
         data = to_bytes(image)
         cache_put("image", key, data)
-        from_bytes(data, "<cache>")  # its metadata's check cached too: the next run reads it without the schema
+        try:
+            from_bytes(data, "<cache>")  # its metadata's check cached too: the next run reads it without the schema
+        except ImageError:
+            pass  # the next run finds it unreadable and links again, as it would have
     return image
 
 
