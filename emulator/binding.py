@@ -120,11 +120,19 @@ def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: A
     only what differs (mappings such as units and msf merge key by key):
     examples/chips/ixp2800_sram64.yaml is ixp2800 with 64 MB SRAM channels.  Raises
     EmulatorError `file:line: field: problem`."""
+    from npkit.toolchain.cache import checked
+
+    path = config_path(name_or_path)
+    return checked("chip-config/1", [str(path), overrides], lambda: _checked_config(path, overrides))
+
+
+def _checked_config(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
+    """load_config without the cache."""
+    # the schema (and pydantic) only when the cache has no result for this config
     from npkit.toolchain.schema import validate
 
     from .config_schema import ChipConfig
 
-    path = config_path(name_or_path)
     located = _read_located(path, ())
     raw = located.data
     if overrides and isinstance(raw, dict):
@@ -150,7 +158,7 @@ def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: A
 def _read_located(path: Path, seen: tuple[str, ...]) -> Any:
     """A chip config file as parsed, with its `base` (if any) merged underneath: keys
     only the base sets are reported against it, not against this file's lines."""
-    from npkit.toolchain.schema import load_yaml
+    from npkit.toolchain.reading import load_yaml
 
     located = load_yaml(path, error=EmulatorError, what="chip config")
     raw = located.data

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from typing import Any
 
 from .binding import Chip
-from .config_schema import MsfConfig
 
-MSF_DEFAULTS: dict[str, int] = MsfConfig().model_dump()  # the schema's defaults (config_schema.py)
 DROP_NAMES = {32: "rbuf_full", 33: "no_rx_thread", 37: "tbuf_underrun"}
 PORT_FIELDS = ["rx_offered", "rx_received", "rx_bytes", "rx_mpackets", "rx_drop_rbuf_full",
                "rx_drop_no_rx_thread", "tx_elements", "tx_frames", "tx_bytes", "tx_drop_underrun",
@@ -37,9 +36,20 @@ class MsfError(ValueError):
 def msf_config(chip: Chip, **overrides: int) -> dict[str, int]:
     """The chip config's `msf:` section (defaults filled in by its schema), then overrides,
     checked by the same schema."""
+    from npkit.toolchain.cache import checked
+
+    given = {**(chip.config.get("msf") or {}), **overrides}
+    return checked("msf-config/1", given, lambda: _checked_msf(given))
+
+
+def _checked_msf(given: dict[str, Any]) -> dict[str, int]:
+    """msf_config without the cache: the schema's defaults (config_schema.py), then `given`."""
+    # the schema (and pydantic) only when the cache has no result for these settings
     from npkit.toolchain.schema import validate
 
-    cfg = {**MSF_DEFAULTS, **(chip.config.get("msf") or {}), **overrides}
+    from .config_schema import MsfConfig
+
+    cfg = {**MsfConfig().model_dump(), **given}
     return validate(MsfConfig, cfg, "msf config", error=MsfError).model_dump()
 
 

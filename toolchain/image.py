@@ -16,15 +16,18 @@ ELF layout (ELF32, little-endian, e_machine EM_NONE, so GNU readelf/objdump read
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .image_schema import FORMAT_VERSION, MAX_MES, MAX_USTORE, ImageMeta
-from .schema import read_bytes, validate
+from .reading import read_bytes
 
+FORMAT_VERSION = 1
+MAX_USTORE = 8192
+MAX_MES = 32
 WORD_LIMIT = 1 << 40
 IMAGE_LIMIT = 256 << 20  # bytes: an image file larger than this is refused unread
 
@@ -215,9 +218,12 @@ def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
         raise ImageError(f"{where} is nested too deeply") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
         raise ImageError(f"{origin}: unsupported image format version {meta.get('format') if isinstance(meta, dict) else '?'}")
-    checked = validate(ImageMeta, meta, where, error=ImageError)
+    from .cache import checked
+
+    config, progs = checked("image-meta/1", hashlib.sha256(data[meta_sh[4] : meta_sh[4] + meta_sh[5]]).hexdigest(),
+                            lambda: _checked_meta(meta, where))  # fmt: skip
     programs: list[Program] = []
-    for n, pm in enumerate(checked.programs):
+    for n, pm in enumerate(progs):
         sh = by_name.get(f".text.{n}")
         if sh is None:
             raise ImageError(f"{origin}: program {n} has no .text.{n} section")
@@ -228,22 +234,40 @@ def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
             raise ImageError(f"{origin}: .text.{n} holds {len(raw) // 8} words (control store holds {MAX_USTORE})")
         programs.append(
             Program(
-                name=pm.name,
+                name=pm["name"],
                 words=[w for (w,) in struct.iter_unpack("<Q", raw)],
-                ctx_mode=pm.ctx_mode,
-                mes=list(pm.mes),
-                symbols=[Symbol(**vars(s)) for s in pm.symbols],  # flat models: their fields, as model_dump gives
-                lines=[LineEntry(**vars(e)) for e in pm.lines],
-                init_regs=[(r, c, v) for r, c, v in pm.init_regs],
-                set_sigs=list(pm.set_sigs),
-                init_mem=[(s, a, d) for s, a, d in pm.init_mem],
-                source_files=list(pm.source_files),
-                ctx_enable=pm.ctx_enable,
+                ctx_mode=pm["ctx_mode"],
+                mes=pm["mes"],
+                symbols=[Symbol(**s) for s in pm["symbols"]],
+                lines=[LineEntry(**e) for e in pm["lines"]],
+                init_regs=pm["init_regs"],
+                set_sigs=pm["set_sigs"],
+                init_mem=pm["init_mem"],
+                source_files=pm["source_files"],
+                ctx_enable=pm["ctx_enable"],
             )
         )
-    image = Image(programs, checked.config, dict(meta.get("meta") or {}))  # as written, once checked
+    image = Image(programs, config, dict(meta.get("meta") or {}))  # as written, once checked
     validate_image(image, origin)
     return image
+
+
+def _checked_meta(meta: dict[str, Any], where: str) -> tuple[str, list[dict[str, Any]]]:
+    """The image's metadata checked against image_schema.ImageMeta, as plain data: its
+    chip config and, per program, the fields of a Program but its words."""
+    # the schema (and pydantic) only when the cache has no result for this metadata
+    from .image_schema import ImageMeta
+    from .schema import validate
+
+    checked = validate(ImageMeta, meta, where, error=ImageError)
+    return checked.config, [{
+        "name": pm.name, "ctx_mode": pm.ctx_mode, "mes": list(pm.mes),
+        "symbols": [dict(vars(s)) for s in pm.symbols],  # flat models: their fields, as model_dump gives
+        "lines": [dict(vars(e)) for e in pm.lines],
+        "init_regs": [(r, c, v) for r, c, v in pm.init_regs], "set_sigs": list(pm.set_sigs),
+        "init_mem": [(s, a, d) for s, a, d in pm.init_mem], "source_files": list(pm.source_files),
+        "ctx_enable": pm.ctx_enable,
+    } for pm in checked.programs]  # fmt: skip
 
 
 def read_image(path: str | Path) -> Image:

@@ -23,9 +23,8 @@ from pydantic import (
 
 from npkit.toolchain.schema import U32, Doc, at, irange
 
-FORMAT_VERSION = 1
-MAX_USTORE = 8192
-MAX_MES = 32
+from .image import FORMAT_VERSION, MAX_MES, MAX_USTORE  # noqa: F401  (the format's limits, re-exported)
+
 SPACES = ("sram", "dram", "scratch", "lmem")
 ADDRESS_SPACE = 1 << 32
 

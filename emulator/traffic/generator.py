@@ -68,7 +68,7 @@ from .pcap import PcapReader, PcapWriter
 from .router_config import RouterConfig
 from .routes import Route, RouteColumns, is_reserved, mask
 from .spec import KINDS, PortSpec, SpecError, TrafficSpec
-from .spec_schema import MAX_PACKETS
+from .spec_forms import MAX_PACKETS
 from .window import Window, offsets
 
 TUNNEL_PORT = 49152  # outer UDP destination port of seed-003 tunnel packets

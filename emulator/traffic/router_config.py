@@ -28,16 +28,15 @@ harness share the result: treat it as read-only).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from npkit.toolchain.schema import Located, load_yaml, validate
+from npkit.toolchain.reading import Located, load_yaml
 
 from .packet import ip_str, mac_str
-from .router_schema import RouterConfigFile, route_problems
 from .routes import (
     Route,
     RouteColumns,
@@ -47,6 +46,7 @@ from .routes import (
     load_route_columns,
     mask,
     parse_route_columns,
+    route_problems,
 )
 
 
@@ -153,33 +153,47 @@ class RouterConfig:
         """A config from parsed YAML, checked against its schema (router_schema.py); a
         route file named by `routes` is read relative to `base_dir`."""
         where = str(source) if source else "<router config>"
-        model = validate(RouterConfigFile, data, where, located=located, error=ConfigError,
-                         context={"base": base_dir})  # fmt: skip
-        ports = [PortConfig(i, p.address[0], p.address[1], p.mac) for i, p in enumerate(model.ports)]
+        return cls._build(_checked_fields(data, where, located, base_dir), base_dir, source, lambda: located)
+
+    @classmethod
+    def _build(cls, fields: dict[str, Any], base_dir: Path | None, source: Path | None,
+               located: Callable[[], Located | None]) -> RouterConfig:  # fmt: skip
+        """The config from its checked fields (`_checked_fields`): the static routes read
+        and checked against the ports.  `located` gives the line map for an error."""
+        where = str(source) if source else "<router config>"
+        ports = [PortConfig(i, addr, length, mac) for i, (addr, length, mac) in enumerate(fields["ports"])]
+        routes = fields["routes"]
         route_file = None
-        if isinstance(model.routes, list):
-            static = parse_route_columns("\n".join(model.routes), f"{where}: routes")
-        elif isinstance(model.routes, str):
-            route_file = Path(model.routes)
+        if isinstance(routes, list):
+            static = parse_route_columns("\n".join(routes), f"{where}: routes")
+        elif isinstance(routes, str):
+            route_file = Path(routes)
             if base_dir is not None and not route_file.is_absolute():
                 route_file = base_dir / route_file
-            line = located.line(("routes",)) if located is not None else None
-            at_routes = f"{where}:{line}: routes" if line else f"{where}: routes"
+
+            def at_routes() -> str:
+                loc = located()
+                line = loc.line(("routes",)) if loc is not None else None
+                return f"{where}:{line}: routes" if line else f"{where}: routes"
+
             try:
                 static = load_route_columns(route_file)
             except (OSError, RouteError) as exc:
-                raise ConfigError(f"{at_routes}: {exc}") from None
-            for _, problem in route_problems([p.address for p in model.ports], static):
-                raise ConfigError(f"{at_routes}: {route_file}: {problem}")
+                raise ConfigError(f"{at_routes()}: {exc}") from None
+            for _, problem in route_problems([(p.address, p.prefix_len) for p in ports], static):
+                raise ConfigError(f"{at_routes()}: {route_file}: {problem}")
         else:
             static = RouteColumns()
-        return cls(ports=ports, arp=dict(model.arp), static_routes=static, send_redirects=model.send_redirects,
+        return cls(ports=ports, arp=fields["arp"], static_routes=static, send_redirects=fields["send_redirects"],
                    route_file=route_file, source=source)  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path) -> RouterConfig:
         """Read and check a router config (and its route file) once per process: the same
-        object while neither file changes."""
+        object while neither file changes.  The schema's part of the checks is cached
+        (npkit.toolchain.cache.checked) while the file is unchanged."""
+        from npkit.toolchain.cache import checked
+
         path = Path(path)
         try:
             key = _file_key(path)
@@ -188,8 +202,16 @@ class RouterConfig:
         hit = _LOADED.get(key)
         if hit is not None and (hit.route_file is None or _LOADED_ROUTES.get(key) == _route_key(hit.route_file)):
             return hit
-        located = load_yaml(path, error=ConfigError, what="router config")
-        cfg = cls.from_dict(located.data, base_dir=path.parent, source=path, located=located)
+
+        def read() -> Located:
+            return load_yaml(path, error=ConfigError, what="router config")
+
+        def check() -> dict[str, Any]:
+            located = read()
+            return _checked_fields(located.data, str(path), located, path.parent)
+
+        fields = checked("router-config/1", [str(path)], check)
+        cfg = cls._build(fields, path.parent, path, read)
         if len(_LOADED) > 8:
             _LOADED.clear()
         _LOADED[key] = cfg
@@ -226,6 +248,22 @@ def _route_key(path: Path) -> tuple[str, int, int, int] | None:
         return _file_key(path)
     except OSError:
         return None
+
+
+def _checked_fields(data: Any, where: str, located: Located | None, base_dir: Path | None) -> dict[str, Any]:
+    """The config checked against its schema (router_schema.py), as plain data: ports as
+    (address, prefix length, MAC), ARP, routes (a file name, a list of lines or None),
+    send_redirects."""
+    # the schema (and pydantic) only when the cache has no result for this config
+    from npkit.toolchain.schema import validate
+
+    from .router_schema import RouterConfigFile
+
+    model = validate(RouterConfigFile, data, where, located=located, error=ConfigError,
+                     context={"base": base_dir})  # fmt: skip
+    return {"ports": [(p.address[0], p.address[1], p.mac) for p in model.ports], "arp": dict(model.arp),
+            "routes": list(model.routes) if isinstance(model.routes, list) else model.routes,
+            "send_redirects": model.send_redirects}  # fmt: skip
 
 
 def load_router_config(path: str | Path) -> RouterConfig:

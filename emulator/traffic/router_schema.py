@@ -11,7 +11,6 @@ and `send_redirects` (a real boolean).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +28,7 @@ from pydantic import (
 from npkit.toolchain.schema import Doc, at, file_state
 
 from .packet import ip, ip_str, mac_str
-from .routes import Route, RouteColumns, RouteError, mask, parse_routes
+from .routes import RouteError, mask, parse_routes, route_problems  # noqa: F401  (route_problems: re-exported)
 
 MAX_PORTS = 16  # the MSF device's limit (emulator/src/units/msf_dev.c)
 MAX_PORT_PREFIX = 30  # a /31 or /32 port has no host addresses besides the router's
@@ -178,55 +177,3 @@ class RouterConfigFile(BaseModel):
             for i, message in route_problems([p.address for p in self.ports], routes):
                 raise at(("routes", i), message)
         return self
-
-
-def route_problems(ports: list[tuple[int, int]], routes: Iterable[Any]) -> Iterator[tuple[int, str]]:
-    """(index, problem) of each static route (prefix, length, next_hop, port) that
-    contradicts the ports ((address, prefix length) each, index = position)."""
-    nets = [(a & mask(n), n) for a, n in ports]
-    connected = {net: i for i, net in enumerate(nets)}
-    own = {}
-    for i, ((addr, _), (net, n)) in enumerate(zip(ports, nets, strict=True)):
-        own[addr] = f"port {i}'s own address"
-        own[net | (~mask(n) & 0xFFFFFFFF)] = f"port {i}'s subnet broadcast address"
-    own[0xFFFFFFFF] = "the limited broadcast address"
-    if isinstance(routes, RouteColumns) and _columns_clean(routes, nets, connected, own):
-        return
-    for k, r in enumerate(routes):
-        problem = _route_problem(r, nets, connected, own)
-        if problem is not None:
-            yield k, f"route {ip_str(r.prefix)}/{r.length} {ip_str(r.next_hop)} {r.port}: {problem}"
-
-
-def _columns_clean(cols: RouteColumns, nets: list[tuple[int, int]], connected: dict[tuple[int, int], int],
-                   own: dict[int, str]) -> bool:  # fmt: skip
-    """True when no route of `cols` has a problem `_route_problem` would find, decided
-    over the distinct values of each column (set operations in C) instead of route by
-    route: a table of 10,000 routes is checked in a fifth of the time.  False says only
-    that some route may have one; the routes are then checked one by one."""
-    if any(not 0 <= port < len(nets) for port in set(cols.port)):
-        return False
-    if not connected.keys().isdisjoint(zip(cols.prefix, cols.length, strict=True)):
-        return False
-    if not own.keys().isdisjoint(cols.prefix):  # a /32 route to one of them (or a shorter one: checked again)
-        return False
-    return all(_route_problem(Route(0, 0, hop, port), nets, {}, own) is None
-               for hop, port in set(zip(cols.next_hop, cols.port, strict=True)))  # fmt: skip
-
-
-def _route_problem(r: Any, nets: list[tuple[int, int]], connected: dict[tuple[int, int], int],
-                   own: dict[int, str]) -> str | None:  # fmt: skip
-    """What is wrong with one route, or None (kept cheap: a million routes pass through)."""
-    if not 0 <= r.port < len(nets):
-        return f"port {r.port} does not exist (ports 0..{len(nets) - 1})"
-    if (r.prefix, r.length) in connected:
-        return f"repeats the connected subnet of port {connected[(r.prefix, r.length)]}"
-    if r.length == 32 and r.prefix in own:
-        return f"{ip_str(r.prefix)} is {own[r.prefix]}; the router answers it itself, so this route would never be used"
-    if r.next_hop:
-        net, n = nets[r.port]
-        if r.next_hop & mask(n) != net:
-            return f"next hop {ip_str(r.next_hop)} is not on port {r.port}'s subnet {ip_str(net)}/{n}"
-        if r.next_hop in own:
-            return f"next hop {ip_str(r.next_hop)} is {own[r.next_hop]}"
-    return None

@@ -194,7 +194,7 @@ class CaptureTraffic(TrafficSource):
 
     def _control_part(self, spec: dict[str, Any]) -> None:
         """Route changes and neighbours of the spec the captures were generated from."""
-        from .spec_schema import parse_neighbours, parse_route_changes
+        from .spec_forms import parse_neighbours, parse_route_changes
 
         try:
             self.route_changes = sorted(parse_route_changes(spec.get("route_changes")), key=lambda c: c.at_ns)

@@ -93,17 +93,17 @@ from __future__ import annotations
 import copy
 import math
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from npkit.toolchain.schema import Located, file_state, load_yaml, validate
+from npkit.toolchain.reading import Located, file_state, load_yaml
 
-from . import spec_schema
+from . import spec_forms
 from .packet import ip_str
 from .router_config import ConfigError, RouterConfig
 from .routes import Route, RouteError, load_routes
-from .spec_schema import (  # noqa: F401  (the format's names, re-exported)
+from .spec_forms import (  # noqa: F401  (the format's names, re-exported)
     IMIX,
     KINDS,
     MIN_PCAP_LEN,
@@ -112,9 +112,11 @@ from .spec_schema import (  # noqa: F401  (the format's names, re-exported)
     PROTOCOLS,
     WIRE_PRESETS,
     RouteChange,
-    TrafficSpecFile,
     parse_route_change_text,
 )
+
+if TYPE_CHECKING:
+    from .spec_schema import TrafficSpecFile
 
 
 class SpecError(ValueError):
@@ -220,14 +222,14 @@ class TrafficSpec:
 def parse_rate(value: Any, key: str) -> int:
     """1e9, 1000000000, '1G', '500M', '10k' -> integer bits/s."""
     try:
-        return spec_schema.parse_rate(value)
+        return spec_forms.parse_rate(value)
     except ValueError as e:
         raise SpecError(f"{key}: {e}") from None
 
 
 def _port(index: int, s: dict[str, Any]) -> PortSpec:
     """A port's spec from its merged, validated settings (spec_schema.TrafficSpecFile.merged)."""
-    size = s.get("size") or spec_schema.parse_size(64)
+    size = s.get("size") or spec_forms.parse_size(64)
     dest = s.get("destinations") or {"kind": "table"}
     destinations = None
     if dest["kind"] == "prefixes":
@@ -345,6 +347,28 @@ def spec_from_dict(
                 if located is not None:
                     located.unlocated[(k,)] = f"the override {k}={v!r}"
     router = _router(data, base, where, located)
+    if router is None:  # the schema says what is wrong with `router`
+        _checked_spec(data, base, source, located, None)
+    assert router is not None
+
+    from npkit.toolchain.cache import checked
+
+    args = [str(source), str(base), data, [(p.address, p.prefix_len) for p in router.ports]]
+    got = checked("traffic-spec/1", args, lambda: _checked_spec(data, base, source, located, router),
+                  classes=(PortSpec, SizeDist, Arrivals, WireModel, Replay, Route, RouteChange))  # fmt: skip
+    return TrafficSpec(router=router, **got)
+
+
+def _checked_spec(data: Any, base: Path, source: Path | None, located: Located | None,
+                  router: RouterConfig | None) -> dict[str, Any]:  # fmt: skip
+    """spec_from_dict without the cache, after the overrides: the spec's fields but its
+    router, checked against its schema (spec_schema.py) and the router's ports."""
+    # the schema (and pydantic) only when the cache has no result for this spec
+    from npkit.toolchain.schema import validate
+
+    from .spec_schema import TrafficSpecFile
+
+    where = str(source) if source else "<traffic spec>"
     context = {"base": base, "nports": len(router.ports) if router else None}
     model = validate(TrafficSpecFile, data, where, located=located, error=SpecError, context=context)
     assert router is not None  # the schema checked the file exists; _router loaded it
@@ -366,11 +390,12 @@ def spec_from_dict(
             ports.append(_port(i, settings))
     raw = data if isinstance(data, dict) else {}
     neighbours, changes = _control_part(model, router, where, located)
-    return TrafficSpec(
+    spec = TrafficSpec(
         seed=model.seed, router=router, ports=ports, count=model.count, duration_ns=model.duration_ns,
         link_bps=model.link_bps, raw=raw, source=source, neighbours=neighbours,
         neighbour_delay_ns=model.neighbour_delay_ns, route_changes=changes,
     )  # fmt: skip
+    return {f.name: getattr(spec, f.name) for f in fields(TrafficSpec) if f.name != "router"}
 
 
 def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> TrafficSpec:

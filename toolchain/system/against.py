@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_dir
+from npkit.toolchain.cache import cache_dir
+
 from .paths import ROOT
 
 LAYOUTS = ("pipelined", "parallel")

@@ -30,15 +30,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from npkit.toolchain.schema import Located, error_at, file_state, load_yaml, validate
+from npkit.toolchain.reading import Located, error_at, file_state, load_yaml
 
-from .layout_schema import LayoutFile
 from .paths import LAYOUTS, MICROCODE
 from .sysmap import SYS
+
+if TYPE_CHECKING:
+    from .layout_schema import LayoutFile
 
 
 class LinkError(ValueError):
@@ -255,9 +257,24 @@ def load_layout(
     def fail(where: tuple[Any, ...], message: str) -> Exception:
         return error_at(LinkError, source, where, message, located)
 
-    from .control import option_names
+    from npkit.toolchain.cache import checked
+
+    from .control import ControlSpec, option_names
 
     data = _substituted(raw, overrides or {}, source, located, fail)
+    args = [source, str(MICROCODE), SYS.ring_store, SYS.scratch_bytes, option_names(), data]  # what validation sees
+    return checked("layout/1", args, lambda: _checked_layout(data, source, located),
+                   classes=(Layout, Ring, Block, ControlSpec))  # fmt: skip
+
+
+def _checked_layout(data: dict[str, Any], source: str, located: Located | None) -> Layout:
+    """load_layout without the cache, after the parameters are substituted."""
+    # the schema (and pydantic) only when the cache has no result for this layout
+    from npkit.toolchain.schema import validate
+
+    from .control import option_names
+    from .layout_schema import LayoutFile
+
     model = validate(LayoutFile, data, source, located=located, error=LinkError,
                      context={"microcode": MICROCODE, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes,
                               "control_options": option_names()})  # fmt: skip

@@ -450,11 +450,16 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
 
         meta["control"] = control_meta(lay)
     image = Image(programs=programs, config=config, meta=meta)
-    from npkit.toolchain.image import to_bytes
+    from npkit.toolchain.cache import cache_dir, cache_put
+    from npkit.toolchain.image import ImageError, from_bytes, to_bytes
 
-    from .cache import cache_put
-
-    cache_put("image", key, to_bytes(image))
+    if cache_dir() is not None:
+        data = to_bytes(image)
+        cache_put("image", key, data)
+        try:
+            from_bytes(data, "<cache>")  # its metadata's check cached too: the next run reads it without the schema
+        except ImageError:
+            pass  # the next run finds it unreadable and links again, as it would have
     return image
 
 
@@ -464,7 +469,7 @@ def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | Non
     router config and route file (by content, not by path), the chip config, the code
     and microcode that build it, and its control plane (`control`: the layout's
     ControlSpec; placement, program, arguments, options and the program's sources)."""
-    from .cache import code_digest, content_key
+    from npkit.toolchain.cache import code_digest, content_key
 
     if isinstance(layout, dict):
         lay_ident: Any = layout
@@ -490,9 +495,8 @@ def _cached_image(key: str, rcfg: Any, router_record: dict[str, Any], lay: Layou
     """A cached image with this run's paths in its meta (the router config and route file
     it records are these, by content), or None.  Its control program is built again if
     it is gone (the key has its sources: the one built is theirs)."""
+    from npkit.toolchain.cache import cache_get
     from npkit.toolchain.image import ImageError, from_bytes
-
-    from .cache import cache_get
 
     data = cache_get("image", key)
     if data is None:

@@ -2,7 +2,7 @@
 table `npk demo` and the experiments use) and a copy of the example router config that
 names a given table, so that the microcode's lookup, the oracle and the traffic
 generator see the same routes.  What is generated is kept in the content cache
-(npkit.toolchain.system.cache), so a second run starts at once."""
+(npkit.toolchain.cache), so a second run starts at once."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def demo_routes(count: int, seed: int = 1) -> Path:
     """The demo's random table (`npk traffic routes --count COUNT --seed SEED --config
     examples/traffic/router.yaml`), generated once and kept in the cache (a temporary
     file when the cache is off)."""
-    from .cache import cache_file, cache_put, code_digest, content_key
+    from npkit.toolchain.cache import cache_file, cache_put, code_digest, content_key
 
     key = content_key("routes/2", count, seed, str(DEFAULT_ROUTER), DEFAULT_ROUTER.read_bytes(), code_digest())
     hit = cache_file("routes", key)
@@ -65,7 +65,7 @@ def demo_routes(count: int, seed: int = 1) -> Path:
 def router_with_routes(routes: Path) -> Path:
     """The example router with `routes` as its table, kept in the cache by content (a
     temporary file when the cache is off)."""
-    from .cache import cache_file, cache_put, content_key
+    from npkit.toolchain.cache import cache_file, cache_put, content_key
 
     router = load_data(DEFAULT_ROUTER.read_text())
     router["routes"] = str(Path(routes).resolve())

@@ -1,5 +1,8 @@
 """A content-addressed cache of what a run builds before its first cycle: linked system
-images (with their SRAM tables) and generated route files.
+images (with their SRAM tables), generated route files, and input files as checked
+against their schemas (`checked`: a chip config, router config, traffic spec, layout or
+image metadata read again with the same content is not validated again, and a warm run
+does not import pydantic).
 
     key = content_key("image", layout_text, params, router, chip_config, code_digest())
     data = cache_get("image", key)             # None on a miss
@@ -18,14 +21,17 @@ the entries used least recently.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import pickle
 import tempfile
+from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PosixPath, PurePosixPath
+from typing import Any, TypeVar
 
-from .paths import ROOT
+ROOT = Path(__file__).resolve().parents[1]  # the tree (npkit.toolchain.system.paths.ROOT)
 
 MAX_BYTES = 2 << 30  # 2 GB
 CODE_DIRS = ("asm", "toolchain", "emulator/traffic", "emulator/pkt", "microcode")
@@ -135,3 +141,91 @@ def _trim(root: Path) -> None:
         total -= size
         if total <= MAX_BYTES * 3 // 4:
             break
+
+
+# ---- checked input files ----------------------------------------------------------------
+
+T = TypeVar("T")
+_PLAIN = (str, int, float, bool, bytes, type(None))
+
+
+def plain(value: Any) -> bool:
+    """True for data whose repr tells apart any two values a schema could tell apart (and
+    is the same for equal ones): str/int/float/bool/bytes/None in lists, tuples and dicts."""
+    if type(value) in _PLAIN:
+        return True
+    if type(value) in (list, tuple):
+        return all(plain(v) for v in value)
+    if type(value) is dict:
+        return all(plain(k) and plain(v) for k, v in value.items())
+    return False
+
+
+@lru_cache(maxsize=1)
+def checked_digest() -> str:
+    """What a checked input file's result depends on besides the input: `code_digest`,
+    the emulator's own modules (the chip config's schema, its loader), PyYAML, and the
+    pydantic and pydantic_core installed (found without importing them)."""
+    import importlib.util
+
+    import yaml
+
+    h = hashlib.sha256(f"{code_digest()}\0{yaml.__version__}\0{yaml.__with_libyaml__}\n".encode())
+    for p in sorted((ROOT / "emulator").glob("*.py")):
+        st = p.stat()
+        h.update(f"{p.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for name in ("pydantic", "pydantic_core"):
+        spec = importlib.util.find_spec(name)
+        where = Path(spec.origin).parent if spec is not None and spec.origin else None
+        for p in sorted(where.iterdir()) if where is not None else ():
+            if p.is_file():
+                st = p.stat()
+                h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+class _Unpickler(pickle.Unpickler):
+    """Builds only plain data and the classes it is told of: an entry cannot make
+    anything else (pickle's "restricting globals")."""
+
+    def __init__(self, data: bytes, allowed: dict[tuple[str, str], Any]) -> None:
+        super().__init__(io.BytesIO(data))
+        self.allowed = allowed
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = self.allowed.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
+        return found
+
+
+def checked(kind: str, args: Any, build: Callable[[], T], classes: tuple[type, ...] = ()) -> T:
+    """`build()` (a reader that checks its input against a schema), or the result it gave
+    before for the same `args`, code and pydantic while the files it read (or looked at)
+    are unchanged (npkit.toolchain.reading.recording).  `args` is what the result is a
+    function of besides those files (a path, overrides, parsed data; its repr is in the
+    key); when it is not `plain` the result is built every time.  The result is stored with pickle and read back with
+    `classes` (and Path) the only classes allowed.  Errors are raised, never stored."""
+    from npkit.toolchain.reading import note, recording, unchanged
+
+    key = content_key(kind, repr(args), checked_digest()) if plain(args) and cache_dir() is not None else None
+    if key is not None:
+        data = cache_get("checked", key)
+        if data is not None:
+            allowed = {(c.__module__, c.__qualname__): c for c in (*classes, PosixPath, PurePosixPath)}
+            try:
+                deps, result = _Unpickler(data, allowed).load()
+            except Exception:  # noqa: BLE001 - a damaged or foreign entry is a miss
+                deps = None
+            if deps is not None and unchanged(deps):
+                note(deps)  # an enclosing reader depends on them too
+                return result  # type: ignore[no-any-return]
+    with recording() as deps:
+        result = build()
+    if key is not None:
+        try:
+            entry = pickle.dumps((deps, result), protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return result
+        cache_put("checked", key, entry)
+    return result

@@ -1,0 +1,439 @@
+"""Input files without their schemas: bounded reads of text, YAML with the line of every
+value, and `file:line: field: problem` errors.  npkit.toolchain.schema (the pydantic side:
+models, validation) re-exports all of this; a reader that finds its checked result in
+npkit's cache (npkit.toolchain.cache.checked) needs only this module, so a warm run
+does not import pydantic.
+
+`recording()` notes every file read or looked at (`read_bytes`, `file_state`) while it is
+active: what a checked result depends on besides its own input, such as a chip config's
+`base` or a router config's route file.  `unchanged(deps)` says whether they are as noted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from npkit.toolchain.yaml_data import fast_loader
+
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler
+    from pydantic_core import CoreSchema, PydanticCustomError
+
+PathT = tuple[Any, ...]
+
+MIB = 1 << 20
+CONFIG_LIMIT = 16 * MIB  # a YAML config, spec or layout
+MAX_ELEMENTS = 1_000_000  # values in a YAML document once its aliases are expanded
+CHUNK = 1 << 20
+
+Deps = dict[str, tuple[str, str]]  # path -> ("bytes", sha256) or ("state", file_state)
+_RECORDING: list[Deps] = []  # the active recorders (nested loaders: each notes all)
+
+
+@contextmanager
+def recording() -> Iterator[Deps]:
+    """Note the files read (their content) and looked at (their state) in the block."""
+    deps: Deps = {}
+    _RECORDING.append(deps)
+    try:
+        yield deps
+    finally:
+        _RECORDING.remove(deps)
+
+
+def _note(path: str | Path, kind: str, value: str) -> None:
+    for deps in _RECORDING:
+        if kind == "bytes" or str(path) not in deps:  # content says more than state
+            deps[str(path)] = (kind, value)
+
+
+def note(deps: Deps) -> None:
+    """Note files another reader depended on (a result taken from the cache inside a block)."""
+    for path, (kind, value) in deps.items():
+        _note(path, kind, value)
+
+
+def unchanged(deps: Deps) -> bool:
+    """True when every noted file still has the content (or state) noted."""
+    for path, (kind, value) in deps.items():
+        if kind == "state":
+            if file_state(Path(path)) != value:
+                return False
+            continue
+        try:
+            with open(path, "rb") as f:
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError:
+            return False
+        if digest != value:
+            return False
+    return True
+
+
+# ---- reading text ----------------------------------------------------------------------
+
+
+class InputError(ValueError):
+    """Default error class of `read_text`/`load_yaml`/`validate` when the caller gives none."""
+
+
+# ---- reading text ----------------------------------------------------------------------
+
+
+def _fail(error: type[Exception], text: str) -> Exception:
+    return error(text)
+
+
+def read_bytes(path: str | Path, *, limit: int, error: type[Exception] = InputError,
+               what: str = "file", text: bool = False) -> bytes:  # fmt: skip
+    """The bytes of `path`, at most `limit` of them (more is an error, found without
+    reading the rest).  With `text`, a NUL byte stops the read at once (binary data)."""
+    p = Path(path)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with open(p, "rb") as f:
+            while size <= limit:
+                chunk = f.read(min(CHUNK, limit + 1 - size))
+                if not chunk:
+                    break
+                if text and b"\0" in chunk:
+                    line = b"".join(chunks).count(b"\n") + chunk.count(b"\n", 0, chunk.index(b"\0")) + 1
+                    raise _fail(error, f"{p}:{line}: {what} holds a NUL byte: a binary file, not text")
+                chunks.append(chunk)
+                size += len(chunk)
+    except OSError as e:
+        raise _fail(error, f"{p}: cannot read {what}: {e.strerror or e}") from None
+    if size > limit:
+        raise _fail(error, f"{p}: {what} is larger than {_size(limit)} (the limit for this format)")
+    data = b"".join(chunks)
+    if _RECORDING:
+        _note(p, "bytes", hashlib.sha256(data).hexdigest())
+    return data
+
+
+def decode_text(data: bytes, source: str, *, error: type[Exception] = InputError,
+                what: str = "file") -> str:  # fmt: skip
+    """UTF-8 text (a leading byte-order mark is dropped); a NUL byte or an invalid
+    sequence is an error with its line."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise _fail(error, f"{source}:{line}: {what} holds a NUL byte: a binary file, not text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise _fail(error, f"{source}:{line}: {what} is not UTF-8 text "
+                           f"(byte 0x{data[e.start]:02x} at column {col})") from None  # fmt: skip
+    return text.removeprefix("\ufeff")
+
+
+def read_text(path: str | Path, *, limit: int = CONFIG_LIMIT, error: type[Exception] = InputError,
+              what: str = "file") -> str:  # fmt: skip
+    """Read a UTF-8 text file of at most `limit` bytes (see module doc)."""
+    data = read_bytes(path, limit=limit, error=error, what=what, text=True)
+    return decode_text(data, str(path), error=error, what=what)
+
+
+def _state(path: Path) -> str:
+    try:
+        if path.is_file():
+            return "file"
+        return "not a regular file" if path.exists() else "missing"
+    except (OSError, ValueError) as e:
+        return f"unusable ({getattr(e, 'strerror', None) or e})"
+
+
+def file_state(path: Path) -> str:
+    """'file', 'missing' or what else is there (for messages about a named file); never
+    raises for a name the system refuses (too long, a NUL byte)."""
+    state = _state(path)
+    if _RECORDING:
+        _note(path, "state", state)
+    return state
+
+
+def _size(n: int) -> str:
+    return f"{n // MIB} MB" if n >= MIB and n % MIB == 0 else f"{n:,} bytes"
+
+
+# ---- YAML with lines ----------------------------------------------------------------------
+
+
+@dataclass
+class Located:
+    """A parsed document and the line of every path in it (1-based; the key's line for a
+    mapping value)."""
+
+    data: Any
+    source: str
+    lines: dict[PathT, int] = field(default_factory=dict)
+    unlocated: dict[PathT, str] = field(default_factory=dict)  # paths set from elsewhere -> by what
+
+    def origin(self, path: PathT) -> str | None:
+        """What set `path` instead of the file (an override), if anything did."""
+        for n in range(1, len(path) + 1):
+            note = self.unlocated.get(tuple(path[:n]))
+            if note is not None:
+                return note
+        return None
+
+    def line(self, path: PathT) -> int | None:
+        if self.origin(path) is not None:
+            return None
+        for n in range(len(path), -1, -1):
+            line = self.lines.get(tuple(path[:n]))
+            if line is not None:
+                return line
+        return None
+
+
+class _Walker:
+    """Line map, duplicate keys and expanded size of a composed YAML document."""
+
+    def __init__(self, loader: yaml.SafeLoader, source: str, error: type[Exception]) -> None:
+        self.loader, self.source, self.error = loader, source, error
+        self.lines: dict[PathT, int] = {}
+        self.visited: set[int] = set()
+        self.sizes: dict[int, int] = {}
+        self.active: set[int] = set()
+
+    def key(self, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return self.loader.construct_object(node)
+        return None  # complex keys: the constructor rejects the unhashable ones
+
+    def walk(self, node: yaml.Node, path: PathT, line: int) -> int:
+        """Record lines under `node` (first visit only) and return its expanded size."""
+        nid = id(node)
+        if nid in self.active:
+            raise _fail(self.error, f"{self.source}:{node.start_mark.line + 1}: a YAML alias refers to "
+                                    "a node that contains it (recursive structure)")  # fmt: skip
+        first = nid not in self.visited
+        if first:
+            self.lines.setdefault(path, line)
+        elif nid in self.sizes:
+            return self.sizes[nid]
+        self.visited.add(nid)
+        self.active.add(nid)
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                size += self.walk(item, (*path, i), item.start_mark.line + 1)
+        elif isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                key = self.key(key_node)
+                kline = key_node.start_mark.line + 1
+                if key_node.tag != "tag:yaml.org,2002:merge" and isinstance(key_node, yaml.ScalarNode):
+                    try:
+                        if key in seen:
+                            shown = ".".join(map(str, (*path, key)))
+                            raise _fail(self.error, f"{self.source}:{kline}: {shown}: duplicate key "
+                                                    f"(first on line {seen[key]})")  # fmt: skip
+                        seen[key] = kline
+                    except TypeError:
+                        pass  # unhashable: the constructor says so
+                size += self.walk(value_node, (*path, key), kline) + 1
+        self.active.discard(nid)
+        self.sizes[nid] = size
+        if size > MAX_ELEMENTS:
+            raise _fail(self.error, f"{self.source}: the document expands to more than {MAX_ELEMENTS:,} "
+                                    "values (YAML aliases repeated many times?)")  # fmt: skip
+        return size
+
+
+def parse_yaml(text: str, source: str, *, error: type[Exception] = InputError) -> Located:
+    """Parse YAML text into data and its line map (one document)."""
+    loader = fast_loader(text)
+    if loader is not yaml.SafeLoader:
+        try:
+            return _parse_yaml(text, source, error, loader)
+        except Exception:  # noqa: BLE001 - read again below, for the pure-Python parser's message
+            pass
+    return _parse_yaml(text, source, error, yaml.SafeLoader)
+
+
+def _parse_yaml(text: str, source: str, error: type[Exception], loader_class: type[yaml.SafeLoader]) -> Located:
+    loader: yaml.SafeLoader | None = None
+    try:
+        loader = loader_class(text)
+        node = loader.get_single_node()
+        if node is None:
+            return Located(None, source, {(): 1})
+        walker = _Walker(loader, source, error)
+        walker.walk(node, (), node.start_mark.line + 1)
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise _fail(error, f"{where}: YAML syntax: {e.problem or e.context}") from None
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1
+        raise _fail(error, f"{source}:{line}: character U+{e.character:04X} is not allowed in YAML") from None
+    except yaml.YAMLError as e:
+        raise _fail(error, f"{source}: YAML: {e}") from None
+    except RecursionError:
+        raise _fail(error, f"{source}: nested too deeply") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return Located(data, source, walker.lines)
+
+
+def load_yaml(path: str | Path, *, limit: int = CONFIG_LIMIT, error: type[Exception] = InputError,
+              what: str = "file") -> Located:  # fmt: skip
+    """Read and parse a YAML file (bounded read, see `read_text`)."""
+    return parse_yaml(read_text(path, limit=limit, error=error, what=what), str(path), error=error)
+
+
+# ---- bounded fields (the schemas declare them; the checks need no pydantic) ----------------
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """An inclusive (or open) numeric range; checks values and describes itself."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    multiple_of: int | None = None
+    power_of_two: bool = False
+
+    def text(self) -> str:
+        def num(v: float) -> str:
+            if isinstance(v, int) and abs(v) >= 1 << 16 and v == 1 << (v.bit_length() - 1):
+                return f"2^{v.bit_length() - 1}"
+            if isinstance(v, int) and abs(v) >= 1 << 16 and v + 1 == 1 << v.bit_length():
+                return f"2^{v.bit_length()}-1"
+            return str(v) if isinstance(v, int) else f"{v:g}"
+
+        if self.lo_open or self.hi_open or any(isinstance(v, float) for v in (self.lo, self.hi)):
+            lo = "-inf" if self.lo is None else num(self.lo)
+            hi = "inf" if self.hi is None else num(self.hi)
+            out = f"{'(' if self.lo_open else '['}{lo}, {hi}{')' if self.hi_open else ']'}"
+        elif self.hi is None:
+            out = f">= {num(self.lo)}" if self.lo is not None else "any"
+        else:
+            out = f"{num(self.lo) if self.lo is not None else ''}..{num(self.hi)}"
+        if self.multiple_of:
+            out += f", a multiple of {self.multiple_of}"
+        if self.power_of_two:
+            out += ", a power of two"
+        return out
+
+    def __call__(self, v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"must be a finite number in {self.text()}, got {v}")
+        low = self.lo is not None and (v <= self.lo if self.lo_open else v < self.lo)
+        high = self.hi is not None and (v >= self.hi if self.hi_open else v > self.hi)
+        bad = low or high
+        bad = bad or bool(self.multiple_of and v % self.multiple_of)
+        bad = bad or (self.power_of_two and (v <= 0 or int(v) & (int(v) - 1) != 0))
+        if bad:
+            raise ValueError(f"must be in {self.text()}, got {v if isinstance(v, int) else format(v, 'g')}")
+        return v
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """In an `Annotated` field, the bounds check runs after the type's own: what
+        `AfterValidator(self)` does, without pydantic inspecting the signature of
+        `__call__` for every field (a tenth of the schemas' build time)."""
+        from pydantic_core import core_schema  # called while pydantic builds a schema: loaded
+
+        return core_schema.no_info_after_validator_function(self, handler(source))
+
+
+@dataclass(frozen=True)
+class Doc:
+    """How docs/formats.md shows a field whose Python type says little (a form parsed by
+    a validator): its type text and, optionally, its range text."""
+
+    type: str
+    range: str = ""
+
+
+def strict_int(v: Any, what: str, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer (not a bool, float or string) within lo..hi, for parsers of polymorphic
+    forms; ValueError says what was expected."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"{what}: expected an integer, got {v!r}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{what}: must be in {Bounds(lo, hi).text()}, got {v}")
+    return v
+
+
+def at(path: PathT | str | int, message: str) -> PydanticCustomError:
+    """An error to raise from a validator about `path` (relative to the validated model)."""
+    from pydantic_core import PydanticCustomError  # raised inside validation: pydantic is loaded
+
+    p = path if isinstance(path, tuple) else (path,)
+    return PydanticCustomError("npk_at", "{message}", {"message": message, "at": p})
+
+
+# ---- errors --------------------------------------------------------------------------------
+
+
+def error_at(error: type[Exception], source: str, path: PathT, message: str,
+             located: Located | None = None) -> Exception:  # fmt: skip
+    """An error about `path` outside validation (a file the schema names cannot be read,
+    say), in the same `file:line: field: problem` form."""
+    data = located.data if located is not None else None
+    _, shown = data_path(path, data, keep_last=True) if data is not None else (path, _dotted(path))
+    line = located.line(path) if located is not None else None
+    where = f"{source}:{line}" if line is not None else source
+    origin = located.origin(path) if located is not None else None
+    note = f" (set by {origin})" if origin else ""
+    return _fail(error, f"{where}: {shown or '(top level)'}: {message}{note}")
+
+
+def _dotted(path: PathT) -> str:
+    out = ""
+    for e in path:
+        out += f"[{e}]" if isinstance(e, int) else (f".{e}" if out else str(e))
+    return out
+
+
+def data_path(loc: PathT, data: Any, keep_last: bool = False) -> tuple[PathT, str]:
+    """The part of a pydantic location that names places in `data` (validator and union
+    tags dropped), and its text (`ports[1].mac`, `units.sram.channels`)."""
+    path: list[Any] = []
+    shown = ""
+    node = data
+    for n, elem in enumerate(loc):
+        last = n == len(loc) - 1
+        if isinstance(node, dict) and _has_key(node, elem):
+            node = node[elem]
+            shown += f".{elem}" if shown else str(elem)
+        elif isinstance(node, list) and isinstance(elem, int) and 0 <= elem < len(node):
+            node = node[elem]
+            shown += f"[{elem}]"
+        elif last and keep_last or node is None and keep_last or isinstance(node, dict) and isinstance(elem, str) and _is_field(elem):
+            node = None
+            shown += f".{elem}" if shown else str(elem)
+        else:
+            continue
+        path.append(elem)
+    return tuple(path), shown
+
+
+def _has_key(d: dict[Any, Any], key: Any) -> bool:
+    try:
+        return key in d
+    except TypeError:
+        return False
+
+
+def _is_field(elem: str) -> bool:
+    """A plain field name (not a validator tag such as `function-after[...]`, `int`, `list[int]`)."""
+    return elem.isidentifier() and elem not in ("int", "float", "str", "bool", "list", "dict", "none")
