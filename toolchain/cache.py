@@ -34,6 +34,10 @@ from typing import Any, TypeVar
 ROOT = Path(__file__).resolve().parents[1]  # the tree (npkit.toolchain.system.paths.ROOT)
 
 MAX_BYTES = 2 << 30  # 2 GB
+# Bytes this process has put since it last trimmed (-1: it has not yet).  A trim stats
+# every entry (thousands in a cache in use: ~0.1 s), so a process trims at its first put
+# and then only after an eighth of MAX_BYTES more: the cache stays within 1.125x of it.
+_put_bytes = [-1]
 CODE_DIRS = ("asm", "toolchain", "emulator/traffic", "emulator/pkt", "microcode")
 CODE_SUFFIXES = (".py", ".uc", ".h", ".c", ".yaml")
 
@@ -112,7 +116,10 @@ def cache_put(kind: str, key: str, data: bytes) -> None:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        _trim(p.parents[2])
+        _put_bytes[0] = -1 if _put_bytes[0] < 0 else _put_bytes[0] + len(data)
+        if _put_bytes[0] < 0 or _put_bytes[0] > MAX_BYTES // 8:
+            _trim(p.parents[2])
+            _put_bytes[0] = 0
     except OSError:
         return
 

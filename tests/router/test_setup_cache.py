@@ -101,3 +101,21 @@ def test_the_cache_trims_its_least_recently_used_entries_and_nothing_else(
     kept = [i for i in (0, 1, 2, 3, 9) if cache.cache_get("image", cache.content_key(i)) is not None]
     assert kept == [3, 9]
     assert (foreign / "big").read_bytes() == b"x" * 5000 and (foreign / "python").exists()
+
+
+def test_a_process_trims_at_its_first_put_and_then_every_eighth_of_the_limit(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trim stats every entry of the cache: not on every put, but often enough that the
+    cache stays within 1.125x of its limit."""
+    trims: list[int] = []
+    real = cache._trim
+    monkeypatch.setattr(cache, "_trim", lambda root: (trims.append(len(trims)), real(root)))
+    monkeypatch.setattr(cache, "MAX_BYTES", 8000)  # an eighth: 1,000 bytes
+    monkeypatch.setattr(cache, "_put_bytes", [-1])  # a process that has not put yet
+    puts_trimmed = []
+    for i in range(6):  # 400 bytes each
+        before = len(trims)
+        cache.cache_put("image", cache.content_key("t", i), bytes([i]) * 400)
+        puts_trimmed.append(len(trims) > before)
+    assert puts_trimmed == [True, False, False, True, False, False]
