@@ -215,7 +215,10 @@ def checked(kind: str, args: Any, build: Callable[[], T], classes: tuple[type, .
     `classes` (and Path) the only classes allowed.  Errors are raised, never stored."""
     from npkit.toolchain.reading import note, recording, unchanged
 
-    key = content_key(kind, repr(args), checked_digest()) if plain(args) and cache_dir() is not None else None
+    # the working directory too: relative paths in `args` and among the files noted name
+    # other files from elsewhere, and a result may hold paths resolved against it
+    key = (content_key(kind, repr(args), os.getcwd(), checked_digest())
+           if plain(args) and cache_dir() is not None else None)  # fmt: skip
     if key is not None:
         data = cache_get("checked", key)
         if data is not None:

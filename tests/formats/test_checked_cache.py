@@ -183,3 +183,21 @@ def test_a_warm_demo_does_not_import_pydantic(tmp_path: Path) -> None:
         assert '"verdict"' in out.stdout
         seen.append(out.stderr.strip().splitlines()[-1])
     assert seen == ["True", "False"]
+
+
+def test_a_result_is_kept_for_the_working_directory_it_was_built_in(
+    cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Relative paths name other files from another directory, and a result may hold
+    paths resolved against it: the same arguments from elsewhere build again."""
+    built: list[str] = []
+
+    def build() -> str:
+        built.append(str(Path.cwd()))
+        return str(Path("spec.yaml").resolve())
+
+    for name in ("a", "b", "a"):
+        (tmp_path / name).mkdir(exist_ok=True)
+        monkeypatch.chdir(tmp_path / name)
+        assert cache.checked("test", ("spec.yaml",), build) == str(tmp_path / name / "spec.yaml")
+    assert built == [str(tmp_path / "a"), str(tmp_path / "b")]  # the third: a's, from the cache
