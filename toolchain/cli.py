@@ -73,7 +73,9 @@ class LazyGroup(click.Group):
             return getattr(sys.modules[module_name], attr)
         # What the command imports (modules, classes, schemas: ~10^5 objects) lives as long
         # as the process.  The collector's passes over it while it is made cost ~10 ms of a
-        # demo; imported with the collector off and frozen after, no pass walks it again.
+        # demo; imported with the collector off and frozen after, no pass walks it (until
+        # something unfreezes the process's objects: run_router does when its run ends, so
+        # the exit below freezes again).
         collecting = gc.isenabled()
         gc.disable()
         try:
