@@ -162,13 +162,11 @@ class XScaleCore:
             raise XScaleError(f"cannot install the budget hook (unicorn error {rc})")
 
     def _load(self, elf: ArmElf) -> None:
-        spans: dict[int, int] = {}
-        for s in elf.segments:
-            lo, hi = page_down(s.vaddr), page_up(s.vaddr + s.memsz)
-            for pg in range(lo, hi, PAGE):
-                spans[pg] = spans.get(pg, 0) | s.flags
+        # every page a segment touches, mapped read-write-execute (the segments' own
+        # flags are not enforced)
+        pages = {pg for s in elf.segments for pg in range(page_down(s.vaddr), page_up(s.vaddr + s.memsz), PAGE)}
         runs: list[list[int]] = []  # [start, end): one mapping per run of pages (a mapping costs ~30 us)
-        for pg in sorted(spans):
+        for pg in sorted(pages):
             if runs and runs[-1][1] == pg:
                 runs[-1][1] = pg + PAGE
             else:
