@@ -1413,6 +1413,8 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int 
     if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1)))
         me_exec(c, m);
     if (!ahead) return;
+    /* that word may have issued a command: its completion bounds the rest of the turn */
+    if (npk_ev_next_cycle(c) < horizon) horizon = npk_ev_next_cycle(c);
     uint64_t saved = c->now;
     /* no other ME's signal can reach this one before `quiet_until`: every ME is at c->now
      * or later, and what it does reaches another ME c->lookahead cycles on at the soonest */

@@ -356,16 +356,18 @@ def test_a_swap_run_ahead_sees_another_mes_signal_as_in_lockstep(neighbour: bool
 
 # ME 0 reads a longword into $0 (SRAM) or $$0 (DRAM) without waiting and adds that
 # register up in a loop of fast words while the read is in flight, then waits for it.
-# The loop's other words run past every event (ME 1 makes one every few cycles with its
-# scratch reads); the words that read the transfer register must not pass its
-# completion.  Run ahead or in lock-step: the same sum, time and statistics.
-def _xfer_race_run(spins: int, dram: bool, history: int) -> tuple[object, ...]:
+# The loop's other words run past every event (ME 1, when busy, makes one every few
+# cycles with its scratch reads); the words that read the transfer register must not
+# pass its completion -- also when the read itself is the only event there is, issued by
+# the first word of ME 0's turn.  Run ahead or in lock-step: the same sum, time and
+# statistics.
+def _xfer_race_run(spins: int, dram: bool, history: int, busy: bool = True) -> tuple[object, ...]:
     read = "dram[read, $$0, a1, 0, 1], sig_done[s1]" if dram else "sram[read, $0, a1, 0, 1], sig_done[s1]"
     me0 = ["immed[a1, 0x100]", read, f"immed[a4, {spins}]",
            "spin#: alu[a2, a2, +, " + ("$$0" if dram else "$0") + "]", "alu[b3, b3, +, a4]",
            "alu[a4, a4, -, 1]", "bne[spin#]", "ctx_arb[s1]", "halt"]  # fmt: skip
     me1 = ["loop#: scratch[read, $0, a1, 0, 1], ctx_swap[s1]", "alu[a1, a1, +, 4]", "br[loop#]"]
-    chip = chip_with({0: me0, 1: me1}, ctx_mask=0x1)
+    chip = chip_with({0: me0, 1: me1} if busy else {0: me0}, ctx_mask=0x1)
     chip.mem_write("dram" if dram else "sram", 0x100, (7).to_bytes(4, "big"))
     chip.history_enable(history)
     chip.run(3_000)
@@ -373,11 +375,12 @@ def _xfer_race_run(spins: int, dram: bool, history: int) -> tuple[object, ...]:
     return chip.reg(0, "a2"), chip.reg(0, "b3"), chip.cycle, me["instructions"], me["ctx"], chip.stats()["mes"][1]
 
 
+@pytest.mark.parametrize("busy", [True, False], ids=["other-events", "only-event"])
 @pytest.mark.parametrize("dram", [False, True], ids=["sram", "dram"])
-def test_fast_words_run_past_events_but_not_past_their_transfer_registers_completion(dram: bool) -> None:
+def test_fast_words_run_past_events_but_not_past_their_transfer_registers_completion(dram: bool, busy: bool) -> None:
     sums = set()
     for spins in range(5, 120, 7):
-        ahead, lockstep = _xfer_race_run(spins, dram, 0), _xfer_race_run(spins, dram, 1)
+        ahead, lockstep = _xfer_race_run(spins, dram, 0, busy), _xfer_race_run(spins, dram, 1, busy)
         assert ahead == lockstep, f"{spins} rounds"
         assert ahead[1] == spins * (spins + 1) // 2
         sums.add(ahead[0])
