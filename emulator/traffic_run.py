@@ -66,6 +66,7 @@ from .msf_device import DROP_NAMES, MsfDevice, MsfError
 from .pktlib import lib as pktlib
 from .pktlib import port_load
 from .traffic.dataset import DISPOSITIONS, write_dispositions_json
+from .traffic.feed import WindowFeed
 from .traffic.histogram import LatencyHistogram
 from .traffic.pcap import PcapWriter
 from .traffic.readahead import read_ahead
@@ -213,6 +214,10 @@ class TrafficRun:
         # the source is read in a second process while the core runs (traffic/readahead.py;
         # ahead: None where that is safe, True always, False never)
         self.reader = read_ahead(traffic.reader(), READ_AHEAD_NS, ahead)
+        # ... in windows, the next one read while the core runs (traffic/feed.py), each
+        # with its packets' tags and what hooks `feed.prepare` (the oracle's verdicts)
+        self.feed = WindowFeed(self.reader, READ_AHEAD_NS)
+        self.feed.prepare("tags", self._tag_ids)
         self.chunks: list[Chunk] = []  # read and not yet forgotten, in id order
         self._firsts: list[int] = []
         self._last: Chunk | None = None  # the chunk chunk_of found last
@@ -321,23 +326,26 @@ class TrafficRun:
 
     def _read_to(self, t_ns: int) -> None:
         """Read the source up to t_ns (in READ_AHEAD_NS windows)."""
-        while self._read_until < t_ns and not self.reader.done:
-            self._read_until += READ_AHEAD_NS
-            w = self.reader.take(self._read_until)
+        while self.feed.until < t_ns and not self.feed.done:
+            w = self.feed.next()
             if w is not None:
                 self._add_window(w)
 
-    def _add_window(self, w: Window) -> None:
-        bad = [p for p in set(w.ports) if p >= self.dev.ports]
-        if bad:
-            raise MsfError(f"traffic uses port(s) {sorted(bad)} but the MSF has {self.dev.ports} ports")
+    def _tag_ids(self, w: Window) -> array[int]:
+        """The id each packet's payload tag names (-1: none), C."""
         n = len(w)
         tags = array("q", bytes(8 * n))
         ffi = self.ffi
         if n:
             self.lib.npk_tag_ids(n, ffi.from_buffer("uint8_t[]", w.data), ffi.from_buffer("uint64_t[]", w.off),
                                  ffi.from_buffer("uint16_t[]", w.lens), ffi.from_buffer("int64_t[]", tags))  # fmt: skip
-        c = Chunk(w, tags)
+        return tags
+
+    def _add_window(self, w: Window) -> None:
+        bad = [p for p in set(w.ports) if p >= self.dev.ports]
+        if bad:
+            raise MsfError(f"traffic uses port(s) {sorted(bad)} but the MSF has {self.dev.ports} ports")
+        c = Chunk(w, w.prepared["tags"] if w.prepared else self._tag_ids(w))
         self.chunks.append(c)
         self._firsts.append(w.first)
         self.read = w.end
@@ -369,7 +377,7 @@ class TrafficRun:
     @property
     def all_pushed(self) -> bool:
         """Every packet of the source is with the MSF."""
-        return self.reader.done and self.pushed == self.read
+        return self.feed.done and self.pushed == self.read
 
     def run(self, duration_ns: int, slice_ns: int = 20_000, progress: Callable[[int], None] | None = None) -> str:
         """Run the chip for `duration_ns` more nanoseconds of emulated time."""
@@ -401,6 +409,7 @@ class TrafficRun:
                 progress(self.now_ns)
             if reason not in ("budget", "halted"):
                 break
+        self.feed.settle()  # no thread runs between stretches of running (forks, exits)
         self.host_s += clock() - t0
         return reason
 

@@ -99,6 +99,12 @@ class ReadAhead(TrafficReader):
         self._done = reader.done
         self._end = reader.done  # the child's last window is in _pending or taken
 
+    def start(self) -> None:
+        """Start the child now (else at the first take): it makes the first windows
+        while the consumer sets up."""
+        if self._proc is None and not self._end:
+            self._start()
+
     def _start(self) -> None:
         ctx = mp.get_context("fork")
         r, w = ctx.Pipe(duplex=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Any
 
 
 @dataclass
@@ -18,6 +19,9 @@ class Window:
     off: array[int] = field(default_factory=lambda: array("Q"))  # frame i at data[off[i]:]
     data: bytearray = field(default_factory=bytearray)
     kinds: bytes = b""  # spec.KINDS indices (generated traffic only)
+    # the run's work on this window by name (traffic/feed.py: WindowFeed.prepare); a
+    # slice or a join of windows has none
+    prepared: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.lens)

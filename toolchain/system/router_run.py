@@ -258,6 +258,7 @@ class RouterRun:
         led = self.run.ledger
         for p in range(64):
             led.over[p] = self.over[p]
+        self.run.feed.prepare("verdicts", self._verdicts)  # (as each window is read)
         self.run.on_window.append(self._window)
         self.run.on_push.append(self._pushed)
         self.run.compare = self._departed
@@ -283,10 +284,16 @@ class RouterRun:
                    control=control)  # fmt: skip
 
     # -- the oracle, as packets come
+    def _verdicts(self, w: Window) -> Any:
+        """The oracle on a window (cpkt.Verdicts), as the feed reads it: on its thread
+        while the core runs, when it reads ahead (then not in oracle_s, the run loop's
+        own time in the oracle)."""
+        return oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+
     def _window(self, c: Chunk) -> None:
         t0 = time.perf_counter()
         w = c.w
-        c.verdicts = c.extra["v"] = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        c.verdicts = c.extra["v"] = w.prepared["verdicts"] if w.prepared else self._verdicts(w)
         if self.cp is not None:
             self.cp.window(c)
         self._offered(w)
@@ -407,10 +414,7 @@ class RouterRun:
         counters = self.drop_counters()
         self.unattributed_drops = {k: n - self._assigned[k] for k, n in counters.items() if n - self._assigned[k]}
         # the rest of a source the run did not get to still counts as offered
-        while not self.run.reader.done:
-            w = self.run.reader.take(1 << 63)
-            if w is None:
-                break
+        for w in self.run.feed.rest():
             self._offered(w)
 
     # -- running
