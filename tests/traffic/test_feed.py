@@ -52,30 +52,29 @@ def test_read_ahead_on_a_thread_gives_the_windows_and_work_read_in_place() -> No
 
 
 def test_the_next_window_is_read_while_the_caller_runs_and_settle_waits_for_it() -> None:
-    started = threading.Event()
+    on_thread = threading.Event()
     release = threading.Event()
     seen: list[int] = []
 
     def slow(w: Window) -> int:
         seen.append(w.first)
-        started.set()
-        release.wait(10)
+        if threading.current_thread() is not threading.main_thread():
+            on_thread.set()
+            release.wait(10)
         return w.first
 
     feed = WindowFeed(ReadAhead(source().reader(), STEP), STEP)
     feed.prepare("first", slow)
-    release.set()
     first = feed.next()  # read here; the one after it on a thread from now on
     assert first is not None and first.prepared == {"first": first.first}
-    release.clear()
-    started.clear()
-    while not started.wait(0.01):  # the thread works on the next window meanwhile
-        assert feed_threads(), "nothing reads the next window"
+    assert on_thread.wait(10), "nothing reads the next window"
+    assert feed_threads()  # still at work while the caller goes on
     release.set()
     feed.settle()
     assert not feed_threads()
     second = feed.next()
-    assert second is not None and second.prepared == {"first": second.first} and seen[:2] == [first.first, second.first]
+    assert second is not None and second.prepared == {"first": second.first}
+    assert seen[:2] == [first.first, second.first]
     feed.settle()
 
 
