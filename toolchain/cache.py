@@ -27,7 +27,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path, PosixPath, PurePosixPath
 from typing import Any, TypeVar
 
@@ -168,26 +168,34 @@ def plain(value: Any) -> bool:
     return False
 
 
+@cache
+def package_digest(name: str) -> str:
+    """sha256 over an installed package's own files (path, size, modification time),
+    found without importing it: another version, or libyaml's extension built or not, is
+    another digest."""
+    import importlib.util
+
+    h = hashlib.sha256(name.encode())
+    spec = importlib.util.find_spec(name)
+    where = Path(spec.origin).parent if spec is not None and spec.origin else None
+    for p in sorted(where.iterdir()) if where is not None else ():
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
 @lru_cache(maxsize=1)
 def checked_digest() -> str:
     """What a checked input file's result depends on besides the input: `code_digest`,
     the emulator's own modules (the chip config's schema, its loader), PyYAML, and the
-    pydantic and pydantic_core installed (found without importing them)."""
-    import importlib.util
-
-    import yaml
-
-    h = hashlib.sha256(f"{code_digest()}\0{yaml.__version__}\0{yaml.__with_libyaml__}\n".encode())
+    pydantic and pydantic_core installed (none of them imported)."""
+    h = hashlib.sha256(f"{code_digest()}\n".encode())
     for p in sorted((ROOT / "emulator").glob("*.py")):
         st = p.stat()
         h.update(f"{p.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    for name in ("pydantic", "pydantic_core"):
-        spec = importlib.util.find_spec(name)
-        where = Path(spec.origin).parent if spec is not None and spec.origin else None
-        for p in sorted(where.iterdir()) if where is not None else ():
-            if p.is_file():
-                st = p.stat()
-                h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for name in ("yaml", "pydantic", "pydantic_core"):
+        h.update(package_digest(name).encode())
     return h.hexdigest()
 
 
@@ -204,6 +212,28 @@ class _Unpickler(pickle.Unpickler):
         if found is None:
             raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
         return found
+
+
+PLAIN_LIMIT = 1 << 20  # plain_result: inputs longer than this are not kept
+
+
+def plain_result(kind: str, parts: tuple[str, ...], build: Callable[[], T]) -> T:
+    """`build()`, or its result from before for the same `parts` (the whole input: a
+    text and what reads it) when that result was plain data (`plain`: no class is built
+    back from an entry).  Errors are raised, never stored."""
+    key = (content_key(kind, *parts) if cache_dir() is not None and sum(map(len, parts)) <= PLAIN_LIMIT
+           else None)  # fmt: skip
+    if key is not None:
+        data = cache_get(kind, key)
+        if data is not None:
+            try:
+                return _Unpickler(data, {}).load()  # type: ignore[no-any-return]
+            except Exception:  # noqa: BLE001 - a damaged or foreign entry is a miss
+                pass
+    result = build()
+    if key is not None and plain(result):
+        cache_put(kind, key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    return result
 
 
 def checked(kind: str, args: Any, build: Callable[[], T], classes: tuple[type, ...] = ()) -> T:

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from npkit.toolchain.yaml_data import fast_loader
 
 if TYPE_CHECKING:
+    import yaml
     from pydantic import GetCoreSchemaHandler
     from pydantic_core import CoreSchema, PydanticCustomError
 
@@ -209,12 +208,16 @@ class _Walker:
         self.active: set[int] = set()
 
     def key(self, node: yaml.Node) -> Any:
+        import yaml
+
         if isinstance(node, yaml.ScalarNode):
             return self.loader.construct_object(node)
         return None  # complex keys: the constructor rejects the unhashable ones
 
     def walk(self, node: yaml.Node, path: PathT, line: int) -> int:
         """Record lines under `node` (first visit only) and return its expanded size."""
+        import yaml
+
         nid = id(node)
         if nid in self.active:
             raise _fail(self.error, f"{self.source}:{node.start_mark.line + 1}: a YAML alias refers to "
@@ -254,7 +257,22 @@ class _Walker:
 
 
 def parse_yaml(text: str, source: str, *, error: type[Exception] = InputError) -> Located:
-    """Parse YAML text into data and its line map (one document)."""
+    """Parse YAML text into data and its line map (one document); the same text read
+    before comes from the content cache (npkit.toolchain.cache.plain_result), without
+    PyYAML."""
+    from npkit.toolchain.cache import package_digest, plain_result
+
+    def parse() -> tuple[Any, dict[PathT, int]]:
+        located = _parse_located(text, source, error)
+        return located.data, located.lines
+
+    data, lines = plain_result("yaml-located", (text, source, package_digest("yaml")), parse)
+    return Located(data, source, lines)
+
+
+def _parse_located(text: str, source: str, error: type[Exception]) -> Located:
+    import yaml
+
     loader = fast_loader(text)
     if loader is not yaml.SafeLoader:
         try:
@@ -265,6 +283,8 @@ def parse_yaml(text: str, source: str, *, error: type[Exception] = InputError) -
 
 
 def _parse_yaml(text: str, source: str, error: type[Exception], loader_class: type[yaml.SafeLoader]) -> Located:
+    import yaml
+
     loader: yaml.SafeLoader | None = None
     try:
         loader = loader_class(text)

@@ -1,6 +1,7 @@
 """Checked input files cached by content (npkit.toolchain.cache.checked): a result
 read back from the cache equals a fresh validation's, a change to any file it came from
-is seen, errors are never cached, and a warm demo does not import pydantic."""
+is seen, errors are never cached, and a warm demo imports neither pydantic nor PyYAML
+(YAML data files' parsed data is cached by their text: `plain_result`)."""
 
 from __future__ import annotations
 
@@ -170,11 +171,11 @@ try:
     demo_cmd.main(["--ms", "0.01", "--json"], standalone_mode=False)
 except SystemExit:
     pass
-print("pydantic" in sys.modules, file=sys.stderr)
+print("pydantic" in sys.modules, "yaml" in sys.modules, file=sys.stderr)
 """
 
 
-def test_a_warm_demo_does_not_import_pydantic(tmp_path: Path) -> None:
+def test_a_warm_demo_imports_neither_pydantic_nor_yaml(tmp_path: Path) -> None:
     env = {"NPK_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     seen = []
     for _ in range(2):
@@ -182,7 +183,26 @@ def test_a_warm_demo_does_not_import_pydantic(tmp_path: Path) -> None:
                              cwd=tmp_path, timeout=300, check=True)  # fmt: skip
         assert '"verdict"' in out.stdout
         seen.append(out.stderr.strip().splitlines()[-1])
-    assert seen == ["True", "False"]
+    assert seen == ["True True", "False False"]
+
+
+def test_yaml_data_from_the_cache_is_what_the_parser_gives(cache_dir: Path) -> None:
+    """load_data: the second read of a text comes from the cache, equal to a parse; data
+    that is not plain (a timestamp) is parsed every time; another text is another entry."""
+    import yaml
+
+    from npkit.toolchain import yaml_data
+
+    text = "a: [1, 2.5, {b: null}]\nc: !!binary aGk=\nd: yes\n"
+    first = yaml_data.load_data(text)
+    kept = lambda: [p for p in (cache_dir / "yaml").rglob("*") if p.is_file()]  # noqa: E731
+    assert kept(), "not kept"
+    again = yaml_data.load_data(text)
+    assert again == first == yaml.safe_load(text) and again is not first
+    stamp = "t: 2001-12-14\n"
+    assert yaml_data.load_data(stamp) == yaml.safe_load(stamp)
+    assert len(kept()) == 1  # the timestamp's data was not kept
+    assert yaml_data.load_data("a: 2\n") == {"a": 2}
 
 
 def test_a_result_is_kept_for_the_working_directory_it_was_built_in(

@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from npkit.toolchain.reading import Located, error_at, file_state, load_yaml
 
 from .paths import LAYOUTS, MICROCODE
@@ -124,6 +122,8 @@ def _subst(value: Any, params: dict[str, Any], path: tuple[Any, ...], fail: Call
 
 def coerce(text: str) -> Any:
     """A -D value as YAML reads it (4, 0x10, true, [1, 2]); anything else stays text."""
+    import yaml
+
     try:
         v = yaml.safe_load(text)
     except yaml.YAMLError:

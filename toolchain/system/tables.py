@@ -10,8 +10,6 @@ import atexit
 import tempfile
 from pathlib import Path
 
-import yaml
-
 from npkit.toolchain.yaml_data import load_data
 
 from .paths import DEFAULT_ROUTER
@@ -67,15 +65,18 @@ def router_with_routes(routes: Path) -> Path:
     temporary file when the cache is off)."""
     from npkit.toolchain.cache import cache_file, cache_put, content_key
 
-    router = load_data(DEFAULT_ROUTER.read_text())
-    router["routes"] = str(Path(routes).resolve())
-    text = yaml.safe_dump(router).encode()
-    key = content_key("router/1", text)
+    resolved = str(Path(routes).resolve())
+    key = content_key("router/2", DEFAULT_ROUTER.read_bytes(), resolved)
     hit = cache_file("router", key)
-    if hit is None:
-        cache_put("router", key, text)
-        hit = cache_file("router", key)
-    return hit or _temp_file(text, ".yaml")
+    if hit is not None:
+        return hit
+    import yaml
+
+    router = load_data(DEFAULT_ROUTER.read_text())
+    router["routes"] = resolved
+    text = yaml.safe_dump(router).encode()
+    cache_put("router", key, text)
+    return cache_file("router", key) or _temp_file(text, ".yaml")
 
 
 def _temp_file(data: bytes, suffix: str) -> Path:
