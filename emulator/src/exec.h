@@ -23,7 +23,9 @@ typedef struct npk_exec {
 
 static inline uint32_t npk_relbase(const npk_me *m, int ctx)
 {
-    return m->ctx_mode == 8 ? (uint32_t)ctx * 16u : (uint32_t)(ctx >> 1) * 32u;
+    /* 8 contexts: ctx * 16; 4 (even numbers): (ctx >> 1) * 32 = (ctx & 6) * 16 -- without
+     * a branch on the mode (ctx_mode >> 3 is 1 for 8, 0 for 4) */
+    return ((uint32_t)ctx & (6u | ((uint32_t)m->ctx_mode >> 3))) << 4;
 }
 
 /* LM_ADDR_n of a context, or the ME-wide copy when CTX_ENABLES[LM_ADDR_n_GLOBAL]

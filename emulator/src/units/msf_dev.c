@@ -393,8 +393,16 @@ static void recompute(npk_msf *d)
     d->next_cycle = cyc_of(d, earliest(d, &k, &w));
 }
 
+/* Every change to what `earliest` reads ends in recompute() or in this loop, so
+ * next_cycle is the next event's cycle whenever this is called: nothing is due before it
+ * (a command's completion calls this with nothing due most of the time). */
 static void process(npk_msf *d, uint64_t now)
 {
+#ifdef NPK_CHECK_CALENDAR
+    int k0, w0;
+    if (d->next_cycle != cyc_of(d, earliest(d, &k0, &w0))) abort();
+#endif
+    if (now < d->next_cycle) return;
     for (;;) {
         int k, w = 0;
         uint64_t t = earliest(d, &k, &w);
