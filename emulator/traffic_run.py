@@ -386,30 +386,32 @@ class TrafficRun:
         times = self.times
         end = self.now_ns + duration_ns
         reason = "budget"
-        while self.now_ns < end:
-            step = min(slice_ns, end - self.now_ns)
-            a = clock()
-            self._push_until(self.now_ns + step + slice_ns)
-            b = clock()
-            target = self._ns_to_cycle(self.now_ns + step)
-            reason = self.chip.run(max(0, target - self.chip.cycle))
-            c = clock()
-            self.now_ns += step
-            for fn in self.on_advance:
-                fn()
-            self._collect()
-            for fn in self.on_slice:
-                fn()
-            self._forget()
-            d = clock()
-            times["traffic"] += b - a
-            times["core"] += c - b
-            times["accounting"] += d - c
-            if progress is not None:
-                progress(self.now_ns)
-            if reason not in ("budget", "halted"):
-                break
-        self.feed.settle()  # no thread runs between stretches of running (forks, exits)
+        try:
+            while self.now_ns < end:
+                step = min(slice_ns, end - self.now_ns)
+                a = clock()
+                self._push_until(self.now_ns + step + slice_ns)
+                b = clock()
+                target = self._ns_to_cycle(self.now_ns + step)
+                reason = self.chip.run(max(0, target - self.chip.cycle))
+                c = clock()
+                self.now_ns += step
+                for fn in self.on_advance:
+                    fn()
+                self._collect()
+                for fn in self.on_slice:
+                    fn()
+                self._forget()
+                d = clock()
+                times["traffic"] += b - a
+                times["core"] += c - b
+                times["accounting"] += d - c
+                if progress is not None:
+                    progress(self.now_ns)
+                if reason not in ("budget", "halted"):
+                    break
+        finally:
+            self.feed.settle()  # no thread runs between stretches of running (forks, exits)
         self.host_s += clock() - t0
         return reason
 

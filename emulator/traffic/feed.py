@@ -7,18 +7,20 @@ window as it is read, into window.prepared[name].  When the source is read ahead
 child process (traffic/readahead.py), the window after the one just taken is read and
 worked on by a thread of this process while the caller is in the C core: taking it from
 the child waits on a pipe, and the work is C (cffi releases the GIL around both), so the
-two cores are busy at once and the run loop does not wait on the thread's Python for long.
-A source read in place is read in place: its generator is Python, which would hold the
-GIL against the run loop (readahead.py says by how much).
+two cores are busy at once and the run loop does not wait on the thread's Python for
+long.  One thread serves a stretch of running (starting one costs about 0.3 ms here).  A
+source read in place is read in place: its generator is Python, which would hold the GIL
+against the run loop (readahead.py says by how much).
 
 The windows, and what `prepare` made of them, are the same either way: the thread reads
 them in the same order, one at a time, and its error is raised by the `next` that would
-have read it.  No thread outlives a `next` by more than one window, and `settle` (the end of
-a stretch of running) waits for it, so that nothing runs while the process forks or exits.
+have read it.  `settle` (the end of a stretch of running) waits for the window being read
+and ends the thread, so that nothing runs while the process forks or exits.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,29 +29,7 @@ from .readahead import ReadAhead
 from .source import TrafficReader
 from .window import Window
 
-
-class _Read(threading.Thread):
-    """Reads and prepares one window on its own thread; `result` waits for it."""
-
-    def __init__(self, feed: WindowFeed, until_ns: int) -> None:
-        super().__init__(name="npk-traffic-next-window", daemon=True)
-        self.feed, self.until_ns = feed, until_ns
-        self.window: Window | None = None
-        self.done = False
-        self.error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self.window, self.done = self.feed._read(self.until_ns)
-        except BaseException as e:  # noqa: BLE001 - raised by the `next` that takes it
-            self.error = e
-
-    def result(self) -> tuple[Window | None, bool]:
-        self.join()
-        if self.error is not None:
-            raise self.error
-        return self.window, self.done
+_Answer = tuple[Window | None, bool, BaseException | None]  # window, source done, error
 
 
 class WindowFeed:
@@ -65,14 +45,20 @@ class WindowFeed:
         self.work: dict[str, Callable[[Window], Any]] = {}
         self.until = 0  # the last window taken ends here
         self.done = reader.done  # no window left
-        self._pending: _Read | None = None  # the next window, on its thread
+        # the thread that reads the next window (one thread for a stretch of running:
+        # starting one costs about 0.3 ms), what it was asked, what it answered
+        self._worker: threading.Thread | None = None
+        self._asks: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._answers: queue.SimpleQueue[_Answer] = queue.SimpleQueue()
+        self._asked = False
+        self._answer: _Answer | None = None  # taken from the thread by settle()
         if isinstance(reader, ReadAhead):
             reader.start()  # the child makes the first window while the run sets up
 
     def prepare(self, name: str, fn: Callable[[Window], Any]) -> None:
         """Have fn(window) in window.prepared[name] for every window from now on.  fn must
         not depend on the run (it may run on another thread while the chip runs)."""
-        if self._pending is not None:
+        if self._asked or self._answer is not None:
             raise RuntimeError("prepare() after the feed started reading ahead")
         self.work[name] = fn
 
@@ -82,28 +68,62 @@ class WindowFeed:
             w.prepared = {name: fn(w) for name, fn in self.work.items()}
         return w, self.reader.done
 
+    def _serve(self) -> None:
+        while (until := self._asks.get()) is not None:
+            try:
+                self._answers.put((*self._read(until), None))
+            except BaseException as e:  # noqa: BLE001 - raised by the `next` that takes it
+                self._answers.put((None, False, e))
+
+    def _ask(self, until_ns: int) -> None:
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._serve, name="npk-traffic-next-window", daemon=True)
+            self._worker.start()
+        self._asks.put(until_ns)
+        self._asked = True
+
+    def _take(self) -> tuple[Window | None, bool]:
+        answer, self._answer = self._answer, None
+        if answer is None:
+            answer = self._answers.get()
+        self._asked = False
+        w, done, error = answer
+        if error is not None:
+            raise error
+        return w, done
+
     def next(self) -> Window | None:
         """The next window (None: no packet arrives in it); `until` is where it ends."""
         self.until += self.step
-        pending, self._pending = self._pending, None
-        w, self.done = pending.result() if pending is not None else self._read(self.until)
-        if self.ahead and not self.done:
-            self._pending = _Read(self, self.until + self.step)
+        try:
+            w, self.done = self._take() if self._asked else self._read(self.until)
+        except BaseException:
+            self.settle()
+            raise
+        if self.done:
+            self.settle()  # (nothing left to read: the thread ends)
+        elif self.ahead:
+            self._ask(self.until + self.step)
         return w
 
     def settle(self) -> None:
-        """Wait for the window being read ahead (it stays the next one)."""
-        if self._pending is not None:
-            self._pending.join()
+        """Wait for the window being read ahead (it stays the next one) and end the thread."""
+        if self._asked and self._answer is None:
+            self._answer = self._answers.get()
+        if self._worker is not None:
+            self._asks.put(None)
+            self._worker.join()
+            self._worker = None
 
     def rest(self) -> Iterator[Window]:
         """What is left of the source, without its work (the window read ahead first, as
         it came); reads nothing ahead from then on."""
         self.ahead = False
-        if self._pending is not None:
+        if self._asked:
             w = self.next()
             if w is not None:
                 yield w
+        self.settle()
         while not self.reader.done:
             w = self.reader.take(1 << 63)
             if w is None:

@@ -90,9 +90,9 @@ def test_an_error_is_raised_by_the_next_that_reads_its_window() -> None:
     feed.prepare("x", fails_third)
     feed.next()
     feed.next()  # the third window is read (and fails) on the thread meanwhile
-    feed.settle()
     with pytest.raises(TrafficError, match="bad window"):
         feed.next()
+    assert not feed_threads()  # the error ended the thread too
 
 
 def test_the_rest_starts_with_the_window_read_ahead() -> None:
