@@ -88,15 +88,16 @@ class Chunk:
     """A window of input packets while the run still needs it: how far it has been
     pushed, each packet's fate bits, its tag ids, and what hooks attach (`extra`)."""
 
-    __slots__ = ("w", "first", "end", "pushed", "fate", "left", "tags", "extra", "scan", "verdicts")
+    __slots__ = ("w", "first", "end", "pushed", "fate", "left", "tags", "untagged", "extra", "scan", "verdicts")
 
-    def __init__(self, w: Window, tags: array[int]) -> None:
+    def __init__(self, w: Window, tags: array[int], untagged: list[int]) -> None:
         self.w = w
         self.first, self.end = w.first, w.end  # ids first .. end-1
         self.pushed = 0
         self.fate = bytearray(len(w))
         self.left = len(w)  # packets without a fate
         self.tags = tags  # the tag id each input frame carries (-1: none)
+        self.untagged = untagged  # the packets whose tag is not their own id (known by bytes)
         self.extra: dict[str, Any] = {}
         self.scan = 0  # packets before this have a fate or were looked at by `unresolved`
         self.verdicts: Any = None  # the oracle's (npkit.emulator.traffic.cpkt.Verdicts), if judged
@@ -331,21 +332,25 @@ class TrafficRun:
             if w is not None:
                 self._add_window(w)
 
-    def _tag_ids(self, w: Window) -> array[int]:
-        """The id each packet's payload tag names (-1: none), C."""
+    def _tag_ids(self, w: Window) -> tuple[array[int], list[int]]:
+        """The id each packet's payload tag names (-1: none), C; and the packets (indices)
+        whose tag is not their own id."""
         n = len(w)
         tags = array("q", bytes(8 * n))
         ffi = self.ffi
         if n:
             self.lib.npk_tag_ids(n, ffi.from_buffer("uint8_t[]", w.data), ffi.from_buffer("uint64_t[]", w.off),
                                  ffi.from_buffer("uint16_t[]", w.lens), ffi.from_buffer("int64_t[]", tags))  # fmt: skip
-        return tags
+        first = w.first
+        if tags == array("q", range(first, first + n)):  # (compared in C: generated traffic)
+            return tags, []
+        return tags, [i for i, t in enumerate(tags) if t != first + i]
 
     def _add_window(self, w: Window) -> None:
         bad = [p for p in set(w.ports) if p >= self.dev.ports]
         if bad:
             raise MsfError(f"traffic uses port(s) {sorted(bad)} but the MSF has {self.dev.ports} ports")
-        c = Chunk(w, w.prepared["tags"] if w.prepared else self._tag_ids(w))
+        c = Chunk(w, *(w.prepared["tags"] if w.prepared else self._tag_ids(w)))
         self.chunks.append(c)
         self._firsts.append(w.first)
         self.read = w.end
@@ -619,30 +624,28 @@ class TrafficRun:
 
     # -- frames without a tag: matched by their bytes
     def _index_untagged(self, c: Chunk, lo: int, hi: int) -> None:
-        w, tags = c.w, c.tags
+        w, untagged = c.w, c.untagged
         first = w.first
-        for i in range(lo, hi):
-            if tags[i] != first + i:
-                f = w.frame(i)
-                for key in (f, _loose_key(f)):
-                    self._untagged.setdefault(key, deque()).append(first + i)
+        for i in untagged[bisect.bisect_left(untagged, lo) : bisect.bisect_left(untagged, hi)]:
+            f = w.frame(i)
+            for key in (f, _loose_key(f)):
+                self._untagged.setdefault(key, deque()).append(first + i)
 
     def _unindex(self, c: Chunk) -> None:
-        w, tags = c.w, c.tags
+        w = c.w
         first = w.first
-        for i in range(c.pushed):
+        for i in c.untagged[: bisect.bisect_left(c.untagged, c.pushed)]:
             pid = first + i
-            if tags[i] != pid:
-                f = w.frame(i)
-                for key in (f, _loose_key(f)):
-                    q = self._untagged.get(key)
-                    if q:
-                        if q[0] == pid:
-                            q.popleft()
-                        elif pid in q:
-                            q.remove(pid)
-                        if not q:
-                            del self._untagged[key]
+            f = w.frame(i)
+            for key in (f, _loose_key(f)):
+                q = self._untagged.get(key)
+                if q:
+                    if q[0] == pid:
+                        q.popleft()
+                    elif pid in q:
+                        q.remove(pid)
+                    if not q:
+                        del self._untagged[key]
 
     def _available(self, pid: int) -> bool:
         c = self.chunk_of(pid)

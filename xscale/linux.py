@@ -715,15 +715,16 @@ class LinuxABI:
         dev_file = self.device.file if self.device is not None else None
 
         def ready() -> int | None:
-            n = 0
-            for i, (fd, ev, _r) in enumerate(entries):
+            revs = []
+            for fd, ev, _r in entries:
                 f = self._file(fd) if fd >= 0 else None
-                rev = 0 if fd < 0 else POLLNVAL if f is None else f.poll() & (ev | POLLERR | POLLHUP | POLLNVAL)
+                revs.append(0 if fd < 0 else POLLNVAL if f is None else f.poll() & (ev | POLLERR | POLLHUP | POLLNVAL))
+            n = sum(1 for rev in revs if rev)
+            if not n and (deadline is None or self.core.now_cycle() < deadline):
+                return None  # still blocked: the program sees revents only when poll returns
+            for i, rev in enumerate(revs):
                 self.core.write(fds + 8 * i + 6, struct.pack("<h", rev))
-                n += 1 if rev else 0
-            if n or (deadline is not None and self.core.now_cycle() >= deadline):
-                return n
-            return None
+            return n
 
         files = [self._file(fd) for fd, _e, _r in entries if fd >= 0]
         irq = any(f is dev_file and f is not None for f in files)
