@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from npkit.toolchain.bench import bench_cmd
 from npkit.toolchain.system import against
-from npkit.toolchain.system.against import AgainstError, Timed, build_ref, side_by_side
+from npkit.toolchain.system.against import AgainstError, Timed, build_ref, is_built, side_by_side
 
 
 class Scripted:
@@ -86,8 +86,10 @@ def test_a_commit_is_built_once_in_its_own_tree(tmp_path: Path) -> None:
     repo = _repo(tmp_path, FAKE_BUILD)
     root = tmp_path / "against"
     sha = _git(repo, "rev-parse", "HEAD")
+    assert not is_built("HEAD", repo=repo, root=root)
     npk = build_ref("HEAD", repo=repo, root=root)
     assert npk == root / sha / ".venv" / "bin" / "npk"
+    assert is_built(sha[:8], repo=repo, root=root)
     assert subprocess.run([str(npk)], capture_output=True, text=True).stdout == "built\n"
     assert build_ref(sha[:8], repo=repo, root=root) == npk
     assert (root / "builds").read_text() == "x\n"  # the second call found the build
@@ -106,6 +108,7 @@ def test_a_build_that_lost_its_interpreter_is_built_again(tmp_path: Path) -> Non
     root = tmp_path / "against"
     npk = build_ref("HEAD", repo=repo, root=root)
     (npk.parent / "python").unlink()  # what a cache trim that walked the tree once did
+    assert not is_built("HEAD", repo=repo, root=root)
     assert build_ref("HEAD", repo=repo, root=root) == npk
     assert subprocess.run([str(npk)], capture_output=True, text=True).stdout == "built\n"
     assert (root / "builds").read_text() == "x\nx\n"

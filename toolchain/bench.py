@@ -72,7 +72,8 @@ def compare_figures(ref: str | None, other_npk: str | None, ms: float | None, pa
         if other_npk:
             return against.compare(other_npk, other_npk, ms, pairs)
         assert ref is not None
-        print(f"bench: building {ref} (once; kept for later comparisons) ...", file=sys.stderr, flush=True)
+        if not against.is_built(ref):
+            print(f"bench: building {ref} (once; kept for later comparisons) ...", file=sys.stderr, flush=True)
         npk = against.build_ref(ref)
         print(f"bench: {ref} against this tree, {pairs} pair(s) of `npk demo --ms {ms:g}` a layout ...",
               file=sys.stderr, flush=True)  # fmt: skip

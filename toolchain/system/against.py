@@ -73,12 +73,23 @@ def resolve(ref: str, repo: Path = ROOT) -> str:
     return p.stdout.strip()
 
 
+def _root(root: Path | None) -> Path:
+    """Where kept builds live: `root`, default $NPK_CACHE_DIR/against, else the system's
+    temporary directory."""
+    return root if root is not None else (cache_dir() or Path(tempfile.gettempdir()) / "npkit") / "against"
+
+
+def is_built(ref: str, repo: Path = ROOT, root: Path | None = None) -> bool:
+    """Whether commit `ref` has a kept build that still runs (build_ref returns it at once)."""
+    tree = _root(root) / resolve(ref, repo)
+    return (tree / ".built").exists() and _runnable(tree / ".venv" / "bin" / "npk")
+
+
 def build_ref(ref: str, repo: Path = ROOT, root: Path | None = None, make: str = "make") -> Path:
     """The `npk` of commit `ref`, built once in its own copy of the tree (kept under
-    `root`, default $NPK_CACHE_DIR/against, else the system's temporary directory)."""
+    `root`: see _root)."""
     sha = resolve(ref, repo)
-    if root is None:
-        root = (cache_dir() or Path(tempfile.gettempdir()) / "npkit") / "against"
+    root = _root(root)
     root.mkdir(parents=True, exist_ok=True)
     with (root / f".{sha}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build of a commit at a time; the others wait for it
