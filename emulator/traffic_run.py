@@ -214,15 +214,14 @@ class TrafficRun:
         self.clock_mhz = float(chip.config["clock_mhz"])
         # the source is read in a second process while the core runs (traffic/readahead.py;
         # ahead: None where that is safe, True always, False never)
-        self.reader = read_ahead(traffic.reader(), READ_AHEAD_NS, ahead)
+        reader = read_ahead(traffic.reader(), READ_AHEAD_NS, ahead)
         # ... in windows, the next one read while the core runs (traffic/feed.py), each
         # with its packets' tags and what hooks `feed.prepare` (the oracle's verdicts)
-        self.feed = WindowFeed(self.reader, READ_AHEAD_NS)
+        self.feed = WindowFeed(reader, READ_AHEAD_NS)
         self.feed.prepare("tags", self._tag_ids)
         self.chunks: list[Chunk] = []  # read and not yet forgotten, in id order
         self._firsts: list[int] = []
         self._last: Chunk | None = None  # the chunk chunk_of found last
-        self._read_until = 0
         self.pushed = 0  # packets handed to the MSF (ids 0 .. pushed-1)
         self.read = 0  # packets read from the source
         self.now_ns = 0
