@@ -79,10 +79,15 @@ def _root(root: Path | None) -> Path:
     return root if root is not None else (cache_dir() or Path(tempfile.gettempdir()) / "npkit") / "against"
 
 
+def _kept(tree: Path) -> Path | None:
+    """The `npk` of the build in `tree` if it finished and still runs."""
+    npk = tree / ".venv" / "bin" / "npk"
+    return npk if (tree / ".built").exists() and _runnable(npk) else None
+
+
 def is_built(ref: str, repo: Path = ROOT, root: Path | None = None) -> bool:
     """Whether commit `ref` has a kept build that still runs (build_ref returns it at once)."""
-    tree = _root(root) / resolve(ref, repo)
-    return (tree / ".built").exists() and _runnable(tree / ".venv" / "bin" / "npk")
+    return _kept(_root(root) / resolve(ref, repo)) is not None
 
 
 def build_ref(ref: str, repo: Path = ROOT, root: Path | None = None, make: str = "make") -> Path:
@@ -98,11 +103,12 @@ def build_ref(ref: str, repo: Path = ROOT, root: Path | None = None, make: str =
 
 def _build(sha: str, repo: Path, tree: Path, make: str) -> Path:
     root = tree.parent
-    npk = tree / ".venv" / "bin" / "npk"
+    kept = _kept(tree)
+    if kept is not None:
+        return kept
     if (tree / ".built").exists():
-        if _runnable(npk):
-            return npk
         shutil.rmtree(tree, ignore_errors=True)  # damaged since (a file removed): build it again
+    npk = tree / ".venv" / "bin" / "npk"
     if not tree.exists():
         # unpacked beside its final name and renamed, so an interrupted run leaves no half tree
         tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=root))
