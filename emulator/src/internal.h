@@ -16,7 +16,9 @@
 #define NPK_MAX_PEND 8      /* local_csr_wr writes waiting for their write-to-use delay, per ME */
 #define NPK_MSF_STUB_BYTES 65536u
 #define NPK_CAP_CSR_WORDS 16384u   /* cap CSR space, 64 KB / 4 */
-#define NPK_MAX_XFER_WORDS 16
+/* the most longwords one command moves: a DRAM access names up to 16 quadwords (HRM p.197:
+ * 128 bytes; through transfer registers in 4-context mode, or RBUF/TBUF <-> DRAM) */
+#define NPK_MAX_XFER_WORDS 32
 #define NPK_WHEEL 4096u            /* cycles the event wheel holds (sched.c); a power of 2 */
 #define NPK_EV_CHUNK 256u          /* events per chunk of the event pool (they never move) */
 #define NPK_EV_MAX (1u << 24)      /* events in flight at most */
@@ -163,7 +165,10 @@ typedef struct npk_event {
     uint32_t link;         /* the next event of the same cycle on the wheel (index + 1) */
     uint32_t idx;          /* its own index (npk_ev_at) */
     uint32_t aux;
-    uint32_t data[NPK_MAX_XFER_WORDS];
+    /* NPK_MAX_XFER_WORDS longwords of its own (the data a command pulls), kept beside the
+     * event's chunk so that the event itself fits one cache line; set when the chunk is
+     * made, never cleared (npk_ev_alloc clears what comes before it) */
+    uint32_t *data;
 } npk_event;
 
 enum { EVK_MEM = 0, EVK_SIGNAL = 1 };

@@ -17,6 +17,9 @@
 #include "internal.h"
 
 #define SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))
+/* an event and its data (a multiple of 64: aligned_alloc wants the size a multiple of the alignment) */
+#define EV_BYTES (sizeof(npk_event) + NPK_MAX_XFER_WORDS * sizeof(uint32_t))
+_Static_assert(sizeof(npk_event) == 64, "an event fills one cache line");
 
 static inline int ev_less(const npk_heap_ent *x, const npk_heap_ent *y)
 {
@@ -32,11 +35,14 @@ static int grow(npk_chip *c)
     if (!chunks) return 0;
     c->chunk = chunks;
     for (uint32_t k = c->pool_cap / NPK_EV_CHUNK; k < cap / NPK_EV_CHUNK; k++) {
-        chunks[k] = malloc(NPK_EV_CHUNK * sizeof(npk_event));
+        /* the events, then their data: one block, cache-line aligned */
+        chunks[k] = aligned_alloc(64, NPK_EV_CHUNK * EV_BYTES);
         if (!chunks[k]) {
             c->pool_cap = k * NPK_EV_CHUNK;   /* what is there stays usable */
             return 0;
         }
+        uint32_t *data = (uint32_t *)(chunks[k] + NPK_EV_CHUNK);
+        for (uint32_t j = 0; j < NPK_EV_CHUNK; j++) chunks[k][j].data = data + j * NPK_MAX_XFER_WORDS;
     }
     uint32_t *f = realloc(c->free_list, (size_t)cap * sizeof *f);
     if (!f) return 0;

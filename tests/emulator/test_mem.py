@@ -275,3 +275,43 @@ def test_an_msf_device_is_advanced_when_its_next_event_comes() -> None:
         chip.run(10_000)
     assert named.calls == [3000]          # the one event it named, at its cycle
     assert len(unnamed.calls) > 1000      # without next_event: every step of the loop
+
+
+# indirect_ref: [25] + [24:21] quadwords - 1 (up to 16), [4] + [20:5] the MSF buffer address
+def _ind(quadwords: int, msf_addr: int = 0) -> int:
+    return (1 << 25) | ((quadwords - 1) << 21) | ((1 << 4) | (msf_addr << 5) if msf_addr else 0)
+
+
+def test_dram_moves_128_bytes_between_dram_and_the_msf_buffers() -> None:
+    # HRM p.197: a DRAM access may name up to 16 quadwords (128 bytes); rbuf_rd and tbuf_wr
+    # move them without transfer registers, so the whole 128 bytes go across
+    prog = ["immed[a1, 0x400]", *ld32("a2", _ind(16, 0x80)), "alu[--, --, B, a2]",
+            "dram[rbuf_rd, --, a1, 0, 1], indirect_ref, sig_done[s2]", "ctx_arb[s2, s3]",
+            *ld32("a2", _ind(16, 0x200)), "alu[--, --, B, a2]",
+            "dram[tbuf_wr, --, a1, 0, 1], indirect_ref, sig_done[s2]", "ctx_arb[s2, s3]",
+            "ctx_arb[kill]"]  # fmt: skip
+    chip = chip_with({0: prog})
+    dev = _Device()
+    dev.chip = chip
+    dev.delivered = True
+    chip.set_msf(dev)
+    assert chip.run(100_000) == "halted"
+    moved = bytes((0x80 + i) & 0xFF for i in range(128))
+    assert chip.mem_read("dram", 0x400, 136) == moved + bytes(8)
+    assert dev.tbuf == moved
+    assert chip.faults()["total"] == 0
+    chip.set_msf(None)
+
+
+def test_a_4_context_dram_read_of_16_quadwords_fills_32_transfer_registers() -> None:
+    # 4-context mode: a context has 32 DRAM read transfer registers, room for 128 bytes
+    prog = ["immed[a1, 0x800]", *ld32("a2", _ind(16)), "alu[--, --, B, a2]",
+            "dram[read, $$0, a1, 0, 1], indirect_ref, ctx_swap[s2]", "halt"]  # fmt: skip
+    chip = chip_with({0: prog}, ctx_mode=4)
+    chip.mem_write("dram", 0x800, bytes(range(128)))
+    chip.run(10_000)
+    assert chip.me_status(0)["state"] == "halt"
+    words = [chip.reg(0, f"$${i}") for i in range(32)]
+    assert words == [int.from_bytes(bytes(range(4 * i, 4 * i + 4)), "big") for i in range(32)]
+    assert chip.stats()["units"]["dram"][0]["bytes"] + chip.stats()["units"]["dram"][1]["bytes"] + \
+        chip.stats()["units"]["dram"][2]["bytes"] == 128

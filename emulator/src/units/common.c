@@ -1,4 +1,5 @@
 /* Shared-unit timing (command queue, occupancy, latency) and completion. */
+#include <string.h>
 #include "../internal.h"
 
 
@@ -87,7 +88,10 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
     npk_me *m = &c->me[e->me];
     npk_chan *ch = &c->chan[e->unit][e->chan & 3];
     if (ch->outstanding) ch->outstanding--;
-    for (int i = 0; i < NPK_MAX_XFER_WORDS; i++) out[i] = 0;
+    /* what the unit does not fill reads as 0 (a fault, an empty ring, a CSR that is not
+     * modelled); semantics only ever shrink count (to one longword) */
+    uint32_t nout = e->count > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : (e->count ? e->count : 1);
+    memset(out, 0, nout * sizeof out[0]);
     c->cur_ev = e;
     c->cur_faulted = 0;
     if (e->op < NPK_CMD_COUNT && semantics[e->op]) semantics[e->op](c, e, out);

@@ -9,7 +9,7 @@ static int dram_range(npk_chip *c, npk_event *e, uint64_t *a, uint32_t *nb)
 {
     *a = e->addr & ~7u;
     *nb = e->count * 4;
-    if (*a + *nb > c->cfg.dram_bytes) {  /* a < 2^32, nb <= 64: no wrap */
+    if (*a + *nb > c->cfg.dram_bytes) {  /* a < 2^32, nb <= 128: no wrap */
         npk_fault_cmd(c, NPK_FAULT_DRAM, *a);
         return 0;
     }
@@ -41,7 +41,7 @@ void npk_dram_rbuf_rd(npk_chip *c, npk_event *e, uint32_t *out)
     uint64_t a;
     uint32_t nb;
     if (!dram_range(c, e, &a, &nb)) return;
-    uint8_t buf[64];
+    uint8_t buf[4 * NPK_MAX_XFER_WORDS];
     memset(buf, 0, sizeof buf);
     if (nb > sizeof buf) nb = sizeof buf;
     c->msf.rbuf_rd(c->msf.user, e->aux, buf, nb);
@@ -57,7 +57,7 @@ void npk_dram_tbuf_wr(npk_chip *c, npk_event *e, uint32_t *out)
     uint64_t a;
     uint32_t nb;
     if (!dram_range(c, e, &a, &nb)) return;
-    if (nb > 64) nb = 64;
+    if (nb > 4 * NPK_MAX_XFER_WORDS) nb = 4 * NPK_MAX_XFER_WORDS;
     c->msf.tbuf_wr(c->msf.user, e->aux, c->dram + a, nb);
     c->msf_counts[4]++;
 }
