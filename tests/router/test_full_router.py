@@ -66,3 +66,23 @@ def test_every_rule_through_the_whole_router() -> None:
         "no_route",
         "ttl_expired",
     } <= kinds, kinds
+
+
+def test_tx_in_4_context_mode(tmp_path: Path) -> None:
+    """tx.uc's 4-context build (contexts 0, 2, 4; context 6 polls the MSF): every frame
+    leaves byte for byte and in order, or is dropped with its reason counted."""
+    text = (ROOT / "microcode" / "layouts" / "pipelined.yaml").read_text()
+    tx_line = "threads: 8, in: qm_to_tx}"
+    assert text.count(tx_line) == 1
+    layout = tmp_path / "tx4.yaml"
+    layout.write_text(text.replace(tx_line, "threads: 4, in: qm_to_tx}"))
+    duration = 1_000_000
+    tr = load_traffic_source(ROOT / "examples" / "passthrough" / "seed003.yaml", duration)
+    n = len(tr.collect())
+    s = run_router(str(layout), {"qm": "full"}, tr, duration)
+    cmp_ = s["comparison"]
+    assert not any(cmp_.get(k) for k in MISMATCHES), cmp_
+    t = s["totals"]
+    assert set(t["dropped"]) <= {"queue_full"} and t["exceptions"] == {}, t
+    assert cmp_["matched_forward"] == t["forwarded"] == n - sum(t["dropped"].values()) > 0.9 * n
+    assert s["conservation"]["balanced"] and t["in_flight"] == 0, s["conservation"]
