@@ -210,3 +210,43 @@ def test_backlog_fills_the_phy_fifo_and_leaves_at_wire_rate() -> None:
     assert len(times) == 100 and {len(d) for _, d in run.out[0]} == {64}
     assert {b - a for a, b in zip(times, times[1:], strict=False)} == {704}
     assert run.dev.stats()["tx_sequence"] == 100
+
+
+# One 128-byte frame: DRAM -> TBUF element 0 in one dram[tbuf_wr] of 16 quadwords
+# (indirect_ref: [25] + [24:21] = 15, [4] + [20:5] = MSF address 0x2000), then its
+# transmit control word (payload 128 bytes, SOP, EOP, port 0).
+_IND_128 = (1 << 25) | (15 << 21) | (1 << 4) | (0x2000 << 5)
+TX128 = f"""
+.sig done
+.reg a t ind
+.reg write $c0 $c1
+.xfer_order $c0 $c1
+    br!=ctx[0, idle#]
+    immed[a, 0x400]
+    immed[ind, 0x{_IND_128 & 0xFFFF:x}]
+    immed_w1[ind, 0x{_IND_128 >> 16:x}]
+    alu[--, --, b, ind]
+    dram[tbuf_wr, --, a, 0, 1], indirect_ref, ctx_swap[done]
+    immed[t, 0x0300]
+    immed_w1[t, 0x8000]
+    alu[$c0, --, b, t]
+    immed[$c1, 0]
+    immed[t, 0x1800]
+    msf[write, $c0, t, 0, 2], ctx_swap[done]
+    halt
+idle#:
+    ctx_arb[kill]
+"""
+
+
+def test_a_128_byte_tbuf_element_filled_by_one_dram_command_leaves_whole() -> None:
+    chip = Chip("ixp2800")
+    chip.load(0, words_of(TX128))
+    chip.enable(0, 0xFF)
+    payload = bytes((7 * i + 3) & 0xFF for i in range(128))
+    chip.mem_write("dram", 0x400, payload)
+    run = TrafficRun(chip, Traffic(), record=True, tbuf_elem_bytes=128, tbuf_elems=64)
+    run.run(50_000)
+    assert chip.me_status(0)["state"] == "halt"
+    assert [d for _, d in run.out[0]] == [payload]
+    assert chip.faults()["total"] == 0
