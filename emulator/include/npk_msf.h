@@ -107,7 +107,8 @@ typedef struct npk_msf_stats {
     uint64_t rsw_pushed;
     uint64_t freelist_overflow;  /* freelist writes lost: list full */
     uint64_t bad_element_done;   /* RBUF_ELEMENT_DONE of an element not held */
-    uint64_t bad_tcw;            /* control word for an element out of range */
+    uint64_t bad_tcw;            /* control words for an element out of range, naming bytes past
+                                    their element, or growing a frame past 16 KB */
     uint32_t rbuf_free, rbuf_full_list, rbuf_held, freelist_len;
     uint32_t tbuf_valid;
     uint64_t tx_sequence;

@@ -212,23 +212,25 @@ def test_backlog_fills_the_phy_fifo_and_leaves_at_wire_rate() -> None:
     assert run.dev.stats()["tx_sequence"] == 100
 
 
-# One 128-byte frame: DRAM -> TBUF element 0 in one dram[tbuf_wr] of 16 quadwords
-# (indirect_ref: [25] + [24:21] = 15, [4] + [20:5] = MSF address 0x2000), then its
-# transmit control word (payload 128 bytes, SOP, EOP, port 0).
-_IND_128 = (1 << 25) | (15 << 21) | (1 << 4) | (0x2000 << 5)
-TX128 = f"""
+def _one_element(quadwords: int, payload: int) -> str:
+    """Microcode that sends one frame of one element: DRAM 0x400 -> TBUF element 0 in one
+    dram[tbuf_wr] of `quadwords` (indirect_ref: [25] + [24:21] = quadwords - 1, [4] +
+    [20:5] = MSF address 0x2000), then its transmit control word (`payload` bytes, SOP,
+    EOP, port 0)."""
+    ind = (1 << 25) | ((quadwords - 1) << 21) | (1 << 4) | (0x2000 << 5)
+    return f"""
 .sig done
 .reg a t ind
 .reg write $c0 $c1
 .xfer_order $c0 $c1
     br!=ctx[0, idle#]
     immed[a, 0x400]
-    immed[ind, 0x{_IND_128 & 0xFFFF:x}]
-    immed_w1[ind, 0x{_IND_128 >> 16:x}]
+    immed[ind, 0x{ind & 0xFFFF:x}]
+    immed_w1[ind, 0x{ind >> 16:x}]
     alu[--, --, b, ind]
     dram[tbuf_wr, --, a, 0, 1], indirect_ref, ctx_swap[done]
     immed[t, 0x0300]
-    immed_w1[t, 0x8000]
+    immed_w1[t, 0x{payload << 8:x}]
     alu[$c0, --, b, t]
     immed[$c1, 0]
     immed[t, 0x1800]
@@ -239,14 +241,29 @@ idle#:
 """
 
 
-def test_a_128_byte_tbuf_element_filled_by_one_dram_command_leaves_whole() -> None:
+def _send_one_element(quadwords: int, payload: int, **msf: int) -> tuple[Chip, TrafficRun, bytes]:
     chip = Chip("ixp2800")
-    chip.load(0, words_of(TX128))
+    chip.load(0, words_of(_one_element(quadwords, payload)))
     chip.enable(0, 0xFF)
-    payload = bytes((7 * i + 3) & 0xFF for i in range(128))
-    chip.mem_write("dram", 0x400, payload)
-    run = TrafficRun(chip, Traffic(), record=True, tbuf_elem_bytes=128, tbuf_elems=64)
+    data = bytes((7 * i + 3) & 0xFF for i in range(8 * quadwords))
+    chip.mem_write("dram", 0x400, data)
+    run = TrafficRun(chip, Traffic(), record=True, **msf)
     run.run(50_000)
     assert chip.me_status(0)["state"] == "halt"
-    assert [d for _, d in run.out[0]] == [payload]
-    assert chip.faults()["total"] == 0
+    return chip, run, data
+
+
+def test_a_128_byte_tbuf_element_filled_by_one_dram_command_leaves_whole() -> None:
+    chip, run, data = _send_one_element(16, 128, tbuf_elem_bytes=128, tbuf_elems=64)
+    assert [d for _, d in run.out[0]] == [data]
+    assert chip.faults()["total"] == 0 and run.dev.stats()["bad_tcw"] == 0
+
+
+def test_a_control_word_naming_bytes_past_its_element_is_counted_bad() -> None:
+    # 100 payload bytes in a 64-byte element: the element's 64 go out, and the word is
+    # counted bad and faulted at its address (before, the frame was cut without a word)
+    chip, run, data = _send_one_element(8, 100)
+    assert [d for _, d in run.out[0]] == [data]
+    assert run.dev.stats()["bad_tcw"] == 1
+    faults = chip.faults()
+    assert faults["counts"] == {"msf": 1} and faults["last"][-1]["address"] == 0x1800

@@ -13,6 +13,7 @@
 #define RBUF_BYTES 8192u
 #define TBUF_BYTES 8192u
 #define BUF_BASE 0x2000u
+#define TCW_BASE 0x1800u       /* TBUF element control words, 8 bytes each */
 #define FRAME_MAX 16384u
 #define NEVER_PS UINT64_MAX
 
@@ -264,6 +265,14 @@ static void frame_abort(npk_msf *d, int pi, uint64_t t)
     p->live = 0;
 }
 
+/* a transmit control word the device cannot carry out as written (counted, and a fault
+ * at its address) */
+static void bad_tcw(npk_msf *d, uint32_t e)
+{
+    d->st.bad_tcw++;
+    npk_fault_cmd(d->chip, NPK_FAULT_MSF, TCW_BASE + 8 * e);
+}
+
 /* element e has crossed the SPI-4 bus into its port's PHY FIFO at time t */
 static void tx_arrive(npk_msf *d, uint32_t e, uint64_t t)
 {
@@ -290,18 +299,23 @@ static void tx_arrive(npk_msf *d, uint32_t e, uint64_t t)
     }
     p->in_frame = 1;
     uint32_t add = 0;
+    /* a control word that names bytes past its element is bad: what the element holds
+     * goes; so is one that grows the frame past what a port holds: the bytes are left out */
     if (prl && pro + prl <= S && p->flen + prl <= FRAME_MAX) {
         memcpy(p->frame + p->flen, el + pro, prl);
         p->flen += prl;
         add += prl;
+    } else if (prl) {
+        bad_tcw(d, e);
     }
-    if (pay < S) {
-        uint32_t n = plen < S - pay ? plen : S - pay;
-        if (p->flen + n <= FRAME_MAX) {
-            memcpy(p->frame + p->flen, el + pay, n);
-            p->flen += n;
-            add += n;
-        }
+    uint32_t n = pay < S ? (plen < S - pay ? plen : S - pay) : 0;
+    if (n < plen) bad_tcw(d, e);
+    if (n && p->flen + n <= FRAME_MAX) {
+        memcpy(p->frame + p->flen, el + pay, n);
+        p->flen += n;
+        add += n;
+    } else if (n) {
+        bad_tcw(d, e);
     }
     p->fifo_used += add;
     uint32_t cut = d->cfg.tx_start_bytes;
@@ -460,9 +474,9 @@ static void csr_write(npk_msf *d, uint32_t a, uint32_t v, const uint32_t *w, uns
     if (a >= 0x30 && a < 0x3C) { freelist_add(d, v & 0xFFFF); return; }
     if (a == 0x44) { element_done(d, v); return; }
     if (a >= BUF_BASE && a < BUF_BASE + TBUF_BYTES) { npk_wr32(d->tbuf + ((a - BUF_BASE) & (TBUF_BYTES - 4)), v); return; }
-    if (a >= 0x1800 && a < 0x2000 && (a & 7) == 0) {
-        uint32_t e = (a - 0x1800) >> 3;
-        if (e >= d->cfg.tbuf_elems) { d->st.bad_tcw++; npk_fault_cmd(d->chip, NPK_FAULT_MSF, a); return; }
+    if (a >= TCW_BASE && a < BUF_BASE && (a & 7) == 0) {
+        uint32_t e = (a - TCW_BASE) >> 3;
+        if (e >= d->cfg.tbuf_elems) { bad_tcw(d, e); return; }
         d->tcw[e][0] = v;
         d->tcw[e][1] = i + 1 < n ? w[i + 1] : 0;
         d->valid[e] = 1;
@@ -483,7 +497,7 @@ static void op_write(void *u, int me, int ctx, uint32_t addr, const uint32_t *w,
     npk_msf *d = u;
     (void)me; (void)ctx;
     process(d, d->chip->now);
-    if (addr >= 0x1800 && addr < 0x2000) {
+    if (addr >= TCW_BASE && addr < BUF_BASE) {
         for (unsigned i = 0; i < n; i += 2) csr_write(d, addr + 4 * i, w[i], w, n, i);
     } else if (addr >= BUF_BASE) {
         for (unsigned i = 0; i < n; i++) csr_write(d, addr + 4 * i, w[i], w, n, i);
