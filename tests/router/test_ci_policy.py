@@ -173,3 +173,26 @@ def test_files_written_by_one_npk_process_are_whole_for_the_next(tmp_path: Path)
     assert json.loads(res.stdout)["comparison"]["matched_forward"] == 1490
     res = run("traffic", "compare", inp, out, "--config", ROUTER)
     assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr
+
+
+def test_demo_exits_1_when_the_microcode_faults_though_every_packet_is_right(tmp_path: Path) -> None:
+    """hdr_format's contexts each read SRAM once past the memory at start-up: the packets
+    are all right, but the run fails and names the faults."""
+    src = ROOT / "microcode" / "hdr_format"
+    uc = (src / "hdr_format.uc").read_text()
+    assert uc.count("    npk_thread_setup()\n") == 1 and uc.count(".reg nhi\n") == 1
+    uc = uc.replace(".reg nhi\n", ".reg nhi fault_at\n.reg read $fault_x\n.sig fault_sig\n")
+    uc = uc.replace("    npk_thread_setup()\n", "    npk_thread_setup()\n    immed[fault_at, 0]\n"
+                    "    immed_w1[fault_at, 0xffff]\n    sram[read, $fault_x, fault_at, 0, 1], ctx_swap[fault_sig]\n")  # fmt: skip
+    (tmp_path / "hdr_format.uc").write_text(uc)
+    (tmp_path / "hdr_format.h").write_text((src / "hdr_format.h").read_text())
+    lay = yaml.safe_load((ROOT / "microcode" / "layouts" / "pipelined.yaml").read_text())
+    lay["blocks"]["hdr_format"]["source"] = str(tmp_path / "hdr_format.uc")
+    (tmp_path / "faulty.yaml").write_text(yaml.safe_dump(lay))
+    code, s = _demo("--layout", str(tmp_path / "faulty.yaml"))
+    assert code == 1
+    assert s["comparison"]["matched_forward"] == s["totals"]["forwarded"] == s["totals"]["predicted_forward"]
+    faults = s["faults"]
+    assert faults["total"] == 8 and faults["counts"] == {"sram": 8}  # one a context
+    assert {(f["me"], f["address"]) for f in faults["last"]} == {(3, 0xFFFF0000)}  # hdr_format is ME 3
+    assert s["verdict"]["reasons"] == ["chip faults: 8 (sram 8); the last are in faults.last"]

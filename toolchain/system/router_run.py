@@ -560,6 +560,7 @@ class RouterRun:
                              "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops},
             "in_flight": in_flight_report(tot["in_flight"], census, self.drain_info),
             "drain": self.drain_info,
+            "faults": self.chip.faults(),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
         }  # fmt: skip
 
@@ -712,6 +713,8 @@ def format_summary(s: dict[str, Any]) -> str:
               f"comparison with the oracle: {s['comparison']}",
               f"conservation: {'balanced' if s['conservation']['balanced'] else 'NOT balanced'}"
               + (f" {s['conservation']['problems']}" if s["conservation"]["problems"] else "")]  # fmt: skip
+    if s["faults"]["total"]:
+        lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
     cp = s.get("control_plane")
     if cp and cp.get("running"):
         icmp = {k: v for k, v in cp["icmp_sent"].items() if v}

@@ -9,6 +9,10 @@ A run fails when
 - conservation does not balance (a packet with two fates, counters that add up wrong),
 - packets are still in flight at the end (`in_flight.why` says where),
 - microcode drop counters name drops no packet accounts for,
+- the chip faulted (`faults`: microcode did what the hardware leaves undefined, such as
+  an address outside a memory, a PC outside the control store, a put to a full ring or
+  a transmit control word naming bytes past its element), even if every packet came
+  out right,
 - loss exceeds `max_loss_pct` (loss: packets the oracle forwards that did not leave,
   less the queue_full drops the offered load itself forces on an oversubscribed port),
 - the output rate is below `min_line_rate_pct` of the ports' line rate.
@@ -47,6 +51,10 @@ def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
         reasons.append("conservation does not balance: " + "; ".join(cons.get("problems", [])))
     if cons.get("unattributed_drops"):
         reasons.append(f"drop counters with no packet to account for: {cons['unattributed_drops']}")
+    faults = summary.get("faults") or {}
+    if faults.get("total"):
+        kinds = ", ".join(f"{k} {n}" for k, n in faults.get("counts", {}).items())
+        reasons.append(f"chip faults: {faults['total']} ({kinds}); the last are in faults.last")
     flight = summary.get("in_flight") or {}
     if flight.get("count", 0) > 0:
         reasons.append(f"{flight['count']} packets in flight at the end: {flight.get('why', '')}")
