@@ -100,17 +100,25 @@ def test_demo_imix_frames_too_short_for_the_tag_are_judged() -> None:
     assert cmp_["untagged"] > 50 and cmp_["matched_forward"] == s["totals"]["forwarded"]
 
 
-def _broken_ttl_layout(tmp_path: Path) -> Path:
-    """A hdr_format that takes 2 off the TTL."""
-    src = ROOT / "microcode" / "hdr_format"
-    (tmp_path / "hdr_format.uc").write_text((src / "hdr_format.uc").read_text())
-    h = (src / "hdr_format.h").read_text()
-    assert h.count("immed[u, 0x100]") == 1  # the TTL - 1 of the rewrite
-    (tmp_path / "hdr_format.h").write_text(h.replace("immed[u, 0x100]", "immed[u, 0x200]"))
+HDR_FORMAT = ROOT / "microcode" / "hdr_format"
+
+
+def _layout_with_hdr_format(tmp_path: Path, uc: str, h: str) -> Path:
+    """The pipelined layout with hdr_format built from these sources (in tmp_path)."""
+    (tmp_path / "hdr_format.uc").write_text(uc)
+    (tmp_path / "hdr_format.h").write_text(h)
     lay = yaml.safe_load((ROOT / "microcode" / "layouts" / "pipelined.yaml").read_text())
     lay["blocks"]["hdr_format"]["source"] = str(tmp_path / "hdr_format.uc")
-    (tmp_path / "broken.yaml").write_text(yaml.safe_dump(lay))
-    return tmp_path / "broken.yaml"
+    (tmp_path / "layout.yaml").write_text(yaml.safe_dump(lay))
+    return tmp_path / "layout.yaml"
+
+
+def _broken_ttl_layout(tmp_path: Path) -> Path:
+    """A hdr_format that takes 2 off the TTL."""
+    h = (HDR_FORMAT / "hdr_format.h").read_text()
+    assert h.count("immed[u, 0x100]") == 1  # the TTL - 1 of the rewrite
+    return _layout_with_hdr_format(tmp_path, (HDR_FORMAT / "hdr_format.uc").read_text(),
+                                   h.replace("immed[u, 0x100]", "immed[u, 0x200]"))  # fmt: skip
 
 
 def test_demo_exits_1_on_wrong_bytes(tmp_path: Path) -> None:
@@ -178,18 +186,13 @@ def test_files_written_by_one_npk_process_are_whole_for_the_next(tmp_path: Path)
 def test_demo_exits_1_when_the_microcode_faults_though_every_packet_is_right(tmp_path: Path) -> None:
     """hdr_format's contexts each read SRAM once past the memory at start-up: the packets
     are all right, but the run fails and names the faults."""
-    src = ROOT / "microcode" / "hdr_format"
-    uc = (src / "hdr_format.uc").read_text()
+    uc = (HDR_FORMAT / "hdr_format.uc").read_text()
     assert uc.count("    npk_thread_setup()\n") == 1 and uc.count(".reg nhi\n") == 1
     uc = uc.replace(".reg nhi\n", ".reg nhi fault_at\n.reg read $fault_x\n.sig fault_sig\n")
     uc = uc.replace("    npk_thread_setup()\n", "    npk_thread_setup()\n    immed[fault_at, 0]\n"
                     "    immed_w1[fault_at, 0xffff]\n    sram[read, $fault_x, fault_at, 0, 1], ctx_swap[fault_sig]\n")  # fmt: skip
-    (tmp_path / "hdr_format.uc").write_text(uc)
-    (tmp_path / "hdr_format.h").write_text((src / "hdr_format.h").read_text())
-    lay = yaml.safe_load((ROOT / "microcode" / "layouts" / "pipelined.yaml").read_text())
-    lay["blocks"]["hdr_format"]["source"] = str(tmp_path / "hdr_format.uc")
-    (tmp_path / "faulty.yaml").write_text(yaml.safe_dump(lay))
-    code, s = _demo("--layout", str(tmp_path / "faulty.yaml"))
+    layout = _layout_with_hdr_format(tmp_path, uc, (HDR_FORMAT / "hdr_format.h").read_text())
+    code, s = _demo("--layout", str(layout))
     assert code == 1
     assert s["comparison"]["matched_forward"] == s["totals"]["forwarded"] == s["totals"]["predicted_forward"]
     faults = s["faults"]
