@@ -234,11 +234,14 @@ static uint32_t log2_exact(uint32_t v)  /* 32: not a power of two */
 /* constants the hot paths use instead of dividing by config values */
 static void precompute(npk_chip *c)
 {
-    const npk_unit_cfg *u[NPK_UNIT_COUNT] = {
-        [NPK_UNIT_SRAM] = &c->cfg.sram, [NPK_UNIT_DRAM] = &c->cfg.dram, [NPK_UNIT_SCRATCH] = &c->cfg.scratch,
-        [NPK_UNIT_HASH] = &c->cfg.hash, [NPK_UNIT_CAP] = &c->cfg.cap, [NPK_UNIT_MSF] = &c->cfg.msf,
-        [NPK_UNIT_PCI] = &c->cfg.pci,
-    };
+    const npk_unit_cfg **u = c->unit_cfg;
+    u[NPK_UNIT_SRAM] = &c->cfg.sram;
+    u[NPK_UNIT_DRAM] = &c->cfg.dram;
+    u[NPK_UNIT_SCRATCH] = &c->cfg.scratch;
+    u[NPK_UNIT_HASH] = &c->cfg.hash;
+    u[NPK_UNIT_CAP] = &c->cfg.cap;
+    u[NPK_UNIT_MSF] = &c->cfg.msf;
+    u[NPK_UNIT_PCI] = &c->cfg.pci;
     for (int k = 0; k < NPK_UNIT_COUNT; k++)
         c->unit_shift[k] = (uint8_t)log2_exact(u[k]->unit_bytes ? u[k]->unit_bytes : 4);
     c->sram_chans = c->cfg.sram.channels ? c->cfg.sram.channels : 1;

@@ -215,6 +215,7 @@ struct npk_chip {
     /* divisions the hot paths avoid (npk_create): unit_bytes as a shift (>= 32: not a
      * power of two), DRAM channel interleave, SRAM and DRAM channel counts */
     uint8_t unit_shift[NPK_UNIT_COUNT];
+    const npk_unit_cfg *unit_cfg[NPK_UNIT_COUNT];   /* NPK_UNIT_* -> its part of cfg */
     uint32_t sram_chans, dram_chans, dram_il, dram_il_shift;
     uint64_t sram_chans_m, dram_chans_m;
     npk_me me[NPK_MAX_ME];
@@ -336,15 +337,29 @@ static inline void npk_me_set_pend(npk_chip *c, npk_me *m, uint64_t t)
 }
 
 /* sched.c */
-npk_event *npk_ev_alloc(npk_chip *c);
 void npk_ev_push(npk_chip *c, npk_event *e);
 npk_event *npk_ev_pop(npk_chip *c);          /* the earliest event (NULL: none); npk_ev_free it */
-void npk_ev_free(npk_chip *c, npk_event *e);
 void npk_ev_free_all(npk_chip *c);
 void npk_ev_advance(npk_chip *c, uint64_t now);   /* the run loop reached cycle `now` */
 void npk_ev_reset(npk_chip *c);
 static inline uint64_t npk_ev_next_cycle(const npk_chip *c) { return c->ev_first; }
 static inline npk_event *npk_ev_at(const npk_chip *c, uint32_t i) { return &c->chunk[i / NPK_EV_CHUNK][i % NPK_EV_CHUNK]; }
+/* event i, cleared (but for its data, which commands fill as far as they need) */
+static inline npk_event *npk_ev_init(npk_chip *c, uint32_t i)
+{
+    npk_event *e = npk_ev_at(c, i);
+    memset(e, 0, offsetof(npk_event, data));
+    e->idx = i;
+    return e;
+}
+npk_event *npk_ev_alloc_new(npk_chip *c);
+/* a new event (NULL: no memory); a freed one when there is one (inline: every command
+ * takes one) */
+static inline npk_event *npk_ev_alloc(npk_chip *c)
+{
+    return c->nfree ? npk_ev_init(c, c->free_list[--c->nfree]) : npk_ev_alloc_new(c);
+}
+static inline void npk_ev_free(npk_chip *c, npk_event *e) { c->free_list[c->nfree++] = e->idx; }
 
 /* history.c */
 void npk_hist_rec(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1);
@@ -377,10 +392,44 @@ uint32_t npk_cam_lookup(npk_me *m, uint32_t key, uint32_t entries);
 void npk_cam_touch(npk_me *m, int entry);
 void npk_cam_reset(npk_me *m);
 
-/* units */
-uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write);
-const npk_unit_cfg *npk_unit_cfg_of(const npk_chip *c, int unit);   /* NPK_UNIT_* */
-int npk_unit_full(npk_chip *c, int unit, int chan);
+/* units: a command's timing, when it is issued (inline: every command pays for it) */
+static inline const npk_unit_cfg *npk_unit_cfg_of(const npk_chip *c, int unit)   /* NPK_UNIT_* */
+{
+    return c->unit_cfg[unit];
+}
+
+/* the channel's command queue is full: the issuing word stalls */
+static inline int npk_unit_full(const npk_chip *c, int unit, int chan)
+{
+    const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
+    return u->queue_depth && c->chan[unit][chan & 3].outstanding >= u->queue_depth;
+}
+
+/* A command issued now joins the channel queue after cmd_overhead, is served in FIFO
+ * order (the channel busy for its occupancy), and completes read/write_latency cycles
+ * after its service ends: the cycle it completes. */
+static inline uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write)
+{
+    const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
+    npk_chan *ch = &c->chan[unit][chan & 3];
+    uint64_t arrive = c->now + u->cmd_overhead;
+    uint64_t start = ch->busy_until > arrive ? ch->busy_until : arrive;
+    uint32_t ub = u->unit_bytes ? u->unit_bytes : 4;
+    uint32_t sh = c->unit_shift[unit];
+    uint64_t units = sh < 32 ? (bytes + ub - 1) >> sh : (bytes + ub - 1) / ub;
+    if (units == 0) units = 1;
+    uint64_t occ = units * u->cycles_per_unit;
+    ch->busy_until = start + occ;
+    ch->st.commands++;
+    ch->st.bytes += bytes;
+    ch->st.busy_cycles += occ;
+    ch->st.queue_sum += ch->outstanding;
+    if (ch->outstanding + 1 > ch->st.queue_max) ch->st.queue_max = ch->outstanding + 1;
+    ch->outstanding++;
+    return start + occ + (is_write ? u->write_latency : u->read_latency);
+}
+
+/* units/common.c: a command completes (its semantics, pushed registers, signals) */
 void npk_unit_complete(npk_chip *c, npk_event *e);
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
 /* memories hold longwords big-endian (byte 0 = bits 31:24) */

@@ -186,7 +186,8 @@ static inline uint32_t shift_b(uint32_t alu_out, uint32_t b, uint32_t type, uint
 
 /* ---- context state -------------------------------------------------------- */
 
-void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state)
+/* (inlined where contexts sleep, wake and swap in: the constant state folds its tests) */
+static inline __attribute__((always_inline)) void ctx_state(npk_chip *c, npk_me *m, int ctx, int state)
 {
     npk_ctx *x = &m->ctx[ctx];
     if (x->state == state)
@@ -201,37 +202,14 @@ void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state)
     npk_hist(c, NPK_EV_STATE, m->idx, ctx, 0, (uint32_t)state, x->pc);
 }
 
-static inline int wait_done(const npk_ctx *x)
+void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state)
 {
-    if (x->wait_mask == 0) return 1;
-    return x->wait_any ? (x->sig & x->wait_mask) != 0 : (x->sig & x->wait_mask) == x->wait_mask;
-}
-
-static void wake(npk_chip *c, npk_me *m, int ctx, uint64_t t)
-{
-    npk_ctx *x = &m->ctx[ctx];
-    x->sig &= (uint16_t)~x->wait_mask;
-    x->wait_mask = 0;
-    npk_ctx_set_state(c, m, ctx, NPK_CTX_READY);
-    if (m->cur < 0 && m->status == NPK_ME_RUNNING)
-        npk_me_pick(c, m, t);
-}
-
-void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask)
-{
-    npk_ctx *x = &m->ctx[ctx];
-    x->sig |= mask;
-    if (c->hist_level)
-        for (int s = 1; s < 16; s++)
-            if (mask & (1u << s))
-                npk_hist_rec(c, NPK_EV_SIGNAL, m->idx, ctx, 0, (uint32_t)s, 0);
-    if (x->state == NPK_CTX_SLEEP && wait_done(x))
-        wake(c, m, ctx, c->now);
+    ctx_state(c, m, ctx, state);
 }
 
 /* choose the next ready context round-robin after the current one; the ME
  * resumes at t (+ swap cost when switching) */
-void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t)
+static inline __attribute__((always_inline)) void me_pick(npk_chip *c, npk_me *m, uint64_t t)
 {
     int start = m->cur < 0 ? (int)(m->ctx_arb_cntl & 7) : m->cur;
     uint32_t ready = m->ready & (m->ctx_mode == 4 ? 0x55u : 0xFFu);
@@ -246,7 +224,7 @@ void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t)
         }
         m->ctx_arb_cntl = (m->ctx_arb_cntl & ~0x77u) | (uint32_t)i | ((uint32_t)(m->cur < 0 ? i : m->cur) << 4);
         m->cur = i;
-        npk_ctx_set_state(c, m, i, NPK_CTX_RUNNING);
+        ctx_state(c, m, i, NPK_CTX_RUNNING);
         npk_me_set_next(c, m, t + c->cfg.ctx_swap_cost);
         m->st.stalled_cycles += c->cfg.ctx_swap_cost;
         m->st.ctx_swaps++;
@@ -256,6 +234,39 @@ void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t)
     npk_me_set_next(c, m, NPK_NEVER);
     if (m->idle_since == NPK_NEVER)
         m->idle_since = t;
+}
+
+static inline int wait_done(const npk_ctx *x)
+{
+    if (x->wait_mask == 0) return 1;
+    return x->wait_any ? (x->sig & x->wait_mask) != 0 : (x->sig & x->wait_mask) == x->wait_mask;
+}
+
+static void wake(npk_chip *c, npk_me *m, int ctx, uint64_t t)
+{
+    npk_ctx *x = &m->ctx[ctx];
+    x->sig &= (uint16_t)~x->wait_mask;
+    x->wait_mask = 0;
+    ctx_state(c, m, ctx, NPK_CTX_READY);
+    if (m->cur < 0 && m->status == NPK_ME_RUNNING)
+        me_pick(c, m, t);
+}
+
+void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask)
+{
+    npk_ctx *x = &m->ctx[ctx];
+    x->sig |= mask;
+    if (c->hist_level)
+        for (int s = 1; s < 16; s++)
+            if (mask & (1u << s))
+                npk_hist_rec(c, NPK_EV_SIGNAL, m->idx, ctx, 0, (uint32_t)s, 0);
+    if (x->state == NPK_CTX_SLEEP && wait_done(x))
+        wake(c, m, ctx, c->now);
+}
+
+void npk_me_pick(npk_chip *c, npk_me *m, uint64_t t)
+{
+    me_pick(c, m, t);
 }
 
 void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t w, const char *reason)
@@ -289,15 +300,15 @@ static void ctx_swap_out(npk_chip *c, npk_me *m, int ctx, uint64_t t)
     }
     if (x->swap_voluntary) {
         x->swap_voluntary = 0;
-        npk_ctx_set_state(c, m, ctx, NPK_CTX_READY);
+        ctx_state(c, m, ctx, NPK_CTX_READY);
     } else if (wait_done(x)) {
         x->sig &= (uint16_t)~x->wait_mask;
         x->wait_mask = 0;
-        npk_ctx_set_state(c, m, ctx, NPK_CTX_READY);
+        ctx_state(c, m, ctx, NPK_CTX_READY);
     } else {
-        npk_ctx_set_state(c, m, ctx, NPK_CTX_SLEEP);
+        ctx_state(c, m, ctx, NPK_CTX_SLEEP);
     }
-    npk_me_pick(c, m, t);
+    me_pick(c, m, t);
 }
 
 /* ---- instruction semantics ---------------------------------------------------- */

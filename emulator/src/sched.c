@@ -54,19 +54,11 @@ static int grow(npk_chip *c)
     return 1;
 }
 
-npk_event *npk_ev_alloc(npk_chip *c)
+/* npk_ev_alloc when no freed event is there to reuse: one never used, growing the pool */
+npk_event *npk_ev_alloc_new(npk_chip *c)
 {
-    uint32_t i;
-    if (c->nfree) {
-        i = c->free_list[--c->nfree];
-    } else {
-        if (c->pool_used == c->pool_cap && !grow(c)) return NULL;
-        i = c->pool_used++;
-    }
-    npk_event *e = npk_ev_at(c, i);
-    memset(e, 0, offsetof(npk_event, data));
-    e->idx = i;
-    return e;
+    if (c->pool_used == c->pool_cap && !grow(c)) return NULL;
+    return npk_ev_init(c, c->pool_used++);
 }
 
 void npk_ev_free_all(npk_chip *c)
@@ -178,11 +170,6 @@ npk_event *npk_ev_pop(npk_chip *c)
         update_first(c, c->ev_first);
     }
     return npk_ev_at(c, idx);
-}
-
-void npk_ev_free(npk_chip *c, npk_event *e)
-{
-    c->free_list[c->nfree++] = e->idx;
 }
 
 void npk_ev_reset(npk_chip *c)

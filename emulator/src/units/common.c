@@ -1,4 +1,4 @@
-/* Shared-unit timing (command queue, occupancy, latency) and completion. */
+/* Completion of unit commands (their timing at issue: internal.h, npk_unit_schedule). */
 #include <string.h>
 #include "../internal.h"
 
@@ -33,49 +33,6 @@ void npk_mem_atomic(npk_chip *c, npk_event *e, uint32_t *out, npk_word_rd rd, np
     e->count = 1;   /* whatever an indirect_ref count said: one longword comes back */
 }
 
-const npk_unit_cfg *npk_unit_cfg_of(const npk_chip *c, int unit)
-{
-    switch (unit) {
-    case NPK_UNIT_SRAM: return &c->cfg.sram;
-    case NPK_UNIT_DRAM: return &c->cfg.dram;
-    case NPK_UNIT_SCRATCH: return &c->cfg.scratch;
-    case NPK_UNIT_HASH: return &c->cfg.hash;
-    case NPK_UNIT_CAP: return &c->cfg.cap;
-    case NPK_UNIT_MSF: return &c->cfg.msf;
-    default: return &c->cfg.pci;
-    }
-}
-
-int npk_unit_full(npk_chip *c, int unit, int chan)
-{
-    const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
-    return u->queue_depth && c->chan[unit][chan & 3].outstanding >= u->queue_depth;
-}
-
-/* A command issued now joins the channel queue after cmd_overhead, is served
- * in FIFO order (channel busy for its occupancy), and completes
- * read/write_latency cycles after its service ends. */
-uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write)
-{
-    const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
-    npk_chan *ch = &c->chan[unit][chan & 3];
-    uint64_t arrive = c->now + u->cmd_overhead;
-    uint64_t start = ch->busy_until > arrive ? ch->busy_until : arrive;
-    uint32_t ub = u->unit_bytes ? u->unit_bytes : 4;
-    uint32_t sh = c->unit_shift[unit];
-    uint64_t units = sh < 32 ? (bytes + ub - 1) >> sh : (bytes + ub - 1) / ub;
-    if (units == 0) units = 1;
-    uint64_t occ = units * u->cycles_per_unit;
-    ch->busy_until = start + occ;
-    ch->st.commands++;
-    ch->st.bytes += bytes;
-    ch->st.busy_cycles += occ;
-    ch->st.queue_sum += ch->outstanding;
-    if (ch->outstanding + 1 > ch->st.queue_max) ch->st.queue_max = ch->outstanding + 1;
-    ch->outstanding++;
-    return start + occ + (is_write ? u->write_latency : u->read_latency);
-}
-
 /* the semantics function of every command (generated list, mev2.yaml units) */
 typedef void (*npk_sem_fn)(npk_chip *c, npk_event *e, uint32_t *out);
 #define SEM_ENTRY(OP, FN) [OP] = FN,
@@ -91,7 +48,8 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
     /* what the unit does not fill reads as 0 (a fault, an empty ring, a CSR that is not
      * modelled); semantics only ever shrink count (to one longword) */
     uint32_t nout = e->count > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : (e->count ? e->count : 1);
-    memset(out, 0, nout * sizeof out[0]);
+    if (nout <= 2) out[0] = out[1] = 0;   /* most commands: no call to memset */
+    else memset(out, 0, nout * sizeof out[0]);
     c->cur_ev = e;
     c->cur_faulted = 0;
     if (e->op < NPK_CMD_COUNT && semantics[e->op]) semantics[e->op](c, e, out);
