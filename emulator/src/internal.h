@@ -340,7 +340,14 @@ static inline void npk_me_set_pend(npk_chip *c, npk_me *m, uint64_t t)
 void npk_ev_push(npk_chip *c, npk_event *e);
 npk_event *npk_ev_pop(npk_chip *c);          /* the earliest event (NULL: none); npk_ev_free it */
 void npk_ev_free_all(npk_chip *c);
-void npk_ev_advance(npk_chip *c, uint64_t now);   /* the run loop reached cycle `now` */
+void npk_ev_from_heap(npk_chip *c, uint64_t now);   /* events the wheel's window now reaches */
+/* the run loop reached cycle `now` (inline: once a step of the loop) */
+static inline void npk_ev_advance(npk_chip *c, uint64_t now)
+{
+    if (now <= c->wheel_base) return;
+    c->wheel_base = now;  /* no event is earlier: the run loop never passes one */
+    if (c->nheap) npk_ev_from_heap(c, now);
+}
 void npk_ev_reset(npk_chip *c);
 static inline uint64_t npk_ev_next_cycle(const npk_chip *c) { return c->ev_first; }
 static inline npk_event *npk_ev_at(const npk_chip *c, uint32_t i) { return &c->chunk[i / NPK_EV_CHUNK][i % NPK_EV_CHUNK]; }

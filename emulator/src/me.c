@@ -539,6 +539,19 @@ static void exec_local_csr(npk_exec *e, const npk_uop *u)
 }
 
 /* returns -1 when the instruction dealt with the context itself (halt, kill) */
+/* a swap's ctx_arb (not a halt, a kill or an illegal word): what the context waits for,
+ * and the swap after its defer slots */
+static void ctx_arb_wait(const npk_chip *c, npk_ctx *x, uint64_t w)
+{
+    uint32_t sigs = NPK_CTX_ARB_SIGS(w) << 1;
+    x->wait_mask = (uint16_t)sigs;
+    x->wait_any = (uint8_t)NPK_CTX_ARB_ANY(w);
+    x->swap_voluntary = (uint8_t)(NPK_CTX_ARB_VOLUNTARY(w) && !sigs);
+    x->swap_target = NPK_CTX_ARB_BR_ENABLE(w) ? NPK_CTX_ARB_TARGET(w) % c->cfg.ustore_words : UINT32_MAX;
+    x->swap_pending = 1;
+    x->swap_left = (uint8_t)NPK_CTX_ARB_DEFER(w);
+}
+
 static int exec_ctx_arb(npk_exec *e, const npk_uop *u)
 {
     npk_chip *c = e->c;
@@ -560,12 +573,7 @@ static int exec_ctx_arb(npk_exec *e, const npk_uop *u)
     }
     if (!sigs && !vol && !dashes) { e->illegal = 1; return 0; }
     if (NPK_CTX_ARB_DEFER(w) > 2) { e->illegal = 1; return 0; }
-    x->wait_mask = (uint16_t)sigs;
-    x->wait_any = (uint8_t)any;
-    x->swap_voluntary = (uint8_t)(vol && !sigs);
-    x->swap_target = NPK_CTX_ARB_BR_ENABLE(w) ? NPK_CTX_ARB_TARGET(w) % c->cfg.ustore_words : UINT32_MAX;
-    x->swap_pending = 1;
-    x->swap_left = (uint8_t)NPK_CTX_ARB_DEFER(w);
+    ctx_arb_wait(c, x, w);
     return 0;
 }
 
@@ -868,6 +876,7 @@ enum {
     F_LM,      /* the word has local-memory operands: stage them, then u->fast_lm */
     F_XIN,     /* the word reads a read transfer register: not past the next event, then
                 * u->fast_xin */
+    F_CTX_ARB, /* a ctx_arb that swaps at once (no defer): the next context goes on in the loop */
     F_COUNT
 };
 
@@ -952,6 +961,8 @@ static uint8_t fast_handler_of(const npk_uop *u)
         return fast_src(&u->a) && fast_reg(&u->d) ? F_LD_FIELD : F_GENERAL;
     case NPK_IC_LOCAL_CSR:
         return u->local == LOCAL_QUEUED && fast_src(&u->a) ? F_LCSR_WR : F_GENERAL;
+    case NPK_IC_CTX_ARB:
+        return u->local == LOCAL_SWAP && NPK_CTX_ARB_DEFER(w) == 0 ? F_CTX_ARB : F_GENERAL;
     default:
         return F_GENERAL;
     }
@@ -1163,26 +1174,39 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
  * event (`limit`); the others may run on to the end of the run's budget (`far`).
  * The context's registers stay in the ME; pc, condition codes, the deferred branch and
  * the statistics live in locals until it returns. */
-static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far)
+static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far,
+                                                        uint64_t quiet)
 {
-    int ctx = m->cur;
-    npk_ctx *x = &m->ctx[ctx];
-    if (x->swap_pending || m->csr_rd_valid) return 0;
     if (limit > m->pend_min) limit = m->pend_min;
     if (far > m->pend_min) far = m->pend_min;
     const npk_uop *uops = m->uop, *u;
     uint32_t *g = &m->rf[0][0];
-    uint32_t base = npk_relbase(m, ctx), pc = x->pc, us = c->cfg.ustore_words;
-    uint8_t cc = x->cc;
-    int brp = x->br_pending, had_br;
-    uint8_t brl = x->br_left;
-    uint32_t brt = x->br_target;
-    uint64_t now = m->next, n = 0, aborted = 0;
+    uint32_t us = c->cfg.ustore_words;
     uint32_t aluo = m->alu_out, pa = m->prev_a, pb = m->prev_b;   /* the ALU's remembered values */
     /* local memory: F_LM copies a word's local-memory sources into lm_stage, where its
      * handler reads them as registers; a local-memory destination is written there too
      * and copied to local memory (lm_wb_idx) before the next F_LM word or the end */
     uint32_t lm_wb_idx = UINT32_MAX, lm_wb_slot = 0;
+    uint64_t total = 0;
+    /* the running context's state while its words run (F_CTX_ARB swaps in the next one) */
+    int ctx, brp, had_br;
+    npk_ctx *x;
+    uint32_t base, pc, brt;
+    uint8_t cc, brl;
+    uint64_t now, n, aborted;
+context:
+    ctx = m->cur;
+    x = &m->ctx[ctx];
+    if (x->swap_pending || m->csr_rd_valid) goto out;
+    base = npk_relbase(m, ctx);
+    pc = x->pc;
+    cc = x->cc;
+    brp = x->br_pending;
+    brl = x->br_left;
+    brt = x->br_target;
+    now = m->next;
+    n = 0;
+    aborted = 0;
 
 /* a fast operand's value; a fast destination's write ("--" drops it): registers are
  * (file, number), the number relative to the context's first register or absolute */
@@ -1204,6 +1228,7 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
         [F_IMMED] = &&immed, [F_IMMED_BYTE] = &&immed_byte, [F_IMMED_WORD] = &&immed_word,
         [F_BRANCH] = &&branch, [F_BR_BIT] = &&br_bit, [F_BR_BYTE] = &&br_byte, [F_JUMP] = &&jump,
         [F_LD_FIELD] = &&ld_field, [F_LCSR_WR] = &&lcsr_wr, [F_LM] = &&lm, [F_XIN] = &&xin,
+        [F_CTX_ARB] = &&ctx_arb,
     };
 #define HANDLER(h, label) label:
 #define DISPATCH() goto *labels[u->fast]
@@ -1226,6 +1251,9 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
                     had_br = brp; pc++; DISPATCH(); } while (0)
 /* the word is done: count it, the deferred branch's slot, the time (a taken branch
  * added its aborted cycles) */
+/* the context's words counted */
+#define SAVE_STATS() do { m->st.instructions += n; m->st.executing_cycles += n; \
+                          m->st.ctx_instructions[ctx] += n; m->st.aborted_cycles += aborted; } while (0)
 #define RETIRE() do { n++; \
                       if (had_br && brp && --brl == 0) { brp = 0; pc = brt; } \
                       now += 1; NEXT(); } while (0)
@@ -1371,6 +1399,28 @@ dispatch:
         if (far > at) far = at;
         RETIRE();
     }
+    HANDLER(F_CTX_ARB, ctx_arb) {
+        /* which context runs next depends on the signals the contexts have then: the swap
+         * is made here only before any other ME's signal could reach this ME (`quiet`),
+         * and not in a branch's defer slot (the general path has both) */
+        if (now >= quiet || had_br) goto done;
+        LM_WRITE_BACK();
+        n++;
+        x->pc = pc;
+        x->cc = cc;
+        x->br_pending = 0;   /* (not had_br: no branch is in flight) */
+        SAVE_STATS();
+        total += n;
+        /* as retire: the swap at the next cycle, the context states as of this one */
+        ctx_arb_wait(c, x, u->w);
+        x->swap_pending = 0;
+        uint64_t saved = c->now;
+        c->now = now;
+        ctx_swap_out(c, m, ctx, now + 1);
+        c->now = saved;
+        if (m->cur < 0) goto out;
+        goto context;
+    }
 #if !defined(__GNUC__)
     default: goto done;
     }
@@ -1386,15 +1436,16 @@ done:
         x->br_left = brl;
         x->br_target = brt;
         npk_me_set_next(c, m, now);
+        SAVE_STATS();
+        total += n;
+    }
+out:
+    if (total) {
         m->alu_out = aluo;
         m->prev_a = pa;
         m->prev_b = pb;
-        m->st.instructions += n;
-        m->st.executing_cycles += n;
-        m->st.ctx_instructions[ctx] += n;
-        m->st.aborted_cycles += aborted;
     }
-    return n;
+    return total;
 #undef VAL
 #undef WR
 #undef LMI
@@ -1406,11 +1457,12 @@ done:
 #undef DISPATCH_XIN
 #undef NEXT
 #undef RETIRE
+#undef SAVE_STATS
 }
 
-static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far)
+static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far, uint64_t quiet)
 {
-    return m->uop[m->ctx[m->cur].pc].fast ? run_fast_loop(c, m, limit, far) : 0;
+    return m->uop[m->ctx[m->cur].pc].fast ? run_fast_loop(c, m, limit, far, quiet) : 0;
 }
 
 /* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
@@ -1420,8 +1472,11 @@ static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit, uint64_t
 void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int ahead)
 {
     int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
-    /* a fast first word and the fast words after it in one entry of the fast loop */
-    if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1)))
+    /* a fast first word and the fast words after it in one entry of the fast loop; a swap
+     * there (F_CTX_ARB) as in the run-ahead below */
+    uint64_t quiet_first = c->now + c->lookahead < horizon ? c->now + c->lookahead : horizon;
+    if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1,
+                           ahead ? quiet_first : c->now + 1)))
         me_exec(c, m);
     if (!ahead) return;
     /* that word may have issued a command: its completion bounds the rest of the turn */
@@ -1441,7 +1496,7 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int 
             npk_me_apply_csrs(c, m);
             continue;
         }
-        if (fast && run_fast(c, m, horizon, end)) continue;
+        if (fast && run_fast(c, m, horizon, end, quiet_until)) continue;
         uint32_t pc = m->ctx[m->cur].pc;
         if (pc >= c->cfg.ustore_words) break;
         /* a full queue of CSR writes would make the write take effect now; a word that

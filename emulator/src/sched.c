@@ -142,10 +142,8 @@ void npk_ev_push(npk_chip *c, npk_event *e)
     if (e->cycle < c->ev_first) c->ev_first = e->cycle;
 }
 
-void npk_ev_advance(npk_chip *c, uint64_t now)
+void npk_ev_from_heap(npk_chip *c, uint64_t now)
 {
-    if (now <= c->wheel_base) return;
-    c->wheel_base = now;  /* no event is earlier: the run loop never passes one */
     while (c->nheap && c->heap[0].cycle - now < NPK_WHEEL) {
         npk_heap_ent ent = heap_pop(c);
         wheel_append(c, ent.idx, ent.cycle);

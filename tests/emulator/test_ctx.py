@@ -349,9 +349,43 @@ def test_a_swap_run_ahead_sees_another_mes_signal_as_in_lockstep(neighbour: bool
     for delay in range(1, 30):
         ahead = _swap_race_run(delay, 0, neighbour, **cfg)
         lockstep = _swap_race_run(delay, 1, neighbour, **cfg)
-        assert ahead == lockstep, f"ME 1 waits {delay} rounds"
+        general = _swap_race_run(delay, 2, neighbour, **cfg)   # every word on the general path
+        assert ahead == lockstep == general, f"ME 1 waits {delay} rounds"
         seen.add(ahead[0])
     assert len(seen) > 2  # context 1 woke at different points of context 0's count
+
+
+# Swaps in the fast loop (a ctx_arb without defer slots, F_CTX_ARB) against the general
+# path.  Four contexts of ME 0 count, yield, pass a token round (SAME_ME_SIGNAL to the
+# next context, then ctx_arb[s1] to a br[] target: the signal is there already or comes
+# later), while ME 1's scratch reads keep events coming, so that the run-ahead stops at
+# many points.  Run ahead, in lock-step, and every word on the general path (history of
+# every instruction): the same registers, cycle and statistics, context by context.
+TOKEN_RING = ["immed[a4, 30]",
+              "loop#: alu[a1, a1, +, 1]", "ctx_arb[voluntary]", "alu[a2, a2, +, a1]",
+              "local_csr_wr[SAME_ME_SIGNAL, a5]", "alu[a4, a4, -, 1]", "ctx_arb[s1], br[on#]", "halt",
+              "on#: alu[a3, a3, +, a4]", "bne[loop#]", "ctx_arb[kill]"]  # fmt: skip
+
+
+def _token_ring_run(history: int, busy: bool) -> tuple[object, ...]:
+    me1 = ["loop#: scratch[read, $0, a1, 0, 1], ctx_swap[s1]", "alu[a1, a1, +, 4]", "br[loop#]"]
+    chip = chip_with({0: TOKEN_RING, 1: me1} if busy else {0: TOKEN_RING}, ctx_mask=0xF, csr_write_to_use=3)
+    for ctx in range(4):
+        chip.set_reg(0, "a5", 1 << 3 | (ctx + 1) % 4, ctx=ctx)   # s1 to the next context
+    chip.history_enable(history)
+    chip.run(4_000)
+    regs = [[chip.reg(0, r, ctx=ctx) for r in ("a1", "a2", "a3", "a4")] for ctx in range(4)]
+    me = chip.stats()["mes"][0]
+    return regs, chip.cycle, me["instructions"], me["ctx_swaps"], me["idle_cycles"], me["ctx"]
+
+
+@pytest.mark.parametrize("busy", [True, False], ids=["other-events", "alone"])
+def test_swaps_in_the_fast_loop_match_the_general_path(busy: bool) -> None:
+    ahead, lockstep, general = _token_ring_run(0, busy), _token_ring_run(1, busy), _token_ring_run(2, busy)
+    assert ahead == lockstep == general
+    regs, swaps = ahead[0], ahead[3]
+    assert all(r[0] == 30 and r[3] == 0 for r in regs)   # every context went round 30 times
+    assert swaps > 4 * 60
 
 
 # ME 0 reads a longword into $0 (SRAM) or $$0 (DRAM) without waiting and adds that

@@ -14,8 +14,9 @@
  *     [0]  flags: bit0 history level 1, bit1 history level 2 (every
  *          instruction), bit2 attach the MSF device (npk_msf_create),
  *          bit3 no unit queue limit (queue_depth 0), bit4 zero unit latencies,
- *          bit5 run the input twice, as given and in lock-step (history on,
- *          which turns run-ahead off), and require the same final state
+ *          bit5 run the input twice, as given and in lock-step (history of every
+ *          instruction, which turns run-ahead and the fast loop off), and require the
+ *          same final state
  *     [1]  SRAM: channels = (b & 3) + 1, channel bytes = 128 KB << ((b >> 2) & 3)
  *     [2]  DRAM bytes = 256 KB << (b & 3); scratch bytes = {16384, 4096, 7,
  *          65536}[(b >> 3) & 3]; local memory words = {640, 1024, 16, 0}[(b >> 5) & 3]
@@ -434,7 +435,8 @@ static uint64_t digest(state *s)
     return h;
 }
 
-/* run one input; lockstep: history on all the time (no run-ahead) */
+/* run one input; lockstep: history of every instruction all the time (no run-ahead, and
+ * no fast loop: every word goes through the general path, the reference) */
 static uint64_t execute(const uint8_t *data, size_t size, int lockstep)
 {
     uint8_t h[16];
@@ -469,7 +471,7 @@ static uint64_t execute(const uint8_t *data, size_t size, int lockstep)
         }
     }
     load_images(s);
-    if ((h[0] & 3) || lockstep) REQUIRE(npk_history_enable(s->chip, (h[0] & 2) ? 2 : 1) == NPK_OK);
+    if ((h[0] & 3) || lockstep) REQUIRE(npk_history_enable(s->chip, (h[0] & 2) || lockstep ? 2 : 1) == NPK_OK);
     if (h[0] & 4) make_msf(s, h);
     /* pass 2: everything else, in order */
     in.at = sizeof h;
@@ -513,7 +515,7 @@ static uint64_t execute(const uint8_t *data, size_t size, int lockstep)
         }
         case 12: {
             int level = (int)(get(&in, 1) % 4);
-            if (lockstep && level == 0) level = 1;
+            if (lockstep && level < 3) level = 2;
             int rc = npk_history_enable(s->chip, level);
             REQUIRE(rc == (level <= 2 ? NPK_OK : NPK_EINVAL));
             npk_hist_event ev[64];
