@@ -407,7 +407,7 @@ static int any_alive(npk_chip *c)
 /* The fewest cycles from an ME's word to its effect on another ME's contexts: a unit
  * command completes (signals, pushed transfer registers) cmd_overhead + its latency on
  * at the soonest; a NEXT/PREV_NEIGHBOR_SIGNAL write, where the control stores have one,
- * csr_write_to_use on.  (The MSF device's own events bound the run-ahead separately.) */
+ * csr_write_to_use on (npk_nbr_sig_lookahead).  (The MSF device's own events bound the run-ahead separately.) */
 static uint64_t cross_me_lookahead(const npk_chip *c)
 {
     uint64_t l = NPK_NEVER;
@@ -416,7 +416,7 @@ static uint64_t cross_me_lookahead(const npk_chip *c)
         uint64_t t = (uint64_t)u->cmd_overhead + (u->read_latency < u->write_latency ? u->read_latency : u->write_latency);
         if (t < l) l = t;
     }
-    if (c->nbr_sig_words && c->cfg.csr_write_to_use < l) l = c->cfg.csr_write_to_use;
+    if (c->nbr_sig_words && npk_nbr_sig_lookahead(c) < l) l = npk_nbr_sig_lookahead(c);
     return l;
 }
 
@@ -890,7 +890,8 @@ int npk_stats_me(npk_chip *c, int me, npk_me_stats *out)
     if (bad_me(c, me) || !out) return NPK_EINVAL;
     npk_me *m = &c->me[me];
     *out = m->st;
-    if (m->cur < 0 && m->idle_since != NPK_NEVER && m->status == NPK_ME_RUNNING)
+    /* (idle from the cycle after a kill: the run may end before it) */
+    if (m->cur < 0 && m->idle_since != NPK_NEVER && m->status == NPK_ME_RUNNING && c->now > m->idle_since)
         out->idle_cycles += c->now - m->idle_since;
     for (int i = 0; i < 8; i++) {
         npk_ctx *x = &m->ctx[i];

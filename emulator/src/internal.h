@@ -336,6 +336,15 @@ static inline void npk_me_set_pend(npk_chip *c, npk_me *m, uint64_t t)
     if (t <= c->now) c->due_now = 1;
 }
 
+/* the fewest cycles from a neighbour-signal write to the signal: its write-to-use delay,
+ * or none when the delay is longer than the queue of pending writes is deep (a write
+ * to a full queue takes effect at once, exec_local_csr; with one write a cycle at most,
+ * a delay of NPK_MAX_PEND or less never fills it) */
+static inline uint64_t npk_nbr_sig_lookahead(const npk_chip *c)
+{
+    return c->cfg.csr_write_to_use <= NPK_MAX_PEND ? c->cfg.csr_write_to_use : 0;
+}
+
 /* sched.c */
 void npk_ev_push(npk_chip *c, npk_event *e);
 npk_event *npk_ev_pop(npk_chip *c);          /* the earliest event (NULL: none); npk_ev_free it */

@@ -877,6 +877,7 @@ enum {
     F_XIN,     /* the word reads a read transfer register: not past the next event, then
                 * u->fast_xin */
     F_CTX_ARB, /* a ctx_arb that swaps at once (no defer): the next context goes on in the loop */
+    F_BR_SIG,  /* br_signal / br_!signal: not past the next event or the swap quiet point */
     F_COUNT
 };
 
@@ -950,7 +951,9 @@ static uint8_t fast_handler_of(const npk_uop *u)
         default: return F_GENERAL;
         }
     case NPK_IC_BRANCH:
-        return cond_holds(u->op, 0, 0, 0) >= 0 ? F_BRANCH : F_GENERAL;
+        if (cond_holds(u->op, 0, 0, 0) >= 0) return F_BRANCH;
+        return (u->op == NPK_BRANCH_COND_SIGNAL || u->op == NPK_BRANCH_COND_NO_SIGNAL) && NPK_BRANCH_PARAM(w)
+               ? F_BR_SIG : F_GENERAL;
     case NPK_IC_BR_BIT:
         return u->b.kind == NPK_OPK_IMM && fast_src(&u->a) ? F_BR_BIT : F_GENERAL;
     case NPK_IC_BR_BYTE:
@@ -993,7 +996,7 @@ void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
     if (signals_neighbour(m->ustore[addr])) {
         c->nbr_sig_words++;
         /* written into a control store while running: from now on (cross_me_lookahead) */
-        if (c->lookahead > c->cfg.csr_write_to_use) c->lookahead = c->cfg.csr_write_to_use;
+        if (c->lookahead > npk_nbr_sig_lookahead(c)) c->lookahead = npk_nbr_sig_lookahead(c);
     }
     memset(u, 0, sizeof *u);
     u->w = m->ustore[addr];
@@ -1228,7 +1231,7 @@ context:
         [F_IMMED] = &&immed, [F_IMMED_BYTE] = &&immed_byte, [F_IMMED_WORD] = &&immed_word,
         [F_BRANCH] = &&branch, [F_BR_BIT] = &&br_bit, [F_BR_BYTE] = &&br_byte, [F_JUMP] = &&jump,
         [F_LD_FIELD] = &&ld_field, [F_LCSR_WR] = &&lcsr_wr, [F_LM] = &&lm, [F_XIN] = &&xin,
-        [F_CTX_ARB] = &&ctx_arb,
+        [F_CTX_ARB] = &&ctx_arb, [F_BR_SIG] = &&br_sig,
     };
 #define HANDLER(h, label) label:
 #define DISPATCH() goto *labels[u->fast]
@@ -1354,6 +1357,16 @@ dispatch:
         if (cond_taken(u, cc, ctx)) TAKE();
         RETIRE();
     }
+    HANDLER(F_BR_SIG, br_sig) {
+        /* a signal comes with a completion (limit), this ME's CSR write (limit) or another
+         * ME (quiet); the test takes the signal (exec_branch) */
+        if (now >= limit || now >= quiet) goto done;
+        uint32_t p = NPK_BRANCH_PARAM(u->w);
+        int set = (x->sig >> p) & 1;
+        if (set) x->sig &= (uint16_t)~(1u << p);
+        if (set == (u->op == NPK_BRANCH_COND_SIGNAL)) TAKE();
+        RETIRE();
+    }
     HANDLER(F_BR_BIT, br_bit) {
         uint32_t reg = VAL(u->a), bit = ((uint32_t)u->b.num + 31) & 31;
         if ((int)((reg >> bit) & 1) == (int)NPK_BR_BIT_SET(u->w)) TAKE();
@@ -1465,6 +1478,22 @@ static inline uint64_t run_fast(npk_chip *c, npk_me *m, uint64_t limit, uint64_t
     return m->uop[m->ctx[m->cur].pc].fast ? run_fast_loop(c, m, limit, far, quiet) : 0;
 }
 
+/* The first cycle from which another ME's signal could reach m (up to `horizon`, the
+ * next completion): every ME is at c->now or later, and what it does from now on reaches
+ * another ME c->lookahead cycles on at the soonest; but a neighbour-signal write that a
+ * neighbour (ME m - 1: NEXT_NEIGHBOR_SIGNAL, m + 1: PREV_) has queued already takes
+ * effect at its own cycle, which may come sooner. */
+static uint64_t quiet_point(const npk_chip *c, const npk_me *m, uint64_t horizon)
+{
+    uint64_t q = c->now + c->lookahead;
+    if (c->nbr_sig_words) {
+        uint32_t i = (uint32_t)m->idx;
+        if (i > 0 && c->me[i - 1].pend_min < q) q = c->me[i - 1].pend_min;
+        if (i + 1 < c->cfg.num_me && c->me[i + 1].pend_min < q) q = c->me[i + 1].pend_min;
+    }
+    return q < horizon ? q : horizon;
+}
+
 /* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
  * the words that touch only this ME for as long as they start before `horizon` (the
  * next event), fast words that read no transfer register up to `end` (the run's
@@ -1473,18 +1502,15 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int 
 {
     int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
     /* a fast first word and the fast words after it in one entry of the fast loop; a swap
-     * there (F_CTX_ARB) as in the run-ahead below */
-    uint64_t quiet_first = c->now + c->lookahead < horizon ? c->now + c->lookahead : horizon;
+     * or a signal test there (F_CTX_ARB, F_BR_SIG) as in the run-ahead below */
     if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1,
-                           ahead ? quiet_first : c->now + 1)))
+                           ahead ? quiet_point(c, m, horizon) : c->now + 1)))
         me_exec(c, m);
     if (!ahead) return;
     /* that word may have issued a command: its completion bounds the rest of the turn */
     if (npk_ev_next_cycle(c) < horizon) horizon = npk_ev_next_cycle(c);
     uint64_t saved = c->now;
-    /* no other ME's signal can reach this one before `quiet_until`: every ME is at c->now
-     * or later, and what it does reaches another ME c->lookahead cycles on at the soonest */
-    uint64_t quiet_until = c->now + c->lookahead < horizon ? c->now + c->lookahead : horizon;
+    uint64_t quiet_until = quiet_point(c, m, horizon);
     while (m->cur >= 0 && m->next < horizon) {
         if (m->pend_min <= m->next) {
             /* CSR writes due: those only this ME reads take effect here, in its own
@@ -1492,7 +1518,8 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int 
              * contexts where no other ME's can come first; others end the turn */
             int r = npk_me_due_csrs_reach(m, m->next);
             if (r == LCSR_CHIP || (r == LCSR_CONTEXTS && m->next >= quiet_until)) break;
-            c->now = m->next;
+            c->now = m->pend_min;   /* at their own cycle, as in lock-step (a woken context's
+                                     * sleep and ready cycles count from there) */
             npk_me_apply_csrs(c, m);
             continue;
         }

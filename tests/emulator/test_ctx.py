@@ -324,12 +324,16 @@ SWAPPER = ["br=ctx[1, c1#]", "immed[a4, 12]",
            "c1#: ctx_arb[s2]", "alu[a2, --, B, @a100]", "ctx_arb[voluntary]", "ctx_arb[kill]"]  # fmt: skip
 
 
-def _swap_race_run(delay: int, history: int, neighbour: bool = False, **cfg: object) -> tuple[object, ...]:
+def _swap_race_run(delay: int, history: int, neighbour: bool = False, fill: bool = False,
+                   **cfg: object) -> tuple[object, ...]:
     """ME `swapper` counts in context 0; the other ME signals its context 1, s2, through
-    the CAP (ME 1 to ME 0) or as its previous neighbour (ME 0 to ME 1)."""
+    the CAP (ME 1 to ME 0) or as its previous neighbour (ME 0 to ME 1); `fill`: after eight
+    CSR writes, so that with a long write-to-use delay its queue is full and the signal
+    comes at once."""
     wait = [f"immed[a4, {delay}]", "wait#: alu[a4, a4, -, 1]", "bne[wait#]"]
     if neighbour:
-        swapper, sender = 1, wait + ["local_csr_wr[NEXT_NEIGHBOR_SIGNAL, 0x11]", "nop", "nop", "nop", "halt"]
+        queue = [f"local_csr_wr[CSR_CTX_POINTER, {i}]" for i in range(8)] if fill else []
+        swapper, sender = 1, wait + queue + ["local_csr_wr[NEXT_NEIGHBOR_SIGNAL, 0x11]", "nop", "nop", "nop", "halt"]
     else:
         swapper, sender = 0, wait + ["immed[$0, 0x12]", "cap[write, $0, INTERTHREAD_SIG, 1], ctx_swap[s1]", "halt"]
     chip = chip_with({swapper: SWAPPER}, ctx_mask=0x3, **cfg)
@@ -341,51 +345,63 @@ def _swap_race_run(delay: int, history: int, neighbour: bool = False, **cfg: obj
     return chip.reg(swapper, "a2", ctx=1), chip.cycle, me["ctx"], me["ctx_swaps"]
 
 
-@pytest.mark.parametrize(("neighbour", "cfg"), [(False, {}), (True, {}),
-                         (False, {"units": {"cap": {"cmd_overhead": 0, "write_latency": 1, "read_latency": 1}}})],
-                         ids=["cap", "next-neighbour", "one-cycle-cap"])  # fmt: skip
-def test_a_swap_run_ahead_sees_another_mes_signal_as_in_lockstep(neighbour: bool, cfg: dict[str, object]) -> None:
+@pytest.mark.parametrize(("neighbour", "fill", "cfg"), [(False, False, {}), (True, False, {}),
+                         (True, True, {"csr_write_to_use": 20}),
+                         (False, False, {"units": {"cap": {"cmd_overhead": 0, "write_latency": 1, "read_latency": 1}}})],
+                         ids=["cap", "next-neighbour", "next-neighbour-at-once", "one-cycle-cap"])  # fmt: skip
+def test_a_swap_run_ahead_sees_another_mes_signal_as_in_lockstep(neighbour: bool, fill: bool,
+                                                                 cfg: dict[str, object]) -> None:
     seen = set()
     for delay in range(1, 30):
-        ahead = _swap_race_run(delay, 0, neighbour, **cfg)
-        lockstep = _swap_race_run(delay, 1, neighbour, **cfg)
-        general = _swap_race_run(delay, 2, neighbour, **cfg)   # every word on the general path
+        ahead = _swap_race_run(delay, 0, neighbour, fill, **cfg)
+        lockstep = _swap_race_run(delay, 1, neighbour, fill, **cfg)
+        general = _swap_race_run(delay, 2, neighbour, fill, **cfg)   # every word on the general path
         assert ahead == lockstep == general, f"ME 1 waits {delay} rounds"
         seen.add(ahead[0])
     assert len(seen) > 2  # context 1 woke at different points of context 0's count
 
 
-# Swaps in the fast loop (a ctx_arb without defer slots, F_CTX_ARB) against the general
-# path.  Four contexts of ME 0 count, yield, pass a token round (SAME_ME_SIGNAL to the
-# next context, then ctx_arb[s1] to a br[] target: the signal is there already or comes
-# later), while ME 1's scratch reads keep events coming, so that the run-ahead stops at
-# many points.  Run ahead, in lock-step, and every word on the general path (history of
-# every instruction): the same registers, cycle and statistics, context by context.
-TOKEN_RING = ["immed[a4, 30]",
-              "loop#: alu[a1, a1, +, 1]", "ctx_arb[voluntary]", "alu[a2, a2, +, a1]",
-              "local_csr_wr[SAME_ME_SIGNAL, a5]", "alu[a4, a4, -, 1]", "ctx_arb[s1], br[on#]", "halt",
-              "on#: alu[a3, a3, +, a4]", "bne[loop#]", "ctx_arb[kill]"]  # fmt: skip
+# Swaps and signal tests in the fast loop (a ctx_arb without defer slots, F_CTX_ARB;
+# br_signal, F_BR_SIG) against the general path.  Four contexts of ME 0 count, yield, and
+# pass a token round: SAME_ME_SIGNAL to the next context, then wait for their own, either
+# with ctx_arb[s1] to a br[] target or polling br_signal[s1] between yields (the signal
+# is there already or comes later).  ME 1's scratch reads keep events coming, so that
+# the run-ahead stops at many points.  Run ahead, in lock-step, and every word on the
+# general path (history of every instruction): the same registers, cycle and statistics,
+# context by context.
+TOKEN_WAIT = {"ctx_arb": ["ctx_arb[s1], br[on#]", "halt"],
+              "br_signal": ["poll#: br_signal[s1, on#]", "ctx_arb[voluntary]", "br[poll#]"]}
 
 
-def _token_ring_run(history: int, busy: bool) -> tuple[object, ...]:
+def _token_ring(wait: str) -> list[str]:
+    return ["immed[a4, 30]",
+            "loop#: alu[a1, a1, +, 1]", "ctx_arb[voluntary]", "alu[b2, b2, +, a1]",
+            "local_csr_wr[SAME_ME_SIGNAL, a5]", *TOKEN_WAIT[wait],
+            "on#: alu[b3, b3, +, a4]", "alu[a4, a4, -, 1]", "bne[loop#]", "ctx_arb[kill]"]  # fmt: skip
+
+
+def _token_ring_run(history: int, busy: bool, wait: str) -> tuple[object, ...]:
     me1 = ["loop#: scratch[read, $0, a1, 0, 1], ctx_swap[s1]", "alu[a1, a1, +, 4]", "br[loop#]"]
-    chip = chip_with({0: TOKEN_RING, 1: me1} if busy else {0: TOKEN_RING}, ctx_mask=0xF, csr_write_to_use=3)
+    ring = _token_ring(wait)
+    chip = chip_with({0: ring, 1: me1} if busy else {0: ring}, ctx_mask=0xF, csr_write_to_use=3)
     for ctx in range(4):
         chip.set_reg(0, "a5", 1 << 3 | (ctx + 1) % 4, ctx=ctx)   # s1 to the next context
     chip.history_enable(history)
     chip.run(4_000)
-    regs = [[chip.reg(0, r, ctx=ctx) for r in ("a1", "a2", "a3", "a4")] for ctx in range(4)]
+    regs = [[chip.reg(0, r, ctx=ctx) for r in ("a1", "b2", "b3", "a4")] for ctx in range(4)]
     me = chip.stats()["mes"][0]
     return regs, chip.cycle, me["instructions"], me["ctx_swaps"], me["idle_cycles"], me["ctx"]
 
 
+@pytest.mark.parametrize("wait", sorted(TOKEN_WAIT))
 @pytest.mark.parametrize("busy", [True, False], ids=["other-events", "alone"])
-def test_swaps_in_the_fast_loop_match_the_general_path(busy: bool) -> None:
-    ahead, lockstep, general = _token_ring_run(0, busy), _token_ring_run(1, busy), _token_ring_run(2, busy)
+def test_swaps_in_the_fast_loop_match_the_general_path(busy: bool, wait: str) -> None:
+    ahead, lockstep, general = (_token_ring_run(level, busy, wait) for level in (0, 1, 2))
     assert ahead == lockstep == general
-    regs, swaps = ahead[0], ahead[3]
+    regs, cycle, swaps, idle = ahead[0], ahead[1], ahead[3], ahead[4]
     assert all(r[0] == 30 and r[3] == 0 for r in regs)   # every context went round 30 times
-    assert swaps > 4 * 60
+    assert swaps >= 4 * 30   # at least a yield a round
+    assert 0 <= idle < cycle   # (the last kill left the ME idle from the cycle after it)
 
 
 # ME 0 reads a longword into $0 (SRAM) or $$0 (DRAM) without waiting and adds that

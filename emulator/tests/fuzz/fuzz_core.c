@@ -25,7 +25,8 @@
  *     [4]  number of MEs = (b & 15) + 1
  *     [5]  context mask enabled on every loaded ME no ENABLE record named
  *     [6]  cycles of the final run = 64 * (b + 1)
- *     [7]  timestamp shift = (b & 31) % 17; csr write-to-use delay = b >> 5
+ *     [7]  timestamp shift = (b & 31) % 17; csr write-to-use delay = {0, 1, 2, 3, 4, 7,
+ *          12, 20}[b >> 5]
  *     [8]  MSF: ports = (b & 15) + 1; RBUF element bytes = {64, 128, 256, 100}[(b >> 4) & 3];
  *          TBUF element bytes = {64, 128, 256, 100}[(b >> 6) & 3]
  *     [9]  RBUF elements = b, or (b & 15) << 26 when b >= 0xF0 (invalid configs, such as
@@ -135,7 +136,10 @@ static void make_config(npk_config *k, const uint8_t *h)
     k->cam_entries = ((h[3] >> 2) & 15u) + 1;
     k->num_me = (h[4] & 15u) + 1;
     k->timestamp_shift = (h[7] & 31u) % 17u;
-    k->csr_write_to_use = h[7] >> 5;
+    /* (longer than the queue of pending writes is deep, 12 and 20: a write to a full queue
+     * takes effect at once) */
+    static const uint32_t write_to_use[8] = {0, 1, 2, 3, 4, 7, 12, 20};
+    k->csr_write_to_use = write_to_use[h[7] >> 5];
     k->hash_mult48 = 0x123456789ABDull;
     k->hash_mult64 = 0x9E3779B97F4A7C15ull;
     k->hash_mult128_lo = 0x9E3779B97F4A7C15ull;
