@@ -361,6 +361,35 @@ def test_a_swap_run_ahead_sees_another_mes_signal_as_in_lockstep(neighbour: bool
     assert len(seen) > 2  # context 1 woke at different points of context 0's count
 
 
+# A neighbour's signal that was queued before the swapper's turn began takes effect at
+# its own cycle, which may come before the turn's start + the cross-ME lookahead (here a
+# write-to-use delay of 7 and no swap cost, so a turn holds two swaps): the swaps must
+# not run ahead of it.
+def _queued_signal_run(delay: int, history: int) -> tuple[object, ...]:
+    swapper = ["br=ctx[1, c1#]", "immed[a4, 40]",
+               "spin#: alu[@a100, @a100, +, 1]", "alu[a5, a5, +, 1]", "alu[a5, a5, +, 1]", "alu[a5, a5, +, 1]",
+               "alu[a4, a4, -, 1]", "ctx_arb[voluntary]", "bne[spin#]", "ctx_arb[kill]",
+               "c1#: ctx_arb[s2]", "alu[a2, --, B, @a100]", "ctx_arb[voluntary]", "ctx_arb[kill]"]  # fmt: skip
+    sender = [f"immed[a4, {delay}]", "wait#: alu[a4, a4, -, 1]", "bne[wait#]",
+              "local_csr_wr[NEXT_NEIGHBOR_SIGNAL, 0x11]", "halt"]  # ME 1, context 1, s2
+    chip = chip_with({1: swapper}, ctx_mask=0x3, csr_write_to_use=7, ctx_swap_cost=0)
+    chip.load(0, assemble(sender, 8), 8)
+    chip.enable(0, 0x1)
+    chip.history_enable(history)
+    chip.run(3_000)
+    me = chip.stats()["mes"][1]
+    return chip.reg(1, "a2", ctx=1), chip.cycle, me["ctx"], me["ctx_swaps"]
+
+
+def test_a_swap_run_ahead_stops_at_a_neighbours_queued_signal() -> None:
+    seen = set()
+    for delay in range(1, 25):
+        ahead, general = _queued_signal_run(delay, 0), _queued_signal_run(delay, 2)
+        assert ahead == general, f"ME 0 waits {delay} rounds"
+        seen.add(ahead[0])
+    assert len(seen) > 2
+
+
 # Swaps and signal tests in the fast loop (a ctx_arb without defer slots, F_CTX_ARB;
 # br_signal, F_BR_SIG) against the general path.  Four contexts of ME 0 count, yield, and
 # pass a token round: SAME_ME_SIGNAL to the next context, then wait for their own, either
