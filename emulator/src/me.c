@@ -1503,14 +1503,14 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int 
     int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
     /* a fast first word and the fast words after it in one entry of the fast loop; a swap
      * or a signal test there (F_CTX_ARB, F_BR_SIG) as in the run-ahead below */
-    if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1,
-                           ahead ? quiet_point(c, m, horizon) : c->now + 1)))
+    uint64_t quiet_until = ahead ? quiet_point(c, m, horizon) : c->now + 1;
+    if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1, quiet_until)))
         me_exec(c, m);
     if (!ahead) return;
     /* that word may have issued a command: its completion bounds the rest of the turn */
     if (npk_ev_next_cycle(c) < horizon) horizon = npk_ev_next_cycle(c);
     uint64_t saved = c->now;
-    uint64_t quiet_until = quiet_point(c, m, horizon);
+    if (quiet_until > horizon) quiet_until = horizon;
     while (m->cur >= 0 && m->next < horizon) {
         if (m->pend_min <= m->next) {
             /* CSR writes due: those only this ME reads take effect here, in its own
