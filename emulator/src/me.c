@@ -861,10 +861,12 @@ static void predecode_operands(npk_uop *u)
 /* ---- the fast path ----------------------------------------------------------------
  * Words whose operands are GPRs and constants and whose effect is on this ME's registers
  * and condition codes alone (plain ALU and shift operations, immed, ld_field, branches on
- * condition codes and contexts, jumps) run in a threaded loop (run_fast) that keeps the
- * context's state in locals; everything else goes through me_exec.  Both give the same
- * results: the run-ahead path uses run_fast, the lock-step path (history, debugger)
- * me_exec, and the fuzzer compares the two (tests/fuzz, header flag bit 5). */
+ * condition codes and contexts, jumps), and the swaps and signal tests of this ME's
+ * contexts (ctx_arb without defer slots, br_signal) run in a threaded loop (run_fast)
+ * that keeps the context's state in locals; everything else goes through me_exec.  Both
+ * give the same results: the run-ahead path uses run_fast, the lock-step path with a
+ * history of every instruction (and the debugger) me_exec, and the fuzzer compares the
+ * two (tests/fuzz, header flag bit 5). */
 enum {
     F_GENERAL = 0,
 #define F_ALU_ENUM(NAME, CODE) F_ALU_##NAME,
@@ -1174,9 +1176,11 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
  * reads and writes nothing but this context's registers, local memory and condition
  * codes, which no event changes except the read transfer registers (completions of this
  * ME's commands, the MSF device's deliveries), so only those words wait for the next
- * event (`limit`); the others may run on to the end of the run's budget (`far`).
- * The context's registers stay in the ME; pc, condition codes, the deferred branch and
- * the statistics live in locals until it returns. */
+ * event (`limit`); the others may run on to the end of the run's budget (`far`).  A
+ * swap or a signal test depends on the contexts' signals, which another ME may send:
+ * those run only before `quiet` (quiet_point); a swap goes on with the next context in
+ * the loop.  The context's registers stay in the ME; pc, condition codes, the deferred
+ * branch and the statistics live in locals until it returns or swaps. */
 static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far,
                                                         uint64_t quiet)
 {
