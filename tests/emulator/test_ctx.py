@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from npkit.emulator.binding import Chip
+
 from .util import assemble, chip_with, ld32, run_prog
 
 
@@ -290,6 +292,18 @@ def test_local_csr_writes_run_ahead_as_in_lockstep() -> None:
     assert polls > 0  # ME 1 polled until the signal came
 
 
+def _receiver_and_sender(receiver: int, contexts: list[str], sender: list[str], history: int, cycles: int,
+                         **cfg: object) -> Chip:
+    """ME `receiver` (0 or 1) runs `contexts` in its contexts 0 and 1, the other of the
+    two `sender` in its context 0; history at level `history`, for `cycles`."""
+    chip = chip_with({receiver: contexts}, ctx_mask=0x3, **cfg)
+    chip.load(1 - receiver, assemble(sender, 8), 8)
+    chip.enable(1 - receiver, 0x1)
+    chip.history_enable(history)
+    chip.run(cycles)
+    return chip
+
+
 # ME 0's context 1 sleeps on s1 or s2.  Context 0 signals it s1 through SAME_ME_SIGNAL
 # (20 cycles write-to-use) and then runs local words, so ME 0 runs ahead of ME 1; ME 1
 # sends s2 through the CAP, `delay` loop rounds in.  Whichever comes first wakes context
@@ -301,11 +315,7 @@ def _signal_race_run(delay: int, history: int) -> tuple[object, ...]:
            "c1#: ctx_arb[s1, s2], any", "local_csr_rd[TIMESTAMP_LOW]", "immed[a1, 0]", "halt"]  # fmt: skip
     me1 = [f"immed[a4, {delay}]", "wait#: alu[a4, a4, -, 1]", "bne[wait#]",
            "immed[$0, 0x12]", "cap[write, $0, INTERTHREAD_SIG, 1], ctx_swap[s1]", "halt"]  # ME 0 ctx 1, s2
-    chip = chip_with({0: me0}, ctx_mask=0x3, csr_write_to_use=20)
-    chip.load(1, assemble(me1, 8), 8)
-    chip.enable(1, 0x1)
-    chip.history_enable(history)
-    chip.run(5_000)
+    chip = _receiver_and_sender(0, me0, me1, history, 5_000, csr_write_to_use=20)
     me = chip.stats()["mes"][0]
     return chip.reg(0, "a1", ctx=1), chip.cycle, me["ctx"], me["instructions"]
 
@@ -336,11 +346,7 @@ def _swap_race_run(delay: int, history: int, neighbour: bool = False, fill: bool
         swapper, sender = 1, wait + queue + ["local_csr_wr[NEXT_NEIGHBOR_SIGNAL, 0x11]", "nop", "nop", "nop", "halt"]
     else:
         swapper, sender = 0, wait + ["immed[$0, 0x12]", "cap[write, $0, INTERTHREAD_SIG, 1], ctx_swap[s1]", "halt"]
-    chip = chip_with({swapper: SWAPPER}, ctx_mask=0x3, **cfg)
-    chip.load(1 - swapper, assemble(sender, 8), 8)
-    chip.enable(1 - swapper, 0x1)
-    chip.history_enable(history)
-    chip.run(3_000)
+    chip = _receiver_and_sender(swapper, SWAPPER, sender, history, 3_000, **cfg)
     me = chip.stats()["mes"][swapper]
     return chip.reg(swapper, "a2", ctx=1), chip.cycle, me["ctx"], me["ctx_swaps"]
 
@@ -372,11 +378,7 @@ def _queued_signal_run(delay: int, history: int) -> tuple[object, ...]:
                "c1#: ctx_arb[s2]", "alu[a2, --, B, @a100]", "ctx_arb[voluntary]", "ctx_arb[kill]"]  # fmt: skip
     sender = [f"immed[a4, {delay}]", "wait#: alu[a4, a4, -, 1]", "bne[wait#]",
               "local_csr_wr[NEXT_NEIGHBOR_SIGNAL, 0x11]", "halt"]  # ME 1, context 1, s2
-    chip = chip_with({1: swapper}, ctx_mask=0x3, csr_write_to_use=7, ctx_swap_cost=0)
-    chip.load(0, assemble(sender, 8), 8)
-    chip.enable(0, 0x1)
-    chip.history_enable(history)
-    chip.run(3_000)
+    chip = _receiver_and_sender(1, swapper, sender, history, 3_000, csr_write_to_use=7, ctx_swap_cost=0)
     me = chip.stats()["mes"][1]
     return chip.reg(1, "a2", ctx=1), chip.cycle, me["ctx"], me["ctx_swaps"]
 
