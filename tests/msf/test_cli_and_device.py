@@ -212,12 +212,12 @@ def test_backlog_fills_the_phy_fifo_and_leaves_at_wire_rate() -> None:
     assert run.dev.stats()["tx_sequence"] == 100
 
 
-def _one_element(quadwords: int, payload: int) -> str:
-    """Microcode that sends one frame of one element: DRAM 0x400 -> TBUF element 0 in one
-    dram[tbuf_wr] of `quadwords` (indirect_ref: [25] + [24:21] = quadwords - 1, [4] +
-    [20:5] = MSF address 0x2000), then its transmit control word (`payload` bytes, SOP,
-    EOP, port 0)."""
-    ind = (1 << 25) | ((quadwords - 1) << 21) | (1 << 4) | (0x2000 << 5)
+def _one_element(quadwords: int, payload: int, msf_addr: int = 0x2000) -> str:
+    """Microcode that sends one frame of one element: DRAM 0x400 -> TBUF at `msf_addr`
+    (0x2000: element 0) in one dram[tbuf_wr] of `quadwords` (indirect_ref: [25] + [24:21]
+    = quadwords - 1, [4] + [20:5] = the MSF address), then element 0's transmit control
+    word (`payload` bytes, SOP, EOP, port 0)."""
+    ind = (1 << 25) | ((quadwords - 1) << 21) | (1 << 4) | (msf_addr << 5)
     return f"""
 .sig done
 .reg a t ind
@@ -241,9 +241,10 @@ idle#:
 """
 
 
-def _send_one_element(quadwords: int, payload: int, **msf: int) -> tuple[Chip, TrafficRun, bytes]:
+def _send_one_element(quadwords: int, payload: int, msf_addr: int = 0x2000,
+                      **msf: int) -> tuple[Chip, TrafficRun, bytes]:
     chip = Chip("ixp2800")
-    chip.load(0, words_of(_one_element(quadwords, payload)))
+    chip.load(0, words_of(_one_element(quadwords, payload, msf_addr)))
     chip.enable(0, 0xFF)
     data = bytes((7 * i + 3) & 0xFF for i in range(8 * quadwords))
     chip.mem_write("dram", 0x400, data)
@@ -257,6 +258,15 @@ def test_a_128_byte_tbuf_element_filled_by_one_dram_command_leaves_whole() -> No
     chip, run, data = _send_one_element(16, 128, tbuf_elem_bytes=128, tbuf_elems=64)
     assert [d for _, d in run.out[0]] == [data]
     assert chip.faults()["total"] == 0 and run.dev.stats()["bad_tcw"] == 0
+
+
+def test_a_tbuf_write_past_the_buffers_end_wraps_and_is_faulted() -> None:
+    # 64 bytes written 32 bytes before the end of the 8 KB TBUF: the last 32 go to its
+    # start (element 0, which the control word sends) and the write is faulted
+    chip, run, data = _send_one_element(8, 32, msf_addr=0x2000 + 8192 - 32)
+    assert [d for _, d in run.out[0]] == [data[32:]]
+    faults = chip.faults()
+    assert faults["counts"] == {"msf": 1} and faults["last"][-1]["address"] == 0x2000 + 8192 - 32
 
 
 def test_a_control_word_naming_bytes_past_its_element_is_counted_bad() -> None:

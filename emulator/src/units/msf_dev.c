@@ -521,7 +521,11 @@ static void op_rbuf_rd(void *u, uint32_t a, uint8_t *buf, unsigned nb)
 {
     npk_msf *d = u;
     uint32_t off = a >= BUF_BASE ? a - BUF_BASE : a;
-    if ((uint64_t)off + nb > RBUF_BYTES) npk_fault_cmd(d->chip, NPK_FAULT_MSF, a);  /* wraps in the buffer */
+    if ((uint64_t)off + nb <= RBUF_BYTES) {
+        memcpy(buf, d->rbuf + off, nb);
+        return;
+    }
+    npk_fault_cmd(d->chip, NPK_FAULT_MSF, a);  /* wraps in the buffer */
     for (unsigned i = 0; i < nb; i++) buf[i] = d->rbuf[(off + i) & (RBUF_BYTES - 1)];
 }
 
@@ -529,7 +533,11 @@ static void op_tbuf_wr(void *u, uint32_t a, const uint8_t *buf, unsigned nb)
 {
     npk_msf *d = u;
     uint32_t off = a >= BUF_BASE ? a - BUF_BASE : a;
-    if ((uint64_t)off + nb > TBUF_BYTES) npk_fault_cmd(d->chip, NPK_FAULT_MSF, a);  /* wraps in the buffer */
+    if ((uint64_t)off + nb <= TBUF_BYTES) {
+        memcpy(d->tbuf + off, buf, nb);
+        return;
+    }
+    npk_fault_cmd(d->chip, NPK_FAULT_MSF, a);  /* wraps in the buffer */
     for (unsigned i = 0; i < nb; i++) d->tbuf[(off + i) & (TBUF_BYTES - 1)] = buf[i];
 }
 
