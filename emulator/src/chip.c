@@ -407,7 +407,8 @@ static int any_alive(npk_chip *c)
 /* The fewest cycles from an ME's word to its effect on another ME's contexts: a unit
  * command completes (signals, pushed transfer registers) cmd_overhead + its latency on
  * at the soonest; a NEXT/PREV_NEIGHBOR_SIGNAL write, where the control stores have one,
- * csr_write_to_use on (npk_nbr_sig_lookahead).  (The MSF device's own events bound the run-ahead separately.) */
+ * csr_write_to_use on (npk_nbr_sig_lookahead).  (The MSF device's own events bound the
+ * run-ahead separately.) */
 static uint64_t cross_me_lookahead(const npk_chip *c)
 {
     uint64_t l = NPK_NEVER;

@@ -538,7 +538,6 @@ static void exec_local_csr(npk_exec *e, const npk_uop *u)
     queue_csr_write(c, m, e->ctx, addr, v, c->now);
 }
 
-/* returns -1 when the instruction dealt with the context itself (halt, kill) */
 /* a swap's ctx_arb (not a halt, a kill or an illegal word): what the context waits for,
  * and the swap after its defer slots */
 static void ctx_arb_wait(const npk_chip *c, npk_ctx *x, uint64_t w)
@@ -552,6 +551,7 @@ static void ctx_arb_wait(const npk_chip *c, npk_ctx *x, uint64_t w)
     x->swap_left = (uint8_t)NPK_CTX_ARB_DEFER(w);
 }
 
+/* returns -1 when the instruction dealt with the context itself (halt, kill) */
 static int exec_ctx_arb(npk_exec *e, const npk_uop *u)
 {
     npk_chip *c = e->c;
@@ -1256,11 +1256,11 @@ context:
 /* the next word, if it may run here: fetch it and go to its handler */
 #define NEXT() do { if (now >= far) goto done; u = &uops[pc]; \
                     had_br = brp; pc++; DISPATCH(); } while (0)
-/* the word is done: count it, the deferred branch's slot, the time (a taken branch
- * added its aborted cycles) */
 /* the context's words counted */
 #define SAVE_STATS() do { m->st.instructions += n; m->st.executing_cycles += n; \
                           m->st.ctx_instructions[ctx] += n; m->st.aborted_cycles += aborted; } while (0)
+/* the word is done: count it, the deferred branch's slot, the time (a taken branch
+ * added its aborted cycles) */
 #define RETIRE() do { n++; \
                       if (had_br && brp && --brl == 0) { brp = 0; pc = brt; } \
                       now += 1; NEXT(); } while (0)
