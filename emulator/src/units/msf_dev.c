@@ -273,6 +273,15 @@ static void bad_tcw(npk_msf *d, uint32_t e)
     npk_fault_cmd(d->chip, NPK_FAULT_MSF, TCW_BASE + 8 * e);
 }
 
+/* n bytes at src onto the end of port p's frame, if it has room for them */
+static int frame_append(port *p, const uint8_t *src, uint32_t n)
+{
+    if (p->flen + n > FRAME_MAX) return 0;
+    memcpy(p->frame + p->flen, src, n);
+    p->flen += n;
+    return 1;
+}
+
 /* element e has crossed the SPI-4 bus into its port's PHY FIFO at time t */
 static void tx_arrive(npk_msf *d, uint32_t e, uint64_t t)
 {
@@ -298,26 +307,17 @@ static void tx_arrive(npk_msf *d, uint32_t e, uint64_t t)
         }
     }
     p->in_frame = 1;
-    uint32_t add = 0;
-    /* a control word that names bytes past its element is bad: what the element holds
-     * goes; so is one that grows the frame past what a port holds: the bytes are left out */
-    if (prl && pro + prl <= S && p->flen + prl <= FRAME_MAX) {
-        memcpy(p->frame + p->flen, el + pro, prl);
-        p->flen += prl;
-        add += prl;
-    } else if (prl) {
-        bad_tcw(d, e);
-    }
+    uint32_t before = p->flen;
+    /* a control word that names bytes past its element, or that grows the frame past what
+     * a port holds, is bad (counted once): what the element holds goes, bytes past the
+     * frame's limit are left out */
+    int bad = 0;
+    if (prl) bad |= !(pro + prl <= S && frame_append(p, el + pro, prl));
     uint32_t n = pay < S ? (plen < S - pay ? plen : S - pay) : 0;
-    if (n < plen) bad_tcw(d, e);
-    if (n && p->flen + n <= FRAME_MAX) {
-        memcpy(p->frame + p->flen, el + pay, n);
-        p->flen += n;
-        add += n;
-    } else if (n) {
-        bad_tcw(d, e);
-    }
-    p->fifo_used += add;
+    bad |= n < plen;
+    if (n) bad |= !frame_append(p, el + pay, n);
+    if (bad) bad_tcw(d, e);
+    p->fifo_used += p->flen - before;
     uint32_t cut = d->cfg.tx_start_bytes;
     if (!p->live && (eop || (cut && p->flen >= cut))) {
         p->live = 1;
