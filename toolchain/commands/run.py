@@ -39,7 +39,7 @@ from npkit.toolchain.system.router_run import (
     format_summary,
     in_flight_report,
 )
-from npkit.toolchain.system.verdict import judge
+from npkit.toolchain.system.verdict import fault_kinds, judge
 from npkit.xscale.core import XScaleError
 
 from .options import exit_on_verdict, policy_of, verdict_options
@@ -120,8 +120,7 @@ def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[s
     (kind, ME, PC) among the last faults kept."""
     if not faults["total"]:
         return []
-    kinds = ", ".join(f"{k} {n}" for k, n in faults["counts"].items())
-    lines = [f"warning: {faults['total']} fault(s) ({kinds})"]
+    lines = [f"warning: {faults['total']} fault(s) ({fault_kinds(faults)})"]
     sites: dict[tuple[str, int, int], dict[str, Any]] = {}
     for f in faults["last"]:
         sites.setdefault((f["kind"], f["me"], f["pc"]), f)

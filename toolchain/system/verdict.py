@@ -37,6 +37,11 @@ class Policy:
     min_line_rate_pct: float | None = None
 
 
+def fault_kinds(faults: dict[str, Any]) -> str:
+    """Chip.faults()' counts by kind, as text: "sram 8, msf 1"."""
+    return ", ".join(f"{k} {n}" for k, n in faults.get("counts", {}).items())
+
+
 def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
     """The verdict on a router summary (npkit.toolchain.system.router_run) or a plain
     traffic run's summary (npkit.toolchain.commands.run)."""
@@ -53,8 +58,7 @@ def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
         reasons.append(f"drop counters with no packet to account for: {cons['unattributed_drops']}")
     faults = summary.get("faults") or {}
     if faults.get("total"):
-        kinds = ", ".join(f"{k} {n}" for k, n in faults.get("counts", {}).items())
-        reasons.append(f"chip faults: {faults['total']} ({kinds}); the last are in faults.last")
+        reasons.append(f"chip faults: {faults['total']} ({fault_kinds(faults)}); the last are in faults.last")
     flight = summary.get("in_flight") or {}
     if flight.get("count", 0) > 0:
         reasons.append(f"{flight['count']} packets in flight at the end: {flight.get('why', '')}")
