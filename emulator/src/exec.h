@@ -87,6 +87,7 @@ static inline void npk_alu_sources(npk_exec *e, const npk_uop *u, uint32_t *a, u
 
 /* issue.c: memory and unit commands */
 void npk_issue_mem(npk_exec *e, const npk_uop *u);
+void npk_predecode_command(npk_uop *u);   /* at load: u->mem from u->cmd and the word */
 void npk_issue_cap_csr(npk_exec *e, const npk_uop *u);
 
 /* alu.c: ALU operations that are instructions of their own (generated list) */

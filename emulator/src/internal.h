@@ -69,11 +69,39 @@ typedef struct npk_opnd {
                             * npk_me.lm_stage, where F_LM puts the longword first */
 } npk_opnd;
 
+/* A memory-class word's command as issue.c uses it, decoded when the word is loaded
+ * (npk_predecode_command): the issue reads these instead of taking the word apart */
+typedef struct npk_cmd_pre {
+    uint8_t unit;          /* NPK_UNIT_* */
+    uint8_t ev_cmd, sub;   /* the event's cmd and sub (history records; CAP: 0 read, 1 write) */
+    uint8_t defer;         /* ctx_swap's defer slots */
+    uint16_t sigmask;      /* the signals the command sends (0: none) */
+    uint16_t flags;        /* NPK_CMDF_* */
+    uint16_t nwords;       /* longwords it moves, before an indirect_ref override */
+    uint8_t xfield;        /* the transfer-register field */
+} npk_cmd_pre;
+
+enum {
+    NPK_CMDF_PULL = 1,           /* the unit pulls from the write transfer registers */
+    NPK_CMDF_PUSH = 2,           /* ... pushes into the read ones */
+    NPK_CMDF_SWAP = 4,           /* the context swaps out until sigmask (ctx_swap[]) */
+    NPK_CMDF_INDIRECT = 8,       /* indirect_ref: ALU_OUT overrides fields */
+    NPK_CMDF_SPLIT = 16,         /* the unit gets the two address operands apart */
+    NPK_CMDF_MSF_BUFFER = 32,    /* the event's aux is the MSF buffer address */
+    NPK_CMDF_XFER_DRAM = 64,     /* names $$ registers by default */
+    NPK_CMDF_ONE_WORD = 128,     /* moves one longword whatever the count says */
+    NPK_CMDF_QUADWORDS = 256,    /* counts quadwords (an indirect count too) */
+};
+
 /* A pre-decoded control-store word: built when the word is loaded, so that execution
  * neither matches classes nor decodes operand fields. */
 typedef struct npk_uop {
     uint64_t w;            /* the word */
-    npk_opnd a, b, d;      /* operands as the class uses them (see npk_me_predecode) */
+    npk_opnd a, b;         /* operands as the class uses them (see npk_me_predecode) */
+    union {
+        npk_opnd d;        /* the destination (classes that write one) */
+        npk_cmd_pre mem;   /* memory classes (NPK_IC_SRAM ... NPK_IC_HASH): the command */
+    };
     uint8_t cls;           /* enum npk_iclass; NPK_IC_ILLEGAL also for an illegal command */
     uint8_t local;         /* touches only this ME: may run ahead (uop_is_local) */
     uint8_t op;            /* ALU / shift operation, branch condition */

@@ -48,15 +48,48 @@ static uint32_t command_words(const npk_cmd_info *k, uint64_t w)
  *   [25] override ref_count, [24:21] ref_count - 1 (quadwords for dram)
  *   [4]  override data reference, [20:5] data reference: for dram[rbuf_rd|tbuf_wr] the
  *        MSF buffer address (0x2000 + byte offset in RBUF / TBUF) */
-static void indirect_ref(const npk_cmd_info *k, uint32_t ind, uint32_t *nwords, uint32_t *msf_addr)
+static void indirect_ref(const npk_cmd_pre *k, uint32_t ind, uint32_t *nwords, uint32_t *msf_addr)
 {
     if (ind & (1u << 25)) {
         uint32_t cnt = ((ind >> 21) & 0xF) + 1;
-        *nwords = k->words == NPK_WORDS_QUADWORDS ? cnt * 2 : cnt;
+        *nwords = (k->flags & NPK_CMDF_QUADWORDS) ? cnt * 2 : cnt;
         if (*nwords > NPK_MAX_XFER_WORDS) *nwords = NPK_MAX_XFER_WORDS;
     }
     if (ind & (1u << 4))
         *msf_addr = (ind >> 5) & 0xFFFF;
+}
+
+/* A memory-class word's command, once, when the word is loaded (u->cmd is legal: from
+ * npk_mem_command); what it takes from the command table and the word's fields. */
+void npk_predecode_command(npk_uop *u)
+{
+    const npk_cmd_info *k = npk_cmd_info_of(u->cmd);
+    uint64_t w = u->w;
+    uint32_t sig = NPK_SRAM_SIG(w), mode = NPK_SRAM_SIG_MODE(w);
+    npk_cmd_pre *p = &u->mem;
+    memset(p, 0, sizeof *p);
+    p->unit = k->unit_id;
+    /* CAP events: 0 read, 1 write */
+    p->ev_cmd = (uint8_t)(k->unit_id == NPK_UNIT_CAP ? k->dir == NPK_DIR_PULL : NPK_SRAM_CMD(w));
+    p->sub = (uint8_t)NPK_SRAM_SUB(w);
+    p->nwords = (uint16_t)command_words(k, w);
+    p->xfield = (uint8_t)NPK_SRAM_XFER(w);
+    if (sig) {
+        p->sigmask = (uint16_t)(1u << sig);
+        if (k->sig_pair && sig < 15) p->sigmask |= (uint16_t)(1u << (sig + 1));
+    }
+    if (sig && mode != NPK_SIG_MODE_SIG_DONE) {
+        p->flags |= NPK_CMDF_SWAP;
+        p->defer = (uint8_t)mode;
+    }
+    if (k->dir & NPK_DIR_PULL) p->flags |= NPK_CMDF_PULL;
+    if (k->dir & NPK_DIR_PUSH) p->flags |= NPK_CMDF_PUSH;
+    if (NPK_SRAM_INDIRECT_REF(w)) p->flags |= NPK_CMDF_INDIRECT;
+    if (k->split) p->flags |= NPK_CMDF_SPLIT;
+    if (k->msf_buffer) p->flags |= NPK_CMDF_MSF_BUFFER;
+    if (k->xfer_dram) p->flags |= NPK_CMDF_XFER_DRAM;
+    if (k->words == NPK_WORDS_ONE) p->flags |= NPK_CMDF_ONE_WORD;
+    if (k->words == NPK_WORDS_QUADWORDS) p->flags |= NPK_CMDF_QUADWORDS;
 }
 
 /* the issuing context waits for mask: ctx_swap[s], optionally with defer[1|2] */
@@ -69,7 +102,7 @@ static void swap_on(npk_ctx *x, uint16_t mask, uint32_t defer)
     x->swap_target = UINT32_MAX;
 }
 
-static npk_event *new_event(npk_exec *e, int unit, uint32_t op, uint32_t addr)
+static inline npk_event *new_event(npk_exec *e, int unit, uint32_t op, uint32_t addr)
 {
     npk_event *ev = npk_ev_alloc(e->c);
     if (!ev) return NULL;
@@ -95,51 +128,43 @@ void npk_issue_mem(npk_exec *e, const npk_uop *u)
 {
     npk_chip *c = e->c;
     npk_me *m = e->m;
-    uint64_t w = u->w;
-    const npk_cmd_info *k = npk_cmd_info_of(u->cmd);
-    int unit = k->unit_id;
-    uint32_t sig = NPK_SRAM_SIG(w), mode = NPK_SRAM_SIG_MODE(w);
+    const npk_cmd_pre *k = &u->mem;
     uint32_t a = npk_rd(e, &u->a);
     uint32_t b = npk_rd(e, &u->b);
     if (e->illegal) return;
-    uint32_t addr = a + b;
-    uint32_t nwords = command_words(k, w), msf_addr = 0;
+    uint32_t addr = a + b, flags = k->flags;
+    uint32_t nwords = k->nwords, msf_addr = 0;
     int kind;
     uint32_t xidx;
-    xfer_target(m, e->ctx, NPK_SRAM_XFER(w), k->xfer_dram, &kind, &xidx);
-    if (NPK_SRAM_INDIRECT_REF(w)) indirect_ref(k, m->alu_out, &nwords, &msf_addr);
+    xfer_target(m, e->ctx, k->xfield, (flags & NPK_CMDF_XFER_DRAM) != 0, &kind, &xidx);
+    if (flags & NPK_CMDF_INDIRECT) indirect_ref(k, m->alu_out, &nwords, &msf_addr);
+    int unit = k->unit;
     int ch = unit_channel(c, unit, addr);
     if (npk_unit_full(c, unit, ch)) {
         e->stall = 1;
         return;
     }
-    int pull = (k->dir & NPK_DIR_PULL) != 0, push = (k->dir & NPK_DIR_PUSH) != 0;
+    int pull = (flags & NPK_CMDF_PULL) != 0, push = (flags & NPK_CMDF_PUSH) != 0;
     uint32_t moved = nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords;
     if ((pull || push) && xidx + moved > 128)
         npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, e->pc, xidx);  /* the registers wrap to 0 */
-    npk_event *ev = new_event(e, unit, u->cmd, k->split ? a : addr);
+    npk_event *ev = new_event(e, unit, u->cmd, (flags & NPK_CMDF_SPLIT) ? a : addr);
     if (!ev) { e->illegal = 1; return; }
-    ev->cmd = (uint8_t)NPK_SRAM_CMD(w);
-    if (unit == NPK_UNIT_CAP) ev->cmd = (uint8_t)(k->dir == NPK_DIR_PULL);  /* CAP events: 0 read, 1 write */
-    ev->sub = (uint8_t)NPK_SRAM_SUB(w);
+    ev->cmd = k->ev_cmd;
+    ev->sub = k->sub;
     ev->count = (uint16_t)nwords;
     ev->xkind = (uint8_t)kind;
     ev->xidx = (uint16_t)xidx;
-    ev->aux = k->msf_buffer ? msf_addr : b;
-    uint16_t sm = 0;
-    if (sig) {
-        sm = (uint16_t)(1u << sig);
-        if (k->sig_pair && sig < 15) sm |= (uint16_t)(1u << (sig + 1));
-    }
-    ev->sigmask = sm;
-    if (pull) pull_words(m, ev, kind, xidx, k->words == NPK_WORDS_ONE ? 1 : moved);
+    ev->aux = (flags & NPK_CMDF_MSF_BUFFER) ? msf_addr : b;
+    ev->sigmask = k->sigmask;
+    uint32_t one = (flags & NPK_CMDF_ONE_WORD) != 0;
+    if (pull) pull_words(m, ev, kind, xidx, one ? 1 : moved);
     ev->chan = (uint8_t)ch;
-    uint32_t bytes = k->words == NPK_WORDS_ONE ? 4 : nwords * 4;
-    ev->cycle = npk_unit_schedule(c, unit, ch, bytes, pull && !push);
-    npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, unit, NPK_SRAM_CMD(w) | (NPK_SRAM_SUB(w) << 8) | (nwords << 16), addr);
+    ev->cycle = npk_unit_schedule(c, unit, ch, one ? 4 : nwords * 4, pull && !push);
+    npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, unit, NPK_SRAM_CMD(u->w) | (NPK_SRAM_SUB(u->w) << 8) | (nwords << 16), addr);
     npk_ev_push(c, ev);
-    if (sig && mode != NPK_SIG_MODE_SIG_DONE) {
-        swap_on(e->x, sm, mode);
+    if (flags & NPK_CMDF_SWAP) {
+        swap_on(e->x, k->sigmask, k->defer);
         e->x->swap_voluntary = 0;
     }
 }

@@ -852,6 +852,7 @@ static void predecode_operands(npk_uop *u)
         u->a = opnd_r(NPK_SRAM_A_SRC(w), 0, 0, 0);
         u->b = opnd_r(NPK_SRAM_B_SRC(w), 0, 1, 0);
         if (!u->cmd) u->cls = NPK_IC_ILLEGAL;
+        else npk_predecode_command(u);
         break;
     default:
         break;
