@@ -207,6 +207,21 @@ void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state)
     ctx_state(c, m, ctx, state);
 }
 
+/* context i of m runs from t (+ the swap cost) */
+static inline __attribute__((always_inline)) void me_run_ctx(npk_chip *c, npk_me *m, int i, uint64_t t)
+{
+    if (m->cur < 0 && m->idle_since != NPK_NEVER) {
+        m->st.idle_cycles += t - m->idle_since;
+        m->idle_since = NPK_NEVER;
+    }
+    m->ctx_arb_cntl = (m->ctx_arb_cntl & ~0x77u) | (uint32_t)i | ((uint32_t)(m->cur < 0 ? i : m->cur) << 4);
+    m->cur = i;
+    ctx_state(c, m, i, NPK_CTX_RUNNING);
+    npk_me_set_next(c, m, t + c->cfg.ctx_swap_cost);
+    m->st.stalled_cycles += c->cfg.ctx_swap_cost;
+    m->st.ctx_swaps++;
+}
+
 /* choose the next ready context round-robin after the current one; the ME
  * resumes at t (+ swap cost when switching) */
 static inline __attribute__((always_inline)) void me_pick(npk_chip *c, npk_me *m, uint64_t t)
@@ -217,17 +232,7 @@ static inline __attribute__((always_inline)) void me_pick(npk_chip *c, npk_me *m
         /* the first ready context after `start`, round robin (start itself last) */
         uint32_t s = (uint32_t)(start + 1) & (NPK_NCTX - 1);
         uint32_t rot = ((ready >> s) | (ready << (NPK_NCTX - s))) & 0xFFu;
-        int i = (int)(s + (uint32_t)__builtin_ctz(rot)) & (NPK_NCTX - 1);
-        if (m->cur < 0 && m->idle_since != NPK_NEVER) {
-            m->st.idle_cycles += t - m->idle_since;
-            m->idle_since = NPK_NEVER;
-        }
-        m->ctx_arb_cntl = (m->ctx_arb_cntl & ~0x77u) | (uint32_t)i | ((uint32_t)(m->cur < 0 ? i : m->cur) << 4);
-        m->cur = i;
-        ctx_state(c, m, i, NPK_CTX_RUNNING);
-        npk_me_set_next(c, m, t + c->cfg.ctx_swap_cost);
-        m->st.stalled_cycles += c->cfg.ctx_swap_cost;
-        m->st.ctx_swaps++;
+        me_run_ctx(c, m, (int)(s + (uint32_t)__builtin_ctz(rot)) & (NPK_NCTX - 1), t);
         return;
     }
     m->cur = -1;
@@ -247,6 +252,13 @@ static void wake(npk_chip *c, npk_me *m, int ctx, uint64_t t)
     npk_ctx *x = &m->ctx[ctx];
     x->sig &= (uint16_t)~x->wait_mask;
     x->wait_mask = 0;
+    if (m->cur < 0 && m->status == NPK_ME_RUNNING && !m->ready && !c->hist_level &&
+        (m->ctx_mode == 8 || !(ctx & 1))) {
+        /* the ME idles and no other context is ready: this one runs (the same as READY
+         * then picked at once, which leaves no ready cycles and no record but the state's) */
+        me_run_ctx(c, m, ctx, t);
+        return;
+    }
     ctx_state(c, m, ctx, NPK_CTX_READY);
     if (m->cur < 0 && m->status == NPK_ME_RUNNING)
         me_pick(c, m, t);
