@@ -57,7 +57,7 @@ def _ffi() -> Any:
 @lru_cache(maxsize=1)
 def _lib() -> tuple[Any, Any]:
     ffi = _ffi()
-    path = Path(os.environ.get("NPKEMU_LIB", str(LIBRARY)))
+    path = Path(os.environ.get("NPKEMU_LIB") or str(LIBRARY))   # (set but empty: the default)
     if not path.exists():
         raise EmulatorError(
             f"emulator library {path} is missing: run `make` at the top of the tree "

@@ -447,10 +447,15 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             if (msf_next < t) { t = msf_next; due = 0; }
         }
         if (t == NPK_NEVER && !any_alive(c)) {
-            /* an ME that stopped (bad PC, illegal word) while running ahead stopped
-             * after the last cycle processed here: end the run where lock-step would */
-            for (uint32_t i = 0; i < nme; i++)
-                if (c->me[i].stop.cycle > c->now) c->now = c->me[i].stop.cycle;
+            /* the run ends with the last stop: after a halt's cycle (the halt is an
+             * instruction, counted as executed), at a bad PC's or an illegal word's
+             * (nothing executed then); an ME that stopped while running ahead stopped
+             * after the last cycle processed here */
+            for (uint32_t i = 0; i < nme; i++) {
+                const npk_me *m = &c->me[i];
+                uint64_t last = m->stop.cycle + (m->status == NPK_ME_HALT);
+                if (m->status != NPK_ME_RUNNING && m->status != NPK_ME_IDLE && last > c->now) c->now = last;
+            }
             reason = NPK_STOP_HALTED;
             break;
         }
@@ -894,6 +899,12 @@ int npk_stats_me(npk_chip *c, int me, npk_me_stats *out)
     /* (idle from the cycle after a kill: the run may end before it) */
     if (m->cur < 0 && m->idle_since != NPK_NEVER && m->status == NPK_ME_RUNNING && c->now > m->idle_since)
         out->idle_cycles += c->now - m->idle_since;
+    /* cycles charged ahead that the run has not reached (npk_me.over_stalled) */
+    if (m->cur >= 0 && m->next != NPK_NEVER && m->next > c->now) {
+        uint64_t *n = m->over_stalled ? &out->stalled_cycles : &out->aborted_cycles;
+        uint64_t over = m->next - c->now;
+        *n -= over < *n ? over : *n;
+    }
     for (int i = 0; i < 8; i++) {
         npk_ctx *x = &m->ctx[i];
         uint64_t d = c->now > x->state_since ? c->now - x->state_since : 0;

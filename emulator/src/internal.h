@@ -132,6 +132,10 @@ typedef struct npk_me {
     int status;            /* NPK_ME_* */
     uint64_t next;         /* cycle of the next instruction, NPK_NEVER when idle */
     uint64_t idle_since;
+    /* the statistics charge a swap's cost, a queue-full retry's wait (stalled) and a
+     * taken branch's aborted cycles when they begin: those past the end of a run, up to
+     * `next`, are taken back in npk_stats_me from the counter this says */
+    int over_stalled;
     uint64_t *ustore;
     npk_uop *uop;          /* per word (+ one past the end: a PC there is out of range) */
     npk_ctx ctx[NPK_NCTX];

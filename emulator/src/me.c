@@ -219,6 +219,7 @@ static inline __attribute__((always_inline)) void me_run_ctx(npk_chip *c, npk_me
     ctx_state(c, m, i, NPK_CTX_RUNNING);
     npk_me_set_next(c, m, t + c->cfg.ctx_swap_cost);
     m->st.stalled_cycles += c->cfg.ctx_swap_cost;
+    m->over_stalled = 1;
     m->st.ctx_swaps++;
 }
 
@@ -1126,6 +1127,7 @@ static inline void retire(npk_exec *e, const npk_uop *u, int extra, int had_br, 
     }
     uint64_t t = c->now + 1 + (uint64_t)extra;
     m->st.aborted_cycles += (uint64_t)extra;
+    m->over_stalled = 0;
     if (x->swap_pending) {
         if (had_swap && x->swap_left) x->swap_left--;
         if (x->swap_left == 0) {
@@ -1177,6 +1179,7 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
         if (retry <= c->now) retry = c->now + 1;
         x->pc = pc;
         m->st.stalled_cycles += retry - c->now;
+        m->over_stalled = 1;
         npk_me_set_next(c, m, retry);
         return;
     }
@@ -1271,7 +1274,8 @@ context:
                     had_br = brp; pc++; DISPATCH(); } while (0)
 /* the context's words counted */
 #define SAVE_STATS() do { m->st.instructions += n; m->st.executing_cycles += n; \
-                          m->st.ctx_instructions[ctx] += n; m->st.aborted_cycles += aborted; } while (0)
+                          m->st.ctx_instructions[ctx] += n; m->st.aborted_cycles += aborted; \
+                          if (aborted) m->over_stalled = 0; } while (0)
 /* the word is done: count it, the deferred branch's slot, the time (a taken branch
  * added its aborted cycles) */
 #define RETIRE() do { n++; \

@@ -157,3 +157,44 @@ def test_full_command_queue_stalls_the_issuing_me() -> None:
     assert st["units"]["sram"][0]["queue_max"] == depth
     assert st["mes"][0]["stalled_cycles"] > 100_000
     assert st["units"]["sram"][0]["utilization"] > 0.95
+
+
+def _busy(chip: Chip, me: int = 0) -> int:
+    m = chip.stats()["mes"][me]
+    return m["executing_cycles"] + m["aborted_cycles"] + m["stalled_cycles"] + m["idle_cycles"]
+
+
+# every context runs 3 words, then swaps out to the next one (a swap costs cycles) and
+# branches back (a taken branch aborts the words behind it): the ME is never idle
+_SWAPPING = ["loop#: alu[a1, a1, +, 1]", "alu[a2, a2, +, 1]", "ctx_arb[voluntary]", "br[loop#]"]
+
+
+def test_me_cycle_counters_partition_a_run_that_ends_mid_swap_or_mid_branch() -> None:
+    # the swap's cost and the branch's aborted cycles are counted when they begin; a run
+    # that ends inside them counts only the cycles it reached (it reported 120 % before)
+    for cycles in range(1, 80):
+        chip = chip_with({0: _SWAPPING}, ctx_mask=0xFF)
+        chip.run(cycles)
+        assert chip.cycle == cycles
+        assert _busy(chip) == cycles, cycles
+        # (a lock-step run counts the same)
+        ref = chip_with({0: _SWAPPING}, ctx_mask=0xFF)
+        ref.history_enable(1)
+        ref.run(cycles)
+        assert ref.stats()["mes"][0] == chip.stats()["mes"][0]
+    # and a run continued from there counts the rest
+    chip = chip_with({0: _SWAPPING}, ctx_mask=0xFF)
+    for _ in range(40):
+        chip.run(7)
+        assert _busy(chip) == chip.cycle
+
+
+def test_a_halted_run_ends_after_the_halts_cycle() -> None:
+    # br at 0, its 3 aborted cycles, the halt at 4: five cycles, all of them busy
+    chip = chip_with({0: ["br[x#]", "nop", "nop", "x#: halt"]})
+    assert chip.run(100) == "halted"
+    m = chip.stats()["mes"][0]
+    assert chip.me_status(0)["cycle"] == 4
+    assert chip.cycle == 5
+    assert (m["executing_cycles"], m["aborted_cycles"]) == (2, 3)
+    assert _busy(chip) == chip.cycle

@@ -110,8 +110,9 @@ def test_chip_run_co_runs_the_attached_xscale(xscale_built: Path, me_image: Path
         while system.cycle < 200_000:
             before = system.cycle
             chip.run(min(slices[k % len(slices)], 200_000 - system.cycle))
-            # the chip itself stops counting once its ME halted (56,370); the System's clock goes on
-            assert system.cycle > before and chip.cycle == min(system.cycle, 56_370)
+            # the chip itself stops counting once its ME halted (the halt at cycle 56,370 is
+            # the last cycle it counts); the System's clock goes on
+            assert system.cycle > before and chip.cycle == min(system.cycle, 56_371)
             k += 1
         system.close()
         assert chip.driver is None
