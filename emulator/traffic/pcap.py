@@ -123,6 +123,10 @@ class PcapReader:
             raise PcapError(f"{self.name}: bad magic 0x{magic_le:08x}, not a pcap file")
         self.nanosecond = magic == MAGIC_NSEC
         _, _, _, _, _, self.snaplen, self.linktype = struct.unpack(self._order + "IHHiIII", head)
+        if self.linktype != LINKTYPE_ETHERNET:
+            # (a raw-IP or Wi-Fi capture read as Ethernet would be garbage frames)
+            raise PcapError(f"{self.name}: link type {self.linktype}, not Ethernet ({LINKTYPE_ETHERNET}): "
+                            "the ports carry Ethernet frames")  # fmt: skip
         self._rec = struct.Struct(self._order + "IIII")
         self.truncated = 0
 

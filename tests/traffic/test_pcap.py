@@ -93,6 +93,10 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
         read_pcap(cut)
     with pytest.raises(ValueError):
         PcapWriter(io.BytesIO()).write(-1, b"")
+    raw = io.BytesIO()
+    PcapWriter(raw, linktype=101).write(0, b"\x45" + b"\x00" * 19)   # raw IP, not Ethernet
+    with pytest.raises(PcapError, match="link type 101, not Ethernet"):
+        PcapReader(io.BytesIO(raw.getvalue()))
 
 
 def _tshark(path: Path) -> list[tuple[Decimal, int]]:
