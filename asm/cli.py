@@ -3,39 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 
 import click
 
+from npkit.toolchain.writing import OutputError, write_all, write_output
+
 from .errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
-
-
-def _write_all(files: list[tuple[Path, bytes]]) -> None:
-    """Write every file or none: each goes to a temporary beside it, renamed once all are written."""
-    temps: list[tuple[str, Path]] = []
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        for path, data in files:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-            temps.append((tmp, path))
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, 0o666 & ~umask)
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    except BaseException:
-        for tmp, _ in temps:
-            Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    _write_all([(path, data)])
 
 
 def _internal(exc: BaseException, where: SourceLoc | None) -> str:
@@ -115,9 +91,9 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
         outputs = [(out_path, image_bytes)]
         if listing and list_text is not None:
             outputs.append((Path(listing), list_text.encode()))
-        _write_all(outputs)
-    except OSError as e:
-        click.echo(f"error: cannot write output: {e.strerror or e}", err=True)
+        write_all(outputs)
+    except OutputError as e:
+        click.echo(f"error: {e}", err=True)
         sys.exit(1)
     if as_json:
         p = asm.program
@@ -144,15 +120,16 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
     type=click.Path(dir_okay=False),
     help="Write the source here instead of stdout.",
 )
+@click.option("--program", default=None,
+              help="Program of a multi-program (linked) image; one is needed unless --json.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print programs, words and text as JSON.")
-def disasm_cmd(
-    source: str, show_addr: bool, contexts: str | None, output: str | None, as_json: bool
-) -> None:
+def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str | None,
+               program: str | None, as_json: bool) -> None:  # fmt: skip
     """Disassemble an ELF image, a hex dump or a C byte array into reassemblable source."""
-    from .disasm import disassemble, read_words
+    from .disasm import disassemble, pick, read_words
 
     try:
-        progs = read_words(source)
+        progs = pick(read_words(source), program, source, every=as_json)
         parts = []
         for p in progs:
             if contexts and p.raw:
@@ -170,6 +147,10 @@ def disasm_cmd(
         click.echo(_internal(e, SourceLoc(source, 1)), err=True)
         sys.exit(1)
     if output:
-        _atomic_write(Path(output), text.encode())
+        try:
+            write_output(output, text)
+        except OutputError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
     else:
         click.echo(text, nl=False)

@@ -2,12 +2,14 @@
 
 Input formats (detected):
   * an npkit ELF image (toolchain/image.py);
-  * a hex dump, one word per line, optionally `addr: word` (`#`/`;`/`//` comments allowed);
+  * a hex dump, one word per line, optionally `addr: word` (`#`/`;`/`//` comments allowed),
+    each word at its address (consecutive from 0, in any order: the assembler has no .org);
   * a C array of instruction bytes, five bytes per word, big-endian, like Linux's
     ixp2400_rx.ucode (`0xf0, 0x00, 0x0c, 0xc0, 0x05,`).
 
 Output uses physical registers, `l<addr>#` labels where branch targets land
-(or the image's own label names), and a `.num_contexts` line.
+(or the image's own label names, including one after the last word), and a
+`.num_contexts` line.  One program is one source: `pick` chooses it from a linked image.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from npkit.toolchain.image import ImageError, from_bytes
+from npkit.toolchain.image import IMAGE_LIMIT, ImageError, from_bytes, pick_program
 from npkit.toolchain.isa import (
     DecodeError,
     EncodeError,
@@ -25,6 +27,7 @@ from npkit.toolchain.isa import (
     operand_roles,
     split_instruction,
 )
+from npkit.toolchain.reading import read_bytes
 
 from .errors import AsmError, SourceLoc
 
@@ -38,27 +41,48 @@ class Words:
     raw: bool = False  # words without a context mode of their own (hex dump, C array)
 
 
-_HEX_LINE = re.compile(r"^\s*(?:(?:0x)?[0-9a-fA-F]+\s*:\s*)?(?:0x)?([0-9a-fA-F]{1,10})\s*$")
+_HEX_LINE = re.compile(r"^\s*(?:(?:0x)?([0-9a-fA-F]+)\s*:\s*)?(?:0x)?([0-9a-fA-F]{1,10})\s*$")
+_NO_ORG = (
+    "the assembler has no directive to place code at an address (no .org), so only a dump "
+    "of consecutive words from address 0 disassembles into source that reassembles there"
+)
 
 
 def read_words(path: str | Path, data: bytes | None = None) -> list[Words]:
     """Read every program in `path`; raises AsmError (with the line) on bad input."""
     path = str(path)
     if data is None:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as e:
-            raise AsmError(f"cannot read '{path}': {e.strerror or e}") from None
+        data = read_bytes(path, limit=IMAGE_LIMIT, error=AsmError, what="input")
     if data[:4] == b"\x7fELF":
         try:
             image = from_bytes(data, path)
         except ImageError as e:
             raise AsmError(f"bad image: {e}", SourceLoc(path, 1)) from None
         return [Words(p.words, p.ctx_mode, p.labels(), p.name) for p in image.programs]
+    nul = data.find(b"\0")
+    if nul >= 0:  # not echoed: a binary file's "line" can be megabytes
+        raise AsmError("holds a NUL byte: a binary file, not an npkit image, a hex dump or a C array",
+                       SourceLoc(path, data.count(b"\n", 0, nul) + 1))  # fmt: skip
     text = data.decode("latin-1")
     if re.search(r"0x[0-9a-fA-F]{2}\s*,\s*0x[0-9a-fA-F]{2}\s*,", text):
         return [Words(_c_array(text, path), raw=True)]
     return [Words(_hex_dump(text, path), raw=True)]
+
+
+def pick(progs: list[Words], name: str | None, origin: str, every: bool = False) -> list[Words]:
+    """The programs to disassemble: the one called `name` (`--program`); with no name the
+    only one, since each program is a source of its own (a linked image of several is an
+    error listing them), or with `every` all of them (JSON keeps them apart)."""
+    if name is not None and progs[0].raw:
+        raise AsmError(
+            f"--program picks a program of an image; {origin} holds raw words of one unnamed program"
+        )
+    if every and name is None:
+        return progs
+    try:
+        return [pick_program(progs, name, origin)]
+    except ImageError as e:
+        raise AsmError(str(e)) from None
 
 
 def _strip_comment(line: str) -> str:
@@ -66,7 +90,11 @@ def _strip_comment(line: str) -> str:
 
 
 def _hex_dump(text: str, path: str) -> list[int]:
-    words = []
+    """The words of a dump, each at its address: a line without one follows the line before
+    (the first is at 0); out-of-order lines are placed at their addresses; an address given
+    twice, a gap or a dump that does not start at 0 is an error on the line concerned."""
+    at: dict[int, tuple[int, int]] = {}  # address -> (word, line number)
+    nxt = 0
     for n, raw in enumerate(text.splitlines(), 1):
         line = _strip_comment(raw)
         if not line.strip():
@@ -75,10 +103,27 @@ def _hex_dump(text: str, path: str) -> list[int]:
         if not m:
             raise AsmError("expected one 40-bit word in hex per line (optionally 'addr: word')",
                            SourceLoc(path, n, 1, raw))  # fmt: skip
-        words.append(int(m[1], 16))
-    if not words:
+        addr = int(m[1], 16) if m[1] is not None else nxt
+        if addr in at:
+            raise AsmError(f"address 0x{addr:x} is given twice (first on line {at[addr][1]})",
+                           SourceLoc(path, n, 1, raw))  # fmt: skip
+        at[addr] = (int(m[2], 16), n)
+        nxt = addr + 1
+    if not at:
         raise AsmError("no instruction words found", SourceLoc(path, 1))
-    return words
+    expect = 0
+    for addr in sorted(at):
+        if addr != expect:
+            gap = (
+                f"no word at 0x{expect:x}"
+                if addr == expect + 1
+                else f"no words at 0x{expect:x}..0x{addr - 1:x}"
+            )
+            raise AsmError(
+                f"{gap} (this line is at 0x{addr:x}): {_NO_ORG}", SourceLoc(path, at[addr][1])
+            )
+        expect = addr + 1
+    return [at[a][0] for a in sorted(at)]
 
 
 def _c_array(text: str, path: str) -> list[int]:
@@ -154,4 +199,6 @@ def disassemble(prog: Words, show_addr: bool = False) -> str:
         if show_addr:
             comment = f"{addr:5d}: {w:010x}" + (f"  {comment}" if comment else "")
         out.append(f"    {text:<56}; {comment}" if comment else f"    {text}")
+    if len(prog.words) in names:  # a label after the last word (`end#:` or `.endif` last)
+        out.append(f"{names[len(prog.words)]}#:")
     return "\n".join(out) + "\n"

@@ -29,8 +29,9 @@ from typing import Any
 import click
 
 from npkit.emulator.me_names import me_name
-from npkit.toolchain.image import Image, Program
+from npkit.toolchain.image import Image, ImageError, Program, pick_program
 from npkit.toolchain.isa import DecodeError, decode, operand_roles, split_instruction
+from npkit.toolchain.writing import OutputError, check_writable, write_output
 
 
 class GraphError(ValueError):
@@ -53,8 +54,9 @@ def _left(lines: list[str]) -> str:
 def render(dot_text: str, out: Path) -> None:
     fmt = out.suffix.lstrip(".").lower()
     if fmt in ("dot", "gv", ""):
-        out.write_text(dot_text)
+        write_output(out, dot_text)
         return
+    check_writable(out)  # dot's own message would not name the path
     exe = shutil.which("dot")
     if exe is None:
         raise GraphError("the `dot` program (Debian package graphviz) is not installed; "
@@ -384,15 +386,10 @@ def _program_of(path: str, name: str | None) -> tuple[Program, list[Path]]:
         image: Image = read_target_image(path)
     except TargetError as e:
         raise GraphError(str(e)) from None
-    if name is None:
-        if len(image.programs) > 1:
-            raise GraphError(f"{path} holds {len(image.programs)} programs; pick one with --program "
-                             + "(" + ", ".join(p.name for p in image.programs) + ")")  # fmt: skip
-        prog = image.programs[0]
-    else:
-        prog = next((p for p in image.programs if p.name == name), None)  # type: ignore[assignment]
-        if prog is None:
-            raise GraphError(f"no program '{name}' in {path}")
+    try:
+        prog = pick_program(image.programs, name, path)
+    except ImageError as e:
+        raise GraphError(str(e)) from None
     d = Path(path).resolve().parent
     return prog, [d, d.parent, d.parent.parent, Path.cwd()]
 
@@ -411,7 +408,7 @@ def graph_layout(layout: str, output: str) -> None:
     try:
         lay = from_linker(layout)
         render(layout_dot(lay), Path(output))
-    except GraphError as e:
+    except (GraphError, OutputError) as e:
         raise click.ClickException(str(e)) from None
 
 
@@ -424,5 +421,5 @@ def graph_cfg(source: str, output: str, program: str | None) -> None:
     try:
         prog, search = _program_of(source, program)
         render(cfg_dot(prog, search), Path(output))
-    except GraphError as e:
+    except (GraphError, OutputError) as e:
         raise click.ClickException(str(e)) from None

@@ -21,9 +21,10 @@ import json
 import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from .reading import read_bytes
+from .writing import write_output
 
 FORMAT_VERSION = 1
 MAX_USTORE = 8192
@@ -93,6 +94,27 @@ class Image:
     programs: list[Program]
     config: str = ""  # chip config the image was linked for ("" = any)
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+class _Named(Protocol):
+    name: str
+
+
+_P = TypeVar("_P", bound=_Named)
+
+
+def pick_program(programs: list[_P], name: str | None, origin: str) -> _P:
+    """The program called `name` (the `--program NAME` of the commands); with no name, the
+    only one: an image of several is an error that lists them."""
+    names = ", ".join(p.name for p in programs)
+    if name is None:
+        if len(programs) > 1:
+            raise ImageError(f"{origin} holds {len(programs)} programs; pick one with --program ({names})")
+        return programs[0]
+    for p in programs:
+        if p.name == name:
+            return p
+    raise ImageError(f"no program '{name}' in {origin} (it holds: {names})")
 
 
 # ---- writing ---------------------------------------------------------------------
@@ -174,12 +196,9 @@ def elf_bytes(texts: list[list[int]], meta: dict[str, Any], labels: list[list[tu
 
 
 def write_image(path: str | Path, image: Image) -> None:
-    """Write atomically: a failed write never leaves a partial file behind."""
-    path = Path(path)
-    data = to_bytes(image)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    """Write atomically: a failed write never leaves a partial file behind (raises
+    npkit.toolchain.writing.OutputError naming the path)."""
+    write_output(path, to_bytes(image))
 
 
 # ---- reading ---------------------------------------------------------------------

@@ -160,10 +160,44 @@ def test_unwritable_listing_leaves_no_image(tmp_path: Path) -> None:
     src = tmp_path / "p.uc"
     src.write_text(GOOD)
     out = tmp_path / "p.elf"
-    r = _run(asm_cmd, [str(src), "-o", str(out), "--list", str(tmp_path / "no" / "such" / "p.lst")])
-    assert r.exit_code == 1 and "cannot write output" in r.output
+    lst = tmp_path / "no" / "such" / "p.lst"
+    r = _run(asm_cmd, [str(src), "-o", str(out), "--list", str(lst)])
+    assert r.exit_code == 1 and f"error: cannot write {lst}: No such file or directory" in r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.uc"]  # neither file, no temporaries
     assert _run(asm_cmd, [str(src), "-o", str(out)]).exit_code == 0
     umask = os.umask(0)
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # like any new file, not mkstemp's 0600
+
+
+def test_disasm_picks_one_program_of_a_linked_image(tmp_path: Path) -> None:
+    from npkit.toolchain.image import write_image
+    from npkit.toolchain.system.link import link
+
+    router = tmp_path / "router.elf"
+    write_image(router, link("pipelined"))
+    r = _run(disasm_cmd, [str(router)])  # one source per program: which one?
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.output == (f"error: {router} holds 6 programs; pick one with --program "
+                        "(rx, parse, lookup, hdr_format, qm, tx)\n")  # fmt: skip
+    src, back = tmp_path / "p.uc", tmp_path / "p.elf"
+    assert _run(disasm_cmd, [str(router), "--program", "parse", "-o", str(src)]).exit_code == 0
+    assert _run(asm_cmd, [str(src), "-o", str(back)]).exit_code == 0
+    parse = next(p for p in read_image(router).programs if p.name == "parse")
+    assert read_image(back).programs[0].words == parse.words
+    r = _run(disasm_cmd, [str(router), "--program", "nope"])
+    assert r.exit_code == 1 and "no program 'nope'" in r.output
+    r = _run(disasm_cmd, [str(router), "--json"])  # JSON keeps the programs apart: all of them
+    assert r.exit_code == 0 and len(json.loads(r.output)["programs"]) == 6
+
+
+def test_disasm_unwritable_output_and_binary_input_are_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "w.hex"
+    f.write_text("e000020000\n")
+    out = tmp_path / "no" / "x.uc"
+    r = _run(disasm_cmd, [str(f), "-o", str(out)])
+    assert r.exit_code == 1 and r.output == f"error: cannot write {out}: No such file or directory\n"
+    z = tmp_path / "zeros.bin"
+    z.write_bytes(b"\0" * 3_000_000)
+    r = _run(disasm_cmd, [str(z)])
+    assert r.exit_code == 1 and len(r.output.splitlines()) == 1 and "NUL byte" in r.output

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.asm.assembler import assemble, assemble_text
-from npkit.asm.disasm import Words, disassemble, read_words
+from npkit.asm.disasm import Words, disassemble, pick, read_words
 from npkit.asm.errors import AsmError, Diagnostics
 from npkit.toolchain.image import to_bytes
 
@@ -121,3 +121,84 @@ def test_any_words_round_trip_through_disassembly(words: list[int], ctx_mode: in
              for w in words]  # fmt: skip
     text = disassemble(Words(words, ctx_mode))
     assert assemble_text(text, diags=Diagnostics()).program.words == words
+
+
+@pytest.mark.parametrize("source", [
+    "loop#:\n br[end#]\n halt\nend#:\n",  # a label as the last line
+    ".reg x\n alu[x, x, +, 1]\n.if (x == 3)\n  alu[x, --, b, 0]\n.endif\n",  # leaves __sN_endif# last
+])  # fmt: skip
+def test_label_after_the_last_word_is_kept(source: str) -> None:
+    a = assemble_text(source, diags=Diagnostics())
+    end = len(a.program.words)
+    assert end in a.program.labels()  # the label past the last word this test is about
+    text = disassemble(Words(a.program.words, labels=a.program.labels()))
+    assert text.rstrip().splitlines()[-1] == f"{a.program.labels()[end]}#:"
+    assert assemble_text(text, diags=Diagnostics()).program.words == a.program.words
+
+
+def _router() -> list[Words]:
+    from npkit.toolchain.system.link import link
+
+    return [Words(p.words, p.ctx_mode, p.labels(), p.name) for p in link("pipelined").programs]
+
+
+@pytest.mark.parametrize("name", ["rx", "parse", "lookup", "hdr_format", "qm", "tx"])
+def test_round_trip_every_program_of_the_linked_router(name: str) -> None:
+    (prog,) = pick(_router(), name, "router.elf")
+    again = assemble_text(disassemble(prog), f"{name}.uc", diags=Diagnostics())
+    assert again.program.words == prog.words and again.program.ctx_mode == prog.ctx_mode
+
+
+def test_pick_one_program_of_several() -> None:
+    progs = [Words([0xE000020000], name="a"), Words([0xE000020000, 0xE000020000], name="b")]
+    assert pick(progs, "b", "x.elf") == [progs[1]]
+    assert pick(progs, None, "x.elf", every=True) == progs
+    with pytest.raises(AsmError, match=r"x.elf holds 2 programs; pick one with --program \(a, b\)"):
+        pick(progs, None, "x.elf")
+    with pytest.raises(AsmError, match=r"no program 'c' in x.elf \(it holds: a, b\)"):
+        pick(progs, "c", "x.elf")
+    with pytest.raises(AsmError, match="raw words"):
+        pick([Words([0xE000020000], raw=True)], "a", "w.hex")
+
+
+def _branch_and_halt() -> list[int]:
+    return assemble_text("br[end#]\nend#: halt\n", diags=Diagnostics()).program.words
+
+
+def test_hex_dump_words_go_to_their_addresses(tmp_path: Path) -> None:
+    br, halt = _branch_and_halt()
+    f = tmp_path / "o.hex"
+    f.write_text(f"1: {halt:010x}\n0: {br:010x}\n")  # out of order
+    (prog,) = read_words(f)
+    assert prog.words == [br, halt]
+    text = disassemble(prog)
+    assert "br[l1#]" in text  # the target is the word the dump puts at 1
+    assert assemble_text(text, diags=Diagnostics()).program.words == [br, halt]
+    f.write_text(f"0: {br:010x}\n{halt:010x}\n")  # a line without an address follows the one before
+    assert read_words(f)[0].words == [br, halt]
+
+
+@pytest.mark.parametrize(("dump", "line", "message"), [
+    ("0: {br}\n1: {halt}\n0: {halt}\n", 3, r"address 0x0 is given twice \(first on line 1\)"),
+    ("0: {br}\n{halt}\n1: {halt}\n", 3, r"address 0x1 is given twice \(first on line 2\)"),
+    ("0: {br}\n# a gap\n5: {halt}\n", 3, r"no words at 0x1\.\.0x4 \(this line is at 0x5\): .*no \.org"),
+    ("3: {halt}\n2: {br}\n", 2, r"no words at 0x0\.\.0x1 \(this line is at 0x2\)"),
+    ("0: {br}\n2: {halt}\n", 2, r"no word at 0x1 "),
+])  # fmt: skip
+def test_hex_dump_addresses_given_twice_or_with_gaps_are_errors(tmp_path: Path, dump: str, line: int,
+                                                                message: str) -> None:  # fmt: skip
+    br, halt = _branch_and_halt()
+    f = tmp_path / "h.hex"
+    f.write_text(dump.format(br=f"{br:010x}", halt=f"{halt:010x}"))
+    with pytest.raises(AsmError, match=message) as e:
+        read_words(f)
+    assert e.value.loc is not None and (e.value.loc.file, e.value.loc.line) == (str(f), line)
+
+
+def test_binary_input_is_one_short_error(tmp_path: Path) -> None:
+    f = tmp_path / "zeros.bin"
+    f.write_bytes(b"\n\n" + b"\0" * 3_000_000)
+    with pytest.raises(AsmError) as e:
+        read_words(f)
+    assert str(e.value) == (f"{f}:3:1: error: holds a NUL byte: a binary file, not an npkit image, "
+                            "a hex dump or a C array")  # fmt: skip

@@ -214,3 +214,24 @@ def test_why_by_traffic_id_in_a_reused_buffer() -> None:
     assert len({(t["me"], t["ctx"]) for t in rep["touches"]}) == 1
     assert len({t["gen"] for t in rep["touches"]}) == 1 and rep["touches"][0]["gen"] > 1  # a reused buffer
     assert rep["received"] == rep["after"] and any("ipv4" in ln for ln in rep["after"])
+
+
+def test_trace_to_a_missing_directory_fails_before_the_run(tmp_path: Path) -> None:
+    from npkit.toolchain.writing import OutputError
+
+    out = tmp_path / "no" / "t.json"
+    t = open_target(TTL)
+    start = t.chip.cycle
+    with pytest.raises(OutputError, match=f"cannot write {out}: No such file or directory"):
+        record_trace(t, 5000, 0, None, out, BufferMap(0, 64))
+    assert t.chip.cycle == start  # checked before the emulation, not after it
+    r = CliRunner().invoke(main, ["trace", str(TTL), "--cycles", "100", "-o", str(out)])
+    assert r.exit_code == 1 and r.output == f"Error: cannot write {out}: No such file or directory\n"
+
+
+@pytest.mark.parametrize("name", ["x.dot", "x.svg"])
+def test_graph_cfg_to_a_missing_directory_is_one_clean_error(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "no" / name
+    r = CliRunner().invoke(main, ["graph", "cfg", str(PING), "-o", str(out)])
+    assert r.exit_code == 1 and r.output == f"Error: cannot write {out}: No such file or directory\n"
+    assert not out.parent.exists()

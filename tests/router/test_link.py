@@ -66,6 +66,12 @@ def test_cli_writes_an_image(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "no such parameter" in res.output
 
 
+def test_cli_unwritable_output_is_one_clean_error(tmp_path: Path) -> None:
+    out = tmp_path / "no" / "sys.elf"
+    res = CliRunner().invoke(main, ["link", "pipelined", "-o", str(out)])
+    assert res.exit_code == 1 and res.output == f"Error: cannot write {out}: No such file or directory\n"
+
+
 def base() -> dict[str, Any]:
     return yaml.safe_load((LAYOUTS / "pipelined.yaml").read_text())
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from npkit.emulator.binding import CTX_STATES, UNITS, HistEvent
 from npkit.toolchain.image import Image
+from npkit.toolchain.writing import check_writable, write_output
 
 from .events import command_name, is_command
 from .source import where
@@ -107,6 +108,7 @@ def collect(target: Target, cycles: int, stop_at: int | None = None,
 
 def record_trace(target: Target, cycles: int, t_from: int, t_to: int | None, out: Path,
                  buffers: BufferMap | None = None, progress: Any = None) -> dict[str, Any]:  # fmt: skip
+    check_writable(out)  # before the run, not after it
     chip = target.chip
     mhz = target.clock_mhz
     start_cycle = chip.cycle
@@ -119,7 +121,7 @@ def record_trace(target: Target, cycles: int, t_from: int, t_to: int | None, out
     if hi < lo:
         raise TraceError(f"empty window: --from {t_from} is after the end of the run (cycle {end_cycle})")
     doc = build_events(target, events, initial, start_cycle, end_cycle, lo, hi, mhz, buffers)
-    out.write_text(json.dumps(doc, separators=(",", ":")))
+    write_output(out, json.dumps(doc, separators=(",", ":")))
     return doc["metadata"]["summary"]
 
 
