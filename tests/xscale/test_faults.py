@@ -227,10 +227,12 @@ def test_crashed_control_daemon_is_reported_with_its_fault_and_pc(faults: dict[s
 
 def test_hanging_control_daemon_is_reported_with_its_pc_and_unread_records(faults: dict[str, Path]) -> None:
     s = router_with_daemon(faults["spin"])
-    unread = s["control_plane"]["exception_records_unread"]
-    assert unread > 0 and s["control_plane"]["xscale"]["state"] == "running"
-    assert s["control_plane"]["xscale"]["function"] == "main"
+    cp = s["control_plane"]
+    unread = cp["exception_records_unread"]
+    assert unread > 0 and cp["xscale"]["state"] == "running" and not cp["running"]
+    where = re.fullmatch(r"running at pc (0x[0-9a-f]+) in main", cp["process"])
+    assert where, cp["process"]
     line = next(ln for ln in s["text"].splitlines() if ln.startswith("control plane:"))
-    assert re.search(rf"running at pc 0x[0-9a-f]+ in main, {unread} exception records unread", line), line
-    assert f"the control daemon is running at pc {s['control_plane']['xscale']['pc']:#x} in main with {unread} " \
-           "exception records unread" in s["in_flight"]["why"]
+    assert f"{cp['process']}, {unread} exception records unread" in line, line
+    assert f"the control daemon is running at pc {where[1]} in main with {unread} exception records unread" \
+        in s["in_flight"]["why"]

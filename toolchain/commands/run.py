@@ -320,7 +320,7 @@ def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: i
 
 def _control_line(s: dict[str, Any]) -> str:
     x = s["control_plane"]["xscale"]
-    return (f"control plane: npkd [{x['placement']}] {s['control_plane']['process']}, {x['instructions']} instructions, "
+    return (f"control plane: npkd [{x['placement']}] {s['control_plane'].get('process', x['state'])}, {x['instructions']} instructions, "
             f"{x['interrupts']} interrupts, starts {x['starts']}")
 
 

@@ -318,10 +318,11 @@ class ControlPlane:
     def summary(self) -> dict[str, Any]:
         out = stats_summary(self.stats())
         st = self.system.status() or {}
-        out["xscale"] = {k: st.get(k) for k in ("placement", "state", "pc", "function", "waiting_on", "instructions",
-                                                "interrupts", "wait_cycles", "exit_code", "fault", "starts")}  # fmt: skip
+        out["xscale"] = {k: st.get(k) for k in ("placement", "state", "instructions", "interrupts", "wait_cycles",
+                                                "exit_code", "fault", "starts")}  # fmt: skip
         out["restarts"] = [{"cycle": c, "event": e} for c, e in self.system.events]
-        out["process"] = self.whereabouts()
+        if not out["running"]:      # it never came up: where it crashed, hangs or waits
+            out["process"] = self.whereabouts()
         err = self.host.stderr.decode(errors="replace").strip() if self.system.xscale is not None else ""
         if err:
             out["stderr"] = err[-2000:]

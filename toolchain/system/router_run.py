@@ -583,7 +583,8 @@ class RouterRun:
         out["generated_frames_on_the_wire"] = sum(self.run.generated)
         out["packets_forwarded_by_it"] = self.cp.forwarded_by_it
         out["log_overrun"] = self.cp.log.overrun
-        out["exception_records_unread"] = self._control_census()["exception_ring_records"]
+        if not out["running"]:
+            out["exception_records_unread"] = self._control_census()["exception_ring_records"]
         return out
 
     def _control_problems(self, tot: dict[str, Any]) -> list[str]:
