@@ -83,6 +83,8 @@ class XScaleConfig(_Strict):
     clock_mhz: irange(1, 100_000) = Field(700, description="XScale clock, MHz")
     quantum: irange(1, 1_000_000_000) = Field(20000, description="XScale instructions between synchronisations with the MEs")
     gpe_link_latency_ns: irange(0, 1_000_000_000) = Field(1000, description="gpe placement: one access over the host link, ns")
+    gpe_reply_timeout_s: irange(1, 86_400) = Field(
+        60, description="gpe placement: host seconds to wait for the process's next request (no cycle budget can end it)")
 
 
 class ChipConfig(_Strict):

@@ -24,7 +24,11 @@ def _echo_live(fd: int, data: bytes) -> None:
 def co_run(chip: Any, program: str, argv: list[str], cycles: int, *, placement: str = "xscale",
            gdb_port: int | None = None, quantum: int | None = None, live: bool = True) -> dict[str, Any]:  # fmt: skip
     """Run `chip` (already loaded) and `program` together for up to `cycles` ME
-    cycles, ending early once the program ended and no ME runs; return a report."""
+    cycles, ending early once the program ended and no ME runs; return a report.
+
+    "stop" is why the run ended: the chip's reason ("halted": no ME runs and the
+    program ended; "breakpoint" ...), or "budget" when the cycles ran out first.
+    "finished" says whether the program ended (exited or crashed) within the budget."""
     system = System(chip)
     host = system.attach_xscale(program, argv, placement=placement, quantum=quantum,
                                 echo=_echo_live if live else None, gdb_port=gdb_port)  # fmt: skip
@@ -36,17 +40,29 @@ def co_run(chip: Any, program: str, argv: list[str], cycles: int, *, placement: 
             done = host.state in ("exited", "crashed")
             if reason not in ("budget", "halted") or (done and (reason == "halted" or chip.cycle < system.cycle)):
                 break
+        finished = host.state in ("exited", "crashed")
+        if reason == "halted" and not finished:
+            reason = "budget"       # the MEs halted, but the run ended because the cycles ran out
         status = host.status()
         out, err = host.stdout, host.stderr
     finally:
         system.close()
-    return {"stop": reason, "cycle": system.cycle, "status": status,
+    return {"stop": reason, "cycle": system.cycle, "budget": cycles, "finished": finished, "status": status,
             "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}  # fmt: skip
 
 
-def report_failed(rep: dict[str, Any]) -> bool:
+def report_failed(rep: dict[str, Any], *, unfinished_fails: bool = False) -> bool:
+    """A crash or a non-zero exit fails the run; so does a program still running or
+    waiting when the budget ran out, with unfinished_fails (`npk xscale run`)."""
     st = rep["status"]
+    if unfinished_fails and unfinished(rep):
+        return True
     return st["state"] == "crashed" or (st["state"] == "exited" and st.get("exit_code") not in (0, None))
+
+
+def unfinished(rep: dict[str, Any]) -> bool:
+    """The program was still running or waiting when the cycle budget ran out."""
+    return rep["stop"] == "budget" and rep["status"]["state"] in ("running", "waiting")
 
 
 def format_status(rep: dict[str, Any]) -> str:
@@ -56,7 +72,9 @@ def format_status(rep: dict[str, Any]) -> str:
     code = f", exit code {st['exit_code']}" if st.get("exit_code") is not None else ""
     extra = f", {st['instructions']} instructions" if st.get("instructions") else ""
     fault = f" ({st['fault']})" if st.get("fault") else ""
-    return f"xscale [{st['placement']}]: {st['state']}{fault}{code}{where}{what}{extra}, {st.get('interrupts', 0)} interrupts"
+    budget = f"did not finish within {rep['budget']} cycles: " if unfinished(rep) and "budget" in rep else ""
+    return (f"xscale [{st['placement']}]: {budget}{st['state']}{fault}{code}{where}{what}{extra}, "
+            f"{st.get('interrupts', 0)} interrupts")
 
 
 @click.group("xscale")
@@ -82,13 +100,25 @@ def build_cmd(sources: tuple[str, ...], output: str, gpe: bool) -> None:
 @click.argument("args", nargs=-1)
 @click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="ME image to run beside it.")
 @click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
-@click.option("--cycles", default=100_000_000, show_default=True, type=int, help="ME-cycle budget.")
+@click.option("--cycles", default=100_000_000, show_default=True, type=click.IntRange(min=1),
+              help="ME-cycle budget: a program still running or waiting when it runs out fails the run.")
 @click.option("--placement", type=click.Choice(PLACEMENTS), default="xscale", show_default=True)
 @click.option("--gdb", "gdb_port", type=int, default=None, help="Wait for gdb on 127.0.0.1:PORT.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def run_cmd(program: str, args: tuple[str, ...], image: str | None, config: str, cycles: int, placement: str,
             gdb_port: int | None, as_json: bool) -> None:  # fmt: skip
-    """Run PROGRAM on the XScale of an emulated chip (with an optional ME image)."""
+    """Run PROGRAM on the XScale of an emulated chip (with an optional ME image).
+
+    Exit 1 when the program crashed, exited with a non-zero status, or had not finished
+    (still running, or waiting on the device or a timer) when the --cycles budget ran
+    out: the status line then says "did not finish within N cycles" with its pc and
+    function, and --json has "stop": "budget", "finished": false.
+
+    With --placement gpe the program's native build runs as a host process: emulated
+    time passes only when it reaches the device (a CSR access or a wait), so --cycles
+    cannot bound a process that computes without reaching it; the emulator waits for
+    its next request for at most the chip config's xscale.gpe_reply_timeout_s host
+    seconds (60 by default), then kills it and fails."""
     from npkit.emulator.binding import Chip, EmulatorError
     from npkit.emulator.loader import LoadError, load_path
 
@@ -103,7 +133,7 @@ def run_cmd(program: str, args: tuple[str, ...], image: str | None, config: str,
         click.echo(json.dumps(rep, indent=2))
     else:
         click.echo(format_status(rep), err=True)
-    if report_failed(rep):
+    if report_failed(rep, unfinished_fails=True):
         raise SystemExit(1)
 
 

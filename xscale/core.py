@@ -128,6 +128,7 @@ class XScaleCore:
         self.kill_pending = False     # SIGKILL sent: taken at the next system call (kernel entry)
         self._run_start_exec = 0
         self._stop_reason: str | None = None
+        self._bus_error: str | None = None      # a refused device access, reported when the core stopped
         self.uc = Uc(UC_ARCH_ARM, UC_MODE_ARM)
         self.uc.ctl_set_cpu_model(cpu_model)     # first: fails once memory is mapped
         self._budget = _Budget()
@@ -269,6 +270,9 @@ class XScaleCore:
             sig = 4 if e.errno == U.UC_ERR_INSN_INVALID else 11
             what = "illegal instruction (SIGILL)" if sig == 4 else "segmentation fault (SIGSEGV)"
             self._crash(f"{what}: {e} at pc {self.pc:#x} ({self.where()})", sig)
+        if self._bus_error is not None:
+            self._crash(f"bus error (SIGBUS): {self._bus_error} at pc {self.pc:#x} ({self.where()})", 7)
+            self._bus_error = None
         n = int(self._budget.executed) - start
         self.instructions += n
         return n
@@ -288,6 +292,13 @@ class XScaleCore:
     def exit(self, code: int) -> None:
         self.exit_code = code
         self.state = "exited"
+        self.uc.emu_stop()
+
+    def bus_error(self, why: str) -> None:
+        """A device access the chip refused (from an MMIO callback): SIGBUS.  The core is
+        stopped here and the crash recorded once emu_start returned: inside the callback
+        Unicorn's pc is still the translation block's, not the faulting instruction's."""
+        self._bus_error = why
         self.uc.emu_stop()
 
     def _crash(self, why: str, sig: int = 11) -> None:

@@ -13,7 +13,8 @@ bits that `sample()` collects; a read of the device returns the interrupt count
 from __future__ import annotations
 
 import errno as E
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from unicorn import unicorn_const as U
@@ -38,6 +39,11 @@ SRAM_QUEUE, SRAM_QUEUE_SIZE = 0xF0000000, 4 << 23
 RING_COUNT, RING_FREE, RING_CFG = 0x100, 0x200, 0x300
 CAP_INTERTHREAD_SIG = 0x4B30     # mev2.yaml cap_csrs: data [3:0] signal, [6:4] context, [11:7] ME
 
+WINDOWS = ((CAP_BASE, CAP_SIZE, "CAP CSR window"), (MSF_BASE, MSF_SIZE, "MSF CSR window"),
+           (RING_BASE, RING_SIZE, "scratch ring window"), (SCR_ATOMIC, SCR_ATOMIC_SIZE, "scratch atomic window"),
+           (SRAM_ATOMIC, SRAM_ATOMIC_SIZE, "SRAM atomic window"), (INTC_BASE, INTC_SIZE, "interrupt window"),
+           (SRAM_QUEUE, SRAM_QUEUE_SIZE, "SRAM queue window"))  # fmt: skip
+
 OPS = {1: "set", 2: "clr", 3: "incr", 4: "decr", 5: "add", 6: "sub", 7: "swap"}
 
 
@@ -56,6 +62,15 @@ def apply_atomic(op: int, old: int, value: int) -> int:
     if op == 6:
         return (old - value) & 0xFFFFFFFF
     return value & 0xFFFFFFFF
+
+
+class DeviceFault(Exception):
+    """A CSR-window access the chip refused (an SRAM queue whose element lies outside
+    SRAM, a ring configured past scratch ...): a bus error of the program that made it."""
+
+
+def window_name(phys: int) -> str:
+    return next((name for base, size, name in WINDOWS if base <= phys < base + size), "device window")
 
 
 class DeviceFile(File):
@@ -107,6 +122,25 @@ class ChipWindows:
 
     # -- word access by physical address
     def read(self, phys: int) -> int:
+        """The word at `phys` in a CSR window; DeviceFault when the chip refuses the access."""
+        with self._fault(phys, "read"):
+            return self._read(phys)
+
+    def write(self, phys: int, value: int) -> None:
+        """Write `value` at `phys` in a CSR window; DeviceFault when the chip refuses the access."""
+        with self._fault(phys, "write"):
+            self._write(phys, value)
+
+    @contextmanager
+    def _fault(self, phys: int, what: str) -> Iterator[None]:
+        from npkit.emulator.binding import EmulatorError
+
+        try:
+            yield
+        except EmulatorError as e:
+            raise DeviceFault(f"{window_name(phys)}: {what} at {phys:#010x}: {e}") from None
+
+    def _read(self, phys: int) -> int:
         if CAP_BASE <= phys < CAP_BASE + CAP_SIZE:
             return self.chip.cap_csr((phys - CAP_BASE) & ~3)
         if RING_BASE <= phys < RING_BASE + RING_SIZE:
@@ -127,7 +161,7 @@ class ChipWindows:
         self._unmodelled(phys)
         return 0
 
-    def write(self, phys: int, value: int) -> None:
+    def _write(self, phys: int, value: int) -> None:
         value &= 0xFFFFFFFF
         if CAP_BASE <= phys < CAP_BASE + CAP_SIZE:
             csr = (phys - CAP_BASE) & ~3
@@ -227,9 +261,11 @@ class ChipWindows:
 class Ixp2800Device(ChipWindows):
     """The device as the Unicorn XScale core's Linux layer serves it."""
 
-    def __init__(self, chip: Chip, uc: Any) -> None:
+    def __init__(self, chip: Chip, uc: Any, on_fault: Callable[[str], None]) -> None:
+        """on_fault(why): a CSR access through a window the chip refused; it must stop the core."""
         super().__init__(chip)
         self.uc = uc
+        self.on_fault = on_fault
         self.file = DeviceFile(self)
         self.stores = {name: chip.backing(name) for name in ("sram", "dram", "scratch")}
         self.sram_ch = int(chip.config["sram_channel_bytes"])
@@ -259,17 +295,23 @@ class Ixp2800Device(ChipWindows):
         if host is not None:
             self.uc.mem_map_ptr(va, size, U.UC_PROT_READ | U.UC_PROT_WRITE, host)
             return 0
-        csr = [(CAP_BASE, CAP_SIZE), (MSF_BASE, MSF_SIZE), (RING_BASE, RING_SIZE),
-               (SCR_ATOMIC, SCR_ATOMIC_SIZE), (SRAM_ATOMIC, SRAM_ATOMIC_SIZE), (INTC_BASE, INTC_SIZE),
-               (SRAM_QUEUE, SRAM_QUEUE_SIZE)]  # fmt: skip
-        if not any(b <= phys and phys + size <= b + n for b, n in csr):
+        if not any(b <= phys and phys + size <= b + n for b, n, _name in WINDOWS):
             return -E.EINVAL
 
+        # an exception must not escape into Unicorn's ctypes callback: a refused access
+        # stops the core as a bus error of the program (on_fault)
         def rd(_uc: Any, off: int, _size: int, _user: Any) -> int:
-            return self.read(phys + (off & ~3))
+            try:
+                return self.read(phys + (off & ~3))
+            except DeviceFault as e:
+                self.on_fault(str(e))
+                return 0
 
         def wr(_uc: Any, off: int, _size: int, value: int, _user: Any) -> None:
-            self.write(phys + (off & ~3), value)
+            try:
+                self.write(phys + (off & ~3), value)
+            except DeviceFault as e:
+                self.on_fault(str(e))
 
         self.uc.mmio_map(va, size, rd, None, wr, None)
         return 0

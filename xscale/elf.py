@@ -73,6 +73,20 @@ class ArmElf:
         return None if not text or text.startswith("??") else text
 
 
+def _unpack(fmt: str, raw: bytes, offset: int, path: Path, what: str) -> tuple[int, ...]:
+    """struct.unpack_from that says which part of a short file is missing."""
+    if offset < 0 or offset + struct.calcsize(fmt) > len(raw):
+        raise ElfError(f"{path}: truncated ELF: {what} past the end of the file")
+    return struct.unpack_from(fmt, raw, offset)
+
+
+def _span(raw: bytes, offset: int, size: int, path: Path, what: str) -> bytes:
+    """raw[offset:offset+size], or ElfError when the file ends before it does."""
+    if offset + size > len(raw):
+        raise ElfError(f"{path}: truncated ELF: {what} past the end of the file")
+    return raw[offset : offset + size]
+
+
 def read_elf(path: str | Path) -> ArmElf:
     p = Path(path)
     try:
@@ -81,21 +95,24 @@ def read_elf(path: str | Path) -> ArmElf:
         raise ElfError(f"{p}: {e.strerror}") from None
     if raw[:4] != b"\x7fELF":
         raise ElfError(f"{p}: not an ELF file")
-    if raw[4] != 1 or raw[5] != 1:
+    if len(raw) < 6 or raw[4] != 1 or raw[5] != 1:
         raise ElfError(f"{p}: not a 32-bit little-endian ELF (build it for armv5te-linux-gnueabi)")
-    e_type, e_machine = struct.unpack_from("<HH", raw, 16)
+    e_type, e_machine = _unpack("<HH", raw, 16, p, "the ELF header")
     if e_machine != EM_ARM:
         raise ElfError(f"{p}: machine {e_machine} is not ARM")
     if e_type != ET_EXEC:
         raise ElfError(f"{p}: not a static executable (ELF type {e_type}; link with -static -fno-pie)")
-    entry, phoff, shoff = struct.unpack_from("<III", raw, 24)
-    phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", raw, 42)
+    entry, phoff, shoff = _unpack("<III", raw, 24, p, "the ELF header")
+    phentsize, phnum, shentsize, shnum, _shstrndx = _unpack("<HHHHH", raw, 42, p, "the ELF header")
+    if phnum and phentsize < 32:
+        raise ElfError(f"{p}: malformed ELF: program header size {phentsize} (32 expected)")
     segs: list[Segment] = []
     phdr_vaddr = 0
     for i in range(phnum):
-        p_type, off, vaddr, _pa, filesz, memsz, flags, _al = struct.unpack_from("<8I", raw, phoff + i * phentsize)
+        p_type, off, vaddr, _pa, filesz, memsz, flags, _al = _unpack("<8I", raw, phoff + i * phentsize, p,
+                                                                     "program headers")  # fmt: skip
         if p_type == PT_LOAD:
-            segs.append(Segment(vaddr, memsz, raw[off : off + filesz], flags))
+            segs.append(Segment(vaddr, memsz, _span(raw, off, filesz, p, f"segment {i}"), flags))
             if off <= phoff < off + filesz:
                 phdr_vaddr = vaddr + phoff - off
         elif p_type == PT_PHDR:
@@ -105,23 +122,29 @@ def read_elf(path: str | Path) -> ArmElf:
     if not segs:
         raise ElfError(f"{p}: no loadable segment")
     elf = ArmElf(p, entry, phoff, phentsize, phnum, segs, phdr_vaddr)
-    elf.symbols = _symbols(raw, shoff, shentsize, shnum)
+    elf.symbols = _symbols(raw, shoff, shentsize, shnum, p)
     return elf
 
 
-def _symbols(raw: bytes, shoff: int, shentsize: int, shnum: int) -> list[tuple[int, int, str]]:
+def _symbols(raw: bytes, shoff: int, shentsize: int, shnum: int, path: Path) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
-    secs = [struct.unpack_from("<10I", raw, shoff + i * shentsize) for i in range(shnum)]
+    if shnum and shentsize < 40:
+        raise ElfError(f"{path}: malformed ELF: section header size {shentsize} (40 expected)")
+    secs = [_unpack("<10I", raw, shoff + i * shentsize, path, "section headers") for i in range(shnum)]
     for sh in secs:
         if sh[1] != 2:  # SHT_SYMTAB
             continue
+        if sh[6] >= len(secs):
+            raise ElfError(f"{path}: malformed ELF: the symbol table's string table is section {sh[6]} of {len(secs)}")
         strtab = secs[sh[6]]
-        s_off = strtab[4]
-        table = raw[sh[4] : sh[4] + sh[5] // 16 * 16]
+        strings = _span(raw, strtab[4], strtab[5], path, "the symbol names")
+        table = _span(raw, sh[4], sh[5] // 16 * 16, path, "the symbol table")
         for name_off, value, size, info, _other, _shndx in struct.iter_unpack("<IIIBBH", table):
             if info & 0xF != STT_FUNC or not value:
                 continue
-            end = raw.index(b"\0", s_off + name_off)
-            out.append((value & ~1, size, raw[s_off + name_off : end].decode(errors="replace")))
+            end = strings.find(b"\0", name_off)
+            if end < 0:
+                raise ElfError(f"{path}: malformed ELF: a symbol name runs past its string table")
+            out.append((value & ~1, size, strings[name_off:end].decode(errors="replace")))
     out.sort()
     return out

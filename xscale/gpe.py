@@ -16,6 +16,7 @@ access or a wait) to let emulated time pass.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .core import XScaleError
-from .device import ChipWindows
+from .device import ChipWindows, DeviceFault
 
 if TYPE_CHECKING:
     from npkit.emulator.binding import Chip
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 READ, WRITE, SWAP, WAIT, WAIT_UNTIL = 1, 2, 3, 4, 5
 MSG = struct.Struct("=IIII")
-REPLY_TIMEOUT_S = 60.0
 
 
 def native_twin(program: str | os.PathLike[str]) -> Path:
@@ -70,7 +70,10 @@ class GpeHost:
         if min(fds) < 0:
             raise XScaleError("the chip's memories are not in memfds: the gpe placement cannot share them")
         self.link, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.link.settimeout(REPLY_TIMEOUT_S)
+        # host seconds the emulator waits (blocked in recv, no CPU) for the process's next
+        # request: emulated time stands still while it computes, so no cycle budget can end the wait
+        self.reply_timeout_s = float(xscale_config(chip)["gpe_reply_timeout_s"])
+        self.link.settimeout(self.reply_timeout_s)
         spec = ",".join(str(x) for x in [child.fileno(), *fds, int(chip.config["sram_channel_bytes"])])
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
@@ -87,6 +90,7 @@ class GpeHost:
         self.requests = 0
         self.wait_cycles = 0
         self.exit_code: int | None = None
+        self.fault: str | None = None
         self.state = "running"
 
     # -- results
@@ -120,7 +124,7 @@ class GpeHost:
             waiting = "interrupt" if self.pending[0] == WAIT else f"link request {self.pending[0]}"
         return {"placement": "gpe", "state": self.state, "pid": self.proc.pid, "requests": self.requests,
                 "waiting_on": waiting, "wait_cycles": self.wait_cycles, "interrupts": self.windows.count,
-                "exit_code": self.exit_code, "latency_cycles": self.latency}  # fmt: skip
+                "exit_code": self.exit_code, "fault": self.fault, "latency_cycles": self.latency}  # fmt: skip
 
     # -- the link
     def _receive(self) -> bool:
@@ -133,8 +137,10 @@ class GpeHost:
                     break
                 data += chunk
         except TimeoutError:
-            raise XScaleError(f"the gpe process {self.proc.pid} sent no request for {REPLY_TIMEOUT_S:.0f} s "
-                              "(it must reach the device to let emulated time pass)") from None  # fmt: skip
+            raise XScaleError(f"the gpe process {self.proc.pid} sent no request for {self.reply_timeout_s:g} s of "
+                              "host time (it must reach the device to let emulated time pass; the cycle budget "
+                              "cannot end a process that computes without reaching it; the limit is the chip "
+                              "config's xscale.gpe_reply_timeout_s)") from None  # fmt: skip
         if len(data) < MSG.size:
             self.exit_code = self.proc.wait()
             self.state = "exited" if self.exit_code >= 0 else "crashed"
@@ -174,15 +180,33 @@ class GpeHost:
                         continue
                 else:
                     reason = "budget"
-                w = self.windows
-                result = w.read(addr) if op == READ else w.swap(addr, value) if op == SWAP else 0
-                if op == WRITE:
-                    w.write(addr, value)
+                try:
+                    result = self._access(op, addr, value)
+                except DeviceFault as e:
+                    self._bus_error(str(e))
+                    continue
                 self._reply(0 if op in (READ, WRITE, SWAP) else -22, result)
             if reason not in ("budget", "irq", "halted"):
                 return reason
         self._drain_output()
         return "budget"
+
+    def _access(self, op: int, addr: int, value: int) -> int:
+        w = self.windows
+        result = w.read(addr) if op == READ else w.swap(addr, value) if op == SWAP else 0
+        if op == WRITE:
+            w.write(addr, value)
+        return result
+
+    def _bus_error(self, why: str) -> None:
+        """A request the chip refused: the process gets a SIGBUS, as a bad access on the part would."""
+        self.proc.send_signal(signal.SIGBUS)
+        self.proc.wait()
+        self.pending = None
+        self.exit_code = 128 + signal.SIGBUS
+        self.state = "crashed"
+        self.fault = f"bus error (SIGBUS): {why}"
+        self._drain_output()
 
     def _wait(self, seen: int, target: int) -> str:
         """WAIT / WAIT_UNTIL: the answer leaves `latency` after the interrupt (status 1),

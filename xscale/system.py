@@ -50,6 +50,7 @@ def xscale_config(chip: Chip) -> dict[str, Any]:
     raw.setdefault("clock_mhz", 700)
     raw.setdefault("quantum", 20000)
     raw.setdefault("gpe_link_latency_ns", 1000)
+    raw.setdefault("gpe_reply_timeout_s", 60)
     return raw
 
 
@@ -90,7 +91,7 @@ class XScaleHost:
         self.core = XScaleCore(program, argv, env, seed=int(chip.config.get("seed", 1)), ratio=self.ratio,
                                echo=echo, mounts=mounts)  # fmt: skip
         self.core.linux.me_mhz = int(chip.config["clock_mhz"])
-        self.device = Ixp2800Device(chip, self.core.uc)
+        self.device = Ixp2800Device(chip, self.core.uc, self.core.bus_error)
         self.device.now_cycle = self.core.now_cycle
         self.core.linux.device = self.device
         self.core.cycle = clock.now

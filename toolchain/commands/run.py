@@ -176,7 +176,12 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
 @click.option("--duration-ms", "duration_ms", default=1.0, show_default=True, type=click.FloatRange(min=0),
               help="With --traffic: emulated time to offer traffic for.")
 @verdict_options(default_max_loss=0.0)
-@click.option("--xscale", "xscale", default=None, help="Linux program (ARM ELF) for the XScale core, run in lockstep.")
+@click.option("--xscale", "xscale", default=None,
+              help="Linux program (ARM ELF) for the XScale core, run in lockstep for the --cycles budget (which "
+                   "the MEs set: the run ends early only once the program ended and no ME runs). Exit 1 when the "
+                   "program crashed or exited non-zero; one still running or waiting when the budget ran out (a "
+                   "daemon) is no failure here, its status line says \"did not finish within N cycles\" and "
+                   "--json its state, \"finished\": false, \"stop\": \"budget\" (`npk xscale run` fails it).")
 @click.option("--xscale-arg", "xscale_args", multiple=True, help="Argument for the XScale program (repeatable).")
 @click.option("--xscale-placement", type=click.Choice(["xscale", "gpe"]), default="xscale", show_default=True,
               help="On the emulated XScale (Unicorn), or its native build as a host process.")
@@ -315,7 +320,7 @@ def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: i
 
 def _control_line(s: dict[str, Any]) -> str:
     x = s["control_plane"]["xscale"]
-    return (f"control plane: npkd [{x['placement']}] {x['state']}, {x['instructions']} instructions, "
+    return (f"control plane: npkd [{x['placement']}] {s['control_plane'].get('process', x['state'])}, {x['instructions']} instructions, "
             f"{x['interrupts']} interrupts, starts {x['starts']}")
 
 

@@ -321,6 +321,8 @@ class ControlPlane:
         out["xscale"] = {k: st.get(k) for k in ("placement", "state", "instructions", "interrupts", "wait_cycles",
                                                 "exit_code", "fault", "starts")}  # fmt: skip
         out["restarts"] = [{"cycle": c, "event": e} for c, e in self.system.events]
+        if not out["running"]:      # it never came up: where it crashed, hangs or waits
+            out["process"] = self.whereabouts()
         err = self.host.stderr.decode(errors="replace").strip() if self.system.xscale is not None else ""
         if err:
             out["stderr"] = err[-2000:]
@@ -333,8 +335,26 @@ class ControlPlane:
             return None
         if st.get("state") in ("crashed", "exited"):
             err = self.host.stderr.decode(errors="replace").strip()
-            return f"the control daemon {st['state']} (exit code {st.get('exit_code')}): {err[-300:]}"
+            why = [f"the control daemon {st['state']} (exit code {st.get('exit_code')})"]
+            if st.get("fault"):     # it says the pc and function already (npkit.xscale.core)
+                why.append(st["fault"])
+            elif "pc" in st:
+                why.append(f"at pc {st['pc']:#x} in {st.get('function') or '?'}")
+            if err:
+                why.append(f"stderr: {err[-300:]}")
+            return ": ".join(why)
         return None
+
+    def whereabouts(self) -> str:
+        """Where the daemon's process is: 'running at pc 0x10570 in main', 'waiting
+        at pc ... in read (waiting on read fd 3 (interrupt))', 'crashed ...'."""
+        st = self.system.status() or {}
+        text = str(st.get("state", "not started"))
+        if "pc" in st:
+            text += f" at pc {st['pc']:#x} in {st.get('function') or '?'}"
+        if st.get("waiting_on"):
+            text += f" (waiting on {st['waiting_on']})"
+        return text
 
     def close(self) -> None:
         self.system.close()

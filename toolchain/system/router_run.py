@@ -558,11 +558,23 @@ class RouterRun:
             "comparison": self.compare(),
             "conservation": {"balanced": rep["balanced"] and not cp_problems, "problems": rep["problems"] + cp_problems,
                              "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops},
-            "in_flight": in_flight_report(tot["in_flight"], census, self.drain_info),
+            "in_flight": self._in_flight(tot["in_flight"], census),
             "drain": self.drain_info,
             "faults": self.chip.faults(),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
         }  # fmt: skip
+
+    def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
+        """in_flight_report, and when exception records wait unread on the control plane's
+        ring, where its daemon is (a daemon that hangs leaves them there)."""
+        rep = in_flight_report(count, census, self.drain_info)
+        unread = census.get("control", {}).get("exception_ring_records", 0)
+        cp = self.control
+        if cp is None or not rep["count"] or not unread:
+            return rep
+        if (cp.system.status() or {}).get("state") in ("running", "waiting"):     # crashed: failed() says it
+            rep["why"] += f"; the control daemon is {cp.whereabouts()} with {unread} exception records unread"
+        return rep
 
     def control_summary(self) -> dict[str, Any]:
         """The daemon's statistics (keys that say what they count) and the run's view."""
@@ -571,6 +583,8 @@ class RouterRun:
         out["generated_frames_on_the_wire"] = sum(self.run.generated)
         out["packets_forwarded_by_it"] = self.cp.forwarded_by_it
         out["log_overrun"] = self.cp.log.overrun
+        if not out["running"]:
+            out["exception_records_unread"] = self._control_census()["exception_ring_records"]
         return out
 
     def _control_problems(self, tot: dict[str, Any]) -> list[str]:
@@ -725,6 +739,9 @@ def format_summary(s: dict[str, Any]) -> str:
                      f"{cp['packets_held_for_arp']} (sent {cp['held_packets_sent']}, dropped {cp['held_packets_dropped']}); "
                      f"forwarded by it {cp['packets_forwarded_by_it']}, its frames on the wire {cp['generated_frames_on_the_wire']}"
                      + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
+    elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
+        lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "
+                     f"block): {cp['process']}, {cp['exception_records_unread']} exception records unread")  # fmt: skip
     v = s.get("verdict")
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
