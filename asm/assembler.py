@@ -14,6 +14,7 @@ from pathlib import Path
 
 from npkit.toolchain.image import Image, LineEntry, Program, Symbol
 from npkit.toolchain.isa import EncodeError, SplitInstr, Token, encode, isa
+from npkit.toolchain.isa.operands import OperandError, check_context_relative, register_name
 
 from .errors import AsmError, Diagnostics, SourceLoc
 from .expr import evaluate
@@ -176,7 +177,7 @@ class _Builder:
             if src is None and m:
                 tok = next((t for t in ins.tokens if t.name == m[1]), None)
                 loc = ins.tok_loc(tok) if tok is not None else loc
-            raise AsmError(str(e), loc) from None
+            raise AsmError(str(e) + _allocated_names(ins, split, back, str(e)), loc) from None
 
     def immed_split(self, ins: Instr, split: SplitInstr) -> list[SplitInstr] | None:
         """immed[x, v] with v not encodable in one word -> immed_w0 + immed_w1 (as Intel's assembler)."""
@@ -200,7 +201,32 @@ class _Builder:
                 SplitInstr("immed_w1", (d, f"0x{v >> 16:x}"), cols, ())]  # fmt: skip
 
 
+_PHYS_REG_RE = re.compile(r"(?<![\w$@])(@?[ab]\d+|\$\$?\d+|n\$\d+)(?![\w$])")
+
+
+def _allocated_names(ins: Instr, split: SplitInstr, back: list[int], message: str) -> str:
+    """' (x is a0, y is b0)': the source names of the allocated registers an encoder message
+    names, which the user wrote as symbols and never saw as physical registers."""
+    names: dict[str, str] = {}
+    for k, phys in enumerate(split.args):
+        src = back[k] if k < len(back) else None
+        if src is not None and ins.refs[src].kind == "sym" and ins.args[src] != phys:
+            names.setdefault(phys, ins.args[src])
+    said = [f"{names[r]} is {r}" for r in dict.fromkeys(_PHYS_REG_RE.findall(message)) if r in names]
+    return f" ({', '.join(said)})" if said else ""
+
+
 I32_MIN, U32_MAX = -(1 << 31), (1 << 32) - 1  # a 32-bit constant, as signed or unsigned
+
+
+def _check_register_name(name: str, ctx_mode: int, loc: SourceLoc) -> None:
+    """A register named by number in .init/.set must exist in every context."""
+    op = register_name(name)
+    try:
+        if op is not None:
+            check_context_relative(op, ctx_mode)
+    except OperandError as e:
+        raise AsmError(str(e), loc) from None
 
 
 def _hex(v: int) -> str:
@@ -345,10 +371,10 @@ def _program(unit: Unit, b: _Builder, emitted: list[Emitted], name: str, path: s
             if entry.pair:
                 set_sigs.append(entry.index + 1)
     for rname, scope, loc in unit.set_regs:
-        if scope.lookup(unit.synonyms.get(rname, rname)) is None and not re.fullmatch(
-            r"@?[ab]\d+|\$\$?\d+", rname
-        ):
-            raise AsmError(f"'{rname}' is not a declared register", loc)
+        if scope.lookup(unit.synonyms.get(rname, rname)) is None:
+            if not re.fullmatch(r"@?[ab]\d+|\$\$?\d+", rname):
+                raise AsmError(f"'{rname}' is not a declared register", loc)
+            _check_register_name(rname, unit.ctx_mode, loc)
     init_regs: list[tuple[str, int | None, int]] = []
     init_mem: list[tuple[str, int, bytes]] = []
     for rname, scope, values, loc in unit.inits:
@@ -375,6 +401,7 @@ def _program(unit: Unit, b: _Builder, emitted: list[Emitted], name: str, path: s
                 raise AsmError(f".init of a register takes one value (all contexts) or "
                                f"{unit.ctx_mode} (one per context), got {len(nums)}", loc)  # fmt: skip
         elif re.fullmatch(r"@?[ab]\d+|\$\$?\d+", rname):
+            _check_register_name(rname, unit.ctx_mode, loc)
             init_regs.append((rname, None, nums[0]))
         else:
             raise AsmError(f"'{rname}' is not a declared register or memory symbol", loc)

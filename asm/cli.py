@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -22,12 +23,13 @@ def _internal(exc: BaseException, where: SourceLoc | None) -> str:
     )
 
 
-def _parse_defines(defines: tuple[str, ...]) -> dict[str, str]:
+def _parse_defines(ctx: click.Context, param: click.Parameter, defines: tuple[str, ...]) -> dict[str, str]:
+    """The -D options as {NAME: VALUE}; a malformed one is a usage error (exit 2)."""
     out = {}
     for d in defines:
         name, _, val = d.partition("=")
-        if not name:
-            raise click.BadParameter(f"expected NAME or NAME=VALUE, got '{d}'", param_hint="-D")
+        if not re.fullmatch(r"[A-Za-z_]\w*(\(.*\))?", name):  # NAME, or a macro NAME(params)
+            raise click.BadParameter(f"expected NAME or NAME=VALUE, got '{d}'")
         out[name] = val
     return out
 
@@ -46,7 +48,8 @@ def _parse_defines(defines: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "-I", "include_dirs", multiple=True, type=click.Path(file_okay=False), help="Include directory."
 )
-@click.option("-D", "defines", multiple=True, help="Define NAME[=VALUE] for the preprocessor.")
+@click.option("-D", "defines", multiple=True, callback=_parse_defines,
+              help="Define NAME[=VALUE] for the preprocessor.")  # fmt: skip
 @click.option(
     "--contexts", type=click.Choice(["4", "8"]), default=None, help="4- or 8-context mode."
 )
@@ -55,7 +58,7 @@ def _parse_defines(defines: tuple[str, ...]) -> dict[str, str]:
     "--json", "as_json", is_flag=True, help="Print a JSON summary (words, symbols, warnings)."
 )
 def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: tuple[str, ...],
-            defines: tuple[str, ...], contexts: str | None, werror: bool, as_json: bool) -> None:  # fmt: skip
+            defines: dict[str, str], contexts: str | None, werror: bool, as_json: bool) -> None:  # fmt: skip
     """Assemble a microengine source file into an ELF image."""
     from npkit.toolchain.image import to_bytes
 
@@ -65,7 +68,7 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
     diags = Diagnostics()
     out_path = Path(output) if output else Path(source).with_suffix(".elf")
     try:
-        asm = assemble(source, include_dirs, _parse_defines(defines),
+        asm = assemble(source, include_dirs, defines,
                        int(contexts) if contexts else None, diags)  # fmt: skip
         image_bytes = to_bytes(asm.image)
         list_text = render_listing(asm) if listing else None

@@ -26,7 +26,7 @@ from npkit.toolchain.isa import (
 )
 from npkit.toolchain.isa.operands import Op
 
-from .errors import AsmError, Diagnostics, SourceLoc
+from .errors import AsmError, Diagnostics, SourceLoc, clip
 from .expr import evaluate
 from .preprocess import LogicalLine
 
@@ -234,7 +234,7 @@ class Parser:
         mn = split.mnemonic.lower()
         if isa().mnemonic(mn) is None:
             what = "directive" if mn.startswith(".") else "instruction"
-            raise AsmError(f"unknown {what} '{split.mnemonic}': expected an MEv2 instruction, "
+            raise AsmError(f"unknown {what} '{clip(split.mnemonic)}': expected an MEv2 instruction, "
                            "a directive or a label", at(loc, off))  # fmt: skip
         args = list(split.args)
         ins = Instr(mn, args, [off + c for c in split.arg_cols], split.tokens, loc, self.scope,
@@ -472,6 +472,10 @@ class Parser:
             raise AsmError(".num_contexts must come before any instruction or declaration", dloc)
         if self.cli_ctx_mode is not None and self.cli_ctx_mode != val:
             raise AsmError(f".num_contexts {val} contradicts --contexts {self.cli_ctx_mode}", dloc)
+        first = self.unit.ctx_mode_loc
+        if first is not None and self.unit.ctx_mode != val:
+            raise AsmError(f".num_contexts {val} contradicts .num_contexts {self.unit.ctx_mode} "
+                           f"at {first.short()}", dloc)  # fmt: skip
         self.unit.ctx_mode = val
         self.unit.ctx_mode_loc = dloc
 

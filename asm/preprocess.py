@@ -218,8 +218,10 @@ class _Line:
 
 def _split_source(text: str, file: str) -> list[_Line]:
     """Physical lines -> comment-free, continuation-joined logical lines."""
+    _reject_binary(text, file)
     result: list[_Line] = []
     in_block = False
+    opened: SourceLoc | None = None  # where the open block comment began
     acc: list[str] = []  # pieces of the logical line being built
     acc_loc: SourceLoc | None = None
     acc_depth = 0
@@ -238,7 +240,10 @@ def _split_source(text: str, file: str) -> list[_Line]:
         physical.pop()
     for lineno, raw in enumerate(physical, 1):
         if in_block or "/" in raw or ";" in raw or '"' in raw:
+            was_open = in_block
             s, in_block = _strip_comments(raw, in_block)
+            if in_block and (s or not was_open):  # a new /* (its text is what precedes it)
+                opened = SourceLoc(file, lineno, len(s) + 1, raw)
         else:
             s = raw
         body = s.strip()
@@ -271,9 +276,21 @@ def _split_source(text: str, file: str) -> list[_Line]:
             continue
         if body:
             result.append(_Line(body, acc_loc))
+    if in_block and opened is not None:
+        raise AsmError("unterminated comment", opened)
     if acc:
         flush()
     return result
+
+
+def _reject_binary(text: str, file: str) -> None:
+    """A NUL byte is never assembler source: say so once instead of echoing the bytes."""
+    nul = text.find("\0")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        col = nul - (text.rfind("\n", 0, nul) + 1) + 1
+        raise AsmError("a NUL byte: a binary file, not assembler source",
+                       SourceLoc(file, line, col))  # fmt: skip
 
 
 def _split_args(text: str, open_idx: int, what: str, loc: SourceLoc) -> tuple[list[str], int]:

@@ -19,7 +19,7 @@ from npkit.toolchain.isa.operands import Op, OperandError, parse_physical
 from npkit.toolchain.isa.syntax import reference_count
 
 from .errors import AsmError, SourceLoc
-from .parser import Instr, Sym, Unit
+from .parser import Instr, Sym, Unit, at
 
 IDENT_RE = re.compile(r"^(?:\$\$|\$|@)?[A-Za-z_]\w*(?:\[\d+\])?$")
 
@@ -59,7 +59,15 @@ def _reg_ref(unit: Unit, ins: Instr, i: int, text: str, role: Role) -> Ref:
         return Ref("phys", op.text() if op.kind != "idx" else text, op=op)
     if IDENT_RE.match(text) and not text.endswith("#"):
         return Ref("sym", text, implicit(unit, ins, i, text))
+    m = _NO_COMMA_RE.search(text)
+    if m is not None:  # 'a0 --': two operands where an expression has an operator between them
+        raise AsmError(f"expected ',' between '{m[1]}' and '{m[2]}'", at(ins.loc, ins.offs[i] + m.start(2)))
     return Ref("const", text)
+
+
+# two operand words side by side, with nothing but white space between them
+_WORD = r"--|[$@*]*\w[\w$@#]*(?:\[\d+\])?"
+_NO_COMMA_RE = re.compile(rf"(?<![\w$@#\]])({_WORD})\s+({_WORD})")
 
 
 def implicit(

@@ -201,3 +201,32 @@ def test_disasm_unwritable_output_and_binary_input_are_one_line(tmp_path: Path) 
     z.write_bytes(b"\0" * 3_000_000)
     r = _run(disasm_cmd, [str(z)])
     assert r.exit_code == 1 and len(r.output.splitlines()) == 1 and "NUL byte" in r.output
+
+
+def test_malformed_define_is_a_usage_error(tmp_path: Path) -> None:
+    src = tmp_path / "dd.uc"
+    src.write_text(GOOD)
+    for bad in ("=5", "a b=3", "1x=2"):
+        r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "dd.elf"), "-D", bad])
+        assert r.exit_code == 2, r.output
+        assert f"Invalid value for '-D': expected NAME or NAME=VALUE, got '{bad}'" in r.output
+        assert "internal error" not in r.output and "dd.uc:" not in r.output
+    assert not (tmp_path / "dd.elf").exists()
+    r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "dd.elf"), "-D", "X", "-D", "F(x)=x+1"])
+    assert r.exit_code == 0, r.output
+
+
+def test_binary_input_gives_one_line_and_no_bytes(tmp_path: Path) -> None:
+    zeros = tmp_path / "zeros.bin"
+    zeros.write_bytes(bytes(3_000_000))
+    r = _run(asm_cmd, [str(zeros), "-o", str(tmp_path / "z.elf")])
+    assert r.exit_code == 1
+    assert r.output == f"{zeros}:1:1: error: a NUL byte: a binary file, not assembler source\n"
+
+
+def test_a_very_long_source_line_is_echoed_cut(tmp_path: Path) -> None:
+    src = tmp_path / "long.uc"
+    src.write_text("    alu[a0, --, b, 1]\n    " + "a" * 100_000 + "[a0]\n")
+    r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "l.elf")])
+    assert r.exit_code == 1 and f"{src}:2:5: error: unknown instruction 'aaa" in r.output
+    assert len(r.output) < 1000 and "\u2026" in r.output

@@ -22,6 +22,7 @@ from .operands import (
     NONE,
     Op,
     OperandError,
+    check_context_relative,
     encode_restricted,
     encode_unrestricted,
     parse_physical,
@@ -58,9 +59,11 @@ class _Ctx:
 
     def op(self, i: int) -> Op:
         try:
-            return parse_physical(self.arg(i))
+            op = parse_physical(self.arg(i))
+            check_context_relative(op, self.ctx_mode)
         except OperandError as e:
             raise EncodeError(str(e), i) from None
+        return op
 
     def number(self, i: int, what: str = "a constant") -> int:
         text = self.arg(i)
@@ -383,6 +386,9 @@ def enc_dbl_shf(c: _Ctx) -> int:
 
 def enc_asr(c: _Ctx) -> int:
     c.nargs(3)
+    m = _SHIFT_RE.match(c.arg(2).replace(" ", ""))
+    if m is not None and (m[1] != ">>" or m[2] or (m[3].isdigit() and int(m[3]) == 0)):  # not arithmetic
+        raise EncodeError("asr takes a right shift of 1-31 or >>indirect", 2)
     stype, amt = _encode_shift(c.arg(2))
     return _alu_shf_word(c.op(0), NONE, _enum("alu_shf_op")["asr"], c.op(1), stype, amt)
 
@@ -569,14 +575,28 @@ def enc_br_byte(c: _Ctx) -> int:
             fa, msb = encode_restricted(value, "a", False)
             if value.kind != "imm" and fb & 0x20:
                 raise OperandError("compare value")
-    except OperandError:
-        raise EncodeError("br=byte: the register must be in bank B when the compare value is a register") from None
+    except OperandError as e:
+        raise _br_byte_error(c.split.mnemonic, reg, value, e) from None
     w = cls.value
     for f, v in (("a_src", fa), ("b_src", fb), ("imm_msb", msb or 0), ("byte_no", byte_no),
                  ("equal", int(str(c.fact("equal")))),
                  ("target", _target(c, 3)), ("defer", _defer(c))):  # fmt: skip
         w = cls.put(w, f, v)
     return w
+
+
+def _br_byte_error(mnemonic: str, reg: Op, value: Op, e: OperandError) -> EncodeError:
+    """Why br=byte/br!=byte cannot encode: with a register compare value, the register tested
+    goes in the B field and the compare value in the A field."""
+    if value.kind != "imm" and reg.kind == "imm":
+        return EncodeError(f"{mnemonic}: the first operand must be a register when the compare value "
+                           f"{value.text()} is a register", 0)  # fmt: skip
+    reg_in_a, value_in_b = reg.kind == "gpr" and reg.bank == "a", value.kind == "gpr" and value.bank == "b"
+    if value.kind != "imm" and (reg_in_a or value_in_b):
+        return EncodeError(f"{mnemonic}: with a register as the compare value, the register tested must be "
+                           f"in bank B and the compare value in bank A; got {reg.text()} and {value.text()}",
+                           0 if reg_in_a else 2)  # fmt: skip
+    return EncodeError(str(e), 2 if value.kind == "abs" else 0)
 
 
 def enc_jump(c: _Ctx) -> int:
@@ -751,11 +771,8 @@ def _xfer_field(c: _Ctx, i: int, default_dram: bool) -> int:
         raise EncodeError(f"expected a transfer register, got '{c.arg(i)}'", i)
     is_dram = op.kind == "dxfer"
     if is_dram == default_dram:
-        limit = 16 if c.ctx_mode == 8 else 32
-        if op.index >= limit:
-            raise EncodeError(f"transfer register {op.text()} out of range in {c.ctx_mode}-context mode", i)
-        return op.index
-    if c.ctx_mode != 8 or op.index > 15:
+        return op.index  # in range for the context mode: c.op checked it
+    if c.ctx_mode != 8:
         raise EncodeError(f"{op.text()} cannot be used with this command", i)
     return 0x10 | op.index
 
