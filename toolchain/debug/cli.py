@@ -182,7 +182,7 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
               help="Directory of a run (holds run.json naming the image and buffers); default: the options below.")  # fmt: skip
 @click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="Image, .uc or layout to run.")
 @target_options
-@click.option("--cycles", default=1_000_000, show_default=True, type=int)
+@click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0))
 @click.option("--buffer", "buffer", default=None,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)
