@@ -131,6 +131,24 @@ def test_trailing_words_and_parse_errors_give_the_column(s: Session) -> None:
     assert s.execute("info") == "no breakpoints or watchpoints"  # nothing was half set
 
 
+# ---------------------------------------------------------------- breakpoint hits
+def test_a_breakpoint_hit_while_stepping_counts_in_info() -> None:
+    """Every context of hello.uc passes line 23: a hit announced by `step` (another
+    context reaching it) counts like one of `run`; a condition that fails stops neither."""
+    s = Session(open_target(ROOT / "examples" / "hello.uc"))
+    s.execute("break hello.uc:23")
+    for _ in range(3):
+        s.execute("run")
+    assert s.execute("info").endswith("hits 3")
+    out = s.execute("step 20")
+    assert "breakpoint 1 (hello.uc:23) hit at cycle 44" in out
+    assert s.execute("info").endswith("hits 4")
+    s.execute("delete 1")
+    s.execute("break hello.uc:23 if ctx == 99")
+    out = s.execute("step 20")
+    assert "hit at" not in out and s.execute("info").endswith("hits 0")
+
+
 # ---------------------------------------------------------------- set
 def test_set_registers_and_memory(s: Session) -> None:
     s.execute("break got_header")

@@ -462,18 +462,26 @@ class Session:
                 continue
             st = self.chip.last_stop()
             if reason == "breakpoint":
-                bp = self._bp_of(st["id"])
-                if bp is not None and bp.cond and not self.eval(bp.cond, st["me"], st["ctx"]):
+                if not self._hit(st):
                     if self.chip.cycle >= end:
                         return "budget"
                     continue
-                if bp is not None:
-                    bp.hits += 1
             elif reason == "watchpoint" and not self._watch_changes():
                 if self.chip.cycle >= end:  # a memory write of the same bytes: go on
                     return "budget"
                 continue
             return str(reason)
+
+    def _hit(self, st: dict[str, int]) -> bool:
+        """A breakpoint stop (`st`: last_stop()) that counts: its condition (if any) holds;
+        the breakpoint's hits go up.  False: a conditional breakpoint whose condition fails."""
+        bp = self._bp_of(st["id"])
+        if bp is None:
+            return True
+        if bp.cond and not self.eval(bp.cond, st["me"], st["ctx"]):
+            return False
+        bp.hits += 1
+        return True
 
     def cmd_run(self, args: list[str], rest: str) -> None:
         cycles = self._count(args[0], "CYCLES") if args else DEFAULT_RUN
@@ -549,6 +557,8 @@ class Session:
             reason = self.chip.run(1)
             if reason == "watchpoint" and not self._watch_changes():
                 continue
+            if reason == "breakpoint" and not self._hit(self.chip.last_stop()):
+                continue
             if reason not in ("budget",):
                 return reason
         lib, raw = self.chip.lib, self.chip._chip
@@ -558,6 +568,10 @@ class Session:
             st = self.chip.last_stop()
             if st["reason"] == "breakpoint" and st["me"] == me and st["ctx"] == ctx:
                 continue  # stopped before its own instruction: step over the breakpoint
+            if st["reason"] == "breakpoint" and not self._hit(st):  # a condition that fails: no stop
+                if self.pc(me, ctx) != pc0:
+                    return "step"
+                continue
             if st["reason"] == "watchpoint" and not self._watch_changes():
                 if self.pc(me, ctx) != pc0:  # a memory write of the same bytes: not a stop
                     return "step"
