@@ -259,3 +259,25 @@ def test_why_by_traffic_id_of_a_frame_loaded_with_the_image() -> None:
     assert any("ttl 64" in ln for ln in rep["before"]) and any("ttl 63" in ln for ln in rep["after"])
     r = CliRunner().invoke(main, ["why", "pkt:-1", "--image", str(TTL), "--buffer", "0:64"])
     assert r.exit_code == 1 and "a traffic packet id is 0..0xffffffff, got -1" in r.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--cycles", "1000", "--from", "100", "--to", "50"], "empty window: --from 100 must not be after --to 50"),
+    (["--cycles", "-5"], "Invalid value for '--cycles': -5 is not in the range x>=0"),
+    (["--from", "-1"], "Invalid value for '--from': -1 is not in the range x>=0"),
+])  # fmt: skip
+def test_trace_checks_its_window_before_running(tmp_path: Path, args: list[str], message: str) -> None:
+    out = tmp_path / "t.json"
+    r = CliRunner().invoke(main, ["trace", str(TTL), *args, "-o", str(out)])
+    assert r.exit_code in (1, 2) and message in r.stderr, r.output
+    assert not out.exists()
+
+
+def test_trace_window_api_checks() -> None:
+    from npkit.toolchain.debug.trace import TraceError, check_window
+
+    check_window(0, 5, 5)  # one cycle
+    with pytest.raises(TraceError, match="--cycles must be >= 0, got -5"):
+        check_window(-5, 0, None)
+    with pytest.raises(TraceError, match="--from 100 must not be after --to 50"):
+        check_window(1000, 100, 50)
