@@ -110,3 +110,50 @@ def test_npk_run_traffic_fails_a_program_that_loses_packets(tmp_path: Path) -> N
     out = json.loads(res.stdout)
     assert out["totals"]["loss_pct"] == 100.0 and out["verdict"]["ok"] is False
     assert any(r.startswith("loss 100.0 %") for r in out["verdict"]["reasons"]), out["verdict"]
+
+
+@pytest.mark.parametrize(("words", "pc"), [
+    (["alu[a0, --, b, 1]"], 1),  # runs off the end of the program into an empty word
+    (["immed[a0, 100]", "rtn[a0]", "halt"], 100),  # jumps to an empty control-store word
+])  # fmt: skip
+def test_npk_run_fails_when_an_me_stops_on_an_illegal_word(tmp_path: Path, words: list[str], pc: int) -> None:
+    path = tmp_path / "bad.elf"
+    write_image(path, Image(programs=[Program(name="bad", words=assemble(words))]))
+    res = CliRunner().invoke(run_cmd, [str(path), "--cycles", "100"])
+    assert res.exit_code == 1, res.output
+    assert (f"warning: ME 0x00 (bad) stopped at pc {pc}: illegal instruction 0x0000000000 (sram) "
+            "(an empty control-store word: the program ran past its end or jumped outside it?)") in res.stderr
+    res = CliRunner().invoke(run_cmd, [str(path), "--cycles", "100", "--json"])
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert out["me_faults"] == [{"me": 0, "me_name": "0x00", "program": "bad", "status": "illegal", "pc": pc,
+                                 "reason": "illegal instruction 0x0000000000 (sram)"}]  # fmt: skip
+
+
+def test_npk_run_halt_is_a_normal_stop(tmp_path: Path) -> None:
+    path = tmp_path / "t.elf"
+    write_image(path, _image(init_regs=[("a3", None, 0x40)]))
+    res = CliRunner().invoke(run_cmd, [str(path), "--cycles", "5000", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["mes"][0]["status"] == "halt" and out["me_faults"] == [] and "warning" not in res.stderr
+
+
+def test_a_traffic_verdict_fails_on_an_me_fault() -> None:
+    from npkit.toolchain.system.verdict import Policy, judge
+
+    m = {"me": 0, "me_name": "0x00", "program": "bad", "status": "bad_pc", "pc": 9, "reason": "pc outside"}
+    v = judge({"me_faults": [m]}, Policy(None, None))
+    assert v == {"ok": False, "reasons": ["ME 0x00 (bad) stopped at pc 9: pc outside"]}
+    assert judge({"me_faults": []}, Policy(None, None))["ok"]
+
+
+def test_npk_run_me_named_once(tmp_path: Path) -> None:
+    path = tmp_path / "t.elf"
+    write_image(path, _image())
+    res = CliRunner().invoke(run_cmd, [f"{path}@0x10", "--me", "0x00"])
+    assert res.exit_code == 2 and f"{path}@0x10 names its MEs and --me 0x00 names them again: give one" in res.output
+    res = CliRunner().invoke(run_cmd, [str(path), "--me", ""])
+    assert res.exit_code == 2 and "--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out" in res.output
+    res = CliRunner().invoke(run_cmd, [f"{path}@0x10", "--json"])
+    assert res.exit_code == 0 and [m["me_name"] for m in json.loads(res.stdout)["mes"]] == ["0x10"]

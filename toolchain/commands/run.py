@@ -44,6 +44,8 @@ from npkit.xscale.core import XScaleError
 
 from .options import exit_on_verdict, policy_of, verdict_options
 
+# ME states (npk_me_status) that are a fault of the program, not a normal stop (halt, idle)
+ME_FAULT_STATES = ("illegal", "bad_pc")
 RUN_ERRORS = (EmulatorError, LoadError, MsfError, TrafficError, RouterImageError, ValueError, OSError)
 
 
@@ -111,8 +113,10 @@ def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any
                     "reason": info["reason"]})  # fmt: skip
     units = {name: list(chans) for name, chans in st["units"].items() if any(c["commands"] for c in chans)}
     clock = float(chip.config["clock_mhz"])
+    me_faults = [{k: m[k] for k in ("me", "me_name", "program", "status", "pc", "reason")}
+                 for m in mes if m["status"] in ME_FAULT_STATES]  # fmt: skip
     return {"config": st["config"], "stop": reason, "cycle": cycle, "time_us": cycle / clock,
-            "mes": mes, "units": units, "faults": chip.faults()}  # fmt: skip
+            "mes": mes, "units": units, "faults": chip.faults(), "me_faults": me_faults}  # fmt: skip
 
 
 def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[str]:
@@ -130,9 +134,26 @@ def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[s
     return lines
 
 
+def me_fault_warnings(me_faults: list[dict[str, Any]]) -> list[str]:
+    """Warning lines for the MEs that stopped on a fault of their program (me_summary)."""
+    lines = []
+    for m in me_faults:
+        hint = ""
+        if m["status"] == "illegal" and "0x0000000000" in m["reason"]:
+            hint = " (an empty control-store word: the program ran past its end or jumped outside it?)"
+        lines.append(f"warning: ME {m['me_name']} ({m['program']}) stopped at pc {m['pc']}: {m['reason']}{hint}")
+    return lines
+
+
 def warn_faults(chip: Chip, summary: dict[str, Any]) -> None:
-    for line in fault_warnings(chip, summary["faults"]):
+    for line in me_fault_warnings(summary.get("me_faults", [])) + fault_warnings(chip, summary["faults"]):
         click.echo(line, err=True)
+
+
+def exit_on_me_faults(summary: dict[str, Any]) -> None:
+    """Exit 1 when an ME stopped on a fault of its program (a run without a verdict)."""
+    if summary.get("me_faults"):
+        raise SystemExit(1)
 
 
 def format_me_summary(out: dict[str, Any]) -> str:
@@ -204,6 +225,10 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
         if me_list is not None:
             if len(targets) != 1:
                 raise click.UsageError("--me goes with a single image; give several as IMAGE@MES")
+            if not me_list.strip():
+                raise click.UsageError("--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out")
+            if targets[0][1] is not None:
+                raise click.UsageError(f"{images[0]} names its MEs and --me {me_list} names them again: give one")
             targets = [(targets[0][0], parse_me_list(me_list, config))]
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
         chip = Chip(config)
@@ -255,6 +280,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
         out = me_summary(chip, chip.run(cycles), loaded)
         click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
         warn_faults(chip, out)
+        exit_on_me_faults(out)
         return
     from npkit.xscale.cli import add_to_run_summary, report_failed, run_beside
 
@@ -265,6 +291,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
     warn_faults(chip, out)
     if report_failed(rep):
         raise SystemExit(1)
+    exit_on_me_faults(out)
 
 
 def _progress(as_json: bool) -> Any:
@@ -311,6 +338,8 @@ def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: i
     finally:
         cp.close()
     click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out) + "\n" + _control_line(out))
+    warn_faults(chip, out)
+    exit_on_me_faults(out)
 
 
 def _control_line(s: dict[str, Any]) -> str:
