@@ -157,3 +157,40 @@ def test_npk_run_me_named_once(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out" in res.output
     res = CliRunner().invoke(run_cmd, [f"{path}@0x10", "--json"])
     assert res.exit_code == 0 and [m["me_name"] for m in json.loads(res.stdout)["mes"]] == ["0x10"]
+
+
+@pytest.mark.parametrize(("rings", "code", "message"), [
+    (["scratch:0:base=0x1000,size=96"], 2, "--ring 'scratch:0:base=0x1000,size=96': size: expected 128, 256, 512 or 1024, got 96"),
+    (["scratch:0:base=0x1000,size=0"], 2, "size: expected 128, 256, 512 or 1024, got 0"),
+    (["scratch:0:base=0x1000,size=2048"], 2, "size: expected 128, 256, 512 or 1024, got 2048"),
+    (["scratch:16:base=0,size=128"], 2, "--ring 'scratch:16:base=0,size=128': ring: must be in 0..15, got 16"),
+    (["scratch:0:base=0x1001,size=128"], 2, "base: must be in 0..4294967292, a multiple of 4, got 4097"),
+    (["scratch:0:base=0x3f00,size=128"], 1,
+     "--ring 'scratch:0:base=0x3f00,size=128' (ring 0, scratch 0x3f00..0x40ff): ends past the end of scratch (0x0..0x3fff)"),
+    (["scratch:0:base=0x1000,size=128", "scratch:1:base=0x1100,size=128"], 1,
+     "--ring 'scratch:1:base=0x1100,size=128' (ring 1, scratch 0x1100..0x12ff) overlaps "
+     "--ring 'scratch:0:base=0x1000,size=128' (ring 0, scratch 0x1000..0x11ff)"),
+    (["scratch:0:base=0x1000,size=128", "scratch:0:base=0x1800,size=128"], 1,
+     "ring 0 is configured twice (also by --ring 'scratch:0:base=0x1000,size=128'"),
+])  # fmt: skip
+def test_npk_run_checks_rings(tmp_path: Path, rings: list[str], code: int, message: str) -> None:
+    ping = _asm_file(tmp_path, "ring_ping.uc")
+    res = CliRunner().invoke(run_cmd, [f"{ping}@0", *[a for r in rings for a in ("--ring", r)]])
+    assert res.exit_code == code and message in res.output, res.output
+    assert "scratch ring scratch ring" not in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("rings:\n  - {ring: 0, base: 0x1000, size: 128}\n  - {ring: 1, base: 0x1400,\n     size: 96}\n",
+     "r.yaml:4: rings[1].size: expected 128, 256, 512 or 1024, got 96"),
+    ("rings:\n  - {ring: 0, base: 0x1000, size: 128, colour: red}\n",
+     "r.yaml:2: rings[0].colour: unknown key (allowed: ring, base, size, margin)"),
+    ("rings: 3\n", "r.yaml:1: rings: expected a list, got 3"),
+    ("rings:\n  - {ring: 0, base: 0x1000, size: 128}\n  - {ring: 1, base: 0x1000, size: 128}\n",
+     "r.yaml:3 (rings[1]) (ring 1, scratch 0x1000..0x11ff) overlaps {dir}/r.yaml:2 (rings[0])"),
+])  # fmt: skip
+def test_npk_run_ring_file_is_checked_against_its_schema(tmp_path: Path, text: str, message: str) -> None:
+    ping = _asm_file(tmp_path, "ring_ping.uc")
+    (tmp_path / "r.yaml").write_text(text)
+    res = CliRunner().invoke(run_cmd, [f"{ping}@0", "--ring", str(tmp_path / "r.yaml")])
+    assert res.exit_code in (1, 2) and f"{tmp_path}/{message.format(dir=tmp_path)}" in res.output, res.output

@@ -58,45 +58,44 @@ def parse_image_arg(text: str, config: str = "ixp2800") -> tuple[str, list[int] 
     return path, parse_me_list(mes, config)
 
 
+class RingError(click.BadParameter):
+    """A --ring that is not a ring (its message names the option or FILE:LINE)."""
+
+
 def parse_rings(text: str) -> list[dict[str, Any]]:
     """--ring: 'scratch:3:base=0x1000,size=128[,margin=2]', or a YAML file holding
-    `rings: [{ring, base, size[, margin]}, ...]` (examples/ring_pingpong.rings.yaml)."""
+    `rings: [{ring, base, size[, margin]}, ...]` (RingFile), checked against the schema."""
     if not text.endswith((".yaml", ".yml")):
         return [parse_ring(text)]
-    import yaml
+    from npkit.toolchain.schema import load_yaml, validate  # pydantic: only for a ring file
 
-    try:
-        data = yaml.safe_load(Path(text).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise click.BadParameter(f"{text}: {e}") from None
-    rings = data.get("rings") if isinstance(data, dict) else None
-    if not isinstance(rings, list):
-        raise click.BadParameter(f"{text}: expected `rings:` with a list of {{ring, base, size}}")
-    out = []
-    for n, r in enumerate(rings):
-        if not isinstance(r, dict) or set(r) - {"ring", "base", "size", "margin"} or not {"ring", "base", "size"} <= set(r):
-            raise click.BadParameter(f"{text}: rings[{n}]: expected {{ring, base, size[, margin]}}, got {r!r}")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in r.values()):
-            raise click.BadParameter(f"{text}: rings[{n}]: ring, base, size and margin are integers")
-        out.append({"name": f"{text} rings[{n}]", **r})
-    return out
+    from .ring_schema import RingFile
+
+    located = load_yaml(text, error=RingError, what="ring file")
+    checked = validate(RingFile, located.data, text, located=located, error=RingError)
+    return [{"name": f"{text}:{located.line(('rings', n))} (rings[{n}])", **r.model_dump()}
+            for n, r in enumerate(checked.rings)]  # fmt: skip
 
 
 def parse_ring(text: str) -> dict[str, Any]:
-    """'scratch:3:base=0x1000,size=128[,margin=2]' -> {ring: 3, base: 4096, size: 128, margin: 2}."""
+    """'scratch:3:base=0x1000,size=128[,margin=2]' -> {name, ring: 3, base: 4096, size: 128, margin: 2}."""
+    from npkit.toolchain.schema import validate
+
+    from .ring_schema import RingOption
+
+    where = f"--ring {text!r}"
     parts = text.split(":")
     if len(parts) != 3 or parts[0] != "scratch":
-        raise click.BadParameter(f"{text!r}: expected scratch:N:base=ADDR,size=WORDS[,margin=M]")
+        raise RingError(f"{where}: expected scratch:N:base=ADDR,size=WORDS[,margin=M]")
     try:
-        ring = int(parts[1], 0)
         fields = dict(kv.split("=", 1) for kv in parts[2].split(",") if kv)
-        out = {"name": f"scratch ring {ring}", "ring": ring, **{k: int(v, 0) for k, v in fields.items()}}
+        values = {"ring": int(parts[1], 0), **{k: int(v, 0) for k, v in fields.items()}}
     except ValueError:
-        raise click.BadParameter(f"{text!r}: numbers expected (ring, base=, size=, margin=)") from None
+        raise RingError(f"{where}: numbers expected (N, base=, size=, margin=)") from None
     unknown = set(fields) - {"base", "size", "margin"}
     if unknown or not {"base", "size"} <= set(fields):
-        raise click.BadParameter(f"{text!r}: give base= and size= (and optionally margin=), not {sorted(unknown)}")
-    return out
+        raise RingError(f"{where}: give base= and size= (and optionally margin=), not {sorted(unknown)}")
+    return {"name": where, **validate(RingOption, values, where, error=RingError).model_dump()}
 
 
 def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any]:

@@ -29,13 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from npkit.emulator.binding import UNITS
-from npkit.toolchain.schema import irange, load_yaml, validate
+from npkit.toolchain.schema import load_yaml, validate
 
 from . import events
 from . import packet as pkt
+from .run_schema import RunFile, parse_buffer
 from .source import where
 from .target import Target, open_target
 
@@ -65,29 +64,6 @@ class RunSpec:
     source: str = "--buffer"  # where `buffer` came from, for its errors
 
 
-MAX_CYCLES = 1 << 40  # a replay's cycle budget (far past any run worth replaying)
-
-
-class RunFile(BaseModel):
-    """A run directory's run.json: what `npk why --run DIR` replays (paths relative to DIR)."""
-
-    model_config = ConfigDict(extra="forbid")
-    image: str = Field(min_length=1, description="image, .uc or layout that ran")
-    config: str | None = Field(None, min_length=1, description="chip config name or YAML path")
-    mes: str | None = Field(None, description="MEs the image was loaded on (as --me)")
-    traffic: str | None = Field(None, description="traffic spec or pcap directory")
-    cycles: irange(0, MAX_CYCLES) | None = Field(None, description="cycles run")  # type: ignore[valid-type]
-    buffer: str | None = Field(None, description="packet buffers, BASE:SIZE")
-    params: dict[str, Any] | None = Field(None, description="layout parameters (as -D)")
-
-    @field_validator("buffer")
-    @classmethod
-    def _buffer(cls, v: str | None) -> str | None:
-        if v is not None:
-            parse_buffer(v)
-        return v
-
-
 def load_run_spec(run_dir: str | None, image: str | None, config: str, mes: str | None,
                   traffic: str | None, cycles: int, buffer: str | None) -> RunSpec:  # fmt: skip
     if run_dir is not None:
@@ -107,22 +83,6 @@ def load_run_spec(run_dir: str | None, image: str | None, config: str, mes: str 
     if cycles < 0:
         raise WhyError(f"--cycles must be >= 0, got {cycles}")
     return RunSpec(image, config, mes, traffic, cycles, buffer)
-
-
-def parse_buffer(text: str) -> tuple[int, int]:
-    """'BASE:SIZE' -> (base, size): base >= 0, size >= 1 (ValueError says what is wrong)."""
-    parts = text.split(":")
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        base, size = int(parts[0], 0), int(parts[1], 0)
-    except ValueError:
-        raise ValueError(f"expected BASE:SIZE (two integers), got '{text}'") from None
-    if base < 0:
-        raise ValueError(f"BASE must be >= 0, got {base}")
-    if size < 1:
-        raise ValueError(f"SIZE must be >= 1 byte, got {size}")
-    return base, size
 
 
 def field_name(off: int) -> str:
