@@ -252,9 +252,10 @@ def parse_reg(name: str, ctx: int, ctx_mode: int) -> RegRef:
             if op.index > 127:
                 raise EmulatorError(f"absolute register {name} out of range")
             return RegRef(kind, op.index)
-        if op.index >= (16 if ctx_mode == 8 else 32):
-            raise EmulatorError(f"relative register {name} out of range in {ctx_mode}-context mode")
+        _check_relative(name, op.index, ctx_mode)
         return RegRef(kind, base + op.index)
+    if not m["abs"]:
+        _check_relative(name, op.index, ctx_mode)
     idx = op.index if m["abs"] else base + op.index
     if op.kind == "nn":
         if idx > 127:
@@ -265,6 +266,14 @@ def parse_reg(name: str, ctx: int, ctx_mode: int) -> RegRef:
     if idx > 127:
         raise EmulatorError(f"transfer register {name} out of range")
     return RegRef(kind, idx)
+
+
+def _check_relative(name: str, index: int, ctx_mode: int) -> None:
+    """A context-relative register number: 16 a context in 8-context mode, 32 in 4."""
+    per_ctx = 16 if ctx_mode == 8 else 32
+    if index >= per_ctx:
+        raise EmulatorError(f"relative register {name} out of range in {ctx_mode}-context mode "
+                            f"(0..{per_ctx - 1} a context; @ names an absolute one)")  # fmt: skip
 
 
 # ---- chip ------------------------------------------------------------------------------
@@ -481,21 +490,31 @@ class Chip:
             return self._check(
                 self.lib.npk_wp_add_mem(self._chip, MEM_SPACES[space], int(addr, 0), length), "watchpoint"
             )
-        ref = parse_reg(what, ctx, self.ctx_mode[me if me >= 0 else 0])
+        ref = self.reg_ref(me if me >= 0 else 0, what, ctx)
         return self._check(self.lib.npk_wp_add_reg(self._chip, me, ref.kind, ref.index), "watchpoint")
 
     def del_watchpoint(self, wp_id: int) -> None:
         self._check(self.lib.npk_wp_del(self._chip, wp_id), "delete watchpoint")
 
     # -- registers
-    def reg(self, me: int, name: str, ctx: int = 0) -> int:
+    def reg_ref(self, me: int, name: str, ctx: int = 0) -> RegRef:
+        """parse_reg for ME, with local-memory and CAM indices checked against the config."""
         ref = parse_reg(name, ctx, self.ctx_mode[me])
+        for kinds, key, what in (((K_LM,), "lm_words", "local memory word"),
+                                 ((K_CAM_TAG, K_CAM_STATE), "cam_entries", "CAM entry")):  # fmt: skip
+            n = int(self.config[key])
+            if ref.kind in kinds and ref.index >= n:
+                raise EmulatorError(f"{what} {name} out of range (0..{n - 1})")
+        return ref
+
+    def reg(self, me: int, name: str, ctx: int = 0) -> int:
+        ref = self.reg_ref(me, name, ctx)
         out = self.ffi.new("uint32_t *")
         self._check(self.lib.npk_reg_read(self._chip, me, ctx, ref.kind, ref.index, out), f"read {name}")
         return int(out[0])
 
     def set_reg(self, me: int, name: str, value: int, ctx: int = 0) -> None:
-        ref = parse_reg(name, ctx, self.ctx_mode[me])
+        ref = self.reg_ref(me, name, ctx)
         rc = self.lib.npk_reg_write(self._chip, me, ctx, ref.kind, ref.index, int(value) & 0xFFFFFFFF)
         self._check(rc, f"write {name}")
 

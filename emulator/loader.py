@@ -79,15 +79,40 @@ def ring_entries(image: Any) -> list[dict[str, Any]]:
     return out
 
 
-def configure_rings(chip: Chip, rings: Iterable[dict[str, Any]]) -> None:
-    """Configure scratch rings ({ring, base, size[, margin][, name]}; size in longwords)."""
+def _ring_text(r: dict[str, Any]) -> str:
+    name = r.get("name", f"scratch ring {r['ring']}")
+    base, size = int(r["base"]), int(r["size"])
+    return f"{name} (ring {r['ring']}, scratch 0x{base:x}..0x{base + 4 * size - 1:x})"
+
+
+def check_rings(chip: Chip, rings: list[dict[str, Any]]) -> None:
+    """Each ring number once, inside scratch, no two rings sharing a byte (LoadError)."""
+    n_rings, scratch = int(chip.config["scratch_rings"]), int(chip.config["scratch_bytes"])
+    seen: dict[int, dict[str, Any]] = {}
     for r in rings:
-        name = r.get("name", f"ring {r['ring']}")
+        num, base, size = int(r["ring"]), int(r["base"]), int(r["size"])
+        if not 0 <= num < n_rings:
+            raise LoadError(f"{r.get('name', 'scratch ring')}: ring number {num} is not 0..{n_rings - 1}")
+        if num in seen:
+            raise LoadError(f"{_ring_text(r)}: ring {num} is configured twice (also by {_ring_text(seen[num])})")
+        if base + 4 * size > scratch:
+            raise LoadError(f"{_ring_text(r)}: ends past the end of scratch (0x0..0x{scratch - 1:x})")
+        for o in seen.values():
+            if base < int(o["base"]) + 4 * int(o["size"]) and int(o["base"]) < base + 4 * size:
+                raise LoadError(f"{_ring_text(r)} overlaps {_ring_text(o)}")
+        seen[num] = r
+
+
+def configure_rings(chip: Chip, rings: Iterable[dict[str, Any]]) -> None:
+    """Configure scratch rings ({ring, base, size[, margin][, name]}; size in longwords),
+    checked together first (check_rings)."""
+    rings = list(rings)
+    check_rings(chip, rings)
+    for r in rings:
         try:
             chip.scratch_ring(int(r["ring"]), int(r["base"]), int(r["size"]), int(r.get("margin", 0)))
         except EmulatorError as e:
-            raise LoadError(f"scratch ring {name} (ring {r['ring']}, base 0x{int(r['base']):x}, "
-                            f"{r['size']} words): {e}") from None  # fmt: skip
+            raise LoadError(f"{_ring_text(r)}: {e}") from None
 
 
 def _check_words(prog: Any, limit: int) -> list[int]:

@@ -131,6 +131,43 @@ def test_trailing_words_and_parse_errors_give_the_column(s: Session) -> None:
     assert s.execute("info") == "no breakpoints or watchpoints"  # nothing was half set
 
 
+# ---------------------------------------------------------------- breakpoint hits
+def test_a_breakpoint_hit_while_stepping_counts_in_info() -> None:
+    """Every context of hello.uc passes line 23: a hit announced by `step` (another
+    context reaching it) counts like one of `run`; a condition that fails stops neither."""
+    s = Session(open_target(ROOT / "examples" / "hello.uc"))
+    s.execute("break hello.uc:23")
+    for _ in range(3):
+        s.execute("run")
+    assert s.execute("info").endswith("hits 3")
+    out = s.execute("step 20")
+    assert "breakpoint 1 (hello.uc:23) hit at cycle 44" in out
+    assert s.execute("info").endswith("hits 4")
+    s.execute("delete 1")
+    s.execute("break hello.uc:23 if ctx == 99")
+    out = s.execute("step 20")
+    assert "hit at" not in out and s.execute("info").endswith("hits 0")
+
+
+def test_print_shows_one_number_in_decimal_and_hex(s: Session) -> None:
+    """Expressions are exact integers: the decimal and hex of `print` are the same value."""
+    assert s.execute("print 1 << 64") == "1 << 64 = 18446744073709551616 (0x10000000000000000)"
+    assert s.execute("print 0xffffffff + 1") == "0xffffffff + 1 = 4294967296 (0x100000000)"
+    assert s.execute("print -1") == "-1 = -1 (-0x1, 0xffffffff in 32 bits)"
+    assert s.execute("print -(1 << 40)") == "-(1 << 40) = -1099511627776 (-0x10000000000)"
+
+
+def test_packet_length_and_queue_address_errors(s: Session) -> None:
+    assert err(s, "packet buf len 0") == "column 16: LEN must be 1..65536, got 0"
+    assert err(s, "packet buf len 67108864") == "column 16: LEN must be 1..65536, got 67108864"
+    out = s.execute("packet buf len 65536")  # the rest is one `mem` command that `mem` takes
+    assert "... 65472 more bytes (mem dram 0x40 65472)" in out
+    assert "dram 0x40, 65472 bytes:" in s.execute("mem dram 0x40 65472")
+    assert err(s, "queues 0x5") == ("column 8: queue descriptor address 0x5 is not a multiple of 4 "
+                                    "(descriptors are longwords: 0x4?)")  # fmt: skip
+    assert s.execute("queues 0x4") == "queue 0x00000004: count 0 head 0x0 tail 0x0"
+
+
 # ---------------------------------------------------------------- set
 def test_set_registers_and_memory(s: Session) -> None:
     s.execute("break got_header")
@@ -167,7 +204,7 @@ def test_set_errors(s: Session) -> None:
     assert err(s, "set wait = 0").startswith("'wait' is read-only")
     assert err(s, "set pc = 99") == "pc 99 is past the end of program ttl (21 words)"
     assert err(s, "set nosuch = 1").startswith("column 5: unknown register 'nosuch'")
-    assert err(s, "set a99 = 1") == "column 5: relative register a99 out of range in 8-context mode"
+    assert err(s, "set a99 = 1") == "column 5: relative register a99 out of range in 8-context mode (0..15 a context; @ names an absolute one)"
     assert err(s, "set a0 = 0x100000000") == "column 10: 0x100000000 does not fit in 32 bits"
     assert err(s, "set sram[0x100, 2] = 0x10000").endswith("0x10000 does not fit in 16 bits")
     assert "the width is 1, 2, 4 or 8 bytes, not 3" in err(s, "set dram[0, 3] = 1")
@@ -178,6 +215,33 @@ def test_set_errors(s: Session) -> None:
     assert s.reg_value("a0") == 0
     out = s.execute("set cc = 0xff")
     assert "the register keeps 0xf, not 0xff" in out
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("set $$40 = 0x1234", "column 5: relative register $$40 out of range in 8-context mode (0..15 a context"),
+    ("set $16 = 1", "column 5: relative register $16 out of range in 8-context mode (0..15 a context"),
+    ("set n$16 = 1", "column 5: relative register n$16 out of range in 8-context mode"),
+    ("set b16 = 1", "column 5: relative register b16 out of range in 8-context mode"),
+    ("print a16", "relative register a16 out of range in 8-context mode"),
+    ("print $$16.out + 1", "relative register $$16.out out of range in 8-context mode"),
+    ("set lm640 = 1", "column 5: local memory word lm640 out of range (0..639)"),
+    ("set cam16 = 7", "column 5: CAM entry cam16 out of range (0..15)"),
+    ("print cam16", "CAM entry cam16 out of range (0..15)"),
+    ("watch lm640", "local memory word lm640 out of range (0..639)"),
+])  # fmt: skip
+def test_register_numbers_past_the_range_are_refused(s: Session, line: str, message: str) -> None:
+    assert err(s, line).startswith(message)
+
+
+def test_relative_and_absolute_registers_in_range(s: Session, tmp_path: Path) -> None:
+    assert s.execute("set $$15 = 0x1234").startswith("$$15 = 4660")
+    assert s.execute("set @$$40 = 3").startswith("@$$40 = 3")
+    assert s.execute("set lm639 = 2").startswith("lm639 = 2") and s.execute("print cam15") == "cam15 = 0 (0x0)"
+    four = tmp_path / "four.uc"  # 4-context mode: 32 relative registers a context
+    four.write_text(".num_contexts 4\n    alu[a0, --, b, 1]\n    halt\n")
+    s4 = Session(open_target(four))
+    assert s4.execute("set $$31 = 5").startswith("$$31 = 5") and s4.chip.reg(0, "@$$31") == 5
+    assert err(s4, "set $$32 = 5").startswith("column 5: relative register $$32 out of range in 4-context mode (0..31")
 
 
 def test_set_does_not_count_as_a_change_for_a_watchpoint(s: Session) -> None:

@@ -235,3 +235,70 @@ def test_graph_cfg_to_a_missing_directory_is_one_clean_error(tmp_path: Path, nam
     r = CliRunner().invoke(main, ["graph", "cfg", str(PING), "-o", str(out)])
     assert r.exit_code == 1 and r.output == f"Error: cannot write {out}: No such file or directory\n"
     assert not out.parent.exists()
+
+
+@pytest.mark.parametrize(("buffer", "message"), [
+    ("0:0", "--buffer: SIZE must be >= 1 byte, got 0"),
+    ("0x3fffff0:64", "--buffer: [0x3fffff0, +64) is outside DRAM (0x0..0x3ffffff)"),
+    ("1:2:3", "--buffer: expected BASE:SIZE (two integers), got '1:2:3'"),
+])  # fmt: skip
+def test_why_checks_the_buffer_range_before_running(buffer: str, message: str) -> None:
+    r = CliRunner().invoke(main, ["why", "0", "--image", str(TTL), "--buffer", buffer])
+    assert r.exit_code == 1 and r.exception is not None and isinstance(r.exception, SystemExit), r.output
+    assert f"Error: {message}" in r.stderr and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[1, 2]", "run.json:1: (top level): expected a mapping (key: value ...), got a list"),
+    ('{"image": "ttl.uc",\n "cycles": "abc"}', "run.json:2: cycles: expected an integer, got 'abc'"),
+    ('{"image": "ttl.uc",\n "cycles": -100}', "run.json:2: cycles: must be in 0..2^40, got -100"),
+    ('{"image": "ttl.uc",\n\n "colour": 1}', "run.json:3: colour: unknown key (allowed: image, config,"),
+    ('{"image": "ttl.uc",\n "buffer": "0:0"}', "run.json:2: buffer: SIZE must be >= 1 byte, got 0"),
+    ('{"cycles": 5}', "run.json:1: image: missing (required)"),
+])  # fmt: skip
+def test_why_checks_run_json_against_its_schema(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "run.json").write_text(text)
+    r = CliRunner().invoke(main, ["why", "0", "--run", str(tmp_path)])
+    assert r.exit_code == 1 and f"{tmp_path}/{message}" in r.stderr, r.output
+    assert "Traceback" not in r.output
+
+
+def test_why_blames_a_bad_buffer_in_run_json_on_the_file(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({"image": str(TTL), "buffer": "0x3fffff0:64"}))
+    r = CliRunner().invoke(main, ["why", "0", "--run", str(tmp_path)])
+    assert r.exit_code == 1 and f"{tmp_path}/run.json: buffer: [0x3fffff0, +64) is outside DRAM" in r.stderr
+    assert "--buffer" not in r.stderr
+
+
+def test_why_by_traffic_id_of_a_frame_loaded_with_the_image() -> None:
+    """ttl.uc's .init frame carries the traffic tag of packet 7: it was in the buffer from
+    the load, not received, so `before` is the buffer as loaded (TTL 64), not empty."""
+    r = CliRunner().invoke(main, ["why", "pkt:7", "--image", str(TTL), "--buffer", "0:64", "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["traffic_id"] == 7 and rep["packet_id"] == 0
+    assert any("ttl 64" in ln for ln in rep["before"]) and any("ttl 63" in ln for ln in rep["after"])
+    r = CliRunner().invoke(main, ["why", "pkt:-1", "--image", str(TTL), "--buffer", "0:64"])
+    assert r.exit_code == 1 and "a traffic packet id is 0..0xffffffff, got -1" in r.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--cycles", "1000", "--from", "100", "--to", "50"], "empty window: --from 100 must not be after --to 50"),
+    (["--cycles", "-5"], "Invalid value for '--cycles': -5 is not in the range x>=0"),
+    (["--from", "-1"], "Invalid value for '--from': -1 is not in the range x>=0"),
+])  # fmt: skip
+def test_trace_checks_its_window_before_running(tmp_path: Path, args: list[str], message: str) -> None:
+    out = tmp_path / "t.json"
+    r = CliRunner().invoke(main, ["trace", str(TTL), *args, "-o", str(out)])
+    assert r.exit_code in (1, 2) and message in r.stderr, r.output
+    assert not out.exists()
+
+
+def test_trace_window_api_checks() -> None:
+    from npkit.toolchain.debug.trace import TraceError, check_window
+
+    check_window(0, 5, 5)  # one cycle
+    with pytest.raises(TraceError, match="--cycles must be >= 0, got -5"):
+        check_window(-5, 0, None)
+    with pytest.raises(TraceError, match="--from 100 must not be after --to 50"):
+        check_window(1000, 100, 50)

@@ -110,3 +110,87 @@ def test_npk_run_traffic_fails_a_program_that_loses_packets(tmp_path: Path) -> N
     out = json.loads(res.stdout)
     assert out["totals"]["loss_pct"] == 100.0 and out["verdict"]["ok"] is False
     assert any(r.startswith("loss 100.0 %") for r in out["verdict"]["reasons"]), out["verdict"]
+
+
+@pytest.mark.parametrize(("words", "pc"), [
+    (["alu[a0, --, b, 1]"], 1),  # runs off the end of the program into an empty word
+    (["immed[a0, 100]", "rtn[a0]", "halt"], 100),  # jumps to an empty control-store word
+])  # fmt: skip
+def test_npk_run_fails_when_an_me_stops_on_an_illegal_word(tmp_path: Path, words: list[str], pc: int) -> None:
+    path = tmp_path / "bad.elf"
+    write_image(path, Image(programs=[Program(name="bad", words=assemble(words))]))
+    res = CliRunner().invoke(run_cmd, [str(path), "--cycles", "100"])
+    assert res.exit_code == 1, res.output
+    assert (f"warning: ME 0x00 (bad) stopped at pc {pc}: illegal instruction 0x0000000000 (sram) "
+            "(an empty control-store word: the program ran past its end or jumped outside it?)") in res.stderr
+    res = CliRunner().invoke(run_cmd, [str(path), "--cycles", "100", "--json"])
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert out["me_faults"] == [{"me": 0, "me_name": "0x00", "program": "bad", "status": "illegal", "pc": pc,
+                                 "reason": "illegal instruction 0x0000000000 (sram)"}]  # fmt: skip
+
+
+def test_npk_run_halt_is_a_normal_stop(tmp_path: Path) -> None:
+    path = tmp_path / "t.elf"
+    write_image(path, _image(init_regs=[("a3", None, 0x40)]))
+    res = CliRunner().invoke(run_cmd, [str(path), "--cycles", "5000", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["mes"][0]["status"] == "halt" and out["me_faults"] == [] and "warning" not in res.stderr
+
+
+def test_a_traffic_verdict_fails_on_an_me_fault() -> None:
+    from npkit.toolchain.system.verdict import Policy, judge
+
+    m = {"me": 0, "me_name": "0x00", "program": "bad", "status": "bad_pc", "pc": 9, "reason": "pc outside"}
+    v = judge({"me_faults": [m]}, Policy(None, None))
+    assert v == {"ok": False, "reasons": ["ME 0x00 (bad) stopped at pc 9: pc outside"]}
+    assert judge({"me_faults": []}, Policy(None, None))["ok"]
+
+
+def test_npk_run_me_named_once(tmp_path: Path) -> None:
+    path = tmp_path / "t.elf"
+    write_image(path, _image())
+    res = CliRunner().invoke(run_cmd, [f"{path}@0x10", "--me", "0x00"])
+    assert res.exit_code == 2 and f"{path}@0x10 names its MEs and --me 0x00 names them again: give one" in res.output
+    res = CliRunner().invoke(run_cmd, [str(path), "--me", ""])
+    assert res.exit_code == 2 and "--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out" in res.output
+    res = CliRunner().invoke(run_cmd, [f"{path}@0x10", "--json"])
+    assert res.exit_code == 0 and [m["me_name"] for m in json.loads(res.stdout)["mes"]] == ["0x10"]
+
+
+@pytest.mark.parametrize(("rings", "code", "message"), [
+    (["scratch:0:base=0x1000,size=96"], 2, "--ring 'scratch:0:base=0x1000,size=96': size: expected 128, 256, 512 or 1024, got 96"),
+    (["scratch:0:base=0x1000,size=0"], 2, "size: expected 128, 256, 512 or 1024, got 0"),
+    (["scratch:0:base=0x1000,size=2048"], 2, "size: expected 128, 256, 512 or 1024, got 2048"),
+    (["scratch:16:base=0,size=128"], 2, "--ring 'scratch:16:base=0,size=128': ring: must be in 0..15, got 16"),
+    (["scratch:0:base=0x1001,size=128"], 2, "base: must be in 0..4294967292, a multiple of 4, got 4097"),
+    (["scratch:0:base=0x3f00,size=128"], 1,
+     "--ring 'scratch:0:base=0x3f00,size=128' (ring 0, scratch 0x3f00..0x40ff): ends past the end of scratch (0x0..0x3fff)"),
+    (["scratch:0:base=0x1000,size=128", "scratch:1:base=0x1100,size=128"], 1,
+     "--ring 'scratch:1:base=0x1100,size=128' (ring 1, scratch 0x1100..0x12ff) overlaps "
+     "--ring 'scratch:0:base=0x1000,size=128' (ring 0, scratch 0x1000..0x11ff)"),
+    (["scratch:0:base=0x1000,size=128", "scratch:0:base=0x1800,size=128"], 1,
+     "ring 0 is configured twice (also by --ring 'scratch:0:base=0x1000,size=128'"),
+])  # fmt: skip
+def test_npk_run_checks_rings(tmp_path: Path, rings: list[str], code: int, message: str) -> None:
+    ping = _asm_file(tmp_path, "ring_ping.uc")
+    res = CliRunner().invoke(run_cmd, [f"{ping}@0", *[a for r in rings for a in ("--ring", r)]])
+    assert res.exit_code == code and message in res.output, res.output
+    assert "scratch ring scratch ring" not in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("rings:\n  - {ring: 0, base: 0x1000, size: 128}\n  - {ring: 1, base: 0x1400,\n     size: 96}\n",
+     "r.yaml:4: rings[1].size: expected 128, 256, 512 or 1024, got 96"),
+    ("rings:\n  - {ring: 0, base: 0x1000, size: 128, colour: red}\n",
+     "r.yaml:2: rings[0].colour: unknown key (allowed: ring, base, size, margin)"),
+    ("rings: 3\n", "r.yaml:1: rings: expected a list, got 3"),
+    ("rings:\n  - {ring: 0, base: 0x1000, size: 128}\n  - {ring: 1, base: 0x1000, size: 128}\n",
+     "r.yaml:3 (rings[1]) (ring 1, scratch 0x1000..0x11ff) overlaps {dir}/r.yaml:2 (rings[0])"),
+])  # fmt: skip
+def test_npk_run_ring_file_is_checked_against_its_schema(tmp_path: Path, text: str, message: str) -> None:
+    ping = _asm_file(tmp_path, "ring_ping.uc")
+    (tmp_path / "r.yaml").write_text(text)
+    res = CliRunner().invoke(run_cmd, [f"{ping}@0", "--ring", str(tmp_path / "r.yaml")])
+    assert res.exit_code in (1, 2) and f"{tmp_path}/{message.format(dir=tmp_path)}" in res.output, res.output

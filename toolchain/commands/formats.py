@@ -67,6 +67,18 @@ def _image() -> type[BaseModel]:
     return ImageMeta
 
 
+def _rings() -> type[BaseModel]:
+    from npkit.toolchain.commands.ring_schema import RingFile
+
+    return RingFile
+
+
+def _run_file() -> type[BaseModel]:
+    from npkit.toolchain.debug.run_schema import RunFile
+
+    return RunFile
+
+
 def _batch() -> type[BaseModel]:
     from npkit.toolchain.debug.batch import BatchFile
 
@@ -111,6 +123,12 @@ FORMATS = [
            "(npkit.toolchain.image)", _image,
            "Errors read `IMAGE: .npk.meta: field: problem` (the section is one line of JSON). An image "
            "file is at most 256 MB."),
+    Format("Ring file", "`examples/ring_pingpong.rings.yaml`, `npk run --ring FILE.yaml`",
+           "`parse_rings` (npkit.toolchain.commands.run)", _rings,
+           "The rings of a run (the image's and --ring's) are checked together when they are configured: "
+           "each ring number once, inside scratch, no two rings sharing a byte."),
+    Format("Run directory", "`DIR/run.json`, `npk why --run DIR`", "`load_run_spec` (npkit.toolchain.debug.why)",
+           _run_file, "A key left out takes the command-line option's value."),
     Format("Debugger batch file", "`npk debug --batch FILE`, or stdin", "`read_batch` "
            "(npkit.toolchain.debug.batch)", _batch, "The batch stops at the first error with exit status 1."),
 ]

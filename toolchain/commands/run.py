@@ -44,6 +44,8 @@ from npkit.xscale.core import XScaleError
 
 from .options import exit_on_verdict, policy_of, verdict_options
 
+# ME states (npk_me_status) that are a fault of the program, not a normal stop (halt, idle)
+ME_FAULT_STATES = ("illegal", "bad_pc")
 RUN_ERRORS = (EmulatorError, LoadError, MsfError, TrafficError, RouterImageError, ValueError, OSError)
 
 
@@ -56,45 +58,44 @@ def parse_image_arg(text: str, config: str = "ixp2800") -> tuple[str, list[int] 
     return path, parse_me_list(mes, config)
 
 
+class RingError(click.BadParameter):
+    """A --ring that is not a ring (its message names the option or FILE:LINE)."""
+
+
 def parse_rings(text: str) -> list[dict[str, Any]]:
     """--ring: 'scratch:3:base=0x1000,size=128[,margin=2]', or a YAML file holding
-    `rings: [{ring, base, size[, margin]}, ...]` (examples/ring_pingpong.rings.yaml)."""
+    `rings: [{ring, base, size[, margin]}, ...]` (RingFile), checked against the schema."""
     if not text.endswith((".yaml", ".yml")):
         return [parse_ring(text)]
-    import yaml
+    from npkit.toolchain.schema import load_yaml, validate  # pydantic: only for a ring file
 
-    try:
-        data = yaml.safe_load(Path(text).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise click.BadParameter(f"{text}: {e}") from None
-    rings = data.get("rings") if isinstance(data, dict) else None
-    if not isinstance(rings, list):
-        raise click.BadParameter(f"{text}: expected `rings:` with a list of {{ring, base, size}}")
-    out = []
-    for n, r in enumerate(rings):
-        if not isinstance(r, dict) or set(r) - {"ring", "base", "size", "margin"} or not {"ring", "base", "size"} <= set(r):
-            raise click.BadParameter(f"{text}: rings[{n}]: expected {{ring, base, size[, margin]}}, got {r!r}")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in r.values()):
-            raise click.BadParameter(f"{text}: rings[{n}]: ring, base, size and margin are integers")
-        out.append({"name": f"{text} rings[{n}]", **r})
-    return out
+    from .ring_schema import RingFile
+
+    located = load_yaml(text, error=RingError, what="ring file")
+    checked = validate(RingFile, located.data, text, located=located, error=RingError)
+    return [{"name": f"{text}:{located.line(('rings', n))} (rings[{n}])", **r.model_dump()}
+            for n, r in enumerate(checked.rings)]  # fmt: skip
 
 
 def parse_ring(text: str) -> dict[str, Any]:
-    """'scratch:3:base=0x1000,size=128[,margin=2]' -> {ring: 3, base: 4096, size: 128, margin: 2}."""
+    """'scratch:3:base=0x1000,size=128[,margin=2]' -> {name, ring: 3, base: 4096, size: 128, margin: 2}."""
+    from npkit.toolchain.schema import validate
+
+    from .ring_schema import RingOption
+
+    where = f"--ring {text!r}"
     parts = text.split(":")
     if len(parts) != 3 or parts[0] != "scratch":
-        raise click.BadParameter(f"{text!r}: expected scratch:N:base=ADDR,size=WORDS[,margin=M]")
+        raise RingError(f"{where}: expected scratch:N:base=ADDR,size=WORDS[,margin=M]")
     try:
-        ring = int(parts[1], 0)
         fields = dict(kv.split("=", 1) for kv in parts[2].split(",") if kv)
-        out = {"name": f"scratch ring {ring}", "ring": ring, **{k: int(v, 0) for k, v in fields.items()}}
+        values = {"ring": int(parts[1], 0), **{k: int(v, 0) for k, v in fields.items()}}
     except ValueError:
-        raise click.BadParameter(f"{text!r}: numbers expected (ring, base=, size=, margin=)") from None
+        raise RingError(f"{where}: numbers expected (N, base=, size=, margin=)") from None
     unknown = set(fields) - {"base", "size", "margin"}
     if unknown or not {"base", "size"} <= set(fields):
-        raise click.BadParameter(f"{text!r}: give base= and size= (and optionally margin=), not {sorted(unknown)}")
-    return out
+        raise RingError(f"{where}: give base= and size= (and optionally margin=), not {sorted(unknown)}")
+    return {"name": where, **validate(RingOption, values, where, error=RingError).model_dump()}
 
 
 def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any]:
@@ -111,8 +112,10 @@ def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any
                     "reason": info["reason"]})  # fmt: skip
     units = {name: list(chans) for name, chans in st["units"].items() if any(c["commands"] for c in chans)}
     clock = float(chip.config["clock_mhz"])
+    me_faults = [{k: m[k] for k in ("me", "me_name", "program", "status", "pc", "reason")}
+                 for m in mes if m["status"] in ME_FAULT_STATES]  # fmt: skip
     return {"config": st["config"], "stop": reason, "cycle": cycle, "time_us": cycle / clock,
-            "mes": mes, "units": units, "faults": chip.faults()}  # fmt: skip
+            "mes": mes, "units": units, "faults": chip.faults(), "me_faults": me_faults}  # fmt: skip
 
 
 def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[str]:
@@ -130,9 +133,26 @@ def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[s
     return lines
 
 
+def me_fault_warnings(me_faults: list[dict[str, Any]]) -> list[str]:
+    """Warning lines for the MEs that stopped on a fault of their program (me_summary)."""
+    lines = []
+    for m in me_faults:
+        hint = ""
+        if m["status"] == "illegal" and "0x0000000000" in m["reason"]:
+            hint = " (an empty control-store word: the program ran past its end or jumped outside it?)"
+        lines.append(f"warning: ME {m['me_name']} ({m['program']}) stopped at pc {m['pc']}: {m['reason']}{hint}")
+    return lines
+
+
 def warn_faults(chip: Chip, summary: dict[str, Any]) -> None:
-    for line in fault_warnings(chip, summary["faults"]):
+    for line in me_fault_warnings(summary.get("me_faults", [])) + fault_warnings(chip, summary["faults"]):
         click.echo(line, err=True)
+
+
+def exit_on_me_faults(summary: dict[str, Any]) -> None:
+    """Exit 1 when an ME stopped on a fault of its program (a run without a verdict)."""
+    if summary.get("me_faults"):
+        raise SystemExit(1)
 
 
 def format_me_summary(out: dict[str, Any]) -> str:
@@ -209,6 +229,10 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
         if me_list is not None:
             if len(targets) != 1:
                 raise click.UsageError("--me goes with a single image; give several as IMAGE@MES")
+            if not me_list.strip():
+                raise click.UsageError("--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out")
+            if targets[0][1] is not None:
+                raise click.UsageError(f"{images[0]} names its MEs and --me {me_list} names them again: give one")
             targets = [(targets[0][0], parse_me_list(me_list, config))]
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
         chip = Chip(config)
@@ -260,6 +284,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
         out = me_summary(chip, chip.run(cycles), loaded)
         click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
         warn_faults(chip, out)
+        exit_on_me_faults(out)
         return
     from npkit.xscale.cli import add_to_run_summary, report_failed, run_beside
 
@@ -270,6 +295,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
     warn_faults(chip, out)
     if report_failed(rep):
         raise SystemExit(1)
+    exit_on_me_faults(out)
 
 
 def _progress(as_json: bool) -> Any:
@@ -316,6 +342,8 @@ def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: i
     finally:
         cp.close()
     click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out) + "\n" + _control_line(out))
+    warn_faults(chip, out)
+    exit_on_me_faults(out)
 
 
 def _control_line(s: dict[str, Any]) -> str:

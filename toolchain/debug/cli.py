@@ -139,9 +139,10 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
 @click.command("trace")
 @click.argument("image", type=click.Path(exists=True, dir_okay=False))
 @target_options
-@click.option("--cycles", default=100_000, show_default=True, type=int, help="Cycles to run.")
-@click.option("--from", "t_from", default=0, type=int, help="First cycle written to the trace.")
-@click.option("--to", "t_to", default=None, type=int, help="Last cycle written (default: the end of the run).")
+@click.option("--cycles", default=100_000, show_default=True, type=click.IntRange(min=0), help="Cycles to run.")
+@click.option("--from", "t_from", default=0, type=click.IntRange(min=0), help="First cycle written to the trace.")
+@click.option("--to", "t_to", default=None, type=click.IntRange(min=0),
+              help="Last cycle written (default: the end of the run).")
 @click.option("--packets", "buffers", default=None,
               help="DRAM packet buffers as BASE:SIZE[:COUNT] (e.g. 0x100000:2048) to follow packets by buffer.")  # fmt: skip
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
@@ -182,7 +183,7 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
               help="Directory of a run (holds run.json naming the image and buffers); default: the options below.")  # fmt: skip
 @click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="Image, .uc or layout to run.")
 @target_options
-@click.option("--cycles", default=1_000_000, show_default=True, type=int)
+@click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0))
 @click.option("--buffer", "buffer", default=None,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)

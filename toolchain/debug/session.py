@@ -37,7 +37,6 @@ from npkit.emulator.binding import (
     UNITS,
     EmulatorError,
     HistEvent,
-    parse_reg,
 )
 from npkit.emulator.me_names import MeNameError
 from npkit.toolchain.isa import DecodeError, decode, isa
@@ -57,6 +56,15 @@ MAX_DUMP = 1 << 16  # bytes `mem` prints at most
 # most positional arguments a command takes (commands not listed parse their own)
 MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 0, "thread": 1, "threads": 0, "regs": 1,
             "signals": 1, "rings": 0, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
+
+
+def show_value(v: int) -> str:
+    """An expression's value, decimal and hex of the same number (expressions are exact
+    integers, not wrapped to a width); a negative one also as a 32-bit register holds it."""
+    if v >= 0:
+        return f"{v} (0x{v:x})"
+    reg = f", 0x{v & 0xFFFFFFFF:08x} in 32 bits" if v >= -(1 << 31) else ""
+    return f"{v} (-0x{-v:x}{reg})"
 
 
 class DebugError(ValueError):
@@ -329,7 +337,9 @@ class Session:
             return int(sm.mems[name].value)
         try:
             return self.chip.reg(me, name, ctx)
-        except EmulatorError:
+        except EmulatorError as e:
+            if "out of range" in str(e):  # a register name, its number past the range
+                raise DebugError(str(e)) from None
             raise DebugError(f"unknown name '{name}' (not a .reg, register, label, signal or memory symbol)") from None
 
     def eval(self, text: str, me: int | None = None, ctx: int | None = None) -> int:
@@ -462,18 +472,26 @@ class Session:
                 continue
             st = self.chip.last_stop()
             if reason == "breakpoint":
-                bp = self._bp_of(st["id"])
-                if bp is not None and bp.cond and not self.eval(bp.cond, st["me"], st["ctx"]):
+                if not self._hit(st):
                     if self.chip.cycle >= end:
                         return "budget"
                     continue
-                if bp is not None:
-                    bp.hits += 1
             elif reason == "watchpoint" and not self._watch_changes():
                 if self.chip.cycle >= end:  # a memory write of the same bytes: go on
                     return "budget"
                 continue
             return str(reason)
+
+    def _hit(self, st: dict[str, int]) -> bool:
+        """A breakpoint stop (`st`: last_stop()) that counts: its condition (if any) holds;
+        the breakpoint's hits go up.  False: a conditional breakpoint whose condition fails."""
+        bp = self._bp_of(st["id"])
+        if bp is None:
+            return True
+        if bp.cond and not self.eval(bp.cond, st["me"], st["ctx"]):
+            return False
+        bp.hits += 1
+        return True
 
     def cmd_run(self, args: list[str], rest: str) -> None:
         cycles = self._count(args[0], "CYCLES") if args else DEFAULT_RUN
@@ -549,6 +567,8 @@ class Session:
             reason = self.chip.run(1)
             if reason == "watchpoint" and not self._watch_changes():
                 continue
+            if reason == "breakpoint" and not self._hit(self.chip.last_stop()):
+                continue
             if reason not in ("budget",):
                 return reason
         lib, raw = self.chip.lib, self.chip._chip
@@ -558,6 +578,10 @@ class Session:
             st = self.chip.last_stop()
             if st["reason"] == "breakpoint" and st["me"] == me and st["ctx"] == ctx:
                 continue  # stopped before its own instruction: step over the breakpoint
+            if st["reason"] == "breakpoint" and not self._hit(st):  # a condition that fails: no stop
+                if self.pc(me, ctx) != pc0:
+                    return "step"
+                continue
             if st["reason"] == "watchpoint" and not self._watch_changes():
                 if self.pc(me, ctx) != pc0:  # a memory write of the same bytes: not a stop
                     return "step"
@@ -682,7 +706,7 @@ class Session:
             name = args[0]
             phys = self.reg_phys(name) or name
             try:
-                ref = parse_reg(phys, self.ctx, self.chip.ctx_mode[self.me])
+                ref = self.chip.reg_ref(self.me, phys, self.ctx)
             except EmulatorError as e:
                 raise DebugError(f"{e} (watch takes a .reg name, a register or sram|dram|scratch ADDR [LEN])") from None
             if ref.kind > K_LM:
@@ -894,7 +918,7 @@ class Session:
                     raise DebugError(f"'{name}' is {what}, a constant of the image (read-only)")
             phys = name
         try:
-            ref = parse_reg(phys, ctx, self.chip.ctx_mode[me])
+            ref = self.chip.reg_ref(me, phys, ctx)
         except EmulatorError as e:
             if not str(e).startswith("unknown register"):
                 raise DebugError(f"column {self.column(name)}: {e}") from None
@@ -919,8 +943,7 @@ class Session:
     def cmd_print(self, args: list[str], rest: str) -> None:
         if not rest:
             raise DebugError("print EXPR")
-        v = self.eval(rest)
-        self.emit(f"{rest} = {v} (0x{v & 0xFFFFFFFF:x})")
+        self.emit(f"{rest} = {show_value(self.eval(rest))}")
 
     def cmd_mem(self, args: list[str], rest: str) -> None:
         if len(args) < 2 or args[0] not in MEM_SPACES:
@@ -951,7 +974,7 @@ class Session:
             self.emit(f"sram ring at 0x{a:08x}: base 0x{d[3]:x} size {d[4]} count {d[2]} head {d[0]} tail {d[1]}")
 
     def cmd_queues(self, args: list[str], rest: str) -> None:
-        addrs = sorted({self.address("sram", a, 12) & ~3 for a in args} or self.sram_queues)
+        addrs = sorted({self._queue_address(a) for a in args} or self.sram_queues)
         if not addrs:
             self.emit("no SRAM queue used yet (queues ADDR... reads descriptors at ADDR)")
             return
@@ -966,6 +989,14 @@ class Session:
             self.emit(f"queue 0x{a:08x}: count {count} head 0x{head:x} tail 0x{tail:x}"
                       + (f"  [{' '.join(chain)}{more}]" if chain else ""))  # fmt: skip
 
+    def _queue_address(self, text: str) -> int:
+        """A queue descriptor's SRAM address: three longwords, so a multiple of 4."""
+        addr = self.address("sram", text, 12)
+        if addr & 3:
+            raise DebugError(f"column {self.column(text)}: queue descriptor address 0x{addr:x} is not a "
+                             f"multiple of 4 (descriptors are longwords: 0x{addr & ~3:x}?)")  # fmt: skip
+        return addr
+
     def cmd_packet(self, args: list[str], rest: str) -> None:
         pad: int | None = None
         length: int | None = None
@@ -975,7 +1006,7 @@ class Session:
             rest = rest[: m.start()] + rest[m.end() :]
         m = re.search(r"\blen\s+(\S+)", rest)
         if m:
-            length = self._int(m[1])
+            length = self._length(m[1], MAX_DUMP)
             rest = rest[: m.start()] + rest[m.end() :]
         expr = rest.strip()
         how = expr

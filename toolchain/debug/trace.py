@@ -106,8 +106,20 @@ def collect(target: Target, cycles: int, stop_at: int | None = None,
     return events
 
 
+def check_window(cycles: int, t_from: int, t_to: int | None) -> None:
+    """The run's length and the window written, checked before anything runs."""
+    if cycles < 0:
+        raise TraceError(f"--cycles must be >= 0, got {cycles}")
+    for name, v in (("--from", t_from), ("--to", t_to)):
+        if v is not None and v < 0:
+            raise TraceError(f"{name} must be >= 0, got {v}")
+    if t_to is not None and t_from > t_to:
+        raise TraceError(f"empty window: --from {t_from} must not be after --to {t_to}")
+
+
 def record_trace(target: Target, cycles: int, t_from: int, t_to: int | None, out: Path,
                  buffers: BufferMap | None = None, progress: Any = None) -> dict[str, Any]:  # fmt: skip
+    check_window(cycles, t_from, t_to)
     check_writable(out)  # before the run, not after it
     chip = target.chip
     mhz = target.clock_mhz

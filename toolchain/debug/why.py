@@ -25,15 +25,16 @@ A run directory (`--run DIR`) holds run.json: {"image": ..., "config": ..., "tra
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from npkit.emulator.binding import UNITS
+from npkit.toolchain.schema import load_yaml, validate
 
 from . import events
 from . import packet as pkt
+from .run_schema import RunFile, parse_buffer
 from .source import where
 from .target import Target, open_target
 
@@ -60,6 +61,7 @@ class RunSpec:
     cycles: int = 1_000_000
     buffer: str | None = None
     params: dict[str, Any] | None = None  # layout parameters (-D)
+    source: str = "--buffer"  # where `buffer` came from, for its errors
 
 
 def load_run_spec(run_dir: str | None, image: str | None, config: str, mes: str | None,
@@ -67,21 +69,19 @@ def load_run_spec(run_dir: str | None, image: str | None, config: str, mes: str 
     if run_dir is not None:
         d = Path(run_dir)
         f = d / "run.json"
-        try:
-            raw = json.loads(f.read_text())
-        except (OSError, ValueError) as e:
-            raise WhyError(f"{f}: {e}") from None
+        located = load_yaml(f, error=WhyError, what="run file")  # JSON is YAML: the line of each key
+        raw = validate(RunFile, located.data, str(f), located=located, error=WhyError)
 
-        def rel(v: Any) -> str | None:
+        def rel(v: str | None) -> str | None:
             return None if v in (None, "") else str(d / str(v)) if not Path(str(v)).is_absolute() else str(v)
 
-        img = rel(raw.get("image"))
-        if img is None:
-            raise WhyError(f"{f}: no image")
-        return RunSpec(img, str(raw.get("config", config)), raw.get("mes", mes), rel(raw.get("traffic")),
-                       int(raw.get("cycles", cycles)), raw.get("buffer", buffer), raw.get("params"))  # fmt: skip
+        return RunSpec(str(rel(raw.image)), raw.config or config, raw.mes if raw.mes is not None else mes,
+                       rel(raw.traffic), cycles if raw.cycles is None else raw.cycles,
+                       raw.buffer if raw.buffer is not None else buffer, raw.params, source=f"{f}: buffer")  # fmt: skip
     if image is None:
         raise WhyError("name the run: --run DIR, or --image IMAGE (with --traffic, --cycles, --buffer)")
+    if cycles < 0:
+        raise WhyError(f"--cycles must be >= 0, got {cycles}")
     return RunSpec(image, config, mes, traffic, cycles, buffer)
 
 
@@ -95,12 +95,16 @@ def field_name(off: int) -> str:
 def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int]:
     """(address, length, frame pad) of the packet's buffer."""
     if spec.buffer:
-        parts = spec.buffer.split(":")
         try:
-            base, size = int(parts[0], 0), int(parts[1], 0)
-        except (ValueError, IndexError):
-            raise WhyError(f"--buffer: expected BASE:SIZE, got '{spec.buffer}'") from None
-        return base + packet_id * size, size, -1
+            base, size = parse_buffer(spec.buffer)
+        except ValueError as e:
+            raise WhyError(f"{spec.source}: {e}") from None
+        addr = base + packet_id * size
+        dram = int(target.chip.config["dram_bytes"])
+        if addr + size > dram:
+            what = f"buffer {packet_id} [0x{addr:x}, +{size})" if packet_id else f"[0x{addr:x}, +{size})"
+            raise WhyError(f"{spec.source}: {what} is outside DRAM (0x0..0x{dram - 1:x})")
+        return addr, size, -1
     sysmap = target.image.meta.get("sysmap")
     if isinstance(sysmap, dict):
         size = 1 << int(sysmap["buf_shift"])
@@ -115,15 +119,18 @@ def _open(spec: RunSpec) -> Target:
     return open_target(spec.image, spec.config, parse_me_list(spec.mes, spec.config), spec.traffic, params=spec.params)
 
 
+def _tag(tag_id: int) -> bytes:
+    """The bytes the traffic generator puts in the payload of packet `tag_id`."""
+    return pkt.TAG + tag_id.to_bytes(4, "big")
+
+
 def find_tagged(spec: RunSpec, tag_id: int) -> tuple[int, int]:
     """(buffer index, cycle) where the frame tagged b"NPK1" + tag_id first lands in a
     packet buffer: replay, and after each chunk look into the buffers written in it."""
     target = _open(spec)
     chip = target.chip
     base, size, _ = _range(target, spec, 0)
-    if spec.buffer and len(spec.buffer.split(":")) < 2:
-        raise WhyError("--buffer BASE:SIZE is needed to find a packet by its traffic id")
-    needle = pkt.TAG + tag_id.to_bytes(4, "big")
+    needle = _tag(tag_id)
     chip.history_enable(1)
     end = chip.cycle + spec.cycles
     while chip.cycle < end:
@@ -155,12 +162,17 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
         raise WhyError(f"PACKET_ID is a buffer index (5) or a traffic packet id (pkt:5), "
                        f"got '{packet_id_text}'") from None  # fmt: skip
     if tag_id is not None:
+        if not 0 <= tag_id <= 0xFFFFFFFF:
+            raise WhyError(f"a traffic packet id is 0..0xffffffff, got {tag_id}")
         packet_id, recv_cycle = find_tagged(spec, tag_id)
     target = _open(spec)
     chip = target.chip
     addr, length, pad = _range(target, spec, packet_id)
     before = chip.mem_read("dram", addr, length)
     initial = before
+    # a tagged frame already in the buffer when the image is loaded (.init) was not received:
+    # its `before` is the buffer as loaded; else what was there belongs to an earlier packet
+    preloaded = tag_id is not None and _tag(tag_id) in before[:256]
     chip.history_enable(2)
     wp = chip.add_watchpoint(f"dram:{addr}", length=length)
     last_pc: dict[tuple[int, int], int] = {}
@@ -228,7 +240,7 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     final = before if stop_next else chip.mem_read("dram", addr, length)
     if tag_id is not None:
         touches = [t for t in touches if t["gen"] == chosen]
-        initial = bytes(length)  # what was there before belongs to an earlier packet
+        initial = initial if preloaded else bytes(length)
     if pad < 0:
         pad = pkt.guess_pad(final[:64])
     for t in touches:

@@ -59,6 +59,8 @@ def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
     faults = summary.get("faults") or {}
     if faults.get("total"):
         reasons.append(f"chip faults: {faults['total']} ({fault_kinds(faults)}); the last are in faults.last")
+    for m in summary.get("me_faults") or []:  # an ME stopped on an illegal word or a bad PC
+        reasons.append(f"ME {m['me_name']} ({m['program']}) stopped at pc {m['pc']}: {m['reason']}")
     flight = summary.get("in_flight") or {}
     if flight.get("count", 0) > 0:
         reasons.append(f"{flight['count']} packets in flight at the end: {flight.get('why', '')}")

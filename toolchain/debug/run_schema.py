@@ -1,0 +1,53 @@
+"""Run directory (JSON): the schema of `DIR/run.json`, the run `npk why --run DIR` replays.
+
+run.json names what ran: the image (required), and optionally the chip config, the MEs,
+the traffic, the cycles and the packet buffers (`BASE:SIZE`), with layout parameters;
+paths are relative to DIR.  The file is read as YAML (JSON is YAML), so an error names
+its line; other keys are errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from npkit.toolchain.schema import irange
+
+MAX_CYCLES = 1 << 40  # a replay's cycle budget (far past any run worth replaying)
+
+
+def parse_buffer(text: str) -> tuple[int, int]:
+    """'BASE:SIZE' -> (base, size): base >= 0, size >= 1 (ValueError says what is wrong)."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        base, size = int(parts[0], 0), int(parts[1], 0)
+    except ValueError:
+        raise ValueError(f"expected BASE:SIZE (two integers), got '{text}'") from None
+    if base < 0:
+        raise ValueError(f"BASE must be >= 0, got {base}")
+    if size < 1:
+        raise ValueError(f"SIZE must be >= 1 byte, got {size}")
+    return base, size
+
+
+class RunFile(BaseModel):
+    """A run directory's run.json: what `npk why --run DIR` replays (paths relative to DIR)."""
+
+    model_config = ConfigDict(extra="forbid")
+    image: str = Field(min_length=1, description="image, .uc or layout that ran")
+    config: str | None = Field(None, description="chip config name or YAML path")
+    mes: str | None = Field(None, description="MEs the image was loaded on (as --me)")
+    traffic: str | None = Field(None, description="traffic spec or pcap directory")
+    cycles: irange(0, MAX_CYCLES) | None = Field(None, description="cycles run")  # type: ignore[valid-type]
+    buffer: str | None = Field(None, description="packet buffers, BASE:SIZE")
+    params: dict[str, Any] | None = Field(None, description="layout parameters (as -D)")
+
+    @field_validator("buffer")
+    @classmethod
+    def _buffer(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_buffer(v)
+        return v
