@@ -91,14 +91,17 @@ def icmp_error(dst_mac: bytes, src_mac: bytes, ip_src: int, orig: bytes, icmp_ty
 
 
 def echo_reply(dst_mac: bytes, src_mac: bytes, req: bytes) -> bytes:
+    """The Echo Reply to the request `req` (pkt.c build_echo_reply): its ICMP message
+    whole, from the address asked, in a header without the request's IP options."""
     tot = req[16] << 8 | req[17]
-    body = bytearray(req[34 : 14 + tot])
+    hl = 4 * (req[14] & 0xF)
+    body = bytearray(req[14 + hl : 14 + tot])
     body[0] = 0
     body[1] = 0
     body[2:4] = b"\0\0"
     body[2:4] = internet_checksum(bytes(body)).to_bytes(2, "big")
     src, dst = struct.unpack_from("!II", req, 26)
-    return _pad(_eth_ip(dst_mac, src_mac, req[15], tot, req[18] << 8 | req[19], 1, dst, src) + body)
+    return _pad(_eth_ip(dst_mac, src_mac, req[15], 20 + len(body), req[18] << 8 | req[19], 1, dst, src) + body)
 
 
 def arp_frame(op: int, sha: bytes, spa: int, tha: bytes, tpa: int) -> bytes:
@@ -580,10 +583,12 @@ class RouterModel:
         sha, spa, tpa = bytes(f[22:28]), int.from_bytes(f[28:32], "big"), int.from_bytes(f[38:42], "big")
         p = self.cfg.ports[in_port]
         for_me = tpa == p.address
-        if sha[0] & 1 or not p.on_subnet(spa) or spa in (p.address, p.network, p.broadcast):
+        probe = spa == 0  # RFC 5227 probe: answered when for us, nothing learnt
+        if sha[0] & 1 or (probe and op != 1) or (
+                not probe and (not p.on_subnet(spa) or spa in (p.address, p.network, p.broadcast))):  # fmt: skip
             return
-        e = self.cache.get(spa)
-        if spa not in self.static and (e is not None or for_me):
+        e = None if probe else self.cache.get(spa)
+        if not probe and spa not in self.static and (e is not None or for_me):
             e = self._entry(spa, in_port)
             was = e.state
             e.mac, e.state, e.port = sha, "reachable", in_port
@@ -648,7 +653,7 @@ class RouterModel:
         tot = f[16] << 8 | f[17]
         off, l4 = 14 + hl, tot - hl
         src = int.from_bytes(f[26:30], "big")
-        if f[23] == 1 and l4 >= 8 and f[off] == 8 and hl == 20 and not frag & 0x2000:
+        if f[23] == 1 and l4 >= 8 and f[off] == 8 and not frag & 0x2000:
             if internet_checksum(f[off : off + l4]) != 0 or f[0] & 1 or src >> 24 in (0, 127) \
                     or src >= 0xE0000000 or src in self.net_bcast:  # fmt: skip
                 return
@@ -659,6 +664,8 @@ class RouterModel:
             return
         if f[23] == 17 and self.opt["closed_ports_only"]:
             self._icmp_error(pid, f, 3, 3)
+        elif f[23] not in (1, 17):  # no transport but UDP here (TCP included): Protocol Unreachable
+            self._icmp_error(pid, f, 3, 2)
 
     def _on_ip_options(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         quote = bytes(f)
