@@ -377,6 +377,16 @@ class RouterModel:
             self.advance(min(pending))
             pending = [e.next_try for e in self.cache.values() if e.state == "incomplete"]
 
+    def pending(self) -> set[int]:
+        """The packets the control plane may still send frames about: those whose ARP
+        resolution is under way (retries) or whose frames wait for one (held)."""
+        out: set[int] = set()
+        for e in self.cache.values():
+            if e.state == "incomplete":
+                out.add(e.starter)
+                out.update(item[0] for item in e.hold)
+        return out
+
     def _apply_change(self, c: Any) -> None:
         if c.op == "del":
             if (c.prefix, c.length) in self.routes:

@@ -73,6 +73,7 @@ class ControlJudge:
         self.index: dict[tuple[int, int, int], deque[int]] = {}  # (in port, length, digest) -> ids
         self.indexed: dict[int, tuple[int, int, int]] = {}
         self.handled: set[int] = set()  # packets the daemon's log names
+        self.late: set[int] = set()  # ... whose window is gone but the model may still send frames about
         self.cp_forwarded: set[int] = set()  # ... of those, forwarded by it, frame not yet seen
         self.provisional: dict[int, list[tuple[int, bytes]]] = {}  # frames about packets not yet handled
         self.held: set[int] = set()  # packets the model holds for ARP (no final verdict yet)
@@ -156,7 +157,14 @@ class ControlJudge:
         c.verdicts.kind[i] = PYTHON
         if r.final is None:
             self.held.add(pid)
+        self._expect(pid, r.final)
         self._demand(own, r.final, w.lens[i])
+
+    def _expect(self, pid: int, final: Outcome | None) -> None:
+        """A packet the control plane forwards after processing its IP options: its frame
+        is found by the bytes the model predicts (an untagged packet's own bytes changed)."""
+        if isinstance(final, Forward) and self.model.results[pid].reason == "ip_options":
+            self.run.expect(pid, final.data)
 
     def _demand(self, was: Outcome | None, now: Outcome | None, nbytes: int) -> None:
         """The model's verdict instead of the C oracle's in what each port must carry."""
@@ -175,14 +183,17 @@ class ControlJudge:
             r = self.model.results.get(pid)
             c = self.run.chunk_of(pid)
             if r is not None and c is not None:
+                self._expect(pid, r.final)
                 self._demand(None, r.final, c.w.lens[pid - c.first])
         for port, frame, pid in self.model.emitted:
             self.rr.add_demand(port, len(frame), packet=False)
-            if pid < 0 or pid in self.handled:
+            if pid < 0 or pid in self.handled or pid in self.late:
                 self._want(port, frame)
             else:
                 self.provisional.setdefault(pid, []).append((port, frame))
         self.model.emitted.clear()
+        if self.late:
+            self.late &= self.model.pending()
 
     def finish(self) -> None:
         """At the end: every packet through the model, its timers run out, the log read."""
@@ -254,6 +265,9 @@ class ControlJudge:
                 q.remove(pid)
                 if not q:
                     del self.index[key]
+        gone = [p for p in self.handled if lo <= p < hi]
+        if gone:  # ARP retries and frames held for ARP about a handled packet come later
+            self.late.update(set(gone) & self.model.pending())
         for s in (self.handled, self.cp_forwarded, self.held):
             for pid in [p for p in s if lo <= p < hi]:
                 s.discard(pid)
