@@ -36,12 +36,13 @@ from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
-from .oracle import Except, Forward, Outcome, RefRouter, rewrite
+from .oracle import Drop, Except, Forward, Outcome, RefRouter, rewrite
 from .packet import internet_checksum
 from .router_config import RouterConfig
 from .routes import Route, RouteTable
 
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
+KILLED = "control_killed"  # drop reason: a packet held for ARP when the daemon was killed (lost with it)
 CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9: 128 of them, ~35 us) and more
 ICMP_MAX_IP = 576
 BROADCAST_MAC = b"\xff" * 6
@@ -315,6 +316,8 @@ class RouterModel:
         self.emitted: list[tuple[int, bytes, int]] = []
         self.now = 0
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
+        self.down = False  # the daemon killed and not started again (`kill`, `restart`)
+        self._deferred: list[tuple[int, CpResult, bytes, int]] = []  # excepted while it was down
 
     @property
     def routes(self) -> RouteTable:
@@ -387,6 +390,46 @@ class RouterModel:
                 out.update(item[0] for item in e.hold)
         return out
 
+    def kill(self, t: int) -> list[int]:
+        """The daemon killed at t: what it held for ARP is lost with it (the packets get
+        Drop(KILLED); their ids are returned), its timers stop, and the exceptions that
+        come until `restart` wait for the daemon started again."""
+        self.advance(t)
+        lost = []
+        for e in self.cache.values():
+            for pid, _frame, generated, _full in e.hold:
+                res = self.results.get(pid)
+                if not generated and res is not None:
+                    res.final = Drop(KILLED)
+                    lost.append(pid)
+            e.hold = []
+            if e.state == "incomplete":
+                e.state = "none"
+        self.down = True
+        return lost
+
+    def restart(self, t: int) -> None:
+        """The daemon started again at t: ARP afresh (an empty cache; what the old one
+        learnt stays in the fast path until `withdraw_learnt`), a full ICMP bucket; then
+        the exceptions that waited, in order."""
+        self.now = max(self.now, t)
+        self.cache.clear()
+        self.bucket = self.opt["icmp_burst"] * 10**9
+        self.bucket_ns = self.now
+        self.down = False
+        waiting, self._deferred = self._deferred, []
+        for pid, res, frame, in_port in waiting:
+            getattr(self, f"_on_{res.reason}")(pid, res, bytearray(frame), in_port)
+
+    def withdraw_learnt(self) -> None:
+        """The restarted daemon has loaded its route table and taken out of the fast path
+        the MACs its predecessor learnt (learnt /32s deleted, gateway entries back to
+        ARP_MISS): the fast path knows the static entries and what it learnt since."""
+        self.fast.arp = dict(self.static)
+        for e in self.cache.values():
+            if e.state == "reachable":
+                self.fast.arp[e.ip] = e.mac
+
     def _apply_change(self, c: Any) -> None:
         if c.op == "del":
             if (c.prefix, c.length) in self.routes:
@@ -415,6 +458,9 @@ class RouterModel:
                 res.learnt_hop = hop not in self.static
             return res
         res.reason = fast.reason
+        if self.down:  # on the exception ring until the daemon is started again
+            self._deferred.append((pid, res, frame, in_port))
+            return res
         handler = getattr(self, f"_on_{fast.reason}")
         handler(pid, res, bytearray(frame), in_port)
         return res

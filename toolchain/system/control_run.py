@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from npkit.emulator.traffic.control import (
     CHANGE_WINDOW_NS,
+    KILLED,
     RouterModel,
     frame_digest,
     same_but_timestamps,
@@ -42,9 +43,9 @@ from npkit.emulator.traffic.control import (
 from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON, Verdicts
 from npkit.emulator.traffic.oracle import Except, Forward, Outcome, flow_of
 from npkit.emulator.traffic.reasons import load_reasons
-from npkit.emulator.traffic_run import EXCEPTED, Chunk, Departure
+from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
-from .control import LogReader, LogRecord, changes_made
+from .control import LogReader, LogRecord, changes_made, read_stats
 
 if TYPE_CHECKING:
     from .router_run import RouterRun
@@ -83,6 +84,8 @@ class ControlJudge:
         self.records = 0
         self.forwarded_by_it = 0
         self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
+        self._events = 0  # the daemon's kills and restarts the model has been told of
+        self._withdraw_at_start = 0  # a restarted daemon (this start) still to withdraw what was learnt
         self.run.router_addresses(list(rr.config.addresses))
         self.run.on_advance.append(self.advance)
         self.run.on_forget.append(self.forget)
@@ -105,6 +108,7 @@ class ControlJudge:
         then what the daemon logged (before the frames that left are accounted)."""
         now = self.run.now_ns
         self._take_socket_changes()
+        self._daemon_events()
         self._model_to(now)
         self.model.advance(now)
         self._settle()
@@ -138,6 +142,34 @@ class ControlJudge:
                 self.next_pid = c.first + hi
             if hi < len(w):
                 return
+
+    def _daemon_events(self) -> None:
+        """The daemon killed, started again or respawned (the System's events), told to
+        the model at their time: the packets it held for ARP when it went are a counted
+        drop (KILLED), the one started again begins ARP afresh."""
+        ctl = self.rr.control
+        events = ctl.system.events if ctl is not None else []
+        mhz = float(self.rr.chip.config["clock_mhz"])
+        for k, (cycle, what) in enumerate(events[self._events :], self._events):
+            t = int(cycle * 1000 // mhz)
+            self._model_to(t)
+            if what in ("killed", "respawned"):
+                lost = self.model.kill(t)
+                self._settle()
+                for pid in lost:  # never logged (held): the ARP requests about them were sent
+                    self.run.mark(pid, DROPPED, KILLED)
+                    for port, frame in self.provisional.pop(pid, []):
+                        self._want(port, frame)
+            if what in ("restarted", "respawned"):
+                self.model.restart(t)
+                self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
+        self._events = len(events)
+        if self._withdraw_at_start:
+            st = read_stats(self.rr.chip)
+            if st is not None and st["starts"] >= self._withdraw_at_start and st["state"] == "ready":
+                self._model_to(self.run.now_ns)   # (seen at a slice's end: to within SLICE_NS)
+                self.model.withdraw_learnt()
+                self._withdraw_at_start = 0
 
     def _process(self, c: Chunk, i: int) -> None:
         w = c.w
@@ -198,6 +230,7 @@ class ControlJudge:
     def finish(self) -> None:
         """At the end: every packet through the model, its timers run out, the log read."""
         self._take_socket_changes()
+        self._daemon_events()
         self._model_to(NEVER)
         self.model.finish()
         self._settle()
