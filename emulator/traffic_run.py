@@ -26,7 +26,8 @@ come and written sorted at the end.
 Accounting (per input port): offered = forwarded + dropped (by reason) +
 excepted + in flight.  Forwarded packets are found by matching each
 transmitted frame to an input packet (the generator's b"NPK1"+id tag, else the
-exact bytes, else the bytes a router does not rewrite); drops come from the MSF (rbuf_full,
+exact bytes, else the bytes a router does not rewrite, else -- for a packet whose
+IP options the control plane processed -- the bytes predicted for it, `expect`); drops come from the MSF (rbuf_full,
 no_rx_thread, tbuf_underrun) and from whoever knows the software's fates (`mark`: the
 router harness marks microcode drops and exceptions).  The run is *balanced* when no
 frame is unmatched or duplicated, no packet has two fates, and in flight is not negative.
@@ -82,6 +83,16 @@ def _loose_key(frame: bytes) -> bytes:
     """What a router leaves alone in a forwarded IPv4 frame: the length and everything
     from the IP source address on (the MACs, TTL and header checksum change)."""
     return b"L" + len(frame).to_bytes(2, "big") + frame[26:]
+
+
+def _rewritten_key(frame: bytes) -> bytes | None:
+    """An IPv4 frame with options, but for what option processing may still change in
+    bytes predicted for it (the TTL, header checksum and the options: IP timestamps
+    are the control plane's clock): the key of a frame `TrafficRun.expect`s."""
+    if len(frame) < 34 or frame[12:14] != b"\x08\x00" or frame[14] & 0xF <= 5:
+        return None
+    hl = 4 * (frame[14] & 0xF)
+    return b"O" + len(frame).to_bytes(2, "big") + frame[:22] + frame[23:24] + frame[26:34] + frame[14 + hl :]
 
 
 class Chunk:
@@ -238,6 +249,7 @@ class TrafficRun:
         self.conflicts = 0
         self.first_conflict = -1
         self._untagged: dict[bytes, deque[int]] = {}
+        self._expected: dict[int, bytes] = {}  # untagged packets whose output bytes were predicted (`expect`)
         self.on_window: list[Callable[[Chunk], None]] = []
         self.on_push: list[Callable[[Chunk, int, int], None]] = []
         self.on_departure: list[Callable[[Departure], None]] = []
@@ -630,9 +642,38 @@ class TrafficRun:
             for key in (f, _loose_key(f)):
                 self._untagged.setdefault(key, deque()).append(first + i)
 
+    def expect(self, pid: int, frame: bytes) -> None:
+        """Packet `pid` (no tag) leaves as `frame` but for its IP options' contents:
+        the control plane forwards it after processing its options (a changed
+        destination, recorded addresses, timestamps), which neither its bytes nor the
+        loose key find.  The caller judges the frame's bytes."""
+        key = _rewritten_key(frame)
+        c = self.chunk_of(pid)
+        if key is None or c is None or c.tags[pid - c.first] == pid or pid in self._expected:
+            return
+        self._expected[pid] = key
+        self._untagged.setdefault(key, deque()).append(pid)
+
+    def _keys(self, data: bytes) -> list[bytes]:
+        """The keys an untagged frame is looked up by: its bytes, the loose key, and the
+        key of frames predicted with options rewritten (when there are any)."""
+        keys = [data, _loose_key(data)]
+        if self._expected:
+            k = _rewritten_key(data)
+            if k is not None:
+                keys.append(k)
+        return keys
+
     def _unindex(self, c: Chunk) -> None:
         w = c.w
         first = w.first
+        for pid in [p for p in self._expected if c.first <= p < c.end]:
+            key = self._expected.pop(pid)
+            q = self._untagged.get(key)
+            if q is not None and pid in q:
+                q.remove(pid)
+                if not q:
+                    del self._untagged[key]
         for i in c.untagged[: bisect.bisect_left(c.untagged, c.pushed)]:
             pid = first + i
             f = w.frame(i)
@@ -651,7 +692,7 @@ class TrafficRun:
         return c is not None and not c.fate[pid - c.w.first] & FORWARDED
 
     def _by_bytes(self, data: bytes) -> tuple[int, Chunk | None, int]:
-        for key in (data, _loose_key(data)):
+        for key in self._keys(data):
             q = self._untagged.get(key)
             while q and not self._available(q[0]):
                 q.popleft()
@@ -669,7 +710,7 @@ class TrafficRun:
         pid, _, _ = self._by_tag(data)
         if pid >= 0:
             return pid
-        for key in (data, _loose_key(data)):
+        for key in self._keys(data):
             q = self._untagged.get(key)
             if q:
                 return q[0]

@@ -36,12 +36,13 @@ from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
-from .oracle import Except, Forward, Outcome, RefRouter, rewrite
+from .oracle import Drop, Except, Forward, Outcome, RefRouter, rewrite
 from .packet import internet_checksum
 from .router_config import RouterConfig
 from .routes import Route, RouteTable
 
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
+KILLED = "control_killed"  # drop reason: a packet held for ARP when the daemon was killed (lost with it)
 CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9: 128 of them, ~35 us) and more
 ICMP_MAX_IP = 576
 BROADCAST_MAC = b"\xff" * 6
@@ -91,14 +92,17 @@ def icmp_error(dst_mac: bytes, src_mac: bytes, ip_src: int, orig: bytes, icmp_ty
 
 
 def echo_reply(dst_mac: bytes, src_mac: bytes, req: bytes) -> bytes:
+    """The Echo Reply to the request `req` (pkt.c build_echo_reply): its ICMP message
+    whole, from the address asked, in a header without the request's IP options."""
     tot = req[16] << 8 | req[17]
-    body = bytearray(req[34 : 14 + tot])
+    hl = 4 * (req[14] & 0xF)
+    body = bytearray(req[14 + hl : 14 + tot])
     body[0] = 0
     body[1] = 0
     body[2:4] = b"\0\0"
     body[2:4] = internet_checksum(bytes(body)).to_bytes(2, "big")
     src, dst = struct.unpack_from("!II", req, 26)
-    return _pad(_eth_ip(dst_mac, src_mac, req[15], tot, req[18] << 8 | req[19], 1, dst, src) + body)
+    return _pad(_eth_ip(dst_mac, src_mac, req[15], 20 + len(body), req[18] << 8 | req[19], 1, dst, src) + body)
 
 
 def arp_frame(op: int, sha: bytes, spa: int, tha: bytes, tpa: int) -> bytes:
@@ -312,6 +316,8 @@ class RouterModel:
         self.emitted: list[tuple[int, bytes, int]] = []
         self.now = 0
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
+        self.down = False  # the daemon killed and not started again (`kill`, `restart`)
+        self._deferred: list[tuple[int, CpResult, bytes, int]] = []  # excepted while it was down
 
     @property
     def routes(self) -> RouteTable:
@@ -374,6 +380,56 @@ class RouterModel:
             self.advance(min(pending))
             pending = [e.next_try for e in self.cache.values() if e.state == "incomplete"]
 
+    def pending(self) -> set[int]:
+        """The packets the control plane may still send frames about: those whose ARP
+        resolution is under way (retries) or whose frames wait for one (held)."""
+        out: set[int] = set()
+        for e in self.cache.values():
+            if e.state == "incomplete":
+                out.add(e.starter)
+                out.update(item[0] for item in e.hold)
+        return out
+
+    def kill(self, t: int) -> list[int]:
+        """The daemon killed at t: what it held for ARP is lost with it (the packets get
+        Drop(KILLED); their ids are returned), its timers stop, and the exceptions that
+        come until `restart` wait for the daemon started again."""
+        self.advance(t)
+        lost = []
+        for e in self.cache.values():
+            for pid, _frame, generated, _full in e.hold:
+                res = self.results.get(pid)
+                if not generated and res is not None:
+                    res.final = Drop(KILLED)
+                    lost.append(pid)
+            e.hold = []
+            if e.state == "incomplete":
+                e.state = "none"
+        self.down = True
+        return lost
+
+    def restart(self, t: int) -> None:
+        """The daemon started again at t: ARP afresh (an empty cache; what the old one
+        learnt stays in the fast path until `withdraw_learnt`), a full ICMP bucket; then
+        the exceptions that waited, in order."""
+        self.now = max(self.now, t)
+        self.cache.clear()
+        self.bucket = self.opt["icmp_burst"] * 10**9
+        self.bucket_ns = self.now
+        self.down = False
+        waiting, self._deferred = self._deferred, []
+        for pid, res, frame, in_port in waiting:
+            getattr(self, f"_on_{res.reason}")(pid, res, bytearray(frame), in_port)
+
+    def withdraw_learnt(self) -> None:
+        """The restarted daemon has loaded its route table and taken out of the fast path
+        the MACs its predecessor learnt (learnt /32s deleted, gateway entries back to
+        ARP_MISS): the fast path knows the static entries and what it learnt since."""
+        self.fast.arp = dict(self.static)
+        for e in self.cache.values():
+            if e.state == "reachable":
+                self.fast.arp[e.ip] = e.mac
+
     def _apply_change(self, c: Any) -> None:
         if c.op == "del":
             if (c.prefix, c.length) in self.routes:
@@ -402,6 +458,9 @@ class RouterModel:
                 res.learnt_hop = hop not in self.static
             return res
         res.reason = fast.reason
+        if self.down:  # on the exception ring until the daemon is started again
+            self._deferred.append((pid, res, frame, in_port))
+            return res
         handler = getattr(self, f"_on_{fast.reason}")
         handler(pid, res, bytearray(frame), in_port)
         return res
@@ -580,10 +639,12 @@ class RouterModel:
         sha, spa, tpa = bytes(f[22:28]), int.from_bytes(f[28:32], "big"), int.from_bytes(f[38:42], "big")
         p = self.cfg.ports[in_port]
         for_me = tpa == p.address
-        if sha[0] & 1 or not p.on_subnet(spa) or spa in (p.address, p.network, p.broadcast):
+        probe = spa == 0  # RFC 5227 probe: answered when for us, nothing learnt
+        if sha[0] & 1 or (probe and op != 1) or (
+                not probe and (not p.on_subnet(spa) or spa in (p.address, p.network, p.broadcast))):  # fmt: skip
             return
-        e = self.cache.get(spa)
-        if spa not in self.static and (e is not None or for_me):
+        e = None if probe else self.cache.get(spa)
+        if not probe and spa not in self.static and (e is not None or for_me):
             e = self._entry(spa, in_port)
             was = e.state
             e.mac, e.state, e.port = sha, "reachable", in_port
@@ -648,7 +709,7 @@ class RouterModel:
         tot = f[16] << 8 | f[17]
         off, l4 = 14 + hl, tot - hl
         src = int.from_bytes(f[26:30], "big")
-        if f[23] == 1 and l4 >= 8 and f[off] == 8 and hl == 20 and not frag & 0x2000:
+        if f[23] == 1 and l4 >= 8 and f[off] == 8 and not frag & 0x2000:
             if internet_checksum(f[off : off + l4]) != 0 or f[0] & 1 or src >> 24 in (0, 127) \
                     or src >= 0xE0000000 or src in self.net_bcast:  # fmt: skip
                 return
@@ -659,6 +720,8 @@ class RouterModel:
             return
         if f[23] == 17 and self.opt["closed_ports_only"]:
             self._icmp_error(pid, f, 3, 3)
+        elif f[23] not in (1, 17):  # no transport but UDP here (TCP included): Protocol Unreachable
+            self._icmp_error(pid, f, 3, 2)
 
     def _on_ip_options(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         quote = bytes(f)

@@ -231,10 +231,12 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "running": True, "state": st["state"], "starts": st["starts"],
         "exceptions_handled": {k[4:]: v for k, v in c.items() if k.startswith("exc_") and v},
+        # frames that left (one held for ARP counts when ARP resolves its next hop)
         "icmp_sent": {"time_exceeded": c["icmp_time_exceeded"],
                       "dest_unreachable_net": c["icmp_net_unreachable"],
                       "dest_unreachable_host": c["icmp_host_unreachable"],
                       "dest_unreachable_port": c["icmp_port_unreachable"],
+                      "dest_unreachable_protocol": c["icmp_protocol_unreachable"],
                       "dest_unreachable_source_route_failed": c["icmp_source_route_failed"],
                       "redirect_host": c["icmp_redirect_host"], "parameter_problem": c["icmp_param_problem"],
                       "echo_reply": c["icmp_echo_reply"]},
@@ -245,6 +247,7 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
         "arp_learnt": c["arp_learnt"], "arp_resolved": c["arp_resolved"], "arp_unresolved": c["arp_unresolved"],
         "packets_held_for_arp": c["held"], "held_packets_sent": c["held_sent"],
         "held_packets_dropped": c["held_dropped_overflow"] + c["held_dropped_unresolved"],
+        "own_frames_dropped_no_arp": c["own_dropped_no_arp"],
         "forwarded_by_control_plane": c["forwarded"], "frames_sent": c["frames_sent"],
         "counted_not_forwarded": {"broadcast": c["broadcast_counted"], "multicast": c["multicast_counted"],
                                   "local": c["local_counted"]},

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from npkit.emulator.traffic.control import (
     CHANGE_WINDOW_NS,
+    KILLED,
     RouterModel,
     frame_digest,
     same_but_timestamps,
@@ -42,9 +43,9 @@ from npkit.emulator.traffic.control import (
 from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON, Verdicts
 from npkit.emulator.traffic.oracle import Except, Forward, Outcome, flow_of
 from npkit.emulator.traffic.reasons import load_reasons
-from npkit.emulator.traffic_run import EXCEPTED, Chunk, Departure
+from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
-from .control import LogReader, LogRecord, changes_made
+from .control import LogReader, LogRecord, changes_made, read_stats
 
 if TYPE_CHECKING:
     from .router_run import RouterRun
@@ -73,6 +74,7 @@ class ControlJudge:
         self.index: dict[tuple[int, int, int], deque[int]] = {}  # (in port, length, digest) -> ids
         self.indexed: dict[int, tuple[int, int, int]] = {}
         self.handled: set[int] = set()  # packets the daemon's log names
+        self.late: set[int] = set()  # ... whose window is gone but the model may still send frames about
         self.cp_forwarded: set[int] = set()  # ... of those, forwarded by it, frame not yet seen
         self.provisional: dict[int, list[tuple[int, bytes]]] = {}  # frames about packets not yet handled
         self.held: set[int] = set()  # packets the model holds for ARP (no final verdict yet)
@@ -82,6 +84,8 @@ class ControlJudge:
         self.records = 0
         self.forwarded_by_it = 0
         self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
+        self._events = 0  # the daemon's kills and restarts the model has been told of
+        self._withdraw_at_start = 0  # a restarted daemon (this start) still to withdraw what was learnt
         self.run.router_addresses(list(rr.config.addresses))
         self.run.on_advance.append(self.advance)
         self.run.on_forget.append(self.forget)
@@ -104,6 +108,7 @@ class ControlJudge:
         then what the daemon logged (before the frames that left are accounted)."""
         now = self.run.now_ns
         self._take_socket_changes()
+        self._daemon_events()
         self._model_to(now)
         self.model.advance(now)
         self._settle()
@@ -138,6 +143,34 @@ class ControlJudge:
             if hi < len(w):
                 return
 
+    def _daemon_events(self) -> None:
+        """The daemon killed, started again or respawned (the System's events), told to
+        the model at their time: the packets it held for ARP when it went are a counted
+        drop (KILLED), the one started again begins ARP afresh."""
+        ctl = self.rr.control
+        events = ctl.system.events if ctl is not None else []
+        mhz = float(self.rr.chip.config["clock_mhz"])
+        for k, (cycle, what) in enumerate(events[self._events :], self._events):
+            t = int(cycle * 1000 // mhz)
+            self._model_to(t)
+            if what in ("killed", "respawned"):
+                lost = self.model.kill(t)
+                self._settle()
+                for pid in lost:  # never logged (held): the ARP requests about them were sent
+                    self.run.mark(pid, DROPPED, KILLED)
+                    for port, frame in self.provisional.pop(pid, []):
+                        self._want(port, frame)
+            if what in ("restarted", "respawned"):
+                self.model.restart(t)
+                self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
+        self._events = len(events)
+        if self._withdraw_at_start:
+            st = read_stats(self.rr.chip)
+            if st is not None and st["starts"] >= self._withdraw_at_start and st["state"] == "ready":
+                self._model_to(self.run.now_ns)   # (seen at a slice's end: to within SLICE_NS)
+                self.model.withdraw_learnt()
+                self._withdraw_at_start = 0
+
     def _process(self, c: Chunk, i: int) -> None:
         w = c.w
         pid = c.first + i
@@ -156,7 +189,14 @@ class ControlJudge:
         c.verdicts.kind[i] = PYTHON
         if r.final is None:
             self.held.add(pid)
+        self._expect(pid, r.final)
         self._demand(own, r.final, w.lens[i])
+
+    def _expect(self, pid: int, final: Outcome | None) -> None:
+        """A packet the control plane forwards after processing its IP options: its frame
+        is found by the bytes the model predicts (an untagged packet's own bytes changed)."""
+        if isinstance(final, Forward) and self.model.results[pid].reason == "ip_options":
+            self.run.expect(pid, final.data)
 
     def _demand(self, was: Outcome | None, now: Outcome | None, nbytes: int) -> None:
         """The model's verdict instead of the C oracle's in what each port must carry."""
@@ -175,18 +215,22 @@ class ControlJudge:
             r = self.model.results.get(pid)
             c = self.run.chunk_of(pid)
             if r is not None and c is not None:
+                self._expect(pid, r.final)
                 self._demand(None, r.final, c.w.lens[pid - c.first])
         for port, frame, pid in self.model.emitted:
             self.rr.add_demand(port, len(frame), packet=False)
-            if pid < 0 or pid in self.handled:
+            if pid < 0 or pid in self.handled or pid in self.late:
                 self._want(port, frame)
             else:
                 self.provisional.setdefault(pid, []).append((port, frame))
         self.model.emitted.clear()
+        if self.late:
+            self.late &= self.model.pending()
 
     def finish(self) -> None:
         """At the end: every packet through the model, its timers run out, the log read."""
         self._take_socket_changes()
+        self._daemon_events()
         self._model_to(NEVER)
         self.model.finish()
         self._settle()
@@ -254,6 +298,9 @@ class ControlJudge:
                 q.remove(pid)
                 if not q:
                     del self.index[key]
+        gone = [p for p in self.handled if lo <= p < hi]
+        if gone:  # ARP retries and frames held for ARP about a handled packet come later
+            self.late.update(set(gone) & self.model.pending())
         for s in (self.handled, self.cp_forwarded, self.held):
             for pid in [p for p in s if lo <= p < hi]:
                 s.discard(pid)

@@ -736,7 +736,8 @@ def format_summary(s: dict[str, Any]) -> str:
                      f"{cp['xscale']['instructions']} instructions): exceptions {cp['exceptions_handled'] or '{}'}; "
                      f"ICMP sent {icmp or '{}'}, {cp['icmp_suppressed_by_rate_limit']} suppressed by the rate limit; "
                      f"ARP replies {cp['arp_replies_sent']}, requests {cp['arp_requests_sent']}; held for ARP "
-                     f"{cp['packets_held_for_arp']} (sent {cp['held_packets_sent']}, dropped {cp['held_packets_dropped']}); "
+                     f"{cp['packets_held_for_arp']} (sent {cp['held_packets_sent']}, dropped {cp['held_packets_dropped']}), "
+                     f"its own frames dropped for want of ARP {cp['own_frames_dropped_no_arp']}; "
                      f"forwarded by it {cp['packets_forwarded_by_it']}, its frames on the wire {cp['generated_frames_on_the_wire']}"
                      + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)

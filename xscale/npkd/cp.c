@@ -208,12 +208,14 @@ static int new_buffer(cp *c, const uint8_t *f, uint32_t len, uint32_t *h)
     return 0;
 }
 
-static void send_frame(cp *c, int port, const uint8_t *f, uint32_t len)
+/* 0 sent, -1 no buffer (counted as tx_no_buffer) */
+static int send_frame(cp *c, int port, const uint8_t *f, uint32_t len)
 {
     uint32_t h;
-    if (new_buffer(c, f, len, &h)) return;
+    if (new_buffer(c, f, len, &h)) return -1;
     send_buffer(c, h, len, port, 0x80000000u | PW_CONTROL | h);
     c->stats[ST_frames_sent]++;
+    return 0;
 }
 
 static void log_exc(cp *c, const exc_info *x, int action)
@@ -428,12 +430,14 @@ static int take_token(cp *c)
 
 static void hold(cp *c, arp_ent *e, const hold_item *it);
 
-/* send a frame the router made (Ethernet destination bytes still to fill) via o */
-static void emit(cp *c, const route_out *o, uint8_t *f, uint32_t len)
+/* send a frame the router made (Ethernet destination bytes still to fill) via o;
+ * `counter` (an ICMP sent counter) counts it when it leaves: now, or once ARP resolves
+ * the next hop (if ARP fails it is counted as own_dropped_no_arp instead) */
+static void emit(cp *c, const route_out *o, uint8_t *f, uint32_t len, int counter)
 {
     if (o->resolved) {
         memcpy(f, o->mac, 6);
-        send_frame(c, o->port, f, len);
+        if (!send_frame(c, o->port, f, len)) c->stats[counter]++;
         return;
     }
     arp_ent *e = arp_get(c, o->next_hop, o->port);
@@ -443,10 +447,12 @@ static void emit(cp *c, const route_out *o, uint8_t *f, uint32_t len)
     it.x.handle = h;
     it.x.len = len;
     it.generated = 1;
+    it.counter = (uint8_t)counter;
     hold(c, e, &it);
 }
 
-/* an ICMP error about the received frame f; 1 when sent (or held for ARP) */
+/* an ICMP error about the received frame f; 1 when sent (or held for ARP); `counter`
+ * counts it once it leaves (emit) */
 static int icmp_error(cp *c, const uint8_t *f, uint32_t len, uint8_t type, uint8_t code, uint32_t aux, int counter)
 {
     ip_view v;
@@ -466,8 +472,7 @@ static int icmp_error(cp *c, const uint8_t *f, uint32_t len, uint8_t type, uint8
     }
     const port_cfg *p = &c->cfg->port[o.port];
     uint32_t n = build_icmp_error(c->frame, ZERO_MAC, p->mac, p->addr, f, len, type, code, aux);
-    emit(c, &o, c->frame, n);
-    c->stats[counter]++;
+    emit(c, &o, c->frame, n, counter);
     return 1;
 }
 
@@ -482,6 +487,7 @@ static void release(cp *c, arp_ent *e, const hold_item *it)
         memcpy(f, e->mac, 6);
         send_buffer(c, it->x.handle, it->x.len, e->port, 0x80000000u | PW_CONTROL | it->x.handle);
         c->stats[ST_frames_sent]++;
+        c->stats[it->counter]++;
         return;
     }
     forward_rewrite(f, e->mac, p->mac, it->full);
@@ -502,6 +508,8 @@ static void hold(cp *c, arp_ent *e, const hold_item *it)
         if (!it->generated) {
             c->stats[ST_held_dropped_overflow]++;
             log_exc(c, &it->x, ACT_DROPPED);
+        } else {
+            c->stats[ST_own_dropped_no_arp]++;
         }
     } else {
         e->hold[e->nhold++] = *it;
@@ -537,6 +545,8 @@ static void unresolved(cp *c, arp_ent *e)
                                                ST_icmp_host_unreachable);
             c->stats[ST_held_dropped_unresolved]++;
             log_exc(c, &it->x, ACT_CONSUMED);
+        } else {
+            c->stats[ST_own_dropped_no_arp]++;        /* the router's own frame: never left */
         }
         free_buffer(c, it->x.handle);
     }
@@ -564,12 +574,14 @@ static void arp_input(cp *c, const uint8_t *f, uint32_t len, uint32_t in_port)
     uint32_t spa = rd32(a + 14), tpa = rd32(a + 24);
     const port_cfg *p = &c->cfg->port[in_port];
     int for_me = tpa == p->addr;
-    if ((sha[0] & 1) || (spa & p->mask) != p->net || spa == p->addr || spa == p->net || spa == p->bcast) {
+    int probe = spa == 0;          /* RFC 5227 probe: answered when for us, nothing learnt */
+    if ((sha[0] & 1) || (probe && op != 1) ||
+        (!probe && ((spa & p->mask) != p->net || spa == p->addr || spa == p->net || spa == p->bcast))) {
         c->stats[ST_arp_ignored]++;
         return;
     }
-    arp_ent *e = arp_find(c, spa);
-    if (!static_arp(c, spa) && (e || for_me)) {          /* RFC 826: merge, or add when for me */
+    arp_ent *e = probe ? NULL : arp_find(c, spa);
+    if (!probe && !static_arp(c, spa) && (e || for_me)) {  /* RFC 826: merge, or add when for me */
         if (!e) e = arp_get(c, spa, (int)in_port);
         if (e) {
             int was = e->state;
@@ -581,14 +593,17 @@ static void arp_input(cp *c, const uint8_t *f, uint32_t len, uint32_t in_port)
             if (was == ARP_INCOMPLETE) resolved(c, e);
         }
     }
-    if (op == 1 && for_me) {
+    if (op == 1 && for_me) {   /* to the asker's hardware address (a probe's: tpa 0.0.0.0) */
         uint32_t n = build_arp(c->frame, 2, p->mac, p->addr, sha, spa);
         send_frame(c, (int)in_port, c->frame, n);
         c->stats[ST_arp_replies_sent]++;
     }
 }
 
-/* a datagram addressed to the router (IHL 5): 1 frame sent or 0 */
+/* a datagram addressed to the router: 1 frame sent (or held for ARP) or 0.  Echo
+ * Request: Echo Reply (without the request's IP options); UDP: Port Unreachable (every
+ * port is closed); ICMP other than echo: counted; any other protocol, TCP included
+ * (npkd has no transport but UDP): Protocol Unreachable (RFC 1122 3.2.2.1) */
 static uint32_t local_input(cp *c, uint8_t *f, uint32_t len)
 {
     ip_view v;
@@ -597,7 +612,7 @@ static uint32_t local_input(cp *c, uint8_t *f, uint32_t len)
         return 0;
     }
     uint32_t off = ETH_HLEN + 4u * v.ihl, l4 = v.tot_len - 4u * v.ihl;
-    if (v.proto == IPPROTO_ICMP_ && l4 >= 8 && f[off] == ICMP_ECHO && v.ihl == 5 && !(v.frag & 0x2000)) {
+    if (v.proto == IPPROTO_ICMP_ && l4 >= 8 && f[off] == ICMP_ECHO && !(v.frag & 0x2000)) {
         c->stats[ST_local_echo_requests]++;
         route_out o;
         if (inet_csum(f + off, l4, 0) != 0 || (f[0] & 1) || !ip_is_unicast_src(v.src) ||
@@ -610,13 +625,16 @@ static uint32_t local_input(cp *c, uint8_t *f, uint32_t len)
             return 0;
         }
         uint32_t n = build_echo_reply(c->frame, ZERO_MAC, c->cfg->port[o.port].mac, f, len);
-        emit(c, &o, c->frame, n);
-        c->stats[ST_icmp_echo_reply]++;
+        emit(c, &o, c->frame, n, ST_icmp_echo_reply);
         return 1;
     }
     if (v.proto == IPPROTO_UDP_ && c->cfg->opt.closed_ports_only) {
         c->stats[ST_local_udp]++;
         return (uint32_t)icmp_error(c, f, len, ICMP_UNREACH, UNREACH_PORT, 0, ST_icmp_port_unreachable);
+    }
+    if (v.proto != IPPROTO_ICMP_ && v.proto != IPPROTO_UDP_) {
+        c->stats[ST_local_proto_unsupported]++;
+        return (uint32_t)icmp_error(c, f, len, ICMP_UNREACH, UNREACH_PROTO, 0, ST_icmp_protocol_unreachable);
     }
     c->stats[ST_local_counted]++;
     return 0;

@@ -43,6 +43,7 @@ typedef struct hold_item {
     exc_info x;
     uint8_t generated;      /* a frame the control plane made (no log record, no TTL) */
     uint8_t full;           /* recompute the IP checksum (options were processed) */
+    uint8_t counter;        /* generated: the ICMP sent counter that counts it when it leaves */
 } hold_item;
 
 enum { ARP_NONE = 0, ARP_INCOMPLETE = 1, ARP_REACHABLE = 2 };

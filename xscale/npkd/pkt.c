@@ -132,11 +132,12 @@ uint32_t build_echo_reply(uint8_t *out, const uint8_t dst_mac[6], const uint8_t 
                           uint32_t req_len)
 {
     ip_view v;
-    if (ip_parse(req, req_len, &v) || v.ihl != 5) return 0;
-    uint32_t icmp_len = v.tot_len - 20u;
-    uint32_t n = eth_ip(out, dst_mac, src_mac, v.tos, v.tot_len, v.id, IPPROTO_ICMP_, v.dst, v.src);
+    if (ip_parse(req, req_len, &v)) return 0;
+    uint32_t hl = 4u * v.ihl, icmp_len = v.tot_len - hl;
+    if (20u + icmp_len > 0xFFFFu) return 0;
+    uint32_t n = eth_ip(out, dst_mac, src_mac, v.tos, (uint16_t)(20u + icmp_len), v.id, IPPROTO_ICMP_, v.dst, v.src);
     uint8_t *icmp = out + ETH_HLEN + 20;
-    memcpy(icmp, req + ETH_HLEN + 20, icmp_len);
+    memcpy(icmp, req + ETH_HLEN + hl, icmp_len);
     icmp[0] = ICMP_ECHO_REPLY;
     icmp[1] = 0;
     wr16(icmp + 2, 0);

@@ -42,7 +42,9 @@ int icmp_is_error(const uint8_t *f, uint32_t len, const ip_view *v);
  * datagram as received, as much as fits in 576 bytes of IP. */
 uint32_t build_icmp_error(uint8_t *out, const uint8_t dst_mac[6], const uint8_t src_mac[6], uint32_t ip_src,
                           const uint8_t *orig, uint32_t orig_len, uint8_t type, uint8_t code, uint32_t aux);
-/* echo reply to the echo request `req` (IHL 5): source = the address the request was sent to */
+/* echo reply to the echo request `req`: source = the address the request was sent to, the
+ * request's ICMP message whole; the request's IP options are not returned (an IHL 5
+ * header: RFC 1812 4.3.3.6 makes returning Record Route / Timestamp a SHOULD) */
 uint32_t build_echo_reply(uint8_t *out, const uint8_t dst_mac[6], const uint8_t src_mac[6], const uint8_t *req,
                           uint32_t req_len);
 /* ARP (RFC 826): a request for `target` from (mac, ip), broadcast; a reply to (tha, tpa) */

@@ -11,13 +11,14 @@
     X(exc_no_route) X(exc_ttl_expired) X(exc_redirect) X(exc_arp_miss) X(exc_unknown)    \
     X(icmp_time_exceeded) X(icmp_net_unreachable) X(icmp_host_unreachable)                \
     X(icmp_port_unreachable) X(icmp_source_route_failed) X(icmp_redirect_host)            \
-    X(icmp_param_problem) X(icmp_echo_reply)                                              \
+    X(icmp_param_problem) X(icmp_echo_reply) X(icmp_protocol_unreachable)                \
     X(icmp_suppressed_rate_limit) X(icmp_suppressed_rules) X(icmp_no_route_back)          \
     X(arp_requests_received) X(arp_replies_received) X(arp_ignored) X(arp_learnt)         \
     X(arp_replies_sent) X(arp_requests_sent) X(arp_resolved) X(arp_unresolved) X(arp_aged) \
     X(held) X(held_sent) X(held_dropped_overflow) X(held_dropped_unresolved)              \
+    X(own_dropped_no_arp)                                                                  \
     X(forwarded) X(options_processed) X(options_bad) X(dropped_after_options)            \
-    X(local_echo_requests) X(local_udp) X(local_counted)                                   \
+    X(local_echo_requests) X(local_udp) X(local_proto_unsupported) X(local_counted)       \
     X(broadcast_counted) X(multicast_counted)                                              \
     X(frames_sent) X(tx_no_buffer) X(tx_backlog_max) X(tx_backlog) X(holding)                                      \
     X(routes) X(routes_added) X(routes_deleted) X(route_errors) X(timed_changes)          \

@@ -63,6 +63,38 @@ static uint32_t udp_frame(uint8_t *f, uint32_t src, uint32_t dst, uint8_t ttl, u
     return n < 60 ? 60 : n;
 }
 
+/* an ICMP Echo Request (id 0xAB, seq 7, 20 bytes of data 0..19) src -> dst, with options */
+static uint32_t echo_frame(uint8_t *f, uint32_t src, uint32_t dst, const uint8_t *opt, uint32_t optlen)
+{
+    uint32_t n = udp_frame(f, src, dst, 64, 20, opt, optlen);
+    uint8_t *h = f + 14, *icmp = h + 20 + optlen;
+    h[9] = 1;
+    h[10] = h[11] = 0;
+    uint16_t ck = inet_csum(h, 20 + optlen, 0);
+    h[10] = (uint8_t)(ck >> 8);
+    h[11] = (uint8_t)ck;
+    memset(icmp, 0, 8);
+    icmp[0] = 8;
+    icmp[5] = 0xAB;
+    icmp[7] = 7;
+    for (int i = 0; i < 20; i++) icmp[8 + i] = (uint8_t)i;
+    ck = inet_csum(icmp, 28, 0);
+    icmp[2] = (uint8_t)(ck >> 8);
+    icmp[3] = (uint8_t)ck;
+    return n;
+}
+
+/* the reply to an echo request with options (RFC 1812 4.3.3.6): the ICMP message whole,
+ * from the address asked, IHL 5 (options not returned), every checksum right */
+static void check_echo_reply(const uint8_t *out, uint32_t m, uint32_t from, uint32_t to)
+{
+    ip_view v;
+    CHECK(ip_parse(out, m, &v) == 0 && v.ihl == 5 && v.tot_len == 48 && v.proto == 1 && v.ttl == 64);
+    CHECK(v.src == from && v.dst == to && inet_csum(out + 14, 20, 0) == 0);
+    CHECK(out[34] == 0 && out[35] == 0 && inet_csum(out + 34, 28, 0) == 0);
+    CHECK(out[39] == 0xAB && out[41] == 7 && out[42] == 0 && out[61] == 19);
+}
+
 static void test_checksums(void)
 {
     /* RFC 1071 section 3 example: 00 01 f2 03 f4 f5 f6 f7 sums to 0xddf2 */
@@ -129,6 +161,12 @@ static void test_echo_and_arp(void)
     CHECK(m == 62 && ip_parse(out, m, &v) == 0 && v.src == 0x0A000001 && v.dst == 0xC6120001);
     CHECK(out[34] == 0 && out[38] == 0xAB && out[41] == 7 && inet_csum(out + 34, 28, 0) == 0);
     CHECK(inet_csum(out + 14, 20, 0) == 0);
+    /* a request with options (NOPs, record route): the reply without them */
+    const uint8_t rr[12] = {1, 7, 7, 4, 0, 0, 0, 0, 1, 1, 1, 0};
+    n = echo_frame(f, 0xC6120001, 0x0A000001, rr, 12);
+    m = build_echo_reply(out, HOST_MAC, ROUTER_MAC, f, n);
+    CHECK(m == 62);
+    check_echo_reply(out, m, 0x0A000001, 0xC6120001);
     m = build_arp(out, 1, ROUTER_MAC, 0x0A000001, (const uint8_t[6]){0}, 0x0A00004D);
     CHECK(m == 60 && out[0] == 0xFF && rd16(out + 12) == 0x0806 && rd16(out + 20) == 1);
     CHECK(rd32(out + 28) == 0x0A000001 && rd32(out + 38) == 0x0A00004D && !memcmp(out + 22, ROUTER_MAC, 6));
@@ -464,6 +502,56 @@ static void test_engine(void)
     CHECK((ne.flags & NH_ARP_MISS) && ne.next_hop == 0x0A00024D);
     while (sent(k, &c, &o, &port)) {
     }
+    k->now += 10000000;                                /* the ICMP bucket full again */
+    /* an echo request with options to the router (the ip_options reason): a reply */
+    const uint8_t nops[4] = {1, 1, 1, 0};
+    n = echo_frame(f, 0xC6120001, 0x0A000001, nops, 4);
+    except(k, &c, f, n, 0, 2);
+    cp_poll(&e, 64);
+    m = sent(k, &c, &o, &port);
+    CHECK(m == 62 && port == 0 && !memcmp(o, c.arp[0].mac, 6) && e.stats[ST_icmp_echo_reply] == 1);
+    check_echo_reply(o, m, 0x0A000001, 0xC6120001);
+    /* TCP and protocol 99 to the router: Protocol Unreachable (3/2) quoting the datagram */
+    for (int proto = 0; proto < 2; proto++) {
+        n = udp_frame(f, 0xC6120001, 0x0A000001, 64, 30, NULL, 0);
+        f[14 + 9] = proto ? 99 : 6;
+        f[14 + 10] = f[14 + 11] = 0;
+        uint16_t ck = inet_csum(f + 14, 20, 0);
+        f[14 + 10] = (uint8_t)(ck >> 8);
+        f[14 + 11] = (uint8_t)ck;
+        except(k, &c, f, n, 0, 5);
+        cp_poll(&e, 64);
+        m = sent(k, &c, &o, &port);
+        CHECK(m == 14 + 20 + 8 + 58 && port == 0 && o[34] == 3 && o[35] == 2 && rd32(o + 30) == 0xC6120001);
+        CHECK(rd32(o + 26) == 0x0A000001 && inet_csum(o + 34, 8 + 58, 0) == 0 && !memcmp(o + 42, f + 14, 58));
+    }
+    CHECK(e.stats[ST_icmp_protocol_unreachable] == 2 && e.stats[ST_local_proto_unsupported] == 2);
+    /* an ARP probe (sender 0.0.0.0) for our address: answered to the asker's MAC, nothing learnt */
+    uint32_t learnt = e.stats[ST_arp_learnt], ignored = e.stats[ST_arp_ignored];
+    build_arp(a, 1, HOST_MAC, 0, (const uint8_t[6]){0}, 0x0A000001);
+    except(k, &c, a, 60, 0, 1);
+    cp_poll(&e, 64);
+    m = sent(k, &c, &o, &port);
+    CHECK(m == 60 && port == 0 && !memcmp(o, HOST_MAC, 6) && rd16(o + 20) == 2 && rd32(o + 28) == 0x0A000001);
+    CHECK(!memcmp(o + 22, c.port[0].mac, 6) && !memcmp(o + 32, HOST_MAC, 6) && rd32(o + 38) == 0);
+    CHECK(e.stats[ST_arp_learnt] == learnt && e.stats[ST_arp_ignored] == ignored);
+    /* a probe for another address: nothing */
+    build_arp(a, 1, HOST_MAC, 0, (const uint8_t[6]){0}, 0x0A000063);
+    except(k, &c, a, 60, 0, 1);
+    cp_poll(&e, 64);
+    CHECK(sent(k, &c, &o, &port) == 0);
+    /* an echo request from an on-link host nobody answers for: the reply is held, three
+     * requests, then dropped -- counted as the router's own frame lost, not as sent */
+    n = echo_frame(f, 0x0A000063, 0x0A000001, NULL, 0);
+    except(k, &c, f, n, 0, 5);
+    cp_poll(&e, 64);
+    for (int i = 0; i < 3; i++) {
+        k->now += 1000ull * c.opt.arp_retry_us;
+        cp_timers(&e);
+    }
+    int requests = 0;
+    while ((m = sent(k, &c, &o, &port))) requests += rd16(o + 12) == 0x0806 && rd32(o + 38) == 0x0A000063;
+    CHECK(requests == 3 && e.stats[ST_own_dropped_no_arp] == 1 && e.stats[ST_icmp_echo_reply] == 1);
     cp_publish(&e, 2, 1);
     CHECK(npkd_sram_rd(&k->mem, c.stats_base) == NPKD_STATS_MAGIC &&
           npkd_sram_rd(&k->mem, c.stats_base + NPKD_STATS_HDR + 4 * ST_arp_resolved) == 1);
