@@ -7,20 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from npkit.emulator.traffic.pcap import read_pcap, write_pcap
-from npkit.toolchain.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
-MIN64 = ROOT / "examples" / "traffic" / "min64.yaml"
-ROUTER = ROOT / "examples" / "traffic" / "router.yaml"
-
-
-def npk(*args: object) -> tuple[int, str]:
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res.exit_code, res.stdout if "--json" in args else res.output
+from .test_ci_policy import MIN64, ROUTER, npk
 
 
 @pytest.fixture(scope="module")
