@@ -11,10 +11,10 @@ from typing import Any
 
 from .binding import Chip
 
-DROP_NAMES = {32: "rbuf_full", 33: "no_rx_thread", 37: "tbuf_underrun"}
+DROP_NAMES = {2: "oversize_frame", 32: "rbuf_full", 33: "no_rx_thread", 37: "tbuf_underrun"}
 PORT_FIELDS = ["rx_offered", "rx_received", "rx_bytes", "rx_mpackets", "rx_drop_rbuf_full",
                "rx_drop_no_rx_thread", "tx_elements", "tx_frames", "tx_bytes", "tx_drop_underrun",
-               "tx_orphans", "rx_pending"]  # fmt: skip
+               "tx_orphans", "rx_pending", "rx_drop_oversize"]  # fmt: skip
 
 
 @dataclass

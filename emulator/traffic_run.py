@@ -42,7 +42,7 @@ Hooks (for harnesses and experiments; the run keeps no per-packet record itself)
 lo..hi-1 of it go to the MSF, `on_advance()` after the chip ran a slice and before what
 left in it is accounted, `on_departure(dep)` for every transmitted frame (a
 `Departure`), `on_slice()` after every slice, `on_forget(chunk)` when a window is let
-go.  `TxBins` counts what leaves per time bin; `record=True` keeps every transmitted
+go, `on_drop(id, reason)` for every drop accounted.  `TxBins` counts what leaves per time bin; `record=True` keeps every transmitted
 frame in `out` (and the router's own in `generated_out`) (tests, small runs).
 """
 
@@ -257,6 +257,7 @@ class TrafficRun:
         self.on_advance: list[Callable[[], None]] = []
         self.on_forget: list[Callable[[Chunk], None]] = []
         self.on_generated: list[Callable[[int, int, bytes], None]] = []
+        self.on_drop: list[Callable[[int, str], None]] = []  # (id, reason) of each drop accounted
         self.own: frozenset[bytes] = frozenset()  # the router's addresses (router_addresses)
         self.generated = [0] * self.dev.ports  # frames the router made itself, by output port
         self.generated_aborted = 0  # ... of those, cut short by a transmit underrun
@@ -596,8 +597,12 @@ class TrafficRun:
         self._keep_frame(port, t, data)
         pid, c, i = self._by_tag(data)
         by_tag = pid >= 0
-        if pid < 0:
-            pid, c, i = self._by_bytes(data)
+        if pid < 0 or c is None or c.fate[i]:
+            # no tag, or its packet has a fate already: a copy of a tagged frame (a pcap
+            # with a frame repeated or edited) is on the untagged list, known by its bytes
+            bpid, bc, bi = self._by_bytes(data)
+            if bpid >= 0 or pid < 0:
+                pid, c, i, by_tag = bpid, bc, bi, False
         if pid < 0:
             self.unmatched += 1
             if self.first_unmatched is None:
@@ -758,6 +763,9 @@ class TrafficRun:
             self._spools[name].add(pid, reason)
         if self._mem_fates is not None:
             self._mem_fates[name].append((pid, reason))
+        if kind == DROPPED:
+            for fn in self.on_drop:
+                fn(pid, reason)
 
     def unresolved(self, before_ns: int) -> Iterator[tuple[Chunk, int]]:
         """Pushed packets with no fate that arrived before `before_ns`, in id order (the

@@ -54,7 +54,8 @@ extern "C" {
  * A packet offered at t (ns, first wire byte) starts its data at
  * t + preamble; all its elements are allocated then (none free enough: the
  * packet is dropped whole, reason no_rx_thread if elements are waiting in the
- * full element list for want of a thread, else rbuf_full); element k becomes
+ * full element list for want of a thread, else rbuf_full; oversize_frame if the
+ * whole RBUF could never hold it); element k becomes
  * valid when its last byte has arrived (the last one after the FCS), joins the
  * full element list and is pushed to the thread at the head of the freelist.
  * Transmit: TBUF elements are taken in strict sequence once valid, moved over
@@ -86,7 +87,13 @@ typedef struct npk_msf_cfg {
                                   (0: only when the EOP is there, store and forward) */
 } npk_msf_cfg;
 
-enum { NPK_MSF_DROP_RBUF_FULL = 32, NPK_MSF_DROP_NO_RX_THREAD = 33, NPK_MSF_DROP_TBUF_UNDERRUN = 37 };
+/* Drop reasons (codes of microcode/reasons.yaml).  OVERSIZE_FRAME: a frame that needs more
+   elements than the RBUF has.  The IXP2800 hands elements to threads as they fill and never
+   holds a whole frame, so such a frame reaches the microcode, which drops every frame over
+   1514 bytes as oversize_frame; this model allocates a frame's elements at its SOP, so it
+   drops the frame there, under the same reason (it is the frame, not a full RBUF). */
+enum { NPK_MSF_DROP_OVERSIZE_FRAME = 2, NPK_MSF_DROP_RBUF_FULL = 32, NPK_MSF_DROP_NO_RX_THREAD = 33,
+       NPK_MSF_DROP_TBUF_UNDERRUN = 37 };
 
 typedef struct npk_msf_port_stats {
     uint64_t rx_offered;       /* packets whose first data byte arrived */
@@ -101,6 +108,7 @@ typedef struct npk_msf_port_stats {
     uint64_t tx_drop_underrun; /* frames aborted */
     uint64_t tx_orphans;       /* non-SOP elements without a frame (discarded) */
     uint64_t rx_pending;       /* packets handed in, not yet arrived */
+    uint64_t rx_drop_oversize; /* frames needing more elements than the RBUF has */
 } npk_msf_port_stats;
 
 typedef struct npk_msf_stats {

@@ -136,7 +136,9 @@ int64_t npk_depart(npk_ledger *l, npk_chunkv *chunks, uint32_t nchunks, uint64_t
         int64_t tid = npk_tag_id(f, len[i]);
         npk_chunkv *c = tid >= 0 && (uint64_t)tid < pushed ? chunk_of(chunks, nchunks, (uint64_t)tid) : NULL;
         uint64_t k = c ? (uint64_t)tid - c->first : 0;
-        if (!c || c->tags[k] != tid || (c->vkind && c->vkind[k] == NPK_V_PYTHON)) {
+        /* a packet with a fate already: the frame may be a copy of it made before the
+           run (a pcap frame repeated or edited), which Python finds by its bytes */
+        if (!c || c->tags[k] != tid || (c->vkind && c->vkind[k] == NPK_V_PYTHON) || c->fate[k]) {
             slow[i] = 1;
             pid[i] = -1;
             nslow++;
@@ -144,20 +146,9 @@ int64_t npk_depart(npk_ledger *l, npk_chunkv *chunks, uint32_t nchunks, uint64_t
         }
         slow[i] = 0;
         pid[i] = tid;
-        uint8_t st = c->fate[k];
-        if (st & 1) {
-            if (l->first_duplicate < 0) l->first_duplicate = tid;
-            l->duplicates++;
-        } else {
-            if (st) {
-                if (l->first_conflict < 0) l->first_conflict = tid;
-                l->conflicts++;
-            } else {
-                c->left--;
-            }
-            c->fate[k] = (uint8_t)(st | 1);
-            l->forwarded[c->ports[k] & 63]++;
-        }
+        c->left--;
+        c->fate[k] = 1;
+        l->forwarded[c->ports[k] & 63]++;
         if (!c->vkind) continue;
         uint32_t p = port[i] & 63;
         if (t[i] < l->tx_until) l->tx_bits[p] += (uint64_t)(len[i] + l->over[p]) * 8;

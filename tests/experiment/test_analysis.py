@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from npkit.toolchain.experiment.analysis import analyze_frame
+from npkit.toolchain.experiment.analysis import analyze_frame, format_text
 from npkit.toolchain.experiment.design import Design, design_from_dict
 
 TRAFFIC = str(Path(__file__).resolve().parents[2] / "examples" / "traffic" / "seed003_balanced.yaml")
@@ -218,3 +218,61 @@ def test_unsettled_and_failed_runs_are_excluded() -> None:
     df["capacity_mbps"] = df["y"]
     b = analyze_frame(d, df, "capacity_mbps")
     assert [x["run_id"] for x in b["excluded"]] == ["p0r1"]
+
+
+# ---- qa_ana 6, 13, 14: empty designs, censoring and settling in the text ----------------
+
+
+def _qa_frame(d: Design, ys: list[list[float]], **cols: list[list[object]]) -> pd.DataFrame:
+    df = frame(d, ys)
+    for name, per_point in cols.items():
+        df[name] = [v for p in range(len(ys)) for v in per_point[p]]
+    return df
+
+
+def test_one_usable_cell_gives_a_note_not_a_traceback() -> None:
+    d = two_level_design("AC", r=2)
+    df = frame(d, [[10, 11], [20, 21], [30, 31], [40, 41]])
+    df.loc[df["point"] != 0, "status"] = "failed"  # three cells failed (size -5 say)
+    a = analyze_frame(d, df, "y")  # raised patsy.PatsyError "y ~" before
+    assert a["kind"] == "none" and a["note"].startswith("no effect can be estimated (only 1 usable cell")
+    assert len(a["cells_missing"]) == 3
+    text = format_text({"design": d.summary(), "runs": {"ok": 2, "failed": [1] * 6, "unsettled": [],
+                                                        "missing": []}, "responses": {"y": a}})  # fmt: skip
+    assert "no effect can be estimated" in text
+
+
+def test_settling_is_judged_per_response_and_unsettled_cells_are_shown() -> None:
+    """The A=lo C=lo cell did not settle in latency but did in throughput: it was left out
+    of both, with replications 0 reported."""
+    d = two_level_design("AC", r=2)
+    ys = [[16.5, 16.3], [4.4, 4.5], [5.1, 5.2], [5.0, 5.1]]
+    df = _qa_frame(d, ys, settled=[[False, False]] + [[True, True]] * 3,
+                   settled_throughput_mbps=[[True, True]] * 4,
+                   settled_latency_mean_us=[[False, False]] + [[True, True]] * 3)  # fmt: skip
+    df["throughput_mbps"] = df["y"]
+    df["latency_mean_us"] = df["y"]
+    thr = analyze_frame(d, df, "throughput_mbps")
+    assert thr["n"] == 8 and thr["balanced"] and thr["replications"] == 2 and not thr["excluded"]
+    assert sum(e["pct"] for e in thr["effects"]) + thr["error"]["pct"] == pytest.approx(100)
+    lat = analyze_frame(d, df, "latency_mean_us")
+    assert lat["n"] == 6 and lat["replications"] == 2 and lat["cells_missing"] == ["A=lo C=lo"]
+    assert [(x["run_id"], x["value"], x["cell"]) for x in lat["excluded"]] == [
+        ("p0r0", 16.5, "A=lo C=lo"), ("p0r1", 16.3, "A=lo C=lo")]
+    text = format_text({"design": d.summary(), "runs": {"ok": 8, "failed": [], "unsettled": ["p0r0", "p0r1"],
+                                                        "missing": []},
+                        "responses": {"latency_mean_us": lat}})  # fmt: skip
+    assert "not settled (left out): p0r0 [A=lo C=lo] 16.5, p0r1 [A=lo C=lo] 16.3" in text
+    assert "cells with no usable run: A=lo C=lo -- the effects are estimated from the other cells" in text
+
+
+def test_censored_capacities_are_named_in_the_text() -> None:
+    d = two_level_design("AC", r=1)
+    df = _qa_frame(d, [[5000], [7504], [5200], [7504]],
+                   capacity_censored=[[""], ["above"], [""], ["above"]])  # fmt: skip
+    df["capacity_mbps"] = df["y"]
+    a = analyze_frame(d, df, "capacity_mbps")
+    assert a["censored"] == ["p1r0", "p3r0"]
+    text = format_text({"design": d.summary(), "runs": {"ok": 4, "failed": [], "unsettled": [], "missing": []},
+                        "responses": {"capacity_mbps": a}})  # fmt: skip
+    assert "censored at the search limit (lower bounds; effects involving them are understated): p1r0, p3r0" in text

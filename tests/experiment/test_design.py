@@ -123,3 +123,63 @@ def test_cli_design_and_bad_input(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["experiment", "run", str(bad), "-o", str(tmp_path / "o"), "--jobs", "2",
                                   "--scheduler", "tcp://127.0.0.1:1"])  # fmt: skip
     assert r.exit_code == 2 and "--jobs" in r.output
+
+
+# ---- qa_ana 7, 12: bounds and every run's inputs checked before any run starts ------------
+
+
+def _write(tmp_path: Path, data: dict | str, name: str = "d.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("over, where, words", [
+    ({"replications": 1_000_000}, "replications", "replications: an integer in 1..1000, got 1000000"),
+    ({"replications": 600, "factors": {f"F{i}": {"set": "param.qm", "levels": ["full", "stub"]} for i in range(5)}},
+     "replications", "replications: 32 points x 600 replications = 19,200 runs, more than 10,000"),
+    ({"factors": {"A": {"set": "layout", "levels": ["pipelined", "nosuch"]}}}, "factors",
+     "factors: the run with A=nosuch: layout nosuch: no such file"),
+    ({"factors": {"A": {"set": "param.nosuch", "levels": [1, 2]}}}, "factors",
+     "factors: the run with A=1: .*-D nosuch: the layout has no such parameter"),
+    ({"factors": {"A": {"set": "traffic.defaults.size", "levels": [78, -5]}}}, "factors",
+     "factors: the run with A=-5: traffic spec .*seed003_balanced.yaml: defaults.size: .*got -5"),
+    ({"capacity": {"trial_ms": float("nan")}}, "trial_ms", "capacity.trial_ms: must be a finite number, got nan"),
+    ({"responses": ["throughput_mbps", "nosuch_response"]}, "- nosuch_response", "responses\\[1\\]: no response 'nosuch_response'"),
+])  # fmt: skip
+def test_design_and_run_check_every_run_first(tmp_path: Path, over: dict, where: str, words: str) -> None:
+    path = _write(tmp_path, base(**over))
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith(where))
+    with pytest.raises(DesignError, match=f"^{path.resolve()}:{line}: {words}") as e:
+        load_design(path)
+    assert "npk-" not in str(e.value)  # no scratch directory named
+    for cmd in (["design", path], ["run", path, "-o", tmp_path / "out"]):
+        res = CliRunner().invoke(main, ["experiment", *map(str, cmd)])
+        assert res.exit_code == 1 and (res.exception is None or isinstance(res.exception, SystemExit))
+        assert f"{path.resolve()}:{line}:" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "out" / "runs").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("text, words", [
+    ("name: [x\n", r"d.yaml:2: YAML syntax: expected ',' or ']'"),
+    ("name: x\x00\n", "d.yaml:1: experiment design holds a NUL byte"),
+])  # fmt: skip
+def test_unreadable_designs_in_file_line_form(tmp_path: Path, text: str, words: str) -> None:
+    with pytest.raises(DesignError, match=words):
+        load_design(_write(tmp_path, text))
+
+
+def test_analyze_says_when_every_run_failed(tmp_path: Path) -> None:
+    from npkit.toolchain.experiment.store import Store
+
+    d = design_from_dict(base(), check_files=False)
+    store = Store(tmp_path / "res")
+    runs = d.runs()
+    store.init({"name": "t", "runs": [r.run_id for r in runs], "factors": d.keys}, yaml.safe_dump(base()))
+    for r in runs:
+        store.save({"run_id": r.run_id, "point": r.point, "replicate": r.replicate, "seed": r.seed,
+                    "levels": r.levels, "status": "failed", "error": "LinkError: x", "responses": {},
+                    "config_hash": r.config_hash})  # fmt: skip
+    res = CliRunner().invoke(main, ["experiment", "analyze", str(tmp_path / "res")])
+    assert res.exit_code == 1, res.output
+    assert "no run finished (2 failed, 0 missing): nothing to analyse" in res.output

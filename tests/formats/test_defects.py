@@ -403,3 +403,14 @@ def test_docs_formats_md_is_current() -> None:
     assert DOCS_FILE.read_text(encoding="utf-8") == markdown(), "run: npk formats --markdown > docs/formats.md"
     r = CliRunner().invoke(main, ["formats", "--check", str(DOCS_FILE)])
     assert r.exit_code == 0 and "is current" in r.output
+
+
+def test_experiment_designs_are_in_docs_formats_md() -> None:
+    """README: every input format is in docs/formats.md; experiment designs were missing."""
+    from npkit.toolchain.commands.formats import markdown
+    from npkit.toolchain.experiment.design import MAX_REPLICATIONS, MAX_RUNS
+
+    md = markdown()
+    section = md.split("## Experiment design", 1)[1].split("\n## ", 1)[0]
+    assert f"1..{MAX_REPLICATIONS}; points x replications <= {MAX_RUNS:,}" in section
+    assert "`trial_ms` `1.0`" in section and "latency_p99_us" in section

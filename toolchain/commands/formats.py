@@ -35,6 +35,7 @@ class Format:
     reader: str
     model: Callable[[], type[BaseModel]] | None
     notes: str = ""
+    text: Callable[[], str] | None = None  # a format without a pydantic model: its reference
 
 
 def _chip() -> type[BaseModel]:
@@ -102,6 +103,61 @@ def _route_notes() -> str:
     )
 
 
+def _settings_table(cls: Any) -> str:
+    """A settings dataclass's keys and defaults (steady:, capacity: of a design)."""
+    import dataclasses
+
+    rows = []
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        rows.append(f"`{f.name}` `{_value(default)}`")
+    return ", ".join(rows)
+
+
+def _design_notes() -> str:
+    from npkit.toolchain.experiment import design as d
+    from npkit.toolchain.experiment.capacity import CapacitySettings
+    from npkit.toolchain.experiment.execute import RESPONSE_FAMILIES, RESPONSES
+    from npkit.toolchain.experiment.steady import SteadySettings
+
+    kinds = " \\| ".join(d.KINDS)
+    return (
+        "A factorial experiment (`npk experiment design|run`); a relative path is relative to the design "
+        "file. The module doc of npkit.toolchain.experiment.design has an annotated example.\n\n"
+        "| key | type | range | description |\n|---|---|---|---|\n"
+        "| name, title, description | string | | what the design is |\n"
+        f"| kind | {kinds} | | full factorial, 2^(k-p) fractional, or a sweep (default full) |\n"
+        f"| replications | integer | 1..{d.MAX_REPLICATIONS}; points x replications <= {d.MAX_RUNS:,} | "
+        "runs of each design point; replicate i uses traffic seed `seed` + i (default 1) |\n"
+        "| seed | integer | | traffic seed of the first replicate (default 1) |\n"
+        f"| base | mapping | keys {', '.join(sorted(d.BASE_KEYS))} | what every run starts from; `traffic` "
+        "(a traffic spec) is required, `routes` is a count of random prefixes, a route file or null |\n"
+        f"| factors | mapping KEY -> factor | keys {', '.join(sorted(d.FACTOR_KEYS))}; at least two levels | "
+        "`set:` target(s) with a list of `levels`, or `levels` as a mapping label -> {target: value}; "
+        "`scale: true` multiplies chip.*/traffic.* values |\n"
+        "| generators | mapping FACTOR -> word | distinct base factors | fractional: the factor's level is "
+        "the product of these (`ABC`, `-ABC`) |\n"
+        "| sweep | factor key | a factor with numeric levels | sweep: the factor on the x axis |\n"
+        "| responses | list of names | see below | what is analysed (default "
+        f"{', '.join(d.DEFAULT_RESPONSES)}) |\n"
+        "| steady | mapping | see below | steady-state run settings |\n"
+        "| capacity | mapping or false | see below | RFC 2544 capacity search (false: none) |\n"
+        "| compare | string | | a results directory to compare with |\n"
+        "| quick | mapping | | merged over the design by `--quick` |\n\n"
+        f"Targets start with {', '.join(d.TARGET_HEADS)}: `layout`, `param.NAME` (a -D layout parameter), "
+        f"`block.NAME.{{{','.join(d.BLOCK_FIELDS)}}}` (`block.NAME.define.MACRO`), `chip` or `chip.KEY...`, "
+        "`traffic.KEY...` (`traffic.ip_payload`: bytes after the IPv4 header), `routes`.\n\n"
+        f"`steady:` keys and defaults: {_settings_table(SteadySettings)}. "
+        f"`capacity:` keys and defaults: {_settings_table(CapacitySettings)}.\n\n"
+        f"Responses: {', '.join(RESPONSES)}, and the families {', '.join(x + '*' for x in RESPONSE_FAMILIES)} "
+        "(per block, unit, drop reason, series).\n\n"
+        f"A design file is at most {d.DESIGN_LIMIT >> 20} MB. Numbers must be finite. `npk experiment design` "
+        "and `run` check every design point's chip config, traffic spec, layout and parameters before any "
+        "run starts; an error reads `design.yaml:line: field: what is wrong` (for a point: "
+        "`factors: the run with A=.., B=..: ...`)."
+    )
+
+
 FORMATS = [
     Format("Chip config", "`emulator/configs/*.yaml`, `--config FILE`", "`Chip(config)`, `load_config` "
            "(npkit.emulator.binding)", _chip),
@@ -118,7 +174,9 @@ FORMATS = [
            "takes the parameter's type); `-D name=value` sets a parameter and `-D qm.qlimit=64` any "
            "dotted path. The schema checks the layout after both."),
     Format("Route file", "`examples/traffic/routes.txt`, `--routes FILE`, `routes:` of a router config",
-           "`load_routes` (npkit.emulator.traffic.routes)", None),
+           "`load_routes` (npkit.emulator.traffic.routes)", None, text=_route_notes),
+    Format("Experiment design", "`examples/experiments/*.yaml`, `npk experiment design|run DESIGN`",
+           "`load_design` (npkit.toolchain.experiment.design)", None, text=_design_notes),
     Format("Image metadata", "the `.npk.meta` section (JSON) of an npkit ELF image", "`read_image` "
            "(npkit.toolchain.image)", _image,
            "Errors read `IMAGE: .npk.meta: field: problem` (the section is one line of JSON). An image "
@@ -273,7 +331,8 @@ def markdown() -> str:
     for fmt in FORMATS:
         out += [f"## {fmt.title}", "", f"Files: {fmt.files}. Reader: {fmt.reader}.", ""]
         if fmt.model is None:
-            out += [_route_notes(), ""]
+            assert fmt.text is not None
+            out += [fmt.text(), ""]
             continue
         root = fmt.model()
         out += [f"Schema: `{root.__module__}.{root.__name__}`.", ""]

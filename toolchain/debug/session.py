@@ -1112,7 +1112,7 @@ class Session:
                 ps = dev.port_stats(port)
                 if ps["rx_offered"] or ps["tx_frames"]:
                     self.emit(f"  msf port {port}: rx offered {ps['rx_offered']} received {ps['rx_received']}"
-                              f" dropped {ps['rx_drop_rbuf_full'] + ps['rx_drop_no_rx_thread']}"
+                              f" dropped {ps['rx_drop_rbuf_full'] + ps['rx_drop_no_rx_thread'] + ps['rx_drop_oversize']}"
                               f"  tx frames {ps['tx_frames']} bytes {ps['tx_bytes']}")  # fmt: skip
         h = self.target.harness
         if h is not None:

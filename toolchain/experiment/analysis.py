@@ -20,8 +20,12 @@ quadratic fit per group of the other factors (an F test of the quadratic term is
 non-linearity test).
 
 Which runs count: finished runs with a value; for steady-state responses (windowed:
-throughput, latency, utilisation, loss) only runs that settled -- the others are
-listed as excluded, never averaged in.
+throughput, latency, utilisation, loss) only runs whose series settled -- judged per
+response where the run records it (`settled_throughput_mbps` for the throughput
+responses, `settled_latency_mean_us` for the latency ones), else by the run's overall
+`settled` -- the others are listed as excluded with their values, never averaged in,
+and the cells they leave empty are named (the effects are then conditional on the
+cells that remain).
 """
 
 from __future__ import annotations
@@ -55,20 +59,42 @@ def steady_response(name: str) -> bool:
     return name.startswith(STEADY_PREFIXES)
 
 
-def usable(df: Any, response: str) -> tuple[Any, list[dict[str, str]]]:
-    """Rows that count for `response`, and the excluded runs with the reason."""
-    excluded: list[dict[str, str]] = []
+# the windowed series a steady-state response is measured from (its settled_<series> flag)
+SERIES_OF = {"throughput": "throughput_mbps", "latency": "latency_mean_us"}
+
+
+def settled_column(df: Any, response: str) -> str:
+    """The column that says whether `response` settled in a run: settled_<response>, else
+    that of the series it comes from, else the run's overall `settled`."""
+    own = f"settled_{response}"
+    if own in df.columns:
+        return own
+    series = next((v for k, v in SERIES_OF.items() if response.startswith(k)), None)
+    if series is not None and f"settled_{series}" in df.columns:
+        return f"settled_{series}"
+    return "settled"
+
+
+def usable(df: Any, response: str) -> tuple[Any, list[dict[str, Any]]]:
+    """Rows that count for `response`, and the excluded runs with the reason (and the
+    value of a run left out because it did not settle)."""
+    excluded: list[dict[str, Any]] = []
     keep = []
+    flag = settled_column(df, response)
     for i, row in df.iterrows():
         why = ""
         if row.get("status") != "ok":
             why = f"failed: {row.get('error', '')}"
         elif response not in df.columns or row[response] is None or _nan(row[response]):
             why = "no value"
-        elif steady_response(response) and _is_false(row.get("settled")):
+        elif steady_response(response) and _is_false(row.get(flag)):
             why = "did not reach steady state"
         if why:
-            excluded.append({"run_id": str(row["run_id"]), "reason": why})
+            x: dict[str, Any] = {"run_id": str(row["run_id"]), "reason": why}
+            if why.startswith("did not"):
+                x["value"] = float(row[response])
+                x["point"] = int(row["point"]) if "point" in df.columns else None
+            excluded.append(x)
         else:
             keep.append(i)
     return df.loc[keep], excluded
@@ -118,8 +144,11 @@ def two_level(design: Design, df: Any, response: str) -> dict[str, Any]:
     cells = df.groupby("point")[response].agg(["mean", "count"])
     npoints = len(design.points())
     balanced = len(cells) == npoints and cells["count"].nunique() == 1
-    r = int(cells["count"].iloc[0]) if balanced else 0
+    # replications per usable cell: the same number in every cell, else the fewest
+    r = int(cells["count"].min()) if len(cells) else 0
     out: dict[str, Any] = {"kind": "two-level", "n": len(y), "balanced": balanced, "replications": r}
+    if cells["count"].nunique() > 1:
+        out["replications_per_cell"] = {int(p): int(n) for p, n in cells["count"].items()}
     sst = float(((y - y.mean()) ** 2).sum())
     out["mean"] = float(y.mean())
     out["sst"] = sst
@@ -144,6 +173,10 @@ def two_level(design: Design, df: Any, response: str) -> dict[str, Any]:
         out["method"] = "sign table"
     else:
         effects, names, dropped = _estimable(code, effects, names, len(y))
+        if not effects:
+            return {**out, "kind": "none", "not_estimable": dropped,
+                    "note": f"no effect can be estimated (only {len(cells)} usable "
+                            f"cell{'s' if len(cells) != 1 else ''}, {len(y)} runs)"}  # fmt: skip
         out.update(_least_squares(design, df, response, code, effects, names, sst))
         rows = out.pop("rows")
         if dropped:
@@ -258,20 +291,23 @@ def multi_level(design: Design, df: Any, response: str) -> dict[str, Any]:
     data = pd.DataFrame({f"f{j}": df[k].astype(str).to_numpy() for j, k in enumerate(design.keys)})
     data["y"] = y
     sst = float(((y - y.mean()) ** 2).sum())
-    terms = [f"C(f{j})" for j in range(len(design.keys))]
+    # factors with one level left among the usable runs have no effect to estimate
+    varied = [j for j, k in enumerate(design.keys) if df[k].astype(str).nunique() > 1]
+    factors = [design.factors[j] for j in varied]
+    terms = [f"C(f{j})" for j in varied]
     cells = df.groupby("point").size()
     replicated = len(cells) and cells.min() >= 2
-    nparams_full = int(np.prod([len(f.levels) for f in design.factors]))
+    nparams_full = int(np.prod([len(f.levels) for f in factors]))
     out: dict[str, Any] = {"kind": "multi-level", "n": len(y), "mean": float(y.mean()), "sst": sst}
     if replicated and len(y) > nparams_full:
         formula, out["model"] = "y ~ " + " * ".join(terms), "all interactions"
     else:
         two = " + ".join(terms) + "".join(f" + {a}:{b}" for i, a in enumerate(terms) for b in terms[i + 1 :])
-        npar = 1 + sum(len(f.levels) - 1 for f in design.factors) + sum(
+        npar = 1 + sum(len(f.levels) - 1 for f in factors) + sum(
             (len(a.levels) - 1) * (len(b.levels) - 1)
-            for i, a in enumerate(design.factors) for b in design.factors[i + 1 :]
+            for i, a in enumerate(factors) for b in factors[i + 1 :]
         )  # fmt: skip
-        if len(design.factors) > 1 and len(y) > npar:
+        if len(factors) > 1 and len(y) > npar:
             formula, out["model"] = "y ~ " + two, "main effects and two-factor interactions (higher ones pooled into the error)"
         else:
             formula, out["model"] = "y ~ " + " + ".join(terms), "main effects (interactions pooled into the error)"
@@ -363,10 +399,23 @@ def _nonlinearity(x: Any, y: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- entry
 
 
+def _cell_label(design: Design, point: dict[str, str]) -> str:
+    return " ".join(f"{k}={point[k]}" for k in design.keys)
+
+
 def analyze_frame(design: Design, df: Any, response: str) -> dict[str, Any]:
     rows, excluded = usable(df, response)
     if rows.empty:
         return {"kind": "none", "n": 0, "excluded": excluded, "note": "no usable runs"}
+    points = design.points()
+    used = set(int(p) for p in rows["point"].unique())
+    missing = [_cell_label(design, pt) for p, pt in enumerate(points) if p not in used]
+    for x in excluded:
+        if x.get("point") is not None and 0 <= x["point"] < len(points):
+            x["cell"] = _cell_label(design, points[x["point"]])
+    if len(used) < 2:
+        return {"kind": "none", "n": len(rows), "excluded": excluded, "cells_missing": missing,
+                "note": f"no effect can be estimated (only {len(used)} usable cell, {len(rows)} runs)"}  # fmt: skip
     if design.kind == "sweep":
         out = sweep(design, rows, response)
     elif design.two_level:
@@ -374,6 +423,8 @@ def analyze_frame(design: Design, df: Any, response: str) -> dict[str, Any]:
     else:
         out = multi_level(design, rows, response)
     out["excluded"] = excluded
+    if missing:
+        out["cells_missing"] = missing
     y = rows[response].astype(float)
     spread = float(y.max() - y.min())
     out["range"] = [float(y.min()), float(y.max())]
@@ -451,6 +502,26 @@ def format_text(result: dict[str, Any]) -> str:
                 nl = " NON-LINEAR" if s.get("nonlinear") else ""
                 r2 = f"{s['r2']:.3f}" if s.get("r2") is not None else "-"
                 lines.append(f"   {g}: slope {s['slope']:.4g} per unit, R^2 {r2}{nl}")
-        if a.get("excluded"):
-            lines.append(f"   excluded: {', '.join(x['run_id'] for x in a['excluded'])}")
+        if a.get("censored"):
+            lines.append(f"   censored at the search limit (lower bounds; effects involving them are "
+                         f"understated): {', '.join(a['censored'])}")  # fmt: skip
+        lines += _excluded_lines(a)
     return "\n".join(lines)
+
+
+def _excluded_lines(a: dict[str, Any]) -> list[str]:
+    """Excluded runs; those that did not settle with their cell and value; empty cells."""
+    out = []
+    excluded = a.get("excluded") or []
+    unsettled = [x for x in excluded if "value" in x]
+    others = [x["run_id"] for x in excluded if "value" not in x]
+    if others:
+        out.append(f"   excluded: {', '.join(others)}")
+    if unsettled:
+        out.append("   not settled (left out): " + ", ".join(
+            f"{x['run_id']} [{x.get('cell', '?')}] {x['value']:.4g}" for x in unsettled))  # fmt: skip
+    if a.get("cells_missing"):
+        cond = "" if a.get("kind") == "none" else (" -- the effects are estimated from the other cells "
+                                                   "only (conditional on their levels)")  # fmt: skip
+        out.append(f"   cells with no usable run: {'; '.join(a['cells_missing'])}{cond}")
+    return out

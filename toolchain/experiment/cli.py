@@ -105,6 +105,11 @@ def analyze_cmd(results: str, responses: tuple[str, ...], as_json: bool) -> None
         click.echo(to_json(res))
     else:
         click.echo(format_text(res))
+    runs = res["runs"]
+    if runs["ok"] == 0:
+        click.echo(f"error: no run finished ({len(runs['failed'])} failed, {len(runs['missing'])} "
+                   "missing): nothing to analyse", err=True)  # fmt: skip
+        sys.exit(1)
 
 
 @experiment.command("report")

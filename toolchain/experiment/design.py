@@ -43,11 +43,14 @@ import copy
 import hashlib
 import itertools
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    from npkit.toolchain.reading import Located
 
 KINDS = ("full", "fractional", "sweep")
 TOP_KEYS = {"name", "title", "description", "kind", "replications", "seed", "base", "factors",
@@ -57,6 +60,9 @@ FACTOR_KEYS = {"name", "set", "levels", "scale"}
 TARGET_HEADS = ("layout", "param", "block", "chip", "traffic", "routes")
 BLOCK_FIELDS = ("variant", "threads", "define")
 DEFAULT_RESPONSES = ["capacity_mbps", "throughput_mbps", "latency_mean_us", "latency_p99_us"]
+MAX_REPLICATIONS = 1000
+MAX_RUNS = 10_000  # design points x replications
+DESIGN_LIMIT = 1 << 20  # bytes of a design file
 
 
 class DesignError(ValueError):
@@ -411,8 +417,30 @@ def _generators(raw: Any, keys: list[str]) -> tuple[dict[str, list[str]], dict[s
     return gens, signs
 
 
+def _where(source: Path | None, located: Located | None, message: str) -> str:
+    """`file:line` of the key a DesignError's message starts with (`factors.A.levels: ...`)."""
+    where = str(source) if source else "<design>"
+    head = message.split(":", 1)[0]
+    if located is None or not re.fullmatch(r"[\w.\-\[\]]+", head):
+        return where
+    path = tuple(int(k) if k.isdigit() else k for k in head.replace("[", ".").replace("]", "").split("."))
+    line = located.line(path)
+    return f"{where}:{line}" if line is not None else where
+
+
+def _check_finite(value: Any, path: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DesignError(f"{path}: must be a finite number, got {value}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{path}[{i}]")
+
+
 def design_from_dict(data: dict[str, Any], source: Path | None = None, quick: bool = False,
-                     check_files: bool = True) -> Design:
+                     check_files: bool = True, located: Located | None = None) -> Design:
     where = str(source) if source else "<design>"
     if not isinstance(data, dict):
         raise DesignError(f"{where}: a design is a mapping")
@@ -423,9 +451,10 @@ def design_from_dict(data: dict[str, Any], source: Path | None = None, quick: bo
             raise DesignError(f"{where}: quick: a mapping merged over the design")
         data = _merge(data, quick_over)
     try:
+        _check_finite(data, "")
         return _design(data, source, quick, check_files)
     except DesignError as e:
-        raise DesignError(f"{where}: {e}") from None
+        raise DesignError(f"{_where(source, located, str(e))}: {e}") from None
 
 
 def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files: bool) -> Design:
@@ -470,8 +499,8 @@ def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files:
         factors.append(Factor(key, str(spec.get("name", key)), _levels(key, spec), bool(spec.get("scale"))))
     keys = [f.key for f in factors]
     reps = data.get("replications", 1)
-    if not isinstance(reps, int) or reps < 1:
-        raise DesignError("replications: a positive integer")
+    if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= MAX_REPLICATIONS:
+        raise DesignError(f"replications: an integer in 1..{MAX_REPLICATIONS}, got {reps!r}")
     seed = data.get("seed", 1)
     if not isinstance(seed, int):
         raise DesignError("seed: an integer")
@@ -492,9 +521,19 @@ def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files:
         if not design.factor(str(sw)).numeric:
             raise DesignError(f"sweep: factor {sw} needs numeric levels")
         design.sweep = str(sw)
+    npoints = 2 ** len(design.base_factors) if kind == "fractional" else math.prod(len(f.levels) for f in factors)
+    if npoints * reps > MAX_RUNS:
+        raise DesignError(f"replications: {npoints} points x {reps} replications = {npoints * reps:,} runs, "
+                          f"more than {MAX_RUNS:,}")  # fmt: skip
     responses = data.get("responses", DEFAULT_RESPONSES)
     if not isinstance(responses, list) or not responses or not all(isinstance(r, str) for r in responses):
         raise DesignError("responses: a list of response names")
+    from .execute import RESPONSE_FAMILIES, RESPONSES
+
+    for i, r in enumerate(responses):
+        if r not in RESPONSES and not r.startswith(RESPONSE_FAMILIES):
+            raise DesignError(f"responses[{i}]: no response {r!r}; responses: {', '.join(RESPONSES)}, and "
+                              f"{', '.join(x + '...' for x in RESPONSE_FAMILIES)}")  # fmt: skip
     design.responses = list(responses)
     design.steady = _section(data, "steady")
     cap = data.get("capacity", {})
@@ -527,9 +566,31 @@ def _resolve(root: Path, value: Any) -> Path:
 
 
 def load_design(path: str | Path, quick: bool = False) -> Design:
+    """Read, check and return a design; every run's inputs are checked too (check_runs)."""
+    from npkit.toolchain.reading import load_yaml
+
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise DesignError(f"{path}: {e}") from None
-    return design_from_dict(data, path.resolve(), quick)
+    located = load_yaml(path, limit=DESIGN_LIMIT, error=DesignError, what="experiment design")
+    design = design_from_dict(located.data, path.resolve(), quick, located=located)
+    check_runs(design, located)
+    return design
+
+
+def check_runs(design: Design, located: Located | None = None) -> None:
+    """What each design point's runs would read (chip config, traffic spec, layout and its
+    parameters), checked before any run starts; the error names the design and the levels."""
+    from .execute import check_config
+
+    seen: set[str] = set()
+    for point in design.points():
+        cfg = design.config(point, design.seed)
+        h = config_hash(cfg)
+        if h in seen:
+            continue
+        seen.add(h)
+        try:
+            check_config(cfg)
+        except ValueError as e:
+            levels = ", ".join(f"{k}={v}" for k, v in point.items())
+            msg = f"factors: the run with {levels}: {e}"
+            raise DesignError(f"{_where(design.source, located, msg)}: {msg}") from None

@@ -37,6 +37,14 @@ import yaml
 from .capacity import CapacitySettings, Trial, search
 from .steady import SteadySettings, judge, mean_ci
 
+# the numeric responses a run records (steady_run, capacity_run), and the families named
+# after a block, unit, drop reason or series; a design's `responses:` are checked against them
+RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "offered_mbps",
+             "throughput_pct_offered", "latency_mean_us", "latency_p50_us", "latency_p99_us", "loss_pct",
+             "lost", "in_flight", "exceptions", "warmup_us", "measured_ms", "windows", "link_mbps", "ports",
+             "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
+             "capacity_mpps", "capacity_pct_line")  # fmt: skip
+RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_")
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
                   "exception_ring_full")  # fmt: skip
@@ -171,6 +179,23 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
     key = json.dumps([layout, cfg["params"], cfg["routes"], cfg["traffic"], cfg["traffic_set"].get("router")],
                      sort_keys=True)
     return Env(layout, dict(cfg["params"]), _chip_yaml(cfg, work), spec, routes, router, work, key)
+
+
+def check_config(cfg: dict[str, Any]) -> None:
+    """What a run of `cfg` reads (chip config, traffic spec, layout and its parameters),
+    checked without running it; ValueError names no file of the scratch directory."""
+    from npkit.emulator.traffic.spec import spec_from_dict
+    from npkit.toolchain.system.layout import load_layout
+
+    with tempfile.TemporaryDirectory(prefix="npk-check-") as tmp:
+        work = Path(tmp)
+        try:
+            env = prepare(cfg, work)
+            spec_from_dict(env.spec, Path(cfg["traffic"]).parent)
+            load_layout(env.layout, {"io": "msf", **env.params})
+        except (ValueError, OSError, KeyError, TypeError) as e:
+            text = str(e).replace(str(work / "chip.yaml"), "chip config").replace(str(work), "")
+            raise ValueError(text.replace("<traffic spec>", f"traffic spec {cfg['traffic']}")) from None
 
 
 def router_run(env: Env, traffic: Any) -> Any:

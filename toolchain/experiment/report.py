@@ -168,7 +168,8 @@ def _design_section(doc: Doc, design: Design, res: dict[str, Any], man: dict[str
           f"mean latency is within {100 * float(steady.get('precision', 0.01)):g} % or until "
           f"{steady.get('max_ms', 10)} ms. A run whose cut falls in the second half of its series, "
           "and moves the mean of that half by more than the target precision, is flagged as not "
-          "settled and left out of the steady-state responses.")  # fmt: skip
+          "settled and left out of the responses measured from that series (throughput or latency; "
+          "the others when either did not settle).")  # fmt: skip
     if design.capacity is not None:
         cap = design.capacity
         doc.p("Capacity is the RFC 2544 throughput: the highest offered rate with zero loss, found by "
@@ -181,7 +182,8 @@ def _design_section(doc: Doc, design: Design, res: dict[str, Any], man: dict[str
         doc.h("Failed runs", 3)
         doc.table(["run", "error"], [[f["run_id"], f["error"]] for f in runs["failed"]])
     if runs["unsettled"]:
-        doc.p("Not settled (excluded from throughput, latency and utilisation): " + ", ".join(runs["unsettled"]))
+        doc.p("Not settled (excluded from the responses of the series that did not settle; see each "
+              "response): " + ", ".join(runs["unsettled"]))
 
 
 def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str, Any], files: Path,

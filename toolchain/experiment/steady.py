@@ -39,7 +39,14 @@ def settings(cls: Any, d: dict[str, Any], section: str) -> Any:
     for k, v in d.items():
         default = cls.__dataclass_fields__[k].default
         if isinstance(default, float) and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise ValueError(f"{section}.{k}: a number")
+            hint = ""
+            if isinstance(v, str):
+                try:
+                    float(v)
+                    hint = f" (YAML reads {v!r} as text: write the mantissa with a dot, e.g. 1.0e9)"
+                except ValueError:
+                    pass
+            raise ValueError(f"{section}.{k}: a number{hint}, got {v!r}")
     return cls(**d)
 
 

@@ -227,6 +227,7 @@ class RouterRun:
         self.control: Any = None  # npkit.toolchain.system.control.ControlPlane
         self.cp: Any = None  # npkit.toolchain.system.control_run.ControlJudge
         self.reader: ExceptionReader | None = None
+        self.run.on_drop.append(self._dropped)
         meta = image.meta.get("control") or {}
         placement = (control or {}).get("placement") or meta.get("placement")
         if meta and placement != "host":
@@ -365,6 +366,21 @@ class RouterRun:
         # per-flow order (RFC 1812): input port, protocol, source and destination address
         if self.run.flow_reordered(data, w.ports[i], d.pid):
             res["reordered"] += 1
+
+    def _dropped(self, pid: int, reason: str) -> None:
+        """A drop for a reason the oracle predicts (the MSF's oversize_frame, a microcode
+        counter) against its outcome, as `npk traffic compare` judges it; a drop to a
+        resource is loss, counted by the summary."""
+        known = load_reasons().drops.get(reason)
+        if known is None or not known.predicted:
+            return
+        o = self.outcome(pid)
+        if o is None:
+            return
+        if not isinstance(o, Drop):
+            self.comparison["wrong_outcome"] += 1
+        elif o.reason != reason:
+            self.comparison["wrong_reason"] += 1
 
     def _exception(self, pid: int, reason: str) -> None:
         if pid < 0:

@@ -139,6 +139,11 @@ static void rx_sop(npk_msf *d, int pi)
     p->st.rx_offered++;
     uint32_t e = d->cfg.rbuf_elem_bytes;
     uint32_t need = k.len ? (k.len + e - 1) / e : 1;
+    if (need > d->cfg.rbuf_elems) {
+        p->st.rx_drop_oversize++;
+        add_drop(d, k.id, pi, NPK_MSF_DROP_OVERSIZE_FRAME);
+        return;
+    }
     if (need > d->flen) {
         int reason = (d->fulen && !d->fllen) ? NPK_MSF_DROP_NO_RX_THREAD : NPK_MSF_DROP_RBUF_FULL;
         if (reason == NPK_MSF_DROP_NO_RX_THREAD) p->st.rx_drop_no_rx_thread++;

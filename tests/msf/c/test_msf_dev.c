@@ -85,7 +85,7 @@ static uint64_t run_case(const uint64_t *words, size_t nwords, uint32_t rbuf_ele
     for (int p = 0; p < 5; p++) {
         CHECK(npk_msf_port_stats_get(msf, p, &ps) == NPK_OK);
         offered += ps.rx_offered;
-        rx_drops += ps.rx_drop_rbuf_full + ps.rx_drop_no_rx_thread;
+        rx_drops += ps.rx_drop_rbuf_full + ps.rx_drop_no_rx_thread + ps.rx_drop_oversize;
         underruns += ps.tx_drop_underrun;
     }
     CHECK(npk_msf_port_stats_get(msf, 5, &ps) == NPK_EINVAL);
