@@ -26,7 +26,7 @@ from npkit.toolchain.system.router_run import RouterImageError, format_summary, 
 from npkit.toolchain.system.tables import demo_routes, router_with_routes
 from npkit.toolchain.system.verdict import judge
 
-from .options import exit_on_verdict, policy_of, verdict_options
+from .options import exit_on_verdict, ms_option, policy_of, verdict_options
 
 SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
 DEMO_ROUTES = 10_000
@@ -36,8 +36,7 @@ DEMO_ROUTES = 10_000
 @click.option("--layout", default="pipelined", show_default=True, help="layout name or YAML file")
 @click.option("-D", "defines", multiple=True, metavar="NAME=VAL",
               help="layout parameter or dotted path: pool_mes=2, qm.qlimit=64, qm.quanta=2, parse.threads=4")
-@click.option("--ms", "ms", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
-              help="emulated milliseconds of traffic")
+@ms_option("--ms", "ms", default=10.0, min_open=True, show_default=True, help="emulated milliseconds of traffic")
 @click.option("--seed", type=int, default=None, help="traffic seed (default: the spec's)")
 @click.option("--config", "chip_config", default="ixp2800", show_default=True,
               help="chip config: a name (ixp2800, ixp2400) or a YAML file")

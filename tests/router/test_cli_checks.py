@@ -1,0 +1,102 @@
+"""Option and input checks of `npk demo`, `npk run` (traffic options), `npk link`,
+`npk route` and `npk traffic routes`: bad input is a usage error or a one-line message,
+never a traceback, and no value turns a check off."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from npkit.emulator.traffic.source import TrafficError, load_traffic_source
+from npkit.toolchain.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+MIN64 = ROOT / "examples" / "traffic" / "min64.yaml"
+
+
+def npk(*args: object) -> tuple[int, str]:
+    """Exit code and output (stdout and stderr) of an npk command; a traceback fails the test."""
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    return res.exit_code, res.output
+
+
+@pytest.fixture(scope="module")
+def router_elf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    elf = tmp_path_factory.mktemp("elf") / "router.elf"
+    code, text = npk("link", "pipelined", "-o", elf)
+    assert code == 0, text
+    return elf
+
+
+@pytest.fixture(scope="module")
+def in64(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("traffic") / "in64"
+    code, text = npk("traffic", "gen", MIN64, "-o", out)
+    assert code == 0, text
+    return out
+
+
+# ---------------------------------------------------------------- finite floats, bounds
+
+
+@pytest.mark.parametrize("args", [
+    ["--max-loss", "nan"], ["--max-loss", "inf"], ["--min-line-rate", "nan"], ["--min-line-rate", "-inf"],
+    ["--ms", "nan"], ["--ms", "inf"], ["--ms", "1e9"], ["--ms", "1", "--drain-cap-ms", "nan"],
+    ["--ms", "1", "--drain-cap-ms", "inf"],
+])  # fmt: skip
+def test_demo_refuses_nan_inf_and_huge_numbers(args: list[str]) -> None:
+    code, text = npk("demo", *args)
+    assert code == 2, text
+    assert "range" in text and "Traceback" not in text, text
+
+
+@pytest.mark.parametrize("args", [
+    ["--traffic", MIN64, "--duration-ms", "inf"], ["--traffic", MIN64, "--duration-ms", "nan"],
+    ["--traffic", MIN64, "--max-loss", "nan"], ["--cycles", "99999999999999999999999"],
+    ["--traffic", MIN64, "--kill-control-at", "nan"],
+])  # fmt: skip
+def test_run_refuses_nan_inf_and_huge_numbers(router_elf: Path, args: list[object]) -> None:
+    code, text = npk("run", router_elf, *args)
+    assert code == 2 and "range" in text, text
+
+
+def test_run_bounds_a_pcap_directory_as_a_spec(router_elf: Path, in64: Path) -> None:
+    code, text = npk("run", router_elf, "--traffic", in64, "--duration-ms", "100000")
+    assert code == 2 and "0<=x<=60000" in text, text
+    with pytest.raises(TrafficError, match="60 s"):
+        load_traffic_source(in64, 100_000 * 10**6)
+
+
+def test_help_shows_percent_signs_once() -> None:
+    for cmd in ("demo", "run"):
+        code, text = npk(cmd, "--help")
+        text = " ".join(text.split())
+        assert code == 0 and "loss, % of what the oracle forwards" in text and "%%" not in text, text
+
+
+# ---------------------------------------------------------------- runs that test nothing, --no-drain
+
+
+def test_a_run_offering_no_packets_fails(router_elf: Path, in64: Path, tmp_path: Path) -> None:
+    code, text = npk("run", router_elf, "--traffic", in64, "--duration-ms", "0", "--json")
+    assert code == 1
+    s = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    assert s["totals"]["offered"] == 0 and s["verdict"]["ok"] is False
+    assert any(r.startswith("no packets offered") for r in s["verdict"]["reasons"]), s["verdict"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "port0.pcap").write_bytes((in64 / "port0.pcap").read_bytes()[:24])  # the header alone
+    code, text = npk("run", router_elf, "--traffic", empty, "--duration-ms", "0.01")
+    assert code == 1 and "no packets offered" in text, text
+
+
+def test_demo_no_drain_stops_at_once() -> None:
+    code, text = npk("demo", "--ms", "0.05", "--no-drain", "--json")
+    s = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    # it ran 0.05 ms, not 0.05 + the 5 ms drain cap, and so left packets on their way
+    assert s["emulated_ms"] == 0.05 and s["drain"]["enabled"] is False, (s["emulated_ms"], s["drain"])
+    assert s["in_flight"]["count"] > 0 and code == 1
