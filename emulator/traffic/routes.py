@@ -177,6 +177,9 @@ def parse_routes(text: str, source: str = "<routes>") -> list[Route]:
 
 
 ROUTE_FILE_LIMIT = 256 << 20  # bytes: a few million routes
+# random tables (`npk traffic routes --count`): 5 M lines of at most 41 bytes
+# ("255.255.255.255/32 255.255.255.255 65535") stay inside the route-file limit
+MAX_RANDOM_ROUTES = 5_000_000
 
 
 def read_route_file(path: str | Path, error: type[Exception] = RouteError) -> str:
@@ -420,10 +423,12 @@ def random_routes(
     `next_hops` is a list of (next_hop_ip, port) to choose from uniformly (typically
     every ARP entry of the router config that lies on one of its port subnets).
     """
-    if count < 0:
-        raise ValueError("count must be >= 0")
+    if not 0 <= count <= MAX_RANDOM_ROUTES:
+        raise RouteError(f"count must be in 0..{MAX_RANDOM_ROUTES:,} (a route file of at most "
+                         f"{ROUTE_FILE_LIMIT >> 20} MB), got {count}")
     if not next_hops:
-        raise ValueError("need at least one (next hop, port) pair")
+        raise RouteError("need at least one (next hop, port) pair: the router config has no ARP entry "
+                         "on a port subnet")
     weights = length_weights or LENGTH_WEIGHTS
     lengths = list(weights)
     # what rng.choices(lengths, weights) draws, without rebuilding the sums each time
