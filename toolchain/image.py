@@ -174,12 +174,11 @@ def elf_bytes(texts: list[list[int]], meta: dict[str, Any], labels: list[list[tu
 
 
 def write_image(path: str | Path, image: Image) -> None:
-    """Write atomically: a failed write never leaves a partial file behind."""
-    path = Path(path)
-    data = to_bytes(image)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    """Write atomically: a failed write never leaves a partial file behind (OutputError,
+    npkit.toolchain.writing, names the file)."""
+    from .writing import write_atomic
+
+    write_atomic(path, to_bytes(image))
 
 
 # ---- reading ---------------------------------------------------------------------

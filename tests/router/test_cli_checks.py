@@ -100,3 +100,27 @@ def test_demo_no_drain_stops_at_once() -> None:
     # it ran 0.05 ms, not 0.05 + the 5 ms drain cap, and so left packets on their way
     assert s["emulated_ms"] == 0.05 and s["drain"]["enabled"] is False, (s["emulated_ms"], s["drain"])
     assert s["in_flight"]["count"] > 0 and code == 1
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def test_link_and_route_build_into_a_missing_directory(tmp_path: Path) -> None:
+    elf, sram = tmp_path / "nodir" / "x.elf", tmp_path / "nodir" / "s.bin"
+    code, text = npk("link", "pipelined", "-o", elf)
+    assert code == 1 and f"cannot write {elf}: No such file or directory" in text, text
+    code, text = npk("route", "build", ROOT / "examples" / "traffic" / "routes.txt", "-o", sram)
+    assert code == 1 and f"cannot write {sram}: No such file or directory" in text, text
+
+
+def test_write_atomic_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:
+    from npkit.toolchain.writing import OutputError, write_atomic
+
+    with pytest.raises(OutputError, match=r"cannot write .*/nodir/f: No such file"):
+        write_atomic(tmp_path / "nodir" / "f", b"x")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(OutputError, match="cannot write .*/d: Is a directory"):
+        write_atomic(tmp_path / "d", b"x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"] and not list((tmp_path / "d").iterdir())
+    write_atomic(tmp_path / "f", b"abc")
+    assert (tmp_path / "f").read_bytes() == b"abc" and sorted(p.name for p in tmp_path.iterdir()) == ["d", "f"]

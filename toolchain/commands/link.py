@@ -10,6 +10,7 @@ import click
 from npkit.toolchain.image import write_image
 from npkit.toolchain.system.layout import LinkError, parse_defines
 from npkit.toolchain.system.link import link
+from npkit.toolchain.writing import OutputError
 
 
 @click.command("link")
@@ -27,9 +28,9 @@ def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_c
     try:
         params: dict[str, Any] = parse_defines(defines)
         image = link(layout, params, routes, router_config, config=chip_config)
-    except LinkError as e:
+        write_image(output, image)
+    except (LinkError, OutputError) as e:
         raise click.ClickException(str(e)) from None
-    write_image(output, image)
     if as_json:
         click.echo(json.dumps(image.meta["graph"], indent=2))
         return
