@@ -124,3 +124,35 @@ def test_write_atomic_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"] and not list((tmp_path / "d").iterdir())
     write_atomic(tmp_path / "f", b"abc")
     assert (tmp_path / "f").read_bytes() == b"abc" and sorted(p.name for p in tmp_path.iterdir()) == ["d", "f"]
+
+
+# ---------------------------------------------------------------- -D lookup_cache: a flag
+
+
+def _words(params: dict[str, object]) -> list[tuple[str, list[int], dict[str, str]]]:
+    from npkit.toolchain.system.layout import load_layout
+    from npkit.toolchain.system.link import link
+
+    image = link("pipelined", params)
+    blocks = load_layout("pipelined", params).blocks
+    return [(p.name, list(p.words), blocks[p.name].defines) for p in image.programs]
+
+
+def test_lookup_cache_is_a_flag() -> None:
+    """0, '' and 'maybe' turned the CAM cache on (the define was tested with #ifdef)."""
+    from npkit.toolchain.system.layout import LinkError, parse_defines
+
+    default = _words({})
+    for off in ("false", "0", "no", "off"):
+        assert _words(parse_defines([f"lookup_cache={off}"])) == default, off
+    on = _words(parse_defines(["lookup_cache=1"]))
+    assert on != default and dict((n, d) for n, _, d in on)["lookup"]["LOOKUP_CAM_CACHE"] == "1"
+    assert "LOOKUP_CAM_CACHE" not in dict((n, d) for n, _, d in default)["lookup"]
+    for on_word in ("true", "yes", "on"):
+        assert _words(parse_defines([f"lookup_cache={on_word}"])) == on, on_word
+    for bad in ("maybe", "7", ""):
+        with pytest.raises(LinkError, match=r"pipelined.yaml:\d+: blocks.lookup.flags.LOOKUP_CAM_CACHE: "
+                                            r"a flag is true or false"):
+            _words(parse_defines([f"lookup_cache={bad}"]))
+    code, text = npk("link", "pipelined", "-D", "lookup_cache=maybe", "-o", "/dev/null")
+    assert code == 1 and "got 'maybe'" in text, text
