@@ -156,3 +156,20 @@ def test_lookup_cache_is_a_flag() -> None:
             _words(parse_defines([f"lookup_cache={bad}"]))
     code, text = npk("link", "pipelined", "-D", "lookup_cache=maybe", "-o", "/dev/null")
     assert code == 1 and "got 'maybe'" in text, text
+
+
+# ---------------------------------------------------------------- the chip a router is linked for
+
+
+def test_link_refuses_a_chip_the_router_does_not_fit() -> None:
+    """`npk link --config ixp2400` wrote an image that failed only when run ("read sram:
+    out of range"): the memory map needs SRAM channels 1 and 2, some layouts MEs past 8."""
+    code, text = npk("link", "pipelined", "--config", "ixp2400", "-o", "/dev/null")
+    assert code == 1 and "does not fit chip config ixp2400" in text, text
+    assert "control plane's area" in text and "SRAM channel 2 (0x80300000), past the chip's 2 SRAM channel" in text
+    code, text = npk("link", "parallel", "--config", "ixp2400", "-o", "/dev/null")
+    assert code == 1 and "block qm is on ME 14" in text and "block tx is on ME 15" in text, text
+    code, text = npk("link", "pipelined", "--config", "ixp2400", "-D", "control=host", "-o", "/dev/null")
+    assert code == 1 and "mailbox of host_exceptions is in SRAM channel 2" in text, text
+    code, text = npk("demo", "--config", "ixp2400", "--ms", "0.01")
+    assert code == 1 and "does not fit chip config ixp2400" in text, text
