@@ -173,3 +173,53 @@ def test_link_refuses_a_chip_the_router_does_not_fit() -> None:
     assert code == 1 and "mailbox of host_exceptions is in SRAM channel 2" in text, text
     code, text = npk("demo", "--config", "ixp2400", "--ms", "0.01")
     assert code == 1 and "does not fit chip config ixp2400" in text, text
+
+
+# ---------------------------------------------------------------- route files: one set of checks
+
+
+ROUTER = ROOT / "examples" / "traffic" / "router.yaml"
+BAD_ROUTES = {  # file text, line, what the error says
+    "nhoffsubnet": ("1.2.3.0/24 10.0.9.2 0\n", 1, "next hop 10.0.9.2 is not on port 0's subnet"),
+    "ownaddr": ("10.0.0.1/32 10.0.0.2 0\n", 1, "10.0.0.1 is port 0's own address"),
+    "connected": ("# a comment\n\n10.0.0.0/24 10.0.0.2 0\n", 3, "repeats the connected subnet of port 0"),
+    "badport": ("1.2.3.0/24 10.0.0.2 0\n1.2.4.0/24 10.0.0.2 7\n", 2, "port 7 does not exist"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ROUTES))
+def test_route_link_and_demo_check_a_route_file_alike(tmp_path: Path, name: str) -> None:
+    """`npk route` let an off-subnet next hop and an own-address /32 through, said
+    "duplicate route" for a connected subnet and gave a bad port no line."""
+    text, line, why = BAD_ROUTES[name]
+    f = tmp_path / f"{name}.txt"
+    f.write_text(text)
+    for args in (["route", "stats", f, "--config", ROUTER], ["route", "lookup", f, "1.2.3.4", "--config", ROUTER],
+                 ["route", "build", f, "--config", ROUTER, "-o", tmp_path / "s.bin"],
+                 ["link", "pipelined", "--routes", f, "-o", tmp_path / "r.elf"],
+                 ["demo", "--routes", f, "--ms", "0.01"]):  # fmt: skip
+        code, out = npk(*args)
+        assert code == 1 and f"Error: {f}:{line}: route " in out and why in out, (args, out)
+        assert out.count(str(f)) == 1, out  # named once, and no cache file named for it
+    assert not (tmp_path / "s.bin").exists() and not (tmp_path / "r.elf").exists()
+
+
+def test_a_byte_order_mark_before_the_first_route_is_ignored(tmp_path: Path) -> None:
+    from npkit.emulator.traffic.routes import load_route_columns, parse_route_columns, parse_routes
+
+    f = tmp_path / "bom.txt"
+    f.write_bytes(b"\xef\xbb\xbf1.0.0.0/8 10.0.0.2 0\n")
+    cols = load_route_columns(f)
+    assert [(r.prefix, r.length) for r in cols] == [(0x01000000, 8)]
+    assert list(parse_route_columns("\ufeff1.0.0.0/8 10.0.0.2 0\n")) == list(cols)
+    assert parse_routes("\ufeff1.0.0.0/8 10.0.0.2 0\n") == list(cols)
+    code, out = npk("demo", "--routes", f, "--ms", "0.01", "--json")
+    assert code == 0, out
+    code, out = npk("route", "lookup", f, "1.2.3.4", "--config", ROUTER)
+    assert code == 0 and "route 1.0.0.0/8" in out, out
+
+
+def test_a_binary_route_file_is_refused_at_once(tmp_path: Path) -> None:
+    """`npk link --routes /dev/zero` read on without end (the route file's digest came first)."""
+    code, out = npk("link", "pipelined", "--routes", "/dev/zero", "-o", tmp_path / "r.elf")
+    assert code == 1 and "/dev/zero:1: route file holds a NUL byte" in out, out

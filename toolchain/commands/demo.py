@@ -19,6 +19,7 @@ import click
 
 from npkit.emulator.binding import EmulatorError
 from npkit.emulator.loader import LoadError
+from npkit.emulator.traffic.routes import RouteError
 from npkit.emulator.traffic_run import MsfError, TrafficError, load_traffic_source
 from npkit.toolchain.system.layout import LinkError, parse_defines
 from npkit.toolchain.system.paths import ROOT
@@ -62,7 +63,7 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
         s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
                        routes=routes, router_config=router_yaml, chip_config=chip_config,
                        progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
-    except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, OSError) as e:
+    except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, RouteError, OSError) as e:
         raise click.ClickException(str(e)) from None
     s["traffic"] = {"source": traffic, "seed": seed}
     s["verdict"] = judge(s, policy_of(max_loss, min_line_rate))

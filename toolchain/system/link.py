@@ -199,6 +199,7 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     route file and its digest, so that whoever runs the image (the oracle) sees the same
     table."""
     from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
+    from npkit.emulator.traffic.routes import RouteError, check_route_file, load_route_columns
 
     from .router_run import routes_digest
 
@@ -210,6 +211,11 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     if routes is None:
         routes = config.route_file if config.route_file else DEFAULT_ROUTES
     routes = Path(routes)
+    if not (config.route_file and config.route_file.resolve() == routes.resolve()):
+        try:  # as the config's own route file is checked: the errors name the file and line
+            check_route_file([(p.address, p.prefix_len) for p in config.ports], load_route_columns(routes), routes)
+        except (RouteError, OSError) as e:
+            raise LinkError(str(e)) from None
     try:
         digest = routes_digest(routes)
     except OSError as e:
@@ -227,13 +233,10 @@ def _tables(config: Any, routes: Path) -> list[tuple[int, bytes]]:
 
     assert isinstance(config, RouterConfig)
     info = RouterInfo([Port(p.index, p.address, p.prefix_len, p.mac) for p in config.ports], dict(config.arp))
+    # the config's own route file was checked with it, another by _router_config
+    own = config.route_file and config.route_file.resolve() == routes.resolve()
+    cols = config.static_routes if own else load_route_columns(routes)
     try:
-        if config.route_file and config.route_file.resolve() == routes.resolve():
-            cols = config.static_routes  # checked with the config
-        else:
-            cols = load_route_columns(routes)
-            for problem in config.route_problems(cols)[:1]:  # a --routes file meets the config's checks
-                raise LinkError(f"{routes}: {problem}")
         return sram_runs(cols, info)
     except (RouteError, RouteFileError, MemoryError) as e:
         raise LinkError(f"{routes}: {e}") from None
