@@ -1,7 +1,7 @@
 """The package imports one way (CONTRIBUTING.md, "Layers"):
 
-    0 description   npkit.toolchain.{isa,image,image_schema,schema,reading,yaml_data,cache}  the ISA, the image
-                    format, schemas, the content cache
+    0 description   npkit.toolchain.{isa,image,image_schema,schema,reading,writing,yaml_data,cache}  the ISA,
+                    the image format, schemas, reading and writing files, the content cache
     1 tools         npkit.asm | npkit.emulator (incl. traffic)      each on layer 0 only, not on each other
     2 system        npkit.toolchain.{system,router,debug,graph,experiment}, npkit.xscale
     3 commands      every cli module, npkit.toolchain.commands, benchmarks (bench modules, the registry)
@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"asm": "npkit.asm", "emulator": "npkit.emulator", "toolchain": "npkit.toolchain", "xscale": "npkit.xscale"}
 DESCRIPTION = ("npkit.toolchain.isa", "npkit.toolchain.image", "npkit.toolchain.schema", "npkit.toolchain.image_schema",
-               "npkit.toolchain.reading", "npkit.toolchain.yaml_data", "npkit.toolchain.cache")  # fmt: skip
+               "npkit.toolchain.reading", "npkit.toolchain.writing", "npkit.toolchain.yaml_data",
+               "npkit.toolchain.cache")  # fmt: skip
 SYSTEM = ("npkit.toolchain.system", "npkit.toolchain.router", "npkit.toolchain.debug", "npkit.toolchain.graph",
           "npkit.toolchain.experiment", "npkit.xscale")  # fmt: skip
 
