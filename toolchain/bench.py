@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from npkit.toolchain.commands.options import ms_option
+
 BenchFn = Callable[[bool], dict[str, Any]]
 
 # modules whose import registers benchmarks
@@ -91,7 +93,7 @@ def compare_figures(ref: str | None, other_npk: str | None, ms: float | None, pa
                    "its tree, in alternating pairs: compare.* figures.  Alone, runs only that.")
 @click.option("--against-npk", "other_npk", metavar="PATH", type=click.Path(exists=True, dir_okay=False),
               help="As --against, with an npk already built.")
-@click.option("--against-ms", "ms", type=click.FloatRange(min=0.001), help="Emulated ms a demo (10; --quick 1).")
+@ms_option("--against-ms", "ms", default=None, min_open=True, help="Emulated ms a demo (10; --quick 1).")
 @click.option("--pairs", type=click.IntRange(min=1), help="Timed pairs after the warm-up (3; --quick 1).")
 def bench_cmd(names: tuple[str, ...], quick: bool, as_json: bool, ref: str | None, other_npk: str | None,
               ms: float | None, pairs: int | None) -> None:  # fmt: skip

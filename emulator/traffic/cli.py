@@ -32,8 +32,9 @@ from .packet import ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_VLAN
 from .pcap import PcapError, PcapWriter, read_pcap
 from .reasons import ReasonError, load_reasons
 from .router_config import ConfigError, RouterConfig
-from .routes import RouteError, parse_route_columns
+from .routes import MAX_RANDOM_ROUTES, RouteError, parse_route_columns
 from .spec import SpecError, WireModel, load_spec
+from .spec_forms import MAX_SEED
 
 ERRORS = (SpecError, ConfigError, RouteError, PcapError, DatasetError, ReasonError, OSError)
 
@@ -62,7 +63,7 @@ def traffic() -> None:
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--out", "outdir", required=True, type=click.Path(path_type=Path),
               help="Directory for port<N>.pcap and manifest.json.")
-@click.option("--seed", type=int, help="Override the spec's seed.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Override the spec's seed.")
 @click.option("--count", type=int, help="Override: packets per port.")
 @click.option("--duration-ns", type=int, help="Override: generate arrivals before this time.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -104,11 +105,12 @@ def _gen_text(s: dict[str, Any]) -> str:
 
 
 @traffic.command("routes")
-@click.option("--count", type=int, required=True, help="Number of routes.")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--count", type=click.IntRange(0, MAX_RANDOM_ROUTES), required=True,
+              help=f"Number of routes (at most {MAX_RANDOM_ROUTES:,}: a route file within its size limit).")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=1, show_default=True)
 @click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Router config: next hops are its ARP entries on port subnets.")
-@click.option("--ports", type=int, default=5, show_default=True,
+@click.option("--ports", type=click.IntRange(1, 256), default=5, show_default=True,
               help="Without --config: next hops 10.0.P.2 on ports 0..N-1.")
 @click.option("--lengths", type=click.Choice(["default", "bgp"]), default="default", show_default=True,
               help="Prefix-length mix: default (/8../24) or bgp (a global BGP table's, with /28 and /32: "

@@ -28,7 +28,7 @@ harness share the result: treat it as read-only).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -43,10 +43,10 @@ from .routes import (
     RouteError,
     RouteIndex,
     RouteTable,
+    check_route_file,
     load_route_columns,
     mask,
     parse_route_columns,
-    route_problems,
 )
 
 
@@ -131,11 +131,6 @@ class RouterConfig:
                 return port
         return None
 
-    def route_problems(self, routes: Iterable[Any]) -> list[str]:
-        """What is wrong with `routes` (a route file given apart from the config) under
-        these ports: the checks router_schema makes of the config's own routes."""
-        return [p for _, p in route_problems([(q.address, q.prefix_len) for q in self.ports], routes)]
-
     def next_hops(self) -> list[tuple[int, int]]:
         """(ARP-resolvable next hop, port) pairs: what random routes may point at."""
         pairs = []
@@ -178,10 +173,9 @@ class RouterConfig:
 
             try:
                 static = load_route_columns(route_file)
+                check_route_file([(p.address, p.prefix_len) for p in ports], static, route_file)
             except (OSError, RouteError) as exc:
                 raise ConfigError(f"{at_routes()}: {exc}") from None
-            for _, problem in route_problems([(p.address, p.prefix_len) for p in ports], static):
-                raise ConfigError(f"{at_routes()}: {route_file}: {problem}")
         else:
             static = RouteColumns()
         return cls(ports=ports, arp=fields["arp"], static_routes=static, send_redirects=fields["send_redirects"],

@@ -147,8 +147,12 @@ class RouteTable:
         return {length: len(self._by_len[length]) for length in sorted(self._by_len)}
 
 
+BOM = "\ufeff"  # a UTF-8 byte-order mark some editors put first: not part of the first route
+
+
 def parse_routes(text: str, source: str = "<routes>") -> list[Route]:
     """Parse route-file text; errors name source:line."""
+    text = text.removeprefix(BOM)
     routes = []
     first_line: dict[tuple[int, int], int] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -177,6 +181,9 @@ def parse_routes(text: str, source: str = "<routes>") -> list[Route]:
 
 
 ROUTE_FILE_LIMIT = 256 << 20  # bytes: a few million routes
+# random tables (`npk traffic routes --count`): 5 M lines of at most 41 bytes
+# ("255.255.255.255/32 255.255.255.255 65535") stay inside the route-file limit
+MAX_RANDOM_ROUTES = 5_000_000
 
 
 def read_route_file(path: str | Path, error: type[Exception] = RouteError) -> str:
@@ -249,7 +256,7 @@ class RouteColumns(Sequence[Route]):
 def parse_route_columns(text: str | bytes, source: str = "<routes>") -> RouteColumns:
     """`parse_routes` as columns: the C parser when the text is plain; anything else
     (every error among it) goes to `parse_routes`, which says what is wrong."""
-    raw = text.encode() if isinstance(text, str) else text
+    raw = (text.encode() if isinstance(text, str) else text).removeprefix(BOM.encode())
     from npkit.emulator.pktlib import lib
 
     ffi, c = lib()
@@ -260,8 +267,9 @@ def parse_route_columns(text: str | bytes, source: str = "<routes>") -> RouteCol
                            ffi.from_buffer("uint8_t[]", cols.length), ffi.from_buffer("uint32_t[]", cols.next_hop),
                            ffi.from_buffer("uint32_t[]", cols.port))  # fmt: skip
     if n < 0:
-        decoded = raw.decode() if isinstance(raw, bytes) else raw
-        return RouteColumns.of(parse_routes(decoded, source))
+        from npkit.toolchain.reading import decode_text
+
+        return RouteColumns.of(parse_routes(decode_text(raw, source, error=RouteError, what="route file"), source))
     for a in (cols.prefix, cols.length, cols.next_hop, cols.port):
         del a[n:]
     return cols
@@ -279,7 +287,12 @@ def load_route_columns(path: str | Path) -> RouteColumns:
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
     cols = _COLUMNS_MEMO.get(key)
     if cols is None:
-        cols = parse_route_columns(path.read_bytes(), str(path))
+        from npkit.toolchain.reading import (
+            read_bytes,  # bounded; a NUL byte (/dev/zero) stops it at once
+        )
+
+        data = read_bytes(path, limit=ROUTE_FILE_LIMIT, error=RouteError, what="route file", text=True)
+        cols = parse_route_columns(data, str(path))
         if len(_COLUMNS_MEMO) > 8:
             _COLUMNS_MEMO.clear()
         _COLUMNS_MEMO[key] = cols
@@ -420,10 +433,12 @@ def random_routes(
     `next_hops` is a list of (next_hop_ip, port) to choose from uniformly (typically
     every ARP entry of the router config that lies on one of its port subnets).
     """
-    if count < 0:
-        raise ValueError("count must be >= 0")
+    if not 0 <= count <= MAX_RANDOM_ROUTES:
+        raise RouteError(f"count must be in 0..{MAX_RANDOM_ROUTES:,} (a route file of at most "
+                         f"{ROUTE_FILE_LIMIT >> 20} MB), got {count}")
     if not next_hops:
-        raise ValueError("need at least one (next hop, port) pair")
+        raise RouteError("need at least one (next hop, port) pair: the router config has no ARP entry "
+                         "on a port subnet")
     weights = length_weights or LENGTH_WEIGHTS
     lengths = list(weights)
     # what rng.choices(lengths, weights) draws, without rebuilding the sums each time
@@ -473,6 +488,26 @@ def route_problems(ports: list[tuple[int, int]], routes: Iterable[Any]) -> Itera
         problem = _route_problem(r, nets, connected, own)
         if problem is not None:
             yield k, f"route {ip_str(r.prefix)}/{r.length} {ip_str(r.next_hop)} {r.port}: {problem}"
+
+
+def route_line(path: str | Path, index: int) -> int | None:
+    """The line of file `path` that holds its `index`-th route (counting from 0), or None."""
+    n = -1
+    for lineno, raw in enumerate(read_route_file(path).removeprefix(BOM).splitlines(), 1):
+        if raw.split("#", 1)[0].strip():
+            n += 1
+            if n == index:
+                return lineno
+    return None
+
+
+def check_route_file(ports: list[tuple[int, int]], routes: Iterable[Any], path: str | Path) -> None:
+    """The check a route file given apart from a router config meets (`npk link --routes`,
+    `npk demo --routes`, `npk route --config`), as the config's own route file does: the
+    first route that contradicts `ports` (route_problems) is a RouteError `path:line: ...`."""
+    for k, problem in route_problems(ports, routes):
+        line = route_line(path, k)
+        raise RouteError(f"{path}:{line}: {problem}" if line else f"{path}: {problem}")
 
 
 def _columns_clean(cols: RouteColumns, nets: list[tuple[int, int]], connected: dict[tuple[int, int], int],

@@ -283,6 +283,10 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None,
     top-level keys of a spec (seed, router, link_bps, ...)."""
     path = Path(path)
     if path.is_dir():
+        from .spec_forms import MAX_DURATION_NS
+
+        if duration_ns is not None and not 0 <= duration_ns <= MAX_DURATION_NS:  # a spec's own bound
+            raise TrafficError(f"{path}: duration_ns must be in 0..{MAX_DURATION_NS} ns (60 s), got {duration_ns}")
         try:
             return CaptureTraffic(path, duration_ns)
         except (OSError, ValueError) as e:

@@ -48,6 +48,7 @@ MAX_LINK_BPS = 10**12
 MIN_LOAD = 1e-6
 MAX_PACKETS = 10_000_000  # per port: what one spec may generate (count, or duration x rate)
 MAX_DURATION_NS = 60 * 10**9
+MAX_SEED = (1 << 63) - 1  # a traffic spec's seed, and npk traffic routes --seed
 MAX_LOOP = 1_000_000
 MAX_SIZES = 10_000
 MAX_FRAME = 16_384

@@ -42,6 +42,7 @@ from .spec_forms import (  # noqa: F401  (the format's values and forms, re-expo
     MAX_PACKETS,
     MAX_PCAP_LEN,
     MAX_ROUTE_CHANGES,
+    MAX_SEED,
     MAX_SIZES,
     MIN_LOAD,
     MIN_PCAP_LEN,
@@ -156,7 +157,7 @@ class TrafficSpecFile(BaseModel):
     """What the generator makes, per port (examples/traffic/*.yaml)."""
 
     model_config = ConfigDict(extra="forbid")
-    seed: irange(0, (1 << 63) - 1) = Field(0, description="seed of every random choice")
+    seed: irange(0, MAX_SEED) = Field(0, description="seed of every random choice")
     router: StrictStr = Field(description="router config (YAML), relative to this file")
     count: irange(0, MAX_PACKETS) | None = Field(None, description="packets per port (and/or duration_ns)")
     duration_ns: Duration | None = Field(None, description="arrivals before this time (and/or count)")

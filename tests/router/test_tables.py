@@ -169,12 +169,15 @@ def test_loader_errors(tmp_path: Path, files: tuple[Path, Path]) -> None:
     routes, config = files
     bad = tmp_path / "bad.txt"
     bad.write_text("1.0.0.0/8 10.0.0.2 7\n")
-    with pytest.raises(RouteFileError, match="no port 7"):
+    with pytest.raises(RouteFileError, match=r"bad.txt:1: route .*: port 7 does not exist"):
         build_from_files(bad, config)
     dup = tmp_path / "dup.txt"
     dup.write_text("10.0.0.0/24 10.0.0.2 0\n")  # repeats a connected subnet
-    with pytest.raises(RouteFileError, match="duplicate"):
+    with pytest.raises(RouteFileError, match="dup.txt:1: route .*: repeats the connected subnet of port 0"):
         build_from_files(dup, config)
+    dup.write_text("1.0.0.0/8 10.0.0.2 0\n1.0.0.0/8 10.0.1.2 1\n")  # without a config: no ports, still one route a prefix
+    with pytest.raises(RouteFileError, match="dup.txt:2: duplicate route for 1.0.0.0/8"):
+        build_from_files(dup)
 
 
 def test_cli_build_lookup_stats(tmp_path: Path, files: tuple[Path, Path]) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from npkit.emulator.traffic.pcap import read_pcap, write_pcap
-from npkit.emulator.traffic.routes import load_routes
+from npkit.emulator.traffic.routes import MAX_RANDOM_ROUTES, RouteError, load_routes, random_routes
 from npkit.toolchain.cli import main
 
 from .conftest import EXAMPLES, ROUTER_YAML
@@ -74,6 +75,39 @@ def test_routes_command(tmp_path: Path) -> None:
     again = tmp_path / "again.txt"
     npk("routes", "--count", "10000", "--seed", "1", "--config", ROUTER_YAML, "-o", again)
     assert again.read_text() == dest.read_text()
+
+
+@pytest.mark.parametrize("args", [
+    ["--count", "-1"], ["--count", "10", "--ports", "0"], ["--count", "10", "--ports", "-3"],
+    ["--count", "10", "--ports", "300"], ["--count", "100000000000"], ["--count", "3", "--seed", "-1"],
+])  # fmt: skip
+def test_routes_command_bounds_its_options(tmp_path: Path, args: list[str]) -> None:
+    """Tracebacks before (count -1, ports 0), or a run that never ended (count 1e11)."""
+    res = CliRunner().invoke(main, ["traffic", "routes", *args, "-o", str(tmp_path / "r.txt")])
+    assert res.exit_code == 2 and "is not in the range" in res.output, (res.output, res.exception)
+    assert not (tmp_path / "r.txt").exists()
+
+
+def test_routes_and_gen_refuse_the_same_seeds(tmp_path: Path) -> None:
+    code, out = npk("gen", EXAMPLES / "min64.yaml", "--seed", "-1", "-o", tmp_path / "g")
+    assert code == 2 and "--seed" in out, out
+
+
+def test_random_routes_bounds_the_count() -> None:
+    hops = [(0x0A000002, 0)]
+    with pytest.raises(RouteError, match="count must be in 0..5,000,000"):
+        random_routes(MAX_RANDOM_ROUTES + 1, 1, hops)
+    with pytest.raises(RouteError, match="count must be"):
+        random_routes(-1, 1, hops)
+    with pytest.raises(RouteError, match="no ARP entry"):
+        random_routes(1, 1, [])
+
+
+def test_routes_with_a_config_without_next_hops_is_a_clean_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "r.yaml"
+    cfg.write_text("ports:\n  - {address: 10.0.0.1/24, mac: '02:00:00:00:00:00'}\n")
+    code, out = npk("routes", "--count", "3", "--config", cfg, "-o", tmp_path / "r.txt")
+    assert code == 1 and "no ARP entry" in out, out
 
 
 def test_reasons_command() -> None:

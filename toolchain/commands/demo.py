@@ -19,6 +19,7 @@ import click
 
 from npkit.emulator.binding import EmulatorError
 from npkit.emulator.loader import LoadError
+from npkit.emulator.traffic.routes import RouteError
 from npkit.emulator.traffic_run import MsfError, TrafficError, load_traffic_source
 from npkit.toolchain.system.layout import LinkError, parse_defines
 from npkit.toolchain.system.paths import ROOT
@@ -26,7 +27,7 @@ from npkit.toolchain.system.router_run import RouterImageError, format_summary, 
 from npkit.toolchain.system.tables import demo_routes, router_with_routes
 from npkit.toolchain.system.verdict import judge
 
-from .options import exit_on_verdict, policy_of, verdict_options
+from .options import exit_on_verdict, ms_option, policy_of, verdict_options
 
 SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
 DEMO_ROUTES = 10_000
@@ -36,8 +37,7 @@ DEMO_ROUTES = 10_000
 @click.option("--layout", default="pipelined", show_default=True, help="layout name or YAML file")
 @click.option("-D", "defines", multiple=True, metavar="NAME=VAL",
               help="layout parameter or dotted path: pool_mes=2, qm.qlimit=64, qm.quanta=2, parse.threads=4")
-@click.option("--ms", "ms", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
-              help="emulated milliseconds of traffic")
+@ms_option("--ms", "ms", default=10.0, min_open=True, show_default=True, help="emulated milliseconds of traffic")
 @click.option("--seed", type=int, default=None, help="traffic seed (default: the spec's)")
 @click.option("--config", "chip_config", default="ixp2800", show_default=True,
               help="chip config: a name (ixp2800, ixp2400) or a YAML file")
@@ -63,7 +63,7 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
         s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
                        routes=routes, router_config=router_yaml, chip_config=chip_config,
                        progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
-    except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, OSError) as e:
+    except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, RouteError, OSError) as e:
         raise click.ClickException(str(e)) from None
     s["traffic"] = {"source": traffic, "seed": seed}
     s["verdict"] = judge(s, policy_of(max_loss, min_line_rate))

@@ -3,14 +3,39 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
+from npkit.emulator.traffic.spec_forms import MAX_DURATION_NS
 from npkit.toolchain.system.verdict import Policy
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+MAX_MS = MAX_DURATION_NS / 1e6  # the longest emulated time a run offers traffic or drains: a traffic spec's
+MAX_CYCLES = 10**15  # a cycle budget: 8 days of a 1.4 GHz chip
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option within a range that refuses NaN and the infinities: every comparison
+    with NaN is false, so a FloatRange alone lets `nan` through (and `--max-loss nan` would
+    turn the loss check off).  A usage error (exit 2) names the allowed range."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number in the range {self._describe_range()}.", param, ctx)
+        return rv
+
+
+def ms_option(*decls: str, default: float | None, help: str, min_open: bool = False, **kw: Any) -> Callable[[F], F]:
+    """An emulated-time option in ms: finite, 0 (or above, with min_open) ..MAX_MS."""
+    return click.option(*decls, type=FiniteFloat(min=0, max=MAX_MS, min_open=min_open), default=default,
+                        help=help, **kw)  # fmt: skip
 
 
 def verdict_options(default_max_loss: float | None) -> Callable[[F], F]:
@@ -20,13 +45,13 @@ def verdict_options(default_max_loss: float | None) -> Callable[[F], F]:
         for opt in reversed([
             click.option("--drain/--no-drain", "drain", default=True, show_default=True,
                          help="After the traffic, run on until nothing is in flight (or the cap)."),
-            click.option("--drain-cap-ms", "drain_cap_ms", type=click.FloatRange(min=0), default=5.0,
-                         show_default=True, help="Longest drain, emulated ms."),
-            click.option("--max-loss", "max_loss", type=click.FloatRange(min=0, max=100),
+            ms_option("--drain-cap-ms", "drain_cap_ms", default=5.0, show_default=True,
+                      help="Longest drain, emulated ms."),
+            click.option("--max-loss", "max_loss", type=FiniteFloat(min=0, max=100),
                          default=default_max_loss, show_default=True,
-                         help="Fail (exit 1) above this loss, %% of what the oracle forwards."),
-            click.option("--min-line-rate", "min_line_rate", type=click.FloatRange(min=0, max=100),
-                         default=None, help="Fail (exit 1) below this output rate, %% of the ports' line rate."),
+                         help="Fail (exit 1) above this loss, % of what the oracle forwards."),
+            click.option("--min-line-rate", "min_line_rate", type=FiniteFloat(min=0, max=100),
+                         default=None, help="Fail (exit 1) below this output rate, % of the ports' line rate."),
         ]):  # fmt: skip
             fn = opt(fn)
         return fn

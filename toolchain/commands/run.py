@@ -42,7 +42,7 @@ from npkit.toolchain.system.router_run import (
 from npkit.toolchain.system.verdict import fault_kinds, judge
 from npkit.xscale.core import XScaleError
 
-from .options import exit_on_verdict, policy_of, verdict_options
+from .options import MAX_CYCLES, exit_on_verdict, ms_option, policy_of, verdict_options
 
 # ME states (npk_me_status) that are a fault of the program, not a normal stop (halt, idle)
 ME_FAULT_STATES = ("illegal", "bad_pc")
@@ -182,7 +182,8 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
 @click.command("run")
 @click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
 @click.option("--config", "config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
-@click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0), help="Cycle budget (no traffic).")
+@click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0, max=MAX_CYCLES),
+              help="Cycle budget (no traffic).")
 @click.option("--me", "me_list", default=None,
               help="MEs to load a single image on (same as IMAGE@MES): hardware numbers 0x10, "
                    "cluster:ME 1:0, or flat indices; ranges 0x00-0x03,0x10.")  # fmt: skip
@@ -193,8 +194,8 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
               help="Traffic spec (YAML) or directory of port<N>.pcap to feed through the MSF.")
 @click.option("--capture", "capture", default=None, type=click.Path(file_okay=False),
               help="Write transmitted frames (port<N>.pcap) and dispositions.json here.")
-@click.option("--duration-ms", "duration_ms", default=1.0, show_default=True, type=click.FloatRange(min=0),
-              help="With --traffic: emulated time to offer traffic for.")
+@ms_option("--duration-ms", "duration_ms", default=1.0, show_default=True,
+           help="With --traffic: emulated time to offer traffic for.")
 @verdict_options(default_max_loss=0.0)
 @click.option("--xscale", "xscale", default=None,
               help="Linux program (ARM ELF) for the XScale core, run in lockstep for the --cycles budget (which "
@@ -209,10 +210,10 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
               help="Wait for gdb on 127.0.0.1:PORT (the --xscale program, or a router image's control daemon).")
 @click.option("--control-socket", "control_socket", default=None, type=click.Path(dir_okay=False),
               help="Router image: the control daemon listens here (`npk route add ... --socket PATH`).")
-@click.option("--kill-control-at", "kill_at", type=click.FloatRange(min=0), default=None, metavar="MS",
-              help="Router image, fault injection: kill the control daemon at this emulated time (ms).")
-@click.option("--restart-control-at", "restart_at", type=click.FloatRange(min=0), default=None, metavar="MS",
-              help="... and start it again at this time (ms): it recovers its routes, ARP starts afresh.")
+@ms_option("--kill-control-at", "kill_at", default=None, metavar="MS",
+           help="Router image, fault injection: kill the control daemon at this emulated time (ms).")
+@ms_option("--restart-control-at", "restart_at", default=None, metavar="MS",
+           help="... and start it again at this time (ms): it recovers its routes, ARP starts afresh.")
 def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
             as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
@@ -39,15 +38,21 @@ def route() -> None:
               help="Write the image as JSON runs instead of the binary format.")
 def build_cmd(routes: str, config: str | None, output: str, as_json: bool) -> None:
     """Build the SRAM image (trie + next-hop table) for ROUTES."""
+    from npkit.toolchain.writing import OutputError, write_output
+
     from . import sramfile
 
     tables = _load(routes, config)
     stats = tables.table.stats()
     if as_json:
         meta = {"routes": stats["routes"], "nexthops": len(tables.nexthops)}
-        Path(output).write_text(sramfile.to_json(tables.image, meta))
+        data = sramfile.to_json(tables.image, meta).encode()
     else:
-        Path(output).write_bytes(sramfile.to_bytes(tables.image))
+        data = sramfile.to_bytes(tables.image)
+    try:
+        write_output(output, data)
+    except OutputError as e:
+        raise click.ClickException(str(e)) from None
     click.echo(
         f"{output}: {stats['routes']} routes, {len(tables.nexthops)} next hops, "
         f"{stats['nodes']} nodes, {stats['trie_bytes']} trie bytes, "

@@ -346,5 +346,13 @@ def build_from_files(
     routes_path: str | Path, config_path: str | Path | None = None,
     layout: LpmLayout | None = None,
 ) -> RouterTables:
+    from npkit.emulator.traffic.routes import RouteError, check_route_file
+
     config = load_config(config_path) if config_path else None
-    return build_tables(load_routes(routes_path), config, layout)
+    routes = load_routes(routes_path)
+    if config is not None:  # the checks `npk link --routes` makes, with the file's line
+        try:
+            check_route_file([(p.address, p.length) for p in config.ports], routes, routes_path)
+        except (RouteError, OSError) as exc:
+            raise RouteFileError(str(exc)) from None
+    return build_tables(routes, config, layout)

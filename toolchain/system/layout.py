@@ -20,7 +20,9 @@ variant switches) and placed on its MEs::
 
 `${name}` in any string is replaced by the parameter; a string that is exactly one
 `${name}` takes the parameter's type.  `mes` is a list or {first: F, count: N}.
-A define whose value is false is left out; true becomes 1.
+A define whose value is false is left out; true becomes 1.  A block's `flags` are
+switches tested with #ifdef: true/false (1/0, yes/no, on/off; anything else is an
+error), defined as 1 only when true.
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ def coerce(text: str) -> Any:
 def parse_defines(defines: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """-D NAME=VALUE options, one parser for every command that takes them.  NAME is a
     layout parameter (`threads`), or a dotted path into the layout (`qm.qlimit`,
-    `qm.quanta`, `parse.threads`, `lookup.defines.LOOKUP_CAM_CACHE`; a path that starts
+    `qm.quanta`, `parse.threads`, `lookup.flags.LOOKUP_CAM_CACHE`; a path that starts
     with a block name is under `blocks`)."""
     out: dict[str, Any] = {}
     for d in defines:
@@ -232,6 +234,7 @@ def _layout(model: LayoutFile, params: dict[str, Any], source: str) -> Layout:
     for name, b in model.blocks.items():
         defines = {str(k): "1" if v is True else str(v) for k, v in (b.defines or {}).items()
                    if v is not False and v is not None}  # fmt: skip
+        defines.update((str(k), "1") for k, on in (b.flags or {}).items() if on)
         blocks[name] = Block(name, b.source_file(), list(b.mes), b.threads, b.in_, b.out, defines, b.control_in)
     qm = {k: getattr(model.qm, k) for k in model.qm.model_fields_set}  # what the layout sets
     lay = Layout(model.name or Path(source).stem, params, rings, blocks, model.exceptions, qm, source)

@@ -117,11 +117,26 @@ def parse_define(v: Any) -> Any:
     return v
 
 
+FLAG_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def parse_flag(v: Any) -> bool:
+    """A flag's value: true/false, 1/0, yes/no, on/off (a -D value or a parameter)."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.strip().lower() in FLAG_WORDS:
+        return FLAG_WORDS[v.strip().lower()]
+    raise ValueError(f"a flag is true or false (or 1/0, yes/no, on/off), got {v!r}")
+
+
 RingNumbers = Annotated[list[int], BeforeValidator(parse_ring_numbers), Doc("N | [N, ...] (split)", "0..15")]
 RingSize = Annotated[int, BeforeValidator(parse_ring_size), Doc("longwords", "128, 256, 512 or 1024")]
 MeList = Annotated[list[int], BeforeValidator(parse_mes), Doc("[ME, ...] | ME | {first: F, count: N}", "MEs 0..15 (flat), or \"0x10\" / \"1:0\"")]
 Threads = Annotated[int, BeforeValidator(parse_threads), Doc("4 | 8")]
 Define = Annotated[Any, BeforeValidator(parse_define), Doc("number | string | bool", "false/null: left out")]
+Flag = Annotated[bool, BeforeValidator(parse_flag), Doc("true | false", "also 1/0, yes/no, on/off")]
 
 
 class _Strict(BaseModel):
@@ -179,6 +194,7 @@ class BlockSpec(_Strict):
     out: StrictStr | None = Field(None, description="output ring")
     control_in: StrictStr | None = Field(None, description="ring the control plane sends its frames on (the qm)")
     defines: dict[str, Define] | None = Field(None, description="preprocessor defines (true -> 1, false left out)")
+    flags: dict[str, Flag] | None = Field(None, description="switches: defined (as 1) when true, left out when false")
 
     def source_file(self) -> str | None:
         """The microcode source, None for an external block."""
@@ -195,6 +211,9 @@ class BlockSpec(_Strict):
             raise at("variant", f"variant {self.variant!r} is not one of {', '.join(self.variants)}")
         if not self.external and self.variants is None and self.source is None:
             raise at("source", "needs 'source' (or 'variants' + 'variant', or 'external: true')")
+        both = sorted(set(self.defines or {}) & set(self.flags or {}))
+        if both:
+            raise at("flags", f"{', '.join(both)}: in both defines and flags")
         return self
 
 

@@ -24,6 +24,7 @@ from .sysmap import (
     CAM_BCAST,
     CAM_LOCAL,
     CAM_NET,
+    CP_STATS_BASE,
     HOST_EXC_BASE,
     HOST_SINK_BASE,
     HOST_SRC_BASE,
@@ -198,6 +199,7 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     route file and its digest, so that whoever runs the image (the oracle) sees the same
     table."""
     from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
+    from npkit.emulator.traffic.routes import RouteError, check_route_file, load_route_columns
 
     from .router_run import routes_digest
 
@@ -209,6 +211,11 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     if routes is None:
         routes = config.route_file if config.route_file else DEFAULT_ROUTES
     routes = Path(routes)
+    if not (config.route_file and config.route_file.resolve() == routes.resolve()):
+        try:  # as the config's own route file is checked: the errors name the file and line
+            check_route_file([(p.address, p.prefix_len) for p in config.ports], load_route_columns(routes), routes)
+        except (RouteError, OSError) as e:
+            raise LinkError(str(e)) from None
     try:
         digest = routes_digest(routes)
     except OSError as e:
@@ -226,13 +233,10 @@ def _tables(config: Any, routes: Path) -> list[tuple[int, bytes]]:
 
     assert isinstance(config, RouterConfig)
     info = RouterInfo([Port(p.index, p.address, p.prefix_len, p.mac) for p in config.ports], dict(config.arp))
+    # the config's own route file was checked with it, another by _router_config
+    own = config.route_file and config.route_file.resolve() == routes.resolve()
+    cols = config.static_routes if own else load_route_columns(routes)
     try:
-        if config.route_file and config.route_file.resolve() == routes.resolve():
-            cols = config.static_routes  # checked with the config
-        else:
-            cols = load_route_columns(routes)
-            for problem in config.route_problems(cols)[:1]:  # a --routes file meets the config's checks
-                raise LinkError(f"{routes}: {problem}")
         return sram_runs(cols, info)
     except (RouteError, RouteFileError, MemoryError) as e:
         raise LinkError(f"{routes}: {e}") from None
@@ -253,6 +257,32 @@ def _check_sram(tables: list[tuple[int, bytes]], config: str) -> None:
             raise LinkError(f"the route tables need {end / 2**20:.1f} MB of SRAM channel {start >> 30}; chip config "
                             f"{config} has {cap / 2**20:g} MB a channel (sram_channel_bytes; the HRM allows up to "
                             "64 MB: --config examples/chips/ixp2800_sram64.yaml)")  # fmt: skip
+
+
+def _check_chip(lay: Layout, host: list[Block], chip: dict[str, Any], config: str) -> None:
+    """What the layout needs of the chip that chip config `config` lacks: MEs past its
+    count, SRAM areas of the memory map (sysmap.py) in channels it does not have.  All of
+    them in one LinkError (a router linked for an IXP2400 failed only when run)."""
+    from npkit.emulator.me_names import me_name, per_cluster
+
+    num_me, k = int(chip["num_me"]), per_cluster(chip)
+    channels = int(chip["units"]["sram"]["channels"])
+    problems = []
+    for b in [*lay.blocks.values(), *host]:
+        over = [me for me in b.mes if me >= num_me]
+        if over:
+            problems.append(f"block {b.name} is on ME {', '.join(str(me) for me in over)} (flat index), "
+                            f"past the chip's {num_me} MEs ({me_name(0, k)}..{me_name(num_me - 1, k)})")  # fmt: skip
+    areas = [("the queue and packet descriptors", SYS.qd_base)]
+    areas += [(f"the SRAM mailbox of {b.name}", int(b.defines["HOST_BASE"], 16)) for b in host]
+    if lay.control is not None and lay.control.placement != "host":
+        areas.append(("the control plane's area (statistics, exception log, route changes)", CP_STATS_BASE))
+    for what, addr in areas:
+        if addr >> 30 >= channels:
+            problems.append(f"{what} is in SRAM channel {addr >> 30} (0x{addr:08x}), past the chip's "
+                            f"{channels} SRAM channel(s)")  # fmt: skip
+    if problems:
+        raise LinkError(f"layout {lay.name} does not fit chip config {config}: " + "; ".join(problems))
 
 
 def _block_defines(layout: Layout, b: Block, per_cluster: int = 8) -> dict[str, str]:
@@ -348,10 +378,11 @@ def check_allocations(programs: list[Any], system: list[Allocation]) -> None:
                                 f"({space} 0x{b[1]:x}..0x{b[2] - 1:x})")  # fmt: skip
 
 
-def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]]:
+def _host_blocks(lay: Layout, tx_confirm: bool = True, num_me: int = 16) -> list[tuple[str, Block]]:
     """Stand-ins for external blocks (phase 1: rx, tx, the XScale's exception reader):
     microcode/host/host_src.uc feeds a ring from an SRAM mailbox, host_sink.uc logs a
-    ring into SRAM.  The exception sink goes on the highest ME nobody uses."""
+    ring into SRAM.  The exception sink goes on the highest ME nobody uses (of the
+    chip's `num_me`)."""
     out: list[tuple[str, Block]] = []
     used = {me for b in lay.blocks.values() for me in b.mes}
     for b in lay.blocks.values():
@@ -365,7 +396,7 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True) -> list[tuple[str, Block]
                                                    None, {"HOST_BASE": hex(HOST_SINK_BASE), **({"SINK_TXDONE": "1"} if tx_confirm else {})})))  # fmt: skip
     if lay.control is not None and lay.control.placement != "host":
         return out  # the control daemon reads the exception ring
-    free = [me for me in range(16) if me not in used]
+    free = [me for me in range(num_me) if me not in used]
     if not free:
         raise LinkError("no ME left for the exception ring's host reader")
     out.append(("host/host_sink.uc", Block("host_exceptions", "host/host_sink.uc", [free[-1]], 8, lay.exceptions,
@@ -385,9 +416,12 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
 
     lay = load_layout(layout, params)
     try:
-        k = per_cluster(load_config(config))
+        chip = load_config(config)
+        k = per_cluster(chip)
     except EmulatorError as e:
         raise LinkError(str(e)) from None
+    host = _host_blocks(lay, tx_confirm, int(chip["num_me"]))
+    _check_chip(lay, [b for _, b in host], chip, config)
     rcfg, routes_path, router_record = _router_config(router_config, routes)
     key = _image_key(layout, params, router_record, config, tx_confirm, lay.control)
     cached = _cached_image(key, rcfg, router_record, lay)
@@ -413,7 +447,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
         (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
         todo = [b for b in lay.blocks.values() if b.source is not None]
-        todo += [b for _, b in _host_blocks(lay, tx_confirm)]
+        todo += [b for _, b in host]
         for b in todo:
             assert b.source is not None
             src = MICROCODE / b.source

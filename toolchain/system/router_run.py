@@ -681,7 +681,8 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
     """Link (or take `image`), offer `traffic` for `duration_ns`, drain, summarise.
 
     `drain` runs on until the router is idle, capped by `drain_ns` (default DRAIN_CAP_NS);
-    with drain=False exactly `drain_ns` (default 0) more nanoseconds run.  `capture`:
+    with drain=False the run stops when the traffic's `duration_ns` ends (`drain_ns` is
+    only the drain's cap: it does not lengthen a run without one).  `capture`:
     a directory for port<N>.pcap and dispositions.json, written as the run goes.
     `control`: how to start the image's control program (RouterRun)."""
     if image is None:
@@ -712,8 +713,6 @@ def _run(rr: RouterRun, duration_ns: int, drain: bool, drain_ns: int | None, pro
     rr.run_traffic(duration_ns, progress=show)
     if drain:
         rr.drain(drain_ns if drain_ns is not None else DRAIN_CAP_NS, progress=show)
-    elif drain_ns:
-        rr.run.run(drain_ns, progress=show)
     if progress:
         print(file=sys.stderr)
     s = rr.summary(time.perf_counter() - t0)

@@ -62,8 +62,15 @@ def demo_routes(count: int, seed: int = 1) -> Path:
 
 def router_with_routes(routes: Path) -> Path:
     """The example router with `routes` as its table, kept in the cache by content (a
-    temporary file when the cache is off)."""
+    temporary file when the cache is off).  The route file is checked first, as `npk
+    link --routes` checks it (RouteError `routes:line: ...`), so that its errors name it
+    and not the config made here."""
+    from npkit.emulator.traffic.router_config import RouterConfig
+    from npkit.emulator.traffic.routes import check_route_file, load_route_columns
     from npkit.toolchain.cache import cache_file, cache_put, content_key
+
+    ports = [(p.address, p.prefix_len) for p in RouterConfig.load(DEFAULT_ROUTER).ports]
+    check_route_file(ports, load_route_columns(routes), routes)
 
     resolved = str(Path(routes).resolve())
     key = content_key("router/2", DEFAULT_ROUTER.read_bytes(), resolved)

@@ -2,6 +2,8 @@
 `npk demo`, `npk run --traffic` and the router benchmarks (README, "Using npkit in CI").
 
 A run fails when
+- no packet was offered (an empty capture, or a duration before the first arrival: a run
+  that tested nothing must not pass CI),
 - the oracle disagrees with any output (wrong bytes, wrong port, wrong outcome or
   exception reason, a frame matching no input, a packet sent twice, flow order broken,
   a frame of the control plane's (ICMP, ARP) it does not predict or one it predicts
@@ -46,6 +48,9 @@ def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
     """The verdict on a router summary (npkit.toolchain.system.router_run) or a plain
     traffic run's summary (npkit.toolchain.commands.run)."""
     reasons: list[str] = []
+    if summary.get("totals", {}).get("offered") == 0:
+        reasons.append("no packets offered: the run tested nothing (no packet in the traffic arrives "
+                       "before the end of its duration)")
     cmp_ = summary.get("comparison") or {}
     forwarded = summary.get("totals", {}).get("forwarded", 0)
     for key in MISMATCHES:
