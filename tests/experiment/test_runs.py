@@ -83,6 +83,13 @@ def test_runs_of_one_worker_share_the_image_and_its_route_table(tiny_design, tmp
     recs = {k: json.loads(v) for k, v in records(out).items()}
     assert not s["failed"] and len(recs) == 4, {k: r.get("error") for k, r in recs.items()}
     assert all(r["status"] == "ok" and r["responses"]["throughput_mbps"] > 4000 for r in recs.values())
+    # every number a run records is a response a design may name (the list design checks
+    # `responses:` against is kept beside the code that records them: they must not drift)
+    from npkit.toolchain.experiment.execute import RESPONSE_FAMILIES, RESPONSES
+
+    numbers = {k for r in recs.values() for k, v in r["responses"].items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}  # fmt: skip
+    assert numbers and {k for k in numbers if k not in RESPONSES and not k.startswith(RESPONSE_FAMILIES)} == set()
 
 
 def test_dask_local_cluster_gives_the_local_pool_table(tiny_design, tmp_path: Path) -> None:
