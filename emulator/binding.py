@@ -269,8 +269,10 @@ def parse_reg(name: str, ctx: int, ctx_mode: int) -> RegRef:
 
 
 def _check_relative(name: str, index: int, ctx_mode: int) -> None:
-    """A context-relative register number: 16 a context in 8-context mode, 32 in 4."""
-    per_ctx = 16 if ctx_mode == 8 else 32
+    """A context-relative register number within its context's (the assembler's rule)."""
+    from npkit.toolchain.isa.operands import relative_registers
+
+    per_ctx = relative_registers(ctx_mode)
     if index >= per_ctx:
         raise EmulatorError(f"relative register {name} out of range in {ctx_mode}-context mode "
                             f"(0..{per_ctx - 1} a context; @ names an absolute one)")  # fmt: skip

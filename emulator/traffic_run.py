@@ -26,11 +26,12 @@ come and written sorted at the end.
 Accounting (per input port): offered = forwarded + dropped (by reason) +
 excepted + in flight.  Forwarded packets are found by matching each
 transmitted frame to an input packet (the generator's b"NPK1"+id tag, else the
-exact bytes, else the bytes a router does not rewrite, else -- for a packet whose
-IP options the control plane processed -- the bytes predicted for it, `expect`); drops come from the MSF (rbuf_full,
-no_rx_thread, tbuf_underrun) and from whoever knows the software's fates (`mark`: the
-router harness marks microcode drops and exceptions).  The run is *balanced* when no
-frame is unmatched or duplicated, no packet has two fates, and in flight is not negative.
+exact bytes, else the bytes a router does not rewrite, else -- for a packet whose IP
+options the control plane processed -- the bytes predicted for it, `expect`); drops come
+from the MSF (rbuf_full, no_rx_thread, tbuf_underrun, oversize_frame) and from whoever
+knows the software's fates (`mark`: the router harness marks microcode drops and
+exceptions).  The run is *balanced* when no frame is unmatched or duplicated, no packet
+has two fates, and in flight is not negative.
 
 Frames the router makes itself (a control plane's ICMP and ARP: ARP, or IPv4 from one
 of the router's own addresses, `router_addresses`) are not matched to input packets:
@@ -42,8 +43,9 @@ Hooks (for harnesses and experiments; the run keeps no per-packet record itself)
 lo..hi-1 of it go to the MSF, `on_advance()` after the chip ran a slice and before what
 left in it is accounted, `on_departure(dep)` for every transmitted frame (a
 `Departure`), `on_slice()` after every slice, `on_forget(chunk)` when a window is let
-go, `on_drop(id, reason)` for every drop accounted.  `TxBins` counts what leaves per time bin; `record=True` keeps every transmitted
-frame in `out` (and the router's own in `generated_out`) (tests, small runs).
+go, `on_drop(id, reason)` for every drop accounted.  `TxBins` counts what leaves per
+time bin; `record=True` keeps every transmitted frame in `out` (and the router's own in
+`generated_out`) (tests, small runs).
 """
 
 from __future__ import annotations

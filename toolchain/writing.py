@@ -46,17 +46,12 @@ def write_all(files: list[tuple[Path, bytes]]) -> None:
         for tmp, path in temps:
             current = path
             os.replace(tmp, path)
-    except OSError as e:
-        _discard(temps)
-        raise OutputError(current, e) from None
-    except BaseException:
-        _discard(temps)
+    except BaseException as e:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise OutputError(current, e) from None
         raise
-
-
-def _discard(temps: list[tuple[str, Path]]) -> None:
-    for tmp, _ in temps:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def write_output(path: str | Path, data: bytes | str) -> None:

@@ -14,7 +14,8 @@ from npkit.toolchain.system.verdict import Policy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MAX_MS = MAX_DURATION_NS / 1e6  # the longest emulated time a run offers traffic or drains: a traffic spec's
+# the longest emulated time a run offers traffic or drains: a traffic spec's limit
+MAX_MS = MAX_DURATION_NS / 1e6
 MAX_CYCLES = 10**15  # a cycle budget: 8 days of a 1.4 GHz chip
 
 

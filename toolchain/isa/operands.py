@@ -63,16 +63,21 @@ _OPERAND_MAX = {"abs": (127, "absolute register"), "gpr": (31, "relative registe
                 "nn": (31, "next-neighbour register")}  # fmt: skip
 
 
-_RELATIVE = {"gpr": "relative register", "xfer": "transfer register", "dxfer": "transfer register",
-             "nn": "next-neighbour register"}  # fmt: skip
+_RELATIVE = {kind: what for kind, (_n, what) in _OPERAND_MAX.items() if kind != "abs"}
+
+
+def relative_registers(ctx_mode: int) -> int:
+    """How many context-relative registers of a bank each context has: 16 in 8-context
+    mode, 32 in 4-context mode.  The hardware concatenates the context number with the
+    register number (HRM, context-relative addressing), so a larger number reaches another
+    context's registers."""
+    return 16 if ctx_mode == 8 else 32
 
 
 def check_context_relative(op: Op, ctx_mode: int) -> None:
-    """A context-relative register (a3, b7, $5, $$2, n$1) is one of 16 per bank and context
-    in 8-context mode, 32 in 4-context mode: the hardware concatenates the context number
-    with the register number (HRM, context-relative addressing), so a larger number reaches
-    another context's registers.  Absolute registers (@a5) are not relative."""
-    per_ctx = 16 if ctx_mode == 8 else 32
+    """A context-relative register (a3, b7, $5, $$2, n$1) within its context's
+    (relative_registers); absolute registers (@a5) are not relative."""
+    per_ctx = relative_registers(ctx_mode)
     if op.kind in _RELATIVE and op.index >= per_ctx:
         raise OperandError(f"{_RELATIVE[op.kind]} {op.text()} out of range in {ctx_mode}-context mode "
                            f"(0-{per_ctx - 1})")  # fmt: skip
