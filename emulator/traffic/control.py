@@ -2,8 +2,9 @@
 does with every packet the fast path hands it, and the frames it sends.
 
 `RefRouter` (oracle.py) says what the fast path does with a packet on its own.  A whole
-router also answers: ICMP errors (RFC 1812 4.3.2, RFC 792), echo replies, ARP (RFC 826),
-redirects, IP options (RFC 1812 5.2.4), and it forwards what the fast path could not
+router also answers: ICMP errors (RFC 1812 4.3.2, RFC 792), echo replies (the request's IP
+options returned as RFC 1812 4.3.3.6 says), ARP (RFC 826), redirects, IP options (RFC 1812
+5.2.4), and it forwards what the fast path could not
 (held packets once ARP resolves them).  `RouterModel` plays both, in arrival order::
 
     m = RouterModel(config, options={...}, neighbours={...}, route_changes=[...])
@@ -11,9 +12,11 @@ redirects, IP options (RFC 1812 5.2.4), and it forwards what the fast path could
         m.process(pid, frame, port, t)
     m.finish()
     m.results[pid].final      # Forward(port, bytes) | Drop(reason) | Except(reason)
-    m.emitted                 # [(port, frame, pid)]: every frame the control plane sends
-                              # (pid: the packet it is about; an ARP request: the packet
-                              # whose arrival started the resolution)
+    m.emitted                 # [Emitted(port, frame, pid, timestamps)]: every frame the
+                              # control plane sends (pid: the packet it is about; an ARP
+                              # request: the packet whose arrival started the resolution;
+                              # timestamps: offsets of IP timestamps it wrote, see
+                              # same_but_timestamps)
 
 `final` is the router's verdict on the packet: forwarded (by the fast path or by the
 control plane, e.g. a redirect or a held packet), dropped, or consumed by the control
@@ -34,7 +37,7 @@ import struct
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .oracle import Drop, Except, Forward, Outcome, RefRouter, rewrite
 from .packet import internet_checksum
@@ -91,20 +94,6 @@ def icmp_error(dst_mac: bytes, src_mac: bytes, ip_src: int, orig: bytes, icmp_ty
     return _pad(_eth_ip(dst_mac, src_mac, 0xC0, 28 + quote, ident, 1, ip_src, src) + body)
 
 
-def echo_reply(dst_mac: bytes, src_mac: bytes, req: bytes) -> bytes:
-    """The Echo Reply to the request `req` (pkt.c build_echo_reply): its ICMP message
-    whole, from the address asked, in a header without the request's IP options."""
-    tot = req[16] << 8 | req[17]
-    hl = 4 * (req[14] & 0xF)
-    body = bytearray(req[14 + hl : 14 + tot])
-    body[0] = 0
-    body[1] = 0
-    body[2:4] = b"\0\0"
-    body[2:4] = internet_checksum(bytes(body)).to_bytes(2, "big")
-    src, dst = struct.unpack_from("!II", req, 26)
-    return _pad(_eth_ip(dst_mac, src_mac, req[15], 20 + len(body), req[18] << 8 | req[19], 1, dst, src) + body)
-
-
 def arp_frame(op: int, sha: bytes, spa: int, tha: bytes, tpa: int) -> bytes:
     dst = BROADCAST_MAC if op == 1 else tha
     body = struct.pack("!HHBBH6sI6sI", 1, 0x0800, 6, 4, op, sha, spa, tha if op == 2 else bytes(6), tpa)
@@ -133,6 +122,7 @@ class Options:
     strict: bool = False
     source_routed: bool = False
     sr_exhausted: bool = False
+    ts_ours: bool = False  # a prespecified timestamp (flag 3) names one of the router's addresses next
 
 
 def _route_option_bad(i: int, ln: int, p: int, seen: int) -> int | None:
@@ -144,7 +134,9 @@ def _route_option_bad(i: int, ln: int, p: int, seen: int) -> int | None:
     return i if seen else None
 
 
-def options_route(frame: bytearray, own: set[int]) -> Options:
+def _options_scan(frame: bytes | bytearray, own: set[int] | frozenset[int]) -> Options:
+    """Pass 1 without changing anything (pkt.c options_scan): every option checked, where
+    each one acted on starts, whether a prespecified timestamp names one of `own` next."""
     h = 14
     hl = 4 * (frame[h] & 0xF)
     r = Options()
@@ -186,7 +178,18 @@ def options_route(frame: bytearray, own: set[int]) -> Options:
             if r.ts_at:
                 return Options(bad=i)
             r.ts_at = i
+            r.ts_ours = flg == 3 and p <= ln and int.from_bytes(frame[h + i + p - 1 : h + i + p + 3], "big") in own
         i += ln
+    return r
+
+
+def options_route(frame: bytearray, own: set[int]) -> Options:
+    """Pass 1 (pkt.c ip_options_route): the options checked, and a source route addressed
+    to the router and not used up moves the destination to its next address."""
+    r = _options_scan(frame, own)
+    if r.bad is not None:
+        return r
+    h = 14
     dst = int.from_bytes(frame[h + 16 : h + 20], "big")
     if r.sr_at and dst in own:
         i = r.sr_at
@@ -232,11 +235,89 @@ def options_record(frame: bytearray, r: Options, out_addr: int, ts_ms: int) -> l
             frame[h + i + p + 3 : h + i + p + 7] = ts
             ts_at.append(h + i + p + 3)
             frame[h + i + 2] = p + 8
-        elif frame[h + i + p - 1 : h + i + p + 3] == a:
+        elif r.ts_ours:                                # prespecified: one of ours is next
             frame[h + i + p + 3 : h + i + p + 7] = ts
             ts_at.append(h + i + p + 3)
             frame[h + i + 2] = p + 8
     return ts_at
+
+
+def _return_route(opt: bytes, src: int, own: set[int] | frozenset[int]) -> tuple[bytes, int | None]:
+    """The return route of a used-up source route `opt` from `src` (pkt.c return_route):
+    the option (b"" when there is no hop back) and the reply's first hop."""
+    ln, p = opt[1], opt[2]
+    k = max(0, min(p, ln + 1) - 4) // 4                       # the addresses before the pointer
+    hops = [opt[3 + 4 * j : 7 + 4 * j] for j in range(k)]
+    if hops and int.from_bytes(hops[0], "big") == src:        # RFC 1122 3.2.1.8 case B: src named first
+        hops = hops[1:]
+    while hops and int.from_bytes(hops[-1], "big") in own:   # hops the router made to itself
+        hops.pop()
+    if not hops:
+        return b"", None
+    back = [*reversed(hops[:-1]), src.to_bytes(4, "big")]
+    return bytes([opt[0], 3 + 4 * len(back), 4]) + b"".join(back), int.from_bytes(hops[-1], "big")
+
+
+def _reply_options(req: bytes, r: Options, own: set[int] | frozenset[int]) -> tuple[bytes, int, int, int | None]:
+    """The echo reply's options (pkt.c reply_options): the return route of a source route,
+    Record Route, Timestamp as received, EOL-padded; where RR and TS start in the reply's
+    header (0: none) and the first hop of the return route (None: none).  NOP, EOL and
+    other options are not returned (the C comment says why)."""
+    h = 14
+    src = int.from_bytes(req[26:30], "big")
+    out, hop, rr_at, ts_at = b"", None, 0, 0
+    if r.sr_at:
+        out, hop = _return_route(req[h + r.sr_at : h + r.sr_at + req[h + r.sr_at + 1]], src, own)
+    if r.rr_at:
+        rr_at = 20 + len(out)
+        out += req[h + r.rr_at : h + r.rr_at + req[h + r.rr_at + 1]]
+    if r.ts_at:
+        ts_at = 20 + len(out)
+        out += req[h + r.ts_at : h + r.ts_at + req[h + r.ts_at + 1]]
+    return out + bytes(-len(out) % 4), rr_at, ts_at, hop
+
+
+def echo_reply_route(req: bytes, own: set[int] | frozenset[int] = frozenset()) -> tuple[int, bool] | None:
+    """Where the echo reply to `req` goes first and whether that route back is strict
+    (pkt.c echo_reply_route; own: the router's addresses); None: malformed options."""
+    r = _options_scan(req, frozenset())
+    if r.bad is not None:
+        return None
+    _opts, _rr, _ts, hop = _reply_options(req, r, own)
+    if hop is None:
+        return int.from_bytes(req[26:30], "big"), False
+    return hop, r.strict
+
+
+def echo_reply(dst_mac: bytes, src_mac: bytes, req: bytes, own: set[int] | frozenset[int] = frozenset(),
+               out_addr: int = 0, ts_ms: int = 0) -> tuple[bytes, list[int]] | None:  # fmt: skip
+    """The Echo Reply to the request `req` (pkt.c build_echo_reply): its ICMP message
+    whole, from the address asked; the request's options returned as RFC 1122 3.2.2.6 /
+    RFC 1812 4.3.3.6 say (a used-up source route reversed, the reply to its first hop;
+    Record Route and Timestamp with this router added: out_addr, ts_ms; own: the router's
+    addresses).  With the offsets of the timestamps written; None: malformed options."""
+    r = _options_scan(req, own)
+    if r.bad is not None:
+        return None
+    opts, rr_at, ts_at, hop = _reply_options(req, r, own)
+    tot = req[16] << 8 | req[17]
+    hl = 4 * (req[14] & 0xF)
+    body = bytearray(req[14 + hl : 14 + tot])
+    body[0] = 0
+    body[1] = 0
+    body[2:4] = b"\0\0"
+    body[2:4] = internet_checksum(bytes(body)).to_bytes(2, "big")
+    src, dst = struct.unpack_from("!II", req, 26)
+    to = src if hop is None else hop
+    frame = _eth_ip(dst_mac, src_mac, req[15], 20 + len(opts) + len(body), req[18] << 8 | req[19], 1, dst, to)
+    stamps: list[int] = []
+    if opts:
+        frame[14] = 0x40 | (20 + len(opts)) // 4
+        frame[34:34] = opts
+        stamps = options_record(frame, Options(rr_at=rr_at, ts_at=ts_at, ts_ours=r.ts_ours), out_addr, ts_ms)
+        frame[24:26] = b"\0\0"
+        frame[24:26] = internet_checksum(bytes(frame[14 : 34 + len(opts)])).to_bytes(2, "big")
+    return _pad(frame + body), stamps
 
 
 TS_TOLERANCE_MS = 20  # IP timestamps the control plane writes: its clock, up to this much after arrival
@@ -264,6 +345,25 @@ def same_but_timestamps(want: bytes, offsets: list[int], got: bytes, tolerance_m
 # ---- the model ------------------------------------------------------------------------------------
 
 
+class Emitted(NamedTuple):
+    """A frame the control plane sends."""
+
+    port: int
+    frame: bytes
+    pid: int  # the packet it is about (an ARP request: the one whose arrival started the resolution)
+    timestamps: tuple[int, ...] = ()  # offsets of IP timestamps written with the control plane's clock
+
+
+class _Held(NamedTuple):
+    """A frame waiting for ARP: a packet to forward or one the control plane made."""
+
+    pid: int  # -1: none
+    frame: bytes
+    generated: bool
+    full: bool  # forwarded after options: the header checksum recomputed
+    timestamps: tuple[int, ...] = ()  # generated: as Emitted's
+
+
 @dataclass
 class CpResult:
     """The router's verdict on one packet."""
@@ -287,7 +387,7 @@ class _Arp:
     starter: int = -1  # the packet whose arrival started the resolution (its requests count for it)
     next_try: int = 0
     expires: int = 0
-    hold: list[tuple[int, bytes, bool, bool]] = field(default_factory=list)  # (pid|-1, frame, generated, full)
+    hold: list[_Held] = field(default_factory=list)
 
 
 class RouterModel:
@@ -313,7 +413,7 @@ class RouterModel:
         self._next_change = 0
         self.neighbours = dict(neighbours or {})
         self.results: dict[int, CpResult] = {}
-        self.emitted: list[tuple[int, bytes, int]] = []
+        self.emitted: list[Emitted] = []
         self.now = 0
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
         self.down = False  # the daemon killed and not started again (`kill`, `restart`)
@@ -387,7 +487,7 @@ class RouterModel:
         for e in self.cache.values():
             if e.state == "incomplete":
                 out.add(e.starter)
-                out.update(item[0] for item in e.hold)
+                out.update(item.pid for item in e.hold)
         return out
 
     def kill(self, t: int) -> list[int]:
@@ -397,11 +497,11 @@ class RouterModel:
         self.advance(t)
         lost = []
         for e in self.cache.values():
-            for pid, _frame, generated, _full in e.hold:
-                res = self.results.get(pid)
-                if not generated and res is not None:
+            for item in e.hold:
+                res = self.results.get(item.pid)
+                if not item.generated and res is not None:
                     res.final = Drop(KILLED)
-                    lost.append(pid)
+                    lost.append(item.pid)
             e.hold = []
             if e.state == "incomplete":
                 e.state = "none"
@@ -532,12 +632,13 @@ class RouterModel:
         e = self.cache.get(hop)
         return r.port, (e.mac if e is not None and e.state == "reachable" else None), hop
 
-    def _emit(self, route: tuple[int, bytes | None, int], frame: bytes, pid: int) -> None:
+    def _emit(self, route: tuple[int, bytes | None, int], frame: bytes, pid: int,
+              timestamps: tuple[int, ...] = ()) -> None:  # fmt: skip
         port, mac, hop = route
         if mac is not None:
-            self.emitted.append((port, mac + frame[6:], pid))
+            self.emitted.append(Emitted(port, mac + frame[6:], pid, timestamps))
             return
-        self._hold(self._entry(hop, port), (pid, frame, True, False))
+        self._hold(self._entry(hop, port), _Held(pid, frame, True, False, timestamps))
 
     def _may_send_error(self, f: bytes) -> bool:
         src, dst = struct.unpack_from("!II", f, 26)
@@ -580,16 +681,16 @@ class RouterModel:
 
     def _arp_request(self, e: _Arp) -> None:
         p = self.cfg.ports[e.port]
-        self.emitted.append((e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), e.starter))
+        self.emitted.append(Emitted(e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), e.starter))
 
-    def _hold(self, e: _Arp, item: tuple[int, bytes, bool, bool]) -> None:
+    def _hold(self, e: _Arp, item: _Held) -> None:
         if e.state == "reachable":
             self._release(e, item)
             return
-        pid = item[0]
+        pid = item.pid
         if len(e.hold) >= self.opt["arp_hold"]:
             res = self.results.get(pid)
-            if not item[2] and res is not None:
+            if not item.generated and res is not None:
                 res.final = Except(res.reason)
         else:
             e.hold.append(item)
@@ -600,10 +701,10 @@ class RouterModel:
             e.next_try = self.now + self.opt["arp_retry_us"] * 1000
             self._arp_request(e)
 
-    def _release(self, e: _Arp, item: tuple[int, bytes, bool, bool]) -> None:
-        pid, frame, generated, full = item
+    def _release(self, e: _Arp, item: _Held) -> None:
+        pid, frame, generated, full, stamps = item
         if generated:
-            self.emitted.append((e.port, e.mac + frame[6:], pid))
+            self.emitted.append(Emitted(e.port, e.mac + frame[6:], pid, stamps))
             return
         src_mac = self.cfg.ports[e.port].mac
         out = forward_full(frame, e.mac, src_mac) if full else rewrite(frame, e.mac, src_mac)
@@ -619,11 +720,11 @@ class RouterModel:
         e.hold = []
 
     def _unresolved(self, e: _Arp) -> None:
-        for pid, frame, generated, _full in e.hold:
-            if generated:
+        for item in e.hold:
+            if item.generated:
                 continue
-            self._icmp_error(pid, frame, 3, 1)
-            res = self.results.get(pid)
+            self._icmp_error(item.pid, item.frame, 3, 1)
+            res = self.results.get(item.pid)
             if res is not None:
                 res.final = Except(res.reason)
         e.hold = []
@@ -652,7 +753,7 @@ class RouterModel:
             if was == "incomplete":
                 self._resolved(e)
         if op == 1 and for_me:
-            self.emitted.append((in_port, arp_frame(2, p.mac, p.address, sha, spa), pid))
+            self.emitted.append(Emitted(in_port, arp_frame(2, p.mac, p.address, sha, spa), pid))
 
     # -- exceptions
     def _forward(self, pid: int, res: CpResult, f: bytes, full: bool) -> None:
@@ -669,7 +770,7 @@ class RouterModel:
             src_mac = self.cfg.ports[port].mac
             res.final = Forward(port, forward_full(f, mac, src_mac) if full else rewrite(f, mac, src_mac))
             return
-        self._hold(self._entry(hop, port), (pid, bytes(f), False, full))
+        self._hold(self._entry(hop, port), _Held(pid, bytes(f), False, full))
 
     def _on_arp_miss(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         self._forward(pid, res, bytes(f), False)
@@ -708,25 +809,47 @@ class RouterModel:
         hl = 4 * (f[14] & 0xF)
         tot = f[16] << 8 | f[17]
         off, l4 = 14 + hl, tot - hl
-        src = int.from_bytes(f[26:30], "big")
         if f[23] == 1 and l4 >= 8 and f[off] == 8 and not frag & 0x2000:
-            if internet_checksum(f[off : off + l4]) != 0 or f[0] & 1 or src >> 24 in (0, 127) \
-                    or src >= 0xE0000000 or src in self.net_bcast:  # fmt: skip
-                return
-            route = self._route_to(src)
-            if route is None:
-                return
-            self._emit(route, echo_reply(bytes(6), self.cfg.ports[route[0]].mac, f), pid)
+            if internet_checksum(f[off : off + l4]) == 0 and not f[0] & 1:
+                self._echo(pid, f)
             return
         if f[23] == 17 and self.opt["closed_ports_only"]:
             self._icmp_error(pid, f, 3, 3)
         elif f[23] not in (1, 17):  # no transport but UDP here (TCP included): Protocol Unreachable
             self._icmp_error(pid, f, 3, 2)
 
+    def _unicast(self, a: int) -> bool:
+        """cp.c: ip_is_unicast_src and not own_or_bcast."""
+        return not (a >> 24 in (0, 127) or a >= 0xE0000000 or a in self.net_bcast)
+
+    def _ts_ms(self) -> int:
+        """The control plane's clock for IP timestamps: ms since midnight UT (cp.c ts_ms)."""
+        return (self.epoch_ms_of_day + self.now // 1_000_000) % 86_400_000
+
+    def _echo(self, pid: int, f: bytes) -> None:
+        """An Echo Request to the router, checksum right, not link broadcast (cp.c
+        echo_request): the reply to the request's source or along the return route of the
+        source route it used up; a strict one's first hop must be on-link."""
+        back = echo_reply_route(f, self.own)
+        if not self._unicast(int.from_bytes(f[26:30], "big")) or back is None or not self._unicast(back[0]):
+            return
+        to, strict = back
+        route = self._route_to(to)
+        hop = self.lookup(to)
+        if route is None or hop is None or (strict and not hop.direct):
+            return
+        port = self.cfg.ports[route[0]]
+        made = echo_reply(bytes(6), port.mac, f, self.own, port.address, self._ts_ms())
+        if made is not None:
+            self._emit(route, made[0], pid, tuple(made[1]))
+
     def _on_ip_options(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         quote = bytes(f)
         res.final = Except("ip_options")
         r = options_route(f, self.own)
+        while r.bad is None and r.source_routed and int.from_bytes(f[30:34], "big") in self.own:
+            f[14 + r.sr_at + 2] += 4  # the route's next address is ours too: that hop made here (cp.c options)
+            r = options_route(f, self.own)
         if r.bad is not None:
             self._icmp_error(pid, quote, 12, 0, r.bad << 24)
             return
@@ -752,6 +875,5 @@ class RouterModel:
         if f[22] <= 1:
             self._icmp_error(pid, quote, 11, 0)
             return
-        ts_ms = (self.epoch_ms_of_day + self.now // 1_000_000) % 86_400_000
-        res.timestamps = options_record(f, r, self.cfg.ports[route.port].address, ts_ms)
+        res.timestamps = options_record(f, r, self.cfg.ports[route.port].address, self._ts_ms())
         self._forward(pid, res, bytes(f), True)

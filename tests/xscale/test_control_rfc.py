@@ -42,8 +42,10 @@ def v4(port: int, src: int, dst: int, l4: Any, payload: bytes = b"", *, options:
     return _ipv4_frame(eth, IPv4(src, dst, proto, ttl=ttl, identification=ident, options=options), l4, payload)
 
 
-def echo_request(port: int, dst: int, options: bytes = b"", src: int = HOST, src_mac: bytes | None = None) -> bytes:
-    return v4(port, src, dst, ICMP(8, 0, struct.pack("!HH", 7, 1)), ECHO_DATA, options=options, src_mac=src_mac)
+def echo_request(port: int, dst: int, options: bytes = b"", src: int = HOST, src_mac: bytes | None = None,
+                 echo_id: int = 7) -> bytes:  # fmt: skip
+    return v4(port, src, dst, ICMP(8, 0, struct.pack("!HH", echo_id, 1)), ECHO_DATA, options=options,
+              src_mac=src_mac)  # fmt: skip
 
 
 def traffic(frames: list[tuple[int, bytes]]) -> Traffic:
@@ -53,9 +55,13 @@ def traffic(frames: list[tuple[int, bytes]]) -> Traffic:
     return tr
 
 
-def run(frames: list[tuple[int, bytes]], duration_ns: int = 1_200_000,
-        control: dict[str, Any] | None = None) -> tuple[RouterRun, dict[str, Any]]:  # fmt: skip
-    rr = RouterRun.link("pipelined", {}, traffic(frames), control=control, record=True)
+def run(frames: list[tuple[int, bytes]], duration_ns: int = 1_200_000, control: dict[str, Any] | None = None,
+        timed: tuple[tuple[int, int, bytes], ...] = ()) -> tuple[RouterRun, dict[str, Any]]:  # fmt: skip
+    """The frames GAP_NS apart from START_NS, and `timed` ones (time, port, frame)."""
+    tr = traffic(frames)
+    for t, port, frame in timed:
+        tr.add(t, port, frame)
+    rr = RouterRun.link("pipelined", {}, tr, control=control, record=True)
     rr.run_traffic(duration_ns)
     rr.drain()
     return rr, rr.summary()
@@ -109,17 +115,24 @@ def local_run() -> dict[str, Any]:
     return {"rr": rr, "s": s, "frames": generated(rr)}
 
 
+def is_echo_reply(d: bytes) -> bool:
+    return d[12:14] == b"\x08\x00" and d[23] == 1 and d[14 + 4 * (d[14] & 0xF)] == 0
+
+
 def test_echo_request_with_ip_options_gets_a_reply(local_run: dict[str, Any]) -> None:
     """RFC 1812 4.3.3.6: an Echo Request to the router is answered, options or not; the
-    reply carries the request's data whole, from the address asked.  npkd returns no
-    options (IHL 5): recording the route back is a SHOULD."""
-    replies = [(p, d) for p, d in local_run["frames"] if d[12:14] == b"\x08\x00" and d[34] == 0]
+    reply carries the request's data whole, from the address asked.  NOPs are not
+    returned (IHL 5); a Record Route comes back with the address of the interface the
+    reply leaves by added (RFC 1122 3.2.2.6: the route of the whole round trip)."""
+    replies = sorted(((p, d) for p, d in local_run["frames"] if is_echo_reply(d)), key=lambda pd: pd[1][14])
     assert len(replies) == 2, local_run["frames"]
     for port, d in replies:
         h, msg = icmp_of(d)
         assert port == 0 and d[0:6] == _mac("02:00:0a:00:00:02") and d[6:12] == ROUTER_MAC[0]
-        assert h.header_len == 20 and h.src == ip("10.0.1.1") and h.dst == HOST and h.total_length == 20 + len(msg)
+        assert h.src == ip("10.0.1.1") and h.dst == HOST and h.total_length == h.header_len + len(msg)
         assert msg[0:2] == b"\x00\x00" and msg[4:8] == struct.pack("!HH", 7, 1) and msg[8:] == ECHO_DATA
+    assert replies[0][1][14] == 0x45                                    # ping_nop
+    assert replies[1][1][14:15] + replies[1][1][34:46] == b"\x48" + bytes([7, 11, 8, 10, 0, 0, 1]) + bytes(5)
     assert local_run["s"]["control_plane"]["icmp_sent"]["echo_reply"] == 2
 
 
@@ -253,3 +266,143 @@ def test_kill_and_restart_on_the_exception_rich_spec() -> None:
     assert not account(s), account(s)
     assert s["totals"]["dropped"].get(KILLED, 0) >= 1
     assert s["comparison"]["matched_control"] > 150 and s["control_plane"]["arp_requests_sent"] > 20
+
+
+# ---- echo requests with IP options: what comes back (RFC 1122 3.2.2.6, RFC 1812 4.3.3.6) --------
+
+
+def a4(text: str) -> bytes:
+    return ip(text).to_bytes(4, "big")
+
+
+ME = ip("10.0.1.1")  # the address asked (port 1); replies to HOST leave by port 0 (10.0.0.1)
+STAMP = b"\xff\xff\xff\xff"  # (in the expected options: a timestamp of the control plane's clock)
+# name: (request's options, expected reply's options or None (no reply), reply's IP destination, port)
+ECHO: dict[str, tuple[bytes, bytes | None, int, int]] = {
+    "rr": (bytes([7, 11, 4]) + bytes(8), bytes([7, 11, 8]) + a4("10.0.0.1") + bytes(5), HOST, 0),
+    "rr_full": (bytes([7, 7, 8]) + a4("1.2.3.4"), bytes([7, 7, 8]) + a4("1.2.3.4") + bytes(1), HOST, 0),
+    "ts0": (bytes([68, 12, 5, 0]) + bytes(8), bytes([68, 12, 9, 0]) + STAMP + bytes(4), HOST, 0),
+    "ts0_full": (bytes([68, 8, 9, 0x20]) + a4("0.0.0.9"), bytes([68, 8, 9, 0x30]) + a4("0.0.0.9"), HOST, 0),
+    "ts1": (bytes([68, 12, 5, 1]) + bytes(8), bytes([68, 12, 13, 1]) + a4("10.0.0.1") + STAMP, HOST, 0),
+    "ts1_full": (bytes([68, 12, 13, 1]) + a4("9.9.9.9") + bytes(4),
+                 bytes([68, 12, 13, 0x11]) + a4("9.9.9.9") + bytes(4), HOST, 0),
+    # prespecified: the address asked is the router's (not the interface the reply leaves by)
+    "ts3": (bytes([68, 12, 5, 3]) + a4("10.0.1.1") + bytes(4), bytes([68, 12, 13, 3]) + a4("10.0.1.1") + STAMP,
+            HOST, 0),
+    "ts3_other": (bytes([68, 12, 5, 3]) + a4("10.0.9.9") + bytes(4),
+                  bytes([68, 12, 5, 3]) + a4("10.0.9.9") + bytes(4), HOST, 0),
+    "ts3_full": (bytes([68, 12, 13, 3]) + a4("10.0.1.1") + a4("0.0.0.5"),
+                 bytes([68, 12, 13, 0x13]) + a4("10.0.1.1") + a4("0.0.0.5"), HOST, 0),
+    # HOST -> 1.2.3.1 -> 10.0.1.2 -> us: back to 10.0.1.2 (port 1) carrying {1.2.3.1, HOST}
+    "lsrr": (bytes([131, 11, 12]) + a4("1.2.3.1") + a4("10.0.1.2"),
+             bytes([131, 11, 4]) + a4("1.2.3.1") + HOST.to_bytes(4, "big") + bytes(1), ip("10.0.1.2"), 1),
+    "ssrr": (bytes([137, 7, 8]) + a4("10.0.2.2"), bytes([137, 7, 4]) + HOST.to_bytes(4, "big") + bytes(1),
+             ip("10.0.2.2"), 2),
+    "ssrr_far": (bytes([137, 7, 8]) + a4("1.2.3.1"), None, 0, 0),   # 1.2.3.1 is not on-link: no strict way back
+    # the source named first (RFC 1122 3.2.1.8 case B): HOST once on the way back
+    "case_b": (bytes([131, 11, 12]) + HOST.to_bytes(4, "big") + a4("10.0.1.2"),
+               bytes([131, 7, 4]) + HOST.to_bytes(4, "big") + bytes(1), ip("10.0.1.2"), 1),
+    # all together, with a NOP and a router alert (not returned): route, RR, TS in that order
+    "all": (bytes([1, 148, 4, 0, 0, 7, 7, 4]) + bytes(4) + bytes([68, 8, 5, 0]) + bytes(4)
+            + bytes([131, 7, 8]) + a4("10.0.3.2"),
+            bytes([131, 7, 4]) + HOST.to_bytes(4, "big") + bytes([7, 7, 8]) + a4("10.0.3.1")
+            + bytes([68, 8, 9, 0]) + STAMP + bytes(2), ip("10.0.3.2"), 3),
+}  # fmt: skip
+ECHO_FRAMES = {name: (1, echo_request(1, ME, opts, echo_id=100 + k)) for k, (name, (opts, *_)) in enumerate(ECHO.items())}
+ECHO_FRAMES["bad"] = (1, echo_request(1, ME, bytes([7, 2, 0, 0]), echo_id=99))   # RR of length 2
+# a loose source route to us whose next address is ours too, then FAR: not for us -- on to FAR
+ECHO_FRAMES["via_us"] = (1, echo_request(1, ME, bytes([131, 11, 4]) + a4("10.0.2.1") + FAR.to_bytes(4, "big"),
+                                         echo_id=98))  # fmt: skip
+# ... whose last address is ours too: that hop made, the route is used up -- answered from
+# 10.0.2.1, back by 10.0.1.2 (the hop to itself is no hop back)
+ECHO_FRAMES["to_us"] = (1, echo_request(1, ME, bytes([131, 11, 8]) + a4("10.0.1.2") + a4("10.0.2.1"), echo_id=96))
+STAMP_MS = (80_000_000, 80_000_000 + 20)  # epoch_s 1700000000: 80,000 s after midnight UT; the run's first ms
+# a timestamp request that arrives 1 us before the end of the run's first ms: the model stamps
+# the arrival's ms, npkd the next one (it handles the request a few us later)
+LATE = (999_000, 1, echo_request(1, ME, bytes([68, 8, 5, 0]) + bytes(4), echo_id=97))
+
+
+@pytest.fixture(scope="module")
+def echo_run() -> dict[str, Any]:
+    rr, s = run(list(ECHO_FRAMES.values()), 2_000_000, timed=(LATE,))
+    assert rr.run.out is not None
+    return {"rr": rr, "s": s, "frames": generated(rr),
+            "out": [(p, d) for p, f in rr.run.out.items() for _t, d in f]}  # fmt: skip
+
+
+def _reply(frames: list[tuple[int, bytes]], echo_id: int) -> list[tuple[int, bytes]]:
+    return [(p, d) for p, d in frames if is_echo_reply(d) and d[14 + 4 * (d[14] & 0xF) + 4 :][:2] == struct.pack("!H", echo_id)]
+
+
+def _same_but_stamps(got: bytes, want: bytes) -> bool:
+    """The options `got` are `want` with each STAMP a timestamp of the run's first ms."""
+    for k in range(0, len(want), 1):
+        if want[k : k + 4] == STAMP:
+            t = int.from_bytes(got[k : k + 4], "big")
+            return STAMP_MS[0] <= t < STAMP_MS[1] and _same_but_stamps(got[k + 4 :], want[k + 4 :]) \
+                and got[:k] == want[:k]  # fmt: skip
+    return got == want
+
+
+@pytest.mark.parametrize("name", list(ECHO))
+def test_echo_reply_returns_the_options(echo_run: dict[str, Any], name: str) -> None:
+    """RFC 1122 3.2.2.6 / RFC 1812 4.3.3.6, npkd's frames field by field: a source route
+    the request used up comes back reversed (same type, pointer 4) and the reply goes to
+    its first hop (a strict one only if on-link); Record Route gets the address of the
+    interface the reply leaves by, Timestamp this router's time (with it for flag 1; for
+    flag 3 when the next address named is any of the router's), full ones unchanged but
+    for the timestamp overflow count; nothing else comes back."""
+    opts, want, to, port = ECHO[name]
+    got = _reply(echo_run["frames"], 100 + list(ECHO).index(name))
+    if want is None:
+        assert not got
+        return
+    assert len(got) == 1, (name, echo_run["frames"])
+    p, d = got[0]
+    h, msg = icmp_of(d)
+    neighbour = _mac(f"02:00:0a:00:0{port}:02")
+    assert p == port and d[0:6] == neighbour and d[6:12] == ROUTER_MAC[port], name
+    assert h.src == ME and h.dst == to and h.header_len == 20 + len(want) and h.identification == 0x1234 and h.ttl == 64
+    assert _same_but_stamps(d[34 : 14 + h.header_len], want), (name, d[34 : 14 + h.header_len].hex(), want.hex())
+    assert msg[0:2] == b"\x00\x00" and msg[8:] == ECHO_DATA
+
+
+def test_malformed_and_unfinished_routes_as_when_forwarding(echo_run: dict[str, Any]) -> None:
+    """A malformed option in an echo request to the router: Parameter Problem pointing at
+    it (as for a datagram to forward), no reply.  A source route to the router whose next
+    address is the router's too is not finished there: the router makes that hop itself
+    and forwards the request on to FAR, recording the address it leaves by; if that was
+    the route's last address, the request is for the router at it."""
+    frames = echo_run["frames"]
+    to_us = _reply(frames, 96)
+    assert len(to_us) == 1 and to_us[0][0] == 1
+    h, _msg = icmp_of(to_us[0][1])
+    assert h.src == ip("10.0.2.1") and h.dst == ip("10.0.1.2")
+    assert to_us[0][1][34:42] == bytes([131, 7, 4]) + HOST.to_bytes(4, "big") + bytes(1)
+    assert not _reply(frames, 99) and not _reply(frames, 98)
+    problems = [(p, d) for p, d in frames if d[12:14] == b"\x08\x00" and d[34] == 12]
+    assert len(problems) == 1
+    p, d = problems[0]
+    h, msg = icmp_of(d)
+    assert p == 0 and h.src == ip("10.0.0.1") and h.dst == HOST and msg[4] == 21
+    assert msg[8:] == ECHO_FRAMES["bad"][1][14:]
+    fwd = [(p, d) for p, d in echo_run["out"] if d[30:34] == FAR.to_bytes(4, "big")]
+    assert len(fwd) == 1 and fwd[0][0] == 0 and fwd[0][1][22] == 63
+    assert fwd[0][1][34:45] == bytes([131, 11, 12]) + a4("10.0.2.1") + a4("10.0.0.1")
+
+
+def test_echo_run_npkd_and_model_agree(echo_run: dict[str, Any]) -> None:
+    """The oracle's model (emulator/traffic/control.py) predicts every one of npkd's frames
+    byte for byte, the forwarded one too, but for IP timestamps, which npkd writes with
+    its clock when it handles the request: the late one's is the next ms, still matched
+    (control_run: same_but_timestamps); the run accounts for every packet; the strict
+    route that cannot be followed back is counted as no route back."""
+    s = echo_run["s"]
+    assert not account(s), account(s)
+    late = _reply(echo_run["frames"], 97)
+    assert len(late) == 1 and int.from_bytes(late[0][1][38:42], "big") == STAMP_MS[0] + 1
+    replies = len(ECHO) - 1 + 2   # ssrr_far: none; LATE and to_us
+    assert s["comparison"]["matched_control"] == len(echo_run["frames"]) == replies + 1
+    assert s["comparison"]["matched_forward"] == 1
+    cp = s["control_plane"]
+    assert cp["icmp_sent"]["echo_reply"] == replies and cp["icmp_not_sent_no_route_back"] == 1

@@ -24,7 +24,8 @@ plane (its frame then leaves; packets the control plane forwards keep their orde
 themselves, not with the fast path's).  The frames the model sends about a packet are
 expected once the daemon has handled that packet (a packet dropped at a full exception
 ring gets none); expected and seen frames are two multisets whose common part is
-`matched_control`.
+`matched_control` (an echo reply's IP timestamps are the daemon's clock: such a frame
+matches its expected one as forwarded frames do, by same_but_timestamps).
 """
 
 from __future__ import annotations
@@ -76,9 +77,10 @@ class ControlJudge:
         self.handled: set[int] = set()  # packets the daemon's log names
         self.late: set[int] = set()  # ... whose window is gone but the model may still send frames about
         self.cp_forwarded: set[int] = set()  # ... of those, forwarded by it, frame not yet seen
-        self.provisional: dict[int, list[tuple[int, bytes]]] = {}  # frames about packets not yet handled
+        self.provisional: dict[int, list[tuple[int, bytes, tuple[int, ...]]]] = {}  # frames about packets not yet handled
         self.held: set[int] = set()  # packets the model holds for ARP (no final verdict yet)
         self.want: Counter[tuple[int, bytes]] = Counter()
+        self.want_stamped: list[tuple[int, bytes, tuple[int, ...]]] = []  # ... with IP timestamps (offsets)
         self.got: Counter[tuple[int, bytes]] = Counter()
         self.matched = 0
         self.records = 0
@@ -158,8 +160,8 @@ class ControlJudge:
                 self._settle()
                 for pid in lost:  # never logged (held): the ARP requests about them were sent
                     self.run.mark(pid, DROPPED, KILLED)
-                    for port, frame in self.provisional.pop(pid, []):
-                        self._want(port, frame)
+                    for port, frame, stamps in self.provisional.pop(pid, []):
+                        self._want(port, frame, stamps)
             if what in ("restarted", "respawned"):
                 self.model.restart(t)
                 self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
@@ -217,12 +219,12 @@ class ControlJudge:
             if r is not None and c is not None:
                 self._expect(pid, r.final)
                 self._demand(None, r.final, c.w.lens[pid - c.first])
-        for port, frame, pid in self.model.emitted:
+        for port, frame, pid, stamps in self.model.emitted:
             self.rr.add_demand(port, len(frame), packet=False)
             if pid < 0 or pid in self.handled or pid in self.late:
-                self._want(port, frame)
+                self._want(port, frame, stamps)
             else:
-                self.provisional.setdefault(pid, []).append((port, frame))
+                self.provisional.setdefault(pid, []).append((port, frame, stamps))
         self.model.emitted.clear()
         if self.late:
             self.late &= self.model.pending()
@@ -259,8 +261,8 @@ class ControlJudge:
             ok = r is not None and (r.reason == name or (name == "arp_miss" and r.learnt_hop))
             comparison["matched_exception" if ok else "wrong_reason"] += 1
             self.handled.add(pid)
-            for port, frame in self.provisional.pop(pid, []):
-                self._want(port, frame)
+            for port, frame, stamps in self.provisional.pop(pid, []):
+                self._want(port, frame, stamps)
             if rec.action == ACT_FORWARDED:
                 self.cp_forwarded.add(pid)
                 self.forwarded_by_it += 1
@@ -309,11 +311,21 @@ class ControlJudge:
                 del d[pid]
 
     # -- frames
-    def _want(self, port: int, frame: bytes) -> None:
+    def _want(self, port: int, frame: bytes, stamps: tuple[int, ...] = ()) -> None:
+        """A frame the model sent; `stamps`: offsets of IP timestamps in it, which the
+        daemon writes with its own clock (same_but_timestamps)."""
         key = (port, frame)
         if self.got[key]:
             self.got[key] -= 1
             self.matched += 1
+        elif stamps:
+            seen = next((k for k, n in self.got.items() if n and k[0] == port
+                         and same_but_timestamps(frame, list(stamps), k[1])), None)  # fmt: skip
+            if seen is None:
+                self.want_stamped.append((port, frame, stamps))
+            else:
+                self.got[seen] -= 1
+                self.matched += 1
         else:
             self.want[key] += 1
 
@@ -323,8 +335,13 @@ class ControlJudge:
         if self.want[key]:
             self.want[key] -= 1
             self.matched += 1
-        else:
-            self.got[key] += 1
+            return
+        for i, (p, want, stamps) in enumerate(self.want_stamped):
+            if p == port and (want == frame or same_but_timestamps(want, list(stamps), frame)):
+                del self.want_stamped[i]
+                self.matched += 1
+                return
+        self.got[key] += 1
 
     def judge(self, d: Departure) -> str | None:
         """A frame of a packet the model judged (None: not one): the comparison key.
@@ -370,5 +387,5 @@ class ControlJudge:
     # -- the account
     def comparison(self, control_queue_full: int) -> dict[str, int]:
         return {"matched_control": self.matched, "unexpected_control": sum(self.got.values()),
-                "missing_control": max(0, sum(self.want.values()) - control_queue_full)}  # fmt: skip
+                "missing_control": max(0, sum(self.want.values()) + len(self.want_stamped) - control_queue_full)}  # fmt: skip
 

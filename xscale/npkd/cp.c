@@ -600,10 +600,53 @@ static void arp_input(cp *c, const uint8_t *f, uint32_t len, uint32_t in_port)
     }
 }
 
+/* IP timestamps (RFC 791): ms since midnight UT by the emulated clock */
+static uint32_t ts_ms(cp *c)
+{
+    return (uint32_t)((c->epoch_ms_of_day + now(c) / 1000000ull) % 86400000ull);
+}
+
+static int is_own_addr(const cp *c, uint32_t a)
+{
+    for (int i = 0; i < c->cfg->nports; i++)
+        if (a == c->cfg->port[i].addr) return 1;
+    return 0;
+}
+
+/* an Echo Request to the router: the reply (pkt.h build_echo_reply) goes to the request's
+ * source, or along the return route of the source route it used up -- to that route's
+ * first hop, which must be a unicast address (else the request is counted) and, for a
+ * strict route, on-link (else, like no route, icmp_no_route_back); 1 sent (or held) */
+static uint32_t echo_request(cp *c, const uint8_t *f, uint32_t len, const ip_view *v)
+{
+    uint32_t off = ETH_HLEN + 4u * v->ihl, l4 = v->tot_len - 4u * v->ihl, to = v->src;
+    int strict = 0;
+    route_out o;
+    c->stats[ST_local_echo_requests]++;
+    if (inet_csum(f + off, l4, 0) != 0 || (f[0] & 1) || !ip_is_unicast_src(v->src) || own_or_bcast(c, v->src) ||
+        (v->ihl > 5 && (echo_reply_route(f, len, c->own, c->cfg->nports, &to, &strict) || !ip_is_unicast_src(to) ||
+                        own_or_bcast(c, to)))) {
+        c->stats[ST_local_counted]++;
+        return 0;
+    }
+    if (!route_to(c, to, &o) || (strict && !(o.e.flags & NH_DIRECT))) {
+        c->stats[ST_icmp_no_route_back]++;
+        return 0;
+    }
+    const port_cfg *p = &c->cfg->port[o.port];
+    uint32_t n = build_echo_reply(c->frame, ZERO_MAC, p->mac, f, len, c->own, c->cfg->nports, p->addr, ts_ms(c));
+    if (!n) {
+        c->stats[ST_local_counted]++;
+        return 0;
+    }
+    emit(c, &o, c->frame, n, ST_icmp_echo_reply);
+    return 1;
+}
+
 /* a datagram addressed to the router: 1 frame sent (or held for ARP) or 0.  Echo
- * Request: Echo Reply (without the request's IP options); UDP: Port Unreachable (every
- * port is closed); ICMP other than echo: counted; any other protocol, TCP included
- * (npkd has no transport but UDP): Protocol Unreachable (RFC 1122 3.2.2.1) */
+ * Request: Echo Reply (echo_request); UDP: Port Unreachable (every port is closed); ICMP
+ * other than echo: counted; any other protocol, TCP included (npkd has no transport but
+ * UDP): Protocol Unreachable (RFC 1122 3.2.2.1) */
 static uint32_t local_input(cp *c, uint8_t *f, uint32_t len)
 {
     ip_view v;
@@ -612,22 +655,8 @@ static uint32_t local_input(cp *c, uint8_t *f, uint32_t len)
         return 0;
     }
     uint32_t off = ETH_HLEN + 4u * v.ihl, l4 = v.tot_len - 4u * v.ihl;
-    if (v.proto == IPPROTO_ICMP_ && l4 >= 8 && f[off] == ICMP_ECHO && !(v.frag & 0x2000)) {
-        c->stats[ST_local_echo_requests]++;
-        route_out o;
-        if (inet_csum(f + off, l4, 0) != 0 || (f[0] & 1) || !ip_is_unicast_src(v.src) ||
-            own_or_bcast(c, v.src)) {
-            c->stats[ST_local_counted]++;
-            return 0;
-        }
-        if (!route_to(c, v.src, &o)) {
-            c->stats[ST_icmp_no_route_back]++;
-            return 0;
-        }
-        uint32_t n = build_echo_reply(c->frame, ZERO_MAC, c->cfg->port[o.port].mac, f, len);
-        emit(c, &o, c->frame, n, ST_icmp_echo_reply);
-        return 1;
-    }
+    if (v.proto == IPPROTO_ICMP_ && l4 >= 8 && f[off] == ICMP_ECHO && !(v.frag & 0x2000))
+        return echo_request(c, f, len, &v);
     if (v.proto == IPPROTO_UDP_ && c->cfg->opt.closed_ports_only) {
         c->stats[ST_local_udp]++;
         return (uint32_t)icmp_error(c, f, len, ICMP_UNREACH, UNREACH_PORT, 0, ST_icmp_port_unreachable);
@@ -698,11 +727,6 @@ static int is_martian_dst(uint32_t d)
     return top == 0 || top == 127 || (d >= 0xF0000000u && d != 0xFFFFFFFFu);
 }
 
-static uint32_t ts_ms(cp *c)
-{
-    return (uint32_t)((c->epoch_ms_of_day + now(c) / 1000000ull) % 86400000ull);
-}
-
 /* RFC 1812 5.2.4: process the options, then the rules the fast path skipped (steps
  * 12..22 of reasons.yaml, no redirect), then forward */
 static int options(cp *c, exc_info *x, uint8_t *f)
@@ -711,7 +735,14 @@ static int options(cp *c, exc_info *x, uint8_t *f)
     memcpy(c->quote, f, x->len);
     c->stats[ST_options_processed]++;
     opt_result r;
-    if (ip_options_route(f, c->own, g->nports, &r) != OPT_OK) {
+    int rc = ip_options_route(f, c->own, g->nports, &r);
+    /* a source route whose next address is this router again: that hop is made here (the
+     * address stays in the route as the one recorded) and the route read on */
+    while (rc == OPT_OK && r.source_routed && is_own_addr(c, rd32(f + ETH_HLEN + 16))) {
+        f[ETH_HLEN + r.sr_at + 2] = (uint8_t)(f[ETH_HLEN + r.sr_at + 2] + 4);
+        rc = ip_options_route(f, c->own, g->nports, &r);
+    }
+    if (rc != OPT_OK) {
         c->stats[ST_options_bad]++;
         x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_PARAM_PROBLEM, 0, (uint32_t)r.pointer << 24,
                                         ST_icmp_param_problem);

@@ -128,23 +128,6 @@ uint32_t build_icmp_error(uint8_t *out, const uint8_t dst_mac[6], const uint8_t 
     return pad(out, n);
 }
 
-uint32_t build_echo_reply(uint8_t *out, const uint8_t dst_mac[6], const uint8_t src_mac[6], const uint8_t *req,
-                          uint32_t req_len)
-{
-    ip_view v;
-    if (ip_parse(req, req_len, &v)) return 0;
-    uint32_t hl = 4u * v.ihl, icmp_len = v.tot_len - hl;
-    if (20u + icmp_len > 0xFFFFu) return 0;
-    uint32_t n = eth_ip(out, dst_mac, src_mac, v.tos, (uint16_t)(20u + icmp_len), v.id, IPPROTO_ICMP_, v.dst, v.src);
-    uint8_t *icmp = out + ETH_HLEN + 20;
-    memcpy(icmp, req + ETH_HLEN + hl, icmp_len);
-    icmp[0] = ICMP_ECHO_REPLY;
-    icmp[1] = 0;
-    wr16(icmp + 2, 0);
-    wr16(icmp + 2, inet_csum(icmp, icmp_len, 0));
-    return pad(out, n);
-}
-
 uint32_t build_arp(uint8_t *out, int op, const uint8_t sha[6], uint32_t spa, const uint8_t tha[6], uint32_t tpa)
 {
     static const uint8_t bcast[6] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
@@ -200,10 +183,12 @@ static int is_own(uint32_t a, const uint32_t *own, int nown)
         return OPT_BAD;                                                                           \
     } while (0)
 
-int ip_options_route(uint8_t *f, const uint32_t *own, int nown, opt_result *r)
+/* pass 1 without changing anything: every option checked, where each one we act on is
+ * (r->sr_at, rr_at, ts_at; r->strict for an SSRR), and whether a prespecified timestamp
+ * names one of own[] next (r->ts_ours) */
+static int options_scan(const uint8_t *h, const uint32_t *own, int nown, opt_result *r)
 {
     memset(r, 0, sizeof *r);
-    uint8_t *h = f + ETH_HLEN;
     int hl = 4 * (h[0] & 0xF);
     for (int i = 20; i < hl;) {
         int t = h[i];
@@ -234,6 +219,7 @@ int ip_options_route(uint8_t *f, const uint32_t *own, int nown, opt_result *r)
             if (p > l && (h[i + 3] >> 4) == 15) BAD(i + 3);  /* overflow count overflows */
             if (r->ts_at) BAD(i);
             r->ts_at = i;
+            r->ts_ours = flg == 3 && p <= l && is_own(rd32(h + i + p - 1), own, nown);
             break;
         }
         case 131:                                          /* loose source route */
@@ -250,6 +236,13 @@ int ip_options_route(uint8_t *f, const uint32_t *own, int nown, opt_result *r)
         }
         i += l;
     }
+    return OPT_OK;
+}
+
+int ip_options_route(uint8_t *f, const uint32_t *own, int nown, opt_result *r)
+{
+    uint8_t *h = f + ETH_HLEN;
+    if (options_scan(h, own, nown, r) != OPT_OK) return OPT_BAD;
     if (r->sr_at && is_own(rd32(h + 16), own, nown)) {
         int i = r->sr_at, l = h[i + 1], p = h[i + 2];
         if (p > l) {
@@ -291,10 +284,113 @@ int ip_options_record(uint8_t *f, const opt_result *r, uint32_t out_addr, uint32
             wr32(h + i + p - 1, out_addr);
             wr32(h + i + p + 3, ts_ms);
             h[i + 2] = (uint8_t)(p + 8);
-        } else if (rd32(h + i + p - 1) == out_addr) {       /* prespecified: ours is next */
+        } else if (r->ts_ours) {                            /* prespecified: one of ours is next */
             wr32(h + i + p + 3, ts_ms);
             h[i + 2] = (uint8_t)(p + 8);
         }
     }
     return OPT_OK;
+}
+
+/* ---- echo replies ------------------------------------------------------------------------ */
+
+/* The return route of the used-up source route at o (the request's, from `src`) into
+ * out: 0 (no option: the reply goes straight to src) or the option's length, *dst = the
+ * reply's first hop.  The request went src -> a1 -> .. -> ak -> us, ak..a1 being the
+ * addresses before the pointer (all of them: the route is used up); the way back is
+ * ak -> .. -> a1 -> src: the reply is addressed to ak and carries {a(k-1), .., a1, src}
+ * with the pointer on the first.  A route that names src first (RFC 1122 3.2.1.8 case
+ * B, a sender's mistake) comes back without src twice; the router's own addresses at
+ * the end of the route (hops it made to itself, cp.c options) are no hops back; a route
+ * with no hop left gives no option (it would route nothing). */
+static uint32_t return_route(const uint8_t *o, uint32_t src, const uint32_t *own, int nown, uint8_t *out,
+                             uint32_t *dst)
+{
+    uint32_t l = o[1], p = o[2], end = p < l + 1 ? p : l + 1;
+    uint32_t k = end >= 4 ? (end - 4) / 4 : 0, first = k && rd32(o + 3) == src;
+    while (k > first && is_own(rd32(o + 3 + 4 * (k - 1)), own, nown)) k--;
+    if (k <= first) return 0;
+    uint32_t m = k - first;                               /* addresses in the return route */
+    *dst = rd32(o + 3 + 4 * (k - 1));
+    out[0] = o[0];
+    out[1] = (uint8_t)(3 + 4 * m);
+    out[2] = 4;
+    for (uint32_t j = 0; j + 1 < m; j++) memcpy(out + 3 + 4 * j, o + 3 + 4 * (k - 2 - j), 4);
+    wr32(out + 3 + 4 * (m - 1), src);
+    return 3 + 4 * m;
+}
+
+/* The echo reply's options from the request's header h (already checked: r), in this
+ * order: the return route of a source route (same type), Record Route, Timestamp (as
+ * received: the caller adds this router); then End of List up to a 32-bit boundary.
+ * Not returned: NOP and End of List (padding, which RFC 791 lets anyone drop) and every
+ * other option -- RFC 1122 3.2.2.6 and RFC 1812 4.3.3.6 ask for these three only, and
+ * the reply is a datagram the router originates: it would not send Stream ID (RFC 1812
+ * 4.2.2.1: SHOULD NOT), and security labels or router alerts are not its to repeat.
+ * Returns the length (0..40); *rr_at / *ts_at: where RR / TS start in the reply's
+ * header (0: none); *dst: the reply's first hop (unchanged without a return route). */
+static uint32_t reply_options(const uint8_t *h, const opt_result *r, uint32_t src, const uint32_t *own, int nown,
+                              uint8_t *opt, uint32_t *dst, int *rr_at, int *ts_at)
+{
+    uint32_t n = 0;
+    *rr_at = *ts_at = 0;
+    if (r->sr_at) n += return_route(h + r->sr_at, src, own, nown, opt, dst);
+    if (r->rr_at) {
+        *rr_at = 20 + (int)n;
+        memcpy(opt + n, h + r->rr_at, h[r->rr_at + 1]);
+        n += h[r->rr_at + 1];
+    }
+    if (r->ts_at) {
+        *ts_at = 20 + (int)n;
+        memcpy(opt + n, h + r->ts_at, h[r->ts_at + 1]);
+        n += h[r->ts_at + 1];
+    }
+    while (n % 4) opt[n++] = 0;
+    return n;
+}
+
+int echo_reply_route(const uint8_t *req, uint32_t req_len, const uint32_t *own, int nown, uint32_t *dst, int *strict)
+{
+    ip_view v;
+    opt_result r;
+    if (ip_parse(req, req_len, &v)) return -1;
+    *dst = v.src;
+    *strict = 0;
+    if (v.ihl == 5) return 0;
+    if (options_scan(v.hdr, NULL, 0, &r) != OPT_OK) return -1;
+    uint8_t opt[40];
+    *strict = r.sr_at && return_route(v.hdr + r.sr_at, v.src, own, nown, opt, dst) && r.strict;
+    return 0;
+}
+
+uint32_t build_echo_reply(uint8_t *out, const uint8_t dst_mac[6], const uint8_t src_mac[6], const uint8_t *req,
+                          uint32_t req_len, const uint32_t *own, int nown, uint32_t out_addr, uint32_t ts_ms)
+{
+    ip_view v;
+    if (ip_parse(req, req_len, &v)) return 0;
+    uint8_t opt[40];
+    uint32_t dst = v.src, ol = 0;
+    opt_result r, rec = {0};
+    if (v.ihl > 5) {
+        if (options_scan(v.hdr, own, nown, &r) != OPT_OK) return 0;
+        ol = reply_options(v.hdr, &r, v.src, own, nown, opt, &dst, &rec.rr_at, &rec.ts_at);
+        rec.ts_ours = r.ts_ours;
+    }
+    uint32_t hl = 4u * v.ihl, icmp_len = v.tot_len - hl, tot = 20u + ol + icmp_len;
+    if (tot > 0xFFFFu) return 0;
+    uint32_t n = eth_ip(out, dst_mac, src_mac, v.tos, (uint16_t)tot, v.id, IPPROTO_ICMP_, v.dst, dst);
+    uint8_t *h = out + ETH_HLEN, *icmp = h + 20 + ol;
+    if (ol) {
+        h[0] = (uint8_t)(0x40 | (20 + ol) / 4);
+        memcpy(h + 20, opt, ol);
+        ip_options_record(out, &rec, out_addr, ts_ms, NULL);   /* RR, TS: this router */
+        wr16(h + 10, 0);
+        wr16(h + 10, inet_csum(h, 20 + ol, 0));
+    }
+    memcpy(icmp, req + ETH_HLEN + hl, icmp_len);
+    icmp[0] = ICMP_ECHO_REPLY;
+    icmp[1] = 0;
+    wr16(icmp + 2, 0);
+    wr16(icmp + 2, inet_csum(icmp, icmp_len, 0));
+    return pad(out, n);
 }

@@ -35,18 +35,28 @@ int ip_parse(const uint8_t *f, uint32_t len, ip_view *v);
 int ip_is_unicast_src(uint32_t a);   /* not 0/8, 127/8, class D/E, limited broadcast */
 int icmp_is_error(const uint8_t *f, uint32_t len, const ip_view *v);
 
-/* The router's own datagrams: Ethernet header (dst, src) + IPv4 header (no options,
- * given id/tos) + ICMP; padded to ETH_MIN; all checksums set.  Return the frame length. */
+/* The router's own datagrams: Ethernet header (dst, src) + IPv4 header (given id/tos;
+ * no options but an echo reply's) + ICMP; padded to ETH_MIN; all checksums set.  Return
+ * the frame length. */
 /* ICMP error `type/code` about `orig` (a received frame): aux = the 4 bytes after the
  * checksum (redirect gateway, parameter-problem pointer << 24, 0); quotes the original
  * datagram as received, as much as fits in 576 bytes of IP. */
 uint32_t build_icmp_error(uint8_t *out, const uint8_t dst_mac[6], const uint8_t src_mac[6], uint32_t ip_src,
                           const uint8_t *orig, uint32_t orig_len, uint8_t type, uint8_t code, uint32_t aux);
-/* echo reply to the echo request `req`: source = the address the request was sent to, the
- * request's ICMP message whole; the request's IP options are not returned (an IHL 5
- * header: RFC 1812 4.3.3.6 makes returning Record Route / Timestamp a SHOULD) */
+/* The Echo Reply to the echo request `req` (RFC 1122 3.2.2.6, RFC 1812 4.3.3.6): from
+ * the address the request was sent to, the request's ICMP message whole.  A request with
+ * IP options gets them back as these rules say (pkt.c reply_options): a used-up source
+ * route reversed into a source route of the same type, the reply addressed to its first
+ * hop; Record Route and Timestamp with this router added (out_addr: the interface the
+ * reply leaves by; ts_ms: ms since midnight UT; own[]: the router's addresses, for a
+ * prespecified timestamp); no other option.  A request without options: an IHL 5 header.
+ * Returns the frame length, 0 when req is not an IPv4 datagram with well-formed options. */
 uint32_t build_echo_reply(uint8_t *out, const uint8_t dst_mac[6], const uint8_t src_mac[6], const uint8_t *req,
-                          uint32_t req_len);
+                          uint32_t req_len, const uint32_t *own, int nown, uint32_t out_addr, uint32_t ts_ms);
+/* where that reply goes first (*dst: the request's source, or the first hop of the
+ * return route) and whether the route back is strict (the first hop must be on-link);
+ * -1 as build_echo_reply's 0 */
+int echo_reply_route(const uint8_t *req, uint32_t req_len, const uint32_t *own, int nown, uint32_t *dst, int *strict);
 /* ARP (RFC 826): a request for `target` from (mac, ip), broadcast; a reply to (tha, tpa) */
 uint32_t build_arp(uint8_t *out, int op, const uint8_t sha[6], uint32_t spa, const uint8_t tha[6], uint32_t tpa);
 /* Forwarding rewrite: MACs, TTL - 1; checksum by RFC 1624 eq. 3 (incremental) or, when
@@ -66,9 +76,12 @@ typedef struct opt_result {
     int sr_exhausted;       /* addressed to us with a source route that is used up */
     uint8_t pointer;        /* OPT_BAD: offending octet, from the IP header start */
     int sr_at, rr_at, ts_at;   /* where each option starts (0: none), for pass 2 */
+    int ts_ours;            /* a prespecified timestamp (flag 3) names one of own[] next */
 } opt_result;
 int ip_options_route(uint8_t *f, const uint32_t *own, int nown, opt_result *r);
 /* pass 2, once the outgoing interface is known: record route, timestamp, the address
- * recorded for a source route; ts_ms = milliseconds since midnight UT */
+ * recorded for a source route; ts_ms = milliseconds since midnight UT.  A prespecified
+ * timestamp is added when the next address named is any of the router's (r->ts_ours:
+ * RFC 1812 5.3.13.6), not only the outgoing interface's. */
 int ip_options_record(uint8_t *f, const opt_result *r, uint32_t out_addr, uint32_t ts_ms, uint8_t *pointer);
 #endif

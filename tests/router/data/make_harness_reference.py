@@ -29,6 +29,15 @@ protocol to the router now gets a 3/2 (one more frame of the router's own, local
 1 -> 0); every other packet count stayed the same and every case agreed with the oracle;
 the daemon's instruction counts, and with them the timing of cases with exceptions
 (captures, latencies), moved; the history hashes did not.
+Re-made when npkd's echo replies began to return the request's IP options (RFC 1812
+4.3.3.6) and its option code was shared with them (a prespecified timestamp matching any
+of the router's addresses, a source route read on past the router's own addresses): no
+case sends an echo request with options, so every frame (bytes and order on every port),
+every disposition, every packet count and every history hash stayed the same and every
+case agreed with the oracle; the daemon runs a few more instructions on the option and
+echo paths (imix +78, errors +851 over the run), so its wait cycles, the departure
+times of frames near the exceptions (captures of parallel-imix and pipelined-errors,
+at most 4.7 us), their latencies and utilisations moved.
 
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 

@@ -84,8 +84,8 @@ static uint32_t echo_frame(uint8_t *f, uint32_t src, uint32_t dst, const uint8_t
     return n;
 }
 
-/* the reply to an echo request with options (RFC 1812 4.3.3.6): the ICMP message whole,
- * from the address asked, IHL 5 (options not returned), every checksum right */
+/* the reply to an echo request (RFC 1812 4.3.3.6) with no options to return (none, or
+ * NOPs only): the ICMP message whole, from the address asked, IHL 5, every checksum right */
 static void check_echo_reply(const uint8_t *out, uint32_t m, uint32_t from, uint32_t to)
 {
     ip_view v;
@@ -93,6 +93,87 @@ static void check_echo_reply(const uint8_t *out, uint32_t m, uint32_t from, uint
     CHECK(v.src == from && v.dst == to && inet_csum(out + 14, 20, 0) == 0);
     CHECK(out[34] == 0 && out[35] == 0 && inet_csum(out + 34, 28, 0) == 0);
     CHECK(out[39] == 0xAB && out[41] == 7 && out[42] == 0 && out[61] == 19);
+}
+
+static const uint32_t OWN[3] = {0x0A000001, 0x0A000101, 0x0A000201};
+#define S_ADDR 0xC6120001u      /* the requests' source */
+#define OUT_ADDR 0x0A000101u    /* the interface the replies leave by */
+#define TS 80000123u            /* the time they are made */
+
+/* the reply to an echo request from S_ADDR to 10.0.0.1 with options opt (optlen): the
+ * options it carries (want, wlen: a multiple of 4) and its destination; the rest as
+ * for every reply.  Returns whether all is so. */
+static int echo_opts(const uint8_t *opt, uint32_t optlen, const uint8_t *want, uint32_t wlen, uint32_t to)
+{
+    uint8_t f[1600], out[1600];
+    uint32_t n = echo_frame(f, S_ADDR, 0x0A000001, opt, optlen), dst;
+    uint32_t m = build_echo_reply(out, HOST_MAC, ROUTER_MAC, f, n, OWN, 3, OUT_ADDR, TS);
+    int strict = -1, ok = 1;
+    ip_view v;
+    ok &= m == 14 + 20 + wlen + 28 && !ip_parse(out, m, &v) && v.ihl == 5 + wlen / 4 && v.tot_len == 48 + wlen;
+    ok &= v.src == 0x0A000001 && v.dst == to && v.ttl == 64 && v.id == 0x1234 && v.proto == 1;
+    ok &= inet_csum(out + 14, 20 + wlen, 0) == 0 && (!wlen || !memcmp(out + 34, want, wlen));
+    const uint8_t *icmp = out + 34 + wlen;
+    ok &= icmp[0] == 0 && icmp[5] == 0xAB && icmp[7] == 7 && icmp[27] == 19 && inet_csum(icmp, 28, 0) == 0;
+    ok &= !echo_reply_route(f, n, OWN, 3, &dst, &strict) && dst == to && strict == (wlen && want[0] == 137);
+    return ok;
+}
+
+/* RFC 1122 3.2.2.6 / RFC 1812 4.3.3.6: the options an Echo Reply carries back */
+static void test_echo_options(void)
+{
+    /* Record Route with room: this router's outgoing address added (the EOL padding kept) */
+    const uint8_t rr[12] = {7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    CHECK(echo_opts(rr, 12, (const uint8_t[12]){7, 11, 8, 10, 0, 1, 1, 0, 0, 0, 0, 0}, 12, S_ADDR));
+    /* Record Route full: as received */
+    const uint8_t rr_full[8] = {7, 7, 8, 1, 2, 3, 4, 0};
+    CHECK(echo_opts(rr_full, 8, rr_full, 8, S_ADDR));
+    /* Timestamp, flag 0: a timestamp; full: the overflow count up by one */
+    const uint8_t ts0[12] = {68, 12, 5, 0x20, 0, 0, 0, 0, 0, 0, 0, 0};
+    CHECK(echo_opts(ts0, 12, (const uint8_t[12]){68, 12, 9, 0x20, 0x04, 0xC4, 0xB4, 0x7B, 0, 0, 0, 0}, 12, S_ADDR));
+    const uint8_t ts0_full[8] = {68, 8, 9, 0x20, 0, 0, 0, 9};
+    CHECK(echo_opts(ts0_full, 8, (const uint8_t[8]){68, 8, 9, 0x30, 0, 0, 0, 9}, 8, S_ADDR));
+    /* flag 1: address and timestamp; full: overflow */
+    const uint8_t ts1[12] = {68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    CHECK(echo_opts(ts1, 12, (const uint8_t[12]){68, 12, 13, 1, 10, 0, 1, 1, 0x04, 0xC4, 0xB4, 0x7B}, 12, S_ADDR));
+    const uint8_t ts1_full[12] = {68, 12, 13, 1, 1, 2, 3, 4, 0, 0, 0, 5};
+    CHECK(echo_opts(ts1_full, 12, (const uint8_t[12]){68, 12, 13, 0x11, 1, 2, 3, 4, 0, 0, 0, 5}, 12, S_ADDR));
+    /* flag 3: a timestamp when the next address named is any of ours (10.0.2.1: not the
+     * interface the reply leaves by); another's: as received; full: overflow */
+    const uint8_t ts3[12] = {68, 12, 5, 3, 10, 0, 2, 1, 0, 0, 0, 0};
+    CHECK(echo_opts(ts3, 12, (const uint8_t[12]){68, 12, 13, 3, 10, 0, 2, 1, 0x04, 0xC4, 0xB4, 0x7B}, 12, S_ADDR));
+    const uint8_t ts3_other[12] = {68, 12, 5, 3, 10, 0, 9, 1, 0, 0, 0, 0};
+    CHECK(echo_opts(ts3_other, 12, ts3_other, 12, S_ADDR));
+    const uint8_t ts3_full[12] = {68, 12, 13, 3, 10, 0, 2, 1, 0, 0, 0, 1};
+    CHECK(echo_opts(ts3_full, 12, (const uint8_t[12]){68, 12, 13, 0x13, 10, 0, 2, 1, 0, 0, 0, 1}, 12, S_ADDR));
+    /* a used-up loose source route S -> 1.1.1.1 -> 2.2.2.2 -> us: back to 2.2.2.2 with
+     * {1.1.1.1, S}, pointer on the first */
+    const uint8_t lsrr[12] = {131, 11, 12, 1, 1, 1, 1, 2, 2, 2, 2, 0};
+    CHECK(echo_opts(lsrr, 12, (const uint8_t[12]){131, 11, 4, 1, 1, 1, 1, 198, 18, 0, 1, 0}, 12, 0x02020202));
+    /* strict: the same, strict (the first hop on-link is the caller's to check) */
+    const uint8_t ssrr[8] = {137, 7, 8, 10, 0, 1, 2, 0};
+    CHECK(echo_opts(ssrr, 8, (const uint8_t[8]){137, 7, 4, 198, 18, 0, 1, 0}, 8, 0x0A000102));
+    /* a route that names the source first (RFC 1122 3.2.1.8 case B): S once on the way back */
+    const uint8_t case_b[12] = {131, 11, 12, 198, 18, 0, 1, 2, 2, 2, 2, 0};
+    CHECK(echo_opts(case_b, 12, (const uint8_t[8]){131, 7, 4, 198, 18, 0, 1, 0}, 8, 0x02020202));
+    /* the last hop is ours (one the router made to itself, cp.c options): not a hop back */
+    const uint8_t own_last[12] = {131, 11, 12, 1, 1, 1, 1, 10, 0, 2, 1, 0};
+    CHECK(echo_opts(own_last, 12, (const uint8_t[8]){131, 7, 4, 198, 18, 0, 1, 0}, 8, 0x01010101));
+    /* no hop at all: no source route back, straight to S */
+    const uint8_t empty[4] = {131, 3, 4, 0};
+    CHECK(echo_opts(empty, 4, NULL, 0, S_ADDR));
+    /* all together, with NOPs and a router alert (not returned): route, RR, TS in that order */
+    const uint8_t all[36] = {1, 0x94, 4, 0, 0, 68, 8, 5, 0, 0, 0, 0, 0, 7, 7, 4, 0, 0, 0, 0,
+                             137, 11, 12, 1, 1, 1, 1, 10, 0, 1, 2, 1, 0, 0, 0, 0};
+    CHECK(echo_opts(all, 36, (const uint8_t[28]){137, 11, 4, 1, 1, 1, 1, 198, 18, 0, 1, 7, 7, 8, 10, 0, 1, 1,
+                                                 68, 8, 9, 0, 0x04, 0xC4, 0xB4, 0x7B, 0, 0}, 28, 0x0A000102));
+    /* malformed options (checked by the caller first): no reply */
+    uint8_t f[1600], out[1600];
+    const uint8_t bad[4] = {7, 2, 0, 0};
+    uint32_t n = echo_frame(f, S_ADDR, 0x0A000001, bad, 4), dst;
+    int strict;
+    CHECK(build_echo_reply(out, HOST_MAC, ROUTER_MAC, f, n, OWN, 3, OUT_ADDR, TS) == 0);
+    CHECK(echo_reply_route(f, n, OWN, 3, &dst, &strict) == -1);
 }
 
 static void test_checksums(void)
@@ -156,17 +237,20 @@ static void test_echo_and_arp(void)
     ck = inet_csum(f + 14, 20, 0);
     f[14 + 10] = (uint8_t)(ck >> 8);
     f[14 + 11] = (uint8_t)ck;
-    uint32_t m = build_echo_reply(out, HOST_MAC, ROUTER_MAC, f, n);
+    uint32_t m = build_echo_reply(out, HOST_MAC, ROUTER_MAC, f, n, OWN, 3, 0x0A000001, 0);
     ip_view v;
     CHECK(m == 62 && ip_parse(out, m, &v) == 0 && v.src == 0x0A000001 && v.dst == 0xC6120001);
     CHECK(out[34] == 0 && out[38] == 0xAB && out[41] == 7 && inet_csum(out + 34, 28, 0) == 0);
     CHECK(inet_csum(out + 14, 20, 0) == 0);
-    /* a request with options (NOPs, record route): the reply without them */
-    const uint8_t rr[12] = {1, 7, 7, 4, 0, 0, 0, 0, 1, 1, 1, 0};
-    n = echo_frame(f, 0xC6120001, 0x0A000001, rr, 12);
-    m = build_echo_reply(out, HOST_MAC, ROUTER_MAC, f, n);
+    /* a request with NOPs only: nothing to return, the reply of a request without options */
+    const uint8_t nops[4] = {1, 1, 1, 0};
+    n = echo_frame(f, 0xC6120001, 0x0A000001, nops, 4);
+    m = build_echo_reply(out, HOST_MAC, ROUTER_MAC, f, n, OWN, 3, 0x0A000001, 0);
     CHECK(m == 62);
     check_echo_reply(out, m, 0x0A000001, 0xC6120001);
+    uint8_t plain[1600];
+    n = echo_frame(f, 0xC6120001, 0x0A000001, NULL, 0);
+    CHECK(build_echo_reply(plain, HOST_MAC, ROUTER_MAC, f, n, OWN, 3, 0x0A000001, 0) == 62 && !memcmp(plain, out, 62));
     m = build_arp(out, 1, ROUTER_MAC, 0x0A000001, (const uint8_t[6]){0}, 0x0A00004D);
     CHECK(m == 60 && out[0] == 0xFF && rd16(out + 12) == 0x0806 && rd16(out + 20) == 1);
     CHECK(rd32(out + 28) == 0x0A000001 && rd32(out + 38) == 0x0A00004D && !memcmp(out + 22, ROUTER_MAC, 6));
@@ -217,6 +301,17 @@ static void test_options(void)
     const uint8_t bad3[4] = {1, 68, 40, 5};
     udp_frame(f, 0xC6120001, 0x01020304, 64, 20, bad3, 4);
     CHECK(ip_options_route(f, own, 2, &r) == OPT_BAD && r.pointer == 22);
+    /* a prespecified timestamp naming another of our addresses (RFC 1812 5.3.13.6: any of
+     * the router's): stamped, whatever interface the datagram leaves by */
+    const uint8_t ts3[12] = {68, 12, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0};
+    udp_frame(f, 0xC6120001, 0x01020304, 64, 20, ts3, 12);
+    CHECK(ip_options_route(f, own, 2, &r) == OPT_OK && r.ts_ours);
+    ip_options_record(f, &r, 0x0A000201, 80000123, NULL);
+    CHECK(f[14 + 22] == 13 && rd32(f + 14 + 24) == 0x0A000101 && rd32(f + 14 + 28) == 80000123);
+    udp_frame(f, 0xC6120001, 0x01020304, 64, 20, ts3, 12);
+    CHECK(ip_options_route(f, own, 1, &r) == OPT_OK && !r.ts_ours);  /* not ours: as is */
+    ip_options_record(f, &r, 0x0A000201, 80000123, NULL);
+    CHECK(f[14 + 22] == 5 && rd32(f + 14 + 28) == 0);
     /* unknown options are carried (router alert) */
     const uint8_t ra[4] = {0x94, 4, 0, 0};
     udp_frame(f, 0xC6120001, 0x01020304, 64, 20, ra, 4);
@@ -511,6 +606,49 @@ static void test_engine(void)
     m = sent(k, &c, &o, &port);
     CHECK(m == 62 && port == 0 && !memcmp(o, c.arp[0].mac, 6) && e.stats[ST_icmp_echo_reply] == 1);
     check_echo_reply(o, m, 0x0A000001, 0xC6120001);
+    /* one that came by a loose source route through 10.0.1.2 (used up), recording the route
+     * and timestamps with addresses: the reply goes back by 10.0.1.2 (port 1), the route
+     * reversed, 10.0.1.1 recorded and stamped with the engine's clock */
+    const uint8_t back[24] = {131, 7, 8, 10, 0, 1, 2, 7, 7, 4, 0, 0, 0, 0, 68, 12, 5, 1, 0, 0, 0, 0, 0, 0};
+    uint8_t opt[28] = {0};
+    memcpy(opt, back, 24);
+    n = echo_frame(f, 0xC6120001, 0x0A000001, opt, 28);
+    except(k, &c, f, n, 1, 2);
+    cp_poll(&e, 64);
+    m = sent(k, &c, &o, &port);
+    uint32_t stamp = (uint32_t)(k->now / 1000000u % 86400000u);
+    CHECK(m == 14 + 48 + 28 && port == 1 && !memcmp(o, c.arp[1].mac, 6) && !memcmp(o + 6, c.port[1].mac, 6));
+    CHECK(o[14] == 0x4C && rd32(o + 26) == 0x0A000001 && rd32(o + 30) == 0x0A000102 && inet_csum(o + 14, 48, 0) == 0);
+    CHECK(!memcmp(o + 34, (const uint8_t[7]){131, 7, 4, 198, 18, 0, 1}, 7));
+    CHECK(!memcmp(o + 41, (const uint8_t[7]){7, 7, 8, 10, 0, 1, 1}, 7));
+    CHECK(!memcmp(o + 48, (const uint8_t[8]){68, 12, 13, 1, 10, 0, 1, 1}, 8) && rd32(o + 56) == stamp);
+    CHECK(o[60] == 0 && o[61] == 0 && o[62] == 0 && inet_csum(o + 62, 28, 0) == 0 && e.stats[ST_icmp_echo_reply] == 2);
+    /* strict, through 1.2.3.4 (not on-link: 1/8 is via 10.0.1.2): not answered, no route back */
+    uint32_t no_back = e.stats[ST_icmp_no_route_back];
+    const uint8_t strict_back[8] = {137, 7, 8, 1, 2, 3, 4, 0};
+    n = echo_frame(f, 0xC6120001, 0x0A000001, strict_back, 8);
+    except(k, &c, f, n, 1, 2);
+    cp_poll(&e, 64);
+    CHECK(sent(k, &c, &o, &port) == 0 && e.stats[ST_icmp_no_route_back] == no_back + 1);
+    /* a loose source route to 10.0.1.1 whose next address is 10.0.2.1 (ours too), then
+     * 198.18.0.9: not for us -- on through 10.0.2.1 to 198.18.0.9, out of port 0 */
+    const uint8_t via_us[12] = {131, 11, 4, 10, 0, 2, 1, 198, 18, 0, 9, 0};
+    n = echo_frame(f, 0xC6120005, 0x0A000101, via_us, 12);
+    uint32_t fwd = e.stats[ST_forwarded];
+    except(k, &c, f, n, 1, 2);
+    cp_poll(&e, 64);
+    m = sent(k, &c, &o, &port);
+    CHECK(m == n && port == 0 && rd32(o + 30) == 0xC6120009 && e.stats[ST_forwarded] == fwd + 1);
+    CHECK(!memcmp(o + 34, (const uint8_t[11]){131, 11, 12, 10, 0, 2, 1, 10, 0, 0, 1}, 11) && inet_csum(o + 14, 32, 0) == 0);
+    /* the same to 10.0.0.1 with the route's last address 10.0.2.1, ours too: a hop made
+     * here, then the route is used up -- answered from 10.0.2.1, back by 10.0.1.2 */
+    const uint8_t to_us[12] = {131, 11, 8, 10, 0, 1, 2, 10, 0, 2, 1, 0};
+    n = echo_frame(f, 0xC6120001, 0x0A000001, to_us, 12);
+    except(k, &c, f, n, 1, 2);
+    cp_poll(&e, 64);
+    m = sent(k, &c, &o, &port);
+    CHECK(m == 14 + 28 + 28 && port == 1 && rd32(o + 26) == 0x0A000201 && rd32(o + 30) == 0x0A000102);
+    CHECK(!memcmp(o + 34, (const uint8_t[8]){131, 7, 4, 198, 18, 0, 1, 0}, 8) && inet_csum(o + 14, 28, 0) == 0);
     /* TCP and protocol 99 to the router: Protocol Unreachable (3/2) quoting the datagram */
     for (int proto = 0; proto < 2; proto++) {
         n = udp_frame(f, 0xC6120001, 0x0A000001, 64, 30, NULL, 0);
@@ -551,7 +689,7 @@ static void test_engine(void)
     }
     int requests = 0;
     while ((m = sent(k, &c, &o, &port))) requests += rd16(o + 12) == 0x0806 && rd32(o + 38) == 0x0A000063;
-    CHECK(requests == 3 && e.stats[ST_own_dropped_no_arp] == 1 && e.stats[ST_icmp_echo_reply] == 1);
+    CHECK(requests == 3 && e.stats[ST_own_dropped_no_arp] == 1 && e.stats[ST_icmp_echo_reply] == 3);
     cp_publish(&e, 2, 1);
     CHECK(npkd_sram_rd(&k->mem, c.stats_base) == NPKD_STATS_MAGIC &&
           npkd_sram_rd(&k->mem, c.stats_base + NPKD_STATS_HDR + 4 * ST_arp_resolved) == 1);
@@ -568,6 +706,7 @@ int main(void)
     test_checksums();
     test_icmp_error();
     test_echo_and_arp();
+    test_echo_options();
     test_options();
     test_lpm();
     test_engine();
