@@ -414,17 +414,7 @@ def enc_ld_field(c: _Ctx) -> int:
     if not re.fullmatch(r"[01]{4}", mask_text):
         raise EncodeError(f"byte mask must be four binary digits like 0011, got '{mask_text}'", 1)
     stype, amt = _encode_shift(c.arg(3)) if n == 4 else (0, 0)
-    dest, src = c.op(0), c.op(2)
-    dest_is_b = 1 if dest.bank == "b" else 0
-    try:
-        if dest_is_b:
-            fb, _ = encode_restricted(dest, "b", True)
-            fa, msb = encode_restricted(src, "a", False)
-        else:
-            fa, _ = encode_restricted(dest, "a", True)
-            fb, msb = encode_restricted(src, "b", False)
-    except OperandError as e:
-        raise EncodeError(f"{e} (ld_field: destination and source must be in different banks)") from None
+    fa, fb, dest_is_b, msb = _ld_field_operands(c.op(0), c.op(2))
     w = cls.value
     for f, v in (("a_src", fa), ("b_src", fb), ("dest_is_b", dest_is_b), ("imm_msb", msb or 0),
                  ("byte_mask", int(mask_text, 2)), ("shift_type", stype), ("shift_amt", amt),
@@ -432,6 +422,22 @@ def enc_ld_field(c: _Ctx) -> int:
                  ("load_cc", 1 if c.token("load_cc") is not None else 0)):  # fmt: skip
         w = cls.put(w, f, v)
     return w
+
+
+def _ld_field_operands(dest: Op, src: Op) -> tuple[int, int, int, int | None]:
+    """(a_src, b_src, dest_is_b, imm_msb): the destination in its bank's field and the
+    source in the other; a destination of no bank (a transfer register) takes the field
+    the source leaves, A when both will do."""
+    first: OperandError | None = None
+    for dest_is_b in (1,) if dest.bank == "b" else (0,) if dest.bank == "a" else (0, 1):
+        try:
+            fd, _ = encode_restricted(dest, "ab"[dest_is_b], True)
+            fs, msb = encode_restricted(src, "ba"[dest_is_b], False)
+        except OperandError as e:
+            first = first or e
+            continue
+        return (fs, fd, 1, msb) if dest_is_b else (fd, fs, 0, msb)
+    raise EncodeError(f"{first} (ld_field: destination and source must be in different banks)")
 
 
 def enc_immed(c: _Ctx) -> int:
