@@ -3,12 +3,15 @@
 Strategy
 --------
 1. *Bank constraints.*  For every instruction, `operand_roles` says which
-   operands share an A/B group (they must sit in opposite banks) and which
-   roles fix a bank.  Each constraint is an edge "different bank" (or "bank
-   X") in a parity union-find over virtual registers; a constraint that would
-   close an odd cycle (or contradict a fixed bank) cannot be met, so the
-   operand is copied first through a fresh temporary (`alu[tmp, --, b, v]`
-   inserted before the instruction) and a warning says so.
+   operands share an A/B group (they must sit in opposite banks) and
+   `fixed_banks` which banks the encoding fixes (always, or only while the
+   other operands of the group are registers: br=byte).  Each constraint is
+   an edge "different bank" (or "bank X") in a parity union-find over virtual
+   registers; a constraint that would close an odd cycle (or contradict a
+   fixed bank) cannot be met, so the operand is copied first through a fresh
+   temporary (`alu[tmp, --, b, v]` inserted before the instruction) and a
+   warning says so.  A physical register written in the source is never
+   copied: if its bank is wrong the encoder says so.
 2. *Orientation.*  Each connected component can be flipped as a whole; the
    assembler picks the orientation that keeps the two banks balanced.
    Registers with no constraint choose their bank at colouring time.
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from npkit.toolchain.isa import operand_roles
+from npkit.toolchain.isa import fixed_banks, operand_roles
 from npkit.toolchain.isa.operands import Op
 
 from .errors import AsmError, Diagnostics, SourceLoc
@@ -119,6 +122,8 @@ class Allocator:
 
     def constrain(self, ins: Instr) -> None:
         refs = ins.refs
+        # the banks the encoding fixes, given which operands are registers (not constants)
+        banks = fixed_banks(ins.roles, [ref.kind in ("sym", "phys") for ref in refs])
         groups: dict[int, list[int]] = {}
         for i, (role, ref) in enumerate(zip(ins.roles, refs, strict=True)):
             if not _gpr(ref):
@@ -128,18 +133,20 @@ class Allocator:
                                f"(restricted field of '{ins.mnemonic}'); copy it to a GPR first",
                                ins.arg_loc(i))  # fmt: skip
             if (
-                role.bank
+                banks[i]
                 and ref.kind == "sym"
                 and ref.sym is not None
-                and not self._fix(ref.sym, role.bank)
+                and not self._fix(ref.sym, banks[i])
             ):
-                self._move(ins, i, role.bank)
+                self._move(ins, i, banks[i])
             if role.group:
                 groups.setdefault(role.group, []).append(i)
         for members in groups.values():
             for x in range(len(members)):
                 for y in range(x + 1, len(members)):
                     i, j = members[x], members[y]
+                    if banks[i] and banks[j] and banks[i] != banks[j]:
+                        continue  # both banks fixed above, opposite: nothing more to ask
                     if (
                         refs[i].kind == "sym"
                         and refs[i].sym is refs[j].sym
@@ -175,9 +182,10 @@ class Allocator:
             self._fix(tmp, bank)
         elif partner is not None:
             self._pair(Ref("sym", tmp.name, tmp), partner)
-        self.diags.warn(f"'{ref.text}' cannot be in the opposite bank of the other operand of "
-                        f"'{ins.mnemonic}': copied through a temporary (one extra instruction)",
-                        ins.arg_loc(i))  # fmt: skip
+        where = (f"bank {bank.upper()}, where '{ins.mnemonic}' needs this operand" if bank is not None
+                 else f"the opposite bank of the other operand of '{ins.mnemonic}'")  # fmt: skip
+        self.diags.warn(f"'{ref.text}' cannot be in {where}: copied through a temporary "
+                        "(one extra instruction)", ins.arg_loc(i))  # fmt: skip
 
     # ---- 2./3./4. GPRs ------------------------------------------------------------
 

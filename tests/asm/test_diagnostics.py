@@ -134,11 +134,19 @@ def test_br_byte_bank_error_names_the_mnemonic_and_the_registers() -> None:
     assert e.value.loc is not None and e.value.loc.col == 13  # the register tested in bank A
     # allocated registers: the message says which source name became which register
     with pytest.raises(AsmError) as e:
-        asm(".reg x y\n    br!=byte[x, 3, y, l#]\nl#:\n    halt\n")
-    assert e.value.message.startswith("br!=byte:") and "(x is a0, y is b0)" in e.value.message
+        asm(".reg y\n    br!=byte[a1, 3, y, l#]\nl#:\n    halt\n")
+    assert e.value.message.startswith("br!=byte:") and "got a1 and a0 (y is a0)" in e.value.message
     # an absolute register is not a bank problem
     with pytest.raises(AsmError, match="absolute register @a1 is not allowed"):
         asm("    br=byte[@a1, 3, 7, x#]\nx#: halt\n")
+    # "--" is neither a register to test nor a compare value (it used to encode as a0)
+    with pytest.raises(AsmError, match="br=byte: the compare value is a register or a constant, not --"):
+        asm("    br=byte[b1, 3, --, x#]\nx#: halt\n")
+    with pytest.raises(AsmError, match="br!=byte: the first operand is the register tested, not --"):
+        asm("    br!=byte[--, 3, 7, x#]\nx#: halt\n")
+    # two constants share the one immediate MSB
+    with pytest.raises(AsmError, match="share bit 7"):
+        asm("    br=byte[5, 3, 0x85, x#]\nx#: halt\n")
 
 
 def test_missing_comma_between_operands() -> None:

@@ -5,13 +5,14 @@ Public API:
     decode(word, ctx_mode=8, label_of=None) -> str     40-bit word -> instruction text
     MNEMONICS                                          every mnemonic the encoder accepts
     operand_roles(mnemonic, args) -> list[Role]        what each operand is, for register allocation
+    fixed_banks(roles, registers) -> list[str]         the bank the encoding fixes for each operand
     isa()                                              the loaded description (classes, fields, enums, CSRs)
 """
 
 from .codec import MNEMONICS, EncodeError, encode
 from .decode import DecodeError, decode
 from .model import WORD_MASK, isa
-from .roles import Role, operand_roles
+from .roles import Role, fixed_banks, operand_roles
 from .syntax import SplitInstr, SyntaxProblem, Token, split_instruction
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "Token",
     "decode",
     "encode",
+    "fixed_banks",
     "isa",
     "operand_roles",
     "split_instruction",

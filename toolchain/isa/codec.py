@@ -20,6 +20,7 @@ from . import model
 from .model import ClassDef, MemCmd, Mnemonic
 from .operands import (
     NONE,
+    BankError,
     Op,
     OperandError,
     check_context_relative,
@@ -27,6 +28,7 @@ from .operands import (
     encode_unrestricted,
     parse_physical,
 )
+from .roles import fixed_banks, operand_roles
 from .syntax import SplitInstr, SyntaxProblem, Token, reference_count, split_instruction
 
 
@@ -125,22 +127,27 @@ def _pair_unrestricted(a: Op, b: Op) -> tuple[int, int, int]:
     raise EncodeError(_bank_conflict(a, b))
 
 
-def _pair_restricted(a: Op, b: Op) -> tuple[int, int, int, int]:
-    """(a_field, b_field, swap, imm_msb) for restricted fields."""
-    last: OperandError | None = None
+def _pair_restricted(a: Op, b: Op, fields: tuple[str, str] = ("", "")) -> tuple[int, int, int, int]:
+    """(a_field, b_field, swap, imm_msb) for restricted fields; `fields` the field ("a" /
+    "b") the description fixes for a and for b (roles.fixed_banks), "" where either will do."""
+    other: OperandError | None = None  # a fault of an operand itself, not of its bank
     for swap, (fa, fb) in ((0, (a, b)), (1, (b, a))):
+        if fields[swap] not in ("", "a") or fields[1 - swap] not in ("", "b"):
+            continue  # swap puts b in the A field, a in the B field
         try:
             va, ma = encode_restricted(fa, "a", False)
             vb, mb = encode_restricted(fb, "b", False)
+        except BankError:
+            continue
         except OperandError as e:
-            last = e
+            other = other or e
             continue
         msbs = {m for m in (ma, mb) if m is not None and not (m == 0 and _is_none(fa, fb, m))}
         if len(msbs) > 1:
             raise EncodeError("both constants must share bit 7 (one immediate MSB per instruction)")
         return va, vb, swap, (msbs.pop() if msbs else 0)
-    if last is not None and "absolute" in str(last):
-        raise EncodeError(str(last))
+    if other is not None:
+        raise EncodeError(str(other))
     raise EncodeError(_bank_conflict(a, b))
 
 
@@ -407,17 +414,7 @@ def enc_ld_field(c: _Ctx) -> int:
     if not re.fullmatch(r"[01]{4}", mask_text):
         raise EncodeError(f"byte mask must be four binary digits like 0011, got '{mask_text}'", 1)
     stype, amt = _encode_shift(c.arg(3)) if n == 4 else (0, 0)
-    dest, src = c.op(0), c.op(2)
-    dest_is_b = 1 if dest.bank == "b" else 0
-    try:
-        if dest_is_b:
-            fb, _ = encode_restricted(dest, "b", True)
-            fa, msb = encode_restricted(src, "a", False)
-        else:
-            fa, _ = encode_restricted(dest, "a", True)
-            fb, msb = encode_restricted(src, "b", False)
-    except OperandError as e:
-        raise EncodeError(f"{e} (ld_field: destination and source must be in different banks)") from None
+    fa, fb, dest_is_b, msb = _ld_field_operands(c.op(0), c.op(2))
     w = cls.value
     for f, v in (("a_src", fa), ("b_src", fb), ("dest_is_b", dest_is_b), ("imm_msb", msb or 0),
                  ("byte_mask", int(mask_text, 2)), ("shift_type", stype), ("shift_amt", amt),
@@ -425,6 +422,22 @@ def enc_ld_field(c: _Ctx) -> int:
                  ("load_cc", 1 if c.token("load_cc") is not None else 0)):  # fmt: skip
         w = cls.put(w, f, v)
     return w
+
+
+def _ld_field_operands(dest: Op, src: Op) -> tuple[int, int, int, int | None]:
+    """(a_src, b_src, dest_is_b, imm_msb): the destination in its bank's field and the
+    source in the other; a destination of no bank (a transfer register) takes the field
+    the source leaves, A when both will do."""
+    first: OperandError | None = None
+    for dest_is_b in (1,) if dest.bank == "b" else (0,) if dest.bank == "a" else (0, 1):
+        try:
+            fd, _ = encode_restricted(dest, "ab"[dest_is_b], True)
+            fs, msb = encode_restricted(src, "ba"[dest_is_b], False)
+        except OperandError as e:
+            first = first or e
+            continue
+        return (fs, fd, 1, msb) if dest_is_b else (fd, fs, 0, msb)
+    raise EncodeError(f"{first} (ld_field: destination and source must be in different banks)")
 
 
 def enc_immed(c: _Ctx) -> int:
@@ -566,36 +579,43 @@ def enc_br_byte(c: _Ctx) -> int:
     byte_no = c.number(1, "a byte number")
     if not 0 <= byte_no <= 3:
         raise EncodeError(f"byte number {byte_no} out of range (0-3)", 1)
+    mn = c.split.mnemonic
+    if reg.kind == "none":
+        raise EncodeError(f"{mn}: the first operand is the register tested, not --", 0)
+    if reg.kind == "imm" and value.kind != "imm":
+        raise EncodeError(f"{mn}: the first operand must be a register when the compare value "
+                          f"{value.text()} is a register", 0)  # fmt: skip
+    if value.kind == "none":
+        raise EncodeError(f"{mn}: the compare value is a register or a constant, not --", 2)
+    banks = _fixed_banks(c, {0: reg, 2: value})
     try:
-        if value.kind == "imm" and reg.bank != "b":
-            fa, _ = encode_restricted(reg, "a", False)
-            fb, msb = encode_restricted(value, "b", False)
-        else:
-            fb, _ = encode_restricted(reg, "b", False)
-            fa, msb = encode_restricted(value, "a", False)
-            if value.kind != "imm" and fb & 0x20:
-                raise OperandError("compare value")
-    except OperandError as e:
-        raise _br_byte_error(c.split.mnemonic, reg, value, e) from None
+        fa, fb, _swap, msb = _pair_restricted(reg, value, (banks[0], banks[2]))
+    except EncodeError as e:
+        raise _br_byte_error(mn, reg, value, (banks[0], banks[2]), e) from None
     w = cls.value
-    for f, v in (("a_src", fa), ("b_src", fb), ("imm_msb", msb or 0), ("byte_no", byte_no),
+    for f, v in (("a_src", fa), ("b_src", fb), ("imm_msb", msb), ("byte_no", byte_no),
                  ("equal", int(str(c.fact("equal")))),
                  ("target", _target(c, 3)), ("defer", _defer(c))):  # fmt: skip
         w = cls.put(w, f, v)
     return w
 
 
-def _br_byte_error(mnemonic: str, reg: Op, value: Op, e: OperandError) -> EncodeError:
-    """Why br=byte/br!=byte cannot encode: with a register compare value, the register tested
-    goes in the B field and the compare value in the A field."""
-    if value.kind != "imm" and reg.kind == "imm":
-        return EncodeError(f"{mnemonic}: the first operand must be a register when the compare value "
-                           f"{value.text()} is a register", 0)  # fmt: skip
-    reg_in_a, value_in_b = reg.kind == "gpr" and reg.bank == "a", value.kind == "gpr" and value.bank == "b"
-    if value.kind != "imm" and (reg_in_a or value_in_b):
+def _fixed_banks(c: _Ctx, ops: dict[int, Op]) -> list[str]:
+    """roles.fixed_banks for this instruction: operand i is a register unless ops[i] is a
+    constant or -- (operands not in `ops` are in no group, so they do not count)."""
+    roles = operand_roles(c.split.mnemonic, list(c.split.args))
+    return fixed_banks(roles, [i not in ops or ops[i].kind not in ("imm", "none") for i in range(len(roles))])
+
+
+def _br_byte_error(mnemonic: str, reg: Op, value: Op, banks: tuple[str, str], e: EncodeError) -> EncodeError:
+    """Why br=byte/br!=byte cannot encode: with a register compare value the description fixes
+    the bank of both (the register tested in B, the compare value in A)."""
+    reg_wrong = reg.kind == "gpr" and banks[0] not in ("", reg.bank)
+    value_wrong = value.kind == "gpr" and banks[1] not in ("", value.bank)
+    if reg_wrong or value_wrong:
         return EncodeError(f"{mnemonic}: with a register as the compare value, the register tested must be "
-                           f"in bank B and the compare value in bank A; got {reg.text()} and {value.text()}",
-                           0 if reg_in_a else 2)  # fmt: skip
+                           f"in bank {banks[0].upper()} and the compare value in bank {banks[1].upper()}; "
+                           f"got {reg.text()} and {value.text()}", 0 if reg_wrong else 2)  # fmt: skip
     return EncodeError(str(e), 2 if value.kind == "abs" else 0)
 
 

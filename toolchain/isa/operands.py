@@ -22,6 +22,10 @@ class OperandError(ValueError):
     pass
 
 
+class BankError(OperandError):
+    """A GPR of one bank named in the other bank's operand field."""
+
+
 @dataclass(frozen=True)
 class Op:
     """kind: none | gpr | abs | xfer | dxfer | nn | imm | idx."""
@@ -178,7 +182,7 @@ def encode_unrestricted(op: Op, field_bank: str, is_dest: bool) -> int:
         # 0x300 in the B field (RX 45 / QAT 8); a destination "--" is 0x300.
         return 0 if (field_bank == "a" and not is_dest) else int(t.by_kind[("u", "imm")].none or 0)
     if k in ("gpr", "abs") and op.bank != field_bank:
-        raise OperandError(f"{op.text()} cannot go in the {field_bank.upper()} operand field")
+        raise BankError(f"{op.text()} cannot go in the {field_bank.upper()} operand field")
     if k == "imm":
         if is_dest:
             raise OperandError("a constant cannot be a destination")
@@ -230,7 +234,7 @@ def encode_restricted(op: Op, field_bank: str, is_dest: bool) -> tuple[int, int 
         # RX 11 / TX 3, B field (operands swapped) QAT ae_inst_1b .10 / .11
         return 0, None
     if k == "gpr" and op.bank != field_bank:
-        raise OperandError(f"{op.text()} cannot go in the {field_bank.upper()} operand field")
+        raise BankError(f"{op.text()} cannot go in the {field_bank.upper()} operand field")
     if k == "abs":
         raise OperandError(f"absolute register {op.text()} is not allowed in this instruction")
     if k == "imm":

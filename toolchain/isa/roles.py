@@ -3,13 +3,16 @@
 The assembler asks `operand_roles("alu", ["x", "y", "+", "z"])` before it picks
 physical registers: which operands are written, which are read, which must sit
 in opposite banks (same nonzero `group`), which go through a restricted field
-(no absolute GPRs), and which are transfer registers and in which direction.
+(no absolute GPRs), which the encoding fixes in a bank (`fixed_banks`), and which are
+transfer registers and in which direction.
 Every mnemonic's operand list is mev2.yaml `mnemonics` (role names defined in
 mev2.yaml `roles`); a transfer operand's direction is its command's `dir`.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -23,11 +26,23 @@ class Role:
     restricted: bool = False  # 8-bit field: relative GPRs only, constants to 255 with a shared MSB
     group: int = 0  # operands sharing a nonzero group must be in different GPR banks
     bank: str = ""  # "a" / "b" when the encoding fixes the bank
+    paired_bank: str = ""  # "a" / "b": fixed only while every operand of its group is a register
     xfer_dir: str = ""  # read (unit writes it) | write (unit reads it) | both
     unit: str = ""  # sram | scratch | dram | msf | pci | cap | hash, for xfer and signal roles
 
 
 WORD = Role("word")
+
+
+def fixed_banks(roles: Sequence[Role], registers: Sequence[bool]) -> list[str]:
+    """The bank ("a" / "b", "" for either) the encoding fixes for each operand, given which
+    operands are registers (not constants): `bank` always, `paired_bank` while every
+    operand of the role's group (two or more) is a register.  The encoder places operands
+    by it and the register allocator puts virtual registers there."""
+    members = Counter(r.group for r in roles if r.group)
+    complete = {g for g, n in members.items() if n > 1}
+    complete -= {r.group for r, reg in zip(roles, registers, strict=True) if not reg}
+    return [r.bank or (r.paired_bank if r.group in complete else "") for r in roles]
 
 
 @lru_cache(maxsize=8)
