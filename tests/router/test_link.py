@@ -198,3 +198,17 @@ def test_ring_hash_macro_is_hash_times_n_over_2_16(n: int) -> None:
             chip.enable(0, 1)
             assert chip.run_until_halt(10_000) == "halted"
             assert chip.reg(0, reg["r"], 0) == first + (h16 * n >> 16), (n, hex(h16))
+
+
+def test_linking_twice_gives_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two links of the same inputs, uncached, are identical: the generated npk_sys.h is
+    named the same in both (its temporary directory used to be in scopes, the line table
+    and the source list), and a name it is known by is in the image."""
+    from npkit.toolchain.image import to_bytes
+    from npkit.toolchain.system.link import GENERATED_DIR
+
+    monkeypatch.setenv("NPK_CACHE_DIR", "off")
+    first, second = (to_bytes(link("pipelined")) for _ in range(2))
+    assert first == second
+    assert b"npk-link-" not in first
+    assert f"{GENERATED_DIR}/npk_sys.h".encode() in first

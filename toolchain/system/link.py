@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .layout import Block, Layout, LinkError, load_layout
 from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
@@ -31,6 +31,9 @@ from .sysmap import (
     MAX_PORTS,
     SYS,
 )
+
+if TYPE_CHECKING:
+    from npkit.toolchain.image import Program
 
 # ---- generated headers ---------------------------------------------------------------
 
@@ -460,6 +463,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
             except AsmError as e:
                 raise LinkError(f"block {b.name} ({b.source}): {e}") from None
             prog = asm.program
+            _name_generated(prog, tmp)
             prog.mes = list(b.mes)
             if b.name.startswith("host_"):
                 prog.ctx_enable = 1  # the stand-ins poll their mailbox with one context
@@ -495,6 +499,26 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         except ImageError:
             pass  # the next run finds it unreadable and links again, as it would have
     return image
+
+
+# where the image says the generated npk_sys.h was (its scopes, line table and sources
+# name it): the same for every link, so that linking the same inputs twice gives the
+# same bytes (the temporary directory it was written to is gone after the link anyway)
+GENERATED_DIR = "<npk link>"
+
+
+def _name_generated(prog: Program, tmp: str) -> None:
+    """Replace the temporary directory in `prog`'s source references by GENERATED_DIR."""
+    def fix(text: str) -> str:
+        return text.replace(tmp, GENERATED_DIR)
+
+    for sym in prog.symbols:
+        if isinstance(sym.scope, str):
+            sym.scope = fix(sym.scope)
+    for entry in prog.lines:
+        entry.file = fix(entry.file)
+        entry.macro = fix(entry.macro)
+    prog.source_files = [fix(f) for f in prog.source_files]
 
 
 def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | None, router_record: dict[str, Any],
