@@ -46,6 +46,8 @@ from .routes import Route, RouteTable
 
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
 KILLED = "control_killed"  # drop reason: a packet held for ARP when the daemon was killed (lost with it)
+# (its buffer is not: the daemon started again gives it back, xscale/npkd/README.md "Restart";
+# buffers are no frames, so nothing here models them)
 CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9: 128 of them, ~35 us) and more
 ICMP_MAX_IP = 576
 BROADCAST_MAC = b"\xff" * 6

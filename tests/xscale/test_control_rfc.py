@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from npkit.emulator.traffic.control import KILLED
 from npkit.emulator.traffic.packet import (
     ARP,
     ICMP,
@@ -23,8 +24,11 @@ from npkit.emulator.traffic.packet import (
 )
 from npkit.emulator.traffic.packet import ipv4_frame as _ipv4_frame
 from npkit.emulator.traffic.packet import mac as _mac
-from npkit.emulator.traffic.source import Traffic
+from npkit.emulator.traffic.source import Traffic, load_traffic_source
+from npkit.toolchain.system.buffers import free_list, rx_spares
+from npkit.toolchain.system.control import owned_buffers
 from npkit.toolchain.system.router_run import RouterRun
+from npkit.toolchain.system.sysmap import SYS
 
 from .test_control_plane import MISMATCHES
 
@@ -266,6 +270,65 @@ def test_kill_and_restart_on_the_exception_rich_spec() -> None:
     assert not account(s), account(s)
     assert s["totals"]["dropped"].get(KILLED, 0) >= 1
     assert s["comparison"]["matched_control"] > 150 and s["control_plane"]["arp_requests_sent"] > 20
+
+
+def _buffers_at_the_end(rr: RouterRun, s: dict[str, Any], initial: int) -> None:
+    """Every buffer back: the free list holds what it held when the run began but rx's
+    spares, each once, and the daemon's table marks none."""
+    handles, broken = free_list(rr.chip)
+    spares = rx_spares(rr.chip, rr.image)
+    assert not broken and spares is not None and initial == SYS.n_bufs
+    assert len(handles) + len(spares) == initial and owned_buffers(rr.chip) == []
+    assert s["conservation"]["buffers"] == {"total": initial, "free": len(handles), "rx_spares": len(spares),
+                                            "control_plane": 0, "leaked": 0}  # fmt: skip
+
+
+def test_restarted_daemon_gives_back_the_buffers_its_predecessor_held() -> None:
+    """The run of the test above: the packet held for ARP when the daemon is killed at
+    1 ms is dropped (control_killed), and its buffer is not lost with the daemon: while
+    it is down the daemon's table in SRAM marks it, and the daemon started at 2 ms gives
+    it back to the free list (buffers_reclaimed: one a packet dropped as control_killed)."""
+    from .test_control_plane import EXAMPLES
+
+    tr = load_traffic_source(EXAMPLES / "errors.yaml", 3_000_000)
+    rr = RouterRun.link("pipelined", {}, tr, control={"kill_at_ns": 1_000_000, "restart_at_ns": 2_000_000})
+    initial = rr.chip.read32("sram", SYS.freelist_q + 8)
+    rr.run_traffic(1_500_000)
+    down = owned_buffers(rr.chip)                       # the daemon killed, not yet started again
+    rr.run_traffic(1_500_000)
+    rr.drain()
+    s = rr.summary()
+    killed = s["totals"]["dropped"].get(KILLED, 0)
+    assert killed >= 1 and down is not None and len(down) == killed
+    assert s["control_plane"]["buffers_reclaimed"] == killed
+    assert not account(s), account(s)
+    _buffers_at_the_end(rr, s, initial)
+    assert set(down) <= set(free_list(rr.chip)[0])
+
+
+def test_restart_gives_back_held_packets_and_own_frames() -> None:
+    """Crafted: five datagrams to a host on port 1's subnet nobody answers ARP for, and an
+    echo request from it (the router's reply waits for the same ARP), the daemon killed
+    while they wait and started again: the five are control_killed drops, the reply never
+    leaves, and the new daemon gives back all six buffers."""
+    frames = [(0, v4(0, HOST, UNKNOWN, UDP(1000, 2000 + k), b"u" * 18)) for k in range(5)]
+    frames.append((1, echo_request(1, ip("10.0.1.1"), src=UNKNOWN, src_mac=UNKNOWN_MAC)))
+    tr = traffic(frames)
+    # killed between the daemon's second and third ARP request (arp_retry_us 200 apart)
+    rr = RouterRun.link("pipelined", {}, tr, control={"kill_at_ns": START_NS + 300_000,
+                                                      "restart_at_ns": START_NS + 500_000})  # fmt: skip
+    initial = rr.chip.read32("sram", SYS.freelist_q + 8)
+    rr.run_traffic(START_NS + 400_000)
+    down = owned_buffers(rr.chip)                       # the daemon killed, not yet started again
+    rr.run_traffic(1_200_000 - START_NS - 400_000)
+    rr.drain()
+    s = rr.summary()
+    assert [e["event"] for e in s["control_plane"]["restarts"]] == ["killed", "restarted"]
+    assert s["totals"]["dropped"].get(KILLED, 0) == 5 and s["control_plane"]["icmp_sent"]["echo_reply"] == 0
+    assert down is not None and len(down) == s["control_plane"]["buffers_reclaimed"] == 6
+    assert not account(s), account(s)
+    _buffers_at_the_end(rr, s, initial)
+    assert set(down) <= set(free_list(rr.chip)[0])
 
 
 # ---- echo requests with IP options: what comes back (RFC 1122 3.2.2.6, RFC 1812 4.3.3.6) --------

@@ -50,3 +50,23 @@ def test_bad_configuration_is_a_clear_error(xscale_built: Path, tmp_path: Path) 
     res = subprocess.run([str(BUILD / "gpe" / "npkd"), "--build-image", str(tmp_path / "x"), str(conf)],
                          capture_output=True, text=True, timeout=30)  # fmt: skip
     assert res.returncode == 1 and f"{conf}:2: unknown directive 'bogus'" in res.stderr
+
+
+def test_owned_table_where_the_system_map_puts_it(xscale_built: Path, tmp_path: Path) -> None:
+    """The daemon's table of the buffers it owns comes from the system map (sysmap.py), as
+    its other SRAM areas: in its configuration, a bit for every buffer, and among the
+    allocations the linker checks for overlaps; one too small for the buffers is a clear
+    error, not a table that cannot mark them all."""
+    from npkit.toolchain.system.control import control_allocations
+    from npkit.toolchain.system.sysmap import CP_OWNED_BASE, SYS
+
+    text = daemon_conf(RouterConfig.load(ROUTER), ROOT / "examples" / "traffic" / "routes.txt")
+    assert f"owned {CP_OWNED_BASE:#x} {SYS.n_bufs}\n" in text
+    spans = sorted(control_allocations())
+    assert (CP_OWNED_BASE, CP_OWNED_BASE + 16 + SYS.n_bufs // 8) in [(a, b) for a, b, _ in spans]
+    assert all(b <= c for (_, b, _w), (c, _d, _v) in zip(spans, spans[1:], strict=False))
+    conf = tmp_path / "npkd.conf"
+    conf.write_text(text.replace(f"owned {CP_OWNED_BASE:#x} {SYS.n_bufs}", f"owned {CP_OWNED_BASE:#x} 16"))
+    res = subprocess.run([str(BUILD / "gpe" / "npkd"), "--build-image", str(tmp_path / "x"), str(conf)],
+                         capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert res.returncode == 1 and f"the owned table has room for 16 buffers, sys has {SYS.n_bufs}" in res.stderr

@@ -28,7 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from .layout import LinkError
-from .sysmap import CP_CHANGES_BASE, CP_CHANGES_CAP, CP_LOG_BASE, CP_LOG_CAP, CP_STATS_BASE, SYS
+from .sysmap import (
+    CP_CHANGES_BASE,
+    CP_CHANGES_CAP,
+    CP_LOG_BASE,
+    CP_LOG_CAP,
+    CP_OWNED_BASE,
+    CP_OWNED_MAGIC,
+    CP_STATS_BASE,
+    SYS,
+)
 
 STATS_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "stats.h"
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
@@ -55,11 +64,17 @@ def option_names() -> list[str]:
 
 
 def control_allocations() -> list[tuple[int, int, str]]:
-    """The SRAM the daemon writes for the host: (first byte, end byte, what), for the
-    linker's overlap check (link.system_allocations)."""
+    """The SRAM the daemon writes for the host and for the daemon started after it: (first
+    byte, end byte, what), for the linker's overlap check (link.system_allocations)."""
     return [(CP_STATS_BASE, CP_STATS_BASE + 16 + 4 * len(stat_names()), "statistics block"),
             (CP_LOG_BASE, CP_LOG_BASE + 16 + 16 * CP_LOG_CAP, "exception log"),
-            (CP_CHANGES_BASE, CP_CHANGES_BASE + 16 + 16 * CP_CHANGES_CAP, "route change log")]  # fmt: skip
+            (CP_CHANGES_BASE, CP_CHANGES_BASE + 16 + 16 * CP_CHANGES_CAP, "route change log"),
+            (CP_OWNED_BASE, CP_OWNED_BASE + 16 + 4 * owned_words(), "table of the buffers it owns")]  # fmt: skip
+
+
+def owned_words() -> int:
+    """Longwords of the daemon's table of the buffers it owns: a bit a buffer handle."""
+    return (SYS.n_bufs + 31) // 32
 
 
 def stat_names() -> list[str]:
@@ -103,6 +118,7 @@ def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11
         f"log {CP_LOG_BASE:#x} {CP_LOG_CAP}",
         f"changelog {CP_CHANGES_BASE:#x} {CP_CHANGES_CAP}",
         f"stats {CP_STATS_BASE:#x}",
+        f"owned {CP_OWNED_BASE:#x} {SYS.n_bufs}",
     ]  # fmt: skip
     lines += [f"option {k} {v}" for k, v in sorted((options or {}).items())]
     lines += [f"change {c}" for c in changes or []]
@@ -210,6 +226,20 @@ def changes_made(chip: Any, source: int | None = 2) -> list[Any]:
     return out
 
 
+def owned_buffers(chip: Any) -> list[int] | None:
+    """The buffer handles the daemon's table marks as its own (xscale/npkd/cp.h: held for
+    ARP, waiting to go on the control ring, being handled), or None before a daemon has
+    set the table up."""
+    if chip.read32("sram", CP_OWNED_BASE) != CP_OWNED_MAGIC:
+        return None
+    raw = chip.mem_read("sram", CP_OWNED_BASE + 16, 4 * owned_words())
+    out = []
+    for i in range(owned_words()):
+        w = int.from_bytes(raw[4 * i : 4 * i + 4], "big")
+        out += [32 * i + b for b in range(32) if w >> b & 1]
+    return out
+
+
 def read_stats(chip: Any) -> dict[str, Any] | None:
     """The daemon's statistics block (xscale/npkd/stats.h), or None if it never wrote one."""
     raw = chip.mem_read("sram", CP_STATS_BASE, 16)
@@ -248,6 +278,7 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
         "packets_held_for_arp": c["held"], "held_packets_sent": c["held_sent"],
         "held_packets_dropped": c["held_dropped_overflow"] + c["held_dropped_unresolved"],
         "own_frames_dropped_no_arp": c["own_dropped_no_arp"],
+        "buffers_reclaimed": c["buffers_reclaimed"],
         "forwarded_by_control_plane": c["forwarded"], "frames_sent": c["frames_sent"],
         "counted_not_forwarded": {"broadcast": c["broadcast_counted"], "multicast": c["multicast_counted"],
                                   "local": c["local_counted"]},

@@ -279,7 +279,8 @@ def _check_chip(lay: Layout, host: list[Block], chip: dict[str, Any], config: st
     areas = [("the queue and packet descriptors", SYS.qd_base)]
     areas += [(f"the SRAM mailbox of {b.name}", int(b.defines["HOST_BASE"], 16)) for b in host]
     if lay.control is not None and lay.control.placement != "host":
-        areas.append(("the control plane's area (statistics, exception log, route changes)", CP_STATS_BASE))
+        areas.append(("the control plane's area (statistics, exception log, route changes, buffers owned)",
+                      CP_STATS_BASE))  # fmt: skip
     for what, addr in areas:
         if addr >> 30 >= channels:
             problems.append(f"{what} is in SRAM channel {addr >> 30} (0x{addr:08x}), past the chip's "
@@ -336,7 +337,7 @@ def system_allocations(lay: Layout) -> list[Allocation]:
     """The memory the router's system owns: the SRAM regions of microcode/lookup/sram_map.yaml
     (the route table and the descriptors), the statistics counters and the rings in scratch
     (the control plane's ring among them), the packet buffers in DRAM, and what the control
-    daemon reports to the host in SRAM (statistics, exception log, route change log)."""
+    daemon keeps in SRAM (statistics, exception log, route change log, the buffers it owns)."""
     from npkit.toolchain.router.layout import load_sram_map
 
     out: list[Allocation] = []

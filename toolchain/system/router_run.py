@@ -16,6 +16,9 @@ they are attributed to the packets the oracle says are dropped for that reason a
 those with no other fate.  Frames the router makes itself (ICMP, ARP) are kept apart and
 compared with those the oracle's control plane predicts
 (npkit.toolchain.system.control_run, npkit.emulator.traffic.control), byte for byte.
+A run that went idle has its packet buffers audited too (npkit.toolchain.system.buffers):
+each on the free list or held at rest by rx or the control daemon, else conservation
+fails.
 A layout without a control program (or `control: host`) keeps the host's stand-in
 reader of the exception ring (`ExceptionReader`).
 
@@ -46,6 +49,7 @@ from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
 from npkit.emulator.traffic.window import Window
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
 
+from .buffers import audit
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)
@@ -448,8 +452,9 @@ class RouterRun:
         """Run on after the traffic until the router is idle or `cap_ns` passes.  Idle: all
         traffic offered, no message on a ring, no packet in a queue or in the MSF, no
         exception record unread, and for two slices running no frame left and no buffer
-        came or went.  (Buffers still off the free list then are the ones blocks keep at
-        rest, such as tx's spare buffer per context, microcode/README.md §4.6.)"""
+        came or went.  (Buffers still off the free list then are the ones kept at rest:
+        rx's spare buffer per context, microcode/README.md §4.6, and what the control
+        daemon holds; the summary audits them, npkit.toolchain.system.buffers.)"""
         start = self.run.now_ns
         quiet = 0
         last: tuple[int, int] | None = None
@@ -557,6 +562,8 @@ class RouterRun:
         emulated_ms = self.run.now_ns / 1e6
         census = self.census()
         cp_problems = self._control_problems(tot)
+        buffers, buffer_problems = self._buffer_audit()
+        cp_problems += buffer_problems
         return {
             "layout": self.layout, "params": self.params, "duration_ms": self.traffic_ns / 1e6,
             "emulated_ms": round(emulated_ms, 3), "emulated_cycles": self.chip.cycle,
@@ -573,7 +580,8 @@ class RouterRun:
             "me_utilisation": self._block_use(),
             "comparison": self.compare(),
             "conservation": {"balanced": rep["balanced"] and not cp_problems, "problems": rep["problems"] + cp_problems,
-                             "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops},
+                             "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops,
+                             "buffers": buffers},
             "in_flight": self._in_flight(tot["in_flight"], census),
             "drain": self.drain_info,
             "faults": self.chip.faults(),
@@ -620,6 +628,21 @@ class RouterRun:
             if made != seen:
                 out.append(f"the control plane sent {made} frames; {seen} left the router or were dropped (control_queue_full)")
         return out
+
+    def _buffer_audit(self) -> tuple[dict[str, Any] | None, list[str]]:
+        """Every buffer on the free list or held at rest (npkit.toolchain.system.buffers),
+        once the run has gone idle (None: it did not, buffers may be anywhere)."""
+        if not self.drain_info.get("idle"):
+            return None, []
+        owned = claimed = None
+        if self.control is not None:
+            from .control import owned_buffers
+
+            owned = owned_buffers(self.chip)
+            st = self.control.stats()
+            if st is not None and not self.control.system.killed:
+                claimed = st["counters"]["holding"] + st["counters"]["tx_backlog"]
+        return audit(self.chip, self.image, owned, claimed)
 
     def _expected_overload_drops(self, bits: Counter[int], pkts: Counter[int], queue_full: int) -> int:
         """queue_full drops the offered load itself forces: what the oracle sends to a port
@@ -754,6 +777,7 @@ def format_summary(s: dict[str, Any]) -> str:
                      f"{cp['packets_held_for_arp']} (sent {cp['held_packets_sent']}, dropped {cp['held_packets_dropped']}), "
                      f"its own frames dropped for want of ARP {cp['own_frames_dropped_no_arp']}; "
                      f"forwarded by it {cp['packets_forwarded_by_it']}, its frames on the wire {cp['generated_frames_on_the_wire']}"
+                     + (f"; buffers its predecessor held, given back {cp['buffers_reclaimed']}" if cp.get("buffers_reclaimed") else "")
                      + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "

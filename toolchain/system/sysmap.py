@@ -75,3 +75,7 @@ CP_LOG_BASE = 0x8031_0000  # exception log: count, capacity, then 16-byte record
 CP_LOG_CAP = 32768
 CP_CHANGES_BASE = 0x8040_0000  # route changes the daemon made: count, capacity, 16-byte records
 CP_CHANGES_CAP = 4096
+# the buffers the daemon owns (a bit a handle): what a daemon started again after a kill
+# gives back to the free list (xscale/npkd/cp.h, cp_reclaim)
+CP_OWNED_BASE = 0x8042_0000
+CP_OWNED_MAGIC = 0x4E504B4F  # "NPKO": the header's first word once the daemon has cleared the table

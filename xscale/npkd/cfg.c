@@ -368,6 +368,12 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
         c->chg[c->nchg++] = t;
         return 0;
     }
+    if (!strcmp(key, "owned")) {
+        if (nums(s, v, 2) || !v[1] || v[1] > 0x10000u) return -1;    /* handles are 16 bits */
+        c->owned_base = (uint32_t)v[0];
+        c->owned_cap = (uint32_t)v[1];
+        return 0;
+    }
     snprintf(err, errlen, "unknown directive '%s'", key);
     return -2;
 }
@@ -395,6 +401,11 @@ int cfg_load(npkd_cfg *c, const char *path, char *err, size_t errlen)
     fclose(f);
     if (!rc && (!c->nports || c->exc_ring < 0 || !c->lay.node_bytes || !c->sys.n_bufs)) {
         snprintf(err, errlen, "%s: needs port, lpm, sys and rings lines", path);
+        rc = -1;
+    }
+    if (!rc && c->owned_cap && c->owned_cap < c->sys.n_bufs) {
+        snprintf(err, errlen, "%s: the owned table has room for %u buffers, sys has %u", path, c->owned_cap,
+                 c->sys.n_bufs);
         rc = -1;
     }
     if (!rc) qsort(c->arp, c->narp, sizeof *c->arp, arp_cmp);

@@ -11,6 +11,8 @@
  *   log BASE CAPACITY                     the exception log the host reads (SRAM)
  *   changelog BASE CAPACITY               the log of route changes made (SRAM)
  *   stats BASE                            the statistics block (SRAM)
+ *   owned BASE CAPACITY                   the table of the buffers the daemon owns (SRAM,
+ *                                         cp.h): a bit for each of CAPACITY >= N_BUFS handles
  *   option NAME VALUE                     tunables (npkd.h: NPKD_OPTIONS)
  *   change AT_NS add PREFIX/LEN NEXTHOP PORT | change AT_NS del PREFIX/LEN
  *   state PATH                            where the route table is persisted
@@ -85,6 +87,7 @@ typedef struct npkd_cfg {
     sys_cfg sys;
     int exc_ring, cp_ring;
     uint32_t log_base, log_cap, stats_base, changelog_base, changelog_cap;
+    uint32_t owned_base, owned_cap;         /* owned_cap 0: no table (nothing reclaimed) */
     npkd_opts opt;
     char routes_path[NPKD_PATH], state_path[NPKD_PATH], socket_path[NPKD_PATH];
 } npkd_cfg;

@@ -129,8 +129,19 @@ static uint8_t *buffer(cp *c, uint32_t h, uint32_t len)
     return npkd_dram(c->mem, c->cfg->sys.buf_base + (h << c->cfg->sys.buf_shift), len);
 }
 
+/* buffer h in the owned table (cp.h): taken (on) or given away (off) */
+static void owned(cp *c, uint32_t h, int on)
+{
+    const npkd_cfg *g = c->cfg;
+    if (h >= g->owned_cap) return;
+    uint32_t a = g->owned_base + NPKD_OWNED_HDR + 4 * (h >> 5), bit = 1u << (h & 31);
+    uint32_t w = npkd_sram_rd(c->mem, a);
+    npkd_sram_wr(c->mem, a, on ? w | bit : w & ~bit);
+}
+
 static void free_buffer(cp *c, uint32_t h)
 {
+    owned(c, h, 0);
     c->hw.queue_put(c->hw.ctx, c->cfg->sys.freelist_q, desc_addr(c, h));
 }
 
@@ -142,15 +153,52 @@ static int alloc_buffer(cp *c, uint32_t *h)
         return -1;
     }
     *h = (d - c->cfg->sys.desc_base) >> c->cfg->sys.desc_shift;
+    owned(c, *h, 1);
     return 0;
+}
+
+uint32_t cp_reclaim(cp *c, int restart)
+{
+    const npkd_cfg *g = c->cfg;
+    if (!g->owned_cap) return 0;
+    /* the first start: SRAM as it came, marked by no daemon */
+    int valid = restart && npkd_sram_rd(c->mem, g->owned_base) == NPKD_OWNED_MAGIC &&
+                npkd_sram_rd(c->mem, g->owned_base + 4) == g->owned_cap;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < (g->owned_cap + 31) / 32; i++) {
+        uint32_t a = g->owned_base + NPKD_OWNED_HDR + 4 * i, w = npkd_sram_rd(c->mem, a);
+        if (!w) continue;
+        npkd_sram_wr(c->mem, a, 0);                   /* cleared first, then freed (cp.h) */
+        for (uint32_t b = 0; valid && b < 32; b++) {
+            uint32_t h = 32 * i + b;
+            if (!(w >> b & 1) || h >= g->sys.n_bufs) continue;
+            c->hw.queue_put(c->hw.ctx, g->sys.freelist_q, desc_addr(c, h));
+            n++;
+        }
+    }
+    if (!valid) {                                     /* a header, the magic last */
+        npkd_sram_wr(c->mem, g->owned_base + 4, g->owned_cap);
+        npkd_sram_wr(c->mem, g->owned_base + 8, 0);
+        npkd_sram_wr(c->mem, g->owned_base + 12, 0);
+        npkd_sram_wr(c->mem, g->owned_base, NPKD_OWNED_MAGIC);
+    }
+    c->stats[ST_buffers_reclaimed] += n;
+    return n;
+}
+
+/* a message on the control ring: its buffer is the queue manager's from now on */
+static void ring_msg(cp *c, uint32_t w0, uint32_t w1)
+{
+    owned(c, w0 & 0xFFFF, 0);
+    c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, w0);
+    c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, w1);
 }
 
 static void flush_backlog(cp *c)
 {
     while (c->bl_n && c->hw.ring_free(c->hw.ctx, c->cfg->cp_ring) >= 2) {
         uint32_t i = c->bl_head;
-        c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, c->backlog[2 * i]);
-        c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, c->backlog[2 * i + 1]);
+        ring_msg(c, c->backlog[2 * i], c->backlog[2 * i + 1]);
         c->bl_head = (c->bl_head + 1) % c->bl_cap;
         c->bl_n--;
     }
@@ -161,8 +209,7 @@ static void put_msg(cp *c, uint32_t w0, uint32_t w1)
 {
     flush_backlog(c);
     if (!c->bl_n && c->hw.ring_free(c->hw.ctx, c->cfg->cp_ring) >= 2) {
-        c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, w0);
-        c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, w1);
+        ring_msg(c, w0, w1);
         return;
     }
     if (c->bl_n == c->bl_cap) {                    /* grow the circular backlog */
@@ -818,6 +865,7 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
         c->stats[ST_exc_unknown]++;
         return;
     }
+    owned(c, x.handle, 1);                          /* the daemon's until it frees or sends it */
     x.len = npkd_sram_rd(c->mem, desc_addr(c, x.handle) + 8) >> 16;
     uint8_t *f = x.len <= NPKD_FRAME_MAX ? buffer(c, x.handle, x.len) : NULL;
     if (!f || x.reason < 1 || x.reason > EXC_ARP_MISS) {

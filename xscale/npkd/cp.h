@@ -35,6 +35,19 @@ typedef struct npkd_hw {
  *   LW3 time handled, microseconds */
 enum { ACT_CONSUMED = 1, ACT_FORWARDED = 2, ACT_DROPPED = 3, ACT_HELD = 4 };
 
+/* the table of the buffers the daemon owns (SRAM, cfg `owned`): what survives the daemon
+ * when it is killed, so that the next one gives back the buffers its predecessor held
+ * (README "Restart").  Header: LW0 magic "NPKO", LW1 capacity (buffers), LW2..3 0; then a
+ * bit a buffer handle h: word h / 32, bit h % 32.  The bit is set when the daemon takes a
+ * buffer (an exception record's, one off the free list) and cleared when it gives the
+ * buffer away (back to the free list, or on the control ring to the queue manager):
+ * held for ARP, waiting in the send backlog, or half handled, it is marked.  Set after
+ * the take, cleared before the give: were the daemon to die in either gap (it cannot: a
+ * kill is taken at a system call, at a wait on the device for gpe, and neither gap has
+ * one) a buffer would leak, but none that is no longer its own would be freed. */
+#define NPKD_OWNED_MAGIC 0x4E504B4Fu   /* "NPKO" */
+#define NPKD_OWNED_HDR 16u
+
 typedef struct exc_info {
     uint32_t pw, handle, len, in_port, reason, digest, sent;
 } exc_info;
@@ -91,6 +104,13 @@ void cp_timers(cp *c);
 /* the next time cp_timers has something to do (UINT64_MAX: nothing) */
 uint64_t cp_deadline(const cp *c);
 void cp_publish(cp *c, uint32_t state, uint32_t starts);
+/* at start-up, before the first record.  `restart`: a daemon ran before this one since
+ * the chip was loaded (the statistics block says so): give back to the free list every
+ * buffer the owned table marks (what that daemon held when it died), count them
+ * (buffers_reclaimed) and clear the table.  The first start (or a table without its
+ * header) clears the table, frees nothing (what SRAM held is no daemon's) and writes the
+ * header.  Returns the buffers given back. */
+uint32_t cp_reclaim(cp *c, int restart);
 /* route changes: 0 ok, negative error; source (for the change log): CHG_TIMED, CHG_SOCKET */
 enum { CHG_TIMED = 1, CHG_SOCKET = 2 };
 int cp_route_add(cp *c, const route_cfg *r, int source);

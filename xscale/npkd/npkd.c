@@ -334,6 +334,7 @@ int main(int argc, char **argv)
         for (uint32_t i = 0; i < ST_COUNT; i++)
             d.cp.stats[i] = npkd_sram_rd(&d.mem, d.cfg.stats_base + NPKD_STATS_HDR + 4 * i);
     d.cp.stats[ST_holding] = d.cp.stats[ST_tx_backlog] = 0;
+    cp_reclaim(&d.cp, again);          /* the buffers a killed predecessor held: back to the free list */
     d.cp.ensure_tables = ensure_tables;
     d.cp.ensure_ctx = &d;
     d.cp.journal = journal_write;

@@ -20,7 +20,8 @@
     X(forwarded) X(options_processed) X(options_bad) X(dropped_after_options)            \
     X(local_echo_requests) X(local_udp) X(local_proto_unsupported) X(local_counted)       \
     X(broadcast_counted) X(multicast_counted)                                              \
-    X(frames_sent) X(tx_no_buffer) X(tx_backlog_max) X(tx_backlog) X(holding)                                      \
+    X(frames_sent) X(tx_no_buffer) X(tx_backlog_max) X(tx_backlog) X(holding)              \
+    X(buffers_reclaimed)                                                                   \
     X(routes) X(routes_added) X(routes_deleted) X(route_errors) X(timed_changes)          \
     X(control_requests) X(log_records) X(wakeups) X(sram_writes)
 

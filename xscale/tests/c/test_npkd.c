@@ -412,6 +412,8 @@ static void fake_init(fake *k, npkd_cfg *c)
     c->log_base = 0x80310000u;
     c->log_cap = 64;
     c->stats_base = 0x80300000u;
+    c->owned_base = 0x80420000u;
+    c->owned_cap = 64;
     /* the free list: 64 descriptors */
     for (uint32_t i = 0; i < 64; i++) f_qput(k, c->sys.freelist_q, c->sys.desc_base + (i << 5));
 }
@@ -482,6 +484,127 @@ static uint32_t sent(fake *k, npkd_cfg *c, uint8_t **frame, int *port)
     uint32_t len = npkd_sram_rd(&k->mem, c->sys.desc_base + (h << 5) + 8) >> 16;
     f_qput(k, c->sys.freelist_q, c->sys.desc_base + (h << 5));   /* as tx does */
     return len;
+}
+
+/* the owned table: is buffer h marked, how many are */
+static int is_owned(fake *k, const npkd_cfg *c, uint32_t h)
+{
+    return npkd_sram_rd(&k->mem, c->owned_base + NPKD_OWNED_HDR + 4 * (h >> 5)) >> (h & 31) & 1;
+}
+
+static uint32_t owned_count(fake *k, const npkd_cfg *c)
+{
+    uint32_t n = 0;
+    for (uint32_t h = 0; h < c->owned_cap; h++) n += (uint32_t)is_owned(k, c, h);
+    return n;
+}
+
+static uint32_t free_count(fake *k, const npkd_cfg *c)
+{
+    return npkd_sram_rd(&k->mem, c->sys.freelist_q + 8);
+}
+
+/* the free list's descriptors from head to tail, each once: how many */
+static uint32_t free_distinct(fake *k, const npkd_cfg *c)
+{
+    uint8_t seen[64] = {0};
+    uint32_t d = npkd_sram_rd(&k->mem, c->sys.freelist_q), n = 0;
+    for (uint32_t i = 0; i < free_count(k, c); i++) {
+        uint32_t h = (d - c->sys.desc_base) >> c->sys.desc_shift;
+        if (h >= 64 || seen[h]) return 0;
+        seen[h] = 1;
+        n++;
+        d = npkd_sram_rd(&k->mem, d);
+    }
+    return n;
+}
+
+/* The owned table (cp.h): every buffer the engine holds is marked -- packets held for
+ * ARP, its own frame held for ARP, a frame waiting for room on the control ring -- and
+ * none it gave away; an engine started after the first was killed gives the marked ones
+ * back to the free list, counts them and clears the table. */
+static void test_owned(void)
+{
+    fake *k = calloc(1, sizeof *k);
+    npkd_cfg c;
+    fake_init(k, &c);
+    tables t;
+    char err[200];
+    tables_init(&t, &c, &k->mem);
+    CHECK(tables_build(&t, 1, err, sizeof err) == 0);
+    npkd_hw hw = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
+    cp e;
+    cp_init(&e, &c, &k->mem, &t, &hw);
+    e.tables_ready = 1;
+    /* a table without its header is cleared, nothing in it is freed, first start or not */
+    for (int restart = 0; restart < 2; restart++) {
+        npkd_sram_wr(&k->mem, c.owned_base, 0);
+        npkd_sram_wr(&k->mem, c.owned_base + NPKD_OWNED_HDR, 0xF0u);
+        CHECK(cp_reclaim(&e, restart) == 0 && owned_count(k, &c) == 0 && free_count(k, &c) == 64);
+        CHECK(npkd_sram_rd(&k->mem, c.owned_base) == NPKD_OWNED_MAGIC && npkd_sram_rd(&k->mem, c.owned_base + 4) == 64);
+    }
+    /* the first start frees nothing, header or not: no daemon marked what SRAM holds */
+    npkd_sram_wr(&k->mem, c.owned_base + NPKD_OWNED_HDR, 0xF0u);
+    CHECK(cp_reclaim(&e, 0) == 0 && owned_count(k, &c) == 0 && free_count(k, &c) == 64);
+    /* ... and a restart does not trust a header with the wrong capacity */
+    npkd_sram_wr(&k->mem, c.owned_base + 4, 4096);
+    npkd_sram_wr(&k->mem, c.owned_base + NPKD_OWNED_HDR, 0xF0u);
+    CHECK(cp_reclaim(&e, 1) == 0 && owned_count(k, &c) == 0 && npkd_sram_rd(&k->mem, c.owned_base + 4) == 64);
+    CHECK(e.stats[ST_buffers_reclaimed] == 0 && free_count(k, &c) == 64);
+    /* three packets held for 10.0.2.77 (44/8), an echo reply held for 10.0.0.99: nobody
+     * answers ARP for either */
+    uint8_t f[1600], a[60] = {0}, *o;
+    int port;
+    uint32_t n, held[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        n = udp_frame(f, 0xC6120001, 0x2C000001 + i, 64, 30, NULL, 0);
+        held[i] = except(k, &c, f, n, 0, 9);
+    }
+    n = echo_frame(f, 0x0A000063, 0x0A000001, NULL, 0);
+    uint32_t request = except(k, &c, f, n, 0, 5);
+    CHECK(cp_poll(&e, 64) == 4 && e.stats[ST_held] == 3);
+    CHECK(owned_count(k, &c) == 4 && is_owned(k, &c, held[0]) && is_owned(k, &c, held[1]) && is_owned(k, &c, held[2]));
+    CHECK(!is_owned(k, &c, request));                 /* answered: its buffer went back */
+    /* the ARP requests (one a next hop) left on the control ring: not marked */
+    int requests = 0;
+    while ((n = sent(k, &c, &o, &port))) requests += rd16(o + 12) == 0x0806;
+    CHECK(requests == 2 && owned_count(k, &c) == 4);
+    /* a Time Exceeded that finds no room on the control ring waits in the backlog, marked */
+    while (f_free(k, c.cp_ring) >= 2) f_put(k, c.cp_ring, 0);
+    n = udp_frame(f, 0xC6120001, 0x01020304, 1, 30, NULL, 0);
+    except(k, &c, f, n, 1, 7);
+    cp_poll(&e, 64);
+    CHECK(e.bl_n == 1 && owned_count(k, &c) == 5 && free_count(k, &c) == 64 - 5);
+    /* killed: its memory (hold queues, backlog) is gone; what it put on the ring left */
+    cp_free(&e);
+    uint32_t w;
+    while (f_get(k, c.cp_ring, &w)) {
+    }
+    /* started again: the five buffers are back, counted, the table clear, none twice */
+    cp_init(&e, &c, &k->mem, &t, &hw);
+    e.tables_ready = 1;
+    CHECK(cp_reclaim(&e, 1) == 5 && e.stats[ST_buffers_reclaimed] == 5);
+    CHECK(owned_count(k, &c) == 0 && free_count(k, &c) == 64 && free_distinct(k, &c) == 64);
+    CHECK(npkd_sram_rd(&k->mem, c.owned_base) == NPKD_OWNED_MAGIC);
+    /* the new engine's own: a packet held, then sent when the ARP reply comes; a second
+     * start with nothing held gives nothing back */
+    n = udp_frame(f, 0xC6120001, 0x2C000009, 64, 30, NULL, 0);
+    uint32_t h = except(k, &c, f, n, 0, 9);
+    cp_poll(&e, 64);
+    CHECK(is_owned(k, &c, h) && owned_count(k, &c) == 1);
+    while (sent(k, &c, &o, &port)) {
+    }
+    build_arp(a, 2, HOST_MAC, 0x0A00024D, c.port[2].mac, 0x0A000201);
+    except(k, &c, a, 60, 2, 1);
+    cp_poll(&e, 64);
+    CHECK(owned_count(k, &c) == 0 && e.stats[ST_held_sent] == 1);
+    n = sent(k, &c, &o, &port);
+    CHECK(n == 14 + 20 + 8 + 30 && port == 2 && !memcmp(o, HOST_MAC, 6) && rd32(o + 30) == 0x2C000009);
+    CHECK(cp_reclaim(&e, 1) == 0 && e.stats[ST_buffers_reclaimed] == 5 && free_count(k, &c) == 64);
+    cp_free(&e);
+    tables_free(&t);
+    fake_free(k, &c);
+    free(k);
 }
 
 static void test_engine(void)
@@ -693,8 +816,8 @@ static void test_engine(void)
     cp_publish(&e, 2, 1);
     CHECK(npkd_sram_rd(&k->mem, c.stats_base) == NPKD_STATS_MAGIC &&
           npkd_sram_rd(&k->mem, c.stats_base + NPKD_STATS_HDR + 4 * ST_arp_resolved) == 1);
-    /* every buffer is back (64) */
-    CHECK(npkd_sram_rd(&k->mem, c.sys.freelist_q + 8) == 64);
+    /* every buffer is back (64), and none is marked as the engine's */
+    CHECK(npkd_sram_rd(&k->mem, c.sys.freelist_q + 8) == 64 && owned_count(k, &c) == 0);
     cp_free(&e);
     tables_free(&t);
     fake_free(k, &c);
@@ -710,6 +833,7 @@ int main(void)
     test_options();
     test_lpm();
     test_engine();
+    test_owned();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
