@@ -187,23 +187,27 @@ def _options_scan(frame: bytes | bytearray, own: set[int] | frozenset[int]) -> O
 
 def options_route(frame: bytearray, own: set[int]) -> Options:
     """Pass 1 (pkt.c ip_options_route): the options checked, and a source route addressed
-    to the router and not used up moves the destination to its next address."""
-    r = _options_scan(frame, own)
-    if r.bad is not None:
-        return r
+    to the router and not used up moves the destination to its next address -- on past
+    next addresses that are the router's too (each such hop made here, its address left
+    in the route as the one recorded, the options checked again)."""
     h = 14
-    dst = int.from_bytes(frame[h + 16 : h + 20], "big")
-    if r.sr_at and dst in own:
+    while True:
+        r = _options_scan(frame, own)
+        if r.bad is not None:
+            return r
+        if not r.sr_at or int.from_bytes(frame[h + 16 : h + 20], "big") not in own:
+            r.strict = False
+            return r
         i = r.sr_at
         ln, p = frame[h + i + 1], frame[h + i + 2]
         if p > ln:
             r.sr_exhausted = True
-        else:
-            frame[h + 16 : h + 20] = frame[h + i + p - 1 : h + i + p + 3]
-            r.source_routed = True
-    else:
-        r.strict = False
-    return r
+            return r
+        frame[h + 16 : h + 20] = frame[h + i + p - 1 : h + i + p + 3]
+        r.source_routed = True
+        if int.from_bytes(frame[h + 16 : h + 20], "big") not in own:
+            return r
+        frame[h + i + 2] = p + 4
 
 
 def options_record(frame: bytearray, r: Options, out_addr: int, ts_ms: int) -> list[int]:
@@ -849,9 +853,6 @@ class RouterModel:
         quote = bytes(f)
         res.final = Except("ip_options")
         r = options_route(f, self.own)
-        while r.bad is None and r.source_routed and int.from_bytes(f[30:34], "big") in self.own:
-            f[14 + r.sr_at + 2] += 4  # the route's next address is ours too: that hop made here (cp.c options)
-            r = options_route(f, self.own)
         if r.bad is not None:
             self._icmp_error(pid, quote, 12, 0, r.bad << 24)
             return

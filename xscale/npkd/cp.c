@@ -653,13 +653,6 @@ static uint32_t ts_ms(cp *c)
     return (uint32_t)((c->epoch_ms_of_day + now(c) / 1000000ull) % 86400000ull);
 }
 
-static int is_own_addr(const cp *c, uint32_t a)
-{
-    for (int i = 0; i < c->cfg->nports; i++)
-        if (a == c->cfg->port[i].addr) return 1;
-    return 0;
-}
-
 /* an Echo Request to the router: the reply (pkt.h build_echo_reply) goes to the request's
  * source, or along the return route of the source route it used up -- to that route's
  * first hop, which must be a unicast address (else the request is counted) and, for a
@@ -782,14 +775,7 @@ static int options(cp *c, exc_info *x, uint8_t *f)
     memcpy(c->quote, f, x->len);
     c->stats[ST_options_processed]++;
     opt_result r;
-    int rc = ip_options_route(f, c->own, g->nports, &r);
-    /* a source route whose next address is this router again: that hop is made here (the
-     * address stays in the route as the one recorded) and the route read on */
-    while (rc == OPT_OK && r.source_routed && is_own_addr(c, rd32(f + ETH_HLEN + 16))) {
-        f[ETH_HLEN + r.sr_at + 2] = (uint8_t)(f[ETH_HLEN + r.sr_at + 2] + 4);
-        rc = ip_options_route(f, c->own, g->nports, &r);
-    }
-    if (rc != OPT_OK) {
+    if (ip_options_route(f, c->own, g->nports, &r) != OPT_OK) {
         c->stats[ST_options_bad]++;
         x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_PARAM_PROBLEM, 0, (uint32_t)r.pointer << 24,
                                         ST_icmp_param_problem);

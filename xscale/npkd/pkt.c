@@ -242,19 +242,24 @@ static int options_scan(const uint8_t *h, const uint32_t *own, int nown, opt_res
 int ip_options_route(uint8_t *f, const uint32_t *own, int nown, opt_result *r)
 {
     uint8_t *h = f + ETH_HLEN;
-    if (options_scan(h, own, nown, r) != OPT_OK) return OPT_BAD;
-    if (r->sr_at && is_own(rd32(h + 16), own, nown)) {
+    for (;;) {
+        if (options_scan(h, own, nown, r) != OPT_OK) return OPT_BAD;
+        if (!r->sr_at || !is_own(rd32(h + 16), own, nown)) {
+            r->strict = 0;
+            return OPT_OK;
+        }
         int i = r->sr_at, l = h[i + 1], p = h[i + 2];
         if (p > l) {
             r->sr_exhausted = 1;
-        } else {
-            wr32(h + 16, rd32(h + i + p - 1));              /* next address -> destination */
-            r->source_routed = 1;
+            return OPT_OK;
         }
-    } else {
-        r->strict = 0;
+        wr32(h + 16, rd32(h + i + p - 1));                  /* next address -> destination */
+        r->source_routed = 1;
+        if (!is_own(rd32(h + 16), own, nown)) return OPT_OK;
+        /* the next address is this router's too: that hop is made here (the address stays
+         * in the route as the one recorded) and the route read on, checked again */
+        h[i + 2] = (uint8_t)(p + 4);
     }
-    return OPT_OK;
 }
 
 int ip_options_record(uint8_t *f, const opt_result *r, uint32_t out_addr, uint32_t ts_ms, uint8_t *pointer)

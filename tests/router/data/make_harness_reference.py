@@ -60,6 +60,12 @@ times of frames near exceptions moved (errors: the daemon's first three frames, 
 119.6 us, by 25.8 to 27.5 us, the others by at most 14.2 us; imix by at most 7.4 us),
 on imix with them the interleaving of frames of different flows on some ports, and the
 latencies (errors mean 15.398 -> 17.082 us) and utilisations (by at most 0.002).
+Re-made when the source route's walk past the router's own addresses moved from
+npkd's options() into pkt.c ip_options_route (and the model's options_route), a change
+of structure only: the daemon runs 12 to 49 fewer instructions over a case, so its wait
+cycles and, in pipelined-errors, the departure times of frames near exceptions (every
+capture's bytes), the p50 latency (6.549 -> 6.872 us) and tx's utilisation (+0.001)
+moved; every packet count, disposition, comparison and history hash stayed the same.
 
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
