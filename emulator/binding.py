@@ -499,9 +499,10 @@ class Chip:
         self._check(self.lib.npk_wp_del(self._chip, wp_id), "delete watchpoint")
 
     # -- registers
-    def reg_ref(self, me: int, name: str, ctx: int = 0) -> RegRef:
-        """parse_reg for ME, with local-memory and CAM indices checked against the config."""
-        ref = parse_reg(name, ctx, self.ctx_mode[me])
+    def reg_ref(self, me: int, name: str, ctx: int = 0, ctx_mode: int | None = None) -> RegRef:
+        """parse_reg for ME, with local-memory and CAM indices checked against the config;
+        `ctx_mode` reads the name as for a program of that mode (default: the ME's now)."""
+        ref = parse_reg(name, ctx, self.ctx_mode[me] if ctx_mode is None else ctx_mode)
         for kinds, key, what in (((K_LM,), "lm_words", "local memory word"),
                                  ((K_CAM_TAG, K_CAM_STATE), "cam_entries", "CAM entry")):  # fmt: skip
             n = int(self.config[key])

@@ -17,18 +17,29 @@ assembled one run the same everywhere.  In order:
 3. initial memory (`init_mem`).
 
 Anything that does not fit this chip raises LoadError with the reason; nothing is
-written past a memory's end.
+written past a memory's end.  Everything is checked first (plan_load) and written after,
+so that a refused image leaves the chip as it was.
+
+Several images on one chip (`npk run A.elf@0-3 B.elf@4-7`) share one Claims record,
+passed to each load_image call: what the images before hold.  An image is refused
+(LoadError naming both images) when it would take an ME another holds; configure a
+scratch ring number another configured with a different base, size or margin (the same
+ring in two images, a producer's and a consumer's, is shared and configured once); put a
+ring over another image's ring or initialised scratch data (or such data over a ring);
+write bytes another image initialised with different values (the same values are fine);
+or signal, at load, an ME another image holds (NEXT/PREV_NEIGHBOR_SIGNAL in init_regs).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import me_names
-from .binding import MEM_SPACES, Chip, EmulatorError, load_config
+from .binding import K_PC, K_STATE, K_WAIT, MEM_SPACES, Chip, EmulatorError, load_config
 
 
 class LoadError(ValueError):
@@ -86,7 +97,8 @@ def _ring_text(r: dict[str, Any]) -> str:
 
 
 def check_rings(chip: Chip, rings: list[dict[str, Any]]) -> None:
-    """Each ring number once, inside scratch, no two rings sharing a byte (LoadError)."""
+    """Each ring number once, inside scratch at a longword address, no two rings sharing a
+    byte (LoadError)."""
     n_rings, scratch = int(chip.config["scratch_rings"]), int(chip.config["scratch_bytes"])
     seen: dict[int, dict[str, Any]] = {}
     for r in rings:
@@ -95,24 +107,15 @@ def check_rings(chip: Chip, rings: list[dict[str, Any]]) -> None:
             raise LoadError(f"{r.get('name', 'scratch ring')}: ring number {num} is not 0..{n_rings - 1}")
         if num in seen:
             raise LoadError(f"{_ring_text(r)}: ring {num} is configured twice (also by {_ring_text(seen[num])})")
+        if base < 0 or base % 4 or size <= 0:
+            raise LoadError(f"{r.get('name', 'scratch ring')}: base {base} and size {size} make no ring "
+                            "(base: a multiple of 4; size: longwords, at least 1)")  # fmt: skip
         if base + 4 * size > scratch:
             raise LoadError(f"{_ring_text(r)}: ends past the end of scratch (0x0..0x{scratch - 1:x})")
         for o in seen.values():
             if base < int(o["base"]) + 4 * int(o["size"]) and int(o["base"]) < base + 4 * size:
                 raise LoadError(f"{_ring_text(r)} overlaps {_ring_text(o)}")
         seen[num] = r
-
-
-def configure_rings(chip: Chip, rings: Iterable[dict[str, Any]]) -> None:
-    """Configure scratch rings ({ring, base, size[, margin][, name]}; size in longwords),
-    checked together first (check_rings)."""
-    rings = list(rings)
-    check_rings(chip, rings)
-    for r in rings:
-        try:
-            chip.scratch_ring(int(r["ring"]), int(r["base"]), int(r["size"]), int(r.get("margin", 0)))
-        except EmulatorError as e:
-            raise LoadError(f"{_ring_text(r)}: {e}") from None
 
 
 def _check_words(prog: Any, limit: int) -> list[int]:
@@ -128,72 +131,346 @@ def _check_words(prog: Any, limit: int) -> list[int]:
     return words
 
 
-def _init_regs(chip: Chip, me: int, prog: Any, ctxs: range) -> None:
+# ---- what the images of one chip hold ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemWrite:
+    """Bytes an image writes at load (a program's init_mem entry), and whose they are."""
+
+    space: str
+    addr: int
+    data: bytes
+    owner: str  # "IMAGE (program 'p')"
+
+    @property
+    def end(self) -> int:
+        return self.addr + len(self.data)
+
+
+@dataclass
+class Claims:
+    """What the images loaded so far on one chip hold, kept across load_image calls so that
+    a later image that would overwrite an earlier one's state is refused before any of it
+    is written:
+
+    mes      ME -> program name (what load_image returns, merged)
+    images   ME -> the image that holds it, as the messages name it
+    rings    scratch ring number -> (ring entry, owner: the image, None for a caller's ring)
+    memory   the bytes written at load (MemWrite)
+    signals  ME -> who signalled it at load (a neighbour-signal CSR in init_regs)"""
+
+    mes: dict[int, str] = field(default_factory=dict)
+    images: dict[int, str] = field(default_factory=dict)
+    rings: dict[int, tuple[dict[str, Any], str | None]] = field(default_factory=dict)
+    memory: list[MemWrite] = field(default_factory=list)
+    signals: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Program:
+    """One program of an image as it will be loaded (every check passed)."""
+
+    prog: Any
+    name: str
+    words: list[int]
+    ctx_mode: int
+    mask: int
+    targets: list[int]
+    regs: list[tuple[str, int, int]]  # (register, context, value) per ME: `@` ones once
+    sigs: list[int]
+    memory: list[MemWrite]  # written once, whatever its MEs
+
+
+@dataclass
+class _Plan:
+    """Everything one load_image call will write, checked against the claims first."""
+
+    label: str
+    rings: list[dict[str, Any]]  # to configure (a ring another image configured already is not)
+    ring_owners: list[tuple[dict[str, Any], str | None]]
+    programs: list[_Program]
+    signals: dict[int, str]
+
+    @property
+    def memory(self) -> list[MemWrite]:
+        return [w for p in self.programs for w in p.memory]
+
+    def loaded(self) -> dict[int, str]:
+        return {me: p.name for p in self.programs for me in p.targets}
+
+
+def image_label(image: Any) -> str:
+    """How the messages name an image loaded without a path: by its programs."""
+    names = [str(getattr(p, "name", "?")) for p in getattr(image, "programs", []) or []]
+    return "the image of " + ", ".join(f"'{n}'" for n in names)
+
+
+def _regs(chip: Chip, prog: Any, ctx_mode: int) -> list[tuple[str, int, int]]:
+    """The program's initial registers as (name, context, value) writes, each one checked
+    as the chip would take it (so that none fails half-way through a load)."""
+    ctxs = range(0, 8, 2) if ctx_mode == 4 else range(8)
+    out = []
     for reg, ctx, value in getattr(prog, "init_regs", []) or []:
-        try:
-            if ctx is None and not str(reg).startswith("@"):
-                for c in ctxs:
-                    chip.set_reg(me, reg, value, ctx=c)
-            else:
-                chip.set_reg(me, reg, value, ctx=0 if ctx is None else int(ctx))
-        except EmulatorError as e:
-            raise LoadError(f"program '{prog.name}': initial value of {reg}: {e}") from None
+        reg = str(reg)
+        every = ctx is None and not reg.startswith("@")
+        for c in ctxs if every else [0 if ctx is None else int(ctx)]:
+            if not 0 <= c <= 7:
+                raise LoadError(f"program '{prog.name}': initial value of {reg}: context {c} is not 0..7")
+            try:
+                ref = chip.reg_ref(0, reg, c, ctx_mode=ctx_mode)
+            except EmulatorError as e:
+                raise LoadError(f"program '{prog.name}': initial value of {reg}: {e}") from None
+            if ref.kind in (K_STATE, K_WAIT):
+                raise LoadError(f"program '{prog.name}': initial value of {reg}: not a register a load can set")
+            if ref.kind == K_PC and not 0 <= int(value) < int(chip.config["ustore_words"]):
+                raise LoadError(f"program '{prog.name}': initial pc {value} is outside the control store")
+            out.append((reg, c, int(value)))
+    return out
 
 
-def _init_mem(chip: Chip, prog: Any) -> None:
+def _sigs(prog: Any) -> list[int]:
+    sigs = [int(s) for s in getattr(prog, "set_sigs", []) or []]
+    bad = next((s for s in sigs if not 1 <= s <= 15), None)
+    if bad is not None:
+        raise LoadError(f"program '{prog.name}': .set_sig signal {bad} out of range (1-15)")
+    return sigs
+
+
+def _program(chip: Chip, prog: Any, mes: list[int] | None, label: str) -> _Program:
+    name = str(getattr(prog, "name", "?"))
+    words = _check_words(prog, int(chip.config["ustore_words"]))
+    ctx_mode = int(getattr(prog, "ctx_mode", 8))
+    if ctx_mode not in (4, 8):
+        raise LoadError(f"program '{name}' has context mode {ctx_mode} (must be 4 or 8)")
+    mask = int(getattr(prog, "ctx_enable", 0) or 0) or (0x55 if ctx_mode == 4 else 0xFF)
+    targets = _targets(prog, chip.num_me, mes)
+    memory = _memory(chip, prog, f"{label} (program '{name}')")
+    return _Program(prog, name, words, ctx_mode, mask, targets, _regs(chip, prog, ctx_mode), _sigs(prog), memory)
+
+
+def _mem_fits(chip: Chip, space: str, addr: int, n: int) -> bool:
+    """Does [addr, addr + n) lie inside the chip's `space` (the emulator's own rule:
+    SRAM addresses carry the channel in bits 31:30)?"""
+    cfg = chip.config
+    if space == "sram":
+        channel, offset = addr >> 30, addr & 0x3FFF_FFFF
+        return channel < int(cfg["units"]["sram"]["channels"]) and offset + n <= int(cfg["sram_channel_bytes"])
+    return addr + n <= int(cfg["dram_bytes" if space == "dram" else "scratch_bytes"])
+
+
+def _memory(chip: Chip, prog: Any, owner: str) -> list[MemWrite]:
+    out = []
     for space, addr, data in getattr(prog, "init_mem", []) or []:
         if space not in MEM_SPACES:
             raise LoadError(f"program '{prog.name}': unknown memory space '{space}'")
         addr, data = int(addr), bytes(data)
         if not 0 <= addr < 1 << 64:
             raise LoadError(f"program '{prog.name}': {space} data address {addr} is not an unsigned 64-bit value")
-        try:
-            chip.mem_write(space, addr, data)
-        except EmulatorError:
+        if not _mem_fits(chip, space, addr, len(data)):
             raise LoadError(f"program '{prog.name}': {len(data)} bytes of {space} data at 0x{addr:x} "
-                            f"lie outside the {space} of this chip") from None  # fmt: skip
+                            f"lie outside the {space} of this chip")  # fmt: skip
+        out.append(MemWrite(space, addr, data, owner))
+    return out
 
 
-def load_image(chip: Chip, image: Any, mes: list[int] | None = None, enable: bool = True,
-               rings: Iterable[dict[str, Any]] = (), taken: dict[int, str] | None = None) -> dict[int, str]:  # fmt: skip
-    """Load every program of `image`; return {me: program name}.  `taken` holds MEs
-    already loaded by earlier images of the same run (a conflict is an error)."""
+# local CSRs whose write at load signals another ME: CSR name -> that ME's offset from the writer
+NEIGHBOUR_SIGNALS = {"NEXT_NEIGHBOR_SIGNAL": 1, "PREV_NEIGHBOR_SIGNAL": -1}
+
+
+def _signals(chip: Chip, progs: list[_Program], label: str) -> dict[int, str]:
+    """The MEs a program signals at load through a neighbour-signal CSR in its init_regs."""
+    out: dict[int, str] = {}
+    for p in progs:
+        for reg, _, _ in p.regs:
+            step = NEIGHBOUR_SIGNALS.get(reg.upper())
+            for me in p.targets if step else []:
+                if 0 <= me + step < chip.num_me:
+                    out.setdefault(me + step, f"program '{p.name}' of {label} ({reg.upper()} on ME {chip.me_name(me)})")
+    return out
+
+
+def _check_mes(chip: Chip, plan: _Plan, claims: Claims, taken: Mapping[int, str]) -> None:
+    """Each ME for one program of one image; none signalled at load by another image."""
+    mine: dict[int, str] = {}
+    for p in plan.programs:
+        for me in p.targets:
+            if me in mine:
+                raise LoadError(f"ME {chip.me_name(me)} is assigned to both '{mine[me]}' and '{p.name}' ({plan.label})")
+            other = claims.mes.get(me) or taken.get(me)
+            if other is not None:
+                whose = f" ({claims.images[me]})" if me in claims.images else ""
+                raise LoadError(f"ME {chip.me_name(me)} is assigned to both '{other}'{whose} and '{p.name}' ({plan.label})")
+            if me in claims.signals:
+                raise LoadError(f"ME {chip.me_name(me)}: program '{p.name}' of {plan.label} would be loaded on an ME "
+                                f"that {claims.signals[me]} signals at load")  # fmt: skip
+            mine[me] = p.name
+    for me, who in plan.signals.items():
+        if me in claims.images:
+            raise LoadError(f"ME {chip.me_name(me)} holds program '{claims.mes[me]}' of {claims.images[me]}, "
+                            f"and {who} would signal it at load")  # fmt: skip
+
+
+def _ring_who(r: dict[str, Any], owner: str | None) -> str:
+    return _ring_text(r) + (f" of {owner}" if owner else "")
+
+
+def _ring_differs(new: dict[str, Any], old: dict[str, Any]) -> str:
+    fields = (("base", lambda v: f"0x{v:x}"), ("size", str), ("margin", str))
+    return ", ".join(f"{k} {f(int(new.get(k, 0)))} vs {f(int(old.get(k, 0)))}" for k, f in fields
+                     if int(new.get(k, 0)) != int(old.get(k, 0)))  # fmt: skip
+
+
+def _ring_span(r: dict[str, Any]) -> tuple[int, int]:
+    return int(r["base"]), int(r["base"]) + 4 * int(r["size"])
+
+
+def _check_rings(plan: _Plan, claims: Claims) -> None:
+    """The image's rings against those of the images before it: a ring number twice only
+    as the same ring (shared, configured once), no two rings sharing a byte, no ring over
+    scratch data another image initialises (and no such data over a ring)."""
+    for r, owner in plan.ring_owners:
+        lo, hi = _ring_span(r)
+        same = claims.rings.get(int(r["ring"]))
+        if same is not None and _ring_differs(r, same[0]):
+            raise LoadError(f"scratch ring {r['ring']} is configured differently by {_ring_who(r, owner)} and "
+                            f"{_ring_who(*same)} ({_ring_differs(r, same[0])}); images share a ring only as the "
+                            "same ring (base, size and margin)")  # fmt: skip
+        for o, o_owner in claims.rings.values():
+            o_lo, o_hi = _ring_span(o)
+            if int(o["ring"]) != int(r["ring"]) and lo < o_hi and o_lo < hi:
+                raise LoadError(f"{_ring_who(r, owner)} overlaps {_ring_who(o, o_owner)}")
+        for w in claims.memory:
+            if w.space == "scratch" and lo < w.end and w.addr < hi:
+                raise LoadError(f"{_ring_who(r, owner)} overlaps the scratch data 0x{w.addr:x}..0x{w.end - 1:x} "
+                                f"that {w.owner} initialises")  # fmt: skip
+    for w in plan.memory:
+        for o, o_owner in claims.rings.values():
+            lo, hi = _ring_span(o)
+            if w.space == "scratch" and lo < w.end and w.addr < hi:
+                raise LoadError(f"{w.owner} initialises scratch 0x{w.addr:x}..0x{w.end - 1:x}, which overlaps "
+                                f"{_ring_who(o, o_owner)}")  # fmt: skip
+
+
+def _first_difference(new: MemWrite, old: MemWrite) -> int | None:
+    """The first address both write with different bytes (None: they agree, or do not meet)."""
+    lo, hi = max(new.addr, old.addr), min(new.end, old.end)
+    if lo >= hi:
+        return None
+    a = new.data[lo - new.addr : hi - new.addr]
+    b = old.data[lo - old.addr : hi - old.addr]
+    if a == b:
+        return None
+    return lo + next(i for i in range(hi - lo) if a[i] != b[i])
+
+
+def _check_memory(plan: _Plan, claims: Claims) -> None:
+    """Bytes another image initialised may be written again only with the same value."""
+    for w in plan.memory:
+        for o in claims.memory:
+            d = None if o.space != w.space else _first_difference(w, o)
+            if d is not None:
+                lo, hi = max(w.addr, o.addr), min(w.end, o.end)
+                raise LoadError(f"{w.space} 0x{lo:x}..0x{hi - 1:x} is initialised by both {o.owner} and {w.owner}, "
+                                f"with different bytes (at 0x{d:x}: 0x{o.data[d - o.addr]:02x}, then "
+                                f"0x{w.data[d - w.addr]:02x}); images may write the same bytes twice, not different ones")  # fmt: skip
+
+
+def plan_load(chip: Chip, image: Any, mes: list[int] | None = None, rings: Iterable[dict[str, Any]] = (),
+              claims: Claims | None = None, label: str | None = None,
+              taken: Mapping[int, str] | None = None) -> _Plan:  # fmt: skip
+    """Check `image` for this chip and against what earlier images claim, writing
+    nothing; the plan that load_image then carries out (LoadError when it cannot load)."""
+    claims = Claims() if claims is None else claims
     programs = list(getattr(image, "programs", []) or [])
     if not programs:
         raise LoadError("image has no programs")
-    configure_rings(chip, [*ring_entries(image), *rings])
-    limit = int(chip.config["ustore_words"])
-    taken = {} if taken is None else taken
-    loaded: dict[int, str] = {}
-    for prog in programs:
-        name = getattr(prog, "name", "?")
-        words = _check_words(prog, limit)
-        ctx_mode = int(getattr(prog, "ctx_mode", 8))
-        if ctx_mode not in (4, 8):
-            raise LoadError(f"program '{name}' has context mode {ctx_mode} (must be 4 or 8)")
-        mask = int(getattr(prog, "ctx_enable", 0) or 0) or (0x55 if ctx_mode == 4 else 0xFF)
-        for me in _targets(prog, chip.num_me, mes):
-            owner = loaded.get(me) or taken.get(me)
-            if owner is not None:
-                raise LoadError(f"ME {chip.me_name(me)} is assigned to both '{owner}' and '{name}'")
-            chip.load(me, words, ctx_mode)
-            _init_regs(chip, me, prog, range(0, 8, 2) if ctx_mode == 4 else range(8))
-            for sig in getattr(prog, "set_sigs", []) or []:
-                if not 1 <= int(sig) <= 15:
-                    raise LoadError(f"program '{name}': .set_sig signal {sig} out of range (1-15)")
-                chip.set_signal(me, int(sig))
+    label = label or image_label(image)
+    own, extra = ring_entries(image), list(rings)
+    check_rings(chip, [*own, *extra])
+    progs = [_program(chip, prog, mes, label) for prog in programs]
+    ring_owners: list[tuple[dict[str, Any], str | None]] = [(r, label) for r in own] + [(r, None) for r in extra]
+    fresh = [r for r, _ in ring_owners if int(r["ring"]) not in claims.rings]
+    plan = _Plan(label, fresh, ring_owners, progs, _signals(chip, progs, label))
+    _check_mes(chip, plan, claims, taken or {})
+    _check_rings(plan, claims)
+    _check_memory(plan, claims)
+    return plan
+
+
+def _apply(chip: Chip, plan: _Plan, enable: bool) -> None:
+    """Write a checked plan to the chip: rings, then each program on its MEs and its data."""
+    for r in plan.rings:
+        try:
+            chip.scratch_ring(int(r["ring"]), int(r["base"]), int(r["size"]), int(r.get("margin", 0)))
+        except EmulatorError as e:
+            raise LoadError(f"{_ring_text(r)}: {e}") from None
+    for p in plan.programs:
+        for me in p.targets:
+            chip.load(me, p.words, p.ctx_mode)
+            for reg, ctx, value in p.regs:
+                chip.set_reg(me, reg, value, ctx=ctx)
+            for sig in p.sigs:
+                chip.set_signal(me, sig)
             if enable:
-                chip.enable(me, mask)
-            loaded[me] = name
-        _init_mem(chip, prog)
-    taken.update(loaded)
+                chip.enable(me, p.mask)
+        for w in p.memory:
+            chip.mem_write(w.space, w.addr, w.data)
+
+
+def _commit(plan: _Plan, claims: Claims) -> None:
+    for p in plan.programs:
+        for me in p.targets:
+            claims.mes[me] = p.name
+            claims.images[me] = plan.label
+    for r, owner in plan.ring_owners:
+        claims.rings.setdefault(int(r["ring"]), (r, owner))
+    claims.memory.extend(plan.memory)
+    for me, who in plan.signals.items():
+        claims.signals.setdefault(me, who)
+
+
+def load_image(chip: Chip, image: Any, mes: list[int] | None = None, enable: bool = True,
+               rings: Iterable[dict[str, Any]] = (), taken: dict[int, str] | None = None,
+               claims: Claims | None = None, label: str | None = None) -> dict[int, str]:  # fmt: skip
+    """Load every program of `image`; return {me: program name}.
+
+    `claims` holds what the earlier images of the same run hold (MEs, scratch rings,
+    initialised memory): the image is checked against it before anything is written, so
+    a refused image (LoadError naming both images) leaves the chip as it was, and what it
+    holds is added on success.  `label` names the image in the messages (its path; by
+    default its programs).  `taken` ({me: program name}) is the older form of the same
+    record, for the MEs alone: checked, and updated with the MEs loaded."""
+    claims = Claims() if claims is None else claims
+    plan = plan_load(chip, image, mes, rings, claims, label, taken)
+    _apply(chip, plan, enable)
+    _commit(plan, claims)
+    loaded = plan.loaded()
+    if taken is not None:
+        taken.update(loaded)
     return loaded
 
 
+def configure_rings(chip: Chip, rings: Iterable[dict[str, Any]], claims: Claims | None = None) -> None:
+    """Configure scratch rings ({ring, base, size[, margin][, name]}; size in longwords)
+    that no image brings (`npk run --ring`): checked together first (check_rings), and
+    against `claims` (the rings and scratch data of the images there) as an image's rings
+    are; recorded in it, so that the images loaded after are checked against them too."""
+    rings = list(rings)
+    check_rings(chip, rings)
+    claims = Claims() if claims is None else claims
+    fresh = [r for r in rings if int(r["ring"]) not in claims.rings]
+    plan = _Plan("", fresh, [(r, None) for r in rings], [], {})
+    _check_rings(plan, claims)
+    _apply(chip, plan, enable=False)
+    _commit(plan, claims)
+
+
 def load_path(chip: Chip, path: str | Path, mes: list[int] | None = None,
-              rings: Iterable[dict[str, Any]] = (), taken: dict[int, str] | None = None) -> dict[int, str]:  # fmt: skip
-    """Read an image file (npkit ELF) and load it."""
-    return load_image(chip, read_path(path), mes, rings=rings, taken=taken)
+              rings: Iterable[dict[str, Any]] = (), taken: dict[int, str] | None = None,
+              claims: Claims | None = None) -> dict[int, str]:  # fmt: skip
+    """Read an image file (npkit ELF) and load it (named by its path in the messages)."""
+    return load_image(chip, read_path(path), mes, rings=rings, taken=taken, claims=claims, label=str(path))
 
 
 def read_path(path: str | Path) -> Any:

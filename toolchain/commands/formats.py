@@ -183,8 +183,10 @@ FORMATS = [
            "file is at most 256 MB."),
     Format("Ring file", "`examples/ring_pingpong.rings.yaml`, `npk run --ring FILE.yaml`",
            "`parse_rings` (npkit.toolchain.commands.run)", _rings,
-           "The rings of a run (the image's and --ring's) are checked together when they are configured: "
-           "each ring number once, inside scratch, no two rings sharing a byte."),
+           "The rings of a run (each image's and --ring's) are checked before they are configured: each ring "
+           "number once, inside scratch, no two rings sharing a byte. Across images (and --ring) a ring "
+           "number may come twice only as the same ring (base, size and margin: a producer's image and a "
+           "consumer's), configured once; a ring may not lie over scratch data another image initialises."),
     Format("Run directory", "`DIR/run.json`, `npk why --run DIR`", "`load_run_spec` (npkit.toolchain.debug.why)",
            _run_file, "A key left out takes the command-line option's value."),
     Format("Debugger batch file", "`npk debug --batch FILE`, or stdin", "`read_batch` "

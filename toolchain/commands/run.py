@@ -5,7 +5,10 @@
     npk run prog.elf --traffic spec.yaml [--capture DIR]      # packets through the MSF
     npk run router.elf --traffic spec.yaml --capture DIR      # a linked router: + oracle
 
-Every image goes through the one loader (npkit.emulator.loader).  With --traffic the
+Every image goes through the one loader (npkit.emulator.loader), several on one Claims
+record: one that would overwrite what --ring or an earlier image holds (an ME, a ring
+configured otherwise, a ring's scratch, initialised memory with other bytes) is refused,
+exit 1, before any of it is written (README, "npk run" with several images).  With --traffic the
 run drains (unless --no-drain) and is judged by npkit.toolchain.system.verdict: a
 router image (`npk link`) against the oracle and its own exception path, a plain image
 on conservation and loss.  Exit 1 when the verdict fails.
@@ -22,7 +25,14 @@ from typing import Any
 import click
 
 from npkit.emulator.binding import Chip, EmulatorError
-from npkit.emulator.loader import LoadError, load_image, parse_me_list, read_path
+from npkit.emulator.loader import (
+    Claims,
+    LoadError,
+    configure_rings,
+    load_image,
+    parse_me_list,
+    read_path,
+)
 from npkit.emulator.traffic_run import (
     MsfError,
     TrafficError,
@@ -169,14 +179,17 @@ def format_me_summary(out: dict[str, Any]) -> str:
 
 
 def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list[dict[str, Any]]) -> tuple[list[Any], dict[int, str]]:
-    """Every image on its MEs (one loader call each); the rings go with the first."""
-    taken: dict[int, str] = {}
+    """The --ring rings, then every image on its MEs: one loader call each, on one Claims
+    record, so that an image that would overwrite what the rings or an earlier image hold
+    is refused (LoadError naming both)."""
+    claims = Claims()
+    configure_rings(chip, rings, claims)
     read = []
-    for n, (path, mes) in enumerate(images):
+    for path, mes in images:
         img = read_path(path)
-        load_image(chip, img, mes, rings=rings if n == 0 else (), taken=taken)
+        load_image(chip, img, mes, claims=claims, label=path)
         read.append(img)
-    return read, taken
+    return read, claims.mes
 
 
 @click.command("run")
@@ -221,7 +234,9 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
             control_socket: str | None, kill_at: float | None, restart_at: float | None) -> None:  # fmt: skip
     """Run IMAGE(s) on the emulated chip and print statistics.
 
-    IMAGE@MES loads an image on chosen MEs (a.elf@0 b.elf@1).  With --traffic, packets
+    IMAGE@MES loads an image on chosen MEs (a.elf@0 b.elf@1); images may share a scratch
+    ring only as the same ring, and initialised memory only with the same bytes (else exit
+    1, naming both).  With --traffic, packets
     go in through the MSF for --duration-ms of emulated time, then the run drains; the
     per-port table and the conservation totals are printed, and a run that loses or
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
