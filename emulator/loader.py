@@ -13,8 +13,9 @@ assembled one run the same everywhere.  In order:
    empty; `mes=` overrides that default and filters explicit lists): control store,
    initial registers (`init_regs`, ctx None =
    every context of the program's mode; `@` absolute registers once), signals
-   (`set_sigs`), then its contexts enabled (`ctx_enable`, else all 8 or 0/2/4/6);
-3. initial memory (`init_mem`).
+   (`set_sigs`), local memory data (`init_mem` entries of space lmem: each ME's own),
+   then its contexts enabled (`ctx_enable`, else all 8 or 0/2/4/6);
+3. initial memory (`init_mem`: scratch, SRAM, DRAM).
 
 Anything that does not fit this chip raises LoadError with the reason; nothing is
 written past a memory's end.  Everything is checked first (plan_load) and written after,
@@ -180,6 +181,7 @@ class _Program:
     regs: list[tuple[str, int, int]]  # (register, context, value) per ME: `@` ones once
     sigs: list[int]
     memory: list[MemWrite]  # written once, whatever its MEs
+    local: list[tuple[int, int]]  # (local memory word, value): written on each of its MEs
 
 
 @dataclass
@@ -246,7 +248,8 @@ def _program(chip: Chip, prog: Any, mes: list[int] | None, label: str) -> _Progr
     mask = int(getattr(prog, "ctx_enable", 0) or 0) or (0x55 if ctx_mode == 4 else 0xFF)
     targets = _targets(prog, chip.num_me, mes)
     memory = _memory(chip, prog, f"{label} (program '{name}')")
-    return _Program(prog, name, words, ctx_mode, mask, targets, _regs(chip, prog, ctx_mode), _sigs(prog), memory)
+    regs = _regs(chip, prog, ctx_mode)
+    return _Program(prog, name, words, ctx_mode, mask, targets, regs, _sigs(prog), memory, _local(chip, prog))
 
 
 def _mem_fits(chip: Chip, space: str, addr: int, n: int) -> bool:
@@ -259,9 +262,30 @@ def _mem_fits(chip: Chip, space: str, addr: int, n: int) -> bool:
     return addr + n <= int(cfg["dram_bytes" if space == "dram" else "scratch_bytes"])
 
 
+def _local(chip: Chip, prog: Any) -> list[tuple[int, int]]:
+    """The program's local memory data (`.local_mem` + `.init`) as (word, value): local
+    memory is each ME's own, so it is written on every ME the program runs on and is no
+    other image's concern."""
+    out = []
+    words = int(chip.config["lm_words"])
+    for space, addr, data in getattr(prog, "init_mem", []) or []:
+        if space != "lmem":
+            continue
+        addr, data = int(addr), bytes(data)
+        if addr % 4 or len(data) % 4:
+            raise LoadError(f"program '{prog.name}': lmem data at byte {addr} ({len(data)} bytes) is not whole longwords")
+        if not (0 <= addr and addr + len(data) <= 4 * words):
+            raise LoadError(f"program '{prog.name}': {len(data)} bytes of lmem data at byte {addr} lie outside "
+                            f"the {words} words of local memory")  # fmt: skip
+        out += [(addr // 4 + i, int.from_bytes(data[4 * i : 4 * i + 4], "big")) for i in range(len(data) // 4)]
+    return out
+
+
 def _memory(chip: Chip, prog: Any, owner: str) -> list[MemWrite]:
     out = []
     for space, addr, data in getattr(prog, "init_mem", []) or []:
+        if space == "lmem":
+            continue  # _local
         if space not in MEM_SPACES:
             raise LoadError(f"program '{prog.name}': unknown memory space '{space}'")
         addr, data = int(addr), bytes(data)
@@ -412,6 +436,8 @@ def _apply(chip: Chip, plan: _Plan, enable: bool) -> None:
                 chip.set_reg(me, reg, value, ctx=ctx)
             for sig in p.sigs:
                 chip.set_signal(me, sig)
+            for word, value in p.local:
+                chip.set_reg(me, f"lm{word}", value)
             if enable:
                 chip.enable(me, p.mask)
         for w in p.memory:

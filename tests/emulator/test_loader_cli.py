@@ -194,3 +194,45 @@ def test_npk_run_ring_file_is_checked_against_its_schema(tmp_path: Path, text: s
     (tmp_path / "r.yaml").write_text(text)
     res = CliRunner().invoke(run_cmd, [f"{ping}@0", "--ring", str(tmp_path / "r.yaml")])
     assert res.exit_code in (1, 2) and f"{tmp_path}/{message.format(dir=tmp_path)}" in res.output, res.output
+
+
+LOCAL_MEM_SRC = """
+.local_mem pad 8
+.local_mem tbl 12 64
+.init tbl 0x11 0x22 0x33
+    immed[a0, tbl]
+    local_csr_wr[ACTIVE_LM_ADDR_0, a0]
+    nop
+    nop
+    nop
+    alu[a1, --, b, *l$index0[2]]
+    alu[a2, --, b, *l$index0[0]]
+    ctx_arb[bpt]
+"""
+
+
+def test_local_memory_data_is_loaded_on_every_me_of_the_program(tmp_path: Path) -> None:
+    """`.local_mem` + `.init` data goes into each ME's own local memory at load (the
+    image format says lmem data is written at load; the loader used to refuse it)."""
+    from npkit.asm.assembler import assemble
+
+    src = tmp_path / "lm.uc"
+    src.write_text(LOCAL_MEM_SRC)
+    prog = assemble(src).program
+    # aligned to 16 words: the [n] offset is ORed into the index's low bits (HRM)
+    assert ("lmem", 64, bytes.fromhex("000000110000002200000033")) in prog.init_mem
+    prog.mes = [3, 9]
+    chip = Chip("ixp2800")
+    assert load_image(chip, Image(programs=[prog])) == {3: "lm", 9: "lm"}
+    assert [chip.reg(3, f"lm{i}") for i in range(16, 19)] == [0x11, 0x22, 0x33]
+    assert chip.reg(3, "lm15") == 0 and chip.reg(0, "lm16") == 0  # nothing beside it, no other ME
+    assert chip.run(1000) == "halted"
+    assert [chip.reg(me, r) for me in (3, 9) for r in ("a1", "a2")] == [0x33, 0x11] * 2
+
+
+def test_local_memory_data_past_the_end_is_refused() -> None:
+    chip = Chip("ixp2800")
+    with pytest.raises(LoadError, match="outside the 640 words of local memory"):
+        load_image(chip, _image(init_mem=[("lmem", 4 * 638, bytes(12))]))
+    with pytest.raises(LoadError, match="whole longwords"):
+        load_image(chip, _image(init_mem=[("lmem", 2, bytes(4))]))
