@@ -207,3 +207,18 @@ def test_linked_images_share_rings_and_tables_but_not_different_tables(tmp_path:
     res = _run(f"{pp}@0", f"{other}@1")
     assert res.exit_code == 1, res.output
     assert f"is initialised by both {pp} (program 'ping') and {other} (program 'ping'), with different bytes" in res.output
+
+
+def test_a_router_image_with_a_control_program_or_traffic_runs_alone(tmp_path: Path) -> None:
+    """Beside another image a linked router used to lose its control daemon and oracle
+    without a word; now `npk run` refuses the pair (usage error, exit 2)."""
+    from npkit.toolchain.system.link import link
+
+    pp = _write(tmp_path, "pp", link(EXAMPLES / "ring_pingpong.yaml"))
+    router = _write(tmp_path, "router", link("pipelined"))
+    hello = _write(tmp_path, "hello", _example("hello.uc"))
+    res = _run(f"{router}@0-13", f"{hello}@15")
+    assert res.exit_code == 2, res.output
+    assert f"{router}@0-13: a linked router image with traffic or a control program runs alone" in res.output
+    res = _run(f"{pp}@0", f"{pp}@1", "--traffic", str(EXAMPLES / "passthrough" / "min64.yaml"))
+    assert res.exit_code == 2 and f"{pp}@0: a linked router image" in res.output, res.output

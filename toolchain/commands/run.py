@@ -254,6 +254,14 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
         chip = Chip(config)
         read, loaded = load_all(chip, targets, rings)
         policy = policy_of(max_loss, min_line_rate)
+        # a router's oracle and control daemon judge the whole chip: with other images beside
+        # it, it would run as a plain image, so say so instead
+        judged = [images[i] for i, img in enumerate(read)
+                  if "router" in img.meta and (traffic is not None or img.meta.get("control"))]  # fmt: skip
+        if judged and len(read) > 1:
+            raise click.UsageError(f"{judged[0]}: a linked router image with traffic or a control program runs "
+                                   "alone (its oracle and control daemon judge the whole chip); put the other "
+                                   "blocks in its layout")  # fmt: skip
         router = len(read) == 1 and "router" in read[0].meta
         control = _control_options(read[0] if router else None, xscale, xscale_placement, xscale_gdb,
                                    control_socket, kill_at, restart_at, as_json)  # fmt: skip
