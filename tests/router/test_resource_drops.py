@@ -133,7 +133,7 @@ def test_the_totals_and_the_verdicts_agree(overload: Overload) -> None:
     loss = [r for r in s["verdict"]["reasons"] if r.startswith("loss ")]
     assert s["verdict"]["reasons"] == loss, s["verdict"]
     assert f"{t['lost']} packets lost" in loss[0]
-    assert f"{by['forward']} the oracle forwards, {by['exception']} it sends to the control plane" in loss[0]
+    assert f"{by['forward']} the oracle forwards, {by['exception']} it sends to the exception path" in loss[0]
     assert judge(s, Policy(max_loss_pct=None))["ok"]
     assert compare(load_traffic(overload.inp), overload.predicted, load_outputs(overload.out),
                    load_dispositions(overload.out, load_traffic(overload.inp)), allow_loss=True).ok  # fmt: skip

@@ -15,10 +15,11 @@ and then `census` says where.  Microcode drops are counted per reason, not per p
 they are attributed to the packets the oracle says are dropped for that reason among
 those with no other fate.  Every drop is judged against the oracle by the policy `npk
 traffic compare` shares (npkit.emulator.traffic.fate): a resource drop (rbuf_full,
-queue_full, ...) of a packet the oracle forwards or sends to the control plane is
-`lost`, of one it drops `dropped_early` (neither loss nor a mismatch); a drop for a
-reason the oracle gives, another reason or another outcome, a mismatch.  Frames the router makes itself (ICMP, ARP) are kept apart and
-compared with those the oracle's control plane predicts
+queue_full, ...) of a packet the oracle forwards or sends to the exception path is
+`lost`, of one it drops `dropped_early` (neither loss nor a mismatch); a drop for
+another reason the oracle gives, or of a packet it does not drop, is a mismatch.
+Frames the router makes itself (ICMP, ARP) are kept apart and compared with those the
+oracle's control plane predicts
 (npkit.toolchain.system.control_run, npkit.emulator.traffic.control), byte for byte.
 A run that went idle has its packet buffers audited too (npkit.toolchain.system.buffers):
 each on the free list or held at rest by rx or the control daemon, else conservation
@@ -281,7 +282,7 @@ class RouterRun:
         self.offered_bits: Counter[int] = Counter()
         self.demand_bits: Counter[int] = Counter()
         self.demand_pkts: Counter[int] = Counter()
-        self.predicted_exc = 0  # packets the oracle's fast path sends to the control plane
+        self.predicted_exc = 0  # packets the oracle's fast path sends to the exception path
         self.must_leave = 0  # ... and those it forwards: lost is out of these
         self.tx_bits: Counter[int] = Counter()
         self._tx_until = 0
@@ -854,7 +855,7 @@ def _resource_drops_line(t: dict[str, Any]) -> list[str]:
     overload = t.get("expected_overload_drops", 0)
     return [f"resource drops: lost {fwd} the oracle forwards"
             + (f" ({overload} of them queue_full the offered load forces: not loss)" if overload else "")
-            + f", lost {exc} it sends to the control plane; dropped early {early} it drops too "
+            + f", lost {exc} it sends to the exception path; dropped early {early} it drops too "
             f"(not loss, not a mismatch)"]
 
 

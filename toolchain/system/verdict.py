@@ -16,10 +16,10 @@ A run fails when
   a transmit control word naming bytes past its element), even if every packet came
   out right,
 - loss exceeds `max_loss_pct` (loss: packets the oracle forwards or sends to the
-  control plane that were dropped for want of a resource, rbuf_full, queue_full, ...:
+  exception path that were dropped for want of a resource, rbuf_full, queue_full, ...:
   `lost` as `npk traffic compare` counts it, npkit.emulator.traffic.fate; less the
   queue_full drops the offered load itself forces on an oversubscribed port; in % of
-  the packets the oracle forwards or sends to the control plane),
+  the packets the oracle forwards or sends to the exception path),
 - the output rate is below `min_line_rate_pct` of the ports' line rate.
 
 A packet the oracle drops that a resource drop took first (`dropped_early`) is neither
@@ -91,6 +91,6 @@ def _lost(t: dict[str, Any]) -> str:
     if not by:
         return text
     text += (f": dropped for want of a resource, {by.get('forward', 0)} the oracle forwards, "
-             f"{by.get('exception', 0)} it sends to the control plane")
+             f"{by.get('exception', 0)} it sends to the exception path")
     overload = t.get("expected_overload_drops", 0)
     return text + (f", less {overload} queue_full drops the offered load forces" if overload else "")
