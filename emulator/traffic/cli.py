@@ -293,12 +293,14 @@ def predict_cmd(in_dir: Path, config: Path, outdir: Path, as_json: bool) -> None
               required=True, help="Router config the emulator ran with.")
 @click.option("--max", "max_issues", type=int, default=50, show_default=True,
               help="Issues to list (all with --max -1).")
-@click.option("--allow-loss", is_flag=True, help="Resource drops (lost packets) do not fail.")
+@click.option("--allow-loss", is_flag=True,
+              help="Lost packets (resource drops of packets the oracle forwards or excepts) do not fail.")
 @click.option("--json", "as_json", is_flag=True)
 def compare_cmd(in_dir: Path, out_dir: Path, config: Path, max_issues: int, allow_loss: bool,
                 as_json: bool) -> None:
     """Compare the emulator's OUT_DIR (port<N>.pcap, dispositions.json) against the
-    oracle's predictions for IN_DIR. Exit status 1 on any mismatch."""
+    oracle's predictions for IN_DIR. Exit status 1 on any mismatch, or on a lost packet
+    without --allow-loss (categories: npkit.emulator.traffic.compare's docstring)."""
     with _errors():
         cfg = RouterConfig.load(config)
         inputs = load_traffic(in_dir)

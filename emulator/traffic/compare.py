@@ -24,15 +24,25 @@ earlier ones left:
    excepts (as received, or with the TTL decremented): `wrong_outcome`.
 5. anything left: `unexpected`.
 
-Then every input is accounted for: a predicted forward never transmitted is `lost` if
-the emulator recorded a resource drop for it (rbuf_full, queue_full, ...), and
-`wrong_outcome` if it recorded another drop or an exception, else `missing`. A
-predicted drop or exception must be recorded with the same kind and reason
-(`wrong_reason` if the reason differs, `wrong_outcome` if the kind does, `missing` if
-nothing was recorded). Packets with more than one disposition are `conflict`.
+Then every input is accounted for: one never transmitted with nothing recorded is
+`missing`; one recorded as dropped or excepted is judged by `fate.judge_disposition`,
+the policy the router run (`npk run`) shares:
 
-Categories that are not mismatches: matched_forward, matched_drop, matched_exception;
-`lost` is reported apart (a capacity problem, not a correctness one).
+    oracle says   resource drop recorded   any other drop or exception recorded
+    forward       lost                     wrong_outcome
+    exception     lost                     matched_exception / wrong_reason / wrong_outcome
+    drop          dropped_early            matched_drop / wrong_reason / wrong_outcome
+
+(a resource drop: a reason the oracle never gives, such as rbuf_full or queue_full;
+matched: the same kind and reason, wrong_reason: the same kind, another reason,
+wrong_outcome: another kind).  Packets with more than one disposition are `conflict`.
+
+Categories that are not mismatches: matched_forward, matched_drop, matched_exception,
+and `dropped_early` (dropped as the oracle says, but for want of a resource before its
+reason could be counted: listed among the issues so it can be seen, never a failure);
+`lost` (a packet the oracle forwards or sends to the exception path, dropped for want
+of a resource) is reported apart: a capacity problem, not a correctness one, which fails
+the comparison unless loss is allowed.
 """
 
 from __future__ import annotations
@@ -43,9 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from .dataset import Disposition, InputPacket, load_dispositions, load_outputs, load_traffic
+from .fate import DROPPED_EARLY, LOST, MATCHED_DROP, MATCHED_EXCEPTION, judge_disposition
 from .oracle import Drop, Except, Forward, Outcome, RefRouter, flow_of, rewrite
 from .packet import ETHERTYPE_IPV4
-from .reasons import load_reasons
 from .router_config import RouterConfig
 
 OK = ("matched_forward", "matched_drop", "matched_exception")
@@ -53,7 +63,7 @@ MISMATCHES = (
     "missing", "wrong_port", "wrong_bytes", "reordered", "duplicate", "unexpected",
     "wrong_outcome", "wrong_reason", "conflict",
 )  # fmt: skip
-CATEGORIES = OK + ("lost",) + MISMATCHES
+CATEGORIES = OK + (DROPPED_EARLY, LOST) + MISMATCHES
 FUZZY_CANDIDATES = 8  # unmatched predictions per flow considered in pass 2
 HEAD = 64
 FUZZY_MAX_DIFF = 12  # differing bytes in the first HEAD for a 'damaged' match
@@ -94,7 +104,7 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return self.mismatches == 0 and (self.allow_loss or self.totals.get("lost", 0) == 0)
+        return self.mismatches == 0 and (self.allow_loss or self.totals.get(LOST, 0) == 0)
 
     def to_json(self, max_issues: int | None = None) -> dict[str, Any]:
         issues = self.issues if max_issues is None else self.issues[:max_issues]
@@ -414,16 +424,10 @@ class _Matcher:
         if not recs:
             return Issue("missing", pkt.id, pkt.port, _describe(out), "nothing")
         kind, reason = recs[0]
-        resource = kind == "drop" and not load_reasons().drop(reason).predicted
-        if isinstance(out, Forward):
-            return Issue("lost" if resource else "wrong_outcome", pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
-        if resource:
-            return Issue("lost", pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
-        if kind != out.kind:
-            return Issue("wrong_outcome", pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
-        if reason != out.reason:
-            return Issue("wrong_reason", pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
-        return "matched_drop" if isinstance(out, Drop) else "matched_exception"
+        category = judge_disposition(out, kind, reason)
+        if category in (MATCHED_DROP, MATCHED_EXCEPTION):
+            return category
+        return Issue(category, pkt.id, pkt.port, _describe(out), f"{kind} {reason}")
 
 
 def predict(config: RouterConfig, inputs: list[InputPacket]) -> list[Outcome]:

@@ -79,3 +79,22 @@ def test_a_drop_for_a_reason_the_oracle_does_not_give_fails_the_run(setup: tuple
     rr.drain()
     verdict = judge(rr.summary(), Policy(max_loss_pct=None))
     assert any(r.startswith("oracle: wrong_outcome") for r in verdict["reasons"]), verdict
+
+
+def test_an_exception_record_is_judged_as_traffic_compare_judges_it() -> None:
+    """The host's exception reader: a packet the oracle forwards, excepted, is a
+    wrong_outcome (as in `traffic compare`, npkit.emulator.traffic.fate); it was counted
+    a wrong_reason."""
+    from npkit.emulator.traffic.source import load_traffic_source
+    from npkit.toolchain.system.router_run import RouterRun
+
+    tr = load_traffic_source(MIN64, 20_000).collect()
+    rr = RouterRun.link("pipelined", {"control": "host"}, tr)
+    assert rr.reader is not None
+    judged: list[tuple[int, str]] = []
+    rr.on_judged.append(lambda pid, category: judged.append((pid, category)))
+    rr.run.run(5_000)
+    last = rr.run.pushed - 1  # forwarded by the oracle, not yet arrived
+    rr.reader.on_record(last, "ttl_expired")
+    assert judged == [(last, "wrong_outcome")]
+    assert rr.compare()["wrong_outcome"] == 1 and "wrong_reason" not in rr.compare()

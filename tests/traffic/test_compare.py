@@ -143,6 +143,45 @@ def test_resource_drop_is_lost_not_a_mismatch(world: World) -> None:
     assert not report.ok and run(world, outputs, records, allow_loss=True).ok
 
 
+# the policy both judges follow (npkit.emulator.traffic.fate), written out: a resource
+# drop of a packet the oracle forwards or excepts is loss, of one it drops is not
+RESOURCE_ROWS = [("forward", "rbuf_full", "lost"), ("exception", "no_rx_thread", "lost"),
+                 ("drop", "queue_full", "dropped_early")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("predicted", "reason", "category"), RESOURCE_ROWS)
+def test_a_resource_drop_is_judged_by_what_the_oracle_does(world: World, predicted: str, reason: str,
+                                                           category: str) -> None:  # fmt: skip
+    """One row of the table a router run (`npk run`) follows too: `lost` fails the
+    comparison unless loss is allowed; `dropped_early` (the oracle drops the packet
+    anyway) is neither loss nor a mismatch, and is listed, in JSON and text."""
+    outputs, records = ideal(world)
+    inputs, outcomes = world
+    pid = next(i for i, o in enumerate(outcomes) if o.kind == predicted)
+    if predicted == "forward":
+        outputs[_port(outcomes[pid])].remove(_data(outcomes[pid]))
+    records[pid] = [("drop", reason)]
+    report = run(world, outputs, records)
+    assert [(i.category, i.id, i.got) for i in report.issues] == [(category, pid, f"drop {reason}")]
+    t = report.totals
+    assert t[category] == 1 and report.mismatches == 0
+    assert t["lost" if category != "lost" else "dropped_early"] == 0
+    assert t["matched_" + predicted] == t["predicted_" + predicted] - 1
+    assert report.ok is (category != "lost")
+    assert run(world, outputs, records, allow_loss=True).ok
+    js = report.to_json()
+    assert js["totals"][category] == 1 and js["ok"] is report.ok
+    assert js["issues"][0]["category"] == category and js["issues"][0]["id"] == pid
+    text = report.render()
+    assert f"{category} 1" in text and f"packet {pid} " in text
+    assert text.splitlines()[-1] == ("OK" if category != "lost" else "FAIL: 0 mismatches, 1 lost")
+
+
+def _port(outcome: Outcome) -> int:
+    assert isinstance(outcome, Forward)
+    return outcome.port
+
+
 def test_forwarding_a_packet_that_must_be_dropped(world: World) -> None:
     outputs, records = ideal(world)
     inputs, outcomes = world

@@ -50,7 +50,8 @@ def verdict_options(default_max_loss: float | None) -> Callable[[F], F]:
                       help="Longest drain, emulated ms."),
             click.option("--max-loss", "max_loss", type=FiniteFloat(min=0, max=100),
                          default=default_max_loss, show_default=True,
-                         help="Fail (exit 1) above this loss, % of what the oracle forwards."),
+                         help="Fail (exit 1) above this loss, % of what the oracle forwards or excepts "
+                              "(lost: taken by a resource drop, rbuf_full, queue_full, ...)."),
             click.option("--min-line-rate", "min_line_rate", type=FiniteFloat(min=0, max=100),
                          default=None, help="Fail (exit 1) below this output rate, % of the ports' line rate."),
         ]):  # fmt: skip

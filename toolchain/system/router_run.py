@@ -13,8 +13,13 @@ microcode, or consumed by the control plane (its exception log in SRAM names eac
 it handled: a digest of the frame, the reason, what it did), or it is still in flight,
 and then `census` says where.  Microcode drops are counted per reason, not per packet:
 they are attributed to the packets the oracle says are dropped for that reason among
-those with no other fate.  Frames the router makes itself (ICMP, ARP) are kept apart and
-compared with those the oracle's control plane predicts
+those with no other fate.  Every drop is judged against the oracle by the policy `npk
+traffic compare` shares (npkit.emulator.traffic.fate): a resource drop (rbuf_full,
+queue_full, ...) of a packet the oracle forwards or sends to the exception path is
+`lost`, of one it drops `dropped_early` (neither loss nor a mismatch); a drop for
+another reason the oracle gives, or of a packet it does not drop, is a mismatch.
+Frames the router makes itself (ICMP, ARP) are kept apart and compared with those the
+oracle's control plane predicts
 (npkit.toolchain.system.control_run, npkit.emulator.traffic.control), byte for byte.
 A run that went idle has its packet buffers audited too (npkit.toolchain.system.buffers):
 each on the free list or held at rest by rx or the control daemon, else conservation
@@ -40,7 +45,23 @@ from typing import Any
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import load_image
 from npkit.emulator.pktlib import port_load
-from npkit.emulator.traffic.cpkt import DROP, FORWARD, PYTHON, REASONS, c_router, oracle_window
+from npkit.emulator.traffic.cpkt import (
+    DROP,
+    EXCEPTION,
+    FORWARD,
+    PYTHON,
+    REASONS,
+    c_router,
+    oracle_window,
+)
+from npkit.emulator.traffic.fate import (
+    DROPPED_EARLY,
+    LOST,
+    MATCHED_DROP,
+    WRONG_REASON,
+    is_resource_drop,
+    judge_disposition,
+)
 from npkit.emulator.traffic.histogram import LatencyHistogram
 from npkit.emulator.traffic.oracle import Drop, Outcome
 from npkit.emulator.traffic.reasons import load_reasons
@@ -209,7 +230,9 @@ class RouterRun:
     (`latency`, a streaming histogram) and counted; exception records are compared as
     they are read; microcode drops, counted per reason, are attributed to the packets
     the oracle drops for that reason (then resource drops to the earliest packets with no
-    other fate) once those are HORIZON_NS old, and at the end.  `run.on_departure` takes
+    other fate) once those are HORIZON_NS old, and at the end; every drop, and every
+    exception record the host's reader takes, is judged (`on_judged(id, category)`
+    hooks see each: npkit.emulator.traffic.fate).  `run.on_departure` takes
     hooks that see every frame that leaves (npkit.emulator.traffic_run.TxBins: throughput
     per time bin); `record=True` keeps every transmitted frame in `run.out` as before
     ({port: [(t_ns, bytes)]}: memory grows with the run)."""
@@ -228,6 +251,9 @@ class RouterRun:
         self.traffic = traffic
         self.run = TrafficRun(self.chip, traffic, capture=capture, record=record)
         self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
+        self.lost: Counter[tuple[str, str]] = Counter()  # (oracle's outcome kind, drop reason)
+        self.dropped_early: Counter[str] = Counter()  # drop reason
+        self.on_judged: list[Callable[[int, str], None]] = []  # (id, fate.judge_disposition's category)
         self.control: Any = None  # npkit.toolchain.system.control.ControlPlane
         self.cp: Any = None  # npkit.toolchain.system.control_run.ControlJudge
         self.reader: ExceptionReader | None = None
@@ -256,6 +282,8 @@ class RouterRun:
         self.offered_bits: Counter[int] = Counter()
         self.demand_bits: Counter[int] = Counter()
         self.demand_pkts: Counter[int] = Counter()
+        self.predicted_exc = 0  # packets the oracle's fast path sends to the exception path
+        self.must_leave = 0  # ... and those it forwards: lost is out of these
         self.tx_bits: Counter[int] = Counter()
         self._tx_until = 0
         self._assigned: Counter[str] = Counter()
@@ -310,6 +338,8 @@ class RouterRun:
 
     def _pushed(self, c: Chunk, lo: int, hi: int) -> None:
         v = c.extra["v"]
+        self.predicted_exc += v.kind.count(EXCEPTION, lo, hi)
+        self.must_leave += hi - lo - v.kind.count(DROP, lo, hi)
         load = port_load(memoryview(v.port)[lo:hi], c.w.lens[lo:hi], self.over, memoryview(v.kind)[lo:hi], FORWARD)
         for p, (bits, pkts) in load.items():
             self.demand_bits[p] += bits
@@ -372,26 +402,38 @@ class RouterRun:
             res["reordered"] += 1
 
     def _dropped(self, pid: int, reason: str) -> None:
-        """A drop for a reason the oracle predicts (the MSF's oversize_frame, a microcode
-        counter) against its outcome, as `npk traffic compare` judges it; a drop to a
-        resource is loss, counted by the summary."""
-        known = load_reasons().drops.get(reason)
-        if known is None or not known.predicted:
-            return
+        """Every drop (by the MSF, the microcode, the control plane) against the oracle's
+        outcome for its packet, as `npk traffic compare` judges it (fate.judge_disposition):
+        lost and dropped_early are counted for the summary, mismatches in `comparison`.
+        A resource drop is judged against what the fast path does with the packet unless
+        the control plane's model names this very drop: a packet the fast path excepts
+        was the control plane's, whatever that would have done with it."""
         o = self.outcome(pid)
         if o is None:
             return
-        if not isinstance(o, Drop):
-            self.comparison["wrong_outcome"] += 1
-        elif o.reason != reason:
-            self.comparison["wrong_reason"] += 1
+        if self.cp is not None and is_resource_drop(reason) and not (isinstance(o, Drop) and o.reason == reason):
+            fast = self.cp.fast_outcome(pid)
+            o = fast if fast is not None else o
+        category = judge_disposition(o, "drop", reason)
+        if category == LOST:
+            self.lost[(o.kind, reason)] += 1
+        elif category == DROPPED_EARLY:
+            self.dropped_early[reason] += 1
+        elif category != MATCHED_DROP:
+            self.comparison[category] += 1
+        for fn in self.on_judged:
+            fn(pid, category)
 
     def _exception(self, pid: int, reason: str) -> None:
+        """An exception record the host's reader took, against the oracle (as `_dropped`)."""
         if pid < 0:
             self.comparison["unmatched_exception"] += 1
             return
         o = self.outcome(pid)
-        self.comparison["matched_exception" if getattr(o, "reason", "") == reason else "wrong_reason"] += 1
+        category = WRONG_REASON if o is None else judge_disposition(o, "exception", reason)
+        self.comparison[category] += 1
+        for fn in self.on_judged:
+            fn(pid, category)
         self.run.mark(pid, EXCEPTED, reason)
 
     def _sweep(self, final: bool = False) -> None:
@@ -546,16 +588,26 @@ class RouterRun:
 
     # -- the summary
     def summary(self, host_s: float = 0.0) -> dict[str, Any]:
-        """Per-port throughput, loss, latency, ME use, oracle comparison, conservation."""
+        """Per-port throughput, loss, latency, ME use, oracle comparison, conservation.
+
+        Loss (`totals`): `lost_by_outcome` counts the packets resource drops took, by what
+        the oracle's fast path does with them (forward, exception: fate's `lost`, as `npk
+        traffic compare` counts them); `lost` is their sum less the queue_full drops the
+        offered load forces on oversubscribed ports (`expected_overload_drops`), and
+        `loss_pct` is `lost` in % of the packets the fast path forwards or excepts
+        (`predicted_exception`: those it excepts, as compare predicts them).
+        `dropped_early`: packets the oracle drops that a resource drop took first."""
         self._finish()
         rep = self.run.report()
         tot = rep["totals"]
         demand, demand_pkts = self.demand_bits, self.demand_pkts
         ports = [self._port_row(row, demand) for row in rep["ports"]]
         predicted_fwd = sum(demand_pkts.values())
-        overload = self._expected_overload_drops(demand, demand_pkts, tot["dropped"].get("queue_full", 0))
+        lost_fwd = sum(n for (kind, _), n in self.lost.items() if kind == "forward")
+        lost_exc = sum(n for (kind, _), n in self.lost.items() if kind == "exception")
+        overload = self._expected_overload_drops(demand, demand_pkts, self.lost[("forward", "queue_full")])
         not_fwd = predicted_fwd - tot["forwarded"]
-        loss = max(0, not_fwd - overload)
+        loss = max(0, lost_fwd - overload) + lost_exc
         seconds = max(1e-12, self.traffic_ns / 1e9)
         tx_bits = sum(p["tx_mbps"] for p in ports) * 1e6 * seconds
         line_bits = self.run.dev.cfg["rate_bps"] * self.run.dev.ports * seconds
@@ -573,9 +625,11 @@ class RouterRun:
             "throughput": {"tx_mbps": round(tx_bits / seconds / 1e6, 1),
                            "offered_mbps": round(sum(p["offered_mbps"] for p in ports), 1),
                            "pct_line_rate": round(100 * tx_bits / line_bits, 3) if line_bits else 0.0},
-            "totals": {**tot, "predicted_forward": predicted_fwd, "not_forwarded": not_fwd,
-                       "expected_overload_drops": overload, "lost": loss,
-                       "loss_pct": round(100 * loss / max(1, predicted_fwd), 3)},
+            "totals": {**tot, "predicted_forward": predicted_fwd, "predicted_exception": self.predicted_exc,
+                       "not_forwarded": not_fwd, "expected_overload_drops": overload, "lost": loss,
+                       "lost_by_outcome": {"forward": lost_fwd, "exception": lost_exc},
+                       "dropped_early": sum(self.dropped_early.values()),
+                       "loss_pct": round(100 * loss / max(1, self.must_leave), 3)},
             "latency_us": self.latency.summary_us(),
             "me_utilisation": self._block_use(),
             "comparison": self.compare(),
@@ -647,7 +701,8 @@ class RouterRun:
     def _expected_overload_drops(self, bits: Counter[int], pkts: Counter[int], queue_full: int) -> int:
         """queue_full drops the offered load itself forces: what the oracle sends to a port
         beyond what its wire carries in the whole run (traffic + drain), in packets of the
-        port's mean size.  These are predicted, not lost."""
+        port's mean size, at most the `queue_full` drops of packets the oracle forwards.
+        These are predicted, not lost."""
         capacity = self.run.dev.cfg["rate_bps"] * self.run.now_ns / 1e9
         excess = sum((b - capacity) / (b / pkts[p]) for p, b in bits.items() if b > capacity)
         return min(queue_full, int(excess))
@@ -758,6 +813,7 @@ def format_summary(s: dict[str, Any]) -> str:
     lines += ["", f"forwarded {t['forwarded']} of {t['predicted_forward']} the oracle forwards "
               f"(loss {t['loss_pct']} %), in flight {s['in_flight']['count']}"
               + (f": {s['in_flight']['why']}" if s["in_flight"]["count"] else ""),
+              *_resource_drops_line(t),
               f"throughput {th['tx_mbps']} Mb/s out ({th['pct_line_rate']} % of line rate), "
               f"{th['offered_mbps']} Mb/s offered",
               f"latency us: mean {lat['mean']} p50 {lat['p50']} p99 {lat['p99']} max {lat['max']}",
@@ -786,6 +842,21 @@ def format_summary(s: dict[str, Any]) -> str:
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
     return "\n".join(lines)
+
+
+def _resource_drops_line(t: dict[str, Any]) -> list[str]:
+    """What resource drops (rbuf_full, queue_full, ...) did, judged by the oracle: the
+    packets lost, and those dropped early (dropped as the oracle says, for want of a
+    resource before its reason); nothing when there were none."""
+    by = t.get("lost_by_outcome") or {}
+    fwd, exc, early = by.get("forward", 0), by.get("exception", 0), t.get("dropped_early", 0)
+    if not (fwd or exc or early):
+        return []
+    overload = t.get("expected_overload_drops", 0)
+    return [f"resource drops: lost {fwd} the oracle forwards"
+            + (f" ({overload} of them queue_full the offered load forces: not loss)" if overload else "")
+            + f", lost {exc} it sends to the exception path; dropped early {early} it drops too "
+            f"(not loss, not a mismatch)"]
 
 
 def _chain(first: Any, rest: Any) -> Any:

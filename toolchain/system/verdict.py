@@ -15,9 +15,15 @@ A run fails when
   an address outside a memory, a PC outside the control store, a put to a full ring or
   a transmit control word naming bytes past its element), even if every packet came
   out right,
-- loss exceeds `max_loss_pct` (loss: packets the oracle forwards that did not leave,
-  less the queue_full drops the offered load itself forces on an oversubscribed port),
+- loss exceeds `max_loss_pct` (loss: packets the oracle forwards or sends to the
+  exception path that were dropped for want of a resource, rbuf_full, queue_full, ...:
+  `lost` as `npk traffic compare` counts it, npkit.emulator.traffic.fate; less the
+  queue_full drops the offered load itself forces on an oversubscribed port; in % of
+  the packets the oracle forwards or sends to the exception path),
 - the output rate is below `min_line_rate_pct` of the ports' line rate.
+
+A packet the oracle drops that a resource drop took first (`dropped_early`) is neither
+loss nor a mismatch: dropped as predicted, only sooner.
 
 `judge` returns {"ok": bool, "reasons": [str, ...]}; the JSON of a run carries it as
 "verdict", and the command exits 1 when ok is false.
@@ -71,9 +77,20 @@ def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
         reasons.append(f"{flight['count']} packets in flight at the end: {flight.get('why', '')}")
     loss = summary.get("totals", {}).get("loss_pct")
     if policy.max_loss_pct is not None and loss is not None and loss > policy.max_loss_pct:
-        t = summary["totals"]
-        reasons.append(f"loss {loss} % > {policy.max_loss_pct} % allowed ({t.get('lost')} packets lost)")
+        reasons.append(f"loss {loss} % > {policy.max_loss_pct} % allowed ({_lost(summary['totals'])})")
     rate = (summary.get("throughput") or {}).get("pct_line_rate")
     if policy.min_line_rate_pct is not None and rate is not None and rate < policy.min_line_rate_pct:
         reasons.append(f"output {rate} % of line rate < {policy.min_line_rate_pct} % required")
     return {"ok": not reasons, "reasons": reasons}
+
+
+def _lost(t: dict[str, Any]) -> str:
+    """The lost packets, by what the oracle does with them."""
+    text = f"{t.get('lost')} packets lost"
+    by = t.get("lost_by_outcome")
+    if not by:
+        return text
+    text += (f": dropped for want of a resource, {by.get('forward', 0)} the oracle forwards, "
+             f"{by.get('exception', 0)} it sends to the exception path")
+    overload = t.get("expected_overload_drops", 0)
+    return text + (f", less {overload} queue_full drops the offered load forces" if overload else "")

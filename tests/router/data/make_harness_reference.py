@@ -66,6 +66,11 @@ of structure only: the daemon runs 12 to 49 fewer instructions over a case, so i
 cycles and, in pipelined-errors, the departure times of frames near exceptions (every
 capture's bytes), the p50 latency (6.549 -> 6.872 us) and tx's utilisation (+0.001)
 moved; every packet count, disposition, comparison and history hash stayed the same.
+Re-made when the run began to judge resource drops as `npk traffic compare` does
+(npkit.emulator.traffic.fate): every case's totals gained `predicted_exception` (what
+the C oracle's fast path excepts: 0, 15 or 47), `lost_by_outcome` ({forward: 0,
+exception: 0}) and `dropped_early` (0); with those three keys taken out, the file is
+the same as before, byte for byte in every other figure, capture hash and history hash.
 
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
