@@ -34,8 +34,6 @@ from typing import Any
 
 import yaml
 
-from npkit.emulator.traffic.reasons import load_reasons
-
 from .capacity import CapacitySettings, Trial, search
 from .steady import SteadySettings, judge, mean_ci
 
@@ -47,11 +45,9 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
              "capacity_mpps", "capacity_pct_line")  # fmt: skip
 RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_")
-# drops to a resource (timing), as opposed to drops the oracle predicts for the packet: the
-# reasons microcode/reasons.yaml does not mark predicted.  An experiment's `lost` counts them
-# all, as saturation: those of packets the oracle drops too (which `npk run` reports apart,
-# as dropped_early, emulator/traffic/fate.py) say as much about capacity as the others.
-RESOURCE_DROPS = tuple(sorted(r for r, d in load_reasons().drops.items() if not d.predicted))
+# losses to a resource (timing), as opposed to drops the oracle predicts for the packet
+RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
+                  "exception_ring_full")  # fmt: skip
 IP_OFFSET = 34  # Ethernet + IPv4 header: `traffic.ip_payload` counts the bytes after it
 # linked images by Env.link_key: a run's capacity trials, and the replicates of a design
 # point that land on the same worker, link the same image once (bounded, per process)
