@@ -331,6 +331,49 @@ def test_restart_gives_back_held_packets_and_own_frames() -> None:
     assert set(down) <= set(free_list(rr.chip)[0])
 
 
+def test_restarted_daemons_get_back_the_route_pool() -> None:
+    """Route churn in three /16s of 20/8 (a /24 or /25 of each added via 10.0.1.2 and
+    withdrawn in turn, a change every 100 us) with the daemon killed and started again
+    twice: each new daemon finds the trie's pool units its predecessor had free or in
+    limbo (LAYOUT.md §7 rule 7, at its first change a grace period after it started) and
+    counts them (lpm_units_recovered); packets to the churned prefixes all along leave by
+    the table before or after each change, and the verdict is ok."""
+    from npkit.emulator.traffic.router_config import RouterConfig
+    from npkit.emulator.traffic.spec import parse_route_change
+    from npkit.toolchain.system.verdict import Policy, judge
+
+    from .test_control_plane import EXAMPLES
+
+    down = [(1_500_000, 1_800_000), (4_000_000, 4_300_000)]     # killed, started again (ns)
+    prefixes = ["20.1.2.0/24", "20.2.3.0/24", "20.3.4.0/25"]
+    changes: list[str] = []
+    for t in range(600_000, 6_000_000, 100_000):
+        if not any(kill - 100_000 <= t <= start + 500_000 for kill, start in down):   # (while it reloads)
+            p = prefixes[len(changes) % 3]
+            changes.append(f"at {t}ns " + (f"add {p} via 10.0.1.2" if len(changes) // 3 % 2 == 0 else f"del {p}"))
+    router = RouterConfig.load(EXAMPLES / "router.yaml")
+    tr = Traffic(route_changes=[parse_route_change(c, router) for c in changes])
+    for k, t in enumerate(range(START_NS, 6_200_000, 25_000)):
+        dst = ip(["20.1.2.9", "20.2.3.9", "20.3.4.9"][k % 3])
+        tr.add(t, 0, v4(0, HOST, dst, UDP(1000, 2000 + k % 50), b"p" * 18))
+    rr = RouterRun.link("pipelined", {}, tr, control={"kill_at_ns": down[0][0], "restart_at_ns": down[0][1]})
+    rr.run_traffic(3_900_000)
+    first = rr.control.stats()["counters"]["lpm_units_recovered"]
+    system = rr.control.system                          # the second kill and start: the
+    assert system.kill_at is None and system.restart_at is None   # System's next pair
+    mhz = float(rr.chip.config["clock_mhz"])
+    system.kill_at, system.restart_at = (int(ns * mhz // 1000) for ns in down[1])
+    rr.run_traffic(6_300_000 - 3_900_000)
+    rr.drain()
+    s = rr.summary()
+    cp = s["control_plane"]
+    assert [e["event"] for e in cp["restarts"]] == ["killed", "restarted"] * 2 and cp["starts"] == 3
+    assert 0 < first < cp["route_pool_units_recovered"] == cp["counters"]["lpm_units_recovered"]
+    assert cp["counters"]["timed_changes"] == len(changes) and cp["counters"]["route_errors"] == 0
+    assert s["totals"]["forwarded"] == len(tr) and not account(s), account(s)
+    assert judge(s, Policy())["ok"]
+
+
 # ---- echo requests with IP options: what comes back (RFC 1122 3.2.2.6, RFC 1812 4.3.3.6) --------
 
 

@@ -279,6 +279,7 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
         "held_packets_dropped": c["held_dropped_overflow"] + c["held_dropped_unresolved"],
         "own_frames_dropped_no_arp": c["own_dropped_no_arp"],
         "buffers_reclaimed": c["buffers_reclaimed"],
+        "route_pool_units_recovered": c["lpm_units_recovered"],
         "forwarded_by_control_plane": c["forwarded"], "frames_sent": c["frames_sent"],
         "counted_not_forwarded": {"broadcast": c["broadcast_counted"], "multicast": c["multicast_counted"],
                                   "local": c["local_counted"]},

@@ -834,6 +834,8 @@ def format_summary(s: dict[str, Any]) -> str:
                      f"its own frames dropped for want of ARP {cp['own_frames_dropped_no_arp']}; "
                      f"forwarded by it {cp['packets_forwarded_by_it']}, its frames on the wire {cp['generated_frames_on_the_wire']}"
                      + (f"; buffers its predecessor held, given back {cp['buffers_reclaimed']}" if cp.get("buffers_reclaimed") else "")
+                     + (f"; route pool units its predecessor left, recovered {cp['route_pool_units_recovered']}"
+                        if cp.get("route_pool_units_recovered") else "")
                      + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "

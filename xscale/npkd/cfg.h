@@ -65,7 +65,8 @@ typedef struct sys_cfg {
     X(closed_ports_only, 1)     /* UDP to the router: every port is closed */             \
     X(batch, 16)                /* exception records taken before other work (and a yield) */ \
     X(epoch_s, 1700000000)      /* realtime at emulated time 0 (IP timestamps) */          \
-    X(load_chunk, 512)          /* routes loaded between two looks at the exception ring */
+    X(load_chunk, 512)          /* routes loaded between two looks at the exception ring */ \
+    X(lpm_grace_us, 1000)       /* a replaced trie node is reused no sooner (LAYOUT.md §7) */
 
 typedef struct npkd_opts {
 #define NPKD_OPT_FIELD(name, dflt) uint32_t name;

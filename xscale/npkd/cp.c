@@ -960,7 +960,12 @@ void cp_publish(cp *c, uint32_t state, uint32_t starts)
     for (uint32_t i = 0; i < c->narp; i++) holding += c->arp[i].nhold;
     c->stats[ST_holding] = holding;
     c->stats[ST_tx_backlog] = c->bl_n;
-    if (c->tables_ready) c->stats[ST_routes] = c->tab->trie.nroutes;
+    if (c->tables_ready) {
+        const lpm_alloc *a = &c->tab->trie.alloc;
+        c->stats[ST_routes] = c->tab->trie.nroutes;
+        c->stats[ST_lpm_units_recovered] += a->recovered - c->recovered_seen;   /* (they go on after a restart) */
+        c->recovered_seen = a->recovered;
+    }
     npkd_sram_wr(c->mem, g->stats_base, NPKD_STATS_MAGIC);
     npkd_sram_wr(c->mem, g->stats_base + 4, NPKD_STATS_VERSION);
     npkd_sram_wr(c->mem, g->stats_base + 8, state);

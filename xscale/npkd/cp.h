@@ -86,6 +86,7 @@ typedef struct cp {
     uint32_t *backlog;                      /* messages waiting for room on the control ring */
     uint32_t bl_head, bl_n, bl_cap;
     uint32_t stats[ST_COUNT];
+    uint32_t recovered_seen;                /* trie units recovered, in stats already */
     uint32_t log_count;
     uint64_t next_age_scan;
     uint32_t epoch_ms_of_day;               /* realtime at emulated 0, ms since midnight UT */

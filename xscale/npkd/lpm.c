@@ -6,6 +6,9 @@
 #include <string.h>
 
 static const uint32_t UNITS[3] = {64, 32, 1};   /* DENSE32, DENSE16, RUNS */
+/* the limbo entry lpm_adopt(.., 1) puts first: the pool units below the adopted
+ * high-water mark that the table's previous owner had free or in limbo (recover) */
+#define LIMBO_ADOPTED 0xFFFFFFFFu
 
 /* the root entry of /16 k: the build's array until the table is published, then SRAM
  * (the one copy the fast path reads: nothing to load when the daemon adopts a table) */
@@ -47,6 +50,8 @@ void lpm_free(lpm *t)
     u32map_free(&t->inner24_at);
     for (int i = 0; i < 3; i++) u32vec_free(&t->alloc.free[i]);
     u32vec_free(&t->alloc.limbo);
+    u32vec_free(&t->alloc.spare);
+    free(t->alloc.seen);
     free(t->inner16);
     free(t->inner24);
     free(t->short_len);
@@ -58,6 +63,34 @@ void lpm_free(lpm *t)
 
 /* ---- allocator ------------------------------------------------------------------- */
 
+/* a pool unit of a run that holds no DENSE16 is a RUNS node: onto that free list */
+static void runs_free(lpm_alloc *a, uint32_t start, uint32_t len)
+{
+    for (uint32_t u = start; u < start + len; u++) u32vec_push(&a->free[LPM_RUNS], u);
+}
+
+/* `units` off the start of a spare run (recover) that holds them, the last first; a run
+ * left shorter than a DENSE16 goes to the RUNS free list */
+static int take_spare(lpm_alloc *a, uint32_t units, uint32_t *off)
+{
+    u32vec *v = &a->spare;
+    for (uint32_t i = v->n; i >= 2; i -= 2) {
+        uint32_t *run = &v->v[i - 2];
+        if (run[1] < units) continue;
+        *off = run[0];
+        run[0] += units;
+        run[1] -= units;
+        if (run[1] < UNITS[LPM_DENSE16]) {
+            runs_free(a, run[0], run[1]);
+            run[0] = v->v[v->n - 2];
+            run[1] = v->v[v->n - 1];
+            v->n -= 2;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 static int alloc_node(lpm *t, int type, uint32_t *off)
 {
     lpm_alloc *a = &t->alloc;
@@ -68,13 +101,24 @@ static int alloc_node(lpm *t, int type, uint32_t *off)
         *off = pool->v[--pool->n];
         return 0;
     }
-    if (a->high_water + units > a->capacity) {
-        a->in_use -= units;
-        return -2;
+    if (a->spare.n && take_spare(a, units, off)) return 0;
+    if (a->high_water + units <= a->capacity) {
+        *off = a->high_water;
+        a->high_water += units;
+        return 0;
     }
-    *off = a->high_water;
-    a->high_water += units;
-    return 0;
+    /* the pool is used up to its end (where lpm.py gives up): a larger free node, the
+     * smallest there is, split; the rest of it goes on this type's free list */
+    for (int big = type - 1; big >= 0; big--) {
+        u32vec *from = &a->free[big];
+        if (!from->n) continue;
+        uint32_t o = from->v[--from->n];
+        for (uint32_t u = o + units; u < o + UNITS[big]; u += units) u32vec_push(pool, u);
+        *off = o;
+        return 0;
+    }
+    a->in_use -= units;
+    return -2;
 }
 
 static void retire(lpm *t, int type, uint32_t off)
@@ -83,12 +127,155 @@ static void retire(lpm *t, int type, uint32_t off)
     u32vec_push(&t->alloc.limbo, (uint32_t)type << 24 | off);
 }
 
-void lpm_grace(lpm *t)
+/* a node written but never published (an update that ran out of pool): no lookup ever
+ * saw it, so it is free at once */
+static void unplace(lpm *t, uint32_t node)
+{
+    t->alloc.in_use -= UNITS[node >> 24];
+    u32vec_push(&t->alloc.free[node >> 24], node & 0xFFFFFF);
+}
+
+/* ---- what a table's previous owner left (lpm_adopt) ----------------------------------- */
+
+static void mark(uint32_t *seen, uint32_t lim, uint32_t off, uint32_t units)
+{
+    for (uint32_t u = off; u < lim && u - off < units; u++) seen[u >> 5] |= 1u << (u & 31);
+}
+
+/* mark the node a pointer entry points to; its type, or -1 (a leaf or reserved type) */
+static int mark_entry(uint32_t *seen, uint32_t lim, uint32_t e)
+{
+    int type = (int)((e >> LPM_TYPE_SHIFT) & 7);
+    if (!(e & LPM_ENTRY_CHILD) || type > LPM_RUNS) return -1;
+    mark(seen, lim, e & LPM_OFFSET_MASK, UNITS[type]);
+    return type;
+}
+
+/* n <= 256 SRAM words at addr as stored (big-endian): in place, or read into buf */
+static const uint32_t *stored(lpm *t, uint32_t addr, uint32_t n, uint32_t *buf)
+{
+    const uint32_t *w = npkd_sram_words(t->mem, addr, n);
+    if (w) return w;
+    for (uint32_t i = 0; i < n; i++) buf[i] = htonl(npkd_sram_rd(t->mem, addr + 4 * i));
+    return buf;
+}
+
+/* the first group of 16 of the 256 stored entries w from k on (a multiple of 16) that
+ * holds a pointer, 256 if none: most root entries are leaves, 16 are or'ed at a time */
+__attribute__((noinline)) static uint32_t next_pointers(const uint32_t *w, uint32_t k)
+{
+    const uint32_t child = htonl(LPM_ENTRY_CHILD);
+    const uint32_t *p = w + k, *end = w + 256;
+    for (; p < end; p += 16) {
+        uint32_t any = p[0] | p[1] | p[2] | p[3] | p[4] | p[5] | p[6] | p[7];
+        any |= p[8] | p[9] | p[10] | p[11] | p[12] | p[13] | p[14] | p[15];
+        if (any & child) break;
+    }
+    return (uint32_t)(p - w);
+}
+
+/* The walk of lpm_adopt(.., 1): `budget` more SRAM words of the trie read (a block of
+ * 256 root entries counts 256, a level-2 DENSE32 256 more), every pool unit below the
+ * adopted high-water mark that an entry leads to marked in `seen`.  1 when the walk is
+ * complete (or there is none), 0 more to do, -1 out of memory (then there is none: what
+ * the previous owner left stays lost, as without recovery). */
+int lpm_recover_step(lpm *t, uint32_t budget)
 {
     lpm_alloc *a = &t->alloc;
+    if (!a->adopted || a->walk_at == LPM_ROOT_ENTRIES) return 1;
+    if (!a->seen && !(a->seen = calloc(a->adopted / 32 + 1, sizeof *a->seen))) {
+        a->adopted = 0;
+        return -1;
+    }
+    const uint32_t child = htonl(LPM_ENTRY_CHILD);
+    uint32_t rbuf[256], nbuf[256], lim = a->adopted;
+    for (uint32_t spent = 0; a->walk_at < LPM_ROOT_ENTRIES && spent < budget; a->walk_at += 256) {
+        const uint32_t *r = stored(t, t->lay.root + 4 * a->walk_at, 256, rbuf);
+        spent += 256;
+        for (uint32_t k = 0; (k = next_pointers(r, k)) < 256; k += 16)
+            for (uint32_t j = k; j < k + 16; j++) {
+                if (!(r[j] & child) || mark_entry(a->seen, lim, ntohl(r[j])) != LPM_DENSE32) continue;
+                const uint32_t *w = stored(t, t->lay.nodes + LPM_UNIT * (ntohl(r[j]) & LPM_OFFSET_MASK), 256, nbuf);
+                for (uint32_t b = 0; b < 256; b++)
+                    if (w[b] & child) mark_entry(a->seen, lim, ntohl(w[b]));
+                spent += 256;
+            }
+    }
+    return a->walk_at == LPM_ROOT_ENTRIES;
+}
+
+/* The grace of lpm_adopt's limbo entry: every unit below the adopted high-water mark
+ * that the walk found no entry leading to and that this allocator does not hold (in
+ * limbo, on a free list) becomes free -- what the previous owner had free or in limbo
+ * when it stopped, exactly.  None of it has been reachable since before lpm_adopt, and
+ * none has been handed out since: nothing below that mark is freed before this entry,
+ * the first in limbo (so every node this allocator has written since lies above it or
+ * is in limbo, and the walk, over the trie as it was at or after lpm_adopt, saw every
+ * older node a lookup can reach).  What node types the units held is not known: a run
+ * of them long enough for a DENSE16 is kept whole (`spare`) and serves whatever type is
+ * asked for when that type's free list is empty, before the high-water mark grows
+ * (take_spare); shorter runs are RUNS nodes. */
+static void recover(lpm *t)
+{
+    lpm_alloc *a = &t->alloc;
+    while (lpm_recover_step(t, UINT32_MAX) == 0) {
+    }
+    if (!a->adopted) return;                          /* out of memory */
+    uint32_t lim = a->adopted, *seen = a->seen;
     for (uint32_t i = 0; i < a->limbo.n; i++)
-        u32vec_push(&a->free[a->limbo.v[i] >> 24], a->limbo.v[i] & 0xFFFFFF);
-    a->limbo.n = 0;
+        if (a->limbo.v[i] != LIMBO_ADOPTED) mark(seen, lim, a->limbo.v[i] & 0xFFFFFF, UNITS[a->limbo.v[i] >> 24]);
+    for (int type = 0; type < 3; type++)
+        for (uint32_t i = 0; i < a->free[type].n; i++) mark(seen, lim, a->free[type].v[i], UNITS[type]);
+    for (uint32_t i = 0; i < a->spare.n; i += 2) mark(seen, lim, a->spare.v[i], a->spare.v[i + 1]);
+    uint32_t got = 0;
+    for (uint32_t u = 0; u < lim;) {
+        if (seen[u >> 5] == 0xFFFFFFFFu && !(u & 31)) {
+            u += 32;
+            continue;
+        }
+        if (seen[u >> 5] >> (u & 31) & 1) {
+            u++;
+            continue;
+        }
+        uint32_t end = u;
+        while (end < lim && !(seen[end >> 5] >> (end & 31) & 1)) end++;
+        got += end - u;
+        if (end - u >= UNITS[LPM_DENSE16] && !u32vec_push(&a->spare, u)) {
+            if (!u32vec_push(&a->spare, end - u)) {
+                u = end;
+                continue;
+            }
+            a->spare.n--;                             /* (out of memory) */
+        }
+        runs_free(a, u, end - u);
+        u = end;
+    }
+    free(a->seen);
+    a->seen = NULL;
+    a->adopted = 0;
+    a->in_use -= got;
+    a->recovered += got;
+}
+
+void lpm_grace_upto(lpm *t, uint32_t n)
+{
+    lpm_alloc *a = &t->alloc;
+    if (n > a->limbo.n) n = a->limbo.n;
+    if (!n) return;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t e = a->limbo.v[i];
+        if (e == LIMBO_ADOPTED)
+            recover(t);
+        else
+            u32vec_push(&a->free[e >> 24], e & 0xFFFFFF);
+    }
+    memmove(a->limbo.v, a->limbo.v + n, (a->limbo.n - n) * sizeof *a->limbo.v);
+    a->limbo.n -= n;
+}
+
+void lpm_grace(lpm *t)
+{
+    lpm_grace_upto(t, t->alloc.limbo.n);
 }
 
 /* ---- route set ---------------------------------------------------------------------- */
@@ -365,14 +552,18 @@ static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
 {
     uint32_t old = root_get(t, k), entry = leaf;
     if (kind) {
-        uint32_t w[256], ptr[256];
-        int any = 0, rc;
+        uint32_t w[256], ptr[256], placed[256];
+        int any = 0, rc, np = 0;
         for (int b = 0; b < 256; b++) {
             if (!t->has_child[b]) continue;
             uint32_t off;
             int ct = encode_leaf_node(t->child[b], w);
-            if ((rc = place(t, ct, w, &off))) return rc;
+            if ((rc = place(t, ct, w, &off))) {
+                while (np) unplace(t, placed[--np]);
+                return rc;
+            }
             ptr[b] = child_entry(ct, off);
+            placed[np++] = (uint32_t)ct << 24 | off;
             any = 1;
             *wrote = 1;
         }
@@ -384,7 +575,10 @@ static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
             type = encode_leaf_node(t->vals, w);
         }
         uint32_t off;
-        if ((rc = place(t, type, w, &off))) return rc;
+        if ((rc = place(t, type, w, &off))) {
+            while (np) unplace(t, placed[--np]);
+            return rc;
+        }
         *wrote = 1;
         entry = child_entry(type, off);
     }
@@ -425,8 +619,10 @@ int lpm_build(lpm *t)
     t->built = 0;
     t->generation = 0;
     for (int i = 0; i < 3; i++) t->alloc.free[i].n = 0;
-    t->alloc.limbo.n = 0;
-    t->alloc.high_water = t->alloc.in_use = 0;
+    t->alloc.limbo.n = t->alloc.spare.n = 0;
+    t->alloc.high_water = t->alloc.in_use = t->alloc.adopted = 0;
+    free(t->alloc.seen);
+    t->alloc.seen = NULL;
     for (uint32_t k = 0; k < LPM_ROOT_ENTRIES; k++) t->root[k] = t->short_nh[k];
     int wrote = 0;
     for (uint32_t k = 0; k < LPM_ROOT_ENTRIES; k++) {
@@ -442,12 +638,21 @@ int lpm_build(lpm *t)
     return 0;
 }
 
-int lpm_adopt(lpm *t)
+int lpm_adopt(lpm *t, int recover)
 {
     uint32_t c = t->lay.ctl;
+    lpm_alloc *a = &t->alloc;
     if (npkd_sram_rd(t->mem, c) != LPM_CTL_MAGIC || npkd_sram_rd(t->mem, c + 4) != LPM_CTL_VERSION) return -1;
     t->generation = npkd_sram_rd(t->mem, c + 8);
-    t->alloc.high_water = t->alloc.in_use = npkd_sram_rd(t->mem, c + 12);
+    for (int i = 0; i < 3; i++) a->free[i].n = 0;
+    a->limbo.n = a->spare.n = 0;
+    a->high_water = a->in_use = npkd_sram_rd(t->mem, c + 12);
+    free(a->seen);
+    a->seen = NULL;
+    a->walk_at = 0;
+    /* what lies above the pool's end can never be handed out: nothing to look for there */
+    a->adopted = recover ? (a->high_water < a->capacity ? a->high_water : a->capacity) : 0;
+    if (a->adopted && u32vec_push(&a->limbo, LIMBO_ADOPTED)) return -3;
     t->built = 1;                 /* the root array stays in SRAM only (root_get) */
     return 0;
 }

@@ -7,9 +7,25 @@
  * for the same routes, word for word (tests/xscale/test_npkd.py).
  *
  * Differences from the Python model, by design: the daemon adopts a table the linker
- * already wrote (lpm_adopt: the root array, the generation and the pool's high-water
- * mark are read from SRAM), and it finds a /16's current nodes by reading SRAM, not
- * from a copy kept in memory. */
+ * or an earlier daemon already wrote (lpm_adopt: the root array, the generation and the
+ * pool's high-water mark are read from SRAM), and it finds a /16's current nodes by
+ * reading SRAM, not from a copy kept in memory.
+ *
+ * A daemon started after another (killed, or restarted) adopts with `recover`: the pool
+ * units its predecessor had on its free lists or in limbo were listed in that daemon's
+ * memory only.  They go into the new limbo as one entry, ahead of anything the new
+ * daemon retires.  The walk of the trie in SRAM (lpm_recover_step: the root array and
+ * every level-2 DENSE32, in steps the daemon makes between exceptions once its model is
+ * loaded, with changes in between if they come) marks every unit a lookup can reach;
+ * the grace that frees that limbo entry (finishing the walk first if need be) gives
+ * back every unit below the adopted high-water mark that the walk did not reach and the
+ * allocator does not hold (LAYOUT.md §7 rule 7).  A daemon adopting the linker's image
+ * makes no walk.  Runs of recovered units long enough for a DENSE16 are kept whole
+ * (`spare`) and serve any node type before the high-water mark grows; shorter ones
+ * become RUNS nodes.  Beyond lpm.py: where it gives up (the pool used up to its end)
+ * alloc_node splits a larger free node, and an update that runs out of pool frees the
+ * nodes it had written and not yet published.
+ * None of this changes a full build or an update that lpm.py can make. */
 #ifndef NPKD_LPM_H
 #define NPKD_LPM_H
 #include <stdint.h>
@@ -36,7 +52,12 @@ typedef struct lpm_layout {
 typedef struct lpm_alloc {
     uint32_t capacity, high_water, in_use;  /* in 16-byte units */
     u32vec free[3];                         /* offsets by node type */
-    u32vec limbo;                           /* type << 24 | offset, retired in this order */
+    u32vec limbo;                           /* type << 24 | offset, retired in this order
+                                             * (0xFFFFFFFF: what lpm_adopt left to recover) */
+    u32vec spare;                           /* recovered runs of >= 32 units: start, length */
+    uint32_t adopted;                       /* lpm_adopt's high-water mark, while recovering */
+    uint32_t *seen, walk_at;                /* the walk: units reached (a bit each), next root entry */
+    uint32_t recovered;                     /* units given back so (statistics) */
 } lpm_alloc;
 
 typedef struct lpm {
@@ -70,9 +91,22 @@ int lpm_get(const lpm *t, uint32_t prefix, int len, uint32_t *nh);  /* 1 found *
 /* the whole structure from scratch: control header, nodes, root array */
 int lpm_build(lpm *t);
 /* take over the structure SRAM holds (built from the same routes): -1 if lpm_ctl is not
- * an LPM1 header */
-int lpm_adopt(lpm *t);
+ * an LPM1 header, -3 no memory.  recover: another daemon wrote it, and the units it had
+ * free or in limbo are to be found again: the walk (lpm_recover_step, in steps; what is
+ * left of it at the latest in the grace) and the grace that frees the limbo's first
+ * entry; 0: the linker wrote it (a full build leaves no unit unreachable). */
+int lpm_adopt(lpm *t, int recover);
+/* more of that walk, `budget` SRAM words: 1 complete (or none), 0 more, -1 no memory */
+int lpm_recover_step(lpm *t, uint32_t budget);
+static inline int lpm_walking(const lpm *t)
+{
+    return t->alloc.adopted && t->alloc.walk_at < LPM_ROOT_ENTRIES;
+}
+/* LAYOUT.md §7 rule 4: every lookup that began before the last update has ended; the
+ * nodes in limbo become free.  lpm_grace_upto: only the first n of limbo's entries (the
+ * ones retired before a moment every lookup begun since has outlived). */
 void lpm_grace(lpm *t);
+void lpm_grace_upto(lpm *t, uint32_t n);
 /* reference longest match over the route set: 1 found (prefix/len/next hop out) */
 int lpm_match(const lpm *t, uint32_t addr, uint32_t *prefix, int *len, uint32_t *nh);
 /* the walk the lookup microblock does (LAYOUT.md §4), on SRAM: next-hop index, 0 = none */

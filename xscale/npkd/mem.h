@@ -43,6 +43,16 @@ static inline void npkd_sram_wr(npkd_mem *m, uint32_t addr, uint32_t v)
     if (m->mark[ch]) m->mark[ch][off >> 5] |= (uint8_t)(1u << ((off >> 2) & 7));
 }
 
+/* n SRAM words from addr as stored (big-endian: test bits against htonl(mask)), or
+ * NULL when they are not all in a mapped window: for a quick scan of words that only
+ * this program writes (so plain, not volatile, reads do) */
+static inline const uint32_t *npkd_sram_words(npkd_mem *m, uint32_t addr, uint32_t n)
+{
+    uint32_t ch = addr >> 30, off = addr & 0x3FFFFFFCu;
+    if (!m->sram[ch] || off > m->sram_ch_bytes || n > (m->sram_ch_bytes - off) / 4) return NULL;
+    return (const uint32_t *)(uintptr_t)(m->sram[ch] + (off >> 2));
+}
+
 /* A DRAM byte range, or NULL when it lies outside the window. */
 static inline uint8_t *npkd_dram(npkd_mem *m, uint32_t addr, uint32_t len)
 {

@@ -92,6 +92,11 @@ static uint64_t hw_now(void *ctx)
     return ((npkd_state *)ctx)->now;            /* read once a turn of the loop */
 }
 
+static uint64_t clock_now(void *ctx)
+{
+    return npk_dev_now_ns(&((npkd_state *)ctx)->dev);   /* read afresh (tables.h: grace) */
+}
+
 static void map_memories(npkd_state *d, uint32_t sram_ch_bytes, uint32_t dram_bytes)
 {
     int rc = npk_dev_open(&d->dev);
@@ -287,8 +292,13 @@ static int run(npkd_state *d)
         ctl_service(&d->ctl);
         if (d->restart && ctl_flush_all(&d->ctl)) return EXIT_RESTART;
         cp_publish(&d->cp, d->state, d->starts);   /* the host reads it at any time */
-        if (!d->cp.tables_ready && d->load_eagerly) {
-            load_some(d, g->opt.load_chunk);
+        /* the route model in steps, and after a restart (which loads eagerly) the walk that
+         * finds the trie's units the previous daemon had free (LAYOUT.md §7 rule 7) */
+        if (d->load_eagerly && (!d->cp.tables_ready || lpm_walking(&d->tab.trie))) {
+            if (!d->cp.tables_ready)
+                load_some(d, g->opt.load_chunk);
+            else
+                lpm_recover_step(&d->tab.trie, 16 * g->opt.load_chunk);
             continue;
         }
         if (n >= (int)g->opt.batch || d->restart) {
@@ -328,6 +338,9 @@ int main(int argc, char **argv)
     if (again) d.starts = npkd_sram_rd(&d.mem, d.cfg.stats_base + 12);
     d.starts++;
     if (tables_init(&d.tab, &d.cfg, &d.mem)) die("out of memory");
+    d.tab.clock = clock_now;
+    d.tab.clock_ctx = &d;
+    d.tab.started_ns = d.now;
     npkd_hw hw = {&d, hw_ring_get, hw_ring_put, hw_ring_free, hw_queue_get, hw_queue_put, hw_now};
     cp_init(&d.cp, &d.cfg, &d.mem, &d.tab, &hw);
     if (again)                         /* a restart: the counters go on from where they were */

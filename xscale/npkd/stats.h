@@ -21,7 +21,7 @@
     X(local_echo_requests) X(local_udp) X(local_proto_unsupported) X(local_counted)       \
     X(broadcast_counted) X(multicast_counted)                                              \
     X(frames_sent) X(tx_no_buffer) X(tx_backlog_max) X(tx_backlog) X(holding)              \
-    X(buffers_reclaimed)                                                                   \
+    X(buffers_reclaimed) X(lpm_units_recovered)                                           \
     X(routes) X(routes_added) X(routes_deleted) X(route_errors) X(timed_changes)          \
     X(control_requests) X(log_records) X(wakeups) X(sram_writes)
 

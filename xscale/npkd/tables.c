@@ -93,6 +93,29 @@ static int nh_intern(nh_table *t, const nh_entry *e, uint32_t cap, uint32_t via,
     return (int)t->n++;
 }
 
+/* before a change: the grace of the nodes in limbo (tables.h) */
+static void settle(tables *t)
+{
+    lpm_alloc *a = &t->trie.alloc;
+    if (!t->clock || !a->limbo.n) return;
+    uint64_t now = t->clock(t->clock_ctx), grace = (uint64_t)t->cfg->opt.lpm_grace_us * 1000u;
+    uint32_t k = 0, n = 0;
+    while (k < t->nmarks && now - t->marks[k].at >= grace) n = t->marks[k++].n;
+    if (k) {
+        uint32_t before = a->limbo.n;
+        lpm_grace_upto(&t->trie, n);
+        for (uint32_t i = k; i < t->nmarks; i++) {
+            t->marks[i - k].n = t->marks[i].n - (before - a->limbo.n);
+            t->marks[i - k].at = t->marks[i].at;
+        }
+        t->nmarks -= k;
+    }
+    if (a->limbo.n > (t->nmarks ? t->marks[t->nmarks - 1].n : 0) && t->nmarks < TABLES_GRACE_MARKS) {
+        t->marks[t->nmarks].n = a->limbo.n;
+        t->marks[t->nmarks++].at = now;
+    }
+}
+
 int tables_init(tables *t, const npkd_cfg *cfg, npkd_mem *mem)
 {
     memset(t, 0, sizeof *t);
@@ -283,8 +306,8 @@ static int finish(tables *t, tables_load *L)
         for (uint32_t i = 0; i < t->nh.n; i++) nh_write(t->mem, &c->lay, i, &t->nh.e[i]);
         return 1;
     }
-    if (lpm_adopt(&t->trie)) {
-        snprintf(L->err, sizeof L->err, "SRAM holds no LPM1 table at 0x%x", c->lay.ctl);
+    if ((rc = lpm_adopt(&t->trie, L->restart))) {
+        snprintf(L->err, sizeof L->err, rc == -3 ? "out of memory" : "SRAM holds no LPM1 table at 0x%x", c->lay.ctl);
         return -6;
     }
     for (uint32_t i = 0; i < t->nh.n; i++) {
@@ -295,6 +318,12 @@ static int finish(tables *t, tables_load *L)
             snprintf(L->err, sizeof L->err, "SRAM next-hop entry %u differs from the configuration", i);
             return -8;
         }
+    }
+    t->nmarks = 0;                                  /* lpm_adopt's entry, if any (tables.h) */
+    if (t->trie.alloc.limbo.n) {
+        t->marks[0].n = t->trie.alloc.limbo.n;
+        t->marks[0].at = t->started_ns;
+        t->nmarks = 1;
     }
     if (L->restart) revert_learnt(t, L);
     return 1;
@@ -408,6 +437,7 @@ int tables_add_route(tables *t, const route_cfg *r)
     int index = nh_intern(&t->nh, &e, t->cfg->lay.nh_cap, r->next_hop, &is_new);
     if (index < 0) return -2;
     if (is_new && t->trie.built) nh_write(t->mem, &t->cfg->lay, (uint32_t)index, &e);
+    settle(t);
     return lpm_add(&t->trie, r->prefix, r->len, (uint32_t)index);
 }
 
@@ -417,6 +447,7 @@ int tables_add_entry_route(tables *t, const route_cfg *r, const nh_entry *e)
     int index = nh_intern(&t->nh, e, t->cfg->lay.nh_cap, r->next_hop, &is_new);
     if (index < 0) return -2;
     if (is_new && t->trie.built) nh_write(t->mem, &t->cfg->lay, (uint32_t)index, e);
+    settle(t);
     return lpm_add(&t->trie, r->prefix, r->len, (uint32_t)index);
 }
 
@@ -428,5 +459,6 @@ int tables_intern(tables *t, const nh_entry *e, uint32_t via)
 
 int tables_del_route(tables *t, uint32_t prefix, int len)
 {
+    settle(t);
     return lpm_del(&t->trie, prefix, len);
 }

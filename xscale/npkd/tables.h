@@ -29,11 +29,28 @@ typedef struct nh_table {
     u32map by_hash;             /* hash of the encoded entry -> first index with it */
 } nh_table;
 
+#define TABLES_GRACE_MARKS 16
 typedef struct tables {
     lpm trie;
     nh_table nh;
     npkd_mem *mem;
     const npkd_cfg *cfg;
+    /* The grace of replaced trie nodes (LAYOUT.md §7 rule 4), when `clock` is set (the
+     * daemon: emulated ns, read afresh).  Before each change the daemon notes how many
+     * nodes are in limbo and when (a mark: they were all retired before then), and frees
+     * the limbo's first n entries of the latest mark at least opt.lpm_grace_us old: a
+     * node is reused once a change comes a grace period after one that saw it in limbo.
+     * After a restart the limbo's first entry (what the previous daemon left: lpm_adopt)
+     * is marked with `started_ns`, when this daemon started: its predecessor wrote nothing
+     * after that.  Without a clock the caller calls lpm_grace. */
+    uint64_t (*clock)(void *ctx);
+    void *clock_ctx;
+    uint64_t started_ns;
+    struct {
+        uint32_t n;
+        uint64_t at;
+    } marks[TABLES_GRACE_MARKS];  /* oldest first; when full, newer nodes wait for a later mark */
+    uint32_t nmarks;
 } tables;
 
 void nh_encode(const nh_entry *e, uint32_t w[4]);
@@ -49,7 +66,8 @@ void tables_free(tables *t);
  * replayed in order.  write = 1: lay the whole image out in SRAM (the linker's job;
  * tests and `npkd --build-image`); write = 0: the model only, then adopt what SRAM
  * holds and check that its next-hop table is this one.  A restart puts learnt ARP
- * state back to unresolved (`learnt`: the /32s withdrawn, to journal). */
+ * state back to unresolved (`learnt`: the /32s withdrawn, to journal) and adopts the
+ * trie with recovery (lpm_adopt): the caller makes the walk (lpm_recover_step). */
 typedef struct tables_load {
     int phase, write, restart;
     FILE *f, *journal;

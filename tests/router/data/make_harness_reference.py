@@ -72,6 +72,23 @@ the C oracle's fast path excepts: 0, 15 or 47), `lost_by_outcome` ({forward: 0,
 exception: 0}) and `dropped_early` (0); with those three keys taken out, the file is
 the same as before, byte for byte in every other figure, capture hash and history hash.
 
+Re-made when npkd began to get back, after a restart, the route trie's pool units its
+predecessor had free or in limbo (LAYOUT.md §7 rule 7) and to free replaced nodes after
+a grace (rule 4): no case changes a route or restarts the daemon, so none of that runs;
+what every case sees is the new counter, `lpm_units_recovered` 0 (in `control_plane`'s
+counters, and as `route_pool_units_recovered` 0), one more word of the statistics block
+written at each publication (sram_writes seed003 69 -> 70, imix 1,085 -> 1,099, errors
+2,145 -> 2,170) and a larger structure cleared at start: the daemon runs 145 (seed003),
+496 (imix) and 709 (errors) more instructions over a case, with the same wake-ups and
+interrupts.  Every packet count, disposition, comparison, history hash and seed003's
+captures stayed the same; in errors and imix the same frames leave each port (bytes, as
+multisets, and the dispositions), departing up to 0.7 us (errors), 1.4 us (pipelined
+imix) and 1.5 us (parallel imix) earlier or later, which changes every capture's bytes
+and in parallel-imix the interleaving of frames of different flows on four ports; the
+latencies (errors mean 17.075 -> 17.114 us, p50 6.872 -> 6.501; pipelined imix mean
+18.096 -> 18.062; parallel imix 17.982 -> 17.978), utilisations (by at most 0.002) and
+the XScale's wait cycles moved with them.
+
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
 Each case: the demo's 10,000-route table (seed 1), a traffic spec, a layout; the run's

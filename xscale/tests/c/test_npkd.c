@@ -461,6 +461,366 @@ static void test_lpm(void)
     free(k);
 }
 
+/* ---- the trie's node pool across daemon restarts (lpm_adopt with recover) ------------ */
+
+static const uint32_t NODE_UNITS[3] = {64, 32, 1};   /* DENSE32, DENSE16, RUNS */
+
+/* how many entries of the trie in SRAM lead to each pool unit (the walk of LAYOUT.md §4
+ * over every root entry, as the test sees it); 0 if a node lies past the pool's end */
+static int reach_units(npkd_mem *m, const lpm_layout *l, uint8_t *refs, uint32_t cap)
+{
+    memset(refs, 0, cap);
+    for (uint32_t k = 0; k < LPM_ROOT_ENTRIES; k++) {
+        uint32_t e = npkd_sram_rd(m, l->root + 4 * k);
+        for (int level = 2; level <= 3 && (e & LPM_ENTRY_CHILD); level++) {
+            uint32_t type = (e >> LPM_TYPE_SHIFT) & 7, off = e & LPM_OFFSET_MASK;
+            if (type > LPM_RUNS || off + NODE_UNITS[type] > cap) return 0;
+            for (uint32_t u = off; u < off + NODE_UNITS[type]; u++) refs[u]++;
+            if (type != LPM_DENSE32 || level == 3) break;
+            for (uint32_t b = 0; b < 256; b++) {
+                uint32_t c = npkd_sram_rd(m, l->nodes + LPM_UNIT * off + 4 * b);
+                uint32_t ct = (c >> LPM_TYPE_SHIFT) & 7, co = c & LPM_OFFSET_MASK;
+                if (!(c & LPM_ENTRY_CHILD)) continue;
+                if (ct > LPM_RUNS || co + NODE_UNITS[ct] > cap) return 0;
+                for (uint32_t u = co; u < co + NODE_UNITS[ct]; u++) refs[u]++;
+            }
+            break;
+        }
+    }
+    return 1;
+}
+
+/* The allocator against SRAM: no unit is reached twice, none is both reachable and free
+ * (or in limbo), none is free twice, all lie below the high-water mark; `exact` (no
+ * recovery pending): every unit below it is one of reachable, free, in limbo. */
+static int pool_consistent(lpm *t, npkd_mem *m, int exact)
+{
+    const lpm_alloc *a = &t->alloc;
+    uint32_t cap = a->capacity;
+    uint8_t *refs = malloc(cap), *held = calloc(cap, 1);
+    int ok = reach_units(m, &t->lay, refs, cap);
+    for (uint32_t u = 0; ok && u < cap; u++) ok = refs[u] <= 1 && (!refs[u] || u < a->high_water);
+    for (int type = 0; type < 3; type++)
+        for (uint32_t i = 0; ok && i < a->free[type].n; i++)
+            for (uint32_t u = a->free[type].v[i]; ok && u < a->free[type].v[i] + NODE_UNITS[type]; u++)
+                ok = u < a->high_water && !refs[u] && !held[u]++;
+    for (uint32_t i = 0; ok && i < a->spare.n; i += 2)
+        for (uint32_t u = a->spare.v[i]; ok && u < a->spare.v[i] + a->spare.v[i + 1]; u++)
+            ok = u < a->high_water && !refs[u] && !held[u]++;
+    for (uint32_t i = 0; ok && i < a->limbo.n; i++) {
+        uint32_t e = a->limbo.v[i];
+        if (e == 0xFFFFFFFFu) continue;
+        for (uint32_t u = e & 0xFFFFFF; ok && u < (e & 0xFFFFFF) + NODE_UNITS[e >> 24]; u++)
+            ok = u < a->high_water && !refs[u] && !held[u]++;
+    }
+    for (uint32_t u = 0; ok && exact && u < a->high_water; u++) ok = refs[u] || held[u];
+    free(refs);
+    free(held);
+    return ok;
+}
+
+/* lpm_walk (the fast path's walk of SRAM) answers as lpm_match (the route set) at the
+ * first and last address of every route and at pseudo-random addresses in 20/8 */
+static int walk_agrees(lpm *t, npkd_mem *m, const uint32_t *pfx, const int *len, int n, uint32_t *x)
+{
+    int ok = 1;
+    for (int i = 0; i < n + 200; i++) {
+        uint32_t a;
+        if (i < n) {
+            a = pfx[i] | (i & 1 ? ~lpm_mask(len[i]) : 0);
+        } else {
+            *x = *x * 1103515245u + 12345u;
+            a = 0x14000000u | (*x & 0x00FFFFFFu);
+        }
+        uint32_t nh = 0;
+        if (!lpm_match(t, a, NULL, NULL, &nh)) nh = 0;
+        ok &= lpm_walk(m, &t->lay, a) == nh;
+    }
+    return ok;
+}
+
+/* A daemon's life: churn (each route of the set toggled twice, so that the table ends
+ * as it began, in an order that differs from one life to the next), a grace every third
+ * change, checked after every change (`exact`: the allocator accounts for every unit
+ * once the recovery has run).  Returns the first lpm_add/lpm_del error, or 0. */
+#define CHURN_ROUTES 48
+typedef struct churn {
+    uint32_t pfx[CHURN_ROUTES], nh[CHURN_ROUTES];
+    int len[CHURN_ROUTES];
+    uint8_t on[CHURN_ROUTES];
+} churn;
+
+static int churn_life(lpm *t, npkd_mem *m, churn *ch, int life, int exact, int *consistent)
+{
+    uint32_t x = 777;
+    for (int step = 0; step < 2 * CHURN_ROUTES; step++) {
+        int i = (step * 7 + life * 5) % CHURN_ROUTES;
+        uint32_t nh = 1 + (uint32_t)(step % 5);
+        int rc = ch->on[i] ? lpm_del(t, ch->pfx[i], ch->len[i]) : lpm_add(t, ch->pfx[i], ch->len[i], nh);
+        if (rc) return rc;
+        ch->on[i] ^= 1;
+        ch->nh[i] = nh;
+        if (step % 3 == 2) lpm_grace(t);
+        *consistent &= walk_agrees(t, m, ch->pfx, ch->len, CHURN_ROUTES, &x);
+        int pending = t->alloc.limbo.n && t->alloc.limbo.v[0] == 0xFFFFFFFFu;
+        *consistent &= pool_consistent(t, m, exact && !pending);
+    }
+    return 0;
+}
+
+/* Routes churn, the daemon is killed and a new one adopts the table (a new lpm on the
+ * same SRAM, the same routes in its model, its walk in steps, its first grace), 30
+ * lives; the high-water mark after each in hw_after.  Returns the first error. */
+#define LIVES 30
+static int restarts(int recover, uint32_t *hw_after, uint32_t *recovered, int *consistent)
+{
+    fake *k = calloc(1, sizeof *k);
+    npkd_cfg c;
+    fake_init(k, &c);
+    c.lay.node_bytes = 48 * 1024;                       /* 3,072 units */
+    churn *ch = calloc(1, sizeof *ch);
+    uint32_t x = 4242;
+    for (int i = 0; i < CHURN_ROUTES; i++) {           /* 17..30 bits in eight /16s of 20/8 */
+        x = x * 1103515245u + 12345u;
+        ch->len[i] = 17 + (int)((x >> 8) % 14);
+        ch->pfx[i] = (0x14000000u | (uint32_t)(i % 8) << 16 | (x >> 16)) & lpm_mask(ch->len[i]);
+        for (int j = 0; j < i; j++)
+            if (ch->pfx[j] == ch->pfx[i] && ch->len[j] == ch->len[i]) ch->pfx[i] ^= 1u << (32 - ch->len[i]);
+    }
+    lpm *t = calloc(1, sizeof *t);
+    CHECK(lpm_init(t, &c.lay, &k->mem) == 0);
+    for (int i = 0; i < CHURN_ROUTES; i += 2) {
+        ch->nh[i] = 9;
+        ch->on[i] = !lpm_add(t, ch->pfx[i], ch->len[i], 9);
+    }
+    CHECK(lpm_build(t) == 0);
+    int rc = 0;
+    *recovered = 0;
+    for (int life = 0; life < LIVES && !rc; life++) {
+        rc = churn_life(t, &k->mem, ch, life, recover, consistent);
+        hw_after[life] = t->alloc.high_water;
+        *recovered += t->alloc.recovered;
+        lpm *next = calloc(1, sizeof *next);            /* killed; the next daemon starts */
+        CHECK(lpm_init(next, &c.lay, &k->mem) == 0);
+        for (int i = 0; i < CHURN_ROUTES; i++)
+            if (ch->on[i]) CHECK(lpm_add(next, ch->pfx[i], ch->len[i], ch->nh[i]) == 0);
+        lpm_free(t);
+        free(t);
+        t = next;
+        CHECK(lpm_adopt(t, recover) == 0);
+        int rc2;
+        while ((rc2 = lpm_recover_step(t, 4096)) == 0) *consistent &= pool_consistent(t, &k->mem, 0);
+        CHECK(rc2 == 1);
+        *consistent &= pool_consistent(t, &k->mem, 0);
+        lpm_grace(t);   /* its first change comes a grace period after it started (tables.h) */
+    }
+    lpm_free(t);
+    free(t);
+    free(ch);
+    fake_free(k, &c);
+    free(k);
+    return rc;
+}
+
+/* The walk in steps with changes in between (as when a change comes while the daemon
+ * still loads: LAYOUT.md §7 rule 7): after every change the walk answers as the route
+ * set and no unit is both reachable and free; the grace then gives back exactly the
+ * units nothing reached when the new daemon adopted the table. */
+static void test_lpm_walk_between_changes(void)
+{
+    fake *k = calloc(1, sizeof *k);
+    npkd_cfg c;
+    fake_init(k, &c);
+    c.lay.node_bytes = 48 * 1024;
+    churn *ch = calloc(1, sizeof *ch);
+    uint32_t x = 31337;
+    for (int i = 0; i < CHURN_ROUTES; i++) {
+        x = x * 1103515245u + 12345u;
+        ch->len[i] = 17 + (int)((x >> 8) % 14);
+        ch->pfx[i] = (0x14000000u | (uint32_t)(i % 8) << 16 | (x >> 16)) & lpm_mask(ch->len[i]);
+        for (int j = 0; j < i; j++)
+            if (ch->pfx[j] == ch->pfx[i] && ch->len[j] == ch->len[i]) ch->pfx[i] ^= 1u << (32 - ch->len[i]);
+    }
+    lpm *t = calloc(1, sizeof *t), *next = calloc(1, sizeof *next);
+    CHECK(lpm_init(t, &c.lay, &k->mem) == 0 && lpm_build(t) == 0);
+    int ok = 1;
+    CHECK(churn_life(t, &k->mem, ch, 0, 1, &ok) == 0);
+    CHECK(lpm_init(next, &c.lay, &k->mem) == 0);
+    for (int i = 0; i < CHURN_ROUTES; i++)
+        if (ch->on[i]) CHECK(lpm_add(next, ch->pfx[i], ch->len[i], ch->nh[i]) == 0);
+    uint32_t hw = t->alloc.high_water, lost = 0;
+    lpm_free(t);
+    CHECK(lpm_adopt(next, 1) == 0);
+    uint8_t *refs = malloc(next->alloc.capacity);
+    CHECK(reach_units(&k->mem, &c.lay, refs, next->alloc.capacity));
+    for (uint32_t u = 0; u < hw; u++) lost += !refs[u];
+    free(refs);
+    uint32_t y = 5;
+    int steps = 0, rc;
+    for (int step = 0; (rc = lpm_recover_step(next, 2048)) == 0; step++, steps++) {
+        int i = (step * 11) % CHURN_ROUTES;
+        CHECK((ch->on[i] ? lpm_del(next, ch->pfx[i], ch->len[i]) : lpm_add(next, ch->pfx[i], ch->len[i], 3)) == 0);
+        ch->on[i] ^= 1;
+        ch->nh[i] = 3;
+        ok &= walk_agrees(next, &k->mem, ch->pfx, ch->len, CHURN_ROUTES, &y) && pool_consistent(next, &k->mem, 0);
+    }
+    CHECK(rc == 1 && steps > 8 && next->alloc.recovered == 0);
+    lpm_grace(next);
+    CHECK(lost > 0 && next->alloc.recovered == lost);
+    ok &= pool_consistent(next, &k->mem, 1);
+    CHECK(churn_life(next, &k->mem, ch, 1, 1, &ok) == 0);
+    CHECK(ok);
+    lpm_free(next);
+    free(next);
+    free(t);
+    free(ch);
+    fake_free(k, &c);
+    free(k);
+}
+
+/* A daemon killed and started again 29 times with route churn in every life, on a pool
+ * of 3,072 units that the table never needs a third of: with recovery no change fails,
+ * the high-water mark stops growing after the first lives, after every change the
+ * walk answers as the route set and no unit is both reachable and free (nor free twice),
+ * and every unit is accounted for; without it (what lpm_adopt did before) every unit the
+ * dead daemon had free or in limbo is lost and the pool is used up in the sixth life. */
+static void test_lpm_restart(void)
+{
+    uint32_t hw[LIVES] = {0}, got = 0;
+    int ok = 1;
+    CHECK(restarts(1, hw, &got, &ok) == 0);             /* never runs out of pool */
+    CHECK(ok);
+    CHECK(got > 0);
+    for (int i = 3; i < LIVES; i++) CHECK(hw[i] == hw[2]);   /* the high-water mark stops growing */
+    /* the same without recovery (what lpm_adopt did before): the pool is used up */
+    uint32_t hw0[LIVES] = {0}, got0 = 1;
+    int ok0 = 1;
+    CHECK(restarts(0, hw0, &got0, &ok0) == -2 && got0 == 0 && ok0);
+}
+
+/* a route change through tables (as the daemon makes them), written to the journal */
+static void change(tables *t, FILE *j, const route_cfg *r, int add)
+{
+    char line[96];
+    if (add) {
+        CHECK(tables_add_route(t, r) == 0);
+        *fmt_route(line, r) = 0;
+        fprintf(j, "add %s\n", line);
+    } else {
+        CHECK(tables_del_route(t, r->prefix, r->len) == 0);
+        *fmt_ip(line, r->prefix) = 0;
+        fprintf(j, "del %s/%d\n", line, r->len);
+    }
+}
+
+static int in_limbo(const lpm *t, uint32_t entry)
+{
+    for (uint32_t i = 0; i < t->alloc.limbo.n; i++)
+        if (t->alloc.limbo.v[i] == entry) return 1;
+    return 0;
+}
+
+/* the limbo entry (type << 24 | offset) of the node a root entry points to */
+static uint32_t root_node(tables *t, npkd_mem *m, uint32_t addr)
+{
+    uint32_t e = npkd_sram_rd(m, t->cfg->lay.root + 4 * (addr >> 16));
+    return ((e >> LPM_TYPE_SHIFT) & 7) << 24 | (e & LPM_OFFSET_MASK);
+}
+
+/* The daemon's grace (tables.h, with a clock; lpm_grace_us 1000): a node replaced by a
+ * change is handed out again only once a change comes more than a grace period after
+ * one that saw it in limbo.  A daemon started after a kill (journal replayed, lpm_adopt
+ * with recover) finds the units its predecessor had free or in limbo -- all of them,
+ * counted in lpm_units_recovered -- at its first change a grace period after it started,
+ * not at an earlier one. */
+static void test_lpm_grace_clock(void)
+{
+    fake *k = calloc(1, sizeof *k);
+    npkd_cfg c;
+    fake_init(k, &c);
+    char path[] = "/tmp/npkd-journal-XXXXXX", err[200];
+    int fd = mkstemp(path);
+    FILE *j = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(j != NULL);
+    if (!j) return;
+    tables t;
+    CHECK(tables_init(&t, &c, &k->mem) == 0);
+    CHECK(tables_build(&t, 1, err, sizeof err) == 0);
+    t.clock = f_now;
+    t.clock_ctx = k;
+    k->now = 1000000;
+    route_cfg a = {0x14010200u, 0x0A000002u, 24, 0}, b = {0x14010280u, 0x0A000102u, 25, 1};
+    route_cfg b2 = {0x14010280u, 0x0A000103u, 25, 1}, d = {0x14010300u, 0x0A000102u, 24, 1};
+    change(&t, j, &a, 1);
+    change(&t, j, &b, 1);
+    uint32_t first = root_node(&t, &k->mem, a.prefix);  /* 20.1's level-2 node */
+    change(&t, j, &b2, 1);                              /* t = 1 ms: replaces it */
+    CHECK(in_limbo(&t.trie, first));
+    k->now += 500000;                                   /* 1.5 ms: seen in limbo */
+    change(&t, j, &d, 1);
+    CHECK(in_limbo(&t.trie, first));
+    k->now += 900000;                                   /* 2.4 ms: not a grace period since */
+    change(&t, j, &d, 0);
+    CHECK(in_limbo(&t.trie, first));
+    k->now += 200000;                                   /* 2.6 ms: free, and used again */
+    change(&t, j, &d, 1);
+    CHECK(!in_limbo(&t.trie, first) && root_node(&t, &k->mem, d.prefix) == first);
+    CHECK(pool_consistent(&t.trie, &k->mem, 1));
+    k->now += 100000;
+    change(&t, j, &a, 0);                               /* more in limbo at the kill */
+    fclose(j);
+    uint32_t hw = t.trie.alloc.high_water, left = t.trie.alloc.limbo.n;
+    for (int type = 0; type < 3; type++) left += t.trie.alloc.free[type].n;
+    CHECK(left >= 2);
+    tables_free(&t);                                    /* killed at 2.7 ms */
+
+    k->now += 300000;                                   /* started again at 3 ms */
+    CHECK(tables_init(&t, &c, &k->mem) == 0);
+    t.clock = f_now;
+    t.clock_ctx = k;
+    t.started_ns = k->now;
+    tables_load L;
+    CHECK(tables_load_begin(&t, &L, 0, path) == 0);
+    L.restart = 1;
+    int rc;
+    while (!(rc = tables_load_step(&t, &L, 2))) {
+    }
+    CHECK(rc == 1);
+    tables_load_end(&L);
+    uint8_t *refs = malloc(t.trie.alloc.capacity);
+    CHECK(reach_units(&k->mem, &c.lay, refs, t.trie.alloc.capacity));
+    uint32_t lost = 0;
+    for (uint32_t u = 0; u < hw; u++) lost += !refs[u];
+    free(refs);
+    CHECK(lost > 0 && t.trie.alloc.high_water == hw && t.trie.alloc.recovered == 0);
+    uint32_t x = 99;
+    uint32_t pfx[2] = {a.prefix, d.prefix};
+    int len[2] = {a.len, d.len};
+    CHECK(walk_agrees(&t.trie, &k->mem, pfx, len, 2, &x));
+    k->now += 500000;                                   /* 3.5 ms: too soon */
+    CHECK(tables_del_route(&t, d.prefix, d.len) == 0);
+    CHECK(t.trie.alloc.recovered == 0 && t.trie.alloc.high_water > hw);
+    CHECK(pool_consistent(&t.trie, &k->mem, 0));
+    k->now += 600000;                                   /* 4.1 ms: a grace period after the start */
+    CHECK(tables_add_route(&t, &d) == 0);
+    CHECK(t.trie.alloc.recovered == lost);
+    CHECK(pool_consistent(&t.trie, &k->mem, 1) && walk_agrees(&t.trie, &k->mem, pfx, len, 2, &x));
+    cp e;
+    npkd_hw h = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
+    cp_init(&e, &c, &k->mem, &t, &h);
+    e.stats[ST_lpm_units_recovered] = 5;                /* (counters go on from the last daemon's) */
+    e.tables_ready = 1;
+    cp_publish(&e, 2, 2);
+    cp_publish(&e, 2, 2);
+    CHECK(e.stats[ST_lpm_units_recovered] == 5 + lost);
+    CHECK(npkd_sram_rd(&k->mem, c.stats_base + NPKD_STATS_HDR + 4 * ST_lpm_units_recovered) == 5 + lost);
+    cp_free(&e);
+    tables_free(&t);
+    remove(path);
+    fake_free(k, &c);
+    free(k);
+}
+
 /* an excepted packet: frame into a buffer off the free list, record on the ring */
 static uint32_t except(fake *k, npkd_cfg *c, const uint8_t *f, uint32_t len, int in_port, int reason)
 {
@@ -832,6 +1192,9 @@ int main(void)
     test_echo_options();
     test_options();
     test_lpm();
+    test_lpm_restart();
+    test_lpm_walk_between_changes();
+    test_lpm_grace_clock();
     test_engine();
     test_owned();
     printf("%d checks, %d failed\n", checks, failures);
