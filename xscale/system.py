@@ -249,6 +249,9 @@ class System:
         self._killing = False
         self.starts = 0
         self.events: list[tuple[int, str]] = []     # (ME cycle, "killed" | "restarted" | "respawned")
+        # called (ME cycle, "killed" | "exited") the instant the program is gone (killed, or
+        # exited to be respawned), before anything else runs: to look at what it left
+        self.on_stop: list[Callable[[int, str], None]] = []
         self._attach: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
     @property
@@ -317,6 +320,8 @@ class System:
         self.xscale.timeline.append((now, "killed", ""))
         self.killed = True
         self.events.append((now, "killed"))
+        for fn in self.on_stop:
+            fn(now, "killed")
 
     def _supervise(self) -> None:
         """Kill at kill_at as a SIGKILL is taken: at once when the program is in a system
@@ -340,6 +345,8 @@ class System:
         host = self.xscale
         if (self.respawn and not self.killed and host is not None and host.state == "exited"
                 and host.exit_code == EXIT_RESTART):  # fmt: skip
+            for fn in self.on_stop:
+                fn(self.clock.now, "exited")
             self._start_again("respawned")
 
     def run(self, cycles: int) -> str:

@@ -45,9 +45,10 @@ from .router_config import RouterConfig
 from .routes import Route, RouteTable
 
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
-KILLED = "control_killed"  # drop reason: a packet held for ARP when the daemon was killed (lost with it)
-# (its buffer is not: the daemon started again gives it back, xscale/npkd/README.md "Restart";
-# buffers are no frames, so nothing here models them)
+KILLED = "control_killed"  # drop reason: a packet the daemon had when it was killed -- held for ARP, or
+# forwarded but still in its send backlog (lost with it; its buffer is not: the daemon started
+# again gives it back, xscale/npkd/README.md "Restart"; buffers are no frames, so nothing here
+# models them)
 CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9: 128 of them, ~35 us) and more
 ICMP_MAX_IP = 576
 BROADCAST_MAC = b"\xff" * 6
@@ -360,6 +361,15 @@ class Emitted(NamedTuple):
     timestamps: tuple[int, ...] = ()  # offsets of IP timestamps written with the control plane's clock
 
 
+class DaemonArp(NamedTuple):
+    """An entry of the daemon's ARP cache as it records it in SRAM (xscale/npkd/cp.h;
+    npkit.toolchain.system.control.arp_record)."""
+
+    state: str  # none | incomplete | reachable
+    tries: int
+    start_ns: int  # when its resolution began
+
+
 class _Held(NamedTuple):
     """A frame waiting for ARP: a packet to forward or one the control plane made."""
 
@@ -391,6 +401,8 @@ class _Arp:
     state: str = "none"  # none | incomplete | reachable
     tries: int = 0
     starter: int = -1  # the packet whose arrival started the resolution (its requests count for it)
+    start: int = 0  # when the resolution began: the packet's arrival, until `follow_arp` says the daemon's time
+    confirmed: bool = False  # start is the daemon's (follow_arp)
     next_try: int = 0
     expires: int = 0
     hold: list[_Held] = field(default_factory=list)
@@ -423,6 +435,7 @@ class RouterModel:
         self.now = 0
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
         self.down = False  # the daemon killed and not started again (`kill`, `restart`)
+        self.retracted: list[Emitted] = []  # ARP requests sent here that the daemon had not sent when killed (kill)
         self._deferred: list[tuple[int, CpResult, bytes, int]] = []  # excepted while it was down
 
     @property
@@ -445,13 +458,18 @@ class RouterModel:
         self._alt_cache.clear()
 
     # -- time
-    def advance(self, t: int) -> None:
-        """Timers and route changes up to time t, in time order."""
+    def advance(self, t: int, daemon: dict[int, DaemonArp] | None = None) -> None:
+        """Timers and route changes up to time t, in time order.  `daemon` (at a kill):
+        what the daemon's ARP cache was at t (`kill`): an ARP retry or give-up is done
+        only if the daemon had done it."""
+        held_back: set[int] = set()
         while True:
             events: list[tuple[int, int, Any]] = []
             if self._next_change < len(self.changes):
                 events.append((self.changes[self._next_change].at_ns, 0, None))
             for e in self.cache.values():
+                if e.ip in held_back:
+                    continue
                 if e.state == "incomplete":
                     events.append((e.next_try, 1, e))
                 elif e.state == "reachable" and e.expires:
@@ -465,6 +483,9 @@ class RouterModel:
                 self._apply_change(self.changes[self._next_change])
                 self._next_change += 1
                 self._alt_cache.clear()
+            elif kind == 1 and daemon is not None and not self._daemon_did(e, daemon.get(e.ip)):
+                held_back.add(e.ip)
+                continue
             elif kind == 1:
                 if e.tries < self.opt["arp_tries"]:
                     e.tries += 1
@@ -477,6 +498,33 @@ class RouterModel:
                 if e.ip not in self.static:
                     self.fast.arp.pop(e.ip, None)
         self.now = max(self.now, t)
+
+    def _daemon_did(self, e: _Arp, d: DaemonArp | None) -> bool:
+        """Had the daemon made e's next ARP timer event (a retry, or the give-up after the
+        last one), by its record d of the entry?"""
+        if d is None or d.start_ns < e.start:     # it never began this resolution
+            return False
+        if d.state != "incomplete":               # it went through with it (gave up, or was answered)
+            return True
+        return e.tries < self.opt["arp_tries"] and d.tries > e.tries
+
+    def follow_arp(self, daemon: dict[int, DaemonArp]) -> None:
+        """The daemon's ARP cache (its record in SRAM, xscale/npkd/cp.h): a resolution the
+        daemon began has its requests due from the time it began it, not from the packet's
+        arrival (it handles the packet microseconds later): this model's resolutions under
+        way take the daemon's time, so that their retries and give-ups fall at the
+        daemon's instants (what a kill cuts: `kill`)."""
+        step = self.opt["arp_retry_us"] * 1000
+        for e in self.cache.values():
+            d = daemon.get(e.ip)
+            if e.state != "incomplete" or e.confirmed or d is None or d.state != "incomplete" or d.start_ns < e.start:
+                continue
+            e.start, e.confirmed = d.start_ns, True
+            e.next_try = d.start_ns + e.tries * step
+
+    def unconfirmed(self) -> bool:
+        """Whether a resolution under way still has the packet's arrival for its start."""
+        return any(e.state == "incomplete" and not e.confirmed for e in self.cache.values())
 
     def finish(self, t: int | None = None) -> None:
         """Run the timers out (held packets resolved or given up)."""
@@ -496,11 +544,25 @@ class RouterModel:
                 out.update(item.pid for item in e.hold)
         return out
 
-    def kill(self, t: int) -> list[int]:
+    def kill(self, t: int, daemon: dict[int, DaemonArp] | None = None) -> list[int]:
         """The daemon killed at t: what it held for ARP is lost with it (the packets get
         Drop(KILLED); their ids are returned), its timers stop, and the exceptions that
-        come until `restart` wait for the daemon started again."""
-        self.advance(t)
+        come until `restart` wait for the daemon started again.
+
+        `daemon`: its ARP cache at the instant it died (its record in SRAM), which decides
+        the timers due by then.  This model's clock is not the daemon's: it sleeps to a
+        deadline and wakes at or after it, and a kill is taken at its next system call --
+        at the instant of a retry it is still asleep, and is killed before it sends it.  So
+        the timers due up to t are done here only as far as the daemon had done them: a
+        retry only if its record counts the try, a give-up only if its record no longer
+        shows the resolution under way; a retry this model made before it learnt of the
+        kill that the record does not count is taken back (`retracted`: the frames, for
+        the caller, which may have expected them already)."""
+        if daemon is not None:
+            self.follow_arp(daemon)
+        self.advance(t, daemon)
+        if daemon is not None:
+            self._retract(daemon)
         lost = []
         for e in self.cache.values():
             for item in e.hold:
@@ -513,6 +575,17 @@ class RouterModel:
                 e.state = "none"
         self.down = True
         return lost
+
+    def _retract(self, daemon: dict[int, DaemonArp]) -> None:
+        """ARP requests this model sent that the dying daemon had not (kill)."""
+        for e in self.cache.values():
+            d = daemon.get(e.ip)
+            if e.state != "incomplete" or d is None or d.state != "incomplete" or d.start_ns < e.start or d.tries >= e.tries:
+                continue
+            p = self.cfg.ports[e.port]
+            for _ in range(e.tries - d.tries):
+                self.retracted.append(Emitted(e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), e.starter))
+            e.tries = d.tries
 
     def restart(self, t: int) -> None:
         """The daemon started again at t: ARP afresh (an empty cache; what the old one
@@ -703,6 +776,7 @@ class RouterModel:
         if e.state == "none":
             e.state = "incomplete"
             e.starter = pid
+            e.start, e.confirmed = self.now, False
             e.tries = 1
             e.next_try = self.now + self.opt["arp_retry_us"] * 1000
             self._arp_request(e)

@@ -40,6 +40,7 @@ from .sysmap import (
 )
 
 STATS_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "stats.h"
+CP_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cp.h"
 CFG_H = Path(__file__).resolve().parents[2] / "xscale" / "npkd" / "cfg.h"
 EXIT_RESTART = 75  # npkd's exit status for "restart me" (`npk route restart`)
 GUEST_RUN_DIR = "/run/npkd"  # where the XScale sees the daemon's files (ControlPlane.dir)
@@ -69,12 +70,34 @@ def control_allocations() -> list[tuple[int, int, str]]:
     return [(CP_STATS_BASE, CP_STATS_BASE + 16 + 4 * len(stat_names()), "statistics block"),
             (CP_LOG_BASE, CP_LOG_BASE + 16 + 16 * CP_LOG_CAP, "exception log"),
             (CP_CHANGES_BASE, CP_CHANGES_BASE + 16 + 16 * CP_CHANGES_CAP, "route change log"),
-            (CP_OWNED_BASE, CP_OWNED_BASE + 16 + 4 * owned_words(), "table of the buffers it owns")]  # fmt: skip
+            (CP_OWNED_BASE, CP_OWNED_BASE + owned_bytes(), "table of the buffers it owns, its send backlog and ARP cache")]  # fmt: skip
 
 
 def owned_words() -> int:
     """Longwords of the daemon's table of the buffers it owns: a bit a buffer handle."""
     return (SYS.n_bufs + 31) // 32
+
+
+def arp_mirror_cap() -> int:
+    """ARP cache entries the daemon keeps a record of in SRAM (xscale/npkd/cp.h NPKD_ARP_MIRROR)."""
+    m = re.search(r"#define NPKD_ARP_MIRROR (\d+)u", CP_H.read_text())
+    assert m is not None, "cp.h: NPKD_ARP_MIRROR"
+    return int(m[1])
+
+
+def backlog_base() -> int:
+    """Where the record of the daemon's send backlog starts (cp.h NPKD_BACKLOG_AT)."""
+    return CP_OWNED_BASE + 16 + 4 * owned_words()
+
+
+def arp_record_base() -> int:
+    """Where the record of the daemon's ARP cache starts (cp.h NPKD_ARPM_AT)."""
+    return backlog_base() + 8 * SYS.n_bufs
+
+
+def owned_bytes() -> int:
+    """The owned table and the records after it (cp.h NPKD_OWNED_BYTES)."""
+    return arp_record_base() + 16 + 16 * arp_mirror_cap() - CP_OWNED_BASE
 
 
 def stat_names() -> list[str]:
@@ -240,6 +263,69 @@ def owned_buffers(chip: Any) -> list[int] | None:
     return out
 
 
+@dataclass(frozen=True)
+class BacklogEntry:
+    """A message in the daemon's send backlog (waiting for room on the control ring):
+    its packet word, output port, and the frame its buffer holds."""
+
+    pw: int
+    port: int
+    frame: bytes
+
+    @property
+    def own(self) -> bool:
+        """A frame the daemon made (packet word bit 25, cp.h PW_CONTROL), not a packet it forwards."""
+        return bool(self.pw >> 25 & 1)
+
+
+def send_backlog(chip: Any) -> list[BacklogEntry]:
+    """The daemon's send backlog as its record in SRAM says (xscale/npkd/cp.h), oldest
+    first, with each frame's bytes read from its buffer: what a daemon killed now takes
+    with it.  Empty before a daemon has set the record up."""
+    if chip.read32("sram", CP_OWNED_BASE) != CP_OWNED_MAGIC:
+        return []
+    n, first = chip.read32("sram", CP_OWNED_BASE + 8), chip.read32("sram", CP_OWNED_BASE + 12)
+    if n > SYS.n_bufs or first >= SYS.n_bufs:
+        return []
+    out = []
+    for k in range(n):
+        raw = chip.mem_read("sram", backlog_base() + 8 * ((first + k) % SYS.n_bufs), 8)
+        pw, port = int.from_bytes(raw[:4], "big"), int.from_bytes(raw[4:], "big")
+        h = pw & 0xFFFF
+        length = chip.read32("sram", SYS.desc_addr(h) + 8) >> 16
+        out.append(BacklogEntry(pw, port, bytes(chip.mem_read("dram", SYS.buf_addr(h) + SYS.pkt_pad, length))))
+    return out
+
+
+@dataclass(frozen=True)
+class ArpRecord:
+    """An entry of the daemon's ARP cache as its record in SRAM says (cp.h)."""
+
+    ip: int
+    state: str  # none | incomplete | reachable
+    tries: int
+    port: int
+    start_ns: int  # when its last resolution began: requests due at start + k * arp_retry_us
+
+
+ARP_STATES = {0: "none", 1: "incomplete", 2: "reachable"}
+
+
+def arp_record(chip: Any) -> dict[int, ArpRecord]:
+    """The daemon's ARP cache by address, from its record in SRAM (cp.h; the first
+    NPKD_ARP_MIRROR entries): what it knew and had done at this instant."""
+    if chip.read32("sram", CP_OWNED_BASE) != CP_OWNED_MAGIC:
+        return {}
+    base = arp_record_base()
+    n = min(chip.read32("sram", base), arp_mirror_cap())
+    raw = chip.mem_read("sram", base + 16, 16 * n) if n else b""
+    out = {}
+    for i in range(n):
+        ip, st, hi, lo = (int.from_bytes(raw[16 * i + 4 * k : 16 * i + 4 * k + 4], "big") for k in range(4))
+        out[ip] = ArpRecord(ip, ARP_STATES.get(st >> 24, str(st >> 24)), (st >> 16) & 0xFF, st & 0xFF, hi << 32 | lo)
+    return out
+
+
 def read_stats(chip: Any) -> dict[str, Any] | None:
     """The daemon's statistics block (xscale/npkd/stats.h), or None if it never wrote one."""
     raw = chip.mem_read("sram", CP_STATS_BASE, 16)
@@ -280,6 +366,9 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
         "own_frames_dropped_no_arp": c["own_dropped_no_arp"],
         "buffers_reclaimed": c["buffers_reclaimed"],
         "route_pool_units_recovered": c["lpm_units_recovered"],
+        # what the send backlog of a daemon killed (or restarted) held: never left
+        "killed_in_send_backlog": {"own_frames": c["killed_backlog_own"],
+                                   "forwarded_packets": c["killed_backlog_forwarded"]},
         "forwarded_by_control_plane": c["forwarded"], "frames_sent": c["frames_sent"],
         "counted_not_forwarded": {"broadcast": c["broadcast_counted"], "multicast": c["multicast_counted"],
                                   "local": c["local_counted"]},

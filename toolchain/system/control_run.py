@@ -26,6 +26,20 @@ expected once the daemon has handled that packet (a packet dropped at a full exc
 ring gets none); expected and seen frames are two multisets whose common part is
 `matched_control` (an echo reply's IP timestamps are the daemon's clock: such a frame
 matches its expected one as forwarded frames do, by same_but_timestamps).
+
+A daemon killed (or exiting to be started again) takes with it what only it had: the
+packets it held for ARP, the messages in its send backlog (waiting for room on the
+control ring: packets it forwarded, frames it made), and its ARP timers.  The model has
+no clock of the daemon's and no model of the ring's occupancy, so what it had is not
+predicted but read, exactly, the instant it dies (System.on_stop): the daemon keeps a
+record of its send backlog and of its ARP cache in SRAM beside its owned table
+(xscale/npkd/cp.h), written as they change, never later than its next system call --
+where a kill is taken.  The packets in the backlog become counted drops (KILLED), its
+frames there are expected no more (`killed_own`); the ARP retries and give-ups due by
+the kill are done in the model only as far as the record says the daemon had done them
+(RouterModel.kill).  While the daemon runs, the model takes the time each resolution
+began from the same record (RouterModel.follow_arp), so that its retries fall at the
+daemon's instants, not microseconds before them.
 """
 
 from __future__ import annotations
@@ -37,16 +51,25 @@ from typing import TYPE_CHECKING, Any
 from npkit.emulator.traffic.control import (
     CHANGE_WINDOW_NS,
     KILLED,
+    DaemonArp,
     RouterModel,
     frame_digest,
     same_but_timestamps,
 )
 from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON, Verdicts
-from npkit.emulator.traffic.oracle import Except, Forward, Outcome, flow_of
+from npkit.emulator.traffic.oracle import Drop, Except, Forward, Outcome, flow_of
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
-from .control import LogReader, LogRecord, changes_made, read_stats
+from .control import (
+    BacklogEntry,
+    LogReader,
+    LogRecord,
+    arp_record,
+    changes_made,
+    read_stats,
+    send_backlog,
+)
 
 if TYPE_CHECKING:
     from .router_run import RouterRun
@@ -88,6 +111,11 @@ class ControlJudge:
         self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
         self._events = 0  # the daemon's kills and restarts the model has been told of
         self._withdraw_at_start = 0  # a restarted daemon (this start) still to withdraw what was learnt
+        self._stops: list[tuple[list[BacklogEntry], dict[int, DaemonArp]]] = []  # what each daemon left when it died
+        self.killed_own = 0  # frames the daemon made that died in its send backlog
+        self.killed_forwarded = 0  # packets it forwarded that died there (dropped: KILLED)
+        if rr.control is not None:
+            rr.control.system.on_stop.append(self._on_stop)
         self.run.router_addresses(list(rr.config.addresses))
         self.run.on_advance.append(self.advance)
         self.run.on_forget.append(self.forget)
@@ -112,10 +140,25 @@ class ControlJudge:
         self._take_socket_changes()
         self._daemon_events()
         self._model_to(now)
+        self._follow()
         self.model.advance(now)
         self._settle()
         self.service()
         self._resolve()
+
+    def _daemon_arp(self) -> dict[int, DaemonArp]:
+        return {ip: DaemonArp(r.state, r.tries, r.start_ns) for ip, r in arp_record(self.rr.chip).items()}
+
+    def _on_stop(self, _cycle: int, _why: str) -> None:
+        """The daemon is gone (System.on_stop): what it had, from its records in SRAM,
+        before the one started after it empties them."""
+        self._stops.append((send_backlog(self.rr.chip), self._daemon_arp()))
+
+    def _follow(self) -> None:
+        """The daemon's start times of the ARP resolutions the model has under way."""
+        ctl = self.rr.control
+        if not self.model.down and self.model.unconfirmed() and ctl is not None and not ctl.system.killed:
+            self.model.follow_arp(self._daemon_arp())
 
     def _take_socket_changes(self) -> None:
         made = changes_made(self.rr.chip)
@@ -156,12 +199,19 @@ class ControlJudge:
             t = int(cycle * 1000 // mhz)
             self._model_to(t)
             if what in ("killed", "respawned"):
-                lost = self.model.kill(t)
+                backlog, arp = self._stops.pop(0) if self._stops else ([], None)
+                lost = self.model.kill(t, arp)
                 self._settle()
                 for pid in lost:  # never logged (held): the ARP requests about them were sent
                     self.run.mark(pid, DROPPED, KILLED)
                     for port, frame, stamps in self.provisional.pop(pid, []):
                         self._want(port, frame, stamps)
+                for em in self.model.retracted:  # retries the model made, the daemon did not
+                    if not self._unwant(em.port, em.frame) and self.matched:
+                        self.matched -= 1  # (matched by an identical frame that left: that one is now extra)
+                        self.got[(em.port, em.frame)] += 1
+                self.model.retracted.clear()
+                self._lost_backlog(backlog)
             if what in ("restarted", "respawned"):
                 self.model.restart(t)
                 self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
@@ -172,6 +222,60 @@ class ControlJudge:
                 self._model_to(self.run.now_ns)   # (seen at a slice's end: to within SLICE_NS)
                 self.model.withdraw_learnt()
                 self._withdraw_at_start = 0
+
+    def _lost_backlog(self, backlog: list[BacklogEntry]) -> None:
+        """The messages in the dead daemon's send backlog never leave: its own frames are
+        expected no more, the packets it forwarded are dropped (KILLED)."""
+        if not backlog:
+            return
+        self.service()
+        self._resolve()  # every packet it logged as forwarded before it died is in cp_forwarded
+        for m in backlog:
+            if m.own:
+                self.killed_own += 1
+                if not self._unwant(m.port, m.frame):
+                    self.got[(m.port, m.frame)] += 1  # a frame the model did not make: unexpected
+                continue
+            pid = self._forwarded_as(m)
+            if pid < 0:
+                self.rr.comparison["unmatched_exception"] += 1
+                continue
+            self.killed_forwarded += 1
+            r = self.model.results[pid]
+            self.cp_forwarded.discard(pid)
+            c = self.run.chunk_of(pid)
+            if c is not None:
+                self._demand(r.final, Drop(KILLED), c.w.lens[pid - c.first])
+            r.final = Drop(KILLED)
+            self.run.mark(pid, DROPPED, KILLED)
+
+    def _forwarded_as(self, m: BacklogEntry) -> int:
+        """The packet the daemon logged as forwarded whose frame is m's (-1: none)."""
+        for pid in sorted(self.cp_forwarded):
+            r = self.model.results.get(pid)
+            o = r.final if r is not None else None
+            if r is not None and isinstance(o, Forward) and o.port == m.port and (
+                    o.data == m.frame or same_but_timestamps(o.data, r.timestamps, m.frame)):  # fmt: skip
+                return pid
+        return -1
+
+    def _unwant(self, port: int, frame: bytes) -> bool:
+        """A frame the model expects that will not come: no longer expected (False: none
+        such is expected)."""
+        key = (port, frame)
+        if self.want[key]:
+            self.want[key] -= 1
+            return True
+        for i, (p, want, st) in enumerate(self.want_stamped):
+            if p == port and (want == frame or same_but_timestamps(want, list(st), frame)):
+                del self.want_stamped[i]
+                return True
+        for frames in self.provisional.values():
+            for i, (p, want, st) in enumerate(frames):
+                if p == port and (want == frame or (st and same_but_timestamps(want, list(st), frame))):
+                    del frames[i]
+                    return True
+        return False
 
     def _process(self, c: Chunk, i: int) -> None:
         w = c.w

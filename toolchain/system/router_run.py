@@ -660,6 +660,8 @@ class RouterRun:
         out = self.control.summary()
         out["generated_frames_on_the_wire"] = sum(self.run.generated)
         out["packets_forwarded_by_it"] = self.cp.forwarded_by_it
+        # what the run found in the send backlog of a daemon that died (read the instant it did)
+        out["lost_in_send_backlog"] = {"own_frames": self.cp.killed_own, "forwarded_packets": self.cp.killed_forwarded}
         out["log_overrun"] = self.cp.log.overrun
         if not out["running"]:
             out["exception_records_unread"] = self._control_census()["exception_ring_records"]
@@ -678,9 +680,16 @@ class RouterRun:
         st = self.control.stats()
         if st and self.drain_info.get("idle"):
             made = st["counters"]["frames_sent"]
-            seen = tot.get("generated", 0) + self.run.generated_aborted + self.control_queue_full()
+            seen = tot.get("generated", 0) + self.run.generated_aborted + self.control_queue_full() + self.cp.killed_own
             if made != seen:
-                out.append(f"the control plane sent {made} frames; {seen} left the router or were dropped (control_queue_full)")
+                out.append(f"the control plane sent {made} frames; {seen} left the router, were dropped "
+                           f"(control_queue_full) or died in its send backlog")  # fmt: skip
+        if st and not self.control.system.killed:   # the daemon started last counted its predecessors' backlogs
+            c = st["counters"]
+            daemon = (c.get("killed_backlog_own", 0), c.get("killed_backlog_forwarded", 0))
+            if daemon != (self.cp.killed_own, self.cp.killed_forwarded):
+                out.append(f"the daemon counts {daemon[0]} frames and {daemon[1]} packets lost in a send backlog at "
+                           f"a kill; the run found {self.cp.killed_own} and {self.cp.killed_forwarded}")  # fmt: skip
         return out
 
     def _buffer_audit(self) -> tuple[dict[str, Any] | None, list[str]]:

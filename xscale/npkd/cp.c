@@ -157,6 +157,22 @@ static int alloc_buffer(cp *c, uint32_t *h)
     return 0;
 }
 
+/* a restart: the messages its predecessor's send backlog held (cp.h) never reached the
+ * control ring -- counted, the record emptied (their buffers are marked owned: reclaimed) */
+static void lost_backlog(cp *c)
+{
+    const npkd_cfg *g = c->cfg;
+    uint32_t n = npkd_sram_rd(c->mem, g->owned_base + 8), first = npkd_sram_rd(c->mem, g->owned_base + 12);
+    uint32_t at = NPKD_BACKLOG_AT(g->owned_base, g->owned_cap);
+    if (n > g->owned_cap || first >= g->owned_cap) n = 0;        /* not a record: nothing known */
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t pw = npkd_sram_rd(c->mem, at + 8 * ((first + k) % g->owned_cap));
+        c->stats[pw & PW_CONTROL ? ST_killed_backlog_own : ST_killed_backlog_forwarded]++;
+    }
+    npkd_sram_wr(c->mem, g->owned_base + 8, 0);
+    npkd_sram_wr(c->mem, g->owned_base + 12, 0);
+}
+
 uint32_t cp_reclaim(cp *c, int restart)
 {
     const npkd_cfg *g = c->cfg;
@@ -165,6 +181,7 @@ uint32_t cp_reclaim(cp *c, int restart)
     int valid = restart && npkd_sram_rd(c->mem, g->owned_base) == NPKD_OWNED_MAGIC &&
                 npkd_sram_rd(c->mem, g->owned_base + 4) == g->owned_cap;
     uint32_t n = 0;
+    if (valid) lost_backlog(c);
     for (uint32_t i = 0; i < (g->owned_cap + 31) / 32; i++) {
         uint32_t a = g->owned_base + NPKD_OWNED_HDR + 4 * i, w = npkd_sram_rd(c->mem, a);
         if (!w) continue;
@@ -182,6 +199,7 @@ uint32_t cp_reclaim(cp *c, int restart)
         npkd_sram_wr(c->mem, g->owned_base + 12, 0);
         npkd_sram_wr(c->mem, g->owned_base, NPKD_OWNED_MAGIC);
     }
+    npkd_sram_wr(c->mem, NPKD_ARPM_AT(g->owned_base, g->owned_cap), 0);     /* an empty ARP cache */
     c->stats[ST_buffers_reclaimed] += n;
     return n;
 }
@@ -194,13 +212,25 @@ static void ring_msg(cp *c, uint32_t w0, uint32_t w1)
     c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, w1);
 }
 
+/* the backlog's record in SRAM (cp.h): its count and first slot */
+static void backlog_record(cp *c)
+{
+    const npkd_cfg *g = c->cfg;
+    if (!g->owned_cap) return;
+    npkd_sram_wr(c->mem, g->owned_base + 12, c->bl_slot);
+    npkd_sram_wr(c->mem, g->owned_base + 8, c->bl_n);
+}
+
 static void flush_backlog(cp *c)
 {
+    if (!c->bl_n) return;
     while (c->bl_n && c->hw.ring_free(c->hw.ctx, c->cfg->cp_ring) >= 2) {
         uint32_t i = c->bl_head;
+        c->bl_n--;                                  /* out of the record before on the ring */
+        c->bl_slot = c->cfg->owned_cap ? (c->bl_slot + 1) % c->cfg->owned_cap : 0;
+        backlog_record(c);
         ring_msg(c, c->backlog[2 * i], c->backlog[2 * i + 1]);
         c->bl_head = (c->bl_head + 1) % c->bl_cap;
-        c->bl_n--;
     }
 }
 
@@ -229,7 +259,14 @@ static void put_msg(cp *c, uint32_t w0, uint32_t w1)
     uint32_t i = (c->bl_head + c->bl_n) % c->bl_cap;
     c->backlog[2 * i] = w0;
     c->backlog[2 * i + 1] = w1;
+    if (c->cfg->owned_cap) {                       /* the record: the slot, then the count */
+        uint32_t at = NPKD_BACKLOG_AT(c->cfg->owned_base, c->cfg->owned_cap) +
+                      8 * ((c->bl_slot + c->bl_n) % c->cfg->owned_cap);
+        npkd_sram_wr(c->mem, at, w0);
+        npkd_sram_wr(c->mem, at + 4, w1);
+    }
     c->bl_n++;
+    backlog_record(c);
     if (c->bl_n > c->stats[ST_tx_backlog_max]) c->stats[ST_tx_backlog_max] = c->bl_n;
 }
 
@@ -288,6 +325,22 @@ static arp_ent *arp_find(cp *c, uint32_t ip)
     return i ? &c->arp[*i] : NULL;
 }
 
+/* the ARP cache's record in SRAM (cp.h): entry e's state, tries and port; `start` also
+ * the time its resolution began (now) */
+static void arp_record(cp *c, const arp_ent *e, int start)
+{
+    const npkd_cfg *g = c->cfg;
+    uint32_t i = (uint32_t)(e - c->arp);
+    if (!g->owned_cap || i >= NPKD_ARP_MIRROR) return;
+    uint32_t at = NPKD_ARPM_AT(g->owned_base, g->owned_cap) + 16 + 16 * i;
+    if (start) {
+        uint64_t t = now(c);
+        npkd_sram_wr(c->mem, at + 8, (uint32_t)(t >> 32));
+        npkd_sram_wr(c->mem, at + 12, (uint32_t)t);
+    }
+    npkd_sram_wr(c->mem, at + 4, (uint32_t)e->state << 24 | (uint32_t)e->tries << 16 | e->port);
+}
+
 static arp_ent *arp_get(cp *c, uint32_t ip, int port)
 {
     arp_ent *e = arp_find(c, ip);
@@ -309,6 +362,12 @@ static arp_ent *arp_get(cp *c, uint32_t ip, int port)
         return NULL;
     }
     c->narp++;
+    if (c->cfg->owned_cap && c->narp <= NPKD_ARP_MIRROR) {   /* the entry, then the count */
+        uint32_t at = NPKD_ARPM_AT(c->cfg->owned_base, c->cfg->owned_cap);
+        npkd_sram_wr(c->mem, at + 16 * c->narp, ip);
+        arp_record(c, e, 0);
+        npkd_sram_wr(c->mem, at, c->narp);
+    }
     return e;
 }
 
@@ -566,6 +625,7 @@ static void hold(cp *c, arp_ent *e, const hold_item *it)
         e->state = ARP_INCOMPLETE;
         e->tries = 1;
         e->next_try = now(c) + 1000ull * c->cfg->opt.arp_retry_us;
+        arp_record(c, e, 1);
         send_arp_request(c, e);
     }
 }
@@ -599,6 +659,7 @@ static void unresolved(cp *c, arp_ent *e)
     }
     e->nhold = 0;
     e->state = ARP_NONE;
+    arp_record(c, e, 0);
 }
 
 /* ---- the exception reasons ------------------------------------------------------------------ */
@@ -637,6 +698,7 @@ static void arp_input(cp *c, const uint8_t *f, uint32_t len, uint32_t in_port)
             e->port = (uint8_t)in_port;
             e->expires = now(c) + 1000000ull * c->cfg->opt.arp_age_ms;
             if (was != ARP_REACHABLE) c->stats[ST_arp_learnt]++;
+            arp_record(c, e, 0);
             if (was == ARP_INCOMPLETE) resolved(c, e);
         }
     }
@@ -927,6 +989,7 @@ void cp_timers(cp *c)
             if (e->tries < c->cfg->opt.arp_tries) {
                 e->tries++;
                 e->next_try += 1000ull * c->cfg->opt.arp_retry_us;
+                arp_record(c, e, 0);
                 send_arp_request(c, e);
             } else {
                 unresolved(c, e);
@@ -934,6 +997,7 @@ void cp_timers(cp *c)
         } else if (e->state == ARP_REACHABLE && t >= e->expires) {
             arp_uninstall(c, e);
             e->state = ARP_NONE;
+            arp_record(c, e, 0);
             c->stats[ST_arp_aged]++;
         }
     }

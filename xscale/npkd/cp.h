@@ -37,16 +37,36 @@ enum { ACT_CONSUMED = 1, ACT_FORWARDED = 2, ACT_DROPPED = 3, ACT_HELD = 4 };
 
 /* the table of the buffers the daemon owns (SRAM, cfg `owned`): what survives the daemon
  * when it is killed, so that the next one gives back the buffers its predecessor held
- * (README "Restart").  Header: LW0 magic "NPKO", LW1 capacity (buffers), LW2..3 0; then a
- * bit a buffer handle h: word h / 32, bit h % 32.  The bit is set when the daemon takes a
+ * (README "Restart").  Header: LW0 magic "NPKO", LW1 capacity (buffers), LW2 messages in
+ * the send backlog, LW3 the backlog's first slot; then a bit a buffer handle h: word
+ * h / 32, bit h % 32.  The bit is set when the daemon takes a
  * buffer (an exception record's, one off the free list) and cleared when it gives the
  * buffer away (back to the free list, or on the control ring to the queue manager):
  * held for ARP, waiting in the send backlog, or half handled, it is marked.  Set after
  * the take, cleared before the give: were the daemon to die in either gap (it cannot: a
  * kill is taken at a system call, at a wait on the device for gpe, and neither gap has
- * one) a buffer would leak, but none that is no longer its own would be freed. */
+ * one) a buffer would leak, but none that is no longer its own would be freed.
+ *
+ * After the bits, two more records of what dies with the daemon, so that whoever looks
+ * at the instant it dies (the host's run, the daemon started after it) knows exactly
+ * what it had, without a model of its timing:
+ *   the send backlog: `capacity` slots of 8 bytes {packet word, output port}; the
+ *     LW2 messages from slot LW3 on (wrapping) are those waiting for room on the control
+ *     ring, oldest first.  Written as a message joins the backlog, LW2/LW3 as messages
+ *     leave it: a daemon that never backlogs never writes here.  (A buffer is in one
+ *     message at most, so `capacity` slots always suffice.)
+ *   the ARP cache: LW0 entries, then NPKD_ARP_MIRROR entries of 16 bytes {address,
+ *     state << 24 | tries << 16 | port, start of the resolution in ns (high, low word)}
+ *     in the cache's order, written as each changes (entries past NPKD_ARP_MIRROR are
+ *     not).  The resolution's requests are due at start + k * arp_retry_us (k = tries).
+ * The first start (and a restart) empties both: LW2, LW3 and the cache's count 0. */
 #define NPKD_OWNED_MAGIC 0x4E504B4Fu   /* "NPKO" */
 #define NPKD_OWNED_HDR 16u
+#define NPKD_ARP_MIRROR 1024u
+#define NPKD_OWNED_WORDS(cap) (((cap) + 31u) / 32u)
+#define NPKD_BACKLOG_AT(base, cap) ((base) + NPKD_OWNED_HDR + 4u * NPKD_OWNED_WORDS(cap))
+#define NPKD_ARPM_AT(base, cap) (NPKD_BACKLOG_AT(base, cap) + 8u * (cap))
+#define NPKD_OWNED_BYTES(cap) (NPKD_ARPM_AT(0u, cap) + 16u + 16u * NPKD_ARP_MIRROR)
 
 typedef struct exc_info {
     uint32_t pw, handle, len, in_port, reason, digest, sent;
@@ -85,6 +105,7 @@ typedef struct cp {
     uint64_t bucket, bucket_ns;             /* ICMP tokens x 1e9, last refill */
     uint32_t *backlog;                      /* messages waiting for room on the control ring */
     uint32_t bl_head, bl_n, bl_cap;
+    uint32_t bl_slot;                       /* the backlog's first slot in its SRAM record */
     uint32_t stats[ST_COUNT];
     uint32_t recovered_seen;                /* trie units recovered, in stats already */
     uint32_t log_count;
@@ -110,7 +131,9 @@ void cp_publish(cp *c, uint32_t state, uint32_t starts);
  * buffer the owned table marks (what that daemon held when it died), count them
  * (buffers_reclaimed) and clear the table.  The first start (or a table without its
  * header) clears the table, frees nothing (what SRAM held is no daemon's) and writes the
- * header.  Returns the buffers given back. */
+ * header.  A restart also counts what its predecessor's send backlog held (the SRAM
+ * record: killed_backlog_own, killed_backlog_forwarded): frames that never left.  Both
+ * empty the records of the backlog and the ARP cache.  Returns the buffers given back. */
 uint32_t cp_reclaim(cp *c, int restart);
 /* route changes: 0 ok, negative error; source (for the change log): CHG_TIMED, CHG_SOCKET */
 enum { CHG_TIMED = 1, CHG_SOCKET = 2 };

@@ -21,7 +21,8 @@
     X(local_echo_requests) X(local_udp) X(local_proto_unsupported) X(local_counted)       \
     X(broadcast_counted) X(multicast_counted)                                              \
     X(frames_sent) X(tx_no_buffer) X(tx_backlog_max) X(tx_backlog) X(holding)              \
-    X(buffers_reclaimed) X(lpm_units_recovered)                                           \
+    X(buffers_reclaimed) X(lpm_units_recovered) X(killed_backlog_own)                     \
+    X(killed_backlog_forwarded)                                                            \
     X(routes) X(routes_added) X(routes_deleted) X(route_errors) X(timed_changes)          \
     X(control_requests) X(log_records) X(wakeups) X(sram_writes)
 

@@ -935,32 +935,67 @@ static void test_owned(void)
     except(k, &c, f, n, 1, 7);
     cp_poll(&e, 64);
     CHECK(e.bl_n == 1 && owned_count(k, &c) == 5 && free_count(k, &c) == 64 - 5);
+    /* the ARP reply for 10.0.2.77: the three held packets join the backlog too */
+    build_arp(a, 2, HOST_MAC, 0x0A00024D, c.port[2].mac, 0x0A000201);
+    except(k, &c, a, 60, 2, 1);
+    cp_poll(&e, 64);
+    CHECK(e.bl_n == 4 && e.stats[ST_held_sent] == 3 && owned_count(k, &c) == 5);
+    /* the record in SRAM says what the backlog holds, in order: the Time Exceeded (the
+     * router's own frame), then the three packets out of port 2 */
+    uint32_t bl = NPKD_BACKLOG_AT(c.owned_base, c.owned_cap), first = npkd_sram_rd(&k->mem, c.owned_base + 12);
+    CHECK(npkd_sram_rd(&k->mem, c.owned_base + 8) == 4);
+    for (uint32_t i = 0; i < 4; i++) {
+        uint32_t pw = npkd_sram_rd(&k->mem, bl + 8 * ((first + i) % 64)), out = npkd_sram_rd(&k->mem, bl + 8 * ((first + i) % 64) + 4);
+        CHECK(!!(pw & PW_CONTROL) == (i == 0) && is_owned(k, &c, pw & 0xFFFF));
+        CHECK(i == 0 ? out == 0 : (out == 2 && (pw & 0xFFFF) == held[i - 1]));
+    }
+    /* ... and the ARP cache: 10.0.2.77 reachable, 10.0.0.99 resolving (one request so far,
+     * started now), each with its port */
+    uint32_t am = NPKD_ARPM_AT(c.owned_base, c.owned_cap);
+    CHECK(npkd_sram_rd(&k->mem, am) == 2);
+    for (uint32_t i = 0; i < 2; i++) {
+        uint32_t ip = npkd_sram_rd(&k->mem, am + 16 + 16 * i), st = npkd_sram_rd(&k->mem, am + 20 + 16 * i);
+        uint64_t t0 = (uint64_t)npkd_sram_rd(&k->mem, am + 24 + 16 * i) << 32 | npkd_sram_rd(&k->mem, am + 28 + 16 * i);
+        CHECK(ip == 0x0A00024D ? st == (ARP_REACHABLE << 24 | 1u << 16 | 2) : ip == 0x0A000063 && st == (ARP_INCOMPLETE << 24 | 1u << 16));
+        CHECK(t0 == k->now);
+    }
+    /* room on the ring: the first two leave, the record follows */
+    uint32_t w;
+    for (int i = 0; i < 4; i++) f_get(k, c.cp_ring, &w);
+    cp_timers(&e);
+    CHECK(e.bl_n == 2 && npkd_sram_rd(&k->mem, c.owned_base + 8) == 2 && owned_count(k, &c) == 3);
+    CHECK(npkd_sram_rd(&k->mem, c.owned_base + 12) == (first + 2) % 64);
+    CHECK((npkd_sram_rd(&k->mem, bl + 8 * ((first + 2) % 64)) & 0xFFFF) == held[1]);
     /* killed: its memory (hold queues, backlog) is gone; what it put on the ring left */
     cp_free(&e);
-    uint32_t w;
-    while (f_get(k, c.cp_ring, &w)) {
-    }
-    /* started again: the five buffers are back, counted, the table clear, none twice */
+    while (k->count[c.cp_ring] > 4) f_get(k, c.cp_ring, &w);     /* the filler, then the two that left */
+    CHECK(sent(k, &c, &o, &port) && port == 0 && o[23] == 1);                 /* the Time Exceeded */
+    CHECK(sent(k, &c, &o, &port) == 14 + 20 + 8 + 30 && port == 2 && rd32(o + 30) == 0x2C000001);
+    /* started again: the three buffers are back, counted, the table clear, none twice;
+     * the two packets its backlog held never left (counted), the records are empty */
     cp_init(&e, &c, &k->mem, &t, &hw);
     e.tables_ready = 1;
-    CHECK(cp_reclaim(&e, 1) == 5 && e.stats[ST_buffers_reclaimed] == 5);
+    CHECK(cp_reclaim(&e, 1) == 3 && e.stats[ST_buffers_reclaimed] == 3);
+    CHECK(e.stats[ST_killed_backlog_forwarded] == 2 && e.stats[ST_killed_backlog_own] == 0);
+    CHECK(npkd_sram_rd(&k->mem, c.owned_base + 8) == 0 && npkd_sram_rd(&k->mem, am) == 0);
     CHECK(owned_count(k, &c) == 0 && free_count(k, &c) == 64 && free_distinct(k, &c) == 64);
     CHECK(npkd_sram_rd(&k->mem, c.owned_base) == NPKD_OWNED_MAGIC);
     /* the new engine's own: a packet held, then sent when the ARP reply comes; a second
      * start with nothing held gives nothing back */
-    n = udp_frame(f, 0xC6120001, 0x2C000009, 64, 30, NULL, 0);
+    n = udp_frame(f, 0xC6120001, 0x0A00014D, 64, 30, NULL, 0);    /* 10.0.1.77 on port 1: unknown */
     uint32_t h = except(k, &c, f, n, 0, 9);
     cp_poll(&e, 64);
     CHECK(is_owned(k, &c, h) && owned_count(k, &c) == 1);
     while (sent(k, &c, &o, &port)) {
     }
-    build_arp(a, 2, HOST_MAC, 0x0A00024D, c.port[2].mac, 0x0A000201);
-    except(k, &c, a, 60, 2, 1);
+    build_arp(a, 2, HOST_MAC, 0x0A00014D, c.port[1].mac, 0x0A000101);
+    except(k, &c, a, 60, 1, 1);
     cp_poll(&e, 64);
     CHECK(owned_count(k, &c) == 0 && e.stats[ST_held_sent] == 1);
     n = sent(k, &c, &o, &port);
-    CHECK(n == 14 + 20 + 8 + 30 && port == 2 && !memcmp(o, HOST_MAC, 6) && rd32(o + 30) == 0x2C000009);
-    CHECK(cp_reclaim(&e, 1) == 0 && e.stats[ST_buffers_reclaimed] == 5 && free_count(k, &c) == 64);
+    CHECK(n == 14 + 20 + 8 + 30 && port == 1 && !memcmp(o, HOST_MAC, 6) && rd32(o + 30) == 0x0A00014D);
+    CHECK(cp_reclaim(&e, 1) == 0 && e.stats[ST_buffers_reclaimed] == 3 && free_count(k, &c) == 64);
+    CHECK(e.stats[ST_killed_backlog_forwarded] == 2);
     cp_free(&e);
     tables_free(&t);
     fake_free(k, &c);
