@@ -374,6 +374,112 @@ def test_restarted_daemons_get_back_the_route_pool() -> None:
     assert judge(s, Policy())["ok"]
 
 
+def slow_control_ring_layout() -> dict[str, Any]:
+    """The pipelined layout with the smallest control ring (128 longwords: 64 messages)
+    and a queue manager that polls it as seldom as its timer allows (255 x 16 cycles,
+    ~3 us a message): the daemon's frames outrun it, so its send backlog fills."""
+    import yaml
+
+    from npkit.toolchain.system.paths import LAYOUTS
+
+    lay = yaml.safe_load((LAYOUTS / "pipelined.yaml").read_text())
+    lay["rings"]["cp_to_qm"]["size"] = 128
+    lay["blocks"]["qm"]["defines"] = {"QM_POLL_TICKS": 255}
+    return dict(lay)
+
+
+def arp_reply(port: int, sender: int, sender_mac: bytes) -> bytes:
+    return arp_frame(Ethernet(ROUTER_MAC[port], sender_mac, 0x0806),
+                     ARP(2, sender_mac, sender, ROUTER_MAC[port], ip(f"10.0.{port}.1")))  # fmt: skip
+
+
+def test_kill_with_a_full_send_backlog_accounts_for_every_packet() -> None:
+    """140 datagrams to a host on port 1's subnet held for ARP, then ten echo requests
+    from it (the router's replies wait for the same ARP), then its ARP reply: the daemon
+    releases all 150 in one go, faster than the queue manager (polled slowly here) takes
+    them off the control ring, and is killed when it has done so -- with messages still
+    in its send backlog.  The run reads the backlog the instant the daemon dies (its record
+    in SRAM): the datagrams there are control_killed drops, the replies there are
+    expected no more, the restarted daemon counts both (killed_backlog_forwarded,
+    killed_backlog_own) and gives their buffers back; everything else leaves.  Nothing
+    is lost, unmatched or leaked."""
+    tr = Traffic()
+    t = START_NS
+    for k in range(150):
+        if k < 140:
+            tr.add(t, 0, v4(0, HOST, UNKNOWN, UDP(1000, 2000 + k), b"u" * 18))
+        else:
+            tr.add(t, 1, echo_request(1, ip("10.0.1.1"), src=UNKNOWN, src_mac=UNKNOWN_MAC, echo_id=k))
+        t += 2_000
+    reply_at = t + 20_000
+    tr.add(reply_at, 1, arp_reply(1, UNKNOWN, UNKNOWN_MAC))
+    # killed at the first system call after the reply was handled: the end of the turn
+    # of the daemon's loop that releases the 150 (some 200 us)
+    rr = RouterRun.link(slow_control_ring_layout(), {}, tr, record=True,
+                        control={"kill_at_ns": reply_at + 30_000, "restart_at_ns": reply_at + 330_000,
+                                 "options": {"arp_hold": 200}})  # fmt: skip
+    initial = rr.chip.read32("sram", SYS.freelist_q + 8)
+    rr.run_traffic(reply_at + 1_500_000)
+    rr.drain()
+    s = rr.summary()
+    cp = s["control_plane"]
+    lost = cp["lost_in_send_backlog"]
+    assert [e["event"] for e in cp["restarts"]] == ["killed", "restarted"]
+    assert cp["counters"]["tx_backlog_max"] > 0 and lost["forwarded_packets"] > 0 and lost["own_frames"] > 0
+    assert cp["killed_in_send_backlog"] == lost                     # the daemon's count, the run's
+    assert s["totals"]["dropped"] == {KILLED: lost["forwarded_packets"]}
+    assert s["totals"]["forwarded"] == 140 - lost["forwarded_packets"]
+    replies = [d for _p, d in generated(rr) if is_echo_reply(d)]
+    assert len(replies) == 10 - lost["own_frames"] and cp["icmp_sent"]["echo_reply"] == 10
+    assert cp["buffers_reclaimed"] == lost["forwarded_packets"] + lost["own_frames"]
+    assert not account(s), account(s)
+    _buffers_at_the_end(rr, s, initial)
+
+
+@pytest.fixture(scope="module")
+def retry_instants() -> dict[str, int]:
+    """When the daemon began resolving UNKNOWN for a datagram arriving at START_NS (its
+    ARP record): its retries are due at that + k x arp_retry_us, some microseconds after
+    the arrival-based instants (it handles the packet that much later)."""
+    from npkit.toolchain.system.control import arp_record
+
+    rr = RouterRun.link("pipelined", {}, traffic([(0, v4(0, HOST, UNKNOWN, UDP(1000, 2000), b"u" * 18))]))
+    rr.run_traffic(START_NS + 50_000)
+    start = arp_record(rr.chip)[UNKNOWN].start_ns
+    assert START_NS < start < START_NS + 50_000
+    return {"daemon": start + 200_000, "arrival": START_NS + 200_000, "daemon_second": start + 400_000}
+
+
+BROADCAST = _ipv4_frame(Ethernet(b"\xff" * 6, _mac("02:00:0a:00:00:02"), 0x0800), IPv4(HOST, ip("10.0.0.255"), 17),
+                        UDP(1, 2), b"b" * 18)  # fmt: skip
+
+
+@pytest.mark.parametrize(("instant", "offset_ns", "requests"), [
+    ("daemon", 0, 1),              # its first retry's instant: asleep until then, killed first
+    ("arrival", 0, 1),             # the instant the retry would be due from the arrival
+    ("daemon_second", 0, 2),       # its second retry's: the first was sent
+    ("daemon", 100, 1),            # 100 ns after, still asleep -- and the model, which met a
+])                                 # packet in between, had made the retry: taken back
+def test_kill_at_the_instant_of_an_arp_retry(retry_instants: dict[str, int], instant: str, offset_ns: int,
+                                            requests: int) -> None:  # fmt: skip
+    """A datagram held for ARP, the daemon killed exactly when an ARP retry is due (or a
+    hair after): the emulated daemon sleeps in ppoll to a deadline at or after its retry
+    time and the kill is taken at that system call, so at equal times the kill comes
+    first.  The model does the retries the daemon's ARP record (read the instant it
+    died) says it made, no more: the requests on the wire are those it expects, and the
+    datagram is a control_killed drop.  (With offset 100 ns a broadcast arrives 20 ns
+    after the retry instant: the model, brought to that arrival before it learns of the
+    kill, sends the retry, and takes it back at the kill.)"""
+    kill = retry_instants[instant] + offset_ns
+    frames = [(0, v4(0, HOST, UNKNOWN, UDP(1000, 2000), b"u" * 18))]
+    timed = ((retry_instants[instant] + 20, 0, BROADCAST),) if offset_ns else ()
+    rr, s = run(frames, 1_400_000, control={"kill_at_ns": kill, "restart_at_ns": kill + 200_000}, timed=timed)
+    arp_requests = [d for _p, d in generated(rr) if d[12:14] == b"\x08\x06"]
+    assert len(arp_requests) == requests == s["control_plane"]["arp_requests_sent"]
+    assert s["totals"]["dropped"] == {KILLED: 1}
+    assert not account(s), account(s)
+
+
 # ---- echo requests with IP options: what comes back (RFC 1122 3.2.2.6, RFC 1812 4.3.3.6) --------
 
 
