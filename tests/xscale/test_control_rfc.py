@@ -447,7 +447,8 @@ def retry_instants() -> dict[str, int]:
     rr.run_traffic(START_NS + 50_000)
     start = arp_record(rr.chip)[UNKNOWN].start_ns
     assert START_NS < start < START_NS + 50_000
-    return {"daemon": start + 200_000, "arrival": START_NS + 200_000, "daemon_second": start + 400_000}
+    return {"daemon": start + 200_000, "arrival": START_NS + 200_000, "daemon_second": start + 400_000,
+            "daemon_gives_up": start + 600_000}  # fmt: skip
 
 
 BROADCAST = _ipv4_frame(Ethernet(b"\xff" * 6, _mac("02:00:0a:00:00:02"), 0x0800), IPv4(HOST, ip("10.0.0.255"), 17),
@@ -458,12 +459,13 @@ BROADCAST = _ipv4_frame(Ethernet(b"\xff" * 6, _mac("02:00:0a:00:00:02"), 0x0800)
     ("daemon", 0, 1),              # its first retry's instant: asleep until then, killed first
     ("arrival", 0, 1),             # the instant the retry would be due from the arrival
     ("daemon_second", 0, 2),       # its second retry's: the first was sent
+    ("daemon_gives_up", 0, 3),     # when it would give up (Host Unreachable): killed first
     ("daemon", 100, 1),            # 100 ns after, still asleep -- and the model, which met a
 ])                                 # packet in between, had made the retry: taken back
 def test_kill_at_the_instant_of_an_arp_retry(retry_instants: dict[str, int], instant: str, offset_ns: int,
                                             requests: int) -> None:  # fmt: skip
-    """A datagram held for ARP, the daemon killed exactly when an ARP retry is due (or a
-    hair after): the emulated daemon sleeps in ppoll to a deadline at or after its retry
+    """A datagram held for ARP, the daemon killed exactly when an ARP retry (or the
+    give-up after the last) is due, or a hair after: the emulated daemon sleeps in ppoll to a deadline at or after its retry
     time and the kill is taken at that system call, so at equal times the kill comes
     first.  The model does the retries the daemon's ARP record (read the instant it
     died) says it made, no more: the requests on the wire are those it expects, and the

@@ -54,16 +54,19 @@ def test_bad_configuration_is_a_clear_error(xscale_built: Path, tmp_path: Path) 
 
 def test_owned_table_where_the_system_map_puts_it(xscale_built: Path, tmp_path: Path) -> None:
     """The daemon's table of the buffers it owns comes from the system map (sysmap.py), as
-    its other SRAM areas: in its configuration, a bit for every buffer, and among the
-    allocations the linker checks for overlaps; one too small for the buffers is a clear
-    error, not a table that cannot mark them all."""
-    from npkit.toolchain.system.control import control_allocations
+    its other SRAM areas: in its configuration, a bit for every buffer -- then the records
+    of its send backlog (a slot of 8 bytes a buffer) and of its ARP cache (a count, 16
+    bytes an entry, cp.h NPKD_ARP_MIRROR of them) -- and among the allocations the linker
+    checks for overlaps; one too small for the buffers is a clear error, not a table
+    that cannot mark them all."""
+    from npkit.toolchain.system.control import arp_mirror_cap, control_allocations
     from npkit.toolchain.system.sysmap import CP_OWNED_BASE, SYS
 
     text = daemon_conf(RouterConfig.load(ROUTER), ROOT / "examples" / "traffic" / "routes.txt")
     assert f"owned {CP_OWNED_BASE:#x} {SYS.n_bufs}\n" in text
     spans = sorted(control_allocations())
-    assert (CP_OWNED_BASE, CP_OWNED_BASE + 16 + SYS.n_bufs // 8) in [(a, b) for a, b, _ in spans]
+    end = CP_OWNED_BASE + 16 + SYS.n_bufs // 8 + 8 * SYS.n_bufs + 16 + 16 * arp_mirror_cap()
+    assert arp_mirror_cap() == 1024 and (CP_OWNED_BASE, end) in [(a, b) for a, b, _ in spans]
     assert all(b <= c for (_, b, _w), (c, _d, _v) in zip(spans, spans[1:], strict=False))
     conf = tmp_path / "npkd.conf"
     conf.write_text(text.replace(f"owned {CP_OWNED_BASE:#x} {SYS.n_bufs}", f"owned {CP_OWNED_BASE:#x} 16"))
