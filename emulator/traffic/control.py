@@ -502,11 +502,11 @@ class RouterModel:
     def _daemon_did(self, e: _Arp, d: DaemonArp | None) -> bool:
         """Had the daemon made e's next ARP timer event (a retry, or the give-up after the
         last one), by its record d of the entry?"""
-        if d is None or d.start_ns < e.start:     # it never began this resolution
+        if d is None or not d.tries or d.start_ns < e.start:     # it never began this resolution
             return False
-        if d.state != "incomplete":               # it went through with it (gave up, or was answered)
-            return True
-        return e.tries < self.opt["arp_tries"] and d.tries > e.tries
+        if e.tries < self.opt["arp_tries"]:
+            return d.tries > e.tries                  # (answered since, or given up: tries as they were)
+        return d.state == "none"                      # given up
 
     def follow_arp(self, daemon: dict[int, DaemonArp]) -> None:
         """The daemon's ARP cache (its record in SRAM, xscale/npkd/cp.h): a resolution the
@@ -523,8 +523,10 @@ class RouterModel:
             e.next_try = d.start_ns + e.tries * step
 
     def unconfirmed(self) -> bool:
-        """Whether a resolution under way still has the packet's arrival for its start."""
-        return any(e.state == "incomplete" and not e.confirmed for e in self.cache.values())
+        """Whether a resolution under way still has the packet's arrival for its start,
+        and its first retry is still to come (past that, the daemon never began it: the
+        packet did not reach it, a full exception ring)."""
+        return any(e.state == "incomplete" and not e.confirmed and e.next_try > self.now for e in self.cache.values())
 
     def finish(self, t: int | None = None) -> None:
         """Run the timers out (held packets resolved or given up)."""
