@@ -71,23 +71,6 @@ Re-made when the run began to judge resource drops as `npk traffic compare` does
 the C oracle's fast path excepts: 0, 15 or 47), `lost_by_outcome` ({forward: 0,
 exception: 0}) and `dropped_early` (0); with those three keys taken out, the file is
 the same as before, byte for byte in every other figure, capture hash and history hash.
-Re-made when npkd began to keep, beside its owned table, a record of its send backlog
-and of its ARP cache in SRAM (what the run reads the instant a killed daemon dies) and
-to count what a predecessor's backlog held (two counters, killed_backlog_own and
-killed_backlog_forwarded): every case gained those counters (0) and, in
-`control_plane`, `killed_in_send_backlog` and `lost_in_send_backlog` (0 frames, 0
-packets: no case kills its daemon or fills its control ring); every packet count,
-disposition, comparison and history hash stayed the same.  The daemon writes more
-SRAM: two more counters every publication of its statistics, the ARP record's count at
-its first start, and the record of an ARP entry when it is made (3 words), when a
-resolution begins (3) and when its state changes (1): sram_writes seed003 69 -> 72,
-imix 1,085 -> 1,118, errors 2,145 -> 2,171; instructions seed003 +146, imix +1.2k,
-errors +615.  In pipelined-errors it took its records in one turn of its loop fewer (25
--> 24 wake-ups, 27 -> 26 interrupts), so it published once less; its wait cycles, the
-departure times of frames near exceptions (every capture's bytes in the imix and errors
-cases), the latencies (errors mean 17.075 -> 17.371 us, p50 6.872 -> 6.896; imix means
-within 0.05 us) and utilisations (by at most 0.002) moved, and pipelined-errors' run went
-idle a slice sooner (drain 600 -> 580 us, emulated 1.0 -> 0.98 ms).
 
 Re-made when npkd began to get back, after a restart, the route trie's pool units its
 predecessor had free or in limbo (LAYOUT.md §7 rule 7) and to free replaced nodes after
@@ -105,6 +88,27 @@ and in parallel-imix the interleaving of frames of different flows on four ports
 latencies (errors mean 17.075 -> 17.114 us, p50 6.872 -> 6.501; pipelined imix mean
 18.096 -> 18.062; parallel imix 17.982 -> 17.978), utilisations (by at most 0.002) and
 the XScale's wait cycles moved with them.
+Re-made when npkd began to keep, beside its owned table in SRAM, a record of its send
+backlog and of its ARP cache (what the run reads the instant a daemon dies) and, once
+started again, to count what its predecessor's backlog held (killed_backlog_own,
+killed_backlog_forwarded); the run's model takes each ARP resolution's start from that
+record.  Every case gained the two counters (0) and, in `control_plane`,
+`killed_in_send_backlog` and `lost_in_send_backlog` ({own_frames: 0, forwarded_packets:
+0}: no case kills its daemon or fills its control ring); every packet count,
+disposition, comparison and history hash stayed the same, and so did seed003's captures.
+The daemon writes more SRAM -- two more words at each publication of its statistics, the
+ARP record's count at its first start, an ARP entry's record when it is made (3 words),
+when a resolution begins (3) and when its state changes (1): sram_writes seed003 70 ->
+73, imix 1,099 -> 1,132, errors 2,170 -> 2,195 -- and runs more instructions (seed003
++138, imix +1,147 / +1,151, errors +696).  In pipelined-errors it took its records in
+one turn of its loop fewer (25 -> 24 wake-ups, 27 -> 25 interrupts) and the run went idle
+a slice sooner (drain 600 -> 580 us, emulated 1.0 -> 0.98 ms).  In errors and imix the
+same frames leave each port (as multisets, and in order within every flow), departing up
+to 7.2 us (errors), 1.6 us (pipelined imix) and 4.9 us (parallel imix) earlier or later,
+which changes every capture's bytes; the latencies (errors mean 17.114 -> 17.453 us, p50
+6.501 -> 6.841; pipelined imix mean 18.062 -> 18.120; parallel imix mean 17.978 ->
+18.027, p50 14.614 -> 14.778), utilisations (by at most 0.001) and the XScale's wait
+cycles moved with them.
 
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
