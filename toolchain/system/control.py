@@ -17,7 +17,9 @@ The section is checked by the layout's schema (layout_schema.ControlSection).
 The daemon's configuration (xscale/npkd/cfg.h) is written when the image is started,
 from the router configuration the image was linked with, the system map and the
 layout's rings; the statistics block and the exception log it keeps in SRAM are read
-here (`read_stats`, `LogReader`).
+here (`read_stats`, `LogReader`), and so are the owned table and the records after it of
+its send backlog and ARP cache, what a daemon that dies leaves (`owned_buffers`,
+`send_backlog`, `arp_record`).
 """
 
 from __future__ import annotations
