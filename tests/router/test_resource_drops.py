@@ -63,20 +63,28 @@ def _traffic(d: Path, base: str, mix: dict[str, float] | None = None) -> Path:
     return d / "in"
 
 
+def _judged_run(rr: RouterRun, capture: Path | None = None) -> tuple[dict[str, Any], dict[int, str]]:
+    """Run `rr` for DURATION_NS and drain it: its summary, and each packet's category as
+    the run judged it (on_judged), first judgement kept."""
+    judged: dict[int, str] = {}
+    rr.on_judged.append(lambda pid, category: judged.setdefault(pid, category))
+    try:
+        rr.run_traffic(DURATION_NS)
+        rr.drain()
+        s = rr.summary()
+        if capture is not None:
+            rr.run.write_captures(capture)
+    finally:
+        rr.close()
+    return s, judged
+
+
 @pytest.fixture(scope="module")
 def overload(tmp_path_factory: pytest.TempPathFactory) -> Overload:
     d = tmp_path_factory.mktemp("resource_drops")
     inp, out = _traffic(d, "min64.yaml", {"bad_checksum": 0.1, "ttl_expiring": 0.1}), d / "out"
     rr = RouterRun.link("parallel", PARAMS, load_traffic_source(inp), None, ROUTER, capture=out)
-    router: dict[int, str] = {}
-    rr.on_judged.append(lambda pid, category: router.setdefault(pid, category))
-    try:
-        rr.run_traffic(DURATION_NS)
-        rr.drain()
-        s = rr.summary()
-        rr.run.write_captures(out)
-    finally:
-        rr.close()
+    s, router = _judged_run(rr, out)
     s["verdict"] = judge(s, Policy())
     inputs = load_traffic(inp)
     predicted = predict(RouterConfig.load(ROUTER), inputs)
@@ -171,14 +179,7 @@ def test_exceptions_lost_at_a_full_exception_ring_fail_the_run(tmp_path: Path) -
     lost only those the control plane would have forwarded."""
     inp = _traffic(tmp_path, "errors.yaml")
     rr = RouterRun.link("parallel", {"io": "msf", "pool_mes": 1}, load_traffic_source(inp), None, ROUTER)
-    judged: dict[int, str] = {}
-    rr.on_judged.append(lambda pid, category: judged.setdefault(pid, category))
-    try:
-        rr.run_traffic(DURATION_NS)
-        rr.drain()
-        s = rr.summary()
-    finally:
-        rr.close()
+    s, judged = _judged_run(rr)
     t = s["totals"]
     full = t["dropped"].get("exception_ring_full", 0)
     assert full > 0.1 * t["offered"], t
