@@ -33,6 +33,7 @@ from npkit.emulator.loader import (
     parse_me_list,
     read_path,
 )
+from npkit.emulator.run_config import ConfigMismatch, run_config
 from npkit.emulator.traffic_run import (
     MsfError,
     TrafficError,
@@ -59,13 +60,13 @@ ME_FAULT_STATES = ("illegal", "bad_pc")
 RUN_ERRORS = (EmulatorError, LoadError, MsfError, TrafficError, RouterImageError, ValueError, OSError)
 
 
-def parse_image_arg(text: str, config: str = "ixp2800") -> tuple[str, list[int] | None]:
-    """'prog.elf@0x10,1:1' -> ('prog.elf', [8, 9]) on the IXP2800 (MEs named as
-    npkit.emulator.me_names reads them, given as flat indices); 'prog.elf' -> ('prog.elf', None)."""
+def split_image_arg(text: str) -> tuple[str, str | None]:
+    """'prog.elf@0x10,1:1' -> ('prog.elf', '0x10,1:1'); 'prog.elf' -> ('prog.elf', None)
+    (a file whose name holds '@' is the file)."""
     path, sep, mes = text.rpartition("@")
     if not sep or not mes or Path(text).exists():
         return text, None
-    return path, parse_me_list(mes, config)
+    return path, mes
 
 
 class RingError(click.BadParameter):
@@ -178,23 +179,43 @@ def format_me_summary(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list[dict[str, Any]]) -> tuple[list[Any], dict[int, str]]:
-    """The --ring rings, then every image on its MEs: one loader call each, on one Claims
-    record, so that an image that would overwrite what the rings or an earlier image hold
-    is refused (LoadError naming both)."""
+def load_all(chip: Chip, images: list[tuple[str, Any, list[int] | None]], rings: list[dict[str, Any]]) -> dict[int, str]:
+    """The --ring rings, then every image (path, image read, MEs) on its MEs: one loader
+    call each, on one Claims record, so that an image that would overwrite what the rings
+    or an earlier image hold is refused (LoadError naming both)."""
     claims = Claims()
     configure_rings(chip, rings, claims)
-    read = []
-    for path, mes in images:
-        img = read_path(path)
+    for path, img, mes in images:
         load_image(chip, img, mes, claims=claims, label=path)
-        read.append(img)
-    return read, claims.mes
+    return claims.mes
+
+
+def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None) -> tuple[Chip, list[tuple[str, Any, list[int] | None]]]:
+    """Read IMAGE[@MES] arguments, choose the chip config (the one the images were linked
+    for unless --config; npkit.emulator.run_config), and name each image's MEs on it."""
+    split = [split_image_arg(i) for i in images]
+    if me_list is not None:
+        if len(split) != 1:
+            raise click.UsageError("--me goes with a single image; give several as IMAGE@MES")
+        if not me_list.strip():
+            raise click.UsageError("--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out")
+        if split[0][1] is not None:
+            raise click.UsageError(f"{images[0]} names its MEs and --me {me_list} names them again: give one")
+        split = [(split[0][0], me_list)]
+    read = [(path, read_path(path), mes) for path, mes in split]
+    try:
+        chosen, notes = run_config([(path, img) for path, img, _ in read], config)
+    except ConfigMismatch as e:
+        raise click.UsageError(str(e)) from None
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    return Chip(chosen), [(path, img, parse_me_list(mes, chosen)) for path, img, mes in read]
 
 
 @click.command("run")
 @click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
-@click.option("--config", "config", default="ixp2800", show_default=True, help="Chip config name or YAML path.")
+@click.option("--config", "config", default=None,
+              help="Chip config name or YAML path.  [default: the one the images were linked for, else ixp2800]")
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0, max=MAX_CYCLES),
               help="Cycle budget (no traffic).")
 @click.option("--me", "me_list", default=None,
@@ -227,7 +248,7 @@ def load_all(chip: Chip, images: list[tuple[str, list[int] | None]], rings: list
            help="Router image, fault injection: kill the control daemon at this emulated time (ms).")
 @ms_option("--restart-control-at", "restart_at", default=None, metavar="MS",
            help="... and start it again at this time (ms): it recovers its routes, ARP starts afresh.")
-def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
+def run_cmd(images: tuple[str, ...], config: str | None, cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
             as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
             xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | None,
@@ -241,18 +262,10 @@ def run_cmd(images: tuple[str, ...], config: str, cycles: int, me_list: str | No
     per-port table and the conservation totals are printed, and a run that loses or
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
     try:
-        targets = [parse_image_arg(i, config) for i in images]
-        if me_list is not None:
-            if len(targets) != 1:
-                raise click.UsageError("--me goes with a single image; give several as IMAGE@MES")
-            if not me_list.strip():
-                raise click.UsageError("--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out")
-            if targets[0][1] is not None:
-                raise click.UsageError(f"{images[0]} names its MEs and --me {me_list} names them again: give one")
-            targets = [(targets[0][0], parse_me_list(me_list, config))]
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
-        chip = Chip(config)
-        read, loaded = load_all(chip, targets, rings)
+        chip, targets = chip_for(images, config, me_list)
+        loaded = load_all(chip, targets, rings)
+        read = [img for _, img, _ in targets]
         policy = policy_of(max_loss, min_line_rate)
         # a router's oracle and control daemon judge the whole chip: with other images beside
         # it, it would run as a plain image, so say so instead

@@ -10,8 +10,6 @@ from typing import Any
 
 import click
 
-from npkit.emulator.loader import parse_me_list
-
 from .target import TargetError, open_target, parse_params
 
 
@@ -90,7 +88,8 @@ def run_batch(session: object, lines: list[str], origin: str, echo: bool = True)
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--config, --me, --traffic and -D: how debug, trace and why open their target."""
     for opt in reversed((
-        click.option("--config", default="ixp2800", show_default=True, help="Chip config name or YAML path."),
+        click.option("--config", default=None, help="Chip config name or YAML path.  [default: the one the image "
+                     "was linked for, else ixp2800]"),
         click.option("--me", "me_list", default=None,
                      help="MEs to load on (images without an ME assignment): 0x10, 1:0 (cluster:ME) "
                           "or flat 8; ranges 0x00-0x03."),
@@ -109,14 +108,14 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
 @click.option("--xscale-gdb", "xscale_gdb", type=int, default=None,
               help="A router image's control daemon waits for gdb on 127.0.0.1:PORT.")
-def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
+def debug_cmd(image: str, config: str | None, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
               batch: str | None, xscale_gdb: int | None) -> None:  # fmt: skip
     """Debug IMAGE (an npkit ELF, a .uc source, or a layout YAML) interactively or from a script."""
     from .session import DebugError, Session
 
     try:
-        target = open_target(image, config, parse_me_list(me_list, config), traffic, params=parse_params(defines),
-                             xscale_gdb=xscale_gdb)  # fmt: skip
+        target = open_target(image, config, traffic=traffic, params=parse_params(defines), xscale_gdb=xscale_gdb,
+                             me_list=me_list)  # fmt: skip
         session = Session(target)
     except (TargetError, DebugError, ValueError) as e:
         raise click.ClickException(str(e)) from None
@@ -147,14 +146,14 @@ def debug_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
               help="DRAM packet buffers as BASE:SIZE[:COUNT] (e.g. 0x100000:2048) to follow packets by buffer.")  # fmt: skip
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
+def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
               cycles: int, t_from: int,
               t_to: int | None, buffers: str | None, output: str, as_json: bool) -> None:  # fmt: skip
     """Run IMAGE and write a Perfetto/Chrome trace (open it at ui.perfetto.dev)."""
     from .trace import BufferMap, TraceError, record_trace
 
     try:
-        target = open_target(image, config, parse_me_list(me_list, config), traffic, params=parse_params(defines))
+        target = open_target(image, config, traffic=traffic, params=parse_params(defines), me_list=me_list)
         bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
         if sys.stderr.isatty():
             with click.progressbar(length=cycles, label="tracing", file=sys.stderr) as bar:
@@ -187,7 +186,7 @@ def trace_cmd(image: str, config: str, me_list: str | None, traffic: str | None,
 @click.option("--buffer", "buffer", default=None,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)
-def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str, me_list: str | None,
+def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str | None, me_list: str | None,
             traffic: str | None, defines: tuple[str, ...], cycles: int, buffer: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed.

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from npkit.emulator.binding import Chip, EmulatorError
-from npkit.emulator.loader import LoadError, load_image
+from npkit.emulator.loader import LoadError, load_image, parse_me_list
+from npkit.emulator.run_config import DEFAULT_CONFIG, run_config
 from npkit.toolchain.image import Image, ImageError, Program, read_image
 
 from .source import SourceMap, source_maps
@@ -219,21 +220,30 @@ def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
         raise TargetError(str(e)) from None
 
 
-def open_target(path: str | Path, config: str = "ixp2800", mes: list[int] | None = None,
+def open_target(path: str | Path, config: str | None = None, mes: list[int] | None = None,
                 traffic: str | None = None, image: Image | None = None,
-                params: dict[str, Any] | None = None, xscale_gdb: int | None = None) -> Target:  # fmt: skip
+                params: dict[str, Any] | None = None, xscale_gdb: int | None = None,
+                me_list: str | None = None) -> Target:  # fmt: skip
+    """The chip with `path` loaded: an image runs on the chip config it was linked for
+    unless `config` names one (npkit.emulator.run_config), a layout is linked for
+    `config` (default ixp2800); `me_list` names the MEs as a user writes them, read on
+    that chip (when `mes` does not give them as flat indices)."""
     p = Path(path)
     if image is None and _is_layout(p):
-        return open_layout(p, config, traffic, params, xscale_gdb)
+        if me_list is not None:
+            raise TargetError("--me: a layout names its blocks' MEs")
+        return open_layout(p, config or DEFAULT_CONFIG, traffic, params, xscale_gdb)
     if params:
         raise TargetError("-D sets layout parameters; the target is not a layout")
     img = image if image is not None else read_target_image(p)
     try:
-        chip = Chip(config)
-        loaded = load_image(chip, img, mes)
+        chosen, notes = run_config([(str(p), img)], config)
+        chip = Chip(chosen)
+        loaded = load_image(chip, img, mes if mes is not None else parse_me_list(me_list, chosen))
     except (EmulatorError, LoadError) as e:
         raise TargetError(str(e)) from None
     t = Target(chip, img, p, loaded, source_maps(img, p))
+    t.notes.extend(notes)
     if traffic:
         attach_traffic(t, traffic)
     service_exceptions(t, xscale_gdb)

@@ -55,7 +55,7 @@ class WhyError(ValueError):
 @dataclass
 class RunSpec:
     image: str
-    config: str = "ixp2800"
+    config: str | None = None  # None: the one the image was linked for
     mes: str | None = None
     traffic: str | None = None
     cycles: int = 1_000_000
@@ -64,7 +64,7 @@ class RunSpec:
     source: str = "--buffer"  # where `buffer` came from, for its errors
 
 
-def load_run_spec(run_dir: str | None, image: str | None, config: str, mes: str | None,
+def load_run_spec(run_dir: str | None, image: str | None, config: str | None, mes: str | None,
                   traffic: str | None, cycles: int, buffer: str | None) -> RunSpec:  # fmt: skip
     if run_dir is not None:
         d = Path(run_dir)
@@ -114,9 +114,7 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
 
 
 def _open(spec: RunSpec) -> Target:
-    from npkit.emulator.loader import parse_me_list
-
-    return open_target(spec.image, spec.config, parse_me_list(spec.mes, spec.config), spec.traffic, params=spec.params)
+    return open_target(spec.image, spec.config, traffic=spec.traffic, params=spec.params, me_list=spec.mes)
 
 
 def _tag(tag_id: int) -> bytes:

@@ -434,6 +434,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     # the assembler (and the ISA's encoders it builds) only when there is something to build
     from npkit.asm.assembler import assemble
     from npkit.asm.errors import AsmError
+    from npkit.emulator.run_config import recorded_config
     from npkit.toolchain.image import Image
 
     if len(rcfg.ports) > MAX_PORTS:
@@ -488,7 +489,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         from .control import control_meta
 
         meta["control"] = control_meta(lay)
-    image = Image(programs=programs, config=config, meta=meta)
+    image = Image(programs=programs, config=recorded_config(config), meta=meta)
     from npkit.toolchain.cache import cache_dir, cache_put
     from npkit.toolchain.image import ImageError, from_bytes, to_bytes
 
