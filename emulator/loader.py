@@ -28,7 +28,8 @@ scratch ring number another configured with a different base, size or margin (th
 ring in two images, a producer's and a consumer's, is shared and configured once); put a
 ring over another image's ring or initialised scratch data (or such data over a ring);
 write bytes another image initialised with different values (the same values are fine);
-or signal, at load, an ME another image holds (NEXT/PREV_NEIGHBOR_SIGNAL in init_regs).
+allocate SRAM, DRAM or scratch another image's program allocated, unless declared alike
+(name, address, size) or initialised alike by both; or signal, at load, an ME another image holds (NEXT/PREV_NEIGHBOR_SIGNAL in init_regs).
 """
 
 from __future__ import annotations
@@ -149,6 +150,24 @@ class MemWrite:
         return self.addr + len(self.data)
 
 
+@dataclass(frozen=True)
+class Alloc:
+    """Memory a program allocates (`.alloc_mem`: a mem symbol with its size), and whose it is."""
+
+    space: str
+    addr: int
+    size: int
+    name: str
+    owner: str  # "IMAGE (program 'p')"
+
+    @property
+    def end(self) -> int:
+        return self.addr + self.size
+
+    def text(self) -> str:
+        return f"{self.owner}: {self.name}, 0x{self.addr:x}..0x{self.end - 1:x}"
+
+
 @dataclass
 class Claims:
     """What the images loaded so far on one chip hold, kept across load_image calls so that
@@ -159,12 +178,14 @@ class Claims:
     images   ME -> the image that holds it, as the messages name it
     rings    scratch ring number -> (ring entry, owner: the image, None for a caller's ring)
     memory   the bytes written at load (MemWrite)
+    allocs   the SRAM, DRAM and scratch the programs allocate (Alloc), written or not
     signals  ME -> who signalled it at load (a neighbour-signal CSR in init_regs)"""
 
     mes: dict[int, str] = field(default_factory=dict)
     images: dict[int, str] = field(default_factory=dict)
     rings: dict[int, tuple[dict[str, Any], str | None]] = field(default_factory=dict)
     memory: list[MemWrite] = field(default_factory=list)
+    allocs: list[Alloc] = field(default_factory=list)
     signals: dict[int, str] = field(default_factory=dict)
 
 
@@ -182,6 +203,7 @@ class _Program:
     sigs: list[int]
     memory: list[MemWrite]  # written once, whatever its MEs
     local: list[tuple[int, int]]  # (local memory word, value): written on each of its MEs
+    allocs: list[Alloc]  # its SRAM, DRAM and scratch allocations
 
 
 @dataclass
@@ -197,6 +219,10 @@ class _Plan:
     @property
     def memory(self) -> list[MemWrite]:
         return [w for p in self.programs for w in p.memory]
+
+    @property
+    def allocs(self) -> list[Alloc]:
+        return [a for p in self.programs for a in p.allocs]
 
     def loaded(self) -> dict[int, str]:
         return {me: p.name for p in self.programs for me in p.targets}
@@ -247,9 +273,18 @@ def _program(chip: Chip, prog: Any, mes: list[int] | None, label: str) -> _Progr
         raise LoadError(f"program '{name}' has context mode {ctx_mode} (must be 4 or 8)")
     mask = int(getattr(prog, "ctx_enable", 0) or 0) or (0x55 if ctx_mode == 4 else 0xFF)
     targets = _targets(prog, chip.num_me, mes)
-    memory = _memory(chip, prog, f"{label} (program '{name}')")
+    owner = f"{label} (program '{name}')"
+    memory = _memory(chip, prog, owner)
     regs = _regs(chip, prog, ctx_mode)
-    return _Program(prog, name, words, ctx_mode, mask, targets, regs, _sigs(prog), memory, _local(chip, prog))
+    return _Program(prog, name, words, ctx_mode, mask, targets, regs, _sigs(prog), memory, _local(chip, prog),
+                    _allocs(prog, owner))  # fmt: skip
+
+
+def _allocs(prog: Any, owner: str) -> list[Alloc]:
+    """The program's `.alloc_mem` areas outside local memory (each ME's own)."""
+    return [Alloc(str(sym.scope), int(sym.value), int(sym.size), str(sym.name), owner)
+            for sym in getattr(prog, "symbols", []) or []
+            if sym.kind == "mem" and sym.scope in MEM_SPACES and isinstance(sym.value, int) and int(sym.size) > 0]  # fmt: skip
 
 
 def _mem_fits(chip: Chip, space: str, addr: int, n: int) -> bool:
@@ -400,6 +435,34 @@ def _check_memory(plan: _Plan, claims: Claims) -> None:
                                 f"0x{w.data[d - w.addr]:02x}); images may write the same bytes twice, not different ones")  # fmt: skip
 
 
+def _covered(writes: list[MemWrite], owner: str, space: str, lo: int, hi: int) -> bool:
+    """Does `owner` initialise every byte of [lo, hi) in `space`?"""
+    at = lo
+    for w in sorted((w for w in writes if w.owner == owner and w.space == space), key=lambda w: w.addr):
+        if w.addr > at:
+            break
+        at = max(at, w.end)
+    return at >= hi
+
+
+def _check_allocs(plan: _Plan, claims: Claims) -> None:
+    """Memory another image's program allocated is this image's only as the same
+    allocation (name, address and size: declared alike to be shared), or where both
+    initialise it with the same bytes (_check_memory compares them): otherwise the two
+    programs would use one area for two things, unseen until it corrupts."""
+    for a in plan.allocs:
+        for o in claims.allocs:
+            lo, hi = max(a.addr, o.addr), min(a.end, o.end)
+            if o.space != a.space or lo >= hi or (a.name, a.addr, a.size) == (o.name, o.addr, o.size):
+                continue
+            if _covered(plan.memory, a.owner, a.space, lo, hi) and _covered(claims.memory, o.owner, o.space, lo, hi):
+                continue
+            raise LoadError(f"{a.space} 0x{lo:x}..0x{hi - 1:x} is allocated by both {o.text()} and {a.text()}; "
+                            "each program places its allocations from address 0 of the space: programs that "
+                            "run together declare an area they share alike (the same name and size, in the same "
+                            "place), and one whose areas must lie apart declares the others' first")  # fmt: skip
+
+
 def plan_load(chip: Chip, image: Any, mes: list[int] | None = None, rings: Iterable[dict[str, Any]] = (),
               claims: Claims | None = None, label: str | None = None,
               taken: Mapping[int, str] | None = None) -> _Plan:  # fmt: skip
@@ -419,6 +482,7 @@ def plan_load(chip: Chip, image: Any, mes: list[int] | None = None, rings: Itera
     _check_mes(chip, plan, claims, taken or {})
     _check_rings(plan, claims)
     _check_memory(plan, claims)
+    _check_allocs(plan, claims)
     return plan
 
 
@@ -452,6 +516,7 @@ def _commit(plan: _Plan, claims: Claims) -> None:
     for r, owner in plan.ring_owners:
         claims.rings.setdefault(int(r["ring"]), (r, owner))
     claims.memory.extend(plan.memory)
+    claims.allocs.extend(plan.allocs)
     for me, who in plan.signals.items():
         claims.signals.setdefault(me, who)
 

@@ -222,3 +222,51 @@ def test_a_router_image_with_a_control_program_or_traffic_runs_alone(tmp_path: P
     assert f"{router}@0-13: a linked router image with traffic or a control program runs alone" in res.output
     res = _run(f"{pp}@0", f"{pp}@1", "--traffic", str(EXAMPLES / "passthrough" / "min64.yaml"))
     assert res.exit_code == 2 and f"{pp}@0: a linked router image" in res.output, res.output
+
+
+def _allocating(name: str, decls: str, init: str = "") -> Image:
+    """A program that only ends, with `decls` (.alloc_mem lines) and `init` (.init lines)."""
+    return assemble_text(f"{decls}\n{init}\n    ctx_arb[kill]\n", f"{name}.uc", name=name).image
+
+
+def test_memory_two_images_allocate_without_initialising_is_refused(tmp_path: Path) -> None:
+    """Both programs' first allocation lands at 0: two buffers in one area, which the old
+    loader let through (nothing initialised, nothing to compare)."""
+    a = _write(tmp_path, "a", _allocating("a", ".alloc_mem buf sram 64"))
+    b = _write(tmp_path, "b", _allocating("b", ".alloc_mem table sram 128"))
+    res = _run(f"{a}@0", f"{b}@1", "--cycles", "100")
+    assert res.exit_code == 1, res.output
+    assert (f"sram 0x0..0x3f is allocated by both {a} (program 'a'): buf, 0x0..0x3f and {b} (program 'b'): "
+            "table, 0x0..0x7f; each program places its allocations from address 0") in res.output  # fmt: skip
+    # declaring a's buffer first (alike: shared) puts c's table after it: apart, fine
+    apart = _write(tmp_path, "c", _allocating("c", ".alloc_mem buf sram 64\n.alloc_mem table sram 128"))
+    res = _run(f"{a}@0", f"{apart}@1", "--cycles", "100")
+    assert res.exit_code == 0, res.output
+    # other spaces, and local memory (each ME's own), do not meet
+    d = _write(tmp_path, "d", _allocating("d", ".alloc_mem buf dram 64\n.local_mem lm 64"))
+    e = _write(tmp_path, "e", _allocating("e", ".local_mem lm 128"))
+    res = _run(f"{a}@0", f"{d}@1", f"{e}@2", "--cycles", "100")
+    assert res.exit_code == 0, res.output
+
+
+def test_memory_allocated_alike_is_shared() -> None:
+    """The same allocation (name, address, size) in two programs is one area they share,
+    as the same ring is; initialised alike by both, areas may also differ in size."""
+    chip, claims = Chip("ixp2800"), Claims()
+    load_image(chip, _allocating("a", ".alloc_mem q scratch 256"), [0], claims=claims)
+    load_image(chip, _allocating("b", ".alloc_mem q scratch 256"), [1], claims=claims)
+    with pytest.raises(LoadError, match=r"scratch 0x0..0xff is allocated by both .*'a'\): q, 0x0..0xff and "
+                                        r".*'c'\): q, 0x0..0x1ff"):  # fmt: skip
+        load_image(chip, _allocating("c", ".alloc_mem q scratch 512"), [2], claims=claims)
+    with pytest.raises(LoadError, match=r"allocated by both .*'a'\): q, 0x0..0xff and .*'d'\): r, 0x0..0xff"):
+        load_image(chip, _allocating("d", ".alloc_mem r scratch 256"), [3], claims=claims)
+
+
+def test_memory_allocated_over_and_initialised_alike_by_both_is_fine() -> None:
+    chip, claims = Chip("ixp2800"), Claims()
+    load_image(chip, _allocating("a", ".alloc_mem t sram 8", ".init t 1 2"), [0], claims=claims)
+    # u covers t's 8 bytes with the same values: the overlap is initialised alike
+    load_image(chip, _allocating("b", ".alloc_mem u sram 12", ".init u 1 2 3"), [1], claims=claims)
+    # v initialises only its first longword: the rest of the overlap is left to chance
+    with pytest.raises(LoadError, match=r"sram 0x0..0x7 is allocated by both"):
+        load_image(chip, _allocating("c", ".alloc_mem v sram 8", ".init v 1"), [2], claims=claims)
