@@ -117,7 +117,7 @@ def _settings_table(cls: Any) -> str:
 def _design_notes() -> str:
     from npkit.toolchain.experiment import design as d
     from npkit.toolchain.experiment.capacity import CapacitySettings
-    from npkit.toolchain.experiment.execute import RESPONSE_FAMILIES, RESPONSES
+    from npkit.toolchain.experiment.execute import RESOURCE_DROPS, RESPONSE_FAMILIES, RESPONSES
     from npkit.toolchain.experiment.steady import SteadySettings
 
     kinds = " \\| ".join(d.KINDS)
@@ -150,7 +150,13 @@ def _design_notes() -> str:
         f"`steady:` keys and defaults: {_settings_table(SteadySettings)}. "
         f"`capacity:` keys and defaults: {_settings_table(CapacitySettings)}.\n\n"
         f"Responses: {', '.join(RESPONSES)}, and the families {', '.join(x + '*' for x in RESPONSE_FAMILIES)} "
-        "(per block, unit, drop reason, series).\n\n"
+        "(per block, unit, drop reason, series). "
+        f"An experiment's `lost` counts every drop for want of a resource ({', '.join(RESOURCE_DROPS)}), "
+        "whatever the oracle says of the packet, and `loss_pct` is that share of the packets offered: "
+        "for capacity a packet the router drops for its own reason after a resource took it is saturation "
+        "too.  `npk run` and `npk traffic compare` count as `lost` only the packets the oracle forwards or "
+        "sends to the exception path (the others are `dropped_early`), and `npk run`'s `loss_pct` is a "
+        "share of those; a capacity trial also counts packets still in flight after its drain as lost.\n\n"
         f"A design file is at most {d.DESIGN_LIMIT >> 20} MB. Numbers must be finite. `npk experiment design` "
         "and `run` check every design point's chip config, traffic spec, layout and parameters before any "
         "run starts; an error reads `design.yaml:line: field: what is wrong` (for a point: "
