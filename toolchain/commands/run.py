@@ -306,7 +306,7 @@ def run_cmd(images: tuple[str, ...], config: str | None, cycles: int, me_list: s
     else:
         click.echo(s.pop("text"))
         if capture:
-            click.echo(f"captures: {capture}/port<N>.pcap, {capture}/dispositions.json")
+            click.echo(f"captures: {Path(capture) / 'port<N>.pcap'}, {Path(capture) / 'dispositions.json'}")
         v = s["verdict"]
         click.echo("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
     s.pop("text", None)
