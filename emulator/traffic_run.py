@@ -311,8 +311,11 @@ class TrafficRun:
         self._writers = {p: PcapWriter(outdir / f"port{p}.pcap") for p in range(self.dev.ports)}
         self._spools = {"drop": _FateSpool(outdir), "exception": _FateSpool(outdir)}
 
-    def write_captures(self, outdir: str | Path, report: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Finish OUT/port<N>.pcap and write OUT/dispositions.json; returns the report."""
+    def write_captures(self, outdir: str | Path, report: dict[str, Any] | None = None,
+                       control_plane: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+        """Finish OUT/port<N>.pcap and write OUT/dispositions.json; returns the report.
+        `control_plane`: what answered the run's exceptions, for the file's key of that
+        name (npkit.emulator.traffic.dataset; a router run gives it: RouterRun.write_captures)."""
         outdir = Path(outdir)
         rep = report if report is not None else self.report()
         if self.capture_dir is not None and outdir.resolve() == self.capture_dir.resolve():
@@ -332,7 +335,7 @@ class TrafficRun:
             raise MsfError(f"no captures for {outdir}: frames are written as they leave, so ask for them "
                            "before the run (TrafficRun(..., capture=DIR))")  # fmt: skip
         with open(outdir / DISPOSITIONS, "w") as f:
-            write_dispositions_json(f, self.pushed, drops, excs)
+            write_dispositions_json(f, self.pushed, drops, excs, control_plane)
         return rep
 
     # -- feeding the MSF

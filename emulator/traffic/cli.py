@@ -16,14 +16,11 @@ from typing import Any
 
 import click
 
-from .compare import compare, predict
+from .compare import ControlPlaneAnswered, compare_dirs, predict
 from .dataset import (
     DatasetError,
-    load_dispositions,
     load_manifest,
-    load_outputs,
     load_traffic,
-    offered_count,
     port_pcaps,
     write_dispositions,
 )
@@ -299,16 +296,17 @@ def predict_cmd(in_dir: Path, config: Path, outdir: Path, as_json: bool) -> None
 def compare_cmd(in_dir: Path, out_dir: Path, config: Path, max_issues: int, allow_loss: bool,
                 as_json: bool) -> None:
     """Compare the emulator's OUT_DIR (port<N>.pcap, dispositions.json) against the
-    oracle's predictions for IN_DIR. Exit status 1 on any mismatch, or on a lost packet
-    without --allow-loss (categories: npkit.emulator.traffic.compare's docstring)."""
+    oracle's predictions for IN_DIR (the packets the run offered). Exit status 1 on any
+    mismatch, or on a lost packet without --allow-loss (categories:
+    npkit.emulator.traffic.compare's docstring). The oracle is the fast path's: captures
+    of a run whose control daemon answered exceptions (dispositions.json's control_plane)
+    exit 2, `npk run`'s own comparison and verdict judged those."""
     with _errors():
         cfg = RouterConfig.load(config)
-        inputs = load_traffic(in_dir)
-        offered = offered_count(out_dir)
-        if offered is not None:  # a run shorter than the traffic offered only the first packets
-            inputs = inputs[:offered]
-        report = compare(inputs, predict(cfg, inputs), load_outputs(out_dir),
-                         load_dispositions(out_dir, inputs), allow_loss)
+        try:
+            report = compare_dirs(in_dir, out_dir, cfg, allow_loss)
+        except ControlPlaneAnswered as exc:
+            raise click.UsageError(str(exc)) from None
     limit = None if max_issues < 0 else max_issues
     if as_json:
         click.echo(json.dumps(report.to_json(limit), indent=2))

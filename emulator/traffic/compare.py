@@ -43,6 +43,13 @@ reason could be counted: listed among the issues so it can be seen, never a fail
 `lost` (a packet the oracle forwards or sends to the exception path, dropped for want
 of a resource) is reported apart: a capacity problem, not a correctness one, which fails
 the comparison unless loss is allowed.
+
+The oracle here is the fast path's alone: it predicts an exception as a record, never
+what answers it.  Captures of a run whose control daemon answered exceptions (npkd on
+the XScale: its ICMP and ARP frames, the packets it forwards, its control_killed drops;
+dispositions.json's `control_plane`, see `dataset`) are not compared: `compare_dirs`
+raises `ControlPlaneAnswered`, and `npk run`, which judged that run with the control
+plane's model (its `comparison`, `control_plane` and `verdict`), is the judge of them.
 """
 
 from __future__ import annotations
@@ -52,7 +59,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .dataset import Disposition, InputPacket, load_dispositions, load_outputs, load_traffic
+from .control import KILLED
+from .dataset import (
+    ControlPlaneRecord,
+    Disposition,
+    InputPacket,
+    load_control_plane,
+    load_dispositions,
+    load_outputs,
+    load_traffic,
+    offered_count,
+)
 from .fate import DROPPED_EARLY, LOST, MATCHED_DROP, MATCHED_EXCEPTION, judge_disposition
 from .oracle import Drop, Except, Forward, Outcome, RefRouter, flow_of, rewrite
 from .packet import ETHERTYPE_IPV4
@@ -67,6 +84,24 @@ CATEGORIES = OK + (DROPPED_EARLY, LOST) + MISMATCHES
 FUZZY_CANDIDATES = 8  # unmatched predictions per flow considered in pass 2
 HEAD = 64
 FUZZY_MAX_DIFF = 12  # differing bytes in the first HEAD for a 'damaged' match
+
+
+class ControlPlaneAnswered(Exception):
+    """The captures are of a run whose control daemon answered the exception path: the
+    fast path's oracle cannot judge them (the module docstring).  `record`: the file's
+    control_plane (None when only a control_killed drop shows the daemon)."""
+
+    def __init__(self, out_dir: str | Path, record: ControlPlaneRecord | None) -> None:
+        self.out_dir, self.record = Path(out_dir), record
+        who = (record.describe() if record is not None
+               else f"a control daemon (its dispositions.json records {KILLED} drops)")  # fmt: skip
+        super().__init__(
+            f"{self.out_dir}: {who} answered the exceptions of the run these captures are from: its ICMP "
+            "and ARP frames and the packets it forwarded or dropped are in them. `npk traffic compare` "
+            "models the fast path only; `npk run` judged that run with the control plane's model (its "
+            "--json: comparison, control_plane, verdict). A router linked with the host stand-in "
+            "(npk link ... -D control=host) leaves exceptions to a counter: its captures compare here."
+        )
 
 
 @dataclass
@@ -437,6 +472,18 @@ def predict(config: RouterConfig, inputs: list[InputPacket]) -> list[Outcome]:
 
 def compare_dirs(in_dir: str | Path, out_dir: str | Path, config: RouterConfig,
                  allow_loss: bool = False) -> Report:
+    """Compare an emulator run's OUT_DIR with the oracle's predictions for IN_DIR's
+    packets, those the run offered (dispositions.json's `offered`: a run shorter than its
+    traffic offered only the first).  ControlPlaneAnswered when a control daemon answered
+    the run's exceptions (the module docstring); DatasetError for files that do not fit."""
+    record = load_control_plane(out_dir)
+    if record is not None and record.answered:
+        raise ControlPlaneAnswered(out_dir, record)
     inputs = load_traffic(in_dir)
-    return compare(inputs, predict(config, inputs), load_outputs(out_dir),
-                   load_dispositions(out_dir, inputs), allow_loss)
+    offered = offered_count(out_dir)
+    if offered is not None:
+        inputs = inputs[:offered]
+    records = load_dispositions(out_dir, inputs)
+    if any(d == ("drop", KILLED) for recs in records.values() for d in recs):
+        raise ControlPlaneAnswered(out_dir, record)
+    return compare(inputs, predict(config, inputs), load_outputs(out_dir), records, allow_loss)

@@ -13,7 +13,29 @@ The emulator reports what it did not transmit in OUT_DIR/dispositions.json::
 
 Each entry names the input packet either by `id` or by (`port`, `index`), the index
 being the packet's position in that port's input pcap (0-based); `reason` is a name or
-a numeric code from microcode/reasons.yaml. `write_dispositions` writes this file.
+a numeric code from microcode/reasons.yaml, or for a drop `control_killed` (the control
+plane's own: a packet its daemon held, or had forwarded into its send backlog, when it was
+killed; npkit.emulator.traffic.control.KILLED). `write_dispositions` writes this file.
+
+A run writes two more keys (`write_dispositions_json`):
+
+    {"offered": 89,
+     "control_plane": {"program": "npkd", "placement": "xscale", "exceptions": 47,
+                       "events": [{"t_ns": 100000, "event": "killed"},
+                                  {"t_ns": 300000, "event": "restarted"}]},
+     "drops": [...], "exceptions": [...]}
+
+`offered`: the run offered input packets 0..offered-1 only (a run shorter than its
+traffic); absent, every input was offered.  `control_plane`: what answered the run's
+exception path, when a control daemon did (a router image linked with `control:
+{placement: xscale | gpe}`, npkit.toolchain.system.router_run.RouterRun.write_captures):
+the layout's `program`, where it ran (`placement`), `exceptions` (the packets the fast
+path sent to the exception path: the microcode's exception counters) and `events` (the
+daemon killed, restarted or respawned, at t_ns of emulated time, in order).  Absent (or
+null) where exceptions only reach a counter: the `host` stand-in placement, a plain
+image, `npk traffic predict`.  Such a daemon answers exceptions with frames of its own
+(ICMP, ARP), forwards some packets itself and drops others (control_killed): what
+`npk traffic compare`'s fast-path oracle cannot predict (`ControlPlaneRecord.answered`).
 """
 
 from __future__ import annotations
@@ -26,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from .control import KILLED
 from .pcap import PcapRecord, read_pcap
 from .reasons import ReasonError, load_reasons
 
@@ -125,18 +148,84 @@ def offered_count(directory: str | Path) -> int | None:
     return int(n) if isinstance(n, int) and n >= 0 else None
 
 
+def _read_dispositions(directory: str | Path) -> tuple[Any, Path] | None:
+    path = Path(directory) / DISPOSITIONS
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text()), path
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{path}: {exc}") from None
+
+
 def load_dispositions(
     directory: str | Path, inputs: list[InputPacket]
 ) -> dict[int, list[Disposition]]:
     """{packet id: [(kind, reason), ...]}; missing file means no records."""
-    path = Path(directory) / DISPOSITIONS
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{path}: {exc}") from None
-    return parse_dispositions(data, inputs, str(path))
+    found = _read_dispositions(directory)
+    return {} if found is None else parse_dispositions(found[0], inputs, str(found[1]))
+
+
+@dataclass(frozen=True)
+class ControlEvent:
+    t_ns: int
+    event: str  # "killed" | "restarted" | "respawned"
+
+
+@dataclass(frozen=True)
+class ControlPlaneRecord:
+    """dispositions.json's `control_plane` (the module docstring): the daemon that
+    answered a run's exception path."""
+
+    program: str
+    placement: str
+    exceptions: int  # packets the fast path sent to the exception path
+    events: tuple[ControlEvent, ...] = ()
+    source: str = ""  # the file it was read from
+
+    @property
+    def answered(self) -> bool:
+        """True when the daemon had exceptions to answer: its frames, the packets it
+        forwarded or dropped are then in the captures."""
+        return self.exceptions > 0
+
+    def describe(self) -> str:
+        """'npkd on the xscale (47 exceptions sent to it; killed at 0.1 ms, restarted at 0.3 ms)'."""
+        what = [f"{self.exceptions} exception{'s' if self.exceptions != 1 else ''} sent to it"]
+        if self.events:
+            what.append(", ".join(f"{e.event} at {e.t_ns / 1e6:g} ms" for e in self.events))
+        return f"{self.program} on the {self.placement} ({'; '.join(what)})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"program": self.program, "placement": self.placement, "exceptions": self.exceptions,
+                "events": [{"t_ns": e.t_ns, "event": e.event} for e in self.events]}  # fmt: skip
+
+
+def load_control_plane(directory: str | Path) -> ControlPlaneRecord | None:
+    """The `control_plane` of DIR/dispositions.json; None when the file or the key is
+    absent or null (no daemon answered the run's exceptions)."""
+    found = _read_dispositions(directory)
+    return None if found is None else parse_control_plane(found[0], str(found[1]))
+
+
+def parse_control_plane(data: Any, source: str = "<dispositions>") -> ControlPlaneRecord | None:
+    cp = data.get("control_plane") if isinstance(data, dict) else None
+    if cp is None:
+        return None
+    where = f"{source}: control_plane"
+    if not isinstance(cp, dict):
+        raise DatasetError(f"{where}: expected an object with program, placement, exceptions, events")
+    program, placement, exceptions = cp.get("program"), cp.get("placement"), cp.get("exceptions")
+    if not isinstance(program, str) or not isinstance(placement, str):
+        raise DatasetError(f"{where}: 'program' and 'placement' must be strings")
+    if not isinstance(exceptions, int) or isinstance(exceptions, bool) or exceptions < 0:
+        raise DatasetError(f"{where}: 'exceptions' must be a count (an integer >= 0)")
+    events = []
+    for n, ev in enumerate(cp.get("events") or []):
+        if not (isinstance(ev, dict) and isinstance(ev.get("t_ns"), int) and isinstance(ev.get("event"), str)):
+            raise DatasetError(f"{where}.events[{n}]: needs 't_ns' (an integer) and 'event' (a string)")
+        events.append(ControlEvent(ev["t_ns"], ev["event"]))
+    return ControlPlaneRecord(program, placement, exceptions, tuple(events), source)
 
 
 def parse_dispositions(
@@ -161,19 +250,31 @@ def parse_dispositions(
                     pid = by_port_index[(int(entry["port"]), int(entry["index"]))]
                 except (KeyError, ValueError, TypeError):
                     raise DatasetError(f"{where}: no input packet at that port/index") from None
-            try:
-                reason = reasons.get(kind, entry["reason"]).name  # type: ignore[arg-type]
-            except ReasonError as exc:
-                raise DatasetError(f"{where}: {exc}") from None
-            out.setdefault(pid, []).append((kind, reason))
+            out.setdefault(pid, []).append((kind, _reason_name(reasons, kind, entry["reason"], where)))
     return out
 
 
+def _reason_name(reasons: Any, kind: str, reason: Any, where: str) -> str:
+    """A reason's name: one of reasons.yaml (by name or code), or the control plane's
+    drop reason (KILLED), which the microcode never counts."""
+    if kind == "drop" and reason == KILLED:
+        return KILLED
+    try:
+        return str(reasons.get(kind, reason).name)
+    except ReasonError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+
+
 def write_dispositions_json(out: IO[str], offered: int, drops: Iterable[tuple[int, str]],
-                            exceptions: Iterable[tuple[int, str]]) -> None:  # fmt: skip
+                            exceptions: Iterable[tuple[int, str]],
+                            control_plane: dict[str, Any] | None = None) -> None:  # fmt: skip
     """dispositions.json as the emulator writes it, from (id, reason) pairs in id order,
-    streamed: the text is json.dumps({"offered", "drops", "exceptions"}, indent=1) + "\n"."""
-    out.write(f'{{\n "offered": {json.dumps(offered)},\n')
+    streamed: the text is json.dumps({"offered", "control_plane", "drops", "exceptions"},
+    indent=1) + "\n", "control_plane" left out when None (ControlPlaneRecord.to_json)."""
+    head: dict[str, Any] = {"offered": offered}
+    if control_plane is not None:
+        head["control_plane"] = control_plane
+    out.write(json.dumps(head, indent=1)[:-2] + ",\n")  # (less its closing "\n}")
     for key, items, last in (("drops", drops, False), ("exceptions", exceptions, True)):
         out.write(f' "{key}": [')
         first = True

@@ -41,6 +41,10 @@ def test_linked_router_runs_under_npk_run_and_matches_the_oracle(tmp_path: Path,
     assert s["in_flight"]["count"] == 0 and s["drain"]["idle"], s["in_flight"]
     assert s["verdict"] == {"ok": True, "reasons": []}
     assert s["comparison"]["matched_forward"] == 1490
+    # npkd ran beside the fast path, which sent it nothing to answer: compare judges these
+    # captures (tests/router/test_compare_control_plane.py: one that had something to answer)
+    cp = json.loads((out / "dispositions.json").read_text())["control_plane"]
+    assert cp == {"program": "npkd", "placement": "xscale", "exceptions": 0, "events": []}
     code, text = npk("traffic", "compare", inp, out, "--config", ROUTER)
     assert code == 0 and "OK" in text, text
 

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import io
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from npkit.emulator.traffic.compare import Report, compare, diff_bytes, field_name, predict
+from npkit.emulator.traffic.control import KILLED
 from npkit.emulator.traffic.dataset import (
+    DISPOSITIONS,
     DatasetError,
     Disposition,
     InputPacket,
+    load_control_plane,
+    parse_control_plane,
     parse_dispositions,
+    write_dispositions_json,
 )
 from npkit.emulator.traffic.generator import generate
 from npkit.emulator.traffic.oracle import Forward, Outcome
@@ -240,3 +250,41 @@ def test_dispositions_by_id_or_port_index(world: World) -> None:
         parse_dispositions({"drops": [{"id": 1, "reason": "nope"}]}, inputs)
     with pytest.raises(DatasetError, match="no input packet"):
         parse_dispositions({"drops": [{"id": 10**6, "reason": 9}]}, inputs)
+
+
+def test_dispositions_json_names_the_control_plane_that_answered(tmp_path: Path) -> None:
+    """dispositions.json's `control_plane` as a run writes it and as compare reads it: a
+    daemon with exceptions to answer is one compare refuses; none, or one that had none
+    (the fast path sent it nothing), leaves the captures to compare."""
+    cp = {"program": "npkd", "placement": "gpe", "exceptions": 3,
+          "events": [{"t_ns": 250_000, "event": "killed"}, {"t_ns": 400_000, "event": "restarted"}]}  # fmt: skip
+    drops, excs = [(1, "bad_checksum"), (4, KILLED)], [(2, "no_route")]
+    for record in (cp, None):
+        buf = io.StringIO()
+        write_dispositions_json(buf, 6, iter(drops), iter(excs), record)
+        want = {"offered": 6, **({"control_plane": record} if record else {}),
+                "drops": [{"id": i, "reason": r} for i, r in drops],
+                "exceptions": [{"id": i, "reason": r} for i, r in excs]}  # fmt: skip
+        assert buf.getvalue() == json.dumps(want, indent=1) + "\n"
+        (tmp_path / DISPOSITIONS).write_text(buf.getvalue())
+        got = load_control_plane(tmp_path)
+        assert (got.to_json() if got else None) == record
+    rec = parse_control_plane({"control_plane": cp})
+    assert rec is not None and rec.answered
+    assert rec.describe() == "npkd on the gpe (3 exceptions sent to it; killed at 0.25 ms, restarted at 0.4 ms)"
+    none = parse_control_plane({"control_plane": {**cp, "exceptions": 0}})
+    assert none is not None and not none.answered
+    assert parse_control_plane({"control_plane": None}) is None
+    for bad, says in (("npkd", "expected an object"), ({**cp, "exceptions": -1}, "'exceptions' must be a count"),
+                      ({**cp, "events": [{"t_ns": "soon"}]}, "events[0]: needs 't_ns'")):  # fmt: skip
+        with pytest.raises(DatasetError, match=re.escape(says)):
+            parse_control_plane({"control_plane": bad}, "out/dispositions.json")
+
+
+def test_the_control_planes_drop_reason_is_known_only_as_a_drop(world: World) -> None:
+    inputs, _ = world
+    assert parse_dispositions({"drops": [{"id": 2, "reason": KILLED}]}, inputs) == {2: [("drop", KILLED)]}
+    with pytest.raises(DatasetError, match="unknown exception reason 'control_killed'"):
+        parse_dispositions({"exceptions": [{"id": 2, "reason": KILLED}]}, inputs)
+    with pytest.raises(DatasetError, match="unknown drop reason 'made_up'"):
+        parse_dispositions({"drops": [{"id": 2, "reason": "made_up"}]}, inputs)

@@ -403,7 +403,7 @@ def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: b
         print(file=sys.stderr)
     s = rr.summary(time.perf_counter() - t0)
     if capture:
-        rr.run.write_captures(capture)
+        rr.write_captures(capture)
     s["text"] = format_summary(s)
     if rr.control is not None:
         rr.control.close()

@@ -554,6 +554,22 @@ class RouterRun:
         return {"exception_ring_records": self.chip.scratch_ring_count(int(self.image.meta["control"]["exceptions_ring"])) // 2,
                 "held_for_arp": c.get("holding", 0), "send_backlog": c.get("tx_backlog", 0)}  # fmt: skip
 
+    def write_captures(self, outdir: str | Path) -> None:
+        """Finish the captures (TrafficRun.write_captures), dispositions.json naming the
+        control daemon that answered the exceptions (`control_record`)."""
+        self.run.write_captures(outdir, control_plane=self.control_record())
+
+    def control_record(self) -> dict[str, Any] | None:
+        """dispositions.json's `control_plane` (npkit.emulator.traffic.dataset): the daemon's
+        program and placement, the packets the fast path sent to the exception path, and
+        its kills and restarts in emulated ns; None with the host's stand-in reader."""
+        if self.control is None:
+            return None
+        mhz = float(self.chip.config["clock_mhz"])
+        return {"program": str(self.image.meta["control"]["program"]), "placement": self.control.placement,
+                "exceptions": sum(read_counters(self.chip)["exceptions"].values()),
+                "events": [{"t_ns": int(c * 1000 // mhz), "event": e} for c, e in self.control.system.events]}  # fmt: skip
+
     def close(self) -> None:
         """Stop the control program (its process, socket and files); the chip stays."""
         if self.control is not None:
@@ -804,7 +820,7 @@ def _run(rr: RouterRun, duration_ns: int, drain: bool, drain_ns: int | None, pro
         print(file=sys.stderr)
     s = rr.summary(time.perf_counter() - t0)
     if capture is not None:
-        rr.run.write_captures(capture)
+        rr.write_captures(capture)
     return s
 
 
