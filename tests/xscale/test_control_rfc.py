@@ -306,6 +306,28 @@ def test_restarted_daemon_gives_back_the_buffers_its_predecessor_held() -> None:
     assert set(down) <= set(free_list(rr.chip)[0])
 
 
+def test_a_packet_the_daemon_had_half_handled_when_killed_is_a_counted_drop() -> None:
+    """The daemon comes up ~110 us into errors.yaml with exceptions waiting in the ring,
+    takes them, and is killed at 0.1 ms with one taken but not yet logged: its buffer
+    marked as the daemon's own, no record naming it.  That packet is dropped
+    (control_killed: lost_half_handled), found by its buffer's frame the instant the
+    daemon dies, and the daemon started at 0.2 ms gives its buffer back; before, it had
+    no fate ("1 packets in flight at the end: stuck") and the run failed."""
+    from .test_control_plane import EXAMPLES
+
+    tr = load_traffic_source(EXAMPLES / "errors.yaml", 400_000)
+    rr = RouterRun.link("pipelined", {}, tr, control={"kill_at_ns": 100_000, "restart_at_ns": 200_000})
+    initial = rr.chip.read32("sram", SYS.freelist_q + 8)
+    rr.run_traffic(400_000)
+    rr.drain()
+    s = rr.summary()
+    assert not account(s), account(s)
+    half = s["control_plane"]["lost_half_handled"]
+    assert half >= 1 and s["totals"]["dropped"].get(KILLED, 0) == half
+    assert s["control_plane"]["buffers_reclaimed"] == half
+    _buffers_at_the_end(rr, s, initial)
+
+
 def test_restart_gives_back_held_packets_and_own_frames() -> None:
     """Crafted: five datagrams to a host on port 1's subnet nobody answers ARP for, and an
     echo request from it (the router's reply waits for the same ARP), the daemon killed

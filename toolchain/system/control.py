@@ -265,6 +265,24 @@ def owned_buffers(chip: Any) -> list[int] | None:
     return out
 
 
+def owned_packets(chip: Any) -> list[tuple[int, int, int]]:
+    """The buffers the daemon's table marks as its own, as the exception log names the
+    packets in them: (input port, frame length, frame_digest), from each buffer's
+    descriptor (microcode/README.md §2) and bytes.  A packet the daemon took from the
+    exception ring and had not logged when it died is among them."""
+    from npkit.emulator.traffic.control import frame_digest
+
+    out = []
+    for h in owned_buffers(chip) or []:
+        if h >= SYS.n_bufs:
+            continue
+        lw2, lw3 = chip.read32("sram", SYS.desc_addr(h) + 8), chip.read32("sram", SYS.desc_addr(h) + 12)
+        length = min(lw2 >> 16, 128)
+        frame = bytes(chip.mem_read("dram", SYS.buf_addr(h) + (lw2 & 0xFFFF), length))
+        out.append((lw3 >> 24, lw2 >> 16, frame_digest(frame)))
+    return out
+
+
 @dataclass(frozen=True)
 class BacklogEntry:
     """A message in the daemon's send backlog (waiting for room on the control ring):

@@ -67,6 +67,7 @@ from .control import (
     LogRecord,
     arp_record,
     changes_made,
+    owned_packets,
     read_stats,
     send_backlog,
 )
@@ -111,9 +112,11 @@ class ControlJudge:
         self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
         self._events = 0  # the daemon's kills and restarts the model has been told of
         self._withdraw_at_start = 0  # a restarted daemon (this start) still to withdraw what was learnt
-        self._stops: list[tuple[list[BacklogEntry], dict[int, DaemonArp]]] = []  # what each daemon left when it died
+        # what each daemon left when it died: its send backlog, ARP record, the packets in its buffers
+        self._stops: list[tuple[list[BacklogEntry], dict[int, DaemonArp], list[tuple[int, int, int]]]] = []
         self.killed_own = 0  # frames the daemon made that died in its send backlog
         self.killed_forwarded = 0  # packets it forwarded that died there (dropped: KILLED)
+        self.killed_in_hand = 0  # packets it had taken from the exception ring and not logged (dropped: KILLED)
         if rr.control is not None:
             rr.control.system.on_stop.append(self._on_stop)
         self.run.router_addresses(list(rr.config.addresses))
@@ -152,7 +155,7 @@ class ControlJudge:
     def _on_stop(self, _cycle: int, _why: str) -> None:
         """The daemon is gone (System.on_stop): what it had, from its records in SRAM,
         before the one started after it empties them."""
-        self._stops.append((send_backlog(self.rr.chip), self._daemon_arp()))
+        self._stops.append((send_backlog(self.rr.chip), self._daemon_arp(), owned_packets(self.rr.chip)))
 
     def _follow(self) -> None:
         """The daemon's start times of the ARP resolutions the model has under way."""
@@ -199,7 +202,7 @@ class ControlJudge:
             t = int(cycle * 1000 // mhz)
             self._model_to(t)
             if what in ("killed", "respawned"):
-                backlog, arp = self._stops.pop(0) if self._stops else ([], None)
+                backlog, arp, owned = self._stops.pop(0) if self._stops else ([], None, [])
                 lost = self.model.kill(t, arp)
                 self._settle()
                 for pid in lost:  # never logged (held): the ARP requests about them were sent
@@ -212,6 +215,7 @@ class ControlJudge:
                         self.got[(em.port, em.frame)] += 1
                 self.model.retracted.clear()
                 self._lost_backlog(backlog)
+                self._lost_in_hand(owned, set(lost))
             if what in ("restarted", "respawned"):
                 self.model.restart(t)
                 self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
@@ -247,6 +251,33 @@ class ControlJudge:
             if c is not None:
                 self._demand(r.final, Drop(KILLED), c.w.lens[pid - c.first])
             r.final = Drop(KILLED)
+            self.run.mark(pid, DROPPED, KILLED)
+
+    def _lost_in_hand(self, owned: list[tuple[int, int, int]], held: set[int]) -> None:
+        """The packets the dead daemon had taken from the exception ring but not logged
+        (half handled: its buffers still marked as its own) are dropped (KILLED), and the
+        frames the model made about them are expected no more.  Backlogged packets were
+        logged, so the index no longer names them; those it `held` for ARP (not logged
+        until released) the model's kill dropped already."""
+        self.service()
+        self._resolve()
+        for key in owned:
+            pid = next((p for p in self.index.get(key, ()) if p not in held), -1)
+            if pid < 0:
+                continue
+            q = self.index[key]
+            q.remove(pid)
+            if not q:
+                del self.index[key]
+            self.indexed.pop(pid, None)
+            self.killed_in_hand += 1
+            self.provisional.pop(pid, None)
+            r = self.model.results.get(pid)
+            c = self.run.chunk_of(pid)
+            if r is not None:
+                if c is not None:
+                    self._demand(r.final, Drop(KILLED), c.w.lens[pid - c.first])
+                r.final = Drop(KILLED)
             self.run.mark(pid, DROPPED, KILLED)
 
     def _forwarded_as(self, m: BacklogEntry) -> int:

@@ -678,6 +678,8 @@ class RouterRun:
         out["packets_forwarded_by_it"] = self.cp.forwarded_by_it
         # what the run found in the send backlog of a daemon that died (read the instant it did)
         out["lost_in_send_backlog"] = {"own_frames": self.cp.killed_own, "forwarded_packets": self.cp.killed_forwarded}
+        # ... and the packets it had taken from the exception ring but not logged (half handled)
+        out["lost_half_handled"] = self.cp.killed_in_hand
         out["log_overrun"] = self.cp.log.overrun
         if not out["running"]:
             out["exception_records_unread"] = self._control_census()["exception_ring_records"]
