@@ -29,7 +29,8 @@ ring in two images, a producer's and a consumer's, is shared and configured once
 ring over another image's ring or initialised scratch data (or such data over a ring);
 write bytes another image initialised with different values (the same values are fine);
 allocate SRAM, DRAM or scratch another image's program allocated, unless declared alike
-(name, address, size) or initialised alike by both; or signal, at load, an ME another image holds (NEXT/PREV_NEIGHBOR_SIGNAL in init_regs).
+(name, address, size) or initialised alike by both; or signal, at load, an ME another
+image holds (NEXT/PREV_NEIGHBOR_SIGNAL in init_regs).
 """
 
 from __future__ import annotations

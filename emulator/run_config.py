@@ -68,7 +68,7 @@ def _listed(diffs: list[str]) -> str:
     return ", ".join(diffs[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
 
 
-def _linked_for(label: str, image: Any) -> tuple[str, dict[str, Any] | None, str]:
+def _linked_for(image: Any) -> tuple[str, dict[str, Any] | None, str]:
     """(config name, the loaded config or None when it cannot be read here, why not)."""
     name = str(getattr(image, "config", "") or "")
     try:
@@ -79,7 +79,7 @@ def _linked_for(label: str, image: Any) -> tuple[str, dict[str, Any] | None, str
 
 def run_config(images: Sequence[tuple[str, Any]], given: str | None) -> tuple[str, list[str]]:
     """The config to run `images` ((label, image) pairs) on, and notes for the user."""
-    linked = [(label, *_linked_for(label, img)) for label, img in images if getattr(img, "config", "")]
+    linked = [(label, *_linked_for(img)) for label, img in images if getattr(img, "config", "")]
     if given is None:
         return _from_images(linked), []
     try:

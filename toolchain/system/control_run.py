@@ -245,13 +245,8 @@ class ControlJudge:
                 self.rr.comparison["unmatched_exception"] += 1
                 continue
             self.killed_forwarded += 1
-            r = self.model.results[pid]
             self.cp_forwarded.discard(pid)
-            c = self.run.chunk_of(pid)
-            if c is not None:
-                self._demand(r.final, Drop(KILLED), c.w.lens[pid - c.first])
-            r.final = Drop(KILLED)
-            self.run.mark(pid, DROPPED, KILLED)
+            self._killed(pid)
 
     def _lost_in_hand(self, owned: list[tuple[int, int, int]], held: set[int]) -> None:
         """The packets the dead daemon had taken from the exception ring but not logged
@@ -272,13 +267,17 @@ class ControlJudge:
             self.indexed.pop(pid, None)
             self.killed_in_hand += 1
             self.provisional.pop(pid, None)
-            r = self.model.results.get(pid)
-            c = self.run.chunk_of(pid)
-            if r is not None:
-                if c is not None:
-                    self._demand(r.final, Drop(KILLED), c.w.lens[pid - c.first])
-                r.final = Drop(KILLED)
-            self.run.mark(pid, DROPPED, KILLED)
+            self._killed(pid)
+
+    def _killed(self, pid: int) -> None:
+        """Packet `pid` died with the daemon: dropped (KILLED), no longer owed to a port."""
+        r = self.model.results.get(pid)
+        c = self.run.chunk_of(pid)
+        if r is not None:
+            if c is not None:
+                self._demand(r.final, Drop(KILLED), c.w.lens[pid - c.first])
+            r.final = Drop(KILLED)
+        self.run.mark(pid, DROPPED, KILLED)
 
     def _forwarded_as(self, m: BacklogEntry) -> int:
         """The packet the daemon logged as forwarded whose frame is m's (-1: none)."""
