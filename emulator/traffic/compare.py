@@ -64,11 +64,9 @@ from .dataset import (
     ControlPlaneRecord,
     Disposition,
     InputPacket,
-    load_control_plane,
-    load_dispositions,
     load_outputs,
     load_traffic,
-    offered_count,
+    read_dispositions,
 )
 from .fate import DROPPED_EARLY, LOST, MATCHED_DROP, MATCHED_EXCEPTION, judge_disposition
 from .oracle import Drop, Except, Forward, Outcome, RefRouter, flow_of, rewrite
@@ -476,14 +474,15 @@ def compare_dirs(in_dir: str | Path, out_dir: str | Path, config: RouterConfig,
     packets, those the run offered (dispositions.json's `offered`: a run shorter than its
     traffic offered only the first).  ControlPlaneAnswered when a control daemon answered
     the run's exceptions (the module docstring); DatasetError for files that do not fit."""
-    record = load_control_plane(out_dir)
+    run = read_dispositions(out_dir)
+    record = run.control_plane()
     if record is not None and record.answered:
         raise ControlPlaneAnswered(out_dir, record)
     inputs = load_traffic(in_dir)
-    offered = offered_count(out_dir)
+    offered = run.offered()
     if offered is not None:
         inputs = inputs[:offered]
-    records = load_dispositions(out_dir, inputs)
+    records = run.records(inputs)
     if any(d == ("drop", KILLED) for recs in records.values() for d in recs):
         raise ControlPlaneAnswered(out_dir, record)
     return compare(inputs, predict(config, inputs), load_outputs(out_dir), records, allow_loss)

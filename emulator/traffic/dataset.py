@@ -136,24 +136,32 @@ def load_outputs(directory: str | Path) -> dict[int, list[bytes]]:
 Disposition = tuple[str, str]  # (kind "drop" | "exception", reason name)
 
 
-def offered_count(directory: str | Path) -> int | None:
-    """How many input packets (ids 0..N-1) the run offered, as its dispositions.json
-    records it; None when it does not say (every input was offered)."""
-    path = Path(directory) / DISPOSITIONS
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    n = data.get("offered") if isinstance(data, dict) else None
-    return int(n) if isinstance(n, int) and n >= 0 else None
+@dataclass(frozen=True)
+class RunDispositions:
+    """DIR/dispositions.json, read once (`read_dispositions`): what each of its keys says."""
+
+    data: Any  # the parsed file; None when there is none
+    path: Path
+
+    def offered(self) -> int | None:
+        """How many input packets (ids 0..N-1) the run offered; None when the file does
+        not say (every input was offered)."""
+        n = self.data.get("offered") if isinstance(self.data, dict) else None
+        return int(n) if isinstance(n, int) and n >= 0 else None
+
+    def control_plane(self) -> ControlPlaneRecord | None:
+        return None if self.data is None else parse_control_plane(self.data, str(self.path))
+
+    def records(self, inputs: list[InputPacket]) -> dict[int, list[Disposition]]:
+        return {} if self.data is None else parse_dispositions(self.data, inputs, str(self.path))
 
 
-def _read_dispositions(directory: str | Path) -> tuple[Any, Path] | None:
+def read_dispositions(directory: str | Path) -> RunDispositions:
     path = Path(directory) / DISPOSITIONS
     if not path.exists():
-        return None
+        return RunDispositions(None, path)
     try:
-        return json.loads(path.read_text()), path
+        return RunDispositions(json.loads(path.read_text()), path)
     except (OSError, ValueError) as exc:
         raise DatasetError(f"{path}: {exc}") from None
 
@@ -162,8 +170,7 @@ def load_dispositions(
     directory: str | Path, inputs: list[InputPacket]
 ) -> dict[int, list[Disposition]]:
     """{packet id: [(kind, reason), ...]}; missing file means no records."""
-    found = _read_dispositions(directory)
-    return {} if found is None else parse_dispositions(found[0], inputs, str(found[1]))
+    return read_dispositions(directory).records(inputs)
 
 
 @dataclass(frozen=True)
@@ -204,8 +211,7 @@ class ControlPlaneRecord:
 def load_control_plane(directory: str | Path) -> ControlPlaneRecord | None:
     """The `control_plane` of DIR/dispositions.json; None when the file or the key is
     absent or null (no daemon answered the run's exceptions)."""
-    found = _read_dispositions(directory)
-    return None if found is None else parse_control_plane(found[0], str(found[1]))
+    return read_dispositions(directory).control_plane()
 
 
 def parse_control_plane(data: Any, source: str = "<dispositions>") -> ControlPlaneRecord | None:

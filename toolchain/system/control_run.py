@@ -214,6 +214,8 @@ class ControlJudge:
                         self.matched -= 1  # (matched by an identical frame that left: that one is now extra)
                         self.got[(em.port, em.frame)] += 1
                 self.model.retracted.clear()
+                self.service()
+                self._resolve()  # what it logged before it died: forwarded (cp_forwarded) or excepted
                 self._lost_backlog(backlog)
                 self._lost_in_hand(owned, set(lost))
             if what in ("restarted", "respawned"):
@@ -229,11 +231,8 @@ class ControlJudge:
 
     def _lost_backlog(self, backlog: list[BacklogEntry]) -> None:
         """The messages in the dead daemon's send backlog never leave: its own frames are
-        expected no more, the packets it forwarded are dropped (KILLED)."""
-        if not backlog:
-            return
-        self.service()
-        self._resolve()  # every packet it logged as forwarded before it died is in cp_forwarded
+        expected no more, the packets it forwarded are dropped (KILLED).  Its log is read
+        first (_daemon_events), so every packet it forwarded is in cp_forwarded."""
         for m in backlog:
             if m.own:
                 self.killed_own += 1
@@ -254,8 +253,6 @@ class ControlJudge:
         frames the model made about them are expected no more.  Backlogged packets were
         logged, so the index no longer names them; those it `held` for ARP (not logged
         until released) the model's kill dropped already."""
-        self.service()
-        self._resolve()
         for key in owned:
             pid = next((p for p in self.index.get(key, ()) if p not in held), -1)
             if pid < 0:

@@ -54,6 +54,7 @@ from npkit.emulator.traffic.cpkt import (
     c_router,
     oracle_window,
 )
+from npkit.emulator.traffic.dataset import ControlEvent, ControlPlaneRecord
 from npkit.emulator.traffic.fate import (
     DROPPED_EARLY,
     LOST,
@@ -566,9 +567,9 @@ class RouterRun:
         if self.control is None:
             return None
         mhz = float(self.chip.config["clock_mhz"])
-        return {"program": str(self.image.meta["control"]["program"]), "placement": self.control.placement,
-                "exceptions": sum(read_counters(self.chip)["exceptions"].values()),
-                "events": [{"t_ns": int(c * 1000 // mhz), "event": e} for c, e in self.control.system.events]}  # fmt: skip
+        events = tuple(ControlEvent(int(c * 1000 // mhz), e) for c, e in self.control.system.events)
+        return ControlPlaneRecord(str(self.image.meta["control"]["program"]), self.control.placement,
+                                  sum(read_counters(self.chip)["exceptions"].values()), events).to_json()  # fmt: skip
 
     def close(self) -> None:
         """Stop the control program (its process, socket and files); the chip stays."""
