@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -306,7 +306,7 @@ def compare_cmd(in_dir: Path, out_dir: Path, config: Path, max_issues: int, allo
         try:
             report = compare_dirs(in_dir, out_dir, cfg, allow_loss)
         except ControlPlaneAnswered as exc:
-            raise click.UsageError(str(exc)) from None
+            _refuse(exc, as_json)
     limit = None if max_issues < 0 else max_issues
     if as_json:
         click.echo(json.dumps(report.to_json(limit), indent=2))
@@ -314,6 +314,19 @@ def compare_cmd(in_dir: Path, out_dir: Path, config: Path, max_issues: int, allo
         click.echo(report.render(len(report.issues) if limit is None else limit))
     if not report.ok:
         sys.exit(1)
+
+
+def _refuse(exc: ControlPlaneAnswered, as_json: bool) -> NoReturn:
+    """Exit 2 (not judged: neither a pass nor a mismatch) for captures a control daemon
+    answered; with --json the reason is JSON on stdout, as a CI job reads every result."""
+    if as_json:
+        click.echo(json.dumps({
+            "ok": False, "judged": False, "refused": "control_plane_answered", "reason": str(exc),
+            "control_plane": exc.record.to_json() if exc.record is not None else None,
+        }, indent=2))  # fmt: skip
+    else:
+        click.echo(f"Error: {exc}", err=True)
+    sys.exit(2)
 
 
 # ---------------------------------------------------------------------------- reasons

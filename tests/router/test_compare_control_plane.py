@@ -77,6 +77,22 @@ def test_a_daemons_captures_are_refused_naming_it_and_the_runs_verdict(runs: dic
     assert rec is not None and (rec.program, rec.placement, rec.exceptions) == ("npkd", "xscale", handled)
 
 
+def test_with_json_the_refusal_is_json_on_stdout(runs: dict[str, Any]) -> None:
+    """A CI job that reads compare's --json gets the refusal as JSON (before: click's
+    usage text, "Usage: npk traffic compare ..." and the reason, on stderr only)."""
+    res = CliRunner().invoke(main, ["traffic", "compare", str(runs["dir"] / "in"), str(runs["dir"] / "killed"),
+                                    "--config", str(ROUTER), "--json"])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    doc = json.loads(res.stdout)
+    assert (doc["ok"], doc["judged"], doc["refused"]) == (False, False, "control_plane_answered")
+    assert doc["control_plane"] == _dispositions(runs, "killed")["control_plane"]
+    assert "npkd on the xscale (" in doc["reason"] and "Usage:" not in res.output
+    res = CliRunner().invoke(main, ["traffic", "compare", str(runs["dir"] / "in"), str(runs["dir"] / "daemon"),
+                                    "--config", str(ROUTER)])  # fmt: skip
+    assert res.exit_code == 2 and "Usage:" not in res.output and res.stdout == ""
+    assert res.stderr.startswith("Error: ") and "fast path only" in res.stderr
+
+
 def test_a_killed_daemons_captures_are_refused_not_an_unknown_reason(runs: dict[str, Any]) -> None:
     s = runs["killed"]
     assert s["verdict"]["ok"] and s["totals"]["dropped"].get(KILLED, 0) >= 1
