@@ -51,6 +51,7 @@ typedef struct tables {
         uint64_t at;
     } marks[TABLES_GRACE_MARKS];  /* oldest first; when full, newer nodes wait for a later mark */
     uint32_t nmarks;
+    int pend_nh;                  /* a prepared change's new next-hop entry (-1: none) */
 } tables;
 
 void nh_encode(const nh_entry *e, uint32_t w[4]);
@@ -84,11 +85,21 @@ void tables_load_end(tables_load *L);
  * (1 if it differs).  0 ok, negative error, message in err. */
 int tables_build(tables *t, int write, char *err, size_t errlen);
 /* A route while the fast path runs (LAYOUT.md §7 rule 5: a new next-hop entry first):
- * 0 ok, negative as lpm_add. */
+ * 0 ok, negative as lpm_add (-2 also: the next-hop table full). */
 int tables_add_route(tables *t, const route_cfg *r);
 int tables_del_route(tables *t, uint32_t prefix, int len);
 /* a route with a given next-hop entry (an ARP-learnt adjacency /32) */
 int tables_add_entry_route(tables *t, const route_cfg *r, const nh_entry *e);
+/* The same in two steps (lpm_prepare): prepare does all that can fail (the next-hop
+ * table's room, the trie's checks and new nodes) and on an error leaves everything as
+ * it was; then exactly one of commit (the new next-hop entry, then the trie's root
+ * entries: SRAM writes that cannot fail) or abort.  The daemon writes its journal line
+ * in between (cp.c: write-ahead). */
+int tables_prepare_route(tables *t, const route_cfg *r);
+int tables_prepare_entry_route(tables *t, const route_cfg *r, const nh_entry *e);
+int tables_prepare_del(tables *t, uint32_t prefix, int len);
+void tables_commit(tables *t);
+void tables_abort(tables *t);
 /* the index of an entry, appended when new (restoring a persisted table) */
 int tables_intern(tables *t, const nh_entry *e, uint32_t via);
 /* the entry a configured route gets (loader.py route_entry) */
