@@ -114,7 +114,9 @@ typedef struct cp {
     uint8_t frame[2048], quote[2048];
     int (*ensure_tables)(void *ctx);        /* finish loading the route model now */
     void *ensure_ctx;
-    void (*journal)(void *ctx, const char *line);   /* persist a route change (one line) */
+    /* persist a route change (one line), before it is made (cp.c commit_change):
+     * 0, or -1 when it could not be written (the change is then not made) */
+    int (*journal)(void *ctx, const char *line);
 } cp;
 
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw);
@@ -135,7 +137,9 @@ void cp_publish(cp *c, uint32_t state, uint32_t starts);
  * record: killed_backlog_own, killed_backlog_forwarded): frames that never left.  Both
  * empty the records of the backlog and the ARP cache.  Returns the buffers given back. */
 uint32_t cp_reclaim(cp *c, int restart);
-/* route changes: 0 ok, negative error; source (for the change log): CHG_TIMED, CHG_SOCKET */
+/* route changes: 0 ok, negative error (as tables_add_route / tables_del_route; -7 the
+ * route model could not be loaded, -9 the journal could not be written), made
+ * write-ahead (cp.c commit_change); source (for the change log): CHG_TIMED, CHG_SOCKET */
 enum { CHG_TIMED = 1, CHG_SOCKET = 2 };
 int cp_route_add(cp *c, const route_cfg *r, int source);
 int cp_route_del(cp *c, uint32_t prefix, int len, int source);

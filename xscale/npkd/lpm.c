@@ -1,5 +1,7 @@
 /* lpm.c -- the LPM trie of LAYOUT.md in C; follows toolchain/router/lpm.py step by step
- * (same planning, same allocation order, same write order), see lpm.h. */
+ * (same planning, same allocation order, same write order; an update that touches
+ * several /16s writes all their new nodes before it publishes the first: lpm_prepare),
+ * see lpm.h. */
 #include "lpm.h"
 
 #include <stdlib.h>
@@ -16,6 +18,17 @@ static uint32_t root_get(lpm *t, uint32_t k)
 {
     return t->built ? npkd_sram_rd(t->mem, t->lay.root + 4 * k) : t->root[k];
 }
+
+/* A change made in two steps (lpm_prepare, then lpm_commit or lpm_abort).  The daemon
+ * makes one at a time, so the one under way is kept here rather than in struct lpm
+ * (which keeps the struct, and what the daemon clears when it starts, as before). */
+static struct {
+    const lpm *owner;           /* the table it is under way in; NULL: none */
+    int had, len, wrote;
+    uint32_t prefix, old_nh;    /* the route changed, and its next hop before (had) */
+    u32vec publish;             /* (/16, new root entry) pairs, in order */
+    u32vec placed;              /* nodes written and not yet published: type << 24 | offset */
+} pend;
 
 static uint32_t child_entry(int type, uint32_t off)
 {
@@ -51,6 +64,11 @@ void lpm_free(lpm *t)
     for (int i = 0; i < 3; i++) u32vec_free(&t->alloc.free[i]);
     u32vec_free(&t->alloc.limbo);
     u32vec_free(&t->alloc.spare);
+    if (!pend.owner || pend.owner == t) {
+        u32vec_free(&pend.placed);
+        u32vec_free(&pend.publish);
+        pend.owner = NULL;
+    }
     free(t->alloc.seen);
     free(t->inner16);
     free(t->inner24);
@@ -547,41 +565,54 @@ static int place(lpm *t, int type, const uint32_t *w, uint32_t *off)
     return 0;
 }
 
-/* lpm.py _materialise: fresh nodes, then the root entry, then the old nodes to limbo */
-static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
+/* the first half of lpm.py _materialise: a /16's fresh nodes, written where no lookup
+ * reaches them (each onto `placed`, type << 24 | offset); its new root entry in *entry.
+ * Out of pool: what it placed is given back, and nothing else has changed. */
+static int place_nodes(lpm *t, int kind, uint16_t leaf, uint32_t *entry, u32vec *placed, int *wrote)
 {
-    uint32_t old = root_get(t, k), entry = leaf;
-    if (kind) {
-        uint32_t w[256], ptr[256], placed[256];
-        int any = 0, rc, np = 0;
-        for (int b = 0; b < 256; b++) {
-            if (!t->has_child[b]) continue;
-            uint32_t off;
-            int ct = encode_leaf_node(t->child[b], w);
-            if ((rc = place(t, ct, w, &off))) {
-                while (np) unplace(t, placed[--np]);
-                return rc;
-            }
-            ptr[b] = child_entry(ct, off);
-            placed[np++] = (uint32_t)ct << 24 | off;
-            any = 1;
-            *wrote = 1;
+    *entry = leaf;
+    if (!kind) return 0;
+    uint32_t w[256], ptr[256], mark = placed->n, off;
+    int any = 0, rc = 0;
+    for (int b = 0; b < 256 && !rc; b++) {
+        if (!t->has_child[b]) continue;
+        int ct = encode_leaf_node(t->child[b], w);
+        if ((rc = place(t, ct, w, &off))) break;
+        if (u32vec_push(placed, (uint32_t)ct << 24 | off)) {
+            unplace(t, (uint32_t)ct << 24 | off);
+            rc = -3;
+            break;
         }
-        int type;
-        if (any) {
-            type = LPM_DENSE32;
-            for (int b = 0; b < 256; b++) w[b] = t->has_child[b] ? ptr[b] : t->vals[b];
-        } else {
-            type = encode_leaf_node(t->vals, w);
-        }
-        uint32_t off;
-        if ((rc = place(t, type, w, &off))) {
-            while (np) unplace(t, placed[--np]);
-            return rc;
-        }
+        ptr[b] = child_entry(ct, off);
+        any = 1;
         *wrote = 1;
-        entry = child_entry(type, off);
     }
+    int type = LPM_DENSE32;
+    if (!rc) {
+        if (any)
+            for (int b = 0; b < 256; b++) w[b] = t->has_child[b] ? ptr[b] : t->vals[b];
+        else
+            type = encode_leaf_node(t->vals, w);
+        rc = place(t, type, w, &off);
+    }
+    if (!rc && u32vec_push(placed, (uint32_t)type << 24 | off)) {
+        unplace(t, (uint32_t)type << 24 | off);
+        rc = -3;
+    }
+    if (rc) {
+        while (placed->n > mark) unplace(t, placed->v[--placed->n]);
+        return rc;
+    }
+    *wrote = 1;
+    *entry = child_entry(type, off);
+    return 0;
+}
+
+/* the second half: the root entry (the one write that publishes the new nodes), then
+ * the old nodes to limbo */
+static void publish(lpm *t, uint32_t k, uint32_t entry, int *wrote)
+{
+    uint32_t old = root_get(t, k);
     if (old != entry) {
         if (t->built) {
             npkd_sram_wr(t->mem, t->lay.root + 4 * k, entry);
@@ -602,7 +633,18 @@ static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
         }
         retire(t, type, off);
     }
-    return 0;
+}
+
+/* lpm.py _materialise: fresh nodes, then the root entry, then the old nodes to limbo */
+static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
+{
+    u32vec *placed = &pend.placed;
+    uint32_t entry;
+    placed->n = 0;
+    int rc = place_nodes(t, kind, leaf, &entry, placed, wrote);
+    placed->n = 0;
+    if (!rc) publish(t, k, entry, wrote);
+    return rc;
 }
 
 static void ctl_writes(lpm *t)
@@ -657,38 +699,75 @@ int lpm_adopt(lpm *t, int recover)
     return 0;
 }
 
-static int apply(lpm *t, uint32_t p, int n, int add, uint32_t nh)
+int lpm_prepare(lpm *t, uint32_t prefix, int len, int add, uint32_t nh)
 {
+    pend.owner = NULL;
+    pend.wrote = 0;
+    pend.publish.n = pend.placed.n = 0;
+    if (!t->built) return set_route(t, prefix, len, add, nh, NULL);   /* the model only */
+    if (len < 0 || len > 32 || (prefix & ~lpm_mask(len)) || (add && (nh < 1 || nh > LPM_NH_MASK))) return -1;
+    pend.had = lpm_get(t, prefix, len, &pend.old_nh);
+    if (!add && !pend.had) return -4;
     u32vec touched = {0};
-    int rc = set_route(t, p, n, add, nh, t->built ? &touched : NULL);
-    if (rc || !t->built) {
+    int rc = set_route(t, prefix, len, add, nh, &touched);
+    if (rc) {                       /* (-3: no memory, the model may be half changed) */
         u32vec_free(&touched);
         return rc;
     }
-    int wrote = 0;
+    pend.prefix = prefix;
+    pend.len = len;
+    pend.owner = t;
     for (uint32_t i = 0; i < touched.n && !rc; i++) {
         uint16_t leaf;
-        uint32_t k = touched.v[i];
+        uint32_t k = touched.v[i], entry;
         int kind = plan(t, k, &leaf);
-        if (!same(t, k, kind, leaf)) rc = materialise(t, k, kind, leaf, &wrote);
+        if (same(t, k, kind, leaf)) continue;
+        rc = place_nodes(t, kind, leaf, &entry, &pend.placed, &pend.wrote);
+        if (!rc && (u32vec_push(&pend.publish, k) || u32vec_push(&pend.publish, entry))) rc = -3;
     }
     u32vec_free(&touched);
-    if (wrote) {
+    if (rc) lpm_abort(t);
+    return rc;
+}
+
+void lpm_commit(lpm *t)
+{
+    if (pend.owner != t) return;
+    for (uint32_t i = 0; i < pend.publish.n; i += 2) publish(t, pend.publish.v[i], pend.publish.v[i + 1], &pend.wrote);
+    if (pend.wrote) {
         t->generation++;
         npkd_sram_wr(t->mem, t->lay.ctl + 12, t->alloc.high_water);
         npkd_sram_wr(t->mem, t->lay.ctl + 8, t->generation);
     }
-    return rc;
+    pend.owner = NULL;
+    pend.publish.n = pend.placed.n = 0;
+}
+
+void lpm_abort(lpm *t)
+{
+    if (pend.owner != t) return;
+    while (pend.placed.n) unplace(t, pend.placed.v[--pend.placed.n]);
+    /* the model as it was: the route back with its old next hop, or gone again */
+    if (pend.had)
+        set_route(t, pend.prefix, pend.len, 1, pend.old_nh, NULL);
+    else
+        set_route(t, pend.prefix, pend.len, 0, 0, NULL);
+    pend.owner = NULL;
+    pend.publish.n = 0;
 }
 
 int lpm_add(lpm *t, uint32_t prefix, int len, uint32_t nh)
 {
-    return apply(t, prefix, len, 1, nh);
+    int rc = lpm_prepare(t, prefix, len, 1, nh);
+    if (!rc) lpm_commit(t);
+    return rc;
 }
 
 int lpm_del(lpm *t, uint32_t prefix, int len)
 {
-    return apply(t, prefix, len, 0, 0);
+    int rc = lpm_prepare(t, prefix, len, 0, 0);
+    if (!rc) lpm_commit(t);
+    return rc;
 }
 
 uint32_t lpm_walk(npkd_mem *m, const lpm_layout *l, uint32_t addr)

@@ -24,7 +24,8 @@
  * (`spare`) and serve any node type before the high-water mark grows; shorter ones
  * become RUNS nodes.  Beyond lpm.py: where it gives up (the pool used up to its end)
  * alloc_node splits a larger free node, and an update that runs out of pool frees the
- * nodes it had written and not yet published.
+ * nodes it had written and not yet published and leaves the table as it was: an update
+ * writes the new nodes of all the /16s it touches before it publishes any of them.
  * None of this changes a full build or an update that lpm.py can make. */
 #ifndef NPKD_LPM_H
 #define NPKD_LPM_H
@@ -87,6 +88,18 @@ void lpm_free(lpm *t);
  * ordered SRAM writes happen.  0 ok, -1 bad prefix/index, -2 node pool full, -3 no memory. */
 int lpm_add(lpm *t, uint32_t prefix, int len, uint32_t nh);
 int lpm_del(lpm *t, uint32_t prefix, int len);                /* as lpm_add; -4 no such route */
+/* lpm_add (add = 1) / lpm_del (add = 0) in two steps, for a caller that must record the
+ * change between what can fail and what a lookup sees (the daemon's write-ahead journal).
+ * lpm_prepare does everything that can fail: the checks, the model, the new nodes of
+ * every /16 the change touches, written where no lookup reaches them; it returns as
+ * lpm_add/lpm_del, and on an error leaves the model and what lookups see as they were
+ * (nothing to commit or abort).  lpm_commit publishes (root entries, old nodes to limbo,
+ * the generation): SRAM writes only, it cannot fail.  lpm_abort instead gives the new
+ * nodes back and puts the model back.  Before lpm_build/lpm_adopt: the model at once
+ * (commit and abort do nothing).  One change at a time in a process. */
+int lpm_prepare(lpm *t, uint32_t prefix, int len, int add, uint32_t nh);
+void lpm_commit(lpm *t);
+void lpm_abort(lpm *t);
 int lpm_get(const lpm *t, uint32_t prefix, int len, uint32_t *nh);  /* 1 found */
 /* the whole structure from scratch: control header, nodes, root array */
 int lpm_build(lpm *t);

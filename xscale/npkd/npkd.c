@@ -113,14 +113,17 @@ static void map_memories(npkd_state *d, uint32_t sram_ch_bytes, uint32_t dram_by
 
 /* ---- route table ------------------------------------------------------------------------ */
 
-/* the journal of route changes (cfg `state`): appended a line at a time, replayed by
- * the next instance after a restart (tables.h) */
-static void journal_write(void *ctx, const char *line)
+/* the journal of route changes (cfg `state`): appended a line at a time, each before
+ * its change is made (cp.c commit_change), replayed by the next instance after a
+ * restart (tables.h) */
+static int journal_write(void *ctx, const char *line)
 {
     npkd_state *d = ctx;
-    if (d->journal_fd < 0) return;
+    if (d->journal_fd < 0) return 0;
     size_t n = strlen(line);
-    if (write(d->journal_fd, line, n) != (ssize_t)n) fprintf(stderr, "npkd: cannot write the route journal\n");
+    if (write(d->journal_fd, line, n) == (ssize_t)n) return 0;
+    fprintf(stderr, "npkd: cannot write the route journal\n");
+    return -1;
 }
 
 static int load_some(npkd_state *d, uint32_t budget)
@@ -134,7 +137,11 @@ static int load_some(npkd_state *d, uint32_t budget)
             d->journal_fd = open(d->cfg.state_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
             if (d->journal_fd < 0) fprintf(stderr, "npkd: cannot open %s\n", d->cfg.state_path);
         }
-        for (uint32_t i = 0; i < d->load.learnt.n; i++) {   /* ARP starts afresh: journalled */
+        /* ARP starts afresh: journalled.  These lines come after the /32s left SRAM
+         * (tables.c revert_learnt), not before; a kill at one of them is harmless all
+         * the same: the next instance replays the `adj` line, counts the /32 as learnt
+         * and withdraws it again, from a model and a trie that no longer have it. */
+        for (uint32_t i = 0; i < d->load.learnt.n; i++) {
             route_cfg r = {d->load.learnt.v[i], 0, 32, 0};
             char line[48];
             fmt_ip(line + 6, r.prefix);

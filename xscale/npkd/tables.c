@@ -429,26 +429,78 @@ int tables_build(tables *t, int write, char *err, size_t errlen)
     return rc < 0 ? rc : 0;
 }
 
-int tables_add_route(tables *t, const route_cfg *r)
+/* a prepared change's new next-hop entry, written when it is committed (-1: none; one
+ * change at a time, as lpm_prepare) */
+static int pend_nh = -1;
+
+/* the entry nh_intern appended last taken out again (a change that did not happen) */
+static void nh_unintern(nh_table *t)
 {
-    nh_entry e;
-    route_entry(t->cfg, r, &e);
-    int is_new;
-    int index = nh_intern(&t->nh, &e, t->cfg->lay.nh_cap, r->next_hop, &is_new);
-    if (index < 0) return -2;
-    if (is_new && t->trie.built) nh_write(t->mem, &t->cfg->lay, (uint32_t)index, &e);
-    settle(t);
-    return lpm_add(&t->trie, r->prefix, r->len, (uint32_t)index);
+    uint32_t i = --t->n;
+    u32map *m = &t->by_hash;
+    for (uint32_t j = 0; j < m->cap; j++)      /* (rare: a scan, not the hash) */
+        if (m->used[j] && m->val[j] == i) {
+            u32map_del(m, m->key[j]);
+            break;
+        }
+    if (t->last >= t->n) t->last = 0;
 }
 
-int tables_add_entry_route(tables *t, const route_cfg *r, const nh_entry *e)
+int tables_prepare_entry_route(tables *t, const route_cfg *r, const nh_entry *e)
 {
     int is_new;
     int index = nh_intern(&t->nh, e, t->cfg->lay.nh_cap, r->next_hop, &is_new);
     if (index < 0) return -2;
-    if (is_new && t->trie.built) nh_write(t->mem, &t->cfg->lay, (uint32_t)index, e);
     settle(t);
-    return lpm_add(&t->trie, r->prefix, r->len, (uint32_t)index);
+    int rc = lpm_prepare(&t->trie, r->prefix, r->len, 1, (uint32_t)index);
+    if (rc) {
+        if (is_new) nh_unintern(&t->nh);
+        return rc;
+    }
+    pend_nh = is_new && t->trie.built ? index : -1;
+    return 0;
+}
+
+int tables_prepare_route(tables *t, const route_cfg *r)
+{
+    nh_entry e;
+    route_entry(t->cfg, r, &e);
+    return tables_prepare_entry_route(t, r, &e);
+}
+
+int tables_prepare_del(tables *t, uint32_t prefix, int len)
+{
+    settle(t);
+    pend_nh = -1;
+    return lpm_prepare(&t->trie, prefix, len, 0, 0);
+}
+
+void tables_commit(tables *t)
+{
+    if (pend_nh >= 0) nh_write(t->mem, &t->cfg->lay, (uint32_t)pend_nh, &t->nh.e[pend_nh]);
+    pend_nh = -1;
+    lpm_commit(&t->trie);     /* after the new next-hop entry (LAYOUT.md §7 rule 5) */
+}
+
+void tables_abort(tables *t)
+{
+    lpm_abort(&t->trie);
+    if (pend_nh >= 0) nh_unintern(&t->nh);
+    pend_nh = -1;
+}
+
+int tables_add_route(tables *t, const route_cfg *r)
+{
+    int rc = tables_prepare_route(t, r);
+    if (!rc) tables_commit(t);
+    return rc;
+}
+
+int tables_add_entry_route(tables *t, const route_cfg *r, const nh_entry *e)
+{
+    int rc = tables_prepare_entry_route(t, r, e);
+    if (!rc) tables_commit(t);
+    return rc;
 }
 
 int tables_intern(tables *t, const nh_entry *e, uint32_t via)
@@ -459,6 +511,7 @@ int tables_intern(tables *t, const nh_entry *e, uint32_t via)
 
 int tables_del_route(tables *t, uint32_t prefix, int len)
 {
-    settle(t);
-    return lpm_del(&t->trie, prefix, len);
+    int rc = tables_prepare_del(t, prefix, len);
+    if (!rc) tables_commit(t);
+    return rc;
 }

@@ -62,8 +62,10 @@ int tables_init(tables *t, const npkd_cfg *cfg, npkd_mem *mem);
 void tables_free(tables *t);
 /* Loading in steps: from cfg (ports, static ARP, the route file) as build_tables does,
  * then, after a restart, the journal of route changes the previous instance wrote (one
- * line each, appended as they happen: add/del of routes, adj/unadj of ARP-learnt /32s),
- * replayed in order.  write = 1: lay the whole image out in SRAM (the linker's job;
+ * line each, appended as they happen, each before its change is published: add/del of
+ * routes, adj/unadj of ARP-learnt /32s; cp.c commit_change), replayed in order.  Every
+ * line written is of a change then made (a kill at its write leaves no line), so a line
+ * the replay cannot apply is an error.  write = 1: lay the whole image out in SRAM (the linker's job;
  * tests and `npkd --build-image`); write = 0: the model only, then adopt what SRAM
  * holds and check that its next-hop table is this one.  A restart puts learnt ARP
  * state back to unresolved (`learnt`: the /32s withdrawn, to journal) and adopts the
@@ -84,11 +86,21 @@ void tables_load_end(tables_load *L);
  * (1 if it differs).  0 ok, negative error, message in err. */
 int tables_build(tables *t, int write, char *err, size_t errlen);
 /* A route while the fast path runs (LAYOUT.md §7 rule 5: a new next-hop entry first):
- * 0 ok, negative as lpm_add. */
+ * 0 ok, negative as lpm_add (-2 also: the next-hop table full). */
 int tables_add_route(tables *t, const route_cfg *r);
 int tables_del_route(tables *t, uint32_t prefix, int len);
 /* a route with a given next-hop entry (an ARP-learnt adjacency /32) */
 int tables_add_entry_route(tables *t, const route_cfg *r, const nh_entry *e);
+/* The same in two steps (lpm_prepare): prepare does all that can fail (the next-hop
+ * table's room, the trie's checks and new nodes) and on an error leaves everything as
+ * it was; then exactly one of commit (the new next-hop entry, then the trie's root
+ * entries: SRAM writes that cannot fail) or abort.  The daemon writes its journal line
+ * in between (cp.c: write-ahead).  One change at a time in a process. */
+int tables_prepare_route(tables *t, const route_cfg *r);
+int tables_prepare_entry_route(tables *t, const route_cfg *r, const nh_entry *e);
+int tables_prepare_del(tables *t, uint32_t prefix, int len);
+void tables_commit(tables *t);
+void tables_abort(tables *t);
 /* the index of an entry, appended when new (restoring a persisted table) */
 int tables_intern(tables *t, const nh_entry *e, uint32_t via);
 /* the entry a configured route gets (loader.py route_entry) */

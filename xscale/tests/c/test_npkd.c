@@ -1,6 +1,7 @@
 /* test_npkd.c -- native unit tests of npkd's packet builders, table code and control
  * plane engine, under ASan/UBSan (driven by tests/xscale/test_npkd.py).  Prints one
  * line per check that fails and exits 1 if any did. */
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1219,6 +1220,231 @@ static void test_engine(void)
     free(k);
 }
 
+
+/* ---- the route journal, write-ahead (cp.c commit_change) ---------------------------------- */
+
+/* A SIGKILL is taken at the daemon's next system call, and the one a route change makes
+ * is its journal line's write(): `kill_at` counts the journal writes down, and at 0 the
+ * daemon dies there -- the line not written, nothing after it run (longjmp). */
+static jmp_buf killed;
+static int kill_at;
+static FILE *journal_file;
+
+static int journal_or_die(void *ctx, const char *line)
+{
+    (void)ctx;
+    if (kill_at-- == 0) longjmp(killed, 1);
+    fputs(line, journal_file);
+    fflush(journal_file);
+    return 0;
+}
+
+/* the daemon's model and the fast path (a walk of SRAM) give addr the same next hop */
+static int agrees_at(tables *t, npkd_mem *m, uint32_t addr)
+{
+    uint32_t nh = 0;
+    if (!lpm_match(&t->trie, addr, NULL, NULL, &nh)) nh = 0;
+    return lpm_walk(m, &t->cfg->lay, addr) == nh;
+}
+
+/* ... at both ends of every route in the model, and at `probe` */
+static int model_agrees(tables *t, npkd_mem *m, const uint32_t *probe, int nprobe)
+{
+    int ok = 1;
+    for (int n = 0; n <= 32; n++) {
+        const u32map *r = &t->trie.routes[n];
+        for (uint32_t i = 0; i < r->cap; i++)
+            if (r->used[i]) ok &= agrees_at(t, m, r->key[i]) && agrees_at(t, m, r->key[i] | ~lpm_mask(n));
+    }
+    for (int i = 0; i < nprobe; i++) ok &= agrees_at(t, m, probe[i]);
+    return ok;
+}
+
+#define JOURNAL_WRITES 6
+static const uint32_t JOURNAL_PROBES[] = {0x14010203u, 0x14020304u, 0x0A000232u, 0x0A00014Du, 0x2C000001u};
+
+/* route changes through the engine, each writing a journal line: add, add with a new
+ * next-hop entry, a replacement, del, a del that fails (no line), an on-link host
+ * resolved (adj) and aged (unadj) */
+static void journal_scenario(fake *k, npkd_cfg *c, cp *e)
+{
+    route_cfg r1 = {0x14010200u, 0x0A000002u, 24, 0};   /* 20.1.2/24 via 10.0.0.2 */
+    route_cfg r2 = {0x14020000u, 0x0A00014Du, 16, 1};   /* 20.2/16 via 10.0.1.77 (unresolved) */
+    route_cfg r3 = {0x14010200u, 0x0A000102u, 24, 1};   /* 20.1.2/24 again, via 10.0.1.2 */
+    CHECK(cp_route_add(e, &r1, CHG_SOCKET) == 0);
+    CHECK(cp_route_add(e, &r2, CHG_SOCKET) == 0);
+    CHECK(cp_route_add(e, &r3, CHG_SOCKET) == 0);
+    CHECK(cp_route_del(e, r2.prefix, r2.len, CHG_SOCKET) == 0);
+    CHECK(cp_route_del(e, r2.prefix, r2.len, CHG_SOCKET) == -4);
+    uint8_t f[1600], a[60] = {0}, *o;
+    int port;
+    uint32_t n = udp_frame(f, 0xC6120001, 0x0A000232, 64, 30, NULL, 0);    /* to 10.0.2.50: ARP */
+    except(k, c, f, n, 0, 9);
+    cp_poll(e, 64);
+    while (sent(k, c, &o, &port)) {
+    }
+    build_arp(a, 2, HOST_MAC, 0x0A000232, c->port[2].mac, 0x0A000201);
+    except(k, c, a, 60, 2, 1);
+    cp_poll(e, 64);                                    /* resolved: its /32 (adj) */
+    while (sent(k, c, &o, &port)) {
+    }
+    k->now += 1000000ull * c->opt.arp_age_ms + 1;
+    cp_timers(e);                                      /* aged: the /32 out (unadj) */
+}
+
+/* the scenario until the kill (1) or to its end (0) */
+static int run_until_killed(fake *k, npkd_cfg *c, cp *e)
+{
+    if (setjmp(killed)) return 1;
+    journal_scenario(k, c, e);
+    return 0;
+}
+
+/* Killed at each journal write in turn (and not at all): the daemon started after it
+ * (the configuration's routes, the journal replayed, the table in SRAM adopted) loads,
+ * its next-hop table is the one in SRAM, its journal has a line for each change made
+ * before the kill and none for the one cut, and its model and the fast path agree on
+ * every route.  (Killed at any other call, the changes are whole: a change runs no call
+ * between its journal line and its last SRAM write.) */
+static void test_journal_kill(void)
+{
+    for (int at = 0; at <= JOURNAL_WRITES; at++) {
+        fake *k = calloc(1, sizeof *k);
+        npkd_cfg c;
+        fake_init(k, &c);
+        char path[] = "/tmp/npkd-wal-XXXXXX", err[200];
+        int fd = mkstemp(path);
+        journal_file = fd >= 0 ? fdopen(fd, "w") : NULL;
+        CHECK(journal_file != NULL);
+        if (!journal_file) return;
+        tables *t = calloc(1, sizeof *t);
+        CHECK(tables_init(t, &c, &k->mem) == 0);
+        CHECK(tables_build(t, 1, err, sizeof err) == 0);
+        cp *e = calloc(1, sizeof *e);
+        npkd_hw hw = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
+        cp_init(e, &c, &k->mem, t, &hw);
+        e->tables_ready = 1;
+        e->journal = journal_or_die;
+        kill_at = at;
+        CHECK(run_until_killed(k, &c, e) == (at < JOURNAL_WRITES));
+        CHECK(kill_at == (at < JOURNAL_WRITES ? -1 : 0));
+        fclose(journal_file);
+        cp_free(e);
+        free(e);
+        tables_free(t);                                /* killed: the next daemon starts */
+        CHECK(tables_init(t, &c, &k->mem) == 0);
+        tables_load L;
+        CHECK(tables_load_begin(t, &L, 0, path) == 0);
+        L.restart = 1;
+        int rc;
+        while (!(rc = tables_load_step(t, &L, 4))) {
+        }
+        CHECK(rc == 1);
+        if (rc != 1) printf("  killed at journal write %d: %s\n", at, L.err);
+        CHECK(L.jline == (uint32_t)at);
+        tables_load_end(&L);
+        CHECK(model_agrees(t, &k->mem, JOURNAL_PROBES, (int)(sizeof JOURNAL_PROBES / sizeof JOURNAL_PROBES[0])));
+        /* ... and the restarted daemon's own changes go on from there */
+        route_cfg r2 = {0x14020000u, 0x0A00014Du, 16, 1};
+        int had = lpm_get(&t->trie, r2.prefix, r2.len, NULL);
+        CHECK((had ? tables_del_route(t, r2.prefix, r2.len) : tables_add_route(t, &r2)) == 0);
+        CHECK(model_agrees(t, &k->mem, JOURNAL_PROBES, (int)(sizeof JOURNAL_PROBES / sizeof JOURNAL_PROBES[0])));
+        tables_free(t);
+        free(t);
+        remove(path);
+        fake_free(k, &c);
+        free(k);
+    }
+}
+
+static int lines_in(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0, ch;
+    if (!f) return -1;
+    while ((ch = fgetc(f)) != EOF) n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+/* A change that fails leaves no trace: out of pool (an add with a next-hop entry of its
+ * own, a del that would need a new node) and the next-hop table full, the model, the
+ * next-hop table and what the fast path walks are as before, and no journal line is
+ * written (a restart replays the journal and agrees with SRAM). */
+static void test_failed_change_leaves_no_trace(void)
+{
+    fake *k = calloc(1, sizeof *k);
+    npkd_cfg c;
+    fake_init(k, &c);
+    char path[] = "/tmp/npkd-wal-XXXXXX", err[200];
+    int fd = mkstemp(path);
+    journal_file = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(journal_file != NULL);
+    if (!journal_file) return;
+    tables *t = calloc(1, sizeof *t);
+    CHECK(tables_init(t, &c, &k->mem) == 0);
+    CHECK(tables_build(t, 1, err, sizeof err) == 0);
+    t->trie.alloc.capacity = t->trie.alloc.high_water + 8;   /* room for a few nodes more */
+    cp *e = calloc(1, sizeof *e);
+    npkd_hw hw = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
+    cp_init(e, &c, &k->mem, t, &hw);
+    e->tables_ready = 1;
+    e->journal = journal_or_die;
+    kill_at = -1000;
+    uint32_t probe[40];
+    int np = 0, added = 0, rc = 0;
+    for (uint32_t i = 0; i < 32 && !rc; i++) {        /* 20.i.1/24 and 20.i.2/24 via 10.0.0.2 */
+        route_cfg r = {0x14000100u | i << 16, 0x0A000002u, 24, 0};
+        rc = cp_route_add(e, &r, CHG_SOCKET);
+        if (!rc) {
+            r.prefix += 0x100;
+            rc = cp_route_add(e, &r, CHG_SOCKET);
+            added += 2 - !!rc;
+        } else {
+            CHECK(rc == -2);
+        }
+        probe[np++] = r.prefix | 0x21;
+    }
+    CHECK(rc == -2 && added >= 4);                    /* the pool ran out */
+    CHECK(pool_consistent(&t->trie, &k->mem, 0));
+    uint32_t nh_n = t->nh.n, routes = t->trie.nroutes, gen = npkd_sram_rd(&k->mem, c.lay.ctl + 8);
+    route_cfg fresh = {0x15000100u, 0x0A000163u, 24, 1};   /* 21.0.1/24 via 10.0.1.99: a new entry */
+    CHECK(cp_route_add(e, &fresh, CHG_SOCKET) == -2);
+    CHECK(!lpm_get(&t->trie, fresh.prefix, fresh.len, NULL) && t->nh.n == nh_n && t->trie.nroutes == routes);
+    CHECK(npkd_sram_rd(&k->mem, c.lay.ctl + 8) == gen && lpm_walk(&k->mem, &c.lay, 0x15000101u) == 0);
+    CHECK(cp_route_del(e, 0x14000100u, 24, CHG_SOCKET) == -2);   /* 20.0.1/24 stays: a new node */
+    CHECK(lpm_get(&t->trie, 0x14000100u, 24, NULL) && t->trie.nroutes == routes);
+    CHECK(cp_route_del(e, 0x63000000u, 8, CHG_SOCKET) == -4);    /* no such route */
+    CHECK(pool_consistent(&t->trie, &k->mem, 0));
+    probe[np++] = 0x15000101u;
+    probe[np++] = 0x14000101u;
+    CHECK(model_agrees(t, &k->mem, probe, np));
+    /* the next-hop table full: no line either */
+    c.lay.nh_cap = t->nh.n;
+    route_cfg more = {0x14000100u, 0x0A0001C8u, 24, 1};  /* a replacement via 10.0.1.200: a new entry */
+    CHECK(cp_route_add(e, &more, CHG_SOCKET) == -2 && t->nh.n == nh_n);
+    CHECK(e->stats[ST_routes_added] == (uint32_t)added && e->stats[ST_route_errors] == 5);
+    fclose(journal_file);
+    CHECK(lines_in(path) == added);
+    cp_free(e);
+    free(e);
+    tables_free(t);
+    CHECK(tables_init(t, &c, &k->mem) == 0);           /* restarted: the journal replays */
+    tables_load L;
+    CHECK(tables_load_begin(t, &L, 0, path) == 0);
+    L.restart = 1;
+    while (!(rc = tables_load_step(t, &L, 64))) {
+    }
+    CHECK(rc == 1 && t->trie.nroutes == routes && t->nh.n == nh_n);
+    tables_load_end(&L);
+    CHECK(model_agrees(t, &k->mem, probe, np));
+    tables_free(t);
+    free(t);
+    remove(path);
+    fake_free(k, &c);
+    free(k);
+}
+
 int main(void)
 {
     test_checksums();
@@ -1232,6 +1458,8 @@ int main(void)
     test_lpm_grace_clock();
     test_engine();
     test_owned();
+    test_journal_kill();
+    test_failed_change_leaves_no_trace();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
