@@ -318,7 +318,6 @@ def test_trace_refuses_packet_buffers_it_cannot_follow(tmp_path: Path, packets: 
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["trace", str(TTL), "-o", str(TTL)], "-o is also the input IMAGE: writing it would destroy it"),
     (["trace", str(TTL), "--cycles", str(10**20), "-o", "t.json"], "is not in the range 0<=x<=1000000000000000"),
     (["trace", str(TTL), "--me", "0,0", "-o", "t.json"], "ME list '0,0' names ME 0x00 twice"),
     (["debug", str(TTL), "-D", "=4", "--batch", "/dev/null"], "-D =4: expected NAME=VALUE"),
@@ -328,7 +327,13 @@ def test_trace_refuses_packet_buffers_it_cannot_follow(tmp_path: Path, packets: 
     (["why", "0", "--image", str(TTL), "--cycles", str(10**20)], "is not in the range"),
 ])  # fmt: skip
 def test_debug_trace_why_usage_errors_exit_2(args: list[str], message: str) -> None:
-    before = TTL.read_bytes()
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 2 and message in r.output, r.output
-    assert TTL.read_bytes() == before
+
+
+def test_trace_does_not_write_over_its_image(tmp_path: Path) -> None:
+    src = tmp_path / "ttl.uc"
+    src.write_bytes(TTL.read_bytes())
+    r = CliRunner().invoke(main, ["trace", str(src), "--cycles", "100", "-o", str(src)])
+    assert r.exit_code == 2 and "-o is also the input IMAGE: writing it would destroy it" in r.output, r.output
+    assert src.read_bytes() == TTL.read_bytes()
