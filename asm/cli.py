@@ -10,7 +10,13 @@ from pathlib import Path
 
 import click
 
-from npkit.toolchain.writing import OutputError, write_all, write_output
+from npkit.toolchain.writing import (
+    OutputError,
+    SameFileError,
+    refuse_overwrite,
+    write_all,
+    write_output,
+)
 
 from .errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
 
@@ -67,6 +73,10 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
 
     diags = Diagnostics()
     out_path = Path(output) if output else Path(source).with_suffix(".elf")
+    try:
+        refuse_overwrite([("-o", out_path), ("--list", listing)], [("SOURCE", source)])
+    except SameFileError as e:
+        raise click.UsageError(str(e)) from None
     try:
         asm = assemble(source, include_dirs, defines,
                        int(contexts) if contexts else None, diags)  # fmt: skip
@@ -131,6 +141,10 @@ def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str |
     """Disassemble an ELF image, a hex dump or a C byte array into reassemblable source."""
     from .disasm import disassemble, pick, read_words
 
+    try:
+        refuse_overwrite([("-o", output)], [("SOURCE", source)])
+    except SameFileError as e:
+        raise click.UsageError(str(e)) from None
     try:
         progs = pick(read_words(source), program, source, every=as_json)
         parts = []

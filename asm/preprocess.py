@@ -539,12 +539,14 @@ class _Preprocessor:
         body = []
         for bl in macro.body:
             b = bl.loc
-            body.append(
-                _Line(
-                    _substitute(bl.text, mapping),
-                    SourceLoc(b.file, b.line, b.col, b.text, chain),
+            text = _substitute(bl.text, mapping)
+            if len(text) > MAX_EXPANDED_LENGTH:  # arguments that grow with each nested call
+                raise AsmError(
+                    f"macro expansion too large (a line of more than {MAX_EXPANDED_LENGTH} characters)"
+                    f" in '{macro.name}'",
+                    call.loc,
                 )
-            )
+            body.append(_Line(text, SourceLoc(b.file, b.line, b.col, b.text, chain)))
         start = len(self.out)
         self.run_block(body, call.loc)
         if self.unique_macro_labels and len(self.out) > start:

@@ -49,6 +49,10 @@ class LoadError(ValueError):
     """The image cannot be loaded on this chip; the message says why."""
 
 
+class MeListError(LoadError):
+    """MEs named (--me, IMAGE@MES) that do not parse or are not on this chip."""
+
+
 def parse_me_list(text: str | None, config: str | os.PathLike[str] | Mapping[str, Any] = "ixp2800") -> list[int] | None:
     """The MEs a user names, as the flat indices the loader takes; empty -> None (the
     image's own assignment).  `config` is the chip (config name, path or loaded dict):
@@ -63,7 +67,7 @@ def parse_me_list(text: str | None, config: str | os.PathLike[str] | Mapping[str
     try:
         return me_names.parse_me_list(text, me_names.per_cluster(raw), int(raw["num_me"]))
     except me_names.MeNameError as e:
-        raise LoadError(str(e)) from None
+        raise MeListError(str(e)) from None
 
 
 def _targets(prog: Any, num_me: int, mes: list[int] | None) -> list[int]:

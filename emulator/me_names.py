@@ -89,11 +89,14 @@ def parse_me_list(text: str, k: int, num_me: int) -> list[int]:
             continue
         lo, sep, hi = part.partition("-")
         if not lo.strip() or (sep and not hi.strip()):
-            raise MeNameError(f"ME range {part!r}: expected FIRST-LAST, e.g. 0x10-0x13")
+            raise MeNameError(f"ME {part!r}: expected an ME (0x10, 1:0, 8) or a range FIRST-LAST (0x10-0x13)")
         a = parse_me(lo, k, num_me)
         b = parse_me(hi, k, num_me) if sep else a
         if b < a:
             raise MeNameError(f"ME range {part!r} runs backwards")
+        again = sorted(set(out) & set(range(a, b + 1)))
+        if again:  # one ME twice would load one program over itself
+            raise MeNameError(f"ME list {text!r} names ME {me_name(again[0], k)} twice")
         out.extend(range(a, b + 1))
     if not out:
         raise MeNameError(f"ME list {text!r} names no ME")

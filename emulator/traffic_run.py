@@ -64,6 +64,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from npkit.toolchain.writing import make_dir
+
 from .binding import Chip, EmulatorError
 from .msf_device import DROP_NAMES, MsfDevice, MsfError
 from .pktlib import lib as pktlib
@@ -305,8 +307,7 @@ class TrafficRun:
         OUT/dispositions.json (`write_captures` finishes both).  Call before running."""
         if self.chunks or self.now_ns:
             raise MsfError("captures are written as frames leave: ask for them before the run starts")
-        outdir = Path(outdir)
-        outdir.mkdir(parents=True, exist_ok=True)
+        outdir = make_dir(outdir)
         self.capture_dir = outdir
         self._writers = {p: PcapWriter(outdir / f"port{p}.pcap") for p in range(self.dev.ports)}
         self._spools = {"drop": _FateSpool(outdir), "exception": _FateSpool(outdir)}
@@ -324,7 +325,7 @@ class TrafficRun:
             assert self._spools is not None
             drops, excs = self._spools["drop"].sorted(), self._spools["exception"].sorted()
         elif self.out is not None and self._mem_fates is not None:
-            outdir.mkdir(parents=True, exist_ok=True)
+            make_dir(outdir)
             gen = self.generated_out or {}
             for p, frames in self.out.items():
                 with PcapWriter(outdir / f"port{p}.pcap") as w:

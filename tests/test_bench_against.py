@@ -184,3 +184,22 @@ def test_benchmarks_that_leave_threads_run_after_the_others(monkeypatch: pytest.
     ran.clear()
     bench.run_benchmarks(["dask", "alpha"], quick=True)
     assert ran == ["dask", "alpha"]
+
+
+def test_against_npk_must_be_an_executable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare name in the current directory was looked up on PATH: a FileNotFoundError
+    traceback after a whole warm-up demo of this tree."""
+    from npkit.toolchain.system.against import AgainstError, runnable_npk
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "npk-old").write_text("#!/bin/sh\nexit 0\n")
+    with pytest.raises(AgainstError, match="npk-old: not executable"):
+        runnable_npk("npk-old")
+    (tmp_path / "npk-old").chmod(0o755)
+    assert runnable_npk("npk-old") == tmp_path / "npk-old"
+    r = CliRunner().invoke(bench_cmd, ["--against-npk", str(tmp_path)])
+    assert r.exit_code == 2
+    (tmp_path / "plain").write_text("x")
+    r = CliRunner().invoke(bench_cmd, ["--against-npk", "plain", "--quick"])
+    assert r.exit_code == 1 and "plain: not executable" in r.output, r.output
+    assert isinstance(r.exception, SystemExit)

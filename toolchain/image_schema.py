@@ -100,11 +100,36 @@ class RingMeta(BaseModel):
     margin: irange(0, 1024) = Field(0, description="entries kept free for in-flight puts")
 
 
+class ControlMeta(BaseModel):
+    """A router image's control plane (`meta.control`, written by `npk link`; what `npk run`
+    starts the daemon from)."""
+
+    model_config = ConfigDict(extra="allow")
+    placement: Literal["xscale", "gpe", "host"] = Field(description="where the daemon runs")
+    program: StrictStr = Field(description="the daemon's program (xscale/<program>)")
+    args: list[StrictStr] = Field(default_factory=list, description="its command line")
+    ring: StrictStr | None = Field(None, description="the layout's ring the daemon sends frames on")
+    options: dict[str, StrictInt] = Field(default_factory=dict, description="the daemon's tunables")
+    exceptions_ring: irange(0, 15) = Field(description="scratch ring number of the exception path")
+    ring_number: irange(0, 15) | None = Field(None, description="scratch ring number of `ring`")
+    elf: StrictStr | None = Field(None, description="the ARM build")
+    native: StrictStr | None = Field(None, description="the native build (placement gpe)")
+
+
 class ExtraMeta(BaseModel):
-    """Free-form image metadata (layout, graph, router, ...); `rings` is typed."""
+    """Image metadata from the linker (layout, graph, router, ...): free-form beyond the
+    fields typed here, which the commands that run an image read."""
 
     model_config = ConfigDict(extra="allow")
     rings: dict[str, RingMeta] | None = Field(None, description="scratch rings by name")
+    control: ControlMeta | None = Field(None, description="the control plane of a router image")
+    router: dict[str, Any] | None = Field(None, description="the router configuration linked in (mapping)")
+    router_config: StrictStr | None = Field(None, description="the file it came from")
+    sysmap: dict[str, StrictInt] | None = Field(None, description="the system memory map (name: value)")
+    params: dict[str, Any] | None = Field(None, description="the layout's parameters")
+    layout: StrictStr | None = Field(None, description="the layout's name")
+    exceptions: StrictStr | None = Field(None, description="the layout's exception ring")
+    graph: dict[str, Any] | None = Field(None, description="blocks and rings, as `npk link --json` prints")
 
 
 class ImageMeta(_Strict):

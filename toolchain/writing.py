@@ -24,6 +24,38 @@ class OutputError(ValueError):
         self.path = Path(path)
 
 
+class SameFileError(OutputError):
+    """An output that names an input of the same command, or another of its outputs: the
+    write would destroy what is being read, or one output the other."""
+
+
+Named = tuple[str, str | Path | None]  # (how the command names it: "-o", "SOURCE", ...; the path)
+
+
+def _same(a: Path, b: Path) -> bool:
+    """The same file or directory: one inode when both exist, else the same normalised path."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def refuse_overwrite(outputs: list[Named], inputs: list[Named]) -> None:
+    """Raise SameFileError when an output is one of the inputs (a link, a path spelt
+    otherwise, the same directory) or two outputs are one file; None paths are not given."""
+    outs = [(name, Path(p)) for name, p in outputs if p is not None]
+    ins = [(name, Path(p)) for name, p in inputs if p is not None]
+    for i, (name, out) in enumerate(outs):
+        for in_name, path in ins:
+            if _same(out, path):
+                raise SameFileError(out, f"{name} is also the input {in_name}: writing it would destroy it")
+        for other, path in outs[:i]:
+            if _same(out, path):
+                raise SameFileError(out, f"{other} and {name} name the same file")
+
+
 def _mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -57,6 +89,19 @@ def write_all(files: list[tuple[Path, bytes]]) -> None:
 def write_output(path: str | Path, data: bytes | str) -> None:
     """Write one file whole (text as UTF-8); raises OutputError."""
     write_all([(Path(path), data.encode() if isinstance(data, str) else data)])
+
+
+def make_dir(path: str | Path) -> Path:
+    """An output directory, made with its parents when missing; OutputError when it cannot
+    be (a file is in the way, a parent is a file, no permission)."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(p, "a file is there, not a directory") from None
+    except OSError as e:
+        raise OutputError(p, e) from None
+    return p
 
 
 def check_writable(path: str | Path) -> None:

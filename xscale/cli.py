@@ -88,6 +88,16 @@ def xscale_cmd() -> None:
 @click.option("--gpe", is_flag=True, help="Native build for the gpe placement (default: ARM for the XScale).")
 def build_cmd(sources: tuple[str, ...], output: str, gpe: bool) -> None:
     """Compile C SOURCES (with xscale/lib/npk_xscale.c) into a static ARMv5TE executable."""
+    from npkit.toolchain.writing import OutputError, SameFileError, check_writable, refuse_overwrite
+
+    try:
+        refuse_overwrite([("-o", output)], [(f"SOURCES ({s})", s) for s in sources])
+    except SameFileError as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        check_writable(output)
+    except OutputError as e:
+        raise click.ClickException(str(e)) from None
     try:
         out = build(list(sources), output, native=gpe)
     except BuildError as e:
@@ -103,7 +113,7 @@ def build_cmd(sources: tuple[str, ...], output: str, gpe: bool) -> None:
 @click.option("--cycles", default=100_000_000, show_default=True, type=click.IntRange(min=1),
               help="ME-cycle budget: a program still running or waiting when it runs out fails the run.")
 @click.option("--placement", type=click.Choice(PLACEMENTS), default="xscale", show_default=True)
-@click.option("--gdb", "gdb_port", type=int, default=None, help="Wait for gdb on 127.0.0.1:PORT.")
+@click.option("--gdb", "gdb_port", type=click.IntRange(1, 65535), default=None, help="Wait for gdb on 127.0.0.1:PORT.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def run_cmd(program: str, args: tuple[str, ...], image: str | None, config: str, cycles: int, placement: str,
             gdb_port: int | None, as_json: bool) -> None:  # fmt: skip

@@ -40,6 +40,8 @@ class GdbStub:
     def __init__(self, core: XScaleCore, port: int, host: str = "127.0.0.1") -> None:
         self.core = core
         self.port = port
+        if not 1 <= port <= 65535:
+            raise XScaleError(f"gdb port {port}: a TCP port is 1..65535")
         self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

@@ -16,6 +16,15 @@ from typing import Any, NoReturn
 
 import click
 
+from npkit.toolchain.writing import (
+    Named,
+    OutputError,
+    SameFileError,
+    make_dir,
+    refuse_overwrite,
+    write_output,
+)
+
 from .compare import ControlPlaneAnswered, compare_dirs, predict
 from .dataset import (
     DatasetError,
@@ -33,7 +42,15 @@ from .routes import MAX_RANDOM_ROUTES, RouteError, parse_route_columns
 from .spec import SpecError, WireModel, load_spec
 from .spec_forms import MAX_SEED
 
-ERRORS = (SpecError, ConfigError, RouteError, PcapError, DatasetError, ReasonError, OSError)
+ERRORS = (SpecError, ConfigError, RouteError, PcapError, DatasetError, ReasonError, OutputError, OSError)
+
+
+def _refuse_overwrite(outputs: list[Named], inputs: list[Named]) -> None:
+    """An output naming an input is a usage error (exit 2)."""
+    try:
+        refuse_overwrite(outputs, inputs)
+    except SameFileError as e:
+        raise click.UsageError(str(e)) from None
 
 
 @contextmanager
@@ -117,11 +134,12 @@ def _gen_text(s: dict[str, Any]) -> str:
 def routes_cmd(count: int, seed: int, config: Path | None, ports: int, lengths: str, out: Path,
                as_json: bool) -> None:
     """Write a random route table of COUNT prefixes (deterministic for SEED)."""
+    _refuse_overwrite([("-o", out)], [("--config", config)])
     with _errors():
         from npkit.toolchain.system.tables import random_routes_text
 
         text, nhops = random_routes_text(count, seed, config, ports, lengths)
-        out.write_text(text)
+        write_output(out, text)
         hist = dict(sorted(Counter(parse_route_columns(text).length).items()))
     summary = {"file": str(out), "routes": count, "seed": seed,
                "next_hops": nhops, "lengths": hist}
@@ -185,6 +203,8 @@ def summarise(path: Path, config: RouterConfig | None = None) -> dict[str, Any]:
         records = read_pcap(path)
         return {"file": str(path), **_port_summary(records, WireModel())}
     manifest = load_manifest(path) or {}
+    if not manifest and not port_pcaps(path):
+        raise DatasetError(f"{path}: no port<N>.pcap files (not a traffic directory)")
     wires = {p["port"]: WireModel(**p["wire"]) for p in manifest.get("ports", []) if "wire" in p}
     ports = {}
     for port, file in port_pcaps(path).items():
@@ -250,11 +270,12 @@ def _show_text(s: dict[str, Any]) -> str:
 def predict_cmd(in_dir: Path, config: Path, outdir: Path, as_json: bool) -> None:
     """Write what the reference router does with IN_DIR's packets, as an emulator would:
     OUT/port<N>.pcap (forwarded, in arrival order) and OUT/dispositions.json."""
+    _refuse_overwrite([("-o", outdir)], [("IN_DIR", in_dir), ("--config", config)])
     with _errors():
         cfg = RouterConfig.load(config)
         inputs = load_traffic(in_dir)
         outcomes = predict(cfg, inputs)
-        outdir.mkdir(parents=True, exist_ok=True)
+        make_dir(outdir)
         writers = {p.index: PcapWriter(outdir / f"port{p.index}.pcap") for p in cfg.ports}
         try:
             for pkt, out in zip(inputs, outcomes, strict=True):

@@ -45,6 +45,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from npkit.toolchain.writing import make_dir
+
 from .packet import (
     ARP,
     ARP_REPLY,
@@ -926,8 +928,7 @@ def write_traffic(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Write DIR/port<N>.pcap and DIR/manifest.json; returns a summary."""
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    outdir = make_dir(outdir)
     started = time.perf_counter()
     scheds = schedules(spec)
     total = sum(len(s) for s in scheds)

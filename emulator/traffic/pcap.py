@@ -20,6 +20,18 @@ from typing import BinaryIO, NamedTuple, Self
 MAGIC_USEC = 0xA1B2C3D4
 MAGIC_NSEC = 0xA1B23C4D
 PCAPNG_MAGIC = 0x0A0D0D0A
+
+
+def looks_like_pcap(path: str | Path) -> bool:
+    """The file starts with a pcap or pcapng magic number (either byte order)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return False
+    if len(head) < 4:
+        return False
+    return any(struct.unpack(order + "I", head)[0] in (MAGIC_USEC, MAGIC_NSEC, PCAPNG_MAGIC) for order in "<>")
 LINKTYPE_ETHERNET = 1
 DEFAULT_SNAPLEN = 262144
 MAX_RECORD = 262144  # largest captured length a record may claim (tcpdump's largest snaplen)

@@ -291,8 +291,12 @@ def load_traffic_source(path: str | Path, duration_ns: int | None = None,
             return CaptureTraffic(path, duration_ns)
         except (OSError, ValueError) as e:
             raise TrafficError(str(e)) from None
+    from .pcap import looks_like_pcap
     from .spec import SpecError, load_spec
 
+    if looks_like_pcap(path):
+        raise TrafficError(f"{path}: a pcap file, not a traffic spec; give the directory that holds it as "
+                           "port<N>.pcap (N the input port), or a traffic spec (YAML)")  # fmt: skip
     try:
         extra = {} if duration_ns is None else {"duration_ns": duration_ns}
         spec = load_spec(path, overrides={**(overrides or {}), **extra})

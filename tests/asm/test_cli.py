@@ -230,3 +230,19 @@ def test_a_very_long_source_line_is_echoed_cut(tmp_path: Path) -> None:
     r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "l.elf")])
     assert r.exit_code == 1 and f"{src}:2:5: error: unknown instruction 'aaa" in r.output
     assert len(r.output) < 1000 and "\u2026" in r.output
+
+
+def test_an_output_naming_the_source_is_refused_and_the_source_kept(tmp_path: Path) -> None:
+    src = tmp_path / "p.uc"
+    src.write_text(GOOD)
+    for args in (["-o", str(src)], ["--list", str(src)], ["-o", str(tmp_path / "p.elf"), "--list", str(src)]):
+        r = _run(asm_cmd, [str(src), *args])
+        assert r.exit_code == 2 and "is also the input SOURCE: writing it would destroy it" in r.output, r.output
+        assert src.read_text() == GOOD
+    r = _run(asm_cmd, [str(src), "-o", str(tmp_path / "x.elf"), "--list", str(tmp_path / "." / "x.elf")])
+    assert r.exit_code == 2 and "-o and --list name the same file" in r.output and not (tmp_path / "x.elf").exists()
+    assert _run(asm_cmd, [str(src), "-o", str(tmp_path / "p.elf")]).exit_code == 0
+    image = (tmp_path / "p.elf").read_bytes()
+    r = _run(disasm_cmd, [str(tmp_path / "p.elf"), "-o", str(tmp_path / "p.elf")])
+    assert r.exit_code == 2 and "-o is also the input SOURCE" in r.output
+    assert (tmp_path / "p.elf").read_bytes() == image

@@ -975,3 +975,16 @@ def test_fuzz_never_raises_anything_but_located_errors(
     else:
         assert all(isinstance(ln, LogicalLine) and ln.text == ln.text.strip() for ln in out)
         assert all(ln.text for ln in out)
+
+
+def test_a_macro_whose_argument_doubles_each_call_is_stopped_by_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    # m(x) calls m(x x): the argument doubles with every nested call, so the size of the
+    # expansion (not the nesting limit, 2^64 characters away) has to stop it
+    monkeypatch.setattr(pp_mod, "MAX_MACRO_DEPTH", 24)  # main reached this at 2^24 characters a line
+    e = error_of("""\
+        #macro m(a)
+        m(a a)
+        #endm
+        m(x)
+        """)
+    assert f"macro expansion too large (a line of more than {pp_mod.MAX_EXPANDED_LENGTH} characters) in 'm'" in e.message

@@ -284,8 +284,8 @@ def test_why_by_traffic_id_of_a_frame_loaded_with_the_image() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--cycles", "1000", "--from", "100", "--to", "50"], "empty window: --from 100 must not be after --to 50"),
-    (["--cycles", "-5"], "Invalid value for '--cycles': -5 is not in the range x>=0"),
-    (["--from", "-1"], "Invalid value for '--from': -1 is not in the range x>=0"),
+    (["--cycles", "-5"], "Invalid value for '--cycles': -5 is not in the range 0<=x<=1000000000000000"),
+    (["--from", "-1"], "Invalid value for '--from': -1 is not in the range 0<=x<=1000000000000000"),
 ])  # fmt: skip
 def test_trace_checks_its_window_before_running(tmp_path: Path, args: list[str], message: str) -> None:
     out = tmp_path / "t.json"
@@ -302,3 +302,38 @@ def test_trace_window_api_checks() -> None:
         check_window(-5, 0, None)
     with pytest.raises(TraceError, match="--from 100 must not be after --to 50"):
         check_window(1000, 100, 50)
+
+
+@pytest.mark.parametrize(("packets", "message"), [
+    ("0x100000:2048:0", "expected BASE:SIZE[:COUNT] with BASE >= 0 and COUNT >= 1, got '0x100000:2048:0'"),
+    ("-1:2048", "with BASE >= 0 and COUNT >= 1, got '-1:2048'"),
+    ("0xffffffff:2048:4", "--packets: buffers [0xffffffff, 0x100001fff) run past DRAM (0x0..0x3ffffff)"),
+])  # fmt: skip
+def test_trace_refuses_packet_buffers_it_cannot_follow(tmp_path: Path, packets: str, message: str) -> None:
+    """They were taken as given: a trace that follows no packet, and says nothing."""
+    r = CliRunner().invoke(main, ["trace", str(TTL), "--cycles", "100", "--packets", packets,
+                                  "-o", str(tmp_path / "t.json")])  # fmt: skip
+    assert r.exit_code == 1 and message in r.output, r.output
+    assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["trace", str(TTL), "--cycles", str(10**20), "-o", "t.json"], "is not in the range 0<=x<=1000000000000000"),
+    (["trace", str(TTL), "--me", "0,0", "-o", "t.json"], "ME list '0,0' names ME 0x00 twice"),
+    (["debug", str(TTL), "-D", "=4", "--batch", "/dev/null"], "-D =4: expected NAME=VALUE"),
+    (["debug", str(TTL), "-D", "io=host", "--batch", "/dev/null"], "-D sets layout parameters; the target is not a layout"),
+    (["debug", str(PIPELINED), "--me", "0", "--batch", "/dev/null"], "--me: a layout names its blocks' MEs"),
+    (["why", "0"], "name the run: --run DIR, or --image IMAGE"),
+    (["why", "0", "--image", str(TTL), "--cycles", str(10**20)], "is not in the range"),
+])  # fmt: skip
+def test_debug_trace_why_usage_errors_exit_2(args: list[str], message: str) -> None:
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+def test_trace_does_not_write_over_its_image(tmp_path: Path) -> None:
+    src = tmp_path / "ttl.uc"
+    src.write_bytes(TTL.read_bytes())
+    r = CliRunner().invoke(main, ["trace", str(src), "--cycles", "100", "-o", str(src)])
+    assert r.exit_code == 2 and "-o is also the input IMAGE: writing it would destroy it" in r.output, r.output
+    assert src.read_bytes() == TTL.read_bytes()

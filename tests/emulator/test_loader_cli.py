@@ -236,3 +236,38 @@ def test_local_memory_data_past_the_end_is_refused() -> None:
         load_image(chip, _image(init_mem=[("lmem", 4 * 638, bytes(12))]))
     with pytest.raises(LoadError, match="whole longwords"):
         load_image(chip, _image(init_mem=[("lmem", 2, bytes(4))]))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--me", "99"], "ME '99' does not exist on this chip"),
+    (["--me", "0,0"], "ME list '0,0' names ME 0x00 twice"),
+    (["--me", "abc"], "ME 'abc': expected a hardware number"),
+    (["--xscale-gdb", "5555"], "--xscale-gdb needs an XScale program"),
+    (["--xscale-placement", "gpe"], "--xscale-placement needs an XScale program"),
+    (["--xscale-arg", "x"], "--xscale-arg is an argument of the --xscale PROGRAM"),
+    (["--xscale-gdb", "70000"], "70000 is not in the range 1<=x<=65535"),
+])  # fmt: skip
+def test_npk_run_options_that_name_nothing_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    """MEs the chip lacks and XScale options without a program were exit 1 or ignored."""
+    hello = _asm_file(tmp_path, "hello.uc")
+    res = CliRunner().invoke(run_cmd, [str(hello), *args])
+    assert res.exit_code == 2 and message in res.output, res.output
+
+
+def test_npk_run_refuses_captures_over_its_traffic_and_a_pcap_given_as_a_spec(tmp_path: Path) -> None:
+    from npkit.toolchain.cli import main
+
+    pt = _asm_file(tmp_path, "passthrough/passthrough.uc")
+    traffic = tmp_path / "in"
+    assert CliRunner().invoke(main, ["traffic", "gen", str(EXAMPLES / "passthrough" / "min64.yaml"), "-o",
+                                     str(traffic), "--count", "4"]).exit_code == 0  # fmt: skip
+    before = (traffic / "port0.pcap").read_bytes()
+    res = CliRunner().invoke(run_cmd, [str(pt), "--traffic", str(traffic), "--capture", str(traffic / "."),
+                                       "--duration-ms", "0.01"])  # fmt: skip
+    assert res.exit_code == 2 and "--capture is also the input --traffic" in res.output, res.output
+    assert (traffic / "port0.pcap").read_bytes() == before
+    res = CliRunner().invoke(run_cmd, [str(pt), "--traffic", str(traffic / "port0.pcap"), "--duration-ms", "0.01"])
+    assert res.exit_code == 1 and "port0.pcap: a pcap file, not a traffic spec" in res.output, res.output
+    res = CliRunner().invoke(run_cmd, [str(pt), "--traffic", str(traffic), "--capture", str(traffic / "port0.pcap" / "x"),
+                                       "--duration-ms", "0.01"])  # fmt: skip
+    assert res.exit_code == 1 and res.output.strip().endswith("port0.pcap/x: Not a directory"), res.output

@@ -3,13 +3,14 @@ the flat index inside, and every way a user names an ME (npkit.emulator.me_names
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from npkit.emulator.binding import Chip
-from npkit.emulator.loader import LoadError, parse_me_list
+from npkit.emulator.loader import LoadError, MeListError, parse_me_list
 from npkit.emulator.me_names import MeNameError, parse_me
 from npkit.toolchain.commands.run import run_cmd
 from npkit.toolchain.image import Image, Program, write_image
@@ -84,4 +85,13 @@ def test_npk_run_names_the_me_the_hardware_way(tmp_path: Path) -> None:
     res = CliRunner().invoke(run_cmd, [f"{path}@0x13", "--config", "ixp2400", "--cycles", "100"])
     assert res.exit_code == 0 and " ME 0x13 p " in res.output
     res = CliRunner().invoke(run_cmd, [str(path), "--me", "0x08", "--cycles", "100"])
-    assert res.exit_code == 1 and "0x00-0x07, 0x10-0x17" in res.output and "Traceback" not in res.output
+    # a usage error (exit 2): the option names an ME the chip does not have
+    assert res.exit_code == 2 and "0x00-0x07, 0x10-0x17" in res.output and "Traceback" not in res.output
+
+
+def test_an_me_named_twice_or_a_dangling_dash_is_refused_with_what_is_wrong() -> None:
+    for text, message in (("0,0", "ME list '0,0' names ME 0x00 twice"), ("0-3,2", "names ME 0x02 twice"),
+                          ("1:0,0x10", "names ME 0x10 twice"),
+                          ("-1", "ME '-1': expected an ME (0x10, 1:0, 8) or a range FIRST-LAST")):  # fmt: skip
+        with pytest.raises(MeListError, match=re.escape(message)):
+            parse_me_list(text, "ixp2800")

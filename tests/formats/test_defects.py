@@ -255,6 +255,12 @@ def test_a_replay_loop_stops_at_the_run_end(tmp_path: Path) -> None:
     ({"init_regs": [("a0", None, 1 << 40)]}, "programs[0].init_regs[0][2]: must be in 0..2^32-1, got 1099511627776"),
     ({"init_mem": [("dram", (1 << 64) - 1, b"AAAA")]}, "programs[0].init_mem[0][1]: must be in 0..2^32-1"),
     ({"meta": 1.5}, "meta: expected a mapping (key: value ...), got 1.5"),
+    # what `npk run` reads of a router image: a traceback (control) or taken as it was
+    ({"meta": {"control": "npkd"}}, "meta.control: expected a mapping (key: value ...), got 'npkd'"),
+    ({"meta": {"control": {"placement": "xscale", "program": "npkd", "exceptions_ring": 99}}},
+     "meta.control.exceptions_ring: must be in 0..15, got 99"),
+    ({"meta": {"sysmap": {"n_bufs": "many"}}}, "meta.sysmap.n_bufs: expected an integer, got 'many'"),
+    ({"meta": {"router": [1]}}, "meta.router: expected a mapping (key: value ...), got a list"),
 ])  # fmt: skip
 def test_image_metadata_is_checked(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     prog = Program("p", [0xF000000300], **{k: v for k, v in change.items() if k != "meta"})
@@ -414,3 +420,28 @@ def test_experiment_designs_are_in_docs_formats_md() -> None:
     section = md.split("## Experiment design", 1)[1].split("\n## ", 1)[0]
     assert f"1..{MAX_REPLICATIONS}; points x replications <= {MAX_RUNS:,}" in section
     assert "`trial_ms` `1.0`" in section and "latency_p99_us" in section
+
+
+def test_formats_check_of_a_binary_file_says_stale(tmp_path: Path) -> None:
+    f = tmp_path / "formats.md"
+    f.write_bytes(b"\xff\xfe\x00garbage")
+    r = CliRunner().invoke(main, ["formats", "--check", str(f)])
+    assert r.exit_code == 1 and f"{f} is stale" in _no_traceback(r)
+    crlf = tmp_path / "crlf.md"
+    crlf.write_bytes((ROOT / "docs" / "formats.md").read_bytes().replace(b"\n", b"\r\n"))
+    r = CliRunner().invoke(main, ["formats", "--check", str(crlf)])
+    assert r.exit_code == 0 and "is current" in r.output
+
+
+def test_refuse_overwrite_compares_files_not_spellings(tmp_path: Path) -> None:
+    from npkit.toolchain.writing import SameFileError, refuse_overwrite
+
+    src = tmp_path / "a.uc"
+    src.write_text("x")
+    (tmp_path / "link.uc").symlink_to(src)
+    refuse_overwrite([("-o", tmp_path / "a.elf"), ("--list", None)], [("SOURCE", src), ("--config", None)])
+    for out in (src, tmp_path / "." / "a.uc", tmp_path / "link.uc"):
+        with pytest.raises(SameFileError, match="-o is also the input SOURCE"):
+            refuse_overwrite([("-o", out)], [("SOURCE", src)])
+    with pytest.raises(SameFileError, match="-o and --list name the same file"):
+        refuse_overwrite([("-o", tmp_path / "new"), ("--list", tmp_path / "sub" / ".." / "new")], [])

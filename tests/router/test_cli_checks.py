@@ -223,3 +223,25 @@ def test_a_binary_route_file_is_refused_at_once(tmp_path: Path) -> None:
     """`npk link --routes /dev/zero` read on without end (the route file's digest came first)."""
     code, out = npk("link", "pipelined", "--routes", "/dev/zero", "-o", tmp_path / "r.elf")
     assert code == 1 and "/dev/zero:1: route file holds a NUL byte" in out, out
+
+
+@pytest.mark.parametrize("command", [["link", "pipelined", "-o", "x.elf"], ["demo", "--ms", "0.01"]])
+@pytest.mark.parametrize("define", ["=4", "qm", " =1"])
+def test_a_malformed_minus_d_is_a_usage_error(command: list[str], define: str) -> None:
+    """It was exit 1, as if the layout were wrong (npk asm's -D was already exit 2)."""
+    r = CliRunner().invoke(main, [*command, "-D", define])
+    assert r.exit_code == 2 and f"-D {define}: expected NAME=VALUE" in r.output, r.output
+
+
+def test_link_refuses_to_write_over_its_inputs(tmp_path: Path) -> None:
+    layout = tmp_path / "lay.yaml"
+    layout.write_text((ROOT / "microcode" / "layouts" / "pipelined.yaml").read_text())
+    routes = tmp_path / "routes.txt"
+    routes.write_text((ROOT / "examples" / "traffic" / "routes.txt").read_text())
+    for args, what in (([str(layout), "-o", str(layout)], "LAYOUT"),
+                       (["pipelined", "--routes", str(routes), "-o", str(routes)], "--routes")):  # fmt: skip
+        r = CliRunner().invoke(main, ["link", *args])
+        assert r.exit_code == 2 and f"-o is also the input {what}" in r.output, r.output
+    assert routes.read_text() == (ROOT / "examples" / "traffic" / "routes.txt").read_text()
+    r = CliRunner().invoke(main, ["route", "build", str(routes), "-o", str(routes)])
+    assert r.exit_code == 2 and "-o is also the input ROUTES" in r.output

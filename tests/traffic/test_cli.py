@@ -122,3 +122,35 @@ def test_errors_are_one_line_messages(tmp_path: Path) -> None:
     spec.write_text(f"router: {ROUTER_YAML}\ncount: 1\ndefaults: {{size: 12}}\n")
     code, out = npk("gen", spec, "-o", tmp_path / "o")
     assert code == 1 and "Error:" in out and "too small" in out and "Traceback" not in out
+
+
+def test_outputs_never_overwrite_inputs_and_bad_directories_say_why(tmp_path: Path) -> None:
+    gen_dir = tmp_path / "in"
+    assert npk("gen", EXAMPLES / "min64.yaml", "-o", gen_dir, "--count", "3")[0] == 0
+    before = {p.name: p.read_bytes() for p in gen_dir.iterdir()}
+    code, out = npk("predict", gen_dir, "--config", ROUTER_YAML, "-o", gen_dir)
+    assert code == 2 and "-o is also the input IN_DIR" in out, out
+    assert {p.name: p.read_bytes() for p in gen_dir.iterdir()} == before
+    cfg = tmp_path / "router.yaml"
+    cfg.write_text(ROUTER_YAML.read_text())
+    code, out = npk("routes", "--count", "3", "--config", cfg, "-o", cfg)
+    assert code == 2 and "-o is also the input --config" in out and cfg.read_text() == ROUTER_YAML.read_text()
+    code, out = npk("routes", "--count", "3", "-o", tmp_path / "nowhere" / "r.txt")
+    assert code == 1 and f"cannot write {tmp_path / 'nowhere' / 'r.txt'}: No such file or directory" in out, out
+    code, out = npk("gen", EXAMPLES / "min64.yaml", "-o", cfg)
+    assert code == 1 and f"cannot write {cfg}: a file is there, not a directory" in out, out
+    (tmp_path / "empty").mkdir()
+    code, out = npk("show", tmp_path / "empty")
+    assert code == 1 and "empty: no port<N>.pcap files (not a traffic directory)" in out, out
+
+
+def test_demo_reports_a_bad_capture_directory_without_a_traceback(tmp_path: Path) -> None:
+    gen_dir = tmp_path / "in"
+    assert npk("gen", EXAMPLES / "min64.yaml", "-o", gen_dir, "--count", "3")[0] == 0
+    (gen_dir / "port1.pcap").write_bytes(b"\0" * 64)
+    res = CliRunner().invoke(main, ["demo", "--ms", "0.01", "--traffic", str(gen_dir), "--routes",
+                                    str(EXAMPLES / "routes.txt")])  # fmt: skip
+    assert res.exit_code == 1 and "port1.pcap: bad magic 0x00000000, not a pcap file" in res.output, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    res = CliRunner().invoke(main, ["demo", "--ms", "0.01", "--traffic", str(gen_dir), "--seed", "3"])
+    assert res.exit_code == 2 and "--seed goes with a traffic spec" in res.output, res.output

@@ -115,3 +115,22 @@ def test_sleeping_xscale_costs_no_instructions_and_keeps_the_idle_skip(xscale_bu
     assert system.cycle == 10_002_000_000
     assert xs.status()["wait_cycles"] >= 10_000_000_000
     system.close()
+
+
+def test_gdb_ports_outside_tcp_and_outputs_over_sources_are_refused(xscale_built: Path, tmp_path: Path) -> None:
+    import pytest
+
+    from npkit.xscale.core import XScaleCore, XScaleError
+    from npkit.xscale.gdbstub import GdbStub
+
+    for port in (-1, 0, 70000):  # bind() raised OverflowError: a traceback of `npk xscale run --gdb 70000`
+        with pytest.raises(XScaleError, match="a TCP port is 1..65535"):
+            GdbStub(XScaleCore(xscale_built, []), port)
+    r = CliRunner().invoke(main, ["xscale", "run", str(xscale_built), "--gdb", "70000"])
+    assert r.exit_code == 2 and "70000 is not in the range 1<=x<=65535" in r.output, r.output
+    src = tmp_path / "ok.c"
+    src.write_text("int main(void) { return 0; }\n")
+    r = CliRunner().invoke(main, ["xscale", "build", str(src), "-o", str(src)])
+    assert r.exit_code == 2 and "-o is also the input SOURCES" in r.output and src.read_text().startswith("int main")
+    r = CliRunner().invoke(main, ["xscale", "build", str(src), "-o", str(tmp_path / "no" / "ok.elf")])
+    assert r.exit_code == 1 and "No such file or directory" in r.output and not (tmp_path / "no").exists()

@@ -17,17 +17,22 @@ from typing import Any
 
 import click
 
-from npkit.emulator.binding import EmulatorError
-from npkit.emulator.loader import LoadError
-from npkit.emulator.traffic.routes import RouteError
-from npkit.emulator.traffic_run import MsfError, TrafficError, load_traffic_source
-from npkit.toolchain.system.layout import LinkError, parse_defines
+from npkit.emulator.traffic.spec_forms import MAX_SEED
+from npkit.emulator.traffic_run import load_traffic_source
+from npkit.toolchain.system.layout import parse_defines
 from npkit.toolchain.system.paths import ROOT
-from npkit.toolchain.system.router_run import RouterImageError, format_summary, run_router
+from npkit.toolchain.system.router_run import format_summary, run_router
 from npkit.toolchain.system.tables import demo_routes, router_with_routes
 from npkit.toolchain.system.verdict import judge
 
-from .options import exit_on_verdict, ms_option, policy_of, verdict_options
+from .options import (
+    RUN_ERRORS,
+    check_defines,
+    exit_on_verdict,
+    ms_option,
+    policy_of,
+    verdict_options,
+)
 
 SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
 DEMO_ROUTES = 10_000
@@ -35,10 +40,10 @@ DEMO_ROUTES = 10_000
 
 @click.command("demo")
 @click.option("--layout", default="pipelined", show_default=True, help="layout name or YAML file")
-@click.option("-D", "defines", multiple=True, metavar="NAME=VAL",
+@click.option("-D", "defines", multiple=True, metavar="NAME=VAL", callback=check_defines,
               help="layout parameter or dotted path: pool_mes=2, qm.qlimit=64, qm.quanta=2, parse.threads=4")
 @ms_option("--ms", "ms", default=10.0, min_open=True, show_default=True, help="emulated milliseconds of traffic")
-@click.option("--seed", type=int, default=None, help="traffic seed (default: the spec's)")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None, help="traffic seed (default: the spec's)")
 @click.option("--config", "chip_config", default="ixp2800", show_default=True,
               help="chip config: a name (ixp2800, ixp2400) or a YAML file")
 @click.option("--routes", type=click.Path(exists=True, dir_okay=False),
@@ -51,6 +56,9 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
              min_line_rate: float | None, as_json: bool) -> None:  # fmt: skip
     """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
     duration = int(ms * 1e6)
+    if seed is not None and Path(traffic).is_dir():
+        raise click.UsageError(f"--seed {seed} with --traffic {traffic}: a directory of pcaps replays its packets "
+                               "as they are; --seed goes with a traffic spec (YAML)")  # fmt: skip
     try:
         params: dict[str, Any] = parse_defines(defines)
         if routes is None:
@@ -63,7 +71,7 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
         s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
                        routes=routes, router_config=router_yaml, chip_config=chip_config,
                        progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
-    except (LinkError, LoadError, EmulatorError, MsfError, TrafficError, RouterImageError, RouteError, OSError) as e:
+    except RUN_ERRORS as e:
         raise click.ClickException(str(e)) from None
     s["traffic"] = {"source": traffic, "seed": seed}
     s["verdict"] = judge(s, policy_of(max_loss, min_line_rate))

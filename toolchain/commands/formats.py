@@ -364,9 +364,11 @@ def formats_cmd(as_markdown: bool, check: str | None) -> None:
     text = markdown()
     if check is not None:
         try:
-            current = Path(check).read_text(encoding="utf-8")
+            data = Path(check).read_bytes()
         except OSError as e:
             raise click.ClickException(f"{check}: {e.strerror or e}") from None
+        # as text mode reads it (any line ending); bytes that are not UTF-8 differ like any other
+        current = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
         if current != text:
             raise click.ClickException(f"{check} is stale: regenerate it with `npk formats --markdown > {check}`")
         click.echo(f"{check} is current")

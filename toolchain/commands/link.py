@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
 
+from npkit.toolchain.commands.options import check_defines
 from npkit.toolchain.image import write_image
 from npkit.toolchain.system.layout import LinkError, parse_defines
 from npkit.toolchain.system.link import link
-from npkit.toolchain.writing import OutputError
+from npkit.toolchain.writing import OutputError, SameFileError, refuse_overwrite
 
 
 @click.command("link")
 @click.argument("layout")
-@click.option("-D", "defines", multiple=True, metavar="NAME=VAL",
+@click.option("-D", "defines", multiple=True, metavar="NAME=VAL", callback=check_defines,
               help="override a layout parameter, or a dotted path (qm.qlimit=64, parse.threads=4)")
 @click.option("--routes", type=click.Path(exists=True, dir_okay=False), help="route file")
 @click.option("--router-config", type=click.Path(exists=True, dir_okay=False), help="router YAML")
@@ -25,6 +27,11 @@ from npkit.toolchain.writing import OutputError
 def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_config: str | None,
              chip_config: str, output: str, as_json: bool) -> None:  # fmt: skip
     """Link the router blocks of LAYOUT (a name in microcode/layouts or a YAML file)."""
+    try:
+        refuse_overwrite([("-o", output)], [("LAYOUT", layout if Path(layout).is_file() else None),
+                                            ("--routes", routes), ("--router-config", router_config)])  # fmt: skip
+    except SameFileError as e:
+        raise click.UsageError(str(e)) from None
     try:
         params: dict[str, Any] = parse_defines(defines)
         image = link(layout, params, routes, router_config, config=chip_config)

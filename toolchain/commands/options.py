@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from npkit.emulator.binding import EmulatorError
 from npkit.emulator.traffic.spec_forms import MAX_DURATION_NS
 from npkit.toolchain.system.verdict import Policy
 
@@ -17,6 +18,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 # the longest emulated time a run offers traffic or drains: a traffic spec's limit
 MAX_MS = MAX_DURATION_NS / 1e6
 MAX_CYCLES = 10**15  # a cycle budget: 8 days of a 1.4 GHz chip
+
+# What a run of the chip raises for what the user gave it (an image, a config, traffic, a
+# route file, an output path): every area's error is a ValueError (LoadError, PcapError,
+# SpecError, LinkError, RouteError, ...), the C core's an EmulatorError, a file the
+# system refuses an OSError.  `npk run` and `npk demo` turn them into one line, exit 1.
+RUN_ERRORS = (EmulatorError, ValueError, OSError)
 
 
 class FiniteFloat(click.FloatRange):
@@ -31,6 +38,18 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number in the range {self._describe_range()}.", param, ctx)
         return rv
+
+
+def check_defines(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """Callback of a -D NAME=VALUE option: a malformed one is a usage error (exit 2); what
+    the names and values mean is checked against the layout later."""
+    from npkit.toolchain.system.layout import DefineError, parse_defines
+
+    try:
+        parse_defines(value)
+    except DefineError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
 
 
 def ms_option(*decls: str, default: float | None, help: str, min_open: bool = False, **kw: Any) -> Callable[[F], F]:

@@ -24,10 +24,10 @@ from typing import Any
 
 import click
 
-from npkit.emulator.binding import Chip, EmulatorError
+from npkit.emulator.binding import Chip
 from npkit.emulator.loader import (
     Claims,
-    LoadError,
+    MeListError,
     configure_rings,
     load_image,
     parse_me_list,
@@ -35,8 +35,6 @@ from npkit.emulator.loader import (
 )
 from npkit.emulator.run_config import ConfigMismatch, run_config
 from npkit.emulator.traffic_run import (
-    MsfError,
-    TrafficError,
     TrafficRun,
     TxBins,
     format_report,
@@ -45,19 +43,18 @@ from npkit.emulator.traffic_run import (
 from npkit.toolchain.system.layout import LinkError
 from npkit.toolchain.system.router_run import (
     SLICE_NS,
-    RouterImageError,
     RouterRun,
     format_summary,
     in_flight_report,
 )
 from npkit.toolchain.system.verdict import fault_kinds, judge
+from npkit.toolchain.writing import SameFileError, refuse_overwrite
 from npkit.xscale.core import XScaleError
 
-from .options import MAX_CYCLES, exit_on_verdict, ms_option, policy_of, verdict_options
+from .options import MAX_CYCLES, RUN_ERRORS, exit_on_verdict, ms_option, policy_of, verdict_options
 
 # ME states (npk_me_status) that are a fault of the program, not a normal stop (halt, idle)
 ME_FAULT_STATES = ("illegal", "bad_pc")
-RUN_ERRORS = (EmulatorError, LoadError, MsfError, TrafficError, RouterImageError, ValueError, OSError)
 
 
 def split_image_arg(text: str) -> tuple[str, str | None]:
@@ -209,7 +206,11 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None) -
         raise click.UsageError(str(e)) from None
     for note in notes:
         click.echo(f"note: {note}", err=True)
-    return Chip(chosen), [(path, img, parse_me_list(mes, chosen)) for path, img, mes in read]
+    try:
+        named = [(path, img, parse_me_list(mes, chosen)) for path, img, mes in read]
+    except MeListError as e:
+        raise click.UsageError(str(e)) from None
+    return Chip(chosen), named
 
 
 @click.command("run")
@@ -240,7 +241,7 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None) -
 @click.option("--xscale-arg", "xscale_args", multiple=True, help="Argument for the XScale program (repeatable).")
 @click.option("--xscale-placement", type=click.Choice(["xscale", "gpe"]), default="xscale", show_default=True,
               help="On the emulated XScale (Unicorn), or its native build as a host process.")
-@click.option("--xscale-gdb", "xscale_gdb", type=int, default=None,
+@click.option("--xscale-gdb", "xscale_gdb", type=click.IntRange(1, 65535), default=None,
               help="Wait for gdb on 127.0.0.1:PORT (the --xscale program, or a router image's control daemon).")
 @click.option("--control-socket", "control_socket", default=None, type=click.Path(dir_okay=False),
               help="Router image: the control daemon listens here (`npk route add ... --socket PATH`).")
@@ -261,6 +262,10 @@ def run_cmd(images: tuple[str, ...], config: str | None, cycles: int, me_list: s
     go in through the MSF for --duration-ms of emulated time, then the run drains; the
     per-port table and the conservation totals are printed, and a run that loses or
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
+    try:  # the captures go where the traffic comes from: its pcaps would be overwritten as they are read
+        refuse_overwrite([("--capture", capture)], [("--traffic", traffic)])
+    except SameFileError as e:
+        raise click.UsageError(str(e)) from None
     try:
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
         chip, targets = chip_for(images, config, me_list)
@@ -278,6 +283,7 @@ def run_cmd(images: tuple[str, ...], config: str | None, cycles: int, me_list: s
         router = len(read) == 1 and "router" in read[0].meta
         control = _control_options(read[0] if router else None, xscale, xscale_placement, xscale_gdb,
                                    control_socket, kill_at, restart_at, as_json)  # fmt: skip
+        _check_xscale_options(xscale, control, xscale_args, xscale_placement, xscale_gdb)
         if traffic is not None and xscale:
             raise click.UsageError("--xscale with --traffic: a router image runs its own control program "
                                    "(the layout's control: section)")  # fmt: skip
@@ -341,6 +347,20 @@ def _progress(as_json: bool) -> Any:
             print(f"\r  {t_ns / 1e6:8.3f} ms emulated", end="", file=sys.stderr, flush=True)
 
     return show
+
+
+def _check_xscale_options(xscale: str | None, control: dict[str, Any] | None, args: tuple[str, ...],
+                          placement: str, gdb: int | None) -> None:  # fmt: skip
+    """The --xscale-* options say how to run an XScale program: --xscale's, or (all but
+    --xscale-arg) a router image's control daemon.  With neither they would do nothing."""
+    if args and not xscale:
+        raise click.UsageError("--xscale-arg is an argument of the --xscale PROGRAM; give the program")
+    if xscale or control is not None:
+        return
+    given = [o for o, on in (("--xscale-placement", placement != "xscale"), ("--xscale-gdb", gdb is not None)) if on]
+    if given:
+        raise click.UsageError(f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} an XScale program: --xscale PROGRAM, or a router "
+                               "image with a control program (npk link of a layout with control:)")  # fmt: skip
 
 
 def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | None, socket: str | None,

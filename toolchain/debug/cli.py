@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
-from .target import TargetError, open_target, parse_params
+from npkit.toolchain.commands.options import MAX_CYCLES, check_defines
+
+from .target import TargetError, TargetUsage, open_target, parse_params
 
 
 def _interactive(session: object) -> None:
@@ -95,7 +97,8 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "or flat 8; ranges 0x00-0x03."),
         click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory "
                      "(port<N>.pcap); a layout also takes one .pcap."),
-        click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", help="Layout parameter (e.g. -D io=host)."),
+        click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", callback=check_defines,
+                     help="Layout parameter (e.g. -D io=host)."),
     )):  # fmt: skip
         fn = opt(fn)
     return fn
@@ -106,7 +109,7 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @target_options
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
-@click.option("--xscale-gdb", "xscale_gdb", type=int, default=None,
+@click.option("--xscale-gdb", "xscale_gdb", type=click.IntRange(1, 65535), default=None,
               help="A router image's control daemon waits for gdb on 127.0.0.1:PORT.")
 def debug_cmd(image: str, config: str | None, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
               batch: str | None, xscale_gdb: int | None) -> None:  # fmt: skip
@@ -117,6 +120,8 @@ def debug_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
         target = open_target(image, config, traffic=traffic, params=parse_params(defines), xscale_gdb=xscale_gdb,
                              me_list=me_list)  # fmt: skip
         session = Session(target)
+    except TargetUsage as e:
+        raise click.UsageError(str(e)) from None
     except (TargetError, DebugError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     from .batch import BATCH_LIMIT, BatchError, parse_batch, read_batch
@@ -138,9 +143,9 @@ def debug_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
 @click.command("trace")
 @click.argument("image", type=click.Path(exists=True, dir_okay=False))
 @target_options
-@click.option("--cycles", default=100_000, show_default=True, type=click.IntRange(min=0), help="Cycles to run.")
-@click.option("--from", "t_from", default=0, type=click.IntRange(min=0), help="First cycle written to the trace.")
-@click.option("--to", "t_to", default=None, type=click.IntRange(min=0),
+@click.option("--cycles", default=100_000, show_default=True, type=click.IntRange(0, MAX_CYCLES), help="Cycles to run.")
+@click.option("--from", "t_from", default=0, type=click.IntRange(0, MAX_CYCLES), help="First cycle written to the trace.")
+@click.option("--to", "t_to", default=None, type=click.IntRange(0, MAX_CYCLES),
               help="Last cycle written (default: the end of the run).")
 @click.option("--packets", "buffers", default=None,
               help="DRAM packet buffers as BASE:SIZE[:COUNT] (e.g. 0x100000:2048) to follow packets by buffer.")  # fmt: skip
@@ -150,8 +155,14 @@ def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
               cycles: int, t_from: int,
               t_to: int | None, buffers: str | None, output: str, as_json: bool) -> None:  # fmt: skip
     """Run IMAGE and write a Perfetto/Chrome trace (open it at ui.perfetto.dev)."""
+    from npkit.toolchain.writing import SameFileError, refuse_overwrite
+
     from .trace import BufferMap, TraceError, record_trace
 
+    try:
+        refuse_overwrite([("-o", output)], [("IMAGE", image), ("--traffic", traffic)])
+    except SameFileError as e:
+        raise click.UsageError(str(e)) from None
     try:
         target = open_target(image, config, traffic=traffic, params=parse_params(defines), me_list=me_list)
         bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
@@ -166,6 +177,8 @@ def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
                 summary = record_trace(target, cycles, t_from, t_to, Path(output), bmap, tick)
         else:
             summary = record_trace(target, cycles, t_from, t_to, Path(output), bmap)
+    except TargetUsage as e:
+        raise click.UsageError(str(e)) from None
     except (TargetError, TraceError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     if as_json:
@@ -182,7 +195,7 @@ def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
               help="Directory of a run (holds run.json naming the image and buffers); default: the options below.")  # fmt: skip
 @click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="Image, .uc or layout to run.")
 @target_options
-@click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0))
+@click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(0, MAX_CYCLES))
 @click.option("--buffer", "buffer", default=None,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)
@@ -199,6 +212,8 @@ def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str 
         spec = load_run_spec(run_dir, image, config, me_list, traffic, cycles, buffer)
         spec.params = parse_params(defines) or spec.params
         report = explain(spec, packet_id)
+    except TargetUsage as e:
+        raise click.UsageError(str(e)) from None
     except (TargetError, WhyError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     if as_json:

@@ -17,11 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from npkit.emulator.binding import Chip, EmulatorError
-from npkit.emulator.loader import LoadError, load_image, parse_me_list
+from npkit.emulator.loader import LoadError, MeListError, load_image, parse_me_list
 from npkit.emulator.run_config import DEFAULT_CONFIG, run_config
 from npkit.toolchain.image import Image, ImageError, Program, read_image
 
 from .source import SourceMap, source_maps
+
+
+class TargetUsage(ValueError):
+    """Options that do not go together or name nothing (--me on a layout, -D on an image,
+    an ME the chip does not have): a usage error of the command."""
 
 
 class TargetError(ValueError):
@@ -231,15 +236,17 @@ def open_target(path: str | Path, config: str | None = None, mes: list[int] | No
     p = Path(path)
     if image is None and _is_layout(p):
         if me_list is not None:
-            raise TargetError("--me: a layout names its blocks' MEs")
+            raise TargetUsage("--me: a layout names its blocks' MEs")
         return open_layout(p, config or DEFAULT_CONFIG, traffic, params, xscale_gdb)
     if params:
-        raise TargetError("-D sets layout parameters; the target is not a layout")
+        raise TargetUsage("-D sets layout parameters; the target is not a layout")
     img = image if image is not None else read_target_image(p)
     try:
         chosen, notes = run_config([(str(p), img)], config)
         chip = Chip(chosen)
         loaded = load_image(chip, img, mes if mes is not None else parse_me_list(me_list, chosen))
+    except MeListError as e:
+        raise TargetUsage(str(e)) from None
     except (EmulatorError, LoadError) as e:
         raise TargetError(str(e)) from None
     t = Target(chip, img, p, loaded, source_maps(img, p))

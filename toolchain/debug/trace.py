@@ -64,7 +64,16 @@ class BufferMap:
             raise TraceError(f"expected BASE:SIZE[:COUNT], got '{text}'") from None
         if len(vals) not in (2, 3) or vals[1] <= 0:
             raise TraceError(f"expected BASE:SIZE[:COUNT] with SIZE > 0, got '{text}'")
+        if vals[0] < 0 or (len(vals) == 3 and vals[2] < 1):
+            raise TraceError(f"expected BASE:SIZE[:COUNT] with BASE >= 0 and COUNT >= 1, got '{text}'")
         return cls(*vals)
+
+    def check(self, dram_bytes: int) -> None:
+        """TraceError unless the first buffer (and the last, when counted) lies in DRAM."""
+        end = self.base + self.size * max(self.count, 1)
+        if end > dram_bytes:
+            raise TraceError(f"--packets: buffers [0x{self.base:x}, 0x{end:x}) run past DRAM "
+                             f"(0x0..0x{dram_bytes - 1:x})")  # fmt: skip
 
     @classmethod
     def from_image(cls, image: Image) -> BufferMap | None:
@@ -120,6 +129,8 @@ def check_window(cycles: int, t_from: int, t_to: int | None) -> None:
 def record_trace(target: Target, cycles: int, t_from: int, t_to: int | None, out: Path,
                  buffers: BufferMap | None = None, progress: Any = None) -> dict[str, Any]:  # fmt: skip
     check_window(cycles, t_from, t_to)
+    if buffers is not None:
+        buffers.check(int(target.chip.config["dram_bytes"]))
     check_writable(out)  # before the run, not after it
     chip = target.chip
     mhz = target.clock_mhz

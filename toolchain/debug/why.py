@@ -36,7 +36,7 @@ from . import events
 from . import packet as pkt
 from .run_schema import RunFile, parse_buffer
 from .source import where
-from .target import Target, open_target
+from .target import Target, TargetUsage, open_target
 
 DRAM = UNITS.index("dram")
 WRITES_DRAM = ("write", "rbuf_rd")  # the DRAM commands that change a packet buffer
@@ -79,7 +79,7 @@ def load_run_spec(run_dir: str | None, image: str | None, config: str | None, me
                        rel(raw.traffic), cycles if raw.cycles is None else raw.cycles,
                        raw.buffer if raw.buffer is not None else buffer, raw.params, source=f"{f}: buffer")  # fmt: skip
     if image is None:
-        raise WhyError("name the run: --run DIR, or --image IMAGE (with --traffic, --cycles, --buffer)")
+        raise TargetUsage("name the run: --run DIR, or --image IMAGE (with --traffic, --cycles, --buffer)")
     if cycles < 0:
         raise WhyError(f"--cycles must be >= 0, got {cycles}")
     return RunSpec(image, config, mes, traffic, cycles, buffer)

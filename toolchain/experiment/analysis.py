@@ -36,9 +36,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import yaml
+from npkit.toolchain.reading import load_yaml
 
-from .design import Design, design_from_dict
+from .design import DESIGN_LIMIT, Design, DesignError, design_from_dict
 from .store import Store
 
 STEADY_PREFIXES = ("throughput", "latency", "util_", "loss", "offered", "lost", "in_flight")
@@ -50,7 +50,8 @@ def load_results(results_dir: str | Path) -> tuple[Design, Any, dict[str, Any]]:
     store = Store(results_dir)
     man = store.manifest()
     path = store.root / "design.yaml"
-    design = design_from_dict(yaml.safe_load(path.read_text()), path, check_files=False)
+    located = load_yaml(path, limit=DESIGN_LIMIT, error=DesignError, what="design as run")
+    design = design_from_dict(located.data, path, check_files=False, located=located)
     design.quick = bool(man.get("quick"))
     return design, store.table(), man
 

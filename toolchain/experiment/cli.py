@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from .design import DesignError, load_design
+from .store import StoreError
 
 
 @click.group("experiment")
@@ -69,7 +70,7 @@ def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str
     try:
         d = load_design(design, quick=quick)
         s = run_experiment(d, out, scheduler=scheduler, jobs=jobs, retry_failed=retry_failed)
-    except (DesignError, ExperimentError) as e:
+    except (DesignError, ExperimentError, StoreError) as e:
         raise click.ClickException(str(e)) from None
     except KeyboardInterrupt:
         click.echo(f"\ninterrupted: finished runs are kept in {out}; run again to resume", err=True)
@@ -96,7 +97,7 @@ def analyze_cmd(results: str, responses: tuple[str, ...], as_json: bool) -> None
 
     try:
         res = analyze(results, list(responses) or None)
-    except (FileNotFoundError, DesignError) as e:
+    except (StoreError, DesignError) as e:
         raise click.ClickException(str(e)) from None
     if as_json:
         for a in res["responses"].values():  # the per-run vectors stay out of the summary
@@ -122,6 +123,6 @@ def report_cmd(results: str, out: str, no_run_plots: bool) -> None:
 
     try:
         path = build(results, out, per_run_plots=not no_run_plots)
-    except (FileNotFoundError, DesignError, ValueError) as e:
+    except (StoreError, DesignError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"wrote {path} (figures in {Path(path).parent / (Path(path).stem + '_files')})")

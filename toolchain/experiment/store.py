@@ -55,6 +55,31 @@ def _clean(v: Any) -> Any:
     return v
 
 
+class StoreError(ValueError):
+    """A results directory that cannot be read as one: the message names the file."""
+
+
+RECORD_LIMIT = 64 << 20  # a run record or the manifest (a run's windows included)
+RECORD_KEYS = ("run_id", "point", "replicate", "seed", "levels", "status", "config_hash")
+
+
+def read_json(path: Path, what: str, keys: tuple[str, ...], hint: str = "") -> dict[str, Any]:
+    """A JSON object of the store holding `keys`; StoreError naming the file otherwise."""
+    from npkit.toolchain.reading import read_text
+
+    text = read_text(path, limit=RECORD_LIMIT, error=StoreError, what=what)
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise StoreError(f"{path}: {what} is not valid JSON ({e}){hint}") from None
+    if not isinstance(data, dict):
+        raise StoreError(f"{path}: {what} is not a JSON object{hint}")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise StoreError(f"{path}: {what} has no {', '.join(missing)}{hint}")
+    return data
+
+
 def write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(_clean(data), indent=1, sort_keys=True, allow_nan=False) + "\n")
@@ -74,8 +99,8 @@ class Store:
     def manifest(self) -> dict[str, Any]:
         path = self.root / "experiment.json"
         if not path.exists():
-            raise FileNotFoundError(f"{self.root}: not a results directory (no experiment.json)")
-        return json.loads(path.read_text())
+            raise StoreError(f"{self.root}: not a results directory (no experiment.json)")
+        return read_json(path, "experiment manifest", ("factors", "runs"))
 
     def save(self, record: dict[str, Any]) -> None:
         write_json(self.runs_dir / f"{record['run_id']}.json", record)
@@ -84,7 +109,7 @@ class Store:
         out = {}
         if self.runs_dir.exists():
             for p in sorted(self.runs_dir.glob("*.json")):
-                rec = json.loads(p.read_text())
+                rec = read_json(p, "run record", RECORD_KEYS, "; delete it to run that run again")
                 out[rec["run_id"]] = rec
         return out
 
@@ -120,7 +145,10 @@ class Store:
             row.update({"host_s": rec.get("host_s"), "config_hash": rec["config_hash"],
                         "code_hash": rec.get("code_hash", "")})  # fmt: skip
             rows.append(row)
-        df = pd.DataFrame(rows)
+        # the fixed columns even when no run is in (a store whose runs are all missing)
+        columns = ["run_id", "point", "replicate", "seed", *factors, "status", "error", "host_s", "config_hash",
+                   "code_hash"]  # fmt: skip
+        df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
         for f in factors:
             if f in df:
                 df[f] = df[f].astype(str)

@@ -153,6 +153,17 @@ def _runnable(script: Path) -> bool:
     return Path(interpreter).exists()
 
 
+def runnable_npk(npk: Path | str) -> Path:
+    """`npk` as a path a process can be started from (a bare name found in the current
+    directory is that file, not one on PATH); AgainstError unless it is an executable file."""
+    path = Path(npk).absolute()
+    if not path.is_file():
+        raise AgainstError(f"{npk}: no such npk (a file is needed)")
+    if not os.access(path, os.X_OK):
+        raise AgainstError(f"{npk}: not executable (chmod +x, or give the npk of a built tree: .venv/bin/npk)")
+    return path
+
+
 def demo_command(npk: Path | str, layout: str, ms: float) -> list[str]:
     return [str(npk), "demo", "--ms", f"{ms:g}", "--layout", layout, "--json"]
 
@@ -215,6 +226,7 @@ def compare(other_npk: Path | str, label: str, ms: float, pairs: int,
     if this_npk is None:  # this tree's own npk, not whichever comes first on PATH
         own = ROOT / ".venv" / "bin" / "npk"
         this_npk = own if own.exists() else shutil.which("npk") or "npk"
+    other_npk = runnable_npk(other_npk)
     figures: dict[str, Any] = {"compare.against": label, "compare.demo_ms": ms}
     for layout in LAYOUTS:
         res = side_by_side(demo_command(this_npk, layout, ms), demo_command(other_npk, layout, ms), pairs, run)

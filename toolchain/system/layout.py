@@ -47,6 +47,10 @@ class LinkError(ValueError):
     """An inconsistent layout or a block that does not build; the message says why."""
 
 
+class DefineError(LinkError):
+    """A -D option that is not NAME=VALUE (a usage error of the command that takes it)."""
+
+
 @dataclass
 class Ring:
     name: str
@@ -142,7 +146,7 @@ def parse_defines(defines: list[str] | tuple[str, ...]) -> dict[str, Any]:
     for d in defines:
         k, sep, v = d.partition("=")
         if not sep or not k.strip():
-            raise LinkError(f"-D {d}: expected NAME=VALUE")
+            raise DefineError(f"-D {d}: expected NAME=VALUE")
         out[k.strip()] = coerce(v.strip())
     return out
 
