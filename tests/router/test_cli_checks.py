@@ -245,3 +245,14 @@ def test_link_refuses_to_write_over_its_inputs(tmp_path: Path) -> None:
     assert routes.read_text() == (ROOT / "examples" / "traffic" / "routes.txt").read_text()
     r = CliRunner().invoke(main, ["route", "build", str(routes), "-o", str(routes)])
     assert r.exit_code == 2 and "-o is also the input ROUTES" in r.output
+
+
+def test_a_router_with_the_hosts_io_stand_ins_is_refused_for_traffic(tmp_path: Path) -> None:
+    """io=host replaces rx and tx with the host's stand-ins: frames offered on the MSF were
+    never read, and the run ended "stuck" with every packet in flight (before)."""
+    elf = tmp_path / "host_io.elf"
+    assert npk("link", "pipelined", "-D", "io=host", "-o", elf)[0] == 0
+    code, text = npk("run", elf, "--traffic", MIN64, "--duration-ms", "0.02", "--json")
+    assert code == 1 and "linked with io=host" in text and "stuck" not in text, text
+    code, text = npk("demo", "-D", "io=host", "--ms", "0.02")
+    assert code == 2 and "-D io" in text and "stuck" not in text, text

@@ -139,6 +139,20 @@ def router_config_of(image: Any) -> RouterConfig:
         raise RouterImageError(f"the image's router configuration: {e}") from None
 
 
+def check_msf_io(image: Any) -> None:
+    """RouterImageError for an image linked with `io=host`: its rx and tx are the host's
+    stand-ins (block tests), so frames offered on the MSF would sit there unread and the
+    run end "stuck" with every packet in flight."""
+    params = image.meta.get("params")
+    io = params.get("io", "msf") if isinstance(params, dict) else "msf"
+    if io != "msf":
+        raise RouterImageError(
+            f"the image was linked with io={io} (rx and tx are the host's stand-ins, which take "
+            "packet words from the host's rings): traffic enters through the MSF, which needs rx and tx; "
+            "link it again without -D io=host"
+        )
+
+
 Identify = Callable[[bytes, int], int]
 """(frame taken off the exception ring, its input port) -> input packet id, -1 if unknown."""
 
@@ -244,6 +258,7 @@ class RouterRun:
         """`control`: how to start the image's control program (ControlPlane's keywords:
         placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo)."""
         self.image = image
+        check_msf_io(image)
         self.config = router_config_of(image)
         self.router = c_router(self.config)
         self.chip = chip if chip is not None else Chip(chip_config)
