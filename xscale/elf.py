@@ -99,6 +99,9 @@ def read_elf(path: str | Path) -> ArmElf:
         raise ElfError(f"{p}: not a 32-bit little-endian ELF (build it for armv5te-linux-gnueabi)")
     e_type, e_machine = _unpack("<HH", raw, 16, p, "the ELF header")
     if e_machine != EM_ARM:
+        if b".npk.meta" in raw:     # the section name in the string table: npkit's own image
+            raise ElfError(f"{p}: a microengine image (npk asm / npk link), not an XScale program: "
+                           "run it with `npk run`; build XScale programs with `npk xscale build`")  # fmt: skip
         raise ElfError(f"{p}: machine {e_machine} is not ARM")
     if e_type != ET_EXEC:
         raise ElfError(f"{p}: not a static executable (ELF type {e_type}; link with -static -fno-pie)")

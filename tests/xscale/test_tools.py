@@ -84,7 +84,13 @@ def test_npk_run_reports_a_failing_program(xscale_built: Path, me_image: Path, t
     res = CliRunner().invoke(main, ["run", str(me_image), "--xscale", str(tmp_path / "nope.elf")])
     assert res.exit_code == 1 and "does not exist" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(main, ["xscale", "run", str(me_image)])        # an ME image is no ARM program
-    assert res.exit_code == 1 and "not ARM" in res.output
+    assert res.exit_code == 1 and "a microengine image" in res.output and "npk run" in res.output
+    elf = bytearray(me_image.read_bytes())                                 # any other machine: named
+    elf[elf.find(b".npk.meta")] = ord("X")
+    other = tmp_path / "other.elf"
+    other.write_bytes(bytes(elf))
+    res = CliRunner().invoke(main, ["xscale", "run", str(other)])
+    assert res.exit_code == 1 and "machine 0 is not ARM" in res.output
 
 
 def test_npk_xscale_build_and_run(tmp_path: Path) -> None:
