@@ -569,8 +569,8 @@ class RouterModel:
 
     def caught_up(self, t: int) -> None:
         """The restarted daemon has its route table (seen by t): it makes the timed changes
-        due from then on at their time.  Those due by t that it has not made are owed."""
-        self.advance(t)
+        due from then on at their time.  Those due by t that it has not made are owed
+        (those this model has not reached yet too: the timers wait for `advance`)."""
         self.owing = False
         later = self.changes[self._next_change :]
         due = [c for c in later if c.at_ns <= t and self._timed_index.get(id(c)) is not None
