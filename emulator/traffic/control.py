@@ -27,6 +27,16 @@ packet's arrival time, the daemon a few microseconds later; `RouteChange`s apply
 their time, and `alternatives` gives the other table's verdict for packets that arrive
 within `CHANGE_WINDOW_NS` of a change (the fast path may see either, never a mix).
 
+A timed change the daemon had not made when it was killed (one that falls due while no
+daemon runs, or one cut by the kill at its journal line) is the restarted daemon's to
+make, once it has its route table again (xscale/npkd/README.md "The route table"): from
+a kill (`owe`) until the restarted daemon has its table (`caught_up`), timed changes the
+daemon had not made are `owed`, and take effect when the daemon's change log says it
+made them (`timed_made`, as changes made through its control socket: `add_changes`).
+From the restart until then the fast path may get an owed change at any time (the host
+learns of it a slice later): packets that arrive meanwhile have the table with it among
+their `alternatives`.
+
 The daemon's tunables and their defaults are those of xscale/npkd/cfg.h (NPKD_OPTIONS).
 """
 
@@ -429,6 +439,13 @@ class RouterModel:
         self.bucket_ns = 0
         self.changes = sorted(route_changes or [], key=lambda c: c.at_ns)
         self._next_change = 0
+        self.timed = list(self.changes)  # the timed changes, in the daemon's order (its index)
+        self._timed_index = {id(c): k for k, c in enumerate(self.timed)}
+        self.timed_done: set[int] = set()  # ... made (or tried) by a daemon, by its change log (timed_made)
+        self._timed_next = 0  # the daemon makes them in order: its next record is of one from here
+        self.owing = False  # from a kill until the restarted daemon has its route table (owe, caught_up)
+        self.owed: list[int] = []  # timed changes due while owing, not made: the daemon's change log says when
+        self._owed_from: int | None = None  # ... the restarted daemon may make them from here on (restart)
         self.neighbours = dict(neighbours or {})
         self.results: dict[int, CpResult] = {}
         self.emitted: list[Emitted] = []
@@ -480,8 +497,14 @@ class RouterModel:
             when, kind, e = min(due, key=lambda ev: (ev[0], ev[1]))
             self.now = max(self.now, when)
             if kind == 0:
-                self._apply_change(self.changes[self._next_change])
-                self._next_change += 1
+                c = self.changes[self._next_change]
+                k = self._timed_index.get(id(c))
+                if self.owing and k is not None and k not in self.timed_done:
+                    del self.changes[self._next_change]   # the daemon's, when it makes it
+                    self.owed.append(k)
+                else:
+                    self._apply_change(c)
+                    self._next_change += 1
                 self._alt_cache.clear()
             elif kind == 1 and daemon is not None and not self._daemon_did(e, daemon.get(e.ip)):
                 held_back.add(e.ip)
@@ -498,6 +521,64 @@ class RouterModel:
                 if e.ip not in self.static:
                     self.fast.arp.pop(e.ip, None)
         self.now = max(self.now, t)
+
+    # -- timed changes across a kill
+    def timed_made(self, made: Any) -> Any | None:
+        """A timed change the daemon made, from its change log (a RouteChange at the time
+        it made it): which of the configured ones it is (the next in order with the same
+        route; one that failed has no record).  One owed, or (while owing) one not yet
+        applied here, takes effect at that time: returned, as applied (None: it applies
+        at its own time, or no configured change is that one)."""
+        key = (made.op, made.prefix, made.length, made.next_hop)
+        k = next((i for i in range(self._timed_next, len(self.timed))
+                  if (self.timed[i].op, self.timed[i].prefix, self.timed[i].length, self.timed[i].next_hop) == key),
+                 None)  # fmt: skip
+        if k is None:
+            return None
+        self._timed_next = k + 1
+        self.timed_done.add(k)
+        c = self.timed[k]
+        if k in self.owed:
+            self.owed.remove(k)
+        elif self.owing and any(x is c for x in self.changes[self._next_change :]):
+            self.changes = [x for x in self.changes if x is not c]
+        else:
+            return None
+        now = dc_replace(c, at_ns=made.at_ns)
+        self.add_changes([now])
+        return now
+
+    def owe(self) -> None:
+        """The daemon is dead, having made the timed changes `timed_made` was told of: the
+        others are owed from now on, the restarted daemon's to make.  One this model
+        applied already (it was due, the daemon killed before it made it) is taken back."""
+        self.owing = True
+        applied = self.changes[: self._next_change]
+        undo = [c for c in applied if (k := self._timed_index.get(id(c))) is not None and k not in self.timed_done]
+        if not undo:
+            return
+        for c in undo:
+            self.owed.append(self._timed_index[id(c)])
+        keep = [c for c in applied if all(c is not u for u in undo)]
+        self.changes = keep + self.changes[self._next_change :]
+        self._next_change = len(keep)
+        self._table = None
+        self._alt_cache.clear()
+        for c in keep:
+            self._apply_route(c)
+
+    def caught_up(self, t: int) -> None:
+        """The restarted daemon has its route table (seen by t): it makes the timed changes
+        due from then on at their time.  Those due by t that it has not made are owed
+        (those this model has not reached yet too: the timers wait for `advance`)."""
+        self.owing = False
+        later = self.changes[self._next_change :]
+        due = [c for c in later if c.at_ns <= t and self._timed_index.get(id(c)) is not None
+               and self._timed_index[id(c)] not in self.timed_done]  # fmt: skip
+        if due:
+            self.owed += [self._timed_index[id(c)] for c in due]
+            self.changes = self.changes[: self._next_change] + [c for c in later if all(c is not d for d in due)]
+            self._alt_cache.clear()
 
     def _daemon_did(self, e: _Arp, d: DaemonArp | None) -> bool:
         """Had the daemon made e's next ARP timer event (a retry, or the give-up after the
@@ -576,6 +657,7 @@ class RouterModel:
             if e.state == "incomplete":
                 e.state = "none"
         self.down = True
+        self._owed_from = None
         return lost
 
     def _retract(self, daemon: dict[int, DaemonArp]) -> None:
@@ -598,6 +680,7 @@ class RouterModel:
         self.bucket = self.opt["icmp_burst"] * 10**9
         self.bucket_ns = self.now
         self.down = False
+        self._owed_from = t
         waiting, self._deferred = self._deferred, []
         for pid, res, frame, in_port in waiting:
             getattr(self, f"_on_{res.reason}")(pid, res, bytearray(frame), in_port)
@@ -612,16 +695,22 @@ class RouterModel:
                 self.fast.arp[e.ip] = e.mac
 
     def _apply_change(self, c: Any) -> None:
+        self._apply_route(c)
         if c.op == "del":
-            if (c.prefix, c.length) in self.routes:
-                self.routes.remove(c.prefix, c.length)
             return
-        if (c.prefix, c.length) in self.routes:
-            self.routes.remove(c.prefix, c.length)
-        self.routes.add(Route(c.prefix, c.length, c.next_hop, c.port))
         e = self.cache.get(c.next_hop)
         if c.next_hop and e is not None and e.state == "reachable":
             self.fast.arp[c.next_hop] = e.mac
+
+    def _apply_route(self, c: Any) -> None:
+        self._apply_to(self.routes, c)
+
+    @staticmethod
+    def _apply_to(table: RouteTable, c: Any) -> None:
+        if (c.prefix, c.length) in table:
+            table.remove(c.prefix, c.length)
+        if c.op == "add":
+            table.add(Route(c.prefix, c.length, c.next_hop, c.port))
 
     # -- packets
     def process(self, pid: int, frame: bytes, in_port: int, t: int) -> CpResult:
@@ -646,6 +735,15 @@ class RouterModel:
         handler(pid, res, bytearray(frame), in_port)
         return res
 
+    def take_exception(self, pid: int, frame: bytes, in_port: int, alt: Except) -> CpResult:
+        """Packet `pid`, judged by one table near a route change, met the other in the fast
+        path and was excepted (`alt`, one of its alternatives; the daemon's log says so):
+        the control plane handles it now, as the daemon did."""
+        res = self.results[pid]
+        res.fast, res.reason, res.final = alt, alt.reason, None
+        getattr(self, f"_on_{alt.reason}")(pid, res, bytearray(frame), in_port)
+        return res
+
     def _alternatives(self, res: CpResult, frame: bytes, in_port: int, t: int) -> None:
         """Near a route change the fast path may still (or already) use the other table."""
         for k, c in enumerate(self.changes):
@@ -654,11 +752,21 @@ class RouterModel:
             other = self._alt_cache.get((k, self._next_change))
             if other is None:
                 other = self._alt_cache[(k, self._next_change)] = self._other_table(k)
-            self.fast.lookup = other.lookup
-            try:
-                res.alternatives.append(self.fast.process(frame, in_port))
-            finally:
-                self.fast.lookup = self.lookup
+            self._alternative(res, other, frame, in_port)
+        if self.owed and self._owed_from is not None and t >= self._owed_from:
+            for k in self.owed:  # the restarted daemon makes it once it has its table: from any time now
+                other = self._alt_cache.get((-1 - k, self._next_change))
+                if other is None:
+                    other = self._alt_cache[(-1 - k, self._next_change)] = RouteTable(list(self.routes))
+                    self._apply_to(other, self.timed[k])
+                self._alternative(res, other, frame, in_port)
+
+    def _alternative(self, res: CpResult, other: RouteTable, frame: bytes, in_port: int) -> None:
+        self.fast.lookup = other.lookup
+        try:
+            res.alternatives.append(self.fast.process(frame, in_port))
+        finally:
+            self.fast.lookup = self.lookup
 
     def _other_table(self, k: int) -> RouteTable:
         """The table the fast path may still (or already) use around change k."""
@@ -677,10 +785,7 @@ class RouterModel:
                 if prev is not None:
                     other.add(prev)
         else:                              # not yet: the table after it
-            if (c.prefix, c.length) in other:
-                other.remove(c.prefix, c.length)
-            if c.op == "add":
-                other.add(Route(c.prefix, c.length, c.next_hop, c.port))
+            self._apply_to(other, c)
         return other
 
     def _initial_prefixes(self) -> set[tuple[int, int]]:

@@ -233,21 +233,34 @@ class LogReader:
         return out
 
 
-def changes_made(chip: Any, source: int | None = 2) -> list[Any]:
+CHG_TIMED, CHG_SOCKET = 1, 2  # a change log record's source (xscale/npkd/cp.h)
+
+
+def changes_made(chip: Any, source: int | None = CHG_SOCKET) -> list[Any]:
     """The route changes the daemon applied, as RouteChanges at the time it applied them
     (xscale/npkd/cp.c change_log); source 2: through the control socket, 1: timed."""
+    return [c for s, c in change_log(chip) if source is None or s == source]
+
+
+def change_log_count(chip: Any) -> int:
+    """How many records the daemons have put in the change log since the chip was loaded."""
+    return int(chip.read32("sram", CP_CHANGES_BASE))
+
+
+def change_log(chip: Any, start: int = 0, end: int | None = None) -> list[tuple[int, Any]]:
+    """Records [start, end) of the change log (end: all so far) as (source, RouteChange at
+    the time it was made); the log is a ring of CP_CHANGES_CAP records, so only the
+    last CP_CHANGES_CAP are there to read."""
     from npkit.emulator.traffic.spec import RouteChange
 
-    n = min(chip.read32("sram", CP_CHANGES_BASE), CP_CHANGES_CAP)
+    n = change_log_count(chip) if end is None else end
     out = []
-    for k in range(n):
-        raw = chip.mem_read("sram", CP_CHANGES_BASE + 16 + 16 * k, 16)
+    for k in range(max(start, n - CP_CHANGES_CAP), n):
+        raw = chip.mem_read("sram", CP_CHANGES_BASE + 16 + 16 * (k % CP_CHANGES_CAP), 16)
         t, w1, prefix, hop = (int.from_bytes(raw[i : i + 4], "big") for i in range(0, 16, 4))
-        if source is not None and w1 & 0xFF != source:
-            continue
         add = w1 >> 24
-        out.append(RouteChange(t * 1000, "add" if add else "del", prefix, (w1 >> 16) & 0xFF, hop,
-                               (w1 >> 8) & 0xFF if add else -1))  # fmt: skip
+        out.append((w1 & 0xFF, RouteChange(t * 1000, "add" if add else "del", prefix, (w1 >> 16) & 0xFF, hop,
+                                           (w1 >> 8) & 0xFF if add else -1)))  # fmt: skip
     return out
 
 
@@ -393,6 +406,9 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
         "counted_not_forwarded": {"broadcast": c["broadcast_counted"], "multicast": c["multicast_counted"],
                                   "local": c["local_counted"]},
         "routes": c["routes"], "route_changes": c["routes_added"] + c["routes_deleted"],
+        # timed changes a restarted daemon made late: due before it had its route table
+        # (while no daemon ran, or cut by a kill), not made by the one before it
+        "timed_changes_late": c["timed_late"],
         "counters": c,
     }  # fmt: skip
 

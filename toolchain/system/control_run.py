@@ -14,7 +14,10 @@ the router does with it in the end (forwarded by the fast path or by the control
 dropped, consumed there) and the frames the control plane sends.  Where the model's
 verdict is not the C oracle's, the packet's verdict kind becomes PYTHON and the ledger
 leaves its frame to `judge`.  Route changes made through the daemon's control socket
-reach the model from the daemon's change log before the packets that arrive after them.
+reach the model from the daemon's change log before the packets that arrive after them;
+so do, after a kill, the timed changes the dead daemon had not made, which the restarted
+daemon makes once it has its route table (RouterModel.owe, timed_made, caught_up): which
+timed changes a daemon made before it died is read the instant it dies.
 
 The daemon's exception log (npkit.toolchain.system.control.LogReader) names each packet
 it handled by its input port, length and a digest of its frame; packets the fast path
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, deque
+from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING, Any
 
 from npkit.emulator.traffic.control import (
@@ -62,11 +66,14 @@ from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
 from .control import (
+    CHG_SOCKET,
+    CHG_TIMED,
     BacklogEntry,
     LogReader,
     LogRecord,
     arp_record,
-    changes_made,
+    change_log,
+    change_log_count,
     owned_packets,
     read_stats,
     send_backlog,
@@ -95,7 +102,7 @@ class ControlJudge:
         self.next_pid = 0  # packets below this have been through the model (or needed nothing)
         self.full_from = NEVER  # arrivals from here on all go through the model (route changes)
         self._note_changes(tr.route_changes)
-        self._socket_changes = 0
+        self._changes_seen = 0  # records of the daemon's change log taken (_take_changes)
         self.index: dict[tuple[int, int, int], deque[int]] = {}  # (in port, length, digest) -> ids
         self.indexed: dict[int, tuple[int, int, int]] = {}
         self.handled: set[int] = set()  # packets the daemon's log names
@@ -112,8 +119,9 @@ class ControlJudge:
         self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
         self._events = 0  # the daemon's kills and restarts the model has been told of
         self._withdraw_at_start = 0  # a restarted daemon (this start) still to withdraw what was learnt
-        # what each daemon left when it died: its send backlog, ARP record, the packets in its buffers
-        self._stops: list[tuple[list[BacklogEntry], dict[int, DaemonArp], list[tuple[int, int, int]]]] = []
+        # what each daemon left when it died: its send backlog, ARP record, the packets in its
+        # buffers, the records of the change log by then (the changes it made)
+        self._stops: list[tuple[list[BacklogEntry], dict[int, DaemonArp], list[tuple[int, int, int]], int]] = []
         self.killed_own = 0  # frames the daemon made that died in its send backlog
         self.killed_forwarded = 0  # packets it forwarded that died there (dropped: KILLED)
         self.killed_in_hand = 0  # packets it had taken from the exception ring and not logged (dropped: KILLED)
@@ -140,7 +148,7 @@ class ControlJudge:
         """After a slice: route changes made through the socket, the model up to now,
         then what the daemon logged (before the frames that left are accounted)."""
         now = self.run.now_ns
-        self._take_socket_changes()
+        self._take_changes(self._made_by_the_dead())
         self._daemon_events()
         self._model_to(now)
         self._follow()
@@ -155,7 +163,8 @@ class ControlJudge:
     def _on_stop(self, _cycle: int, _why: str) -> None:
         """The daemon is gone (System.on_stop): what it had, from its records in SRAM,
         before the one started after it empties them."""
-        self._stops.append((send_backlog(self.rr.chip), self._daemon_arp(), owned_packets(self.rr.chip)))
+        chip = self.rr.chip
+        self._stops.append((send_backlog(chip), self._daemon_arp(), owned_packets(chip), change_log_count(chip)))
 
     def _follow(self) -> None:
         """The daemon's start times of the ARP resolutions the model has under way."""
@@ -163,13 +172,41 @@ class ControlJudge:
         if not self.model.down and self.model.unconfirmed() and ctl is not None and not ctl.system.killed:
             self.model.follow_arp(self._daemon_arp())
 
-    def _take_socket_changes(self) -> None:
-        made = changes_made(self.rr.chip)
-        new = made[self._socket_changes :]
-        if new:
-            self._socket_changes = len(made)
-            self.model.add_changes(new)
-            self._note_changes(new)
+    def _made_by_the_dead(self) -> int | None:
+        """The change log's records made before the death the model is still to be told of
+        (None: no such death, all of them)."""
+        return self._stops[0][3] if self._stops else None
+
+    def _early_ns(self) -> int:
+        """How long before the time a change log record gives the fast path may see the
+        change: the XScale core runs a quantum of instructions at once, at the chip's
+        time when it starts (its SRAM writes are there from then on), while the clock it
+        reads advances through the quantum.  The daemon stamps the record as it writes
+        it, just before it publishes the change (xscale/npkd/cp.c commit_route)."""
+        host = self.rr.control.system.xscale if self.rr.control is not None else None
+        quantum, mhz = getattr(host, "quantum", 0), getattr(host, "xs_mhz", 0)
+        return -(-quantum * 1000 // mhz) if quantum and mhz else 0
+
+    def _take_changes(self, upto: int | None = None) -> None:
+        """The route changes the daemon made since the last look (up to record `upto`), in
+        order: those through the socket from the time it made them; timed ones matched to
+        the configured ones, which take effect then if owed (RouterModel.timed_made).
+        The record of a change is in SRAM before the change is published, so the model,
+        which has had the packets up to the last look, has none that came after it."""
+        chip = self.rr.chip
+        end = change_log_count(chip) if upto is None else upto
+        if end <= self._changes_seen:
+            return
+        new = change_log(chip, self._changes_seen, end)
+        self._changes_seen = end
+        early = self._early_ns()
+        for source, made in new:
+            c = dc_replace(made, at_ns=max(0, made.at_ns - early))
+            if source == CHG_SOCKET:
+                self.model.add_changes([c])
+                self._note_changes([c])
+            elif source == CHG_TIMED and (now := self.model.timed_made(c)) is not None:
+                self._note_changes([now])
 
     def _model_to(self, now: int) -> None:
         for c in self.run.chunks:
@@ -200,9 +237,12 @@ class ControlJudge:
         mhz = float(self.rr.chip.config["clock_mhz"])
         for k, (cycle, what) in enumerate(events[self._events :], self._events):
             t = int(cycle * 1000 // mhz)
+            if what in ("killed", "respawned"):
+                backlog, arp, owned, made = self._stops.pop(0) if self._stops else ([], None, [], None)
+                self._take_changes(made)        # what it made; the timed changes it had not are owed
+                self.model.owe()
             self._model_to(t)
             if what in ("killed", "respawned"):
-                backlog, arp, owned = self._stops.pop(0) if self._stops else ([], None, [])
                 lost = self.model.kill(t, arp)
                 self._settle()
                 for pid in lost:  # never logged (held): the ARP requests about them were sent
@@ -222,11 +262,13 @@ class ControlJudge:
                 self.model.restart(t)
                 self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
         self._events = len(events)
+        self._take_changes(self._made_by_the_dead())    # the restarted daemon's
         if self._withdraw_at_start:
             st = read_stats(self.rr.chip)
             if st is not None and st["starts"] >= self._withdraw_at_start and st["state"] == "ready":
                 self._model_to(self.run.now_ns)   # (seen at a slice's end: to within SLICE_NS)
                 self.model.withdraw_learnt()
+                self.model.caught_up(self.run.now_ns)
                 self._withdraw_at_start = 0
 
     def _lost_backlog(self, backlog: list[BacklogEntry]) -> None:
@@ -362,7 +404,7 @@ class ControlJudge:
 
     def finish(self) -> None:
         """At the end: every packet through the model, its timers run out, the log read."""
-        self._take_socket_changes()
+        self._take_changes(self._made_by_the_dead())
         self._daemon_events()
         self._model_to(NEVER)
         self.model.finish()
@@ -390,6 +432,8 @@ class ControlJudge:
                 continue
             r = self.model.results.get(pid)
             ok = r is not None and (r.reason == name or (name == "arp_miss" and r.learnt_hop))
+            if not ok and r is not None:
+                ok = self._excepted_instead(pid, r, name)
             comparison["matched_exception" if ok else "wrong_reason"] += 1
             self.handled.add(pid)
             for port, frame, stamps in self.provisional.pop(pid, []):
@@ -400,6 +444,26 @@ class ControlJudge:
             else:
                 self.run.mark(pid, EXCEPTED, name)
         self._raw.clear()
+
+    def _excepted_instead(self, pid: int, r: Any, name: str) -> bool:
+        """A packet the model forwarded by the table as it was after a route change, that
+        the fast path excepted by the table before it (one of its `alternatives`: the
+        change reached SRAM later, or never -- a timed change cut by a kill): the daemon
+        logged it with that reason, so the model's control plane handles it now, as the
+        daemon did, and the packet's fate is that (False: no such alternative)."""
+        alt = next((o for o in r.alternatives if isinstance(o, Except) and o.reason == name), None)
+        c = self.run.chunk_of(pid)
+        if alt is None or c is None:
+            return False
+        i = pid - c.first
+        was = r.final
+        self.model.take_exception(pid, c.w.frame(i), c.w.ports[i], alt)
+        if r.final is None:
+            self.held.add(pid)
+        self._expect(pid, r.final)
+        self._demand(was, r.final, c.w.lens[i])
+        self._settle()  # its frames: expected once it is handled (the caller's next step)
+        return True
 
     def _identify(self, rec: LogRecord) -> int:
         """The input packet a log record is about: by its port, length and digest among
@@ -514,6 +578,15 @@ class ControlJudge:
         """The router's verdict on a packet the model judged (None: the C oracle's)."""
         r = self.model.results.get(pid)
         return None if r is None else (r.final if r.final is not None else r.fast)
+
+    def timed_not_made(self) -> list[Any]:
+        """Timed changes owed by a dead daemon that the daemon started after it has not made
+        (lost: the fast path never gets them), while that daemon runs with its table."""
+        ctl = self.rr.control
+        st = read_stats(self.rr.chip)
+        if ctl is None or ctl.system.killed or st is None or st["state"] != "ready" or self.model.owing:
+            return []
+        return [self.model.timed[k] for k in sorted(self.model.owed)]
 
     # -- the account
     def comparison(self, control_queue_full: int) -> dict[str, int]:

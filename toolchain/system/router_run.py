@@ -718,6 +718,9 @@ class RouterRun:
             if made != seen:
                 out.append(f"the control plane sent {made} frames; {seen} left the router, were dropped "
                            f"(control_queue_full) or died in its send backlog")  # fmt: skip
+        for c in self.cp.timed_not_made():
+            out.append(f"the timed route change at {c.at_ns} ns ({c.op} {c.route_text}) owed by a killed daemon "
+                       f"was never made by the one started after it")  # fmt: skip
         if st and not self.control.system.killed:   # the daemon started last counted its predecessors' backlogs
             c = st["counters"]
             daemon = (c.get("killed_backlog_own", 0), c.get("killed_backlog_forwarded", 0))
@@ -879,6 +882,8 @@ def format_summary(s: dict[str, Any]) -> str:
                      + (f"; buffers its predecessor held, given back {cp['buffers_reclaimed']}" if cp.get("buffers_reclaimed") else "")
                      + (f"; route pool units its predecessor left, recovered {cp['route_pool_units_recovered']}"
                         if cp.get("route_pool_units_recovered") else "")
+                     + (f"; timed route changes made late after a restart {cp['timed_changes_late']}"
+                        if cp.get("timed_changes_late") else "")
                      + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "

@@ -64,7 +64,9 @@ char *fmt_route(char *b, const route_cfg *r)
 static int journal(cp *c, const char *verb, const route_cfg *r, const uint8_t *mac)
 {
     if (!c->journal) return 0;
-    char line[96], *b = fmt_s(line, verb);
+    char line[112], *b = line;
+    if (c->timed_mark) b = fmt_s(fmt_u(fmt_s(b, "timed "), c->timed_mark - 1), " ");   /* timed N add ... */
+    b = fmt_s(b, verb);
     if (!strcmp(verb, "add ")) {
         b = fmt_route(b, r);
     } else if (!strcmp(verb, "del ")) {
@@ -90,10 +92,10 @@ static int journal(cp *c, const char *verb, const route_cfg *r, const uint8_t *m
  * and the journal's write() is the only one a change makes; so: first everything that
  * can fail, leaving nothing a lookup or the model sees (tables_prepare_*: the checks,
  * no such route, the next-hop table's room, the trie's new nodes, out of pool), then
- * the journal line, then the change published (SRAM writes only, which cannot fail)
- * and, by the caller, logged in the change log for the host.  Killed at the journal's
- * write: neither the journal, nor SRAM, nor the change log has the change; killed at
- * any later call: all three have it.  No line is written for a change that fails, so
+ * the journal line, then (a route added or deleted: commit_route) its record in the
+ * change log for the host, then the change published (SRAM writes only, which cannot
+ * fail).  Killed at the journal's write: neither the journal, nor SRAM, nor the change
+ * log has the change; killed at any later call: all three have it.  No line is written for a change that fails, so
  * the replay (tables.c journal_line) never meets a line it cannot apply; rather than
  * teach it to skip lines, a failure is found before the line is written.  A line that
  * cannot be written: the change is not made (-9). */
@@ -103,6 +105,25 @@ static int commit_change(cp *c, const char *verb, const route_cfg *r, const uint
         tables_abort(c->tab);
         return -9;
     }
+    tables_commit(c->tab);
+    return 0;
+}
+
+static void change_log(cp *c, int add, const route_cfg *r, int source);
+
+/* A route added or deleted: as commit_change, its record in the change log written
+ * after the journal line and before the change is published, stamped with the clock
+ * of that instant (not the turn's: the exceptions the turn handled first may have
+ * taken a while) -- so the host, which follows changes from the log, has the record
+ * no later than the fast path has the change, and the time the change began to be
+ * published. */
+static int commit_route(cp *c, const char *verb, const route_cfg *r, int add, int source)
+{
+    if (journal(c, verb, r, NULL)) {
+        tables_abort(c->tab);
+        return -9;
+    }
+    change_log(c, add, r, source);
     tables_commit(c->tab);
     return 0;
 }
@@ -1078,14 +1099,16 @@ void cp_tables_ready(cp *c)
 
 /* the log of route changes made (SRAM, cfg `changelog`): count, capacity, then records
  * {time in us, add << 24 | length << 16 | port << 8 | source, prefix, next hop} --
- * how the host learns of changes made through the control socket */
+ * how the host learns of changes made through the control socket, and of timed changes
+ * a restarted daemon made late (commit_route writes it) */
 static void change_log(cp *c, int add, const route_cfg *r, int source)
 {
     const npkd_cfg *g = c->cfg;
     if (!g->changelog_cap) return;
     uint32_t n = npkd_sram_rd(c->mem, g->changelog_base);
     uint32_t a = g->changelog_base + 16 + 16 * (n % g->changelog_cap);
-    npkd_sram_wr(c->mem, a, (uint32_t)(now(c) / 1000));
+    uint64_t t = c->tab->clock ? c->tab->clock(c->tab->clock_ctx) : now(c);   /* this instant */
+    npkd_sram_wr(c->mem, a, (uint32_t)(t / 1000));
     npkd_sram_wr(c->mem, a + 4, (uint32_t)add << 24 | (uint32_t)r->len << 16 | (uint32_t)(r->port & 0xFF) << 8 |
                                    (uint32_t)source);
     npkd_sram_wr(c->mem, a + 8, r->prefix);
@@ -1098,13 +1121,12 @@ int cp_route_add(cp *c, const route_cfg *r, int source)
 {
     if (ensure_tables(c)) return -7;
     int rc = tables_prepare_route(c->tab, r);
-    if (!rc) rc = commit_change(c, "add ", r, NULL);
+    if (!rc) rc = commit_route(c, "add ", r, 1, source);
     if (rc) {
         c->stats[ST_route_errors]++;
         return rc;
     }
     c->stats[ST_routes_added]++;
-    change_log(c, 1, r, source);
     if (r->next_hop) {                                /* a next hop we already know */
         arp_ent *e = arp_find(c, r->next_hop);
         if (e && e->state == ARP_REACHABLE) arp_install(c, e);
@@ -1117,12 +1139,25 @@ int cp_route_del(cp *c, uint32_t prefix, int len, int source)
     if (ensure_tables(c)) return -7;
     route_cfg r = {prefix, 0, len, 0};
     int rc = tables_prepare_del(c->tab, prefix, len);
-    if (!rc) rc = commit_change(c, "del ", &r, NULL);
+    if (!rc) rc = commit_route(c, "del ", &r, 0, source);
     if (rc) {
         c->stats[ST_route_errors]++;
         return rc;
     }
     c->stats[ST_routes_deleted]++;
-    change_log(c, 0, &r, source);
     return 0;
+}
+
+int cp_timed_change(cp *c, const timed_change *t, uint32_t index)
+{
+    c->timed_mark = index + 1;
+    int rc = t->add ? cp_route_add(c, &t->r, CHG_TIMED) : cp_route_del(c, t->r.prefix, t->r.len, CHG_TIMED);
+    c->timed_mark = 0;
+    c->stats[ST_timed_changes]++;
+    if (rc && rc != -7 && rc != -9 && c->journal) {   /* failed, and the journal can be written */
+        char line[24];
+        fmt_s(fmt_u(fmt_s(line, "timed "), index), "\n");
+        c->journal(c->ensure_ctx, line);
+    }
+    return rc;
 }

@@ -117,6 +117,7 @@ typedef struct cp {
     /* persist a route change (one line), before it is made (cp.c commit_change):
      * 0, or -1 when it could not be written (the change is then not made) */
     int (*journal)(void *ctx, const char *line);
+    uint32_t timed_mark;                    /* 1 + the index of the timed change being made, else 0 */
 } cp;
 
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw);
@@ -143,6 +144,12 @@ uint32_t cp_reclaim(cp *c, int restart);
 enum { CHG_TIMED = 1, CHG_SOCKET = 2 };
 int cp_route_add(cp *c, const route_cfg *r, int source);
 int cp_route_del(cp *c, uint32_t prefix, int len, int source);
+/* timed change number `index` of the configuration (source CHG_TIMED), counted in
+ * timed_changes: its journal line carries the index ("timed N add ..."), so that a
+ * restarted daemon knows which its predecessors made (tables.h: timed_done); one that
+ * fails is journalled as dealt with all the same ("timed N" alone, after the failure),
+ * not to be tried again.  Returns as cp_route_add. */
+int cp_timed_change(cp *c, const timed_change *t, uint32_t index);
 /* "A.B.C.D" and "A.B.C.D/LEN via N.N.N.N port P" / "... dev P", without printf */
 char *fmt_ip(char *b, uint32_t a);
 char *fmt_route(char *b, const route_cfg *r);

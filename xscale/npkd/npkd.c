@@ -40,6 +40,7 @@ typedef struct npkd_state {
     ctl ctl;
     uint64_t now;
     uint32_t next_change, starts, state;
+    uint64_t late_before;       /* a timed change due before this was owed by a predecessor */
     int restart, journal_fd;
     int load_eagerly;           /* build the route model now (else on the first change) */
 } npkd_state;
@@ -149,6 +150,13 @@ static int load_some(npkd_state *d, uint32_t budget)
             strcat(line, "\n");
             journal_write(d, line);
         }
+        /* A restart: the journal says which timed changes the daemons before this one
+         * made (or tried); the others are this one's, at once if they are due (falling
+         * due while no daemon ran, or cut by a kill at their journal line). */
+        if (d->starts > 1 && d->cfg.state_path[0]) {
+            d->next_change = d->load.timed_done < d->cfg.nchg ? d->load.timed_done : d->cfg.nchg;
+            d->late_before = d->now;
+        }
         tables_load_end(&d->load);
         cp_tables_ready(&d->cp);
         cp_publish(&d->cp, d->state, d->starts);
@@ -167,10 +175,11 @@ static int ensure_tables(void *ctx)
 static void timed_changes(npkd_state *d)
 {
     while (d->next_change < d->cfg.nchg && d->cfg.chg[d->next_change].at_ns <= d->now) {
-        const timed_change *t = &d->cfg.chg[d->next_change++];
-        int rc = t->add ? cp_route_add(&d->cp, &t->r, CHG_TIMED) : cp_route_del(&d->cp, t->r.prefix, t->r.len, CHG_TIMED);
-        if (rc) fprintf(stderr, "npkd: timed change %u failed (%d)\n", d->next_change - 1, rc);
-        d->cp.stats[ST_timed_changes]++;
+        uint32_t k = d->next_change++;
+        const timed_change *t = &d->cfg.chg[k];
+        int rc = cp_timed_change(&d->cp, t, k);
+        if (rc) fprintf(stderr, "npkd: timed change %u failed (%d)\n", k, rc);
+        if (t->at_ns < d->late_before) d->cp.stats[ST_timed_late]++;
     }
 }
 
@@ -373,7 +382,10 @@ int main(int argc, char **argv)
     if (rc) die("control socket %s: %s", d.cfg.socket_path, strerror(-rc));
     d.ctl.handle = handle;
     d.ctl.ctx = &d;
-    while (d.next_change < d.cfg.nchg && d.cfg.chg[d.next_change].at_ns < d.now) d.next_change++;  /* past */
+    if (d.starts > 1 && d.cfg.state_path[0])
+        d.next_change = d.cfg.nchg;    /* none until the journal says which are still to make (load_some) */
+    else                               /* the first start (at 0: none is past) */
+        while (d.next_change < d.cfg.nchg && d.cfg.chg[d.next_change].at_ns < d.now) d.next_change++;
     cp_publish(&d.cp, d.state, d.starts);
     rc = run(&d);
     ctl_close(&d.ctl);

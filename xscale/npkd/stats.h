@@ -24,6 +24,7 @@
     X(buffers_reclaimed) X(lpm_units_recovered) X(killed_backlog_own)                     \
     X(killed_backlog_forwarded)                                                            \
     X(routes) X(routes_added) X(routes_deleted) X(route_errors) X(timed_changes)          \
+    X(timed_late)                                                                          \
     X(control_requests) X(log_records) X(wakeups) X(sram_writes)
 
 enum {

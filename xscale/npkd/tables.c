@@ -238,6 +238,7 @@ static int next_route(tables *t, tables_load *L, route_cfg *r, int *eof)
 
 /* one line of the journal of route changes a previous instance kept (a restart):
  *   add ROUTE | del PREFIX/LEN | adj A.B.C.D PORT MAC | unadj A.B.C.D
+ *   | timed N add ROUTE | timed N del PREFIX/LEN | timed N
  * replayed into the model in order, so next-hop entries get the indices they have */
 static int journal_line(tables *t, tables_load *L, const char *s)
 {
@@ -245,6 +246,14 @@ static int journal_line(tables *t, tables_load *L, const char *s)
     route_cfg r;
     uint32_t ip;
     const char *q;
+    if (!strncmp(s, "timed ", 6)) {                  /* timed change N: made (the rest), or failed */
+        char *end;
+        unsigned long k = strtoul(s + 6, &end, 10);
+        if (s[6] < '0' || s[6] > '9' || k >= UINT32_MAX || (*end != ' ' && *end != '\n' && *end != '\r' && *end)) return -1;
+        if (k + 1 > L->timed_done) L->timed_done = (uint32_t)k + 1;
+        while (*end == ' ') end++;
+        return *end && *end != '\n' && *end != '\r' ? journal_line(t, L, end) : 0;
+    }
     if (!strncmp(s, "add ", 4)) return parse_route(c, s + 4, &r) || tables_add_route(t, &r) ? -1 : 0;
     if (!strncmp(s, "del ", 4)) {
         char buf[64];

@@ -65,7 +65,11 @@ void tables_free(tables *t);
  * line each, appended as they happen, each before its change is published: add/del of
  * routes, adj/unadj of ARP-learnt /32s; cp.c commit_change), replayed in order.  Every
  * line written is of a change then made (a kill at its write leaves no line), so a line
- * the replay cannot apply is an error.  write = 1: lay the whole image out in SRAM (the linker's job;
+ * the replay cannot apply is an error.  A timed change's line carries its index in the
+ * configuration ("timed N add ...", or "timed N" alone for one that failed: cp.h
+ * cp_timed_change); lines without it (socket changes, ARP, a journal of an older npkd)
+ * replay as before.  The daemon makes timed changes in index order, so those below
+ * `timed_done` were all dealt with; the ones from there on it has still to make.  write = 1: lay the whole image out in SRAM (the linker's job;
  * tests and `npkd --build-image`); write = 0: the model only, then adopt what SRAM
  * holds and check that its next-hop table is this one.  A restart puts learnt ARP
  * state back to unresolved (`learnt`: the /32s withdrawn, to journal) and adopts the
@@ -74,6 +78,7 @@ typedef struct tables_load {
     int phase, write, restart;
     FILE *f, *journal;
     uint32_t line, jline, reverted;
+    uint32_t timed_done;      /* 1 + the highest index of a timed change the journal marks */
     u32vec learnt;
     char err[NPKD_PATH + 100];
 } tables_load;

@@ -1342,6 +1342,7 @@ static void test_journal_kill(void)
         CHECK(rc == 1);
         if (rc != 1) printf("  killed at journal write %d: %s\n", at, L.err);
         CHECK(L.jline == (uint32_t)at);
+        CHECK(L.timed_done == 0);                       /* socket changes and ARP: no timed marks */
         tables_load_end(&L);
         CHECK(model_agrees(t, &k->mem, JOURNAL_PROBES, (int)(sizeof JOURNAL_PROBES / sizeof JOURNAL_PROBES[0])));
         /* ... and the restarted daemon's own changes go on from there */
@@ -1445,6 +1446,156 @@ static void test_failed_change_leaves_no_trace(void)
     free(k);
 }
 
+/* timed changes made in order until a kill (1) or all of them (0) */
+static int timed_until_killed(cp *e, const timed_change *tc, int n, int *rcs)
+{
+    if (setjmp(killed)) return 1;
+    for (int i = 0; i < n; i++) rcs[i] = cp_timed_change(e, &tc[i], (uint32_t)i);
+    return 0;
+}
+
+static int file_is(const char *path, const char *want)
+{
+    char got[512] = {0};
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    got[n] = 0;
+    if (strcmp(got, want)) printf("  journal:\n%s  wanted:\n%s", got, want);
+    return !strcmp(got, want);
+}
+
+/* Timed changes are journalled with their index in the configuration (cp.c
+ * cp_timed_change): "timed N add ...", "timed N del ...", and one that fails (a del of
+ * no such route) as "timed N" alone.  Killed at each journal write in turn (and not at
+ * all), the daemon started after it replays the changes made, its model and the fast
+ * path agree, and it knows which timed changes were dealt with (tables_load.timed_done):
+ * all those before the one cut, not that one, which is its to make. */
+static void test_timed_marks(void)
+{
+    static const timed_change tc[4] = {
+        {1000, 1, {0x14010200u, 0x0A000002u, 24, 0}},  /* 0: add 20.1.2/24 via 10.0.0.2 */
+        {2000, 0, {0x63000000u, 0, 8, 0}},              /* 1: del 99/8: no such route */
+        {3000, 1, {0x14020000u, 0x0A000102u, 16, 1}},  /* 2: add 20.2/16 via 10.0.1.2 */
+        {4000, 0, {0x14010200u, 0, 24, 0}},             /* 3: del 20.1.2/24 */
+    };
+    static const char *const lines[4] = {"timed 0 add 20.1.2.0/24 via 10.0.0.2 port 0\n", "timed 1\n",
+                                         "timed 2 add 20.2.0.0/16 via 10.0.1.2 port 1\n", "timed 3 del 20.1.2.0/24\n"};
+    static const uint32_t probes[] = {0x14010203u, 0x14020304u, 0x63010101u};
+    for (int at = 0; at <= 4; at++) {
+        fake *k = calloc(1, sizeof *k);
+        npkd_cfg c;
+        fake_init(k, &c);
+        c.changelog_base = 0x80400000u;
+        c.changelog_cap = 16;
+        char path[] = "/tmp/npkd-timed-XXXXXX", err[200];
+        int fd = mkstemp(path);
+        journal_file = fd >= 0 ? fdopen(fd, "w") : NULL;
+        CHECK(journal_file != NULL);
+        if (!journal_file) return;
+        tables *t = calloc(1, sizeof *t);
+        CHECK(tables_init(t, &c, &k->mem) == 0);
+        CHECK(tables_build(t, 1, err, sizeof err) == 0);
+        cp *e = calloc(1, sizeof *e);
+        npkd_hw hw = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
+        cp_init(e, &c, &k->mem, t, &hw);
+        e->tables_ready = 1;
+        e->journal = journal_or_die;
+        kill_at = at;
+        int rcs[4] = {9, 9, 9, 9};
+        CHECK(timed_until_killed(e, tc, 4, rcs) == (at < 4));
+        fclose(journal_file);
+        char want[512] = {0};
+        for (int i = 0; i < at; i++) strcat(want, lines[i]);
+        CHECK(file_is(path, want));                     /* a line for each dealt with, none for the cut one */
+        uint32_t made = (uint32_t)(at > 0) + (uint32_t)(at > 2) + (uint32_t)(at > 3);
+        CHECK(npkd_sram_rd(&k->mem, c.changelog_base) == made);   /* ... and a change log record each made */
+        if (at == 4) {
+            CHECK(rcs[0] == 0 && rcs[1] == -4 && rcs[2] == 0 && rcs[3] == 0);
+            CHECK(e->stats[ST_timed_changes] == 4 && e->stats[ST_route_errors] == 1);
+            CHECK(e->stats[ST_routes_added] == 2 && e->stats[ST_routes_deleted] == 1);
+            uint32_t w1 = npkd_sram_rd(&k->mem, c.changelog_base + 16 + 4);
+            CHECK((w1 & 0xFF) == CHG_TIMED && w1 >> 24 == 1);
+        }
+        cp_free(e);
+        free(e);
+        tables_free(t);                                /* killed: the next daemon starts */
+        CHECK(tables_init(t, &c, &k->mem) == 0);
+        tables_load L;
+        CHECK(tables_load_begin(t, &L, 0, path) == 0);
+        L.restart = 1;
+        int rc;
+        while (!(rc = tables_load_step(t, &L, 4))) {
+        }
+        CHECK(rc == 1);
+        if (rc != 1) printf("  killed at journal write %d: %s\n", at, L.err);
+        CHECK(L.timed_done == (uint32_t)at);            /* the next to make: the one cut */
+        CHECK(!!lpm_get(&t->trie, 0x14010200u, 24, NULL) == (at == 1 || at == 2 || at == 3));
+        CHECK(!!lpm_get(&t->trie, 0x14020000u, 16, NULL) == (at > 2));
+        tables_load_end(&L);
+        CHECK(model_agrees(t, &k->mem, probes, (int)(sizeof probes / sizeof probes[0])));
+        tables_free(t);
+        free(t);
+        remove(path);
+        fake_free(k, &c);
+        free(k);
+    }
+}
+
+/* The replay's reading of the marks: the highest index, whatever the order of lines and
+ * what follows the mark; a journal without marks (socket changes only, or one written
+ * before timed changes were marked) has timed_done 0; a malformed mark is an error. */
+static void test_timed_marks_replay(void)
+{
+    static const struct {
+        const char *text;
+        int ok;
+        uint32_t done;
+    } cases[] = {
+        {"add 20.1.2.0/24 via 10.0.0.2 port 0\ndel 20.1.2.0/24\n", 1, 0},
+        {"timed 0 add 20.1.2.0/24 via 10.0.0.2 port 0\nadd 20.9.0.0/16 via 10.0.1.2 port 1\ntimed 3\n", 1, 4},
+        {"timed 7 del 20.1.2.0/24\n", 1, 8},               /* (a del of no such route replays as nothing) */
+        {"timed x add 20.1.2.0/24 via 10.0.0.2 port 0\n", 0, 0},
+        {"timed -1\n", 0, 0},
+        {"timed 2add 20.1.2.0/24 via 10.0.0.2 port 0\n", 0, 0},
+        {"timed 12\r\ntimed 5 add 20.1.2.0/24 via 10.0.0.2 port 0\n", 1, 13},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fake *k = calloc(1, sizeof *k);
+        npkd_cfg c;
+        fake_init(k, &c);
+        char path[] = "/tmp/npkd-timed-XXXXXX", err[200];
+        int fd = mkstemp(path);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        CHECK(f != NULL);
+        if (!f) return;
+        fputs(cases[i].text, f);
+        fclose(f);
+        tables *t = calloc(1, sizeof *t);
+        CHECK(tables_init(t, &c, &k->mem) == 0);
+        CHECK(tables_build(t, 1, err, sizeof err) == 0);   /* the image the first daemon had */
+        tables_free(t);
+        CHECK(tables_init(t, &c, &k->mem) == 0);
+        tables_load L;
+        CHECK(tables_load_begin(t, &L, 0, path) == 0);
+        L.restart = 1;
+        int rc;
+        while (!(rc = tables_load_step(t, &L, 64))) {
+        }
+        CHECK((rc == 1) == cases[i].ok);
+        if (cases[i].ok) CHECK(L.timed_done == cases[i].done);
+        if ((rc == 1) != cases[i].ok || (cases[i].ok && L.timed_done != cases[i].done))
+            printf("  case %zu: rc %d phase %d timed_done %u (%s)\n", i, rc, L.phase, L.timed_done, L.err);
+        tables_load_end(&L);
+        tables_free(t);
+        free(t);
+        remove(path);
+        fake_free(k, &c);
+        free(k);
+    }
+}
+
 int main(void)
 {
     test_checksums();
@@ -1460,6 +1611,8 @@ int main(void)
     test_owned();
     test_journal_kill();
     test_failed_change_leaves_no_trace();
+    test_timed_marks();
+    test_timed_marks_replay();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
