@@ -475,20 +475,6 @@ static void arp_install(cp *c, arp_ent *e)
     }
 }
 
-/* an ARP-learnt /32 out of the fast path (-1: it stays, a later try).  Not inlined: the
- * ARP timers' loop (cp_timers, every turn of the daemon's loop) compiles as it did
- * before the journal was written ahead, and runs the same instructions. */
-__attribute__((noinline)) static int withdraw_adjacency(cp *c, uint32_t ip)
-{
-    route_cfg r = {ip, 0, 32, 0};
-    int rc = tables_prepare_del(c->tab, ip, 32);
-    if (rc == -4) {               /* deleted through the socket since: only no longer learnt */
-        journal(c, "unadj ", &r, NULL);
-        return 0;
-    }
-    return rc || commit_change(c, "unadj ", &r, NULL) ? -1 : 0;
-}
-
 static void arp_uninstall(cp *c, arp_ent *e)
 {
     const lpm_layout *l = &c->cfg->lay;
@@ -511,7 +497,15 @@ static void arp_uninstall(cp *c, arp_ent *e)
         e->gateway_installed = 0;
     }
     e->adjacency_pending = 0;
-    if (e->adjacency_installed && !ensure_tables(c) && !withdraw_adjacency(c, e->ip)) e->adjacency_installed = 0;
+    if (e->adjacency_installed && !ensure_tables(c)) {
+        route_cfg r = {e->ip, 0, 32, 0};
+        int rc = tables_prepare_del(c->tab, e->ip, 32);
+        if (rc == -4)             /* deleted through the socket since: only no longer learnt */
+            journal(c, "unadj ", &r, NULL);
+        else if (!rc)
+            rc = commit_change(c, "unadj ", &r, NULL);
+        if (rc == -4 || !rc) e->adjacency_installed = 0;   /* else still in: a later try */
+    }
 }
 
 static void send_arp_request(cp *c, arp_ent *e)

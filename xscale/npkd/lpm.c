@@ -19,17 +19,6 @@ static uint32_t root_get(lpm *t, uint32_t k)
     return t->built ? npkd_sram_rd(t->mem, t->lay.root + 4 * k) : t->root[k];
 }
 
-/* A change made in two steps (lpm_prepare, then lpm_commit or lpm_abort).  The daemon
- * makes one at a time, so the one under way is kept here rather than in struct lpm
- * (which keeps the struct, and what the daemon clears when it starts, as before). */
-static struct {
-    const lpm *owner;           /* the table it is under way in; NULL: none */
-    int had, len, wrote;
-    uint32_t prefix, old_nh;    /* the route changed, and its next hop before (had) */
-    u32vec publish;             /* (/16, new root entry) pairs, in order */
-    u32vec placed;              /* nodes written and not yet published: type << 24 | offset */
-} pend;
-
 static uint32_t child_entry(int type, uint32_t off)
 {
     return LPM_ENTRY_CHILD | ((uint32_t)type << LPM_TYPE_SHIFT) | off;
@@ -64,11 +53,8 @@ void lpm_free(lpm *t)
     for (int i = 0; i < 3; i++) u32vec_free(&t->alloc.free[i]);
     u32vec_free(&t->alloc.limbo);
     u32vec_free(&t->alloc.spare);
-    if (!pend.owner || pend.owner == t) {
-        u32vec_free(&pend.placed);
-        u32vec_free(&pend.publish);
-        pend.owner = NULL;
-    }
+    u32vec_free(&t->pend.placed);
+    u32vec_free(&t->pend.publish);
     free(t->alloc.seen);
     free(t->inner16);
     free(t->inner24);
@@ -638,7 +624,7 @@ static void publish(lpm *t, uint32_t k, uint32_t entry, int *wrote)
 /* lpm.py _materialise: fresh nodes, then the root entry, then the old nodes to limbo */
 static int materialise(lpm *t, uint32_t k, int kind, uint16_t leaf, int *wrote)
 {
-    u32vec *placed = &pend.placed;
+    u32vec *placed = &t->pend.placed;
     uint32_t entry;
     placed->n = 0;
     int rc = place_nodes(t, kind, leaf, &entry, placed, wrote);
@@ -701,29 +687,29 @@ int lpm_adopt(lpm *t, int recover)
 
 int lpm_prepare(lpm *t, uint32_t prefix, int len, int add, uint32_t nh)
 {
-    pend.owner = NULL;
-    pend.wrote = 0;
-    pend.publish.n = pend.placed.n = 0;
+    lpm_pending *q = &t->pend;
+    q->active = q->wrote = 0;
+    q->publish.n = q->placed.n = 0;
     if (!t->built) return set_route(t, prefix, len, add, nh, NULL);   /* the model only */
     if (len < 0 || len > 32 || (prefix & ~lpm_mask(len)) || (add && (nh < 1 || nh > LPM_NH_MASK))) return -1;
-    pend.had = lpm_get(t, prefix, len, &pend.old_nh);
-    if (!add && !pend.had) return -4;
+    q->had = lpm_get(t, prefix, len, &q->old_nh);
+    if (!add && !q->had) return -4;
     u32vec touched = {0};
     int rc = set_route(t, prefix, len, add, nh, &touched);
     if (rc) {                       /* (-3: no memory, the model may be half changed) */
         u32vec_free(&touched);
         return rc;
     }
-    pend.prefix = prefix;
-    pend.len = len;
-    pend.owner = t;
+    q->prefix = prefix;
+    q->len = len;
+    q->active = 1;
     for (uint32_t i = 0; i < touched.n && !rc; i++) {
         uint16_t leaf;
         uint32_t k = touched.v[i], entry;
         int kind = plan(t, k, &leaf);
         if (same(t, k, kind, leaf)) continue;
-        rc = place_nodes(t, kind, leaf, &entry, &pend.placed, &pend.wrote);
-        if (!rc && (u32vec_push(&pend.publish, k) || u32vec_push(&pend.publish, entry))) rc = -3;
+        rc = place_nodes(t, kind, leaf, &entry, &q->placed, &q->wrote);
+        if (!rc && (u32vec_push(&q->publish, k) || u32vec_push(&q->publish, entry))) rc = -3;
     }
     u32vec_free(&touched);
     if (rc) lpm_abort(t);
@@ -732,28 +718,30 @@ int lpm_prepare(lpm *t, uint32_t prefix, int len, int add, uint32_t nh)
 
 void lpm_commit(lpm *t)
 {
-    if (pend.owner != t) return;
-    for (uint32_t i = 0; i < pend.publish.n; i += 2) publish(t, pend.publish.v[i], pend.publish.v[i + 1], &pend.wrote);
-    if (pend.wrote) {
+    lpm_pending *q = &t->pend;
+    if (!q->active) return;
+    for (uint32_t i = 0; i < q->publish.n; i += 2) publish(t, q->publish.v[i], q->publish.v[i + 1], &q->wrote);
+    if (q->wrote) {
         t->generation++;
         npkd_sram_wr(t->mem, t->lay.ctl + 12, t->alloc.high_water);
         npkd_sram_wr(t->mem, t->lay.ctl + 8, t->generation);
     }
-    pend.owner = NULL;
-    pend.publish.n = pend.placed.n = 0;
+    q->active = 0;
+    q->publish.n = q->placed.n = 0;
 }
 
 void lpm_abort(lpm *t)
 {
-    if (pend.owner != t) return;
-    while (pend.placed.n) unplace(t, pend.placed.v[--pend.placed.n]);
+    lpm_pending *q = &t->pend;
+    if (!q->active) return;
+    while (q->placed.n) unplace(t, q->placed.v[--q->placed.n]);
     /* the model as it was: the route back with its old next hop, or gone again */
-    if (pend.had)
-        set_route(t, pend.prefix, pend.len, 1, pend.old_nh, NULL);
+    if (q->had)
+        set_route(t, q->prefix, q->len, 1, q->old_nh, NULL);
     else
-        set_route(t, pend.prefix, pend.len, 0, 0, NULL);
-    pend.owner = NULL;
-    pend.publish.n = 0;
+        set_route(t, q->prefix, q->len, 0, 0, NULL);
+    q->active = 0;
+    q->publish.n = 0;
 }
 
 int lpm_add(lpm *t, uint32_t prefix, int len, uint32_t nh)

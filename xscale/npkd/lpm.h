@@ -61,6 +61,14 @@ typedef struct lpm_alloc {
     uint32_t recovered;                     /* units given back so (statistics) */
 } lpm_alloc;
 
+/* a change made in two steps (lpm_prepare, then lpm_commit or lpm_abort) */
+typedef struct lpm_pending {
+    int active, had, len, wrote;
+    uint32_t prefix, old_nh;    /* the route changed, and its next hop before (had) */
+    u32vec publish;             /* (/16, new root entry) pairs, in order */
+    u32vec placed;              /* nodes written and not yet published: type << 24 | offset */
+} lpm_pending;
+
 typedef struct lpm {
     lpm_layout lay;
     npkd_mem *mem;
@@ -76,6 +84,7 @@ typedef struct lpm {
     uint32_t generation;
     int built;
     uint32_t nroutes;
+    lpm_pending pend;
     /* planning scratch */
     uint16_t vals[256];
     uint8_t has_child[256];
@@ -96,7 +105,7 @@ int lpm_del(lpm *t, uint32_t prefix, int len);                /* as lpm_add; -4 
  * (nothing to commit or abort).  lpm_commit publishes (root entries, old nodes to limbo,
  * the generation): SRAM writes only, it cannot fail.  lpm_abort instead gives the new
  * nodes back and puts the model back.  Before lpm_build/lpm_adopt: the model at once
- * (commit and abort do nothing).  One change at a time in a process. */
+ * (commit and abort do nothing).  One change at a time. */
 int lpm_prepare(lpm *t, uint32_t prefix, int len, int add, uint32_t nh);
 void lpm_commit(lpm *t);
 void lpm_abort(lpm *t);

@@ -121,6 +121,7 @@ int tables_init(tables *t, const npkd_cfg *cfg, npkd_mem *mem)
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
     t->mem = mem;
+    t->pend_nh = -1;
     if (lpm_init(&t->trie, &cfg->lay, mem)) return -1;
     nh_entry none = {0};
     none.flags = NH_NO_ROUTE;
@@ -438,20 +439,11 @@ int tables_build(tables *t, int write, char *err, size_t errlen)
     return rc < 0 ? rc : 0;
 }
 
-/* a prepared change's new next-hop entry, written when it is committed (-1: none; one
- * change at a time, as lpm_prepare) */
-static int pend_nh = -1;
-
 /* the entry nh_intern appended last taken out again (a change that did not happen) */
 static void nh_unintern(nh_table *t)
 {
-    uint32_t i = --t->n;
-    u32map *m = &t->by_hash;
-    for (uint32_t j = 0; j < m->cap; j++)      /* (rare: a scan, not the hash) */
-        if (m->used[j] && m->val[j] == i) {
-            u32map_del(m, m->key[j]);
-            break;
-        }
+    uint32_t i = --t->n, *at = u32map_get(&t->by_hash, nh_hash(&t->e[i]));
+    if (at && *at == i) u32map_del(&t->by_hash, nh_hash(&t->e[i]));
     if (t->last >= t->n) t->last = 0;
 }
 
@@ -466,7 +458,7 @@ int tables_prepare_entry_route(tables *t, const route_cfg *r, const nh_entry *e)
         if (is_new) nh_unintern(&t->nh);
         return rc;
     }
-    pend_nh = is_new && t->trie.built ? index : -1;
+    t->pend_nh = is_new && t->trie.built ? index : -1;
     return 0;
 }
 
@@ -480,22 +472,22 @@ int tables_prepare_route(tables *t, const route_cfg *r)
 int tables_prepare_del(tables *t, uint32_t prefix, int len)
 {
     settle(t);
-    pend_nh = -1;
+    t->pend_nh = -1;
     return lpm_prepare(&t->trie, prefix, len, 0, 0);
 }
 
 void tables_commit(tables *t)
 {
-    if (pend_nh >= 0) nh_write(t->mem, &t->cfg->lay, (uint32_t)pend_nh, &t->nh.e[pend_nh]);
-    pend_nh = -1;
+    if (t->pend_nh >= 0) nh_write(t->mem, &t->cfg->lay, (uint32_t)t->pend_nh, &t->nh.e[t->pend_nh]);
+    t->pend_nh = -1;
     lpm_commit(&t->trie);     /* after the new next-hop entry (LAYOUT.md §7 rule 5) */
 }
 
 void tables_abort(tables *t)
 {
     lpm_abort(&t->trie);
-    if (pend_nh >= 0) nh_unintern(&t->nh);
-    pend_nh = -1;
+    if (t->pend_nh >= 0) nh_unintern(&t->nh);
+    t->pend_nh = -1;
 }
 
 int tables_add_route(tables *t, const route_cfg *r)

@@ -51,6 +51,7 @@ typedef struct tables {
         uint64_t at;
     } marks[TABLES_GRACE_MARKS];  /* oldest first; when full, newer nodes wait for a later mark */
     uint32_t nmarks;
+    int pend_nh;                  /* a prepared change's new next-hop entry (-1: none) */
 } tables;
 
 void nh_encode(const nh_entry *e, uint32_t w[4]);
@@ -100,7 +101,7 @@ int tables_add_entry_route(tables *t, const route_cfg *r, const nh_entry *e);
  * table's room, the trie's checks and new nodes) and on an error leaves everything as
  * it was; then exactly one of commit (the new next-hop entry, then the trie's root
  * entries: SRAM writes that cannot fail) or abort.  The daemon writes its journal line
- * in between (cp.c: write-ahead).  One change at a time in a process. */
+ * in between (cp.c: write-ahead). */
 int tables_prepare_route(tables *t, const route_cfg *r);
 int tables_prepare_entry_route(tables *t, const route_cfg *r, const nh_entry *e);
 int tables_prepare_del(tables *t, uint32_t prefix, int len);

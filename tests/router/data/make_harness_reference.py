@@ -113,20 +113,23 @@ Re-made when the run began to drop (control_killed) the packets a killed daemon 
 from the exception ring but not logged, found by their buffers' frames: every case
 gained `control_plane.lost_half_handled` (0: no case kills its daemon); with that key
 taken out the file is the same as before, byte for byte.
-2026-11-25: re-made when npkd began to mark a timed route change's journal line with its
-index, so that a restarted daemon makes the timed changes its predecessor had not (due
-while it was down, or cut by the kill at the journal's write), late, and counts them
-(`timed_late`, one more word of the statistics block): every case gained
-`control_plane.counters.timed_late` and `control_plane.timed_changes_late` (0: no case
-changes a route or kills its daemon). The one more word written at each publication
-(sram_writes seed003 73 -> 74, imix 1,132 -> 1,146) made the daemon run more
-instructions (seed003 +465, imix +3,372 / +3,384, errors +2,540); in pipelined-errors
-it took its records in one wake-up fewer (24 -> 23; interrupts 25 -> 24; sram_writes
-2,195 -> 2,150). Every packet count, disposition, comparison and history hash stayed
-the same and every case agreed with the oracle; in errors and imix the departure times
-of frames moved, so every capture's bytes, the latencies (errors mean 17.453 -> 17.919
-us, p50 6.841 -> 8.098; pipelined imix mean 18.120 -> 18.062; parallel imix 18.027 ->
-17.970), utilisations (by at most 0.003) and the XScale's wait cycles moved with them.
+2026-11-25: re-made when npkd's route journal became write-ahead (a change prepared,
+its journal line written, then published; the change under way kept in struct lpm and
+struct tables, which the daemon clears at start) and began to mark a timed route
+change's line with its index, so that a restarted daemon makes the timed changes its
+predecessor had not (due while it was down, or cut by the kill at the journal's write),
+late, and counts them (`timed_late`, one more word of the statistics block): every case
+gained `control_plane.counters.timed_late` and `control_plane.timed_changes_late` (0: no
+case changes a route or kills its daemon). The one more word written at each
+publication (sram_writes seed003 73 -> 74, imix 1,132 -> 1,146) and the larger structs
+made the daemon run more instructions (seed003 +493, imix +3,387 / +3,407, errors
++2,548); in pipelined-errors it took its records in one wake-up fewer (24 -> 23;
+interrupts 25 -> 24; sram_writes 2,195 -> 2,150). Every packet count, disposition,
+comparison and history hash stayed the same and every case agreed with the oracle; in
+errors and imix the departure times of frames moved, so every capture's bytes, the
+latencies (errors mean 17.453 -> 17.919 us, p50 6.841 -> 8.098; pipelined imix mean
+18.120 -> 18.062; parallel imix 18.027 -> 18.002), utilisations (by at most 0.003) and
+the XScale's wait cycles moved with them.
 
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
