@@ -1260,6 +1260,71 @@ static int model_agrees(tables *t, npkd_mem *m, const uint32_t *probe, int nprob
     return ok;
 }
 
+/* a daemon's engine on a fake chip, its tables built into SRAM and its journal in a
+ * temporary file (journal_file, written by journal_or_die) */
+typedef struct wal_rig {
+    fake *k;
+    npkd_cfg c;
+    tables *t;
+    cp *e;
+    char path[32];
+} wal_rig;
+
+static int rig_open(wal_rig *g, const char *tmpl, uint32_t changelog_cap)
+{
+    char err[200];
+    g->k = calloc(1, sizeof *g->k);
+    fake_init(g->k, &g->c);
+    if (changelog_cap) {
+        g->c.changelog_base = 0x80400000u;
+        g->c.changelog_cap = changelog_cap;
+    }
+    snprintf(g->path, sizeof g->path, "%s", tmpl);
+    int fd = mkstemp(g->path);
+    journal_file = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(journal_file != NULL);
+    if (!journal_file) return 0;
+    g->t = calloc(1, sizeof *g->t);
+    CHECK(tables_init(g->t, &g->c, &g->k->mem) == 0);
+    CHECK(tables_build(g->t, 1, err, sizeof err) == 0);
+    g->e = calloc(1, sizeof *g->e);
+    npkd_hw hw = {g->k, f_get, f_put, f_free, f_qget, f_qput, f_now};
+    cp_init(g->e, &g->c, &g->k->mem, g->t, &hw);
+    g->e->tables_ready = 1;
+    g->e->journal = journal_or_die;
+    return 1;
+}
+
+/* the engine gone (killed, or exited) and the next daemon's tables loaded from the
+ * configuration and the journal, SRAM's table adopted: tables_load_step's last result
+ * (1: loaded); L is left for the caller to read and end */
+static int rig_restart(wal_rig *g, tables_load *L)
+{
+    if (journal_file) fclose(journal_file);
+    journal_file = NULL;
+    cp_free(g->e);
+    free(g->e);
+    g->e = NULL;
+    tables_free(g->t);
+    CHECK(tables_init(g->t, &g->c, &g->k->mem) == 0);
+    CHECK(tables_load_begin(g->t, L, 0, g->path) == 0);
+    L->restart = 1;
+    int rc;
+    while (!(rc = tables_load_step(g->t, L, 64))) {
+    }
+    if (rc != 1) printf("  the journal's replay: %s\n", L->err);
+    return rc;
+}
+
+static void rig_close(wal_rig *g)
+{
+    tables_free(g->t);
+    free(g->t);
+    remove(g->path);
+    fake_free(g->k, &g->c);
+    free(g->k);
+}
+
 #define JOURNAL_WRITES 6
 static const uint32_t JOURNAL_PROBES[] = {0x14010203u, 0x14020304u, 0x0A000232u, 0x0A00014Du, 0x2C000001u};
 
@@ -1309,52 +1374,24 @@ static int run_until_killed(fake *k, npkd_cfg *c, cp *e)
 static void test_journal_kill(void)
 {
     for (int at = 0; at <= JOURNAL_WRITES; at++) {
-        fake *k = calloc(1, sizeof *k);
-        npkd_cfg c;
-        fake_init(k, &c);
-        char path[] = "/tmp/npkd-wal-XXXXXX", err[200];
-        int fd = mkstemp(path);
-        journal_file = fd >= 0 ? fdopen(fd, "w") : NULL;
-        CHECK(journal_file != NULL);
-        if (!journal_file) return;
-        tables *t = calloc(1, sizeof *t);
-        CHECK(tables_init(t, &c, &k->mem) == 0);
-        CHECK(tables_build(t, 1, err, sizeof err) == 0);
-        cp *e = calloc(1, sizeof *e);
-        npkd_hw hw = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
-        cp_init(e, &c, &k->mem, t, &hw);
-        e->tables_ready = 1;
-        e->journal = journal_or_die;
+        wal_rig g;
+        if (!rig_open(&g, "/tmp/npkd-wal-XXXXXX", 0)) return;
         kill_at = at;
-        CHECK(run_until_killed(k, &c, e) == (at < JOURNAL_WRITES));
+        CHECK(run_until_killed(g.k, &g.c, g.e) == (at < JOURNAL_WRITES));
         CHECK(kill_at == (at < JOURNAL_WRITES ? -1 : 0));
-        fclose(journal_file);
-        cp_free(e);
-        free(e);
-        tables_free(t);                                /* killed: the next daemon starts */
-        CHECK(tables_init(t, &c, &k->mem) == 0);
-        tables_load L;
-        CHECK(tables_load_begin(t, &L, 0, path) == 0);
-        L.restart = 1;
-        int rc;
-        while (!(rc = tables_load_step(t, &L, 4))) {
-        }
-        CHECK(rc == 1);
-        if (rc != 1) printf("  killed at journal write %d: %s\n", at, L.err);
+        tables_load L;                                 /* killed: the next daemon starts */
+        CHECK(rig_restart(&g, &L) == 1);
         CHECK(L.jline == (uint32_t)at);
         CHECK(L.timed_done == 0);                       /* socket changes and ARP: no timed marks */
         tables_load_end(&L);
-        CHECK(model_agrees(t, &k->mem, JOURNAL_PROBES, (int)(sizeof JOURNAL_PROBES / sizeof JOURNAL_PROBES[0])));
+        tables *t = g.t;
+        CHECK(model_agrees(t, &g.k->mem, JOURNAL_PROBES, (int)(sizeof JOURNAL_PROBES / sizeof JOURNAL_PROBES[0])));
         /* ... and the restarted daemon's own changes go on from there */
         route_cfg r2 = {0x14020000u, 0x0A00014Du, 16, 1};
         int had = lpm_get(&t->trie, r2.prefix, r2.len, NULL);
         CHECK((had ? tables_del_route(t, r2.prefix, r2.len) : tables_add_route(t, &r2)) == 0);
-        CHECK(model_agrees(t, &k->mem, JOURNAL_PROBES, (int)(sizeof JOURNAL_PROBES / sizeof JOURNAL_PROBES[0])));
-        tables_free(t);
-        free(t);
-        remove(path);
-        fake_free(k, &c);
-        free(k);
+        CHECK(model_agrees(t, &g.k->mem, JOURNAL_PROBES, (int)(sizeof JOURNAL_PROBES / sizeof JOURNAL_PROBES[0])));
+        rig_close(&g);
     }
 }
 
@@ -1374,23 +1411,13 @@ static int lines_in(const char *path)
  * written (a restart replays the journal and agrees with SRAM). */
 static void test_failed_change_leaves_no_trace(void)
 {
-    fake *k = calloc(1, sizeof *k);
-    npkd_cfg c;
-    fake_init(k, &c);
-    char path[] = "/tmp/npkd-wal-XXXXXX", err[200];
-    int fd = mkstemp(path);
-    journal_file = fd >= 0 ? fdopen(fd, "w") : NULL;
-    CHECK(journal_file != NULL);
-    if (!journal_file) return;
-    tables *t = calloc(1, sizeof *t);
-    CHECK(tables_init(t, &c, &k->mem) == 0);
-    CHECK(tables_build(t, 1, err, sizeof err) == 0);
+    wal_rig g;
+    if (!rig_open(&g, "/tmp/npkd-wal-XXXXXX", 0)) return;
+    fake *k = g.k;
+    npkd_cfg *c = &g.c;
+    tables *t = g.t;
+    cp *e = g.e;
     t->trie.alloc.capacity = t->trie.alloc.high_water + 8;   /* room for a few nodes more */
-    cp *e = calloc(1, sizeof *e);
-    npkd_hw hw = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
-    cp_init(e, &c, &k->mem, t, &hw);
-    e->tables_ready = 1;
-    e->journal = journal_or_die;
     kill_at = -1000;
     uint32_t probe[40];
     int np = 0, added = 0, rc = 0;
@@ -1408,11 +1435,11 @@ static void test_failed_change_leaves_no_trace(void)
     }
     CHECK(rc == -2 && added >= 4);                    /* the pool ran out */
     CHECK(pool_consistent(&t->trie, &k->mem, 0));
-    uint32_t nh_n = t->nh.n, routes = t->trie.nroutes, gen = npkd_sram_rd(&k->mem, c.lay.ctl + 8);
+    uint32_t nh_n = t->nh.n, routes = t->trie.nroutes, gen = npkd_sram_rd(&k->mem, c->lay.ctl + 8);
     route_cfg fresh = {0x15000100u, 0x0A000163u, 24, 1};   /* 21.0.1/24 via 10.0.1.99: a new entry */
     CHECK(cp_route_add(e, &fresh, CHG_SOCKET) == -2);
     CHECK(!lpm_get(&t->trie, fresh.prefix, fresh.len, NULL) && t->nh.n == nh_n && t->trie.nroutes == routes);
-    CHECK(npkd_sram_rd(&k->mem, c.lay.ctl + 8) == gen && lpm_walk(&k->mem, &c.lay, 0x15000101u) == 0);
+    CHECK(npkd_sram_rd(&k->mem, c->lay.ctl + 8) == gen && lpm_walk(&k->mem, &c->lay, 0x15000101u) == 0);
     CHECK(cp_route_del(e, 0x14000100u, 24, CHG_SOCKET) == -2);   /* 20.0.1/24 stays: a new node */
     CHECK(lpm_get(&t->trie, 0x14000100u, 24, NULL) && t->trie.nroutes == routes);
     CHECK(cp_route_del(e, 0x63000000u, 8, CHG_SOCKET) == -4);    /* no such route */
@@ -1421,29 +1448,17 @@ static void test_failed_change_leaves_no_trace(void)
     probe[np++] = 0x14000101u;
     CHECK(model_agrees(t, &k->mem, probe, np));
     /* the next-hop table full: no line either */
-    c.lay.nh_cap = t->nh.n;
+    c->lay.nh_cap = t->nh.n;
     route_cfg more = {0x14000100u, 0x0A0001C8u, 24, 1};  /* a replacement via 10.0.1.200: a new entry */
     CHECK(cp_route_add(e, &more, CHG_SOCKET) == -2 && t->nh.n == nh_n);
     CHECK(e->stats[ST_routes_added] == (uint32_t)added && e->stats[ST_route_errors] == 5);
-    fclose(journal_file);
-    CHECK(lines_in(path) == added);
-    cp_free(e);
-    free(e);
-    tables_free(t);
-    CHECK(tables_init(t, &c, &k->mem) == 0);           /* restarted: the journal replays */
-    tables_load L;
-    CHECK(tables_load_begin(t, &L, 0, path) == 0);
-    L.restart = 1;
-    while (!(rc = tables_load_step(t, &L, 64))) {
-    }
-    CHECK(rc == 1 && t->trie.nroutes == routes && t->nh.n == nh_n);
+    fflush(journal_file);
+    CHECK(lines_in(g.path) == added);
+    tables_load L;                                     /* restarted: the journal replays */
+    CHECK(rig_restart(&g, &L) == 1 && t->trie.nroutes == routes && t->nh.n == nh_n);
     tables_load_end(&L);
     CHECK(model_agrees(t, &k->mem, probe, np));
-    tables_free(t);
-    free(t);
-    remove(path);
-    fake_free(k, &c);
-    free(k);
+    rig_close(&g);
 }
 
 /* timed changes made in order until a kill (1) or all of them (0) */
@@ -1484,62 +1499,33 @@ static void test_timed_marks(void)
                                          "timed 2 add 20.2.0.0/16 via 10.0.1.2 port 1\n", "timed 3 del 20.1.2.0/24\n"};
     static const uint32_t probes[] = {0x14010203u, 0x14020304u, 0x63010101u};
     for (int at = 0; at <= 4; at++) {
-        fake *k = calloc(1, sizeof *k);
-        npkd_cfg c;
-        fake_init(k, &c);
-        c.changelog_base = 0x80400000u;
-        c.changelog_cap = 16;
-        char path[] = "/tmp/npkd-timed-XXXXXX", err[200];
-        int fd = mkstemp(path);
-        journal_file = fd >= 0 ? fdopen(fd, "w") : NULL;
-        CHECK(journal_file != NULL);
-        if (!journal_file) return;
-        tables *t = calloc(1, sizeof *t);
-        CHECK(tables_init(t, &c, &k->mem) == 0);
-        CHECK(tables_build(t, 1, err, sizeof err) == 0);
-        cp *e = calloc(1, sizeof *e);
-        npkd_hw hw = {k, f_get, f_put, f_free, f_qget, f_qput, f_now};
-        cp_init(e, &c, &k->mem, t, &hw);
-        e->tables_ready = 1;
-        e->journal = journal_or_die;
+        wal_rig g;
+        if (!rig_open(&g, "/tmp/npkd-timed-XXXXXX", 16)) return;
         kill_at = at;
         int rcs[4] = {9, 9, 9, 9};
-        CHECK(timed_until_killed(e, tc, 4, rcs) == (at < 4));
-        fclose(journal_file);
+        CHECK(timed_until_killed(g.e, tc, 4, rcs) == (at < 4));
         char want[512] = {0};
         for (int i = 0; i < at; i++) strcat(want, lines[i]);
-        CHECK(file_is(path, want));                     /* a line for each dealt with, none for the cut one */
+        CHECK(file_is(g.path, want));                   /* a line for each dealt with, none for the cut one */
         uint32_t made = (uint32_t)(at > 0) + (uint32_t)(at > 2) + (uint32_t)(at > 3);
-        CHECK(npkd_sram_rd(&k->mem, c.changelog_base) == made);   /* ... and a change log record each made */
+        CHECK(npkd_sram_rd(&g.k->mem, g.c.changelog_base) == made);   /* ... and a change log record each made */
         if (at == 4) {
+            const uint32_t *st = g.e->stats;
             CHECK(rcs[0] == 0 && rcs[1] == -4 && rcs[2] == 0 && rcs[3] == 0);
-            CHECK(e->stats[ST_timed_changes] == 4 && e->stats[ST_route_errors] == 1);
-            CHECK(e->stats[ST_routes_added] == 2 && e->stats[ST_routes_deleted] == 1);
-            uint32_t w1 = npkd_sram_rd(&k->mem, c.changelog_base + 16 + 4);
+            CHECK(st[ST_timed_changes] == 4 && st[ST_route_errors] == 1);
+            CHECK(st[ST_routes_added] == 2 && st[ST_routes_deleted] == 1);
+            uint32_t w1 = npkd_sram_rd(&g.k->mem, g.c.changelog_base + 16 + 4);
             CHECK((w1 & 0xFF) == CHG_TIMED && w1 >> 24 == 1);
         }
-        cp_free(e);
-        free(e);
-        tables_free(t);                                /* killed: the next daemon starts */
-        CHECK(tables_init(t, &c, &k->mem) == 0);
-        tables_load L;
-        CHECK(tables_load_begin(t, &L, 0, path) == 0);
-        L.restart = 1;
-        int rc;
-        while (!(rc = tables_load_step(t, &L, 4))) {
-        }
-        CHECK(rc == 1);
-        if (rc != 1) printf("  killed at journal write %d: %s\n", at, L.err);
+        tables_load L;                                 /* killed: the next daemon starts */
+        CHECK(rig_restart(&g, &L) == 1);
+        tables *t = g.t;
         CHECK(L.timed_done == (uint32_t)at);            /* the next to make: the one cut */
         CHECK(!!lpm_get(&t->trie, 0x14010200u, 24, NULL) == (at == 1 || at == 2 || at == 3));
         CHECK(!!lpm_get(&t->trie, 0x14020000u, 16, NULL) == (at > 2));
         tables_load_end(&L);
-        CHECK(model_agrees(t, &k->mem, probes, (int)(sizeof probes / sizeof probes[0])));
-        tables_free(t);
-        free(t);
-        remove(path);
-        fake_free(k, &c);
-        free(k);
+        CHECK(model_agrees(t, &g.k->mem, probes, (int)(sizeof probes / sizeof probes[0])));
+        rig_close(&g);
     }
 }
 
