@@ -56,14 +56,14 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
              min_line_rate: float | None, as_json: bool) -> None:  # fmt: skip
     """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
     duration = int(ms * 1e6)
-    if any(d.split("=", 1)[0].strip() == "io" for d in defines):
+    params: dict[str, Any] = parse_defines(defines)  # (checked by the option's callback)
+    if "io" in params:
         raise click.UsageError("-D io: the demo offers its traffic to the MSF (io=msf); a router with the host's "
                                "stand-ins for rx and tx (io=host) is for block tests: npk link / npk debug")  # fmt: skip
     if seed is not None and Path(traffic).is_dir():
         raise click.UsageError(f"--seed {seed} with --traffic {traffic}: a directory of pcaps replays its packets "
                                "as they are; --seed goes with a traffic spec (YAML)")  # fmt: skip
     try:
-        params: dict[str, Any] = parse_defines(defines)
         if routes is None:
             routes = str(demo_routes(DEMO_ROUTES))
         router_yaml = router_with_routes(Path(routes))

@@ -236,12 +236,6 @@ class LogReader:
 CHG_TIMED, CHG_SOCKET = 1, 2  # a change log record's source (xscale/npkd/cp.h)
 
 
-def changes_made(chip: Any, source: int | None = CHG_SOCKET) -> list[Any]:
-    """The route changes the daemon applied, as RouteChanges at the time it applied them
-    (xscale/npkd/cp.c change_log); source 2: through the control socket, 1: timed."""
-    return [c for s, c in change_log(chip) if source is None or s == source]
-
-
 def change_log_count(chip: Any) -> int:
     """How many records the daemons have put in the change log since the chip was loaded."""
     return int(chip.read32("sram", CP_CHANGES_BASE))

@@ -182,7 +182,7 @@ class ControlJudge:
         change: the XScale core runs a quantum of instructions at once, at the chip's
         time when it starts (its SRAM writes are there from then on), while the clock it
         reads advances through the quantum.  The daemon stamps the record as it writes
-        it, just before it publishes the change (xscale/npkd/cp.c commit_route)."""
+        it, just before it publishes the change (xscale/npkd/cp.c commit_change)."""
         host = self.rr.control.system.xscale if self.rr.control is not None else None
         quantum, mhz = getattr(host, "quantum", 0), getattr(host, "xs_mhz", 0)
         return -(-quantum * 1000 // mhz) if quantum and mhz else 0

@@ -87,43 +87,31 @@ static int journal(cp *c, const char *verb, const route_cfg *r, const uint8_t *m
     return c->journal(c->ensure_ctx, line);
 }
 
+static void change_log(cp *c, int add, const route_cfg *r, int source);
+
 /* A route change is made write-ahead, so that a restarted daemon's model and the fast
  * path's tables agree however the daemon died.  A SIGKILL is taken at a system call,
  * and the journal's write() is the only one a change makes; so: first everything that
  * can fail, leaving nothing a lookup or the model sees (tables_prepare_*: the checks,
  * no such route, the next-hop table's room, the trie's new nodes, out of pool), then
- * the journal line, then (a route added or deleted: commit_route) its record in the
- * change log for the host, then the change published (SRAM writes only, which cannot
- * fail).  Killed at the journal's write: neither the journal, nor SRAM, nor the change
- * log has the change; killed at any later call: all three have it.  No line is written for a change that fails, so
- * the replay (tables.c journal_line) never meets a line it cannot apply; rather than
- * teach it to skip lines, a failure is found before the line is written.  A line that
- * cannot be written: the change is not made (-9). */
-static int commit_change(cp *c, const char *verb, const route_cfg *r, const uint8_t *mac)
+ * the journal line, then (a route added or deleted: `source` CHG_TIMED or CHG_SOCKET;
+ * 0 for ARP's adj/unadj) its record in the change log for the host, then the change
+ * published (SRAM writes only, which cannot fail).  Killed at the journal's write:
+ * neither the journal, nor SRAM, nor the change log has the change; killed at any later
+ * call: all three have it.  No line is written for a change that fails, so the replay
+ * (tables.c journal_line) never meets a line it cannot apply; rather than teach it to
+ * skip lines, a failure is found before the line is written.  A line that cannot be
+ * written: the change is not made (-9).  The change log's record is stamped with the
+ * clock of this instant (not the turn's: the exceptions the turn handled first may have
+ * taken a while), so the host, which follows changes from the log, has the record no
+ * later than the fast path has the change. */
+static int commit_change(cp *c, const char *verb, const route_cfg *r, const uint8_t *mac, int add, int source)
 {
     if (journal(c, verb, r, mac)) {
         tables_abort(c->tab);
         return -9;
     }
-    tables_commit(c->tab);
-    return 0;
-}
-
-static void change_log(cp *c, int add, const route_cfg *r, int source);
-
-/* A route added or deleted: as commit_change, its record in the change log written
- * after the journal line and before the change is published, stamped with the clock
- * of that instant (not the turn's: the exceptions the turn handled first may have
- * taken a while) -- so the host, which follows changes from the log, has the record
- * no later than the fast path has the change, and the time the change began to be
- * published. */
-static int commit_route(cp *c, const char *verb, const route_cfg *r, int add, int source)
-{
-    if (journal(c, verb, r, NULL)) {
-        tables_abort(c->tab);
-        return -9;
-    }
-    change_log(c, add, r, source);
+    if (source) change_log(c, add, r, source);
     tables_commit(c->tab);
     return 0;
 }
@@ -470,7 +458,7 @@ static void arp_install(cp *c, arp_ent *e)
         memcpy(a.dst, e->mac, 6);
         memcpy(a.src, c->cfg->port[s.port].mac, 6);
         route_cfg r = {e->ip, e->ip, 32, (int)s.port};
-        if (!tables_prepare_entry_route(c->tab, &r, &a) && !commit_change(c, "adj ", &r, e->mac))
+        if (!tables_prepare_entry_route(c->tab, &r, &a) && !commit_change(c, "adj ", &r, e->mac, 1, 0))
             e->adjacency_installed = 1;
     }
 }
@@ -503,7 +491,7 @@ static void arp_uninstall(cp *c, arp_ent *e)
         if (rc == -4)             /* deleted through the socket since: only no longer learnt */
             journal(c, "unadj ", &r, NULL);
         else if (!rc)
-            rc = commit_change(c, "unadj ", &r, NULL);
+            rc = commit_change(c, "unadj ", &r, NULL, 0, 0);
         if (rc == -4 || !rc) e->adjacency_installed = 0;   /* else still in: a later try */
     }
 }
@@ -1094,7 +1082,7 @@ void cp_tables_ready(cp *c)
 /* the log of route changes made (SRAM, cfg `changelog`): count, capacity, then records
  * {time in us, add << 24 | length << 16 | port << 8 | source, prefix, next hop} --
  * how the host learns of changes made through the control socket, and of timed changes
- * a restarted daemon made late (commit_route writes it) */
+ * a restarted daemon made late (commit_change writes it) */
 static void change_log(cp *c, int add, const route_cfg *r, int source)
 {
     const npkd_cfg *g = c->cfg;
@@ -1115,7 +1103,7 @@ int cp_route_add(cp *c, const route_cfg *r, int source)
 {
     if (ensure_tables(c)) return -7;
     int rc = tables_prepare_route(c->tab, r);
-    if (!rc) rc = commit_route(c, "add ", r, 1, source);
+    if (!rc) rc = commit_change(c, "add ", r, NULL, 1, source);
     if (rc) {
         c->stats[ST_route_errors]++;
         return rc;
@@ -1133,7 +1121,7 @@ int cp_route_del(cp *c, uint32_t prefix, int len, int source)
     if (ensure_tables(c)) return -7;
     route_cfg r = {prefix, 0, len, 0};
     int rc = tables_prepare_del(c->tab, prefix, len);
-    if (!rc) rc = commit_route(c, "del ", &r, 0, source);
+    if (!rc) rc = commit_change(c, "del ", &r, NULL, 0, source);
     if (rc) {
         c->stats[ST_route_errors]++;
         return rc;

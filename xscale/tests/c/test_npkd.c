@@ -728,6 +728,16 @@ static uint32_t root_node(tables *t, npkd_mem *m, uint32_t addr)
     return ((e >> LPM_TYPE_SHIFT) & 7) << 24 | (e & LPM_OFFSET_MASK);
 }
 
+/* a new temporary file, open for writing (path: a mkstemp template, made its name);
+ * NULL, a failed check, when it cannot be made */
+static FILE *temp_file(char *path)
+{
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(f != NULL);
+    return f;
+}
+
 /* The daemon's grace (tables.h, with a clock; lpm_grace_us 1000): a node replaced by a
  * change is handed out again only once a change comes more than a grace period after
  * one that saw it in limbo.  A daemon started after a kill (journal replayed, lpm_adopt
@@ -740,9 +750,7 @@ static void test_lpm_grace_clock(void)
     npkd_cfg c;
     fake_init(k, &c);
     char path[] = "/tmp/npkd-journal-XXXXXX", err[200];
-    int fd = mkstemp(path);
-    FILE *j = fd >= 0 ? fdopen(fd, "w") : NULL;
-    CHECK(j != NULL);
+    FILE *j = temp_file(path);
     if (!j) return;
     tables t;
     CHECK(tables_init(&t, &c, &k->mem) == 0);
@@ -1280,9 +1288,7 @@ static int rig_open(wal_rig *g, const char *tmpl, uint32_t changelog_cap)
         g->c.changelog_cap = changelog_cap;
     }
     snprintf(g->path, sizeof g->path, "%s", tmpl);
-    int fd = mkstemp(g->path);
-    journal_file = fd >= 0 ? fdopen(fd, "w") : NULL;
-    CHECK(journal_file != NULL);
+    journal_file = temp_file(g->path);
     if (!journal_file) return 0;
     g->t = calloc(1, sizeof *g->t);
     CHECK(tables_init(g->t, &g->c, &g->k->mem) == 0);
@@ -1552,9 +1558,7 @@ static void test_timed_marks_replay(void)
         npkd_cfg c;
         fake_init(k, &c);
         char path[] = "/tmp/npkd-timed-XXXXXX", err[200];
-        int fd = mkstemp(path);
-        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-        CHECK(f != NULL);
+        FILE *f = temp_file(path);
         if (!f) return;
         fputs(cases[i].text, f);
         fclose(f);
