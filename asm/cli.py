@@ -10,13 +10,8 @@ from pathlib import Path
 
 import click
 
-from npkit.toolchain.writing import (
-    OutputError,
-    SameFileError,
-    refuse_overwrite,
-    write_all,
-    write_output,
-)
+from npkit.toolchain.commands.outputs import refuse_overwrite_usage
+from npkit.toolchain.writing import OutputError, write_all, write_output
 
 from .errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
 
@@ -73,10 +68,7 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
 
     diags = Diagnostics()
     out_path = Path(output) if output else Path(source).with_suffix(".elf")
-    try:
-        refuse_overwrite([("-o", out_path), ("--list", listing)], [("SOURCE", source)])
-    except SameFileError as e:
-        raise click.UsageError(str(e)) from None
+    refuse_overwrite_usage([("-o", out_path), ("--list", listing)], [("SOURCE", source)])
     try:
         asm = assemble(source, include_dirs, defines,
                        int(contexts) if contexts else None, diags)  # fmt: skip
@@ -141,10 +133,7 @@ def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str |
     """Disassemble an ELF image, a hex dump or a C byte array into reassemblable source."""
     from .disasm import disassemble, pick, read_words
 
-    try:
-        refuse_overwrite([("-o", output)], [("SOURCE", source)])
-    except SameFileError as e:
-        raise click.UsageError(str(e)) from None
+    refuse_overwrite_usage([("-o", output)], [("SOURCE", source)])
     try:
         progs = pick(read_words(source), program, source, every=as_json)
         parts = []

@@ -88,12 +88,10 @@ def xscale_cmd() -> None:
 @click.option("--gpe", is_flag=True, help="Native build for the gpe placement (default: ARM for the XScale).")
 def build_cmd(sources: tuple[str, ...], output: str, gpe: bool) -> None:
     """Compile C SOURCES (with xscale/lib/npk_xscale.c) into a static ARMv5TE executable."""
-    from npkit.toolchain.writing import OutputError, SameFileError, check_writable, refuse_overwrite
+    from npkit.toolchain.commands.outputs import refuse_overwrite_usage
+    from npkit.toolchain.writing import OutputError, check_writable
 
-    try:
-        refuse_overwrite([("-o", output)], [(f"SOURCES ({s})", s) for s in sources])
-    except SameFileError as e:
-        raise click.UsageError(str(e)) from None
+    refuse_overwrite_usage([("-o", output)], [(f"SOURCES ({s})", s) for s in sources])
     try:
         check_writable(output)
     except OutputError as e:

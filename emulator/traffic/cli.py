@@ -16,14 +16,8 @@ from typing import Any, NoReturn
 
 import click
 
-from npkit.toolchain.writing import (
-    Named,
-    OutputError,
-    SameFileError,
-    make_dir,
-    refuse_overwrite,
-    write_output,
-)
+from npkit.toolchain.commands.outputs import refuse_overwrite_usage
+from npkit.toolchain.writing import OutputError, make_dir, write_output
 
 from .compare import ControlPlaneAnswered, compare_dirs, predict
 from .dataset import (
@@ -43,14 +37,6 @@ from .spec import SpecError, WireModel, load_spec
 from .spec_forms import MAX_SEED
 
 ERRORS = (SpecError, ConfigError, RouteError, PcapError, DatasetError, ReasonError, OutputError, OSError)
-
-
-def _refuse_overwrite(outputs: list[Named], inputs: list[Named]) -> None:
-    """An output naming an input is a usage error (exit 2)."""
-    try:
-        refuse_overwrite(outputs, inputs)
-    except SameFileError as e:
-        raise click.UsageError(str(e)) from None
 
 
 @contextmanager
@@ -134,7 +120,7 @@ def _gen_text(s: dict[str, Any]) -> str:
 def routes_cmd(count: int, seed: int, config: Path | None, ports: int, lengths: str, out: Path,
                as_json: bool) -> None:
     """Write a random route table of COUNT prefixes (deterministic for SEED)."""
-    _refuse_overwrite([("-o", out)], [("--config", config)])
+    refuse_overwrite_usage([("-o", out)], [("--config", config)])
     with _errors():
         from npkit.toolchain.system.tables import random_routes_text
 
@@ -270,7 +256,7 @@ def _show_text(s: dict[str, Any]) -> str:
 def predict_cmd(in_dir: Path, config: Path, outdir: Path, as_json: bool) -> None:
     """Write what the reference router does with IN_DIR's packets, as an emulator would:
     OUT/port<N>.pcap (forwarded, in arrival order) and OUT/dispositions.json."""
-    _refuse_overwrite([("-o", outdir)], [("IN_DIR", in_dir), ("--config", config)])
+    refuse_overwrite_usage([("-o", outdir)], [("IN_DIR", in_dir), ("--config", config)])
     with _errors():
         cfg = RouterConfig.load(config)
         inputs = load_traffic(in_dir)

@@ -12,7 +12,9 @@ from npkit.toolchain.commands.options import check_defines
 from npkit.toolchain.image import write_image
 from npkit.toolchain.system.layout import LinkError, parse_defines
 from npkit.toolchain.system.link import link
-from npkit.toolchain.writing import OutputError, SameFileError, refuse_overwrite
+from npkit.toolchain.writing import OutputError
+
+from .outputs import refuse_overwrite_usage
 
 
 @click.command("link")
@@ -27,11 +29,8 @@ from npkit.toolchain.writing import OutputError, SameFileError, refuse_overwrite
 def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_config: str | None,
              chip_config: str, output: str, as_json: bool) -> None:  # fmt: skip
     """Link the router blocks of LAYOUT (a name in microcode/layouts or a YAML file)."""
-    try:
-        refuse_overwrite([("-o", output)], [("LAYOUT", layout if Path(layout).is_file() else None),
-                                            ("--routes", routes), ("--router-config", router_config)])  # fmt: skip
-    except SameFileError as e:
-        raise click.UsageError(str(e)) from None
+    refuse_overwrite_usage([("-o", output)], [("LAYOUT", layout if Path(layout).is_file() else None),
+                                              ("--routes", routes), ("--router-config", router_config)])  # fmt: skip
     try:
         params: dict[str, Any] = parse_defines(defines)
         image = link(layout, params, routes, router_config, config=chip_config)

@@ -48,10 +48,10 @@ from npkit.toolchain.system.router_run import (
     in_flight_report,
 )
 from npkit.toolchain.system.verdict import fault_kinds, judge
-from npkit.toolchain.writing import SameFileError, refuse_overwrite
 from npkit.xscale.core import XScaleError
 
 from .options import MAX_CYCLES, RUN_ERRORS, exit_on_verdict, ms_option, policy_of, verdict_options
+from .outputs import refuse_overwrite_usage
 
 # ME states (npk_me_status) that are a fault of the program, not a normal stop (halt, idle)
 ME_FAULT_STATES = ("illegal", "bad_pc")
@@ -262,10 +262,8 @@ def run_cmd(images: tuple[str, ...], config: str | None, cycles: int, me_list: s
     go in through the MSF for --duration-ms of emulated time, then the run drains; the
     per-port table and the conservation totals are printed, and a run that loses or
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
-    try:  # the captures go where the traffic comes from: its pcaps would be overwritten as they are read
-        refuse_overwrite([("--capture", capture)], [("--traffic", traffic)])
-    except SameFileError as e:
-        raise click.UsageError(str(e)) from None
+    # the captures go where the traffic comes from: its pcaps would be overwritten as they are read
+    refuse_overwrite_usage([("--capture", capture)], [("--traffic", traffic)])
     try:
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
         chip, targets = chip_for(images, config, me_list)

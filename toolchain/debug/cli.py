@@ -155,14 +155,11 @@ def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
               cycles: int, t_from: int,
               t_to: int | None, buffers: str | None, output: str, as_json: bool) -> None:  # fmt: skip
     """Run IMAGE and write a Perfetto/Chrome trace (open it at ui.perfetto.dev)."""
-    from npkit.toolchain.writing import SameFileError, refuse_overwrite
+    from npkit.toolchain.commands.outputs import refuse_overwrite_usage
 
     from .trace import BufferMap, TraceError, record_trace
 
-    try:
-        refuse_overwrite([("-o", output)], [("IMAGE", image), ("--traffic", traffic)])
-    except SameFileError as e:
-        raise click.UsageError(str(e)) from None
+    refuse_overwrite_usage([("-o", output)], [("IMAGE", image), ("--traffic", traffic)])
     try:
         target = open_target(image, config, traffic=traffic, params=parse_params(defines), me_list=me_list)
         bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)

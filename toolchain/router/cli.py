@@ -38,14 +38,12 @@ def route() -> None:
               help="Write the image as JSON runs instead of the binary format.")
 def build_cmd(routes: str, config: str | None, output: str, as_json: bool) -> None:
     """Build the SRAM image (trie + next-hop table) for ROUTES."""
-    from npkit.toolchain.writing import OutputError, SameFileError, refuse_overwrite, write_output
+    from npkit.toolchain.commands.outputs import refuse_overwrite_usage
+    from npkit.toolchain.writing import OutputError, write_output
 
     from . import sramfile
 
-    try:
-        refuse_overwrite([("-o", output)], [("ROUTES", routes), ("--config", config)])
-    except SameFileError as e:
-        raise click.UsageError(str(e)) from None
+    refuse_overwrite_usage([("-o", output)], [("ROUTES", routes), ("--config", config)])
     tables = _load(routes, config)
     stats = tables.table.stats()
     if as_json:
