@@ -238,13 +238,15 @@ def test_graph_cfg_to_a_missing_directory_is_one_clean_error(tmp_path: Path, nam
 
 
 @pytest.mark.parametrize(("buffer", "message"), [
-    ("0:0", "--buffer: SIZE must be >= 1 byte, got 0"),
+    ("0:0", "Invalid value for '--buffer': SIZE must be >= 1 byte, got 0"),
     ("0x3fffff0:64", "--buffer: [0x3fffff0, +64) is outside DRAM (0x0..0x3ffffff)"),
-    ("1:2:3", "--buffer: expected BASE:SIZE (two integers), got '1:2:3'"),
+    ("1:2:3", "Invalid value for '--buffer': expected BASE:SIZE (two integers), got '1:2:3'"),
 ])  # fmt: skip
 def test_why_checks_the_buffer_range_before_running(buffer: str, message: str) -> None:
+    """A --buffer the chip cannot hold is the command's usage error (exit 2), as in
+    run.json it is the file's (exit 1, below)."""
     r = CliRunner().invoke(main, ["why", "0", "--image", str(TTL), "--buffer", buffer])
-    assert r.exit_code == 1 and r.exception is not None and isinstance(r.exception, SystemExit), r.output
+    assert r.exit_code == 2 and r.exception is not None and isinstance(r.exception, SystemExit), r.output
     assert f"Error: {message}" in r.stderr and "Traceback" not in r.output
 
 
@@ -290,7 +292,7 @@ def test_why_by_traffic_id_of_a_frame_loaded_with_the_image() -> None:
 def test_trace_checks_its_window_before_running(tmp_path: Path, args: list[str], message: str) -> None:
     out = tmp_path / "t.json"
     r = CliRunner().invoke(main, ["trace", str(TTL), *args, "-o", str(out)])
-    assert r.exit_code in (1, 2) and message in r.stderr, r.output
+    assert r.exit_code == 2 and message in r.stderr, r.output
     assert not out.exists()
 
 
@@ -313,7 +315,7 @@ def test_trace_refuses_packet_buffers_it_cannot_follow(tmp_path: Path, packets: 
     """They were taken as given: a trace that follows no packet, and says nothing."""
     r = CliRunner().invoke(main, ["trace", str(TTL), "--cycles", "100", "--packets", packets,
                                   "-o", str(tmp_path / "t.json")])  # fmt: skip
-    assert r.exit_code == 1 and message in r.output, r.output
+    assert r.exit_code == 2 and message in r.output, r.output
     assert not (tmp_path / "t.json").exists()
 
 

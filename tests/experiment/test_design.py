@@ -125,6 +125,14 @@ def test_cli_design_and_bad_input(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--jobs" in r.output
 
 
+def test_report_to_an_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
+    """The format is -o's suffix: anything but HTML or Markdown is refused before the store
+    is read (it was exit 1, as if the store were at fault)."""
+    r = CliRunner().invoke(main, ["experiment", "report", str(tmp_path), "-o", str(tmp_path / "r.txt")])
+    assert r.exit_code == 2 and "Invalid value for '-o'" in r.output and "the report is .html or .md" in r.output
+    assert not (tmp_path / "r.txt").exists()
+
+
 # ---- qa_ana 7, 12: bounds and every run's inputs checked before any run starts ------------
 
 

@@ -6,13 +6,16 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from npkit.toolchain.commands.options import MAX_CYCLES, check_defines
 
 from .target import TargetError, TargetUsage, open_target, parse_params
+
+if TYPE_CHECKING:
+    from .trace import BufferMap
 
 
 def _interactive(session: object) -> None:
@@ -140,6 +143,15 @@ def debug_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
     _interactive(session)
 
 
+def _buffer_map(ctx: click.Context, param: click.Parameter, value: str | None) -> BufferMap | None:
+    from .trace import BufferMap, TraceError
+
+    try:
+        return BufferMap.parse(value) if value is not None else None
+    except TraceError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 @click.command("trace")
 @click.argument("image", type=click.Path(exists=True, dir_okay=False))
 @target_options
@@ -147,22 +159,31 @@ def debug_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
 @click.option("--from", "t_from", default=0, type=click.IntRange(0, MAX_CYCLES), help="First cycle written to the trace.")
 @click.option("--to", "t_to", default=None, type=click.IntRange(0, MAX_CYCLES),
               help="Last cycle written (default: the end of the run).")
-@click.option("--packets", "buffers", default=None,
+@click.option("--packets", "buffers", default=None, callback=_buffer_map,
               help="DRAM packet buffers as BASE:SIZE[:COUNT] (e.g. 0x100000:2048) to follow packets by buffer.")  # fmt: skip
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
               cycles: int, t_from: int,
-              t_to: int | None, buffers: str | None, output: str, as_json: bool) -> None:  # fmt: skip
+              t_to: int | None, buffers: BufferMap | None, output: str, as_json: bool) -> None:  # fmt: skip
     """Run IMAGE and write a Perfetto/Chrome trace (open it at ui.perfetto.dev)."""
     from npkit.toolchain.commands.outputs import refuse_overwrite_usage
 
-    from .trace import BufferMap, TraceError, record_trace
+    from .trace import BufferMap, TraceError, check_window, record_trace
 
     refuse_overwrite_usage([("-o", output)], [("IMAGE", image), ("--traffic", traffic)])
     try:
+        check_window(cycles, t_from, t_to)
+    except TraceError as e:
+        raise click.UsageError(str(e)) from None
+    try:
         target = open_target(image, config, traffic=traffic, params=parse_params(defines), me_list=me_list)
-        bmap = BufferMap.parse(buffers) if buffers else BufferMap.from_image(target.image)
+        if buffers is not None:  # the user's --packets against this chip's DRAM: a usage error
+            try:
+                buffers.check(int(target.chip.config["dram_bytes"]))
+            except TraceError as e:
+                raise TargetUsage(str(e)) from None
+        bmap = buffers or BufferMap.from_image(target.image)
         if sys.stderr.isatty():
             with click.progressbar(length=cycles, label="tracing", file=sys.stderr) as bar:
                 done = [0]
@@ -186,6 +207,17 @@ def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
                    f"{summary['packets']} packets)", err=True)  # fmt: skip
 
 
+def _buffer_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from .run_schema import parse_buffer
+
+    try:
+        if value is not None:
+            parse_buffer(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
+
+
 @click.command("why")
 @click.argument("packet_id")
 @click.option("--run", "run_dir", default=None, type=click.Path(file_okay=False),
@@ -193,7 +225,7 @@ def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
 @click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="Image, .uc or layout to run.")
 @target_options
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(0, MAX_CYCLES))
-@click.option("--buffer", "buffer", default=None,
+@click.option("--buffer", "buffer", default=None, callback=_buffer_text,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)
 def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str | None, me_list: str | None,

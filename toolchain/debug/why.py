@@ -103,7 +103,8 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
         dram = int(target.chip.config["dram_bytes"])
         if addr + size > dram:
             what = f"buffer {packet_id} [0x{addr:x}, +{size})" if packet_id else f"[0x{addr:x}, +{size})"
-            raise WhyError(f"{spec.source}: {what} is outside DRAM (0x0..0x{dram - 1:x})")
+            message = f"{spec.source}: {what} is outside DRAM (0x0..0x{dram - 1:x})"
+            raise TargetUsage(message) if spec.source == "--buffer" else WhyError(message)
         return addr, size, -1
     sysmap = target.image.meta.get("sysmap")
     if isinstance(sysmap, dict):

@@ -113,9 +113,19 @@ def analyze_cmd(results: str, responses: tuple[str, ...], as_json: bool) -> None
         sys.exit(1)
 
 
+def _report_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """-o names the format by its suffix; anything else is a usage error (exit 2)."""
+    from .report import report_format_known
+
+    if not report_format_known(value):
+        raise click.BadParameter(f"'{value}': the report is .html or .md")
+    return value
+
+
 @experiment.command("report")
 @click.argument("results", type=click.Path(file_okay=False))
-@click.option("-o", "out", required=True, type=click.Path(dir_okay=False), help="report.html or report.md")
+@click.option("-o", "out", required=True, type=click.Path(dir_okay=False), callback=_report_path,
+              help="report.html or report.md")
 @click.option("--no-run-plots", is_flag=True, help="Skip the per-run throughput plots.")
 def report_cmd(results: str, out: str, no_run_plots: bool) -> None:
     """Write the HTML or Markdown report (figures in OUT's _files directory)."""

@@ -429,10 +429,18 @@ def _results_table(doc: Doc, design: Design, df: Any, responses: list[str]) -> N
     doc.table(cols, [[row[c] for c in cols] for _, row in df.iterrows()])
 
 
+REPORT_SUFFIXES = (".html", ".htm", ".md", ".markdown")
+
+
+def report_format_known(out: str | Path) -> bool:
+    """Whether `out`'s suffix names a report format (HTML or Markdown)."""
+    return Path(out).suffix.lower() in REPORT_SUFFIXES
+
+
 def build(results_dir: str | Path, out: str | Path, per_run_plots: bool = True) -> Path:
     """Write the report (HTML or Markdown by the suffix of `out`) and its figures."""
     out = Path(out)
-    if out.suffix.lower() not in (".html", ".htm", ".md", ".markdown"):
+    if not report_format_known(out):
         raise ValueError(f"{out}: the report is .html or .md")
     design, df, man = load_results(results_dir)
     res = analyze(results_dir)
