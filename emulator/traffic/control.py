@@ -525,18 +525,12 @@ class RouterModel:
     # -- timed changes across a kill
     def timed_made(self, made: Any) -> Any | None:
         """A timed change the daemon made, from its change log (a RouteChange at the time
-        it made it): which of the configured ones it is (the next in order with the same
-        route; one that failed has no record).  One owed, or (while owing) one not yet
-        applied here, takes effect at that time: returned, as applied (None: it applies
-        at its own time, or no configured change is that one)."""
-        key = (made.op, made.prefix, made.length, made.next_hop)
-        k = next((i for i in range(self._timed_next, len(self.timed))
-                  if (self.timed[i].op, self.timed[i].prefix, self.timed[i].length, self.timed[i].next_hop) == key),
-                 None)  # fmt: skip
+        it made it): which of the configured ones it is (`_dealt_with`).  One owed, or
+        (while owing) one not yet applied here, takes effect at that time: returned, as
+        applied (None: it applies at its own time, or no configured change is that one)."""
+        k = self._dealt_with(made)
         if k is None:
             return None
-        self._timed_next = k + 1
-        self.timed_done.add(k)
         c = self.timed[k]
         if k in self.owed:
             self.owed.remove(k)
@@ -547,6 +541,27 @@ class RouterModel:
         now = dc_replace(c, at_ns=made.at_ns)
         self.add_changes([now])
         return now
+
+    def timed_failed(self, tried: Any) -> None:
+        """A timed change the daemon tried and failed (its change log's record of it): dealt
+        with, owed no more.  Its effect here is none: the change failed in this model too
+        at its time (no such route), or is the daemon's alone (out of room)."""
+        k = self._dealt_with(tried)
+        if k is not None and k in self.owed:
+            self.owed.remove(k)
+
+    def _dealt_with(self, record: Any) -> int | None:
+        """Which configured timed change a change log record is of: the next in order with
+        the same route (the daemon deals with them in order, each with one record), now
+        marked as dealt with."""
+        key = (record.op, record.prefix, record.length, record.next_hop)
+        k = next((i for i in range(self._timed_next, len(self.timed))
+                  if (self.timed[i].op, self.timed[i].prefix, self.timed[i].length, self.timed[i].next_hop) == key),
+                 None)  # fmt: skip
+        if k is not None:
+            self._timed_next = k + 1
+            self.timed_done.add(k)
+        return k
 
     def owe(self) -> None:
         """The daemon is dead, having made the timed changes `timed_made` was told of: the

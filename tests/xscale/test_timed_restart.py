@@ -13,7 +13,7 @@ from typing import Any
 from npkit.emulator.traffic.router_config import RouterConfig
 from npkit.emulator.traffic.source import Traffic
 from npkit.emulator.traffic.spec import parse_route_change
-from npkit.toolchain.system.control import CHG_TIMED, change_log
+from npkit.toolchain.system.control import CHG_TIMED, CHG_TIMED_FAILED, change_log
 from npkit.toolchain.system.router_run import RouterRun
 from npkit.toolchain.system.verdict import Policy, judge
 
@@ -55,9 +55,10 @@ def departures(rr: RouterRun, dst: str) -> list[tuple[int, int, bytes]]:
                   for port, frames in rr.run.out.items() for _t, d in frames if d[30:34] == want)  # fmt: skip
 
 
-def timed_records(rr: RouterRun) -> list[Any]:
-    """The timed changes the daemons made, from the change log (at the time each made it)."""
-    return [c for source, c in change_log(rr.chip) if source == CHG_TIMED]
+def timed_records(rr: RouterRun, source: int = CHG_TIMED) -> list[Any]:
+    """The timed changes the daemons made (or, CHG_TIMED_FAILED, tried and failed), from
+    the change log (at the time each made it)."""
+    return [c for s, c in change_log(rr.chip) if s == source]
 
 
 def journal_lines(rr: RouterRun) -> list[str]:
@@ -140,4 +141,31 @@ def test_a_timed_change_cut_by_a_kill_at_its_journal_write_is_made_once(tmp_path
     to30 = departures(rr, TO30)
     assert to30 and all((port, mac) == (3, VIA30) for _t, port, mac in to30)
     assert min(t for t, _p, _m in to30) > 1_300_000                         # not before the restart
+    rr.close()
+
+
+def test_a_timed_change_owed_and_failed_after_the_restart_is_owed_no_more() -> None:
+    """Two timed changes due while no daemon runs: a del of a route the table does not
+    have (1.2 ms) and an add of 30/8 (1.4 ms).  The restarted daemon deals with both
+    late, in order: the del fails (a route error; journalled as dealt with, "timed 0",
+    with a change log record of the failure), the add is made.  The run's model takes the
+    failure's record as the end of what it owed: the verdict is ok.  (Before, a failure
+    left no record, and the run failed with "owed by a killed daemon was never made".)"""
+    kill, start = 1_000_000, 1_500_000
+    changes = [f"at 1200us del {NET30}", f"at 1400us add {NET30} via 10.0.3.2"]
+    rr = RouterRun.link("pipelined", {}, traffic(changes, 2_600_000), record=True,
+                        control={"kill_at_ns": kill, "restart_at_ns": start})  # fmt: skip
+    rr.run_traffic(2_800_000)
+    rr.drain()
+    s = check_run(rr)
+    cp = s["control_plane"]
+    c = cp["counters"]
+    assert (c["timed_changes"], c["timed_late"], c["routes_added"], c["route_errors"]) == (2, 2, 1, 1)
+    failed, made = timed_records(rr, CHG_TIMED_FAILED), timed_records(rr)
+    assert [(f.op, f.prefix, f.length) for f in failed] == [("del", ip("30.0.0.0"), 8)]
+    assert [(m.op, m.prefix, m.length) for m in made] == [("add", ip("30.0.0.0"), 8)]
+    assert start < failed[0].at_ns <= made[0].at_ns
+    assert journal_lines(rr) == ["timed 0", "timed 1 add 30.0.0.0/8 via 10.0.3.2 port 3"]
+    to30 = departures(rr, TO30)
+    assert to30 and min(t for t, _p, _m in to30) >= start and all(p == 3 for _t, p, _m in to30)
     rr.close()

@@ -233,7 +233,7 @@ class LogReader:
         return out
 
 
-CHG_TIMED, CHG_SOCKET = 1, 2  # a change log record's source (xscale/npkd/cp.h)
+CHG_TIMED, CHG_SOCKET, CHG_TIMED_FAILED = 1, 2, 3  # a change log record's source (xscale/npkd/cp.h)
 
 
 def change_log_count(chip: Any) -> int:

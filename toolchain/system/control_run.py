@@ -68,6 +68,7 @@ from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 from .control import (
     CHG_SOCKET,
     CHG_TIMED,
+    CHG_TIMED_FAILED,
     BacklogEntry,
     LogReader,
     LogRecord,
@@ -190,7 +191,8 @@ class ControlJudge:
     def _take_changes(self, upto: int | None = None) -> None:
         """The route changes the daemon made since the last look (up to record `upto`), in
         order: those through the socket from the time it made them; timed ones matched to
-        the configured ones, which take effect then if owed (RouterModel.timed_made).
+        the configured ones, which take effect then if owed (RouterModel.timed_made); one
+        the daemon tried and failed is owed no more (RouterModel.timed_failed).
         The record of a change is in SRAM before the change is published, so the model,
         which has had the packets up to the last look, has none that came after it."""
         chip = self.rr.chip
@@ -207,6 +209,8 @@ class ControlJudge:
                 self._note_changes([c])
             elif source == CHG_TIMED and (now := self.model.timed_made(c)) is not None:
                 self._note_changes([now])
+            elif source == CHG_TIMED_FAILED:
+                self.model.timed_failed(c)
 
     def _model_to(self, now: int) -> None:
         for c in self.run.chunks:

@@ -1082,7 +1082,8 @@ void cp_tables_ready(cp *c)
 /* the log of route changes made (SRAM, cfg `changelog`): count, capacity, then records
  * {time in us, add << 24 | length << 16 | port << 8 | source, prefix, next hop} --
  * how the host learns of changes made through the control socket, and of timed changes
- * a restarted daemon made late (commit_change writes it) */
+ * a restarted daemon made late (commit_change writes it) or tried and failed
+ * (cp_timed_change: source CHG_TIMED_FAILED) */
 static void change_log(cp *c, int add, const route_cfg *r, int source)
 {
     const npkd_cfg *g = c->cfg;
@@ -1136,10 +1137,13 @@ int cp_timed_change(cp *c, const timed_change *t, uint32_t index)
     int rc = t->add ? cp_route_add(c, &t->r, CHG_TIMED) : cp_route_del(c, t->r.prefix, t->r.len, CHG_TIMED);
     c->timed_mark = 0;
     c->stats[ST_timed_changes]++;
-    if (rc && rc != -7 && rc != -9 && c->journal) {   /* failed, and the journal can be written */
-        char line[24];
-        fmt_s(fmt_u(fmt_s(line, "timed "), index), "\n");
-        c->journal(c->ensure_ctx, line);
+    if (rc && rc != -7 && rc != -9) {                  /* tried and failed: dealt with, write-ahead */
+        if (c->journal) {
+            char line[24];
+            fmt_s(fmt_u(fmt_s(line, "timed "), index), "\n");
+            c->journal(c->ensure_ctx, line);
+        }
+        change_log(c, t->add, &t->r, CHG_TIMED_FAILED);
     }
     return rc;
 }

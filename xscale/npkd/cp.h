@@ -141,14 +141,16 @@ uint32_t cp_reclaim(cp *c, int restart);
 /* route changes: 0 ok, negative error (as tables_add_route / tables_del_route; -7 the
  * route model could not be loaded, -9 the journal could not be written), made
  * write-ahead (cp.c commit_change); source (for the change log): CHG_TIMED, CHG_SOCKET */
-enum { CHG_TIMED = 1, CHG_SOCKET = 2 };
+enum { CHG_TIMED = 1, CHG_SOCKET = 2, CHG_TIMED_FAILED = 3 };
 int cp_route_add(cp *c, const route_cfg *r, int source);
 int cp_route_del(cp *c, uint32_t prefix, int len, int source);
 /* timed change number `index` of the configuration (source CHG_TIMED), counted in
  * timed_changes: its journal line carries the index ("timed N add ..."), so that a
  * restarted daemon knows which its predecessors made (tables.h: timed_done); one that
  * fails is journalled as dealt with all the same ("timed N" alone, after the failure),
- * not to be tried again.  Returns as cp_route_add. */
+ * not to be tried again, and has a change log record of source CHG_TIMED_FAILED (the
+ * change tried), so that the host knows each timed change dealt with, made or not.
+ * Returns as cp_route_add. */
 int cp_timed_change(cp *c, const timed_change *t, uint32_t index);
 /* "A.B.C.D" and "A.B.C.D/LEN via N.N.N.N port P" / "... dev P", without printf */
 char *fmt_ip(char *b, uint32_t a);
