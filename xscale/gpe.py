@@ -92,6 +92,9 @@ class GpeHost:
         self.exit_code: int | None = None
         self.fault: str | None = None
         self.state = "running"
+        # (ME cycle, "running" | "waiting" | "exited" | "crashed", what it waits on): a kill
+        # and a trace's XScale track read it, as of the xscale placement
+        self.timeline: list[tuple[int, str, str]] = [(clock.now, "running", "")]
 
     # -- results
     def _drain_output(self) -> None:
@@ -144,6 +147,7 @@ class GpeHost:
         if len(data) < MSG.size:
             self.exit_code = self.proc.wait()
             self.state = "exited" if self.exit_code >= 0 else "crashed"
+            self._note(self.state)
             self._drain_output()
             return False
         op, addr, value, pad = MSG.unpack(data)
@@ -153,12 +157,20 @@ class GpeHost:
         if op == WAIT_UNTIL:     # the emulated deadline in ns, as ME cycles (rounded up)
             ns = addr | pad << 32
             self.deadline = None if ns == (1 << 64) - 1 else -(-ns * int(self.chip.config["clock_mhz"]) // 1000)
+        if op in (WAIT, WAIT_UNTIL):
+            self._note("waiting", "interrupt")
         return True
+
+    def _note(self, state: str, what: str = "") -> None:
+        from .system import note_state
+
+        note_state(self.timeline, self.clock.now, state, what)
 
     def _reply(self, status: int, value: int) -> None:
         self.link.sendall(MSG.pack(status & 0xFFFFFFFF, 0, value & 0xFFFFFFFF, 0))
         self.pending = None
         self._irq_due = None
+        self._note("running")
 
     def advance(self, target: int) -> str:
         clock = self.clock
@@ -205,6 +217,7 @@ class GpeHost:
         self.pending = None
         self.exit_code = 128 + signal.SIGBUS
         self.state = "crashed"
+        self._note(self.state)
         self.fault = f"bus error (SIGBUS): {why}"
         self._drain_output()
 

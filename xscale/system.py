@@ -41,6 +41,16 @@ if TYPE_CHECKING:
     from npkit.emulator.binding import Chip
 
 TIMELINE_MAX = 100_000     # state changes kept for a trace (oldest dropped first)
+
+
+def note_state(timeline: list[tuple[int, str, str]], cycle: int, state: str, what: str) -> None:
+    """A control program's state from `cycle` on ("running" | "waiting" | "exited" |
+    "crashed", what it waits on), added to its timeline when it changed."""
+    last = timeline[-1]
+    if (last[1], last[2]) != (state, what):
+        if len(timeline) >= TIMELINE_MAX:
+            del timeline[: TIMELINE_MAX // 10]
+        timeline.append((cycle, state, what))
 PLACEMENTS = ("xscale", "gpe")
 
 
@@ -106,11 +116,7 @@ class XScaleHost:
     def _mark(self) -> None:
         core = self.core
         what = core.wait.what if core.wait is not None and core.state == "waiting" else ""
-        last = self.timeline[-1]
-        if (last[1], last[2]) != (core.state, what):
-            if len(self.timeline) >= TIMELINE_MAX:
-                del self.timeline[: TIMELINE_MAX // 10]
-            self.timeline.append((core.now_cycle(), core.state, what))
+        note_state(self.timeline, core.now_cycle(), core.state, what)
 
     # -- results
     @property

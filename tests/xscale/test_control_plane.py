@@ -221,6 +221,24 @@ def test_gpe_placement_same_frames() -> None:
     assert frames(a) == frames(b) and sum(frames(a).values()) > 10
 
 
+def test_gpe_placement_killed_and_restarted() -> None:
+    """The kill and the restart work in the gpe placement too: the process is killed at
+    its wait on the device, the one started after it makes the timed change due while none
+    ran (late), the verdict is clean; its timeline (a trace's XScale track) shows the
+    waits and the kill.  (A gpe host had no timeline: the kill raised AttributeError.)"""
+    tr = load_traffic_source(EXAMPLES / "route_change.yaml", 2_000_000)
+    rr, s = run(tr, 2_000_000, control={"placement": "gpe", "kill_at_ns": 500_000, "restart_at_ns": 1_200_000})
+    clean(s)
+    cp = s["control_plane"]
+    assert [e["event"] for e in cp["restarts"]] == ["killed", "restarted"]
+    assert cp["xscale"]["placement"] == "gpe" and cp["timed_changes_late"] == 1
+    assert s["totals"]["exceptions"].get("no_route", 0) > 0 and s["totals"]["forwarded"] > 0
+    assert rr.control is not None and rr.control.system.xscale is not None
+    states = [state for _c, state, _w in rr.control.system.xscale.timeline]
+    assert "killed" in states and "waiting" in states
+    assert states.index("killed") < len(states) - 1            # the restarted process's states after it
+
+
 def _walk(chip: Any, addr: int) -> int:
     from npkit.toolchain.router.walk import walk
 
