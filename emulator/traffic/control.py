@@ -675,6 +675,14 @@ class RouterModel:
         self._owed_from = None
         return lost
 
+    def defer(self, pid: int, frame: bytes, in_port: int) -> None:
+        """Packet `pid`, held for ARP here when the daemon was killed (`kill` dropped it),
+        was still on the exception ring, not taken by the daemon: it waits for the one
+        started again, as the exceptions that come while none runs do (`restart`)."""
+        res = self.results[pid]
+        res.final = None
+        self._deferred.append((pid, res, frame, in_port))
+
     def _retract(self, daemon: dict[int, DaemonArp]) -> None:
         """ARP requests this model sent that the dying daemon had not (kill)."""
         for e in self.cache.values():

@@ -247,7 +247,7 @@ class ControlJudge:
                 self.model.owe()
             self._model_to(t)
             if what in ("killed", "respawned"):
-                lost = self.model.kill(t, arp)
+                lost = self._held_by_the_dead(self.model.kill(t, arp), owned)
                 self._settle()
                 for pid in lost:  # never logged (held): the ARP requests about them were sent
                     self.run.mark(pid, DROPPED, KILLED)
@@ -274,6 +274,28 @@ class ControlJudge:
                 self.model.withdraw_learnt()
                 self.model.caught_up(self.run.now_ns)
                 self._withdraw_at_start = 0
+
+    def _held_by_the_dead(self, held: list[int], owned: list[tuple[int, int, int]]) -> list[int]:
+        """Of the packets the model's daemon held for ARP at the kill (`held`), those the
+        dead daemon had (its owned table marks their buffers: `owned`, by port, length
+        and digest), lost with it.  The others it had not yet taken from the exception
+        ring -- the model, which handles a packet as it arrives, is ahead of a busy
+        daemon -- so the daemon started after it handles them: the model defers them
+        to the restart, and what it made about them (an ARP request) is not expected."""
+        had: set[int] = set()
+        for key in owned:
+            pid = next((p for p in self.index.get(key, ()) if p in held and p not in had), -1)
+            if pid >= 0:
+                had.add(pid)
+        for pid in held:
+            c = self.run.chunk_of(pid)
+            if pid in had or c is None:
+                continue
+            i = pid - c.first
+            self.model.defer(pid, c.w.frame(i), c.w.ports[i])
+            self.provisional.pop(pid, None)
+            self.model.emitted = [e for e in self.model.emitted if e.pid != pid]
+        return [pid for pid in held if pid in had or self.run.chunk_of(pid) is None]
 
     def _lost_backlog(self, backlog: list[BacklogEntry]) -> None:
         """The messages in the dead daemon's send backlog never leave: its own frames are
