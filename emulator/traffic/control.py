@@ -475,10 +475,11 @@ class RouterModel:
         self._alt_cache.clear()
 
     # -- time
-    def advance(self, t: int, daemon: dict[int, DaemonArp] | None = None) -> None:
+    def advance(self, t: int, daemon: dict[int, DaemonArp] | None = None, early_ns: int = 0) -> None:
         """Timers and route changes up to time t, in time order.  `daemon` (at a kill):
         what the daemon's ARP cache was at t (`kill`): an ARP retry or give-up is done
-        only if the daemon had done it."""
+        only if the daemon had done it -- also one due up to `early_ns` after t, which
+        the daemon, its clock ahead of the chip's within a quantum, may have made."""
         held_back: set[int] = set()
         while True:
             events: list[tuple[int, int, Any]] = []
@@ -491,11 +492,11 @@ class RouterModel:
                     events.append((e.next_try, 1, e))
                 elif e.state == "reachable" and e.expires:
                     events.append((e.expires, 2, e))
-            due = [ev for ev in events if ev[0] <= t]
+            due = [ev for ev in events if ev[0] <= t or (daemon is not None and ev[1] == 1 and ev[0] <= t + early_ns)]
             if not due:
                 break
             when, kind, e = min(due, key=lambda ev: (ev[0], ev[1]))
-            self.now = max(self.now, when)
+            self.now = max(self.now, min(when, t))
             if kind == 0:
                 c = self.changes[self._next_change]
                 k = self._timed_index.get(id(c))
@@ -642,7 +643,7 @@ class RouterModel:
                 out.update(item.pid for item in e.hold)
         return out
 
-    def kill(self, t: int, daemon: dict[int, DaemonArp] | None = None) -> list[int]:
+    def kill(self, t: int, daemon: dict[int, DaemonArp] | None = None, early_ns: int = 0) -> list[int]:
         """The daemon killed at t: what it held for ARP is lost with it (the packets get
         Drop(KILLED); their ids are returned), its timers stop, and the exceptions that
         come until `restart` wait for the daemon started again.
@@ -655,10 +656,14 @@ class RouterModel:
         retry only if its record counts the try, a give-up only if its record no longer
         shows the resolution under way; a retry this model made before it learnt of the
         kill that the record does not count is taken back (`retracted`: the frames, for
-        the caller, which may have expected them already)."""
+        the caller, which may have expected them already).  The other way, the XScale
+        runs a quantum at a time with its clock ahead of the chip's, so its record may
+        count a retry due up to `early_ns` after t: that one is done too.  The packets
+        this model held that the daemon had not yet taken from the ring are the caller's
+        to tell (`defer`)."""
         if daemon is not None:
             self.follow_arp(daemon)
-        self.advance(t, daemon)
+        self.advance(t, daemon, early_ns)
         if daemon is not None:
             self._retract(daemon)
         lost = []

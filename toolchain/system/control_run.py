@@ -247,7 +247,7 @@ class ControlJudge:
                 self.model.owe()
             self._model_to(t)
             if what in ("killed", "respawned"):
-                lost = self._held_by_the_dead(self.model.kill(t, arp), owned)
+                lost = self._held_by_the_dead(self.model.kill(t, arp, self._early_ns()), owned)
                 self._settle()
                 for pid in lost:  # never logged (held): the ARP requests about them were sent
                     self.run.mark(pid, DROPPED, KILLED)
