@@ -719,8 +719,8 @@ class RouterRun:
                 out.append(f"the control plane sent {made} frames; {seen} left the router, were dropped "
                            f"(control_queue_full) or died in its send backlog")  # fmt: skip
         for c in self.cp.timed_not_made():
-            out.append(f"the timed route change at {c.at_ns} ns ({c.op} {c.route_text}) owed by a killed daemon "
-                       f"was never made by the one started after it")  # fmt: skip
+            out.append(f"the timed route change at {c.at_ns} ns ({c.op} {c.route_text}) was never made by the daemon "
+                       f"(due while no daemon ran or before it had its route table)")  # fmt: skip
         if st and not self.control.system.killed:   # the daemon started last counted its predecessors' backlogs
             c = st["counters"]
             daemon = (c.get("killed_backlog_own", 0), c.get("killed_backlog_forwarded", 0))
