@@ -35,7 +35,9 @@ daemon had not made are `owed`, and take effect when the daemon's change log say
 made them (`timed_made`, as changes made through its control socket: `add_changes`).
 From the restart until then the fast path may get an owed change at any time (the host
 learns of it a slice later): packets that arrive meanwhile have the table with it among
-their `alternatives`.
+their `alternatives`.  The first daemon is no different until it has loaded its table
+(`starting`): a change due before then (hundreds of microseconds after the start; 10,000
+routes take ~30 ms) is made late, when the change log says.
 
 The daemon's tunables and their defaults are those of xscale/npkd/cfg.h (NPKD_OPTIONS).
 """
@@ -582,6 +584,13 @@ class RouterModel:
         self._alt_cache.clear()
         for c in keep:
             self._apply_route(c)
+
+    def starting(self) -> None:
+        """The first daemon is still to load its route table: like a restarted one, it
+        makes no timed change before it has it, and those that fall due meanwhile are
+        owed (`caught_up`: it has it)."""
+        self.owing = True
+        self._owed_from = 0
 
     def caught_up(self, t: int) -> None:
         """The restarted daemon has its route table (seen by t): it makes the timed changes

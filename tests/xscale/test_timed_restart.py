@@ -168,4 +168,42 @@ def test_a_timed_change_owed_and_failed_after_the_restart_is_owed_no_more() -> N
     assert journal_lines(rr) == ["timed 0", "timed 1 add 30.0.0.0/8 via 10.0.3.2 port 3"]
     to30 = departures(rr, TO30)
     assert to30 and min(t for t, _p, _m in to30) >= start and all(p == 3 for _t, p, _m in to30)
+
+
+def test_timed_changes_due_before_the_first_daemon_has_its_table_are_made_and_followed() -> None:
+    """The first daemon starts some tens of microseconds into the run and takes hundreds
+    more to load its route model: a timed change due before it started (10 us) is made
+    once it has the model, late and counted so, and one due while it loads (200 us) when
+    it has it.  The model owes both until the change log says they were made (as after a
+    restart), and the verdict is ok.  (Before: the daemon skipped the change due before
+    it started, and the model applied both at their time with a 100 us window, so the
+    fast path's no_route exceptions and port 1 forwards failed the run.)"""
+    changes = [f"at 10us add {NET20} via 10.0.1.2", f"at 200us add {NET30} via 10.0.3.2"]
+    router = RouterConfig.load(EXAMPLES / "router.yaml")
+    tr = Traffic(route_changes=[parse_route_change(c, router) for c in changes])
+    first, gap, end = 20_000, 10_000, 1_400_000
+    for k, t in enumerate(range(first, end, gap)):
+        tr.add(t, 0, v4(0, HOST, ip(TO30 if k % 2 == 0 else TO20), UDP(1000, 2000 + k % 50), b"p" * 18, ident=k))
+    rr = RouterRun.link("pipelined", {}, tr, record=True)
+    rr.run_traffic(1_500_000)
+    rr.drain()
+    s = check_run(rr)
+    c = s["control_plane"]["counters"]
+    assert (c["timed_changes"], c["timed_late"], c["routes_added"], c["route_errors"]) == (2, 1, 2, 0)
+    made = timed_records(rr)
+    assert [(m.prefix, m.length) for m in made] == [(ip("20.1.2.0"), 24), (ip("30.0.0.0"), 8)]
+    assert 200_000 < made[0].at_ns <= made[1].at_ns < 1_000_000      # both late: after the model's load
+    assert journal_lines(rr) == ["timed 0 add 20.1.2.0/24 via 10.0.1.2 port 1",
+                                 "timed 1 add 30.0.0.0/8 via 10.0.3.2 port 3"]  # fmt: skip
+    assert rr.run.out is not None
+    left: dict[str, list[tuple[int, int, bytes]]] = {TO20: [], TO30: []}
+    for port, frames in rr.run.out.items():
+        for _t, d in frames:
+            dst = ".".join(str(b) for b in d[30:34])
+            if dst in left:
+                left[dst].append((first + gap * int.from_bytes(d[18:20], "big"), port, d[:6]))
+    after = [t for t in range(first, end, 2 * gap) if t > made[1].at_ns + 100_000]   # to 30.1.2.3: every one
+    assert [t for t, _p, _m in sorted(left[TO30]) if t > made[1].at_ns + 100_000] == after
+    assert all((port, mac) == (3, VIA30) for _t, port, mac in left[TO30])
+    assert all((port, mac) == (1, VIA20) for t, port, mac in left[TO20] if t > made[0].at_ns + 100_000)
     rr.close()

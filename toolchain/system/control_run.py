@@ -120,6 +120,9 @@ class ControlJudge:
         self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
         self._events = 0  # the daemon's kills and restarts the model has been told of
         self._withdraw_at_start = 0  # a restarted daemon (this start) still to withdraw what was learnt
+        self._first_load = bool(tr.route_changes) and rr.control is not None  # the first daemon loads its table
+        if self._first_load:
+            self.model.starting()
         # what each daemon left when it died: its send backlog, ARP record, the packets in its
         # buffers, the records of the change log by then (the changes it made)
         self._stops: list[tuple[list[BacklogEntry], dict[int, DaemonArp], list[tuple[int, int, int]], int]] = []
@@ -242,6 +245,7 @@ class ControlJudge:
         for k, (cycle, what) in enumerate(events[self._events :], self._events):
             t = int(cycle * 1000 // mhz)
             if what in ("killed", "respawned"):
+                self._first_load = False  # (the restarted daemon's load: _withdraw_at_start)
                 backlog, arp, owned, made = self._stops.pop(0) if self._stops else ([], None, [], None)
                 self._take_changes(made)        # what it made; the timed changes it had not are owed
                 self.model.owe()
@@ -267,6 +271,12 @@ class ControlJudge:
                 self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
         self._events = len(events)
         self._take_changes(self._made_by_the_dead())    # the restarted daemon's
+        if self._first_load:
+            st = read_stats(self.rr.chip)
+            if st is not None and st["state"] == "ready":
+                self._model_to(self.run.now_ns)   # (seen at a slice's end: to within SLICE_NS)
+                self.model.caught_up(self.run.now_ns)
+                self._first_load = False
         if self._withdraw_at_start:
             st = read_stats(self.rr.chip)
             if st is not None and st["starts"] >= self._withdraw_at_start and st["state"] == "ready":
@@ -620,8 +630,9 @@ class ControlJudge:
         return None if r is None else (r.final if r.final is not None else r.fast)
 
     def timed_not_made(self) -> list[Any]:
-        """Timed changes owed by a dead daemon that the daemon started after it has not made
-        (lost: the fast path never gets them), while that daemon runs with its table."""
+        """Timed changes owed (by a dead daemon, or due before the first one had its table)
+        that the daemon running with its table has not made (lost: the fast path never gets
+        them)."""
         ctl = self.rr.control
         st = read_stats(self.rr.chip)
         if ctl is None or ctl.system.killed or st is None or st["state"] != "ready" or self.model.owing:

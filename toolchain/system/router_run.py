@@ -719,8 +719,8 @@ class RouterRun:
                 out.append(f"the control plane sent {made} frames; {seen} left the router, were dropped "
                            f"(control_queue_full) or died in its send backlog")  # fmt: skip
         for c in self.cp.timed_not_made():
-            out.append(f"the timed route change at {c.at_ns} ns ({c.op} {c.route_text}) owed by a killed daemon "
-                       f"was never made by the one started after it")  # fmt: skip
+            out.append(f"the timed route change at {c.at_ns} ns ({c.op} {c.route_text}) was never made by the daemon "
+                       f"(due while no daemon ran or before it had its route table)")  # fmt: skip
         if st and not self.control.system.killed:   # the daemon started last counted its predecessors' backlogs
             c = st["counters"]
             daemon = (c.get("killed_backlog_own", 0), c.get("killed_backlog_forwarded", 0))
@@ -746,12 +746,28 @@ class RouterRun:
 
     def _expected_overload_drops(self, bits: Counter[int], pkts: Counter[int], queue_full: int) -> int:
         """queue_full drops the offered load itself forces: what the oracle sends to a port
-        beyond what its wire carries in the whole run (traffic + drain), in packets of the
-        port's mean size, at most the `queue_full` drops of packets the oracle forwards.
-        These are predicted, not lost."""
-        capacity = self.run.dev.cfg["rate_bps"] * self.run.now_ns / 1e9
-        excess = sum((b - capacity) / (b / pkts[p]) for p, b in bits.items() if b > capacity)
+        beyond what its wire can carry from the start until the end of the traffic or, if
+        later, of the port's last frame (the drain's idle time after it carries nothing:
+        counted, it made loss of drops a router at line rate cannot avoid), in packets of
+        the port's mean size, at most the `queue_full` drops of packets the oracle
+        forwards.  These are predicted, not lost."""
+        rate = self.run.dev.cfg["rate_bps"]
+        excess = 0.0
+        for p, b in bits.items():
+            capacity = rate * self._wire_ns(p) / 1e9
+            if b > capacity:
+                excess += (b - capacity) / (b / pkts[p])
         return min(queue_full, int(excess))
+
+    def _wire_ns(self, port: int) -> int:
+        """How long port's wire could carry frames: up to the end of the traffic, or of
+        its last frame if that is later (never past the run's end)."""
+        end = min(self._tx_until, self.run.now_ns)
+        last = self.run.last_tx.get(port)
+        if last is not None:
+            t, n = last
+            end = max(end, t + -(-(n + self.over[port]) * 8 * 10**9 // int(self.run.dev.cfg["rate_bps"])))
+        return min(end, self.run.now_ns)
 
     def _port_row(self, row: dict[str, Any], demand: Counter[int]) -> dict[str, Any]:
         p = row["port"]

@@ -40,7 +40,8 @@ typedef struct npkd_state {
     ctl ctl;
     uint64_t now;
     uint32_t next_change, starts, state;
-    uint64_t late_before;       /* a timed change due before this was owed by a predecessor */
+    uint64_t late_before;       /* a timed change due before this was owed by a predecessor, or fell
+                                 * due before the first daemon started */
     int restart, journal_fd;
     int load_eagerly;           /* build the route model now (else on the first change) */
 } npkd_state;
@@ -384,7 +385,9 @@ int main(int argc, char **argv)
     d.ctl.ctx = &d;
     if (d.starts > 1 && d.cfg.state_path[0])
         d.next_change = d.cfg.nchg;    /* none until the journal says which are still to make (load_some) */
-    else                               /* the first start (at 0: none is past) */
+    else if (d.starts == 1)            /* the first start: those due before it are made late, not skipped */
+        d.late_before = d.now;
+    else                               /* started again with no journal: the past ones are taken as made */
         while (d.next_change < d.cfg.nchg && d.cfg.chg[d.next_change].at_ns < d.now) d.next_change++;
     cp_publish(&d.cp, d.state, d.starts);
     rc = run(&d);
