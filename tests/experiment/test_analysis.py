@@ -276,3 +276,47 @@ def test_censored_capacities_are_named_in_the_text() -> None:
     text = format_text({"design": d.summary(), "runs": {"ok": 4, "failed": [], "unsettled": [], "missing": []},
                         "responses": {"capacity_mbps": a}})  # fmt: skip
     assert "censored at the search limit (lower bounds; effects involving them are understated): p1r0, p3r0" in text
+
+
+def test_level_mean_cis_use_the_experimental_error() -> None:
+    # Jain 18.1 again: A's effect (21.5) dwarfs the others; the CI of the mean at a level of
+    # B must come from the error within cells (s_e, 2^2 (r-1) = 8 dof), not from the spread
+    # of the six runs at that level, which holds A's effect.
+    from npkit.toolchain.experiment.analysis import error_sd
+    from npkit.toolchain.experiment.plots import level_means
+
+    d = two_level_design("AB", r=3)
+    ys = [[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]]
+    df = frame(d, ys)
+    a = analyze_frame(d, df, "y")
+    cell = df.groupby("point")["y"].transform("mean")
+    s_e = math.sqrt(((df["y"] - cell) ** 2).sum() / 8)
+    assert error_sd(a) == (pytest.approx(s_e), 8)
+    means = level_means(d, df, "y", error_sd(a))
+    half = stats.t.ppf(0.975, 8) * s_e / math.sqrt(6)
+    for key in "AB":
+        for label, m, h in means[key]:
+            assert m == pytest.approx(df["y"][df[key] == label].mean())
+            assert h == pytest.approx(half)
+    # B's two level means differ by 2 q_B = 19, far outside the CIs; the spread of the runs
+    # at a level of B would have given CIs wider than that difference
+    (_, m_lo, h_lo), (_, m_hi, h_hi) = means["B"]
+    assert m_hi - m_lo == pytest.approx(19) and h_lo + h_hi < 19
+    naive = stats.t.ppf(0.975, 5) * df["y"][df["B"] == "lo"].std() / math.sqrt(6)
+    assert naive > 19
+    # multi-level: the ANOVA's error row (3 x 2 levels, 2 replications: 6 dof)
+    m = design_from_dict({"name": "m", "replications": 2, "base": {"traffic": TRAFFIC},
+                          "factors": {"A": {"set": "param.a", "levels": ["x", "y", "z"]},
+                                      "B": {"set": "param.b", "levels": ["lo", "hi"]}}}, check_files=False)  # fmt: skip
+    rows = [{"run_id": f"p{p}r{r}", "point": p, "status": "ok", "y": 10 * p + 3 * r + (p % 2), **pt}
+            for p, pt in enumerate(m.points()) for r in range(2)]  # fmt: skip
+    mdf = pd.DataFrame(rows)
+    ma = analyze_frame(m, mdf, "y")
+    mcell = mdf.groupby("point")["y"].transform("mean")
+    ms_e = math.sqrt(((mdf["y"] - mcell) ** 2).sum() / 6)
+    assert error_sd(ma) == (pytest.approx(ms_e), 6)
+    mm = level_means(m, mdf, "y", error_sd(ma))
+    assert [h for _, _, h in mm["A"]] == pytest.approx([stats.t.ppf(0.975, 6) * ms_e / 2] * 3)
+    assert [h for _, _, h in mm["B"]] == pytest.approx([stats.t.ppf(0.975, 6) * ms_e / math.sqrt(6)] * 2)
+    # no replications: no error dof, no CI
+    assert error_sd(analyze_frame(d, frame(d, [[y[0]] for y in ys]), "y")) is None

@@ -397,6 +397,18 @@ def _nonlinearity(x: Any, y: Any) -> dict[str, Any]:
             "nonlinear_p": float(p), "nonlinear": bool(p < ALPHA)}  # fmt: skip
 
 
+def error_sd(a: dict[str, Any]) -> tuple[float, int] | None:
+    """The experimental error of an analysis, (s_e, degrees of freedom): that of the
+    effects' model, else the error row of its ANOVA; None without error dof."""
+    err = a.get("error") or {}
+    if err.get("s_e") is not None and err.get("dof"):
+        return float(err["s_e"]), int(err["dof"])
+    for r in (a.get("anova") or {}).get("table") or []:
+        if r["term"] == "error" and r["df"] > 0:
+            return math.sqrt(r["sum_sq"] / r["df"]), int(round(r["df"]))
+    return None
+
+
 # ---------------------------------------------------------------------------- entry
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .analysis import analyze, load_results
+from .analysis import analyze, error_sd, load_results
 from .design import Design
 from .store import Store
 
@@ -234,8 +234,11 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
         doc.img(f"{rel}/{plots.residuals(a, name, files / f'residuals_{name}.png').name}",
                 f"Residual checks for {name}: normal QQ plot and residuals against predicted values")
         if design.kind != "sweep":
-            doc.img(f"{rel}/{plots.main_effects(design, rows, name, files / f'main_{name}.png').name}",
-                    f"Main effects on {name}: mean (95 % CI) at each level")
+            error = error_sd(a)
+            ci = (f"95 % CI from the experimental error (s_e {fmt(error[0])}, {error[1]} degrees of freedom)"
+                  if error else "no CI: no degrees of freedom for the error")  # fmt: skip
+            doc.img(f"{rel}/{plots.main_effects(design, rows, name, files / f'main_{name}.png', error).name}",
+                    f"Main effects on {name}: mean at each level; {ci}")
             if len(design.factors) > 1 and not design.two_level:
                 doc.img(f"{rel}/{plots.interactions(design, rows, name, files / f'interactions_{name}.png').name}",
                         f"Interactions on {name}: cell means; lines that are not parallel interact")
