@@ -209,11 +209,13 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
             tab.append([e["effect"], e["q"], ci, e["pct"], e["significant"]] + ([" = ".join(e.get("aliases", []))] if has_alias else []))
         tab.append(["error", "", "", a["error"].get("pct"), ""] + ([""] if has_alias else []))
         doc.table(header, tab)
+        if a.get("pct_note"):
+            doc.p(a["pct_note"][0].upper() + a["pct_note"][1:] + ".")
         if a.get("not_estimable"):
             doc.p("Not estimable (design cells without usable runs): " + ", ".join(a["not_estimable"]) + ".")
         if a["error"].get("s_e") is not None:
             doc.p(f"s_e = {fmt(a['error']['s_e'])} with {a['error']['dof']} degrees of freedom; q0 = {fmt(a['q0'])}.")
-        if a.get("sst", 0) > 0:
+        if a.get("sst", 0) > 0 and not a.get("constant"):
             doc.img(f"{rel}/{plots.effects(a, name, files / f'effects_{name}.png').name}",
                     f"Effects on {name} with 95 % CIs, and the allocation of variation")
     if a.get("anova", {}).get("table"):
@@ -221,6 +223,8 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
         doc.table(["term", "df", "sum of squares", "% of variation", "F", "p"],
                   [[r["term"], r["df"], r["sum_sq"], r.get("pct", 100 * r["sum_sq"] / a["sst"] if a["sst"] else None),
                     r["F"], r["p"]] for r in a["anova"]["table"]])  # fmt: skip
+        if a.get("pct_note") and not a.get("effects"):
+            doc.p(a["pct_note"][0].upper() + a["pct_note"][1:] + ".")
     elif a.get("anova", {}).get("note"):
         doc.p(a["anova"]["note"])
     if a.get("groups"):
@@ -230,7 +234,7 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
         doc.img(f"{rel}/{plots.sweep(design, rows, a, name, files / f'sweep_{name}.png').name}",
                 f"{name} against {design.sweep} with a straight-line fit per group; residuals below "
                 "(a pattern there is non-linearity)")  # fmt: skip
-    if a.get("sst", 0) > 0:
+    if a.get("sst", 0) > 0 and not a.get("constant"):
         doc.img(f"{rel}/{plots.residuals(a, name, files / f'residuals_{name}.png').name}",
                 f"Residual checks for {name}: normal QQ plot and residuals against predicted values")
         if design.kind != "sweep":
