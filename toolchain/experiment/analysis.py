@@ -512,6 +512,14 @@ def analyze(results_dir: str | Path, responses: list[str] | None = None) -> dict
     return result
 
 
+def mixed_code(hashes: list[str]) -> str:
+    """The warning for a table whose runs come from more than one version of the code
+    (an experiment resumed after the emulator, microcode or run code changed)."""
+    return (f"warning: the runs come from {len(hashes)} versions of the code ({', '.join(hashes)}): "
+            "the effects mix the change of code with the factors; run the design again into a new "
+            "results directory")  # fmt: skip
+
+
 def to_json(result: dict[str, Any]) -> str:
     from .store import _clean
 
@@ -525,6 +533,8 @@ def format_text(result: dict[str, Any]) -> str:
     lines = [f"{d['name']}: {d['kind']} design, {d['points']} points x {d['replications']} replications "
              f"= {d['runs']} runs; {runs['ok']} ok, {len(runs['failed'])} failed, "
              f"{len(runs['unsettled'])} not settled, {len(runs['missing'])} missing"]  # fmt: skip
+    if len(runs.get("code_hashes") or []) > 1:
+        lines.append(mixed_code(runs["code_hashes"]))
     if d.get("resolution"):
         lines.append(f"resolution {d['resolution']}; defining relation {' = '.join(d['defining_relation'])}")
     for name, a in result["responses"].items():

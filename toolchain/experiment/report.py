@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .analysis import analyze, error_sd, load_results
+from .analysis import analyze, error_sd, load_results, mixed_code
 from .design import Design
 from .store import Store
 
@@ -144,6 +144,8 @@ def _design_section(doc: Doc, design: Design, res: dict[str, Any], man: dict[str
           f"replications = {d['runs']} runs{' (--quick variant)' if d['quick'] else ''}. "
           f"{runs['ok']} runs finished, {len(runs['failed'])} failed, {len(runs['unsettled'])} did not "
           f"reach steady state, {len(runs['missing'])} not run yet. Code hash {', '.join(runs['code_hashes']) or '-'}.")  # fmt: skip
+    if len(runs["code_hashes"]) > 1:
+        doc.p(mixed_code(runs["code_hashes"])[0].upper() + mixed_code(runs["code_hashes"])[1:] + ".")
     if design.description:
         doc.p(design.description)
     rows = []
