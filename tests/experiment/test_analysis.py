@@ -276,3 +276,131 @@ def test_censored_capacities_are_named_in_the_text() -> None:
     text = format_text({"design": d.summary(), "runs": {"ok": 4, "failed": [], "unsettled": [], "missing": []},
                         "responses": {"capacity_mbps": a}})  # fmt: skip
     assert "censored at the search limit (lower bounds; effects involving them are understated): p1r0, p3r0" in text
+
+
+def test_level_mean_cis_use_the_experimental_error() -> None:
+    # Jain 18.1 again: A's effect (21.5) dwarfs the others; the CI of the mean at a level of
+    # B must come from the error within cells (s_e, 2^2 (r-1) = 8 dof), not from the spread
+    # of the six runs at that level, which holds A's effect.
+    from npkit.toolchain.experiment.analysis import error_sd
+    from npkit.toolchain.experiment.plots import level_means
+
+    d = two_level_design("AB", r=3)
+    ys = [[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]]
+    df = frame(d, ys)
+    a = analyze_frame(d, df, "y")
+    cell = df.groupby("point")["y"].transform("mean")
+    s_e = math.sqrt(((df["y"] - cell) ** 2).sum() / 8)
+    assert error_sd(a) == (pytest.approx(s_e), 8)
+    means = level_means(d, df, "y", error_sd(a))
+    half = stats.t.ppf(0.975, 8) * s_e / math.sqrt(6)
+    for key in "AB":
+        for label, m, h in means[key]:
+            assert m == pytest.approx(df["y"][df[key] == label].mean())
+            assert h == pytest.approx(half)
+    # B's two level means differ by 2 q_B = 19, far outside the CIs; the spread of the runs
+    # at a level of B would have given CIs wider than that difference
+    (_, m_lo, h_lo), (_, m_hi, h_hi) = means["B"]
+    assert m_hi - m_lo == pytest.approx(19) and h_lo + h_hi < 19
+    naive = stats.t.ppf(0.975, 5) * df["y"][df["B"] == "lo"].std() / math.sqrt(6)
+    assert naive > 19
+    # multi-level: the ANOVA's error row (3 x 2 levels, 2 replications: 6 dof)
+    m = design_from_dict({"name": "m", "replications": 2, "base": {"traffic": TRAFFIC},
+                          "factors": {"A": {"set": "param.a", "levels": ["x", "y", "z"]},
+                                      "B": {"set": "param.b", "levels": ["lo", "hi"]}}}, check_files=False)  # fmt: skip
+    rows = [{"run_id": f"p{p}r{r}", "point": p, "status": "ok", "y": 10 * p + 3 * r + (p % 2), **pt}
+            for p, pt in enumerate(m.points()) for r in range(2)]  # fmt: skip
+    mdf = pd.DataFrame(rows)
+    ma = analyze_frame(m, mdf, "y")
+    mcell = mdf.groupby("point")["y"].transform("mean")
+    ms_e = math.sqrt(((mdf["y"] - mcell) ** 2).sum() / 6)
+    assert error_sd(ma) == (pytest.approx(ms_e), 6)
+    mm = level_means(m, mdf, "y", error_sd(ma))
+    assert [h for _, _, h in mm["A"]] == pytest.approx([stats.t.ppf(0.975, 6) * ms_e / 2] * 3)
+    assert [h for _, _, h in mm["B"]] == pytest.approx([stats.t.ppf(0.975, 6) * ms_e / math.sqrt(6)] * 2)
+    # no replications: no error dof, no CI
+    assert error_sd(analyze_frame(d, frame(d, [[y[0]] for y in ys]), "y")) is None
+
+
+def test_variation_in_small_units_is_allocated() -> None:
+    # Jain 18.1 in seconds rather than milliseconds-sized numbers: the same allocation
+    d = two_level_design("AB", r=3)
+    ys = [[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]]
+    df = frame(d, [[v * 1e-9 for v in cell] for cell in ys])
+    a = analyze_frame(d, df, "y")
+    assert a["note"] == "" and not a.get("constant")
+    y = df["y"].to_numpy()
+    sst = ((y - y.mean()) ** 2).sum()
+    for name, cols in (("A", ["A"]), ("B", ["B"]), ("AB", ["A", "B"])):
+        q = marginal_q(df, cols)
+        assert by_effect(a)[name]["pct"] == pytest.approx(100 * 12 * q * q / sst)
+    assert by_effect(a)["A"]["pct"] == pytest.approx(100 * 12 * 21.5**2 / 7032)
+
+
+def test_values_equal_up_to_rounding_get_no_percentages() -> None:
+    # 0.1 summed in floating point: a total of squares of ~1e-30 is rounding, not variation
+    d = two_level_design("AB", r=3)
+    ys = [[0.1, 0.1, 0.1], [0.1, 0.1, 0.1], [0.1, 0.1, 0.1], [0.1, 0.1, 0.1 + 1e-16]]
+    a = analyze_frame(d, frame(d, ys), "y")
+    assert a["note"].startswith("no variation to allocate") and a["constant"]
+    assert all(e["pct"] is None for e in a["effects"]) and a["error"]["pct"] is None
+    assert "pct_total" not in a
+
+
+def _rss(x: np.ndarray, y: np.ndarray) -> float:
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    return float(((y - x @ coef) ** 2).sum())
+
+
+def test_unbalanced_percentages_say_what_they_add_up_to() -> None:
+    # two-level, one run missing: each effect's SS is what leaving its column out of the
+    # full model costs (the columns are no longer orthogonal)
+    d = two_level_design("AB", r=3)
+    ys = [[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]]
+    df = frame(d, ys).drop(index=[1])
+    a = analyze_frame(d, df, "y")
+    y = df["y"].to_numpy(dtype=float)
+    cols = {n: np.prod([np.where(df[c] == "hi", 1.0, -1.0) for c in n], axis=0) for n in ("A", "B", "AB")}
+    full = np.column_stack([np.ones(len(y)), *cols.values()])
+    rss = _rss(full, y)
+    sst = ((y - y.mean()) ** 2).sum()
+    pct = {n: 100 * (_rss(np.column_stack([np.ones(len(y))] + [c for m, c in cols.items() if m != n]), y) - rss) / sst
+           for n in cols}  # fmt: skip
+    for n, want in pct.items():
+        assert by_effect(a)[n]["pct"] == pytest.approx(want)
+    total = sum(pct.values()) + 100 * rss / sst
+    assert abs(total - 100) > 0.05  # the case: the rows do not add up
+    assert a["pct_total"] == pytest.approx(total)
+    text = format_text({"design": d.summary(), "runs": {"ok": 11, "failed": [], "unsettled": [], "missing": []},
+                        "responses": {"y": a}})  # fmt: skip
+    assert f"the percentages of variation add up to {total:.1f} %, not 100 %" in text
+    # balanced: they add up, and nothing is said
+    b = analyze_frame(d, frame(d, ys), "y")
+    assert b["pct_total"] == pytest.approx(100) and "pct_note" not in b
+
+
+def test_unbalanced_multi_level_keeps_the_full_model_and_says_the_total() -> None:
+    m = design_from_dict({"name": "m", "replications": 2, "base": {"traffic": TRAFFIC},
+                          "factors": {"A": {"set": "param.a", "levels": ["x", "y", "z"]},
+                                      "B": {"set": "param.b", "levels": ["lo", "hi"]}}}, check_files=False)  # fmt: skip
+    vals = [[10, 12], [20, 25], [13, 11], [31, 30], [17, 22], [40, 36]]
+    rows = [{"run_id": f"p{p}r{r}", "point": p, "status": "ok", "y": vals[p][r], **pt}
+            for p, pt in enumerate(m.points()) for r in range(2)]  # fmt: skip
+    df = pd.DataFrame(rows).drop(index=[3])  # one run of the second cell missing
+    a = analyze_frame(m, df, "y")
+    assert a["model"] == "all interactions" and not a["balanced"]
+    y = df["y"].to_numpy(dtype=float)
+    da = np.column_stack([(df["A"] == lv).to_numpy(float) for lv in ("y", "z")])
+    db = (df["B"] == "hi").to_numpy(float)[:, None]
+    dab = np.column_stack([da[:, j] * db[:, 0] for j in range(2)])
+    one = np.ones((len(y), 1))
+    r_a, r_b = _rss(np.hstack([one, da]), y), _rss(np.hstack([one, db]), y)
+    r_ab, r_full = _rss(np.hstack([one, da, db]), y), _rss(np.hstack([one, da, db, dab]), y)
+    sst = ((y - y.mean()) ** 2).sum()
+    want = {"A": r_b - r_ab, "B": r_a - r_ab, "A x B": r_ab - r_full, "error": r_full}  # type II
+    got = {r["term"]: r for r in a["anova"]["table"]}
+    for term, ss in want.items():
+        assert got[term]["pct"] == pytest.approx(100 * ss / sst)
+    total = 100 * sum(want.values()) / sst
+    assert abs(total - 100) > 0.05 and a["pct_total"] == pytest.approx(total)
+    assert f"add up to {total:.1f} %" in a["pct_note"]

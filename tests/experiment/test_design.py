@@ -191,3 +191,37 @@ def test_analyze_says_when_every_run_failed(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["experiment", "analyze", str(tmp_path / "res")])
     assert res.exit_code == 1, res.output
     assert "no run finished (2 failed, 0 missing): nothing to analyse" in res.output
+
+
+@pytest.mark.parametrize("factors, words", [
+    # 1 and 1.0 are two labels for one multiplier: two identical design points
+    ({"S": {"set": "chip.units.sram.read_latency", "scale": True, "levels": [1, 1.0]}},
+     "factors.S: levels 1 and 1.0 set the same values"),
+    ({"W": {"levels": {"a": {"param.qm": "full"}, "b": {"param.qm": "full"}}}},
+     "factors.W: levels a and b set the same values"),
+    # B's size would replace A's in every run: A would show no effect at all
+    ({"A": {"set": "traffic.defaults.size", "levels": [78, 128]},
+      "B": {"set": "traffic.defaults.size", "levels": [256, 512]}},
+     "factors.B: sets traffic.defaults.size, as factor A does"),
+    ({"A": {"set": "traffic.defaults.size", "levels": [78, 128]},
+      "P": {"set": "traffic.ip_payload", "levels": [0, 100]}},
+     "factors.P: sets traffic.defaults.size, as factor A does"),
+    ({"Q": {"set": "param.qm", "levels": ["full", "stub"]},
+      "W": {"levels": {"x": {"param.qm": "full", "param.parse_threads": 4}, "y": {"param.parse_threads": 8}}}},
+     "factors.W: sets param.qm, as factor Q does"),
+])  # fmt: skip
+def test_levels_and_factors_that_would_hide_an_effect(factors: dict, words: str) -> None:
+    with pytest.raises(DesignError, match=words):
+        design_from_dict(base(factors=factors), check_files=False)
+
+
+def test_factors_that_scale_one_target_multiply(tmp_path: Path) -> None:
+    d = design_from_dict(base(factors={
+        "S": {"set": "chip.units.sram.read_latency", "scale": True, "levels": [1, 1.5]},
+        "T": {"set": "chip.units.sram.read_latency", "scale": True, "levels": [1, 2]},
+    }))  # fmt: skip
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    base_latency = yaml.safe_load(prepare(d.config({"S": "1", "T": "1"}, 1), tmp_path / "a").chip.read_text())
+    both = yaml.safe_load(prepare(d.config({"S": "1.5", "T": "2"}, 1), tmp_path / "b").chip.read_text())
+    assert both["units"]["sram"]["read_latency"] == 3 * base_latency["units"]["sram"]["read_latency"]

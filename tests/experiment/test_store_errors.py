@@ -69,3 +69,22 @@ def test_a_store_without_runs_has_the_table_columns(tiny_design: Any, tmp_path: 
                                   "--no-run-plots"])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "0 runs finished" in (tmp_path / "r.md").read_text()
+
+
+def test_runs_of_two_code_versions_are_flagged(tiny_design: Any, tmp_path: Path) -> None:
+    # an experiment resumed after the code changed: its runs keep the code hash they ran with
+    store, ids = _store(tiny_design, tmp_path)
+    for rid, code in zip(ids, ["aaaa", "bbbb", "aaaa", "bbbb"], strict=True):
+        rec = store.records()[rid]
+        store.save({**rec, "code_hash": code})
+    r = CliRunner().invoke(main, ["experiment", "analyze", str(store.root)])
+    assert r.exit_code == 0, r.output
+    assert "warning: the runs come from 2 versions of the code (aaaa, bbbb)" in r.output
+    r = CliRunner().invoke(main, ["experiment", "report", str(store.root), "-o", str(tmp_path / "r.md"),
+                                  "--no-run-plots"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "Warning: the runs come from 2 versions of the code" in (tmp_path / "r.md").read_text()
+    # one version: nothing said
+    for rid in ids:
+        store.save({**store.records()[rid], "code_hash": "aaaa"})
+    assert "versions of the code" not in CliRunner().invoke(main, ["experiment", "analyze", str(store.root)]).output

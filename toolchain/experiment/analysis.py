@@ -297,10 +297,12 @@ def multi_level(design: Design, df: Any, response: str) -> dict[str, Any]:
     factors = [design.factors[j] for j in varied]
     terms = [f"C(f{j})" for j in varied]
     cells = df.groupby("point").size()
-    replicated = len(cells) and cells.min() >= 2
     nparams_full = int(np.prod([len(f.levels) for f in factors]))
-    out: dict[str, Any] = {"kind": "multi-level", "n": len(y), "mean": float(y.mean()), "sst": sst}
-    if replicated and len(y) > nparams_full:
+    # every cell has a run and some have more: the model with all interactions has error dof
+    every_cell = len(cells) == nparams_full
+    out: dict[str, Any] = {"kind": "multi-level", "n": len(y), "mean": float(y.mean()), "sst": sst,
+                           "balanced": bool(every_cell and cells.nunique() == 1)}  # fmt: skip
+    if every_cell and len(y) > nparams_full:
         formula, out["model"] = "y ~ " + " * ".join(terms), "all interactions"
     else:
         two = " + ".join(terms) + "".join(f" + {a}:{b}" for i, a in enumerate(terms) for b in terms[i + 1 :])
@@ -397,6 +399,18 @@ def _nonlinearity(x: Any, y: Any) -> dict[str, Any]:
             "nonlinear_p": float(p), "nonlinear": bool(p < ALPHA)}  # fmt: skip
 
 
+def error_sd(a: dict[str, Any]) -> tuple[float, int] | None:
+    """The experimental error of an analysis, (s_e, degrees of freedom): that of the
+    effects' model, else the error row of its ANOVA; None without error dof."""
+    err = a.get("error") or {}
+    if err.get("s_e") is not None and err.get("dof"):
+        return float(err["s_e"]), int(err["dof"])
+    for r in (a.get("anova") or {}).get("table") or []:
+        if r["term"] == "error" and r["df"] > 0:
+            return math.sqrt(r["sum_sq"] / r["df"]), int(round(r["df"]))
+    return None
+
+
 # ---------------------------------------------------------------------------- entry
 
 
@@ -429,16 +443,53 @@ def analyze_frame(design: Design, df: Any, response: str) -> dict[str, Any]:
     y = rows[response].astype(float)
     spread = float(y.max() - y.min())
     out["range"] = [float(y.min()), float(y.max())]
-    if out.get("sst", 0) <= 1e-12 * max(1.0, float(y.abs().mean())) ** 2:
-        out["note"] = "no variation to allocate: every run gave the same value"
+    if constant(y):
+        out["note"] = f"no variation to allocate: every run gave the same value ({float(y.iloc[0]):.6g})"
+        _no_percentages(out)
+        out["constant"] = True
     else:
         out.setdefault("note", "")
+        _percent_total(out)
     out["spread"] = spread
     if response.startswith("capacity") and "capacity_censored" in rows:
         cens = rows[rows["capacity_censored"].astype(str).isin(["above", "below"])]
         if len(cens):
             out["censored"] = cens["run_id"].astype(str).tolist()
     return out
+
+
+def constant(y: Any) -> bool:
+    """Every value the same, up to rounding: relative to the values, whatever their unit
+    (a spread of 1e-7 is real variation in a response of 1e-6)."""
+    top = float(y.abs().max())
+    return float(y.max() - y.min()) <= 1e-12 * top
+
+
+def _no_percentages(out: dict[str, Any]) -> None:
+    """Nothing to allocate: a percentage of a total made of rounding errors means nothing."""
+    for row in out.get("effects") or []:
+        row["pct"] = None
+    if out.get("error"):
+        out["error"]["pct"] = None
+    for row in (out.get("anova") or {}).get("table") or []:
+        row["pct"] = None
+
+
+def _percent_total(out: dict[str, Any]) -> None:
+    """What the rows of the allocation of variation add up to; said when not 100 % (with
+    unequal cell counts the sums of squares of the terms are not orthogonal)."""
+    if out.get("effects"):
+        pcts = [e["pct"] for e in out["effects"]] + [(out.get("error") or {}).get("pct")]
+    else:
+        pcts = [r.get("pct") for r in (out.get("anova") or {}).get("table") or []]
+    if not pcts or any(v is None for v in pcts):
+        return
+    total = float(sum(pcts))
+    out["pct_total"] = total
+    if abs(total - 100) > 0.05:
+        out["pct_note"] = (f"the percentages of variation add up to {total:.1f} %, not 100 %: the cells hold "
+                           "unequal numbers of usable runs, so the terms' sums of squares (type II) overlap "
+                           "or leave some variation unallocated")  # fmt: skip
 
 
 def analyze(results_dir: str | Path, responses: list[str] | None = None) -> dict[str, Any]:
@@ -461,6 +512,14 @@ def analyze(results_dir: str | Path, responses: list[str] | None = None) -> dict
     return result
 
 
+def mixed_code(hashes: list[str]) -> str:
+    """The warning for a table whose runs come from more than one version of the code
+    (an experiment resumed after the emulator, microcode or run code changed)."""
+    return (f"warning: the runs come from {len(hashes)} versions of the code ({', '.join(hashes)}): "
+            "the effects mix the change of code with the factors; run the design again into a new "
+            "results directory")  # fmt: skip
+
+
 def to_json(result: dict[str, Any]) -> str:
     from .store import _clean
 
@@ -474,6 +533,8 @@ def format_text(result: dict[str, Any]) -> str:
     lines = [f"{d['name']}: {d['kind']} design, {d['points']} points x {d['replications']} replications "
              f"= {d['runs']} runs; {runs['ok']} ok, {len(runs['failed'])} failed, "
              f"{len(runs['unsettled'])} not settled, {len(runs['missing'])} missing"]  # fmt: skip
+    if len(runs.get("code_hashes") or []) > 1:
+        lines.append(mixed_code(runs["code_hashes"]))
     if d.get("resolution"):
         lines.append(f"resolution {d['resolution']}; defining relation {' = '.join(d['defining_relation'])}")
     for name, a in result["responses"].items():
@@ -493,11 +554,16 @@ def format_text(result: dict[str, Any]) -> str:
             err = a["error"]
             if err.get("pct") is not None:
                 lines.append(f"   {'error':<10} {'':>11} {'':>25} {err['pct']:>7.1f}")
+            if a.get("pct_note"):
+                lines.append(f"   {a['pct_note']}")
         elif a.get("anova", {}).get("table"):
             lines.append(f"   model: {a.get('model', '')}")
             for r in a["anova"]["table"]:
                 p = f"p={r['p']:.3g}" if r["p"] is not None else ""
-                lines.append(f"   {r['term']:<24} SS {r['sum_sq']:>12.4g} {r.get('pct', 0):>6.1f} %  {p}")
+                pct = f"{r['pct']:>6.1f} %" if r.get("pct") is not None else f"{'-':>6}  "
+                lines.append(f"   {r['term']:<24} SS {r['sum_sq']:>12.4g} {pct}  {p}")
+            if a.get("pct_note"):
+                lines.append(f"   {a['pct_note']}")
         for g, s in (a.get("groups") or {}).items():
             if "slope" in s:
                 nl = " NON-LINEAR" if s.get("nonlinear") else ""

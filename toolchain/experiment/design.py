@@ -385,6 +385,10 @@ def _levels(key: str, spec: dict[str, Any]) -> list[Level]:
     labels = [lv.label for lv in out]
     if len(set(labels)) != len(labels):
         raise DesignError(f"{where}: repeated level {labels}")
+    for i, j in itertools.combinations(range(len(out)), 2):
+        if out[i].settings == out[j].settings:  # 1 and 1.0: two labels, one configuration
+            raise DesignError(f"{where}: levels {out[i].label} and {out[j].label} set the same values "
+                              f"({out[i].settings}): a repeated level")  # fmt: skip
     if spec.get("scale") and not all(lv.number is not None for lv in out):
         raise DesignError(f"{where}: scale: true needs numeric levels (multipliers)")
     return out
@@ -525,6 +529,7 @@ def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files:
     if npoints * reps > MAX_RUNS:
         raise DesignError(f"replications: {npoints} points x {reps} replications = {npoints * reps:,} runs, "
                           f"more than {MAX_RUNS:,}")  # fmt: skip
+    _check_overlap(factors)
     responses = data.get("responses", DEFAULT_RESPONSES)
     if not isinstance(responses, list) or not responses or not all(isinstance(r, str) for r in responses):
         raise DesignError("responses: a list of response names")
@@ -551,6 +556,22 @@ def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files:
         raise DesignError(str(e)) from None
     design.runs()
     return design
+
+
+def _check_overlap(factors: list[Factor]) -> None:
+    """Two factors that set the same target: the later would override the earlier in
+    every run, leaving it no effect (factors that scale a target multiply, and may)."""
+    owner: dict[str, str] = {}
+    for f in factors:
+        if f.scale:
+            continue
+        # ip_payload is turned into defaults.size when a run is prepared
+        targets = {"traffic.defaults.size" if t == "traffic.ip_payload" else t for lv in f.levels for t in lv.settings}
+        for t in sorted(targets):
+            if t in owner:
+                raise DesignError(f"factors.{f.key}: sets {t}, as factor {owner[t]} does: in every run one "
+                                  "would override the other (make them one factor)")  # fmt: skip
+            owner[t] = f.key
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:

@@ -80,31 +80,39 @@ def residuals(a: dict[str, Any], response: str, path: Path) -> Path:
     return _save(fig, path)
 
 
-def _mean_ci(vals: list[float]) -> tuple[float, float]:
+def level_means(design: Design, df: Any, response: str,
+                error: tuple[float, int] | None) -> dict[str, list[tuple[str, float, float]]]:  # fmt: skip
+    """Per factor, (level, mean response, half-width of its 95 % CI) at each level.
+
+    The CI is that of the model's level mean (Jain: the mean plus the level's effect):
+    t[0.975; dof] s_e / sqrt(n at the level), with the experimental error (s_e, dof) of
+    the whole design; the spread of the runs at a level is not used, since it holds the
+    other factors' effects.  No error degrees of freedom: half-width 0 (no CI)."""
     from scipy import stats
 
-    n = len(vals)
-    m = sum(vals) / n
-    if n < 2:
-        return m, 0.0
-    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (n - 1))
-    return m, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    t = float(stats.t.ppf(0.975, error[1])) if error and error[1] > 0 else 0.0
+    out: dict[str, list[tuple[str, float, float]]] = {}
+    for f in design.factors:
+        out[f.key] = []
+        for lv in f.levels:
+            vals = df[df[f.key].astype(str) == lv.label][response].astype(float)
+            n = len(vals)
+            half = t * error[0] / math.sqrt(n) if error and t and n else 0.0
+            out[f.key].append((lv.label, float(vals.mean()) if n else math.nan, half))
+    return out
 
 
-def main_effects(design: Design, df: Any, response: str, path: Path) -> Path:
-    """Mean response (95 % CI of the mean) at each level of each factor."""
+def main_effects(design: Design, df: Any, response: str, path: Path,
+                 error: tuple[float, int] | None = None) -> Path:  # fmt: skip
+    """Mean response at each level of each factor, with the 95 % CI of level_means."""
     plt = _plt()
     k = len(design.factors)
     fig, axes = plt.subplots(1, k, figsize=(max(4, 2.6 * k), 3.2), sharey=True, squeeze=False)
+    means = level_means(design, df, response, error)
     for ax, f in zip(axes[0], design.factors, strict=True):
-        ms, hs = [], []
-        for lv in f.levels:
-            vals = df[df[f.key].astype(str) == lv.label][response].astype(float).tolist()
-            m, h = _mean_ci(vals) if vals else (math.nan, 0.0)
-            ms.append(m)
-            hs.append(h)
         xs = list(range(len(f.levels)))
-        ax.errorbar(xs, ms, yerr=hs, fmt="o-", capsize=3, color="#47a")
+        ax.errorbar(xs, [m for _, m, _ in means[f.key]], yerr=[h for _, _, h in means[f.key]], fmt="o-",
+                    capsize=3, color="#47a")  # fmt: skip
         ax.set_xticks(xs, [lv.label for lv in f.levels], rotation=30 if len(f.levels) > 4 else 0)
         ax.set_title(f"{f.key}: {f.name}", fontsize=9)
     axes[0][0].set_ylabel(response)

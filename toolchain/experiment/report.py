@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .analysis import analyze, load_results
+from .analysis import analyze, error_sd, load_results, mixed_code
 from .design import Design
 from .store import Store
 
@@ -144,6 +144,8 @@ def _design_section(doc: Doc, design: Design, res: dict[str, Any], man: dict[str
           f"replications = {d['runs']} runs{' (--quick variant)' if d['quick'] else ''}. "
           f"{runs['ok']} runs finished, {len(runs['failed'])} failed, {len(runs['unsettled'])} did not "
           f"reach steady state, {len(runs['missing'])} not run yet. Code hash {', '.join(runs['code_hashes']) or '-'}.")  # fmt: skip
+    if len(runs["code_hashes"]) > 1:
+        doc.p(mixed_code(runs["code_hashes"])[0].upper() + mixed_code(runs["code_hashes"])[1:] + ".")
     if design.description:
         doc.p(design.description)
     rows = []
@@ -209,11 +211,13 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
             tab.append([e["effect"], e["q"], ci, e["pct"], e["significant"]] + ([" = ".join(e.get("aliases", []))] if has_alias else []))
         tab.append(["error", "", "", a["error"].get("pct"), ""] + ([""] if has_alias else []))
         doc.table(header, tab)
+        if a.get("pct_note"):
+            doc.p(a["pct_note"][0].upper() + a["pct_note"][1:] + ".")
         if a.get("not_estimable"):
             doc.p("Not estimable (design cells without usable runs): " + ", ".join(a["not_estimable"]) + ".")
         if a["error"].get("s_e") is not None:
             doc.p(f"s_e = {fmt(a['error']['s_e'])} with {a['error']['dof']} degrees of freedom; q0 = {fmt(a['q0'])}.")
-        if a.get("sst", 0) > 0:
+        if a.get("sst", 0) > 0 and not a.get("constant"):
             doc.img(f"{rel}/{plots.effects(a, name, files / f'effects_{name}.png').name}",
                     f"Effects on {name} with 95 % CIs, and the allocation of variation")
     if a.get("anova", {}).get("table"):
@@ -221,6 +225,8 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
         doc.table(["term", "df", "sum of squares", "% of variation", "F", "p"],
                   [[r["term"], r["df"], r["sum_sq"], r.get("pct", 100 * r["sum_sq"] / a["sst"] if a["sst"] else None),
                     r["F"], r["p"]] for r in a["anova"]["table"]])  # fmt: skip
+        if a.get("pct_note") and not a.get("effects"):
+            doc.p(a["pct_note"][0].upper() + a["pct_note"][1:] + ".")
     elif a.get("anova", {}).get("note"):
         doc.p(a["anova"]["note"])
     if a.get("groups"):
@@ -230,12 +236,15 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
         doc.img(f"{rel}/{plots.sweep(design, rows, a, name, files / f'sweep_{name}.png').name}",
                 f"{name} against {design.sweep} with a straight-line fit per group; residuals below "
                 "(a pattern there is non-linearity)")  # fmt: skip
-    if a.get("sst", 0) > 0:
+    if a.get("sst", 0) > 0 and not a.get("constant"):
         doc.img(f"{rel}/{plots.residuals(a, name, files / f'residuals_{name}.png').name}",
                 f"Residual checks for {name}: normal QQ plot and residuals against predicted values")
         if design.kind != "sweep":
-            doc.img(f"{rel}/{plots.main_effects(design, rows, name, files / f'main_{name}.png').name}",
-                    f"Main effects on {name}: mean (95 % CI) at each level")
+            error = error_sd(a)
+            ci = (f"95 % CI from the experimental error (s_e {fmt(error[0])}, {error[1]} degrees of freedom)"
+                  if error else "no CI: no degrees of freedom for the error")  # fmt: skip
+            doc.img(f"{rel}/{plots.main_effects(design, rows, name, files / f'main_{name}.png', error).name}",
+                    f"Main effects on {name}: mean at each level; {ci}")
             if len(design.factors) > 1 and not design.two_level:
                 doc.img(f"{rel}/{plots.interactions(design, rows, name, files / f'interactions_{name}.png').name}",
                         f"Interactions on {name}: cell means; lines that are not parallel interact")
