@@ -300,7 +300,9 @@ class Session:
         """The source line of address pc and its instruction."""
         sm = self.target.smap(me)
         e = sm.entry(pc)
-        if e is not None:
+        if e is not None and sm.text(e.file) is None:
+            self.emit(f"  {e.line:>5}  (source not found: npk debug --source-dir DIR)")
+        elif e is not None:
             src = sm.source_line(e.file, e.line).strip()
             self.emit(f"  {e.line:>5}  {src}" if src else f"  {self.instr_text(me, pc)}")
         self.emit(f"         {self.instr_text(me, pc)}")
@@ -1074,7 +1076,7 @@ class Session:
             raise DebugError("no line information here")
         lines = sm.text(cfile)
         if lines is None:
-            raise DebugError(f"source file {cfile} not found")
+            raise DebugError(sm.missing(cfile))
         if not 1 <= cline <= len(lines):
             raise DebugError(f"{short(cfile)} has lines 1..{len(lines)}, not {cline}")
         lo, hi = max(1, cline - 5), min(len(lines), cline + 5)

@@ -53,6 +53,11 @@ class Target:
     def smap(self, me: int) -> SourceMap:
         return self.maps[self.loaded[me]]
 
+    def add_source_dirs(self, dirs: list[Path]) -> None:
+        """Look for source files in `dirs` first (npk debug --source-dir)."""
+        for sm in self.maps.values():
+            sm.add_search(dirs)
+
     @property
     def mes(self) -> list[int]:
         return sorted(self.loaded)
