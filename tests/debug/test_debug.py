@@ -281,3 +281,22 @@ def test_sources_found_from_another_directory_with_source_dir(tmp_path: Path, mo
     assert r.exit_code == 0, r.stderr
     assert "     40  alu[lw5, $$h5, -, one]              // TTL - 1" in r.stdout
     assert "=>   40      alu[lw5, $$h5, -, one]" in section(r.stdout, "list")
+
+
+def test_ring_option_configures_scratch_rings_for_a_plain_image(tmp_path: Path) -> None:
+    # ring_ping.uc puts to scratch ring 0 and gets from ring 1: as npk run --ring does, the
+    # debugger configures them (without, every put and get faults), and refuses a bad one
+    script = tmp_path / "s.npkdbg"
+    script.write_text("run 3000\nrings\n")
+    r = CliRunner().invoke(main, ["debug", "examples/ring_ping.uc", "--ring", "examples/ring_pingpong.rings.yaml",
+                                  "--batch", str(script)])  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert "scratch ring  0: base 0x1000 size  128 words  count    1" in r.stdout
+    assert "scratch ring  1: base 0x1200 size  128 words  count    0" in r.stdout
+    assert "faulted" not in r.stdout
+    r = CliRunner().invoke(main, ["debug", "examples/ring_ping.uc", "--ring", "scratch:0:base=0x1000",
+                                  "--batch", str(script)])  # fmt: skip
+    assert r.exit_code == 2 and "give base= and size=" in r.stderr
+    r = CliRunner().invoke(main, ["debug", "microcode/layouts/pipelined.yaml", "--ring",
+                                  "scratch:0:base=0x1000,size=128", "--batch", str(script)])  # fmt: skip
+    assert r.exit_code == 2 and "a layout configures its own rings" in r.stderr
