@@ -123,10 +123,9 @@ def parse_cond(text: str, off: int, loc: SourceLoc, depth: int = 0) -> Cond:
     if text.startswith("!") and not text.startswith("!="):
         return Cond("not", (parse_cond(text[1:], off + 1, loc, depth + 1),), off=off)
     if text.startswith("(") and _matching_paren(text, 0) == len(text) - 1:
-        inner = text[1:-1]
-        if _find_relop(inner) or "&&" in inner or "||" in inner or inner.lstrip().startswith("!") \
-                or re.match(r"\s*(BIT|SIGNAL)\s*\(", inner, re.IGNORECASE):  # fmt: skip
-            return parse_cond(inner, off + 1, loc, depth + 1)
+        # parentheses around the whole condition group it, whatever it holds: `(x)` is the
+        # nonzero test of x, not an operand `(x)` (which would be read as a C expression)
+        return parse_cond(text[1:-1], off + 1, loc, depth + 1)
     m = re.fullmatch(r"(BIT|SIGNAL)\s*\((.*)\)", text, re.IGNORECASE | re.DOTALL)
     if m:
         args = [a.strip() for a, _ in _top_split(m[2], ",")]

@@ -109,6 +109,20 @@ def test_or_condition_and_nonzero_test() -> None:
     assert run(src, {"x": 0, "y": 0, "r": 0})["r"] == 2
 
 
+@pytest.mark.parametrize("cond", ["(x)", "((x))", "(!(!(x)))"])
+def test_parenthesised_nonzero_test(cond: str) -> None:
+    # `.if (x)` is the nonzero test of register x (LANGUAGE.md, "(a) (non-zero)"), the
+    # only way to write it alone since .if needs its parentheses
+    src = f".reg x r\n.if {cond}\n immed[r, 1]\n.else\n immed[r, 2]\n.endif\n"
+    assert run(src, {"x": 9, "r": 0})["r"] == 1
+    assert run(src, {"x": 0, "r": 0})["r"] == 2
+
+
+def test_while_nonzero_counts_down() -> None:
+    src = ".reg n acc\n.while (n)\n alu[acc, acc, +, 2]\n alu[n, n, -, 1]\n.endw\n"
+    assert run(src, {"n": 4, "acc": 0}) == {"n": 0, "acc": 8}
+
+
 def test_while_loop_counts() -> None:
     src = ".reg n acc\n.while (n != 0)\n alu[acc, acc, +, 3]\n alu[n, n, -, 1]\n.endw\n"
     assert run(src, {"n": 5, "acc": 0}) == {"n": 0, "acc": 15}

@@ -261,3 +261,42 @@ def test_threads_named_by_hardware_number_cluster_or_flat_index(tmp_path: Path) 
     assert s.execute("signals 1:0").startswith("ME 0x10 signals")
     with pytest.raises(DebugError, match="0x00-0x07, 0x10-0x17"):
         s.execute("thread 0x08:0")
+
+
+def test_sources_found_from_another_directory_with_source_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # assembled at the top of the tree, the image names examples/debug/ttl.uc; debugged
+    # from elsewhere the source is not found: the stop says so (not the instruction twice),
+    # `list` says how to point at it, and --source-dir does
+    elf = tmp_path / "ttl.elf"
+    r = CliRunner().invoke(main, ["asm", "examples/debug/ttl.uc", "-o", str(elf)])
+    assert r.exit_code == 0, r.output
+    script = tmp_path / "s.npkdbg"
+    script.write_text("break ttl.uc:40\nrun\nlist\n")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["debug", str(elf), "--batch", str(script)])
+    assert r.exit_code == 1
+    assert "     40  (source not found: npk debug --source-dir DIR)" in r.stdout
+    assert "source file examples/debug/ttl.uc not found" in r.stderr and "--source-dir" in r.stderr
+    r = CliRunner().invoke(main, ["debug", str(elf), "--source-dir", str(ROOT), "--batch", str(script)])
+    assert r.exit_code == 0, r.stderr
+    assert "     40  alu[lw5, $$h5, -, one]              // TTL - 1" in r.stdout
+    assert "=>   40      alu[lw5, $$h5, -, one]" in section(r.stdout, "list")
+
+
+def test_ring_option_configures_scratch_rings_for_a_plain_image(tmp_path: Path) -> None:
+    # ring_ping.uc puts to scratch ring 0 and gets from ring 1: as npk run --ring does, the
+    # debugger configures them (without, every put and get faults), and refuses a bad one
+    script = tmp_path / "s.npkdbg"
+    script.write_text("run 3000\nrings\n")
+    r = CliRunner().invoke(main, ["debug", "examples/ring_ping.uc", "--ring", "examples/ring_pingpong.rings.yaml",
+                                  "--batch", str(script)])  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert "scratch ring  0: base 0x1000 size  128 words  count    1" in r.stdout
+    assert "scratch ring  1: base 0x1200 size  128 words  count    0" in r.stdout
+    assert "faulted" not in r.stdout
+    r = CliRunner().invoke(main, ["debug", "examples/ring_ping.uc", "--ring", "scratch:0:base=0x1000",
+                                  "--batch", str(script)])  # fmt: skip
+    assert r.exit_code == 2 and "give base= and size=" in r.stderr
+    r = CliRunner().invoke(main, ["debug", "microcode/layouts/pipelined.yaml", "--ring",
+                                  "scratch:0:base=0x1000,size=128", "--batch", str(script)])  # fmt: skip
+    assert r.exit_code == 2 and "a layout configures its own rings" in r.stderr

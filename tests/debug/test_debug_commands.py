@@ -297,3 +297,22 @@ def test_completion_follows_the_current_thread_program() -> None:
     assert "pw" in names
     assert all(n in s.target.smap(1).labels or s.target.smap(1).reg_candidates(n) or n in s.target.smap(1).signals
                or n in s.target.smap(1).mems for n in names)  # fmt: skip
+
+
+# ---------------------------------------------------------------- faults
+def test_faults_are_reported_after_the_command_that_ran_into_them() -> None:
+    # ring_ping.uc alone: its scratch rings are not configured, so every put and get is a
+    # ring_unconfigured fault; npk run warns about them, and so does the debugger now
+    s = Session(open_target(ROOT / "examples" / "ring_ping.uc"))
+    out = s.execute("run 100")
+    assert "warning: the chip faulted 1 time (it goes on after a fault; total 1: ring_unconfigured 1)" in out
+    assert "  ring_unconfigured by ME 0x00 ctx 0 pc 6 at examples/ring_ping.uc:18, address 0x0, cycle 44" in out
+    out = s.execute("run 2000")
+    faults = s.chip.faults()
+    assert f"total {faults['total']}: ring_unconfigured {faults['total']}" in out
+    assert "  last: ring_unconfigured by ME 0x00 ctx 0 pc 7 at examples/ring_ping.uc:20" in out
+    assert "faulted" not in s.execute("print count") and "faulted" not in s.execute("threads")
+
+
+def test_a_run_without_faults_warns_of_none(s: Session) -> None:
+    assert "warning" not in s.execute("run")

@@ -139,6 +139,31 @@ def test_npk_run_halt_is_a_normal_stop(tmp_path: Path) -> None:
     assert out["mes"][0]["status"] == "halt" and out["me_faults"] == [] and "warning" not in res.stderr
 
 
+def test_npk_run_summary_of_mes_that_did_not_stop(tmp_path: Path) -> None:
+    # an ME the budget cut short is at the PC of its running context (it printed "pc 0",
+    # where no context was); one whose contexts all ran ctx_arb[kill] is idle, with no PC
+    loop = tmp_path / "loop.elf"
+    write_image(loop, Image(programs=[Program(name="loop", words=assemble(
+        ["immed[a1, 0]", "top#: alu[a1, a1, +, 1]", "alu[a2, a1, +, 1]", "br[top#]"]))]))  # fmt: skip
+    res = CliRunner().invoke(run_cmd, [str(loop), "--cycles", "40", "--json"])
+    assert res.exit_code == 0, res.output
+    me = json.loads(res.stdout)["mes"][0]
+    assert me["status"] == "running" and me["pc"] in (1, 2, 3)
+    with Chip() as chip:
+        chip.load(0, assemble(["immed[a1, 0]", "top#: alu[a1, a1, +, 1]", "alu[a2, a1, +, 1]", "br[top#]"]))
+        chip.enable(0, 0xFF)
+        chip.run(40)
+        assert me["pc"] == chip.reg(0, "pc", next(c for c in range(8) if chip.ctx_state(0, c) == "running"))
+    ended = tmp_path / "ended.elf"
+    write_image(ended, Image(programs=[Program(name="ended", words=assemble(["immed[a1, 1]", "ctx_arb[kill]"]))]))
+    res = CliRunner().invoke(run_cmd, [str(ended), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["stop"] == "halted" and (out["mes"][0]["status"], out["mes"][0]["pc"]) == ("idle", None)
+    res = CliRunner().invoke(run_cmd, [str(ended)])
+    assert "ME 0x00 ended            idle " in res.stdout and res.stdout.splitlines()[1].endswith("pc -")
+
+
 def test_a_traffic_verdict_fails_on_an_me_fault() -> None:
     from npkit.toolchain.system.verdict import Policy, judge
 

@@ -106,6 +106,19 @@ def parse_ring(text: str) -> dict[str, Any]:
     return {"name": where, **validate(RingOption, values, where, error=RingError).model_dump()}
 
 
+def _live_state(chip: Chip, me: int, info: dict[str, Any]) -> tuple[str, int | None]:
+    """Status and PC of an ME that did not stop: the PC of its running context (None when
+    every context sleeps or waits), and "idle" once no context is left (all ran
+    ctx_arb[kill]).  A stopped ME keeps the status and PC where it stopped."""
+    if info["state"] != "running":
+        return info["state"], info["pc"]
+    states = {ctx: chip.ctx_state(me, ctx) for ctx in range(8)}
+    if all(s == "inactive" for s in states.values()):
+        return "idle", None
+    running = [ctx for ctx, s in states.items() if s == "running"]
+    return "running", chip.reg(me, "pc", running[0]) if running else None
+
+
 def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any]:
     st = chip.stats()
     cycle = st["cycle"]
@@ -114,9 +127,10 @@ def me_summary(chip: Chip, reason: str, loaded: dict[int, str]) -> dict[str, Any
         if m["me"] not in loaded:
             continue
         info = chip.me_status(m["me"])
+        status, pc = _live_state(chip, m["me"], info)
         busy = m["executing_cycles"] + m["aborted_cycles"] + m["stalled_cycles"]
         mes.append({**{k: v for k, v in m.items() if k != "ctx"}, "program": loaded[m["me"]],  # me_name: 0x10
-                    "utilization": busy / cycle if cycle else 0.0, "pc": info["pc"],
+                    "status": status, "utilization": busy / cycle if cycle else 0.0, "pc": pc,
                     "reason": info["reason"]})  # fmt: skip
     units = {name: list(chans) for name, chans in st["units"].items() if any(c["commands"] for c in chans)}
     clock = float(chip.config["clock_mhz"])
@@ -167,7 +181,7 @@ def format_me_summary(out: dict[str, Any]) -> str:
     lines = [f"{out['config']}: stopped ({out['stop']}) at cycle {out['cycle']} ({out['time_us']:.2f} us)"]
     for m in out["mes"]:
         lines.append(f"  ME {m['me_name']} {m['program']:<16s} {m['status']:<8s} instr {m['instructions']:>10d} "
-                     f"util {m['utilization'] * 100:5.1f}%  swaps {m['ctx_swaps']:>8d}  pc {m['pc']}"
+                     f"util {m['utilization'] * 100:5.1f}%  swaps {m['ctx_swaps']:>8d}  pc {'-' if m['pc'] is None else m['pc']}"
                      + (f"  ({m['reason']})" if m["status"] not in ("running", "idle") else ""))  # fmt: skip
     for name, chans in out["units"].items():
         for i, c in enumerate(chans):

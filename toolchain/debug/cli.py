@@ -114,14 +114,24 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
 @click.option("--xscale-gdb", "xscale_gdb", type=click.IntRange(1, 65535), default=None,
               help="A router image's control daemon waits for gdb on 127.0.0.1:PORT.")
+@click.option("--ring", "ring_specs", multiple=True, metavar="scratch:N:base=A,size=W|FILE.yaml",
+              help="Configure scratch rings for a plain image, as npk run --ring (repeatable).")
+@click.option("--source-dir", "source_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Directory to find the image's source files in (repeatable; searched first). An image "
+                   "names its sources as given to npk asm, relative to the directory it was assembled in.")  # fmt: skip
 def debug_cmd(image: str, config: str | None, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
-              batch: str | None, xscale_gdb: int | None) -> None:  # fmt: skip
+              batch: str | None, xscale_gdb: int | None, ring_specs: tuple[str, ...],
+              source_dirs: tuple[str, ...]) -> None:  # fmt: skip
     """Debug IMAGE (an npkit ELF, a .uc source, or a layout YAML) interactively or from a script."""
+    from npkit.toolchain.commands.run import parse_rings
+
     from .session import DebugError, Session
 
+    rings = [r for spec in ring_specs for r in parse_rings(spec)]
     try:
         target = open_target(image, config, traffic=traffic, params=parse_params(defines), xscale_gdb=xscale_gdb,
-                             me_list=me_list)  # fmt: skip
+                             me_list=me_list, rings=rings)  # fmt: skip
+        target.add_source_dirs([Path(d) for d in source_dirs])
         session = Session(target)
     except TargetUsage as e:
         raise click.UsageError(str(e)) from None

@@ -115,6 +115,7 @@ class Session:
         self.sram_queues: set[int] = set()
         self.sram_rings: set[int] = set()
         self.chip.history_enable(1)
+        self.faults_seen = 0  # the chip's fault total already reported
         self._stop_requested = False
         self._line = ""  # the command line being executed, for error columns
         self._rest_at = 0  # where its arguments start in it
@@ -229,7 +230,28 @@ class Session:
             raise DebugError(f"{name}: {e}; try `help {name}`") from None
         finally:
             self._drain()
+        self._report_faults()
         return "\n".join(self.out)
+
+    def _report_faults(self) -> None:
+        """Say so when the chip faulted since the last report (npk run's warnings): how many
+        of each kind, and where the first and the last of them were.  A fault does not stop
+        the chip, so neither does it stop `run`."""
+        f = self.chip.faults()
+        new = f["total"] - self.faults_seen
+        if new <= 0:
+            return
+        self.faults_seen = f["total"]
+        log = f["last"][-new:]
+        self.emit(f"warning: the chip faulted {new} time{'s' if new > 1 else ''} (it goes on after a fault; "
+                  f"total {f['total']}: {', '.join(f'{k} {n}' for k, n in f['counts'].items())})")  # fmt: skip
+        shown = [log[0]] if len(log) == 1 else [log[0], log[-1]]
+        first = "first" if len(log) == new else f"earliest of the last {len(log)} kept"
+        for which, x in zip((first, "last") if len(shown) > 1 else ("",), shown, strict=True):
+            who = (f"ME {self.nm(x['me'])} ctx {x['ctx']} pc {x['pc']} at {self.loc(x['me'], x['pc'])}"
+                   if x["me"] in self.target.loaded else "an API call")  # fmt: skip
+            lead = f"{which}: " if which else ""
+            self.emit(f"  {lead}{x['kind']} by {who}, address 0x{x['address']:x}, cycle {x['cycle']}")
 
     def _drain(self) -> None:
         for ev in self.chip.history():
@@ -300,7 +322,9 @@ class Session:
         """The source line of address pc and its instruction."""
         sm = self.target.smap(me)
         e = sm.entry(pc)
-        if e is not None:
+        if e is not None and sm.text(e.file) is None:
+            self.emit(f"  {e.line:>5}  (source not found: npk debug --source-dir DIR)")
+        elif e is not None:
             src = sm.source_line(e.file, e.line).strip()
             self.emit(f"  {e.line:>5}  {src}" if src else f"  {self.instr_text(me, pc)}")
         self.emit(f"         {self.instr_text(me, pc)}")
@@ -1074,7 +1098,7 @@ class Session:
             raise DebugError("no line information here")
         lines = sm.text(cfile)
         if lines is None:
-            raise DebugError(f"source file {cfile} not found")
+            raise DebugError(sm.missing(cfile))
         if not 1 <= cline <= len(lines):
             raise DebugError(f"{short(cfile)} has lines 1..{len(lines)}, not {cline}")
         lo, hi = max(1, cline - 5), min(len(lines), cline + 5)

@@ -171,6 +171,11 @@ class SourceMap:
         return f"the nearest line{'s' if len(found) > 1 else ''} with code: {text}"
 
     # -- source text
+    def add_search(self, dirs: list[Path]) -> None:
+        """Search `dirs` before the others; files not found so far are looked for again."""
+        self.search = [*dirs, *(d for d in self.search if d not in dirs)]
+        self._text = {f: t for f, t in self._text.items() if t is not None}
+
     def text(self, file: str) -> list[str] | None:
         if file not in self._text:
             self._text[file] = None
@@ -182,6 +187,10 @@ class SourceMap:
                 except OSError:
                     continue
         return self._text[file]
+
+    def missing(self, file: str) -> str:
+        """Why the text of `file` is not shown (it was not found), with the way to show it."""
+        return f"source file {file} not found (npk debug --source-dir DIR says where the sources are)"
 
     def source_line(self, file: str, line: int) -> str:
         lines = self.text(file)

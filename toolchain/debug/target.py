@@ -53,6 +53,11 @@ class Target:
     def smap(self, me: int) -> SourceMap:
         return self.maps[self.loaded[me]]
 
+    def add_source_dirs(self, dirs: list[Path]) -> None:
+        """Look for source files in `dirs` first (npk debug --source-dir)."""
+        for sm in self.maps.values():
+            sm.add_search(dirs)
+
     @property
     def mes(self) -> list[int]:
         return sorted(self.loaded)
@@ -228,15 +233,18 @@ def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
 def open_target(path: str | Path, config: str | None = None, mes: list[int] | None = None,
                 traffic: str | None = None, image: Image | None = None,
                 params: dict[str, Any] | None = None, xscale_gdb: int | None = None,
-                me_list: str | None = None) -> Target:  # fmt: skip
+                me_list: str | None = None, rings: list[dict[str, Any]] | None = None) -> Target:  # fmt: skip
     """The chip with `path` loaded: an image runs on the chip config it was linked for
     unless `config` names one (npkit.emulator.run_config), a layout is linked for
     `config` (default ixp2800); `me_list` names the MEs as a user writes them, read on
-    that chip (when `mes` does not give them as flat indices)."""
+    that chip (when `mes` does not give them as flat indices); `rings` are scratch rings
+    for a plain image (npk run --ring)."""
     p = Path(path)
     if image is None and _is_layout(p):
         if me_list is not None:
             raise TargetUsage("--me: a layout names its blocks' MEs")
+        if rings:
+            raise TargetUsage("--ring: a layout configures its own rings")
         return open_layout(p, config or DEFAULT_CONFIG, traffic, params, xscale_gdb)
     if params:
         raise TargetUsage("-D sets layout parameters; the target is not a layout")
@@ -244,7 +252,7 @@ def open_target(path: str | Path, config: str | None = None, mes: list[int] | No
     try:
         chosen, notes = run_config([(str(p), img)], config)
         chip = Chip(chosen)
-        loaded = load_image(chip, img, mes if mes is not None else parse_me_list(me_list, chosen))
+        loaded = load_image(chip, img, mes if mes is not None else parse_me_list(me_list, chosen), rings=rings or ())
     except MeListError as e:
         raise TargetUsage(str(e)) from None
     except (EmulatorError, LoadError) as e:
