@@ -1,7 +1,7 @@
 """Linux EABI system calls for the XScale core (ARM, r7 = number, r0-r5 = arguments).
 
 What a static glibc program and a daemon use: memory (brk, mmap2, munmap,
-mprotect, madvise), the ARM set_tls (0xf0005), thread and signal set-up that a
+mremap, mprotect, madvise), the ARM set_tls (0xf0005), thread and signal set-up that a
 single-threaded process can satisfy, files (host files by path; stdout and
 stderr collected by the core), emulated time (clock_gettime/64, gettimeofday,
 nanosleep, clock_nanosleep: sleeping costs emulated time only), deterministic
@@ -470,6 +470,43 @@ class LinuxABI:
     def sys_munmap(self, addr: int, length: int, *_: int) -> int:
         self._unmap(addr, length)
         return 0
+
+    def sys_mremap(self, addr: int, old_size: int, new_size: int, flags: int, *_: int) -> int:
+        """Resize an anonymous mapping (glibc's realloc of a large block): shrunk or grown
+        in place when the pages after it are free, else moved with MREMAP_MAYMOVE (1),
+        its bytes copied.  A device mapping, MREMAP_FIXED (2) or a range that is not
+        one whole mapping's start is EINVAL; no room, ENOMEM."""
+        old, new = page_up(old_size), page_up(new_size)
+        if addr % PAGE or not new or flags & ~1:
+            return -E.EINVAL
+        entry = next((m for m in self.maps if m[0] == addr and m[1] - m[0] == old and m[2] == "anon"), None)
+        if entry is None:
+            return -E.EINVAL if any(m[0] <= addr < m[1] for m in self.maps) else -E.EFAULT
+        if new <= old:
+            self._unmap(addr + new, old - new)
+            return addr
+        perms = next((p for lo, hi, p in self.uc.mem_regions() if lo <= addr <= hi), U.UC_PROT_READ)
+        end, grown = addr + old, addr + new
+        if grown <= MMAP_END and not any(lo < grown and hi > end for lo, hi, _k in self.maps):
+            try:
+                self.uc.mem_map(end, new - old, perms)
+            except UcError:
+                return -E.ENOMEM
+            self.maps[self.maps.index(entry)] = (addr, grown, "anon")
+            return addr
+        if not flags & 1:
+            return -E.ENOMEM
+        va = self.alloc_va(new)
+        if va is None:
+            return -E.ENOMEM
+        try:
+            self.uc.mem_map(va, new, perms)
+        except UcError:
+            return -E.ENOMEM
+        self.uc.mem_write(va, bytes(self.uc.mem_read(addr, old)))
+        self._unmap(addr, old)
+        self.maps.append((va, va + new, "anon"))
+        return va
 
     def sys_mprotect(self, addr: int, length: int, prot: int, *_: int) -> int:
         perms = (1 if prot & 1 else 0) | (2 if prot & 2 else 0) | (4 if prot & 4 else 0)

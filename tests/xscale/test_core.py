@@ -166,3 +166,32 @@ def test_armv6_instruction_faults_on_the_xscale(tmp_path: Path) -> None:
     assert core.state == "crashed" and "illegal instruction (SIGILL)" in (core.fault or "")
     assert core.exit_code == 128 + 4
     assert core.where() == "main"
+
+
+def test_mremap_grows_in_place_moves_and_shrinks(xscale_built: Path) -> None:
+    """glibc's realloc of a large block calls mremap: it was ENOSYS (npkd printed
+    "unimplemented system call 163 (mremap)" on a /0 route change and realloc fell back
+    to copying).  Grown in place when the pages after are free, moved with its bytes
+    (MREMAP_MAYMOVE) when not, shrunk in place; what it cannot do is an error."""
+    core = XScaleCore(xscale_built, [])
+    lx = core.linux
+    page = 4096
+    a = lx.sys_mmap2(0, 2 * page, 3, 0x22, -1, 0)            # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
+    assert a > 0
+    core.uc.mem_write(a, b"npkit" * 100)
+    assert lx.sys_mremap(a, 2 * page, 4 * page, 0) == a      # in place: the next pages are free
+    core.uc.mem_write(a + 3 * page, b"top")
+    blocker = lx.sys_mmap2(a + 4 * page, page, 3, 0x32, -1, 0)   # MAP_FIXED right after it
+    assert blocker == a + 4 * page
+    assert lx.sys_mremap(a, 4 * page, 8 * page, 0) == -errno.ENOMEM    # no room, may not move
+    b = lx.sys_mremap(a, 4 * page, 8 * page, 1)                         # MREMAP_MAYMOVE
+    assert b > 0 and b != a
+    assert bytes(core.uc.mem_read(b, 500)) == b"npkit" * 100 and bytes(core.uc.mem_read(b + 3 * page, 3)) == b"top"
+    assert not any(lo <= a < hi for lo, hi, _k in lx.maps)             # the old pages are gone
+    core.uc.mem_write(b + 7 * page, b"end")                             # the new ones are there
+    assert lx.sys_mremap(b, 8 * page, page, 1) == b                     # shrunk in place
+    assert (b, b + page, "anon") in lx.maps
+    assert lx.sys_mremap(b, page, 2 * page, 2) == -errno.EINVAL        # MREMAP_FIXED: not supported
+    assert lx.sys_mremap(b + 1, page, 2 * page, 1) == -errno.EINVAL    # not page aligned
+    assert lx.sys_mremap(0x7000_0000, page, 2 * page, 1) == -errno.EFAULT   # nothing mapped there
+    assert 163 in lx.table and not lx.unimplemented
