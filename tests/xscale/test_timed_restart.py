@@ -74,6 +74,16 @@ def check_run(rr: RouterRun) -> dict[str, Any]:
     return s
 
 
+def killed_and_restarted(changes: list[str], kill: int, start: int) -> tuple[RouterRun, dict[str, Any]]:
+    """`traffic` to 2.6 ms with these timed changes, the daemon killed at `kill` and
+    started again at `start`, run to 2.8 ms and drained; checked clean."""
+    rr = RouterRun.link("pipelined", {}, traffic(changes, 2_600_000), record=True,
+                        control={"kill_at_ns": kill, "restart_at_ns": start})  # fmt: skip
+    rr.run_traffic(2_800_000)
+    rr.drain()
+    return rr, check_run(rr)
+
+
 def test_a_timed_change_due_while_the_daemon_is_down_is_made_after_the_restart() -> None:
     """Two timed changes, the daemon killed at 1 ms and started again at 1.5 ms: the one
     at 0.8 ms it made before the kill (20.1.2/24) is not made again; the one at 1.2 ms
@@ -85,11 +95,7 @@ def test_a_timed_change_due_while_the_daemon_is_down_is_made_after_the_restart()
     failed the run.)"""
     kill, start = 1_000_000, 1_500_000
     changes = [f"at 800us add {NET20} via 10.0.1.2", f"at 1200us add {NET30} via 10.0.3.2"]
-    rr = RouterRun.link("pipelined", {}, traffic(changes, 2_600_000), record=True,
-                        control={"kill_at_ns": kill, "restart_at_ns": start})  # fmt: skip
-    rr.run_traffic(2_800_000)
-    rr.drain()
-    s = check_run(rr)
+    rr, s = killed_and_restarted(changes, kill, start)
     cp = s["control_plane"]
     assert [e["event"] for e in cp["restarts"]] == ["killed", "restarted"]
     c = cp["counters"]
@@ -153,11 +159,7 @@ def test_a_timed_change_owed_and_failed_after_the_restart_is_owed_no_more() -> N
     left no record, and the run failed with "owed by a killed daemon was never made".)"""
     kill, start = 1_000_000, 1_500_000
     changes = [f"at 1200us del {NET30}", f"at 1400us add {NET30} via 10.0.3.2"]
-    rr = RouterRun.link("pipelined", {}, traffic(changes, 2_600_000), record=True,
-                        control={"kill_at_ns": kill, "restart_at_ns": start})  # fmt: skip
-    rr.run_traffic(2_800_000)
-    rr.drain()
-    s = check_run(rr)
+    rr, s = killed_and_restarted(changes, kill, start)
     cp = s["control_plane"]
     c = cp["counters"]
     assert (c["timed_changes"], c["timed_late"], c["routes_added"], c["route_errors"]) == (2, 2, 1, 1)
