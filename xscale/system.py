@@ -51,6 +51,8 @@ def note_state(timeline: list[tuple[int, str, str]], cycle: int, state: str, wha
         if len(timeline) >= TIMELINE_MAX:
             del timeline[: TIMELINE_MAX // 10]
         timeline.append((cycle, state, what))
+
+
 PLACEMENTS = ("xscale", "gpe")
 
 
