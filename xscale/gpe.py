@@ -121,6 +121,11 @@ class GpeHost:
     def instructions(self) -> int:
         return 0
 
+    def visible_from(self, cycle: int) -> int:
+        """What the process writes to the shared memories the chip sees at once: emulated
+        time stands still while it runs (XScaleHost.visible_from)."""
+        return cycle
+
     def status(self) -> dict[str, Any]:
         waiting = None
         if self.pending is not None:

@@ -28,7 +28,9 @@ Placement `gpe`: the native build of the same program runs as a host process
 
 from __future__ import annotations
 
+import bisect
 import os
+from collections import deque
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -109,6 +111,7 @@ class XScaleHost:
         self.core.cycle = clock.now
         self._rem = 0           # ME-cycle remainder (in 1/xs_mhz units) carried between quanta
         self._debt = 0          # ME cycles the core ran ahead of the chip (a quantum ends on a block boundary)
+        self.quanta: deque[int] = deque([clock.now], maxlen=4096)  # the cycles the latest quanta began at
         self.gdb: Any = None
         self._closed = False
         self.wait_cycles = 0
@@ -177,6 +180,8 @@ class XScaleHost:
     def _quantum(self, target: int) -> str:
         core, clock = self.core, self.clock
         core.cycle = clock.now
+        if self.quanta[-1] != clock.now:
+            self.quanta.append(clock.now)
         # quanta sit on a fixed grid of the core's instruction count, not on the caller's
         # slices, so how System.run is sliced does not change the interleaving
         n = core.run(self.quantum - core.instructions % self.quantum)
@@ -188,6 +193,14 @@ class XScaleHost:
         step = min(dt, target - clock.now)      # the chip stops at the target; the rest is owed
         self._debt = dt - step
         return clock.run_chip(step)
+
+    def visible_from(self, cycle: int) -> int:
+        """From which chip cycle the chip sees what the core wrote to its memories when its
+        own clock read `cycle`: the start of the quantum that ran the write (the chip runs
+        a quantum's cycles after it, the core's clock goes through them).  Recent quanta
+        only: an older cycle is its own answer."""
+        k = bisect.bisect_right(self.quanta, cycle) - 1
+        return self.quanta[k] if k >= 0 else cycle
 
     def _sleep(self, wait: Wait, target: int) -> str:
         core, clock, chip = self.core, self.clock, self.chip

@@ -429,6 +429,8 @@ class _Arp:
     next_try: int = 0
     expires: int = 0
     hold: list[_Held] = field(default_factory=list)
+    gave_up: int = -1  # when its last resolution was given up
+    ended: int = -1  # ... when its last resolution ended, given up or answered
 
 
 class RouterModel:
@@ -466,6 +468,7 @@ class RouterModel:
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
         self.down = False  # the daemon killed and not started again (`kill`, `restart`)
         self.retracted: list[Emitted] = []  # ARP requests sent here that the daemon had not sent when killed (kill)
+        self._withdrawals: list[int] = []  # when a restarted daemon withdraws learnt ARP state (withdraw_at)
         self._deferred: list[tuple[int, CpResult, bytes, int]] = []  # excepted while it was down
 
     @property
@@ -498,6 +501,8 @@ class RouterModel:
             events: list[tuple[int, int, Any]] = []
             if self._next_change < len(self.changes):
                 events.append((self.changes[self._next_change].at_ns, 0, None))
+            if self._withdrawals:
+                events.append((self._withdrawals[0], 3, None))
             for e in self.cache.values():
                 if e.ip in held_back:
                     continue
@@ -523,6 +528,9 @@ class RouterModel:
             elif kind == 1 and daemon is not None and not self._daemon_did(e, daemon.get(e.ip)):
                 held_back.add(e.ip)
                 continue
+            elif kind == 3:
+                self._withdrawals.pop(0)
+                self.withdraw_learnt()
             elif kind == 1:
                 if e.tries < self.opt["arp_tries"]:
                     e.tries += 1
@@ -630,11 +638,14 @@ class RouterModel:
         daemon began has its requests due from the time it began it, not from the packet's
         arrival (it handles the packet microseconds later): this model's resolutions under
         way take the daemon's time, so that their retries and give-ups fall at the
-        daemon's instants (what a kill cuts: `kill`)."""
+        daemon's instants (what a kill cuts: `kill`).  The daemon may also have begun one
+        earlier, for a packet this model forwarded through a MAC a restarted daemon had
+        just withdrawn (`withdraw_at`: up to a quantum late): one begun after this
+        model's last resolution of the entry ended is that one."""
         step = self.opt["arp_retry_us"] * 1000
         for e in self.cache.values():
             d = daemon.get(e.ip)
-            if e.state != "incomplete" or e.confirmed or d is None or d.state != "incomplete" or d.start_ns < e.start:
+            if e.state != "incomplete" or e.confirmed or d is None or d.state != "incomplete" or d.start_ns <= e.ended:
                 continue
             e.start, e.confirmed = d.start_ns, True
             e.next_try = d.start_ns + e.tries * step
@@ -733,6 +744,16 @@ class RouterModel:
         for pid, res, frame, in_port in waiting:
             getattr(self, f"_on_{res.reason}")(pid, res, bytearray(frame), in_port)
 
+    def withdraw_at(self, t: int) -> None:
+        """The restarted daemon took the MACs its predecessor learnt out of the fast path
+        at t (its change log says when): `withdraw_learnt` then, in time order with the
+        packets and timers (at once if this model is past t)."""
+        if t <= self.now:
+            self.withdraw_learnt()
+        else:
+            self._withdrawals.append(t)
+            self._withdrawals.sort()
+
     def withdraw_learnt(self) -> None:
         """The restarted daemon has loaded its route table and taken out of the fast path
         the MACs its predecessor learnt (learnt /32s deleted, gateway entries back to
@@ -783,14 +804,27 @@ class RouterModel:
         handler(pid, res, bytearray(frame), in_port)
         return res
 
-    def take_exception(self, pid: int, frame: bytes, in_port: int, alt: Except) -> CpResult:
+    def take_exception(self, pid: int, frame: bytes, in_port: int, alt: Except, arrived: int | None = None) -> CpResult:
         """Packet `pid`, judged by one table near a route change, met the other in the fast
         path and was excepted (`alt`, one of its alternatives; the daemon's log says so):
-        the control plane handles it now, as the daemon did."""
+        the control plane handles it now, as the daemon did.  `arrived`: its arrival, for
+        a packet the daemon held for ARP (it logs one when the hold ends): one whose next
+        hop's resolution was given up since then was held in it and given up with it."""
         res = self.results[pid]
         res.fast, res.reason, res.final = alt, alt.reason, None
+        if arrived is not None and alt.reason == "arp_miss" and self._given_up_since(frame, arrived):
+            self._icmp_error(pid, frame, 3, 1)
+            res.final = Except(res.reason)
+            return res
         getattr(self, f"_on_{alt.reason}")(pid, res, bytearray(frame), in_port)
         return res
+
+    def _given_up_since(self, frame: bytes, t: int) -> bool:
+        """Whether the resolution of the next hop to frame's destination was given up at or
+        after t (none under way now)."""
+        route = self._route_to(int.from_bytes(frame[30:34], "big"))
+        e = self.cache.get(route[2]) if route is not None and route[1] is None else None
+        return e is not None and e.state == "none" and e.gave_up >= t
 
     def _alternatives(self, res: CpResult, frame: bytes, in_port: int, t: int) -> None:
         """Near a route change the fast path may still (or already) use the other table."""
@@ -949,6 +983,7 @@ class RouterModel:
             res.learnt_hop = True
 
     def _resolved(self, e: _Arp) -> None:
+        e.ended = self.now
         self.fast.arp[e.ip] = e.mac
         for item in e.hold:
             self._release(e, item)
@@ -964,6 +999,7 @@ class RouterModel:
                 res.final = Except(res.reason)
         e.hold = []
         e.state = "none"
+        e.gave_up = e.ended = self.now
 
     def _on_arp(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         res.final = Except("arp")

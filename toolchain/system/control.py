@@ -234,6 +234,7 @@ class LogReader:
 
 
 CHG_TIMED, CHG_SOCKET, CHG_TIMED_FAILED = 1, 2, 3  # a change log record's source (xscale/npkd/cp.h)
+CHG_WITHDRAWN = 4  # ... a restarted daemon withdrew learnt ARP state (no route; the prefix: its start)
 
 
 def change_log_count(chip: Any) -> int:

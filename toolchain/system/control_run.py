@@ -69,6 +69,7 @@ from .control import (
     CHG_SOCKET,
     CHG_TIMED,
     CHG_TIMED_FAILED,
+    CHG_WITHDRAWN,
     BacklogEntry,
     LogReader,
     LogRecord,
@@ -120,6 +121,7 @@ class ControlJudge:
         self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
         self._events = 0  # the daemon's kills and restarts the model has been told of
         self._withdraw_at_start = 0  # a restarted daemon (this start) still to withdraw what was learnt
+        self._withdrawn_by = 0  # the last start whose withdrawal the change log gave (its time: the model's)
         self._first_load = bool(tr.route_changes) and rr.control is not None  # the first daemon loads its table
         if self._first_load:
             self.model.starting()
@@ -191,6 +193,16 @@ class ControlJudge:
         quantum, mhz = getattr(host, "quantum", 0), getattr(host, "xs_mhz", 0)
         return -(-quantum * 1000 // mhz) if quantum and mhz else 0
 
+    def _visible_ns(self, ns: int) -> int:
+        """From when the fast path sees SRAM writes the daemon made at its time `ns`: its
+        host says (XScaleHost.visible_from: the start of the core's quantum then)."""
+        host = self.rr.control.system.xscale if self.rr.control is not None else None
+        if host is None:
+            return ns
+        mhz = int(self.rr.chip.config["clock_mhz"])
+        cycle = ((ns + 1) * mhz - 1) // 1000   # the last cycle whose time is ns (the daemon's clock truncates)
+        return host.visible_from(cycle) * 1000 // mhz
+
     def _take_changes(self, upto: int | None = None) -> None:
         """The route changes the daemon made since the last look (up to record `upto`), in
         order: those through the socket from the time it made them; timed ones matched to
@@ -214,6 +226,9 @@ class ControlJudge:
                 self._note_changes([now])
             elif source == CHG_TIMED_FAILED:
                 self.model.timed_failed(c)
+            elif source == CHG_WITHDRAWN:
+                self.model.withdraw_at(self._visible_ns(made.at_ns + made.next_hop))
+                self._withdrawn_by = made.prefix
 
     def _model_to(self, now: int) -> None:
         for c in self.run.chunks:
@@ -281,7 +296,8 @@ class ControlJudge:
             st = read_stats(self.rr.chip)
             if st is not None and st["starts"] >= self._withdraw_at_start and st["state"] == "ready":
                 self._model_to(self.run.now_ns)   # (seen at a slice's end: to within SLICE_NS)
-                self.model.withdraw_learnt()
+                if self._withdrawn_by < self._withdraw_at_start:   # no record of when (no change log)
+                    self.model.withdraw_learnt()
                 self.model.caught_up(self.run.now_ns)
                 self._withdraw_at_start = 0
 
@@ -471,7 +487,7 @@ class ControlJudge:
             r = self.model.results.get(pid)
             ok = r is not None and r.reason == name
             if not ok and r is not None and name == "arp_miss" and r.learnt_hop:
-                self._handle_as(pid, r, Except("arp_miss"))  # (its window forgotten: nothing to redo)
+                self._handle_as(pid, r, Except("arp_miss"), late=True)  # (its window forgotten: nothing to redo)
                 ok = True
             elif not ok and r is not None:
                 ok = self._excepted_instead(pid, r, name)
@@ -495,22 +511,23 @@ class ControlJudge:
         alt = next((o for o in r.alternatives if isinstance(o, Except) and o.reason == name), None)
         return alt is not None and self._handle_as(pid, r, alt)
 
-    def _handle_as(self, pid: int, r: Any, alt: Except) -> bool:
+    def _handle_as(self, pid: int, r: Any, alt: Except, late: bool = False) -> bool:
         """The model's control plane handles packet `pid` as excepted for `alt`'s reason,
         as the daemon did; its fate and the frames expected follow (False: the packet's
         window is forgotten).  Also for a packet the model forwarded through a next hop
         the control plane had learnt, that the fast path excepted (arp_miss) because the
         MAC was not in it: not yet installed -- the daemon forwards it from its cache, as
         the model does -- or withdrawn by a restarted daemon before the model learnt that
-        it had been (RouterModel.withdraw_learnt, seen at a slice's end) -- the daemon
-        resolves the next hop afresh, and holds the packet meanwhile, as the model now
-        does."""
+        it had been (RouterModel.withdraw_at: up to a quantum of the XScale core late) --
+        the daemon resolves the next hop afresh, and holds the packet meanwhile, as the
+        model now does; `late`: it logs such a packet when the hold ends, so one whose
+        resolution the model has given up since it arrived was given up with it."""
         c = self.run.chunk_of(pid)
         if c is None:
             return False
         i = pid - c.first
         was = r.final
-        self.model.take_exception(pid, c.w.frame(i), c.w.ports[i], alt)
+        self.model.take_exception(pid, c.w.frame(i), c.w.ports[i], alt, c.w.times[i] if late else None)
         if r.final is None:
             self.held.add(pid)
         self._expect(pid, r.final)

@@ -1083,14 +1083,14 @@ void cp_tables_ready(cp *c)
  * {time in us, add << 24 | length << 16 | port << 8 | source, prefix, next hop} --
  * how the host learns of changes made through the control socket, and of timed changes
  * a restarted daemon made late (commit_change writes it) or tried and failed
- * (cp_timed_change: source CHG_TIMED_FAILED) */
-static void change_log(cp *c, int add, const route_cfg *r, int source)
+ * (cp_timed_change: source CHG_TIMED_FAILED), and of when a restarted daemon withdrew
+ * its predecessor's ARP state (cp_log_withdrawal: source CHG_WITHDRAWN, no route) */
+static void change_log_at(cp *c, int add, const route_cfg *r, int source, uint64_t t)
 {
     const npkd_cfg *g = c->cfg;
     if (!g->changelog_cap) return;
     uint32_t n = npkd_sram_rd(c->mem, g->changelog_base);
     uint32_t a = g->changelog_base + 16 + 16 * (n % g->changelog_cap);
-    uint64_t t = c->tab->clock ? c->tab->clock(c->tab->clock_ctx) : now(c);   /* this instant */
     npkd_sram_wr(c->mem, a, (uint32_t)(t / 1000));
     npkd_sram_wr(c->mem, a + 4, (uint32_t)add << 24 | (uint32_t)r->len << 16 | (uint32_t)(r->port & 0xFF) << 8 |
                                    (uint32_t)source);
@@ -1098,6 +1098,17 @@ static void change_log(cp *c, int add, const route_cfg *r, int source)
     npkd_sram_wr(c->mem, a + 12, r->next_hop);
     npkd_sram_wr(c->mem, g->changelog_base + 4, g->changelog_cap);
     npkd_sram_wr(c->mem, g->changelog_base, n + 1);
+}
+
+static void change_log(cp *c, int add, const route_cfg *r, int source)
+{
+    change_log_at(c, add, r, source, c->tab->clock ? c->tab->clock(c->tab->clock_ctx) : now(c));   /* this instant */
+}
+
+void cp_log_withdrawal(cp *c, uint64_t at_ns, uint32_t starts)
+{
+    route_cfg which = {starts, (uint32_t)(at_ns % 1000), 0, 0};
+    change_log_at(c, 0, &which, CHG_WITHDRAWN, at_ns);
 }
 
 int cp_route_add(cp *c, const route_cfg *r, int source)

@@ -141,7 +141,7 @@ uint32_t cp_reclaim(cp *c, int restart);
 /* route changes: 0 ok, negative error (as tables_add_route / tables_del_route; -7 the
  * route model could not be loaded, -9 the journal could not be written), made
  * write-ahead (cp.c commit_change); source (for the change log): CHG_TIMED, CHG_SOCKET */
-enum { CHG_TIMED = 1, CHG_SOCKET = 2, CHG_TIMED_FAILED = 3 };
+enum { CHG_TIMED = 1, CHG_SOCKET = 2, CHG_TIMED_FAILED = 3, CHG_WITHDRAWN = 4 };
 int cp_route_add(cp *c, const route_cfg *r, int source);
 int cp_route_del(cp *c, uint32_t prefix, int len, int source);
 /* timed change number `index` of the configuration (source CHG_TIMED), counted in
@@ -152,6 +152,13 @@ int cp_route_del(cp *c, uint32_t prefix, int len, int source);
  * change tried), so that the host knows each timed change dealt with, made or not.
  * Returns as cp_route_add. */
 int cp_timed_change(cp *c, const timed_change *t, uint32_t index);
+/* Restarted daemon number `starts` withdrew the ARP state its predecessors had put in
+ * the fast path, done by `at_ns` (tables_load on_withdraw): a change log record of
+ * source CHG_WITHDRAWN stamped then, `starts` in place of the prefix and the nanoseconds
+ * past the record's microsecond in place of the next hop -- so the host knows from when
+ * the fast path excepts packets to the next hops learnt before, not only that it has by
+ * its next look. */
+void cp_log_withdrawal(cp *c, uint64_t at_ns, uint32_t starts);
 /* "A.B.C.D" and "A.B.C.D/LEN via N.N.N.N port P" / "... dev P", without printf */
 char *fmt_ip(char *b, uint32_t a);
 char *fmt_route(char *b, const route_cfg *r);

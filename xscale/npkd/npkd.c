@@ -128,6 +128,12 @@ static int journal_write(void *ctx, const char *line)
     return -1;
 }
 
+static void log_withdrawal(void *ctx, uint64_t at_ns)
+{
+    npkd_state *d = ctx;
+    cp_log_withdrawal(&d->cp, at_ns, d->starts);
+}
+
 static int load_some(npkd_state *d, uint32_t budget)
 {
     if (d->cp.tables_ready) return 1;
@@ -372,6 +378,8 @@ int main(int argc, char **argv)
     d.cp.epoch_ms_of_day = (uint32_t)(d.cfg.opt.epoch_s % 86400u) * 1000u;
     if (tables_load_begin(&d.tab, &d.load, 0, d.cfg.state_path)) die("%s", d.load.err);
     if (d.starts > 1) d.load.restart = 1;
+    d.load.on_withdraw = log_withdrawal;
+    d.load.on_withdraw_ctx = &d;
     /* The fast path's table is in SRAM already (the linker wrote it, or the previous
      * instance): the daemon serves exceptions from it at once.  Its own model of the
      * table (to change it) is built in the background between exceptions when routes may

@@ -290,21 +290,30 @@ static int journal_line(tables *t, tables_load *L, const char *s)
 
 /* configured entries that SRAM has resolved (a MAC learnt by an earlier instance) go
  * back to unresolved: ARP starts from scratch (LAYOUT.md §7: ARP_MISS first) */
-static void revert_learnt(tables *t, tables_load *L)
+static int revert_learnt(tables *t, tables_load *L)
 {
     const lpm_layout *l = &t->cfg->lay;
-    for (uint32_t i = 0; i < t->nh.n; i++) {
+    u32vec resolved = {0};
+    for (uint32_t i = 0; i < t->nh.n; i++) {        /* found first, so that the writes come close together */
         nh_entry s;
         nh_read(t->mem, l, i, &s);
-        if (!(t->nh.e[i].flags & NH_ARP_MISS) || (s.flags & NH_ARP_MISS)) continue;
-        uint32_t w[4];
+        if ((t->nh.e[i].flags & NH_ARP_MISS) && !(s.flags & NH_ARP_MISS) && u32vec_push(&resolved, i)) {
+            u32vec_free(&resolved);
+            return -1;
+        }
+    }
+    for (uint32_t j = 0; j < resolved.n; j++) {
+        uint32_t i = resolved.v[j], w[4];
         nh_encode(&t->nh.e[i], w);
         npkd_sram_wr(t->mem, l->nh + 16 * i, w[0]);
         for (uint32_t k = 1; k < 4; k++) npkd_sram_wr(t->mem, l->nh + 16 * i + 4 * k, w[k]);
         L->reverted++;
     }
+    u32vec_free(&resolved);
     for (uint32_t i = 0; i < L->learnt.n; i++)       /* the caller journals their withdrawal */
         if (!lpm_del(&t->trie, L->learnt.v[i], 32)) L->reverted++;
+    if (L->on_withdraw) L->on_withdraw(L->on_withdraw_ctx, t->clock ? t->clock(t->clock_ctx) : 0);
+    return 0;
 }
 
 static int finish(tables *t, tables_load *L)
@@ -335,7 +344,10 @@ static int finish(tables *t, tables_load *L)
         t->marks[0].at = t->started_ns;
         t->nmarks = 1;
     }
-    if (L->restart) revert_learnt(t, L);
+    if (L->restart && revert_learnt(t, L)) {
+        snprintf(L->err, sizeof L->err, "out of memory");
+        return -3;
+    }
     return 1;
 }
 

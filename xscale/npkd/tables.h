@@ -79,6 +79,13 @@ typedef struct tables_load {
     int phase, write, restart;
     FILE *f, *journal;
     uint32_t line, jline, reverted;
+    /* told once a restart has withdrawn learnt ARP state (its SRAM writes made), with the
+     * clock then (ns; 0 without one): the host that reads what the daemon records of it
+     * (a change log record, cp.h cp_log_withdrawal) knows the fast path had every write
+     * by that time -- at the latest by the start of the core's stretch of time then
+     * (XScaleHost.visible_from) -- and sees the record before packets that came later */
+    void (*on_withdraw)(void *ctx, uint64_t at_ns);
+    void *on_withdraw_ctx;
     uint32_t timed_done;      /* 1 + the highest index of a timed change the journal marks */
     u32vec learnt;
     char err[NPKD_PATH + 100];
