@@ -262,6 +262,7 @@ class TrafficRun:
         self.on_forget: list[Callable[[Chunk], None]] = []
         self.on_generated: list[Callable[[int, int, bytes], None]] = []
         self.on_drop: list[Callable[[int, str], None]] = []  # (id, reason) of each drop accounted
+        self.on_tx: list[Callable[[Any], None]] = []  # each batch of departures (msf_device.Drained)
         self.own: frozenset[bytes] = frozenset()  # the router's addresses (router_addresses)
         self.generated = [0] * self.dev.ports  # frames the router made itself, by output port
         self.generated_aborted = 0  # ... of those, cut short by a transmit underrun
@@ -444,6 +445,8 @@ class TrafficRun:
         d = self.dev.drain_raw()
         if d is not None:
             self._note_last(d)
+            for fn in self.on_tx:
+                fn(d)
             if any(d.aborted):  # cut-through underruns: rare, frame by frame
                 off = 0
                 for port, t, n, ab in zip(d.port, d.t, d.len, d.aborted, strict=True):

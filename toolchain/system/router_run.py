@@ -64,7 +64,7 @@ from npkit.emulator.traffic.fate import (
     judge_disposition,
 )
 from npkit.emulator.traffic.histogram import LatencyHistogram
-from npkit.emulator.traffic.oracle import Drop, Outcome
+from npkit.emulator.traffic.oracle import Drop, Forward, Outcome
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
@@ -73,6 +73,7 @@ from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, Traf
 
 from .buffers import audit
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
+from .wire_idle import WireIdle
 
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)
 DRAIN_CAP_NS = 5_000_000  # the longest a drain may take: a stuck packet shows within it
@@ -301,6 +302,13 @@ class RouterRun:
         self.predicted_exc = 0  # packets the oracle's fast path sends to the exception path
         self.must_leave = 0  # ... and those it forwards: lost is out of these
         self.tx_bits: Counter[int] = Counter()
+        # packets the oracle forwards that a queue_full drop took: by port, their count by
+        # wire bits, and when the last one had wholly arrived (ns); against the idle time
+        # of the port's wire (`_expected_overload_drops`)
+        self.queue_full_bits: dict[int, Counter[int]] = {}
+        self.queue_full_last: dict[int, int] = {}
+        self.wire = WireIdle(int(self.run.dev.cfg["rate_bps"]), self.over, HORIZON_NS + 4 * SLICE_NS)
+        self.run.on_tx.append(self.wire.departed)
         self._tx_until = 0
         self._assigned: Counter[str] = Counter()
         self.oracle_s = 0.0
@@ -433,12 +441,26 @@ class RouterRun:
         category = judge_disposition(o, "drop", reason)
         if category == LOST:
             self.lost[(o.kind, reason)] += 1
+            if reason == "queue_full" and isinstance(o, Forward):
+                self._note_queue_full(pid, o)
         elif category == DROPPED_EARLY:
             self.dropped_early[reason] += 1
         elif category != MATCHED_DROP:
             self.comparison[category] += 1
         for fn in self.on_judged:
             fn(pid, category)
+
+    def _note_queue_full(self, pid: int, o: Forward) -> None:
+        """A packet bound for port o.port that the queue manager dropped: from when it had
+        wholly arrived the router had something for that wire."""
+        c = self.run.chunk_of(pid)
+        if c is None:
+            return
+        p = o.port
+        end = c.w.times[pid - c.w.first] + self.wire.wire_ns(p, c.w.lens[pid - c.w.first])
+        self.queue_full_bits.setdefault(p, Counter())[(len(o.data) + self.over[p]) * 8] += 1
+        self.queue_full_last[p] = max(end, self.queue_full_last.get(p, 0))
+        self.wire.owed_from(p, end)
 
     def _exception(self, pid: int, reason: str) -> None:
         """An exception record the host's reader took, against the oracle (as `_dropped`)."""
@@ -625,7 +647,8 @@ class RouterRun:
         Loss (`totals`): `lost_by_outcome` counts the packets resource drops took, by what
         the oracle's fast path does with them (forward, exception: fate's `lost`, as `npk
         traffic compare` counts them); `lost` is their sum less the queue_full drops the
-        offered load forces on oversubscribed ports (`expected_overload_drops`), and
+        offered load forces on oversubscribed ports (`expected_overload_drops`: all but
+        those the wire's idle time could have carried, `_expected_overload_drops`), and
         `loss_pct` is `lost` in % of the packets the fast path forwards or excepts
         (`predicted_exception`: those it excepts, as compare predicts them).
         `dropped_early`: packets the oracle drops that a resource drop took first."""
@@ -637,7 +660,7 @@ class RouterRun:
         predicted_fwd = sum(demand_pkts.values())
         lost_fwd = sum(n for (kind, _), n in self.lost.items() if kind == "forward")
         lost_exc = sum(n for (kind, _), n in self.lost.items() if kind == "exception")
-        overload = self._expected_overload_drops(demand, demand_pkts, self.lost[("forward", "queue_full")])
+        overload = self._expected_overload_drops()
         not_fwd = predicted_fwd - tot["forwarded"]
         loss = max(0, lost_fwd - overload) + lost_exc
         seconds = max(1e-12, self.traffic_ns / 1e9)
@@ -744,30 +767,24 @@ class RouterRun:
                 claimed = st["counters"]["holding"] + st["counters"]["tx_backlog"]
         return audit(self.chip, self.image, owned, claimed)
 
-    def _expected_overload_drops(self, bits: Counter[int], pkts: Counter[int], queue_full: int) -> int:
-        """queue_full drops the offered load itself forces: what the oracle sends to a port
-        beyond what its wire can carry from the start until the end of the traffic or, if
-        later, of the port's last frame (the drain's idle time after it carries nothing:
-        counted, it made loss of drops a router at line rate cannot avoid), in packets of
-        the port's mean size, at most the `queue_full` drops of packets the oracle
-        forwards.  These are predicted, not lost."""
-        rate = self.run.dev.cfg["rate_bps"]
-        excess = 0.0
-        for p, b in bits.items():
-            capacity = rate * self._wire_ns(p) / 1e9
-            if b > capacity:
-                excess += (b - capacity) / (b / pkts[p])
-        return min(queue_full, int(excess))
-
-    def _wire_ns(self, port: int) -> int:
-        """How long port's wire could carry frames: up to the end of the traffic, or of
-        its last frame if that is later (never past the run's end)."""
-        end = min(self._tx_until, self.run.now_ns)
-        last = self.run.last_tx.get(port)
-        if last is not None:
-            t, n = last
-            end = max(end, t + -(-(n + self.over[port]) * 8 * 10**9 // int(self.run.dev.cfg["rate_bps"])))
-        return min(end, self.run.now_ns)
+    def _expected_overload_drops(self) -> int:
+        """queue_full drops of packets the oracle forwards that the router could not have
+        avoided: on each port, all those dropped but the most (smallest first) that the
+        time its wire stood idle since the first of them could have carried
+        (npkit.toolchain.system.wire_idle).  A router that keeps the wire busy is charged
+        none, whatever sizes its tail drop happened to take; one that leaves it idle
+        while packets for it were dropped is charged every dropped packet the idle time
+        could have carried (less than the smallest dropped: none).  These are
+        predicted, not lost."""
+        rate = int(self.run.dev.cfg["rate_bps"])
+        forced = 0
+        for p, sizes in self.queue_full_bits.items():
+            idle = self.wire.idle_ns(p, self.queue_full_last[p], self.run.now_ns) * rate // 10**9
+            for bits in sorted(sizes):
+                could = min(sizes[bits], idle // bits)
+                forced += sizes[bits] - could
+                idle -= could * bits
+        return forced
 
     def _port_row(self, row: dict[str, Any], demand: Counter[int]) -> dict[str, Any]:
         p = row["port"]
