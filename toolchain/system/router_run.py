@@ -770,7 +770,7 @@ class RouterRun:
     def _expected_overload_drops(self) -> int:
         """queue_full drops of packets the oracle forwards that the router could not have
         avoided: on each port, all those dropped but the most (smallest first) that the
-        time its wire stood idle since the first of them could have carried
+        time its wire stood idle between the first of them and the last could have carried
         (npkit.toolchain.system.wire_idle).  A router that keeps the wire busy is charged
         none, whatever sizes its tail drop happened to take; one that leaves it idle
         while packets for it were dropped is charged every dropped packet the idle time

@@ -19,8 +19,8 @@ A run fails when
   exception path that were dropped for want of a resource, rbuf_full, queue_full, ...:
   `lost` as `npk traffic compare` counts it, npkit.emulator.traffic.fate; less the
   queue_full drops the offered load itself forces on an oversubscribed port: all of a
-  port's but those, smallest first, that its wire's idle time since the first of them
-  could have carried, npkit.toolchain.system.wire_idle; in % of the packets the oracle
+  port's but those, smallest first, that its wire's idle time between the first of them and
+  the last could have carried, npkit.toolchain.system.wire_idle; in % of the packets the oracle
   forwards or sends to the exception path),
 - the output rate is below `min_line_rate_pct` of the ports' line rate.
 

@@ -1,18 +1,21 @@
-"""How long each output port's wire stood idle once the router began dropping packets for
+"""How long each output port's wire stood idle while the router was dropping packets for
 it: the measure of the queue_full drops a router could have avoided (RouterRun's
 `expected_overload_drops`, README "Using npkit in CI").
 
 A port's wire is busy from the first byte of a frame's preamble to the end of its gap
 (preamble, FCS and gap: the traffic's wire overhead, as the MSF counts them).  The
-stretches between are gaps.  Once a packet for the port has been dropped for want of
-queue space, the router had something to send: every gap from that packet's arrival on
-(and, if the wire went quiet for good while later ones were still dropped, the time up
-to the last of those) is idle time the router owes.  Gaps before the first drop are not:
-the first packets' crossing of the router, a port that was not yet oversubscribed.
+stretches between are gaps.  From the first packet dropped for the port for want of
+queue space to the last one (by when each had wholly arrived), the router had something
+to send: the gaps within that stretch (and, if the wire went quiet for good while
+packets were still dropped, the time up to the last of those) are idle time the router
+owes.  Gaps before the first drop are not (the first packets' crossing of the router, a
+port not yet oversubscribed), nor are those after the last (the overload over, nothing
+to send).
 
-Gaps are kept for the last `keep_ns` only (a lightly loaded port has one per frame):
-until a port's first drop is known, which the run learns when it attributes drop
-counters (HORIZON_NS after the packet arrived at the latest), then only their sum.
+Gaps after the last drop known are kept for `keep_ns` (a lightly loaded port has one
+per frame): the run learns of a drop when it attributes the drop counters, HORIZON_NS
+after the packet arrived at the latest.  A port with no drop for longer than that is
+taken to have left its overload: a later drop starts its stretch afresh.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ class WireIdle:
         self.over = over
         self.keep_ns = keep_ns
         self.last_end: dict[int, int] = {}  # port -> end of its last frame's gap, ns
-        self.gaps: dict[int, deque[tuple[int, int]]] = {}  # port -> (from, to) ns, recent ones
-        self.since: dict[int, int] = {}  # port -> ns from which its idle time is owed
-        self.idle: dict[int, int] = {}  # port -> ns idle since then
+        self.pending: dict[int, deque[tuple[int, int]]] = {}  # port -> (from, to) ns: gaps not (yet) owed
+        self.since: dict[int, int] = {}  # port -> when the stretch of drops began (ns)
+        self.until: dict[int, int] = {}  # port -> ... and its last drop so far
+        self.idle: dict[int, int] = {}  # port -> ns idle within such stretches
 
     def wire_ns(self, port: int, nbytes: int) -> int:
         """How long a frame of `nbytes` (as the pcap holds it) takes on port's wire, gap
@@ -56,28 +60,39 @@ class WireIdle:
             self._add(p, zip(before[gap].tolist(), starts[gap].tolist(), strict=True), int(starts[-1]))
 
     def _add(self, port: int, gaps: Any, now: int) -> None:
-        if port in self.since:
-            s = self.since[port]
-            self.idle[port] += sum(max(0, b - max(a, s)) for a, b in gaps)
-            return
-        q = self.gaps.setdefault(port, deque())
+        q = self.pending.setdefault(port, deque())
         q.extend(gaps)
+        self._settle(port)
         while q and q[0][1] < now - self.keep_ns:
             q.popleft()
 
     def owed_from(self, port: int, t: int) -> None:
-        """The router had a packet for `port` from `t` on (one dropped for want of queue
-        space arrived then): its idle time counts from the earliest such t."""
-        if port in self.since:  # (drops are noted in the order their packets arrived)
+        """A packet for `port` dropped for want of queue space had wholly arrived at `t`
+        (drops are noted in the order their packets arrived): the router had something
+        for the wire from then on, at least until the port's last such drop."""
+        if port not in self.since or t - self.until[port] > self.keep_ns:
+            self.since[port] = self.until[port] = t
+            self.idle.setdefault(port, 0)
+        self.until[port] = max(self.until[port], t)
+        self._settle(port)
+
+    def _settle(self, port: int) -> None:
+        """The pending gaps that begin before the port's last drop: owed, within the stretch."""
+        if port not in self.since:
             return
-        q = self.gaps.pop(port, deque())
-        self.since[port] = t
-        self.idle[port] = sum(max(0, b - max(a, t)) for a, b in q)
+        s, u = self.since[port], self.until[port]
+        q = self.pending.get(port)
+        while q and q[0][0] < u:
+            a, b = q.popleft()
+            self.idle[port] += max(0, min(b, u) - max(a, s))
+            if b > u:
+                q.appendleft((u, b))
+                break
 
     def idle_ns(self, port: int, until: int, now: int) -> int:
-        """Idle ns owed on port: the gaps since its first drop, and the time from the end
-        of its last frame (or the first drop, if later) to `until` (the last drop's
-        packet's end), never past `now`."""
+        """Idle ns owed on port: the gaps within its stretches of drops, and the time from
+        the end of its last frame (or the last stretch's first drop, if later) to `until`
+        (the last drop's packet's end), never past `now`."""
         if port not in self.since:
             return 0
         quiet_from = max(self.last_end.get(port, 0), self.since[port])
