@@ -35,6 +35,17 @@ def _parse_defines(ctx: click.Context, param: click.Parameter, defines: tuple[st
     return out
 
 
+# -I and -D as every command that assembles a source takes them (npk asm, npk run, npk debug):
+# an include directory that does not exist is a usage error naming it, as a typo would
+# otherwise only show as an #include not found (or, worse, one found elsewhere)
+include_option = click.option(
+    "-I", "include_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+    help="Include directory (repeatable; it must exist).",
+)  # fmt: skip
+define_option = click.option("-D", "defines", multiple=True, callback=_parse_defines,
+                             help="Define NAME[=VALUE] for the preprocessor.")  # fmt: skip
+
+
 @click.command("asm")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option(
@@ -46,11 +57,8 @@ def _parse_defines(ctx: click.Context, param: click.Parameter, defines: tuple[st
 @click.option(
     "--list", "listing", type=click.Path(dir_okay=False), help="Write a listing to this file."
 )
-@click.option(
-    "-I", "include_dirs", multiple=True, type=click.Path(file_okay=False), help="Include directory."
-)
-@click.option("-D", "defines", multiple=True, callback=_parse_defines,
-              help="Define NAME[=VALUE] for the preprocessor.")  # fmt: skip
+@include_option
+@define_option
 @click.option(
     "--contexts", type=click.Choice(["4", "8"]), default=None, help="4- or 8-context mode."
 )

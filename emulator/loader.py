@@ -562,6 +562,17 @@ def configure_rings(chip: Chip, rings: Iterable[dict[str, Any]], claims: Claims 
     _commit(plan, claims)
 
 
+def load_images(chip: Chip, images: Iterable[tuple[str, Any, list[int] | None]],
+                rings: Iterable[dict[str, Any]] = ()) -> list[dict[int, str]]:  # fmt: skip
+    """The rings (`npk run --ring`), then every image (label, image, MEs) on its MEs: one
+    load_image call each, on one Claims record, so that an image that would overwrite
+    what the rings or an earlier image hold is refused (LoadError naming both).  Returns
+    each image's {me: program name}."""
+    claims = Claims()
+    configure_rings(chip, rings, claims)
+    return [load_image(chip, img, mes, claims=claims, label=label) for label, img, mes in images]
+
+
 def load_path(chip: Chip, path: str | Path, mes: list[int] | None = None,
               rings: Iterable[dict[str, Any]] = (), taken: dict[int, str] | None = None,
               claims: Claims | None = None) -> dict[int, str]:  # fmt: skip

@@ -246,3 +246,18 @@ def test_an_output_naming_the_source_is_refused_and_the_source_kept(tmp_path: Pa
     r = _run(disasm_cmd, [str(tmp_path / "p.elf"), "-o", str(tmp_path / "p.elf")])
     assert r.exit_code == 2 and "-o is also the input SOURCE" in r.output
     assert (tmp_path / "p.elf").read_bytes() == image
+
+
+def test_an_include_directory_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
+    """`-I typo` was accepted and searched as if empty; it names the directory, exit 2."""
+    src = tmp_path / "g.uc"
+    src.write_text(GOOD)
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    r = _run(asm_cmd, [str(src), "-I", str(inc), "-I", str(tmp_path / "typo"), "-o", str(tmp_path / "g.elf")])
+    assert r.exit_code == 2 and f"Directory '{tmp_path / 'typo'}' does not exist" in r.output, r.output
+    assert not (tmp_path / "g.elf").exists()
+    (tmp_path / "file").write_text("")
+    r = _run(asm_cmd, [str(src), "-I", str(tmp_path / "file")])
+    assert r.exit_code == 2 and "is a file" in r.output, r.output
+    assert _run(asm_cmd, [str(src), "-I", str(inc), "-o", str(tmp_path / "g.elf")]).exit_code == 0

@@ -296,3 +296,71 @@ def test_npk_run_refuses_captures_over_its_traffic_and_a_pcap_given_as_a_spec(tm
     res = CliRunner().invoke(run_cmd, [str(pt), "--traffic", str(traffic), "--capture", str(traffic / "port0.pcap" / "x"),
                                        "--duration-ms", "0.01"])  # fmt: skip
     assert res.exit_code == 1 and res.output.strip().endswith("port0.pcap/x: Not a directory"), res.output
+
+
+def _me_rows(out: dict[str, object]) -> list[tuple[object, ...]]:
+    return [(m["me"], m["program"], m["status"], m["instructions"], m["pc"]) for m in out["mes"]]  # type: ignore[index, union-attr]
+
+
+def test_npk_run_takes_a_uc_source_as_it_takes_the_image(tmp_path: Path) -> None:
+    """`npk run prog.uc` was 'not an ELF file': a source is assembled in memory as npk asm
+    assembles it, in every place an image goes (alone, --me, IMAGE@MES beside an ELF)."""
+    src = EXAMPLES / "hello.uc"
+    elf = _asm_file(tmp_path, "hello.uc")
+    runs = {}
+    for path in (src, elf):
+        res = CliRunner().invoke(run_cmd, [str(path), "--me", "0x10", "--cycles", "5000", "--json"])
+        assert res.exit_code == 0, res.output
+        runs[path.suffix] = json.loads(res.stdout)
+    assert _me_rows(runs[".uc"]) == _me_rows(runs[".elf"]) and runs[".uc"]["cycle"] == runs[".elf"]["cycle"]
+    assert _me_rows(runs[".uc"])[0][:3] == (8, "hello", "halt")
+    pong = _asm_file(tmp_path, "ring_pong.uc")
+    res = CliRunner().invoke(run_cmd, [f"{EXAMPLES / 'ring_ping.uc'}@0", f"{pong}@3", "--ring",
+                                       str(EXAMPLES / "ring_pingpong.rings.yaml"), "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert {m["me"]: (m["program"], m["status"]) for m in json.loads(res.stdout)["mes"]} == {
+        0: ("ring_ping", "halt"), 3: ("ring_pong", "halt")}
+
+
+INC_SRC = '#include "step.h"\n.reg x\n    immed[x, STEP]\n    alu[x, x, +, EXTRA]\n    halt\n'
+
+
+def test_npk_run_assembles_with_npk_asms_include_dirs_and_defines(tmp_path: Path) -> None:
+    from npkit.asm.assembler import assemble as assemble_file
+    from npkit.toolchain.commands.run import chip_for
+
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "step.h").write_text("#define STEP 3\n")
+    src = tmp_path / "d.uc"
+    src.write_text(INC_SRC)
+    chip, named = chip_for((str(src),), None, None, (str(inc),), {"EXTRA": "7"})
+    chip.close()
+    want = assemble_file(src, [inc], {"EXTRA": "7"}).program
+    assert named[0][1].programs[0].words == want.words and named[0][1].programs[0].lines == want.lines
+    res = CliRunner().invoke(run_cmd, [str(src), "-I", str(inc), "-D", "EXTRA=7", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["mes"][0]["status"] == "halt"
+    # without the include directory: the assembler's located error, exit 1 as npk asm
+    res = CliRunner().invoke(run_cmd, [str(src), "-D", "EXTRA=7"])
+    assert res.exit_code == 1 and f"{src}:1:" in res.output and "step.h" in res.output, res.output
+    assert '#include "step.h"' in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(run_cmd, [str(src), "-I", str(tmp_path / "nope")])
+    assert res.exit_code == 2 and f"Directory '{tmp_path / 'nope'}' does not exist" in res.output, res.output
+    res = CliRunner().invoke(run_cmd, [str(src), "-I", str(inc), "-D", "=7"])
+    assert res.exit_code == 2 and "expected NAME or NAME=VALUE, got '=7'" in res.output, res.output
+
+
+def test_npk_run_reports_assembler_errors_and_warnings_as_npk_asm(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.uc"
+    bad.write_text("immed[a0, 1]\nfoo[a1]\nhalt\n")
+    res = CliRunner().invoke(run_cmd, [f"{bad}@0x10"])
+    assert res.exit_code == 1, res.output
+    assert f"{bad}:2:1: error: unknown instruction 'foo'" in res.stderr
+    assert "\n    foo[a1]\n    ^" in res.stderr and "Traceback" not in res.output
+    warned = tmp_path / "w.uc"
+    warned.write_text(".reg x\nlocal_csr_wr[ACTIVE_LM_ADDR_0, x]\nalu[a1, --, b, *l$index0]\nhalt\n")
+    res = CliRunner().invoke(run_cmd, [str(warned), "--json"])
+    assert res.exit_code == 0, res.output
+    assert f"{warned}:3:1: warning: uses *l$index0 0 instruction(s) after local_csr_wr" in res.stderr
+    assert json.loads(res.stdout)["mes"][0]["status"] == "halt"

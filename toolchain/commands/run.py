@@ -24,22 +24,17 @@ from typing import Any
 
 import click
 
+from npkit.asm.cli import define_option, include_option
 from npkit.emulator.binding import Chip
-from npkit.emulator.loader import (
-    Claims,
-    MeListError,
-    configure_rings,
-    load_image,
-    parse_me_list,
-    read_path,
-)
-from npkit.emulator.run_config import ConfigMismatch, run_config
+from npkit.emulator.loader import MeListError, load_images
+from npkit.emulator.run_config import ConfigMismatch
 from npkit.emulator.traffic_run import (
     TrafficRun,
     TxBins,
     format_report,
     load_traffic_source,
 )
+from npkit.toolchain.debug.target import router_beside_others
 from npkit.toolchain.system.layout import LinkError
 from npkit.toolchain.system.router_run import (
     SLICE_NS,
@@ -190,20 +185,9 @@ def format_me_summary(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def load_all(chip: Chip, images: list[tuple[str, Any, list[int] | None]], rings: list[dict[str, Any]]) -> dict[int, str]:
-    """The --ring rings, then every image (path, image read, MEs) on its MEs: one loader
-    call each, on one Claims record, so that an image that would overwrite what the rings
-    or an earlier image hold is refused (LoadError naming both)."""
-    claims = Claims()
-    configure_rings(chip, rings, claims)
-    for path, img, mes in images:
-        load_image(chip, img, mes, claims=claims, label=path)
-    return claims.mes
-
-
-def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None) -> tuple[Chip, list[tuple[str, Any, list[int] | None]]]:
-    """Read IMAGE[@MES] arguments, choose the chip config (the one the images were linked
-    for unless --config; npkit.emulator.run_config), and name each image's MEs on it."""
+def split_images(images: tuple[str, ...], me_list: str | None) -> list[tuple[str, str | None]]:
+    """IMAGE[@MES] arguments and --me as (path, MES text or None) per image; --me goes with
+    one image that names no MEs itself (a usage error otherwise)."""
     split = [split_image_arg(i) for i in images]
     if me_list is not None:
         if len(split) != 1:
@@ -213,22 +197,33 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None) -
         if split[0][1] is not None:
             raise click.UsageError(f"{images[0]} names its MEs and --me {me_list} names them again: give one")
         split = [(split[0][0], me_list)]
-    read = [(path, read_path(path), mes) for path, mes in split]
+    return split
+
+
+def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, include_dirs: tuple[str, ...] = (),
+             defines: dict[str, str] | None = None) -> tuple[Chip, list[tuple[str, Any, list[int] | None]]]:  # fmt: skip
+    """Read IMAGE[@MES] arguments (an image, or a .uc source assembled in memory with npk
+    asm's -I and -D), choose the chip config (the one the images were linked for unless
+    --config; npkit.emulator.run_config), and name each image's MEs on it
+    (npkit.toolchain.debug.target.read_images, which `npk debug` reads them with)."""
+    from npkit.toolchain.debug.target import read_images
+
+    def warn(line: str) -> None:
+        click.echo(line, err=True)
+
     try:
-        chosen, notes = run_config([(path, img) for path, img, _ in read], config)
-    except ConfigMismatch as e:
+        chosen, notes, named = read_images(split_images(images, me_list), config, include_dirs, defines, warn)
+    except (ConfigMismatch, MeListError) as e:
         raise click.UsageError(str(e)) from None
     for note in notes:
         click.echo(f"note: {note}", err=True)
-    try:
-        named = [(path, img, parse_me_list(mes, chosen)) for path, img, mes in read]
-    except MeListError as e:
-        raise click.UsageError(str(e)) from None
     return Chip(chosen), named
 
 
 @click.command("run")
 @click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
+@include_option
+@define_option
 @click.option("--config", "config", default=None,
               help="Chip config name or YAML path.  [default: the one the images were linked for, else ixp2800]")
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0, max=MAX_CYCLES),
@@ -263,13 +258,16 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None) -
            help="Router image, fault injection: kill the control daemon at this emulated time (ms).")
 @ms_option("--restart-control-at", "restart_at", default=None, metavar="MS",
            help="... and start it again at this time (ms): it recovers its routes, ARP starts afresh.")
-def run_cmd(images: tuple[str, ...], config: str | None, cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
+def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: dict[str, str], config: str | None,
+            cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
             as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
             xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | None,
             control_socket: str | None, kill_at: float | None, restart_at: float | None) -> None:  # fmt: skip
     """Run IMAGE(s) on the emulated chip and print statistics.
 
+    An IMAGE is an npkit ELF image or a .uc source, assembled in memory as npk asm
+    assembles it (-I, -D; an error names file:line:column, exit 1).
     IMAGE@MES loads an image on chosen MEs (a.elf@0 b.elf@1); images may share a scratch
     ring only as the same ring, and initialised memory only with the same bytes (else exit
     1, naming both).  With --traffic, packets
@@ -280,18 +278,14 @@ def run_cmd(images: tuple[str, ...], config: str | None, cycles: int, me_list: s
     refuse_overwrite_usage([("--capture", capture)], [("--traffic", traffic)])
     try:
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
-        chip, targets = chip_for(images, config, me_list)
-        loaded = load_all(chip, targets, rings)
+        chip, targets = chip_for(images, config, me_list, include_dirs, defines)
+        alone = router_beside_others([(arg, img, m) for arg, (_, img, m) in zip(images, targets, strict=True)],
+                                     traffic is not None)  # the arguments as given: IMAGE@MES
+        if alone:
+            raise click.UsageError(alone)
+        loaded = {me: name for each in load_images(chip, targets, rings) for me, name in each.items()}
         read = [img for _, img, _ in targets]
         policy = policy_of(max_loss, min_line_rate)
-        # a router's oracle and control daemon judge the whole chip: with other images beside
-        # it, it would run as a plain image, so say so instead
-        judged = [images[i] for i, img in enumerate(read)
-                  if "router" in img.meta and (traffic is not None or img.meta.get("control"))]  # fmt: skip
-        if judged and len(read) > 1:
-            raise click.UsageError(f"{judged[0]}: a linked router image with traffic or a control program runs "
-                                   "alone (its oracle and control daemon judge the whole chip); put the other "
-                                   "blocks in its layout")  # fmt: skip
         router = len(read) == 1 and "router" in read[0].meta
         control = _control_options(read[0] if router else None, xscale, xscale_placement, xscale_gdb,
                                    control_socket, kill_at, restart_at, as_json)  # fmt: skip

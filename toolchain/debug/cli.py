@@ -10,9 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from npkit.asm.cli import include_option
 from npkit.toolchain.commands.options import MAX_CYCLES, check_defines
 
-from .target import TargetError, TargetUsage, open_target, parse_params
+from .target import TargetError, TargetUsage, open_target, open_targets, parse_params
+
+
+def _warn(line: str) -> None:
+    click.echo(line, err=True)
 
 if TYPE_CHECKING:
     from .trace import BufferMap
@@ -38,7 +43,7 @@ def _interactive(session: object) -> None:
 
     prompt: PromptSession[str] = PromptSession(history=history, bottom_toolbar=toolbar,
                                                completer=DebugCompleter(session), complete_while_typing=False)  # fmt: skip
-    click.echo(f"npk debug: {session.target.path} on ME {session.names(session.target.mes)}; "
+    click.echo(f"npk debug: {session.target.label} on ME {session.names(session.target.mes)}; "
                "`help` lists commands, Tab completes, Ctrl-C stops a run, Ctrl-D quits")  # fmt: skip
     session.execute("thread")
     click.echo("\n".join(session.out))
@@ -108,8 +113,9 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command("debug")
-@click.argument("image", type=click.Path(exists=True, dir_okay=False))
+@click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
 @target_options
+@include_option
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
 @click.option("--xscale-gdb", "xscale_gdb", type=click.IntRange(1, 65535), default=None,
@@ -119,18 +125,25 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--source-dir", "source_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Directory to find the image's source files in (repeatable; searched first). An image "
                    "names its sources as given to npk asm, relative to the directory it was assembled in.")  # fmt: skip
-def debug_cmd(image: str, config: str | None, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
-              batch: str | None, xscale_gdb: int | None, ring_specs: tuple[str, ...],
-              source_dirs: tuple[str, ...]) -> None:  # fmt: skip
-    """Debug IMAGE (an npkit ELF, a .uc source, or a layout YAML) interactively or from a script."""
-    from npkit.toolchain.commands.run import parse_rings
+def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, traffic: str | None,
+              defines: tuple[str, ...], include_dirs: tuple[str, ...], batch: str | None, xscale_gdb: int | None,
+              ring_specs: tuple[str, ...], source_dirs: tuple[str, ...]) -> None:  # fmt: skip
+    """Debug IMAGE(s) (npkit ELF images, .uc sources, or one layout YAML) interactively or from a script.
+
+    IMAGE@MES loads an image on chosen MEs, as npk run does (a.uc@0 b.elf@1), through
+    the same loader and with the same refusals; breakpoints by FILE:LINE or label apply
+    to every ME whose program has that line or label (`break LOC me ME` narrows them)."""
+    from npkit.toolchain.commands.run import parse_rings, split_images
 
     from .session import DebugError, Session
 
     rings = [r for spec in ring_specs for r in parse_rings(spec)]
+    for path, _ in split_images(images, me_list):
+        if not Path(path).is_file():
+            raise click.BadParameter(f"{path!r}: no such file", param_hint="'IMAGE[@MES]...'")
     try:
-        target = open_target(image, config, traffic=traffic, params=parse_params(defines), xscale_gdb=xscale_gdb,
-                             me_list=me_list, rings=rings)  # fmt: skip
+        target = open_targets(split_images(images, me_list), config, traffic=traffic, params=parse_params(defines),
+                              xscale_gdb=xscale_gdb, rings=rings, include_dirs=include_dirs, warn=_warn)  # fmt: skip
         target.add_source_dirs([Path(d) for d in source_dirs])
         session = Session(target)
     except TargetUsage as e:
@@ -165,6 +178,7 @@ def _buffer_map(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.command("trace")
 @click.argument("image", type=click.Path(exists=True, dir_okay=False))
 @target_options
+@include_option
 @click.option("--cycles", default=100_000, show_default=True, type=click.IntRange(0, MAX_CYCLES), help="Cycles to run.")
 @click.option("--from", "t_from", default=0, type=click.IntRange(0, MAX_CYCLES), help="First cycle written to the trace.")
 @click.option("--to", "t_to", default=None, type=click.IntRange(0, MAX_CYCLES),
@@ -174,7 +188,7 @@ def _buffer_map(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
-              cycles: int, t_from: int,
+              include_dirs: tuple[str, ...], cycles: int, t_from: int,
               t_to: int | None, buffers: BufferMap | None, output: str, as_json: bool) -> None:  # fmt: skip
     """Run IMAGE and write a Perfetto/Chrome trace (open it at ui.perfetto.dev)."""
     from npkit.toolchain.commands.outputs import refuse_overwrite_usage
@@ -187,7 +201,8 @@ def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str 
     except TraceError as e:
         raise click.UsageError(str(e)) from None
     try:
-        target = open_target(image, config, traffic=traffic, params=parse_params(defines), me_list=me_list)
+        target = open_target(image, config, traffic=traffic, params=parse_params(defines), me_list=me_list,
+                             include_dirs=include_dirs, warn=_warn)  # fmt: skip
         if buffers is not None:  # the user's --packets against this chip's DRAM: a usage error
             try:
                 buffers.check(int(target.chip.config["dram_bytes"]))
@@ -234,12 +249,13 @@ def _buffer_text(ctx: click.Context, param: click.Parameter, value: str | None) 
               help="Directory of a run (holds run.json naming the image and buffers); default: the options below.")  # fmt: skip
 @click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="Image, .uc or layout to run.")
 @target_options
+@include_option
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(0, MAX_CYCLES))
 @click.option("--buffer", "buffer", default=None, callback=_buffer_text,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)
 def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str | None, me_list: str | None,
-            traffic: str | None, defines: tuple[str, ...], cycles: int, buffer: str | None,
+            traffic: str | None, defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, buffer: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed.
 
@@ -250,6 +266,7 @@ def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str 
     try:
         spec = load_run_spec(run_dir, image, config, me_list, traffic, cycles, buffer)
         spec.params = parse_params(defines) or spec.params
+        spec.include_dirs = include_dirs
         report = explain(spec, packet_id)
     except TargetUsage as e:
         raise click.UsageError(str(e)) from None

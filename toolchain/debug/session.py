@@ -79,6 +79,7 @@ class Breakpoint:
     where: str
     cond: str = ""
     hits: int = 0
+    places: list[str] = field(default_factory=list)  # one line per program it is in, when several
 
 
 @dataclass
@@ -124,7 +125,8 @@ class Session:
             "continue": (self.cmd_run, "continue [CYCLES]       same as run"),
             "step": (self.cmd_step, "step [N] [ME[:CTX]]     execute N instructions of the thread"),
             "next": (self.cmd_next, "next [N]                step to the next source line at this macro depth"),
-            "break": (self.cmd_break, "break FILE:LINE|LABEL|ADDR [if EXPR]  set a breakpoint"),
+            "break": (self.cmd_break, "break FILE:LINE|LABEL|ADDR [me ME[,ME]] [if EXPR]  set a breakpoint "
+                                      "(on every ME whose program has it, or those MEs)"),
             "watch": (self.cmd_watch, "watch REG | sram|dram|scratch ADDR [LEN]  stop when it is written"),
             "delete": (self.cmd_delete, "delete [N]              delete breakpoint/watchpoint N (all without N)"),
             "info": (self.cmd_info, "info                    list breakpoints and watchpoints"),
@@ -656,11 +658,13 @@ class Session:
         self.show_here()
 
     # ------------------------------------------------------------------ breakpoints
-    def resolve_location(self, spec: str) -> list[tuple[int, int]]:
-        """(me, pc) pairs for FILE:LINE, LABEL or ADDR on every loaded ME it applies to."""
+    def resolve_location(self, spec: str, mes: list[int] | None = None) -> list[tuple[int, int]]:
+        """(me, pc) pairs for FILE:LINE, LABEL or ADDR on every loaded ME it applies to
+        (of `mes`, when given): each ME is looked up in its own program's source map, so
+        with several images a line or label breaks on every ME whose program has it."""
         out: list[tuple[int, int]] = []
         errors: list[str] = []
-        for me in self.target.mes:
+        for me in self.target.mes if mes is None else mes:
             sm = self.target.smap(me)
             m = re.fullmatch(r"(.+):(\d+)", spec)
             if m:
@@ -685,30 +689,58 @@ class Session:
             raise DebugError(errors[0] if errors else f"no code at {spec}")
         return out
 
+    def _break_mes(self, words: list[str], spec_len: int) -> list[int] | None:
+        """The MEs of `break LOC me ME[,ME...]` (None: every ME); `words` follow LOC."""
+        if not words:
+            return None
+        if words[0] != "me" or len(words) != 2:
+            col = self.column(words[0], spec_len)
+            raise DebugError(f"column {col}: unexpected '{words[0]}'; a location is one word "
+                             "(FILE:LINE, LABEL or ADDR), `me ME[,ME]` may follow, a condition follows `if`")  # fmt: skip
+        mes = [self._me(m) for m in words[1].split(",")]
+        return sorted(set(mes))
+
+    def _break_places(self, places: list[tuple[int, int]]) -> list[tuple[list[int], str, list[int]]]:
+        """The places of a breakpoint grouped by what they are: (MEs, location, addresses)
+        for each program (or image) it landed in, in ME order."""
+        groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+        for me in sorted({me for me, _ in places}):
+            addrs = tuple(sorted({pc for m, pc in places if m == me}))
+            groups.setdefault((self.loc(me, addrs[0]), addrs), []).append(me)
+        return [(mes, where, list(addrs)) for (where, addrs), mes in groups.items()]
+
     def cmd_break(self, args: list[str], rest: str) -> None:
         if not args:
-            raise DebugError("break FILE:LINE|LABEL|ADDR [if EXPR]")
+            raise DebugError(self._usage("break"))
         spec, _, cond = rest.partition(" if ")
         spec = spec.strip()
         if not spec or spec == "if" or spec.startswith("if "):
             raise DebugError(f"break needs a location before `if` (usage: {self._usage('break')})")
-        if len(spec.split()) > 1:
-            extra = spec.split()[1]
-            col = self.column(extra, len(spec.split()[0]))
-            raise DebugError(f"column {col}: unexpected '{extra}'; a location is one word "
-                             "(FILE:LINE, LABEL or ADDR), a condition follows `if`")  # fmt: skip
+        words = spec.split()
+        only = self._break_mes(words[1:], len(words[0]))
+        spec = words[0]
         if cond.strip():
             self.eval(cond.strip())  # unknown names are an error now, not at the first hit
-        places = self.resolve_location(spec)
+        places = self.resolve_location(spec, only)
         ids = [(self.chip.add_breakpoint(pc, me=me), pc) for me, pc in places]
-        me0, pc0 = places[0]
-        bp = Breakpoint(self.next_num, spec, ids, self.loc(me0, pc0), cond.strip())
+        groups = self._break_places(places)
+        shown = spec if only is None else f"{spec} me {','.join(self.nm(me) for me in only)}"
+        bp = Breakpoint(self.next_num, shown, ids, groups[0][1], cond.strip())
+        if len(groups) > 1:  # several programs: each place on a line of its own (and in `info`)
+            bp.where = f"{len(groups)} places"
+            bp.places = [f"ME {self.names(mes)}: {where}, address {', '.join(map(str, addrs))}"
+                         for mes, where, addrs in groups]  # fmt: skip
         self.breaks[bp.num] = bp
         self.next_num += 1
-        mes = sorted({me for me, _ in places})
-        addrs = sorted({pc for _, pc in places})
-        self.emit(f"breakpoint {bp.num} at {bp.where}, address {', '.join(map(str, addrs))}"
-                  f" on ME {self.names(mes)}" + (f" if {bp.cond}" if bp.cond else ""))  # fmt: skip
+        if_cond = f" if {bp.cond}" if bp.cond else ""
+        if len(groups) == 1:
+            mes, where, addrs = groups[0]
+            self.emit(f"breakpoint {bp.num} at {where}, address {', '.join(map(str, addrs))}"
+                      f" on ME {self.names(mes)}{if_cond}")  # fmt: skip
+            return
+        self.emit(f"breakpoint {bp.num} at {spec} in {len(groups)} places{if_cond}:")
+        for line in bp.places:
+            self.emit(f"  {line}")
 
     def cmd_watch(self, args: list[str], rest: str) -> None:
         if not args:
@@ -767,6 +799,8 @@ class Session:
                 b = self.breaks[n]
                 self.emit(f"{n:3d} break {b.spec:<24} {b.where}" + (f" if {b.cond}" if b.cond else "")
                           + f"  hits {b.hits}")  # fmt: skip
+                for line in b.places:
+                    self.emit(f"      {line}")
             else:
                 w = self.watches[n]
                 self.emit(f"{n:3d} watch {w.spec}  hits {w.hits}")

@@ -12,12 +12,13 @@ router image's exception path is serviced as in `npk run` and `npk demo`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from npkit.emulator.binding import Chip, EmulatorError
-from npkit.emulator.loader import LoadError, MeListError, load_image, parse_me_list
+from npkit.emulator.loader import LoadError, MeListError, load_images, parse_me_list
 from npkit.emulator.run_config import DEFAULT_CONFIG, run_config
 from npkit.toolchain.image import Image, ImageError, Program, read_image
 
@@ -34,33 +35,59 @@ class TargetError(ValueError):
 
 
 @dataclass
-class Target:
-    chip: Chip
+class Part:
+    """One image of a target, as loaded: which of its programs runs on which ME, and the
+    source map of each (two images may name their programs alike)."""
+
+    label: str  # the image as the user named it
     image: Image
-    path: Path
     loaded: dict[int, str]  # me -> program name
     maps: dict[str, SourceMap]
+
+
+@dataclass
+class Target:
+    chip: Chip
+    image: Image  # the first (or only) image: its meta says router, sysmap, packet conventions
+    path: Path
+    loaded: dict[int, str]  # me -> program name, every image
+    maps: dict[str, SourceMap]  # the first image's, by program name
     traffic: Any = None
     notes: list[str] = field(default_factory=list)
     harness: Any = None  # npkit.toolchain.system.harness.Harness when the target is a layout
     exceptions: Any = None  # the exception path's host reader (a router image without control program)
     control: Any = None  # npkit.toolchain.system.control.ControlPlane: the image's daemon on the XScale
+    parts: list[Part] = field(default_factory=list)  # every image loaded (npk debug a.uc@0 b.elf@1)
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            self.parts = [Part(str(self.path), self.image, self.loaded, self.maps)]
+
+    def part(self, me: int) -> Part:
+        return next(pt for pt in self.parts if me in pt.loaded)
 
     def program(self, me: int) -> Program:
-        name = self.loaded[me]
-        return next(p for p in self.image.programs if p.name == name)
+        pt = self.part(me)
+        return next(p for p in pt.image.programs if p.name == pt.loaded[me])
 
     def smap(self, me: int) -> SourceMap:
-        return self.maps[self.loaded[me]]
+        pt = self.part(me)
+        return pt.maps[pt.loaded[me]]
 
     def add_source_dirs(self, dirs: list[Path]) -> None:
         """Look for source files in `dirs` first (npk debug --source-dir)."""
-        for sm in self.maps.values():
-            sm.add_search(dirs)
+        for pt in self.parts:
+            for sm in pt.maps.values():
+                sm.add_search(dirs)
 
     @property
     def mes(self) -> list[int]:
         return sorted(self.loaded)
+
+    @property
+    def label(self) -> str:
+        """The target as the user named it: its path, or its images."""
+        return ", ".join(pt.label for pt in self.parts) if len(self.parts) > 1 else str(self.path)
 
     def ctxs(self, me: int) -> list[int]:
         return list(range(0, 8, 2)) if self.chip.ctx_mode[me] == 4 else list(range(8))
@@ -70,14 +97,31 @@ class Target:
         return float(self.chip.config["clock_mhz"])
 
 
-def _assemble(path: Path) -> Image:
+# what `npk run`, `npk debug`, `npk trace` and `npk why` assemble rather than read
+SOURCE_SUFFIXES = (".uc", ".s")
+
+Warn = Callable[[str], None]
+
+
+def _assemble(path: Path, include_dirs: Sequence[str | Path], defines: Mapping[str, str] | None,
+              warn: Warn | None) -> Image:  # fmt: skip
+    """`path` assembled in memory as `npk asm` assembles it (the same include directories
+    and preprocessor defines); its warnings go to `warn`, an error is a TargetError with
+    the assembler's file:line:column, the line and the caret."""
     from npkit.asm.assembler import assemble
     from npkit.asm.errors import AsmError, Diagnostics
 
+    diags = Diagnostics()
     try:
-        return assemble(path, diags=Diagnostics()).image
+        image = assemble(path, include_dirs, defines, diags=diags).image
     except AsmError as e:
-        raise TargetError(str(e)) from None
+        raise TargetError("\n".join([*diags.render(), str(e)])) from None
+    except RecursionError:
+        raise TargetError(f"{path}: nested too deeply to assemble") from None
+    for line in diags.render():
+        if warn is not None:
+            warn(line)
+    return image
 
 
 def _link(path: Path) -> Image:
@@ -91,18 +135,29 @@ def _link(path: Path) -> Image:
         raise TargetError(f"npk link {path}: {e}") from None
 
 
-def read_target_image(path: str | Path) -> Image:
+def read_image_or_source(path: str | Path, include_dirs: Sequence[str | Path] = (),
+                         defines: Mapping[str, str] | None = None, warn: Warn | None = None) -> Image:  # fmt: skip
+    """The one way a command turns IMAGE into an Image: an npkit ELF image is read, a
+    source (.uc, .s) is assembled in memory (`include_dirs`, `defines`: npk asm's -I and
+    -D).  Errors are TargetErrors that name the file."""
     p = Path(path)
     if not p.exists():
         raise TargetError(f"{p}: no such file")
-    if p.suffix in (".uc", ".s"):
-        return _assemble(p)
-    if p.suffix in (".yaml", ".yml"):
-        return _link(p)
+    if p.suffix in SOURCE_SUFFIXES:
+        return _assemble(p, include_dirs, defines, warn)
     try:
         return read_image(p)
     except ImageError as e:
         raise TargetError(str(e)) from None
+
+
+def read_target_image(path: str | Path, include_dirs: Sequence[str | Path] = (),
+                      defines: Mapping[str, str] | None = None, warn: Warn | None = None) -> Image:  # fmt: skip
+    """read_image_or_source, and a layout YAML linked as `npk link` links it."""
+    p = Path(path)
+    if p.suffix in (".yaml", ".yml") and p.exists():
+        return _link(p)
+    return read_image_or_source(p, include_dirs, defines, warn)
 
 
 def attach_traffic(target: Target, spec: str) -> None:
@@ -230,15 +285,43 @@ def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
         raise TargetError(str(e)) from None
 
 
+Named = list[tuple[str, Image, list[int] | None]]
+
+
+def read_images(items: Sequence[tuple[str, str | None]], config: str | None, include_dirs: Sequence[str | Path] = (),
+                defines: Mapping[str, str] | None = None, warn: Warn | None = None) -> tuple[str, list[str], Named]:  # fmt: skip
+    """IMAGE[@MES] arguments as (path, MES text or None) read as `npk run` reads them:
+    each image or source (read_image_or_source), the chip config they run on (the one
+    they were linked for unless `config`; npkit.emulator.run_config) with its notes, and
+    each image's MEs read on that chip.  ConfigMismatch and MeListError (LoadErrors) go
+    to the caller, which says whether they are usage errors."""
+    read = [(path, read_image_or_source(path, include_dirs, defines, warn), mes) for path, mes in items]
+    chosen, notes = run_config([(path, img) for path, img, _ in read], config)
+    return chosen, notes, [(path, img, parse_me_list(mes, chosen)) for path, img, mes in read]
+
+
+def router_beside_others(named: Sequence[tuple[str, Image, Any]], traffic: bool) -> str | None:
+    """The message refusing a linked router image with traffic or a control program beside
+    other images (its oracle and control daemon judge the whole chip), or None."""
+    judged = [label for label, img, _ in named if "router" in img.meta and (traffic or img.meta.get("control"))]
+    if not judged or len(named) < 2:
+        return None
+    return (f"{judged[0]}: a linked router image with traffic or a control program runs alone (its oracle "
+            "and control daemon judge the whole chip); put the other blocks in its layout")  # fmt: skip
+
+
 def open_target(path: str | Path, config: str | None = None, mes: list[int] | None = None,
                 traffic: str | None = None, image: Image | None = None,
                 params: dict[str, Any] | None = None, xscale_gdb: int | None = None,
-                me_list: str | None = None, rings: list[dict[str, Any]] | None = None) -> Target:  # fmt: skip
+                me_list: str | None = None, rings: list[dict[str, Any]] | None = None,
+                include_dirs: Sequence[str | Path] = (), defines: Mapping[str, str] | None = None,
+                warn: Warn | None = None) -> Target:  # fmt: skip
     """The chip with `path` loaded: an image runs on the chip config it was linked for
     unless `config` names one (npkit.emulator.run_config), a layout is linked for
     `config` (default ixp2800); `me_list` names the MEs as a user writes them, read on
     that chip (when `mes` does not give them as flat indices); `rings` are scratch rings
-    for a plain image (npk run --ring)."""
+    for a plain image (npk run --ring); a source is assembled with `include_dirs` and
+    `defines` (npk asm's -I and -D)."""
     p = Path(path)
     if image is None and _is_layout(p):
         if me_list is not None:
@@ -248,18 +331,65 @@ def open_target(path: str | Path, config: str | None = None, mes: list[int] | No
         return open_layout(p, config or DEFAULT_CONFIG, traffic, params, xscale_gdb)
     if params:
         raise TargetUsage("-D sets layout parameters; the target is not a layout")
-    img = image if image is not None else read_target_image(p)
+    img = image if image is not None else read_target_image(p, include_dirs, defines, warn)
     try:
         chosen, notes = run_config([(str(p), img)], config)
-        chip = Chip(chosen)
-        loaded = load_image(chip, img, mes if mes is not None else parse_me_list(me_list, chosen), rings=rings or ())
+        named = [(str(p), img, mes if mes is not None else parse_me_list(me_list, chosen))]
     except MeListError as e:
         raise TargetUsage(str(e)) from None
+    except LoadError as e:
+        raise TargetError(str(e)) from None
+    return _load(p, chosen, notes, named, rings, traffic, xscale_gdb)
+
+
+def open_targets(items: Sequence[tuple[str, str | None]], config: str | None = None, traffic: str | None = None,
+                 params: dict[str, Any] | None = None, xscale_gdb: int | None = None,
+                 rings: list[dict[str, Any]] | None = None, include_dirs: Sequence[str | Path] = (),
+                 defines: Mapping[str, str] | None = None, warn: Warn | None = None) -> Target:  # fmt: skip
+    """open_target for IMAGE[@MES] arguments, as (path, MES text or None): one is
+    open_target; several images (or sources) are loaded one after the other by the loader
+    `npk run` uses, on one record of what each holds, so the same image pairs are refused
+    (an ME twice, a ring configured otherwise, memory initialised otherwise)."""
+    if len(items) == 1:
+        path, mes = items[0]
+        return open_target(path, config, traffic=traffic, params=params, xscale_gdb=xscale_gdb, me_list=mes,
+                           rings=rings, include_dirs=include_dirs, defines=defines, warn=warn)  # fmt: skip
+    layouts = [path for path, _ in items if _is_layout(Path(path))]
+    if layouts:
+        raise TargetUsage(f"{layouts[0]}: a layout runs alone; its blocks are its images (npk link it, or "
+                          "put the other programs in it)")  # fmt: skip
+    if params:
+        raise TargetUsage("-D sets layout parameters; the targets are not a layout")
+    try:
+        chosen, notes, named = read_images(items, config, include_dirs, defines, warn)
+    except MeListError as e:
+        raise TargetUsage(str(e)) from None
+    except LoadError as e:
+        raise TargetError(str(e)) from None
+    alone = router_beside_others([(f"{path}@{mes}" if mes else path, img, m)
+                                  for (path, mes), (_, img, m) in zip(items, named, strict=True)], traffic is not None)
+    if alone:
+        raise TargetUsage(alone)
+    return _load(Path(items[0][0]), chosen, notes, named, rings, traffic, xscale_gdb)
+
+
+def _load(p: Path, chosen: str, notes: list[str], named: Named, rings: list[dict[str, Any]] | None,
+          traffic: str | None, xscale_gdb: int | None) -> Target:  # fmt: skip
+    """The chip `chosen` with every image of `named` loaded (load_images), traffic attached
+    and a single router image's exception path serviced."""
+    try:
+        chip = Chip(chosen)
+        per_image = load_images(chip, named, rings or ())
     except (EmulatorError, LoadError) as e:
         raise TargetError(str(e)) from None
-    t = Target(chip, img, p, loaded, source_maps(img, p))
+    parts = [Part(label, img, loaded, source_maps(img, label)) for (label, img, _), loaded in zip(named, per_image, strict=True)]
+    every = {me: name for pt in parts for me, name in pt.loaded.items()}
+    t = Target(chip, parts[0].image, p, every, parts[0].maps, parts=parts)
     t.notes.extend(notes)
     if traffic:
         attach_traffic(t, traffic)
-    service_exceptions(t, xscale_gdb)
+    if len(parts) == 1:
+        service_exceptions(t, xscale_gdb)
+    elif xscale_gdb is not None:
+        raise TargetError("--xscale-gdb: several images have no control program (debug a linked router alone)")
     return t

@@ -62,6 +62,7 @@ class RunSpec:
     buffer: str | None = None
     params: dict[str, Any] | None = None  # layout parameters (-D)
     source: str = "--buffer"  # where `buffer` came from, for its errors
+    include_dirs: tuple[str, ...] = ()  # -I: where a .uc image's #include looks
 
 
 def load_run_spec(run_dir: str | None, image: str | None, config: str | None, mes: str | None,
@@ -115,7 +116,8 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
 
 
 def _open(spec: RunSpec) -> Target:
-    return open_target(spec.image, spec.config, traffic=spec.traffic, params=spec.params, me_list=spec.mes)
+    return open_target(spec.image, spec.config, traffic=spec.traffic, params=spec.params, me_list=spec.mes,
+                       include_dirs=spec.include_dirs)  # fmt: skip
 
 
 def _tag(tag_id: int) -> bytes:
