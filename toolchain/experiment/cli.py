@@ -1,7 +1,7 @@
 """`npk experiment`: run a design, analyse its results, write the report.
 
     npk experiment design DESIGN.yaml [--quick] [--json]      what would run (confounding too)
-    npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR]
+    npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR [--connect-timeout S]]
     npk experiment analyze RESULTS_DIR [--response R]... [--json]
     npk experiment report RESULTS_DIR -o report.html|report.md
 
@@ -58,18 +58,30 @@ def design_cmd(design: str, quick: bool, as_json: bool) -> None:
 @click.option("--quick", is_flag=True, help="The design's quick variant (short runs, for tests).")
 @click.option("--jobs", type=click.IntRange(min=1), help="Local worker processes (default: cores).")
 @click.option("--scheduler", metavar="ADDR", help="Dask scheduler address (tcp://host:port).")
+@click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=15.0, show_default=True,
+              metavar="SECONDS", help="How long to wait for the Dask scheduler to answer.")
 @click.option("--retry-failed", is_flag=True, help="Run failed runs again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str | None,
-            retry_failed: bool, as_json: bool) -> None:  # fmt: skip
+            connect_timeout: float, retry_failed: bool, as_json: bool) -> None:  # fmt: skip
     """Execute every run of DESIGN not yet in RESULTS_DIR."""
-    from .runner import ExperimentError, run_experiment
+    from .runner import (
+        ExperimentError,
+        SchedulerAddressError,
+        check_scheduler_address,
+        run_experiment,
+    )
 
     if jobs and scheduler:
         raise click.UsageError("--jobs is for the local pool; a Dask cluster has its own workers")
     try:
+        if scheduler is not None:
+            check_scheduler_address(scheduler)
         d = load_design(design, quick=quick)
-        s = run_experiment(d, out, scheduler=scheduler, jobs=jobs, retry_failed=retry_failed)
+        s = run_experiment(d, out, scheduler=scheduler, jobs=jobs, retry_failed=retry_failed,
+                           connect_timeout_s=connect_timeout)  # fmt: skip
+    except SchedulerAddressError as e:
+        raise click.UsageError(str(e)) from None
     except (DesignError, ExperimentError, StoreError) as e:
         raise click.ClickException(str(e)) from None
     except KeyboardInterrupt:
