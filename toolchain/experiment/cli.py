@@ -2,8 +2,8 @@
 
     npk experiment design DESIGN.yaml [--quick] [--json]      what would run (confounding too)
     npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR [--connect-timeout S]]
-    npk experiment analyze RESULTS_DIR [--response R]... [--json]
-    npk experiment report RESULTS_DIR -o report.html|report.md
+    npk experiment analyze RESULTS_DIR [--response R]... [--transform log] [--json]
+    npk experiment report RESULTS_DIR -o report.html|report.md [--response R]... [--transform log]
 
 `run` exits 0 when every run finished, 1 when some failed (each recorded with its
 error), 130 when interrupted (run it again: finished runs are kept).
@@ -99,17 +99,23 @@ def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str
         sys.exit(1)
 
 
+TRANSFORM_HELP = ("log: analyse log10 of each response (effects become factors, 10^q; every value "
+                  "must be above 0), for effects that multiply rather than add.")  # fmt: skip
+
+
 @experiment.command("analyze")
 @click.argument("results", type=click.Path(file_okay=False))
 @click.option("--response", "responses", multiple=True, help="Analyse these responses (default: the design's).")
+@click.option("--transform", type=click.Choice(["none", "log"]), default="none", show_default=True,
+              help=TRANSFORM_HELP)
 @click.option("--json", "as_json", is_flag=True)
-def analyze_cmd(results: str, responses: tuple[str, ...], as_json: bool) -> None:
+def analyze_cmd(results: str, responses: tuple[str, ...], transform: str, as_json: bool) -> None:
     """Effects, allocation of variation, CIs and ANOVA for a results directory."""
-    from .analysis import analyze, format_text, to_json
+    from .analysis import TransformError, analyze, format_text, to_json
 
     try:
-        res = analyze(results, list(responses) or None)
-    except (StoreError, DesignError) as e:
+        res = analyze(results, list(responses) or None, transform)
+    except (StoreError, DesignError, TransformError) as e:
         raise click.ClickException(str(e)) from None
     if as_json:
         for a in res["responses"].values():  # the per-run vectors stay out of the summary
@@ -139,12 +145,16 @@ def _report_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("-o", "out", required=True, type=click.Path(dir_okay=False), callback=_report_path,
               help="report.html or report.md")
 @click.option("--no-run-plots", is_flag=True, help="Skip the per-run throughput plots.")
-def report_cmd(results: str, out: str, no_run_plots: bool) -> None:
+@click.option("--response", "responses", multiple=True, help="Report these responses (default: the design's).")
+@click.option("--transform", type=click.Choice(["none", "log"]), default="none", show_default=True,
+              help=TRANSFORM_HELP)
+def report_cmd(results: str, out: str, no_run_plots: bool, responses: tuple[str, ...], transform: str) -> None:
     """Write the HTML or Markdown report (figures in OUT's _files directory)."""
     from .report import build
 
     try:
-        path = build(results, out, per_run_plots=not no_run_plots)
+        path = build(results, out, per_run_plots=not no_run_plots, responses=list(responses) or None,
+                     transform=transform)  # fmt: skip
     except (StoreError, DesignError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"wrote {path} (figures in {Path(path).parent / (Path(path).stem + '_files')})")
