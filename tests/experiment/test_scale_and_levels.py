@@ -301,3 +301,30 @@ def test_cli_transform_option_text_json_and_report(tmp_path: Path) -> None:
         plain_md.read_text())  # fmt: skip
     bad = CliRunner().invoke(main, ["experiment", "report", str(root), "-o", str(md), "--transform", "log"])
     assert bad.exit_code == 1 and "capacity_mpps" in bad.output and "Traceback" not in bad.output
+
+
+def _rss(x: np.ndarray, y: np.ndarray) -> float:
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    return float(((y - x @ coef) ** 2).sum())
+
+
+def test_an_empty_cell_gives_an_anova_without_nan() -> None:
+    """One cell of a 3 x 2 design left no usable run (it did not settle): the interaction
+    cannot be estimated, and a model that keeps it is rank-deficient (its type II sums of
+    squares came out NaN: 'L SS nan  nan %').  The main-effects model is used, and says why."""
+    d, df = a3b2(r=2)
+    df = df[~((df["A"] == "z") & (df["B"] == "hi"))].reset_index(drop=True)
+    res = analyze_frame(d, df, "y")
+    assert res["model"].startswith("main effects") and "inestimable" in res["model"]
+    rows = {r["term"]: r for r in res["anova"]["table"]}
+    assert set(rows) == {"A", "B", "error"}
+    assert all(math.isfinite(r["sum_sq"]) and math.isfinite(r["pct"]) for r in rows.values())
+    y = df["y"].to_numpy(float)
+    one = np.ones((len(y), 1))
+    da = np.column_stack([(df["A"] == lv).to_numpy(float) for lv in ("y", "z")])
+    db = (df["B"] == "hi").to_numpy(float)[:, None]
+    both = _rss(np.hstack([one, da, db]), y)
+    assert rows["B"]["sum_sq"] == pytest.approx(_rss(np.hstack([one, da]), y) - both)
+    assert rows["A"]["sum_sq"] == pytest.approx(_rss(np.hstack([one, db]), y) - both)
+    assert rows["error"]["sum_sq"] == pytest.approx(both) and rows["error"]["df"] == len(y) - 4
+    assert "nan" not in format_text(summary(d, res, len(y)))

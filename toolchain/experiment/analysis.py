@@ -303,22 +303,27 @@ def multi_level(design: Design, df: Any, response: str) -> dict[str, Any]:
     every_cell = len(cells) == nparams_full
     out: dict[str, Any] = {"kind": "multi-level", "n": len(y), "mean": float(y.mean()), "sst": sst,
                            "balanced": bool(every_cell and cells.nunique() == 1)}  # fmt: skip
-    if every_cell and len(y) > nparams_full:
-        formula, out["model"] = "y ~ " + " * ".join(terms), "all interactions"
-    else:
-        two = " + ".join(terms) + "".join(f" + {a}:{b}" for i, a in enumerate(terms) for b in terms[i + 1 :])
-        npar = 1 + sum(len(f.levels) - 1 for f in factors) + sum(
-            (len(a.levels) - 1) * (len(b.levels) - 1)
-            for i, a in enumerate(factors) for b in factors[i + 1 :]
-        )  # fmt: skip
-        if len(factors) > 1 and len(y) > npar:
-            formula, out["model"] = "y ~ " + two, "main effects and two-factor interactions (higher ones pooled into the error)"
-        else:
-            formula, out["model"] = "y ~ " + " + ".join(terms), "main effects (interactions pooled into the error)"
+    two = " + ".join(terms) + "".join(f" + {a}:{b}" for i, a in enumerate(terms) for b in terms[i + 1 :])
+    candidates = [("y ~ " + " * ".join(terms), "all interactions")] if every_cell and len(y) > nparams_full else []
+    if len(factors) > 1:
+        candidates.append(("y ~ " + two, "main effects and two-factor interactions (higher ones pooled into the error)"))
+    candidates.append(("y ~ " + " + ".join(terms), "main effects (interactions pooled into the error)"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = smf.ols(formula, data).fit()
-        if model.df_resid > 0 and sst > 0:
+        # the richest model that the cells with runs can fit (full rank) with error dof left:
+        # an empty cell leaves some interaction columns inestimable, and type II sums of
+        # squares of a rank-deficient model come out as NaN
+        inestimable = False
+        for chosen in candidates:
+            model = smf.ols(chosen[0], data).fit()
+            full_rank = np.linalg.matrix_rank(model.model.exog) == model.model.exog.shape[1]
+            inestimable = inestimable or not full_rank
+            if full_rank and model.df_resid > 0:
+                break
+        out["model"] = chosen[1] + ("; an empty cell leaves the interactions inestimable" if inestimable else "")
+        if not full_rank:
+            out["anova"] = {"table": [], "note": "the cells with runs confound the factors' main effects: no F tests"}
+        elif model.df_resid > 0 and sst > 0:
             tab = anova_lm(model, typ=2)
             rows = _anova_rows(tab, {})
             for r in rows:
