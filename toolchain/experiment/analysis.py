@@ -755,7 +755,7 @@ def format_text(result: dict[str, Any]) -> str:
         if a.get("note"):
             lines.append(f"   {a['note']}")
         lines += _multiplicative_lines(a)
-        if a.get("effects"):
+        if a.get("effects") and not a.get("constant"):  # a constant response: the note says it all
             lines.append(f"   mean q0 = {a['q0']:.4g}{_ratio_text(a.get('q0_ratio'), ' (10^q0 = ', ')')}; "
                          f"{a.get('method', '')}")  # fmt: skip
             if logged:

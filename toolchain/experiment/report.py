@@ -212,7 +212,7 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
     if logged:  # the plots draw what was analysed
         rows = rows.assign(**{name: rows[name].astype(float).map(math.log10)})
     label = f"log10({name})" if logged else name
-    if a.get("effects"):
+    if a.get("effects") and not a.get("constant"):  # every effect 0 with a CI [0, 0]: nothing to read
         doc.p(f"Effects by {a['method']}; q is half the difference between the mean response at +1 and at -1.")
         has_alias = any(e.get("aliases") for e in a["effects"])
         header = (["effect", "q", "95 % CI"] + (["10^q", "95 % CI of 10^q", "+1 over -1"] if logged else [])
@@ -261,7 +261,10 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
             ci = (f"95 % CI from the experimental error (s_e {fmt(error[0])}, {error[1]} degrees of freedom)"
                   if error else "no CI: no degrees of freedom for the error")  # fmt: skip
             main = plots.main_effects(design, rows, name, files / f"main_{name}.png", error, label=label)
-            doc.img(f"{rel}/{main.name}", f"Main effects on {label}: mean at each level; {ci}")
+            empty = ("; some cells have no usable run (" + "; ".join(a["cells_missing"]) + "), so a level's mean "
+                     "is over the cells that have runs and mixes in the other factors' effects: read the cell "
+                     "means instead" if a.get("cells_missing") else "")  # fmt: skip
+            doc.img(f"{rel}/{main.name}", f"Main effects on {label}: mean at each level; {ci}{empty}")
             if len(design.factors) > 1 and not design.two_level:
                 inter = plots.interactions(design, rows, name, files / f"interactions_{name}.png", label=label)
                 doc.img(f"{rel}/{inter.name}",
