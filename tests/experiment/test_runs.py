@@ -111,4 +111,20 @@ def test_unreachable_scheduler_is_a_clear_error(tiny_design, tmp_path: Path) -> 
     with pytest.raises(ExperimentError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         run_experiment(tiny_design(["full", "stub"]), tmp_path / "o", scheduler="tcp://127.0.0.1:9",
                        connect_timeout_s=1, progress=False)  # fmt: skip
-    assert not records(tmp_path / "o")
+    assert not (tmp_path / "o").exists()  # nothing written: not even the results directory
+
+
+def test_scheduler_errors_from_the_command_line_leave_nothing_behind(tiny_design, tmp_path: Path) -> None:
+    """Port 9 on loopback (discard) has no scheduler: exit 1, one line, no directory; an
+    address that is not one (no port, unknown scheme, port 0, tls:// without TLS set up)
+    is a usage error (exit 2) or a clear error, never a traceback."""
+    design = str(tiny_design(["full", "stub"]))
+    cases = {"tcp://127.0.0.1:9": 1, "127.0.0.1": 2, "bogus://127.0.0.1:9": 2, "tcp://127.0.0.1:0": 2, "": 2,
+             "tls://127.0.0.1:9": 1}  # fmt: skip
+    for n, (addr, code) in enumerate(cases.items()):
+        out = tmp_path / f"o{n}"
+        proc = subprocess.run([NPK, "experiment", "run", design, "-o", str(out), "--scheduler", addr,
+                               "--connect-timeout", "1"], capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == code, (addr, proc.stderr)
+        assert "Traceback" not in proc.stderr and "scheduler" in proc.stderr.lower(), (addr, proc.stderr)
+        assert not out.exists(), addr

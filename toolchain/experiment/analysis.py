@@ -30,6 +30,7 @@ cells that remain).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import warnings
@@ -302,22 +303,27 @@ def multi_level(design: Design, df: Any, response: str) -> dict[str, Any]:
     every_cell = len(cells) == nparams_full
     out: dict[str, Any] = {"kind": "multi-level", "n": len(y), "mean": float(y.mean()), "sst": sst,
                            "balanced": bool(every_cell and cells.nunique() == 1)}  # fmt: skip
-    if every_cell and len(y) > nparams_full:
-        formula, out["model"] = "y ~ " + " * ".join(terms), "all interactions"
-    else:
-        two = " + ".join(terms) + "".join(f" + {a}:{b}" for i, a in enumerate(terms) for b in terms[i + 1 :])
-        npar = 1 + sum(len(f.levels) - 1 for f in factors) + sum(
-            (len(a.levels) - 1) * (len(b.levels) - 1)
-            for i, a in enumerate(factors) for b in factors[i + 1 :]
-        )  # fmt: skip
-        if len(factors) > 1 and len(y) > npar:
-            formula, out["model"] = "y ~ " + two, "main effects and two-factor interactions (higher ones pooled into the error)"
-        else:
-            formula, out["model"] = "y ~ " + " + ".join(terms), "main effects (interactions pooled into the error)"
+    two = " + ".join(terms) + "".join(f" + {a}:{b}" for i, a in enumerate(terms) for b in terms[i + 1 :])
+    candidates = [("y ~ " + " * ".join(terms), "all interactions")] if every_cell and len(y) > nparams_full else []
+    if len(factors) > 1:
+        candidates.append(("y ~ " + two, "main effects and two-factor interactions (higher ones pooled into the error)"))
+    candidates.append(("y ~ " + " + ".join(terms), "main effects (interactions pooled into the error)"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = smf.ols(formula, data).fit()
-        if model.df_resid > 0 and sst > 0:
+        # the richest model that the cells with runs can fit (full rank) with error dof left:
+        # an empty cell leaves some interaction columns inestimable, and type II sums of
+        # squares of a rank-deficient model come out as NaN
+        inestimable = False
+        for chosen in candidates:
+            model = smf.ols(chosen[0], data).fit()
+            full_rank = np.linalg.matrix_rank(model.model.exog) == model.model.exog.shape[1]
+            inestimable = inestimable or not full_rank
+            if full_rank and model.df_resid > 0:
+                break
+        out["model"] = chosen[1] + ("; an empty cell leaves the interactions inestimable" if inestimable else "")
+        if not full_rank:
+            out["anova"] = {"table": [], "note": "the cells with runs confound the factors' main effects: no F tests"}
+        elif model.df_resid > 0 and sst > 0:
             tab = anova_lm(model, typ=2)
             rows = _anova_rows(tab, {})
             for r in rows:
@@ -330,6 +336,88 @@ def multi_level(design: Design, df: Any, response: str) -> dict[str, Any]:
     out["residuals"] = [float(v) for v in model.resid]
     out["level_means"] = {f.key: {lv.label: _mean(df, f.key, lv.label, response) for lv in f.levels}
                           for f in design.factors}  # fmt: skip
+    out.update(level_effects(design, df, response))
+    return out
+
+
+def _cell_index(design: Design, df: Any) -> Any:
+    """Each row's cell as a flat index into the grid of all the factors' levels (-1 when a
+    label is not one of its factor's)."""
+    import numpy as np
+
+    sizes = [len(f.levels) for f in design.factors]
+    flat = np.zeros(len(df), dtype=int)
+    for f, n in zip(design.factors, sizes, strict=True):
+        where = {lv.label: i for i, lv in enumerate(f.levels)}
+        code = np.array([where.get(v, -1) for v in df[f.key].astype(str)], dtype=int)
+        flat = np.where((flat < 0) | (code < 0), -1, flat * n + code)
+    return flat
+
+
+def _project(grid: Any, term: tuple[int, ...], weights: Any = None) -> Any:
+    """The effect of `term` (axes) on the grid of cell means: averaged over the other axes,
+    centred along its own.  With `weights` (1/n per cell), the same linear map squared:
+    the sum over cells of w_c^2 / n_c, the variance factor of each component."""
+    import numpy as np
+
+    x = grid if weights is None else weights
+    for j, n in enumerate(grid.shape):
+        if weights is None:
+            x = x - x.mean(axis=j, keepdims=True) if j in term else x.mean(axis=j, keepdims=True)
+        else:
+            w = (np.eye(n) - 1.0 / n) ** 2 if j in term else np.full((1, n), 1.0 / n**2)
+            x = np.moveaxis(np.tensordot(w, x, axes=([1], [j])), 0, j)
+    return x
+
+
+def level_effects(design: Design, df: Any, response: str) -> dict[str, Any]:
+    """Effects of a full factorial with factors of any number of levels (Jain, ch. 22-23),
+    on the cell means: mu = their mean; a main effect = the mean at a level minus mu; an
+    interaction = the cell mean over its factors minus mu and the lower-order effects it
+    contains.  The error is the spread within cells: s_e^2 = SSE / (N - cells).  Each
+    component is a linear combination sum_c w_c ybar_c of the cell means, so its standard
+    deviation is s_e sqrt(sum_c w_c^2 / n_c) -- with r runs in every cell of a design of
+    N runs, s_e sqrt(prod_(j in term) (n_j - 1) / N), Jain's s_alpha = s_e sqrt((a-1)/(abr))
+    -- and its CI effect -+ t[1 - alpha/2; N - cells] s.  Needs a run in every cell."""
+    import numpy as np
+
+    sizes = tuple(len(f.levels) for f in design.factors)
+    ncells = int(np.prod(sizes))
+    flat = _cell_index(design, df)
+    y = df[response].astype(float).to_numpy()
+    keep = flat >= 0
+    count = np.bincount(flat[keep], minlength=ncells).astype(float)
+    if (count == 0).any():
+        return {"effects_note": f"no effects per level: {int((count == 0).sum())} of the {ncells} cells have "
+                                "no usable run (see the ANOVA)"}  # fmt: skip
+    mean = np.bincount(flat[keep], weights=y[keep], minlength=ncells) / count
+    sse = float(((y[keep] - mean[flat[keep]]) ** 2).sum())
+    dof = int(keep.sum()) - ncells
+    s_e = math.sqrt(sse / dof) if dof > 0 else None
+    half_t = _t(1 - ALPHA / 2, dof) if dof > 0 else math.nan
+    grid, inv_n = mean.reshape(sizes), (1.0 / count).reshape(sizes)
+
+    def component(value: float, var: float, label: str, term: str) -> dict[str, Any]:
+        sd = s_e * math.sqrt(var) if s_e is not None else None
+        ci = [value - half_t * sd, value + half_t * sd] if sd is not None else None
+        return {"term": term, "level": label, "effect": value, "sd": sd, "ci": ci,
+                "significant": bool(ci and (ci[0] > 0 or ci[1] < 0))}  # fmt: skip
+
+    mu = component(float(grid.mean()), float(_project(grid, (), inv_n).sum()), "mu", "mu")
+    del mu["significant"]  # the grand mean is not an effect to test against 0
+    rows = []
+    for order in range(1, len(sizes) + 1):
+        for term in itertools.combinations(range(len(sizes)), order):
+            eff, var = _project(grid, term), _project(grid, term, inv_n)
+            for idx in itertools.product(*(range(sizes[j]) for j in term)):
+                at = tuple(idx[term.index(j)] if j in term else 0 for j in range(len(sizes)))
+                label = " ".join(f"{design.factors[j].key}={design.factors[j].levels[at[j]].label}" for j in term)
+                name = " x ".join(design.factors[j].key for j in term)
+                rows.append(component(float(eff[at]), float(var[at]), label, name))
+    out: dict[str, Any] = {"mu": mu, "level_effects": rows,
+                           "error": {"ss": sse, "dof": dof, "s_e": s_e}}  # fmt: skip
+    if dof <= 0:
+        out["effects_note"] = "no CIs: one run per cell leaves no degrees of freedom for the error (replicate the design)"
     return out
 
 
@@ -418,10 +506,133 @@ def _cell_label(design: Design, point: dict[str, str]) -> str:
     return " ".join(f"{k}={point[k]}" for k in design.keys)
 
 
-def analyze_frame(design: Design, df: Any, response: str) -> dict[str, Any]:
+TRANSFORMS = ("none", "log")
+# ymax/ymin above which the response spans more than an order of magnitude: a log scale is
+# then worth a look (Jain: a log transform helps when the ratio is large, and hardly
+# changes anything when it is small, where the log is nearly linear)
+RATIO_LIMIT = 10.0
+SPREAD_MIN_CELLS = 6  # cells (or runs) needed before the spread against the level is judged
+SPREAD_GROWTH = 2.0  # how much wider the upper half's spread must be than the lower half's
+
+
+class TransformError(ValueError):
+    """The transform asked for cannot be applied to a response's values."""
+
+
+def analyze_frame(design: Design, df: Any, response: str, transform: str = "none") -> dict[str, Any]:
+    """The analysis of one response; with transform "log", of log10(response) (effects
+    multiply the response: 10^q), refused when a usable value is not positive."""
+    import numpy as np
+
+    if transform not in TRANSFORMS:
+        raise TransformError(f"transform {transform!r}: one of {', '.join(TRANSFORMS)}")
     rows, excluded = usable(df, response)
     if rows.empty:
-        return {"kind": "none", "n": 0, "excluded": excluded, "note": "no usable runs"}
+        return {"kind": "none", "n": 0, "excluded": excluded, "note": "no usable runs", "transform": transform}
+    plain = _analyze_rows(design, rows, response, excluded)
+    check = multiplicative_check(rows[response].astype(float).to_numpy(), plain, rows["point"].to_numpy())
+    if transform == "none":
+        out = plain
+    else:
+        y = rows[response].astype(float)
+        bad = rows[y <= 0]
+        if len(bad):
+            ids = ", ".join(bad["run_id"].astype(str).tolist()[:5]) + (", ..." if len(bad) > 5 else "")
+            raise TransformError(f"{response}: --transform log needs every value above 0; {len(bad)} usable "
+                                 f"run{'s are' if len(bad) != 1 else ' is'} not (smallest {float(y.min()):g}: "
+                                 f"{ids}); leave the response out (--response names the others)")  # fmt: skip
+        logged = rows.copy()
+        logged[response] = np.log10(y.to_numpy())
+        out = _analyze_rows(design, logged, response, excluded)
+        if out.get("kind") != "none":
+            _as_ratios(out)
+            out["log_range"] = out["range"]
+            out["range"] = [float(y.min()), float(y.max())]
+            out["geometric_mean"] = 10 ** out["mean"]
+    out["transform"] = "log10" if transform == "log" else "none"
+    if check is not None:
+        out["multiplicative"] = check
+    return out
+
+
+def multiplicative_check(y: Any, a: dict[str, Any], cells: Any) -> dict[str, Any] | None:
+    """Whether the effects look multiplicative rather than additive, on the original scale
+    (Jain: then analyse log y).  Two signs: the response spans a large ratio (ymax/ymin >
+    RATIO_LIMIT), or its spread grows with its level.  The spread is judged per cell when
+    every cell holds two runs or more (the standard deviation of the runs against their
+    mean), else per run (|residual| against the predicted value); it grows when Spearman's
+    rank correlation is positive at level ALPHA and the mean spread of the upper half (by
+    level) is at least SPREAD_GROWTH times that of the lower half.  None when there is
+    nothing to judge."""
+    import numpy as np
+    import pandas as pd
+
+    if a.get("kind") == "none" or a.get("constant") or not len(y):
+        return None
+    y = np.asarray(y, dtype=float)
+    lo, hi = float(y.min()), float(y.max())
+    out: dict[str, Any] = {"ratio": hi / lo if lo > 0 else None, "ratio_limit": RATIO_LIMIT, "reasons": []}
+    if lo > 0 and hi / lo > RATIO_LIMIT:
+        out["reasons"].append(f"the response spans a ratio ymax/ymin = {hi / lo:.3g} (above {RATIO_LIMIT:g})")
+    g = pd.DataFrame({"y": y, "cell": np.asarray(cells)}).groupby("cell")["y"]
+    if len(g) >= SPREAD_MIN_CELLS and g.size().min() >= 2:
+        level, spread = g.mean().to_numpy(), g.std(ddof=1).to_numpy()
+        how = "the standard deviation within a cell against the cell mean"
+    else:
+        level = np.asarray(a.get("fitted") or [], dtype=float)
+        spread = np.abs(np.asarray(a.get("residuals") or [], dtype=float))
+        how = "|residual| against the predicted value"
+    judged = _spread_growth(level, spread, 1e-9 * max(abs(lo), abs(hi)))
+    if judged is not None:
+        out["spread"] = {"measure": how, **judged}
+        if judged["grows"]:
+            out["reasons"].append(f"the spread grows with the level ({how}: Spearman rho {judged['spearman_rho']:.2f}, "
+                                  f"p {judged['p']:.2g}; mean spread {judged['lower_half']:.3g} in the lower half, "
+                                  f"{judged['upper_half']:.3g} in the upper)")  # fmt: skip
+    out["suggested"] = bool(out["reasons"]) and lo > 0
+    if out["reasons"] and lo <= 0:
+        out["reasons"].append(f"but a log scale needs values above 0 (the smallest is {lo:g})")
+    return out
+
+
+def _spread_growth(level: Any, spread: Any, tiny: float) -> dict[str, Any] | None:
+    import numpy as np
+    from scipy import stats
+
+    if len(level) < SPREAD_MIN_CELLS or (spread > tiny).sum() < SPREAD_MIN_CELLS // 2 or np.ptp(level) <= tiny:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rho, p = stats.spearmanr(level, spread, alternative="greater")
+    if _nan(rho):
+        return None
+    order = np.argsort(level, kind="stable")
+    half = len(order) // 2
+    lower, upper = float(spread[order[:half]].mean()), float(spread[order[len(order) - half :]].mean())
+    grows = bool(rho > 0 and p < ALPHA and upper >= SPREAD_GROWTH * lower)
+    return {"spearman_rho": float(rho), "p": float(p), "lower_half": lower, "upper_half": upper, "grows": grows}
+
+
+def _as_ratios(out: dict[str, Any]) -> None:
+    """Effects on log10(y) read as factors: 10^q multiplies the response at a +1 level (or a
+    level of a multi-level factor) and divides it at -1; the +1 level over the -1 level is
+    10^(2q); 10^q0 is the geometric mean of the cell means."""
+
+    def ratio(v: float | None) -> float | None:
+        return None if v is None else float(10**v)
+
+    for e in out.get("effects") or []:
+        e["ratio"] = ratio(e["q"])
+        e["ratio_hi_lo"] = ratio(2 * e["q"])
+        e["ratio_ci"] = [ratio(e["ci"][0]), ratio(e["ci"][1])] if e.get("ci") else None
+    if out.get("q0") is not None:
+        out["q0_ratio"] = ratio(out["q0"])
+    for e in ([out["mu"]] if out.get("mu") else []) + (out.get("level_effects") or []):
+        e["ratio"] = ratio(e["effect"])
+        e["ratio_ci"] = [ratio(e["ci"][0]), ratio(e["ci"][1])] if e.get("ci") else None
+
+
+def _analyze_rows(design: Design, rows: Any, response: str, excluded: list[dict[str, Any]]) -> dict[str, Any]:
     points = design.points()
     used = set(int(p) for p in rows["point"].unique())
     missing = [_cell_label(design, pt) for p, pt in enumerate(points) if p not in used]
@@ -492,7 +703,7 @@ def _percent_total(out: dict[str, Any]) -> None:
                            "or leave some variation unallocated")  # fmt: skip
 
 
-def analyze(results_dir: str | Path, responses: list[str] | None = None) -> dict[str, Any]:
+def analyze(results_dir: str | Path, responses: list[str] | None = None, transform: str = "none") -> dict[str, Any]:
     design, df, man = load_results(results_dir)
     want = responses or design.responses
     ok = df[df["status"] == "ok"] if "status" in df else df
@@ -508,7 +719,8 @@ def analyze(results_dir: str | Path, responses: list[str] | None = None) -> dict
         if r not in df.columns:
             result["responses"][r] = {"kind": "none", "n": 0, "note": f"no response {r!r} in the table"}
             continue
-        result["responses"][r] = analyze_frame(design, df, r)
+        result["responses"][r] = analyze_frame(design, df, r, transform)
+    result["transform"] = "log10" if transform == "log" else "none"
     return result
 
 
@@ -538,17 +750,26 @@ def format_text(result: dict[str, Any]) -> str:
     if d.get("resolution"):
         lines.append(f"resolution {d['resolution']}; defining relation {' = '.join(d['defining_relation'])}")
     for name, a in result["responses"].items():
-        lines += ["", f"== {name} ({a.get('kind')}, {a.get('n', 0)} runs)"]
+        logged = a.get("transform") == "log10"
+        lines += ["", f"== {'log10 of ' if logged else ''}{name} ({a.get('kind')}, {a.get('n', 0)} runs)"]
         if a.get("note"):
             lines.append(f"   {a['note']}")
-        if a.get("effects"):
-            lines.append(f"   mean q0 = {a['q0']:.4g}; {a.get('method', '')}")
-            lines.append(f"   {'effect':<10} {'q':>11} {'95% CI':>25} {'% var':>7}")
+        lines += _multiplicative_lines(a)
+        if a.get("effects") and not a.get("constant"):  # a constant response: the note says it all
+            lines.append(f"   mean q0 = {a['q0']:.4g}{_ratio_text(a.get('q0_ratio'), ' (10^q0 = ', ')')}; "
+                         f"{a.get('method', '')}")  # fmt: skip
+            if logged:
+                lines.append("   an effect multiplies the response by 10^q at +1 and divides it by 10^q at -1 "
+                             "(+1 over -1: 10^(2q))")  # fmt: skip
+            lines.append(f"   {'effect':<10} {'q':>11} {'95% CI':>25} {'% var':>7}"
+                         + (f" {'10^q':>9} {'95% CI of 10^q':>21}" if logged else ""))  # fmt: skip
             for e in a["effects"]:
                 ci = f"[{e['ci'][0]:.4g}, {e['ci'][1]:.4g}]" if e["ci"] else "-"
                 pct = f"{e['pct']:.1f}" if e["pct"] is not None else "-"
                 alias = f"  = {' = '.join(e['aliases'])}" if e.get("aliases") else ""
-                lines.append(f"   {e['effect']:<10} {e['q']:>11.4g} {ci:>25} {pct:>7}{' *' if e['significant'] else ''}{alias}")
+                factor = f" {e['ratio']:>9.4g} {_ci_text(e.get('ratio_ci')):>21}" if logged else ""
+                lines.append(f"   {e['effect']:<10} {e['q']:>11.4g} {ci:>25} {pct:>7}{factor}"
+                             f"{' *' if e['significant'] else ''}{alias}")  # fmt: skip
             if a.get("not_estimable"):
                 lines.append(f"   not estimable (cells missing): {', '.join(a['not_estimable'])}")
             err = a["error"]
@@ -564,6 +785,7 @@ def format_text(result: dict[str, Any]) -> str:
                 lines.append(f"   {r['term']:<24} SS {r['sum_sq']:>12.4g} {pct}  {p}")
             if a.get("pct_note"):
                 lines.append(f"   {a['pct_note']}")
+        lines += _level_effect_lines(a)
         for g, s in (a.get("groups") or {}).items():
             if "slope" in s:
                 nl = " NON-LINEAR" if s.get("nonlinear") else ""
@@ -574,6 +796,57 @@ def format_text(result: dict[str, Any]) -> str:
                          f"understated): {', '.join(a['censored'])}")  # fmt: skip
         lines += _excluded_lines(a)
     return "\n".join(lines)
+
+
+def _ratio_text(v: float | None, before: str = "", after: str = "") -> str:
+    return "" if v is None else f"{before}{v:.4g}{after}"
+
+
+def _ci_text(ci: list[float] | None) -> str:
+    return f"[{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "-"
+
+
+def multiplicative_warning(a: dict[str, Any]) -> str | None:
+    """The sentence that says the effects look multiplicative, with the figures; None when
+    they do not (or when the analysis is already on the log scale)."""
+    check = a.get("multiplicative") or {}
+    if not check.get("reasons") or a.get("transform") == "log10":
+        return None
+    advice = ("; consider --transform log (effects as ratios)" if check.get("suggested")
+              else "")  # fmt: skip
+    return "warning: the effects may be multiplicative, not additive: " + "; ".join(check["reasons"]) + advice
+
+
+def _multiplicative_lines(a: dict[str, Any]) -> list[str]:
+    warn = multiplicative_warning(a)
+    out = [f"   {warn}"] if warn else []
+    if a.get("transform") == "log10" and a.get("range"):
+        out.append(f"   analysed on log10 of the response (range {a['range'][0]:.4g} .. {a['range'][1]:.4g}, "
+                   f"geometric mean {a.get('geometric_mean', float('nan')):.4g})")  # fmt: skip
+    return out
+
+
+def _level_effect_lines(a: dict[str, Any]) -> list[str]:
+    """Multi-level effects per level with their CIs (or why there are none)."""
+    out = []
+    if a.get("level_effects"):
+        logged = a.get("transform") == "log10"
+        err = a.get("error") or {}
+        src = (f"95% CI from s_e = {err['s_e']:.4g} ({err['dof']} dof)" if err.get("s_e") is not None
+               else "no CI")  # fmt: skip
+        out.append(f"   effects (level mean minus mu; interactions: what the cell means add to the main "
+                   f"effects); {src}")  # fmt: skip
+        if logged:
+            out.append("   on log10: a level multiplies the geometric mean 10^mu by 10^effect")
+        out.append(f"   {'term':<10} {'level':<22} {'effect':>11} {'95% CI':>25}"
+                   + (f" {'10^effect':>9} {'95% CI of 10^effect':>21}" if logged else ""))  # fmt: skip
+        for e in [a["mu"]] + a["level_effects"]:
+            factor = f" {e['ratio']:>9.4g} {_ci_text(e.get('ratio_ci')):>21}" if logged else ""
+            out.append(f"   {e['term']:<10} {e['level']:<22} {e['effect']:>11.4g} {_ci_text(e['ci']):>25}"
+                       f"{factor}{' *' if e.get('significant') else ''}")  # fmt: skip
+    if a.get("effects_note"):
+        out.append(f"   {a['effects_note']}")
+    return out
 
 
 def _excluded_lines(a: dict[str, Any]) -> list[str]:

@@ -1,9 +1,9 @@
 """`npk experiment`: run a design, analyse its results, write the report.
 
     npk experiment design DESIGN.yaml [--quick] [--json]      what would run (confounding too)
-    npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR]
-    npk experiment analyze RESULTS_DIR [--response R]... [--json]
-    npk experiment report RESULTS_DIR -o report.html|report.md
+    npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR [--connect-timeout S]]
+    npk experiment analyze RESULTS_DIR [--response R]... [--transform log] [--json]
+    npk experiment report RESULTS_DIR -o report.html|report.md [--response R]... [--transform log]
 
 `run` exits 0 when every run finished, 1 when some failed (each recorded with its
 error), 130 when interrupted (run it again: finished runs are kept).
@@ -58,18 +58,30 @@ def design_cmd(design: str, quick: bool, as_json: bool) -> None:
 @click.option("--quick", is_flag=True, help="The design's quick variant (short runs, for tests).")
 @click.option("--jobs", type=click.IntRange(min=1), help="Local worker processes (default: cores).")
 @click.option("--scheduler", metavar="ADDR", help="Dask scheduler address (tcp://host:port).")
+@click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=15.0, show_default=True,
+              metavar="SECONDS", help="How long to wait for the Dask scheduler to answer.")
 @click.option("--retry-failed", is_flag=True, help="Run failed runs again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str | None,
-            retry_failed: bool, as_json: bool) -> None:  # fmt: skip
+            connect_timeout: float, retry_failed: bool, as_json: bool) -> None:  # fmt: skip
     """Execute every run of DESIGN not yet in RESULTS_DIR."""
-    from .runner import ExperimentError, run_experiment
+    from .runner import (
+        ExperimentError,
+        SchedulerAddressError,
+        check_scheduler_address,
+        run_experiment,
+    )
 
     if jobs and scheduler:
         raise click.UsageError("--jobs is for the local pool; a Dask cluster has its own workers")
     try:
+        if scheduler is not None:
+            check_scheduler_address(scheduler)
         d = load_design(design, quick=quick)
-        s = run_experiment(d, out, scheduler=scheduler, jobs=jobs, retry_failed=retry_failed)
+        s = run_experiment(d, out, scheduler=scheduler, jobs=jobs, retry_failed=retry_failed,
+                           connect_timeout_s=connect_timeout)  # fmt: skip
+    except SchedulerAddressError as e:
+        raise click.UsageError(str(e)) from None
     except (DesignError, ExperimentError, StoreError) as e:
         raise click.ClickException(str(e)) from None
     except KeyboardInterrupt:
@@ -87,17 +99,23 @@ def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str
         sys.exit(1)
 
 
+TRANSFORM_HELP = ("log: analyse log10 of each response (effects become factors, 10^q; every value "
+                  "must be above 0), for effects that multiply rather than add.")  # fmt: skip
+
+
 @experiment.command("analyze")
 @click.argument("results", type=click.Path(file_okay=False))
 @click.option("--response", "responses", multiple=True, help="Analyse these responses (default: the design's).")
+@click.option("--transform", type=click.Choice(["none", "log"]), default="none", show_default=True,
+              help=TRANSFORM_HELP)
 @click.option("--json", "as_json", is_flag=True)
-def analyze_cmd(results: str, responses: tuple[str, ...], as_json: bool) -> None:
+def analyze_cmd(results: str, responses: tuple[str, ...], transform: str, as_json: bool) -> None:
     """Effects, allocation of variation, CIs and ANOVA for a results directory."""
-    from .analysis import analyze, format_text, to_json
+    from .analysis import TransformError, analyze, format_text, to_json
 
     try:
-        res = analyze(results, list(responses) or None)
-    except (StoreError, DesignError) as e:
+        res = analyze(results, list(responses) or None, transform)
+    except (StoreError, DesignError, TransformError) as e:
         raise click.ClickException(str(e)) from None
     if as_json:
         for a in res["responses"].values():  # the per-run vectors stay out of the summary
@@ -127,12 +145,16 @@ def _report_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("-o", "out", required=True, type=click.Path(dir_okay=False), callback=_report_path,
               help="report.html or report.md")
 @click.option("--no-run-plots", is_flag=True, help="Skip the per-run throughput plots.")
-def report_cmd(results: str, out: str, no_run_plots: bool) -> None:
+@click.option("--response", "responses", multiple=True, help="Report these responses (default: the design's).")
+@click.option("--transform", type=click.Choice(["none", "log"]), default="none", show_default=True,
+              help=TRANSFORM_HELP)
+def report_cmd(results: str, out: str, no_run_plots: bool, responses: tuple[str, ...], transform: str) -> None:
     """Write the HTML or Markdown report (figures in OUT's _files directory)."""
     from .report import build
 
     try:
-        path = build(results, out, per_run_plots=not no_run_plots)
+        path = build(results, out, per_run_plots=not no_run_plots, responses=list(responses) or None,
+                     transform=transform)  # fmt: skip
     except (StoreError, DesignError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"wrote {path} (figures in {Path(path).parent / (Path(path).stem + '_files')})")

@@ -103,8 +103,9 @@ def level_means(design: Design, df: Any, response: str,
 
 
 def main_effects(design: Design, df: Any, response: str, path: Path,
-                 error: tuple[float, int] | None = None) -> Path:  # fmt: skip
-    """Mean response at each level of each factor, with the 95 % CI of level_means."""
+                 error: tuple[float, int] | None = None, label: str | None = None) -> Path:  # fmt: skip
+    """Mean response at each level of each factor, with the 95 % CI of level_means
+    (`label` names the axis when the column holds a transform of the response)."""
     plt = _plt()
     k = len(design.factors)
     fig, axes = plt.subplots(1, k, figsize=(max(4, 2.6 * k), 3.2), sharey=True, squeeze=False)
@@ -115,11 +116,11 @@ def main_effects(design: Design, df: Any, response: str, path: Path,
                     capsize=3, color="#47a")  # fmt: skip
         ax.set_xticks(xs, [lv.label for lv in f.levels], rotation=30 if len(f.levels) > 4 else 0)
         ax.set_title(f"{f.key}: {f.name}", fontsize=9)
-    axes[0][0].set_ylabel(response)
+    axes[0][0].set_ylabel(label or response)
     return _save(fig, path)
 
 
-def interactions(design: Design, df: Any, response: str, path: Path) -> Path:
+def interactions(design: Design, df: Any, response: str, path: Path, label: str | None = None) -> Path:
     """Cell means of every pair of factors: non-parallel lines are interactions."""
     plt = _plt()
     pairs = list(itertools.combinations(design.factors, 2))[:6]
@@ -136,7 +137,7 @@ def interactions(design: Design, df: Any, response: str, path: Path) -> Path:
         ax.set_xlabel(fa.key)
         ax.set_title(f"{fa.key} x {fb.key}", fontsize=9)
         ax.legend(fontsize=7)
-    axes[0][0].set_ylabel(response)
+    axes[0][0].set_ylabel(label or response)
     return _save(fig, path)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .analysis import analyze, error_sd, load_results, mixed_code
+from .analysis import analyze, error_sd, load_results, mixed_code, multiplicative_warning
 from .design import Design
 from .store import Store
 
@@ -192,24 +192,39 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
                       rel: str) -> None:  # fmt: skip
     from .analysis import usable
 
-    doc.h(f"Response: {name}")
+    logged = a.get("transform") == "log10"
+    doc.h(f"Response: {name}" + (" (analysed as log10)" if logged else ""))
     if a.get("kind") == "none" or not a.get("n"):
         doc.p(a.get("note") or "no usable runs")
         return
-    doc.p(f"{a['n']} runs; range {fmt(a['range'][0])} .. {fmt(a['range'][1])}; mean {fmt(a['mean'])}. "
-          + (a.get("note") or ""))  # fmt: skip
+    mean = f"geometric mean {fmt(a.get('geometric_mean'))}" if logged else f"mean {fmt(a['mean'])}"
+    doc.p(f"{a['n']} runs; range {fmt(a['range'][0])} .. {fmt(a['range'][1])}; {mean}. " + (a.get("note") or ""))
+    warn = multiplicative_warning(a)
+    if warn:
+        doc.p(warn[0].upper() + warn[1:] + ".")
+    if logged:
+        doc.p("Every figure below is on log10 of the response: an effect q multiplies the response by 10^q "
+              "at the +1 level (or the level it belongs to) and divides it by 10^q at -1, so the +1 level "
+              "over the -1 level is 10^(2q); the fitted values and residuals are in log10 units.")  # fmt: skip
     if a.get("censored"):
         doc.p("Capacity censored (at the search bound) in runs " + ", ".join(a["censored"]) + ".")
     rows, _ = usable(df, name)
-    if a.get("effects"):
+    if logged:  # the plots draw what was analysed
+        rows = rows.assign(**{name: rows[name].astype(float).map(math.log10)})
+    label = f"log10({name})" if logged else name
+    if a.get("effects") and not a.get("constant"):  # every effect 0 with a CI [0, 0]: nothing to read
         doc.p(f"Effects by {a['method']}; q is half the difference between the mean response at +1 and at -1.")
         has_alias = any(e.get("aliases") for e in a["effects"])
-        header = ["effect", "q", "95 % CI", "% of variation", "significant"] + (["confounded with"] if has_alias else [])
+        header = (["effect", "q", "95 % CI"] + (["10^q", "95 % CI of 10^q", "+1 over -1"] if logged else [])
+                  + ["% of variation", "significant"] + (["confounded with"] if has_alias else []))  # fmt: skip
         tab = []
         for e in a["effects"]:
             ci = f"[{fmt(e['ci'][0])}, {fmt(e['ci'][1])}]" if e["ci"] else "-"
-            tab.append([e["effect"], e["q"], ci, e["pct"], e["significant"]] + ([" = ".join(e.get("aliases", []))] if has_alias else []))
-        tab.append(["error", "", "", a["error"].get("pct"), ""] + ([""] if has_alias else []))
+            ratios = [e["ratio"], _ci(e.get("ratio_ci")), e["ratio_hi_lo"]] if logged else []
+            tab.append([e["effect"], e["q"], ci] + ratios + [e["pct"], e["significant"]]
+                       + ([" = ".join(e.get("aliases", []))] if has_alias else []))  # fmt: skip
+        tab.append(["error", "", ""] + ([""] * 3 if logged else []) + [a["error"].get("pct"), ""]
+                   + ([""] if has_alias else []))  # fmt: skip
         doc.table(header, tab)
         if a.get("pct_note"):
             doc.p(a["pct_note"][0].upper() + a["pct_note"][1:] + ".")
@@ -218,8 +233,8 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
         if a["error"].get("s_e") is not None:
             doc.p(f"s_e = {fmt(a['error']['s_e'])} with {a['error']['dof']} degrees of freedom; q0 = {fmt(a['q0'])}.")
         if a.get("sst", 0) > 0 and not a.get("constant"):
-            doc.img(f"{rel}/{plots.effects(a, name, files / f'effects_{name}.png').name}",
-                    f"Effects on {name} with 95 % CIs, and the allocation of variation")
+            doc.img(f"{rel}/{plots.effects(a, label, files / f'effects_{name}.png').name}",
+                    f"Effects on {label} with 95 % CIs, and the allocation of variation")
     if a.get("anova", {}).get("table"):
         doc.p("ANOVA (statsmodels, type II sums of squares)" + (f", model: {a['model']}" if a.get("model") else "") + ":")
         doc.table(["term", "df", "sum of squares", "% of variation", "F", "p"],
@@ -229,6 +244,7 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
             doc.p(a["pct_note"][0].upper() + a["pct_note"][1:] + ".")
     elif a.get("anova", {}).get("note"):
         doc.p(a["anova"]["note"])
+    _level_effects_table(doc, a)
     if a.get("groups"):
         doc.table(["group", "slope", "intercept", "R^2", "non-linearity test", "p", "non-linear"],
                   [[g, s.get("slope"), s.get("intercept"), s.get("r2"), s.get("nonlinear_test"), s.get("nonlinear_p"),
@@ -237,19 +253,47 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
                 f"{name} against {design.sweep} with a straight-line fit per group; residuals below "
                 "(a pattern there is non-linearity)")  # fmt: skip
     if a.get("sst", 0) > 0 and not a.get("constant"):
-        doc.img(f"{rel}/{plots.residuals(a, name, files / f'residuals_{name}.png').name}",
-                f"Residual checks for {name}: normal QQ plot and residuals against predicted values")
+        doc.img(f"{rel}/{plots.residuals(a, label, files / f'residuals_{name}.png').name}",
+                f"Residual checks for {label}: normal QQ plot and residuals against predicted values "
+                "(a spread that grows with the predicted value calls for a log scale)")  # fmt: skip
         if design.kind != "sweep":
             error = error_sd(a)
             ci = (f"95 % CI from the experimental error (s_e {fmt(error[0])}, {error[1]} degrees of freedom)"
                   if error else "no CI: no degrees of freedom for the error")  # fmt: skip
-            doc.img(f"{rel}/{plots.main_effects(design, rows, name, files / f'main_{name}.png', error).name}",
-                    f"Main effects on {name}: mean at each level; {ci}")
+            main = plots.main_effects(design, rows, name, files / f"main_{name}.png", error, label=label)
+            empty = ("; some cells have no usable run (" + "; ".join(a["cells_missing"]) + "), so a level's mean "
+                     "is over the cells that have runs and mixes in the other factors' effects: read the cell "
+                     "means instead" if a.get("cells_missing") else "")  # fmt: skip
+            doc.img(f"{rel}/{main.name}", f"Main effects on {label}: mean at each level; {ci}{empty}")
             if len(design.factors) > 1 and not design.two_level:
-                doc.img(f"{rel}/{plots.interactions(design, rows, name, files / f'interactions_{name}.png').name}",
-                        f"Interactions on {name}: cell means; lines that are not parallel interact")
+                inter = plots.interactions(design, rows, name, files / f"interactions_{name}.png", label=label)
+                doc.img(f"{rel}/{inter.name}",
+                        f"Interactions on {label}: cell means; lines that are not parallel interact")
     if a.get("excluded"):
         doc.p("Excluded: " + "; ".join(f"{x['run_id']} ({x['reason']})" for x in a["excluded"]))
+
+
+def _ci(ci: list[float] | None) -> str:
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "-"
+
+
+def _level_effects_table(doc: Doc, a: dict[str, Any]) -> None:
+    """A multi-level design's effects per level, with their CIs (or why there are none)."""
+    if a.get("level_effects"):
+        logged = a.get("transform") == "log10"
+        err = a.get("error") or {}
+        src = (f"the 95 % CIs come from the spread within cells, s_e = {fmt(err['s_e'])} with {err['dof']} "
+               "degrees of freedom" if err.get("s_e") is not None else "no CIs")  # fmt: skip
+        doc.p("Effects per level: mu is the mean of the cell means, a main effect the mean at a level minus mu, "
+              f"an interaction what the cell means over its factors add to mu and the main effects; {src}.")  # fmt: skip
+        header = ["term", "level", "effect", "95 % CI"] + (["10^effect", "95 % CI of 10^effect"] if logged else [])
+        rows = []
+        for e in [a["mu"]] + a["level_effects"]:
+            ratios = [e["ratio"], _ci(e.get("ratio_ci"))] if logged else []
+            rows.append([e["term"], e["level"], e["effect"], _ci(e["ci"])] + ratios + [e.get("significant", "")])
+        doc.table(header + ["significant"], rows)
+    if a.get("effects_note"):
+        doc.p(a["effects_note"][0].upper() + a["effects_note"][1:] + ".")
 
 
 def _mean_by(df: Any, cols: list[str], value: str) -> Any:
@@ -446,24 +490,30 @@ def report_format_known(out: str | Path) -> bool:
     return Path(out).suffix.lower() in REPORT_SUFFIXES
 
 
-def build(results_dir: str | Path, out: str | Path, per_run_plots: bool = True) -> Path:
-    """Write the report (HTML or Markdown by the suffix of `out`) and its figures."""
+def build(results_dir: str | Path, out: str | Path, per_run_plots: bool = True,
+          responses: list[str] | None = None, transform: str = "none") -> Path:  # fmt: skip
+    """Write the report (HTML or Markdown by the suffix of `out`) and its figures: every
+    response of the design, or those named; with transform "log", on log10 of each."""
     out = Path(out)
     if not report_format_known(out):
         raise ValueError(f"{out}: the report is .html or .md")
     design, df, man = load_results(results_dir)
-    res = analyze(results_dir)
+    res = analyze(results_dir, responses, transform)
     files = out.parent / f"{out.stem}_files"
     files.mkdir(parents=True, exist_ok=True)
     rel = os.path.relpath(files, out.parent)
     doc = Doc(design.title or f"Experiment {design.name}")
     _design_section(doc, design, res, man)
     if design.compare == "seed003" and design.two_level:
-        _seed003_section(doc, design, df, res, files, rel)
+        if transform == "log":
+            doc.p("The comparison with seed 003 is in Mb/s on the original scale: write the report without "
+                  "--transform to see it.")  # fmt: skip
+        else:
+            _seed003_section(doc, design, df, res, files, rel)
     for name, a in res["responses"].items():
         _response_section(doc, design, df, name, a, files, rel)
     _series_section(doc, Store(results_dir), files, rel, per_run_plots)
-    _results_table(doc, design, df, design.responses)
+    _results_table(doc, design, df, list(res["responses"]))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_md(doc) if out.suffix.lower() in (".md", ".markdown") else render_html(doc))
     return out

@@ -33,6 +33,10 @@ class ExperimentError(RuntimeError):
     """The experiment cannot run (scheduler unreachable, store unusable)."""
 
 
+class SchedulerAddressError(ExperimentError):
+    """--scheduler is not an address at all (a usage error, not an unreachable cluster)."""
+
+
 class Progress:
     """A progress line on stderr: runs done, failed, elapsed, ETA."""
 
@@ -92,14 +96,34 @@ def _local_executor(jobs: int) -> Executor:
     return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
 
 
-def _dask_executor(address: str, timeout_s: float) -> tuple[Executor, Any]:
+def check_scheduler_address(address: str) -> None:
+    """Refuse an address that names no scheduler (no scheme Dask knows, no port) before
+    anything is connected to or written."""
     try:
-        from distributed import Client
+        from distributed.comm import parse_address
+        from distributed.comm.addressing import parse_host_port
+        from distributed.comm.registry import get_backend
     except ImportError as e:  # pragma: no cover - a pinned dependency
         raise ExperimentError(f"--scheduler needs dask.distributed: {e}") from None
     try:
+        scheme, location = parse_address(address)
+        get_backend(scheme)
+        _host, port = parse_host_port(location)
+    except (ValueError, TypeError) as e:
+        raise SchedulerAddressError(f"--scheduler {address!r}: not a Dask scheduler address "
+                                    f"(tcp://HOST:PORT): {e}") from None  # fmt: skip
+    if not 0 < int(port) < 65536:
+        raise SchedulerAddressError(f"--scheduler {address!r}: port {port} is out of range (1-65535)")
+
+
+def _dask_executor(address: str, timeout_s: float) -> tuple[Executor, Any]:
+    check_scheduler_address(address)
+    from distributed import Client
+
+    try:
         client = Client(address, timeout=f"{timeout_s}s")
-    except (OSError, TimeoutError, ValueError) as e:
+    except (OSError, TimeoutError, ValueError, TypeError) as e:
+        # TypeError: a tls:// address without a TLS configuration
         raise ExperimentError(f"cannot reach the Dask scheduler at {address}: {e}") from None
     return client.get_executor(pure=False), client
 
@@ -124,19 +148,21 @@ def run_experiment(design: Design | str | Path, out: str | Path, *, quick: bool 
     code = code_hash()
     runs = design.runs()
     design_text = yaml.safe_dump(design.raw, sort_keys=False)
+    # the cluster first: an address that does not answer leaves no results directory behind
+    executor, client = _dask_executor(scheduler, connect_timeout_s) if scheduler else (None, None)
     try:
         store.init(manifest_for(design, code), design_text)
     except OSError as e:
+        if client is not None:
+            client.close()
         raise ExperimentError(f"{out}: cannot write the results store: {e}") from None
     done = store.done({r.run_id: r.config_hash for r in runs}, retry_failed)
     todo = [r for r in runs if r.run_id not in done]
     bar = Progress(len(runs), len(runs) - len(todo), progress)
     t0 = time.time()
     executed: list[str] = []
-    client = None
     try:
-        if scheduler:
-            executor, client = _dask_executor(scheduler, connect_timeout_s)
+        if executor is not None:
             _drain(executor, todo, code, store, bar, executed, run_fn, restart=None)
         elif todo:
             n = jobs or min(len(todo), os.cpu_count() or 1)
