@@ -4,7 +4,7 @@ frames from the first such drop to the last, not before, not after."""
 
 from __future__ import annotations
 
-import struct
+from array import array
 from types import SimpleNamespace
 
 from npkit.toolchain.system.wire_idle import WireIdle
@@ -16,8 +16,7 @@ FRAME = 64  # (64 + 20) * 8 = 672 ns on the wire
 
 def departures(times: list[int], port: int = 0) -> SimpleNamespace:
     """A batch of departures as the MSF device drains them (msf_device.Drained)."""
-    n = len(times)
-    return SimpleNamespace(port=bytes([port] * n), t=struct.pack(f"<{n}Q", *times), len=struct.pack(f"<{n}H", *[FRAME] * n))
+    return SimpleNamespace(port=array("B", [port] * len(times)), t=array("Q", times), len=array("H", [FRAME] * len(times)))
 
 
 def test_gaps_count_only_between_the_first_and_the_last_drop() -> None:

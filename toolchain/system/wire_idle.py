@@ -12,18 +12,29 @@ owes.  Gaps before the first drop are not (the first packets' crossing of the ro
 port not yet oversubscribed), nor are those after the last (the overload over, nothing
 to send).
 
-Gaps after the last drop known are kept for `keep_ns` (a lightly loaded port has one
-per frame): the run learns of a drop when it attributes the drop counters, HORIZON_NS
-after the packet arrived at the latest.  A port with no drop for longer than that is
-taken to have left its overload: a later drop starts its stretch afresh.
+The run learns of a drop when it attributes the drop counters, HORIZON_NS after the
+packet arrived at the latest, so the departures of the last `keep_ns` are kept as they
+came (arrays, nothing per frame) and a port's gaps are found only once it has a drop;
+from then on each batch's gaps of that port are kept until a later drop settles them or
+they are `keep_ns` old.  A port with no drop for longer than that is taken to have left
+its overload: a later drop starts its stretch afresh.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class _Batch(NamedTuple):
+    """A drained batch's departures without the frames' bytes: port, first byte's ns, length."""
+
+    port: Any
+    t: Any
+    len: Any
 
 
 class WireIdle:
@@ -32,13 +43,14 @@ class WireIdle:
     def __init__(self, rate_bps: int, over: Any, keep_ns: int) -> None:
         """`over`: bytes each frame adds on the wire, by port (preamble, FCS, gap)."""
         self.rate = int(rate_bps)
-        self.over = over
+        self.over = [int(x) for x in over]
         self.keep_ns = keep_ns
-        self.last_end: dict[int, int] = {}  # port -> end of its last frame's gap, ns
-        self.pending: dict[int, deque[tuple[int, int]]] = {}  # port -> (from, to) ns: gaps not (yet) owed
-        self.since: dict[int, int] = {}  # port -> when the stretch of drops began (ns)
-        self.until: dict[int, int] = {}  # port -> ... and its last drop so far
-        self.idle: dict[int, int] = {}  # port -> ns idle within such stretches
+        self.recent: deque[tuple[int, _Batch]] = deque()  # (last start ns, a drained batch's departures)
+        self.last_end: dict[int, int] = {}  # port with drops -> end of its last frame's gap, ns
+        self.pending: dict[int, np.ndarray] = {}  # ... -> its gaps (from, to: ns) not (yet) owed
+        self.since: dict[int, int] = {}  # ... -> when its stretch of drops began (ns)
+        self.until: dict[int, int] = {}  # ... -> and its last drop so far
+        self.idle: dict[int, int] = {}  # ... -> ns idle within such stretches
 
     def wire_ns(self, port: int, nbytes: int) -> int:
         """How long a frame of `nbytes` (as the pcap holds it) takes on port's wire, gap
@@ -46,30 +58,47 @@ class WireIdle:
         return -(-(nbytes + self.over[port]) * 8 * 10**9 // self.rate)
 
     def departed(self, d: Any) -> None:
-        """A batch of departures (port, first byte's ns and length of each, time order)."""
-        ports = np.frombuffer(d.port, dtype=np.uint8)
-        t = np.frombuffer(d.t, dtype=np.uint64).astype(np.int64)
-        ln = np.frombuffer(d.len, dtype=np.uint16).astype(np.int64)
-        for p in map(int, np.unique(ports)):
-            sel = ports == p
-            starts = t[sel]
-            ends = starts + -(-(ln[sel] + int(self.over[p])) * 8 * 10**9 // self.rate)
-            before = np.concatenate(([self.last_end.get(p, 0)], ends[:-1]))
-            self.last_end[p] = int(ends[-1])
-            gap = starts - before > 1  # (a ns of rounding is no gap)
-            self._add(p, zip(before[gap].tolist(), starts[gap].tolist(), strict=True), int(starts[-1]))
+        """A batch of departures (port, first byte's ns and length of each, time order):
+        kept as it is for keep_ns (numpy only once a port has drops: a run without them
+        does not import it)."""
+        if not len(d.t):
+            return
+        now = int(d.t[-1])
+        self.recent.append((now, _Batch(d.port, d.t, d.len)))
+        while self.recent[0][0] < now - self.keep_ns:
+            self.recent.popleft()
+        for p in self.since:
+            self._take(p, d)
+            self._settle(p)
+            q = self.pending[p]
+            self.pending[p] = q[q[:, 1] >= now - self.keep_ns]
 
-    def _add(self, port: int, gaps: Any, now: int) -> None:
-        q = self.pending.setdefault(port, deque())
-        q.extend(gaps)
-        self._settle(port)
-        while q and q[0][1] < now - self.keep_ns:
-            q.popleft()
+    def _take(self, port: int, d: Any) -> None:
+        """port's gaps in batch d: to its pending ones."""
+        import numpy as np
+
+        ports = np.frombuffer(d.port, dtype=np.uint8)
+        sel = ports == port
+        if not sel.any():
+            return
+        s = np.frombuffer(d.t, dtype=np.uint64)[sel].astype(np.int64)
+        e = s + -(-(np.frombuffer(d.len, dtype=np.uint16)[sel].astype(np.int64) + self.over[port]) * 8 * 10**9 // self.rate)
+        before = np.concatenate(([self.last_end.get(port, int(s[0]))], e[:-1]))
+        self.last_end[port] = int(e[-1])
+        gap = s - before > 1  # (a ns of rounding is no gap)
+        if gap.any():
+            self.pending[port] = np.concatenate((self.pending[port], np.stack((before[gap], s[gap]), axis=1)))
 
     def owed_from(self, port: int, t: int) -> None:
         """A packet for `port` dropped for want of queue space had wholly arrived at `t`
         (drops are noted in the order their packets arrived): the router had something
         for the wire from then on, at least until the port's last such drop."""
+        if port not in self.since:
+            import numpy as np
+
+            self.pending[port] = np.zeros((0, 2), dtype=np.int64)
+            for _now, d in self.recent:  # the gaps of the last keep_ns
+                self._take(port, d)
         if port not in self.since or t - self.until[port] > self.keep_ns:
             self.since[port] = self.until[port] = t
             self.idle.setdefault(port, 0)
@@ -78,16 +107,20 @@ class WireIdle:
 
     def _settle(self, port: int) -> None:
         """The pending gaps that begin before the port's last drop: owed, within the stretch."""
-        if port not in self.since:
-            return
+        import numpy as np
+
         s, u = self.since[port], self.until[port]
-        q = self.pending.get(port)
-        while q and q[0][0] < u:
-            a, b = q.popleft()
-            self.idle[port] += max(0, min(b, u) - max(a, s))
-            if b > u:
-                q.appendleft((u, b))
-                break
+        q = self.pending[port]
+        if not q.size:
+            return
+        due = q[:, 0] < u
+        a, b = q[due, 0], q[due, 1]
+        self.idle[port] += int(np.maximum(0, np.minimum(b, u) - np.maximum(a, s)).sum())
+        rest = q[~due]
+        over = b > u  # a gap across the last drop: its part after it stays pending
+        if over.any():
+            rest = np.concatenate((np.stack((np.full(int(over.sum()), u), b[over]), axis=1), rest))
+        self.pending[port] = rest
 
     def idle_ns(self, port: int, until: int, now: int) -> int:
         """Idle ns owed on port: the gaps within its stretches of drops, and the time from
