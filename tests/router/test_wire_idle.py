@@ -7,6 +7,8 @@ from __future__ import annotations
 from array import array
 from types import SimpleNamespace
 
+import pytest
+
 from npkit.toolchain.system.wire_idle import WireIdle
 
 RATE = 1_000_000_000
@@ -19,23 +21,18 @@ def departures(times: list[int], port: int = 0) -> SimpleNamespace:
     return SimpleNamespace(port=array("B", [port] * len(times)), t=array("Q", times), len=array("H", [FRAME] * len(times)))
 
 
-def test_gaps_count_only_between_the_first_and_the_last_drop() -> None:
+@pytest.mark.parametrize("known_after", [6, 2])
+def test_gaps_count_only_between_the_first_and_the_last_drop(known_after: int) -> None:
+    """The same whether the drops are known after every frame has left (the run learns of
+    drops late) or after only the first two."""
     w = WireIdle(RATE, OVER, keep_ns=100_000)
     # frames end at 672, 1344 | gap 1344-2344 | 2344-3016, 3016-3688 | gap 3688-10000 | 10000-10672 |
     # gap 10672-20000 | 20000-20672
-    w.departed(departures([0, 672, 2344, 3016]))
-    w.departed(departures([10_000, 20_000]))
+    times = [0, 672, 2_344, 3_016, 10_000, 20_000]
+    w.departed(departures(times[:known_after]))
     w.owed_from(0, 2_000)
     w.owed_from(0, 12_000)
-    assert w.idle_ns(0, 12_000, 30_000) == (2_344 - 2_000) + (10_000 - 3_688) + (12_000 - 10_672)
-
-
-def test_drops_known_before_the_gaps_left_count_the_same() -> None:
-    w = WireIdle(RATE, OVER, keep_ns=100_000)
-    w.departed(departures([0, 672]))
-    w.owed_from(0, 2_000)
-    w.owed_from(0, 12_000)
-    w.departed(departures([2_344, 3_016, 10_000, 20_000]))
+    w.departed(departures(times[known_after:]))
     assert w.idle_ns(0, 12_000, 30_000) == (2_344 - 2_000) + (10_000 - 3_688) + (12_000 - 10_672)
 
 
