@@ -266,7 +266,6 @@ class TrafficRun:
         self.own: frozenset[bytes] = frozenset()  # the router's addresses (router_addresses)
         self.generated = [0] * self.dev.ports  # frames the router made itself, by output port
         self.generated_aborted = 0  # ... of those, cut short by a transmit underrun
-        self.last_tx: dict[int, tuple[int, int]] = {}  # port -> (departure ns, bytes) of its last frame
         self.ffi, self.lib = pktlib()
         # the C ledger accounts every frame whose tag names a held packet (and, where the
         # window has verdicts, compares it); `compare` gets the frames it leaves to Python
@@ -444,7 +443,6 @@ class TrafficRun:
     def _collect(self) -> None:
         d = self.dev.drain_raw()
         if d is not None:
-            self._note_last(d)
             for fn in self.on_tx:
                 fn(d)
             if any(d.aborted):  # cut-through underruns: rare, frame by frame
@@ -465,13 +463,6 @@ class TrafficRun:
                 self._depart_batch(d)
         for pid, _port, code in self.dev.drops():
             self.mark(pid, DROPPED, DROP_NAMES.get(code, str(code)))
-
-    def _note_last(self, d: Any) -> None:
-        """Each port's last departure in a batch (frames leave in time order)."""
-        ports = bytes(d.port)
-        for p in set(ports):
-            i = ports.rindex(p)
-            self.last_tx[p] = (d.t[i], d.len[i])
 
     def _views(self) -> Any:
         """The held chunks as the C ledger sees them (npk_chunkv[]), and what keeps their

@@ -303,10 +303,8 @@ class RouterRun:
         self.must_leave = 0  # ... and those it forwards: lost is out of these
         self.tx_bits: Counter[int] = Counter()
         # packets the oracle forwards that a queue_full drop took: by port, their count by
-        # wire bits, and when the last one had wholly arrived (ns); against the idle time
-        # of the port's wire (`_expected_overload_drops`)
+        # wire bits; against the idle time of the port's wire (`_expected_overload_drops`)
         self.queue_full_bits: dict[int, Counter[int]] = {}
-        self.queue_full_last: dict[int, int] = {}
         self.wire = WireIdle(int(self.run.dev.cfg["rate_bps"]), self.over, HORIZON_NS + 4 * SLICE_NS)
         self.run.on_tx.append(self.wire.departed)
         self._tx_until = 0
@@ -459,7 +457,6 @@ class RouterRun:
         p = o.port
         end = c.w.times[pid - c.w.first] + self.wire.wire_ns(p, c.w.lens[pid - c.w.first])
         self.queue_full_bits.setdefault(p, Counter())[(len(o.data) + self.over[p]) * 8] += 1
-        self.queue_full_last[p] = max(end, self.queue_full_last.get(p, 0))
         self.wire.owed_from(p, end)
 
     def _exception(self, pid: int, reason: str) -> None:
@@ -779,7 +776,7 @@ class RouterRun:
         rate = int(self.run.dev.cfg["rate_bps"])
         forced = 0
         for p, sizes in self.queue_full_bits.items():
-            idle = self.wire.idle_ns(p, self.queue_full_last[p], self.run.now_ns) * rate // 10**9
+            idle = self.wire.idle_ns(p, self.run.now_ns) * rate // 10**9
             for bits in sorted(sizes):
                 could = min(sizes[bits], idle // bits)
                 forced += sizes[bits] - could

@@ -122,11 +122,11 @@ class WireIdle:
             rest = np.concatenate((np.stack((np.full(int(over.sum()), u), b[over]), axis=1), rest))
         self.pending[port] = rest
 
-    def idle_ns(self, port: int, until: int, now: int) -> int:
+    def idle_ns(self, port: int, now: int) -> int:
         """Idle ns owed on port: the gaps within its stretches of drops, and the time from
-        the end of its last frame (or the last stretch's first drop, if later) to `until`
-        (the last drop's packet's end), never past `now`."""
+        the end of its last frame (or the last stretch's first drop, if later) to its last
+        drop's packet's end, never past `now`."""
         if port not in self.since:
             return 0
         quiet_from = max(self.last_end.get(port, 0), self.since[port])
-        return self.idle[port] + max(0, min(until, now) - quiet_from)
+        return self.idle[port] + max(0, min(self.until[port], now) - quiet_from)
