@@ -12,7 +12,7 @@ options returned as RFC 1812 4.3.3.6 says), ARP (RFC 826), redirects, IP options
         m.process(pid, frame, port, t)
     m.finish()
     m.results[pid].final      # Forward(port, bytes) | Drop(reason) | Except(reason)
-    m.emitted                 # [Emitted(port, frame, pid, timestamps)]: every frame the
+    m.emitted                 # [Emitted(port, frame, pid, timestamps, token)]: every frame the
                               # control plane sends (pid: the packet it is about; an ARP
                               # request: the packet whose arrival started the resolution;
                               # timestamps: offsets of IP timestamps it wrote, see
@@ -23,7 +23,10 @@ control plane, e.g. a redirect or a held packet), dropped, or consumed by the co
 plane (`Except(reason)`: answered, counted or dropped there).  The model follows npkd
 step for step (the same rules, the same order, the same bytes: IP identification of
 an error = that of the datagram it is about), with one difference: it acts at each
-packet's arrival time, the daemon a few microseconds later; `RouteChange`s apply at
+packet's arrival time, the daemon a few microseconds later (behind a backlog of
+exceptions, hundreds, and not at all for those a full ring dropped: `follow_arp` takes
+the daemon's ARP record, and a caller that knows when the daemon handled a packet takes
+the ICMP rate limit's tokens then, `defer_tokens`); `RouteChange`s apply at
 their time, and `alternatives` gives the other table's verdict for packets that arrive
 within `change_window_ns` of a change (the fast path may see either, never a mix; the
 window grows with the root entries a short route rewrites).
@@ -382,6 +385,7 @@ class Emitted(NamedTuple):
     frame: bytes
     pid: int  # the packet it is about (an ARP request: the one whose arrival started the resolution)
     timestamps: tuple[int, ...] = ()  # offsets of IP timestamps written with the control plane's clock
+    token: bool = False  # an ICMP error sent only if the rate limit has a token then (`defer_tokens`)
 
 
 class DaemonArp(NamedTuple):
@@ -431,6 +435,8 @@ class _Arp:
     hold: list[_Held] = field(default_factory=list)
     gave_up: int = -1  # when its last resolution was given up
     ended: int = -1  # ... when its last resolution ended, given up or answered
+    unconfirmed_hold: list[int] = field(default_factory=list)  # the packets of that one if the daemon
+    #   never confirmed it: it may have taken them late, and begin one for them now (follow_arp)
 
 
 class RouterModel:
@@ -452,6 +458,11 @@ class RouterModel:
         self.cache: dict[int, _Arp] = {}
         self.bucket = self.opt["icmp_burst"] * 10**9
         self.bucket_ns = 0
+        # ICMP errors leave the rate limit's bucket to whoever knows when the daemon sent
+        # them (`take_token`): a daemon behind a backlog of exceptions sends them late, and
+        # never about the packets a full exception ring dropped, which this model, acting at
+        # arrival, also handled (ControlJudge)
+        self.defer_tokens = False
         self.changes = sorted(route_changes or [], key=lambda c: c.at_ns)
         self._next_change = 0
         self.timed = list(self.changes)  # the timed changes, in the daemon's order (its index)
@@ -633,28 +644,69 @@ class RouterModel:
             return d.tries > e.tries                  # (answered since, or given up: tries as they were)
         return d.state == "none"                      # given up
 
-    def follow_arp(self, daemon: dict[int, DaemonArp]) -> None:
+    def follow_arp(self, daemon: dict[int, DaemonArp], late: frozenset[int] = frozenset()) -> list[tuple[int, int, bool]]:
         """The daemon's ARP cache (its record in SRAM, xscale/npkd/cp.h): a resolution the
         daemon began has its requests due from the time it began it, not from the packet's
-        arrival (it handles the packet microseconds later): this model's resolutions under
-        way take the daemon's time, so that their retries and give-ups fall at the
-        daemon's instants (what a kill cuts: `kill`).  The daemon may also have begun one
-        earlier, for a packet this model forwarded through a MAC a restarted daemon had
-        just withdrawn (`withdraw_at`: up to a quantum late): one begun after this
-        model's last resolution of the entry ended is that one."""
+        arrival (it handles the packet microseconds later, or, behind a backlog of
+        exceptions, hundreds): this model's resolutions under way take the daemon's time,
+        so that their retries and give-ups fall at the daemon's instants (what a kill cuts:
+        `kill`).  The daemon may also have begun one earlier, for a packet this model
+        forwarded through a MAC a restarted daemon had just withdrawn (`withdraw_at`: up
+        to a quantum late): one begun after this model's last resolution of the entry
+        ended is that one.  Its requests are about no one packet from then on (pid -1):
+        the daemon sends them whichever packet began it -- the one this model began it
+        for may never have reached the daemon (a full exception ring).
+
+        A resolution the daemon began after this model's had ended is one this model did
+        not make: a packet it held in that one the daemon took from the exception ring
+        only after it ended (behind a backlog), and resolves afresh.  This model makes it
+        too, with the requests the daemon has sent; the packet's fate is the first
+        resolution's (given up, as this one will be, unless an answer comes).  One this
+        model answered before the daemon began it the daemon makes with the requests it
+        sends until it takes the answer.  If the
+        daemon never confirmed the first one, it never made it: it took the packet only
+        now.  So a resolution under way here is not the daemon's when the daemon began its
+        one for a packet of that first resolution (`late`: such addresses, as the caller
+        finds the packets in the daemon's hands).
+
+        Returns, for the resolutions the daemon confirmed or replaced, (the packet their
+        requests so far are about, the address, whether the daemon sent them)."""
         step = self.opt["arp_retry_us"] * 1000
+        told = []
         for e in self.cache.values():
             d = daemon.get(e.ip)
-            if e.state != "incomplete" or e.confirmed or d is None or d.state != "incomplete" or d.start_ns <= e.ended:
+            if d is None or d.start_ns <= e.ended:
                 continue
-            e.start, e.confirmed = d.start_ns, True
-            e.next_try = d.start_ns + e.tries * step
+            if e.state == "reachable" and e.unconfirmed_hold and e.ended >= 0:
+                # answered here before the daemon, behind its backlog, began it: its
+                # requests until it took the answer (this model's count them from its own)
+                while e.tries < d.tries:
+                    e.tries += 1
+                    self._arp_request(e, about=-1)
+            if d.state != "incomplete":
+                continue
+            if e.state == "incomplete" and not e.confirmed:
+                if e.ip in late:
+                    continue
+                told.append((e.starter, e.ip, True))
+                e.start, e.confirmed = d.start_ns, True
+                e.next_try = d.start_ns + e.tries * step
+            elif e.state == "none" and e.ended >= 0 and d.tries:
+                if not e.confirmed:
+                    told.append((e.starter, e.ip, False))
+                e.state, e.start, e.confirmed, e.starter = "incomplete", d.start_ns, True, -1
+                e.tries, e.next_try = d.tries, d.start_ns + d.tries * step
+                for _ in range(d.tries):
+                    self._arp_request(e)
+        return told
 
-    def unconfirmed(self) -> bool:
-        """Whether a resolution under way still has the packet's arrival for its start,
-        and its first retry is still to come (past that, the daemon never began it: the
-        packet did not reach it, a full exception ring)."""
-        return any(e.state == "incomplete" and not e.confirmed and e.next_try > self.now for e in self.cache.values())
+    def follows(self) -> bool:
+        """Whether the daemon's ARP record may change this model's (`follow_arp`): a
+        resolution under way still has a packet's arrival for its start, or one has ended
+        (the daemon may begin another for a packet it took late), or one ended here before
+        the daemon confirmed it."""
+        return any((e.state == "incomplete" and not e.confirmed) or (e.state == "none" and e.ended >= 0)
+                   or (e.state == "reachable" and e.unconfirmed_hold) for e in self.cache.values())  # fmt: skip
 
     def finish(self, t: int | None = None) -> None:
         """Run the timers out (held packets resolved or given up)."""
@@ -901,10 +953,10 @@ class RouterModel:
         return r.port, (e.mac if e is not None and e.state == "reachable" else None), hop
 
     def _emit(self, route: tuple[int, bytes | None, int], frame: bytes, pid: int,
-              timestamps: tuple[int, ...] = ()) -> None:  # fmt: skip
+              timestamps: tuple[int, ...] = (), token: bool = False) -> None:  # fmt: skip
         port, mac, hop = route
         if mac is not None:
-            self.emitted.append(Emitted(port, mac + frame[6:], pid, timestamps))
+            self.emitted.append(Emitted(port, mac + frame[6:], pid, timestamps, token))
             return
         self._hold(self._entry(hop, port), _Held(pid, frame, True, False, timestamps))
 
@@ -920,11 +972,12 @@ class RouterModel:
         hl = 4 * (f[14] & 0xF)
         return not (f[23] == 1 and len(f) > 14 + hl and f[14 + hl] in (3, 4, 5, 11, 12))
 
-    def _token(self) -> bool:
+    def take_token(self, at_ns: int) -> bool:
+        """A token of the ICMP rate limit at time `at_ns` (False: none, the error is not sent)."""
         cap = self.opt["icmp_burst"] * 10**9
-        if self.now > self.bucket_ns:
-            self.bucket = min(cap, self.bucket + (self.now - self.bucket_ns) * self.opt["icmp_rate"])
-            self.bucket_ns = self.now
+        if at_ns > self.bucket_ns:
+            self.bucket = min(cap, self.bucket + (at_ns - self.bucket_ns) * self.opt["icmp_rate"])
+            self.bucket_ns = at_ns
         if self.bucket < 10**9:
             return False
         self.bucket -= 10**9
@@ -935,10 +988,13 @@ class RouterModel:
             return
         src = int.from_bytes(f[26:30], "big")
         route = self._route_to(src)
-        if route is None or not self._token():
+        if route is None:
+            return
+        deferred = self.defer_tokens and route[1] is not None  # (one held for ARP takes it now)
+        if not deferred and not self.take_token(self.now):
             return
         port = self.cfg.ports[route[0]]
-        self._emit(route, icmp_error(bytes(6), port.mac, port.address, f, icmp_type, code, aux), pid)
+        self._emit(route, icmp_error(bytes(6), port.mac, port.address, f, icmp_type, code, aux), pid, token=deferred)
 
     # -- ARP
     def _entry(self, ip: int, port: int) -> _Arp:
@@ -947,9 +1003,11 @@ class RouterModel:
             e = self.cache[ip] = _Arp(ip, port)
         return e
 
-    def _arp_request(self, e: _Arp) -> None:
+    def _arp_request(self, e: _Arp, about: int | None = None) -> None:
         p = self.cfg.ports[e.port]
-        self.emitted.append(Emitted(e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), e.starter))
+        if about is None:
+            about = -1 if e.confirmed else e.starter  # (follow_arp)
+        self.emitted.append(Emitted(e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), about))
 
     def _hold(self, e: _Arp, item: _Held) -> None:
         if e.state == "reachable":
@@ -982,7 +1040,12 @@ class RouterModel:
             res.final = Forward(e.port, out)
             res.learnt_hop = True
 
+    @staticmethod
+    def _ended(e: _Arp) -> None:
+        e.unconfirmed_hold = [] if e.confirmed else [item.pid for item in e.hold if not item.generated]
+
     def _resolved(self, e: _Arp) -> None:
+        self._ended(e)
         e.ended = self.now
         self.fast.arp[e.ip] = e.mac
         for item in e.hold:
@@ -990,6 +1053,7 @@ class RouterModel:
         e.hold = []
 
     def _unresolved(self, e: _Arp) -> None:
+        self._ended(e)
         for item in e.hold:
             if item.generated:
                 continue

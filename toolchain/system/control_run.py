@@ -56,6 +56,7 @@ from npkit.emulator.traffic.control import (
     CHANGE_WINDOW_NS,
     KILLED,
     DaemonArp,
+    Emitted,
     RouterModel,
     frame_digest,
     same_but_timestamps,
@@ -98,6 +99,7 @@ class ControlJudge:
         tr = rr.traffic
         self.model = RouterModel(rr.config, options=options, neighbours=tr.neighbours,
                                  route_changes=list(tr.route_changes))  # fmt: skip
+        self.model.defer_tokens = True  # (_sent)
         self.log = LogReader(rr.chip)
         self.reasons = load_reasons()
         self._raw: list[LogRecord] = []
@@ -110,7 +112,7 @@ class ControlJudge:
         self.handled: set[int] = set()  # packets the daemon's log names
         self.late: set[int] = set()  # ... whose window is gone but the model may still send frames about
         self.cp_forwarded: set[int] = set()  # ... of those, forwarded by it, frame not yet seen
-        self.provisional: dict[int, list[tuple[int, bytes, tuple[int, ...]]]] = {}  # frames about packets not yet handled
+        self.provisional: dict[int, list[Emitted]] = {}  # frames about packets not yet handled
         self.held: set[int] = set()  # packets the model holds for ARP (no final verdict yet)
         self.want: Counter[tuple[int, bytes]] = Counter()
         self.want_stamped: list[tuple[int, bytes, tuple[int, ...]]] = []  # ... with IP timestamps (offsets)
@@ -173,10 +175,35 @@ class ControlJudge:
         self._stops.append((send_backlog(chip), self._daemon_arp(), owned_packets(chip), change_log_count(chip)))
 
     def _follow(self) -> None:
-        """The daemon's start times of the ARP resolutions the model has under way."""
+        """The daemon's start times of the ARP resolutions the model has under way, and
+        those it began that the model did not (RouterModel.follow_arp): the requests the
+        model sent about a packet are expected once the daemon confirms that packet's
+        resolution, whether or not the packet itself reached the daemon, and not at all
+        if the daemon made another in its place."""
         ctl = self.rr.control
-        if not self.model.down and self.model.unconfirmed() and ctl is not None and not ctl.system.killed:
-            self.model.follow_arp(self._daemon_arp())
+        if self.model.down or not self.model.follows() or ctl is None or ctl.system.killed:
+            return
+        told = self.model.follow_arp(self._daemon_arp(), self._late_resolutions())
+        if not told:
+            return
+        self._settle()
+        for pid, ip, sent in told:
+            frames = self.provisional.get(pid, [])
+            for em in [em for em in frames if em.frame[12:14] == b"\x08\x06" and em.frame[38:42] == ip.to_bytes(4, "big")]:
+                frames.remove(em)
+                if sent:
+                    self._sent(em, self.model.now)
+
+    def _late_resolutions(self) -> frozenset[int]:
+        """The addresses whose resolution the daemon has under way for a packet of the
+        model's last, unconfirmed one rather than for one of the model's current: the
+        daemon holds one of the first and none of the second (RouterModel.follow_arp)."""
+        maybe = [e for e in self.model.cache.values() if e.state == "incomplete" and not e.confirmed and e.unconfirmed_hold]
+        if not maybe:
+            return frozenset()
+        owned = {pid for key in owned_packets(self.rr.chip) for pid in self.index.get(key, ())}
+        return frozenset(e.ip for e in maybe
+                         if owned.intersection(e.unconfirmed_hold) and not owned.intersection(h.pid for h in e.hold))  # fmt: skip
 
     def _made_by_the_dead(self) -> int | None:
         """The change log's records made before the death the model is still to be told of
@@ -270,8 +297,8 @@ class ControlJudge:
                 self._settle()
                 for pid in lost:  # never logged (held): the ARP requests about them were sent
                     self.run.mark(pid, DROPPED, KILLED)
-                    for port, frame, stamps in self.provisional.pop(pid, []):
-                        self._want(port, frame, stamps)
+                    for em in self.provisional.pop(pid, []):
+                        self._sent(em, t)
                 for em in self.model.retracted:  # retries the model made, the daemon did not
                     if not self._unwant(em.port, em.frame) and self.matched:
                         self.matched -= 1  # (matched by an identical frame that left: that one is now extra)
@@ -394,7 +421,7 @@ class ControlJudge:
                 del self.want_stamped[i]
                 return True
         for frames in self.provisional.values():
-            for i, (p, want, st) in enumerate(frames):
+            for i, (p, want, _pid, st, _token) in enumerate(frames):
                 if p == port and (want == frame or (st and same_but_timestamps(want, list(st), frame))):
                     del frames[i]
                     return True
@@ -446,12 +473,12 @@ class ControlJudge:
             if r is not None and c is not None:
                 self._expect(pid, r.final)
                 self._demand(None, r.final, c.w.lens[pid - c.first])
-        for port, frame, pid, stamps in self.model.emitted:
-            self.rr.add_demand(port, len(frame), packet=False)
-            if pid < 0 or pid in self.handled or pid in self.late:
-                self._want(port, frame, stamps)
+        for em in self.model.emitted:
+            self.rr.add_demand(em.port, len(em.frame), packet=False)
+            if em.pid < 0 or em.pid in self.handled or em.pid in self.late:
+                self._sent(em, self.model.now)
             else:
-                self.provisional.setdefault(pid, []).append((port, frame, stamps))
+                self.provisional.setdefault(em.pid, []).append(em)
         self.model.emitted.clear()
         if self.late:
             self.late &= self.model.pending()
@@ -493,8 +520,8 @@ class ControlJudge:
                 ok = self._excepted_instead(pid, r, name)
             comparison["matched_exception" if ok else "wrong_reason"] += 1
             self.handled.add(pid)
-            for port, frame, stamps in self.provisional.pop(pid, []):
-                self._want(port, frame, stamps)
+            for em in self.provisional.pop(pid, []):
+                self._sent(em, rec.time_us * 1000)
             if rec.action == ACT_FORWARDED:
                 self.cp_forwarded.add(pid)
                 self.forwarded_by_it += 1
@@ -576,6 +603,15 @@ class ControlJudge:
                 del d[pid]
 
     # -- frames
+    def _sent(self, em: Emitted, at_ns: int) -> None:
+        """A frame the model made about a packet the daemon has now handled (at `at_ns`, its
+        log says): expected -- an ICMP error only if the rate limit had a token then, taken
+        in the daemon's order (RouterModel.defer_tokens)."""
+        if em.token and not self.model.take_token(at_ns):
+            self.rr.add_demand(em.port, len(em.frame), sign=-1, packet=False)
+            return
+        self._want(em.port, em.frame, em.timestamps)
+
     def _want(self, port: int, frame: bytes, stamps: tuple[int, ...] = ()) -> None:
         """A frame the model sent; `stamps`: offsets of IP timestamps in it, which the
         daemon writes with its own clock (same_but_timestamps)."""
