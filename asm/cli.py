@@ -6,6 +6,7 @@ import json
 import re
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -24,20 +25,29 @@ def _internal(exc: BaseException, where: SourceLoc | None) -> str:
     )
 
 
-def _parse_defines(ctx: click.Context, param: click.Parameter, defines: tuple[str, ...]) -> dict[str, str]:
-    """The -D options as {NAME: VALUE}; a malformed one is a usage error (exit 2)."""
+def parse_defines(defines: Sequence[str]) -> dict[str, str]:
+    """-D NAME[=VALUE] preprocessor defines as {NAME: VALUE}; ValueError names a malformed one."""
     out = {}
     for d in defines:
         name, _, val = d.partition("=")
         if not re.fullmatch(r"[A-Za-z_]\w*(\(.*\))?", name):  # NAME, or a macro NAME(params)
-            raise click.BadParameter(f"expected NAME or NAME=VALUE, got '{d}'")
+            raise ValueError(f"expected NAME or NAME=VALUE, got '{d}'")
         out[name] = val
     return out
 
 
-# -I and -D as every command that assembles a source takes them (npk asm, npk run, npk debug):
-# an include directory that does not exist is a usage error naming it, as a typo would
-# otherwise only show as an #include not found (or, worse, one found elsewhere)
+def _parse_defines(ctx: click.Context, param: click.Parameter, defines: tuple[str, ...]) -> dict[str, str]:
+    """The -D options as {NAME: VALUE}; a malformed one is a usage error (exit 2)."""
+    try:
+        return parse_defines(defines)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+# -I as every command that assembles a source takes it (npk asm, run, debug, trace, why): an
+# include directory that does not exist is a usage error naming it, as a typo would otherwise
+# only show as an #include not found (or, worse, one found elsewhere).  -D as npk asm takes it;
+# run, debug, trace and why read theirs per target (npkit.toolchain.debug.target.sort_defines)
 include_option = click.option(
     "-I", "include_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
     help="Include directory (repeatable; it must exist).",
