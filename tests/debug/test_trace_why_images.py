@@ -127,9 +127,11 @@ def test_why_run_dir_replays_several_images(writers: Path) -> None:
 @pytest.mark.parametrize(("data", "message"), [
     ({"image": "a.uc", "images": ["b.uc"]}, "run.json:1: images: give `image` or `images`, not both"),
     ({"images": ["a.uc", "b.uc"], "mes": "0"}, "run.json:1: mes: names the MEs of a single image"),
-    ({"images": []}, "run.json:1: images: "),
+    ({"images": []}, "run.json:1: images: list should have at least 1 item"),
     ({"images": ["a.uc@0", "missing.uc@1"], "defines": {"VAL": "1"}}, "missing.uc: no such file"),
     ({"image": "a.uc@0", "mes": "1"}, "run.json: mes: a.uc@0 names its MEs and mes names them again"),
+    ({"image": "c.elf", "defines": {"VAL": "1"}}, "run.json: defines: preprocessor defines for .uc sources, and "
+                                                  "the run names none"),
 ])  # fmt: skip
 def test_why_run_dir_with_images_wrong_is_the_files_error(writers: Path, data: dict[str, object],
                                                           message: str) -> None:  # fmt: skip

@@ -277,16 +277,6 @@ def service_exceptions(t: Target, xscale_gdb: int | None = None) -> None:
     t.notes.append("exception ring serviced by the host reader (frees each excepted buffer)")
 
 
-def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """-D NAME=VALUE layout parameters or dotted paths (the linker's parser)."""
-    from npkit.toolchain.system.layout import LinkError, parse_defines
-
-    try:
-        return parse_defines(defines)
-    except LinkError as e:
-        raise TargetError(str(e)) from None
-
-
 Named = list[tuple[str, Image, list[int] | None]]
 Items = list[tuple[str, str | None]]  # IMAGE[@MES] arguments as (path, MES text or None)
 

@@ -39,7 +39,7 @@ from . import events
 from . import packet as pkt
 from .run_schema import RunFile, parse_buffer
 from .source import where
-from .target import Items, Target, TargetUsage, open_targets, split_image_arg
+from .target import SOURCE_SUFFIXES, Items, Target, TargetUsage, open_targets, split_image_arg
 
 DRAM = UNITS.index("dram")
 WRITES_DRAM = ("write", "rbuf_rd")  # the DRAM commands that change a packet buffer
@@ -107,6 +107,8 @@ def _from_run_dir(d: Path, config: str | None, mes: str | None, cycles: int, buf
         if items[0][1] is not None:
             raise WhyError(f"{f}: mes: {texts[0]} names its MEs and mes names them again: give one")
         items = [(items[0][0], me_text)]
+    if raw.defines and not any(Path(path).suffix in SOURCE_SUFFIXES for path, _ in items):
+        raise WhyError(f"{f}: defines: preprocessor defines for .uc sources, and the run names none")
     return RunSpec(items, raw.config or config, rel(raw.traffic), cycles if raw.cycles is None else raw.cycles,
                    raw.buffer if raw.buffer is not None else buffer, raw.params, source=f"{f}: buffer",
                    defines=raw.defines)  # fmt: skip
