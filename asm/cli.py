@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 import traceback
-from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -15,6 +13,7 @@ from npkit.toolchain.commands.outputs import refuse_overwrite_usage
 from npkit.toolchain.writing import OutputError, write_all, write_output
 
 from .errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
+from .preprocess import parse_defines
 
 
 def _internal(exc: BaseException, where: SourceLoc | None) -> str:
@@ -23,17 +22,6 @@ def _internal(exc: BaseException, where: SourceLoc | None) -> str:
     return format_diagnostic(
         "internal error", f"{type(exc).__name__}: {exc}{at}; please report it", where
     )
-
-
-def parse_defines(defines: Sequence[str]) -> dict[str, str]:
-    """-D NAME[=VALUE] preprocessor defines as {NAME: VALUE}; ValueError names a malformed one."""
-    out = {}
-    for d in defines:
-        name, _, val = d.partition("=")
-        if not re.fullmatch(r"[A-Za-z_]\w*(\(.*\))?", name):  # NAME, or a macro NAME(params)
-            raise ValueError(f"expected NAME or NAME=VALUE, got '{d}'")
-        out[name] = val
-    return out
 
 
 def _parse_defines(ctx: click.Context, param: click.Parameter, defines: tuple[str, ...]) -> dict[str, str]:

@@ -312,7 +312,7 @@ def sort_defines(defines: Sequence[str], paths: Sequence[str]) -> tuple[dict[str
     define for the .uc sources (NAME[=VALUE], as npk asm -D).  Returns (defines, layout
     parameters).  Malformed, or given with nothing it could apply to (ELF images only),
     it is a TargetUsage: it would otherwise be dropped without a word."""
-    from npkit.asm.cli import parse_defines as asm_defines
+    from npkit.asm.preprocess import parse_defines as asm_defines
     from npkit.toolchain.system.layout import DefineError
     from npkit.toolchain.system.layout import parse_defines as layout_params
 
