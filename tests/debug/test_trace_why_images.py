@@ -79,6 +79,24 @@ def test_trace_refuses_several_images_as_npk_run_does(writers: Path) -> None:
     assert not Path("t.json").exists()
 
 
+def test_trace_and_why_take_npk_runs_rings_and_refuse_them_alike(writers: Path) -> None:
+    ping, pong = ROOT / "examples" / "ring_ping.uc", ROOT / "examples" / "ring_pong.uc"
+    rings = str(ROOT / "examples" / "ring_pingpong.rings.yaml")
+    r = npk("trace", f"{ping}@0", f"{pong}@1", "--ring", rings, "--cycles", "2000", "-o", "t.json")
+    assert r.exit_code == 0, r.output
+    names = {e["args"]["name"] for e in json.loads(Path("t.json").read_text())["traceEvents"]
+             if e.get("name") == "process_name"}  # fmt: skip
+    assert {"ME 0x00 (ring_ping)", "ME 0x01 (ring_pong)"} <= names
+    again = "scratch:1:base=0x2000,size=256"
+    r = npk("trace", f"{ping}@0", f"{pong}@1", "--ring", rings, "--ring", again, "-o", "u.json")
+    assert r.exit_code == 1 and "ring 1 is configured twice" in r.output and not Path("u.json").exists()
+    r = npk("why", "0", "--image", f"{ping}@0", "--image", f"{pong}@1", "--ring", rings, "--ring", again,
+            "--buffer", "0:64")  # fmt: skip
+    assert r.exit_code == 1 and "ring 1 is configured twice" in r.output, r.output
+    r = npk("trace", str(PIPELINED), "--ring", rings, "-o", "u.json")
+    assert r.exit_code == 2 and "--ring: a layout configures its own rings" in r.output, r.output
+
+
 def test_why_with_two_images_credits_each_write_to_its_me_and_line(writers: Path) -> None:
     r = npk("why", "0", "--image", "a.uc@0", "--image", "b.uc@0x10", "-D", "VAL=0x1234",
             "--buffer", "0:16", "--cycles", "300", "--json")  # fmt: skip

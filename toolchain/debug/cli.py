@@ -120,6 +120,17 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+ring_option = click.option("--ring", "ring_specs", multiple=True, metavar="scratch:N:base=A,size=W|FILE.yaml",
+                           help="Configure scratch rings for plain images, as npk run --ring (repeatable).")
+
+
+def read_rings(ring_specs: Sequence[str]) -> list[dict[str, Any]]:
+    """--ring as npk run reads it."""
+    from npkit.toolchain.commands.run import parse_rings
+
+    return [r for spec in ring_specs for r in parse_rings(spec)]
+
+
 def split_existing(images: Sequence[str], me_list: str | None, hint: str) -> Items:
     """IMAGE[@MES] arguments and --me as (path, MES text or None), each file there: what
     is missing is a usage error naming it (npk run says the same of its images)."""
@@ -149,8 +160,7 @@ def open_images(items: Items, defines: Sequence[str], config: str | None, traffi
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
 @click.option("--xscale-gdb", "xscale_gdb", type=click.IntRange(1, 65535), default=None,
               help="A router image's control daemon waits for gdb on 127.0.0.1:PORT.")
-@click.option("--ring", "ring_specs", multiple=True, metavar="scratch:N:base=A,size=W|FILE.yaml",
-              help="Configure scratch rings for a plain image, as npk run --ring (repeatable).")
+@ring_option
 @click.option("--source-dir", "source_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Directory to find the image's source files in (repeatable; searched first). An image "
                    "names its sources as given to npk asm, relative to the directory it was assembled in.")  # fmt: skip
@@ -162,11 +172,9 @@ def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, 
     IMAGE@MES loads an image on chosen MEs, as npk run does (a.uc@0 b.elf@1), through
     the same loader and with the same refusals; breakpoints by FILE:LINE or label apply
     to every ME whose program has that line or label (`break LOC me ME` narrows them)."""
-    from npkit.toolchain.commands.run import parse_rings
-
     from .session import DebugError, Session
 
-    rings = [r for spec in ring_specs for r in parse_rings(spec)]
+    rings = read_rings(ring_specs)
     items = split_existing(images, me_list, "'IMAGE[@MES]...'")
     try:
         target = open_images(items, defines, config, traffic, include_dirs, xscale_gdb=xscale_gdb, rings=rings)
@@ -210,11 +218,13 @@ def _buffer_map(ctx: click.Context, param: click.Parameter, value: str | None) -
               help="Last cycle written (default: the end of the run).")
 @click.option("--packets", "buffers", default=None, callback=_buffer_map,
               help="DRAM packet buffers as BASE:SIZE[:COUNT] (e.g. 0x100000:2048) to follow packets by buffer.")  # fmt: skip
+@ring_option
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def trace_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, traffic: str | None,
               defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, t_from: int,
-              t_to: int | None, buffers: BufferMap | None, output: str, as_json: bool) -> None:  # fmt: skip
+              t_to: int | None, buffers: BufferMap | None, ring_specs: tuple[str, ...], output: str,
+              as_json: bool) -> None:  # fmt: skip
     """Run IMAGE(s) (npkit ELF images, .uc sources, or one layout YAML) and write a
     Perfetto/Chrome trace (open it at ui.perfetto.dev).
 
@@ -227,12 +237,13 @@ def trace_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, 
 
     items = split_existing(images, me_list, "'IMAGE[@MES]...'")
     refuse_overwrite_usage([("-o", output)], [*(("IMAGE", path) for path, _ in items), ("--traffic", traffic)])
+    rings = read_rings(ring_specs)
     try:
         check_window(cycles, t_from, t_to)
     except TraceError as e:
         raise click.UsageError(str(e)) from None
     try:
-        target = open_images(items, defines, config, traffic, include_dirs)
+        target = open_images(items, defines, config, traffic, include_dirs, rings=rings)
         if buffers is not None:  # the user's --packets against this chip's DRAM: a usage error
             try:
                 buffers.check(int(target.chip.config["dram_bytes"]))
@@ -285,10 +296,11 @@ def _buffer_text(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(0, MAX_CYCLES))
 @click.option("--buffer", "buffer", default=None, callback=_buffer_text,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
+@ring_option
 @click.option("--json", "as_json", is_flag=True)
 def why_cmd(packet_id: str, run_dir: str | None, images: tuple[str, ...], config: str | None, me_list: str | None,
             traffic: str | None, defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, buffer: str | None,
-            as_json: bool) -> None:  # fmt: skip
+            ring_specs: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
     """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed.
 
     PACKET_ID is a packet buffer index (5), or pkt:N for the frame the traffic generator
@@ -299,12 +311,14 @@ def why_cmd(packet_id: str, run_dir: str | None, images: tuple[str, ...], config
     if run_dir is not None and images:
         raise click.UsageError("--run DIR names the images (run.json); leave out --image")
     items = split_existing(images, me_list, "'--image'") if images else None
+    rings = read_rings(ring_specs)
     try:
         spec = load_run_spec(run_dir, items, config, me_list, traffic, cycles, buffer)
         source_defines, params = sort_defines(defines, [path for path, _ in spec.images])
         spec.params = params or spec.params
         spec.defines = {**(spec.defines or {}), **source_defines}
         spec.include_dirs = include_dirs
+        spec.rings = rings
         report = explain(spec, packet_id)
     except TargetUsage as e:
         raise click.UsageError(str(e)) from None

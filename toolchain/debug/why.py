@@ -66,6 +66,7 @@ class RunSpec:
     source: str = "--buffer"  # where `buffer` came from, for its errors
     include_dirs: tuple[str, ...] = ()  # -I: where a .uc image's #include looks
     defines: dict[str, str] | None = None  # -D for .uc sources: preprocessor defines
+    rings: list[dict[str, Any]] | None = None  # --ring: scratch rings for plain images
 
     @property
     def label(self) -> str:
@@ -146,7 +147,7 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
 def _open(spec: RunSpec) -> Target:
     """The chip with the run's images loaded as npk run and npk debug load them."""
     return open_targets(spec.images, spec.config, traffic=spec.traffic, params=spec.params,
-                        include_dirs=spec.include_dirs, defines=spec.defines)  # fmt: skip
+                        include_dirs=spec.include_dirs, defines=spec.defines, rings=spec.rings)  # fmt: skip
 
 
 def _tag(tag_id: int) -> bytes:
