@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -14,6 +13,7 @@ from npkit.toolchain.commands.outputs import refuse_overwrite_usage
 from npkit.toolchain.writing import OutputError, write_all, write_output
 
 from .errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
+from .preprocess import parse_defines
 
 
 def _internal(exc: BaseException, where: SourceLoc | None) -> str:
@@ -26,18 +26,16 @@ def _internal(exc: BaseException, where: SourceLoc | None) -> str:
 
 def _parse_defines(ctx: click.Context, param: click.Parameter, defines: tuple[str, ...]) -> dict[str, str]:
     """The -D options as {NAME: VALUE}; a malformed one is a usage error (exit 2)."""
-    out = {}
-    for d in defines:
-        name, _, val = d.partition("=")
-        if not re.fullmatch(r"[A-Za-z_]\w*(\(.*\))?", name):  # NAME, or a macro NAME(params)
-            raise click.BadParameter(f"expected NAME or NAME=VALUE, got '{d}'")
-        out[name] = val
-    return out
+    try:
+        return parse_defines(defines)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
-# -I and -D as every command that assembles a source takes them (npk asm, npk run, npk debug):
-# an include directory that does not exist is a usage error naming it, as a typo would
-# otherwise only show as an #include not found (or, worse, one found elsewhere)
+# -I as every command that assembles a source takes it (npk asm, run, debug, trace, why): an
+# include directory that does not exist is a usage error naming it, as a typo would otherwise
+# only show as an #include not found (or, worse, one found elsewhere).  -D as npk asm takes it;
+# run, debug, trace and why read theirs per target (npkit.toolchain.debug.target.sort_defines)
 include_option = click.option(
     "-I", "include_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
     help="Include directory (repeatable; it must exist).",

@@ -952,6 +952,18 @@ def _read_source(path: Path, loc: SourceLoc | None) -> str:
         return data.decode("latin-1")
 
 
+def parse_defines(defines: Sequence[str]) -> dict[str, str]:
+    """-D NAME[=VALUE] options as the ``defines`` of :func:`preprocess`; a
+    ValueError names a malformed one."""
+    out = {}
+    for d in defines:
+        name, _, val = d.partition("=")
+        if not re.fullmatch(r"[A-Za-z_]\w*(\(.*\))?", name):  # NAME, or a macro NAME(params)
+            raise ValueError(f"expected NAME or NAME=VALUE, got '{d}'")
+        out[name] = val
+    return out
+
+
 def preprocess(
     path: str | Path,
     include_dirs: Sequence[str | Path] = (),

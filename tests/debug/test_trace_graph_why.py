@@ -322,8 +322,8 @@ def test_trace_refuses_packet_buffers_it_cannot_follow(tmp_path: Path, packets: 
 @pytest.mark.parametrize(("args", "message"), [
     (["trace", str(TTL), "--cycles", str(10**20), "-o", "t.json"], "is not in the range 0<=x<=1000000000000000"),
     (["trace", str(TTL), "--me", "0,0", "-o", "t.json"], "ME list '0,0' names ME 0x00 twice"),
-    (["debug", str(TTL), "-D", "=4", "--batch", "/dev/null"], "-D =4: expected NAME=VALUE"),
-    (["debug", str(TTL), "-D", "io=host", "--batch", "/dev/null"], "-D sets layout parameters; the target is not a layout"),
+    (["debug", str(PIPELINED), "-D", "=4", "--batch", "/dev/null"], "-D =4: expected NAME=VALUE (a layout parameter)"),
+    (["debug", str(TTL), "-D", "=4", "--batch", "/dev/null"], "-D =4: expected NAME or NAME=VALUE (a preprocessor"),
     (["debug", str(PIPELINED), "--me", "0", "--batch", "/dev/null"], "--me: a layout names its blocks' MEs"),
     (["why", "0"], "name the run: --run DIR, or --image IMAGE"),
     (["why", "0", "--image", str(TTL), "--cycles", str(10**20)], "is not in the range"),

@@ -348,7 +348,7 @@ def test_npk_run_assembles_with_npk_asms_include_dirs_and_defines(tmp_path: Path
     res = CliRunner().invoke(run_cmd, [str(src), "-I", str(tmp_path / "nope")])
     assert res.exit_code == 2 and f"Directory '{tmp_path / 'nope'}' does not exist" in res.output, res.output
     res = CliRunner().invoke(run_cmd, [str(src), "-I", str(inc), "-D", "=7"])
-    assert res.exit_code == 2 and "expected NAME or NAME=VALUE, got '=7'" in res.output, res.output
+    assert res.exit_code == 2 and "-D =7: expected NAME or NAME=VALUE" in res.output, res.output
 
 
 def test_npk_run_reports_assembler_errors_and_warnings_as_npk_asm(tmp_path: Path) -> None:

@@ -52,6 +52,15 @@ def check_defines(ctx: click.Context, param: click.Parameter, value: tuple[str, 
     return value
 
 
+# -D of the commands that load images (npk run, debug, trace, why): what it means depends on
+# what is loaded, so it is read once the targets are known (npkit.toolchain.debug.target.sort_defines)
+image_define_option = click.option(
+    "-D", "defines", multiple=True, metavar="NAME[=VALUE]",
+    help="For .uc sources: define NAME for the preprocessor, as npk asm -D.  For a layout: set a layout "
+         "parameter NAME=VALUE (-D io=host, -D qm.qlimit=64).  With ELF images only: an error.",
+)  # fmt: skip
+
+
 def ms_option(*decls: str, default: float | None, help: str, min_open: bool = False, **kw: Any) -> Callable[[F], F]:
     """An emulated-time option in ms: finite, 0 (or above, with min_open) ..MAX_MS."""
     return click.option(*decls, type=FiniteFloat(min=0, max=MAX_MS, min_open=min_open), default=default,

@@ -24,7 +24,7 @@ from typing import Any
 
 import click
 
-from npkit.asm.cli import define_option, include_option
+from npkit.asm.cli import include_option
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import MeListError, load_images
 from npkit.emulator.run_config import ConfigMismatch
@@ -34,7 +34,13 @@ from npkit.emulator.traffic_run import (
     format_report,
     load_traffic_source,
 )
-from npkit.toolchain.debug.target import router_beside_others
+from npkit.toolchain.debug.target import (
+    TargetUsage,
+    is_layout,
+    router_beside_others,
+    sort_defines,
+    split_images,
+)
 from npkit.toolchain.system.layout import LinkError
 from npkit.toolchain.system.router_run import (
     SLICE_NS,
@@ -45,20 +51,19 @@ from npkit.toolchain.system.router_run import (
 from npkit.toolchain.system.verdict import fault_kinds, judge
 from npkit.xscale.core import XScaleError
 
-from .options import MAX_CYCLES, RUN_ERRORS, exit_on_verdict, ms_option, policy_of, verdict_options
+from .options import (
+    MAX_CYCLES,
+    RUN_ERRORS,
+    exit_on_verdict,
+    image_define_option,
+    ms_option,
+    policy_of,
+    verdict_options,
+)
 from .outputs import refuse_overwrite_usage
 
 # ME states (npk_me_status) that are a fault of the program, not a normal stop (halt, idle)
 ME_FAULT_STATES = ("illegal", "bad_pc")
-
-
-def split_image_arg(text: str) -> tuple[str, str | None]:
-    """'prog.elf@0x10,1:1' -> ('prog.elf', '0x10,1:1'); 'prog.elf' -> ('prog.elf', None)
-    (a file whose name holds '@' is the file)."""
-    path, sep, mes = text.rpartition("@")
-    if not sep or not mes or Path(text).exists():
-        return text, None
-    return path, mes
 
 
 class RingError(click.BadParameter):
@@ -185,19 +190,19 @@ def format_me_summary(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def split_images(images: tuple[str, ...], me_list: str | None) -> list[tuple[str, str | None]]:
-    """IMAGE[@MES] arguments and --me as (path, MES text or None) per image; --me goes with
-    one image that names no MEs itself (a usage error otherwise)."""
-    split = [split_image_arg(i) for i in images]
-    if me_list is not None:
-        if len(split) != 1:
-            raise click.UsageError("--me goes with a single image; give several as IMAGE@MES")
-        if not me_list.strip():
-            raise click.UsageError("--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out")
-        if split[0][1] is not None:
-            raise click.UsageError(f"{images[0]} names its MEs and --me {me_list} names them again: give one")
-        split = [(split[0][0], me_list)]
-    return split
+def source_defines(images: tuple[str, ...], me_list: str | None, defines: tuple[str, ...]) -> dict[str, str]:
+    """-D as npk run reads it: the .uc sources' preprocessor defines (sort_defines, as
+    debug, trace and why read it).  A layout is not run as it is: a usage error saying how."""
+    try:
+        paths = [path for path, _ in split_images(images, me_list)]
+        layouts = [path for path in paths if is_layout(path)]
+        if layouts:
+            raise TargetUsage(f"{layouts[0]}: a layout is linked before it runs (npk link {layouts[0]} "
+                              "[-D PARAM=VAL] -o router.elf, or npk demo --layout); npk debug and npk trace "
+                              "take it as it is")  # fmt: skip
+        return sort_defines(defines, paths)[0]
+    except TargetUsage as e:
+        raise click.UsageError(str(e)) from None
 
 
 def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, include_dirs: tuple[str, ...] = (),
@@ -213,7 +218,7 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, i
 
     try:
         chosen, notes, named = read_images(split_images(images, me_list), config, include_dirs, defines, warn)
-    except (ConfigMismatch, MeListError) as e:
+    except (ConfigMismatch, MeListError, TargetUsage) as e:
         raise click.UsageError(str(e)) from None
     for note in notes:
         click.echo(f"note: {note}", err=True)
@@ -223,7 +228,7 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, i
 @click.command("run")
 @click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
 @include_option
-@define_option
+@image_define_option
 @click.option("--config", "config", default=None,
               help="Chip config name or YAML path.  [default: the one the images were linked for, else ixp2800]")
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(min=0, max=MAX_CYCLES),
@@ -258,7 +263,7 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, i
            help="Router image, fault injection: kill the control daemon at this emulated time (ms).")
 @ms_option("--restart-control-at", "restart_at", default=None, metavar="MS",
            help="... and start it again at this time (ms): it recovers its routes, ARP starts afresh.")
-def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: dict[str, str], config: str | None,
+def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tuple[str, ...], config: str | None,
             cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
             as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
@@ -267,7 +272,8 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: dic
     """Run IMAGE(s) on the emulated chip and print statistics.
 
     An IMAGE is an npkit ELF image or a .uc source, assembled in memory as npk asm
-    assembles it (-I, -D; an error names file:line:column, exit 1).
+    assembles it (-I, -D; an error names file:line:column, exit 1); -D with ELF images
+    only is a usage error (it would change nothing).
     IMAGE@MES loads an image on chosen MEs (a.elf@0 b.elf@1); images may share a scratch
     ring only as the same ring, and initialised memory only with the same bytes (else exit
     1, naming both).  With --traffic, packets
@@ -276,9 +282,10 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: dic
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
     # the captures go where the traffic comes from: its pcaps would be overwritten as they are read
     refuse_overwrite_usage([("--capture", capture)], [("--traffic", traffic)])
+    source_defs = source_defines(images, me_list, defines)
     try:
         rings = [r for spec in ring_specs for r in parse_rings(spec)]
-        chip, targets = chip_for(images, config, me_list, include_dirs, defines)
+        chip, targets = chip_for(images, config, me_list, include_dirs, source_defs)
         alone = router_beside_others([(arg, img, m) for arg, (_, img, m) in zip(images, targets, strict=True)],
                                      traffic is not None)  # the arguments as given: IMAGE@MES
         if alone:

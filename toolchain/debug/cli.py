@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from npkit.asm.cli import include_option
-from npkit.toolchain.commands.options import MAX_CYCLES, check_defines
+from npkit.toolchain.commands.options import MAX_CYCLES, image_define_option
 
-from .target import TargetError, TargetUsage, open_target, open_targets, parse_params
+from .target import (
+    Items,
+    Target,
+    TargetError,
+    TargetUsage,
+    open_targets,
+    sort_defines,
+    split_images,
+)
 
 
 def _warn(line: str) -> None:
@@ -96,32 +104,63 @@ def run_batch(session: object, lines: list[str], origin: str, echo: bool = True)
 
 
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--config, --me, --traffic and -D: how debug, trace and why open their target."""
+    """--config, --me, --traffic, -D and -I: how debug, trace and why open their target."""
     for opt in reversed((
-        click.option("--config", default=None, help="Chip config name or YAML path.  [default: the one the image "
-                     "was linked for, else ixp2800]"),
+        click.option("--config", default=None, help="Chip config name or YAML path.  [default: the one the images "
+                     "were linked for, else ixp2800]"),
         click.option("--me", "me_list", default=None,
-                     help="MEs to load on (images without an ME assignment): 0x10, 1:0 (cluster:ME) "
+                     help="MEs to load a single image on (several: IMAGE@MES each): 0x10, 1:0 (cluster:ME) "
                           "or flat 8; ranges 0x00-0x03."),
         click.option("--traffic", default=None, help="Traffic: a spec (YAML) or a capture directory "
                      "(port<N>.pcap); a layout also takes one .pcap."),
-        click.option("-D", "defines", multiple=True, metavar="PARAM=VAL", callback=check_defines,
-                     help="Layout parameter (e.g. -D io=host)."),
+        image_define_option,
+        include_option,
     )):  # fmt: skip
         fn = opt(fn)
     return fn
 
 
+ring_option = click.option("--ring", "ring_specs", multiple=True, metavar="scratch:N:base=A,size=W|FILE.yaml",
+                           help="Configure scratch rings for plain images, as npk run --ring (repeatable).")
+
+
+def read_rings(ring_specs: Sequence[str]) -> list[dict[str, Any]]:
+    """--ring as npk run reads it."""
+    from npkit.toolchain.commands.run import parse_rings
+
+    return [r for spec in ring_specs for r in parse_rings(spec)]
+
+
+def split_existing(images: Sequence[str], me_list: str | None, hint: str) -> Items:
+    """IMAGE[@MES] arguments and --me as (path, MES text or None), each file there: what
+    is missing is a usage error naming it (npk run says the same of its images)."""
+    try:
+        items = split_images(images, me_list)
+    except TargetUsage as e:
+        raise click.UsageError(str(e)) from None
+    for path, _ in items:
+        if not Path(path).is_file():
+            raise click.BadParameter(f"{path!r}: no such file", param_hint=hint)
+    return items
+
+
+def open_images(items: Items, defines: Sequence[str], config: str | None, traffic: str | None,
+                include_dirs: Sequence[str], **kw: Any) -> Target:  # fmt: skip
+    """The chip with IMAGE[@MES] loaded as `npk run` loads them (open_targets: the same
+    loader, the same refusals), -D read as run reads it (sort_defines)."""
+    source_defines, params = sort_defines(defines, [path for path, _ in items])
+    return open_targets(items, config, traffic=traffic, params=params, include_dirs=include_dirs,
+                        defines=source_defines, warn=_warn, **kw)  # fmt: skip
+
+
 @click.command("debug")
 @click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
 @target_options
-@include_option
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
 @click.option("--xscale-gdb", "xscale_gdb", type=click.IntRange(1, 65535), default=None,
               help="A router image's control daemon waits for gdb on 127.0.0.1:PORT.")
-@click.option("--ring", "ring_specs", multiple=True, metavar="scratch:N:base=A,size=W|FILE.yaml",
-              help="Configure scratch rings for a plain image, as npk run --ring (repeatable).")
+@ring_option
 @click.option("--source-dir", "source_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Directory to find the image's source files in (repeatable; searched first). An image "
                    "names its sources as given to npk asm, relative to the directory it was assembled in.")  # fmt: skip
@@ -133,17 +172,12 @@ def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, 
     IMAGE@MES loads an image on chosen MEs, as npk run does (a.uc@0 b.elf@1), through
     the same loader and with the same refusals; breakpoints by FILE:LINE or label apply
     to every ME whose program has that line or label (`break LOC me ME` narrows them)."""
-    from npkit.toolchain.commands.run import parse_rings, split_images
-
     from .session import DebugError, Session
 
-    rings = [r for spec in ring_specs for r in parse_rings(spec)]
-    for path, _ in split_images(images, me_list):
-        if not Path(path).is_file():
-            raise click.BadParameter(f"{path!r}: no such file", param_hint="'IMAGE[@MES]...'")
+    rings = read_rings(ring_specs)
+    items = split_existing(images, me_list, "'IMAGE[@MES]...'")
     try:
-        target = open_targets(split_images(images, me_list), config, traffic=traffic, params=parse_params(defines),
-                              xscale_gdb=xscale_gdb, rings=rings, include_dirs=include_dirs, warn=_warn)  # fmt: skip
+        target = open_images(items, defines, config, traffic, include_dirs, xscale_gdb=xscale_gdb, rings=rings)
         target.add_source_dirs([Path(d) for d in source_dirs])
         session = Session(target)
     except TargetUsage as e:
@@ -176,39 +210,47 @@ def _buffer_map(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.command("trace")
-@click.argument("image", type=click.Path(exists=True, dir_okay=False))
+@click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
 @target_options
-@include_option
 @click.option("--cycles", default=100_000, show_default=True, type=click.IntRange(0, MAX_CYCLES), help="Cycles to run.")
 @click.option("--from", "t_from", default=0, type=click.IntRange(0, MAX_CYCLES), help="First cycle written to the trace.")
 @click.option("--to", "t_to", default=None, type=click.IntRange(0, MAX_CYCLES),
               help="Last cycle written (default: the end of the run).")
 @click.option("--packets", "buffers", default=None, callback=_buffer_map,
               help="DRAM packet buffers as BASE:SIZE[:COUNT] (e.g. 0x100000:2048) to follow packets by buffer.")  # fmt: skip
+@ring_option
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-def trace_cmd(image: str, config: str | None, me_list: str | None, traffic: str | None, defines: tuple[str, ...],
-              include_dirs: tuple[str, ...], cycles: int, t_from: int,
-              t_to: int | None, buffers: BufferMap | None, output: str, as_json: bool) -> None:  # fmt: skip
-    """Run IMAGE and write a Perfetto/Chrome trace (open it at ui.perfetto.dev)."""
+def trace_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, traffic: str | None,
+              defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, t_from: int,
+              t_to: int | None, buffers: BufferMap | None, ring_specs: tuple[str, ...], output: str,
+              as_json: bool) -> None:  # fmt: skip
+    """Run IMAGE(s) (npkit ELF images, .uc sources, or one layout YAML) and write a
+    Perfetto/Chrome trace (open it at ui.perfetto.dev).
+
+    IMAGE@MES loads an image on chosen MEs, as npk run and npk debug do (a.uc@0 b.elf@1),
+    through the same loader and with the same refusals; every loaded ME is a process of
+    the trace."""
     from npkit.toolchain.commands.outputs import refuse_overwrite_usage
 
     from .trace import BufferMap, TraceError, check_window, record_trace
 
-    refuse_overwrite_usage([("-o", output)], [("IMAGE", image), ("--traffic", traffic)])
+    items = split_existing(images, me_list, "'IMAGE[@MES]...'")
+    refuse_overwrite_usage([("-o", output)], [*(("IMAGE", path) for path, _ in items), ("--traffic", traffic)])
+    rings = read_rings(ring_specs)
     try:
         check_window(cycles, t_from, t_to)
     except TraceError as e:
         raise click.UsageError(str(e)) from None
     try:
-        target = open_target(image, config, traffic=traffic, params=parse_params(defines), me_list=me_list,
-                             include_dirs=include_dirs, warn=_warn)  # fmt: skip
+        target = open_images(items, defines, config, traffic, include_dirs, rings=rings)
         if buffers is not None:  # the user's --packets against this chip's DRAM: a usage error
             try:
                 buffers.check(int(target.chip.config["dram_bytes"]))
             except TraceError as e:
                 raise TargetUsage(str(e)) from None
-        bmap = buffers or BufferMap.from_image(target.image)
+        # the packet buffers the user gave, else the first that an image declares
+        bmap = buffers or next(filter(None, (BufferMap.from_image(pt.image) for pt in target.parts)), None)
         if sys.stderr.isatty():
             with click.progressbar(length=cycles, label="tracing", file=sys.stderr) as bar:
                 done = [0]
@@ -247,26 +289,36 @@ def _buffer_text(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.argument("packet_id")
 @click.option("--run", "run_dir", default=None, type=click.Path(file_okay=False),
               help="Directory of a run (holds run.json naming the image and buffers); default: the options below.")  # fmt: skip
-@click.option("--image", default=None, type=click.Path(exists=True, dir_okay=False), help="Image, .uc or layout to run.")
+@click.option("--image", "images", multiple=True, metavar="IMAGE[@MES]",
+              help="Image, .uc source or layout to run; repeat it for several images, each IMAGE@MES as npk run "
+                   "takes them.")  # fmt: skip
 @target_options
-@include_option
 @click.option("--cycles", default=1_000_000, show_default=True, type=click.IntRange(0, MAX_CYCLES))
 @click.option("--buffer", "buffer", default=None, callback=_buffer_text,
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
+@ring_option
 @click.option("--json", "as_json", is_flag=True)
-def why_cmd(packet_id: str, run_dir: str | None, image: str | None, config: str | None, me_list: str | None,
+def why_cmd(packet_id: str, run_dir: str | None, images: tuple[str, ...], config: str | None, me_list: str | None,
             traffic: str | None, defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, buffer: str | None,
-            as_json: bool) -> None:  # fmt: skip
+            ring_specs: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
     """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed.
 
     PACKET_ID is a packet buffer index (5), or pkt:N for the frame the traffic generator
-    tagged with packet id N (followed from its receive to the next receive into its buffer)."""
+    tagged with packet id N (followed from its receive to the next receive into its buffer).
+    Several images (--image a.uc@0 --image b.elf@1) load as npk run and npk debug load them."""
     from .why import WhyError, explain, load_run_spec
 
+    if run_dir is not None and images:
+        raise click.UsageError("--run DIR names the images (run.json); leave out --image")
+    items = split_existing(images, me_list, "'--image'") if images else None
+    rings = read_rings(ring_specs)
     try:
-        spec = load_run_spec(run_dir, image, config, me_list, traffic, cycles, buffer)
-        spec.params = parse_params(defines) or spec.params
+        spec = load_run_spec(run_dir, items, config, me_list, traffic, cycles, buffer)
+        source_defines, params = sort_defines(defines, [path for path, _ in spec.images])
+        spec.params = params or spec.params
+        spec.defines = {**(spec.defines or {}), **source_defines}
         spec.include_dirs = include_dirs
+        spec.rings = rings
         report = explain(spec, packet_id)
     except TargetUsage as e:
         raise click.UsageError(str(e)) from None

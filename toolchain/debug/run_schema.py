@@ -1,18 +1,26 @@
 """Run directory (JSON): the schema of `DIR/run.json`, the run `npk why --run DIR` replays.
 
-run.json names what ran: the image (required), and optionally the chip config, the MEs,
-the traffic, the cycles and the packet buffers (`BASE:SIZE`), with layout parameters;
-paths are relative to DIR.  The file is read as YAML (JSON is YAML), so an error names
-its line; other keys are errors.
+run.json names what ran: the image (required), or several as `images` (each IMAGE[@MES],
+as `npk run` takes them), and optionally the chip config, the MEs, the traffic, the cycles
+and the packet buffers (`BASE:SIZE`), with layout parameters and the sources' preprocessor
+defines; paths are relative to DIR.  The file is read as YAML (JSON is YAML), so an error
+names its line; other keys are errors.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
-from npkit.toolchain.schema import irange
+from npkit.toolchain.schema import at, irange
 
 MAX_CYCLES = 1 << 40  # a replay's cycle budget (far past any run worth replaying)
 
@@ -37,13 +45,27 @@ class RunFile(BaseModel):
     """A run directory's run.json: what `npk why --run DIR` replays (paths relative to DIR)."""
 
     model_config = ConfigDict(extra="forbid")
-    image: str = Field(min_length=1, description="image, .uc or layout that ran")
+    image: Annotated[str, StringConstraints(min_length=1)] | None = Field(
+        None, description="image, .uc or layout that ran (IMAGE[@MES]); required unless `images` is given")
     config: str | None = Field(None, description="chip config name or YAML path")
     mes: str | None = Field(None, description="MEs the image was loaded on (as --me)")
     traffic: str | None = Field(None, description="traffic spec or pcap directory")
     cycles: irange(0, MAX_CYCLES) | None = Field(None, description="cycles run")  # type: ignore[valid-type]
     buffer: str | None = Field(None, description="packet buffers, BASE:SIZE")
-    params: dict[str, Any] | None = Field(None, description="layout parameters (as -D)")
+    params: dict[str, Any] | None = Field(None, description="layout parameters (as -D for a layout)")
+    images: list[Annotated[str, StringConstraints(min_length=1)]] | None = Field(
+        None, min_length=1, description="images or .uc sources that ran, each IMAGE[@MES] (instead of image)")
+    defines: dict[str, str] | None = Field(None, description="the .uc sources' preprocessor defines (as -D)")
+
+    @model_validator(mode="after")
+    def _one_way_to_name_images(self) -> RunFile:
+        if self.image is None and self.images is None:
+            raise at("image", "missing (required), or `images`: a list of IMAGE[@MES]")
+        if self.image is not None and self.images is not None:
+            raise at("images", "give `image` or `images`, not both")
+        if self.images is not None and len(self.images) > 1 and self.mes is not None:
+            raise at("mes", "names the MEs of a single image; with several, give each as IMAGE@MES")
+        return self
 
     @field_validator("buffer")
     @classmethod

@@ -180,7 +180,9 @@ def attach_traffic(target: Target, spec: str) -> None:
     target.notes.append(f"{n} packets from {spec} handed to the MSF")
 
 
-def _is_layout(p: Path) -> bool:
+def is_layout(p: str | Path) -> bool:
+    """A layout YAML (a mapping with `blocks`), which a command links rather than loads."""
+    p = Path(p)
     if p.suffix not in (".yaml", ".yml"):
         return False
     try:
@@ -275,17 +277,64 @@ def service_exceptions(t: Target, xscale_gdb: int | None = None) -> None:
     t.notes.append("exception ring serviced by the host reader (frees each excepted buffer)")
 
 
-def parse_params(defines: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """-D NAME=VALUE layout parameters or dotted paths (the linker's parser)."""
-    from npkit.toolchain.system.layout import LinkError, parse_defines
-
-    try:
-        return parse_defines(defines)
-    except LinkError as e:
-        raise TargetError(str(e)) from None
-
-
 Named = list[tuple[str, Image, list[int] | None]]
+Items = list[tuple[str, str | None]]  # IMAGE[@MES] arguments as (path, MES text or None)
+
+
+def split_image_arg(text: str, base: Path | None = None) -> tuple[str, str | None]:
+    """'prog.elf@0x10,1:1' -> ('prog.elf', '0x10,1:1'); 'prog.elf' -> ('prog.elf', None)
+    (a file whose name holds '@' is the file; `base` is the directory a relative name is
+    in, the current one when None)."""
+    path, sep, mes = text.rpartition("@")
+    if not sep or not mes or ((base or Path()) / text).exists():
+        return text, None
+    return path, mes
+
+
+def split_images(images: Sequence[str], me_list: str | None) -> Items:
+    """IMAGE[@MES] arguments and --me as (path, MES text or None) per image; --me goes with
+    one image that names no MEs itself (a TargetUsage otherwise)."""
+    split = [split_image_arg(i) for i in images]
+    if me_list is not None:
+        if len(split) != 1:
+            raise TargetUsage("--me goes with a single image; give several as IMAGE@MES")
+        if not me_list.strip():
+            raise TargetUsage("--me '': name the MEs (0x10, 1:0, 0-3), or leave --me out")
+        if split[0][1] is not None:
+            raise TargetUsage(f"{images[0]} names its MEs and --me {me_list} names them again: give one")
+        split = [(split[0][0], me_list)]
+    return split
+
+
+def sort_defines(defines: Sequence[str], paths: Sequence[str]) -> tuple[dict[str, str], dict[str, Any]]:
+    """-D as `npk run`, `debug`, `trace` and `why` read it, by what they load: for a layout
+    a layout parameter (NAME=VALUE, dotted paths: the linker's parser), else a preprocessor
+    define for the .uc sources (NAME[=VALUE], as npk asm -D).  Returns (defines, layout
+    parameters).  Malformed, or given with nothing it could apply to (ELF images only),
+    it is a TargetUsage: it would otherwise be dropped without a word."""
+    from npkit.asm.preprocess import parse_defines as asm_defines
+    from npkit.toolchain.system.layout import DefineError
+    from npkit.toolchain.system.layout import parse_defines as layout_params
+
+    if not defines:
+        return {}, {}
+    if any(is_layout(p) for p in paths):  # one layout (a layout beside images is refused when opened)
+        try:
+            return {}, layout_params(defines)
+        except DefineError as e:
+            raise TargetUsage(f"{e} (a layout parameter)") from None
+    if all(Path(p).is_file() and Path(p).suffix not in SOURCE_SUFFIXES for p in paths):
+        what = f"{paths[0]} is an assembled image" if len(paths) == 1 else f"{', '.join(paths)} are assembled images"
+        raise TargetUsage(f"-D {defines[0]}: nothing to apply it to: -D defines a preprocessor symbol for .uc "
+                          f"sources or sets a layout parameter, and {what} (give the source, or assemble it "
+                          "again with npk asm -D)")  # fmt: skip
+    for d in defines:
+        try:
+            asm_defines([d])
+        except ValueError:
+            raise TargetUsage(f"-D {d}: expected NAME or NAME=VALUE (a preprocessor define for the .uc "
+                              "sources; layout parameters go with a layout)") from None  # fmt: skip
+    return asm_defines(defines), {}
 
 
 def read_images(items: Sequence[tuple[str, str | None]], config: str | None, include_dirs: Sequence[str | Path] = (),
@@ -323,7 +372,7 @@ def open_target(path: str | Path, config: str | None = None, mes: list[int] | No
     for a plain image (npk run --ring); a source is assembled with `include_dirs` and
     `defines` (npk asm's -I and -D)."""
     p = Path(path)
-    if image is None and _is_layout(p):
+    if image is None and is_layout(p):
         if me_list is not None:
             raise TargetUsage("--me: a layout names its blocks' MEs")
         if rings:
@@ -354,7 +403,7 @@ def open_targets(items: Sequence[tuple[str, str | None]], config: str | None = N
         path, mes = items[0]
         return open_target(path, config, traffic=traffic, params=params, xscale_gdb=xscale_gdb, me_list=mes,
                            rings=rings, include_dirs=include_dirs, defines=defines, warn=warn)  # fmt: skip
-    layouts = [path for path, _ in items if _is_layout(Path(path))]
+    layouts = [path for path, _ in items if is_layout(Path(path))]
     if layouts:
         raise TargetUsage(f"{layouts[0]}: a layout runs alone; its blocks are its images (npk link it, or "
                           "put the other programs in it)")  # fmt: skip

@@ -254,7 +254,7 @@ def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[in
                "spans": spans, "flows": flows, "packets": packets, "clock_mhz": mhz,
                "packet_buffers": None if buffers is None else vars(buffers)}  # fmt: skip
     return {"traceEvents": out, "displayTimeUnit": "ns",
-            "metadata": {"tool": "npk trace", "image": str(target.path), "summary": summary}}  # fmt: skip
+            "metadata": {"tool": "npk trace", "image": target.label, "summary": summary}}  # fmt: skip
 
 
 XSCALE_PID = 2000

@@ -19,8 +19,11 @@ rings (history events carry addresses, not the data words), so blocks that only 
 handle on (lookup, qm) appear only if they touch the buffer.  A history event carrying
 the first data word of ring puts/gets would let `why` follow the handle through rings.
 
-A run directory (`--run DIR`) holds run.json: {"image": ..., "config": ..., "traffic": ...,
-"cycles": N, "buffer": "BASE:SIZE", "params": {...layout parameters}}, paths relative to DIR.
+Several images (`--image a.uc@0 --image b.elf@1`) are loaded as `npk run` and `npk debug`
+load them (npkit.toolchain.debug.target.open_targets).  A run directory (`--run DIR`) holds
+run.json: {"image": ... (or "images": [IMAGE@MES, ...]), "config": ..., "traffic": ...,
+"cycles": N, "buffer": "BASE:SIZE", "params": {...layout parameters}, "defines": {...the
+sources' preprocessor defines}}, paths relative to DIR (npkit.toolchain.debug.run_schema).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from . import events
 from . import packet as pkt
 from .run_schema import RunFile, parse_buffer
 from .source import where
-from .target import Target, TargetUsage, open_target
+from .target import SOURCE_SUFFIXES, Items, Target, TargetUsage, open_targets, split_image_arg
 
 DRAM = UNITS.index("dram")
 WRITES_DRAM = ("write", "rbuf_rd")  # the DRAM commands that change a packet buffer
@@ -54,36 +57,62 @@ class WhyError(ValueError):
 
 @dataclass
 class RunSpec:
-    image: str
-    config: str | None = None  # None: the one the image was linked for
-    mes: str | None = None
+    images: Items  # IMAGE[@MES] as (path, MES text or None)
+    config: str | None = None  # None: the one the images were linked for
     traffic: str | None = None
     cycles: int = 1_000_000
     buffer: str | None = None
-    params: dict[str, Any] | None = None  # layout parameters (-D)
+    params: dict[str, Any] | None = None  # layout parameters (-D for a layout)
     source: str = "--buffer"  # where `buffer` came from, for its errors
     include_dirs: tuple[str, ...] = ()  # -I: where a .uc image's #include looks
+    defines: dict[str, str] | None = None  # -D for .uc sources: preprocessor defines
+    rings: list[dict[str, Any]] | None = None  # --ring: scratch rings for plain images
+
+    @property
+    def label(self) -> str:
+        """The images as the user named them."""
+        return ", ".join(f"{path}@{mes}" if mes else path for path, mes in self.images)
 
 
-def load_run_spec(run_dir: str | None, image: str | None, config: str | None, mes: str | None,
+def load_run_spec(run_dir: str | None, images: Items | None, config: str | None, mes: str | None,
                   traffic: str | None, cycles: int, buffer: str | None) -> RunSpec:  # fmt: skip
+    """The run to replay: DIR/run.json's (the options fill in what it leaves out), or the
+    options' (`images` split from --image IMAGE[@MES] and --me)."""
     if run_dir is not None:
-        d = Path(run_dir)
-        f = d / "run.json"
-        located = load_yaml(f, error=WhyError, what="run file")  # JSON is YAML: the line of each key
-        raw = validate(RunFile, located.data, str(f), located=located, error=WhyError)
-
-        def rel(v: str | None) -> str | None:
-            return None if v in (None, "") else str(d / str(v)) if not Path(str(v)).is_absolute() else str(v)
-
-        return RunSpec(str(rel(raw.image)), raw.config or config, raw.mes if raw.mes is not None else mes,
-                       rel(raw.traffic), cycles if raw.cycles is None else raw.cycles,
-                       raw.buffer if raw.buffer is not None else buffer, raw.params, source=f"{f}: buffer")  # fmt: skip
-    if image is None:
-        raise TargetUsage("name the run: --run DIR, or --image IMAGE (with --traffic, --cycles, --buffer)")
+        return _from_run_dir(Path(run_dir), config, mes, cycles, buffer)
+    if not images:
+        raise TargetUsage("name the run: --run DIR, or --image IMAGE[@MES] (repeatable; with --traffic, "
+                          "--cycles, --buffer)")  # fmt: skip
     if cycles < 0:
         raise WhyError(f"--cycles must be >= 0, got {cycles}")
-    return RunSpec(image, config, mes, traffic, cycles, buffer)
+    return RunSpec(images, config, traffic, cycles, buffer)
+
+
+def _from_run_dir(d: Path, config: str | None, mes: str | None, cycles: int, buffer: str | None) -> RunSpec:
+    f = d / "run.json"
+    located = load_yaml(f, error=WhyError, what="run file")  # JSON is YAML: the line of each key
+    raw = validate(RunFile, located.data, str(f), located=located, error=WhyError)
+
+    def rel(v: str | None) -> str | None:
+        return None if v in (None, "") else str(d / str(v)) if not Path(str(v)).is_absolute() else str(v)
+
+    texts = raw.images if raw.images is not None else [str(raw.image)]
+    items: Items = []
+    for text in texts:
+        path, named = split_image_arg(text, d)
+        items.append((str(rel(path)), named))
+    me_text = raw.mes if raw.mes is not None else mes
+    if me_text is not None:
+        if len(items) > 1:
+            raise TargetUsage(f"--me goes with a single image; {f} names several (each IMAGE@MES)")
+        if items[0][1] is not None:
+            raise WhyError(f"{f}: mes: {texts[0]} names its MEs and mes names them again: give one")
+        items = [(items[0][0], me_text)]
+    if raw.defines and not any(Path(path).suffix in SOURCE_SUFFIXES for path, _ in items):
+        raise WhyError(f"{f}: defines: preprocessor defines for .uc sources, and the run names none")
+    return RunSpec(items, raw.config or config, rel(raw.traffic), cycles if raw.cycles is None else raw.cycles,
+                   raw.buffer if raw.buffer is not None else buffer, raw.params, source=f"{f}: buffer",
+                   defines=raw.defines)  # fmt: skip
 
 
 def field_name(off: int) -> str:
@@ -116,8 +145,9 @@ def _range(target: Target, spec: RunSpec, packet_id: int) -> tuple[int, int, int
 
 
 def _open(spec: RunSpec) -> Target:
-    return open_target(spec.image, spec.config, traffic=spec.traffic, params=spec.params, me_list=spec.mes,
-                       include_dirs=spec.include_dirs)  # fmt: skip
+    """The chip with the run's images loaded as npk run and npk debug load them."""
+    return open_targets(spec.images, spec.config, traffic=spec.traffic, params=spec.params,
+                        include_dirs=spec.include_dirs, defines=spec.defines, rings=spec.rings)  # fmt: skip
 
 
 def _tag(tag_id: int) -> bytes:
@@ -247,7 +277,7 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     for t in touches:
         t["fields"] = list(dict.fromkeys(field_name(i - pad) for i, _, _ in t["changed"] if i >= pad))
     flen = pkt.frame_length(final[pad : pad + 64])
-    return {"packet_id": packet_id, "traffic_id": tag_id, "image": spec.image, "buffer": {"addr": addr, "len": length, "pad": pad},
+    return {"packet_id": packet_id, "traffic_id": tag_id, "image": spec.label, "buffer": {"addr": addr, "len": length, "pad": pad},
             "cycles": chip.cycle, "touches": touches,
             "before": pkt.decode(initial[pad : pad + flen]) if any(initial) else [],
             "received": pkt.decode(received[pad : pad + flen]) if received else [],
