@@ -431,6 +431,8 @@ class _Arp:
     hold: list[_Held] = field(default_factory=list)
     gave_up: int = -1  # when its last resolution was given up
     ended: int = -1  # ... when its last resolution ended, given up or answered
+    given_up: list[_Held] = field(default_factory=list)  # what that give-up let go of (kill: `_ungive`)
+    given_up_frames: list[Emitted] = field(default_factory=list)  # ... and the errors it sent about them
 
 
 class RouterModel:
@@ -468,6 +470,7 @@ class RouterModel:
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
         self.down = False  # the daemon killed and not started again (`kill`, `restart`)
         self.retracted: list[Emitted] = []  # ARP requests sent here that the daemon had not sent when killed (kill)
+        self.untold: list[Emitted] = []  # errors sent here about held packets the daemon had not given up (kill)
         self._withdrawals: list[int] = []  # when a restarted daemon withdraws learnt ARP state (withdraw_at)
         self._deferred: list[tuple[int, CpResult, bytes, int]] = []  # excepted while it was down
 
@@ -696,6 +699,7 @@ class RouterModel:
             self.follow_arp(daemon)
         self.advance(t, daemon, early_ns)
         if daemon is not None:
+            self._ungive(daemon)
             self._retract(daemon)
         lost = []
         for e in self.cache.values():
@@ -729,6 +733,26 @@ class RouterModel:
             for _ in range(e.tries - d.tries):
                 self.retracted.append(Emitted(e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), e.starter))
             e.tries = d.tries
+
+    def _ungive(self, daemon: dict[int, DaemonArp]) -> None:
+        """Give-ups this model made that the dying daemon had not (kill): a daemon behind
+        its deadline -- busy with the exception ring, or asleep a little past it -- still
+        held those packets when it died, so they are lost with it, not answered.  Its
+        record shows the resolution under way still, begun no later than the model gave
+        it up (one begun after is a later resolution).  The errors sent about them are
+        taken back (`untold`: the caller may hold them as expected) with their tokens."""
+        for e in self.cache.values():
+            d = daemon.get(e.ip)
+            if e.state != "none" or e.gave_up < 0 or d is None or d.state != "incomplete" or not e.start <= d.start_ns <= e.gave_up:
+                continue
+            e.state, e.hold = "incomplete", e.given_up + e.hold  # (retries it had not made: _retract)
+            for item in e.given_up:
+                res = self.results.get(item.pid)
+                if not item.generated and res is not None:
+                    res.final = None
+            self.untold += e.given_up_frames
+            self.bucket = min(self.opt["icmp_burst"] * 10**9, self.bucket + len(e.given_up_frames) * 10**9)
+            e.given_up, e.given_up_frames, e.gave_up = [], [], -1
 
     def restart(self, t: int) -> None:
         """The daemon started again at t: ARP afresh (an empty cache; what the old one
@@ -895,8 +919,8 @@ class RouterModel:
         if r is None:
             return None
         hop = dst if r.direct else r.next_hop
-        if hop in self.static:
-            return r.port, self.static[hop], hop
+        if hop in self.fast.arp:  # the fast path's next hop has a MAC: the daemon takes it, whoever put it
+            return r.port, self.fast.arp[hop], hop  # there (a restarted one: its predecessor, until withdrawn)
         e = self.cache.get(hop)
         return r.port, (e.mac if e is not None and e.state == "reachable" else None), hop
 
@@ -990,6 +1014,7 @@ class RouterModel:
         e.hold = []
 
     def _unresolved(self, e: _Arp) -> None:
+        e.given_up, first = list(e.hold), len(self.emitted)
         for item in e.hold:
             if item.generated:
                 continue
@@ -997,6 +1022,7 @@ class RouterModel:
             res = self.results.get(item.pid)
             if res is not None:
                 res.final = Except(res.reason)
+        e.given_up_frames = self.emitted[first:]
         e.hold = []
         e.state = "none"
         e.gave_up = e.ended = self.now
