@@ -437,6 +437,8 @@ class _Arp:
     ended: int = -1  # ... when its last resolution ended, given up or answered
     unconfirmed_hold: list[int] = field(default_factory=list)  # the packets of that one if the daemon
     #   never confirmed it: it may have taken them late, and begin one for them now (follow_arp)
+    given_up: list[_Held] = field(default_factory=list)  # what that give-up let go of (kill: `_ungive`)
+    given_up_frames: list[Emitted] = field(default_factory=list)  # ... and the errors it sent about them
 
 
 class RouterModel:
@@ -479,6 +481,7 @@ class RouterModel:
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
         self.down = False  # the daemon killed and not started again (`kill`, `restart`)
         self.retracted: list[Emitted] = []  # ARP requests sent here that the daemon had not sent when killed (kill)
+        self.untold: list[Emitted] = []  # errors sent here about held packets the daemon had not given up (kill)
         self._withdrawals: list[int] = []  # when a restarted daemon withdraws learnt ARP state (withdraw_at)
         self._deferred: list[tuple[int, CpResult, bytes, int]] = []  # excepted while it was down
 
@@ -748,6 +751,7 @@ class RouterModel:
             self.follow_arp(daemon)
         self.advance(t, daemon, early_ns)
         if daemon is not None:
+            self._ungive(daemon)
             self._retract(daemon)
         lost = []
         for e in self.cache.values():
@@ -781,6 +785,28 @@ class RouterModel:
             for _ in range(e.tries - d.tries):
                 self.retracted.append(Emitted(e.port, arp_frame(1, p.mac, p.address, bytes(6), e.ip), e.starter))
             e.tries = d.tries
+
+    def _ungive(self, daemon: dict[int, DaemonArp]) -> None:
+        """Give-ups this model made that the dying daemon had not (kill): a daemon behind
+        its deadline -- busy with the exception ring, or asleep a little past it -- still
+        held those packets when it died, so they are lost with it, not answered.  Its
+        record shows the resolution under way still, begun no later than the model gave
+        it up (one begun after is a later resolution).  The errors sent about them are
+        taken back (`untold`: the caller may hold them as expected) with their tokens."""
+        for e in self.cache.values():
+            d = daemon.get(e.ip)
+            if e.state != "none" or e.gave_up < 0 or d is None or d.state != "incomplete" or not e.start <= d.start_ns <= e.gave_up:
+                continue
+            e.state, e.hold = "incomplete", e.given_up + e.hold  # (retries it had not made: _retract)
+            for item in e.given_up:
+                res = self.results.get(item.pid)
+                if not item.generated and res is not None:
+                    res.final = None
+            self.untold += e.given_up_frames
+            for em in e.given_up_frames:
+                if not em.token:  # (a deferred one took its token when the judge expected it: its to give back)
+                    self.give_back_token()
+            e.given_up, e.given_up_frames, e.gave_up = [], [], -1
 
     def restart(self, t: int) -> None:
         """The daemon started again at t: ARP afresh (an empty cache; what the old one
@@ -947,8 +973,8 @@ class RouterModel:
         if r is None:
             return None
         hop = dst if r.direct else r.next_hop
-        if hop in self.static:
-            return r.port, self.static[hop], hop
+        if hop in self.fast.arp:  # the fast path's next hop has a MAC: the daemon takes it, whoever put it
+            return r.port, self.fast.arp[hop], hop  # there (a restarted one: its predecessor, until withdrawn)
         e = self.cache.get(hop)
         return r.port, (e.mac if e is not None and e.state == "reachable" else None), hop
 
@@ -982,6 +1008,10 @@ class RouterModel:
             return False
         self.bucket -= 10**9
         return True
+
+    def give_back_token(self) -> None:
+        """A token taken for an error that, it turns out, was not sent."""
+        self.bucket = min(self.opt["icmp_burst"] * 10**9, self.bucket + 10**9)
 
     def _icmp_error(self, pid: int, f: bytes, icmp_type: int, code: int, aux: int = 0) -> None:
         if not self._may_send_error(f):
@@ -1054,6 +1084,7 @@ class RouterModel:
 
     def _unresolved(self, e: _Arp) -> None:
         self._ended(e)
+        e.given_up, first = list(e.hold), len(self.emitted)
         for item in e.hold:
             if item.generated:
                 continue
@@ -1061,6 +1092,7 @@ class RouterModel:
             res = self.results.get(item.pid)
             if res is not None:
                 res.final = Except(res.reason)
+        e.given_up_frames = self.emitted[first:]
         e.hold = []
         e.state = "none"
         e.gave_up = e.ended = self.now

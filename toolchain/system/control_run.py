@@ -293,7 +293,9 @@ class ControlJudge:
                 self.model.owe()
             self._model_to(t)
             if what in ("killed", "respawned"):
-                lost = self._held_by_the_dead(self.model.kill(t, arp, self._early_ns()), owned)
+                held = self.model.kill(t, arp, self._early_ns())
+                self._untell()
+                lost = self._held_by_the_dead(held, owned)
                 self._settle()
                 for pid in lost:  # never logged (held): the ARP requests about them were sent
                     self.run.mark(pid, DROPPED, KILLED)
@@ -327,6 +329,22 @@ class ControlJudge:
                     self.model.withdraw_learnt()
                 self.model.caught_up(self.run.now_ns)
                 self._withdraw_at_start = 0
+
+    def _untell(self) -> None:
+        """The errors the model sent about held packets whose give-up the dying daemon had
+        not made (RouterModel.kill): expected no more.  The daemon logs a held packet when
+        its hold ends, so they wait with the packet's other frames (provisional)."""
+        for em in self.model.untold:
+            frames = self.provisional.get(em.pid, [])
+            k = next((i for i, f in enumerate(frames) if f.port == em.port and f.frame == em.frame), -1)
+            if k >= 0:
+                del frames[k]
+            elif self._unwant(em.port, em.frame):
+                if em.token:
+                    self.model.give_back_token()  # (taken when it was expected: _sent)
+            elif em in self.model.emitted:
+                self.model.emitted.remove(em)  # (not settled yet)
+        self.model.untold.clear()
 
     def _held_by_the_dead(self, held: list[int], owned: list[tuple[int, int, int]]) -> list[int]:
         """Of the packets the model's daemon held for ARP at the kill (`held`), those the
