@@ -129,6 +129,11 @@ def arp_frame(op: int, sha: bytes, spa: int, tha: bytes, tpa: int) -> bytes:
     return _pad(bytearray(dst + sha + b"\x08\x06" + body))
 
 
+def is_arp_request_for(frame: bytes, ip: int) -> bool:
+    """Whether `frame` is an ARP request for address `ip` (arp_frame's layout)."""
+    return frame[12:14] == b"\x08\x06" and frame[20:22] == b"\x00\x01" and frame[38:42] == ip.to_bytes(4, "big")
+
+
 def forward_full(frame: bytes, dst_mac: bytes, src_mac: bytes) -> bytes:
     """The forwarding rewrite with the header checksum recomputed (after options)."""
     out = bytearray(frame)
@@ -666,9 +671,8 @@ class RouterModel:
         too, with the requests the daemon has sent; the packet's fate is the first
         resolution's (given up, as this one will be, unless an answer comes).  One this
         model answered before the daemon began it the daemon makes with the requests it
-        sends until it takes the answer.  If the
-        daemon never confirmed the first one, it never made it: it took the packet only
-        now.  So a resolution under way here is not the daemon's when the daemon began its
+        sends until it takes the answer.  If the daemon never confirmed the first one, it
+        never made it: it took the packet only now.  So a resolution under way here is not the daemon's when the daemon began its
         one for a packet of that first resolution (`late`: such addresses, as the caller
         finds the packets in the daemon's hands).
 
@@ -680,7 +684,7 @@ class RouterModel:
             d = daemon.get(e.ip)
             if d is None or d.start_ns <= e.ended:
                 continue
-            if e.state == "reachable" and e.unconfirmed_hold and e.ended >= 0:
+            if e.state == "reachable" and e.unconfirmed_hold:
                 # answered here before the daemon, behind its backlog, began it: its
                 # requests until it took the answer (this model's count them from its own)
                 while e.tries < d.tries:

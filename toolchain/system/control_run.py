@@ -59,6 +59,7 @@ from npkit.emulator.traffic.control import (
     Emitted,
     RouterModel,
     frame_digest,
+    is_arp_request_for,
     same_but_timestamps,
 )
 from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON, Verdicts
@@ -189,7 +190,7 @@ class ControlJudge:
         self._settle()
         for pid, ip, sent in told:
             frames = self.provisional.get(pid, [])
-            for em in [em for em in frames if em.frame[12:14] == b"\x08\x06" and em.frame[38:42] == ip.to_bytes(4, "big")]:
+            for em in [em for em in frames if is_arp_request_for(em.frame, ip)]:
                 frames.remove(em)
                 if sent:
                     self._sent(em, self.model.now)
@@ -339,10 +340,11 @@ class ControlJudge:
             k = next((i for i, f in enumerate(frames) if f.port == em.port and f.frame == em.frame), -1)
             if k >= 0:
                 del frames[k]
-            elif self._unwant(em.port, em.frame):
-                if em.token:
-                    self.model.give_back_token()  # (taken when it was expected: _sent)
-            elif em in self.model.emitted:
+                continue
+            was = self._unwant(em.port, em.frame)
+            if was == "expected" and em.token:
+                self.model.give_back_token()  # (taken when it was expected: _sent)
+            elif not was and em in self.model.emitted:
                 self.model.emitted.remove(em)  # (not settled yet)
         self.model.untold.clear()
 
@@ -427,23 +429,23 @@ class ControlJudge:
                 return pid
         return -1
 
-    def _unwant(self, port: int, frame: bytes) -> bool:
-        """A frame the model expects that will not come: no longer expected (False: none
-        such is expected)."""
+    def _unwant(self, port: int, frame: bytes) -> str:
+        """A frame the model expects that will not come: no longer expected.  Returns where
+        it was: "expected", "provisional" (about a packet not yet handled), "" (nowhere)."""
         key = (port, frame)
         if self.want[key]:
             self.want[key] -= 1
-            return True
+            return "expected"
         for i, (p, want, st) in enumerate(self.want_stamped):
             if p == port and (want == frame or same_but_timestamps(want, list(st), frame)):
                 del self.want_stamped[i]
-                return True
+                return "expected"
         for frames in self.provisional.values():
             for i, (p, want, _pid, st, _token) in enumerate(frames):
                 if p == port and (want == frame or (st and same_but_timestamps(want, list(st), frame))):
                     del frames[i]
-                    return True
-        return False
+                    return "provisional"
+        return ""
 
     def _process(self, c: Chunk, i: int) -> None:
         w = c.w
