@@ -101,3 +101,25 @@ def parse_me_list(text: str, k: int, num_me: int) -> list[int]:
     if not out:
         raise MeNameError(f"ME list {text!r} names no ME")
     return out
+
+
+def format_me_list(mes: list[int], k: int) -> str:
+    """Flat indices as a user writes them (parse_me_list reads it back): '0x00-0x03,0x10'.
+    Three or more MEs in a row within one cluster are a range; a range never crosses a
+    cluster, so 0x07 and 0x10 stay two names."""
+    out: list[str] = []
+    run: list[int] = []
+    for me in sorted(set(mes)):
+        if run and (me != run[-1] + 1 or me // k != run[-1] // k):
+            out.append(_run_text(run, k))
+            run = []
+        run.append(me)
+    if run:
+        out.append(_run_text(run, k))
+    return ",".join(out)
+
+
+def _run_text(run: list[int], k: int) -> str:
+    if len(run) >= 3:
+        return f"{me_name(run[0], k)}-{me_name(run[-1], k)}"
+    return ",".join(me_name(me, k) for me in run)

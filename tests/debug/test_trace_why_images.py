@@ -62,7 +62,7 @@ def test_trace_two_sources_on_two_mes_writes_events_for_both(writers: Path) -> N
     assert {pid for pid, _ in at} == {0, 8}
     assert all(where.startswith("a.uc:" if pid == 0 else "b.uc:") for pid, where in at), at
     assert json.loads(r.stdout)["flows"] == 2 and json.loads(r.stdout)["tracks"] == 16
-    assert doc["metadata"]["image"] == "a.uc, b.uc"
+    assert doc["metadata"]["image"] == "a.uc@0x00 b.uc@0x10"
 
 
 def test_trace_refuses_several_images_as_npk_run_does(writers: Path) -> None:

@@ -69,7 +69,7 @@ def _image() -> type[BaseModel]:
 
 
 def _rings() -> type[BaseModel]:
-    from npkit.toolchain.commands.ring_schema import RingFile
+    from npkit.toolchain.debug.ring_schema import RingFile
 
     return RingFile
 
@@ -189,13 +189,16 @@ FORMATS = [
            "Errors read `IMAGE: .npk.meta: field: problem` (the section is one line of JSON). An image "
            "file is at most 256 MB."),
     Format("Ring file", "`examples/ring_pingpong.rings.yaml`, `npk run --ring FILE.yaml`",
-           "`parse_rings` (npkit.toolchain.commands.run)", _rings,
+           "`read_ring_file` (npkit.toolchain.debug.ring_schema)", _rings,
            "The rings of a run (each image's and --ring's) are checked before they are configured: each ring "
            "number once, inside scratch, no two rings sharing a byte. Across images (and --ring) a ring "
            "number may come twice only as the same ring (base, size and margin: a producer's image and a "
            "consumer's), configured once; a ring may not lie over scratch data another image initialises."),
     Format("Run directory", "`DIR/run.json`, `npk why --run DIR`", "`load_run_spec` (npkit.toolchain.debug.why)",
-           _run_file, "A key left out takes the command-line option's value."),
+           _run_file, "A key left out takes the command-line option's value; `-D`, `-I` and `--ring` on the "
+           "command line add to `defines`, `include_dirs` and `rings` (a define there wins, an include "
+           "directory there is searched first). A ring file named in `rings`, and each include "
+           "directory, is relative to DIR."),
     Format("Debugger batch file", "`npk debug --batch FILE`, or stdin", "`read_batch` "
            "(npkit.toolchain.debug.batch)", _batch, "The batch stops at the first error with exit status 1."),
 ]

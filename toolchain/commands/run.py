@@ -73,37 +73,11 @@ class RingError(click.BadParameter):
 def parse_rings(text: str) -> list[dict[str, Any]]:
     """--ring: 'scratch:3:base=0x1000,size=128[,margin=2]', or a YAML file holding
     `rings: [{ring, base, size[, margin]}, ...]` (RingFile), checked against the schema."""
-    if not text.endswith((".yaml", ".yml")):
-        return [parse_ring(text)]
-    from npkit.toolchain.schema import load_yaml, validate  # pydantic: only for a ring file
+    from npkit.toolchain.debug.ring_schema import is_ring_file, read_ring, read_ring_file
 
-    from .ring_schema import RingFile
-
-    located = load_yaml(text, error=RingError, what="ring file")
-    checked = validate(RingFile, located.data, text, located=located, error=RingError)
-    return [{"name": f"{text}:{located.line(('rings', n))} (rings[{n}])", **r.model_dump()}
-            for n, r in enumerate(checked.rings)]  # fmt: skip
-
-
-def parse_ring(text: str) -> dict[str, Any]:
-    """'scratch:3:base=0x1000,size=128[,margin=2]' -> {name, ring: 3, base: 4096, size: 128, margin: 2}."""
-    from npkit.toolchain.schema import validate
-
-    from .ring_schema import RingOption
-
-    where = f"--ring {text!r}"
-    parts = text.split(":")
-    if len(parts) != 3 or parts[0] != "scratch":
-        raise RingError(f"{where}: expected scratch:N:base=ADDR,size=WORDS[,margin=M]")
-    try:
-        fields = dict(kv.split("=", 1) for kv in parts[2].split(",") if kv)
-        values = {"ring": int(parts[1], 0), **{k: int(v, 0) for k, v in fields.items()}}
-    except ValueError:
-        raise RingError(f"{where}: numbers expected (N, base=, size=, margin=)") from None
-    unknown = set(fields) - {"base", "size", "margin"}
-    if unknown or not {"base", "size"} <= set(fields):
-        raise RingError(f"{where}: give base= and size= (and optionally margin=), not {sorted(unknown)}")
-    return {"name": where, **validate(RingOption, values, where, error=RingError).model_dump()}
+    if is_ring_file(text):
+        return read_ring_file(text, RingError)
+    return [read_ring(text, f"--ring {text!r}", RingError)]
 
 
 def _live_state(chip: Chip, me: int, info: dict[str, Any]) -> tuple[str, int | None]:

@@ -317,8 +317,8 @@ def why_cmd(packet_id: str, run_dir: str | None, images: tuple[str, ...], config
         source_defines, params = sort_defines(defines, [path for path, _ in spec.images])
         spec.params = params or spec.params
         spec.defines = {**(spec.defines or {}), **source_defines}
-        spec.include_dirs = include_dirs
-        spec.rings = rings
+        spec.include_dirs = (*include_dirs, *spec.include_dirs)  # -I searched before run.json's
+        spec.rings = [*(spec.rings or ()), *rings]  # run.json's and --ring: configured alike
         report = explain(spec, packet_id)
     except TargetUsage as e:
         raise click.UsageError(str(e)) from None

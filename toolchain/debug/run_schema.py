@@ -2,9 +2,10 @@
 
 run.json names what ran: the image (required), or several as `images` (each IMAGE[@MES],
 as `npk run` takes them), and optionally the chip config, the MEs, the traffic, the cycles
-and the packet buffers (`BASE:SIZE`), with layout parameters and the sources' preprocessor
-defines; paths are relative to DIR.  The file is read as YAML (JSON is YAML), so an error
-names its line; other keys are errors.
+and the packet buffers (`BASE:SIZE`), with layout parameters, the sources' preprocessor
+defines and include directories (`-I`), and the scratch rings of plain images (each as
+`--ring` takes it); paths are relative to DIR.  The file is read as YAML (JSON is YAML), so
+an error names its line; other keys are errors.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,6 +23,8 @@ from pydantic import (
 )
 
 from npkit.toolchain.schema import at, irange
+
+from .ring_schema import RING_SYNTAX, is_ring_file, read_ring
 
 MAX_CYCLES = 1 << 40  # a replay's cycle budget (far past any run worth replaying)
 
@@ -41,6 +45,14 @@ def parse_buffer(text: str) -> tuple[int, int]:
     return base, size
 
 
+def _ring_spec(text: str) -> str:
+    """A ring as --ring spells it, checked here; a ring file is read when the run is
+    opened (its path is relative to the run directory)."""
+    if not is_ring_file(text):
+        read_ring(text, repr(text), ValueError)
+    return text
+
+
 class RunFile(BaseModel):
     """A run directory's run.json: what `npk why --run DIR` replays (paths relative to DIR)."""
 
@@ -56,6 +68,11 @@ class RunFile(BaseModel):
     images: list[Annotated[str, StringConstraints(min_length=1)]] | None = Field(
         None, min_length=1, description="images or .uc sources that ran, each IMAGE[@MES] (instead of image)")
     defines: dict[str, str] | None = Field(None, description="the .uc sources' preprocessor defines (as -D)")
+    include_dirs: list[Annotated[str, StringConstraints(min_length=1)]] | None = Field(
+        None, min_length=1, description="the .uc sources' include directories, searched in order (as -I)")
+    rings: list[Annotated[str, AfterValidator(_ring_spec)]] | None = Field(
+        None, min_length=1, description="scratch rings for plain images, each as --ring: "
+        f"{RING_SYNTAX} or a ring file (YAML)")
 
     @model_validator(mode="after")
     def _one_way_to_name_images(self) -> RunFile:

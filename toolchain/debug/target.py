@@ -19,6 +19,7 @@ from typing import Any
 
 from npkit.emulator.binding import Chip, EmulatorError
 from npkit.emulator.loader import LoadError, MeListError, load_images, parse_me_list
+from npkit.emulator.me_names import format_me_list
 from npkit.emulator.run_config import DEFAULT_CONFIG, run_config
 from npkit.toolchain.image import Image, ImageError, Program, read_image
 
@@ -88,6 +89,16 @@ class Target:
     def label(self) -> str:
         """The target as the user named it: its path, or its images."""
         return ", ".join(pt.label for pt in self.parts) if len(self.parts) > 1 else str(self.path)
+
+    @property
+    def placements(self) -> list[str]:
+        """Each image with the MEs it ran on, as the command line spells IMAGE@MES
+        (`a.uc@0x00,0x01`, `router.elf@0x00-0x05,0x17`), so the same words load it again; a
+        layout is its path alone (it takes no @MES: its blocks name their MEs)."""
+        if self.harness is not None:
+            return [str(self.path)]
+        k = self.chip.me_per_cluster
+        return [f"{pt.label}@{format_me_list(list(pt.loaded), k)}" if pt.loaded else pt.label for pt in self.parts]
 
     def ctxs(self, me: int) -> list[int]:
         return list(range(0, 8, 2)) if self.chip.ctx_mode[me] == 4 else list(range(8))

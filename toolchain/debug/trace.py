@@ -15,7 +15,10 @@ Open the file at https://ui.perfetto.dev (or chrome://tracing).  What is in it:
   a buffer is a step of that packet's flow (category "packet", "s"/"t"/"f"), and a
   receive into the start of a buffer (dram[rbuf_rd]) begins a new packet there
   (id = buffer index and generation: "b5.2");
-* process/thread names as "M" metadata events.
+* process/thread names as "M" metadata events;
+* the file's "metadata": the tool, the images with the MEs each ran on ("image": the
+  IMAGE@MES words of the command line, `a.uc@0x00,0x01 b.elf@0x10`, and "images": the
+  same as a list; Target.placements) and the run's summary.
 
 Timestamps ("ts", "dur") are microseconds as the format defines, computed from the
 emulated cycle and the config clock with nanosecond precision ("displayTimeUnit": "ns");
@@ -254,7 +257,8 @@ def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[in
                "spans": spans, "flows": flows, "packets": packets, "clock_mhz": mhz,
                "packet_buffers": None if buffers is None else vars(buffers)}  # fmt: skip
     return {"traceEvents": out, "displayTimeUnit": "ns",
-            "metadata": {"tool": "npk trace", "image": target.label, "summary": summary}}  # fmt: skip
+            "metadata": {"tool": "npk trace", "image": " ".join(target.placements),
+                         "images": target.placements, "summary": summary}}  # fmt: skip
 
 
 XSCALE_PID = 2000

@@ -23,11 +23,15 @@ Several images (`--image a.uc@0 --image b.elf@1`) are loaded as `npk run` and `n
 load them (npkit.toolchain.debug.target.open_targets).  A run directory (`--run DIR`) holds
 run.json: {"image": ... (or "images": [IMAGE@MES, ...]), "config": ..., "traffic": ...,
 "cycles": N, "buffer": "BASE:SIZE", "params": {...layout parameters}, "defines": {...the
-sources' preprocessor defines}}, paths relative to DIR (npkit.toolchain.debug.run_schema).
+sources' preprocessor defines}, "include_dirs": [...their -I], "rings": [...each as --ring]},
+paths relative to DIR (npkit.toolchain.debug.run_schema): everything open_targets takes to
+load the run but the gdb port of an interactive session.  -I and --ring on the command line
+add to run.json's (-I searched first).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,9 +41,18 @@ from npkit.toolchain.schema import load_yaml, validate
 
 from . import events
 from . import packet as pkt
+from .ring_schema import is_ring_file, read_ring, read_ring_file
 from .run_schema import RunFile, parse_buffer
 from .source import where
-from .target import SOURCE_SUFFIXES, Items, Target, TargetUsage, open_targets, split_image_arg
+from .target import (
+    SOURCE_SUFFIXES,
+    Items,
+    Target,
+    TargetUsage,
+    is_layout,
+    open_targets,
+    split_image_arg,
+)
 
 DRAM = UNITS.index("dram")
 WRITES_DRAM = ("write", "rbuf_rd")  # the DRAM commands that change a packet buffer
@@ -93,14 +106,38 @@ def _from_run_dir(d: Path, config: str | None, mes: str | None, cycles: int, buf
     located = load_yaml(f, error=WhyError, what="run file")  # JSON is YAML: the line of each key
     raw = validate(RunFile, located.data, str(f), located=located, error=WhyError)
 
-    def rel(v: str | None) -> str | None:
-        return None if v in (None, "") else str(d / str(v)) if not Path(str(v)).is_absolute() else str(v)
+    def rel(v: str) -> str:
+        return v if Path(v).is_absolute() else str(d / v)
 
+    def at(*path: str | int) -> str:  # the file and line of a key, as the schema's errors name it
+        line = located.line(path)
+        shown = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        return f"{f}:{line}: {shown}" if line is not None else f"{f}: {shown}"
+
+    items = _run_images(raw, d, f, mes, rel)
+    sources = any(Path(path).suffix in SOURCE_SUFFIXES for path, _ in items)
+    if raw.defines and not sources:
+        raise WhyError(f"{f}: defines: preprocessor defines for .uc sources, and the run names none")
+    if raw.include_dirs and not sources:
+        raise WhyError(f"{at('include_dirs')}: include directories for .uc sources, and the run names none")
+    if raw.rings and any(is_layout(path) for path, _ in items):
+        raise WhyError(f"{at('rings')}: scratch rings for plain images; a layout configures its own")
+    return RunSpec(items, raw.config or config, None if not raw.traffic else rel(raw.traffic),
+                   cycles if raw.cycles is None else raw.cycles, raw.buffer if raw.buffer is not None else buffer,
+                   raw.params, source=f"{f}: buffer", defines=raw.defines,
+                   include_dirs=tuple(_include_dir(rel(v), at("include_dirs", n))
+                                      for n, v in enumerate(raw.include_dirs or ())),
+                   rings=[r for n, v in enumerate(raw.rings or ()) for r in _rings(v, rel, at("rings", n))])  # fmt: skip
+
+
+def _run_images(raw: RunFile, d: Path, f: Path, mes: str | None, rel: Callable[[str], str]) -> Items:
+    """run.json's images as (path, MES text or None), paths relative to the run directory;
+    `mes` (run.json's, else --me) goes with a single image that names no MEs itself."""
     texts = raw.images if raw.images is not None else [str(raw.image)]
     items: Items = []
     for text in texts:
         path, named = split_image_arg(text, d)
-        items.append((str(rel(path)), named))
+        items.append((rel(path), named))
     me_text = raw.mes if raw.mes is not None else mes
     if me_text is not None:
         if len(items) > 1:
@@ -108,11 +145,25 @@ def _from_run_dir(d: Path, config: str | None, mes: str | None, cycles: int, buf
         if items[0][1] is not None:
             raise WhyError(f"{f}: mes: {texts[0]} names its MEs and mes names them again: give one")
         items = [(items[0][0], me_text)]
-    if raw.defines and not any(Path(path).suffix in SOURCE_SUFFIXES for path, _ in items):
-        raise WhyError(f"{f}: defines: preprocessor defines for .uc sources, and the run names none")
-    return RunSpec(items, raw.config or config, rel(raw.traffic), cycles if raw.cycles is None else raw.cycles,
-                   raw.buffer if raw.buffer is not None else buffer, raw.params, source=f"{f}: buffer",
-                   defines=raw.defines)  # fmt: skip
+    return items
+
+
+def _include_dir(path: str, where: str) -> str:
+    """A run.json include directory (relative to the run directory), there."""
+    if not Path(path).is_dir():
+        raise WhyError(f"{where}: {path}: no such directory")
+    return path
+
+
+def _rings(text: str, rel: Callable[[str], str], where: str) -> list[dict[str, Any]]:
+    """A run.json ring as --ring takes it: one ring (checked by the schema already) or a
+    ring file, relative to the run directory; the loader's errors name `where`."""
+    if not is_ring_file(text):
+        return [read_ring(text, where, WhyError)]
+    try:
+        return read_ring_file(rel(text), WhyError)  # each named by the ring file's line
+    except WhyError as e:
+        raise WhyError(f"{where}: {e}") from None
 
 
 def field_name(off: int) -> str:
