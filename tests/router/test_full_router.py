@@ -86,3 +86,19 @@ def test_tx_in_4_context_mode(tmp_path: Path) -> None:
     assert set(t["dropped"]) <= {"queue_full"} and t["exceptions"] == {}, t
     assert cmp_["matched_forward"] == t["forwarded"] == n - sum(t["dropped"].values()) > 0.9 * n
     assert s["conservation"]["balanced"] and t["in_flight"] == 0, s["conservation"]
+
+
+def test_parallel_layout_nine_pool_mes() -> None:
+    """Nine pool MEs, the most the layout has input rings for (they did not fit in
+    scratch in ring-number order): every packet forwarded in order, or dropped with a
+    counted reason -- at 78-byte line rate rx, steering frames over nine rings, is at
+    the edge of its cycle budget (microcode/README.md §3.4)."""
+    duration = 1_000_000
+    tr = load_traffic_source(ROOT / "examples" / "passthrough" / "seed003.yaml", duration)
+    s = run_router("parallel", {"pool_mes": 9}, tr, duration)
+    cmp_ = s["comparison"]
+    assert not any(cmp_.get(k) for k in MISMATCHES), cmp_
+    t = s["totals"]
+    assert set(t["dropped"]) <= {"no_rx_thread"}, t["dropped"]
+    assert t["forwarded"] + sum(t["dropped"].values()) == len(tr.collect()) and s["conservation"]["balanced"]
+    assert t["forwarded"] > 0.99 * len(tr.collect())

@@ -212,3 +212,77 @@ def test_linking_twice_gives_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> 
     assert first == second
     assert b"npk-link-" not in first
     assert f"{GENERATED_DIR}/npk_sys.h".encode() in first
+
+
+@pytest.mark.parametrize("n", [3, 8, 9, 12])
+def test_ring_full_macro_tests_the_named_ring(n: int) -> None:
+    """split_macros' npk_ring_full branches when ring R is full, and only then, whichever
+    of the N rings R is and whatever the others hold: a compare-and-branch chain up to
+    eight rings, a binary search beyond (rx tests its ring at the edge of its budget)."""
+    from npkit.asm.assembler import assemble_text
+    from npkit.asm.errors import Diagnostics
+    from npkit.emulator.binding import Chip
+    from npkit.toolchain.system.link import split_macros
+
+    macros = split_macros(list(range(n)))
+    full_macro = macros[macros.index("#macro npk_ring_full(R, LABEL)") :]
+    src = "\n".join([*full_macro, ".reg r out", "    npk_ring_full(r, full#)", "    immed[out, 1]", "    halt",
+                     "full#:", "    immed[out, 2]", "    halt", ""])  # fmt: skip
+    a = assemble_text(src, diags=Diagnostics())
+    reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
+    for ring in range(n):
+        for full in (ring, (ring + 1) % n):
+            with Chip() as chip:
+                for k in range(n):  # a margin of size - 1: one word makes a ring full
+                    chip.scratch_ring(k, 0x1000 + 512 * k, 128, 127)
+                chip.scratch_ring_put(full, 7)
+                chip.load(0, a.program.words, a.program.ctx_mode)
+                chip.set_reg(0, reg["r"], ring, 0)
+                chip.enable(0, 1)
+                assert chip.run_until_halt(10_000) == "halted"
+                assert chip.reg(0, reg["out"], 0) == (2 if full == ring else 1), (n, ring, full)
+
+
+def test_nine_pool_mes_link_with_rings_placed_largest_first() -> None:
+    """The parallel layout's nine input rings leave too much alignment padding in
+    ring-number order to fit in scratch, so they are placed largest first: each ring at a
+    multiple of its size, none overlapping, all inside the scratch rings may use.  A
+    layout that fits in number order keeps its bases (those of every image so far)."""
+    image = link("parallel", {"pool_mes": 9})
+    assert next(p.mes for p in image.programs if p.name == "fastpath") == list(range(1, 10))
+    spans = sorted((r["base"], r["base"] + 4 * r["size"]) for r in image.meta["rings"].values())
+    assert all(b % (e - b) == 0 and 0x1000 <= b and e <= 0x4000 for b, e in spans), spans
+    assert all(e <= b for (_, e), (b, _) in zip(spans, spans[1:], strict=False)), spans
+    four = sorted(link("parallel", {}).meta["rings"].values(), key=lambda r: r["ring"])
+    assert [r["base"] for r in four] == sorted(r["base"] for r in four)
+
+
+def test_ring_full_tree_is_cheaper_than_the_chain_past_eight_rings() -> None:
+    """Past eight rings npk_ring_full is a binary search: on the emulator it tests a ring in
+    fewer cycles on average, and in the worst case, than the compare chain would."""
+    from npkit.asm.assembler import assemble_text
+    from npkit.asm.errors import Diagnostics
+    from npkit.emulator.binding import Chip
+    from npkit.toolchain.system.link import RING_FULL_CHAIN_MAX, _ring_full_chain, _ring_full_test
+
+    def cycles(body: list[str], n: int) -> list[int]:
+        src = "\n".join(["#macro npk_ring_full(R, LABEL)", *body, "npk_rf_done#:", "#endm", ".reg r",
+                         "    npk_ring_full(r, full#)", "full#:", "    halt", ""])  # fmt: skip
+        a = assemble_text(src, diags=Diagnostics())
+        reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
+        out = []
+        for ring in range(n):
+            with Chip() as chip:
+                for k in range(n):
+                    chip.scratch_ring(k, 0x1000 + 512 * k, 128, 0)
+                chip.load(0, a.program.words, a.program.ctx_mode)
+                chip.set_reg(0, reg["r"], ring, 0)
+                chip.enable(0, 1)
+                assert chip.run_until_halt(10_000) == "halted"
+                out.append(chip.cycle)
+        return out
+
+    for n in (RING_FULL_CHAIN_MAX + 1, 12):
+        tree, chain = cycles(_ring_full_test(list(range(n))), n), cycles(_ring_full_chain(list(range(n))), n)
+        assert sum(tree) < sum(chain) and max(tree) < max(chain), (n, tree, chain)
+    assert _ring_full_test(list(range(RING_FULL_CHAIN_MAX))) == _ring_full_chain(list(range(RING_FULL_CHAIN_MAX)))

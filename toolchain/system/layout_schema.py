@@ -369,15 +369,16 @@ class LayoutFile(_Strict):
                           "to send its frames")  # fmt: skip
 
     def _place_rings(self, store: int, end: int) -> None:
-        addr = store
-        members = sorted(((num, m, self.rings[n].size) for n in self.rings for m, num in self.members(n)))
-        for _, m, size in members:
-            nbytes = size * 4
-            addr = (addr + nbytes - 1) // nbytes * nbytes
-            self._bases[m] = addr
-            addr += nbytes
-        if addr > end:
-            raise at("rings", f"the rings need {addr - store} bytes of scratch, {end - store} are free")
+        """Each ring at a multiple of its own size, in ring-number order; when that leaves
+        too much padding to fit, largest first (which needs none: every size is a power of
+        two), so a layout that fits at all is placed (the parallel layout's nine input rings)."""
+        members = sorted((num, m, self.rings[n].size * 4) for n in self.rings for m, num in self.members(n))
+        for order in (members, sorted(members, key=lambda r: -r[2])):
+            bases, addr = _aligned_bases(order, store)
+            if addr <= end:
+                self._bases.update(bases)
+                return
+        raise at("rings", f"the rings need {addr - store} bytes of scratch, {end - store} are free")
 
     _producers: dict[str, list[str]] = PrivateAttr(default_factory=dict)
     _consumers: dict[str, list[str]] = PrivateAttr(default_factory=dict)
@@ -385,3 +386,15 @@ class LayoutFile(_Strict):
     def ring_users(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """(producers, consumers) of every member ring."""
         return self._producers, self._consumers
+
+
+def _aligned_bases(order: list[tuple[int, str, int]], store: int) -> tuple[dict[str, int], int]:
+    """Bases for (number, ring, bytes) in the order given, each at a multiple of its size
+    from `store` on, and the address after the last."""
+    bases: dict[str, int] = {}
+    addr = store
+    for _, m, nbytes in order:
+        addr = (addr + nbytes - 1) // nbytes * nbytes
+        bases[m] = addr
+        addr += nbytes
+    return bases, addr

@@ -71,6 +71,42 @@ def _naf(n: int) -> list[tuple[int, int]]:
     return digits[::-1]
 
 
+# the longest compare-and-branch chain npk_ring_full uses: every image measured so far
+# was built with the chain (the harness reference's parallel layout has four rings); a
+# longer split ring gets a search tree, since rx tests its ring at the edge of its cycle
+# budget (nine rings: 20 cycles on average through the chain, 18.8 through the tree)
+RING_FULL_CHAIN_MAX = 8
+
+
+def _ring_full_test(numbers: list[int]) -> list[str]:
+    """npk_ring_full's body: branch to LABEL if ring R (one of `numbers`) is full.  Up to
+    RING_FULL_CHAIN_MAX rings a compare-and-branch chain, where only the matching ring's
+    branch is taken (a structured .if per ring would take a branch for every ring that
+    does not match); beyond, a binary search over the sorted ring numbers, which tests a
+    ring in log2(N) compares, not up to N."""
+    if len(numbers) > RING_FULL_CHAIN_MAX:
+        return _ring_full_tree(sorted(numbers))
+    return _ring_full_chain(numbers)
+
+
+def _ring_full_chain(numbers: list[int]) -> list[str]:
+    out = []
+    for num in numbers:
+        out += [f"    alu[--, R, -, {num}]", f"    beq[npk_rf_{num}#]"]
+    out += ["    br[npk_rf_done#]"]
+    for num in numbers:
+        out += [f"npk_rf_{num}#:", f"    br_inp_state[SCR_RING{num}_STATUS, LABEL]", "    br[npk_rf_done#]"]
+    return out
+
+
+def _ring_full_tree(numbers: list[int]) -> list[str]:
+    if len(numbers) == 1:
+        return [f"    br_inp_state[SCR_RING{numbers[0]}_STATUS, LABEL]", "    br[npk_rf_done#]"]
+    low, high = numbers[: len(numbers) // 2], numbers[len(numbers) // 2 :]
+    return [f"    alu[--, R, -, {high[0]}]", f"    bge[npk_rf_ge{high[0]}#]", *_ring_full_tree(low),
+            f"npk_rf_ge{high[0]}#:", *_ring_full_tree(high)]  # fmt: skip
+
+
 def split_macros(numbers: list[int]) -> list[str]:
     """Macros of a split ring (microcode/README.md §3.4), numbers = its N scratch rings:
     npk_ring_select(R, K): R = ring number K mod N (pool ME k reads ring k);
@@ -118,18 +154,7 @@ def split_macros(numbers: list[int]) -> list[str]:
             out += ["    alu_shf[hk, --, b, hn, >>16]"]
         out += choose("hk")
     out += [".end", "#endm", ""]
-    # compare-and-branch chain: only the matching ring's branch is taken (a structured
-    # .if per ring would take a branch for every ring that does not match)
-    out += ["#macro npk_ring_full(R, LABEL)"]
-    for num in numbers:
-        out += [f"    alu[--, R, -, {num}]", f"    beq[npk_rf_{num}#]"]
-    out += ["    br[npk_rf_done#]"]
-    for num in numbers:
-        out += [
-            f"npk_rf_{num}#:",
-            f"    br_inp_state[SCR_RING{num}_STATUS, LABEL]",
-            "    br[npk_rf_done#]",
-        ]
+    out += ["#macro npk_ring_full(R, LABEL)", *_ring_full_test(numbers)]
     out += ["npk_rf_done#:", "#endm", ""]
     return out
 
