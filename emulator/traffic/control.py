@@ -422,6 +422,7 @@ class CpResult:
     learnt_hop: bool = False  # forwarded through a next hop the control plane resolved: until the
     #                           daemon has installed it, the fast path may still except it (arp_miss)
     timestamps: list[int] = field(default_factory=list)  # offsets of IP timestamps in the forwarded frame
+    held_for: int = -1  # the next hop whose resolution it was held for (-1: never held)
     alternatives: list[Outcome] = field(default_factory=list)  # near a route change: the other table's
 
 
@@ -1054,6 +1055,9 @@ class RouterModel:
                 res.final = Except(res.reason)
         else:
             e.hold.append(item)
+            res = self.results.get(pid)
+            if not item.generated and res is not None:
+                res.held_for = e.ip
         if e.state == "none":
             e.state = "incomplete"
             e.starter = pid
@@ -1077,6 +1081,31 @@ class RouterModel:
     @staticmethod
     def _ended(e: _Arp) -> None:
         e.unconfirmed_hold = [] if e.confirmed else [item.pid for item in e.hold if not item.generated]
+
+    def given_up_before(self, pid: int) -> bool:
+        """The daemon's log says packet `pid` was given up with packets it held before it for
+        the same next hop: it took the packet into a resolution under way, which it gave
+        up.  This model, acting at the packet's arrival, had given that one up already
+        (the daemon gives up behind its deadline: busy with the ring, or asleep a little
+        past it) and holds the packet in a resolution of its own that the daemon never
+        confirmed: the packet leaves it, given up now (its ICMP error), and a resolution
+        begun for it is begun afresh for the next packet held (none: it is no more; its
+        requests so far, about this packet, are the caller's to take back).  Returns
+        whether this model held the packet so."""
+        res = self.results.get(pid)
+        e = self.cache.get(res.held_for) if res is not None and res.final is None else None
+        item = next((h for h in e.hold if h.pid == pid and not h.generated), None) if e is not None else None
+        if e is None or item is None or e.state != "incomplete" or e.confirmed:
+            return False
+        e.hold.remove(item)
+        res.final = Except(res.reason)
+        self._icmp_error(pid, item.frame, 3, 1)
+        if e.starter == pid:
+            rest, e.hold = e.hold, []
+            e.state, e.tries, e.starter = "none", 0, -1
+            for h in rest:
+                self._hold(e, h)
+        return True
 
     def _resolved(self, e: _Arp) -> None:
         self._ended(e)

@@ -65,7 +65,7 @@ from npkit.emulator.traffic.control import (
 from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON, Verdicts
 from npkit.emulator.traffic.oracle import Drop, Except, Forward, Outcome, flow_of
 from npkit.emulator.traffic.reasons import load_reasons
-from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
+from npkit.emulator.traffic_run import DROPPED, EXCEPTED, FORWARDED, Chunk, Departure
 
 from .control import (
     CHG_SOCKET,
@@ -88,7 +88,7 @@ if TYPE_CHECKING:
 
 NEVER = 1 << 63
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
-ACT_FORWARDED = 2  # xscale/npkd/cp.h
+ACT_CONSUMED, ACT_FORWARDED = 1, 2  # xscale/npkd/cp.h
 
 
 class ControlJudge:
@@ -134,6 +134,8 @@ class ControlJudge:
         self.killed_own = 0  # frames the daemon made that died in its send backlog
         self.killed_forwarded = 0  # packets it forwarded that died there (dropped: KILLED)
         self.killed_in_hand = 0  # packets it had taken from the exception ring and not logged (dropped: KILLED)
+        self.unlogged: set[int] = set()  # packets it forwarded whose frame left, window gone, before it logged them
+        self._hold_end: tuple[int, int, int] | None = None  # the last record's (next hop held for, action, us)
         if rr.control is not None:
             rr.control.system.on_stop.append(self._on_stop)
         self.run.router_addresses(list(rr.config.addresses))
@@ -529,9 +531,11 @@ class ControlJudge:
                 name = f"code {rec.reason}"
             pid = self._identify(rec)
             if pid < 0:
+                self._hold_end = None
                 comparison["unmatched_exception"] += 1
                 continue
             r = self.model.results.get(pid)
+            self._joined(rec, pid, r)
             ok = r is not None and r.reason == name
             if not ok and r is not None and name == "arp_miss" and r.learnt_hop:
                 self._handle_as(pid, r, Except("arp_miss"), late=True)  # (its window forgotten: nothing to redo)
@@ -547,7 +551,43 @@ class ControlJudge:
                 self.forwarded_by_it += 1
             else:
                 self.run.mark(pid, EXCEPTED, name)
+            if pid in self.unlogged:
+                self._logged_late(pid)
         self._raw.clear()
+
+    def _joined(self, rec: LogRecord, pid: int, r: Any) -> None:
+        """The daemon logs a packet it held for ARP when its hold ends, and the packets one
+        resolution held (given up, or answered) one after the other, the first held first:
+        the resolution was begun for that one.  A packet logged after another held for the
+        same next hop, with the same action, within a retry interval, was taken into a
+        resolution under way, not one begun for it: the requests this model made about it
+        (the first packet of a resolution this model began because the packet came after it
+        had ended the daemon's -- a daemon behind its deadline still takes such a packet
+        in -- and that the daemon never confirmed) are not expected, and one this model
+        still holds there that the daemon gave up is given up here too
+        (RouterModel.given_up_before)."""
+        key = (r.held_for, rec.action, rec.time_us) if r is not None and r.held_for >= 0 else None
+        prev, self._hold_end = self._hold_end, key
+        if key is None or prev is None or prev[:2] != key[:2]:
+            return
+        if not 0 <= key[2] - prev[2] <= self.model.opt["arp_retry_us"]:
+            return
+        if rec.action == ACT_CONSUMED and self.model.given_up_before(pid):
+            self._settle()
+        frames = self.provisional.get(pid)
+        if frames:
+            frames[:] = [em for em in frames if not is_arp_request_for(em.frame, r.held_for)]
+
+    def _logged_late(self, pid: int) -> None:
+        """A packet whose window went before its record came (`forget`: its frame left first)
+        is let go of now; frames the model may still send about it are expected as they
+        come (`late`)."""
+        self.unlogged.discard(pid)
+        self.cp_forwarded.discard(pid)  # (its frame was judged already)
+        self.handled.discard(pid)
+        if pid in self.model.pending():
+            self.late.add(pid)
+        self.model.results.pop(pid, None)
 
     def _excepted_instead(self, pid: int, r: Any, name: str) -> bool:
         """A packet the model forwarded by the table as it was after a route change, that
@@ -603,9 +643,13 @@ class ControlJudge:
         return -1
 
     def forget(self, c: Chunk) -> None:
-        """A window every packet of which has a fate: what is kept about its packets goes."""
+        """A window every packet of which has a fate: what is kept about its packets goes --
+        but for packets the daemon forwarded whose frames left before it logged them
+        (`_unlogged`), kept until it does."""
         lo, hi = c.first, c.end
-        for pid in [p for p in self.indexed if lo <= p < hi]:
+        keep = self._unlogged(c)
+        self.unlogged |= keep
+        for pid in [p for p in self.indexed if lo <= p < hi and p not in keep]:
             key = self.indexed.pop(pid)
             q = self.index.get(key)
             if q is not None and pid in q:
@@ -619,8 +663,22 @@ class ControlJudge:
             for pid in [p for p in s if lo <= p < hi]:
                 s.discard(pid)
         for d in (self.provisional, self.model.results):
-            for pid in [p for p in d if lo <= p < hi]:
+            for pid in [p for p in d if lo <= p < hi and p not in keep]:
                 del d[pid]
+
+    def _unlogged(self, c: Chunk) -> set[int]:
+        """Packets of window c the fast path excepted and the model's control plane forwards
+        (only the daemon can have forwarded them) whose frames have left but whose log
+        records are still to come: the daemon sends a packet, then logs it, and the XScale
+        core may end its quantum between the two -- the chip runs on, the frame leaves, the
+        record comes a quantum later."""
+        out = set()
+        for pid in self.indexed:
+            r = self.model.results.get(pid) if c.first <= pid < c.end else None
+            if (r is not None and c.fate[pid - c.first] & FORWARDED and isinstance(r.fast, Except)
+                    and isinstance(r.final, Forward) and not any(isinstance(o, Forward) for o in r.alternatives)):  # fmt: skip
+                out.add(pid)
+        return out
 
     # -- frames
     def _sent(self, em: Emitted, at_ns: int) -> None:
