@@ -177,3 +177,22 @@ def test_the_judge_still_fails_a_lost_or_extra_frame_there(tmp_path: Path, monke
         done: list[int] = []
         _s, v = run_spec(tmp_path, EXAMPLES / "errors.yaml", {"seed: 11": "seed: 99"}, "pipelined", 500, 650)
         assert done and not v["ok"] and any(reason in r for r in v["reasons"]), (mode, v["reasons"])
+
+
+def test_only_packets_still_to_be_logged_are_kept(tmp_path: Path) -> None:
+    """The judge keeps a packet past its window only while the daemon's record of it is
+    still to come: at the end of a run in which the daemon forwarded packets (imix's IP
+    options), none is kept, so nothing piles up over a long run."""
+    text = (EXAMPLES / "imix.yaml").read_text().replace("router: router.yaml", f"router: {EXAMPLES / 'router.yaml'}")
+    (tmp_path / "imix.yaml").write_text(text)
+    tr = load_traffic_source(tmp_path / "imix.yaml", 2_000_000)
+    rr = RouterRun.link("pipelined", {}, tr)
+    try:
+        rr.run_traffic(2_000_000)
+        rr.drain()
+        s = rr.summary()
+        assert judge(s, Policy())["ok"]
+        assert s["control_plane"]["packets_forwarded_by_it"] > 0
+        assert rr.cp is not None and rr.cp.unlogged == set()
+    finally:
+        rr.close()

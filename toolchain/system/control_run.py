@@ -674,7 +674,7 @@ class ControlJudge:
         record comes a quantum later."""
         out = set()
         for pid in self.indexed:
-            r = self.model.results.get(pid) if c.first <= pid < c.end else None
+            r = self.model.results.get(pid) if c.first <= pid < c.end and pid not in self.handled else None
             if (r is not None and c.fate[pid - c.first] & FORWARDED and isinstance(r.fast, Except)
                     and isinstance(r.final, Forward) and not any(isinstance(o, Forward) for o in r.alternatives)):  # fmt: skip
                 out.add(pid)
