@@ -26,7 +26,9 @@ an error = that of the datagram it is about), with one difference: it acts at ea
 packet's arrival time, the daemon a few microseconds later (behind a backlog of
 exceptions, hundreds, and not at all for those a full ring dropped: `follow_arp` takes
 the daemon's ARP record, and a caller that knows when the daemon handled a packet takes
-the ICMP rate limit's tokens then, `defer_tokens`); `RouteChange`s apply at
+the ICMP rate limit's tokens then, `defer_tokens`; an ARP packet teaches this model at
+its arrival, and what it taught is taken back if the daemon never took it: `unlearn`,
+`taken`); `RouteChange`s apply at
 their time, and `alternatives` gives the other table's verdict for packets that arrive
 within `change_window_ns` of a change (the fast path may see either, never a mix; the
 window grows with the root entries a short route rewrites).
@@ -445,6 +447,17 @@ class _Arp:
     #   never confirmed it: it may have taken them late, and begin one for them now (follow_arp)
     given_up: list[_Held] = field(default_factory=list)  # what that give-up let go of (kill: `_ungive`)
     given_up_frames: list[Emitted] = field(default_factory=list)  # ... and the errors it sent about them
+    taught_by: int = -1  # the ARP packet it learnt its MAC from, until the daemon is known to have taken it
+
+
+@dataclass
+class _Taught:
+    """What an ARP packet taught this model at its arrival, before the daemon took it
+    (`unlearn` takes it back)."""
+
+    before: _Arp  # the entry as it was (a copy; state "none" and no MAC if there was none)
+    had: bool  # the fast path had a MAC for the address then (if not, any it has now came from this)
+    released: list[_Held]  # the packets its resolution let go of
 
 
 class RouterModel:
@@ -490,6 +503,10 @@ class RouterModel:
         self.untold: list[Emitted] = []  # errors sent here about held packets the daemon had not given up (kill)
         self._withdrawals: list[int] = []  # when a restarted daemon withdraws learnt ARP state (withdraw_at)
         self._deferred: list[tuple[int, CpResult, bytes, int]] = []  # excepted while it was down
+        # ARP packets this model learnt a MAC from at their arrival that the daemon is not yet
+        # known to have taken from the exception ring (`taken`, `unlearn`), by packet id
+        self.untaken: dict[int, _Taught] = {}
+        self.unsent: list[Emitted] = []  # frames of its own an answer let go of that `unlearn` held again
 
     @property
     def routes(self) -> RouteTable:
@@ -823,7 +840,8 @@ class RouterModel:
         self.bucket_ns = self.now
         self.down = False
         self._owed_from = t
-        waiting, self._deferred = self._deferred, []
+        self.untaken.clear()  # (what they taught went with the cache)
+        waiting, self._deferred = sorted(self._deferred, key=lambda w: w[0]), []  # (the ring's order)
         for pid, res, frame, in_port in waiting:
             getattr(self, f"_on_{res.reason}")(pid, res, bytearray(frame), in_port)
 
@@ -1107,6 +1125,49 @@ class RouterModel:
                 self._hold(e, h)
         return True
 
+    def taken(self, pid: int) -> None:
+        """The daemon took ARP packet `pid` from the exception ring (its log record says so):
+        what it taught this model stands."""
+        taught = self.untaken.pop(pid, None)
+        if taught is not None:
+            e = self.cache.get(taught.before.ip)
+            if e is not None and e.taught_by == pid:
+                e.taught_by = -1
+
+    def unlearn(self, pid: int) -> list[int]:
+        """ARP packet `pid`, which taught this model a MAC at its arrival, never reached the
+        daemon: a full exception ring dropped it, or the daemon was killed before it took
+        it (the one started again takes it: the caller's `defer`).  The daemon learnt
+        nothing from it, so neither does this model: the entry is as it was before (a
+        resolution under way goes on, its retries as the daemon makes them), the MAC
+        leaves the fast path if it went there then, and the packets the answer let go of
+        are held again (returned: their forwarding is the caller's to take back; frames
+        of its own it let go of: `unsent`, for the caller to expect no more).  A later
+        ARP packet that taught the entry again keeps what it taught (nothing done)."""
+        taught = self.untaken.pop(pid, None)
+        if taught is None:
+            return []
+        ip = taught.before.ip
+        e = self.cache.get(ip)
+        if e is None or e.taught_by != pid or e.state != "reachable":
+            return []
+        before = taught.before
+        if not taught.had and ip not in self.static:  # (installed when it resolved, or from the cache since)
+            self.fast.arp.pop(ip, None)
+        mac, restored = e.mac, dc_replace(before, hold=[])
+        self.cache[ip] = restored
+        held = []
+        for item in taught.released:
+            res = self.results.get(item.pid)
+            if item.generated:
+                restored.hold.append(item)
+                self.unsent.append(Emitted(e.port, mac + item.frame[6:], item.pid, item.timestamps))
+            elif res is not None and isinstance(res.final, Forward):
+                restored.hold.append(item)
+                res.final, res.learnt_hop = None, False
+                held.append(item.pid)
+        return held
+
     def _resolved(self, e: _Arp) -> None:
         self._ended(e)
         e.ended = self.now
@@ -1148,10 +1209,14 @@ class RouterModel:
         if not probe and spa not in self.static and (e is not None or for_me):
             e = self._entry(spa, in_port)
             was = e.state
+            taught = _Taught(dc_replace(e, hold=list(e.hold)), spa in self.fast.arp,
+                             list(e.hold) if was == "incomplete" else [])  # fmt: skip
             e.mac, e.state, e.port = sha, "reachable", in_port
             e.expires = self.now + self.opt["arp_age_ms"] * 1_000_000
             if was == "incomplete":
                 self._resolved(e)
+            e.taught_by = pid
+            self.untaken[pid] = taught
         if op == 1 and for_me:
             self.emitted.append(Emitted(in_port, arp_frame(2, p.mac, p.address, sha, spa), pid))
 

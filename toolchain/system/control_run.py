@@ -42,7 +42,10 @@ frames there are expected no more (`killed_own`); the ARP retries and give-ups d
 the kill are done in the model only as far as the record says the daemon had done them
 (RouterModel.kill).  While the daemon runs, the model takes the time each resolution
 began from the same record (RouterModel.follow_arp), so that its retries fall at the
-daemon's instants, not microseconds before them.
+daemon's instants, not microseconds before them.  An ARP packet the model learnt a MAC
+from teaches it nothing after all if the daemon never took it: dropped at a full
+exception ring (`_untaught_by_drops`), or still on the ring when the daemon died -- the
+one started again takes it then (`_untaught_by_the_dead`).
 """
 
 from __future__ import annotations
@@ -162,6 +165,8 @@ class ControlJudge:
         self._take_changes(self._made_by_the_dead())
         self._daemon_events()
         self._model_to(now)
+        if self.model.untaken:
+            self._untaught_by_drops()
         self._follow()
         self.model.advance(now)
         self._settle()
@@ -296,6 +301,8 @@ class ControlJudge:
                 self.model.owe()
             self._model_to(t)
             if what in ("killed", "respawned"):
+                if arp is not None:
+                    self._untaught_by_the_dead(arp, owned)
                 held = self.model.kill(t, arp, self._early_ns())
                 self._untell()
                 lost = self._held_by_the_dead(held, owned)
@@ -332,6 +339,53 @@ class ControlJudge:
                     self.model.withdraw_learnt()
                 self.model.caught_up(self.run.now_ns)
                 self._withdraw_at_start = 0
+
+    def _untaught_by_the_dead(self, arp: dict[int, DaemonArp], owned: list[tuple[int, int, int]]) -> None:
+        """The ARP packets the model learnt a MAC from that the dying daemon had not: its ARP
+        record (at the instant it died) does not have the address resolved, and it had not
+        logged them.  The model takes back what they taught (RouterModel.unlearn); one still
+        on the exception ring -- neither in the daemon's hands nor dropped at a full ring
+        -- is the restarted daemon's, which learns from it (RouterModel.defer)."""
+        self.service()
+        logged = {(rec.in_port, rec.length, rec.digest) for rec in self._raw}
+        for pid, taught in list(self.model.untaken.items()):
+            d = arp.get(taught.before.ip)
+            key = self.indexed.get(pid)
+            if pid in self.handled or key in logged or (d is not None and d.state == "reachable"):
+                continue
+            self._unlearn(pid)
+            c = self.run.chunk_of(pid)
+            if c is None or key is None or key in owned or c.fate[pid - c.first] & DROPPED:
+                continue
+            i = pid - c.first
+            self.model.defer(pid, c.w.frame(i), c.w.ports[i])
+            self.provisional.pop(pid, None)
+            self.model.emitted = [e for e in self.model.emitted if e.pid != pid]
+
+    def _unlearn(self, pid: int) -> None:
+        """ARP packet `pid` taught the model nothing after all (RouterModel.unlearn): the
+        packets its answer let go of are held again, owed to no port."""
+        taught = self.model.untaken.get(pid)
+        was = {h.pid: r.final for h in (taught.released if taught else []) if (r := self.model.results.get(h.pid))}
+        for p in self.model.unlearn(pid):
+            self.held.add(p)
+            c = self.run.chunk_of(p)
+            if c is not None:
+                self._demand(was.get(p), None, c.w.lens[p - c.first])
+        for em in self.model.unsent:
+            if em in self.model.emitted:
+                self.model.emitted.remove(em)  # (not settled yet)
+            elif self._unwant(em.port, em.frame):
+                self.rr.add_demand(em.port, len(em.frame), sign=-1, packet=False)
+        self.model.unsent.clear()
+
+    def _untaught_by_drops(self, lo: int = 0, hi: int = NEVER) -> None:
+        """ARP packets (ids in [lo, hi)) the model learnt from that the fast path dropped at
+        a full exception ring: the daemon never saw them (`_unlearn`)."""
+        for pid in [p for p in self.model.untaken if lo <= p < hi]:
+            c = self.run.chunk_of(pid)
+            if c is not None and c.fate[pid - c.first] & DROPPED:
+                self._unlearn(pid)
 
     def _untell(self) -> None:
         """The errors the model sent about held packets whose give-up the dying daemon had
@@ -534,6 +588,7 @@ class ControlJudge:
                 self._hold_end = None
                 comparison["unmatched_exception"] += 1
                 continue
+            self.model.taken(pid)
             r = self.model.results.get(pid)
             self._joined(rec, pid, r)
             ok = r is not None and r.reason == name
@@ -647,6 +702,9 @@ class ControlJudge:
         but for packets the daemon forwarded whose frames left before it logged them
         (`_unlogged`), kept until it does."""
         lo, hi = c.first, c.end
+        self._untaught_by_drops(lo, hi)
+        for pid in [p for p in self.model.untaken if lo <= p < hi]:
+            del self.model.untaken[pid]  # (every packet has a fate: one never logged nor dropped is no ARP the daemon missed)
         keep = self._unlogged(c)
         self.unlogged |= keep
         for pid in [p for p in self.indexed if lo <= p < hi and p not in keep]:
