@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,9 +51,19 @@ def summarise(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     }
 
 
+def npk_command() -> str:
+    """`npk` on PATH, else the one beside this Python (run with a venv's python, its bin/
+    need not be on PATH); exit with a reason when there is neither."""
+    found = shutil.which("npk") or shutil.which("npk", path=str(Path(sys.executable).parent))
+    if found is None:
+        sys.exit("sweep_control_restart: no npk on PATH or beside this Python: run `make` first, "
+                 "then put .venv/bin on PATH or run this script with .venv/bin/python")
+    return found
+
+
 def one_run(image: str, spec: str, duration: float, kill: float, gap: float) -> dict[str, Any]:
     cmd = [
-        "npk", "run", image, "--traffic", spec, "--duration-ms", str(duration),
+        npk_command(), "run", image, "--traffic", spec, "--duration-ms", str(duration),
         "--kill-control-at", f"{kill:.3f}", "--restart-control-at", f"{kill + gap:.3f}",
         "--json",
     ]
