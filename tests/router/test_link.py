@@ -21,6 +21,30 @@ from npkit.toolchain.system.sysmap import SYS
 LAYOUTS = Path(__file__).resolve().parents[2] / "microcode" / "layouts"
 
 
+def run_snippet(src: str, inputs: dict[str, int], out: str | None = None, rings: int = 0,
+                margin: int = 0, full: int | None = None) -> tuple[int, int | None]:  # fmt: skip
+    """Assemble `src` and run it to its halt on ME 0, context 0, of a fresh chip: the
+    registers named in `inputs` set first; `rings` scratch rings of 128 words (with
+    `margin`), one word put on ring `full`.  Returns (cycles, the register `out`)."""
+    from npkit.asm.assembler import assemble_text
+    from npkit.asm.errors import Diagnostics
+    from npkit.emulator.binding import Chip
+
+    program = assemble_text(src, diags=Diagnostics()).program
+    reg = {s.name: str(s.value) for s in program.symbols if s.kind == "reg"}
+    with Chip() as chip:
+        for k in range(rings):
+            chip.scratch_ring(k, 0x1000 + 512 * k, 128, margin)
+        if full is not None:
+            chip.scratch_ring_put(full, 7)
+        chip.load(0, program.words, program.ctx_mode)
+        for name, value in inputs.items():
+            chip.set_reg(0, reg[name], value, 0)
+        chip.enable(0, 1)
+        assert chip.run_until_halt(10_000) == "halted"
+        return chip.cycle, (chip.reg(0, reg[out], 0) if out else None)
+
+
 def test_reasons_header_is_generated_and_current() -> None:
     assert REASONS_H.read_text() == reasons_header()
     assert "#define EXC_NO_ROUTE" in REASONS_H.read_text()
@@ -179,9 +203,6 @@ def test_ring_hash_macro_is_hash_times_n_over_2_16(n: int) -> None:
     """rx's flow steering (split_macros' npk_ring_hash, shifts and adds/subtracts of N's
     non-adjacent form) gives ring first + (hash * N) >> 16 on the emulator in at most six
     instructions (rx runs it per frame at the edge of its budget; 7 = 8 - 1 takes five)."""
-    from npkit.asm.assembler import assemble_text
-    from npkit.asm.errors import Diagnostics
-    from npkit.emulator.binding import Chip
     from npkit.toolchain.system.link import split_macros
 
     first = 20
@@ -189,15 +210,9 @@ def test_ring_hash_macro_is_hash_times_n_over_2_16(n: int) -> None:
     hash_macro = macros[macros.index("#macro npk_ring_hash(R, H)") : macros.index("#macro npk_ring_full(R, LABEL)")]
     assert sum(1 for line in hash_macro if line.startswith("    alu")) <= (5 if n == 7 else 6)
     src = "\n".join([*hash_macro, ".reg h r", "    npk_ring_hash(r, h)", "    halt", ""])
-    a = assemble_text(src, diags=Diagnostics())
-    reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
     for h16 in (0, 1, 0x1234, 0x5555, 0x8000, 0x9249, 0xAAAA, 0xFFFE, 0xFFFF):
-        with Chip() as chip:
-            chip.load(0, a.program.words, a.program.ctx_mode)
-            chip.set_reg(0, reg["h"], h16 << 16 | 0xBEEF, 0)  # the hash in bits 31..16
-            chip.enable(0, 1)
-            assert chip.run_until_halt(10_000) == "halted"
-            assert chip.reg(0, reg["r"], 0) == first + (h16 * n >> 16), (n, hex(h16))
+        _, r = run_snippet(src, {"h": h16 << 16 | 0xBEEF}, "r")  # the hash in bits 31..16
+        assert r == first + (h16 * n >> 16), (n, hex(h16))
 
 
 def test_linking_twice_gives_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -219,28 +234,16 @@ def test_ring_full_macro_tests_the_named_ring(n: int) -> None:
     """split_macros' npk_ring_full branches when ring R is full, and only then, whichever
     of the N rings R is and whatever the others hold: a compare-and-branch chain up to
     eight rings, a binary search beyond (rx tests its ring at the edge of its budget)."""
-    from npkit.asm.assembler import assemble_text
-    from npkit.asm.errors import Diagnostics
-    from npkit.emulator.binding import Chip
     from npkit.toolchain.system.link import split_macros
 
     macros = split_macros(list(range(n)))
     full_macro = macros[macros.index("#macro npk_ring_full(R, LABEL)") :]
     src = "\n".join([*full_macro, ".reg r out", "    npk_ring_full(r, full#)", "    immed[out, 1]", "    halt",
                      "full#:", "    immed[out, 2]", "    halt", ""])  # fmt: skip
-    a = assemble_text(src, diags=Diagnostics())
-    reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
     for ring in range(n):
-        for full in (ring, (ring + 1) % n):
-            with Chip() as chip:
-                for k in range(n):  # a margin of size - 1: one word makes a ring full
-                    chip.scratch_ring(k, 0x1000 + 512 * k, 128, 127)
-                chip.scratch_ring_put(full, 7)
-                chip.load(0, a.program.words, a.program.ctx_mode)
-                chip.set_reg(0, reg["r"], ring, 0)
-                chip.enable(0, 1)
-                assert chip.run_until_halt(10_000) == "halted"
-                assert chip.reg(0, reg["out"], 0) == (2 if full == ring else 1), (n, ring, full)
+        for full in (ring, (ring + 1) % n):  # a margin of size - 1: one word makes a ring full
+            _, out = run_snippet(src, {"r": ring}, "out", rings=n, margin=127, full=full)
+            assert out == (2 if full == ring else 1), (n, ring, full)
 
 
 def test_nine_pool_mes_link_with_rings_placed_largest_first() -> None:
@@ -260,27 +263,12 @@ def test_nine_pool_mes_link_with_rings_placed_largest_first() -> None:
 def test_ring_full_tree_is_cheaper_than_the_chain_past_eight_rings() -> None:
     """Past eight rings npk_ring_full is a binary search: on the emulator it tests a ring in
     fewer cycles on average, and in the worst case, than the compare chain would."""
-    from npkit.asm.assembler import assemble_text
-    from npkit.asm.errors import Diagnostics
-    from npkit.emulator.binding import Chip
     from npkit.toolchain.system.link import RING_FULL_CHAIN_MAX, _ring_full_chain, _ring_full_test
 
     def cycles(body: list[str], n: int) -> list[int]:
         src = "\n".join(["#macro npk_ring_full(R, LABEL)", *body, "npk_rf_done#:", "#endm", ".reg r",
                          "    npk_ring_full(r, full#)", "full#:", "    halt", ""])  # fmt: skip
-        a = assemble_text(src, diags=Diagnostics())
-        reg = {s.name: str(s.value) for s in a.program.symbols if s.kind == "reg"}
-        out = []
-        for ring in range(n):
-            with Chip() as chip:
-                for k in range(n):
-                    chip.scratch_ring(k, 0x1000 + 512 * k, 128, 0)
-                chip.load(0, a.program.words, a.program.ctx_mode)
-                chip.set_reg(0, reg["r"], ring, 0)
-                chip.enable(0, 1)
-                assert chip.run_until_halt(10_000) == "halted"
-                out.append(chip.cycle)
-        return out
+        return [run_snippet(src, {"r": ring}, rings=n)[0] for ring in range(n)]
 
     for n in (RING_FULL_CHAIN_MAX + 1, 12):
         tree, chain = cycles(_ring_full_test(list(range(n))), n), cycles(_ring_full_chain(list(range(n))), n)

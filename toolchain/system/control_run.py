@@ -704,7 +704,7 @@ class ControlJudge:
         lo, hi = c.first, c.end
         self._untaught_by_drops(lo, hi)
         for pid in [p for p in self.model.untaken if lo <= p < hi]:
-            del self.model.untaken[pid]  # (every packet has a fate: one never logged nor dropped is no ARP the daemon missed)
+            self.model.taken(pid)  # (every packet has a fate: one never logged nor dropped is no ARP the daemon missed)
         keep = self._unlogged(c)
         self.unlogged |= keep
         for pid in [p for p in self.indexed if lo <= p < hi and p not in keep]:
@@ -731,8 +731,8 @@ class ControlJudge:
         core may end its quantum between the two -- the chip runs on, the frame leaves, the
         record comes a quantum later."""
         out = set()
-        for pid in self.indexed:
-            r = self.model.results.get(pid) if c.first <= pid < c.end and pid not in self.handled else None
+        for pid in [p for p in self.indexed if c.first <= p < c.end and p not in self.handled]:
+            r = self.model.results.get(pid)
             if (r is not None and c.fate[pid - c.first] & FORWARDED and isinstance(r.fast, Except)
                     and isinstance(r.final, Forward) and not any(isinstance(o, Forward) for o in r.alternatives)):  # fmt: skip
                 out.add(pid)
