@@ -425,6 +425,8 @@ class CpResult:
     #                           daemon has installed it, the fast path may still except it (arp_miss)
     timestamps: list[int] = field(default_factory=list)  # offsets of IP timestamps in the forwarded frame
     held_for: int = -1  # the next hop whose resolution it was held for (-1: never held)
+    held_in: int = -1  # ... and which of this model's resolutions of it (_Arp.round)
+    hold_full: int = -1  # the next hop whose full hold queue dropped it, by this model's count (-1: none)
     alternatives: list[Outcome] = field(default_factory=list)  # near a route change: the other table's
 
 
@@ -436,6 +438,7 @@ class _Arp:
     state: str = "none"  # none | incomplete | reachable
     tries: int = 0
     starter: int = -1  # the packet whose arrival started the resolution (its requests count for it)
+    round: int = 0  # how many resolutions of the address this model has begun (CpResult.held_in)
     start: int = 0  # when the resolution began: the packet's arrival, until `follow_arp` says the daemon's time
     confirmed: bool = False  # start is the daemon's (follow_arp)
     next_try: int = 0
@@ -445,6 +448,9 @@ class _Arp:
     ended: int = -1  # ... when its last resolution ended, given up or answered
     unconfirmed_hold: list[int] = field(default_factory=list)  # the packets of that one if the daemon
     #   never confirmed it: it may have taken them late, and begin one for them now (follow_arp)
+    unconfirmed: list[int] = field(default_factory=list)  # the starters of such ones since the last
+    #   the daemon confirmed, whose requests are the daemon's only if it makes them late (follow_arp)
+    made_late: set[int] = field(default_factory=set)  # ... those it was seen making late
     given_up: list[_Held] = field(default_factory=list)  # what that give-up let go of (kill: `_ungive`)
     given_up_frames: list[Emitted] = field(default_factory=list)  # ... and the errors it sent about them
     taught_by: int = -1  # the ARP packet it learnt its MAC from, until the daemon is known to have taken it
@@ -712,18 +718,36 @@ class RouterModel:
                 continue
             if e.state == "incomplete" and not e.confirmed:
                 if e.ip in late:
+                    if e.unconfirmed:
+                        e.made_late.add(e.unconfirmed[-1])
                     continue
+                told += self._unmade(e)
                 told.append((e.starter, e.ip, True))
                 e.start, e.confirmed = d.start_ns, True
                 e.next_try = d.start_ns + e.tries * step
             elif e.state == "none" and e.ended >= 0 and d.tries:
-                if not e.confirmed:
-                    told.append((e.starter, e.ip, False))
-                e.state, e.start, e.confirmed, e.starter = "incomplete", d.start_ns, True, -1
-                e.tries, e.next_try = d.tries, d.start_ns + d.tries * step
-                for _ in range(d.tries):
-                    self._arp_request(e)
+                told += self._unmade(e)
+                self._adopt(e, d)
         return told
+
+    def _adopt(self, e: _Arp, d: DaemonArp) -> None:
+        """The daemon's resolution d of e's address, begun for no packet this model holds
+        (follow_arp): this model makes it too, with the requests the daemon has sent."""
+        e.state, e.start, e.confirmed, e.starter = "incomplete", d.start_ns, True, -1
+        e.round += 1
+        e.tries, e.next_try = d.tries, d.start_ns + d.tries * self.opt["arp_retry_us"] * 1000
+        for _ in range(d.tries):
+            self._arp_request(e)
+
+    @staticmethod
+    def _unmade(e: _Arp) -> list[tuple[int, int, bool]]:
+        """The resolutions of e that ended here before the daemon began any, that it was not
+        seen making late, now that it has begun one after them: it never made them (the
+        packets they held it took into this one, or never took: a full exception ring).
+        Their requests are not expected (follow_arp's (packet, address, False))."""
+        out = [(pid, e.ip, False) for pid in e.unconfirmed if pid not in e.made_late]
+        e.unconfirmed, e.made_late = [], set()
+        return out
 
     def follows(self) -> bool:
         """Whether the daemon's ARP record may change this model's (`follow_arp`): a
@@ -791,8 +815,9 @@ class RouterModel:
 
     def defer(self, pid: int, frame: bytes, in_port: int) -> None:
         """Packet `pid`, held for ARP here when the daemon was killed (`kill` dropped it),
-        was still on the exception ring, not taken by the daemon: it waits for the one
-        started again, as the exceptions that come while none runs do (`restart`)."""
+        or already given up or forwarded here, was still on the exception ring, not taken
+        by the daemon: it waits for the one started again, as the exceptions that come
+        while none runs do (`restart`)."""
         res = self.results[pid]
         res.final = None
         self._deferred.append((pid, res, frame, in_port))
@@ -1070,14 +1095,15 @@ class RouterModel:
         if len(e.hold) >= self.opt["arp_hold"]:
             res = self.results.get(pid)
             if not item.generated and res is not None:
-                res.final = Except(res.reason)
+                res.final, res.hold_full = Except(res.reason), e.ip
         else:
             e.hold.append(item)
             res = self.results.get(pid)
             if not item.generated and res is not None:
-                res.held_for = e.ip
+                res.held_for, res.held_in = e.ip, e.round + (e.state == "none")
         if e.state == "none":
             e.state = "incomplete"
+            e.round += 1
             e.starter = pid
             e.start, e.confirmed = self.now, False
             e.tries = 1
@@ -1099,6 +1125,8 @@ class RouterModel:
     @staticmethod
     def _ended(e: _Arp) -> None:
         e.unconfirmed_hold = [] if e.confirmed else [item.pid for item in e.hold if not item.generated]
+        if not e.confirmed and e.starter >= 0:
+            e.unconfirmed.append(e.starter)
 
     def given_up_before(self, pid: int) -> bool:
         """The daemon's log says packet `pid` was given up with packets it held before it for
@@ -1124,6 +1152,37 @@ class RouterModel:
             for h in rest:
                 self._hold(e, h)
         return True
+
+    def held_after_all(self, pid: int, frame: bytes, forwarded: bool) -> None:
+        """Packet `pid`, which this model dropped at its next hop's full hold queue, the
+        daemon held (its log says so): a daemon behind the exception ring takes packets
+        later than they came, so its queue holds other packets than this model's, counted
+        at their arrival.  The daemon's hold ended as its log says: given up (the ICMP
+        error it sent), or answered (`forwarded`: through the MAC the answer gave)."""
+        res = self.results.get(pid)
+        if res is None or res.hold_full < 0:
+            return
+        e, res.hold_full = self.cache.get(res.hold_full), -1
+        if not forwarded:
+            self._icmp_error(pid, frame, 3, 1)
+        elif e is not None and any(e.mac):
+            src_mac = self.cfg.ports[e.port].mac
+            res.final, res.learnt_hop = Forward(e.port, rewrite(frame, e.mac, src_mac)), True
+
+    def dropped_from_hold(self, pid: int) -> Outcome | None:
+        """Packet `pid`, which this model held for ARP, the daemon dropped at the full hold
+        queue (its log says so; `held_after_all` the other way round): it leaves this
+        model's queue, dropped.  Returns the outcome this model had given it (the frames
+        sent about it are the caller's to take back)."""
+        res = self.results.get(pid)
+        if res is None or res.held_for < 0:
+            return None
+        was, res.final = res.final, Except(res.reason)
+        e = self.cache.get(res.held_for)
+        item = next((h for h in e.hold if h.pid == pid and not h.generated), None) if e is not None else None
+        if e is not None and item is not None:
+            e.hold.remove(item)
+        return was
 
     def taken(self, pid: int) -> None:
         """The daemon took ARP packet `pid` from the exception ring (its log record says so):

@@ -121,14 +121,17 @@ def test_a_packet_logged_alone_keeps_its_requests() -> None:
         assert len(requests_about(cj, 1)) == 3
 
 
-def run_spec(tmp_path: Path, spec: Path, edit: dict[str, str], layout: str, kill_us: int,
-             restart_us: int) -> tuple[dict[str, Any], Any]:  # fmt: skip
+def run_spec(tmp_path: Path, spec: Path, edit: dict[str, str], layout: str, kill_us: int | None,
+             restart_us: int | None) -> tuple[dict[str, Any], Any]:  # fmt: skip
+    """2 ms of `spec` (its text edited) on `layout`, the daemon killed and restarted at
+    those times (None: neither): the run's summary and verdict."""
     text = spec.read_text()
     for old, new in {**edit, "router: router.yaml": f"router: {EXAMPLES / 'router.yaml'}"}.items():
         text = text.replace(old, new)
     (tmp_path / spec.name).write_text(text)
     tr = load_traffic_source(tmp_path / spec.name, 2_000_000)
-    rr = RouterRun.link(layout, {}, tr, control={"kill_at_ns": kill_us * 1000, "restart_at_ns": restart_us * 1000})
+    times = {} if kill_us is None or restart_us is None else {"kill_at_ns": kill_us * 1000, "restart_at_ns": restart_us * 1000}
+    rr = RouterRun.link(layout, {}, tr, control=times)
     try:
         rr.run_traffic(2_000_000)
         rr.drain()

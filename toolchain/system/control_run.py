@@ -46,6 +46,13 @@ daemon's instants, not microseconds before them.  An ARP packet the model learnt
 from teaches it nothing after all if the daemon never took it: dropped at a full
 exception ring (`_untaught_by_drops`), or still on the ring when the daemon died -- the
 one started again takes it then (`_untaught_by_the_dead`).
+
+Behind the ring (an exception overload), the daemon takes a packet up to a millisecond
+after the model handled it, so its log, not the model's clock, decides what depends on
+the order it took them in: which packet began a resolution (`_joined`), which packets a
+full hold queue dropped (`_daemons_hold`), which of the model's resolutions the daemon
+never made (RouterModel.follow_arp); and at a kill, packets the model had finished with
+that were still on the ring wait for the daemon started again (`_left_on_the_ring`).
 """
 
 from __future__ import annotations
@@ -91,7 +98,7 @@ if TYPE_CHECKING:
 
 NEVER = 1 << 63
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
-ACT_CONSUMED, ACT_FORWARDED = 1, 2  # xscale/npkd/cp.h
+ACT_CONSUMED, ACT_FORWARDED, ACT_DROPPED = 1, 2, 3  # xscale/npkd/cp.h
 
 
 class ControlJudge:
@@ -127,6 +134,7 @@ class ControlJudge:
         self._cp_last: dict[bytes, int] = {}  # flow -> last id the control plane forwarded
         self._events = 0  # the daemon's kills and restarts the model has been told of
         self._withdraw_at_start = 0  # a restarted daemon (this start) still to withdraw what was learnt
+        self._start = 1  # the daemon's start whose ARP record is followed (_follow)
         self._withdrawn_by = 0  # the last start whose withdrawal the change log gave (its time: the model's)
         self._first_load = bool(tr.route_changes) and rr.control is not None  # the first daemon loads its table
         if self._first_load:
@@ -138,7 +146,7 @@ class ControlJudge:
         self.killed_forwarded = 0  # packets it forwarded that died there (dropped: KILLED)
         self.killed_in_hand = 0  # packets it had taken from the exception ring and not logged (dropped: KILLED)
         self.unlogged: set[int] = set()  # packets it forwarded whose frame left, window gone, before it logged them
-        self._hold_end: tuple[int, int, int] | None = None  # the last record's (next hop held for, action, us)
+        self._hold_end: tuple[int, int, int, int] | None = None  # the last record's (next hop held for, action, us, CpResult.held_in)
         if rr.control is not None:
             rr.control.system.on_stop.append(self._on_stop)
         self.run.router_addresses(list(rr.config.addresses))
@@ -187,10 +195,14 @@ class ControlJudge:
         those it began that the model did not (RouterModel.follow_arp): the requests the
         model sent about a packet are expected once the daemon confirms that packet's
         resolution, whether or not the packet itself reached the daemon, and not at all
-        if the daemon made another in its place."""
+        if the daemon made another in its place.  After a restart, not before the daemon
+        started again has published its start (it empties the record first)."""
         ctl = self.rr.control
         if self.model.down or not self.model.follows() or ctl is None or ctl.system.killed:
             return
+        st = read_stats(self.rr.chip)
+        if self._start > 1 and (st is None or st["starts"] < self._start):
+            return  # the record in SRAM is still the dead daemon's: the new one clears it as it starts
         told = self.model.follow_arp(self._daemon_arp(), self._late_resolutions())
         if not told:
             return
@@ -320,9 +332,10 @@ class ControlJudge:
                 self._resolve()  # what it logged before it died: forwarded (cp_forwarded) or excepted
                 self._lost_backlog(backlog)
                 self._lost_in_hand(owned, set(lost))
+                self._left_on_the_ring()
             if what in ("restarted", "respawned"):
                 self.model.restart(t)
-                self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
+                self._start = self._withdraw_at_start = 1 + sum(1 for _c, e in events[: k + 1] if e != "killed")
         self._events = len(events)
         self._take_changes(self._made_by_the_dead())    # the restarted daemon's
         if self._first_load:
@@ -465,6 +478,28 @@ class ControlJudge:
             self.provisional.pop(pid, None)
             self._killed(pid)
 
+    def _left_on_the_ring(self) -> None:
+        """At a kill, the packets for a next hop that this model had finished with -- given
+        up, or forwarded once answered -- but the dead daemon had not taken: still on the
+        exception ring (the daemon behind its backlog), never logged, not in its hands.
+        The daemon started again takes them and resolves afresh, so they wait for it
+        (RouterModel.defer), and what this model sent about them (their ICMP errors, the
+        requests of a resolution the dead daemon never began) is expected no more.  Run
+        after the dead daemon's log, backlog and buffers are accounted (`index` then holds
+        only packets on the ring)."""
+        for pid in sorted(self.indexed):
+            r = self.model.results.get(pid)
+            c = self.run.chunk_of(pid)
+            if (r is None or c is None or r.reason != "arp_miss" or r.final is None or isinstance(r.final, Drop)
+                    or c.fate[pid - c.first] & (DROPPED | FORWARDED)):  # fmt: skip
+                continue
+            i = pid - c.first
+            self._demand(r.final, None, c.w.lens[i])
+            self.model.defer(pid, c.w.frame(i), c.w.ports[i])
+            self.held.add(pid)
+            self.provisional.pop(pid, None)
+            self.model.emitted = [e for e in self.model.emitted if e.pid != pid]
+
     def _killed(self, pid: int) -> None:
         """Packet `pid` died with the daemon: dropped (KILLED), no longer owed to a port."""
         r = self.model.results.get(pid)
@@ -591,6 +626,8 @@ class ControlJudge:
             self.model.taken(pid)
             r = self.model.results.get(pid)
             self._joined(rec, pid, r)
+            if r is not None:
+                self._daemons_hold(rec, pid, r)
             ok = r is not None and r.reason == name
             if not ok and r is not None and name == "arp_miss" and r.learnt_hop:
                 self._handle_as(pid, r, Except("arp_miss"), late=True)  # (its window forgotten: nothing to redo)
@@ -620,10 +657,13 @@ class ControlJudge:
         had ended the daemon's -- a daemon behind its deadline still takes such a packet
         in -- and that the daemon never confirmed) are not expected, and one this model
         still holds there that the daemon gave up is given up here too
-        (RouterModel.given_up_before)."""
-        key = (r.held_for, rec.action, rec.time_us) if r is not None and r.held_for >= 0 else None
+        (RouterModel.given_up_before).  Not so when this model held both packets in one
+        resolution: the daemon began it for the other one (it took that from the exception
+        ring first), so the requests this model made about this one are that
+        resolution's, expected as before."""
+        key = (r.held_for, rec.action, rec.time_us, r.held_in) if r is not None and r.held_for >= 0 else None
         prev, self._hold_end = self._hold_end, key
-        if key is None or prev is None or prev[:2] != key[:2]:
+        if key is None or prev is None or prev[:2] != key[:2] or prev[3] == key[3]:
             return
         if not 0 <= key[2] - prev[2] <= self.model.opt["arp_retry_us"]:
             return
@@ -632,6 +672,29 @@ class ControlJudge:
         frames = self.provisional.get(pid)
         if frames:
             frames[:] = [em for em in frames if not is_arp_request_for(em.frame, r.held_for)]
+
+    def _daemons_hold(self, rec: LogRecord, pid: int, r: Any) -> None:
+        """The daemon's hold queue for a next hop, not this model's, decides which packets
+        it drops when full: behind the exception ring, it takes them later than they came.
+        A packet this model dropped there that the daemon held ends as the daemon's log
+        says (RouterModel.held_after_all); one this model held that the daemon dropped
+        has no ICMP error, and goes nowhere (RouterModel.dropped_from_hold)."""
+        c = self.run.chunk_of(pid)
+        if c is None:
+            return
+        i = pid - c.first
+        if r.hold_full >= 0 and rec.action in (ACT_CONSUMED, ACT_FORWARDED):
+            was = r.final
+            self.model.held_after_all(pid, c.w.frame(i), rec.action == ACT_FORWARDED)
+            self._demand(was, r.final, c.w.lens[i])
+            self._settle()
+        elif r.held_for >= 0 and r.hold_full < 0 and rec.action == ACT_DROPPED:
+            was = self.model.dropped_from_hold(pid)
+            self.held.discard(pid)
+            self._demand(was, r.final, c.w.lens[i])
+            frames = self.provisional.get(pid)
+            if frames:
+                frames[:] = [em for em in frames if is_arp_request_for(em.frame, r.held_for)]
 
     def _logged_late(self, pid: int) -> None:
         """A packet whose window went before its record came (`forget`: its frame left first)
