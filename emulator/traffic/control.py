@@ -451,6 +451,9 @@ class _Arp:
     unconfirmed: list[int] = field(default_factory=list)  # the starters of such ones since the last
     #   the daemon confirmed, whose requests are the daemon's only if it makes them late (follow_arp)
     made_late: set[int] = field(default_factory=set)  # ... those it was seen making late
+    shadow: int = -1  # the start of a resolution the daemon makes late for another packet of such
+    #   a one, followed by its record alone (follow_arp); -1: none
+    shadow_tries: int = 0  # ... the requests of it this model has sent
     given_up: list[_Held] = field(default_factory=list)  # what that give-up let go of (kill: `_ungive`)
     given_up_frames: list[Emitted] = field(default_factory=list)  # ... and the errors it sent about them
     taught_by: int = -1  # the ARP packet it learnt its MAC from, until the daemon is known to have taken it
@@ -676,7 +679,7 @@ class RouterModel:
             return d.tries > e.tries                  # (answered since, or given up: tries as they were)
         return d.state == "none"                      # given up
 
-    def follow_arp(self, daemon: dict[int, DaemonArp], late: frozenset[int] = frozenset()) -> list[tuple[int, int, bool]]:
+    def follow_arp(self, daemon: dict[int, DaemonArp], late: dict[int, bool] | None = None) -> list[tuple[int, int, bool]]:
         """The daemon's ARP cache (its record in SRAM, xscale/npkd/cp.h): a resolution the
         daemon began has its requests due from the time it began it, not from the packet's
         arrival (it handles the packet microseconds later, or, behind a backlog of
@@ -696,16 +699,24 @@ class RouterModel:
         resolution's (given up, as this one will be, unless an answer comes).  One this
         model answered before the daemon began it the daemon makes with the requests it
         sends until it takes the answer.  If the daemon never confirmed the first one, it
-        never made it: it took the packet only now.  So a resolution under way here is not the daemon's when the daemon began its
-        one for a packet of that first resolution (`late`: such addresses, as the caller
-        finds the packets in the daemon's hands).
+        never made it: it took the packet only now.  So a resolution under way here is
+        not the daemon's when the daemon began its one for a packet of that first
+        resolution (`late`: such addresses, as the caller finds the packets in the
+        daemon's hands, and whether the packet that first one was begun for is among
+        them).  If it is, the requests this model sent about that packet are the late
+        one's; if not, the daemon took that packet into another resolution, and this
+        model sends the late one's requests as the record counts them (its `shadow`).
 
         Returns, for the resolutions the daemon confirmed or replaced, (the packet their
         requests so far are about, the address, whether the daemon sent them)."""
         step = self.opt["arp_retry_us"] * 1000
-        told = []
+        told: list[tuple[int, int, bool]] = []
+        late = late or {}
         for e in self.cache.values():
             d = daemon.get(e.ip)
+            if d is not None and d.start_ns == e.shadow:
+                self._shadow(e, d)
+                continue
             if d is None or d.start_ns <= e.ended:
                 continue
             if e.state == "reachable" and e.unconfirmed_hold:
@@ -718,8 +729,11 @@ class RouterModel:
                 continue
             if e.state == "incomplete" and not e.confirmed:
                 if e.ip in late:
-                    if e.unconfirmed:
+                    if late[e.ip]:
                         e.made_late.add(e.unconfirmed[-1])
+                    else:
+                        e.shadow, e.shadow_tries = d.start_ns, 0
+                        self._shadow(e, d)
                     continue
                 told += self._unmade(e)
                 told.append((e.starter, e.ip, True))
@@ -739,6 +753,15 @@ class RouterModel:
         for _ in range(d.tries):
             self._arp_request(e)
 
+    def _shadow(self, e: _Arp, d: DaemonArp) -> None:
+        """The requests of the daemon's resolution d, followed by its record alone (e.shadow),
+        as it counts them; it ends when the record does."""
+        while e.shadow_tries < d.tries:
+            e.shadow_tries += 1
+            self._arp_request(e, about=-1)
+        if d.state != "incomplete":
+            e.shadow = -1
+
     @staticmethod
     def _unmade(e: _Arp) -> list[tuple[int, int, bool]]:
         """The resolutions of e that ended here before the daemon began any, that it was not
@@ -754,7 +777,7 @@ class RouterModel:
         resolution under way still has a packet's arrival for its start, or one has ended
         (the daemon may begin another for a packet it took late), or one ended here before
         the daemon confirmed it."""
-        return any((e.state == "incomplete" and not e.confirmed) or (e.state == "none" and e.ended >= 0)
+        return any((e.state == "incomplete" and not e.confirmed) or (e.state == "none" and e.ended >= 0) or e.shadow >= 0
                    or (e.state == "reachable" and e.unconfirmed_hold) for e in self.cache.values())  # fmt: skip
 
     def finish(self, t: int | None = None) -> None:
@@ -807,6 +830,7 @@ class RouterModel:
                     res.final = Drop(KILLED)
                     lost.append(item.pid)
             e.hold = []
+            e.shadow = -1
             if e.state == "incomplete":
                 e.state = "none"
         self.down = True

@@ -8,13 +8,18 @@ failed a correct router there:
   packet's requests for a resolution it joined (unexpected_control).
 - The daemon's hold queue for a next hop, not the model's, decides which packets it drops
   when full: the model counted its queue at the packets' arrivals (unexpected_control:
-  the host-unreachable errors about packets the daemon held after all).
+  the host-unreachable errors about packets the daemon held after all) -- also for
+  packets the model forwarded through a MAC the fast path did not have yet, which it
+  handles only when the daemon logs them.
 - Resolutions the model made and ended before the daemon began any (so none confirmed),
   then one the daemon began after them: only the last one's requests were taken back
   (missing_control 3).  After a restart, the record of the dead daemon's ARP cache, still
   in SRAM until the new one empties it, was read as the new one's (missing_control 3).
 - Packets the model had given up that the killed daemon had not taken yet: the restarted
-  daemon takes them from the ring and resolves afresh (unexpected_control 3)."""
+  daemon takes them from the ring and resolves afresh (unexpected_control 3).
+- One resolution of the model's split into two of the daemon's, the second begun late
+  for another packet of it while the model had a new one under way: the second one's
+  requests are followed by the daemon's record (unexpected_control 3)."""
 
 from __future__ import annotations
 
@@ -134,10 +139,32 @@ def test_one_the_daemon_was_seen_making_late_is_its_own() -> None:
     m.process(0, to44(0), 0, 10_000)
     m.advance(700_000)
     m.process(1, to44(1), 0, 710_000)
-    m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, 720_000)}, late=frozenset({GATEWAY}))
+    m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, 720_000)}, late={GATEWAY: True})
     m.advance(1_400_000)
     told = m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, 1_450_000)})
     assert told == [(1, GATEWAY, False)]
+
+
+def test_one_made_late_for_another_packet_is_followed_by_the_record() -> None:
+    """The daemon took packet 0 (the first resolution's) into one resolution and packet
+    1 of it into a later one, made while this model had a third under way (for packet
+    2): the late one's requests come as the daemon's record counts them, about no packet,
+    and they end with it; the third stays this model's, unconfirmed."""
+    m = model()
+    m.process(0, to44(0), 0, 10_000)
+    m.process(1, to44(1), 0, 20_000)
+    m.advance(700_000)
+    m.process(2, to44(2), 0, 710_000)
+    m.emitted.clear()
+    late = {GATEWAY: False}                                # packet 1 in its hands, not 0
+    m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, 720_000)}, late=late)
+    assert arp_requests(m) == [-1] and not m.cache[GATEWAY].confirmed
+    m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, 720_000)}, late=late)
+    assert arp_requests(m) == [-1]                         # counted once
+    m.follow_arp({GATEWAY: DaemonArp("incomplete", 3, 720_000)})
+    assert arp_requests(m) == [-1, -1, -1]
+    m.follow_arp({GATEWAY: DaemonArp("none", 3, 720_000)})
+    assert m.cache[GATEWAY].shadow == -1 and m.cache[GATEWAY].starter == 2
 
 
 # -- whole runs under overload
@@ -153,6 +180,8 @@ CASES = {  # (seed, load, kill us, restart us): what the judge said before
     "never made": (4, 0.4, 500, 650),              # missing_control 3
     "stale record": (2, 0.4, 500, 650),            # missing_control 6
     "left on the ring": (3, 1.0, 900, 1250),       # unexpected_control 3
+    "made late": (11, 1.0, 300, 450),               # unexpected_control 3
+    "handled late, queue full": (10, 1.0, 300, 450),  # unexpected_control 8
 }
 
 

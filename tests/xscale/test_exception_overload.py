@@ -151,6 +151,6 @@ def test_a_resolution_answered_here_before_the_daemon_began_it_gets_the_daemons_
 def test_a_daemon_resolution_for_a_packet_of_the_last_one_does_not_confirm_the_current() -> None:
     m, gave_up = given_up(False)
     m.process(1, to44(1), 0, gave_up + 10_000)
-    late = m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, gave_up + 20_000)}, frozenset({GATEWAY}))
+    late = m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, gave_up + 20_000)}, {GATEWAY: True})
     assert late == [] and not m.cache[GATEWAY].confirmed and m.cache[GATEWAY].start == gave_up + 10_000
     assert m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, gave_up + 20_000)}) == [(1, GATEWAY, True)]

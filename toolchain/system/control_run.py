@@ -214,16 +214,17 @@ class ControlJudge:
                 if sent:
                     self._sent(em, self.model.now)
 
-    def _late_resolutions(self) -> frozenset[int]:
+    def _late_resolutions(self) -> dict[int, bool]:
         """The addresses whose resolution the daemon has under way for a packet of the
         model's last, unconfirmed one rather than for one of the model's current: the
-        daemon holds one of the first and none of the second (RouterModel.follow_arp)."""
+        daemon holds one of the first and none of the second (RouterModel.follow_arp);
+        for each, whether it holds the packet that one was begun for."""
         maybe = [e for e in self.model.cache.values() if e.state == "incomplete" and not e.confirmed and e.unconfirmed_hold]
         if not maybe:
-            return frozenset()
+            return {}
         owned = {pid for key in owned_packets(self.rr.chip) for pid in self.index.get(key, ())}
-        return frozenset(e.ip for e in maybe
-                         if owned.intersection(e.unconfirmed_hold) and not owned.intersection(h.pid for h in e.hold))  # fmt: skip
+        return {e.ip: bool(e.unconfirmed) and e.unconfirmed[-1] in owned for e in maybe
+                if owned.intersection(e.unconfirmed_hold) and not owned.intersection(h.pid for h in e.hold)}  # fmt: skip
 
     def _made_by_the_dead(self) -> int | None:
         """The change log's records made before the death the model is still to be told of
@@ -626,14 +627,14 @@ class ControlJudge:
             self.model.taken(pid)
             r = self.model.results.get(pid)
             self._joined(rec, pid, r)
-            if r is not None:
-                self._daemons_hold(rec, pid, r)
             ok = r is not None and r.reason == name
             if not ok and r is not None and name == "arp_miss" and r.learnt_hop:
                 self._handle_as(pid, r, Except("arp_miss"), late=True)  # (its window forgotten: nothing to redo)
                 ok = True
             elif not ok and r is not None:
                 ok = self._excepted_instead(pid, r, name)
+            if r is not None:
+                self._daemons_hold(rec, pid, r)
             comparison["matched_exception" if ok else "wrong_reason"] += 1
             self.handled.add(pid)
             for em in self.provisional.pop(pid, []):
