@@ -427,6 +427,7 @@ class CpResult:
     held_for: int = -1  # the next hop whose resolution it was held for (-1: never held)
     held_in: int = -1  # ... and which of this model's resolutions of it (_Arp.round)
     hold_full: int = -1  # the next hop whose full hold queue dropped it, by this model's count (-1: none)
+    installed: int = -1  # the next hop whose MAC forwarding it put in the fast path (-1: none)
     alternatives: list[Outcome] = field(default_factory=list)  # near a route change: the other table's
 
 
@@ -454,6 +455,7 @@ class _Arp:
     shadow: int = -1  # the start of a resolution the daemon makes late for another packet of such
     #   a one, followed by its record alone (follow_arp); -1: none
     shadow_tries: int = 0  # ... the requests of it this model has sent
+    late_start: int = -1  # the start of the last resolution the daemon was seen making late (follow_arp)
     given_up: list[_Held] = field(default_factory=list)  # what that give-up let go of (kill: `_ungive`)
     given_up_frames: list[Emitted] = field(default_factory=list)  # ... and the errors it sent about them
     taught_by: int = -1  # the ARP packet it learnt its MAC from, until the daemon is known to have taken it
@@ -508,6 +510,7 @@ class RouterModel:
         self.now = 0
         self.epoch_ms_of_day = (self.opt["epoch_s"] % 86400) * 1000
         self.down = False  # the daemon killed and not started again (`kill`, `restart`)
+        self.told: list[tuple[int, int, bool]] = []  # what follow_arp said at the kill, for the caller
         self.retracted: list[Emitted] = []  # ARP requests sent here that the daemon had not sent when killed (kill)
         self.untold: list[Emitted] = []  # errors sent here about held packets the daemon had not given up (kill)
         self._withdrawals: list[int] = []  # when a restarted daemon withdraws learnt ARP state (withdraw_at)
@@ -717,7 +720,7 @@ class RouterModel:
             if d is not None and d.start_ns == e.shadow:
                 self._shadow(e, d)
                 continue
-            if d is None or d.start_ns <= e.ended:
+            if d is None or (d.start_ns <= e.ended and not self._begun_unseen(e, d)):
                 continue
             if e.state == "reachable" and e.unconfirmed_hold:
                 # answered here before the daemon, behind its backlog, began it: its
@@ -729,6 +732,7 @@ class RouterModel:
                 continue
             if e.state == "incomplete" and not e.confirmed:
                 if e.ip in late:
+                    e.late_start = d.start_ns
                     if late[e.ip]:
                         e.made_late.add(e.unconfirmed[-1])
                     else:
@@ -753,6 +757,15 @@ class RouterModel:
         for _ in range(d.tries):
             self._arp_request(e)
 
+    @staticmethod
+    def _begun_unseen(e: _Arp, d: DaemonArp) -> bool:
+        """Whether d is a resolution the daemon began while this model's last one of e,
+        never confirmed, was under way, first seen after that one ended (its record is
+        read once a slice): the daemon's, to be made here as one begun after it
+        (follow_arp), not an old one -- unless it was seen, as one made late."""
+        return (e.state == "none" and not e.confirmed and d.state == "incomplete" and e.start < d.start_ns <= e.ended
+                and d.start_ns != e.late_start)  # fmt: skip
+
     def _shadow(self, e: _Arp, d: DaemonArp) -> None:
         """The requests of the daemon's resolution d, followed by its record alone (e.shadow),
         as it counts them; it ends when the record does."""
@@ -768,7 +781,8 @@ class RouterModel:
         seen making late, now that it has begun one after them: it never made them (the
         packets they held it took into this one, or never took: a full exception ring).
         Their requests are not expected (follow_arp's (packet, address, False))."""
-        out = [(pid, e.ip, False) for pid in e.unconfirmed if pid not in e.made_late]
+        current = e.starter if e.state == "incomplete" else None   # (under way: not one that ended)
+        out = [(pid, e.ip, False) for pid in e.unconfirmed if pid not in e.made_late and pid != current]
         e.unconfirmed, e.made_late = [], set()
         return out
 
@@ -798,7 +812,8 @@ class RouterModel:
                 out.update(item.pid for item in e.hold)
         return out
 
-    def kill(self, t: int, daemon: dict[int, DaemonArp] | None = None, early_ns: int = 0) -> list[int]:
+    def kill(self, t: int, daemon: dict[int, DaemonArp] | None = None, early_ns: int = 0,
+             late: dict[int, bool] | None = None) -> list[int]:
         """The daemon killed at t: what it held for ARP is lost with it (the packets get
         Drop(KILLED); their ids are returned), its timers stop, and the exceptions that
         come until `restart` wait for the daemon started again.
@@ -815,9 +830,10 @@ class RouterModel:
         runs a quantum at a time with its clock ahead of the chip's, so its record may
         count a retry due up to `early_ns` after t: that one is done too.  The packets
         this model held that the daemon had not yet taken from the ring are the caller's
-        to tell (`defer`)."""
+        to tell (`defer`); what `follow_arp` said about the daemon's record (and `late`, as
+        the caller finds the packets in the dead daemon's hands), `told`."""
         if daemon is not None:
-            self.follow_arp(daemon)
+            self.told = self.follow_arp(daemon, late)
         self.advance(t, daemon, early_ns)
         if daemon is not None:
             self._ungive(daemon)
@@ -836,6 +852,17 @@ class RouterModel:
         self.down = True
         self._owed_from = None
         return lost
+
+    def uninstall(self, pid: int) -> None:
+        """Packet `pid`, which this model forwarded from the cache, putting its next hop's
+        MAC in the fast path, never reached the daemon that would have done so (killed
+        first): the MAC leaves the fast path again, unless it is known there since."""
+        res = self.results.get(pid)
+        hop = res.installed if res is not None else -1
+        if hop >= 0 and not any(r.installed == hop and r.final is not None for p, r in self.results.items() if p != pid):
+            self.fast.arp.pop(hop, None)
+        if res is not None:
+            res.installed = -1
 
     def defer(self, pid: int, frame: bytes, in_port: int) -> None:
         """Packet `pid`, held for ARP here when the daemon was killed (`kill` dropped it),
@@ -1292,7 +1319,8 @@ class RouterModel:
         if not probe and spa not in self.static and (e is not None or for_me):
             e = self._entry(spa, in_port)
             was = e.state
-            taught = _Taught(dc_replace(e, hold=list(e.hold)), spa in self.fast.arp,
+            taught = _Taught(dc_replace(e, hold=list(e.hold), unconfirmed=list(e.unconfirmed), made_late=set(e.made_late)),
+                             spa in self.fast.arp,
                              list(e.hold) if was == "incomplete" else [])  # fmt: skip
             e.mac, e.state, e.port = sha, "reachable", in_port
             e.expires = self.now + self.opt["arp_age_ms"] * 1_000_000
@@ -1313,6 +1341,8 @@ class RouterModel:
         port, mac, hop = route
         if mac is not None:
             if hop not in self.static:
+                if hop not in self.fast.arp:
+                    res.installed = hop
                 self.fast.arp[hop] = mac         # known from the cache: installed
                 res.learnt_hop = True
             src_mac = self.cfg.ports[port].mac

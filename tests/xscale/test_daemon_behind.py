@@ -19,7 +19,15 @@ failed a correct router there:
   daemon takes them from the ring and resolves afresh (unexpected_control 3).
 - One resolution of the model's split into two of the daemon's, the second begun late
   for another packet of it while the model had a new one under way: the second one's
-  requests are followed by the daemon's record (unexpected_control 3)."""
+  requests are followed by the daemon's record (unexpected_control 3).  One the daemon
+  began while the model's was under way, seen only after that ended, is the daemon's
+  too (unexpected_control 3).
+- At a kill: a MAC the model put in the fast path by forwarding a packet the daemon never
+  took (the daemon started again resolves it: unexpected_control 3); a packet in the
+  dead daemon's hands for which it had sent requests, which the model had given up
+  already (unexpected_control 3); what the model read in the dead daemon's record at
+  the kill, now told to the judge.  And an answer taken back restores the entry's note
+  of its unconfirmed resolutions too (it shared the list)."""
 
 from __future__ import annotations
 
@@ -167,6 +175,66 @@ def test_one_made_late_for_another_packet_is_followed_by_the_record() -> None:
     assert m.cache[GATEWAY].shadow == -1 and m.cache[GATEWAY].starter == 2
 
 
+def test_one_begun_while_this_models_was_under_way_seen_after_it_ended_is_made_here() -> None:
+    """The daemon began its resolution 50 us before this model's (never confirmed) ended,
+    and its record is read only after: the daemon's one is made here, its requests as the
+    record counts them, and this model's are taken back -- unless the daemon was seen
+    making it late for this model's packet (whose requests are then the daemon's)."""
+    for seen_late in (False, True):
+        m = model()
+        m.process(0, to44(0), 0, 10_000)
+        if seen_late:
+            m.process(1, to44(1), 0, 20_000)
+            m.advance(700_000)                           # given up at 610 us
+            m.process(2, to44(2), 0, 710_000)            # a second one, for packet 2
+            m.advance(1_000_000)
+            m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, 1_000_000)}, late={GATEWAY: True})
+        m.advance(1_400_000 if seen_late else 700_000)
+        start = 1_000_000 if seen_late else 560_000
+        m.emitted.clear()
+        told = m.follow_arp({GATEWAY: DaemonArp("incomplete", 2, start)})
+        if seen_late:
+            assert told == [] and arp_requests(m) == [] and m.cache[GATEWAY].state == "none"
+        else:
+            assert told == [(0, GATEWAY, False)] and arp_requests(m) == [-1, -1]
+            assert m.cache[GATEWAY].confirmed and m.cache[GATEWAY].start == start
+
+
+def test_a_mac_put_in_the_fast_path_by_a_packet_the_daemon_never_took_is_taken_out() -> None:
+    """The gateway's MAC known from its ARP request, not in the fast path: packet 1 to
+    44/8, forwarded from the cache, puts it there; the daemon, killed, never took packet
+    1 (RouterModel.uninstall), so the fast path does not have it."""
+    m = model()
+    m.process(0, arp(1, GATEWAY_MAC, GATEWAY, bytes(6), PORT2), 2, 10_000)
+    assert m.cache[GATEWAY].state == "reachable" and GATEWAY not in m.fast.arp
+    r = m.process(1, to44(1), 0, 20_000)
+    assert isinstance(r.final, Forward) and m.fast.arp[GATEWAY] == GATEWAY_MAC and r.installed == GATEWAY
+    m.uninstall(1)
+    assert GATEWAY not in m.fast.arp and r.installed == -1
+
+
+def test_what_the_kill_reads_in_the_record_is_the_callers() -> None:
+    """At a kill the model follows the dead daemon's record once more; a resolution it
+    confirms there has its requests expected (RouterModel.told, for the judge)."""
+    m = model()
+    m.process(0, to44(0), 0, 10_000)
+    m.kill(100_000, {GATEWAY: DaemonArp("incomplete", 1, 50_000)})
+    assert m.told == [(0, GATEWAY, True)]
+
+
+def test_an_answer_taken_back_leaves_the_entry_as_it_was() -> None:
+    """The answer ended a resolution the daemon had not confirmed (its packet noted as
+    such); taken back, the entry is as before it, that note too."""
+    m = model()
+    m.process(0, to44(0), 0, 10_000)
+    m.process(1, REPLY, 2, 20_000)
+    assert m.cache[GATEWAY].unconfirmed == [0]
+    m.unlearn(1)
+    e = m.cache[GATEWAY]
+    assert e.state == "incomplete" and e.starter == 0 and e.unconfirmed == []
+    assert m.follow_arp({GATEWAY: DaemonArp("incomplete", 1, 15_000)}) == [(0, GATEWAY, True)]
+
+
 # -- whole runs under overload
 
 
@@ -174,21 +242,24 @@ def overload(seed: int, load: float) -> dict[str, str]:
     return {"seed: 11": f"seed: {seed}", "load: 0.06": f"load: {load}"}
 
 
-CASES = {  # (seed, load, kill us, restart us): what the judge said before
-    "two at once": (6, 1.0, None, None),            # unexpected_control 1
-    "hold queue": (1, 0.4, 500, 650),              # unexpected_control 4
-    "never made": (4, 0.4, 500, 650),              # missing_control 3
-    "stale record": (2, 0.4, 500, 650),            # missing_control 6
-    "left on the ring": (3, 1.0, 900, 1250),       # unexpected_control 3
-    "made late": (11, 1.0, 300, 450),               # unexpected_control 3
-    "handled late, queue full": (10, 1.0, 300, 450),  # unexpected_control 8
+CASES = {  # (seed, load, kill us, restart us, layout): what the judge said before
+    "two at once": (6, 1.0, None, None, "pipelined"),            # unexpected_control 1
+    "hold queue": (1, 0.4, 500, 650, "pipelined"),              # unexpected_control 4
+    "never made": (4, 0.4, 500, 650, "pipelined"),              # missing_control 3
+    "stale record": (2, 0.4, 500, 650, "pipelined"),            # missing_control 6
+    "left on the ring": (3, 1.0, 900, 1250, "pipelined"),       # unexpected_control 3
+    "made late": (11, 1.0, 300, 450, "pipelined"),              # unexpected_control 3
+    "handled late, queue full": (10, 1.0, 300, 450, "pipelined"),  # unexpected_control 8
+    "installed by one never taken": (14, 1.0, 600, 800, "pipelined"),  # unexpected_control 3
+    "requests of one in hand": (16, 0.4, 1500, 1900, "pipelined"),   # unexpected_control 3
+    "begun unseen": (16, 0.4, 200, 300, "parallel"),            # unexpected_control 3
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_under_exception_overload_a_correct_router_passes(tmp_path: Path, case: str) -> None:
-    seed, load, kill, restart = CASES[case]
-    s, v = run_spec(tmp_path, EXAMPLES / "errors.yaml", overload(seed, load), "pipelined", kill, restart)
+    seed, load, kill, restart, layout = CASES[case]
+    s, v = run_spec(tmp_path, EXAMPLES / "errors.yaml", overload(seed, load), layout, kill, restart)
     drops = s["totals"]["dropped"]
     assert drops.get("exception_ring_full", 0) > 0            # the daemon is behind: the ring overflows
     # what the ring dropped is a counted loss (npk run --max-loss); the rest must hold
@@ -213,8 +284,8 @@ def test_the_judge_still_fails_a_lost_or_extra_frame_under_overload(tmp_path: Pa
             real(self, port, t, frame)
 
     monkeypatch.setattr(ControlJudge, "generated", edited)
-    seed, load, kill, restart = CASES["hold queue"]
+    seed, load, kill, restart, layout = CASES["hold queue"]
     for mode, reason in (("lose", "missing_control 1"), ("extra", "unexpected_control 1")):
         done: list[int] = []
-        _s, v = run_spec(tmp_path, EXAMPLES / "errors.yaml", overload(seed, load), "pipelined", kill, restart)
+        _s, v = run_spec(tmp_path, EXAMPLES / "errors.yaml", overload(seed, load), layout, kill, restart)
         assert done and any(reason in r for r in v["reasons"]), (mode, v["reasons"])

@@ -203,7 +203,11 @@ class ControlJudge:
         st = read_stats(self.rr.chip)
         if self._start > 1 and (st is None or st["starts"] < self._start):
             return  # the record in SRAM is still the dead daemon's: the new one clears it as it starts
-        told = self.model.follow_arp(self._daemon_arp(), self._late_resolutions())
+        self._tell(self.model.follow_arp(self._daemon_arp(), self._late_resolutions()))
+
+    def _tell(self, told: list[tuple[int, int, bool]]) -> None:
+        """What RouterModel.follow_arp said: the requests about those packets expected now,
+        or not at all."""
         if not told:
             return
         self._settle()
@@ -214,15 +218,17 @@ class ControlJudge:
                 if sent:
                     self._sent(em, self.model.now)
 
-    def _late_resolutions(self) -> dict[int, bool]:
+    def _late_resolutions(self, keys: list[tuple[int, int, int]] | None = None) -> dict[int, bool]:
         """The addresses whose resolution the daemon has under way for a packet of the
         model's last, unconfirmed one rather than for one of the model's current: the
         daemon holds one of the first and none of the second (RouterModel.follow_arp);
-        for each, whether it holds the packet that one was begun for."""
+        for each, whether it holds the packet that one was begun for.  `keys`: the
+        packets in its hands (default: as its owned table in SRAM has them now)."""
         maybe = [e for e in self.model.cache.values() if e.state == "incomplete" and not e.confirmed and e.unconfirmed_hold]
         if not maybe:
             return {}
-        owned = {pid for key in owned_packets(self.rr.chip) for pid in self.index.get(key, ())}
+        keys = owned_packets(self.rr.chip) if keys is None else keys
+        owned = {pid for key in keys for pid in self.index.get(key, ())}
         return {e.ip: bool(e.unconfirmed) and e.unconfirmed[-1] in owned for e in maybe
                 if owned.intersection(e.unconfirmed_hold) and not owned.intersection(h.pid for h in e.hold)}  # fmt: skip
 
@@ -316,7 +322,9 @@ class ControlJudge:
             if what in ("killed", "respawned"):
                 if arp is not None:
                     self._untaught_by_the_dead(arp, owned)
-                held = self.model.kill(t, arp, self._early_ns())
+                held = self.model.kill(t, arp, self._early_ns(), self._late_resolutions(owned))
+                self._tell(self.model.told)
+                self.model.told = []
                 self._untell()
                 lost = self._held_by_the_dead(held, owned)
                 self._settle()
@@ -332,7 +340,7 @@ class ControlJudge:
                 self.service()
                 self._resolve()  # what it logged before it died: forwarded (cp_forwarded) or excepted
                 self._lost_backlog(backlog)
-                self._lost_in_hand(owned, set(lost))
+                self._lost_in_hand(owned, set(lost), arp)
                 self._left_on_the_ring()
             if what in ("restarted", "respawned"):
                 self.model.restart(t)
@@ -460,12 +468,14 @@ class ControlJudge:
             self.cp_forwarded.discard(pid)
             self._killed(pid)
 
-    def _lost_in_hand(self, owned: list[tuple[int, int, int]], held: set[int]) -> None:
+    def _lost_in_hand(self, owned: list[tuple[int, int, int]], held: set[int], arp: dict[int, DaemonArp] | None) -> None:
         """The packets the dead daemon had taken from the exception ring but not logged
         (half handled: its buffers still marked as its own) are dropped (KILLED), and the
         frames the model made about them are expected no more.  Backlogged packets were
         logged, so the index no longer names them; those it `held` for ARP (not logged
-        until released) the model's kill dropped already."""
+        until released) the model's kill dropped already.  One it held for ARP that the
+        model had given up already (the daemon behind) keeps the requests of the
+        resolution the daemon made for it, as many as its ARP record (`arp`) counts."""
         for key in owned:
             pid = next((p for p in self.index.get(key, ()) if p not in held), -1)
             if pid < 0:
@@ -476,29 +486,41 @@ class ControlJudge:
                 del self.index[key]
             self.indexed.pop(pid, None)
             self.killed_in_hand += 1
-            self.provisional.pop(pid, None)
+            self._requests_made(pid, self.provisional.pop(pid, []), arp)
             self._killed(pid)
 
+    def _requests_made(self, pid: int, frames: list[Emitted], arp: dict[int, DaemonArp] | None) -> None:
+        """Of the frames the model made about packet `pid`, which the dead daemon held, the
+        ARP requests its record says it sent (a resolution begun after the packet came)."""
+        r = self.model.results.get(pid)
+        c = self.run.chunk_of(pid)
+        d = arp.get(r.held_for) if arp is not None and r is not None and r.held_for >= 0 else None
+        if d is None or c is None or d.start_ns < c.w.times[pid - c.first]:
+            return
+        for em in [em for em in frames if is_arp_request_for(em.frame, r.held_for)][: d.tries]:
+            self._sent(em, self.model.now)
+
     def _left_on_the_ring(self) -> None:
-        """At a kill, the packets for a next hop that this model had finished with -- given
-        up, or forwarded once answered -- but the dead daemon had not taken: still on the
-        exception ring (the daemon behind its backlog), never logged, not in its hands.
-        The daemon started again takes them and resolves afresh, so they wait for it
-        (RouterModel.defer), and what this model sent about them (their ICMP errors, the
-        requests of a resolution the dead daemon never began) is expected no more.  Run
-        after the dead daemon's log, backlog and buffers are accounted (`index` then holds
-        only packets on the ring)."""
+        """At a kill, the packets this model had finished with that the dead daemon had not
+        taken: still on the exception ring (the daemon behind its backlog), never logged,
+        not in its hands.  The daemon started again takes them with an empty ARP cache --
+        a next hop to resolve afresh, an error or a reply to a host it has to ask for -- so
+        they wait for it (RouterModel.defer), and what this model sent about them is
+        expected no more.  Run after the dead daemon's log, backlog and buffers are
+        accounted (`index` then holds only packets on the ring)."""
         for pid in sorted(self.indexed):
             r = self.model.results.get(pid)
             c = self.run.chunk_of(pid)
-            if (r is None or c is None or r.reason != "arp_miss" or r.final is None or isinstance(r.final, Drop)
+            if (r is None or c is None or not r.reason or r.final is None or isinstance(r.final, Drop)
                     or c.fate[pid - c.first] & (DROPPED | FORWARDED)):  # fmt: skip
                 continue
             i = pid - c.first
             self._demand(r.final, None, c.w.lens[i])
+            self.model.uninstall(pid)
             self.model.defer(pid, c.w.frame(i), c.w.ports[i])
             self.held.add(pid)
-            self.provisional.pop(pid, None)
+            for em in self.provisional.pop(pid, []):
+                self.rr.add_demand(em.port, len(em.frame), sign=-1, packet=False)
             self.model.emitted = [e for e in self.model.emitted if e.pid != pid]
 
     def _killed(self, pid: int) -> None:
