@@ -446,6 +446,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             msf_next = tm < c->now ? c->now : tm;
             if (msf_next < t) { t = msf_next; due = 0; }
         }
+        c->msf_next = msf_next;
         if (t == NPK_NEVER && !any_alive(c)) {
             /* the run ends with the last stop: after a halt's cycle (the halt is an
              * instruction, counted as executed), at a bad PC's or an illegal word's
@@ -467,6 +468,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         npk_ev_advance(c, t);
         /* a device that names its next event is advanced when that comes; one that does
          * not, on every step of the loop */
+        c->wake_ahead = ahead_ok;
         if (c->msf.advance && (msf_next <= t || !c->msf.next_event)) c->msf.advance(c->msf.user, c, t);
         while (npk_ev_next_cycle(c) <= t) {
             npk_event *ev = npk_ev_pop(c);
@@ -474,12 +476,22 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             else npk_ctx_signal(c, &c->me[ev->me], ev->ctx, ev->sigmask);
             npk_ev_free(c, ev);
         }
+        c->wake_ahead = 0;
         if (c->msf.next_event && msf_next <= t) {
             /* the device's events at t are done (and completions may have added some):
              * its next one bounds the run-ahead, not the one just handled.  Only the
              * device and completions change it, never an ME's turn. */
             uint64_t tm = c->msf.next_event(c->msf.user);
             msf_next = tm < c->now ? c->now : tm;
+            c->msf_next = msf_next;
+        }
+        /* contexts woken now on idle MEs run their first local words (run-ahead) */
+        if (c->woke) {
+            uint64_t horizon = npk_ev_next_cycle(c);
+            if (horizon > end) horizon = end;
+            if (msf_next < horizon) horizon = msf_next;
+            for (uint32_t w = c->woke; w; w &= w - 1) npk_me_run_woken(c, &c->me[__builtin_ctz(w)], horizon, end);
+            c->woke = 0;
         }
         /* the MEs due now, in index order; one that becomes due now while they run
          * (a wake-up without a swap cost) runs too if its turn is still to come */

@@ -48,6 +48,7 @@ typedef struct npk_ctx {
     uint32_t future_count;
     uint32_t future_sig;
     uint64_t state_since;
+    uint32_t xin_pending;  /* its commands in flight that push into read transfer registers */
 } npk_ctx;
 
 /* A decoded operand (npk_me_predecode): the operand-field map's view of one field
@@ -113,6 +114,8 @@ typedef struct npk_uop {
                             * F_LM, which stages them first) */
     uint8_t fast_xin;      /* a fast word that reads a read transfer register: its handler (u->fast
                             * is then F_XIN, which waits for the next event first) */
+    uint8_t xin_own;       /* ... and those it reads are the context's own (relative, inside its
+                            * window): it waits only for what can write them (npk_xin_quiet) */
     uint16_t ccmask;       /* branch on a condition: the condition codes it is taken for */
     uint16_t target;       /* branches: the target, inside the control store */
     uint32_t cmd;          /* memory classes: NPK_CMD_*; immed: the value */
@@ -129,6 +132,8 @@ typedef struct npk_me {
     int ctx_mode;          /* 4 or 8 */
     int cur;               /* running context, -1 when idle */
     uint32_t ready;        /* bit i: context i is NPK_CTX_READY (npk_ctx_set_state) */
+    uint32_t xin_foreign;  /* commands in flight that push into read transfer registers outside
+                            * the issuing context's window (npk_xin_issued) */
     int status;            /* NPK_ME_* */
     uint64_t next;         /* cycle of the next instruction, NPK_NEVER when idle */
     uint64_t idle_since;
@@ -189,6 +194,7 @@ typedef struct npk_event {
     uint8_t unit, me, ctx;
     uint8_t cmd, sub, xkind, chan;   /* cmd, sub: the fields as issued (history records) */
     uint8_t op;            /* NPK_CMD_*: what the unit carries out */
+    uint8_t xin;           /* EV_XIN_*: counted as pushing into read transfer registers */
     uint16_t sigmask;
     uint16_t count;        /* longwords */
     uint32_t addr;
@@ -204,6 +210,30 @@ typedef struct npk_event {
 } npk_event;
 
 enum { EVK_MEM = 0, EVK_SIGNAL = 1 };
+enum { EV_XIN = 1, EV_XIN_FOREIGN = 2 };
+
+/* What writes a context's read transfer registers while it runs ahead: the completions
+ * of commands that push (its own, and those of the ME's other contexts that push outside
+ * their own window: npk_ctx.xin_pending, npk_me.xin_foreign) and the MSF device (its next
+ * event).  A command that pushes into `n` registers from the `first` of its context's
+ * window (`window` registers: 16 in 8-context mode, 32 in 4) is counted when issued ... */
+static inline void npk_xin_issued(npk_me *m, npk_event *ev, uint32_t first, uint32_t n)
+{
+    uint32_t window = m->ctx_mode == 8 ? 16 : 32;
+    m->ctx[ev->ctx].xin_pending++;
+    ev->xin = EV_XIN;
+    if (first + n > window) {
+        ev->xin |= EV_XIN_FOREIGN;
+        m->xin_foreign++;
+    }
+}
+/* ... and no more when it completes */
+static inline void npk_xin_done(npk_me *m, const npk_event *ev)
+{
+    if (!ev->xin) return;
+    m->ctx[ev->ctx].xin_pending--;
+    if (ev->xin & EV_XIN_FOREIGN) m->xin_foreign--;
+}
 
 typedef struct npk_heap_ent {
     uint64_t cycle, seq;
@@ -277,6 +307,9 @@ struct npk_chip {
     uint64_t wheel_bits[NPK_WHEEL / 64];
     /* run control */
     uint32_t nbr_sig_words;   /* control-store words that write NEXT/PREV_NEIGHBOR_SIGNAL */
+    int wake_ahead;           /* npk_run completing events, run-ahead allowed: a context woken
+                               * on an idle ME is noted in `woke` (me.c wake) */
+    uint32_t woke;            /* ... those MEs (npk_me_run_woken) */
     uint64_t lookahead;       /* npk_run: the fewest cycles from an ME's word to its effect
                                * on another ME's contexts (cross_me_lookahead) */
     int stop_req;
@@ -300,6 +333,7 @@ struct npk_chip {
     uint64_t fault_count[NPK_FAULT_KINDS];
     npk_fault fault_log[NPK_FAULT_LOG];
     uint32_t fault_head, fault_len;
+    uint64_t msf_next;         /* npk_run: the MSF device's next event (what bounds xin_own words) */
     const npk_event *cur_ev;   /* command being completed, NULL outside npk_unit_complete */
     int cur_faulted;           /* cur_ev has already recorded its fault */
     char err[160];
@@ -408,6 +442,11 @@ static inline npk_event *npk_ev_alloc(npk_chip *c)
     return c->nfree ? npk_ev_init(c, c->free_list[--c->nfree]) : npk_ev_alloc_new(c);
 }
 static inline void npk_ev_free(npk_chip *c, npk_event *e) { c->free_list[c->nfree++] = e->idx; }
+/* a new event whose every field up to `data` the caller sets (NULL: no memory) */
+static inline npk_event *npk_ev_alloc_unset(npk_chip *c)
+{
+    return c->nfree ? npk_ev_at(c, c->free_list[--c->nfree]) : npk_ev_alloc_new(c);
+}
 
 /* history.c */
 void npk_hist_rec(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1);
@@ -419,6 +458,7 @@ static inline void npk_hist(npk_chip *c, int kind, int me, int ctx, int unit, ui
 
 /* me.c */
 void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int ahead);
+void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end);
 void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr);
 void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);

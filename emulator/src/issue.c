@@ -148,18 +148,28 @@ void npk_issue_mem(npk_exec *e, const npk_uop *u)
     uint32_t moved = nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords;
     if ((pull || push) && xidx + moved > 128)
         npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, e->pc, xidx);  /* the registers wrap to 0 */
-    npk_event *ev = new_event(e, unit, u->cmd, (flags & NPK_CMDF_SPLIT) ? a : addr);
+    /* every field of the event set here (no clearing first: every command pays for it) */
+    npk_event *ev = npk_ev_alloc_unset(c);
     if (!ev) { e->illegal = 1; return; }
+    ev->kind = EVK_MEM;
+    ev->unit = (uint8_t)unit;
+    ev->me = (uint8_t)m->idx;
+    ev->ctx = (uint8_t)e->ctx;
     ev->cmd = k->ev_cmd;
     ev->sub = k->sub;
-    ev->count = (uint16_t)nwords;
     ev->xkind = (uint8_t)kind;
-    ev->xidx = (uint16_t)xidx;
-    ev->aux = (flags & NPK_CMDF_MSF_BUFFER) ? msf_addr : b;
+    ev->chan = (uint8_t)ch;
+    ev->op = (uint8_t)u->cmd;
     ev->sigmask = k->sigmask;
+    ev->count = (uint16_t)nwords;
+    ev->addr = (flags & NPK_CMDF_SPLIT) ? a : addr;
+    ev->xidx = (uint16_t)xidx;
+    ev->pc = (uint16_t)e->pc;
+    ev->aux = (flags & NPK_CMDF_MSF_BUFFER) ? msf_addr : b;
+    ev->xin = 0;
+    if (push) npk_xin_issued(m, ev, xidx - npk_relbase(m, e->ctx), moved);
     uint32_t one = (flags & NPK_CMDF_ONE_WORD) != 0;
     if (pull) pull_words(m, ev, kind, xidx, one ? 1 : moved);
-    ev->chan = (uint8_t)ch;
     ev->cycle = npk_unit_schedule(c, unit, ch, one ? 4 : nwords * 4, pull && !push);
     npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, unit, NPK_SRAM_CMD(u->w) | (NPK_SRAM_SUB(u->w) << 8) | (nwords << 16), addr);
     npk_ev_push(c, ev);
@@ -210,6 +220,7 @@ void npk_issue_cap_csr(npk_exec *e, const npk_uop *u)
     ev->xidx = (uint16_t)xidx;
     ev->sigmask = sig ? (uint16_t)(1u << sig) : 0;
     if (write) pull_words(m, ev, kind, xidx, n);
+    else npk_xin_issued(m, ev, xidx - npk_relbase(m, e->ctx), n);
     ev->cycle = npk_unit_schedule(c, NPK_UNIT_CAP, 0, n * 4, write);
     npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, NPK_UNIT_CAP, (uint32_t)write | (n << 16), addr);
     npk_ev_push(c, ev);

@@ -258,6 +258,7 @@ static void wake(npk_chip *c, npk_me *m, int ctx, uint64_t t)
         /* the ME idles and no other context is ready: this one runs (the same as READY
          * then picked at once, which leaves no ready cycles and no record but the state's) */
         me_run_ctx(c, m, ctx, t);
+        if (c->wake_ahead) c->woke |= 1u << m->idx;   /* its first words: npk_me_run_woken */
         return;
     }
     ctx_state(c, m, ctx, NPK_CTX_READY);
@@ -915,6 +916,13 @@ static int reads_xfer_in(const npk_opnd *o)
 
 static uint8_t fast_handler_of(const npk_uop *u);
 
+/* an operand that is not a read transfer register, or one inside its context's window (a
+ * relative number under 16: in 8-context mode 16 registers a context, in 4-context 32) */
+static int xin_own(const npk_opnd *o)
+{
+    return !reads_xfer_in(o) || (o->rmask && o->num < 16);
+}
+
 /* words with local-memory operands go through F_LM, words that read a read transfer
  * register through F_XIN (first) */
 static uint8_t fast_handler(npk_uop *u)
@@ -927,6 +935,7 @@ static uint8_t fast_handler(npk_uop *u)
     }
     if (reads_xfer_in(&u->a) || reads_xfer_in(&u->b)) {
         u->fast_xin = h;
+        u->xin_own = xin_own(&u->a) && xin_own(&u->b);
         h = F_XIN;
     }
     return h;
@@ -1290,7 +1299,10 @@ dispatch:
 #endif
 
     HANDLER(F_XIN, xin) {
-        if (now >= limit) goto done;
+        /* past the next event only when nothing can write the context's own registers it
+         * reads before the word's cycle: no command of the context that pushes, none of the
+         * ME's that pushes outside its context's window, no MSF device event */
+        if (now >= limit && !(u->xin_own && now < c->msf_next && !x->xin_pending && !m->xin_foreign)) goto done;
         DISPATCH_XIN();
     }
 
@@ -1515,6 +1527,15 @@ static uint64_t quiet_point(const npk_chip *c, const npk_me *m, uint64_t horizon
     return q < horizon ? q : horizon;
 }
 
+/* A context woken on idle ME m by what the run loop did at c->now (a completion, a
+ * signal, the MSF device) starts some cycles on (the swap): the words it runs first that
+ * touch only this ME's registers run now, as a turn's run-ahead would run them, up to
+ * `horizon` (the next event) and `end` -- which saves the ME a turn of its own. */
+void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end)
+{
+    if (m->cur >= 0 && m->next > c->now) run_fast(c, m, horizon, end, quiet_point(c, m, horizon));
+}
+
 /* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
  * the words that touch only this ME for as long as they start before `horizon` (the
  * next event), fast words that read no transfer register up to `end` (the run's
@@ -1558,4 +1579,7 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int 
         me_exec(c, m);
     }
     c->now = saved;
+    /* fast words that read no read transfer register run on past the horizon (as in
+     * run_fast_loop): those of a context swapped in at the end of the turn too */
+    if (fast && m->cur >= 0 && m->next >= horizon) run_fast(c, m, horizon, end, quiet_until);
 }
