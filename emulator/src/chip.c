@@ -908,6 +908,10 @@ int npk_stats_me(npk_chip *c, int me, npk_me_stats *out)
     if (bad_me(c, me) || !out) return NPK_EINVAL;
     npk_me *m = &c->me[me];
     *out = m->st;
+    /* every instruction takes one executing cycle; the hot paths count them by context only */
+    out->instructions = 0;
+    for (int i = 0; i < 8; i++) out->instructions += m->st.ctx_instructions[i];
+    out->executing_cycles = out->instructions;
     /* (idle from the cycle after a kill: the run may end before it) */
     if (m->cur < 0 && m->idle_since != NPK_NEVER && m->status == NPK_ME_RUNNING && c->now > m->idle_since)
         out->idle_cycles += c->now - m->idle_since;

@@ -114,12 +114,19 @@ typedef struct npk_uop {
                             * F_LM, which stages them first) */
     uint8_t fast_xin;      /* a fast word that reads a read transfer register: its handler (u->fast
                             * is then F_XIN, which waits for the next event first) */
-    uint8_t xin_own;       /* ... and those it reads are the context's own (relative, inside its
-                            * window): it waits only for what can write them (npk_xin_quiet) */
+    uint8_t flags;         /* UOP_*: what the fast paths may do with it */
     uint16_t ccmask;       /* branch on a condition: the condition codes it is taken for */
     uint16_t target;       /* branches: the target, inside the control store */
     uint32_t cmd;          /* memory classes: NPK_CMD_*; immed: the value */
 } npk_uop;
+
+enum {
+    UOP_XIN_OWN = 1,       /* an F_XIN word whose read transfer registers are all its context's
+                            * own (relative, inside its window): it waits only for what can write
+                            * them (npk_ctx.xin_pending, npk_me.xin_foreign, the MSF device) */
+    UOP_PLAIN_CMD = 2,     /* a unit command with register or constant operands, no indirect_ref,
+                            * no swap defer slots: a turn issues it without the general path */
+};
 
 typedef struct npk_pending_csr {
     uint64_t at;

@@ -3,34 +3,7 @@
  * longwords, whether it signals a pair) is the generated command table
  * (npk_cmd_info_of, from mev2.yaml units); the unit carries it out when it completes
  * (the units' files, dispatched by units/common.c). */
-#include "exec.h"
-
-/* SRAM: the channel is addr[31:30] (modulo the channels there are); DRAM: channels are
- * striped every dram_interleave bytes */
-static int unit_channel(npk_chip *c, int unit, uint32_t addr)
-{
-    switch (unit) {
-    case NPK_UNIT_SRAM: return (int)npk_fastmod(addr >> 30, c->sram_chans_m, c->sram_chans);
-    case NPK_UNIT_DRAM: {
-        uint32_t stripe = c->dram_il_shift < 32 ? addr >> c->dram_il_shift : addr / c->dram_il;
-        return (int)npk_fastmod(stripe, c->dram_chans_m, c->dram_chans);
-    }
-    default: return 0;
-    }
-}
-
-/* the transfer registers a command names: the xfer field (8-context mode: bit 4 names
- * the other kind than the command's default) */
-static void xfer_target(npk_me *m, int ctx, uint32_t field, int default_dram, int *kind, uint32_t *idx)
-{
-    int dram = default_dram;
-    if (m->ctx_mode == 8 && (field & 0x10)) {
-        dram = !dram;
-        field &= 0xF;
-    }
-    *kind = dram ? XK_DIN : XK_SIN;
-    *idx = (npk_relbase(m, ctx) + field) & 127;
-}
+#include "issue.h"
 
 /* longwords the command moves (mev2.yaml words) */
 static uint32_t command_words(const npk_cmd_info *k, uint64_t w)
@@ -41,22 +14,6 @@ static uint32_t command_words(const npk_cmd_info *k, uint64_t w)
     case NPK_WORDS_QUADWORDS: return 2 * (cnt + 1);
     default: return cnt + 1;
     }
-}
-
-/* indirect_ref: fields of the previous ALU result (ALU_OUT) override the instruction
- * (the format IXP2400/2800 receive/transmit microcode uses):
- *   [25] override ref_count, [24:21] ref_count - 1 (quadwords for dram)
- *   [4]  override data reference, [20:5] data reference: for dram[rbuf_rd|tbuf_wr] the
- *        MSF buffer address (0x2000 + byte offset in RBUF / TBUF) */
-static void indirect_ref(const npk_cmd_pre *k, uint32_t ind, uint32_t *nwords, uint32_t *msf_addr)
-{
-    if (ind & (1u << 25)) {
-        uint32_t cnt = ((ind >> 21) & 0xF) + 1;
-        *nwords = (k->flags & NPK_CMDF_QUADWORDS) ? cnt * 2 : cnt;
-        if (*nwords > NPK_MAX_XFER_WORDS) *nwords = NPK_MAX_XFER_WORDS;
-    }
-    if (ind & (1u << 4))
-        *msf_addr = (ind >> 5) & 0xFFFF;
 }
 
 /* A memory-class word's command, once, when the word is loaded (u->cmd is legal: from
@@ -92,16 +49,6 @@ void npk_predecode_command(npk_uop *u)
     if (k->words == NPK_WORDS_QUADWORDS) p->flags |= NPK_CMDF_QUADWORDS;
 }
 
-/* the issuing context waits for mask: ctx_swap[s], optionally with defer[1|2] */
-static void swap_on(npk_ctx *x, uint16_t mask, uint32_t defer)
-{
-    x->wait_mask = mask;
-    x->wait_any = 0;
-    x->swap_pending = 1;
-    x->swap_left = (uint8_t)defer;
-    x->swap_target = UINT32_MAX;
-}
-
 static inline npk_event *new_event(npk_exec *e, int unit, uint32_t op, uint32_t addr)
 {
     npk_event *ev = npk_ev_alloc(e->c);
@@ -116,68 +63,17 @@ static inline npk_event *new_event(npk_exec *e, int unit, uint32_t op, uint32_t 
     return ev;
 }
 
-/* copy n words the unit pulls from the write half of the named transfer registers */
-static void pull_words(npk_me *m, npk_event *ev, int kind, uint32_t xidx, uint32_t n)
-{
-    int okind = kind == XK_SIN ? XK_SOUT : XK_DOUT;
-    for (uint32_t i = 0; i < n; i++)
-        ev->data[i] = m->xfer[okind][(xidx + i) & 127];
-}
-
 void npk_issue_mem(npk_exec *e, const npk_uop *u)
 {
-    npk_chip *c = e->c;
-    npk_me *m = e->m;
-    const npk_cmd_pre *k = &u->mem;
     uint32_t a = npk_rd(e, &u->a);
     uint32_t b = npk_rd(e, &u->b);
     if (e->illegal) return;
-    uint32_t addr = a + b, flags = k->flags;
-    uint32_t nwords = k->nwords, msf_addr = 0;
-    int kind;
-    uint32_t xidx;
-    xfer_target(m, e->ctx, k->xfield, (flags & NPK_CMDF_XFER_DRAM) != 0, &kind, &xidx);
-    if (flags & NPK_CMDF_INDIRECT) indirect_ref(k, m->alu_out, &nwords, &msf_addr);
-    int unit = k->unit;
-    int ch = unit_channel(c, unit, addr);
-    if (npk_unit_full(c, unit, ch)) {
-        e->stall = 1;
-        return;
-    }
-    int pull = (flags & NPK_CMDF_PULL) != 0, push = (flags & NPK_CMDF_PUSH) != 0;
-    uint32_t moved = nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords;
-    if ((pull || push) && xidx + moved > 128)
-        npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, e->pc, xidx);  /* the registers wrap to 0 */
-    /* every field of the event set here (no clearing first: every command pays for it) */
-    npk_event *ev = npk_ev_alloc_unset(c);
-    if (!ev) { e->illegal = 1; return; }
-    ev->kind = EVK_MEM;
-    ev->unit = (uint8_t)unit;
-    ev->me = (uint8_t)m->idx;
-    ev->ctx = (uint8_t)e->ctx;
-    ev->cmd = k->ev_cmd;
-    ev->sub = k->sub;
-    ev->xkind = (uint8_t)kind;
-    ev->chan = (uint8_t)ch;
-    ev->op = (uint8_t)u->cmd;
-    ev->sigmask = k->sigmask;
-    ev->count = (uint16_t)nwords;
-    ev->addr = (flags & NPK_CMDF_SPLIT) ? a : addr;
-    ev->xidx = (uint16_t)xidx;
-    ev->pc = (uint16_t)e->pc;
-    ev->aux = (flags & NPK_CMDF_MSF_BUFFER) ? msf_addr : b;
-    ev->xin = 0;
-    if (push) npk_xin_issued(m, ev, xidx - npk_relbase(m, e->ctx), moved);
-    uint32_t one = (flags & NPK_CMDF_ONE_WORD) != 0;
-    if (pull) pull_words(m, ev, kind, xidx, one ? 1 : moved);
-    ev->cycle = npk_unit_schedule(c, unit, ch, one ? 4 : nwords * 4, pull && !push);
-    npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, unit, NPK_SRAM_CMD(u->w) | (NPK_SRAM_SUB(u->w) << 8) | (nwords << 16), addr);
-    npk_ev_push(c, ev);
-    if (flags & NPK_CMDF_SWAP) {
-        swap_on(e->x, k->sigmask, k->defer);
-        e->x->swap_voluntary = 0;
-    }
+    int r = npk_issue(e->c, e->m, e->ctx, e->pc, u, a, b);
+    if (r == NPK_ISSUE_STALL) e->stall = 1;
+    else if (r == NPK_ISSUE_NO_EVENT) e->illegal = 1;
 }
+
+
 
 /* cap[fast_wr, data, CSR] and cap[read|write, $x, CSR, n]: the CAP unit's read / write
  * commands at a CSR address the instruction names */

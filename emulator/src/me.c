@@ -9,7 +9,7 @@
  * their own alu.c, the plain ALU operations alu_ops.h. */
 #include <string.h>
 #include <stdio.h>
-#include "exec.h"
+#include "issue.h"
 #include "alu_ops.h"
 
 /* a register watchpoint sees the write of this instruction: who wrote it, and the old value */
@@ -207,8 +207,9 @@ void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state)
     ctx_state(c, m, ctx, state);
 }
 
-/* context i of m runs from t (+ the swap cost) */
-static inline __attribute__((always_inline)) void me_run_ctx(npk_chip *c, npk_me *m, int i, uint64_t t)
+/* context i of m runs from t (+ the swap cost); `cal`: m's entry in the run loop's
+ * calendar made now (0: by the caller, later) */
+static inline __attribute__((always_inline)) void me_run_ctx_cal(npk_chip *c, npk_me *m, int i, uint64_t t, int cal)
 {
     if (m->cur < 0 && m->idle_since != NPK_NEVER) {
         m->st.idle_cycles += t - m->idle_since;
@@ -217,10 +218,16 @@ static inline __attribute__((always_inline)) void me_run_ctx(npk_chip *c, npk_me
     m->ctx_arb_cntl = (m->ctx_arb_cntl & ~0x77u) | (uint32_t)i | ((uint32_t)(m->cur < 0 ? i : m->cur) << 4);
     m->cur = i;
     ctx_state(c, m, i, NPK_CTX_RUNNING);
-    npk_me_set_next(c, m, t + c->cfg.ctx_swap_cost);
+    if (cal) npk_me_set_next(c, m, t + c->cfg.ctx_swap_cost);
+    else m->next = t + c->cfg.ctx_swap_cost;
     m->st.stalled_cycles += c->cfg.ctx_swap_cost;
     m->over_stalled = 1;
     m->st.ctx_swaps++;
+}
+
+static inline __attribute__((always_inline)) void me_run_ctx(npk_chip *c, npk_me *m, int i, uint64_t t)
+{
+    me_run_ctx_cal(c, m, i, t, 1);
 }
 
 /* choose the next ready context round-robin after the current one; the ME
@@ -257,8 +264,14 @@ static void wake(npk_chip *c, npk_me *m, int ctx, uint64_t t)
         (m->ctx_mode == 8 || !(ctx & 1))) {
         /* the ME idles and no other context is ready: this one runs (the same as READY
          * then picked at once, which leaves no ready cycles and no record but the state's) */
-        me_run_ctx(c, m, ctx, t);
-        if (c->wake_ahead) c->woke |= 1u << m->idx;   /* its first words: npk_me_run_woken */
+        if (c->wake_ahead) {
+            /* its first words run in this step of the run loop, which makes its calendar
+             * entry then (npk_me_run_woken) */
+            me_run_ctx_cal(c, m, ctx, t, 0);
+            c->woke |= 1u << m->idx;
+        } else {
+            me_run_ctx(c, m, ctx, t);
+        }
         return;
     }
     ctx_state(c, m, ctx, NPK_CTX_READY);
@@ -935,7 +948,7 @@ static uint8_t fast_handler(npk_uop *u)
     }
     if (reads_xfer_in(&u->a) || reads_xfer_in(&u->b)) {
         u->fast_xin = h;
-        u->xin_own = xin_own(&u->a) && xin_own(&u->b);
+        if (xin_own(&u->a) && xin_own(&u->b)) u->flags |= UOP_XIN_OWN;
         h = F_XIN;
     }
     return h;
@@ -996,6 +1009,22 @@ static uint8_t fast_handler_of(const npk_uop *u)
     }
 }
 
+/* a unit command a turn issues itself (exec_plain_command): register or constant
+ * operands, no indirect_ref, a swap without defer slots */
+static int plain_command(const npk_uop *u)
+{
+    switch (u->cls) {
+    case NPK_IC_SRAM: case NPK_IC_SCRATCH: case NPK_IC_DRAM: case NPK_IC_MSF: case NPK_IC_PCI:
+    case NPK_IC_CAP: case NPK_IC_HASH:
+        break;
+    default:
+        return 0;
+    }
+    const npk_cmd_pre *k = &u->mem;
+    return (fast_reg(&u->a) || u->a.kind == NPK_OPK_IMM) && (fast_reg(&u->b) || u->b.kind == NPK_OPK_IMM) &&
+           !(k->flags & NPK_CMDF_INDIRECT) && !((k->flags & NPK_CMDF_SWAP) && k->defer);
+}
+
 /* the branch fields every branch class shares: target (inside the control store), defer
  * slots, and the cycles a taken branch aborts */
 static void predecode_branch(npk_chip *c, npk_uop *u, uint32_t target, uint32_t defer)
@@ -1042,6 +1071,7 @@ void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
     default: break;
     }
     u->fast = fast_handler(u);
+    if (plain_command(u)) u->flags |= UOP_PLAIN_CMD;
 }
 
 /* ---- execution ------------------------------------------------------------------ */
@@ -1112,9 +1142,7 @@ static inline void retire(npk_exec *e, const npk_uop *u, int extra, int had_br, 
     npk_chip *c = e->c;
     npk_me *m = e->m;
     npk_ctx *x = e->x;
-    m->st.instructions++;
-    m->st.executing_cycles++;
-    m->st.ctx_instructions[e->ctx]++;
+    m->st.ctx_instructions[e->ctx]++;   /* (instructions and executing cycles: their sum, npk_stats_me) */
     if (e->illegal) {
         char why[96];
         snprintf(why, sizeof why, "illegal instruction 0x%010llx (%s)", (unsigned long long)u->w,
@@ -1282,8 +1310,7 @@ context:
 #define NEXT() do { if (now >= far) goto done; u = &uops[pc]; \
                     had_br = brp; pc++; DISPATCH(); } while (0)
 /* the context's words counted */
-#define SAVE_STATS() do { m->st.instructions += n; m->st.executing_cycles += n; \
-                          m->st.ctx_instructions[ctx] += n; m->st.aborted_cycles += aborted; \
+#define SAVE_STATS() do { m->st.ctx_instructions[ctx] += n; m->st.aborted_cycles += aborted; \
                           if (aborted) m->over_stalled = 0; } while (0)
 /* the word is done: count it, the deferred branch's slot, the time (a taken branch
  * added its aborted cycles) */
@@ -1302,7 +1329,7 @@ dispatch:
         /* past the next event only when nothing can write the context's own registers it
          * reads before the word's cycle: no command of the context that pushes, none of the
          * ME's that pushes outside its context's window, no MSF device event */
-        if (now >= limit && !(u->xin_own && now < c->msf_next && !x->xin_pending && !m->xin_foreign)) goto done;
+        if (now >= limit && !((u->flags & UOP_XIN_OWN) && now < c->msf_next && !x->xin_pending && !m->xin_foreign)) goto done;
         DISPATCH_XIN();
     }
 
@@ -1527,13 +1554,48 @@ static uint64_t quiet_point(const npk_chip *c, const npk_me *m, uint64_t horizon
     return q < horizon ? q : horizon;
 }
 
+/* The running context's word is a UOP_PLAIN_CMD command, executed here as me_exec would:
+ * issued, retired, the context swapped out (ctx_swap[]) -- without the general path's
+ * decoding and bookkeeping.  0: the general path's (a branch or a swap in flight, a
+ * local_csr_rd value to keep, CSR writes due; a full queue). */
+static int exec_plain_command(npk_chip *c, npk_me *m)
+{
+    int ctx = m->cur;
+    npk_ctx *x = &m->ctx[ctx];
+    uint32_t pc = x->pc;
+    const npk_uop *u = &m->uop[pc];
+    if (!(u->flags & UOP_PLAIN_CMD) || x->br_pending || x->swap_pending || m->csr_rd_valid ||
+        (m->npend && m->pend_min <= c->now))
+        return 0;
+    uint32_t base = npk_relbase(m, ctx);
+    const uint32_t *g = &m->rf[0][0];   /* the register files as one array (as the fast loop reads them) */
+#define PLAIN_VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num : g[(o).row + (((base & (o).rmask) + (o).num) & 127)])
+    /* (an event the pool cannot grow for, like a full queue, is the general path's) */
+    if ((!c->nfree && c->pool_used == c->pool_cap) || npk_issue(c, m, ctx, pc, u, PLAIN_VAL(u->a), PLAIN_VAL(u->b)) != NPK_ISSUED)
+        return 0;
+#undef PLAIN_VAL
+    /* retire */
+    x->pc = pc + 1;
+    m->st.ctx_instructions[ctx]++;
+    m->over_stalled = 0;
+    if (x->swap_pending) {
+        x->swap_pending = 0;
+        ctx_swap_out(c, m, ctx, c->now + 1);
+    } else {
+        npk_me_set_next(c, m, c->now + 1);
+    }
+    return 1;
+}
+
 /* A context woken on idle ME m by what the run loop did at c->now (a completion, a
  * signal, the MSF device) starts some cycles on (the swap): the words it runs first that
  * touch only this ME's registers run now, as a turn's run-ahead would run them, up to
  * `horizon` (the next event) and `end` -- which saves the ME a turn of its own. */
 void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end)
 {
-    if (m->cur >= 0 && m->next > c->now) run_fast(c, m, horizon, end, quiet_point(c, m, horizon));
+    if (m->cur >= 0 && m->next > c->now && run_fast(c, m, horizon, end, quiet_point(c, m, horizon)))
+        return;   /* (which made its calendar entry) */
+    npk_me_set_next(c, m, m->next);
 }
 
 /* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
@@ -1546,7 +1608,8 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int 
     /* a fast first word and the fast words after it in one entry of the fast loop; a swap
      * or a signal test there (F_CTX_ARB, F_BR_SIG) as in the run-ahead below */
     uint64_t quiet_until = ahead ? quiet_point(c, m, horizon) : c->now + 1;
-    if (!(fast && run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1, quiet_until)))
+    if (!(fast && (run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1, quiet_until) ||
+                   exec_plain_command(c, m))))
         me_exec(c, m);
     if (!ahead) return;
     /* that word may have issued a command: its completion bounds the rest of the turn */
