@@ -1605,17 +1605,17 @@ void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end)
 void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int ahead)
 {
     int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
-    /* a fast first word and the fast words after it in one entry of the fast loop; a swap
-     * or a signal test there (F_CTX_ARB, F_BR_SIG) as in the run-ahead below */
-    uint64_t quiet_until = ahead ? quiet_point(c, m, horizon) : c->now + 1;
-    if (!(fast && (run_fast(c, m, ahead ? horizon : c->now + 1, ahead ? end : c->now + 1, quiet_until) ||
-                   exec_plain_command(c, m))))
+    /* the turn's word: a plain unit command; a fast word and the fast words after it in
+     * one entry of the fast loop (a swap or a signal test there, F_CTX_ARB and F_BR_SIG,
+     * as in the run-ahead below); any other word */
+    if (!(fast && (exec_plain_command(c, m) ||
+                   (ahead ? run_fast(c, m, horizon, end, quiet_point(c, m, horizon))
+                          : run_fast(c, m, c->now + 1, c->now + 1, c->now + 1)))))
         me_exec(c, m);
-    if (!ahead) return;
+    if (!ahead || m->cur < 0) return;
     /* that word may have issued a command: its completion bounds the rest of the turn */
     if (npk_ev_next_cycle(c) < horizon) horizon = npk_ev_next_cycle(c);
-    uint64_t saved = c->now;
-    if (quiet_until > horizon) quiet_until = horizon;
+    uint64_t saved = c->now, quiet_until = quiet_point(c, m, horizon);
     while (m->cur >= 0 && m->next < horizon) {
         if (m->pend_min <= m->next) {
             /* CSR writes due: those only this ME reads take effect here, in its own
