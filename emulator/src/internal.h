@@ -207,8 +207,7 @@ typedef struct npk_event {
     uint32_t addr;
     uint16_t xidx;         /* first transfer register, 0..127 */
     uint16_t pc;           /* instruction that issued the command (fault reports; < 8192) */
-    uint32_t link;         /* the next event of the same cycle on the wheel (index + 1) */
-    uint32_t idx;          /* its own index (npk_ev_at) */
+    struct npk_event *link;   /* the next event of the same cycle on the wheel (NULL: none) */
     uint32_t aux;
     /* NPK_MAX_XFER_WORDS longwords of its own (the data a command pulls), kept beside the
      * event's chunk so that the event itself fits one cache line; set when the chunk is
@@ -244,7 +243,7 @@ static inline void npk_xin_done(npk_me *m, const npk_event *ev)
 
 typedef struct npk_heap_ent {
     uint64_t cycle, seq;
-    uint32_t idx;
+    npk_event *ev;
 } npk_heap_ent;
 
 typedef struct npk_chan {
@@ -303,14 +302,14 @@ struct npk_chip {
      * cycle a list of event index + 1), a heap of event indices for the events beyond it */
     npk_event **chunk;
     uint32_t pool_cap, pool_used;
-    uint32_t *free_list;
+    npk_event **free_list;
     uint32_t nfree;
     npk_heap_ent *heap;
     uint32_t nheap;
     uint64_t wheel_base;       /* the wheel holds cycles [wheel_base, wheel_base + NPK_WHEEL) */
     uint64_t ev_first;         /* the earliest event's cycle, NPK_NEVER: none */
     uint32_t wheel_count;
-    uint32_t wheel_head[NPK_WHEEL], wheel_tail[NPK_WHEEL];
+    npk_event *wheel_head[NPK_WHEEL], *wheel_tail[NPK_WHEEL];
     uint64_t wheel_bits[NPK_WHEEL / 64];
     /* run control */
     uint32_t nbr_sig_words;   /* control-store words that write NEXT/PREV_NEIGHBOR_SIGNAL */
@@ -433,12 +432,10 @@ static inline void npk_ev_advance(npk_chip *c, uint64_t now)
 void npk_ev_reset(npk_chip *c);
 static inline uint64_t npk_ev_next_cycle(const npk_chip *c) { return c->ev_first; }
 static inline npk_event *npk_ev_at(const npk_chip *c, uint32_t i) { return &c->chunk[i / NPK_EV_CHUNK][i % NPK_EV_CHUNK]; }
-/* event i, cleared (but for its data, which commands fill as far as they need) */
-static inline npk_event *npk_ev_init(npk_chip *c, uint32_t i)
+/* event e, cleared (but for its data, which commands fill as far as they need) */
+static inline npk_event *npk_ev_init(npk_event *e)
 {
-    npk_event *e = npk_ev_at(c, i);
     memset(e, 0, offsetof(npk_event, data));
-    e->idx = i;
     return e;
 }
 npk_event *npk_ev_alloc_new(npk_chip *c);
@@ -446,13 +443,13 @@ npk_event *npk_ev_alloc_new(npk_chip *c);
  * takes one) */
 static inline npk_event *npk_ev_alloc(npk_chip *c)
 {
-    return c->nfree ? npk_ev_init(c, c->free_list[--c->nfree]) : npk_ev_alloc_new(c);
+    return c->nfree ? npk_ev_init(c->free_list[--c->nfree]) : npk_ev_alloc_new(c);
 }
-static inline void npk_ev_free(npk_chip *c, npk_event *e) { c->free_list[c->nfree++] = e->idx; }
+static inline void npk_ev_free(npk_chip *c, npk_event *e) { c->free_list[c->nfree++] = e; }
 /* a new event whose every field up to `data` the caller sets (NULL: no memory) */
 static inline npk_event *npk_ev_alloc_unset(npk_chip *c)
 {
-    return c->nfree ? npk_ev_at(c, c->free_list[--c->nfree]) : npk_ev_alloc_new(c);
+    return c->nfree ? c->free_list[--c->nfree] : npk_ev_alloc_new(c);
 }
 
 /* history.c */

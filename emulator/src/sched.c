@@ -44,7 +44,7 @@ static int grow(npk_chip *c)
         uint32_t *data = (uint32_t *)(chunks[k] + NPK_EV_CHUNK);
         for (uint32_t j = 0; j < NPK_EV_CHUNK; j++) chunks[k][j].data = data + j * NPK_MAX_XFER_WORDS;
     }
-    uint32_t *f = realloc(c->free_list, (size_t)cap * sizeof *f);
+    npk_event **f = realloc(c->free_list, (size_t)cap * sizeof *f);
     if (!f) return 0;
     c->free_list = f;
     npk_heap_ent *h = realloc(c->heap, (size_t)cap * sizeof *h);
@@ -58,7 +58,7 @@ static int grow(npk_chip *c)
 npk_event *npk_ev_alloc_new(npk_chip *c)
 {
     if (c->pool_used == c->pool_cap && !grow(c)) return NULL;
-    return npk_ev_init(c, c->pool_used++);
+    return npk_ev_init(npk_ev_at(c, c->pool_used++));
 }
 
 void npk_ev_free_all(npk_chip *c)
@@ -98,13 +98,13 @@ static npk_heap_ent heap_pop(npk_chip *c)
     return top;
 }
 
-static void wheel_append(npk_chip *c, uint32_t idx, uint64_t cycle)
+static void wheel_append(npk_chip *c, npk_event *e, uint64_t cycle)
 {
     uint32_t s = SLOT(cycle);
-    npk_ev_at(c, idx)->link = 0;
-    if (c->wheel_head[s]) npk_ev_at(c, c->wheel_tail[s] - 1)->link = idx + 1;
-    else c->wheel_head[s] = idx + 1;
-    c->wheel_tail[s] = idx + 1;
+    e->link = NULL;
+    if (c->wheel_head[s]) c->wheel_tail[s]->link = e;
+    else c->wheel_head[s] = e;
+    c->wheel_tail[s] = e;
     c->wheel_bits[s >> 6] |= 1ull << (s & 63);
     c->wheel_count++;
 }
@@ -133,12 +133,11 @@ static void update_first(npk_chip *c, uint64_t from)
 
 void npk_ev_push(npk_chip *c, npk_event *e)
 {
-    uint32_t idx = e->idx;
     e->seq = c->seq++;
-    if (e->cycle >= c->wheel_base && e->cycle - c->wheel_base < NPK_WHEEL)
-        wheel_append(c, idx, e->cycle);
+    if (e->cycle - c->wheel_base < NPK_WHEEL)   /* (unsigned: not before the wheel's window either) */
+        wheel_append(c, e, e->cycle);
     else
-        heap_push(c, (npk_heap_ent){e->cycle, e->seq, idx});
+        heap_push(c, (npk_heap_ent){e->cycle, e->seq, e});
     if (e->cycle < c->ev_first) c->ev_first = e->cycle;
 }
 
@@ -146,28 +145,28 @@ void npk_ev_from_heap(npk_chip *c, uint64_t now)
 {
     while (c->nheap && c->heap[0].cycle - now < NPK_WHEEL) {
         npk_heap_ent ent = heap_pop(c);
-        wheel_append(c, ent.idx, ent.cycle);
+        wheel_append(c, ent.ev, ent.cycle);
     }
 }
 
 npk_event *npk_ev_pop(npk_chip *c)
 {
-    uint32_t idx;
+    npk_event *e;
     if (c->ev_first == NPK_NEVER) return NULL;
     if (c->wheel_count) {
         uint32_t s = SLOT(c->ev_first);
-        idx = c->wheel_head[s] - 1;
-        c->wheel_head[s] = npk_ev_at(c, idx)->link;
+        e = c->wheel_head[s];
+        c->wheel_head[s] = e->link;
         c->wheel_count--;
         if (!c->wheel_head[s]) {
             c->wheel_bits[s >> 6] &= ~(1ull << (s & 63));
             update_first(c, c->ev_first);
         }
     } else {
-        idx = heap_pop(c).idx;
+        e = heap_pop(c).ev;
         update_first(c, c->ev_first);
     }
-    return npk_ev_at(c, idx);
+    return e;
 }
 
 void npk_ev_reset(npk_chip *c)
