@@ -1579,8 +1579,17 @@ static int exec_plain_command(npk_chip *c, npk_me *m)
     m->st.ctx_instructions[ctx]++;
     m->over_stalled = 0;
     if (x->swap_pending) {
+        /* ctx_swap_out for a swap the command made (no target, not voluntary): asleep
+         * until its signals come, or ready if they have */
         x->swap_pending = 0;
-        ctx_swap_out(c, m, ctx, c->now + 1);
+        if ((x->sig & x->wait_mask) == x->wait_mask) {
+            x->sig &= (uint16_t)~x->wait_mask;
+            x->wait_mask = 0;
+            ctx_state(c, m, ctx, NPK_CTX_READY);
+        } else {
+            ctx_state(c, m, ctx, NPK_CTX_SLEEP);
+        }
+        me_pick(c, m, c->now + 1);
     } else {
         npk_me_set_next(c, m, c->now + 1);
     }
@@ -1590,7 +1599,8 @@ static int exec_plain_command(npk_chip *c, npk_me *m)
 /* A context woken on idle ME m by what the run loop did at c->now (a completion, a
  * signal, the MSF device) starts some cycles on (the swap): the words it runs first that
  * touch only this ME's registers run now, as a turn's run-ahead would run them, up to
- * `horizon` (the next event) and `end` -- which saves the ME a turn of its own. */
+ * `horizon` (the next event) and `end` -- which saves the ME a turn of its own.  Its
+ * calendar entry is made here. */
 void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end)
 {
     if (m->cur >= 0 && m->next > c->now && run_fast(c, m, horizon, end, quiet_point(c, m, horizon)))
