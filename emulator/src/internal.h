@@ -31,7 +31,7 @@ enum { XK_SIN = 0, XK_SOUT = 1, XK_DIN = 2, XK_DOUT = 3 };
 #define NPK_RF_LM_STAGE 6  /* npk_me.rf[NPK_RF_LM_STAGE] is lm_stage */
 
 typedef struct npk_ctx {
-    uint32_t pc;
+    _Alignas(64) uint32_t pc;   /* (a context's state is one cache line, found by a shift) */
     uint8_t state;         /* NPK_CTX_* */
     uint8_t cc;
     uint8_t wait_any;
@@ -50,6 +50,7 @@ typedef struct npk_ctx {
     uint64_t state_since;
     uint32_t xin_pending;  /* its commands in flight that push into read transfer registers */
 } npk_ctx;
+_Static_assert(sizeof(npk_ctx) == 64, "a context's state fills one cache line");
 
 /* A decoded operand (npk_me_predecode): the operand-field map's view of one field
  * (mev2.yaml operand_fields, npk_unrestricted_def), with the GPR bank it is read or
@@ -250,7 +251,9 @@ typedef struct npk_chan {
     uint64_t busy_until;
     uint64_t outstanding;
     npk_unit_stats st;
+    uint64_t pad_;         /* (a cache line each: c->chan[unit][chan] is a shift away) */
 } npk_chan;
+_Static_assert(sizeof(npk_chan) == 64, "a channel fills one cache line");
 
 typedef struct npk_ring {
     uint32_t base, size, head, tail, count, margin;
