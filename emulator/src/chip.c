@@ -101,7 +101,7 @@ static void me_reset(npk_chip *c, npk_me *m)
     m->lm = lm;
     memset(lm, 0, sizeof(uint32_t) * 1024);
     m->idx = idx;
-    m->ctx_mode = mode;
+    npk_set_ctx_mode(m, mode);
     m->cur = -1;
     m->status = NPK_ME_IDLE;
     npk_me_set_next(c, m, NPK_NEVER);
@@ -248,7 +248,7 @@ static void precompute(npk_chip *c)
     c->dram_chans = c->cfg.dram.channels ? c->cfg.dram.channels : 1;
     c->dram_il = c->cfg.dram_interleave ? c->cfg.dram_interleave : 128;
     c->dram_il_shift = log2_exact(c->dram_il);
-    c->sram_chans_m = npk_fastmod_m(c->sram_chans);
+    for (uint32_t i = 0; i < 4; i++) c->sram_chan_of[i] = (uint8_t)(i % c->sram_chans);
     c->dram_chans_m = npk_fastmod_m(c->dram_chans);
 }
 
@@ -278,7 +278,7 @@ npk_chip *npk_create(const npk_config *cfg)
     ok = ok && c->uops;
     for (uint32_t i = 0; ok && i < cfg->num_me; i++) {
         c->me[i].idx = (int)i;
-        c->me[i].ctx_mode = 8;
+        npk_set_ctx_mode(&c->me[i], 8);
         c->me[i].ustore = calloc(cfg->ustore_words, sizeof(uint64_t));
         c->me[i].lm = calloc(1024, sizeof(uint32_t));
         c->me[i].uop = c->uops + i * per_me;
@@ -326,8 +326,8 @@ int npk_load_ustore(npk_chip *c, int me, const uint64_t *words, size_t n, int ct
     npk_me *m = &c->me[me];
     memset(m->ustore, 0, c->cfg.ustore_words * sizeof(uint64_t));
     for (size_t i = 0; i < n; i++) m->ustore[i] = words[i] & NPK_WORD_MASK;
+    npk_set_ctx_mode(m, ctx_mode);   /* (before the words: a command's registers depend on it) */
     for (uint32_t i = 0; i < c->cfg.ustore_words; i++) npk_me_predecode(c, m, i);
-    m->ctx_mode = ctx_mode;
     return NPK_OK;
 }
 

@@ -23,9 +23,7 @@ typedef struct npk_exec {
 
 static inline uint32_t npk_relbase(const npk_me *m, int ctx)
 {
-    /* 8 contexts: ctx * 16; 4 (even numbers): (ctx >> 1) * 32 = (ctx & 6) * 16 -- without
-     * a branch on the mode (ctx_mode >> 3 is 1 for 8, 0 for 4) */
-    return ((uint32_t)ctx & (6u | ((uint32_t)m->ctx_mode >> 3))) << 4;
+    return m->ctx[ctx].base;   /* (npk_set_ctx_mode) */
 }
 
 /* LM_ADDR_n of a context, or the ME-wide copy when CTX_ENABLES[LM_ADDR_n_GLOBAL]
@@ -87,7 +85,7 @@ static inline void npk_alu_sources(npk_exec *e, const npk_uop *u, uint32_t *a, u
 
 /* issue.c: memory and unit commands */
 void npk_issue_mem(npk_exec *e, const npk_uop *u);
-void npk_predecode_command(npk_uop *u);   /* at load: u->mem from u->cmd and the word */
+void npk_predecode_command(npk_uop *u, int ctx_mode);   /* at load: u->mem from u->cmd, the word and the ME's mode */
 void npk_issue_cap_csr(npk_exec *e, const npk_uop *u);
 
 /* alu.c: ALU operations that are instructions of their own (generated list) */

@@ -49,6 +49,7 @@ typedef struct npk_ctx {
     uint32_t future_sig;
     uint64_t state_since;
     uint32_t xin_pending;  /* its commands in flight that push into read transfer registers */
+    uint8_t base;          /* its first relative register (npk_relbase; npk_set_ctx_mode) */
 } npk_ctx;
 _Static_assert(sizeof(npk_ctx) == 64, "a context's state fills one cache line");
 
@@ -80,7 +81,8 @@ typedef struct npk_cmd_pre {
     uint16_t sigmask;      /* the signals the command sends (0: none) */
     uint16_t flags;        /* NPK_CMDF_* */
     uint16_t nwords;       /* longwords it moves, before an indirect_ref override */
-    uint8_t xfield;        /* the transfer-register field */
+    uint8_t xoff;          /* the first transfer register, from the context's first: the field
+                            * (in 8-context mode bit 4 names the other kind: NPK_CMDF_XFER_DRAM) */
 } npk_cmd_pre;
 
 enum {
@@ -90,9 +92,11 @@ enum {
     NPK_CMDF_INDIRECT = 8,       /* indirect_ref: ALU_OUT overrides fields */
     NPK_CMDF_SPLIT = 16,         /* the unit gets the two address operands apart */
     NPK_CMDF_MSF_BUFFER = 32,    /* the event's aux is the MSF buffer address */
-    NPK_CMDF_XFER_DRAM = 64,     /* names $$ registers by default */
+    NPK_CMDF_XFER_DRAM = 64,     /* names $$ registers (the command's default, or bit 4 of the field) */
     NPK_CMDF_ONE_WORD = 128,     /* moves one longword whatever the count says */
     NPK_CMDF_QUADWORDS = 256,    /* counts quadwords (an indirect count too) */
+    NPK_CMDF_XIN_FOREIGN = 512,  /* pushes past the context's window (npk_xin_issued; with the
+                                  * word's count: an indirect_ref count is checked at issue) */
 };
 
 /* A pre-decoded control-store word: built when the word is loaded, so that execution
@@ -195,6 +199,14 @@ typedef struct npk_me {
     npk_me_stats st;
 } npk_me;
 
+/* m runs `mode` (4 or 8) contexts: 8 have 16 relative registers each (context * 16), 4 have
+ * 32 (the even contexts: (ctx & 6) * 16) */
+static inline void npk_set_ctx_mode(npk_me *m, int mode)
+{
+    m->ctx_mode = mode;
+    for (uint32_t i = 0; i < NPK_NCTX; i++) m->ctx[i].base = (uint8_t)((mode == 8 ? i : i & 6) << 4);
+}
+
 typedef struct npk_event {
     uint64_t cycle;
     uint64_t seq;
@@ -219,17 +231,19 @@ typedef struct npk_event {
 enum { EVK_MEM = 0, EVK_SIGNAL = 1 };
 enum { EV_XIN = 1, EV_XIN_FOREIGN = 2 };
 
+/* the transfer registers a context has in a ME of `ctx_mode` contexts (its window) */
+static inline uint32_t npk_xfer_window(int ctx_mode) { return ctx_mode == 8 ? 16 : 32; }
+
 /* What writes a context's read transfer registers while it runs ahead: the completions
  * of commands that push (its own, and those of the ME's other contexts that push outside
  * their own window: npk_ctx.xin_pending, npk_me.xin_foreign) and the MSF device (its next
- * event).  A command that pushes into `n` registers from the `first` of its context's
- * window (`window` registers: 16 in 8-context mode, 32 in 4) is counted when issued ... */
-static inline void npk_xin_issued(npk_me *m, npk_event *ev, uint32_t first, uint32_t n)
+ * event).  A command that pushes (`foreign`: past its context's window) is counted when
+ * issued ... */
+static inline void npk_xin_issued(npk_me *m, npk_event *ev, int foreign)
 {
-    uint32_t window = m->ctx_mode == 8 ? 16 : 32;
     m->ctx[ev->ctx].xin_pending++;
     ev->xin = EV_XIN;
-    if (first + n > window) {
+    if (foreign) {
         ev->xin |= EV_XIN_FOREIGN;
         m->xin_foreign++;
     }
@@ -288,7 +302,8 @@ struct npk_chip {
     uint8_t unit_shift[NPK_UNIT_COUNT];
     const npk_unit_cfg *unit_cfg[NPK_UNIT_COUNT];   /* NPK_UNIT_* -> its part of cfg */
     uint32_t sram_chans, dram_chans, dram_il, dram_il_shift;
-    uint64_t sram_chans_m, dram_chans_m;
+    uint8_t sram_chan_of[4];   /* SRAM channel of address bits 31:30 (modulo the channels there are) */
+    uint64_t dram_chans_m;
     npk_me me[NPK_MAX_ME];
     npk_uop *uops;             /* every ME's pre-decoded control store (npk_me.uop points in) */
     uint8_t *sram;         /* channels * sram_channel_bytes */

@@ -18,7 +18,7 @@ static uint32_t command_words(const npk_cmd_info *k, uint64_t w)
 
 /* A memory-class word's command, once, when the word is loaded (u->cmd is legal: from
  * npk_mem_command); what it takes from the command table and the word's fields. */
-void npk_predecode_command(npk_uop *u)
+void npk_predecode_command(npk_uop *u, int ctx_mode)
 {
     const npk_cmd_info *k = npk_cmd_info_of(u->cmd);
     uint64_t w = u->w;
@@ -30,7 +30,6 @@ void npk_predecode_command(npk_uop *u)
     p->ev_cmd = (uint8_t)(k->unit_id == NPK_UNIT_CAP ? k->dir == NPK_DIR_PULL : NPK_SRAM_CMD(w));
     p->sub = (uint8_t)NPK_SRAM_SUB(w);
     p->nwords = (uint16_t)command_words(k, w);
-    p->xfield = (uint8_t)NPK_SRAM_XFER(w);
     if (sig) {
         p->sigmask = (uint16_t)(1u << sig);
         if (k->sig_pair && sig < 15) p->sigmask |= (uint16_t)(1u << (sig + 1));
@@ -44,7 +43,13 @@ void npk_predecode_command(npk_uop *u)
     if (NPK_SRAM_INDIRECT_REF(w)) p->flags |= NPK_CMDF_INDIRECT;
     if (k->split) p->flags |= NPK_CMDF_SPLIT;
     if (k->msf_buffer) p->flags |= NPK_CMDF_MSF_BUFFER;
-    if (k->xfer_dram) p->flags |= NPK_CMDF_XFER_DRAM;
+    int kind;
+    uint32_t first;
+    xfer_target(ctx_mode, (uint32_t)NPK_SRAM_XFER(w), k->xfer_dram, &kind, &first);
+    p->xoff = (uint8_t)first;
+    if (kind == XK_DIN) p->flags |= NPK_CMDF_XFER_DRAM;
+    if (first + (p->nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : p->nwords) > npk_xfer_window(ctx_mode))
+        p->flags |= NPK_CMDF_XIN_FOREIGN;
     if (k->words == NPK_WORDS_ONE) p->flags |= NPK_CMDF_ONE_WORD;
     if (k->words == NPK_WORDS_QUADWORDS) p->flags |= NPK_CMDF_QUADWORDS;
 }
@@ -107,7 +112,9 @@ void npk_issue_cap_csr(npk_exec *e, const npk_uop *u)
     }
     int kind;
     uint32_t xidx;
-    xfer_target(m, e->ctx, NPK_CAP_CSR_XFER(w), 0, &kind, &xidx);
+    uint32_t first;
+    xfer_target(m->ctx_mode, NPK_CAP_CSR_XFER(w), 0, &kind, &first);
+    xidx = (npk_relbase(m, e->ctx) + first) & 127;
     uint32_t n = NPK_CAP_CSR_REF_CNT(w) + 1;
     if (xidx + n > 128) npk_fault_at(c, NPK_FAULT_XFER, m->idx, e->ctx, e->pc, xidx);
     ev->cmd = (uint8_t)write;
@@ -116,7 +123,7 @@ void npk_issue_cap_csr(npk_exec *e, const npk_uop *u)
     ev->xidx = (uint16_t)xidx;
     ev->sigmask = sig ? (uint16_t)(1u << sig) : 0;
     if (write) pull_words(m, ev, kind, xidx, n);
-    else npk_xin_issued(m, ev, xidx - npk_relbase(m, e->ctx), n);
+    else npk_xin_issued(m, ev, first + n > npk_xfer_window(m->ctx_mode));
     ev->cycle = npk_unit_schedule(c, NPK_UNIT_CAP, 0, n * 4, write);
     npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, NPK_UNIT_CAP, (uint32_t)write | (n << 16), addr);
     npk_ev_push(c, ev);

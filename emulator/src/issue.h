@@ -9,7 +9,7 @@
 static inline int unit_channel(npk_chip *c, int unit, uint32_t addr)
 {
     switch (unit) {
-    case NPK_UNIT_SRAM: return (int)npk_fastmod(addr >> 30, c->sram_chans_m, c->sram_chans);
+    case NPK_UNIT_SRAM: return c->sram_chan_of[addr >> 30];
     case NPK_UNIT_DRAM: {
         uint32_t stripe = c->dram_il_shift < 32 ? addr >> c->dram_il_shift : addr / c->dram_il;
         return (int)npk_fastmod(stripe, c->dram_chans_m, c->dram_chans);
@@ -18,17 +18,17 @@ static inline int unit_channel(npk_chip *c, int unit, uint32_t addr)
     }
 }
 
-/* the transfer registers a command names: the xfer field (8-context mode: bit 4 names
- * the other kind than the command's default) */
-static inline void xfer_target(npk_me *m, int ctx, uint32_t field, int default_dram, int *kind, uint32_t *idx)
+/* the transfer registers a command names: the xfer field, its first from the context's
+ * first (8-context mode: bit 4 names the other kind than the command's default) */
+static inline void xfer_target(int ctx_mode, uint32_t field, int default_dram, int *kind, uint32_t *first)
 {
     int dram = default_dram;
-    if (m->ctx_mode == 8 && (field & 0x10)) {
+    if (ctx_mode == 8 && (field & 0x10)) {
         dram = !dram;
         field &= 0xF;
     }
     *kind = dram ? XK_DIN : XK_SIN;
-    *idx = (npk_relbase(m, ctx) + field) & 127;
+    *first = field;
 }
 
 /* indirect_ref: fields of the previous ALU result (ALU_OUT) override the instruction
@@ -76,9 +76,8 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     const npk_cmd_pre *k = &u->mem;
     uint32_t addr = a + b, flags = k->flags;
     uint32_t nwords = k->nwords, msf_addr = 0;
-    int kind;
-    uint32_t xidx;
-    xfer_target(m, ctx, k->xfield, (flags & NPK_CMDF_XFER_DRAM) != 0, &kind, &xidx);
+    int kind = (flags & NPK_CMDF_XFER_DRAM) ? XK_DIN : XK_SIN;
+    uint32_t xidx = (npk_relbase(m, ctx) + k->xoff) & 127;
     if (flags & NPK_CMDF_INDIRECT) indirect_ref(k, m->alu_out, &nwords, &msf_addr);
     int unit = k->unit;
     int ch = unit_channel(c, unit, addr);
@@ -87,9 +86,14 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     uint32_t moved = nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords;
     if ((pull || push) && xidx + moved > 128)
         npk_fault_at(c, NPK_FAULT_XFER, m->idx, ctx, pc, xidx);  /* the registers wrap to 0 */
-    /* every field of the event set here (no clearing first: every command pays for it) */
     npk_event *ev = npk_ev_alloc_unset(c);
     if (!ev) return NPK_ISSUE_NO_EVENT;
+    uint32_t one = (flags & NPK_CMDF_ONE_WORD) != 0;
+    if (pull) pull_words(m, ev, kind, xidx, one ? 1 : moved);
+    uint64_t done = npk_unit_schedule(c, unit, ch, one ? 4 : nwords * 4, pull && !push);
+    /* every field of the event set here, after everything they are made from is read (no
+     * clearing first: every command pays for it) */
+    ev->cycle = done;
     ev->kind = EVK_MEM;
     ev->unit = (uint8_t)unit;
     ev->me = (uint8_t)m->idx;
@@ -106,10 +110,9 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     ev->pc = (uint16_t)pc;
     ev->aux = (flags & NPK_CMDF_MSF_BUFFER) ? msf_addr : b;
     ev->xin = 0;
-    if (push) npk_xin_issued(m, ev, xidx - npk_relbase(m, ctx), moved);
-    uint32_t one = (flags & NPK_CMDF_ONE_WORD) != 0;
-    if (pull) pull_words(m, ev, kind, xidx, one ? 1 : moved);
-    ev->cycle = npk_unit_schedule(c, unit, ch, one ? 4 : nwords * 4, pull && !push);
+    if (push)
+        npk_xin_issued(m, ev, (flags & NPK_CMDF_INDIRECT) ? k->xoff + moved > npk_xfer_window(m->ctx_mode)
+                                                          : (flags & NPK_CMDF_XIN_FOREIGN) != 0);
     npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, ctx, unit, NPK_SRAM_CMD(u->w) | (NPK_SRAM_SUB(u->w) << 8) | (nwords << 16), addr);
     npk_ev_push(c, ev);
     if (flags & NPK_CMDF_SWAP) {

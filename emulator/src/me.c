@@ -793,7 +793,7 @@ static int uop_is_local(const npk_uop *u)
 }
 
 /* the operands of u->w as its class uses them (see the exec_* functions) */
-static void predecode_operands(npk_uop *u)
+static void predecode_operands(npk_uop *u, int ctx_mode)
 {
     uint64_t w = u->w;
     switch (u->cls) {
@@ -879,7 +879,7 @@ static void predecode_operands(npk_uop *u)
         u->a = opnd_r(NPK_SRAM_A_SRC(w), 0, 0, 0);
         u->b = opnd_r(NPK_SRAM_B_SRC(w), 0, 1, 0);
         if (!u->cmd) u->cls = NPK_IC_ILLEGAL;
-        else npk_predecode_command(u);
+        else npk_predecode_command(u, ctx_mode);
         break;
     default:
         break;
@@ -1055,7 +1055,7 @@ void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
     memset(u, 0, sizeof *u);
     u->w = m->ustore[addr];
     u->cls = (uint8_t)npk_iclass_of(u->w);
-    predecode_operands(u);
+    predecode_operands(u, m->ctx_mode);
     u->local = (uint8_t)uop_is_local(u);
     switch (u->cls) {
     case NPK_IC_BRANCH: predecode_branch(c, u, NPK_BRANCH_TARGET(u->w), NPK_BRANCH_DEFER(u->w)); break;
@@ -1241,7 +1241,6 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
     if (far > m->pend_min) far = m->pend_min;
     const npk_uop *uops = m->uop, *u;
     uint32_t *g = &m->rf[0][0];
-    uint32_t us = c->cfg.ustore_words;
     uint32_t aluo = m->alu_out, pa = m->prev_a, pb = m->prev_b;   /* the ALU's remembered values */
     /* local memory: F_LM copies a word's local-memory sources into lm_stage, where its
      * handler reads them as registers; a local-memory destination is written there too
@@ -1318,7 +1317,6 @@ context:
                       if (had_br && brp && --brl == 0) { brp = 0; pc = brt; } \
                       now += 1; NEXT(); } while (0)
 
-    (void)us;
     NEXT();
 #if !defined(__GNUC__)
 dispatch:
@@ -1440,7 +1438,7 @@ dispatch:
     }
     HANDLER(F_JUMP, jump) {
         uint32_t t = VAL(u->a);
-        if (t >= us) t %= us;
+        if (t >= c->cfg.ustore_words) t %= c->cfg.ustore_words;
         if (u->defer == 0) pc = t;
         else { brp = 1; brl = u->defer; brt = t; }
         now += u->extra;
