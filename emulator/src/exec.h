@@ -85,7 +85,7 @@ static inline void npk_alu_sources(npk_exec *e, const npk_uop *u, uint32_t *a, u
 
 /* issue.c: memory and unit commands */
 void npk_issue_mem(npk_exec *e, const npk_uop *u);
-void npk_predecode_command(npk_uop *u, int ctx_mode);   /* at load: u->mem from u->cmd, the word and the ME's mode */
+void npk_predecode_command(const npk_chip *c, npk_uop *u, int ctx_mode);   /* at load: u->mem from u->cmd, the word, the ME's mode, the unit */
 void npk_issue_cap_csr(npk_exec *e, const npk_uop *u);
 
 /* alu.c: ALU operations that are instructions of their own (generated list) */

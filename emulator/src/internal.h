@@ -83,7 +83,11 @@ typedef struct npk_cmd_pre {
     uint16_t nwords;       /* longwords it moves, before an indirect_ref override */
     uint8_t xoff;          /* the first transfer register, from the context's first: the field
                             * (in 8-context mode bit 4 names the other kind: NPK_CMDF_XFER_DRAM) */
+    uint8_t occ;           /* its unit's busy cycles for the word's count (NPK_OCC_UNKNOWN: over
+                            * 255, found at issue; as an indirect_ref count) */
 } npk_cmd_pre;
+
+#define NPK_OCC_UNKNOWN 255
 
 enum {
     NPK_CMDF_PULL = 1,           /* the unit pulls from the write transfer registers */
@@ -515,20 +519,26 @@ static inline int npk_unit_full(const npk_chip *c, int unit, int chan)
     return u->queue_depth && c->chan[unit][chan & 3].outstanding >= u->queue_depth;
 }
 
+/* the cycles a command moving `bytes` keeps a channel of `unit` busy */
+static inline uint64_t npk_unit_occupancy(const npk_chip *c, int unit, uint32_t bytes)
+{
+    const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
+    uint32_t ub = u->unit_bytes ? u->unit_bytes : 4;
+    uint32_t sh = c->unit_shift[unit];
+    uint64_t units = sh < 32 ? (bytes + ub - 1) >> sh : (bytes + ub - 1) / ub;
+    if (units == 0) units = 1;
+    return units * u->cycles_per_unit;
+}
+
 /* A command issued now joins the channel queue after cmd_overhead, is served in FIFO
- * order (the channel busy for its occupancy), and completes read/write_latency cycles
- * after its service ends: the cycle it completes. */
-static inline uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write)
+ * order (the channel busy for its occupancy `occ`, npk_unit_occupancy), and completes
+ * read/write_latency cycles after its service ends: the cycle it completes. */
+static inline uint64_t npk_unit_schedule_occ(npk_chip *c, int unit, int chan, uint32_t bytes, uint64_t occ, int is_write)
 {
     const npk_unit_cfg *u = npk_unit_cfg_of(c, unit);
     npk_chan *ch = &c->chan[unit][chan & 3];
     uint64_t arrive = c->now + u->cmd_overhead;
     uint64_t start = ch->busy_until > arrive ? ch->busy_until : arrive;
-    uint32_t ub = u->unit_bytes ? u->unit_bytes : 4;
-    uint32_t sh = c->unit_shift[unit];
-    uint64_t units = sh < 32 ? (bytes + ub - 1) >> sh : (bytes + ub - 1) / ub;
-    if (units == 0) units = 1;
-    uint64_t occ = units * u->cycles_per_unit;
     ch->busy_until = start + occ;
     ch->st.commands++;
     ch->st.bytes += bytes;
@@ -537,6 +547,11 @@ static inline uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32
     if (ch->outstanding + 1 > ch->st.queue_max) ch->st.queue_max = ch->outstanding + 1;
     ch->outstanding++;
     return start + occ + (is_write ? u->write_latency : u->read_latency);
+}
+
+static inline uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32_t bytes, int is_write)
+{
+    return npk_unit_schedule_occ(c, unit, chan, bytes, npk_unit_occupancy(c, unit, bytes), is_write);
 }
 
 /* units/common.c: a command completes (its semantics, pushed registers, signals) */

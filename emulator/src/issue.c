@@ -18,7 +18,7 @@ static uint32_t command_words(const npk_cmd_info *k, uint64_t w)
 
 /* A memory-class word's command, once, when the word is loaded (u->cmd is legal: from
  * npk_mem_command); what it takes from the command table and the word's fields. */
-void npk_predecode_command(npk_uop *u, int ctx_mode)
+void npk_predecode_command(const npk_chip *c, npk_uop *u, int ctx_mode)
 {
     const npk_cmd_info *k = npk_cmd_info_of(u->cmd);
     uint64_t w = u->w;
@@ -50,6 +50,8 @@ void npk_predecode_command(npk_uop *u, int ctx_mode)
     if (kind == XK_DIN) p->flags |= NPK_CMDF_XFER_DRAM;
     if (first + (p->nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : p->nwords) > npk_xfer_window(ctx_mode))
         p->flags |= NPK_CMDF_XIN_FOREIGN;
+    uint64_t occ = npk_unit_occupancy(c, p->unit, (p->flags & NPK_CMDF_ONE_WORD) ? 4 : p->nwords * 4u);
+    p->occ = (uint8_t)(occ < NPK_OCC_UNKNOWN ? occ : NPK_OCC_UNKNOWN);
     if (k->words == NPK_WORDS_ONE) p->flags |= NPK_CMDF_ONE_WORD;
     if (k->words == NPK_WORDS_QUADWORDS) p->flags |= NPK_CMDF_QUADWORDS;
 }

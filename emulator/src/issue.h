@@ -90,7 +90,9 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     if (!ev) return NPK_ISSUE_NO_EVENT;
     uint32_t one = (flags & NPK_CMDF_ONE_WORD) != 0;
     if (pull) pull_words(m, ev, kind, xidx, one ? 1 : moved);
-    uint64_t done = npk_unit_schedule(c, unit, ch, one ? 4 : nwords * 4, pull && !push);
+    uint32_t bytes = one ? 4 : nwords * 4;
+    uint64_t occ = (flags & NPK_CMDF_INDIRECT) || k->occ == NPK_OCC_UNKNOWN ? npk_unit_occupancy(c, unit, bytes) : k->occ;
+    uint64_t done = npk_unit_schedule_occ(c, unit, ch, bytes, occ, pull && !push);
     /* every field of the event set here, after everything they are made from is read (no
      * clearing first: every command pays for it) */
     ev->cycle = done;

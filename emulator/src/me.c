@@ -793,7 +793,7 @@ static int uop_is_local(const npk_uop *u)
 }
 
 /* the operands of u->w as its class uses them (see the exec_* functions) */
-static void predecode_operands(npk_uop *u, int ctx_mode)
+static void predecode_operands(const npk_chip *c, npk_uop *u, int ctx_mode)
 {
     uint64_t w = u->w;
     switch (u->cls) {
@@ -879,7 +879,7 @@ static void predecode_operands(npk_uop *u, int ctx_mode)
         u->a = opnd_r(NPK_SRAM_A_SRC(w), 0, 0, 0);
         u->b = opnd_r(NPK_SRAM_B_SRC(w), 0, 1, 0);
         if (!u->cmd) u->cls = NPK_IC_ILLEGAL;
-        else npk_predecode_command(u, ctx_mode);
+        else npk_predecode_command(c, u, ctx_mode);
         break;
     default:
         break;
@@ -1055,7 +1055,7 @@ void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
     memset(u, 0, sizeof *u);
     u->w = m->ustore[addr];
     u->cls = (uint8_t)npk_iclass_of(u->w);
-    predecode_operands(u, m->ctx_mode);
+    predecode_operands(c, u, m->ctx_mode);
     u->local = (uint8_t)uop_is_local(u);
     switch (u->cls) {
     case NPK_IC_BRANCH: predecode_branch(c, u, NPK_BRANCH_TARGET(u->w), NPK_BRANCH_DEFER(u->w)); break;
