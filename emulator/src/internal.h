@@ -297,7 +297,7 @@ struct npk_chip {
     /* the same as a calendar, so the run loop finds the next cycle an ME is due and the
      * MEs due then without scanning: cal[cycle % NPK_CAL] holds the MEs due at a cycle in
      * [cal_base, cal_base + NPK_CAL), cal_bits the slots in use; cal_far the MEs due
-     * later (NPK_NEVER too), none of them before cal_far_min; cal_late the MEs due before
+     * later (not NPK_NEVER: an ME never due is in none), none of them before cal_far_min; cal_late the MEs due before
      * cal_base (not expected: the run loop then scans due[]) */
     uint64_t cal_base, cal_bits, cal_far_min;
     uint32_t cal[NPK_CAL], cal_far, cal_late;
@@ -381,7 +381,8 @@ static inline int npk_me_flat(const npk_chip *c, uint32_t hw)
     return (int)(cl * k + m);
 }
 
-/* ME i enters (add) or leaves the calendar's entry for cycle d */
+/* ME i enters (add) or leaves the calendar's entry for cycle d (an ME never due is in
+ * none: nothing to do for d = NPK_NEVER) */
 static inline void npk_cal_mark(npk_chip *c, uint32_t i, uint64_t d, int add)
 {
     uint32_t bit = 1u << i;
@@ -393,6 +394,8 @@ static inline void npk_cal_mark(npk_chip *c, uint32_t i, uint64_t d, int add)
         } else if (!(c->cal[s] &= ~bit)) {
             c->cal_bits &= ~(1ull << s);
         }
+    } else if (d == NPK_NEVER) {
+        return;
     } else if (d >= c->cal_base) {
         if (add) {
             c->cal_far |= bit;

@@ -84,7 +84,8 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     if (npk_unit_full(c, unit, ch)) return NPK_ISSUE_STALL;
     int pull = (flags & NPK_CMDF_PULL) != 0, push = (flags & NPK_CMDF_PUSH) != 0;
     uint32_t moved = nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords;
-    if ((pull || push) && xidx + moved > 128)
+    /* (a command inside its context's window cannot run past the last register) */
+    if ((flags & (NPK_CMDF_XIN_FOREIGN | NPK_CMDF_INDIRECT)) && (pull || push) && xidx + moved > 128)
         npk_fault_at(c, NPK_FAULT_XFER, m->idx, ctx, pc, xidx);  /* the registers wrap to 0 */
     npk_event *ev = npk_ev_alloc_unset(c);
     if (!ev) return NPK_ISSUE_NO_EVENT;

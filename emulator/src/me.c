@@ -1562,8 +1562,8 @@ static int exec_plain_command(npk_chip *c, npk_me *m)
     npk_ctx *x = &m->ctx[ctx];
     uint32_t pc = x->pc;
     const npk_uop *u = &m->uop[pc];
-    if (!(u->flags & UOP_PLAIN_CMD) || x->br_pending || x->swap_pending || m->csr_rd_valid ||
-        (m->npend && m->pend_min <= c->now))
+    /* (CSR writes due now the run loop made before the turn) */
+    if (!(u->flags & UOP_PLAIN_CMD) || x->br_pending || x->swap_pending || m->csr_rd_valid)
         return 0;
     uint32_t base = npk_relbase(m, ctx);
     const uint32_t *g = &m->rf[0][0];   /* the register files as one array (as the fast loop reads them) */

@@ -77,7 +77,8 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
     const uint8_t *src;
     if (!c->nwp_reg && e->count - 1u < NPK_MAX_XFER_WORDS && (src = plain_read_src(c, e))) {
         uint32_t *xr = m->xfer[e->xkind];
-        for (uint32_t i = 0; i < e->count; i++) xr[(e->xidx + i) & 127] = npk_rd32(src + 4 * i);
+        xr[e->xidx & 127] = npk_rd32(src);
+        for (uint32_t i = 1; i < e->count; i++) xr[(e->xidx + i) & 127] = npk_rd32(src + 4 * i);
         npk_hist(c, NPK_EV_MEM_DONE, e->me, e->ctx, e->unit, e->cmd, e->addr);
         if (e->sigmask) npk_ctx_signal(c, m, e->ctx, e->sigmask);
         return;
