@@ -436,6 +436,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
     cal_rebuild(c);   /* due[] may have changed between runs (npk_me_enable, npk_reset, ...) */
     c->lookahead = cross_me_lookahead(c);
+    c->run_end = end;
     for (;;) {
         /* the next cycle anything happens, and the MEs due then */
         uint32_t due;
@@ -449,28 +450,31 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             if (msf_next < t) { t = msf_next; due = 0; }
         }
         c->msf_next = msf_next;
-        if (t == NPK_NEVER && !any_alive(c)) {
-            /* the run ends with the last stop: after a halt's cycle (the halt is an
-             * instruction, counted as executed), at a bad PC's or an illegal word's
-             * (nothing executed then); an ME that stopped while running ahead stopped
-             * after the last cycle processed here */
-            for (uint32_t i = 0; i < nme; i++) {
-                const npk_me *m = &c->me[i];
-                uint64_t last = m->stop.cycle + (m->status == NPK_ME_HALT);
-                if (m->status != NPK_ME_RUNNING && m->status != NPK_ME_IDLE && last > c->now) c->now = last;
+        if (t >= end) {   /* (NPK_NEVER too) */
+            if (t == NPK_NEVER && !any_alive(c)) {
+                /* the run ends with the last stop: after a halt's cycle (the halt is an
+                 * instruction, counted as executed), at a bad PC's or an illegal word's
+                 * (nothing executed then); an ME that stopped while running ahead stopped
+                 * after the last cycle processed here */
+                for (uint32_t i = 0; i < nme; i++) {
+                    const npk_me *m = &c->me[i];
+                    uint64_t last = m->stop.cycle + (m->status == NPK_ME_HALT);
+                    if (m->status != NPK_ME_RUNNING && m->status != NPK_ME_IDLE && last > c->now) c->now = last;
+                }
+                reason = NPK_STOP_HALTED;
+                break;
             }
-            reason = NPK_STOP_HALTED;
+            if (t == NPK_NEVER && c->step_me >= 0) break;  /* stepping a context that can never run */
+            c->now = end;
             break;
         }
-        if (t == NPK_NEVER && c->step_me >= 0) break;  /* stepping a context that can never run */
-        if (t >= end) { c->now = end; break; }
         c->now = t;
         c->due_now = 0;
         cal_advance(c, t);
         npk_ev_advance(c, t);
         /* a device that names its next event is advanced when that comes; one that does
          * not, on every step of the loop */
-        c->wake_ahead = ahead_ok;
+        c->wake_ahead = !ahead_ok ? WAKE_OFF : c->msf.next_event || c->msf.advance ? WAKE_AFTER : WAKE_NOW;
         if (c->msf.advance && (msf_next <= t || !c->msf.next_event)) c->msf.advance(c->msf.user, c, t);
         while (npk_ev_next_cycle(c) <= t) {
             npk_event *ev = npk_ev_pop(c);
@@ -492,7 +496,10 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             uint64_t horizon = npk_ev_next_cycle(c);
             if (horizon > end) horizon = end;
             if (msf_next < horizon) horizon = msf_next;
-            for (uint32_t w = c->woke; w; w &= w - 1) npk_me_run_woken(c, &c->me[__builtin_ctz(w)], horizon, end);
+            for (uint32_t w = c->woke; w; w &= w - 1) {
+                npk_me *m = &c->me[__builtin_ctz(w)];
+                npk_me_run_woken(c, m, horizon, end, npk_me_quiet_point(c, m, horizon));
+            }
             c->woke = 0;
         }
         /* the MEs due now, in index order; one that becomes due now while they run

@@ -335,9 +335,11 @@ struct npk_chip {
     uint64_t wheel_bits[NPK_WHEEL / 64];
     /* run control */
     uint32_t nbr_sig_words;   /* control-store words that write NEXT/PREV_NEIGHBOR_SIGNAL */
-    int wake_ahead;           /* npk_run completing events, run-ahead allowed: a context woken
-                               * on an idle ME is noted in `woke` (me.c wake) */
-    uint32_t woke;            /* ... those MEs (npk_me_run_woken) */
+    int wake_ahead;           /* npk_run completing events, run-ahead allowed (WAKE_*): a context
+                               * woken on an idle ME runs its first local words (me.c wake) */
+    uint32_t woke;            /* ... WAKE_AFTER: the MEs whose woken context runs them after the
+                               * step's events (npk_run, npk_me_run_woken) */
+    uint64_t run_end;         /* npk_run: the cycle its budget ends */
     uint64_t lookahead;       /* npk_run: the fewest cycles from an ME's word to its effect
                                * on another ME's contexts (cross_me_lookahead) */
     int stop_req;
@@ -487,7 +489,12 @@ static inline void npk_hist(npk_chip *c, int kind, int me, int ctx, int unit, ui
 
 /* me.c */
 void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int ahead);
-void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end);
+/* when a context woken on an idle ME runs its first local words (npk_chip.wake_ahead):
+ * not at all, at its wake (with no MSF device nothing but the chip's own completions writes
+ * transfer registers), after the step's events (the device's next event known then) */
+enum { WAKE_OFF = 0, WAKE_NOW = 1, WAKE_AFTER = 2 };
+void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far, uint64_t quiet);
+uint64_t npk_me_quiet_point(const npk_chip *c, const npk_me *m, uint64_t horizon);
 void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr);
 void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);

@@ -255,6 +255,8 @@ static inline int wait_done(const npk_ctx *x)
     return x->wait_any ? (x->sig & x->wait_mask) != 0 : (x->sig & x->wait_mask) == x->wait_mask;
 }
 
+static inline void run_woken(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far, uint64_t quiet);
+
 static void wake(npk_chip *c, npk_me *m, int ctx, uint64_t t)
 {
     npk_ctx *x = &m->ctx[ctx];
@@ -266,9 +268,12 @@ static void wake(npk_chip *c, npk_me *m, int ctx, uint64_t t)
          * then picked at once, which leaves no ready cycles and no record but the state's) */
         if (c->wake_ahead) {
             /* its first words run in this step of the run loop, which makes its calendar
-             * entry then (npk_me_run_woken) */
+             * entry then (npk_me_run_woken): now, up to the run's end but for those that
+             * read transfer registers others may write or test signals (more events of
+             * this cycle may come); or after the step's events */
             me_run_ctx_cal(c, m, ctx, t, 0);
-            c->woke |= 1u << m->idx;
+            if (c->wake_ahead == WAKE_NOW) run_woken(c, m, c->now, c->run_end, c->now);
+            else c->woke |= 1u << m->idx;
         } else {
             me_run_ctx(c, m, ctx, t);
         }
@@ -1596,14 +1601,24 @@ static int exec_plain_command(npk_chip *c, npk_me *m)
 
 /* A context woken on idle ME m by what the run loop did at c->now (a completion, a
  * signal, the MSF device) starts some cycles on (the swap): the words it runs first that
- * touch only this ME's registers run now, as a turn's run-ahead would run them, up to
- * `horizon` (the next event) and `end` -- which saves the ME a turn of its own.  Its
- * calendar entry is made here. */
-void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end)
+ * touch only this ME's registers run now, as a turn's run-ahead would run them (bounded
+ * as run_fast_loop's) -- which saves the ME a turn of its own.  Its calendar entry is made
+ * here. */
+static inline void run_woken(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far, uint64_t quiet)
 {
-    if (m->cur >= 0 && m->next > c->now && run_fast(c, m, horizon, end, quiet_point(c, m, horizon)))
+    if (m->cur >= 0 && m->next > c->now && run_fast(c, m, limit, far, quiet))
         return;   /* (which made its calendar entry) */
     npk_me_set_next(c, m, m->next);
+}
+
+void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far, uint64_t quiet)
+{
+    run_woken(c, m, limit, far, quiet);
+}
+
+uint64_t npk_me_quiet_point(const npk_chip *c, const npk_me *m, uint64_t horizon)
+{
+    return quiet_point(c, m, horizon);
 }
 
 /* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
