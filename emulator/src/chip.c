@@ -437,6 +437,8 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     cal_rebuild(c);   /* due[] may have changed between runs (npk_me_enable, npk_reset, ...) */
     c->lookahead = cross_me_lookahead(c);
     c->run_end = end;
+    /* (the MSF device's hooks are not changed while a run is on) */
+    int wake_mode = !ahead_ok ? WAKE_OFF : c->msf.next_event || c->msf.advance ? WAKE_AFTER : WAKE_NOW;
     for (;;) {
         /* the next cycle anything happens, and the MEs due then */
         uint32_t due;
@@ -474,7 +476,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         npk_ev_advance(c, t);
         /* a device that names its next event is advanced when that comes; one that does
          * not, on every step of the loop */
-        c->wake_ahead = !ahead_ok ? WAKE_OFF : c->msf.next_event || c->msf.advance ? WAKE_AFTER : WAKE_NOW;
+        c->wake_ahead = wake_mode;
         if (c->msf.advance && (msf_next <= t || !c->msf.next_event)) c->msf.advance(c->msf.user, c, t);
         while (npk_ev_next_cycle(c) <= t) {
             npk_event *ev = npk_ev_pop(c);
