@@ -74,7 +74,7 @@ fuzz: all
 	nice -n 10 $(MAKE) -C emulator fuzz-run PY=$(CURDIR)/$(PY) FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 lint: venv
-	$(VENV)/bin/ruff check asm emulator toolchain xscale tests
+	$(VENV)/bin/ruff check asm emulator toolchain xscale tests tools
 
 clean:
 	rm -rf $(STAMP) bench.json

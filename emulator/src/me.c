@@ -1315,7 +1315,7 @@ context:
                     had_br = brp; pc++; DISPATCH(); } while (0)
 /* the context's words counted */
 #define SAVE_STATS() do { m->st.ctx_instructions[ctx] += n; m->st.aborted_cycles += aborted; \
-                          if (aborted) m->over_stalled = 0; } while (0)
+                          m->over_stalled &= aborted == 0; } while (0)
 /* the word is done: count it, the deferred branch's slot, the time (a taken branch
  * added its aborted cycles) */
 #define RETIRE() do { n++; \

@@ -11,7 +11,7 @@
  *
  * Events live in chunks that never move, so that a completion is carried out in place
  * (its unit may call out -- a plug-in MSF device -- and new events may be allocated
- * meanwhile). */
+ * meanwhile), and the wheel, the heap and the free list hold pointers to them. */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""The emulator benchmarks' loops on the C core alone (tools/core_counts.c): ME
+instructions per host second, and a fingerprint of the final state that a change to the
+core must keep; with --callgrind, the host instructions inside npk_run as well (valgrind
+counts them exactly, whatever else the machine is doing).  docs/performance.md says how
+the figures there were made with it.
+
+  tools/core_counts.py [--loop mem|alu] [--cycles N] [--callgrind] [--src DIR]
+
+--src: another tree's emulator/ (a worktree of an older commit) to build and run instead
+of this one's -- the way to compare two versions in one run.  Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = ROOT / "tools" / "core_counts.c"
+CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g", "-fno-semantic-interposition",
+          "-D_POSIX_C_SOURCE=200809L"]  # fmt: skip
+
+
+def _inputs(work: Path, loop: str) -> tuple[Path, Path]:
+    """The ixp2800 config as an npk_config's bytes, and the loop's words, in `work`."""
+    from npkit.emulator.bench import ALU_LOOP, MEM_LOOP, _words
+    from npkit.emulator.binding import _ffi, _fill_config, load_config
+
+    ffi = _ffi()
+    config, words = work / "config.bin", work / "words.txt"
+    config.write_bytes(bytes(ffi.buffer(_fill_config(ffi, load_config("ixp2800")))))
+    words.write_text("".join(f"{w:x}\n" for w in _words(MEM_LOOP if loop == "mem" else ALU_LOOP)))
+    return config, words
+
+
+def build(emulator: Path, out: Path) -> None:
+    """The driver linked with the core's sources under `emulator` (its src/gen header made
+    by `make` there)."""
+    srcs = sorted((emulator / "src").glob("*.c")) + sorted((emulator / "src" / "units").glob("*.c"))
+    incs = [f"-I{emulator / d}" for d in ("include", "src", "src/gen")]
+    subprocess.run(["cc", *CFLAGS, *incs, "-o", str(out), *map(str, srcs), str(DRIVER)], check=True)
+
+
+def run(binary: Path, config: Path, words: Path, cycles: int, callgrind: bool) -> dict[str, Any]:
+    cmd = [str(binary), str(config), str(words), str(cycles)]
+    if not callgrind:
+        res = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        return dict(json.loads(res.stdout))
+    if not shutil.which("valgrind"):
+        raise SystemExit("core_counts: --callgrind needs valgrind (Debian: valgrind)")
+    out = binary.parent / "callgrind.out"
+    res = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=npk_run", f"--callgrind-out-file={out}",
+                          *cmd], check=True, capture_output=True, text=True)  # fmt: skip
+    m = re.search(r"refs:\s+([\d,]+)", res.stderr)
+    if not m:
+        raise SystemExit(f"core_counts: no instruction count from callgrind:\n{res.stderr[-2000:]}")
+    result = dict(json.loads(res.stdout))
+    result["host_instructions_in_npk_run"] = int(m.group(1).replace(",", ""))
+    result.pop("mips")   # (under valgrind: meaningless)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--loop", choices=("mem", "alu"), default="mem")
+    ap.add_argument("--cycles", type=int, default=300_000)
+    ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--src", type=Path, default=ROOT / "emulator", help="the emulator/ folder to build")
+    args = ap.parse_args(argv)
+    if not (args.src / "src" / "gen").is_dir():
+        print(f"core_counts: {args.src} has no src/gen (run `make` in that tree first)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="core_counts.") as tmp:
+        work = Path(tmp)
+        config, words = _inputs(work, args.loop)
+        build(args.src, work / "core_counts")
+        result = run(work / "core_counts", config, words, args.cycles, args.callgrind)
+    print(json.dumps({"loop": args.loop, **result}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
