@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from npkit.emulator.bench import MEM_LOOP, _words
+from npkit.emulator.bench import MEM_LOOP, _chip
 from npkit.emulator.binding import Chip
 from npkit.emulator.msf_device import MsfDevice
 
@@ -31,14 +31,7 @@ def _state(chip: Chip, mes: range, regs: tuple[str, ...]) -> tuple[object, ...]:
 def _memory_loop(history: int, device: bool, queue_depth: int, cycles: int = 20_000) -> tuple[object, ...]:
     """The emu.mem_mips program (every context of every ME: an SRAM read and a DRAM read
     with swaps, an add of what came back) -- its contexts woken on idle MEs all the time."""
-    chip = Chip("ixp2800", units={"sram": {"queue_depth": queue_depth}, "dram": {"queue_depth": queue_depth}})
-    words = _words(MEM_LOOP)
-    for me in range(chip.num_me):
-        chip.load(me, words)
-        chip.enable(me, 0xFF)
-        for ctx in range(8):
-            chip.set_reg(me, "a1", ((me % 4) << 30) | (ctx << 12), ctx=ctx)
-            chip.set_reg(me, "b1", ((me << 16) - ((me % 4) << 30)) & 0xFFFFFFFF, ctx=ctx)
+    chip = _chip(MEM_LOOP, units={"sram": {"queue_depth": queue_depth}, "dram": {"queue_depth": queue_depth}})
     for me in range(chip.num_me):   # something to add up, another for every ME and context
         chip.mem_write("dram", me << 16, bytes((7 * i + me) & 0xFF for i in range(8 << 12)))
     if device:
