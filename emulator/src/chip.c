@@ -498,10 +498,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             uint64_t horizon = npk_ev_next_cycle(c);
             if (horizon > end) horizon = end;
             if (msf_next < horizon) horizon = msf_next;
-            for (uint32_t w = c->woke; w; w &= w - 1) {
-                npk_me *m = &c->me[__builtin_ctz(w)];
-                npk_me_run_woken(c, m, horizon, end, npk_me_quiet_point(c, m, horizon));
-            }
+            for (uint32_t w = c->woke; w; w &= w - 1) npk_me_run_woken(c, &c->me[__builtin_ctz(w)], horizon, end);
             c->woke = 0;
         }
         /* the MEs due now, in index order; one that becomes due now while they run

@@ -235,8 +235,13 @@ typedef struct npk_event {
 enum { EVK_MEM = 0, EVK_SIGNAL = 1 };
 enum { EV_XIN = 1, EV_XIN_FOREIGN = 2 };
 
-/* the transfer registers a context has in a ME of `ctx_mode` contexts (its window) */
-static inline uint32_t npk_xfer_window(int ctx_mode) { return ctx_mode == 8 ? 16 : 32; }
+/* whether a command moving `n` transfer registers from the `first` of its context's
+ * window goes past it (a window: 16 registers in 8-context mode, 32 in 4; the most a
+ * command moves, NPK_MAX_XFER_WORDS) */
+static inline int npk_xin_foreign(int ctx_mode, uint32_t first, uint32_t n)
+{
+    return first + (n > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : n) > (ctx_mode == 8 ? 16u : 32u);
+}
 
 /* What writes a context's read transfer registers while it runs ahead: the completions
  * of commands that push (its own, and those of the ME's other contexts that push outside
@@ -297,8 +302,9 @@ struct npk_chip {
     /* the same as a calendar, so the run loop finds the next cycle an ME is due and the
      * MEs due then without scanning: cal[cycle % NPK_CAL] holds the MEs due at a cycle in
      * [cal_base, cal_base + NPK_CAL), cal_bits the slots in use; cal_far the MEs due
-     * later (not NPK_NEVER: an ME never due is in none), none of them before cal_far_min; cal_late the MEs due before
-     * cal_base (not expected: the run loop then scans due[]) */
+     * later (not NPK_NEVER: an ME never due is in none), none of them before
+     * cal_far_min; cal_late the MEs due before cal_base (not expected: the run loop then
+     * scans due[]) */
     uint64_t cal_base, cal_bits, cal_far_min;
     uint32_t cal[NPK_CAL], cal_far, cal_late;
     /* divisions the hot paths avoid (npk_create): unit_bytes as a shift (>= 32: not a
@@ -321,7 +327,7 @@ struct npk_chip {
     size_t mem_len[3];     /* their mapped, page-rounded lengths */
     npk_chan chan[NPK_UNIT_COUNT][4];
     /* events (sched.c): a pool in chunks, the wheel of the next NPK_WHEEL cycles (per
-     * cycle a list of event index + 1), a heap of event indices for the events beyond it */
+     * cycle a list of events linked by npk_event.link), a heap of the events beyond it */
     npk_event **chunk;
     uint32_t pool_cap, pool_used;
     npk_event **free_list;
@@ -493,8 +499,9 @@ void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int 
  * not at all, at its wake (with no MSF device nothing but the chip's own completions writes
  * transfer registers), after the step's events (the device's next event known then) */
 enum { WAKE_OFF = 0, WAKE_NOW = 1, WAKE_AFTER = 2 };
-void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far, uint64_t quiet);
-uint64_t npk_me_quiet_point(const npk_chip *c, const npk_me *m, uint64_t horizon);
+/* WAKE_AFTER: ME m's woken context runs its first local words up to `horizon` (the next
+ * event) and `end` */
+void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end);
 void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr);
 void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);

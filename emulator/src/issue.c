@@ -48,12 +48,12 @@ void npk_predecode_command(const npk_chip *c, npk_uop *u, int ctx_mode)
     xfer_target(ctx_mode, (uint32_t)NPK_SRAM_XFER(w), k->xfer_dram, &kind, &first);
     p->xoff = (uint8_t)first;
     if (kind == XK_DIN) p->flags |= NPK_CMDF_XFER_DRAM;
-    if (first + (p->nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : p->nwords) > npk_xfer_window(ctx_mode))
-        p->flags |= NPK_CMDF_XIN_FOREIGN;
-    uint64_t occ = npk_unit_occupancy(c, p->unit, (p->flags & NPK_CMDF_ONE_WORD) ? 4 : p->nwords * 4u);
-    p->occ = (uint8_t)(occ < NPK_OCC_UNKNOWN ? occ : NPK_OCC_UNKNOWN);
+    if (npk_xin_foreign(ctx_mode, first, p->nwords)) p->flags |= NPK_CMDF_XIN_FOREIGN;
     if (k->words == NPK_WORDS_ONE) p->flags |= NPK_CMDF_ONE_WORD;
     if (k->words == NPK_WORDS_QUADWORDS) p->flags |= NPK_CMDF_QUADWORDS;
+    /* (as npk_issue: one longword's bytes for a ONE_WORD command) */
+    uint64_t occ = npk_unit_occupancy(c, p->unit, (p->flags & NPK_CMDF_ONE_WORD) ? 4 : p->nwords * 4u);
+    p->occ = (uint8_t)(occ < NPK_OCC_UNKNOWN ? occ : NPK_OCC_UNKNOWN);
 }
 
 static inline npk_event *new_event(npk_exec *e, int unit, uint32_t op, uint32_t addr)
@@ -79,8 +79,6 @@ void npk_issue_mem(npk_exec *e, const npk_uop *u)
     if (r == NPK_ISSUE_STALL) e->stall = 1;
     else if (r == NPK_ISSUE_NO_EVENT) e->illegal = 1;
 }
-
-
 
 /* cap[fast_wr, data, CSR] and cap[read|write, $x, CSR, n]: the CAP unit's read / write
  * commands at a CSR address the instruction names */
@@ -125,7 +123,7 @@ void npk_issue_cap_csr(npk_exec *e, const npk_uop *u)
     ev->xidx = (uint16_t)xidx;
     ev->sigmask = sig ? (uint16_t)(1u << sig) : 0;
     if (write) pull_words(m, ev, kind, xidx, n);
-    else npk_xin_issued(m, ev, first + n > npk_xfer_window(m->ctx_mode));
+    else npk_xin_issued(m, ev, npk_xin_foreign(m->ctx_mode, first, n));
     ev->cycle = npk_unit_schedule(c, NPK_UNIT_CAP, 0, n * 4, write);
     npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, e->ctx, NPK_UNIT_CAP, (uint32_t)write | (n << 16), addr);
     npk_ev_push(c, ev);

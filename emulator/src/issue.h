@@ -64,6 +64,7 @@ static inline void pull_words(npk_me *m, npk_event *ev, int kind, uint32_t xidx,
     for (uint32_t i = 0; i < n; i++)
         ev->data[i] = m->xfer[okind][(xidx + i) & 127];
 }
+
 enum { NPK_ISSUED = 0, NPK_ISSUE_STALL = 1, NPK_ISSUE_NO_EVENT = 2 };
 
 /* The command of word u (at pc), issued at c->now by context ctx of m with address
@@ -114,7 +115,7 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     ev->aux = (flags & NPK_CMDF_MSF_BUFFER) ? msf_addr : b;
     ev->xin = 0;
     if (push)
-        npk_xin_issued(m, ev, (flags & NPK_CMDF_INDIRECT) ? k->xoff + moved > npk_xfer_window(m->ctx_mode)
+        npk_xin_issued(m, ev, (flags & NPK_CMDF_INDIRECT) ? npk_xin_foreign(m->ctx_mode, k->xoff, moved)
                                                           : (flags & NPK_CMDF_XIN_FOREIGN) != 0);
     npk_hist(c, NPK_EV_MEM_ISSUE, m->idx, ctx, unit, NPK_SRAM_CMD(u->w) | (NPK_SRAM_SUB(u->w) << 8) | (nwords << 16), addr);
     npk_ev_push(c, ev);
@@ -124,6 +125,5 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     }
     return NPK_ISSUED;
 }
-
 
 #endif

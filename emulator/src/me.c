@@ -184,6 +184,14 @@ static inline uint32_t shift_b(uint32_t alu_out, uint32_t b, uint32_t type, uint
     }
 }
 
+/* a fast operand's value (fast_src, not a local-memory one: the fast loop stages those
+ * as registers): a constant, or a register of the files as one array `g`, its number
+ * relative to the context's first register `base` or absolute */
+static inline __attribute__((always_inline)) uint32_t fast_val(const uint32_t *g, uint32_t base, const npk_opnd *o)
+{
+    return o->kind == NPK_OPK_IMM ? (uint32_t)o->num : g[o->row + (((base & o->rmask) + o->num) & 127)];
+}
+
 /* ---- context state -------------------------------------------------------- */
 
 /* (inlined where contexts sleep, wake and swap in: the constant state folds its tests) */
@@ -323,6 +331,21 @@ void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t
 }
 
 /* put the running context to sleep (or yield) and pick the next one */
+/* the running context, swapping out to wait for its signals (not voluntarily): ready if
+ * they have come (`done`: wait_done), asleep until they do; the next one picked */
+static inline __attribute__((always_inline)) void swap_out_waiting(npk_chip *c, npk_me *m, int ctx, int done, uint64_t t)
+{
+    npk_ctx *x = &m->ctx[ctx];
+    if (done) {
+        x->sig &= (uint16_t)~x->wait_mask;
+        x->wait_mask = 0;
+        ctx_state(c, m, ctx, NPK_CTX_READY);
+    } else {
+        ctx_state(c, m, ctx, NPK_CTX_SLEEP);
+    }
+    me_pick(c, m, t);
+}
+
 static void ctx_swap_out(npk_chip *c, npk_me *m, int ctx, uint64_t t)
 {
     npk_ctx *x = &m->ctx[ctx];
@@ -333,14 +356,10 @@ static void ctx_swap_out(npk_chip *c, npk_me *m, int ctx, uint64_t t)
     if (x->swap_voluntary) {
         x->swap_voluntary = 0;
         ctx_state(c, m, ctx, NPK_CTX_READY);
-    } else if (wait_done(x)) {
-        x->sig &= (uint16_t)~x->wait_mask;
-        x->wait_mask = 0;
-        ctx_state(c, m, ctx, NPK_CTX_READY);
-    } else {
-        ctx_state(c, m, ctx, NPK_CTX_SLEEP);
+        me_pick(c, m, t);
+        return;
     }
-    me_pick(c, m, t);
+    swap_out_waiting(c, m, ctx, wait_done(x), t);
 }
 
 /* ---- instruction semantics ---------------------------------------------------- */
@@ -1274,7 +1293,7 @@ context:
 
 /* a fast operand's value; a fast destination's write ("--" drops it): registers are
  * (file, number), the number relative to the context's first register or absolute */
-#define VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num : g[(o).row + (((base & (o).rmask) + (o).num) & 127)])
+#define VAL(o) fast_val(g, base, &(o))
 #define WR(o, v) do { if ((o).kind != NPK_OPK_NONE) \
                        g[(o).row + (((base & (o).rmask) + (o).num) & 127)] = (v); } while (0)
 #define TAKE() do { if (u->defer == 0) pc = u->target; \
@@ -1571,28 +1590,20 @@ static int exec_plain_command(npk_chip *c, npk_me *m)
     if (!(u->flags & UOP_PLAIN_CMD) || x->br_pending || x->swap_pending || m->csr_rd_valid)
         return 0;
     uint32_t base = npk_relbase(m, ctx);
-    const uint32_t *g = &m->rf[0][0];   /* the register files as one array (as the fast loop reads them) */
-#define PLAIN_VAL(o) ((o).kind == NPK_OPK_IMM ? (uint32_t)(o).num : g[(o).row + (((base & (o).rmask) + (o).num) & 127)])
+    const uint32_t *g = &m->rf[0][0];
     /* (an event the pool cannot grow for, like a full queue, is the general path's) */
-    if ((!c->nfree && c->pool_used == c->pool_cap) || npk_issue(c, m, ctx, pc, u, PLAIN_VAL(u->a), PLAIN_VAL(u->b)) != NPK_ISSUED)
+    if ((!c->nfree && c->pool_used == c->pool_cap) ||
+        npk_issue(c, m, ctx, pc, u, fast_val(g, base, &u->a), fast_val(g, base, &u->b)) != NPK_ISSUED)
         return 0;
-#undef PLAIN_VAL
     /* retire */
     x->pc = pc + 1;
     m->st.ctx_instructions[ctx]++;
     m->over_stalled = 0;
     if (x->swap_pending) {
-        /* ctx_swap_out for a swap the command made (no target, not voluntary): asleep
-         * until its signals come, or ready if they have */
+        /* (ctx_swap_out: the command's swap has no target, is not voluntary, and waits
+         * for all of its signals, of which there are some) */
         x->swap_pending = 0;
-        if ((x->sig & x->wait_mask) == x->wait_mask) {
-            x->sig &= (uint16_t)~x->wait_mask;
-            x->wait_mask = 0;
-            ctx_state(c, m, ctx, NPK_CTX_READY);
-        } else {
-            ctx_state(c, m, ctx, NPK_CTX_SLEEP);
-        }
-        me_pick(c, m, c->now + 1);
+        swap_out_waiting(c, m, ctx, (x->sig & x->wait_mask) == x->wait_mask, c->now + 1);
     } else {
         npk_me_set_next(c, m, c->now + 1);
     }
@@ -1611,14 +1622,9 @@ static inline void run_woken(npk_chip *c, npk_me *m, uint64_t limit, uint64_t fa
     npk_me_set_next(c, m, m->next);
 }
 
-void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t limit, uint64_t far, uint64_t quiet)
+void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end)
 {
-    run_woken(c, m, limit, far, quiet);
-}
-
-uint64_t npk_me_quiet_point(const npk_chip *c, const npk_me *m, uint64_t horizon)
-{
-    return quiet_point(c, m, horizon);
+    run_woken(c, m, horizon, end, quiet_point(c, m, horizon));
 }
 
 /* ME m's turn in the run loop at cycle c->now: its next instruction, then, when `ahead`,
