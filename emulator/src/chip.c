@@ -317,6 +317,57 @@ static int bad_me(npk_chip *c, int me)
     return !c || me < 0 || (uint32_t)me >= c->cfg.num_me;
 }
 
+/* ME m's own block of pre-decoded words (npk_create) */
+static npk_uop *own_uops(const npk_chip *c, const npk_me *m)
+{
+    return c->uops + (size_t)m->idx * (c->cfg.ustore_words + 1);
+}
+
+/* Before m's words change: the MEs that share m's pre-decoded words get copies of their
+ * own, and m, if it shares another's, a copy of its own (see npk_load_ustore) */
+static void unshare_uops(npk_chip *c, npk_me *m)
+{
+    size_t bytes = (c->cfg.ustore_words + 1) * sizeof(npk_uop);
+    npk_uop *own = own_uops(c, m);
+    for (uint32_t k = 0; k < c->cfg.num_me; k++) {
+        npk_me *o = &c->me[k];
+        if (o != m && o->uop == own) {
+            memcpy(own_uops(c, o), own, bytes);
+            o->uop = own_uops(c, o);
+        }
+    }
+    if (m->uop != own) {
+        memcpy(own, m->uop, bytes);
+        m->uop = own;
+    }
+}
+
+/* the count of words that signal a neighbour (cross_me_lookahead), for word w of m's
+ * control store in or out (`add`); one written while running counts from now on */
+static void count_neighbour_word(npk_chip *c, uint64_t w, int add)
+{
+    if (!npk_word_signals_neighbour(w)) return;
+    if (!add) {
+        c->nbr_sig_words--;
+        return;
+    }
+    c->nbr_sig_words++;
+    if (c->lookahead > npk_nbr_sig_lookahead(c)) c->lookahead = npk_nbr_sig_lookahead(c);
+}
+
+void npk_me_store_word(npk_chip *c, npk_me *m, uint32_t addr, uint64_t w)
+{
+    unshare_uops(c, m);
+    count_neighbour_word(c, m->ustore[addr], 0);
+    m->ustore[addr] = w;
+    count_neighbour_word(c, w, 1);
+    npk_predecode_word(c, &m->uop[addr], w, m->ctx_mode);
+}
+
+/* Loading a control store decodes its words, unless another ME has the same words in the
+ * same context mode (the parallel layout's pool, the benchmarks): then m uses that ME's
+ * pre-decoded words, one copy for both in the host's caches.  A word written later
+ * (npk_me_store_word) or another load gives the MEs their own copies again. */
 int npk_load_ustore(npk_chip *c, int me, const uint64_t *words, size_t n, int ctx_mode)
 {
     if (bad_me(c, me)) return NPK_EINVAL;
@@ -324,10 +375,23 @@ int npk_load_ustore(npk_chip *c, int me, const uint64_t *words, size_t n, int ct
     if (n > c->cfg.ustore_words) { seterr(c, "image larger than the control store"); return NPK_ERANGE; }
     if (n && !words) return NPK_EINVAL;
     npk_me *m = &c->me[me];
-    memset(m->ustore, 0, c->cfg.ustore_words * sizeof(uint64_t));
+    uint32_t nw = c->cfg.ustore_words;
+    unshare_uops(c, m);
+    for (uint32_t i = 0; i < nw; i++) count_neighbour_word(c, m->ustore[i], 0);
+    memset(m->ustore, 0, nw * sizeof(uint64_t));
     for (size_t i = 0; i < n; i++) m->ustore[i] = words[i] & NPK_WORD_MASK;
+    for (uint32_t i = 0; i < nw; i++) count_neighbour_word(c, m->ustore[i], 1);
     npk_set_ctx_mode(m, ctx_mode);   /* (before the words: a command's registers depend on it) */
-    for (uint32_t i = 0; i < c->cfg.ustore_words; i++) npk_me_predecode(c, m, i);
+    c->ustore_loaded |= 1u << me;
+    for (uint32_t k = 0; k < c->cfg.num_me; k++) {
+        npk_me *o = &c->me[k];
+        if (o != m && (c->ustore_loaded >> k & 1) && o->uop == own_uops(c, o) && o->ctx_mode == ctx_mode &&
+            !memcmp(o->ustore, m->ustore, nw * sizeof(uint64_t))) {
+            m->uop = o->uop;
+            return NPK_OK;
+        }
+    }
+    for (uint32_t i = 0; i < nw; i++) npk_predecode_word(c, &m->uop[i], m->ustore[i], ctx_mode);
     return NPK_OK;
 }
 
@@ -438,7 +502,10 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     c->lookahead = cross_me_lookahead(c);
     c->run_end = end;
     /* (the MSF device's hooks are not changed while a run is on) */
-    int wake_mode = !ahead_ok ? WAKE_OFF : c->msf.next_event || c->msf.advance ? WAKE_AFTER : WAKE_NOW;
+    uint64_t (*const msf_next_event)(void *) = c->msf.next_event;
+    void (*const msf_advance)(void *, npk_chip *, uint64_t) = c->msf.advance;
+    int wake_mode = !ahead_ok ? WAKE_OFF : msf_next_event || msf_advance ? WAKE_AFTER : WAKE_NOW;
+    c->msf_next = NPK_NEVER;   /* (without a device, for the whole run) */
     for (;;) {
         /* the next cycle anything happens, and the MEs due then */
         uint32_t due;
@@ -446,12 +513,12 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         cal_check(c, t, due);
         if (tev < t) { t = tev; due = 0; }
         uint64_t msf_next = NPK_NEVER;
-        if (c->msf.next_event) {
-            uint64_t tm = c->msf.next_event(c->msf.user);
+        if (msf_next_event) {
+            uint64_t tm = msf_next_event(c->msf.user);
             msf_next = tm < c->now ? c->now : tm;
             if (msf_next < t) { t = msf_next; due = 0; }
+            c->msf_next = msf_next;
         }
-        c->msf_next = msf_next;
         if (t >= end) {   /* (NPK_NEVER too) */
             if (t == NPK_NEVER && !any_alive(c)) {
                 /* the run ends with the last stop: after a halt's cycle (the halt is an
@@ -477,7 +544,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         /* a device that names its next event is advanced when that comes; one that does
          * not, on every step of the loop */
         c->wake_ahead = wake_mode;
-        if (c->msf.advance && (msf_next <= t || !c->msf.next_event)) c->msf.advance(c->msf.user, c, t);
+        if (msf_advance && (msf_next <= t || !msf_next_event)) msf_advance(c->msf.user, c, t);
         while (npk_ev_next_cycle(c) <= t) {
             npk_event *ev = npk_ev_pop(c);
             if (ev->kind == EVK_MEM) npk_unit_complete(c, ev);
@@ -485,11 +552,11 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
             npk_ev_free(c, ev);
         }
         c->wake_ahead = 0;
-        if (c->msf.next_event && msf_next <= t) {
+        if (msf_next_event && msf_next <= t) {
             /* the device's events at t are done (and completions may have added some):
              * its next one bounds the run-ahead, not the one just handled.  Only the
              * device and completions change it, never an ME's turn. */
-            uint64_t tm = c->msf.next_event(c->msf.user);
+            uint64_t tm = msf_next_event(c->msf.user);
             msf_next = tm < c->now ? c->now : tm;
             c->msf_next = msf_next;
         }
@@ -918,7 +985,11 @@ int npk_stats_me(npk_chip *c, int me, npk_me_stats *out)
     *out = m->st;
     /* every instruction takes one executing cycle; the hot paths count them by context only */
     out->instructions = 0;
-    for (int i = 0; i < 8; i++) out->instructions += m->st.ctx_instructions[i];
+    for (int i = 0; i < 8; i++) {
+        out->ctx_instructions[i] = m->ctx[i].instructions;
+        out->ctx_sleep_cycles[i] = m->ctx[i].sleep_cycles;
+        out->instructions += m->ctx[i].instructions;
+    }
     out->executing_cycles = out->instructions;
     /* (idle from the cycle after a kill: the run may end before it) */
     if (m->cur < 0 && m->idle_since != NPK_NEVER && m->status == NPK_ME_RUNNING && c->now > m->idle_since)

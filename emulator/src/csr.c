@@ -32,9 +32,9 @@ uint32_t npk_lcsr_read(npk_chip *c, npk_me *m, int ctx, uint32_t addr)
     case NPK_LCSR_INDIRECT_CTX_WAKEUP_EVENTS: case NPK_LCSR_ACTIVE_CTX_WAKEUP_EVENTS:
         return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_WAKEUP_EVENTS)].wait_mask;
     case NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT: case NPK_LCSR_ACTIVE_CTX_FUTURE_COUNT:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT)].future_count;
+        return m->future_count[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT)];
     case NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL: case NPK_LCSR_ACTIVE_FUTURE_COUNT_SIGNAL:
-        return m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL)].future_sig;
+        return m->future_sig[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL)];
     case NPK_LCSR_INDIRECT_LM_ADDR_0: case NPK_LCSR_ACTIVE_LM_ADDR_0:
         return *npk_lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0), 0);
     case NPK_LCSR_INDIRECT_LM_ADDR_1: case NPK_LCSR_ACTIVE_LM_ADDR_1:
@@ -71,16 +71,15 @@ static void signal_encoded(npk_chip *c, npk_me *target, uint32_t v, int from_ctx
 
 static void schedule_future(npk_chip *c, npk_me *m, int ctx)
 {
-    npk_ctx *x = &m->ctx[ctx];
-    if (!x->future_sig) return;
+    if (!m->future_sig[ctx]) return;
     uint64_t ts = (c->now >> c->cfg.timestamp_shift) + m->ts_offset;
-    uint32_t delta = x->future_count - (uint32_t)ts;
+    uint32_t delta = m->future_count[ctx] - (uint32_t)ts;
     npk_event *e = npk_ev_alloc(c);
     if (!e) return;
     e->kind = EVK_SIGNAL;
     e->me = (uint8_t)m->idx;
     e->ctx = (uint8_t)ctx;
-    e->sigmask = (uint16_t)(1u << (x->future_sig & 0xF));
+    e->sigmask = (uint16_t)(1u << (m->future_sig[ctx] & 0xF));
     e->cycle = c->now + ((uint64_t)(delta ? delta : 1) << c->cfg.timestamp_shift);
     npk_ev_push(c, e);
 }
@@ -92,8 +91,7 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
     case NPK_LCSR_USTORE_ADDRESS: m->ustore_addr = v & 0x1FFF; break;
     case NPK_LCSR_USTORE_DATA_LOWER: m->ustore_lo = v; break;
     case NPK_LCSR_USTORE_DATA_UPPER:
-        m->ustore[m->ustore_addr % c->cfg.ustore_words] = (((uint64_t)(v & 0xFF)) << 32) | m->ustore_lo;
-        npk_me_predecode(c, m, m->ustore_addr % c->cfg.ustore_words);
+        npk_me_store_word(c, m, m->ustore_addr % c->cfg.ustore_words, (((uint64_t)(v & 0xFF)) << 32) | m->ustore_lo);
         m->ustore_addr = (m->ustore_addr + 1) & 0x1FFF;
         break;
     case NPK_LCSR_CTX_ARB_CNTL: m->ctx_arb_cntl = v; break;
@@ -124,12 +122,12 @@ void npk_lcsr_write(npk_chip *c, npk_me *m, int ctx, uint32_t addr, uint32_t v)
         break;
     case NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT: case NPK_LCSR_ACTIVE_CTX_FUTURE_COUNT: {
         int i = csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_CTX_FUTURE_COUNT);
-        m->ctx[i].future_count = v;
+        m->future_count[i] = v;
         schedule_future(c, m, i);
         break;
     }
     case NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL: case NPK_LCSR_ACTIVE_FUTURE_COUNT_SIGNAL:
-        m->ctx[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL)].future_sig = v & 0xF;
+        m->future_sig[csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_FUTURE_COUNT_SIGNAL)] = v & 0xF;
         break;
     case NPK_LCSR_INDIRECT_LM_ADDR_0: case NPK_LCSR_ACTIVE_LM_ADDR_0:
         *npk_lm_reg(m, csr_ctx(m, ctx, addr == NPK_LCSR_INDIRECT_LM_ADDR_0), 0) = v & 0xFFC;

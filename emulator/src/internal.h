@@ -45,11 +45,13 @@ typedef struct npk_ctx {
     uint32_t br_target;
     uint32_t swap_target;  /* ctx_arb br[]: resume address, or UINT32_MAX */
     uint32_t lm_addr[2];
-    uint32_t future_count;
-    uint32_t future_sig;
     uint64_t state_since;
     uint32_t xin_pending;  /* its commands in flight that push into read transfer registers */
     uint8_t base;          /* its first relative register (npk_relbase; npk_set_ctx_mode) */
+    /* its statistics (npk_me_stats.ctx_instructions, ctx_sleep_cycles: npk_stats_me) kept
+     * here, in the line a turn touches anyway */
+    uint64_t instructions;
+    uint64_t sleep_cycles;
 } npk_ctx;
 _Static_assert(sizeof(npk_ctx) == 64, "a context's state fills one cache line");
 
@@ -144,12 +146,14 @@ typedef struct npk_pending_csr {
 } npk_pending_csr;
 
 typedef struct npk_me {
+    /* what a turn, a completion and a woken run touch: the first two cache lines (and the
+     * running context's state); the rest is read by rarer words and the API */
     int idx;
     int ctx_mode;          /* 4 or 8 */
     int cur;               /* running context, -1 when idle */
     uint32_t ready;        /* bit i: context i is NPK_CTX_READY (npk_ctx_set_state) */
-    uint32_t xin_foreign;  /* commands in flight that push into read transfer registers outside
-                            * the issuing context's window (npk_xin_issued) */
+    uint32_t xin_foreign;  /* commands in flight that push into read transfer registers
+                            * outside the issuing context's window (npk_xin_issued) */
     int status;            /* NPK_ME_* */
     uint64_t next;         /* cycle of the next instruction, NPK_NEVER when idle */
     uint64_t idle_since;
@@ -157,8 +161,14 @@ typedef struct npk_me {
      * taken branch's aborted cycles when they begin: those past the end of a run, up to
      * `next`, are taken back in npk_stats_me from the counter this says */
     int over_stalled;
-    uint64_t *ustore;
+    int csr_rd_valid;
     npk_uop *uop;          /* per word (+ one past the end: a PC there is out of range) */
+    uint32_t alu_out;      /* last ALU result (indirect shift / indirect_ref) */
+    uint32_t prev_a, prev_b;
+    uint32_t ctx_arb_cntl;
+    uint64_t pend_min;
+    npk_me_stats st;       /* (its counters but the contexts' arrays in the second line; the
+                            * contexts' instructions and sleep cycles are npk_ctx's) */
     npk_ctx ctx[NPK_NCTX];
     union {                /* the register files, also as one array (npk_opnd.row) */
         uint32_t rf[7][128];
@@ -169,6 +179,7 @@ typedef struct npk_me {
                                       * [16 * N + offset] for *l$indexN[offset] */
         };
     };
+    uint64_t *ustore;
     uint32_t nn[128];
     uint32_t nn_put, nn_get;
     uint32_t lm_global[2]; /* LM_ADDR_0/1 when CTX_ENABLES makes them global */
@@ -186,22 +197,20 @@ typedef struct npk_me {
     uint32_t crc_rem;
     uint32_t ustore_addr;
     uint32_t ustore_lo;
-    uint32_t ctx_arb_cntl;
+    uint32_t future_count[NPK_NCTX];   /* each context's FUTURE_COUNT and its signal */
+    uint32_t future_sig[NPK_NCTX];
     uint64_t ts_offset;    /* TIMESTAMP written value minus counter */
     uint64_t prng;
-    uint32_t alu_out;      /* last ALU result (indirect shift / indirect_ref) */
-    uint32_t prev_a, prev_b;
     uint32_t mul_lo, mul_hi;
     uint32_t popcnt;
-    int csr_rd_valid;
     uint32_t csr_rd_value;
     npk_pending_csr pend[NPK_MAX_PEND];
     int npend;
-    uint64_t pend_min;
     int bp_skip;           /* resume past a breakpoint once */
     npk_me_info stop;
-    npk_me_stats st;
 } npk_me;
+_Static_assert(offsetof(npk_me, st.ctx_swaps) < 128 && offsetof(npk_me, st.aborted_cycles) >= 64,
+               "an ME's hot fields and counters fill its first two cache lines");
 
 /* m runs `mode` (4 or 8) contexts: 8 have 16 relative registers each (context * 16), 4 have
  * 32 (the even contexts: (ctx & 6) * 16) */
@@ -315,7 +324,10 @@ struct npk_chip {
     uint8_t sram_chan_of[4];   /* SRAM channel of address bits 31:30 (modulo the channels there are) */
     uint64_t dram_chans_m;
     npk_me me[NPK_MAX_ME];
-    npk_uop *uops;             /* every ME's pre-decoded control store (npk_me.uop points in) */
+    npk_uop *uops;             /* every ME's pre-decoded control store (npk_me.uop points in:
+                                * to its own, or to another ME's with the same words, chip.c
+                                * npk_load_ustore) */
+    uint32_t ustore_loaded;    /* bit i: ME i's control store was loaded (its words decoded) */
     uint8_t *sram;         /* channels * sram_channel_bytes */
     uint8_t *dram;
     uint8_t *scratch;
@@ -452,7 +464,21 @@ static inline uint64_t npk_nbr_sig_lookahead(const npk_chip *c)
 
 /* sched.c */
 void npk_ev_push(npk_chip *c, npk_event *e);
-npk_event *npk_ev_pop(npk_chip *c);          /* the earliest event (NULL: none); npk_ev_free it */
+#define NPK_EV_SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))   /* a cycle's list on the wheel */
+void npk_ev_slot_emptied(npk_chip *c, uint32_t s);
+npk_event *npk_ev_pop_heap(npk_chip *c);
+/* the earliest event (NULL: none); npk_ev_free it.  (Inline: once a completion; the wheel
+ * holds every event but those past its window, which only the heap's pop finds.) */
+static inline npk_event *npk_ev_pop(npk_chip *c)
+{
+    if (!c->wheel_count) return npk_ev_pop_heap(c);
+    uint32_t s = NPK_EV_SLOT(c->ev_first);
+    npk_event *e = c->wheel_head[s];
+    c->wheel_head[s] = e->link;
+    c->wheel_count--;
+    if (!e->link) npk_ev_slot_emptied(c, s);
+    return e;
+}
 void npk_ev_free_all(npk_chip *c);
 void npk_ev_from_heap(npk_chip *c, uint64_t now);   /* events the wheel's window now reaches */
 /* the run loop reached cycle `now` (inline: once a step of the loop) */
@@ -502,7 +528,13 @@ enum { WAKE_OFF = 0, WAKE_NOW = 1, WAKE_AFTER = 2 };
 /* WAKE_AFTER: ME m's woken context runs its first local words up to `horizon` (the next
  * event) and `end` */
 void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end);
-void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr);
+/* control-store word w decoded into u for an ME in ctx_mode (me.c); whether a word
+ * writes NEXT/PREV_NEIGHBOR_SIGNAL (npk_chip.nbr_sig_words) */
+void npk_predecode_word(const npk_chip *c, npk_uop *u, uint64_t w, int ctx_mode);
+int npk_word_signals_neighbour(uint64_t w);
+/* chip.c: word addr of ME m's control store written (while running too); m's pre-decoded
+ * words its own again, shared with no other ME */
+void npk_me_store_word(npk_chip *c, npk_me *m, uint32_t addr, uint64_t w);
 void npk_ctx_signal(npk_chip *c, npk_me *m, int ctx, uint16_t mask);
 void npk_ctx_set_state(npk_chip *c, npk_me *m, int ctx, int state);
 void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t w, const char *reason);

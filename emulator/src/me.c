@@ -1,6 +1,6 @@
 /* Microengine: pre-decoding, execution, context arbitration and signals.
  *
- * A control-store word is decoded once, when it is loaded (npk_me_predecode), into an
+ * A control-store word is decoded once, when it is loaded (npk_predecode_word), into an
  * npk_uop: its class, its operands through the operand-field map of mev2.yaml
  * (npk_unrestricted_def / npk_restricted_to_u, generated), its memory command
  * (npk_cmd_lookup).  Executing it (me_exec) is: fetch (breakpoints, history), the
@@ -201,7 +201,7 @@ static inline __attribute__((always_inline)) void ctx_state(npk_chip *c, npk_me 
     if (x->state == state)
         return;
     uint64_t d = c->now - x->state_since;
-    if (x->state == NPK_CTX_SLEEP) m->st.ctx_sleep_cycles[ctx] += d;
+    if (x->state == NPK_CTX_SLEEP) x->sleep_cycles += d;
     else if (x->state == NPK_CTX_READY) m->st.ctx_ready_cycles[ctx] += d;
     x->state = (uint8_t)state;
     x->state_since = c->now;
@@ -1051,7 +1051,7 @@ static int plain_command(const npk_uop *u)
 
 /* the branch fields every branch class shares: target (inside the control store), defer
  * slots, and the cycles a taken branch aborts */
-static void predecode_branch(npk_chip *c, npk_uop *u, uint32_t target, uint32_t defer)
+static void predecode_branch(const npk_chip *c, npk_uop *u, uint32_t target, uint32_t defer)
 {
     uint32_t pen = c->cfg.branch_taken_penalty;
     u->target = (uint16_t)(target % c->cfg.ustore_words);
@@ -1060,26 +1060,19 @@ static void predecode_branch(npk_chip *c, npk_uop *u, uint32_t target, uint32_t 
 }
 
 /* a word that signals another ME through a local CSR (csr_write_to_use cycles on) */
-static int signals_neighbour(uint64_t w)
+int npk_word_signals_neighbour(uint64_t w)
 {
     if (npk_iclass_of(w) != NPK_IC_LOCAL_CSR || !NPK_LOCAL_CSR_WRITE(w)) return 0;
     uint32_t addr = NPK_LOCAL_CSR_CSR(w) << 2;
     return addr == NPK_LCSR_NEXT_NEIGHBOR_SIGNAL || addr == NPK_LCSR_PREV_NEIGHBOR_SIGNAL;
 }
 
-void npk_me_predecode(npk_chip *c, npk_me *m, uint32_t addr)
+void npk_predecode_word(const npk_chip *c, npk_uop *u, uint64_t w, int ctx_mode)
 {
-    npk_uop *u = &m->uop[addr];
-    c->nbr_sig_words -= (uint32_t)signals_neighbour(u->w);
-    if (signals_neighbour(m->ustore[addr])) {
-        c->nbr_sig_words++;
-        /* written into a control store while running: from now on (cross_me_lookahead) */
-        if (c->lookahead > npk_nbr_sig_lookahead(c)) c->lookahead = npk_nbr_sig_lookahead(c);
-    }
     memset(u, 0, sizeof *u);
-    u->w = m->ustore[addr];
+    u->w = w;
     u->cls = (uint8_t)npk_iclass_of(u->w);
-    predecode_operands(c, u, m->ctx_mode);
+    predecode_operands(c, u, ctx_mode);
     u->local = (uint8_t)uop_is_local(u);
     switch (u->cls) {
     case NPK_IC_BRANCH: predecode_branch(c, u, NPK_BRANCH_TARGET(u->w), NPK_BRANCH_DEFER(u->w)); break;
@@ -1166,7 +1159,7 @@ static inline void retire(npk_exec *e, const npk_uop *u, int extra, int had_br, 
     npk_chip *c = e->c;
     npk_me *m = e->m;
     npk_ctx *x = e->x;
-    m->st.ctx_instructions[e->ctx]++;   /* (instructions and executing cycles: their sum, npk_stats_me) */
+    x->instructions++;   /* (the ME's instructions and executing cycles: their sum, npk_stats_me) */
     if (e->illegal) {
         char why[96];
         snprintf(why, sizeof why, "illegal instruction 0x%010llx (%s)", (unsigned long long)u->w,
@@ -1333,7 +1326,7 @@ context:
 #define NEXT() do { if (now >= far) goto done; u = &uops[pc]; \
                     had_br = brp; pc++; DISPATCH(); } while (0)
 /* the context's words counted */
-#define SAVE_STATS() do { m->st.ctx_instructions[ctx] += n; m->st.aborted_cycles += aborted; \
+#define SAVE_STATS() do { x->instructions += n; m->st.aborted_cycles += aborted; \
                           m->over_stalled &= aborted == 0; } while (0)
 /* the word is done: count it, the deferred branch's slot, the time (a taken branch
  * added its aborted cycles) */
@@ -1597,7 +1590,7 @@ static int exec_plain_command(npk_chip *c, npk_me *m)
         return 0;
     /* retire */
     x->pc = pc + 1;
-    m->st.ctx_instructions[ctx]++;
+    x->instructions++;
     m->over_stalled = 0;
     if (x->swap_pending) {
         /* (ctx_swap_out: the command's swap has no target, is not voluntary, and waits

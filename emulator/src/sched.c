@@ -16,7 +16,7 @@
 #include <string.h>
 #include "internal.h"
 
-#define SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))
+#define SLOT(cycle) NPK_EV_SLOT(cycle)
 /* an event and its data (a multiple of 64: aligned_alloc wants the size a multiple of the alignment) */
 #define EV_BYTES (sizeof(npk_event) + NPK_MAX_XFER_WORDS * sizeof(uint32_t))
 _Static_assert(sizeof(npk_event) == 64, "an event fills one cache line");
@@ -149,23 +149,17 @@ void npk_ev_from_heap(npk_chip *c, uint64_t now)
     }
 }
 
-npk_event *npk_ev_pop(npk_chip *c)
+void npk_ev_slot_emptied(npk_chip *c, uint32_t s)
 {
-    npk_event *e;
+    c->wheel_bits[s >> 6] &= ~(1ull << (s & 63));
+    update_first(c, c->ev_first);
+}
+
+npk_event *npk_ev_pop_heap(npk_chip *c)
+{
     if (c->ev_first == NPK_NEVER) return NULL;
-    if (c->wheel_count) {
-        uint32_t s = SLOT(c->ev_first);
-        e = c->wheel_head[s];
-        c->wheel_head[s] = e->link;
-        c->wheel_count--;
-        if (!c->wheel_head[s]) {
-            c->wheel_bits[s >> 6] &= ~(1ull << (s & 63));
-            update_first(c, c->ev_first);
-        }
-    } else {
-        e = heap_pop(c).ev;
-        update_first(c, c->ev_first);
-    }
+    npk_event *e = heap_pop(c).ev;
+    update_first(c, c->ev_first);
     return e;
 }
 
