@@ -754,11 +754,11 @@ static int reg_access(npk_chip *c, int me, int ctx, int kind, uint32_t index, ui
     switch (kind) {
     case NPK_REG_GPR_A: case NPK_REG_GPR_B:
         if (index > 127) return NPK_EINVAL;
-        p = &m->gpr[kind][index];
+        p = npk_gpr(m, kind, index);
         break;
     case NPK_REG_SXFER_IN: case NPK_REG_SXFER_OUT: case NPK_REG_DXFER_IN: case NPK_REG_DXFER_OUT:
         if (index > 127) return NPK_EINVAL;
-        p = &m->xfer[kind - NPK_REG_SXFER_IN][index];
+        p = npk_xfer(m, kind - NPK_REG_SXFER_IN, index);
         break;
     case NPK_REG_NN:
         if (index > 127) return NPK_EINVAL;

@@ -45,7 +45,7 @@ void npk_wr_slow(npk_exec *e, const npk_opnd *o, uint32_t v);
 static inline __attribute__((always_inline)) uint32_t npk_rd(npk_exec *e, const npk_opnd *o)
 {
     if (o->kind == NPK_OPK_GPR)
-        return e->m->gpr[o->bank][(e->base + o->num) & 127];
+        return *npk_gpr(e->m, o->bank, e->base + o->num);
     if (o->kind == NPK_OPK_IMM)
         return o->num;
     return npk_rd_slow(e, o);
@@ -54,7 +54,7 @@ static inline __attribute__((always_inline)) uint32_t npk_rd(npk_exec *e, const 
 static inline __attribute__((always_inline)) void npk_wr(npk_exec *e, const npk_opnd *o, uint32_t v)
 {
     if (o->kind == NPK_OPK_GPR && !e->c->nwp_reg) {
-        e->m->gpr[o->bank][(e->base + o->num) & 127] = v;
+        *npk_gpr(e->m, o->bank, e->base + o->num) = v;
         return;
     }
     npk_wr_slow(e, o, v);

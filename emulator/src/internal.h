@@ -25,10 +25,13 @@
 
 enum { F_Z = 1, F_N = 2, F_C = 4, F_V = 8 };
 
-/* transfer-register files (npk_me.xfer; the order of NPK_REG_SXFER_IN..NPK_REG_DXFER_OUT) */
+/* transfer-register files (npk_xfer; the order of NPK_REG_SXFER_IN..NPK_REG_DXFER_OUT) */
 enum { XK_SIN = 0, XK_SOUT = 1, XK_DIN = 2, XK_DOUT = 3 };
-#define NPK_RF_XFER 2      /* npk_me.rf[NPK_RF_XFER + XK_*] is xfer[XK_*] */
-#define NPK_RF_LM_STAGE 6  /* npk_me.rf[NPK_RF_LM_STAGE] is lm_stage */
+/* An ME's register files in one array (npk_me.rf), interleaved: register n of file f at
+ * rf[n * NPK_RF_FILES + f].  The few registers a context uses of each file then share
+ * cache lines (a context's registers 0 and 1 of every file are one line), where a file
+ * apiece would take a line each. */
+enum { NPK_RF_A = 0, NPK_RF_B = 1, NPK_RF_XFER = 2 /* + XK_* */, NPK_RF_LM_STAGE = 6, NPK_RF_FILES = 8 };
 
 typedef struct npk_ctx {
     _Alignas(64) uint32_t pc;   /* (a context's state is one cache line, found by a shift) */
@@ -65,13 +68,13 @@ typedef struct npk_opnd {
     uint8_t offset;        /* index registers: num is an offset */
     uint8_t bank;          /* GPR bank of the access: 0 A, 1 B */
     uint16_t num;          /* register number, offset or constant */
-    uint16_t row;          /* GPR and transfer registers: where the file read or written starts
-                            * in npk_me.rf as one array (file * 128) */
+    uint16_t key;          /* GPR and transfer registers: num * NPK_RF_FILES + the file
+                            * (NPK_RF_*), for the fast path's npk_me.rf index */
     uint8_t rmask;         /* ... numbered from the context's first register (127) or absolute (0):
-                            * the register is row + ((base & rmask) + num) % 128 */
+                            * the register is rf[((base & rmask) * NPK_RF_FILES + key) % 1024] */
     uint8_t lm;            /* *l$indexN[num] without post-increment: 1 + N (0: another operand).
-                            * The fast path reads it as a register (row, rmask = 0) of
-                            * npk_me.lm_stage, where F_LM puts the longword first */
+                            * The fast path reads it as a register (key, rmask = 0) of the
+                            * NPK_RF_LM_STAGE file, where F_LM puts the longword first */
 } npk_opnd;
 
 /* A memory-class word's command as issue.c uses it, decoded when the word is loaded
@@ -170,15 +173,10 @@ typedef struct npk_me {
     npk_me_stats st;       /* (its counters but the contexts' arrays in the second line; the
                             * contexts' instructions and sleep cycles are npk_ctx's) */
     npk_ctx ctx[NPK_NCTX];
-    union {                /* the register files, also as one array (npk_opnd.row) */
-        uint32_t rf[7][128];
-        struct {
-            uint32_t gpr[2][128];    /* A, B */
-            uint32_t xfer[4][128];   /* XK_*: SRAM in, out, DRAM in, out */
-            uint32_t lm_stage[128];  /* the fast path's copies of local-memory operands:
-                                      * [16 * N + offset] for *l$indexN[offset] */
-        };
-    };
+    /* the register files (NPK_RF_*: npk_gpr, npk_xfer): GPR A and B, the transfer
+     * registers, the fast path's copies of local-memory operands (register 16 * N +
+     * offset for *l$indexN[offset]) */
+    uint32_t rf[128 * NPK_RF_FILES];
     uint64_t *ustore;
     uint32_t nn[128];
     uint32_t nn_put, nn_get;
@@ -211,6 +209,16 @@ typedef struct npk_me {
 } npk_me;
 _Static_assert(offsetof(npk_me, st.ctx_swaps) < 128 && offsetof(npk_me, st.aborted_cycles) >= 64,
                "an ME's hot fields and counters fill its first two cache lines");
+
+/* register n (modulo 128) of GPR bank `bank` (0 A, 1 B), of transfer file `kind` (XK_*) */
+static inline uint32_t *npk_gpr(npk_me *m, int bank, uint32_t n)
+{
+    return &m->rf[(n & 127) * NPK_RF_FILES + (uint32_t)bank];
+}
+static inline uint32_t *npk_xfer(npk_me *m, int kind, uint32_t n)
+{
+    return &m->rf[(n & 127) * NPK_RF_FILES + NPK_RF_XFER + (uint32_t)kind];
+}
 
 /* m runs `mode` (4 or 8) contexts: 8 have 16 relative registers each (context * 16), 4 have
  * 32 (the even contexts: (ctx & 6) * 16) */

@@ -62,7 +62,7 @@ static inline void pull_words(npk_me *m, npk_event *ev, int kind, uint32_t xidx,
 {
     int okind = kind == XK_SIN ? XK_SOUT : XK_DOUT;
     for (uint32_t i = 0; i < n; i++)
-        ev->data[i] = m->xfer[okind][(xidx + i) & 127];
+        ev->data[i] = *npk_xfer(m, okind, xidx + i);
 }
 
 enum { NPK_ISSUED = 0, NPK_ISSUE_STALL = 1, NPK_ISSUE_NO_EVENT = 2 };

@@ -75,17 +75,17 @@ uint32_t npk_rd_slow(npk_exec *e, const npk_opnd *o)
     npk_me *m = e->m;
     uint32_t rel = (e->base + o->num) & 127;
     switch (o->kind) {
-    case NPK_OPK_GPR: return m->gpr[o->bank][rel];
-    case NPK_OPK_ABS: return m->gpr[o->bank][o->num & 127];
+    case NPK_OPK_GPR: return *npk_gpr(m, o->bank, rel);
+    case NPK_OPK_ABS: return *npk_gpr(m, o->bank, o->num);
     case NPK_OPK_IMM: case NPK_OPK_NONE: return o->num;   /* a destination read: its constant */
-    case NPK_OPK_XFER: return m->xfer[XK_SIN][rel];
-    case NPK_OPK_DXFER: return m->xfer[XK_DIN][rel];
+    case NPK_OPK_XFER: return *npk_xfer(m, XK_SIN, rel);
+    case NPK_OPK_DXFER: return *npk_xfer(m, XK_DIN, rel);
     case NPK_OPK_NN: return m->nn[rel];
     case NPK_OPK_INDEX: {
         uint32_t v;
         switch (o->file) {
-        case NPK_OPFILE_XFER: v = m->xfer[XK_SIN][(m->t_index >> 2) & 127]; break;
-        case NPK_OPFILE_DXFER: v = m->xfer[XK_DIN][(m->t_index >> 2) & 127]; break;
+        case NPK_OPFILE_XFER: v = *npk_xfer(m, XK_SIN, m->t_index >> 2); break;
+        case NPK_OPFILE_DXFER: v = *npk_xfer(m, XK_DIN, m->t_index >> 2); break;
         case NPK_OPFILE_LM: v = lm_read(e, lm_index(e, lm_which(o), o->offset ? o->num : 0)); break;
         case NPK_OPFILE_NN:
             v = m->nn[m->nn_get & 127];
@@ -112,8 +112,8 @@ static inline npk_me *nn_target(npk_chip *c, npk_me *m)
 
 static void wr_xfer(npk_exec *e, int kind, uint32_t idx, uint32_t v)
 {
-    uint32_t old = e->m->xfer[kind][idx & 127];
-    e->m->xfer[kind][idx & 127] = v;
+    uint32_t *r = npk_xfer(e->m, kind, idx), old = *r;
+    *r = v;
     if (e->c->nwp_reg)
         watch_wr(e, e->m->idx, NPK_REG_SXFER_IN + kind, idx & 127, old, v);
 }
@@ -133,8 +133,8 @@ void npk_wr_slow(npk_exec *e, const npk_opnd *o, uint32_t v)
     switch (o->kind) {
     case NPK_OPK_NONE: return;  /* "--" */
     case NPK_OPK_GPR: case NPK_OPK_ABS: {
-        uint32_t i = o->kind == NPK_OPK_GPR ? rel : (uint32_t)(o->num & 127), old = m->gpr[o->bank][i];
-        m->gpr[o->bank][i] = v;
+        uint32_t i = o->kind == NPK_OPK_GPR ? rel : (uint32_t)(o->num & 127), *r = npk_gpr(m, o->bank, i), old = *r;
+        *r = v;
         if (c->nwp_reg) watch_wr(e, m->idx, o->bank, i, old, v);
         return;
     }
@@ -184,12 +184,18 @@ static inline uint32_t shift_b(uint32_t alu_out, uint32_t b, uint32_t type, uint
     }
 }
 
+/* where a fast operand's register is in npk_me.rf: its number relative to the context's
+ * first register `base` or absolute */
+static inline __attribute__((always_inline)) uint32_t fast_idx(uint32_t base, const npk_opnd *o)
+{
+    return ((base & o->rmask) * NPK_RF_FILES + o->key) & (128 * NPK_RF_FILES - 1);
+}
+
 /* a fast operand's value (fast_src, not a local-memory one: the fast loop stages those
- * as registers): a constant, or a register of the files as one array `g`, its number
- * relative to the context's first register `base` or absolute */
+ * as registers): a constant, or a register of the files `g` (npk_me.rf) */
 static inline __attribute__((always_inline)) uint32_t fast_val(const uint32_t *g, uint32_t base, const npk_opnd *o)
 {
-    return o->kind == NPK_OPK_IMM ? (uint32_t)o->num : g[o->row + (((base & o->rmask) + o->num) & 127)];
+    return o->kind == NPK_OPK_IMM ? (uint32_t)o->num : g[fast_idx(base, o)];
 }
 
 /* ---- context state -------------------------------------------------------- */
@@ -722,19 +728,20 @@ static int exec_br_byte(npk_exec *e, const npk_uop *u)
 static npk_opnd opnd_u(uint32_t num, int bank, int is_dest)
 {
     npk_opdef d = npk_unrestricted_def(num, is_dest);
-    npk_opnd o = {d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num, (uint16_t)(bank * 128), 127, 0};
+    uint16_t key = (uint16_t)((d.num & 127) * NPK_RF_FILES);
+    npk_opnd o = {d.kind, d.file, d.via, d.step, d.offset, (uint8_t)bank, (uint16_t)d.num, (uint16_t)(key + bank), 127, 0};
     switch (d.kind) {
     case NPK_OPK_ABS: o.rmask = 0; break;
     case NPK_OPK_INDEX:
         if (d.file == NPK_OPFILE_LM && d.step == 0 && d.num < 16 && (d.offset || d.num == 0)) {
             int n = d.via == NPK_OPVIA_LM_ADDR1;
             o.lm = (uint8_t)(1 + n);
-            o.row = (uint16_t)(NPK_RF_LM_STAGE * 128 + 16 * n);
+            o.key = (uint16_t)((16 * n + d.num) * NPK_RF_FILES + NPK_RF_LM_STAGE);
             o.rmask = 0;
         }
         break;
-    case NPK_OPK_XFER: o.row = (uint16_t)((NPK_RF_XFER + (is_dest ? XK_SOUT : XK_SIN)) * 128); break;
-    case NPK_OPK_DXFER: o.row = (uint16_t)((NPK_RF_XFER + (is_dest ? XK_DOUT : XK_DIN)) * 128); break;
+    case NPK_OPK_XFER: o.key = (uint16_t)(key + NPK_RF_XFER + (is_dest ? XK_SOUT : XK_SIN)); break;
+    case NPK_OPK_DXFER: o.key = (uint16_t)(key + NPK_RF_XFER + (is_dest ? XK_DOUT : XK_DIN)); break;
     default: break;
     }
     return o;
@@ -948,7 +955,7 @@ static int fast_reg(const npk_opnd *o) { return o->kind == NPK_OPK_GPR || o->kin
 static int reads_xfer_in(const npk_opnd *o)
 {
     return (o->kind == NPK_OPK_XFER || o->kind == NPK_OPK_DXFER) &&
-           (o->row == (NPK_RF_XFER + XK_SIN) * 128 || o->row == (NPK_RF_XFER + XK_DIN) * 128);
+           ((o->key & (NPK_RF_FILES - 1)) == NPK_RF_XFER + XK_SIN || (o->key & (NPK_RF_FILES - 1)) == NPK_RF_XFER + XK_DIN);
 }
 
 static uint8_t fast_handler_of(const npk_uop *u);
@@ -1257,7 +1264,7 @@ static __attribute__((noinline)) uint64_t run_fast_loop(npk_chip *c, npk_me *m, 
     if (limit > m->pend_min) limit = m->pend_min;
     if (far > m->pend_min) far = m->pend_min;
     const npk_uop *uops = m->uop, *u;
-    uint32_t *g = &m->rf[0][0];
+    uint32_t *g = m->rf;
     uint32_t aluo = m->alu_out, pa = m->prev_a, pb = m->prev_b;   /* the ALU's remembered values */
     /* local memory: F_LM copies a word's local-memory sources into lm_stage, where its
      * handler reads them as registers; a local-memory destination is written there too
@@ -1287,8 +1294,7 @@ context:
 /* a fast operand's value; a fast destination's write ("--" drops it): registers are
  * (file, number), the number relative to the context's first register or absolute */
 #define VAL(o) fast_val(g, base, &(o))
-#define WR(o, v) do { if ((o).kind != NPK_OPK_NONE) \
-                       g[(o).row + (((base & (o).rmask) + (o).num) & 127)] = (v); } while (0)
+#define WR(o, v) do { if ((o).kind != NPK_OPK_NONE) g[fast_idx(base, &(o))] = (v); } while (0)
 #define TAKE() do { if (u->defer == 0) pc = u->target; \
                     else { brp = 1; brl = u->defer; brt = u->target; } \
                     now += u->extra; aborted += u->extra; } while (0)
@@ -1354,12 +1360,12 @@ dispatch:
         /* an address past the RAM is a fault: the general path reports it */
         uint32_t lmw = c->cfg.lm_words;
         if (ia >= lmw || ib >= lmw || id >= lmw) goto done;
-        if (u->a.lm) g[u->a.row + u->a.num] = m->lm[ia];
-        if (u->b.lm) g[u->b.row + u->b.num] = m->lm[ib];
+        if (u->a.lm) g[u->a.key] = m->lm[ia];
+        if (u->b.lm) g[u->b.key] = m->lm[ib];
         if (u->d.lm) {
-            g[u->d.row + u->d.num] = m->lm[id];   /* read-modify-write destinations read it */
+            g[u->d.key] = m->lm[id];   /* read-modify-write destinations read it */
             lm_wb_idx = id;
-            lm_wb_slot = u->d.row + u->d.num;
+            lm_wb_slot = u->d.key;
         }
         DISPATCH_LM();
     }
@@ -1583,7 +1589,7 @@ static int exec_plain_command(npk_chip *c, npk_me *m)
     if (!(u->flags & UOP_PLAIN_CMD) || x->br_pending || x->swap_pending || m->csr_rd_valid)
         return 0;
     uint32_t base = npk_relbase(m, ctx);
-    const uint32_t *g = &m->rf[0][0];
+    const uint32_t *g = m->rf;
     /* (an event the pool cannot grow for, like a full queue, is the general path's) */
     if ((!c->nfree && c->pool_used == c->pool_cap) ||
         npk_issue(c, m, ctx, pc, u, fast_val(g, base, &u->a), fast_val(g, base, &u->b)) != NPK_ISSUED)

@@ -26,7 +26,8 @@ static inline int ev_less(const npk_heap_ent *x, const npk_heap_ent *y)
     return x->cycle < y->cycle || (x->cycle == y->cycle && x->seq < y->seq);
 }
 
-/* room for `cap` events: chunks of NPK_EV_CHUNK, and the index arrays */
+/* room for `cap` events: the index arrays, then chunks of NPK_EV_CHUNK (those made stay
+ * usable when a later one cannot be) */
 static int grow(npk_chip *c)
 {
     uint32_t cap = c->pool_cap ? c->pool_cap * 2 : NPK_EV_CHUNK;
@@ -34,30 +35,28 @@ static int grow(npk_chip *c)
     npk_event **chunks = realloc(c->chunk, (size_t)(cap / NPK_EV_CHUNK) * sizeof *chunks);
     if (!chunks) return 0;
     c->chunk = chunks;
-    for (uint32_t k = c->pool_cap / NPK_EV_CHUNK; k < cap / NPK_EV_CHUNK; k++) {
-        /* the events, then their data: one block, cache-line aligned */
-        chunks[k] = aligned_alloc(64, NPK_EV_CHUNK * EV_BYTES);
-        if (!chunks[k]) {
-            c->pool_cap = k * NPK_EV_CHUNK;   /* what is there stays usable */
-            return 0;
-        }
-        uint32_t *data = (uint32_t *)(chunks[k] + NPK_EV_CHUNK);
-        for (uint32_t j = 0; j < NPK_EV_CHUNK; j++) chunks[k][j].data = data + j * NPK_MAX_XFER_WORDS;
-    }
     npk_event **f = realloc(c->free_list, (size_t)cap * sizeof *f);
     if (!f) return 0;
     c->free_list = f;
     npk_heap_ent *h = realloc(c->heap, (size_t)cap * sizeof *h);
     if (!h) return 0;
     c->heap = h;
-    c->pool_cap = cap;
-    return 1;
+    for (uint32_t k = c->pool_cap / NPK_EV_CHUNK; k < cap / NPK_EV_CHUNK; k++) {
+        /* the events, then their data: one block, cache-line aligned */
+        chunks[k] = aligned_alloc(64, NPK_EV_CHUNK * EV_BYTES);
+        if (!chunks[k]) break;
+        uint32_t *data = (uint32_t *)(chunks[k] + NPK_EV_CHUNK);
+        for (uint32_t j = 0; j < NPK_EV_CHUNK; j++) chunks[k][j].data = data + j * NPK_MAX_XFER_WORDS;
+        c->pool_cap = (k + 1) * NPK_EV_CHUNK;
+    }
+    return c->pool_cap == cap;
 }
 
 /* npk_ev_alloc when no freed event is there to reuse: one never used, growing the pool */
 npk_event *npk_ev_alloc_new(npk_chip *c)
 {
-    if (c->pool_used == c->pool_cap && !grow(c)) return NULL;
+    if (c->pool_used == c->pool_cap) grow(c);
+    if (c->pool_used == c->pool_cap) return NULL;
     return npk_ev_init(npk_ev_at(c, c->pool_used++));
 }
 

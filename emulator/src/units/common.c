@@ -76,9 +76,8 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
      * straight into the transfer registers */
     const uint8_t *src;
     if (!c->nwp_reg && e->count - 1u < NPK_MAX_XFER_WORDS && (src = plain_read_src(c, e))) {
-        uint32_t *xr = m->xfer[e->xkind];
-        xr[e->xidx & 127] = npk_rd32(src);
-        for (uint32_t i = 1; i < e->count; i++) xr[(e->xidx + i) & 127] = npk_rd32(src + 4 * i);
+        *npk_xfer(m, e->xkind, e->xidx) = npk_rd32(src);
+        for (uint32_t i = 1; i < e->count; i++) *npk_xfer(m, e->xkind, e->xidx + i) = npk_rd32(src + 4 * i);
         npk_hist(c, NPK_EV_MEM_DONE, e->me, e->ctx, e->unit, e->cmd, e->addr);
         if (e->sigmask) npk_ctx_signal(c, m, e->ctx, e->sigmask);
         return;
@@ -97,8 +96,8 @@ void npk_unit_complete(npk_chip *c, npk_event *e)
         int npush = e->count > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : e->count;
         for (int i = 0; i < npush; i++) {
             uint32_t idx = (e->xidx + (uint32_t)i) & 127;
-            uint32_t was = m->xfer[e->xkind][idx];
-            m->xfer[e->xkind][idx] = out[i];
+            uint32_t *r = npk_xfer(m, e->xkind, idx), was = *r;
+            *r = out[i];
             if (c->nwp_reg)
                 npk_reg_watch(c, m->idx, NPK_REG_SXFER_IN + e->xkind, idx, was, out[i], e->me, e->ctx, NPK_PC_UNIT);
         }

@@ -95,7 +95,7 @@ int npk_msf_deliver(npk_chip *c, int me, int ctx, int xfer_abs, const uint32_t *
     if (!c || me < 0 || (uint32_t)me >= c->cfg.num_me || ctx < 0 || ctx >= 8 || xfer_abs < 0 || sig < 0 || sig > 15)
         return NPK_EINVAL;
     npk_me *m = &c->me[me];
-    for (unsigned i = 0; i < n && i < 128; i++) m->xfer[XK_SIN][((uint32_t)xfer_abs + i) & 127] = words[i];
+    for (unsigned i = 0; i < n && i < 128; i++) *npk_xfer(m, XK_SIN, (uint32_t)xfer_abs + i) = words[i];
     if (sig) npk_ctx_signal(c, m, ctx, (uint16_t)(1u << sig));
     return NPK_OK;
 }
