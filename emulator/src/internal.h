@@ -471,9 +471,32 @@ static inline uint64_t npk_nbr_sig_lookahead(const npk_chip *c)
 }
 
 /* sched.c */
-void npk_ev_push(npk_chip *c, npk_event *e);
 #define NPK_EV_SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))   /* a cycle's list on the wheel */
 void npk_ev_slot_emptied(npk_chip *c, uint32_t s);
+void npk_ev_push_heap(npk_chip *c, npk_event *e);
+/* event e onto the wheel's list of `cycle`, last */
+static inline void npk_wheel_append(npk_chip *c, npk_event *e, uint64_t cycle)
+{
+    uint32_t s = NPK_EV_SLOT(cycle);
+    e->link = NULL;
+    if (c->wheel_head[s]) c->wheel_tail[s]->link = e;
+    else c->wheel_head[s] = e;
+    c->wheel_tail[s] = e;
+    c->wheel_bits[s >> 6] |= 1ull << (s & 63);
+    c->wheel_count++;
+}
+/* event e (its cycle set) scheduled, after every event of its cycle pushed before it
+ * (inline: every command pushes one) */
+static inline void npk_ev_push(npk_chip *c, npk_event *e)
+{
+    e->seq = c->seq++;
+    if (e->cycle - c->wheel_base >= NPK_WHEEL) {   /* (unsigned: not before the wheel's window either) */
+        npk_ev_push_heap(c, e);
+        return;
+    }
+    npk_wheel_append(c, e, e->cycle);
+    if (e->cycle < c->ev_first) c->ev_first = e->cycle;
+}
 npk_event *npk_ev_pop_heap(npk_chip *c);
 /* the earliest event (NULL: none); npk_ev_free it.  (Inline: once a completion; the wheel
  * holds every event but those past its window, which only the heap's pop finds.) */

@@ -207,12 +207,15 @@ static inline __attribute__((always_inline)) void ctx_state(npk_chip *c, npk_me 
     if (x->state == state)
         return;
     uint64_t d = c->now - x->state_since;
-    if (x->state == NPK_CTX_SLEEP) x->sleep_cycles += d;
-    else if (x->state == NPK_CTX_READY) m->st.ctx_ready_cycles[ctx] += d;
+    if (x->state == NPK_CTX_SLEEP) {
+        x->sleep_cycles += d;
+    } else if (x->state == NPK_CTX_READY) {
+        m->st.ctx_ready_cycles[ctx] += d;
+        m->ready &= ~(1u << ctx);   /* (only a ready context has its bit) */
+    }
     x->state = (uint8_t)state;
     x->state_since = c->now;
     if (state == NPK_CTX_READY) m->ready |= 1u << ctx;
-    else m->ready &= ~(1u << ctx);
     npk_hist(c, NPK_EV_STATE, m->idx, ctx, 0, (uint32_t)state, x->pc);
 }
 

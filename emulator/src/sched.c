@@ -97,17 +97,6 @@ static npk_heap_ent heap_pop(npk_chip *c)
     return top;
 }
 
-static void wheel_append(npk_chip *c, npk_event *e, uint64_t cycle)
-{
-    uint32_t s = SLOT(cycle);
-    e->link = NULL;
-    if (c->wheel_head[s]) c->wheel_tail[s]->link = e;
-    else c->wheel_head[s] = e;
-    c->wheel_tail[s] = e;
-    c->wheel_bits[s >> 6] |= 1ull << (s & 63);
-    c->wheel_count++;
-}
-
 /* the earliest cycle with events on the wheel, from slot `from` on (the wheel is not empty) */
 static uint64_t wheel_first(const npk_chip *c, uint64_t from)
 {
@@ -130,13 +119,9 @@ static void update_first(npk_chip *c, uint64_t from)
     else c->ev_first = c->nheap ? c->heap[0].cycle : NPK_NEVER;
 }
 
-void npk_ev_push(npk_chip *c, npk_event *e)
+void npk_ev_push_heap(npk_chip *c, npk_event *e)
 {
-    e->seq = c->seq++;
-    if (e->cycle - c->wheel_base < NPK_WHEEL)   /* (unsigned: not before the wheel's window either) */
-        wheel_append(c, e, e->cycle);
-    else
-        heap_push(c, (npk_heap_ent){e->cycle, e->seq, e});
+    heap_push(c, (npk_heap_ent){e->cycle, e->seq, e});
     if (e->cycle < c->ev_first) c->ev_first = e->cycle;
 }
 
@@ -144,7 +129,7 @@ void npk_ev_from_heap(npk_chip *c, uint64_t now)
 {
     while (c->nheap && c->heap[0].cycle - now < NPK_WHEEL) {
         npk_heap_ent ent = heap_pop(c);
-        wheel_append(c, ent.ev, ent.cycle);
+        npk_wheel_append(c, ent.ev, ent.cycle);
     }
 }
 
