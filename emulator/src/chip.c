@@ -547,7 +547,7 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         if (msf_advance && (msf_next <= t || !msf_next_event)) msf_advance(c->msf.user, c, t);
         while (npk_ev_next_cycle(c) <= t) {
             npk_event *ev = npk_ev_pop(c);
-            if (ev->kind == EVK_MEM) npk_unit_complete(c, ev);
+            if (ev->kind == EVK_MEM) { if (!npk_complete_plain_read(c, ev)) npk_unit_complete(c, ev); }
             else npk_ctx_signal(c, &c->me[ev->me], ev->ctx, ev->sigmask);
             npk_ev_free(c, ev);
         }

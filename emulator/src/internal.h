@@ -472,7 +472,7 @@ static inline uint64_t npk_nbr_sig_lookahead(const npk_chip *c)
 
 /* sched.c */
 #define NPK_EV_SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))   /* a cycle's list on the wheel */
-void npk_ev_slot_emptied(npk_chip *c, uint32_t s);
+void npk_ev_find_first(npk_chip *c);   /* ev_first anew, from ev_first on */
 void npk_ev_push_heap(npk_chip *c, npk_event *e);
 /* event e onto the wheel's list of `cycle`, last */
 static inline void npk_wheel_append(npk_chip *c, npk_event *e, uint64_t cycle)
@@ -507,7 +507,13 @@ static inline npk_event *npk_ev_pop(npk_chip *c)
     npk_event *e = c->wheel_head[s];
     c->wheel_head[s] = e->link;
     c->wheel_count--;
-    if (!e->link) npk_ev_slot_emptied(c, s);
+    if (!e->link) {
+        /* the slot's last: the next is mostly in the same word of the bitmap */
+        uint64_t *w = &c->wheel_bits[s >> 6];
+        uint64_t later = (*w &= ~(1ull << (s & 63))) & (~0ull << (s & 63));
+        if (later) c->ev_first += (uint64_t)__builtin_ctzll(later) - (s & 63);
+        else npk_ev_find_first(c);
+    }
     return e;
 }
 void npk_ev_free_all(npk_chip *c);
@@ -635,6 +641,7 @@ static inline uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32
 }
 
 /* units/common.c: a command completes (its semantics, pushed registers, signals) */
+/* units/common.c: any other completion (its semantics, pushed registers, signals) */
 void npk_unit_complete(npk_chip *c, npk_event *e);
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
 /* memories hold longwords big-endian (byte 0 = bits 31:24) */
@@ -653,6 +660,56 @@ static inline void npk_wr32(uint8_t *p, uint32_t v)
     v = __builtin_bswap32(v);
 #endif
     memcpy(p, &v, 4);
+}
+
+/* A command completes: its channel has one fewer in its queue, its pushes are counted
+ * done (npk_xin_done) */
+static inline void npk_complete_begin(npk_chip *c, npk_me *m, const npk_event *e)
+{
+    npk_chan *ch = &c->chan[e->unit][e->chan & 3];
+    if (ch->outstanding) ch->outstanding--;
+    npk_xin_done(m, e);
+}
+
+/* Where a plain read (SRAM, DRAM or scratch `read`) takes its e->count longwords from,
+ * when they all lie inside the memory (NULL: the semantics function, which reports the
+ * fault).  The same bytes as npk_sram_read / npk_dram_read / npk_scratch_read. */
+static inline const uint8_t *npk_plain_read_src(const npk_chip *c, const npk_event *e)
+{
+    uint32_t nb = 4u * e->count;
+    switch (e->op) {
+    case NPK_CMD_DRAM_READ: {
+        uint64_t a = e->addr & ~7u;
+        return a + nb <= c->cfg.dram_bytes ? c->dram + a : NULL;
+    }
+    case NPK_CMD_SRAM_READ: {
+        uint32_t a = e->addr & ~3u, chan = a >> 30;
+        uint64_t o = a & 0x3FFFFFFFu;
+        return chan < c->cfg.sram.channels && o + nb <= c->cfg.sram_channel_bytes
+                   ? c->sram + (uint64_t)chan * c->cfg.sram_channel_bytes + o : NULL;
+    }
+    case NPK_CMD_SCRATCH_READ: {
+        uint64_t a = e->addr & ~3u;
+        return a + nb <= c->cfg.scratch_bytes ? c->scratch + a : NULL;
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* The commonest completion, a read inside its memory with no register watchpoint, straight
+ * into the transfer registers (inline: the run loop's); 0: e is not one, nothing done */
+static inline int npk_complete_plain_read(npk_chip *c, npk_event *e)
+{
+    const uint8_t *src;
+    if (c->nwp_reg || e->count - 1u >= NPK_MAX_XFER_WORDS || !(src = npk_plain_read_src(c, e))) return 0;
+    npk_me *m = &c->me[e->me];
+    npk_complete_begin(c, m, e);
+    *npk_xfer(m, e->xkind, e->xidx) = npk_rd32(src);
+    for (uint32_t i = 1; i < e->count; i++) *npk_xfer(m, e->xkind, e->xidx + i) = npk_rd32(src + 4 * i);
+    npk_hist(c, NPK_EV_MEM_DONE, e->me, e->ctx, e->unit, e->cmd, e->addr);
+    if (e->sigmask) npk_ctx_signal(c, m, e->ctx, e->sigmask);
+    return 1;
 }
 
 /* x % d for the 32-bit x and the divisor d of a fastmod constant m = npk_fastmod_m(d) */

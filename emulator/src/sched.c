@@ -133,9 +133,8 @@ void npk_ev_from_heap(npk_chip *c, uint64_t now)
     }
 }
 
-void npk_ev_slot_emptied(npk_chip *c, uint32_t s)
+void npk_ev_find_first(npk_chip *c)
 {
-    c->wheel_bits[s >> 6] &= ~(1ull << (s & 63));
     update_first(c, c->ev_first);
 }
 

@@ -39,49 +39,11 @@ typedef void (*npk_sem_fn)(npk_chip *c, npk_event *e, uint32_t *out);
 static const npk_sem_fn semantics[NPK_CMD_COUNT] = { NPK_CMD_SEMANTICS(SEM_ENTRY) };
 #undef SEM_ENTRY
 
-/* Where a plain read (SRAM, DRAM or scratch `read`) takes its e->count longwords from,
- * when they all lie inside the memory (NULL: the semantics function, which reports the
- * fault).  The same bytes as npk_sram_read / npk_dram_read / npk_scratch_read. */
-static inline const uint8_t *plain_read_src(const npk_chip *c, const npk_event *e)
-{
-    uint32_t nb = 4u * e->count;
-    switch (e->op) {
-    case NPK_CMD_DRAM_READ: {
-        uint64_t a = e->addr & ~7u;
-        return a + nb <= c->cfg.dram_bytes ? c->dram + a : NULL;
-    }
-    case NPK_CMD_SRAM_READ: {
-        uint32_t a = e->addr & ~3u, chan = a >> 30;
-        uint64_t o = a & 0x3FFFFFFFu;
-        return chan < c->cfg.sram.channels && o + nb <= c->cfg.sram_channel_bytes
-                   ? c->sram + (uint64_t)chan * c->cfg.sram_channel_bytes + o : NULL;
-    }
-    case NPK_CMD_SCRATCH_READ: {
-        uint64_t a = e->addr & ~3u;
-        return a + nb <= c->cfg.scratch_bytes ? c->scratch + a : NULL;
-    }
-    default:
-        return NULL;
-    }
-}
-
 void npk_unit_complete(npk_chip *c, npk_event *e)
 {
     uint32_t out[NPK_MAX_XFER_WORDS];
     npk_me *m = &c->me[e->me];
-    npk_chan *ch = &c->chan[e->unit][e->chan & 3];
-    if (ch->outstanding) ch->outstanding--;
-    npk_xin_done(m, e);
-    /* the commonest completion, a read inside its memory with no register watchpoint:
-     * straight into the transfer registers */
-    const uint8_t *src;
-    if (!c->nwp_reg && e->count - 1u < NPK_MAX_XFER_WORDS && (src = plain_read_src(c, e))) {
-        *npk_xfer(m, e->xkind, e->xidx) = npk_rd32(src);
-        for (uint32_t i = 1; i < e->count; i++) *npk_xfer(m, e->xkind, e->xidx + i) = npk_rd32(src + 4 * i);
-        npk_hist(c, NPK_EV_MEM_DONE, e->me, e->ctx, e->unit, e->cmd, e->addr);
-        if (e->sigmask) npk_ctx_signal(c, m, e->ctx, e->sigmask);
-        return;
-    }
+    npk_complete_begin(c, m, e);
     /* what the unit does not fill reads as 0 (a fault, an empty ring, a CSR that is not
      * modelled); semantics only ever shrink count (to one longword) */
     uint32_t nout = e->count > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : (e->count ? e->count : 1);
