@@ -241,7 +241,7 @@ typedef struct npk_event {
     uint32_t addr;
     uint16_t xidx;         /* first transfer register, 0..127 */
     uint16_t pc;           /* instruction that issued the command (fault reports; < 8192) */
-    struct npk_event *link;   /* the next event of the same cycle on the wheel (NULL: none) */
+    struct npk_event *link;   /* the next event of the same cycle on the wheel (its ring) */
     uint32_t aux;
     /* NPK_MAX_XFER_WORDS longwords of its own (the data a command pulls), kept beside the
      * event's chunk so that the event itself fits one cache line; set when the chunk is
@@ -347,7 +347,7 @@ struct npk_chip {
     size_t mem_len[3];     /* their mapped, page-rounded lengths */
     npk_chan chan[NPK_UNIT_COUNT][4];
     /* events (sched.c): a pool in chunks, the wheel of the next NPK_WHEEL cycles (per
-     * cycle a list of events linked by npk_event.link), a heap of the events beyond it */
+     * cycle a ring of events linked by npk_event.link), a heap of the events beyond it */
     npk_event **chunk;
     uint32_t pool_cap, pool_used;
     npk_event **free_list;
@@ -357,7 +357,9 @@ struct npk_chip {
     uint64_t wheel_base;       /* the wheel holds cycles [wheel_base, wheel_base + NPK_WHEEL) */
     uint64_t ev_first;         /* the earliest event's cycle, NPK_NEVER: none */
     uint32_t wheel_count;
-    npk_event *wheel_head[NPK_WHEEL], *wheel_tail[NPK_WHEEL];
+    npk_event *wheel_last[NPK_WHEEL];   /* each cycle's events a ring: the last pushed, whose
+                                         * link is the first (one pointer a cycle: the slots
+                                         * events are due in stay few cache lines) */
     uint64_t wheel_bits[NPK_WHEEL / 64];
     /* run control */
     uint32_t nbr_sig_words;   /* control-store words that write NEXT/PREV_NEIGHBOR_SIGNAL */
@@ -478,10 +480,14 @@ void npk_ev_push_heap(npk_chip *c, npk_event *e);
 static inline void npk_wheel_append(npk_chip *c, npk_event *e, uint64_t cycle)
 {
     uint32_t s = NPK_EV_SLOT(cycle);
-    e->link = NULL;
-    if (c->wheel_head[s]) c->wheel_tail[s]->link = e;
-    else c->wheel_head[s] = e;
-    c->wheel_tail[s] = e;
+    npk_event *last = c->wheel_last[s];
+    if (last) {
+        e->link = last->link;
+        last->link = e;
+    } else {
+        e->link = e;
+    }
+    c->wheel_last[s] = e;
     c->wheel_bits[s >> 6] |= 1ull << (s & 63);
     c->wheel_count++;
 }
@@ -504,10 +510,12 @@ static inline npk_event *npk_ev_pop(npk_chip *c)
 {
     if (!c->wheel_count) return npk_ev_pop_heap(c);
     uint32_t s = NPK_EV_SLOT(c->ev_first);
-    npk_event *e = c->wheel_head[s];
-    c->wheel_head[s] = e->link;
+    npk_event *last = c->wheel_last[s], *e = last->link;
     c->wheel_count--;
-    if (!e->link) {
+    if (e != last) {
+        last->link = e->link;
+    } else {
+        c->wheel_last[s] = NULL;
         /* the slot's last: the next is mostly in the same word of the bitmap */
         uint64_t *w = &c->wheel_bits[s >> 6];
         uint64_t later = (*w &= ~(1ull << (s & 63))) & (~0ull << (s & 63));

@@ -2,7 +2,7 @@
  * same program gives the same history.
  *
  * A timing wheel holds the events of the next NPK_WHEEL cycles: one first-in first-out
- * list per cycle (issue order is sequence order), a bitmap of the cycles that have
+ * ring per cycle (issue order is sequence order; the slot points at its last), a bitmap of the cycles that have
  * events, so that push and pop cost the same with ten or ten thousand references in
  * flight.  Events further out (a DRAM latency of 10^7 cycles, a future-count signal) wait
  * in a binary heap ordered by (cycle, sequence) and move onto the wheel, in that order,
@@ -154,6 +154,6 @@ void npk_ev_reset(npk_chip *c)
     c->wheel_base = 0;
     c->wheel_count = 0;
     c->ev_first = NPK_NEVER;
-    memset(c->wheel_head, 0, sizeof c->wheel_head);
+    memset(c->wheel_last, 0, sizeof c->wheel_last);
     memset(c->wheel_bits, 0, sizeof c->wheel_bits);
 }
