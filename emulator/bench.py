@@ -45,12 +45,14 @@ INFLIGHT_LOOP = ["loop#: sram[read, $0, a1, 0, 1], sig_done[s1]", "br[loop#], de
 INFLIGHT_LATENCY = 2000
 
 
-def _chip(lines: list[str], **overrides: Any) -> Chip:
+def _chip(lines: list[str], mes: int | None = None, **overrides: Any) -> Chip:
+    """Every context of every ME (of the first `mes`) running `lines`."""
     chip = Chip("ixp2800", **overrides)
     words = _words(lines)
     for me in range(chip.num_me):
         chip.load(me, words)
-        chip.enable(me, 0xFF)
+        if mes is None or me < mes:
+            chip.enable(me, 0xFF)
         # spread each ME over its own SRAM channel and DRAM region
         for ctx in range(8):
             chip.set_reg(me, "a1", ((me % 4) << 30) | (ctx << 12), ctx=ctx)

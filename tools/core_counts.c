@@ -3,10 +3,11 @@
  * words, builds this against emulator/src and runs it (under callgrind to count the host
  * instructions inside npk_run).
  *
- *   core_counts CONFIG WORDS CYCLES
+ *   core_counts CONFIG WORDS CYCLES [MES]
  *
  * CONFIG: an npk_config as bytes; WORDS: the loop's control-store words, one a line. Every
- * context of every ME runs the loop with a1/b1 set as emulator/bench.py sets them.
+ * context of every ME (of the first MES, when given) runs the loop with a1/b1 set as
+ * emulator/bench.py sets them.
  * Prints ME instructions per host second, the instructions, and a fingerprint of the
  * final state (ME and unit statistics, every GPR): a change to the core that keeps
  * results identical keeps the fingerprint. */
@@ -46,8 +47,8 @@ static uint64_t fingerprint(npk_chip *c, uint32_t num_me)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: core_counts CONFIG WORDS CYCLES\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: core_counts CONFIG WORDS CYCLES [MES]\n");
         return 2;
     }
     npk_config cfg;
@@ -68,6 +69,7 @@ int main(int argc, char **argv)
     while (n < 256 && fscanf(f, "%llx", &w) == 1) words[n++] = w;
     fclose(f);
     uint64_t cycles = strtoull(argv[3], NULL, 0);
+    uint32_t mes = argc == 5 ? (uint32_t)strtoul(argv[4], NULL, 0) : cfg.num_me;
 
     npk_chip *c = npk_create(&cfg);
     if (!c) {
@@ -76,7 +78,7 @@ int main(int argc, char **argv)
     }
     for (uint32_t me = 0; me < cfg.num_me; me++) {
         npk_load_ustore(c, (int)me, words, n, 8);
-        npk_me_enable(c, (int)me, 0xFF);
+        if (me < mes) npk_me_enable(c, (int)me, 0xFF);
         for (uint32_t ctx = 0; ctx < 8; ctx++) {   /* as emulator/bench.py: a1, b1 of each context */
             npk_reg_write(c, (int)me, (int)ctx, NPK_REG_GPR_A, ctx * 16 + 1, ((me % 4) << 30) | (ctx << 12));
             npk_reg_write(c, (int)me, (int)ctx, NPK_REG_GPR_B, ctx * 16 + 1, (me << 16) - ((me % 4) << 30));

@@ -5,10 +5,11 @@ core must keep; with --callgrind, the host instructions inside npk_run as well (
 counts them exactly, whatever else the machine is doing).  docs/performance.md says how
 the figures there were made with it.
 
-  tools/core_counts.py [--loop mem|alu] [--cycles N] [--callgrind] [--src DIR]
+  tools/core_counts.py [--loop mem|alu] [--cycles N] [--callgrind] [--src DIR] [--mes N]
 
 --src: another tree's emulator/ (a worktree of an older commit) to build and run instead
-of this one's -- the way to compare two versions in one run.  Prints one JSON object.
+of this one's -- the way to compare two versions in one run.  --mes: the loop on the first
+N MEs only (the others stay disabled).  Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def build(emulator: Path, out: Path) -> None:
     subprocess.run(["cc", *CFLAGS, *incs, "-o", str(out), *map(str, srcs), str(DRIVER)], check=True)
 
 
-def run(binary: Path, config: Path, words: Path, cycles: int, callgrind: bool) -> dict[str, Any]:
-    cmd = [str(binary), str(config), str(words), str(cycles)]
+def run(binary: Path, config: Path, words: Path, cycles: int, callgrind: bool, mes: int | None = None) -> dict[str, Any]:
+    cmd = [str(binary), str(config), str(words), str(cycles), *([str(mes)] if mes is not None else [])]
     if not callgrind:
         res = subprocess.run(cmd, check=True, capture_output=True, text=True)
         return dict(json.loads(res.stdout))
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cycles", type=int, default=300_000)
     ap.add_argument("--callgrind", action="store_true")
     ap.add_argument("--src", type=Path, default=ROOT / "emulator", help="the emulator/ folder to build")
+    ap.add_argument("--mes", type=int, help="run the loop on the first MES MEs only (default: all)")
     args = ap.parse_args(argv)
     if not (args.src / "src" / "gen").is_dir():
         print(f"core_counts: {args.src} has no src/gen (run `make` in that tree first)", file=sys.stderr)
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         config, words = _inputs(work, args.loop)
         build(args.src, work / "core_counts")
-        result = run(work / "core_counts", config, words, args.cycles, args.callgrind)
+        result = run(work / "core_counts", config, words, args.cycles, args.callgrind, args.mes)
     print(json.dumps({"loop": args.loop, **result}))
     return 0
 

@@ -35,6 +35,17 @@ def test_the_tool_runs_the_benchmarks_loop(loop: str) -> None:
     assert counts("--loop", loop, "--cycles", str(cycles + 1))["fingerprint"] != first["fingerprint"]
 
 
+def test_the_loop_on_fewer_mes() -> None:
+    cycles, mes = 20_000, 5
+    got = counts("--loop", "mem", "--cycles", str(cycles), "--mes", str(mes))
+    chip = _chip(MEM_LOOP, mes=mes)
+    chip.run(cycles)
+    stats = chip.stats()["mes"]
+    assert got["instructions"] == sum(m["instructions"] for m in stats)
+    assert all(m["instructions"] == 0 for m in stats[mes:]) and got["instructions"] > 0
+    assert got["fingerprint"] != counts("--loop", "mem", "--cycles", str(cycles))["fingerprint"]
+
+
 def test_a_tree_without_generated_headers_is_refused(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, str(TOOL), "--src", str(tmp_path)], capture_output=True, text=True)
     assert res.returncode == 2 and "run `make` in that tree first" in res.stderr
