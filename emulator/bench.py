@@ -45,6 +45,12 @@ INFLIGHT_LOOP = ["loop#: sram[read, $0, a1, 0, 1], sig_done[s1]", "br[loop#], de
 INFLIGHT_LATENCY = 2000
 
 
+def _loop_regs(me: int, ctx: int) -> tuple[int, int]:
+    """a1 and b1 of context `ctx` of ME `me` in the loops: each ME over its own SRAM
+    channel and DRAM region (tools/core_counts.py hands them to its C driver too)."""
+    return ((me % 4) << 30) | (ctx << 12), ((me << 16) - ((me % 4) << 30)) & 0xFFFFFFFF
+
+
 def _chip(lines: list[str], mes: int | None = None, **overrides: Any) -> Chip:
     """Every context of every ME (of the first `mes`) running `lines`."""
     chip = Chip("ixp2800", **overrides)
@@ -53,10 +59,10 @@ def _chip(lines: list[str], mes: int | None = None, **overrides: Any) -> Chip:
         chip.load(me, words)
         if mes is None or me < mes:
             chip.enable(me, 0xFF)
-        # spread each ME over its own SRAM channel and DRAM region
         for ctx in range(8):
-            chip.set_reg(me, "a1", ((me % 4) << 30) | (ctx << 12), ctx=ctx)
-            chip.set_reg(me, "b1", ((me << 16) - ((me % 4) << 30)) & 0xFFFFFFFF, ctx=ctx)
+            a1, b1 = _loop_regs(me, ctx)
+            chip.set_reg(me, "a1", a1, ctx=ctx)
+            chip.set_reg(me, "b1", b1, ctx=ctx)
     return chip
 
 

@@ -3,11 +3,11 @@
  * words, builds this against emulator/src and runs it (under callgrind to count the host
  * instructions inside npk_run).
  *
- *   core_counts CONFIG WORDS CYCLES [MES]
+ *   core_counts CONFIG WORDS REGS CYCLES [MES]
  *
- * CONFIG: an npk_config as bytes; WORDS: the loop's control-store words, one a line. Every
- * context of every ME (of the first MES, when given) runs the loop with a1/b1 set as
- * emulator/bench.py sets them.
+ * CONFIG: an npk_config as bytes; WORDS: the loop's control-store words, one a line; REGS:
+ * a1 and b1 of every context, ME by ME, a pair a line (emulator/bench.py _loop_regs).
+ * Every context of every ME (of the first MES, when given) runs the loop.
  * Prints ME instructions per host second, the instructions, and a fingerprint of the
  * final state (ME and unit statistics, every GPR): a change to the core that keeps
  * results identical keeps the fingerprint. */
@@ -47,8 +47,8 @@ static uint64_t fingerprint(npk_chip *c, uint32_t num_me)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: core_counts CONFIG WORDS CYCLES [MES]\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: core_counts CONFIG WORDS REGS CYCLES [MES]\n");
         return 2;
     }
     npk_config cfg;
@@ -68,8 +68,21 @@ int main(int argc, char **argv)
     unsigned long long w;
     while (n < 256 && fscanf(f, "%llx", &w) == 1) words[n++] = w;
     fclose(f);
-    uint64_t cycles = strtoull(argv[3], NULL, 0);
-    uint32_t mes = argc == 5 ? (uint32_t)strtoul(argv[4], NULL, 0) : cfg.num_me;
+    uint32_t (*regs)[8][2] = calloc(cfg.num_me, sizeof *regs);
+    f = fopen(argv[3], "r");
+    if (!regs || !f) {
+        fprintf(stderr, "core_counts: cannot read %s\n", argv[3]);
+        return 2;
+    }
+    for (uint32_t me = 0; me < cfg.num_me; me++)
+        for (uint32_t ctx = 0; ctx < 8; ctx++)
+            if (fscanf(f, "%x %x", &regs[me][ctx][0], &regs[me][ctx][1]) != 2) {
+                fprintf(stderr, "core_counts: %s has no a1 and b1 for ME %u context %u\n", argv[3], me, ctx);
+                return 2;
+            }
+    fclose(f);
+    uint64_t cycles = strtoull(argv[4], NULL, 0);
+    uint32_t mes = argc == 6 ? (uint32_t)strtoul(argv[5], NULL, 0) : cfg.num_me;
 
     npk_chip *c = npk_create(&cfg);
     if (!c) {
@@ -79,9 +92,9 @@ int main(int argc, char **argv)
     for (uint32_t me = 0; me < cfg.num_me; me++) {
         npk_load_ustore(c, (int)me, words, n, 8);
         if (me < mes) npk_me_enable(c, (int)me, 0xFF);
-        for (uint32_t ctx = 0; ctx < 8; ctx++) {   /* as emulator/bench.py: a1, b1 of each context */
-            npk_reg_write(c, (int)me, (int)ctx, NPK_REG_GPR_A, ctx * 16 + 1, ((me % 4) << 30) | (ctx << 12));
-            npk_reg_write(c, (int)me, (int)ctx, NPK_REG_GPR_B, ctx * 16 + 1, (me << 16) - ((me % 4) << 30));
+        for (uint32_t ctx = 0; ctx < 8; ctx++) {   /* a1, b1: relative register 1 of banks A, B */
+            npk_reg_write(c, (int)me, (int)ctx, NPK_REG_GPR_A, ctx * 16 + 1, regs[me][ctx][0]);
+            npk_reg_write(c, (int)me, (int)ctx, NPK_REG_GPR_B, ctx * 16 + 1, regs[me][ctx][1]);
         }
     }
     struct timespec t0, t1;
@@ -100,5 +113,6 @@ int main(int argc, char **argv)
            (double)ins / dt / 1e6, (unsigned long long)ins, (unsigned long long)npk_cycle(c),
            (unsigned long long)fingerprint(c, cfg.num_me));
     npk_destroy(c);
+    free(regs);
     return 0;
 }

@@ -30,16 +30,20 @@ CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g", "-fno-semantic
           "-D_POSIX_C_SOURCE=200809L"]  # fmt: skip
 
 
-def _inputs(work: Path, loop: str) -> tuple[Path, Path]:
-    """The ixp2800 config as an npk_config's bytes, and the loop's words, in `work`."""
-    from npkit.emulator.bench import ALU_LOOP, MEM_LOOP, _words
+def _inputs(work: Path, loop: str) -> tuple[Path, Path, Path]:
+    """The ixp2800 config as an npk_config's bytes, the loop's words, and every context's
+    a1 and b1 as emulator/bench.py sets them (ME by ME, context by context), in `work`."""
+    from npkit.emulator.bench import ALU_LOOP, MEM_LOOP, _loop_regs, _words
     from npkit.emulator.binding import _ffi, _fill_config, load_config
 
     ffi = _ffi()
-    config, words = work / "config.bin", work / "words.txt"
-    config.write_bytes(bytes(ffi.buffer(_fill_config(ffi, load_config("ixp2800")))))
+    cfg = load_config("ixp2800")
+    config, words, regs = work / "config.bin", work / "words.txt", work / "regs.txt"
+    config.write_bytes(bytes(ffi.buffer(_fill_config(ffi, cfg))))
     words.write_text("".join(f"{w:x}\n" for w in _words(MEM_LOOP if loop == "mem" else ALU_LOOP)))
-    return config, words
+    pairs = (_loop_regs(me, ctx) for me in range(cfg["num_me"]) for ctx in range(8))
+    regs.write_text("".join(f"{a1:x} {b1:x}\n" for a1, b1 in pairs))
+    return config, words, regs
 
 
 def build(emulator: Path, out: Path) -> None:
@@ -50,8 +54,8 @@ def build(emulator: Path, out: Path) -> None:
     subprocess.run(["cc", *CFLAGS, *incs, "-o", str(out), *map(str, srcs), str(DRIVER)], check=True)
 
 
-def run(binary: Path, config: Path, words: Path, cycles: int, callgrind: bool, mes: int | None = None) -> dict[str, Any]:
-    cmd = [str(binary), str(config), str(words), str(cycles), *([str(mes)] if mes is not None else [])]
+def run(binary: Path, inputs: tuple[Path, Path, Path], cycles: int, callgrind: bool, mes: int | None = None) -> dict[str, Any]:
+    cmd = [str(binary), *map(str, inputs), str(cycles), *([str(mes)] if mes is not None else [])]
     if not callgrind:
         res = subprocess.run(cmd, check=True, capture_output=True, text=True)
         return dict(json.loads(res.stdout))
@@ -82,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="core_counts.") as tmp:
         work = Path(tmp)
-        config, words = _inputs(work, args.loop)
+        inputs = _inputs(work, args.loop)
         build(args.src, work / "core_counts")
-        result = run(work / "core_counts", config, words, args.cycles, args.callgrind, args.mes)
+        result = run(work / "core_counts", inputs, args.cycles, args.callgrind, args.mes)
     print(json.dumps({"loop": args.loop, **result}))
     return 0
 

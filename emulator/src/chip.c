@@ -257,8 +257,8 @@ npk_chip *npk_create(const npk_config *cfg)
     if (!cfg || !cfg_valid(cfg)) return NULL;
     /* (cache-line aligned: the contexts' state is a line each) */
     npk_chip *c = aligned_alloc(_Alignof(npk_chip), sizeof *c);
-    if (c) memset(c, 0, sizeof *c);
     if (!c) return NULL;
+    memset(c, 0, sizeof *c);
     c->cfg = *cfg;
     if (!c->cfg.me_per_cluster) c->cfg.me_per_cluster = default_per_cluster(cfg->num_me);
     for (int i = 0; i < 3; i++) c->mem_fd[i] = -1;
@@ -385,7 +385,7 @@ int npk_load_ustore(npk_chip *c, int me, const uint64_t *words, size_t n, int ct
     c->ustore_loaded |= 1u << me;
     for (uint32_t k = 0; k < c->cfg.num_me; k++) {
         npk_me *o = &c->me[k];
-        if (o != m && (c->ustore_loaded >> k & 1) && o->uop == own_uops(c, o) && o->ctx_mode == ctx_mode &&
+        if (o != m && ((c->ustore_loaded >> k) & 1) && o->uop == own_uops(c, o) && o->ctx_mode == ctx_mode &&
             !memcmp(o->ustore, m->ustore, nw * sizeof(uint64_t))) {
             m->uop = o->uop;
             return NPK_OK;

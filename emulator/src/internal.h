@@ -58,7 +58,7 @@ typedef struct npk_ctx {
 } npk_ctx;
 _Static_assert(sizeof(npk_ctx) == 64, "a context's state fills one cache line");
 
-/* A decoded operand (npk_me_predecode): the operand-field map's view of one field
+/* A decoded operand (npk_predecode_word): the operand-field map's view of one field
  * (mev2.yaml operand_fields, npk_unrestricted_def), with the GPR bank it is read or
  * written in. */
 typedef struct npk_opnd {
@@ -112,7 +112,7 @@ enum {
  * neither matches classes nor decodes operand fields. */
 typedef struct npk_uop {
     uint64_t w;            /* the word */
-    npk_opnd a, b;         /* operands as the class uses them (see npk_me_predecode) */
+    npk_opnd a, b;         /* operands as the class uses them (see npk_predecode_word) */
     union {
         npk_opnd d;        /* the destination (classes that write one) */
         npk_cmd_pre mem;   /* memory classes (NPK_IC_SRAM ... NPK_IC_HASH): the command */
@@ -651,7 +651,6 @@ static inline uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32
     return npk_unit_schedule_occ(c, unit, chan, bytes, npk_unit_occupancy(c, unit, bytes), is_write);
 }
 
-/* units/common.c: a command completes (its semantics, pushed registers, signals) */
 /* units/common.c: any other completion (its semantics, pushed registers, signals) */
 void npk_unit_complete(npk_chip *c, npk_event *e);
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);

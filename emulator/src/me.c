@@ -339,7 +339,6 @@ void npk_me_stop(npk_chip *c, npk_me *m, int ctx, int why, uint32_t pc, uint64_t
     npk_me_set_next(c, m, NPK_NEVER);
 }
 
-/* put the running context to sleep (or yield) and pick the next one */
 /* the running context, swapping out to wait for its signals (not voluntarily): ready if
  * they have come (`done`: wait_done), asleep until they do; the next one picked */
 static inline __attribute__((always_inline)) void swap_out_waiting(npk_chip *c, npk_me *m, int ctx, int done, uint64_t t)
@@ -355,6 +354,7 @@ static inline __attribute__((always_inline)) void swap_out_waiting(npk_chip *c, 
     me_pick(c, m, t);
 }
 
+/* put the running context to sleep (or yield) and pick the next one */
 static void ctx_swap_out(npk_chip *c, npk_me *m, int ctx, uint64_t t)
 {
     npk_ctx *x = &m->ctx[ctx];
