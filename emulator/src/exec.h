@@ -3,6 +3,7 @@
 #ifndef NPK_EXEC_H
 #define NPK_EXEC_H
 #include "internal.h"
+#pragma GCC visibility push(hidden)   /* (as internal.h says) */
 
 /* side effects an instruction leaves for its retirement (npk_exec.side) */
 enum { SIDE_LM0 = 1, SIDE_LM1 = 2, SIDE_T = 4, SIDE_NNGET = 8 };
@@ -92,5 +93,7 @@ void npk_issue_cap_csr(npk_exec *e, const npk_uop *u);
 #define NPK_DECLARE_OWN(NAME, CODE) void npk_alu_##NAME(npk_exec *e, const npk_uop *u);
 NPK_ALU_OWN_OPS(NPK_DECLARE_OWN)
 #undef NPK_DECLARE_OWN
+
+#pragma GCC visibility pop
 
 #endif

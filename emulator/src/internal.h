@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <string.h>
 #include "npk_emu.h"
+/* The library exports its API (npk_emu.h, npk_msf.h) and nothing else: the core's own
+ * functions are hidden, so calls between its files are direct, not through the PLT. */
+#pragma GCC visibility push(hidden)
 #include "mev2_isa.h"   /* generated from toolchain/isa/mev2.yaml (src/gen/) */
 
 #define NPK_MAX_ME 16
@@ -766,5 +769,7 @@ __attribute__((cold)) void npk_fault_cmd(npk_chip *c, int kind, uint64_t addr);
 void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index, uint32_t old, uint32_t val,
                    int wme, int wctx, uint32_t wpc);
 uint64_t npk_prng_next(uint64_t *s);
+
+#pragma GCC visibility pop
 
 #endif
