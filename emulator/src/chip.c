@@ -244,11 +244,11 @@ static void precompute(npk_chip *c)
     u[NPK_UNIT_PCI] = &c->cfg.pci;
     for (int k = 0; k < NPK_UNIT_COUNT; k++)
         c->unit_shift[k] = (uint8_t)log2_exact(u[k]->unit_bytes ? u[k]->unit_bytes : 4);
-    c->sram_chans = c->cfg.sram.channels ? c->cfg.sram.channels : 1;
     c->dram_chans = c->cfg.dram.channels ? c->cfg.dram.channels : 1;
     c->dram_il = c->cfg.dram_interleave ? c->cfg.dram_interleave : 128;
     c->dram_il_shift = log2_exact(c->dram_il);
-    for (uint32_t i = 0; i < 4; i++) c->sram_chan_of[i] = (uint8_t)(i % c->sram_chans);
+    uint32_t sram_chans = c->cfg.sram.channels ? c->cfg.sram.channels : 1;
+    for (uint32_t i = 0; i < 4; i++) c->sram_chan_of[i] = (uint8_t)(i % sram_chans);
     c->dram_chans_m = npk_fastmod_m(c->dram_chans);
 }
 

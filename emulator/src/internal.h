@@ -331,7 +331,7 @@ struct npk_chip {
      * power of two), DRAM channel interleave, SRAM and DRAM channel counts */
     uint8_t unit_shift[NPK_UNIT_COUNT];
     const npk_unit_cfg *unit_cfg[NPK_UNIT_COUNT];   /* NPK_UNIT_* -> its part of cfg */
-    uint32_t sram_chans, dram_chans, dram_il, dram_il_shift;
+    uint32_t dram_chans, dram_il, dram_il_shift;
     uint8_t sram_chan_of[4];   /* SRAM channel of address bits 31:30 (modulo the channels there are) */
     uint64_t dram_chans_m;
     npk_me me[NPK_MAX_ME];
@@ -477,10 +477,10 @@ static inline uint64_t npk_nbr_sig_lookahead(const npk_chip *c)
 }
 
 /* sched.c */
-#define NPK_EV_SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))   /* a cycle's list on the wheel */
+#define NPK_EV_SLOT(cycle) ((uint32_t)(cycle) & (NPK_WHEEL - 1))   /* a cycle's ring on the wheel */
 void npk_ev_find_first(npk_chip *c);   /* ev_first anew, from ev_first on */
 void npk_ev_push_heap(npk_chip *c, npk_event *e);
-/* event e onto the wheel's list of `cycle`, last */
+/* event e onto the wheel's ring of `cycle`, last */
 static inline void npk_wheel_append(npk_chip *c, npk_event *e, uint64_t cycle)
 {
     uint32_t s = NPK_EV_SLOT(cycle);
@@ -656,6 +656,17 @@ static inline uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32
 
 /* units/common.c: any other completion (its semantics, pushed registers, signals) */
 void npk_unit_complete(npk_chip *c, npk_event *e);
+/* where the nb bytes at SRAM address addr lie in c->sram (channel addr[31:30], offset
+ * addr[29:0]): 1 and *off when inside one channel's memory, else 0 */
+static inline int npk_sram_span(const npk_chip *c, uint32_t addr, uint32_t nb, uint64_t *off)
+{
+    uint32_t ch = addr >> 30;
+    uint64_t o = addr & 0x3FFFFFFFu;
+    if (ch >= c->cfg.sram.channels || o + nb > c->cfg.sram_channel_bytes) return 0;
+    *off = (uint64_t)ch * c->cfg.sram_channel_bytes + o;
+    return 1;
+}
+/* npk_sram_span of one longword, a fault (NPK_FAULT_SRAM) when outside */
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off);
 /* memories hold longwords big-endian (byte 0 = bits 31:24) */
 static inline uint32_t npk_rd32(const uint8_t *p)
@@ -696,10 +707,8 @@ static inline const uint8_t *npk_plain_read_src(const npk_chip *c, const npk_eve
         return a + nb <= c->cfg.dram_bytes ? c->dram + a : NULL;
     }
     case NPK_CMD_SRAM_READ: {
-        uint32_t a = e->addr & ~3u, chan = a >> 30;
-        uint64_t o = a & 0x3FFFFFFFu;
-        return chan < c->cfg.sram.channels && o + nb <= c->cfg.sram_channel_bytes
-                   ? c->sram + (uint64_t)chan * c->cfg.sram_channel_bytes + o : NULL;
+        uint64_t o;
+        return npk_sram_span(c, e->addr & ~3u, nb, &o) ? c->sram + o : NULL;
     }
     case NPK_CMD_SCRATCH_READ: {
         uint64_t a = e->addr & ~3u;

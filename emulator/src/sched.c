@@ -4,10 +4,11 @@
  * A timing wheel holds the events of the next NPK_WHEEL cycles: one first-in first-out
  * ring per cycle (issue order is sequence order; the slot points at its last), a bitmap
  * of the cycles that have events, so that push and pop cost the same with ten or ten
- * thousand references in flight.  Events further out (a DRAM latency of 10^7 cycles, a future-count signal) wait
- * in a binary heap ordered by (cycle, sequence) and move onto the wheel, in that order,
- * when the wheel's window reaches them (npk_ev_advance) -- before any event of the same
- * cycle can be pushed onto the wheel directly, which keeps the sequence order.
+ * thousand references in flight.  Events further out (a DRAM latency of 10^7 cycles, a
+ * future-count signal) wait in a binary heap ordered by (cycle, sequence) and move onto
+ * the wheel, in that order, when the wheel's window reaches them (npk_ev_advance) --
+ * before any event of the same cycle can be pushed onto the wheel directly, which keeps
+ * the sequence order.
  *
  * Events live in chunks that never move, so that a completion is carried out in place
  * (its unit may call out -- a plug-in MSF device -- and new events may be allocated

@@ -25,14 +25,9 @@
 
 int npk_sram_addr(npk_chip *c, uint32_t addr, uint64_t *off)
 {
-    uint32_t ch = addr >> 30;
-    uint64_t o = addr & 0x3FFFFFFFu;
-    if (ch >= c->cfg.sram.channels || o + 4 > c->cfg.sram_channel_bytes) {
-        npk_fault_cmd(c, NPK_FAULT_SRAM, addr);
-        return 0;
-    }
-    *off = ch * c->cfg.sram_channel_bytes + o;
-    return 1;
+    if (npk_sram_span(c, addr, 4, off)) return 1;
+    npk_fault_cmd(c, NPK_FAULT_SRAM, addr);
+    return 0;
 }
 
 static uint32_t srd(npk_chip *c, uint32_t addr)
