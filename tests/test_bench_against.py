@@ -62,6 +62,52 @@ def test_a_run_that_fails_fails_the_verdict() -> None:
     assert res["verdict"]["reasons"] == ["other: `B demo` exited 1"] * 2
 
 
+class ScriptedRates:
+    """A runner whose `npk bench emu --json` prints the next of a script of rates a side."""
+
+    def __init__(self, rates: dict[str, list[dict[str, float]]], codes: dict[str, int] | None = None) -> None:
+        self.rates = {k: list(v) for k, v in rates.items()}
+        self.codes = codes or {}
+        self.order: list[str] = []
+
+    def __call__(self, cmd: Sequence[str]) -> Timed:
+        side = cmd[0]
+        self.order.append(side)
+        return Timed(1.0, self.codes.get(side, 0), json.dumps(self.rates[side].pop(0)))
+
+
+def _rates(alu: float, mem: float, idle: float = 1.0, inflight: float | None = 2.0) -> dict[str, float]:
+    r = {"emu.alu_mips": alu, "emu.mem_mips": mem, "emu.idle_gcycles_per_s": idle, "emu.inflight_refs": 6400}
+    return r | ({"emu.inflight_mrefs_per_s": inflight} if inflight is not None else {})
+
+
+def test_emulator_rates_are_compared_pair_by_pair_after_a_warm_up() -> None:
+    run = ScriptedRates({"A": [_rates(1, 1), _rates(400, 40), _rates(300, 42), _rates(420, 38)],
+                         "B": [_rates(1, 1), _rates(100, 10), _rates(100, 12), _rates(84, 10)]})  # fmt: skip
+    res = against.rates_side_by_side(["A"], ["B"], pairs=3, run=run)
+    assert run.order == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert res["alu_mips.this"] == 400 and res["alu_mips.other"] == 100  # medians; the warm-up's 1 not counted
+    # the ratio within each round (4, 3, 5 and 4, 3.5, 3.8), not of the medians (4 and 3.8)
+    assert res["alu_mips.speedup"] == 4.0 and res["alu_mips.speedup_range"] == [3.0, 5.0]
+    assert res["mem_mips.speedup"] == 3.8 and res["mem_mips.speedup_range"] == [3.5, 4.0]
+    assert "inflight_refs.this" not in res  # a count, not a rate
+    assert res["verdict"] == {"ok": True, "reasons": []} and res["notes"] == []
+
+
+def test_an_older_build_without_a_rate_is_noted_and_this_tree_without_one_fails() -> None:
+    old = [_rates(100, 10, inflight=None)] * 2
+    res = against.rates_side_by_side(["A"], ["B"], pairs=1, run=ScriptedRates({"A": [_rates(400, 40)] * 2, "B": old}))
+    assert res["verdict"]["ok"] and res["alu_mips.speedup"] == 4.0
+    assert res["inflight_mrefs_per_s.other"] is None and res["inflight_mrefs_per_s.speedup"] is None
+    assert res["notes"] == ["other: `B` reported no emu.inflight_mrefs_per_s"]
+    res = against.rates_side_by_side(["A"], ["B"], pairs=1, run=ScriptedRates({"A": old, "B": [_rates(400, 40)] * 2}))
+    assert not res["verdict"]["ok"]
+    assert res["verdict"]["reasons"] == ["this: `A` reported no emu.inflight_mrefs_per_s"] * 2
+    failed = ScriptedRates({"A": [_rates(400, 40)] * 2, "B": [_rates(100, 10)] * 2}, codes={"A": 1, "B": 2})
+    res = against.rates_side_by_side(["A"], ["B"], pairs=1, run=failed)
+    assert res["verdict"]["reasons"] == ["this: `A` exited 1"] * 2 and res["notes"] == ["other: `B` exited 2"]
+
+
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
@@ -139,6 +185,11 @@ def test_bench_against_an_npk_prints_compare_figures_and_fails_when_a_run_fails(
     assert figures["compare.pipelined.verdict"]["ok"] and figures["compare.parallel.pairs"] == 1
     # the real demo takes CPU time; the fake one hardly any
     assert figures["compare.pipelined.cpu_s.this"] > 10 * figures["compare.pipelined.cpu_s.other"]
+    # `npk bench emu --quick` too: this tree's rates are real, the fake reports none
+    assert figures["compare.emu.verdict"]["ok"] and figures["compare.emu.alu_mips.this"] > 0
+    assert figures["compare.emu.alu_mips.other"] is None and figures["compare.emu.alu_mips.speedup"] is None
+    assert figures["compare.emu.notes"] == [f"other: `{tmp_path / 'ok'} bench emu --json --quick` reported no "
+                                            + ", ".join(against.EMU_RATES)]  # fmt: skip
     bad = CliRunner().invoke(bench_cmd, ["--against-npk", str(_fake_npk(tmp_path / "bad", 3)), "--quick"])
     assert bad.exit_code == 1
     assert "compare.pipelined.verdict" in bad.output and "exited 3" in bad.output

@@ -65,21 +65,22 @@ def run_benchmarks(names: list[str], quick: bool) -> dict[str, Any]:
 
 def compare_figures(ref: str | None, other_npk: str | None, ms: float | None, pairs: int | None,
                     quick: bool) -> dict[str, Any]:  # fmt: skip
-    """`compare.*`: this tree's `npk demo` against another build's, side by side."""
+    """`compare.*`: this tree's `npk demo` and `npk bench emu` against another build's,
+    side by side."""
     from npkit.toolchain.system import against
 
     ms = ms if ms is not None else (1.0 if quick else 10.0)
     pairs = pairs if pairs is not None else (1 if quick else 3)
     try:
         if other_npk:
-            return against.compare(other_npk, other_npk, ms, pairs)
+            return against.compare(other_npk, other_npk, ms, pairs, quick=quick)
         assert ref is not None
         if not against.is_built(ref):
             print(f"bench: building {ref} (once; kept for later comparisons) ...", file=sys.stderr, flush=True)
         npk = against.build_ref(ref)
-        print(f"bench: {ref} against this tree, {pairs} pair(s) of `npk demo --ms {ms:g}` a layout ...",
-              file=sys.stderr, flush=True)  # fmt: skip
-        return against.compare(npk, against.label_of(ref), ms, pairs)
+        print(f"bench: {ref} against this tree, {pairs} pair(s) of `npk demo --ms {ms:g}` a layout "
+              "and of `npk bench emu` ...", file=sys.stderr, flush=True)  # fmt: skip
+        return against.compare(npk, against.label_of(ref), ms, pairs, quick=quick)
     except against.AgainstError as e:
         raise click.ClickException(str(e)) from e
 
@@ -89,8 +90,9 @@ def compare_figures(ref: str | None, other_npk: str | None, ms: float | None, pa
 @click.option("--quick", is_flag=True, help="Smaller inputs, for a fast look.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object of figures.")
 @click.option("--against", "ref", metavar="REF",
-              help="Also time `npk demo` (both layouts) against commit REF, built once in a copy of "
-                   "its tree, in alternating pairs: compare.* figures.  Alone, runs only that.")
+              help="Also time `npk demo` (both layouts) and `npk bench emu` against commit REF, built "
+                   "once in a copy of its tree, in alternating pairs: compare.* figures.  Alone, runs "
+                   "only that.")
 @click.option("--against-npk", "other_npk", metavar="PATH", type=click.Path(exists=True, dir_okay=False),
               help="As --against, with an npk already built.")
 @ms_option("--against-ms", "ms", default=None, min_open=True, help="Emulated ms a demo (10; --quick 1).")

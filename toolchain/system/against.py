@@ -4,7 +4,9 @@ Speed-ups measured an hour apart on a shared machine mean little, so both builds
 in the same session: whole `npk demo` processes (set-up, emulation, checks, exit),
 this tree's and the other build's in turn, pair after pair, after one warm-up run of
 each (which fills the image cache and the page cache).  A figure is the median wall
-time of each side and their ratio.
+time of each side and their ratio.  The emulator benchmarks (`npk bench emu`: the core's
+ME instructions, cycles and references a host second) run the same way, and each rate's
+ratio is taken pair by pair.
 
 The other build is a copy of the commit's files (`git archive`) under
 `$NPK_CACHE_DIR/against/<sha>`, built by its own `make` (its own venv), kept for the
@@ -22,7 +24,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,8 @@ from npkit.toolchain.cache import cache_dir
 from .paths import ROOT
 
 LAYOUTS = ("pipelined", "parallel")
+# the rates `npk bench emu` reports (higher is faster); an older build may lack some
+EMU_RATES = ("emu.alu_mips", "emu.mem_mips", "emu.idle_gcycles_per_s", "emu.inflight_mrefs_per_s")
 
 
 class AgainstError(Exception):
@@ -168,6 +172,21 @@ def demo_command(npk: Path | str, layout: str, ms: float) -> list[str]:
     return [str(npk), "demo", "--ms", f"{ms:g}", "--layout", layout, "--json"]
 
 
+def emu_command(npk: Path | str, quick: bool) -> list[str]:
+    return [str(npk), "bench", "emu", "--json", *(["--quick"] if quick else [])]
+
+
+def emu_rates(out: str) -> dict[str, float]:
+    """The EMU_RATES a `npk bench emu --json` printed (none: not such JSON)."""
+    try:
+        d = json.loads(out)
+    except ValueError:
+        return {}
+    if not isinstance(d, dict):
+        return {}
+    return {k: float(d[k]) for k in EMU_RATES if isinstance(d.get(k), int | float) and d[k] > 0}
+
+
 def emulated_ms(out: str) -> float | None:
     """The emulated milliseconds a demo's JSON reports (None: no such JSON)."""
     try:
@@ -175,6 +194,17 @@ def emulated_ms(out: str) -> float | None:
     except (ValueError, AttributeError):
         return None
     return float(v) if isinstance(v, int | float) else None
+
+
+def in_turn(this: Sequence[str], other: Sequence[str], pairs: int,
+            run: Runner) -> Iterator[tuple[bool, str, Sequence[str], Timed]]:  # fmt: skip
+    """Run `this` and `other` in turn: a warm-up round, then `pairs` rounds, the side that
+    starts a round alternating.  Yields (timed: not the warm-up, "this" or "other", the
+    command, what it did)."""
+    order = [("this", this), ("other", other)]
+    for i in range(pairs + 1):
+        for side, cmd in order if i % 2 == 0 else order[::-1]:
+            yield i > 0, side, cmd, run(cmd)
 
 
 def side_by_side(this: Sequence[str], other: Sequence[str], pairs: int,
@@ -190,18 +220,15 @@ def side_by_side(this: Sequence[str], other: Sequence[str], pairs: int,
     cpus: dict[str, list[float]] = {"this": [], "other": []}
     ems: dict[str, float | None] = {"this": None, "other": None}
     reasons: list[str] = []
-    order = [("this", this), ("other", other)]
-    for i in range(pairs + 1):
-        for side, cmd in order if i % 2 == 0 else order[::-1]:
-            t = run(cmd)
-            if t.code != 0:
-                reasons.append(f"{side}: `{' '.join(cmd)}` exited {t.code}")
-            if i > 0:  # the first round warms up
-                walls[side].append(t.wall_s)
-                cpus[side].append(t.cpu_s)
-            em = emulated_ms(t.out)
-            if em is not None:
-                ems[side] = em
+    for timed, side, cmd, t in in_turn(this, other, pairs, run):
+        if t.code != 0:
+            reasons.append(f"{side}: `{' '.join(cmd)}` exited {t.code}")
+        if timed:
+            walls[side].append(t.wall_s)
+            cpus[side].append(t.cpu_s)
+        em = emulated_ms(t.out)
+        if em is not None:
+            ems[side] = em
     out: dict[str, Any] = {"pairs": pairs}
     for side in ("this", "other"):
         out[f"wall_s.{side}"] = round(statistics.median(walls[side]), 3) if walls[side] else None
@@ -220,9 +247,46 @@ def side_by_side(this: Sequence[str], other: Sequence[str], pairs: int,
     return out
 
 
+def rates_side_by_side(this: Sequence[str], other: Sequence[str], pairs: int,
+                       run: Runner = run_timed) -> dict[str, Any]:  # fmt: skip
+    """`npk bench emu --json` of both builds in turn (in_turn), each rate of EMU_RATES
+    compared: its median on each side, and the ratio within each pair (this over other:
+    the speed-up), its median and range.
+
+    The verdict is this tree's: its runs must exit 0 and report every rate.  The other
+    build is only measured: a rate it does not report (an older build) is None, and
+    `notes` says so, as it says when one of its runs failed."""
+    # one entry a timed run (None: not reported), so that entry j of both sides is round j's
+    rates: dict[str, dict[str, list[float | None]]] = {k: {"this": [], "other": []} for k in EMU_RATES}
+    reasons: list[str] = []
+    notes: list[str] = []
+    for timed, side, cmd, t in in_turn(this, other, pairs, run):
+        got = emu_rates(t.out)
+        missing = [k for k in EMU_RATES if k not in got]
+        problem = f"exited {t.code}" if t.code != 0 else f"reported no {', '.join(missing)}" if missing else ""
+        if problem:
+            (reasons if side == "this" else notes).append(f"{side}: `{' '.join(cmd)}` {problem}")
+        if timed:
+            for k in EMU_RATES:
+                rates[k][side].append(got.get(k))
+    out: dict[str, Any] = {"pairs": pairs}
+    for k, sides in rates.items():
+        name = k.removeprefix("emu.")
+        for side in ("this", "other"):
+            values = [v for v in sides[side] if v is not None]
+            out[f"{name}.{side}"] = round(statistics.median(values), 2) if values else None
+        ratios = [a / b for a, b in zip(sides["this"], sides["other"], strict=True) if a and b]
+        out[f"{name}.speedup"] = round(statistics.median(ratios), 2) if ratios else None
+        out[f"{name}.speedup_range"] = [round(min(ratios), 2), round(max(ratios), 2)] if ratios else None
+    out["notes"] = sorted(set(notes))
+    out["verdict"] = {"ok": not reasons, "reasons": reasons}
+    return out
+
+
 def compare(other_npk: Path | str, label: str, ms: float, pairs: int,
-            this_npk: Path | str | None = None, run: Runner = run_timed) -> dict[str, Any]:  # fmt: skip
-    """`compare.*` figures: `npk demo --ms ms` in both layouts, this tree against other_npk."""
+            this_npk: Path | str | None = None, run: Runner = run_timed, quick: bool = False) -> dict[str, Any]:  # fmt: skip
+    """`compare.*` figures: `npk demo --ms ms` in both layouts, and `npk bench emu`
+    (`--quick` with `quick`), this tree against other_npk."""
     if this_npk is None:  # this tree's own npk, not whichever comes first on PATH
         own = ROOT / ".venv" / "bin" / "npk"
         this_npk = own if own.exists() else shutil.which("npk") or "npk"
@@ -231,6 +295,8 @@ def compare(other_npk: Path | str, label: str, ms: float, pairs: int,
     for layout in LAYOUTS:
         res = side_by_side(demo_command(this_npk, layout, ms), demo_command(other_npk, layout, ms), pairs, run)
         figures.update({f"compare.{layout}.{k}": v for k, v in res.items()})
+    res = rates_side_by_side(emu_command(this_npk, quick), emu_command(other_npk, quick), pairs, run)
+    figures.update({f"compare.emu.{k}": v for k, v in res.items()})
     return figures
 
 
