@@ -2,7 +2,7 @@
 """The emulator benchmarks' loops on the C core alone (tools/core_counts.c): ME
 instructions per host second, and a fingerprint of the final state that a change to the
 core must keep; with --callgrind, the host instructions inside npk_run as well (valgrind
-counts them exactly, whatever else the machine is doing).  docs/performance.md says how
+counts them exactly, whatever else the machine is doing).  docs/performance-log.md says how
 the figures there were made with it.
 
   tools/core_counts.py [--loop mem|alu] [--cycles N] [--callgrind] [--src DIR] [--mes N]

@@ -487,7 +487,7 @@ static inline void npk_wheel_append(npk_chip *c, npk_event *e, uint64_t cycle)
     /* after the last, before the first; an empty slot's ring is e alone.  Without a branch:
      * whether the cycle has an event already follows the emulated schedule, which the host's
      * branch predictor cannot learn when it is irregular (1.06x the memory loop;
-     * docs/performance.md, "a schedule the host cannot predict").  A mask, not `?:`,
+     * docs/performance-log.md, "a schedule the host cannot predict").  A mask, not `?:`,
      * which the profile-guided build turned back into a branch */
     npk_event *last = c->wheel_last[s];
     npk_event *l = (npk_event *)((uintptr_t)last | ((uintptr_t)e & -(uintptr_t)(last == NULL)));
