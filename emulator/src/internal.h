@@ -107,8 +107,10 @@ enum {
     NPK_CMDF_XFER_DRAM = 64,     /* names $$ registers (the command's default, or bit 4 of the field) */
     NPK_CMDF_ONE_WORD = 128,     /* moves one longword whatever the count says */
     NPK_CMDF_QUADWORDS = 256,    /* counts quadwords (an indirect count too) */
-    NPK_CMDF_XIN_FOREIGN = 512,  /* pushes past the context's window (npk_xin_issued; with the
-                                  * word's count: an indirect_ref count is checked at issue) */
+    NPK_CMDF_XIN_FOREIGN = 512,  /* its transfer registers run past the context's window (with
+                                  * the word's count; an indirect_ref count is checked at issue):
+                                  * a push counts as foreign (npk_xin_issued), and only such a
+                                  * command can wrap past register 127 */
 };
 
 /* A pre-decoded control-store word: built when the word is loaded, so that execution

@@ -17,7 +17,6 @@
 #include <string.h>
 #include "internal.h"
 
-#define SLOT(cycle) NPK_EV_SLOT(cycle)
 /* an event and its data (a multiple of 64: aligned_alloc wants the size a multiple of the alignment) */
 #define EV_BYTES (sizeof(npk_event) + NPK_MAX_XFER_WORDS * sizeof(uint32_t))
 _Static_assert(sizeof(npk_event) == 64, "an event fills one cache line");
@@ -101,7 +100,7 @@ static npk_heap_ent heap_pop(npk_chip *c)
 /* the earliest cycle with events on the wheel, from slot `from` on (the wheel is not empty) */
 static uint64_t wheel_first(const npk_chip *c, uint64_t from)
 {
-    uint32_t s = SLOT(from);
+    uint32_t s = NPK_EV_SLOT(from);
     for (uint32_t k = 0; k <= NPK_WHEEL / 64; k++) {
         uint32_t word = ((s >> 6) + k) % (NPK_WHEEL / 64);
         uint64_t bits = c->wheel_bits[word];

@@ -177,7 +177,7 @@ def emu_command(npk: Path | str, quick: bool) -> list[str]:
 
 
 def emu_rates(out: str) -> dict[str, float]:
-    """The EMU_RATES a `npk bench emu --json` printed (none: not such JSON)."""
+    """The EMU_RATES that `npk bench emu --json` printed (none: no such JSON)."""
     try:
         d = json.loads(out)
     except ValueError:
