@@ -12,31 +12,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from npkit.toolchain.image import Image, LineEntry, Program, Symbol
-from npkit.toolchain.isa import EncodeError, SplitInstr, Token, encode, isa
-from npkit.toolchain.isa.operands import OperandError, check_context_relative, register_name
+from npkit.asm.image import Image, LineEntry, Program, Symbol
+from npkit.asm.isa import EncodeError, SplitInstr, Token, encode, isa
+from npkit.asm.isa.operands import OperandError, check_context_relative, register_name
 
 from .errors import AsmError, Diagnostics, SourceLoc
 from .expr import evaluate
 from .hazards import check_hazards
-from .parser import Instr, Parser, Sym, Unit
+from .parser import Emitted, Instr, Parser, Sym, Unit
 from .preprocess import LogicalLine, preprocess
 from .regalloc import Allocator
 from .resolve import Ref, classify, token_refs
 
 _SHIFT_RE = re.compile(r"^(<<|>>)\s*(rot)?\s*(.+)$", re.IGNORECASE | re.DOTALL)
 MEM_LIMITS = {"lmem": 640 * 4, "scratch": 16 * 1024, "sram": 1 << 30, "dram": 1 << 31}
-
-
-@dataclass
-class Emitted:
-    """One instruction word and where it came from."""
-
-    ins: Instr
-    split: SplitInstr
-    word: int = 0
-    addr: int = 0
-    note: str = ""
 
 
 @dataclass

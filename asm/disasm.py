@@ -1,7 +1,7 @@
 """Disassembler: words (ELF image, hex dump or C byte array) -> source that reassembles identically.
 
 Input formats (detected):
-  * an npkit ELF image (toolchain/image.py);
+  * an npkit ELF image (asm/image.py);
   * a hex dump, one word per line, optionally `addr: word` (`#`/`;`/`//` comments allowed),
     each word at its address (consecutive from 0, in any order: the assembler has no .org);
   * a C array of instruction bytes, five bytes per word, big-endian, like Linux's
@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from npkit.toolchain.image import IMAGE_LIMIT, ImageError, from_bytes, pick_program
-from npkit.toolchain.isa import (
+from npkit.asm.base.reading import read_bytes
+from npkit.asm.image import IMAGE_LIMIT, ImageError, from_bytes, pick_program
+from npkit.asm.isa import (
     DecodeError,
     EncodeError,
     decode,
@@ -27,7 +28,6 @@ from npkit.toolchain.isa import (
     operand_roles,
     split_instruction,
 )
-from npkit.toolchain.reading import read_bytes
 
 from .errors import AsmError, SourceLoc
 

@@ -122,3 +122,13 @@ class Diagnostics:
 
     def render(self) -> list[str]:
         return [format_diagnostic("warning", m, loc) for m, loc in self.warnings]
+
+
+def at(loc: SourceLoc, off: int) -> SourceLoc:
+    """The location `off` characters into a logical line that starts at `loc`."""
+    if off <= 0:
+        return loc
+    col = loc.col + off
+    if loc.text and col > len(loc.text) + 1:
+        col = loc.col  # the logical line was joined or expanded: stay at its start
+    return SourceLoc(loc.file, loc.line, col, loc.text, loc.expansion)

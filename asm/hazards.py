@@ -12,16 +12,12 @@ Checked on the final physical code, in straight-line stretches:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from npkit.toolchain.isa import isa, operand_roles
-from npkit.toolchain.isa.syntax import reference_count
+from npkit.asm.isa import isa, operand_roles
+from npkit.asm.isa.syntax import reference_count
 
 from .errors import Diagnostics
-from .parser import Unit
-
-if TYPE_CHECKING:
-    from .assembler import Emitted
+from .parser import Emitted, Unit
 
 CSR_WRITE_TO_USE = 3
 _CSR_EFFECTS: dict[str, tuple[str, ...]] = {

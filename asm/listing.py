@@ -5,7 +5,7 @@ file:line      addr  word        disassembly                       | source
 
 from __future__ import annotations
 
-from npkit.toolchain.isa import DecodeError, decode, isa
+from npkit.asm.isa import DecodeError, decode, isa
 
 from .assembler import Assembly
 

@@ -16,34 +16,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from npkit.toolchain.isa import (
+from npkit.asm.isa import (
     Role,
+    SplitInstr,
     SyntaxProblem,
     Token,
     isa,
     operand_roles,
     split_instruction,
 )
-from npkit.toolchain.isa.operands import Op
+from npkit.asm.isa.operands import Op
 
-from .errors import AsmError, Diagnostics, SourceLoc, clip
+from .errors import AsmError, Diagnostics, SourceLoc, at, clip
 from .expr import evaluate
 from .preprocess import LogicalLine
+from .structured import Structured
 
 LABEL_RE = re.compile(r"\s*([A-Za-z_][\w$]*)#\s*:")
 NAME_RE = re.compile(r"^(?:\$\$|\$|@|n\$)?[A-Za-z_][\w]*(?:\[\d+\])?$")
 MEM_SPACES = {"lmem": "lmem", "local_mem": "lmem", "lm": "lmem", "scratch": "scratch",
               "sram": "sram", "dram": "dram"}  # fmt: skip
-
-
-def at(loc: SourceLoc, off: int) -> SourceLoc:
-    """The location `off` characters into a logical line that starts at `loc`."""
-    if off <= 0:
-        return loc
-    col = loc.col + off
-    if loc.text and col > len(loc.text) + 1:
-        col = loc.col  # the logical line was joined or expanded: stay at its start
-    return SourceLoc(loc.file, loc.line, col, loc.text, loc.expansion)
 
 
 @dataclass(eq=False)
@@ -145,6 +137,17 @@ class Instr:
 
 
 @dataclass
+class Emitted:
+    """One instruction word and where it came from."""
+
+    ins: Instr
+    split: SplitInstr
+    word: int = 0
+    addr: int = 0
+    note: str = ""
+
+
+@dataclass
 class Label:
     name: str
     loc: SourceLoc
@@ -176,8 +179,6 @@ class Unit:
 
 class Parser:
     def __init__(self, diags: Diagnostics, ctx_mode: int | None = None):
-        from .structured import Structured
-
         self.unit = Unit()
         if ctx_mode is not None:
             self.unit.ctx_mode = ctx_mode

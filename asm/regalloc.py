@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from npkit.toolchain.isa import fixed_banks, operand_roles
-from npkit.toolchain.isa.operands import Op
+from npkit.asm.isa import fixed_banks, operand_roles
+from npkit.asm.isa.operands import Op
 
 from .errors import AsmError, Diagnostics, SourceLoc
 from .parser import Instr, Scope, Sym, Unit

@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from npkit.toolchain.isa import Role, Token, isa
-from npkit.toolchain.isa.operands import Op, OperandError, parse_physical
-from npkit.toolchain.isa.syntax import reference_count
+from npkit.asm.isa import Role, Token, isa
+from npkit.asm.isa.operands import Op, OperandError, parse_physical
+from npkit.asm.isa.syntax import reference_count
 
-from .errors import AsmError, SourceLoc
-from .parser import Instr, Sym, Unit, at
+from .errors import AsmError, SourceLoc, at
+from .parser import Instr, Sym, Unit
 
 IDENT_RE = re.compile(r"^(?:\$\$|\$|@)?[A-Za-z_]\w*(?:\[\d+\])?$")
 

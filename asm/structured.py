@@ -20,13 +20,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from .errors import AsmError, SourceLoc
-from .parser import at
-
-if TYPE_CHECKING:
-    from .parser import Parser
+from .errors import AsmError, SourceLoc, at
 
 _RELOPS = ("==", "!=", "<=", ">=", "<", ">")
 
@@ -149,8 +145,21 @@ def parse_cond(text: str, off: int, loc: SourceLoc, depth: int = 0) -> Cond:
 _NEGATE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 
+class _Placed(Protocol):
+    offs: list[int]
+    mn_off: int
+
+
+class Emitter(Protocol):
+    """What the structured directives write into: the parser's instructions and labels."""
+
+    def instruction(self, text: str, loc: SourceLoc, off: int, note: str = "") -> _Placed: ...
+
+    def label(self, name: str, loc: SourceLoc, generated: bool = False) -> None: ...
+
+
 class Structured:
-    def __init__(self, parser: Parser):
+    def __init__(self, parser: Emitter):
         self.p = parser
         self.stack: list[_Frame] = []
         self.serial = 0

@@ -120,7 +120,7 @@ def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: A
     only what differs (mappings such as units and msf merge key by key):
     examples/chips/ixp2800_sram64.yaml is ixp2800 with 64 MB SRAM channels.  Raises
     EmulatorError `file:line: field: problem`."""
-    from npkit.toolchain.cache import checked
+    from npkit.asm.base.cache import checked
 
     path = config_path(name_or_path)
     return checked("chip-config/1", [str(path), overrides], lambda: _checked_config(path, overrides))
@@ -129,7 +129,7 @@ def load_config(name_or_path: str | os.PathLike[str] = "ixp2800", **overrides: A
 def _checked_config(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
     """load_config without the cache."""
     # the schema (and pydantic) only when the cache has no result for this config
-    from npkit.toolchain.schema import validate
+    from npkit.asm.base.schema import validate
 
     from .config_schema import ChipConfig
 
@@ -158,7 +158,7 @@ def _checked_config(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
 def _read_located(path: Path, seen: tuple[str, ...]) -> Any:
     """A chip config file as parsed, with its `base` (if any) merged underneath: keys
     only the base sets are reported against it, not against this file's lines."""
-    from npkit.toolchain.reading import load_yaml
+    from npkit.asm.base.reading import load_yaml
 
     located = load_yaml(path, error=EmulatorError, what="chip config")
     raw = located.data
@@ -206,7 +206,7 @@ def _fill_config(ffi: Any, raw: dict[str, Any]) -> Any:
 
 # ---- register names -----------------------------------------------------------------
 
-# beyond the operand syntax (toolchain/isa/operands.py register_name): @ on transfer and
+# beyond the operand syntax (asm/isa/operands.py register_name): @ on transfer and
 # next-neighbour registers (absolute), .in / .out (the half), local memory and CAM entries
 _REG_EXTRA_RE = re.compile(r"^(?P<abs>@)?(?P<reg>\$\$?\d+|n\$\d+)(?P<half>\.(?:in|out))?$|^lm(?P<li>\d+)$|^cam(?P<ci>\d+)(?P<cs>\.state)?$")
 
@@ -226,8 +226,8 @@ def parse_reg(name: str, ctx: int, ctx_mode: int) -> RegRef:
     (relative), @n$9 absolute; lm12 local-memory word; cam3 / cam3.state;
     pc, cc, signals, state, wait; any local CSR name from mev2.yaml.  Register names
     are read as the assembler reads them (operands.register_name)."""
-    from npkit.toolchain.isa import isa
-    from npkit.toolchain.isa.operands import register_name
+    from npkit.asm.isa import isa
+    from npkit.asm.isa.operands import register_name
 
     t = name.strip()
     low = t.lower()
@@ -270,7 +270,7 @@ def parse_reg(name: str, ctx: int, ctx_mode: int) -> RegRef:
 
 def _check_relative(name: str, index: int, ctx_mode: int) -> None:
     """A context-relative register number within its context's (the assembler's rule)."""
-    from npkit.toolchain.isa.operands import relative_registers
+    from npkit.asm.isa.operands import relative_registers
 
     per_ctx = relative_registers(ctx_mode)
     if index >= per_ctx:

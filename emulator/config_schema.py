@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from npkit.toolchain.schema import U32, U64, at, irange
+from npkit.asm.base.schema import U32, U64, at, irange
 
 MIN_RING_BYTES = 128 * 4  # the smallest scratch ring: 128 longwords (HRM p.232)
 

@@ -1,4 +1,4 @@
-"""Load an npkit image (npkit.toolchain.image) onto an emulated chip: the one loader.
+"""Load an npkit image (npkit.asm.image) onto an emulated chip: the one loader.
 
     chip = Chip("ixp2800")
     loaded = load_image(chip, read_image("prog.elf"))       # -> {me: program name}
@@ -582,7 +582,7 @@ def load_path(chip: Chip, path: str | Path, mes: list[int] | None = None,
 
 def read_path(path: str | Path) -> Any:
     """Read an image file, with a LoadError naming the file when it is not one."""
-    from npkit.toolchain.image import ImageError, read_image
+    from npkit.asm.image import ImageError, read_image
 
     try:
         return read_image(path)

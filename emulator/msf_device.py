@@ -36,7 +36,7 @@ class MsfError(ValueError):
 def msf_config(chip: Chip, **overrides: int) -> dict[str, int]:
     """The chip config's `msf:` section (defaults filled in by its schema), then overrides,
     checked by the same schema."""
-    from npkit.toolchain.cache import checked
+    from npkit.asm.base.cache import checked
 
     given = {**(chip.config.get("msf") or {}), **overrides}
     return checked("msf-config/1", given, lambda: _checked_msf(given))
@@ -45,7 +45,7 @@ def msf_config(chip: Chip, **overrides: int) -> dict[str, int]:
 def _checked_msf(given: dict[str, Any]) -> dict[str, int]:
     """msf_config without the cache: the schema's defaults (config_schema.py), then `given`."""
     # the schema (and pydantic) only when the cache has no result for these settings
-    from npkit.toolchain.schema import validate
+    from npkit.asm.base.schema import validate
 
     from .config_schema import MsfConfig
 

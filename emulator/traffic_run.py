@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from npkit.toolchain.writing import make_dir
+from npkit.asm.base.writing import make_dir
 
 from .binding import Chip, EmulatorError
 from .msf_device import DROP_NAMES, MsfDevice, MsfError

@@ -22,9 +22,9 @@ from click.utils import make_default_short_help
 SUBCOMMANDS: dict[str, str] = {
     "bench": "npkit.toolchain.bench:bench_cmd",
     "route": "npkit.toolchain.router.cli:route",
-    "asm": "npkit.asm.cli:asm_cmd",
-    "disasm": "npkit.asm.cli:disasm_cmd",
-    "traffic": "npkit.emulator.traffic.cli:traffic",
+    "asm": "npkit.toolchain.commands.asm:asm_cmd",
+    "disasm": "npkit.toolchain.commands.asm:disasm_cmd",
+    "traffic": "npkit.toolchain.commands.traffic:traffic",
     "run": "npkit.toolchain.commands.run:run_cmd",
     "debug": "npkit.toolchain.debug.cli:debug_cmd",
     "trace": "npkit.toolchain.debug.cli:trace_cmd",
@@ -32,7 +32,7 @@ SUBCOMMANDS: dict[str, str] = {
     "why": "npkit.toolchain.debug.cli:why_cmd",
     "link": "npkit.toolchain.commands.link:link_cmd",
     "demo": "npkit.toolchain.commands.demo:demo_cmd",
-    "xscale": "npkit.xscale.cli:xscale_cmd",
+    "xscale": "npkit.toolchain.commands.xscale:xscale_cmd",
     "formats": "npkit.toolchain.commands.formats:formats_cmd",
     "experiment": "npkit.toolchain.experiment.cli:experiment",
 }

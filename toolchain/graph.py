@@ -28,10 +28,10 @@ from typing import Any
 
 import click
 
+from npkit.asm.base.writing import OutputError, check_writable, write_output
+from npkit.asm.image import Image, ImageError, Program, pick_program
+from npkit.asm.isa import DecodeError, decode, operand_roles, split_instruction
 from npkit.emulator.me_names import me_name
-from npkit.toolchain.image import Image, ImageError, Program, pick_program
-from npkit.toolchain.isa import DecodeError, decode, operand_roles, split_instruction
-from npkit.toolchain.writing import OutputError, check_writable, write_output
 
 
 class GraphError(ValueError):

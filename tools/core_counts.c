@@ -1,4 +1,4 @@
-/* The emulator benchmarks' loops (emulator/bench.py) on the C core alone, for profiling
+/* The emulator benchmarks' loops (toolchain/bench/emulator.py) on the C core alone, for profiling
  * without Python around it: tools/core_counts.py writes the chip config and the loop's
  * words, builds this against emulator/src and runs it (under callgrind to count the host
  * instructions inside npk_run).
@@ -6,7 +6,7 @@
  *   core_counts CONFIG WORDS REGS CYCLES [MES]
  *
  * CONFIG: an npk_config as bytes; WORDS: the loop's control-store words, one a line; REGS:
- * a1 and b1 of every context, ME by ME, a pair a line (emulator/bench.py _loop_regs).
+ * a1 and b1 of every context, ME by ME, a pair a line (toolchain/bench/emulator.py _loop_regs).
  * Every context of every ME (of the first MES, when given) runs the loop.
  * Prints ME instructions per host second, the instructions, and a fingerprint of the
  * final state (ME and unit statistics, every GPR): a change to the core that keeps

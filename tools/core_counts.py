@@ -32,9 +32,9 @@ CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g", "-fno-semantic
 
 def _inputs(work: Path, loop: str) -> tuple[Path, Path, Path]:
     """The ixp2800 config as an npk_config's bytes, the loop's words, and every context's
-    a1 and b1 as emulator/bench.py sets them (ME by ME, context by context), in `work`."""
-    from npkit.emulator.bench import ALU_LOOP, MEM_LOOP, _loop_regs, _words
+    a1 and b1 as toolchain/bench/emulator.py sets them (ME by ME, context by context), in `work`."""
     from npkit.emulator.binding import _ffi, _fill_config, load_config
+    from npkit.toolchain.bench.emulator import ALU_LOOP, MEM_LOOP, _loop_regs, _words
 
     ffi = _ffi()
     cfg = load_config("ixp2800")

@@ -21,7 +21,6 @@ import ctypes
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -31,17 +30,20 @@ from unicorn import arm_const as A
 from unicorn import unicorn_const as U
 
 from .elf import ArmElf, read_elf
+from .guest import (
+    KUSER_PAGE,
+    PAGE,
+    STACK_SIZE,
+    STACK_TOP,
+    Wait,
+    page_down,
+    page_up,
+)
+from .linux import LinuxABI
 
 HERE = Path(__file__).resolve().parent
 BUDGET_LIB = HERE / "build" / "libnpk_xs_budget.so"
 
-PAGE = 4096
-STACK_TOP = 0x7FFF0000
-STACK_SIZE = 8 << 20
-MMAP_BASE = 0x40000000
-MMAP_END = 0x7F000000
-KUSER_PAGE = 0xFFFF0000
-TLS_SLOT = 0xFFFF0FF0
 HWCAP = 0x1 | 0x2 | 0x4 | 0x10 | 0x80   # SWP HALF THUMB FAST_MULT EDSP; no VFP (64), no IWMMXT (512)
 GUEST_BIN = "/usr/sbin/"  # where the guest believes its program is (argv[0])
 EXCP_UDEF, EXCP_SWI, EXCP_PREFETCH_ABORT, EXCP_DATA_ABORT = 1, 2, 3, 4
@@ -53,28 +55,6 @@ AT = {"NULL": 0, "PHDR": 3, "PHENT": 4, "PHNUM": 5, "PAGESZ": 6, "BASE": 7, "FLA
 
 class XScaleError(RuntimeError):
     """The XScale program cannot be loaded or run (message says why)."""
-
-
-def page_up(n: int) -> int:
-    return (n + PAGE - 1) & ~(PAGE - 1)
-
-
-def page_down(n: int) -> int:
-    return n & ~(PAGE - 1)
-
-
-@dataclass
-class Wait:
-    """A system call that cannot finish yet: the core sleeps until retry() gives a result.
-
-    retry() is called when an interrupt arrives (irq), at `deadline` (ME cycle),
-    and, when `host` is set, whenever the run loop looks at host file descriptors."""
-
-    what: str
-    retry: Callable[[], int | None]
-    deadline: int | None = None
-    irq: bool = False
-    host: bool = False
 
 
 class _Budget(ctypes.Structure):
@@ -113,8 +93,6 @@ class XScaleCore:
         """`mounts`: guest directory -> host directory, for the files the program opens
         (a run's own files at a fixed guest path: what the program reads does not depend
         on where the host keeps them)."""
-        from .linux import LinuxABI
-
         self.elf: ArmElf = read_elf(program)
         self.program = Path(program)
         self.ratio = Fraction(ratio)

@@ -25,13 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .clock import Clock, note_state, xscale_config
 from .core import XScaleError
 from .device import ChipWindows, DeviceFault
 
 if TYPE_CHECKING:
     from npkit.emulator.binding import Chip
-
-    from .system import _Clock
 
 READ, WRITE, SWAP, WAIT, WAIT_UNTIL = 1, 2, 3, 4, 5
 MSG = struct.Struct("=IIII")
@@ -48,11 +47,9 @@ def native_twin(program: str | os.PathLike[str]) -> Path:
 
 
 class GpeHost:
-    def __init__(self, chip: Chip, clock: _Clock, program: str | os.PathLike[str], argv: list[str], *,
+    def __init__(self, chip: Chip, clock: Clock, program: str | os.PathLike[str], argv: list[str], *,
                  echo: Callable[[int, bytes], None] | None = None, link_latency_ns: int | None = None,
                  env: dict[str, str] | None = None) -> None:  # fmt: skip
-        from .system import xscale_config
-
         self.placement = "gpe"
         self.chip = chip
         self.clock = clock
@@ -167,8 +164,6 @@ class GpeHost:
         return True
 
     def _note(self, state: str, what: str = "") -> None:
-        from .system import note_state
-
         note_state(self.timeline, self.clock.now, state, what)
 
     def _reply(self, status: int, value: int) -> None:

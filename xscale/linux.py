@@ -20,16 +20,13 @@ import socket
 import struct
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from unicorn import UcError
 from unicorn import arm_const as A
 from unicorn import unicorn_const as U
 
-from .core import MMAP_BASE, MMAP_END, PAGE, TLS_SLOT, Wait, page_up
-
-if TYPE_CHECKING:
-    from .core import XScaleCore
+from .guest import MMAP_BASE, MMAP_END, PAGE, TLS_SLOT, Guest, Wait, page_up
 
 EPOCH_S = 1_700_000_000          # CLOCK_REALTIME = this + emulated time (deterministic)
 POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL = 1, 4, 8, 16, 32
@@ -171,7 +168,7 @@ class SockFile(File):
 class LinuxABI:
     """The system-call layer of one XScale process."""
 
-    def __init__(self, core: XScaleCore, *, seed: int = 1,
+    def __init__(self, core: Guest, *, seed: int = 1,
                  echo: Callable[[int, bytes], None] | None = None) -> None:  # fmt: skip
         self.core = core
         self.uc = core.uc

@@ -36,54 +36,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .core import Wait, XScaleCore, XScaleError
+from .clock import Clock, note_state, xscale_config
+from .core import XScaleCore, XScaleError
 from .device import Ixp2800Device
+from .guest import Wait
 
 if TYPE_CHECKING:
     from npkit.emulator.binding import Chip
 
-TIMELINE_MAX = 100_000     # state changes kept for a trace (oldest dropped first)
-
-
-def note_state(timeline: list[tuple[int, str, str]], cycle: int, state: str, what: str) -> None:
-    """A control program's state from `cycle` on ("running" | "waiting" | "exited" |
-    "crashed", what it waits on), added to its timeline when it changed."""
-    last = timeline[-1]
-    if (last[1], last[2]) != (state, what):
-        if len(timeline) >= TIMELINE_MAX:
-            del timeline[: TIMELINE_MAX // 10]
-        timeline.append((cycle, state, what))
-
-
 PLACEMENTS = ("xscale", "gpe")
-
-
-def xscale_config(chip: Chip) -> dict[str, Any]:
-    """The chip config's `xscale:` section with defaults."""
-    raw = dict(chip.config.get("xscale") or {})
-    raw.setdefault("clock_mhz", 700)
-    raw.setdefault("quantum", 20000)
-    raw.setdefault("gpe_link_latency_ns", 1000)
-    raw.setdefault("gpe_reply_timeout_s", 60)
-    return raw
-
-
-class _Clock:
-    """Emulated time of a System: follows the chip, and runs on alone once the chip halted."""
-
-    def __init__(self, chip: Chip) -> None:
-        self.chip = chip
-        self.now = chip.cycle
-
-    def run_chip(self, cycles: int) -> str:
-        if cycles <= 0:
-            return "budget"
-        reason = self.chip.run_raw(cycles)
-        if reason == "halted":
-            self.now += cycles       # no ME left: time goes on for the control processor
-        else:
-            self.now = max(self.now, self.chip.cycle)
-        return reason
 
 
 class XScaleHost:
@@ -91,7 +52,7 @@ class XScaleHost:
 
     placement = "xscale"
 
-    def __init__(self, chip: Chip, clock: _Clock, program: str | os.PathLike[str], argv: list[str],
+    def __init__(self, chip: Chip, clock: Clock, program: str | os.PathLike[str], argv: list[str],
                  *, quantum: int | None = None, echo: Callable[[int, bytes], None] | None = None,
                  env: dict[str, str] | None = None, mounts: dict[str, Path] | None = None) -> None:  # fmt: skip
         cfg = xscale_config(chip)
@@ -261,7 +222,7 @@ class System:
     def __init__(self, chip: Chip, *, respawn: bool = False, kill_at: int | None = None,
                  restart_at: int | None = None) -> None:  # fmt: skip
         self.chip = chip
-        self.clock = _Clock(chip)
+        self.clock = Clock(chip)
         self.xscale: Any = None
         self.respawn = respawn
         self.kill_at = kill_at

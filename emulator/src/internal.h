@@ -8,7 +8,7 @@
 /* The library exports its API (npk_emu.h, npk_msf.h) and nothing else: the core's own
  * functions are hidden, so calls between its files are direct, not through the PLT. */
 #pragma GCC visibility push(hidden)
-#include "mev2_isa.h"   /* generated from toolchain/isa/mev2.yaml (src/gen/) */
+#include "mev2_isa.h"   /* generated from asm/isa/mev2.yaml (src/gen/) */
 
 #define NPK_MAX_ME 16
 #define NPK_CAL 64      /* cycles the run loop's calendar of due MEs spans (a power of two, <= 64) */

@@ -25,7 +25,7 @@ from .router_config import RouterConfig
 from .spec import KINDS
 
 if TYPE_CHECKING:
-    from .generator import FrameBuilder
+    from .frames import FrameBuilder
 
 # npk_pkt.h NPK_R_* in order (index 0: none)
 REASONS = ("", "short_frame", "oversize_frame", "dst_mac_mismatch", "arp", "non_ipv4_ethertype",

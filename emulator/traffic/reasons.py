@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from npkit.toolchain.yaml_data import load_data
+from npkit.asm.base.yaml_data import load_data
 
 REASONS_PATH = Path(__file__).resolve().parents[2] / "microcode" / "reasons.yaml"
 

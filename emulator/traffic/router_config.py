@@ -34,7 +34,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from npkit.toolchain.reading import Located, load_yaml
+from npkit.asm.base.reading import Located, load_yaml
 
 from .packet import ip_str, mac_str
 from .routes import (
@@ -185,8 +185,8 @@ class RouterConfig:
     def load(cls, path: str | Path) -> RouterConfig:
         """Read and check a router config (and its route file) once per process: the same
         object while neither file changes.  The schema's part of the checks is cached
-        (npkit.toolchain.cache.checked) while the file is unchanged."""
-        from npkit.toolchain.cache import checked
+        (npkit.asm.base.cache.checked) while the file is unchanged."""
+        from npkit.asm.base.cache import checked
 
         path = Path(path)
         try:
@@ -249,7 +249,7 @@ def _checked_fields(data: Any, where: str, located: Located | None, base_dir: Pa
     (address, prefix length, MAC), ARP, routes (a file name, a list of lines or None),
     send_redirects."""
     # the schema (and pydantic) only when the cache has no result for this config
-    from npkit.toolchain.schema import validate
+    from npkit.asm.base.schema import validate
 
     from .router_schema import RouterConfigFile
 

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import Doc, at, file_state
+from npkit.asm.base.schema import Doc, at, file_state
 
 from .packet import ip, ip_str, mac_str
 from .routes import RouteError, mask, parse_routes, route_problems  # noqa: F401  (route_problems: re-exported)

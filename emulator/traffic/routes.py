@@ -189,7 +189,7 @@ MAX_RANDOM_ROUTES = 5_000_000
 def read_route_file(path: str | Path, error: type[Exception] = RouteError) -> str:
     """The text of a route file: UTF-8, at most ROUTE_FILE_LIMIT bytes, no NUL byte
     (`/dev/zero` or a binary file is an error naming the file, found at once)."""
-    from npkit.toolchain.reading import read_text
+    from npkit.asm.base.reading import read_text
 
     return read_text(path, limit=ROUTE_FILE_LIMIT, error=error, what="route file")
 
@@ -267,7 +267,7 @@ def parse_route_columns(text: str | bytes, source: str = "<routes>") -> RouteCol
                            ffi.from_buffer("uint8_t[]", cols.length), ffi.from_buffer("uint32_t[]", cols.next_hop),
                            ffi.from_buffer("uint32_t[]", cols.port))  # fmt: skip
     if n < 0:
-        from npkit.toolchain.reading import decode_text
+        from npkit.asm.base.reading import decode_text
 
         return RouteColumns.of(parse_routes(decode_text(raw, source, error=RouteError, what="route file"), source))
     for a in (cols.prefix, cols.length, cols.next_hop, cols.port):
@@ -287,7 +287,7 @@ def load_route_columns(path: str | Path) -> RouteColumns:
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
     cols = _COLUMNS_MEMO.get(key)
     if cols is None:
-        from npkit.toolchain.reading import (
+        from npkit.asm.base.reading import (
             read_bytes,  # bounded; a NUL byte (/dev/zero) stops it at once
         )
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .dataset import load_manifest, port_pcaps
-from .generator import TAG
+from .frames import TAG
 from .pcap import PcapError, PcapReader
 from .window import Window, window_of
 

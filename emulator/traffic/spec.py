@@ -97,7 +97,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npkit.toolchain.reading import Located, file_state, load_yaml
+from npkit.asm.base.reading import Located, file_state, load_yaml
 
 from . import spec_forms
 from .packet import ip_str
@@ -351,7 +351,7 @@ def spec_from_dict(
         _checked_spec(data, base, source, located, None)
     assert router is not None
 
-    from npkit.toolchain.cache import checked
+    from npkit.asm.base.cache import checked
 
     args = [str(source), str(base), data, [(p.address, p.prefix_len) for p in router.ports]]
     got = checked("traffic-spec/1", args, lambda: _checked_spec(data, base, source, located, router),
@@ -364,7 +364,7 @@ def _checked_spec(data: Any, base: Path, source: Path | None, located: Located |
     """spec_from_dict without the cache, after the overrides: the spec's fields but its
     router, checked against its schema (spec_schema.py) and the router's ports."""
     # the schema (and pydantic) only when the cache has no result for this spec
-    from npkit.toolchain.schema import validate
+    from npkit.asm.base.schema import validate
 
     from .spec_schema import TrafficSpecFile
 

@@ -2,7 +2,7 @@
 of the polymorphic forms (a size is `64`, `[64, 128]`, `imix`, ...) and timed route
 changes.  spec_schema.py (the pydantic models) uses them and re-exports them; spec.py and
 the generator import them from here, so that a spec whose checked result is cached
-(npkit.toolchain.cache.checked) is used without importing pydantic."""
+(npkit.asm.base.cache.checked) is used without importing pydantic."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npkit.toolchain.reading import at, file_state, strict_int
+from npkit.asm.base.reading import at, file_state, strict_int
 
 from .packet import ip as parse_ip
 from .packet import ip_str

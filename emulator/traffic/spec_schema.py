@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import Doc, at, irange
+from npkit.asm.base.schema import Doc, at, irange
 
 from .spec_forms import (  # noqa: F401  (the format's values and forms, re-exported)
     IMIX,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from npkit.asm.assembler import Assembly, assemble_text
 from npkit.asm.errors import Diagnostics
-from npkit.toolchain.isa import decode
+from npkit.asm.isa import decode
 
 
 def asm(src: str, **kw: object) -> Assembly:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from npkit.asm.cli import asm_cmd, disasm_cmd
+from npkit.asm.image import read_image
 from npkit.toolchain.cli import main
-from npkit.toolchain.image import read_image
+from npkit.toolchain.commands.asm import asm_cmd, disasm_cmd
 
 GOOD = ".reg x\nloop#: alu[x, x, +, 1]\n bne[loop#]\n"
 
@@ -171,7 +171,7 @@ def test_unwritable_listing_leaves_no_image(tmp_path: Path) -> None:
 
 
 def test_disasm_picks_one_program_of_a_linked_image(tmp_path: Path) -> None:
-    from npkit.toolchain.image import write_image
+    from npkit.asm.image import write_image
     from npkit.toolchain.system.link import link
 
     router = tmp_path / "router.elf"

@@ -8,7 +8,7 @@ import pytest
 
 from npkit.asm.disasm import Words, disassemble
 from npkit.asm.errors import AsmError, SourceLoc, format_diagnostic
-from npkit.toolchain.isa import EncodeError, decode, encode
+from npkit.asm.isa import EncodeError, decode, encode
 
 from .helpers import asm, texts
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from npkit.asm.assembler import assemble, assemble_text
 from npkit.asm.disasm import Words, disassemble, pick, read_words
 from npkit.asm.errors import AsmError, Diagnostics
-from npkit.toolchain.image import to_bytes
+from npkit.asm.image import to_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 # every stand-alone program in the tree; the router blocks in microcode/ include the
@@ -114,7 +114,7 @@ def test_non_instructions_become_dot_word() -> None:
 @given(st.lists(st.integers(0, (1 << 40) - 1), min_size=1, max_size=12), st.sampled_from([4, 8]))
 def test_any_words_round_trip_through_disassembly(words: list[int], ctx_mode: int) -> None:
     # bias toward real instructions: half the words get a random class pattern
-    from npkit.toolchain.isa import isa
+    from npkit.asm.isa import isa
 
     classes = list(isa().classes.values())
     words = [(w & ~classes[w % len(classes)].mask) | classes[w % len(classes)].value if w & 1 else w

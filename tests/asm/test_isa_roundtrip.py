@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from npkit.toolchain.isa import DecodeError, EncodeError, decode, encode, isa
+from npkit.asm.isa import DecodeError, EncodeError, decode, encode, isa
 
 CLASSES = sorted(isa().classes)
 

@@ -23,9 +23,9 @@ import pytest
 from npkit.asm.assembler import Assembly, assemble_text
 from npkit.asm.disasm import Words, disassemble
 from npkit.asm.errors import AsmError, Diagnostics
+from npkit.asm.isa import EncodeError, Role, encode, isa, operand_roles
+from npkit.asm.isa.operands import OperandError, parse_physical
 from npkit.emulator.binding import Chip
-from npkit.toolchain.isa import EncodeError, Role, encode, isa, operand_roles
-from npkit.toolchain.isa.operands import OperandError, parse_physical
 
 from ..emulator.test_isa_agreement import EXAMPLES
 

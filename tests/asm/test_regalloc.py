@@ -8,8 +8,8 @@ import random
 import pytest
 
 from npkit.asm.errors import AsmError
+from npkit.asm.isa import model, operand_roles, split_instruction
 from npkit.emulator.binding import Chip
-from npkit.toolchain.isa import model, operand_roles, split_instruction
 
 from .helpers import asm, sym, texts, warnings
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.asm.errors import AsmError
-from npkit.toolchain.isa import split_instruction
+from npkit.asm.isa import split_instruction
 
 from .helpers import asm, texts
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from npkit.asm.image import write_image
 from npkit.toolchain.cli import main
 from npkit.toolchain.debug.session import DebugError, Session
 from npkit.toolchain.debug.target import TargetError, TargetUsage, open_targets
-from npkit.toolchain.image import write_image
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

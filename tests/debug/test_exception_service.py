@@ -20,7 +20,7 @@ ERRORS = ROOT / "examples" / "traffic" / "errors.yaml"
 def test_debug_run_frees_excepted_buffers(tmp_path: Path, target: str) -> None:
     path = ROOT / "microcode" / "layouts" / "pipelined.yaml"
     if target == "image":
-        from npkit.toolchain.image import write_image
+        from npkit.asm.image import write_image
         from npkit.toolchain.system.link import link
 
         path = tmp_path / "router.elf"

@@ -217,7 +217,7 @@ def test_why_by_traffic_id_in_a_reused_buffer() -> None:
 
 
 def test_trace_to_a_missing_directory_fails_before_the_run(tmp_path: Path) -> None:
-    from npkit.toolchain.writing import OutputError
+    from npkit.asm.base.writing import OutputError
 
     out = tmp_path / "no" / "t.json"
     t = open_target(TTL)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from npkit.asm.image import write_image
 from npkit.toolchain.cli import main
-from npkit.toolchain.image import write_image
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINED = ROOT / "microcode" / "layouts" / "pipelined.yaml"

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EMU = ROOT / "emulator"
 # what the library's rule reads from outside emulator/ (the ISA header's sources, the
 # training module)
-OUTSIDE = ["toolchain/isa/mev2.yaml", "toolchain/isa/gen_c.py", "toolchain/commands/pgo_train.py"]
+OUTSIDE = ["asm/isa/mev2.yaml", "asm/isa/gen_c.py", "toolchain/commands/pgo_train.py"]
 
 
 def _copy(tmp: Path) -> Path:

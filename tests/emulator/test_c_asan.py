@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from npkit.toolchain.isa import encode
+from npkit.asm.isa import encode
 
 from .test_nn import CONSUMER, PRODUCER
 from .util import assemble

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from npkit.emulator.bench import ALU_LOOP, MEM_LOOP, _chip
+from npkit.toolchain.bench.emulator import ALU_LOOP, MEM_LOOP, _chip
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "core_counts.py"
 

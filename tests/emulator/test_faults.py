@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from npkit.asm.image import Image, Program, write_image
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import LoadError, load_image
-from npkit.toolchain.image import Image, Program, write_image
 
 from .util import assemble, chip_with, ld32
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from npkit.emulator.binding import load_config
-from npkit.emulator.fidelity_bench import CHIPS, COMMANDS, latencies
+from npkit.toolchain.bench.fidelity import CHIPS, COMMANDS, latencies
 
 BYTES = {"dram": 8, "hash": 16}  # DRAM moves a quadword; a 48-bit key occupies one 16-byte unit
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
+from npkit.asm.isa import isa
 from npkit.emulator.binding import Chip
-from npkit.toolchain.isa import isa
 
 HALT = 0xE000020000
 
@@ -31,7 +31,7 @@ def test_unclassified_words_are_illegal() -> None:
 
 def test_words_the_decoder_accepts_do_not_stop_as_illegal_alu() -> None:
     # datapath words that decode cleanly execute without an illegal stop
-    from npkit.toolchain.isa import DecodeError, decode
+    from npkit.asm.isa import DecodeError, decode
 
     rnd = random.Random(99)
     chip = Chip("ixp2800")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
+from npkit.asm.isa import DecodeError, decode, encode, isa
 from npkit.emulator.binding import Chip
-from npkit.toolchain.isa import DecodeError, decode, encode, isa
 
 HALT = encode("halt")
 

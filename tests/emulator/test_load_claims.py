@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from npkit.asm.assembler import assemble, assemble_text
+from npkit.asm.image import Image, Program, write_image
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import Claims, LoadError, load_image
 from npkit.toolchain.commands.run import run_cmd
-from npkit.toolchain.image import Image, Program, write_image
 
 from .util import assemble as assemble_words
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from npkit.asm.image import Image, Program, write_image
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import LoadError, load_image
 from npkit.toolchain.commands.run import run_cmd
-from npkit.toolchain.image import Image, Program, write_image
 
 from .util import assemble
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from npkit.asm.image import Image, Program, write_image
+from npkit.asm.isa import encode
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import LoadError, MeListError, parse_me_list
 from npkit.emulator.me_names import MeNameError, parse_me
 from npkit.toolchain.commands.run import run_cmd
-from npkit.toolchain.image import Image, Program, write_image
-from npkit.toolchain.isa import encode
 
 from .util import chip_with
 

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from npkit.asm.assembler import assemble_text
+from npkit.asm.image import Image, write_image
 from npkit.emulator.binding import CONFIG_DIR
 from npkit.emulator.loader import LoadError
 from npkit.emulator.run_config import ConfigMismatch, recorded_config, run_config
 from npkit.toolchain.commands.run import run_cmd
 from npkit.toolchain.debug.target import TargetError, open_target
-from npkit.toolchain.image import Image, write_image
 
 PROGRAM = "    alu[a1, a1, +, 1]\n    ctx_arb[kill]\n"
 BIG_SRAM = 1 << 26

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from npkit.asm.isa import encode
 from npkit.emulator.binding import Chip
-from npkit.toolchain.isa import encode
 
 from .util import assemble
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from npkit.emulator.bench import MEM_LOOP, _chip
 from npkit.emulator.binding import Chip
 from npkit.emulator.msf_device import MsfDevice
+from npkit.toolchain.bench.emulator import MEM_LOOP, _chip
 
 from .util import chip_with
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from npkit.asm.isa import encode
 from npkit.emulator.binding import Chip
-from npkit.toolchain.isa import encode
 
 _LABEL = re.compile(r"^\s*([A-Za-z_][\w]*#):\s*(.*)$")
 

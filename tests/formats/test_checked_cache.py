@@ -1,4 +1,4 @@
-"""Checked input files cached by content (npkit.toolchain.cache.checked): a result
+"""Checked input files cached by content (npkit.asm.base.cache.checked): a result
 read back from the cache equals a fresh validation's, a change to any file it came from
 is seen, errors are never cached, and a warm demo imports neither pydantic nor PyYAML
 (YAML data files' parsed data is cached by their text: `plain_result`)."""
@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from npkit.asm.base import cache, schema
+from npkit.asm.image import from_bytes, to_bytes
 from npkit.emulator.binding import EmulatorError, load_config
 from npkit.emulator.msf_device import msf_config
 from npkit.emulator.traffic import router_config
 from npkit.emulator.traffic.router_config import RouterConfig
 from npkit.emulator.traffic.spec import load_spec
-from npkit.toolchain import cache, schema
-from npkit.toolchain.image import from_bytes, to_bytes
 from npkit.toolchain.system.layout import load_layout
 from npkit.toolchain.system.link import link
 from npkit.toolchain.system.paths import ROOT
@@ -191,7 +191,7 @@ def test_yaml_data_from_the_cache_is_what_the_parser_gives(cache_dir: Path) -> N
     that is not plain (a timestamp) is parsed every time; another text is another entry."""
     import yaml
 
-    from npkit.toolchain import yaml_data
+    from npkit.asm.base import yaml_data
 
     text = "a: [1, 2.5, {b: null}]\nc: !!binary aGk=\nd: yes\n"
     first = yaml_data.load_data(text)

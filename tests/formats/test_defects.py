@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from npkit.asm.image import Image, ImageError, Program, read_image, to_bytes
 from npkit.emulator.binding import Chip, EmulatorError
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.routes import RouteError, load_routes
 from npkit.emulator.traffic.spec import SpecError, load_spec
 from npkit.toolchain.cli import main
-from npkit.toolchain.image import Image, ImageError, Program, read_image, to_bytes
 from npkit.toolchain.system.layout import LinkError, load_layout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -434,7 +434,7 @@ def test_formats_check_of_a_binary_file_says_stale(tmp_path: Path) -> None:
 
 
 def test_refuse_overwrite_compares_files_not_spellings(tmp_path: Path) -> None:
-    from npkit.toolchain.writing import SameFileError, refuse_overwrite
+    from npkit.asm.base.writing import SameFileError, refuse_overwrite
 
     src = tmp_path / "a.uc"
     src.write_text("x")

@@ -22,12 +22,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from npkit.asm.image import ImageError, elf_bytes, from_bytes, read_image
 from npkit.emulator.binding import EmulatorError, load_config
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.routes import RouteError, load_routes
 from npkit.emulator.traffic.spec import SpecError, load_spec
 from npkit.toolchain.debug.batch import BatchError, parse_batch
-from npkit.toolchain.image import ImageError, elf_bytes, from_bytes, read_image
 from npkit.toolchain.system.layout import LinkError, load_layout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +125,7 @@ def load_or_refuse(path: Path, data: bytes, load: Any, error: type[Exception]) -
 
 
 def _keys(*models: Any) -> list[str]:
-    from npkit.toolchain.schema import walk_models
+    from npkit.asm.base.schema import walk_models
 
     names: list[str] = []
     for m in models:
@@ -262,7 +262,7 @@ def test_route_file_from_dev_zero_is_refused_at_once() -> None:
 @functools.lru_cache(maxsize=1)
 def _image_parts() -> tuple[list[list[int]], dict[str, Any]]:
     from npkit.asm.assembler import assemble
-    from npkit.toolchain.image import FORMAT_VERSION, _program_meta
+    from npkit.asm.image import FORMAT_VERSION, _program_meta
 
     prog = assemble(ROOT / "examples" / "hello.uc").program
     meta = {"format": FORMAT_VERSION, "config": "", "meta": {"rings": {"r": {"ring": 1, "base": 4096, "size": 128}}},
@@ -271,7 +271,7 @@ def _image_parts() -> tuple[list[list[int]], dict[str, Any]]:
 
 
 def _meta_keys() -> list[str]:
-    from npkit.toolchain.image_schema import ImageMeta
+    from npkit.asm.image_schema import ImageMeta
 
     return _keys(ImageMeta)
 

@@ -1,4 +1,4 @@
-"""YAML by libyaml (npkit.toolchain.yaml_data): the same data and line maps as the
+"""YAML by libyaml (npkit.asm.base.yaml_data): the same data and line maps as the
 pure-Python parser, and never a crash on text libyaml cannot take."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from npkit.toolchain.schema import InputError, _parse_yaml, parse_yaml
-from npkit.toolchain.yaml_data import MAX_FAST_DEPTH, fast_loader, load_data
+from npkit.asm.base.schema import InputError, _parse_yaml, parse_yaml
+from npkit.asm.base.yaml_data import MAX_FAST_DEPTH, fast_loader, load_data
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p for d in ("examples", "emulator/configs", "toolchain/system", "microcode") for p in (ROOT / d).rglob("*.yaml"))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from npkit.toolchain.isa import decode, gen_c, model, operand_roles
+from npkit.asm.isa import decode, gen_c, model, operand_roles
 
 ROOT = Path(__file__).resolve().parents[2]
 EMU = ROOT / "emulator"

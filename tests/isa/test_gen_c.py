@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from npkit.toolchain import isa
-from npkit.toolchain.isa import DecodeError, decode, gen_c
-from npkit.toolchain.isa.gen_c import c_name
-from npkit.toolchain.isa.operands import OperandError, decode_restricted, decode_unrestricted
+from npkit.asm import isa
+from npkit.asm.isa import DecodeError, decode, gen_c
+from npkit.asm.isa.gen_c import c_name
+from npkit.asm.isa.operands import OperandError, decode_restricted, decode_unrestricted
 
 INCLUDE = Path(__file__).resolve().parents[2] / "emulator" / "include"
 

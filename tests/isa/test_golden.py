@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-from npkit.toolchain import isa
+from npkit.asm import isa
 
 # (word, physical text, citation: original source line)
 REAL = [

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from npkit.asm.image import Image, Program, write_image
 from npkit.emulator.binding import Chip
 from npkit.emulator.msf_device import MsfDevice
 from npkit.emulator.traffic.source import Traffic
 from npkit.emulator.traffic_run import MsfError, TrafficRun
 from npkit.toolchain.commands.run import run_cmd
-from npkit.toolchain.image import Image, Program, write_image
 
 from .conftest import PASSTHROUGH, program, words_of
 

@@ -114,7 +114,7 @@ def test_link_and_route_build_into_a_missing_directory(tmp_path: Path) -> None:
 
 
 def test_write_output_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:
-    from npkit.toolchain.writing import OutputError, write_output
+    from npkit.asm.base.writing import OutputError, write_output
 
     with pytest.raises(OutputError, match=r"cannot write .*/nodir/f: No such file"):
         write_output(tmp_path / "nodir" / "f", b"x")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from npkit.emulator.traffic_run import Departure
-from npkit.toolchain.system.bench import permutation_traffic
+from npkit.toolchain.bench.system import permutation_traffic
 from npkit.toolchain.system.router_run import RouterRun
 
 MISMATCHES = ("wrong_outcome", "wrong_port", "wrong_bytes", "reordered", "wrong_reason", "unmatched",

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from npkit.asm.image import read_image
 from npkit.toolchain.cli import main
-from npkit.toolchain.image import read_image
 from npkit.toolchain.system.layout import LinkError, load_layout
 from npkit.toolchain.system.link import link, reasons_header
 from npkit.toolchain.system.paths import REASONS_H
@@ -219,7 +219,7 @@ def test_linking_twice_gives_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> 
     """Two links of the same inputs, uncached, are identical: the generated npk_sys.h is
     named the same in both (its temporary directory used to be in scopes, the line table
     and the source list), and a name it is known by is in the image."""
-    from npkit.toolchain.image import to_bytes
+    from npkit.asm.image import to_bytes
     from npkit.toolchain.system.link import GENERATED_DIR
 
     monkeypatch.setenv("NPK_CACHE_DIR", "off")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from npkit.toolchain import cache
+from npkit.asm.base import cache
 from npkit.toolchain.system.link import link
 from npkit.toolchain.system.paths import DEFAULT_ROUTER, ROOT
 

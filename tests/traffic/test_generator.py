@@ -12,13 +12,8 @@ from typing import Any
 import pytest
 
 from npkit.emulator.traffic.dataset import load_traffic
-from npkit.emulator.traffic.generator import (
-    TAG,
-    TUNNEL_PORT,
-    GenPacket,
-    generate,
-    write_traffic,
-)
+from npkit.emulator.traffic.frames import TAG, TUNNEL_PORT
+from npkit.emulator.traffic.generator import GenPacket, generate, write_traffic
 from npkit.emulator.traffic.oracle import Forward, RefRouter
 from npkit.emulator.traffic.packet import (
     IPPROTO_UDP,

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from npkit.asm.image import write_image
 from npkit.emulator.traffic.generator import generate
 from npkit.emulator.traffic.source import Traffic, load_traffic_source
 from npkit.emulator.traffic.spec import spec_from_dict
+from npkit.toolchain.bench.xscale import churn_traffic, line_rate_78
 from npkit.toolchain.cli import main
-from npkit.toolchain.image import write_image
 from npkit.toolchain.system.link import link
 from npkit.toolchain.system.router_run import RouterRun
-from npkit.xscale.bench import churn_traffic, line_rate_78
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "traffic"

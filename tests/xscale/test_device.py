@@ -43,7 +43,7 @@ def test_ring_interface_get_put_count_free_and_config() -> None:
 
 
 def test_interrupt_bits_latch_count_and_clear() -> None:
-    from npkit.toolchain.isa import encode
+    from npkit.asm.isa import encode
 
     chip = Chip("ixp2800")
     w = ChipWindows(chip)
@@ -61,7 +61,7 @@ def test_interrupt_bits_latch_count_and_clear() -> None:
 
 
 def test_interthread_signal_from_the_xscale_wakes_a_thread() -> None:
-    from npkit.toolchain.isa import encode
+    from npkit.asm.isa import encode
     from npkit.xscale.device import CAP_BASE, CAP_INTERTHREAD_SIG
 
     chip = Chip("ixp2800")

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from npkit.emulator.binding import Chip
 from npkit.toolchain.cli import main
+from npkit.toolchain.commands.xscale import co_run
 from npkit.toolchain.system.router_run import RouterRun, format_summary
-from npkit.xscale.cli import co_run
 from npkit.xscale.core import XScaleError
 from npkit.xscale.device import SRAM_QUEUE, ChipWindows, DeviceFault
 from npkit.xscale.elf import ElfError, read_elf

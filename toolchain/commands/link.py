@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
+from npkit.asm.base.writing import OutputError
+from npkit.asm.image import write_image
 from npkit.toolchain.commands.options import check_defines
-from npkit.toolchain.image import write_image
 from npkit.toolchain.system.layout import LinkError, parse_defines
 from npkit.toolchain.system.link import link
-from npkit.toolchain.writing import OutputError
 
 from .outputs import refuse_overwrite_usage
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from npkit.toolchain.writing import Named, SameFileError, refuse_overwrite
+from npkit.asm.base.writing import Named, SameFileError, refuse_overwrite
 
 
 def refuse_overwrite_usage(outputs: list[Named], inputs: list[Named]) -> None:
     """An output that names one of the command's inputs, or another of its outputs, is a
-    usage error (exit 2): `npkit.toolchain.writing.refuse_overwrite`."""
+    usage error (exit 2): `npkit.asm.base.writing.refuse_overwrite`."""
     try:
         refuse_overwrite(outputs, inputs)
     except SameFileError as e:

@@ -41,8 +41,8 @@ def train_router(layout: str, ms: float) -> int:
 
 
 def train_loops() -> None:
-    """The emulator benchmarks' loops (npkit.emulator.bench), briefly."""
-    from npkit.emulator import bench
+    """The emulator benchmarks' loops (npkit.toolchain.bench.emulator), briefly."""
+    from npkit.toolchain.bench import emulator as bench
 
     bench._mips(bench.ALU_LOOP, 20 * LOOP_CYCLES)
     bench._mips(bench.MEM_LOOP, LOOP_CYCLES)

@@ -24,7 +24,6 @@ from typing import Any
 
 import click
 
-from npkit.asm.cli import include_option
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import MeListError, load_images
 from npkit.emulator.run_config import ConfigMismatch
@@ -34,6 +33,7 @@ from npkit.emulator.traffic_run import (
     format_report,
     load_traffic_source,
 )
+from npkit.toolchain.commands.asm import include_option
 from npkit.toolchain.debug.target import (
     TargetUsage,
     is_layout,
@@ -316,7 +316,7 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
         warn_faults(chip, out)
         exit_on_me_faults(out)
         return
-    from npkit.xscale.cli import add_to_run_summary, report_failed, run_beside
+    from npkit.toolchain.commands.xscale import add_to_run_summary, report_failed, run_beside
 
     reason, rep = run_beside(chip, xscale, xscale_args, cycles, placement, gdb, as_json)
     out = me_summary(chip, reason, loaded)
@@ -362,7 +362,7 @@ def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | 
         return None
     if (restart_at is None) != (kill_at is None) or (kill_at is not None and restart_at is not None and restart_at <= kill_at):
         raise click.UsageError("--kill-control-at MS and --restart-control-at MS go together, the restart after the kill")
-    from npkit.xscale.cli import _echo_live
+    from npkit.toolchain.commands.xscale import _echo_live
 
     out: dict[str, Any] = {"gdb_port": gdb, "socket": socket, "echo": None if as_json else _echo_live,
                            "kill_at_ns": None if kill_at is None else int(kill_at * 1e6),

@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from npkit.toolchain.schema import Located, decode_text, read_bytes, validate
+from npkit.asm.base.schema import Located, decode_text, read_bytes, validate
 
 BATCH_LIMIT = 1 << 20
 MAX_LINE = 4096
@@ -46,7 +46,7 @@ class BatchFile(BaseModel):
     @field_validator("lines")
     @classmethod
     def _no_control(cls, v: list[str]) -> list[str]:
-        from npkit.toolchain.schema import at
+        from npkit.asm.base.schema import at
 
         for i, text in enumerate(v):
             try:

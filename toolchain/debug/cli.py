@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from npkit.asm.cli import include_option
+from npkit.toolchain.commands.asm import include_option
 from npkit.toolchain.commands.options import MAX_CYCLES, image_define_option
 
 from .target import (

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from npkit.asm.isa import isa
 from npkit.emulator.binding import MEM_SPACES
-from npkit.toolchain.isa import isa
 
 from .source import short
 

@@ -3,9 +3,9 @@ table (the one the emulator executes with): a record keeps the unit and the cmd 
 
 from __future__ import annotations
 
+from npkit.asm.isa import isa
+from npkit.asm.isa.model import MemCmd
 from npkit.emulator.binding import UNITS, HistEvent
-from npkit.toolchain.isa import isa
-from npkit.toolchain.isa.model import MemCmd
 
 
 def unit_name(ev: HistEvent) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from npkit.toolchain.image_schema import RingMeta
-from npkit.toolchain.schema import load_yaml, validate
+from npkit.asm.base.schema import load_yaml, validate
+from npkit.asm.image_schema import RingMeta
 
 RING_SYNTAX = "scratch:N:base=ADDR,size=WORDS[,margin=M]"
 

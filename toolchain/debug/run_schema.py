@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import at, irange
+from npkit.asm.base.schema import at, irange
 
 from .ring_schema import RING_SYNTAX, is_ring_file, read_ring
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from npkit.asm.isa import DecodeError, decode, isa
 from npkit.emulator.binding import (
     CTX_STATES,
     K_CAM_STATE,
@@ -39,7 +40,6 @@ from npkit.emulator.binding import (
     HistEvent,
 )
 from npkit.emulator.me_names import MeNameError
-from npkit.toolchain.isa import DecodeError, decode, isa
 
 from . import events
 from . import packet as pkt

@@ -1,6 +1,6 @@
 """Source-level view of an image: addresses <-> file:line, macro chains, `.reg` names.
 
-Everything here reads only the Image (npkit.toolchain.image): the line table
+Everything here reads only the Image (npkit.asm.image): the line table
 (one LineEntry per word: file, line, macro chain "name@file:line > ...",
 outermost first) and the symbols (labels, registers with their physical
 names, transfer registers, signals, memory).  Source text is found next to
@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from npkit.toolchain.image import Image, LineEntry, Program, Symbol
-from npkit.toolchain.isa import isa
+from npkit.asm.image import Image, LineEntry, Program, Symbol
+from npkit.asm.isa import isa
 
 
 @dataclass(frozen=True)

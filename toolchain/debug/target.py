@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from npkit.asm.image import Image, ImageError, Program, read_image
 from npkit.emulator.binding import Chip, EmulatorError
 from npkit.emulator.loader import LoadError, MeListError, load_images, parse_me_list
 from npkit.emulator.me_names import format_me_list
 from npkit.emulator.run_config import DEFAULT_CONFIG, run_config
-from npkit.toolchain.image import Image, ImageError, Program, read_image
 
 from .source import SourceMap, source_maps
 

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from npkit.asm.base.writing import check_writable, write_output
+from npkit.asm.image import Image
 from npkit.emulator.binding import CTX_STATES, UNITS, HistEvent
-from npkit.toolchain.image import Image
-from npkit.toolchain.writing import check_writable, write_output
 
 from .events import command_name, is_command
 from .source import where

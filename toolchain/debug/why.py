@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from npkit.asm.base.schema import load_yaml, validate
 from npkit.emulator.binding import UNITS
-from npkit.toolchain.schema import load_yaml, validate
 
 from . import events
 from . import packet as pkt

@@ -37,7 +37,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from npkit.toolchain.reading import load_yaml
+from npkit.asm.base.reading import load_yaml
 
 from .design import DESIGN_LIMIT, Design, DesignError, design_from_dict
 from .store import Store

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from npkit.toolchain.reading import Located
+    from npkit.asm.base.reading import Located
 
 KINDS = ("full", "fractional", "sweep")
 TOP_KEYS = {"name", "title", "description", "kind", "replications", "seed", "base", "factors",
@@ -588,7 +588,7 @@ def _resolve(root: Path, value: Any) -> Path:
 
 def load_design(path: str | Path, quick: bool = False) -> Design:
     """Read, check and return a design; every run's inputs are checked too (check_runs)."""
-    from npkit.toolchain.reading import load_yaml
+    from npkit.asm.base.reading import load_yaml
 
     path = Path(path)
     located = load_yaml(path, limit=DESIGN_LIMIT, error=DesignError, what="experiment design")

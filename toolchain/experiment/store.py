@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the traffic generator and this package's run code
 CODE_PATHS = ["asm", "emulator/src", "emulator/include", "emulator/configs", "emulator/traffic",
               "emulator/msf_device.py", "emulator/traffic_run.py", "emulator/binding.py", "emulator/loader.py",
-              "microcode", "toolchain/system", "toolchain/image.py", "toolchain/router", "toolchain/isa",
+              "microcode", "toolchain/system", "asm/image.py", "toolchain/router", "asm/isa",
               "toolchain/experiment/execute.py", "toolchain/experiment/steady.py",
               "toolchain/experiment/capacity.py"]  # fmt: skip
 CODE_SUFFIXES = {".py", ".c", ".h", ".uc", ".yaml"}
@@ -65,7 +65,7 @@ RECORD_KEYS = ("run_id", "point", "replicate", "seed", "levels", "status", "conf
 
 def read_json(path: Path, what: str, keys: tuple[str, ...], hint: str = "") -> dict[str, Any]:
     """A JSON object of the store holding `keys`; StoreError naming the file otherwise."""
-    from npkit.toolchain.reading import read_text
+    from npkit.asm.base.reading import read_text
 
     text = read_text(path, limit=RECORD_LIMIT, error=StoreError, what=what)
     try:

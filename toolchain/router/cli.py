@@ -38,8 +38,8 @@ def route() -> None:
               help="Write the image as JSON runs instead of the binary format.")
 def build_cmd(routes: str, config: str | None, output: str, as_json: bool) -> None:
     """Build the SRAM image (trie + next-hop table) for ROUTES."""
+    from npkit.asm.base.writing import OutputError, write_output
     from npkit.toolchain.commands.outputs import refuse_overwrite_usage
-    from npkit.toolchain.writing import OutputError, write_output
 
     from . import sramfile
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from npkit.toolchain.yaml_data import load_data
+from npkit.asm.base.yaml_data import load_data
 
 SRAM_MAP_PATH = Path(__file__).resolve().parents[2] / "microcode" / "lookup" / "sram_map.yaml"
 

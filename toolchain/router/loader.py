@@ -134,7 +134,7 @@ def parse_config(data: Any, source: str = "<config>", base_dir: Path | None = No
 
 
 def load_config(path: str | Path) -> RouterInfo:
-    from npkit.toolchain.schema import load_yaml
+    from npkit.asm.base.schema import load_yaml
 
     path = Path(path)
     return parse_config(load_yaml(path, error=RouteFileError, what="router config").data, str(path), path.parent)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from npkit.toolchain.cache import cache_dir
+from npkit.asm.base.cache import cache_dir
 
 from .paths import ROOT
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .layout import LinkError
+from .errors import LinkError
 from .sysmap import (
     CP_CHANGES_BASE,
     CP_CHANGES_CAP,
@@ -424,7 +424,7 @@ class ControlPlane:
         from npkit.xscale.system import System
         from npkit.xscale.toolchain import BuildError, program
 
-        from .router_run import router_config_of
+        from .router_image import router_config_of
 
         meta = image.meta["control"]
         self.chip = chip

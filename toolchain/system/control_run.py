@@ -60,7 +60,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter, deque
 from dataclasses import replace as dc_replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from npkit.emulator.traffic.control import (
     CHANGE_WINDOW_NS,
@@ -94,7 +94,24 @@ from .control import (
 )
 
 if TYPE_CHECKING:
-    from .router_run import RouterRun
+    from npkit.emulator.binding import Chip
+    from npkit.emulator.traffic.router_config import RouterConfig
+    from npkit.emulator.traffic.source import TrafficSource
+    from npkit.emulator.traffic_run import TrafficRun
+
+
+class RouterRun(Protocol):
+    """What the control plane's account uses of a run (npkit.toolchain.system.router_run's
+    RouterRun, which owns this account and hands itself over)."""
+
+    chip: Chip
+    config: RouterConfig
+    traffic: TrafficSource
+    run: TrafficRun
+    control: Any  # its ControlPlane
+    comparison: Counter[str]
+
+    def add_demand(self, port: int, nbytes: int, sign: int = 1, packet: bool = True) -> None: ...
 
 NEVER = 1 << 63
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))

@@ -34,21 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npkit.toolchain.reading import Located, error_at, file_state, load_yaml
+from npkit.asm.base.reading import Located, error_at, file_state, load_yaml
 
+from .errors import DefineError, LinkError
 from .paths import LAYOUTS, MICROCODE
 from .sysmap import SYS
 
 if TYPE_CHECKING:
     from .layout_schema import LayoutFile
-
-
-class LinkError(ValueError):
-    """An inconsistent layout or a block that does not build; the message says why."""
-
-
-class DefineError(LinkError):
-    """A -D option that is not NAME=VALUE (a usage error of the command that takes it)."""
 
 
 @dataclass
@@ -264,7 +257,7 @@ def load_layout(
     def fail(where: tuple[Any, ...], message: str) -> Exception:
         return error_at(LinkError, source, where, message, located)
 
-    from npkit.toolchain.cache import checked
+    from npkit.asm.base.cache import checked
 
     from .control import ControlSpec, option_names
 
@@ -277,7 +270,7 @@ def load_layout(
 def _checked_layout(data: dict[str, Any], source: str, located: Located | None) -> Layout:
     """load_layout without the cache, after the parameters are substituted."""
     # the schema (and pydantic) only when the cache has no result for this layout
-    from npkit.toolchain.schema import validate
+    from npkit.asm.base.schema import validate
 
     from .control import option_names
     from .layout_schema import LayoutFile

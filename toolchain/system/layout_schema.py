@@ -35,9 +35,9 @@ from pydantic import (
     model_validator,
 )
 
+from npkit.asm.base.schema import Doc, at, file_state, irange, strict_int
 from npkit.emulator.me_names import MeNameError, me_name
 from npkit.emulator.me_names import parse_me as parse_me_name
-from npkit.toolchain.schema import Doc, at, file_state, irange, strict_int
 
 RING_SIZES = (128, 256, 512, 1024)
 NUM_MES = 16

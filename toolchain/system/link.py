@@ -33,7 +33,7 @@ from .sysmap import (
 )
 
 if TYPE_CHECKING:
-    from npkit.toolchain.image import Program
+    from npkit.asm.image import Program
 
 # ---- generated headers ---------------------------------------------------------------
 
@@ -229,7 +229,7 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
     from npkit.emulator.traffic.routes import RouteError, check_route_file, load_route_columns
 
-    from .router_run import routes_digest
+    from .router_image import routes_digest
 
     cfg_path = Path(router_config) if router_config else DEFAULT_ROUTER
     try:
@@ -436,7 +436,7 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True, num_me: int = 16) -> list
 def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
          config: str = "ixp2800", tx_confirm: bool = True) -> Any:  # fmt: skip
-    """Build the system image for a layout.  Returns npkit.toolchain.image.Image; its
+    """Build the system image for a layout.  Returns npkit.asm.image.Image; its
     meta holds the layout graph, the ring table, the system map and the router
     configuration.  External blocks get the stand-ins of `_host_blocks` (so the host can
     drive their rings), and the exception ring its host reader."""
@@ -459,8 +459,8 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     # the assembler (and the ISA's encoders it builds) only when there is something to build
     from npkit.asm.assembler import assemble
     from npkit.asm.errors import AsmError
+    from npkit.asm.image import Image
     from npkit.emulator.run_config import recorded_config
-    from npkit.toolchain.image import Image
 
     if len(rcfg.ports) > MAX_PORTS:
         raise LinkError(f"{len(rcfg.ports)} ports: the parse block's CAM holds the special "
@@ -515,8 +515,8 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
 
         meta["control"] = control_meta(lay)
     image = Image(programs=programs, config=recorded_config(config), meta=meta)
-    from npkit.toolchain.cache import cache_dir, cache_put
-    from npkit.toolchain.image import ImageError, from_bytes, to_bytes
+    from npkit.asm.base.cache import cache_dir, cache_put
+    from npkit.asm.image import ImageError, from_bytes, to_bytes
 
     if cache_dir() is not None:
         data = to_bytes(image)
@@ -554,7 +554,7 @@ def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | Non
     router config and route file (by content, not by path), the chip config, the code
     and microcode that build it, and its control plane (`control`: the layout's
     ControlSpec; placement, program, arguments, options and the program's sources)."""
-    from npkit.toolchain.cache import code_digest, content_key
+    from npkit.asm.base.cache import code_digest, content_key
 
     if isinstance(layout, dict):
         lay_ident: Any = layout
@@ -580,8 +580,8 @@ def _cached_image(key: str, rcfg: Any, router_record: dict[str, Any], lay: Layou
     """A cached image with this run's paths in its meta (the router config and route file
     it records are these, by content), or None.  Its control program is built again if
     it is gone (the key has its sources: the one built is theirs)."""
-    from npkit.toolchain.cache import cache_get
-    from npkit.toolchain.image import ImageError, from_bytes
+    from npkit.asm.base.cache import cache_get
+    from npkit.asm.image import ImageError, from_bytes
 
     data = cache_get("image", key)
     if data is None:

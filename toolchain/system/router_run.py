@@ -34,7 +34,6 @@ benchmarks and the tests; `verdict.judge` turns its summary into CI's pass/fail.
 from __future__ import annotations
 
 import gc
-import hashlib
 import time
 from array import array
 from collections import Counter
@@ -66,12 +65,12 @@ from npkit.emulator.traffic.fate import (
 from npkit.emulator.traffic.histogram import LatencyHistogram
 from npkit.emulator.traffic.oracle import Drop, Forward, Outcome
 from npkit.emulator.traffic.reasons import load_reasons
-from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
 from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
 from npkit.emulator.traffic.window import Window
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
 
 from .buffers import audit
+from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 from .wire_idle import WireIdle
 
@@ -85,73 +84,10 @@ COMPARISON_KEYS = ("matched_forward", "untagged", "wrong_outcome", "wrong_port",
 CONTROL_KEYS = ("matched_control", "unexpected_control", "missing_control")
 
 
-class RouterImageError(ValueError):
-    """A system image the router harness cannot run (no router config, routes changed)."""
-
-
 def tag_id(frame: bytes) -> int:
     """The generator's packet id carried in a frame, -1 if none."""
     k = frame.find(TAG)
     return int.from_bytes(frame[k + 4 : k + 8], "big") if 0 <= k and k + 8 <= len(frame) else -1
-
-
-_DIGESTS: dict[tuple[str, int, int, int], str] = {}
-
-
-def routes_digest(path: str | Path) -> str:
-    """sha256 of a file's bytes (once per process while the file does not change)."""
-    p = Path(path)
-    st = p.stat()
-    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-    d = _DIGESTS.get(key)
-    if d is None:
-        d = _DIGESTS[key] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return d
-
-
-def router_config_of(image: Any) -> RouterConfig:
-    """The router configuration an image was linked with (`meta["router"]`, written by
-    `npk link`): the oracle must see the same ports, ARP table and routes as the
-    microcode's tables were built from."""
-    meta = image.meta.get("router")
-    if not isinstance(meta, dict):
-        raise RouterImageError("the image carries no router configuration (not linked by `npk link`?)")
-    routes = meta.get("routes")
-    if isinstance(routes, str):
-        p = Path(routes)
-        if not p.exists():
-            raise RouterImageError(f"the image was linked with the route file {p}, which is gone")
-        if meta.get("routes_sha256") and routes_digest(p) != meta["routes_sha256"]:
-            raise RouterImageError(f"the route file {p} changed since the image was linked: link again")
-    cfg = {k: v for k, v in meta.items() if k != "routes_sha256"}
-    # the config file the image names, when it still says the same (read once per process)
-    source = Path(str(image.meta.get("router_config") or ""))
-    if source.is_file():
-        try:
-            loaded = RouterConfig.load(source)
-            if isinstance(routes, str) and loaded.route_file is not None and \
-                    {**loaded.to_dict(), "routes": str(loaded.route_file.resolve())} == cfg:  # fmt: skip
-                return loaded
-        except ConfigError:
-            pass
-    try:
-        return RouterConfig.from_dict(cfg, source=Path(str(image.meta.get("router_config") or "<image>")))
-    except ConfigError as e:
-        raise RouterImageError(f"the image's router configuration: {e}") from None
-
-
-def check_msf_io(image: Any) -> None:
-    """RouterImageError for an image linked with `io=host`: its rx and tx are the host's
-    stand-ins (block tests), so frames offered on the MSF would sit there unread and the
-    run end "stuck" with every packet in flight."""
-    params = image.meta.get("params")
-    io = params.get("io", "msf") if isinstance(params, dict) else "msf"
-    if io != "msf":
-        raise RouterImageError(
-            f"the image was linked with io={io} (rx and tx are the host's stand-ins, which take "
-            "packet words from the host's rings): traffic enters through the MSF, which needs rx and tx; "
-            "link it again without -D io=host"
-        )
 
 
 Identify = Callable[[bytes, int], int]

@@ -2,7 +2,7 @@
 table `npk demo` and the experiments use) and a copy of the example router config that
 names a given table, so that the microcode's lookup, the oracle and the traffic
 generator see the same routes.  What is generated is kept in the content cache
-(npkit.toolchain.cache), so a second run starts at once."""
+(npkit.asm.base.cache), so a second run starts at once."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import atexit
 import tempfile
 from pathlib import Path
 
-from npkit.toolchain.yaml_data import load_data
+from npkit.asm.base.yaml_data import load_data
 
 from .paths import DEFAULT_ROUTER
 
@@ -49,7 +49,7 @@ def demo_routes(count: int, seed: int = 1) -> Path:
     """The demo's random table (`npk traffic routes --count COUNT --seed SEED --config
     examples/traffic/router.yaml`), generated once and kept in the cache (a temporary
     file when the cache is off)."""
-    from npkit.toolchain.cache import cache_file, cache_put, code_digest, content_key
+    from npkit.asm.base.cache import cache_file, cache_put, code_digest, content_key
 
     key = content_key("routes/2", count, seed, str(DEFAULT_ROUTER), DEFAULT_ROUTER.read_bytes(), code_digest())
     hit = cache_file("routes", key)
@@ -65,9 +65,9 @@ def router_with_routes(routes: Path) -> Path:
     temporary file when the cache is off).  The route file is checked first, as `npk
     link --routes` checks it (RouteError `routes:line: ...`), so that its errors name it
     and not the config made here."""
+    from npkit.asm.base.cache import cache_file, cache_put, content_key
     from npkit.emulator.traffic.router_config import RouterConfig
     from npkit.emulator.traffic.routes import check_route_file, load_route_columns
-    from npkit.toolchain.cache import cache_file, cache_put, content_key
 
     ports = [(p.address, p.prefix_len) for p in RouterConfig.load(DEFAULT_ROUTER).ports]
     check_route_file(ports, load_route_columns(routes), routes)

@@ -13,7 +13,7 @@
 static int failures;
 #define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
 
-/* encoded with npkit.toolchain.isa.encode (see tests/emulator/test_c_asan.py) */
+/* encoded with npkit.asm.isa.encode (see tests/emulator/test_c_asan.py) */
 static const uint64_t prog_alu_loop[] = {0xf0000c2801ull, 0xf000000b00ull, 0xb0c0200801ull, 0xaa801c0401ull, 0xd800800101ull, 0xe000020000ull};
 static const uint64_t prog_mem_mix[] = {0xf0001c0001ull, 0xf0000c1d80ull, 0x0110008001ull, 0x0510048001ull, 0x2842008301ull, 0xe000000030ull, 0x1700008301ull, 0x3622480000ull, 0xa5b00c0300ull, 0xa9b03c0801ull, 0xbb801c0001ull, 0xa9402e0001ull, 0xfc10ac6318ull, 0xe000010000ull};
 static const uint64_t prog_producer[] = {0xf0000c0401ull, 0xf000000b00ull, 0xd800804214ull, 0xa0643c0001ull, 0xb0c0200801ull, 0xa0801c0401ull, 0xaab00f2401ull, 0xd800800101ull, 0xa028500800ull, 0xe000020000ull};

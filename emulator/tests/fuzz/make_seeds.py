@@ -100,7 +100,7 @@ class Seed:
         self.body += struct.pack("<BBHH", RX, port, len(frame), gap_ns) + frame
 
     def program(self, prog: Any, mes: list[int], enable: int | None = None) -> None:
-        """A Program (npkit.toolchain.image) on `mes`: words, initial registers,
+        """A Program (npkit.asm.image) on `mes`: words, initial registers,
         signals, memory (up to MEM_BUDGET bytes), enabled contexts."""
         budget = MEM_BUDGET
         for space, addr, data in prog.init_mem:

@@ -31,7 +31,7 @@ from functools import cache, lru_cache
 from pathlib import Path, PosixPath, PurePosixPath
 from typing import Any, TypeVar
 
-ROOT = Path(__file__).resolve().parents[1]  # the tree (npkit.toolchain.system.paths.ROOT)
+ROOT = Path(__file__).resolve().parents[2]  # the tree (npkit.toolchain.system.paths.ROOT)
 
 MAX_BYTES = 2 << 30  # 2 GB
 # Bytes this process has put since it last trimmed (-1: it has not yet).  A trim stats
@@ -239,11 +239,11 @@ def plain_result(kind: str, parts: tuple[str, ...], build: Callable[[], T]) -> T
 def checked(kind: str, args: Any, build: Callable[[], T], classes: tuple[type, ...] = ()) -> T:
     """`build()` (a reader that checks its input against a schema), or the result it gave
     before for the same `args`, code and pydantic while the files it read (or looked at)
-    are unchanged (npkit.toolchain.reading.recording).  `args` is what the result is a
+    are unchanged (npkit.asm.base.deps.recording).  `args` is what the result is a
     function of besides those files (a path, overrides, parsed data; its repr is in the
     key); when it is not `plain` the result is built every time.  The result is stored with pickle and read back with
     `classes` (and Path) the only classes allowed.  Errors are raised, never stored."""
-    from npkit.toolchain.reading import note, recording, unchanged
+    from npkit.asm.base.deps import note, recording, unchanged
 
     # the working directory too: relative paths in `args` and among the files noted name
     # other files from elsewhere, and a result may hold paths resolved against it

@@ -7,9 +7,9 @@ stack (PyYAML 6.0): text goes to libyaml only when it cannot nest deeper than
 that indentation cannot nest it deeper either); the rest to the pure-Python parser.
 
 `load_data(text)` is yaml.safe_load, its result kept in the content cache by the text
-(npkit.toolchain.cache.plain_result): a warm run reads its YAML data files without
+(npkit.asm.base.cache.plain_result): a warm run reads its YAML data files without
 importing PyYAML (about 10 ms of a process's start).  `parse_yaml` in
-npkit.toolchain.reading uses `fast_loader(text)` and reads a text it fails on again with
+npkit.asm.base.reading uses `fast_loader(text)` and reads a text it fails on again with
 the pure-Python parser, so errors keep their messages.
 """
 

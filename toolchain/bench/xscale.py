@@ -35,13 +35,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from npkit.emulator.bench import IDLE_LOOP, _chip
 from npkit.toolchain.bench import benchmark
+from npkit.toolchain.bench.emulator import IDLE_LOOP, _chip
+from npkit.xscale.system import System
 
-from .system import System
-
-PROGRAM = Path(__file__).resolve().parent / "build" / "arm" / "xs_demo.elf"
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "traffic"
+PROGRAM = Path(__file__).resolve().parents[2] / "xscale" / "build" / "arm" / "xs_demo.elf"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traffic"
 
 
 def _mips(cycles: int) -> float:

@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from npkit.toolchain.bench import benchmark
-
-from .paths import ROOT
+from npkit.toolchain.system.paths import ROOT
 
 CLOCK_HZ = 1.4e9
 PORTS = 5

@@ -21,10 +21,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from npkit.asm.isa import encode
+from npkit.emulator.binding import Chip
 from npkit.toolchain.bench import benchmark
-from npkit.toolchain.isa import encode
-
-from .binding import Chip
 
 
 def _words(lines: list[str]) -> list[int]:

@@ -9,7 +9,7 @@ produces an Image with one Program per block, each assigned to its MEs.
 ELF layout (ELF32, little-endian, e_machine EM_NONE, so GNU readelf/objdump read it):
   .text.<n>   one per program: each 40-bit word stored as a little-endian uint64
   .npk.meta   UTF-8 JSON: format version, and per program everything but the words
-              (its schema: npkit.toolchain.image_schema, checked on every read)
+              (its schema: npkit.asm.image_schema, checked on every read)
   .symtab/.strtab  program labels as ELF symbols (value = word address) for readelf -s
   .shstrtab
 """
@@ -23,14 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from .reading import read_bytes
-from .writing import write_output
-
-FORMAT_VERSION = 1
-MAX_USTORE = 8192
-MAX_MES = 32
-WORD_LIMIT = 1 << 40
-IMAGE_LIMIT = 256 << 20  # bytes: an image file larger than this is refused unread
+from npkit.asm.base.reading import read_bytes
+from npkit.asm.base.writing import write_output
+from npkit.asm.image_format import FORMAT_VERSION, IMAGE_LIMIT, MAX_MES, MAX_USTORE, WORD_LIMIT
 
 _ELF_HDR = struct.Struct("<16sHHIIIIIHHHHHH")
 _SHDR = struct.Struct("<IIIIIIIIII")
@@ -197,7 +192,7 @@ def elf_bytes(texts: list[list[int]], meta: dict[str, Any], labels: list[list[tu
 
 def write_image(path: str | Path, image: Image) -> None:
     """Write atomically: a failed write never leaves a partial file behind (raises
-    npkit.toolchain.writing.OutputError naming the path)."""
+    npkit.asm.base.writing.OutputError naming the path)."""
     write_output(path, to_bytes(image))
 
 
@@ -237,7 +232,7 @@ def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
         raise ImageError(f"{where} is nested too deeply") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
         raise ImageError(f"{origin}: unsupported image format version {meta.get('format') if isinstance(meta, dict) else '?'}")
-    from .cache import checked
+    from npkit.asm.base.cache import checked
 
     config, progs = checked("image-meta/1", hashlib.sha256(data[meta_sh[4] : meta_sh[4] + meta_sh[5]]).hexdigest(),
                             lambda: _checked_meta(meta, where))  # fmt: skip
@@ -275,8 +270,9 @@ def _checked_meta(meta: dict[str, Any], where: str) -> tuple[str, list[dict[str,
     """The image's metadata checked against image_schema.ImageMeta, as plain data: its
     chip config and, per program, the fields of a Program but its words."""
     # the schema (and pydantic) only when the cache has no result for this metadata
+    from npkit.asm.base.schema import validate
+
     from .image_schema import ImageMeta
-    from .schema import validate
 
     checked = validate(ImageMeta, meta, where, error=ImageError)
     return checked.config, [{

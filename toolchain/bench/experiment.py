@@ -26,7 +26,7 @@ DESIGN = ROOT / "examples" / "experiments" / "seed003.yaml"
 def bench_experiment(quick: bool) -> dict[str, Any]:
     from distributed import LocalCluster
 
-    from .runner import run_experiment
+    from npkit.toolchain.experiment.runner import run_experiment
 
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="npk-bench-exp-") as tmp:

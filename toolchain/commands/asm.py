@@ -9,11 +9,10 @@ from pathlib import Path
 
 import click
 
+from npkit.asm.base.writing import OutputError, write_all, write_output
+from npkit.asm.errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
+from npkit.asm.preprocess import parse_defines
 from npkit.toolchain.commands.outputs import refuse_overwrite_usage
-from npkit.toolchain.writing import OutputError, write_all, write_output
-
-from .errors import AsmError, Diagnostics, SourceLoc, format_diagnostic
-from .preprocess import parse_defines
 
 
 def _internal(exc: BaseException, where: SourceLoc | None) -> str:
@@ -67,10 +66,9 @@ define_option = click.option("-D", "defines", multiple=True, callback=_parse_def
 def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: tuple[str, ...],
             defines: dict[str, str], contexts: str | None, werror: bool, as_json: bool) -> None:  # fmt: skip
     """Assemble a microengine source file into an ELF image."""
-    from npkit.toolchain.image import to_bytes
-
-    from .assembler import assemble
-    from .listing import render_listing
+    from npkit.asm.assembler import assemble
+    from npkit.asm.image import to_bytes
+    from npkit.asm.listing import render_listing
 
     diags = Diagnostics()
     out_path = Path(output) if output else Path(source).with_suffix(".elf")
@@ -137,7 +135,7 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
 def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str | None,
                program: str | None, as_json: bool) -> None:  # fmt: skip
     """Disassemble an ELF image, a hex dump or a C byte array into reassemblable source."""
-    from .disasm import disassemble, pick, read_words
+    from npkit.asm.disasm import disassemble, pick, read_words
 
     refuse_overwrite_usage([("-o", output)], [("SOURCE", source)])
     try:

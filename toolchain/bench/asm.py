@@ -10,9 +10,8 @@ from __future__ import annotations
 import random
 import time
 
+from npkit.asm.assembler import assemble
 from npkit.toolchain.bench import benchmark
-
-from .assembler import assemble
 
 _HEADER = """\
 #define RING_BASE 0x40

@@ -1,25 +1,23 @@
 """Input files without their schemas: bounded reads of text, YAML with the line of every
-value, and `file:line: field: problem` errors.  npkit.toolchain.schema (the pydantic side:
+value, and `file:line: field: problem` errors.  npkit.asm.base.schema (the pydantic side:
 models, validation) re-exports all of this; a reader that finds its checked result in
-npkit's cache (npkit.toolchain.cache.checked) needs only this module, so a warm run
+npkit's cache (npkit.asm.base.cache.checked) needs only this module, so a warm run
 does not import pydantic.
 
-`recording()` notes every file read or looked at (`read_bytes`, `file_state`) while it is
-active: what a checked result depends on besides its own input, such as a chip config's
-`base` or a router config's route file.  `unchanged(deps)` says whether they are as noted.
+Every file read (`read_bytes`) or looked at (`file_state`) is noted for npkit.asm.base.deps
+while a `recording()` is active.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npkit.toolchain.yaml_data import fast_loader
+from npkit.asm.base.deps import file_state as file_state  # re-exported: readers name files by it
+from npkit.asm.base.deps import note_read
+from npkit.asm.base.yaml_data import fast_loader
 
 if TYPE_CHECKING:
     import yaml
@@ -32,50 +30,6 @@ MIB = 1 << 20
 CONFIG_LIMIT = 16 * MIB  # a YAML config, spec or layout
 MAX_ELEMENTS = 1_000_000  # values in a YAML document once its aliases are expanded
 CHUNK = 1 << 20
-
-Deps = dict[str, tuple[str, str]]  # path -> ("bytes", sha256) or ("state", file_state)
-_RECORDING: list[Deps] = []  # the active recorders (nested loaders: each notes all)
-
-
-@contextmanager
-def recording() -> Iterator[Deps]:
-    """Note the files read (their content) and looked at (their state) in the block."""
-    deps: Deps = {}
-    _RECORDING.append(deps)
-    try:
-        yield deps
-    finally:
-        _RECORDING.remove(deps)
-
-
-def _note(path: str | Path, kind: str, value: str) -> None:
-    for deps in _RECORDING:
-        if kind == "bytes" or str(path) not in deps:  # content says more than state
-            deps[str(path)] = (kind, value)
-
-
-def note(deps: Deps) -> None:
-    """Note files another reader depended on (a result taken from the cache inside a block)."""
-    for path, (kind, value) in deps.items():
-        _note(path, kind, value)
-
-
-def unchanged(deps: Deps) -> bool:
-    """True when every noted file still has the content (or state) noted."""
-    for path, (kind, value) in deps.items():
-        if kind == "state":
-            if file_state(Path(path)) != value:
-                return False
-            continue
-        try:
-            with open(path, "rb") as f:
-                digest = hashlib.file_digest(f, "sha256").hexdigest()
-        except OSError:
-            return False
-        if digest != value:
-            return False
-    return True
-
 
 # ---- reading text ----------------------------------------------------------------------
 
@@ -114,8 +68,7 @@ def read_bytes(path: str | Path, *, limit: int, error: type[Exception] = InputEr
     if size > limit:
         raise _fail(error, f"{p}: {what} is larger than {_size(limit)} (the limit for this format)")
     data = b"".join(chunks)
-    if _RECORDING:
-        _note(p, "bytes", hashlib.sha256(data).hexdigest())
+    note_read(p, data)
     return data
 
 
@@ -142,24 +95,6 @@ def read_text(path: str | Path, *, limit: int = CONFIG_LIMIT, error: type[Except
     """Read a UTF-8 text file of at most `limit` bytes (see module doc)."""
     data = read_bytes(path, limit=limit, error=error, what=what, text=True)
     return decode_text(data, str(path), error=error, what=what)
-
-
-def _state(path: Path) -> str:
-    try:
-        if path.is_file():
-            return "file"
-        return "not a regular file" if path.exists() else "missing"
-    except (OSError, ValueError) as e:
-        return f"unusable ({getattr(e, 'strerror', None) or e})"
-
-
-def file_state(path: Path) -> str:
-    """'file', 'missing' or what else is there (for messages about a named file); never
-    raises for a name the system refuses (too long, a NUL byte)."""
-    state = _state(path)
-    if _RECORDING:
-        _note(path, "state", state)
-    return state
 
 
 def _size(n: int) -> str:
@@ -258,9 +193,9 @@ class _Walker:
 
 def parse_yaml(text: str, source: str, *, error: type[Exception] = InputError) -> Located:
     """Parse YAML text into data and its line map (one document); the same text read
-    before comes from the content cache (npkit.toolchain.cache.plain_result), without
+    before comes from the content cache (npkit.asm.base.cache.plain_result), without
     PyYAML."""
-    from npkit.toolchain.cache import package_digest, plain_result
+    from npkit.asm.base.cache import package_digest, plain_result
 
     def parse() -> tuple[Any, dict[PathT, int]]:
         located = _parse_located(text, source, error)

@@ -17,7 +17,7 @@ its reader; this module is what those readers share:
 A validator that finds a problem at a place other than its own field raises
 `at(path, message)`; the path is relative to the model that raises it.  The reading
 half (`read_text`, `load_yaml`, `Located`, `file_state`, `error_at`) is
-npkit.toolchain.reading, which does not import pydantic; it is re-exported here.
+npkit.asm.base.reading, which does not import pydantic; it is re-exported here.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, Strict, ValidationError
 
-from npkit.toolchain.reading import (  # noqa: F401  (re-exported: the readers' shared names)
+from npkit.asm.base.reading import (  # noqa: F401  (re-exported: the readers' shared names)
     CONFIG_LIMIT,
     MAX_ELEMENTS,
     MIB,

@@ -1,7 +1,7 @@
 """Benchmark registry behind `npk bench` and `make bench`.
 
-Each area registers benchmark functions in its own `bench` module and lists
-it in BENCH_MODULES.  A benchmark returns a dict of figures keyed
+Each area registers benchmark functions in its own module of this package
+(toolchain/bench/<area>.py) and lists it in BENCH_MODULES.  A benchmark returns a dict of figures keyed
 `area.figure`; `npk bench` merges them into one JSON object.  A figure named
 `*.verdict` ({"ok": bool, "reasons": [...]}, npkit.toolchain.system.verdict) that is
 not ok makes `npk bench` exit 1: figures from a run that lost or corrupted packets
@@ -23,7 +23,7 @@ from npkit.toolchain.commands.options import ms_option
 BenchFn = Callable[[bool], dict[str, Any]]
 
 # modules whose import registers benchmarks
-BENCH_MODULES: list[str] = ["npkit.asm.bench", "npkit.toolchain.router.bench", "npkit.emulator.traffic.bench", "npkit.emulator.bench", "npkit.toolchain.system.bench", "npkit.toolchain.system.run_bench", "npkit.emulator.msf_bench", "npkit.xscale.bench", "npkit.emulator.fidelity_bench", "npkit.toolchain.experiment.bench"]
+BENCH_MODULES: list[str] = ["npkit.toolchain.bench.asm", "npkit.toolchain.bench.router", "npkit.toolchain.bench.traffic", "npkit.toolchain.bench.emulator", "npkit.toolchain.bench.system", "npkit.toolchain.bench.run", "npkit.toolchain.bench.msf", "npkit.toolchain.bench.xscale", "npkit.toolchain.bench.fidelity", "npkit.toolchain.bench.experiment"]
 
 _REGISTRY: dict[str, BenchFn] = {}
 _LAST: set[str] = set()

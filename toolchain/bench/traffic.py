@@ -1,7 +1,7 @@
 """Benchmarks of the packet side: generator, oracle, comparator and route lookup speed.
 
 Registered with `npk bench` as "traffic" once this module is listed in
-toolchain/bench.py's BENCH_MODULES. Figures (all per second of wall-clock time):
+toolchain/bench/__init__.py's BENCH_MODULES. Figures (all per second of wall-clock time):
 
 - traffic.gen_pps_64, traffic.gen_pps_imix   packets generated and written to pcaps
 - traffic.oracle_pps                         packets through the reference router
@@ -17,15 +17,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from npkit.emulator.traffic.compare import compare, predict
+from npkit.emulator.traffic.dataset import load_traffic
+from npkit.emulator.traffic.generator import write_traffic
+from npkit.emulator.traffic.oracle import Forward
+from npkit.emulator.traffic.router_config import RouterConfig
+from npkit.emulator.traffic.routes import RouteTable, random_routes
+from npkit.emulator.traffic.spec import spec_from_dict
 from npkit.toolchain.bench import benchmark
-
-from .compare import compare, predict
-from .dataset import load_traffic
-from .generator import write_traffic
-from .oracle import Forward
-from .router_config import RouterConfig
-from .routes import RouteTable, random_routes
-from .spec import spec_from_dict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traffic"
 

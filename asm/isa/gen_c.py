@@ -1,6 +1,6 @@
 """Generate the emulator's C decoder header from mev2.yaml.
 
-    python -m npkit.toolchain.isa.gen_c OUT.h [ISA.yaml]
+    python -m npkit.asm.isa.gen_c OUT.h [ISA.yaml]
 
 The header holds class matching, field extractors, every enum value, the operand-field
 map, the memory/unit command table (legality, direction, word count, signal pair) and
@@ -203,7 +203,7 @@ def _commands(d: Isa) -> list[str]:
         out.append("        default: return NPK_CMD_NONE;")
         out.append("        }")
     out += ["    default: return NPK_CMD_NONE;", "    }", "}", ""]
-    # the whole word's legality, the disassembler's rules (toolchain/isa/decode.py dec_mem/dec_hash)
+    # the whole word's legality, the disassembler's rules (asm/isa/decode.py dec_mem/dec_hash)
     mem = c_name(next(iter(d.units.values())).cls)  # the memory classes share one field layout
     out += [
         "/* The command of a memory-class word, NPK_CMD_NONE when the word is no instruction: a",
@@ -273,7 +273,7 @@ def _alu_ops(d: Isa) -> list[str]:
 def generate(d: Isa | None = None) -> str:
     d = d or model.isa()
     out = [
-        "/* Generated from toolchain/isa/mev2.yaml by npkit.toolchain.isa.gen_c. Do not edit. */",
+        "/* Generated from asm/isa/mev2.yaml by npkit.asm.isa.gen_c. Do not edit. */",
         "#ifndef NPK_MEV2_ISA_H",
         "#define NPK_MEV2_ISA_H",
         "#include <stdint.h>",
@@ -291,7 +291,7 @@ def generate(d: Isa | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (1, 2):
-        print("usage: python -m npkit.toolchain.isa.gen_c OUT.h [ISA.yaml]", file=sys.stderr)
+        print("usage: python -m npkit.asm.isa.gen_c OUT.h [ISA.yaml]", file=sys.stderr)
         return 2
     path = Path(args[0])
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,13 @@ import time
 from typing import Any
 
 from npkit.toolchain.bench import benchmark
-
-from .lpm import Add, Withdraw
-from .stats import probe_addresses, random_prefixes, random_table, read_figures
+from npkit.toolchain.router.lpm import Add, Withdraw
+from npkit.toolchain.router.stats import (
+    probe_addresses,
+    random_prefixes,
+    random_table,
+    read_figures,
+)
 
 
 @benchmark("route")

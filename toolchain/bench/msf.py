@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from npkit.emulator.binding import Chip
+from npkit.emulator.traffic_run import TrafficRun, load_traffic_source
 from npkit.toolchain.bench import benchmark
 
-from .binding import Chip
-from .traffic_run import TrafficRun, load_traffic_source
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "passthrough"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "passthrough"
 
 
 def _run(spec: str, duration_ns: int) -> tuple[float, int]:

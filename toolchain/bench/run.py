@@ -29,8 +29,7 @@ import time
 from typing import Any
 
 from npkit.toolchain.bench import benchmark
-
-from .paths import ROOT
+from npkit.toolchain.system.paths import ROOT
 
 SETUP_SCRIPT = """
 import time
@@ -79,8 +78,7 @@ def time_split(ms: float) -> dict[str, float]:
     """Host seconds per emulated millisecond of the demo configuration, by part."""
     from npkit.emulator.traffic.source import load_traffic_source
     from npkit.toolchain.commands.demo import DEMO_ROUTES, SEED003, demo_routes, router_with_routes
-
-    from .router_run import RouterRun
+    from npkit.toolchain.system.router_run import RouterRun
 
     dur = int(ms * 1e6)
     routes = demo_routes(DEMO_ROUTES)
@@ -103,8 +101,8 @@ def time_split(ms: float) -> dict[str, float]:
 
 def end_to_end(layout: str, size: int | str, ms: float) -> float:
     """Emulated ms per host second: link (warm cache), traffic, run, drain, summary."""
-    from .bench import permutation_traffic
-    from .router_run import RouterRun
+    from npkit.toolchain.bench.system import permutation_traffic
+    from npkit.toolchain.system.router_run import RouterRun
 
     dur = int(ms * 1e6)
     RouterRun.link(layout, {})  # the image into the cache: the figure is the warm run's
@@ -145,5 +143,5 @@ def bench_run(quick: bool) -> dict[str, Any]:
     return out
 
 
-if __name__ == "__main__":  # a quick look: python -m npkit.toolchain.system.run_bench
+if __name__ == "__main__":  # a quick look: python -m npkit.toolchain.bench.run
     print(json.dumps(bench_run(True), indent=2))

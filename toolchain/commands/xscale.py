@@ -9,10 +9,10 @@ from typing import Any
 
 import click
 
-from .core import XScaleError
-from .elf import ElfError
-from .system import PLACEMENTS, System
-from .toolchain import BuildError, build
+from npkit.xscale.core import XScaleError
+from npkit.xscale.elf import ElfError
+from npkit.xscale.system import PLACEMENTS, System
+from npkit.xscale.toolchain import BuildError, build
 
 
 def _echo_live(fd: int, data: bytes) -> None:
@@ -88,8 +88,8 @@ def xscale_cmd() -> None:
 @click.option("--gpe", is_flag=True, help="Native build for the gpe placement (default: ARM for the XScale).")
 def build_cmd(sources: tuple[str, ...], output: str, gpe: bool) -> None:
     """Compile C SOURCES (with xscale/lib/npk_xscale.c) into a static ARMv5TE executable."""
+    from npkit.asm.base.writing import OutputError, check_writable
     from npkit.toolchain.commands.outputs import refuse_overwrite_usage
-    from npkit.toolchain.writing import OutputError, check_writable
 
     refuse_overwrite_usage([("-o", output)], [(f"SOURCES ({s})", s) for s in sources])
     try:

@@ -16,25 +16,24 @@ from typing import Any, NoReturn
 
 import click
 
-from npkit.toolchain.commands.outputs import refuse_overwrite_usage
-from npkit.toolchain.writing import OutputError, make_dir, write_output
-
-from .compare import ControlPlaneAnswered, compare_dirs, predict
-from .dataset import (
+from npkit.asm.base.writing import OutputError, make_dir, write_output
+from npkit.emulator.traffic.compare import ControlPlaneAnswered, compare_dirs, predict
+from npkit.emulator.traffic.dataset import (
     DatasetError,
     load_manifest,
     load_traffic,
     port_pcaps,
     write_dispositions,
 )
-from .oracle import Forward
-from .packet import ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_VLAN
-from .pcap import PcapError, PcapWriter, read_pcap
-from .reasons import ReasonError, load_reasons
-from .router_config import ConfigError, RouterConfig
-from .routes import MAX_RANDOM_ROUTES, RouteError, parse_route_columns
-from .spec import SpecError, WireModel, load_spec
-from .spec_forms import MAX_SEED
+from npkit.emulator.traffic.oracle import Forward
+from npkit.emulator.traffic.packet import ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_VLAN
+from npkit.emulator.traffic.pcap import PcapError, PcapWriter, read_pcap
+from npkit.emulator.traffic.reasons import ReasonError, load_reasons
+from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
+from npkit.emulator.traffic.routes import MAX_RANDOM_ROUTES, RouteError, parse_route_columns
+from npkit.emulator.traffic.spec import SpecError, WireModel, load_spec
+from npkit.emulator.traffic.spec_forms import MAX_SEED
+from npkit.toolchain.commands.outputs import refuse_overwrite_usage
 
 ERRORS = (SpecError, ConfigError, RouteError, PcapError, DatasetError, ReasonError, OutputError, OSError)
 
@@ -70,7 +69,7 @@ def traffic() -> None:
 def gen_cmd(spec: Path, outdir: Path, seed: int | None, count: int | None,
             duration_ns: int | None, as_json: bool) -> None:
     """Generate traffic from SPEC (YAML) into OUT: one pcap per port plus a manifest."""
-    from .generator import write_traffic
+    from npkit.emulator.traffic.generator import write_traffic
 
     with _errors():
         loaded = load_spec(spec, {"seed": seed, "count": count, "duration_ns": duration_ns})

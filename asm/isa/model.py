@@ -1,4 +1,4 @@
-"""Loads toolchain/isa/mev2.yaml once and gives typed access to it.
+"""Loads asm/isa/mev2.yaml once and gives typed access to it.
 
 `isa()` is the description every consumer uses.  `load(path)` reads another file (a
 modified description in a test); `use(description)` makes it the one `isa()` returns
@@ -14,7 +14,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from npkit.toolchain.yaml_data import load_data
+from npkit.asm.base.yaml_data import load_data
 
 ISA_FILE = Path(__file__).with_name("mev2.yaml")
 WORD_MASK = (1 << 40) - 1

@@ -19,10 +19,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from npkit.asm.isa import encode
+from npkit.emulator.binding import Chip
 from npkit.toolchain.bench import benchmark
-from npkit.toolchain.isa import encode
-
-from .binding import Chip
 
 CHIPS = ("ixp2800", "ixp2400")
 # unit, direction, the command (a1 = address 0x100; signal s1; DRAM signals in pairs)
@@ -66,11 +65,10 @@ def latencies(config: str) -> dict[str, Any]:
 
 
 def linux_rxtx(directory: str, quick: bool) -> dict[str, Any]:
+    from npkit.emulator.traffic.source import load_traffic_source
     from npkit.toolchain.system.linux_rxtx import find_images, run_every_me, run_tx_every_me
 
-    from .traffic.source import load_traffic_source
-
-    spec = Path(__file__).resolve().parents[1] / "examples" / "passthrough" / "min64.yaml"
+    spec = Path(__file__).resolve().parents[2] / "examples" / "passthrough" / "min64.yaml"
     traffic = load_traffic_source(spec, duration_ns=10_000 if quick else 50_000)
     images = find_images(directory)
     out: dict[str, Any] = {}

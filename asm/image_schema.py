@@ -1,5 +1,5 @@
 """Image metadata: the schema of the `.npk.meta` JSON section of an npkit image
-(npkit.toolchain.image), checked by `read_image` before anything is built from it.
+(npkit.asm.image), checked by `read_image` before anything is built from it.
 
 Register values are 32-bit, signals 1..15, contexts 0..7, MEs 0..31, memory
 initialisers name a memory space and lie inside its 32-bit address space, and `meta` is a
@@ -21,9 +21,9 @@ from pydantic import (
     model_validator,
 )
 
-from npkit.toolchain.schema import U32, Doc, at, irange
+from npkit.asm.base.schema import U32, Doc, at, irange
 
-from .image import FORMAT_VERSION, MAX_MES, MAX_USTORE  # noqa: F401  (the format's limits, re-exported)
+from .image_format import MAX_MES, MAX_USTORE
 
 SPACES = ("sram", "dram", "scratch", "lmem")
 ADDRESS_SPACE = 1 << 32
