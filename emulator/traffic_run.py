@@ -715,7 +715,7 @@ class TrafficRun:
             self._unqueue(was[0], pid)
         else:
             self._untagged.setdefault(loose, deque()).append(pid)
-        self._expected[pid] = (key, loose)
+        self._expected[pid] = (key, loose if was is None else was[1])
         self._untagged.setdefault(key, deque()).append(pid)
 
     def _unqueue(self, key: bytes, pid: int) -> None:
