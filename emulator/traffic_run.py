@@ -99,6 +99,34 @@ def _rewritten_key(frame: bytes) -> bytes | None:
     return b"O" + len(frame).to_bytes(2, "big") + frame[:22] + frame[23:24] + frame[26:34] + frame[14 + hl :]
 
 
+def _predicted_key(frame: bytes) -> bytes | None:
+    """An IPv4 frame with options as the control plane forwards it, but for what only the
+    daemon decides: the contents of a Timestamp option past its 4-byte head (its clock)
+    and so the header checksum.  Everything its option processing changes otherwise (the
+    pointers, an overflow count, recorded addresses, a source-routed destination) stays
+    in: the key names the frame predicted for one input, which another input's bytes
+    cannot stand in for (`TrafficRun.expect`)."""
+    if len(frame) < 34 or frame[12:14] != b"\x08\x00" or frame[14] & 0xF <= 5:
+        return None
+    end = 14 + 4 * (frame[14] & 0xF)
+    if len(frame) < end:
+        return None
+    f = bytearray(frame)
+    f[24:26] = b"\0\0"
+    i = 34
+    while i < end and f[i] != 0:
+        if f[i] == 1:
+            i += 1
+            continue
+        ln = f[i + 1] if i + 1 < end else 0
+        if ln < 2 or i + ln > end:
+            break
+        if f[i] == 68 and ln > 4:
+            f[i + 4 : i + ln] = bytes(ln - 4)
+        i += ln
+    return b"P" + bytes(f)
+
+
 class Chunk:
     """A window of input packets while the run still needs it: how far it has been
     pushed, each packet's fate bits, its tag ids, and what hooks attach (`extra`)."""
@@ -253,7 +281,8 @@ class TrafficRun:
         self.conflicts = 0
         self.first_conflict = -1
         self._untagged: dict[bytes, deque[int]] = {}
-        self._expected: dict[int, bytes] = {}  # untagged packets whose output bytes were predicted (`expect`)
+        self._expected: dict[int, tuple[bytes, bytes]] = {}  # untagged packets whose output bytes were
+        # predicted (`expect`): their keys (_predicted_key, _rewritten_key)
         self.on_window: list[Callable[[Chunk], None]] = []
         self.on_push: list[Callable[[Chunk, int, int], None]] = []
         self.on_departure: list[Callable[[Departure], None]] = []
@@ -604,14 +633,12 @@ class TrafficRun:
         po.frames += 1
         po.nbytes += len(data)
         self._keep_frame(port, t, data)
-        pid, c, i = self._by_tag(data)
-        by_tag = pid >= 0
-        if pid < 0 or c is None or c.fate[i]:
-            # no tag, or its packet has a fate already: a copy of a tagged frame (a pcap
-            # with a frame repeated or edited) is on the untagged list, known by its bytes
-            bpid, bc, bi = self._by_bytes(data)
-            if bpid >= 0 or pid < 0:
-                pid, c, i, by_tag = bpid, bc, bi, False
+        # a frame the control plane forwarded after processing its options is its own
+        # input's: the one it was predicted for, whatever input its bytes now resemble
+        pid, c, i = self._by_prediction(data) if self._expected else (-1, None, -1)
+        by_tag = False
+        if pid < 0:
+            pid, c, i, by_tag = self._by_tag_or_bytes(data)
         if pid < 0:
             self.unmatched += 1
             if self.first_unmatched is None:
@@ -637,6 +664,18 @@ class TrafficRun:
             for fn in hooks:
                 fn(d)
 
+    def _by_tag_or_bytes(self, data: bytes) -> tuple[int, Chunk | None, int, bool]:
+        """(id, chunk, index, found by the tag) of a departing frame's input packet."""
+        pid, c, i = self._by_tag(data)
+        if pid >= 0 and c is not None and not c.fate[i]:
+            return pid, c, i, True
+        # no tag, or its packet has a fate already: a copy of a tagged frame (a pcap
+        # with a frame repeated or edited) is on the untagged list, known by its bytes
+        bpid, bc, bi = self._by_bytes(data)
+        if bpid >= 0 or pid < 0:
+            return bpid, bc, bi, False
+        return pid, c, i, True
+
     def _duplicate(self, pid: int) -> None:
         self.duplicates += 1
         if self.first_duplicate < 0:
@@ -657,37 +696,68 @@ class TrafficRun:
                 self._untagged.setdefault(key, deque()).append(first + i)
 
     def expect(self, pid: int, frame: bytes) -> None:
-        """Packet `pid` (no tag) leaves as `frame` but for its IP options' contents:
+        """Packet `pid` (no tag of its own) leaves as `frame` but for its IP timestamps:
         the control plane forwards it after processing its options (a changed
-        destination, recorded addresses, timestamps), which neither its bytes nor the
-        loose key find.  The caller judges the frame's bytes."""
-        key = _rewritten_key(frame)
+        destination, recorded addresses, an overflow count, timestamps), which neither its
+        bytes nor the loose key find -- and which may make it look like another input
+        (a Timestamp option's overflow raised to that of the next packet's).  A frame
+        that leaves is looked up by this prediction first (`_by_prediction`), then by
+        the rewritten key, which leaves the options out.  A new prediction for the
+        packet replaces the one before.  The caller judges the frame's bytes."""
+        key, loose = _predicted_key(frame), _rewritten_key(frame)
         c = self.chunk_of(pid)
-        if key is None or c is None or c.tags[pid - c.first] == pid or pid in self._expected:
+        if key is None or loose is None or c is None or c.tags[pid - c.first] == pid:
             return
-        self._expected[pid] = key
+        was = self._expected.get(pid)
+        if was is not None:
+            if was[0] == key:
+                return
+            self._unqueue(was[0], pid)
+        else:
+            self._untagged.setdefault(loose, deque()).append(pid)
+        self._expected[pid] = (key, loose if was is None else was[1])
         self._untagged.setdefault(key, deque()).append(pid)
+
+    def _unqueue(self, key: bytes, pid: int) -> None:
+        q = self._untagged.get(key)
+        if q is not None and pid in q:
+            q.remove(pid)
+            if not q:
+                del self._untagged[key]
+
+    def _by_prediction(self, data: bytes) -> tuple[int, Chunk | None, int]:
+        """The packet whose predicted frame (`expect`) `data` is, the earliest first."""
+        key = _predicted_key(data)
+        q = self._untagged.get(key) if key is not None else None
+        while q and not self._available(q[0]):
+            q.popleft()
+        if not q:
+            return -1, None, -1
+        pid = q.popleft()
+        c = self.chunk_of(pid)
+        assert c is not None
+        return pid, c, pid - c.w.first
 
     def _keys(self, data: bytes) -> list[bytes]:
         """The keys an untagged frame is looked up by: its bytes, the loose key, and the
-        key of frames predicted with options rewritten (when there are any)."""
+        keys of frames predicted with options rewritten (when there are any; the exact
+        prediction first)."""
         keys = [data, _loose_key(data)]
         if self._expected:
             k = _rewritten_key(data)
             if k is not None:
                 keys.append(k)
+                p = _predicted_key(data)
+                if p is not None:
+                    keys.insert(0, p)
         return keys
 
     def _unindex(self, c: Chunk) -> None:
         w = c.w
         first = w.first
         for pid in [p for p in self._expected if c.first <= p < c.end]:
-            key = self._expected.pop(pid)
-            q = self._untagged.get(key)
-            if q is not None and pid in q:
-                q.remove(pid)
-                if not q:
-                    del self._untagged[key]
+            for key in self._expected.pop(pid):
+                self._unqueue(key, pid)
         for i in c.untagged[: bisect.bisect_left(c.untagged, c.pushed)]:
             pid = first + i
             f = w.frame(i)

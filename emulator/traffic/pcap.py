@@ -8,12 +8,35 @@ replay tool read, it is trivially streamable, and its nanosecond variant (magic
 - Reader: both resolutions (0xa1b2c3d4 microseconds, 0xa1b23c4d nanoseconds) in either
   byte order; timestamps always come back as integer nanoseconds.
 - Records are `PcapRecord(timestamp_ns, data)`. Frames carry no FCS.
+
+What the reader accepts is what libpcap's savefile reader (sf-pcap.c: pcap_check_header,
+pcap_next_packet; checked against libpcap 1.10.3) accepts, and it refuses what that
+refuses, with the byte where it went wrong:
+
+- versions 2.0 to 2.4 only (older: "archaic"; newer: unsupported).  Files before 2.3
+  have the captured and original lengths of each record the other way round, and 2.3
+  files may have them so: libpcap swaps them (always before 2.3; in 2.3 when the
+  captured length is the greater), and so does this reader.
+- a record that claims more than MAX_RECORD captured bytes is an error (libpcap:
+  "invalid packet capture length"); one cut short by the end of the file too
+  ("truncated dump file").
+
+Three kinds of record libpcap passes on without a word are not frames a port can be
+given as they are; each is counted and warned about when the file is closed (`warn`,
+one line a kind, with the first record's byte offset):
+
+- a captured length over the file's snapshot length: libpcap keeps the first snaplen
+  bytes and skips the rest (a file written with a wrong snaplen); so does this reader;
+- a captured length over the original length (a frame longer than it was on the wire):
+  its captured bytes are the frame;
+- a record of no captured bytes: no frame, so it is skipped (not a packet of the run).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Self
 
@@ -103,12 +126,27 @@ class PcapWriter:
         self.close()
 
 
-class PcapReader:
-    """Iterate a libpcap file's records. Attributes after opening: `nanosecond`,
-    `snaplen`, `linktype`, and after iteration `truncated` (records whose captured
-    length is shorter than their original length)."""
+def warn_stderr(message: str) -> None:
+    """How a reader warns by default: a line on standard error."""
+    print(f"warning: {message}", file=sys.stderr)
 
-    def __init__(self, source: str | Path | BinaryIO) -> None:
+
+def _lengths_swapped(major: int, minor: int) -> int:
+    """libpcap's rule for a file of version major.minor: 1 captured and original lengths
+    swapped, 0 maybe (swapped where the captured one is the greater), -1 never."""
+    if major == 2 and minor < 3:
+        return 1
+    return 0 if (major, minor) == (2, 3) else -1
+
+
+class PcapReader:
+    """Iterate a libpcap file's records (module docstring: what it accepts). Attributes
+    after opening: `nanosecond`, `snaplen`, `linktype`, `version`; as it iterates
+    `truncated` (records whose captured length is shorter than their original length,
+    as a capture with a snaplen makes them), and the records warned about: `over_snaplen`,
+    `over_original`, `empty` (skipped).  `warn` gets the warnings (default: stderr)."""
+
+    def __init__(self, source: str | Path | BinaryIO, warn: Callable[[str], None] | None = None) -> None:
         if isinstance(source, (str, Path)):
             self._file: BinaryIO = open(source, "rb")  # noqa: SIM115 - closed in close()
             self._owns = True
@@ -139,8 +177,20 @@ class PcapReader:
             # (a raw-IP or Wi-Fi capture read as Ethernet would be garbage frames)
             raise PcapError(f"{self.name}: link type {self.linktype}, not Ethernet ({LINKTYPE_ETHERNET}): "
                             "the ports carry Ethernet frames")  # fmt: skip
+        major, minor = struct.unpack(self._order + "HH", head[4:8])
+        self.version = (major, minor)
+        if major < 2:
+            raise PcapError(f"{self.name}: byte 4: pcap version {major}.{minor}, an archaic format libpcap does not read")
+        if major != 2 or minor > 4:
+            raise PcapError(f"{self.name}: byte 4: pcap version {major}.{minor}; libpcap reads 2.0 to 2.4")
+        self._swapped = _lengths_swapped(major, minor)
+        self._snapshot = self.snaplen if 0 < self.snaplen <= MAX_RECORD else MAX_RECORD  # (pcap_adjust_snapshot)
         self._rec = struct.Struct(self._order + "IIII")
         self.truncated = 0
+        self.over_snaplen = self.over_original = self.empty = 0
+        self._first: dict[str, int] = {}  # kind -> byte offset of its first record
+        self.warn = warn_stderr if warn is None else warn
+        self._warned = False
 
     def __iter__(self) -> Iterator[PcapRecord]:
         scale = 1 if self.nanosecond else 1000
@@ -152,20 +202,61 @@ class PcapReader:
             if not head:
                 return
             if len(head) < 16:
-                raise PcapError(f"{self.name}: record header cut short at byte {offset}")
+                raise PcapError(f"{self.name}: record header at byte {offset} cut short: the file ends after "
+                                f"{len(head)} of its 16 bytes")  # fmt: skip
             sec, frac, incl, orig = rec.unpack(head)
+            if self._swapped > 0 or (self._swapped == 0 and incl > orig):
+                incl, orig = orig, incl
             if incl > MAX_RECORD:  # a corrupt length must not become a 4 GB read
                 raise PcapError(f"{self.name}: record at byte {offset} claims {incl} captured bytes "
                                 f"(at most {MAX_RECORD}): a corrupt capture")  # fmt: skip
             data = read(incl)
             if len(data) < incl:
-                raise PcapError(f"{self.name}: record data cut short at byte {offset + 16}")
-            if incl < orig:
+                raise PcapError(f"{self.name}: record at byte {offset} cut short: it claims {incl} captured "
+                                f"bytes, the file ends after {len(data)}")  # fmt: skip
+            at, offset = offset, offset + 16 + incl
+            if incl > self._snapshot or incl > orig or not incl:
+                data = self._odd(at, data, orig)
+                if not data:
+                    continue
+            elif incl < orig:
                 self.truncated += 1
-            offset += 16 + incl
             yield PcapRecord(sec * 1_000_000_000 + frac * scale, data)
 
+    def _odd(self, at: int, data: bytes, orig: int) -> bytes:
+        """A record libpcap passes on but a port cannot take as it is (module docstring):
+        counted, and its data as this reader passes it on (b"": skipped)."""
+        if not data:
+            kind, self.empty = "empty", self.empty + 1
+        elif len(data) > self._snapshot:
+            kind, self.over_snaplen = "over_snaplen", self.over_snaplen + 1
+            data = data[: self._snapshot]
+        else:
+            kind, self.over_original = "over_original", self.over_original + 1
+        self._first.setdefault(kind, at)
+        return data
+
+    def warnings(self) -> list[str]:
+        """One line a kind of record warned about (module docstring), with counts."""
+        first = self._first
+        out = []
+        if self.over_snaplen:
+            out.append(f"{self.name}: {self.over_snaplen} record(s) capture more than the file's snaplen of "
+                       f"{self.snaplen} bytes (first at byte {first['over_snaplen']}): only the first "
+                       f"{self._snapshot} bytes of each are sent, as libpcap reads them")  # fmt: skip
+        if self.over_original:
+            out.append(f"{self.name}: {self.over_original} record(s) capture more bytes than their original "
+                       f"length (first at byte {first['over_original']}): the captured bytes are sent")  # fmt: skip
+        if self.empty:
+            out.append(f"{self.name}: {self.empty} record(s) of no captured bytes (first at byte "
+                       f"{first['empty']}) skipped: no frame to send")  # fmt: skip
+        return out
+
     def close(self) -> None:
+        if not self._warned:
+            self._warned = True
+            for line in self.warnings():
+                self.warn(line)
         if self._owns:
             self._file.close()
 
