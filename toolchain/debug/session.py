@@ -689,6 +689,16 @@ class Session:
             raise DebugError(errors[0] if errors else f"no code at {spec}")
         return out
 
+    def _check_condition(self, cond: str, mes: list[int]) -> None:
+        """Evaluate a breakpoint's condition on each ME it is set on, as a hit there will:
+        its names are those of that ME's program, not of the current thread's."""
+        for me in mes:
+            try:
+                self.eval(cond, me, self.target.ctxs(me)[0])
+            except DebugError as e:
+                where = f" on ME {self.nm(me)} ({self.target.loaded[me]})" if len(mes) > 1 or me != self.me else ""
+                raise DebugError(f"if {cond}: {e}{where}") from None
+
     def _break_mes(self, words: list[str], spec_len: int) -> list[int] | None:
         """The MEs of `break LOC me ME[,ME...]` (None: every ME); `words` follow LOC."""
         if not words:
@@ -719,9 +729,9 @@ class Session:
         words = spec.split()
         only = self._break_mes(words[1:], len(words[0]))
         spec = words[0]
-        if cond.strip():
-            self.eval(cond.strip())  # unknown names are an error now, not at the first hit
         places = self.resolve_location(spec, only)
+        if cond.strip():  # unknown names are an error now, not at the first hit
+            self._check_condition(cond.strip(), sorted({me for me, _ in places}))
         ids = [(self.chip.add_breakpoint(pc, me=me), pc) for me, pc in places]
         groups = self._break_places(places)
         shown = spec if only is None else f"{spec} me {','.join(self.nm(me) for me in only)}"

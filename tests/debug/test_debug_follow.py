@@ -1,0 +1,45 @@
+"""The debugger following a packet across threads (issue 49): a breakpoint's condition
+is evaluated on the ME the breakpoint is on (its program's names), `if packet == N`
+stops where traffic packet N is handled, `display` shows expressions at every stop,
+`history` lists a thread's last instructions and `back` goes back in time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from npkit.asm.assembler import assemble
+from npkit.toolchain.debug.session import DebugError, Session
+from npkit.toolchain.debug.target import open_target, open_targets
+from npkit.toolchain.image import write_image
+
+ROOT = Path(__file__).resolve().parents[2]
+TTL = ROOT / "examples" / "debug" / "ttl.uc"
+
+A_SRC = ".reg x\n    immed[x, 1]\ndone#:\n    alu[x, x, +, 1]\nspin#:\n    br[spin#]\n"
+B_SRC = ".reg y\n    immed[y, 5]\n    alu[y, y, +, 2]\ndone#:\n    alu[y, y, +, 3]\nspin#:\n    br[spin#]\n"
+
+
+@pytest.fixture
+def two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
+    """a.uc on ME 0x00 (the current thread's), b.elf on ME 0x10: each with .reg names of its own."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.uc").write_text(A_SRC)
+    (tmp_path / "b.uc").write_text(B_SRC)
+    write_image(tmp_path / "b.elf", assemble("b.uc").image)
+    return Session(open_targets([("a.uc", "0"), ("b.elf", "0x10")]))
+
+
+def test_a_condition_names_registers_of_the_me_the_breakpoint_is_on(two: Session) -> None:
+    s = two
+    assert (s.me, s.ctx) == (0, 0)
+    out = s.execute("break done me 0x10 if y == 7")  # `y` is b's, not the current thread's
+    assert out == "breakpoint 1 at b.uc:5 <done>, address 2 on ME 0x10 if y == 7"
+    out = s.execute("run 1000")
+    assert out.startswith("breakpoint 1 (done me 0x10) hit at cycle ")
+    assert "ME 0x10 ctx 0 pc 2" in out
+    assert s.execute("print y") == "y = 7 (0x7)"
+    # on both MEs, a name one of them lacks is an error naming that ME
+    msg = str(pytest.raises(DebugError, s.execute, "break done if y == 7").value)
+    assert "unknown name 'y'" in msg and "on ME 0x00 (a)" in msg
