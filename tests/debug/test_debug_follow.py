@@ -43,3 +43,20 @@ def test_a_condition_names_registers_of_the_me_the_breakpoint_is_on(two: Session
     # on both MEs, a name one of them lacks is an error naming that ME
     msg = str(pytest.raises(DebugError, s.execute, "break done if y == 7").value)
     assert "unknown name 'y'" in msg and "on ME 0x00 (a)" in msg
+
+
+def test_why_takes_a_traffic_spec_without_count_or_duration_as_npk_run_does(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from npkit.toolchain.cli import main
+
+    monkeypatch.chdir(ROOT)
+    spec = tmp_path / "open.yaml"
+    spec.write_text(f"seed: 1\nrouter: {ROOT / 'examples/traffic/router.yaml'}\n"
+                    "defaults:\n  size: 64\n  protocol: udp\n  load: 1.0\n  arrivals: constant\n")
+    r = CliRunner().invoke(main, ["why", "pkt:2", "--image", "examples/passthrough/passthrough.uc", "--traffic",
+                                  str(spec), "--buffer", "0x100000:256", "--cycles", "3000"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("traffic packet 2 in buffer 2: dram 0x100200..0x1002ff")
+    assert "rbuf_rd (receive into DRAM)" in r.output and "tbuf_wr (transmit from DRAM)" in r.output
