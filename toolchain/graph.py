@@ -414,9 +414,54 @@ def layout_dot(lay: Layout) -> str:
 # ------------------------------------------------------------------------------ commands
 
 
-def _program_of(path: str, name: str | None) -> tuple[Program, list[Path]]:
-    from npkit.toolchain.debug.target import TargetError, read_target_image
+SYS_HEADER = re.compile(r'^\s*#include\s+[<"]npk_sys\.h[>"]', re.M)
 
+
+def _block_program(path: str, layouts: list[str | Path], params: dict[str, Any]) -> tuple[Program, list[Path]] | None:
+    """The program `npk link` builds from the block source `path` in the first of `layouts`
+    that has it as a block (with that layout's include path, its generated npk_sys.h and
+    the block's defines); None when none has it."""
+    from npkit.toolchain.system.layout import LinkError, load_layout
+    from npkit.toolchain.system.link import link
+    from npkit.toolchain.system.paths import MICROCODE
+
+    want = Path(path).resolve()
+    for lay_path in layouts:
+        try:
+            lay = load_layout(lay_path, params)
+            block = next((b for b in lay.blocks.values() if b.source and (MICROCODE / b.source).resolve() == want), None)
+            if block is None:
+                continue
+            image = link(lay_path, params)
+        except LinkError as e:
+            raise GraphError(str(e)) from None
+        prog = next(p for p in image.programs if p.name == block.name)
+        return prog, [want.parent, MICROCODE, Path.cwd()]
+    return None
+
+
+def _layouts_for(layout: str | None) -> list[str | Path]:
+    from npkit.toolchain.system.paths import LAYOUTS
+
+    if layout is not None:
+        return [layout]
+    return sorted(LAYOUTS.glob("*.yaml"), key=lambda p: (p.stem != "pipelined", p.stem))
+
+
+def _program_of(path: str, name: str | None, layout: str | None = None,
+                params: dict[str, Any] | None = None) -> tuple[Program, list[Path]]:  # fmt: skip
+    from npkit.toolchain.debug.target import SOURCE_SUFFIXES, TargetError, read_target_image
+
+    p = Path(path)
+    if p.suffix in SOURCE_SUFFIXES and (layout is not None or SYS_HEADER.search(p.read_text(errors="replace"))):
+        layouts = _layouts_for(layout)
+        found = _block_program(path, layouts, params or {})
+        if found is not None:
+            return found
+        names = ", ".join(Path(x).stem for x in layouts)
+        given = " with these -D parameters" if params else " with their default parameters (-D PARAM=VALUE picks a variant)"
+        raise GraphError(f"{path} includes npk_sys.h, which `npk link` generates for the blocks of a layout, "
+                         f"but it is not the source of a block of {names}{given}")  # fmt: skip
     try:
         image: Image = read_target_image(path)
     except TargetError as e:
@@ -451,10 +496,22 @@ def graph_layout(layout: str, output: str) -> None:
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="out.svg, out.png or out.dot")
 @click.option("--program", default=None, help="Program of a multi-program image.")
-def graph_cfg(source: str, output: str, program: str | None) -> None:
-    """Control-flow graph of SOURCE (.uc or an image) from its assembled words."""
+@click.option("--layout", default=None, help="For a router block's source: the layout (a name in microcode/layouts "
+              "or a YAML file) whose link builds it.  [default: the first layout with SOURCE as a block, "
+              "when SOURCE includes npk_sys.h]")
+@click.option("-D", "defines", multiple=True, metavar="PARAM=VALUE", help="A parameter of that layout (as npk link -D).")
+def graph_cfg(source: str, output: str, program: str | None, layout: str | None, defines: tuple[str, ...]) -> None:
+    """Control-flow graph of SOURCE (.uc or an image) from its assembled words.  A router
+    block's source is assembled as `npk link` assembles it for its layout (the generated
+    npk_sys.h, the layout's include path and the block's defines)."""
+    from npkit.toolchain.system.layout import LinkError, parse_defines
+
     try:
-        prog, search = _program_of(source, program)
+        params = parse_defines(defines)
+    except LinkError as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        prog, search = _program_of(source, program, layout, params)
         render(cfg_dot(prog, search), Path(output))
     except (GraphError, OutputError) as e:
         raise click.ClickException(str(e)) from None

@@ -40,3 +40,20 @@ def test_parallel_layout_control_ring_and_fastpath_exceptions(tmp_path: Path) ->
     e = edges(out.read_text())
     assert {src for (src, dst) in e if dst == "ring_exceptions"} == {"blk_fastpath"}
     assert ("xscale", "ring_cp_to_qm") in e and ("ring_cp_to_qm", "blk_qm") in e
+
+
+def test_cfg_of_a_block_source_uses_its_layouts_include_path(tmp_path: Path) -> None:
+    out = tmp_path / "parse.dot"
+    r = CliRunner().invoke(main, ["graph", "cfg", str(ROOT / "microcode/parse/parse.uc"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    dot = out.read_text()
+    assert dot.startswith('digraph "cfg parse"') and "parse.h:48 [macro]" in dot and "npk_block.h:" in dot
+    stub = str(ROOT / "microcode/qm/qm_stub.uc")  # a variant: only with the parameter that picks it
+    r = CliRunner().invoke(main, ["graph", "cfg", stub, "-o", str(out)])
+    assert r.exit_code == 1 and "includes npk_sys.h" in r.output and "-D PARAM=VALUE" in r.output, r.output
+    assert "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["graph", "cfg", stub, "-D", "qm=stub", "-o", str(out)])
+    assert r.exit_code == 0 and out.read_text().startswith('digraph "cfg qm"'), r.output
+    r = CliRunner().invoke(main, ["graph", "cfg", str(ROOT / "microcode/parse/parse.uc"), "--layout", "parallel",
+                                  "-o", str(out)])  # fmt: skip
+    assert r.exit_code == 1 and "not the source of a block of parallel" in r.output, r.output
