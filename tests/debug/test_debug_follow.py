@@ -60,3 +60,35 @@ def test_why_takes_a_traffic_spec_without_count_or_duration_as_npk_run_does(tmp_
     assert r.exit_code == 0, r.output
     assert r.output.startswith("traffic packet 2 in buffer 2: dram 0x100200..0x1002ff")
     assert "rbuf_rd (receive into DRAM)" in r.output and "tbuf_wr (transmit from DRAM)" in r.output
+
+
+PIPELINED = ROOT / "microcode" / "layouts" / "pipelined.yaml"
+
+
+def router(traffic: str) -> Session:
+    return Session(open_target(PIPELINED, traffic=str(ROOT / "examples" / "traffic" / traffic)))
+
+
+def test_rings_name_the_layouts_rings_with_who_puts_and_gets() -> None:
+    out = router("min64.yaml").execute("rings").splitlines()
+    assert out[0].startswith("scratch ring  0: base 0x1000 size  256 words") and out[0].endswith("rx_to_parse (rx -> parse)")
+    assert any(ln.endswith("cp_to_qm (control -> qm)") for ln in out)
+    assert any(" exceptions (" in ln and ln.endswith("-> xscale)") for ln in out)
+
+
+def test_stats_gives_drops_and_exceptions_by_reason() -> None:
+    s = router("errors.yaml")
+    s.execute("run 40000")
+    out = s.execute("stats")
+    assert "  router drops by reason: 2 (link_broadcast_unicast_ip 2)" in out
+    assert "  router exceptions by reason: 3 (ip_options 2, arp 1)" in out
+
+
+def test_stats_says_when_a_counter_update_is_in_flight() -> None:
+    """rx counts a packet with scratch[incr] then its bytes with scratch[add]: at cycle 1313
+    the add has landed and the incr not (checked cycle by cycle against the counters)."""
+    s = router("min64.yaml")
+    s.execute("run 1313")
+    out = s.execute("stats")
+    assert "  router port 0: rx 0 pkts 60 B  tx 0 pkts 0 B" in out
+    assert "  (1 counter update issued and not landed yet" in out

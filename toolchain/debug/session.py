@@ -41,7 +41,7 @@ from npkit.emulator.binding import (
 from npkit.emulator.me_names import MeNameError
 from npkit.toolchain.isa import DecodeError, decode, isa
 
-from . import events
+from . import events, views
 from . import packet as pkt
 from .expr import ExprError, evaluate
 from .source import _same_file, macro_frames, short, where
@@ -1027,14 +1027,16 @@ class Session:
 
     def cmd_rings(self, args: list[str], rest: str) -> None:
         any_ring = False
+        names = views.ring_names(self.target.image.meta)
         for r in range(int(self.chip.config["scratch_rings"])):
             info = self.chip.scratch_ring_info(r)
             if not info["size"]:
                 continue
             any_ring = True
             full = " FULL" if info["count"] + info["full_margin"] >= info["size"] else ""
+            name = f"  {names[r]}" if r in names else ""
             self.emit(f"scratch ring {r:2d}: base 0x{info['base']:04x} size {info['size']:4d} words  "
-                      f"count {info['count']:4d}{full}")  # fmt: skip
+                      f"count {info['count']:4d}{full}{name}")  # fmt: skip
         if not any_ring:
             self.emit("no scratch ring is configured")
         for a in sorted(self.sram_rings):
@@ -1180,8 +1182,7 @@ class Session:
                 ps = dev.port_stats(port)
                 if ps["rx_offered"] or ps["tx_frames"]:
                     self.emit(f"  msf port {port}: rx offered {ps['rx_offered']} received {ps['rx_received']}"
-                              f" dropped {ps['rx_drop_rbuf_full'] + ps['rx_drop_no_rx_thread'] + ps['rx_drop_oversize']}"
-                              f"  tx frames {ps['tx_frames']} bytes {ps['tx_bytes']}")  # fmt: skip
+                              f" {views.msf_drops(ps)}  tx frames {ps['tx_frames']} bytes {ps['tx_bytes']}")  # fmt: skip
         h = self.target.harness
         if h is not None:
             from npkit.toolchain.system.sysmap import read_counters
@@ -1190,9 +1191,12 @@ class Session:
             for ps in c["ports"]:
                 self.emit(f"  router port {ps['port']}: rx {ps['rx_pkts']} pkts {ps['rx_bytes']} B"
                           f"  tx {ps['tx_pkts']} pkts {ps['tx_bytes']} B")  # fmt: skip
-            for kind in ("drops", "exceptions"):
-                if c[kind]:
-                    self.emit(f"  router {kind}: " + ", ".join(f"{k} {v}" for k, v in sorted(c[kind].items())))
+            flying = views.counters_in_flight(self.events, self.target.image.meta.get("sysmap") or {})
+            if flying:
+                self.emit(f"  ({flying} counter update{'s' if flying > 1 else ''} issued and not landed yet: "
+                          "a packet's count and its bytes are two commands)")  # fmt: skip
+            for line in views.reason_lines(c):
+                self.emit(line)
             self.emit(f"  host stand-ins: {h.sent} messages sent, {len(h.outputs())} forwarded, "
                       f"{len(h.exceptions())} exceptions, drops by code {h.drops()}")  # fmt: skip
 
