@@ -92,3 +92,27 @@ def test_stats_says_when_a_counter_update_is_in_flight() -> None:
     out = s.execute("stats")
     assert "  router port 0: rx 0 pkts 60 B  tx 0 pkts 0 B" in out
     assert "  (1 counter update issued and not landed yet" in out
+
+
+TTL = ROOT / "examples" / "debug" / "ttl.uc"
+
+
+def test_display_shows_its_expressions_at_every_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    s = Session(open_target(TTL))
+    assert s.execute("display sum") == "1: sum = 0 (0x0)"
+    assert s.execute("display one + 1") == "2: one + 1 = 1 (0x1)"
+    s.execute("break ttl.uc:42")
+    out = s.execute("run")
+    assert out.startswith("breakpoint 1 (ttl.uc:42) hit at cycle 247")
+    assert out.endswith("1: sum = 40165 (0x9ce5)\n2: one + 1 = 257 (0x101)")
+    assert s.execute("next").endswith("1: sum = 40421 (0x9de5)\n2: one + 1 = 257 (0x101)")
+    assert s.execute("undisplay 2") == "undisplayed 2"
+    assert s.execute("step").endswith("alu[b1, b1, AND, a2]\n1: sum = 40421 (0x9de5)")
+    assert "2:" not in s.execute("display")
+    assert s.execute("print sum") == "sum = 40421 (0x9de5)"  # not a stop: no displays after it
+    with pytest.raises(DebugError, match="no display '7'"):
+        s.execute("undisplay 7")
+    with pytest.raises(DebugError, match="unknown name 'nosuch'"):
+        s.execute("display nosuch + 1")
+    assert s.execute("d") == "deleted 1"  # gdb's `d` is still delete

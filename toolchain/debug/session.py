@@ -55,7 +55,10 @@ HISTORY_KEEP = 20_000
 MAX_DUMP = 1 << 16  # bytes `mem` prints at most
 # most positional arguments a command takes (commands not listed parse their own)
 MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 0, "thread": 1, "threads": 0, "regs": 1,
-            "signals": 1, "rings": 0, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
+            "signals": 1, "rings": 0, "undisplay": 100, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
+
+
+STOPPING = ("run", "continue", "step", "next", "back")  # commands after which the displays are shown
 
 
 def show_value(v: int) -> str:
@@ -120,6 +123,8 @@ class Session:
         self._stop_requested = False
         self._line = ""  # the command line being executed, for error columns
         self._rest_at = 0  # where its arguments start in it
+        self.displays: dict[int, str] = {}  # display number -> expression
+        self.next_display = 1
         self.commands: dict[str, tuple[Callable[[list[str], str], None], str]] = {
             "run": (self.cmd_run, "run [CYCLES]            run until a breakpoint, watchpoint or halt (or CYCLES)"),
             "continue": (self.cmd_run, "continue [CYCLES]       same as run"),
@@ -134,6 +139,8 @@ class Session:
             "threads": (self.cmd_threads, "threads                 every context of every loaded ME"),
             "regs": (self.cmd_regs, "regs [ME:CTX]           registers by .reg name and physical name, xfers, NN, LM, CSRs, CAM"),
             "set": (self.cmd_set, "set REG|pc|MEM[ADDR[, WIDTH]] = EXPR  change a register of this thread or memory (MEM: sram, dram, scratch; WIDTH 1, 2, 4 or 8 bytes)"),
+            "display": (self.cmd_display, "display [EXPR]          show EXPR (in the current thread) at every stop; alone: show them now"),
+            "undisplay": (self.cmd_undisplay, "undisplay [N]           stop showing display N (all without N)"),
             "print": (self.cmd_print, "print EXPR              value of an expression over registers"),
             "signals": (self.cmd_signals, "signals [ME]            signals raised and awaited per context"),
             "mem": (self.cmd_mem, "mem sram|dram|scratch ADDR [LEN]  dump memory"),
@@ -147,7 +154,7 @@ class Session:
             "help": (self.cmd_help, "help [COMMAND]          this list"),
         }  # fmt: skip
         self.aliases = {"c": "continue", "s": "step", "n": "next", "b": "break", "r": "run",
-                        "p": "print", "l": "list", "bt": "where", "i": "info", "x": "mem"}  # fmt: skip
+                        "p": "print", "l": "list", "bt": "where", "i": "info", "x": "mem", "d": "delete"}  # fmt: skip
 
     # ------------------------------------------------------------------ plumbing
     def emit(self, text: str = "") -> None:
@@ -232,6 +239,8 @@ class Session:
             raise DebugError(f"{name}: {e}; try `help {name}`") from None
         finally:
             self._drain()
+        if name in STOPPING and self.displays:
+            self._show_displays()
         self._report_faults()
         return "\n".join(self.out)
 
@@ -1007,6 +1016,40 @@ class Session:
             self.emit(f"  the register keeps 0x{now:x}, not 0x{value:x}: some of its bits are read-only or unused")
         if ref.kind == K_PC:
             self.show_here()
+
+    def _show_displays(self, only: list[int] | None = None) -> None:
+        """Each display's expression in the current thread; one that does not evaluate there
+        (a name of another ME's program) says why instead of stopping the command."""
+        for n, text in self.displays.items():
+            if only is not None and n not in only:
+                continue
+            try:
+                shown = show_value(self.eval(text))
+            except (DebugError, ExprError, EmulatorError) as e:
+                shown = f"({e})"
+            self.emit(f"{n}: {text} = {shown}")
+
+    def cmd_display(self, args: list[str], rest: str) -> None:
+        if not rest:
+            if not self.displays:
+                self.emit("no displays (display EXPR adds one)")
+            self._show_displays()
+            return
+        self.eval(rest)  # a malformed or unknown expression is an error now
+        n = self.next_display
+        self.displays[n] = rest
+        self.next_display += 1
+        self._show_displays([n])
+
+    def cmd_undisplay(self, args: list[str], rest: str) -> None:
+        for i, a in enumerate(args):
+            if not a.isdigit() or int(a) not in self.displays:
+                raise DebugError(f"column {self.column(a, self.arg_offset(rest, args, i))}: no display '{a}' "
+                                 "(display lists them)")  # fmt: skip
+        nums = [int(a) for a in args] if args else sorted(self.displays)
+        for n in nums:
+            del self.displays[n]
+        self.emit(f"undisplayed {', '.join(map(str, nums))}" if nums else "no displays")
 
     def cmd_print(self, args: list[str], rest: str) -> None:
         if not rest:
