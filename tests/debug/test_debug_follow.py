@@ -116,3 +116,20 @@ def test_display_shows_its_expressions_at_every_stop(monkeypatch: pytest.MonkeyP
     with pytest.raises(DebugError, match="unknown name 'nosuch'"):
         s.execute("display nosuch + 1")
     assert s.execute("d") == "deleted 1"  # gdb's `d` is still delete
+
+
+def test_history_lists_a_threads_last_instructions_with_their_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    s = Session(open_target(TTL))
+    s.execute("break ttl.uc:43")
+    s.execute("run")
+    out = s.execute("history 3").splitlines()
+    assert out[0] == ("ME 0x00 ctx 0: the last 3 instructions it executed, oldest first "
+                      "(11 kept, at most 1024; cycle 251 now)")  # fmt: skip
+    # csum_add's words, one a cycle, up to the breakpoint at cycle 251 (pc 11 not run yet)
+    assert [ln.split()[1:4] for ln in out[1:]] == [["248", "pc", "8"], ["249", "pc", "9"], ["250", "pc", "10"]]
+    assert out[3].split("  ", 1)[1].endswith("ttl.uc:30 in csum_add() called at examples/debug/ttl.uc:42")
+    other = s.execute("history 0x00:1").splitlines()  # context 1 ran two words and was killed
+    assert [ln.split()[3] for ln in other[1:]] == ["0", "20"] and "ctx_arb[kill]" in other[2]
+    with pytest.raises(DebugError, match="N must be 1 or more"):
+        s.execute("history 0")

@@ -52,10 +52,11 @@ RUN_SLICE = 50_000
 MAX_NEXT_STEPS = 100_000
 MAX_WAKE_WAIT = 200_000
 HISTORY_KEEP = 20_000
+THREAD_HISTORY = 1024  # instructions `history` keeps a thread
 MAX_DUMP = 1 << 16  # bytes `mem` prints at most
 # most positional arguments a command takes (commands not listed parse their own)
 MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 0, "thread": 1, "threads": 0, "regs": 1,
-            "signals": 1, "rings": 0, "undisplay": 100, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
+            "signals": 1, "rings": 0, "undisplay": 100, "history": 2, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
 
 
 STOPPING = ("run", "continue", "step", "next", "back")  # commands after which the displays are shown
@@ -118,7 +119,8 @@ class Session:
         self.events: deque[HistEvent] = deque(maxlen=HISTORY_KEEP)
         self.sram_queues: set[int] = set()
         self.sram_rings: set[int] = set()
-        self.chip.history_enable(1)
+        self.chip.history_enable(2)  # every instruction too: `history` lists a thread's last ones
+        self.instrs: dict[tuple[int, int], deque[tuple[int, int]]] = {}  # (me, ctx) -> (cycle, pc)
         self.faults_seen = 0  # the chip's fault total already reported
         self._stop_requested = False
         self._line = ""  # the command line being executed, for error columns
@@ -141,6 +143,7 @@ class Session:
             "set": (self.cmd_set, "set REG|pc|MEM[ADDR[, WIDTH]] = EXPR  change a register of this thread or memory (MEM: sram, dram, scratch; WIDTH 1, 2, 4 or 8 bytes)"),
             "display": (self.cmd_display, "display [EXPR]          show EXPR (in the current thread) at every stop; alone: show them now"),
             "undisplay": (self.cmd_undisplay, "undisplay [N]           stop showing display N (all without N)"),
+            "history": (self.cmd_history, "history [ME[:CTX]] [N]  the thread's last N instructions (default 10) with their cycles"),
             "print": (self.cmd_print, "print EXPR              value of an expression over registers"),
             "signals": (self.cmd_signals, "signals [ME]            signals raised and awaited per context"),
             "mem": (self.cmd_mem, "mem sram|dram|scratch ADDR [LEN]  dump memory"),
@@ -266,6 +269,12 @@ class Session:
 
     def _drain(self) -> None:
         for ev in self.chip.history():
+            if ev.kind == "instr":
+                key = (ev.me, ev.ctx)
+                if key not in self.instrs:
+                    self.instrs[key] = deque(maxlen=THREAD_HISTORY)
+                self.instrs[key].append((ev.cycle, ev.a0))
+                continue
             self.events.append(ev)
             if ev.kind == "mem_done" and events.unit_name(ev) == "sram":  # completion: the descriptor address
                 if events.names_descriptor(ev, "queue"):
@@ -1050,6 +1059,23 @@ class Session:
         for n in nums:
             del self.displays[n]
         self.emit(f"undisplayed {', '.join(map(str, nums))}" if nums else "no displays")
+
+    def cmd_history(self, args: list[str], rest: str) -> None:
+        me, ctx, n = self.me, self.ctx, 10
+        for a in args:
+            if re.fullmatch(r"\d+", a) and not (len(args) == 1 and ":" in a):
+                n = self._count(a, "N")
+            else:
+                me, ctx = self._thread(a)
+        self._drain()
+        kept = list(self.instrs.get((me, ctx), ()))
+        shown = kept[-n:]
+        self.emit(f"ME {self.nm(me)} ctx {ctx}: the last {len(shown)} instructions it executed, oldest first "
+                  f"({len(kept)} kept, at most {THREAD_HISTORY}; cycle {self.chip.cycle} now)")  # fmt: skip
+        if not shown:
+            self.emit("  (none since the session began, or they were pushed out of the chip's history)")
+        for cycle, pc in shown:
+            self.emit(f"  cycle {cycle:>8d}  pc {pc:4d}  {self.instr_text(me, pc):<40s}  {self.loc(me, pc)}")
 
     def cmd_print(self, args: list[str], rest: str) -> None:
         if not rest:
