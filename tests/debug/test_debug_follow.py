@@ -133,3 +133,21 @@ def test_history_lists_a_threads_last_instructions_with_their_cycles(monkeypatch
     assert [ln.split()[3] for ln in other[1:]] == ["0", "20"] and "ctx_arb[kill]" in other[2]
     with pytest.raises(DebugError, match="N must be 1 or more"):
         s.execute("history 0")
+
+
+def test_break_if_packet_follows_one_traffic_packet_through_the_blocks() -> None:
+    """npk_emit's first line is in parse, lookup and hdr_format: `if packet == 3` stops
+    in each block as it hands on traffic packet 3, whichever thread has it."""
+    s = router("min64.yaml")
+    out = s.execute("break npk_block.h:213 if packet == 3")
+    assert "in 3 places if packet == 3:" in out
+    stops = []
+    for _ in range(3):
+        out = s.execute("run 20000")
+        assert out.startswith("breakpoint 1 (npk_block.h:213) hit at cycle "), out
+        stops.append(out.splitlines()[1].split(" pc ")[0])
+        assert s.execute("print packet") == "packet = 3 (0x3)"
+        assert "traffic   packet id 3 (NPK1 tag in the payload)" in s.execute("packet")
+    assert stops == ["ME 0x01 ctx 0", "ME 0x02 ctx 7", "ME 0x03 ctx 4"]
+    assert s.execute("run 5000").startswith("ran 5000 cycles")  # packet 3 has left the blocks
+    assert s.execute("info").splitlines()[0].endswith("if packet == 3  hits 3")

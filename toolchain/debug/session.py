@@ -379,6 +379,8 @@ class Session:
             return sm.signals[name]
         if name in sm.mems:
             return int(sm.mems[name].value)
+        if name == "packet":  # not a name of the program: the traffic id of the thread's packet
+            return self.packet_id(me, ctx)
         try:
             return self.chip.reg(me, name, ctx)
         except EmulatorError as e:
@@ -1136,6 +1138,40 @@ class Session:
                              f"multiple of 4 (descriptors are longwords: 0x{addr & ~3:x}?)")  # fmt: skip
         return addr
 
+    def _packet_convention(self, me: int) -> tuple[str, int | None]:
+        """The expression for the DRAM address of the packet a thread of ME handles, and the
+        frame's offset in its buffer when the convention says it ('' when there is none)."""
+        pad: int | None = None
+        dbg = self.target.image.meta.get("debug") or {}
+        expr = str(dbg.get("packet", "")) if isinstance(dbg, dict) else ""
+        if isinstance(dbg, dict) and "packet_pad" in dbg:
+            pad = int(dbg["packet_pad"])
+        sysmap = self.target.image.meta.get("sysmap")
+        sm = self.target.smap(me)
+        if not expr and isinstance(sysmap, dict) and sm.reg_candidates("pw"):
+            # a linked router: pw = V | in_port << 28 | buffer index (microcode/README.md §3.1)
+            expr = f"((pw & 0xffff) << {sysmap['buf_shift']}) + {sysmap['buf_base']}"
+            pad = int(sysmap.get("pkt_pad", 0)) if pad is None else pad
+        if not expr:
+            expr = next((n for n in pkt.CONVENTION_REGS if sm.reg_candidates(n)), "")
+        return expr, pad
+
+    def packet_id(self, me: int, ctx: int) -> int:
+        """The traffic id (NPK1 tag) of the frame in the buffer the thread handles, by the
+        `packet` command's convention; -1 when the frame carries none."""
+        expr, pad = self._packet_convention(me)
+        if not expr:
+            raise DebugError(f"'packet' in an expression: the program on ME {self.nm(me)} has no packet convention "
+                             f"(a register {'/'.join(pkt.CONVENTION_REGS)}, or a router's pw)")  # fmt: skip
+        addr = evaluate(expr, lambda n: self.reg_value(n, me, ctx))
+        if not self.mem_ok("dram", addr, 64):
+            return -1
+        head = self.chip.mem_read("dram", addr, 64 + (pad or 0))
+        start = pkt.guess_pad(head) if pad is None else pad
+        frame = self.chip.mem_read("dram", addr + start, pkt.frame_length(head[start:]))
+        gid = pkt.traffic_id(frame)
+        return -1 if gid is None else gid
+
     def cmd_packet(self, args: list[str], rest: str) -> None:
         pad: int | None = None
         length: int | None = None
@@ -1150,22 +1186,11 @@ class Session:
         expr = rest.strip()
         how = expr
         if not expr:
-            dbg = self.target.image.meta.get("debug") or {}
-            expr = str(dbg.get("packet", "")) if isinstance(dbg, dict) else ""
-            if isinstance(dbg, dict) and pad is None and "packet_pad" in dbg:
-                pad = int(dbg["packet_pad"])
-            sysmap = self.target.image.meta.get("sysmap")
-            sm = self.target.smap(self.me)
-            if not expr and isinstance(sysmap, dict) and sm.reg_candidates("pw"):
-                # a linked router: pw = V | in_port << 28 | buffer index (microcode/README.md §3.1)
-                expr = f"((pw & 0xffff) << {sysmap['buf_shift']}) + {sysmap['buf_base']}"
-                if pad is None:
-                    pad = int(sysmap.get("pkt_pad", 0))
-            if not expr:
-                expr = next((n for n in pkt.CONVENTION_REGS if sm.reg_candidates(n)), "")
+            expr, conv_pad = self._packet_convention(self.me)
             if not expr:
                 raise DebugError("which packet? give its DRAM address: packet EXPR (e.g. packet buf), "
                                  f"or name a register {'/'.join(pkt.CONVENTION_REGS)} in the program")  # fmt: skip
+            pad = conv_pad if pad is None else pad
             how = f"{expr} (by convention)"
         addr = self.address("dram", expr) if expr == rest.strip() else self.address("dram", str(self.eval(expr)))
         head = self.chip.mem_read("dram", addr, min(64, int(self.chip.config["dram_bytes"]) - addr))
