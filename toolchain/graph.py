@@ -270,6 +270,7 @@ class LBlock:
     outputs: list[str]
     source: str = ""
     threads: int | None = None
+    exceptions: list[str] = field(default_factory=list)  # the reasons its code raises
 
 
 @dataclass
@@ -279,6 +280,7 @@ class Layout:
     rings: dict[str, dict[str, Any]]  # name -> {type, ...}
     exception: str | None
     memories: dict[str, str]  # name -> description
+    control_rings: list[str] = field(default_factory=list)  # rings the control plane puts frames on
 
 
 def from_linker(path: str | Path) -> Layout:
@@ -290,16 +292,21 @@ def from_linker(path: str | Path) -> Layout:
         lay = load_layout(path)
     except LinkError as e:
         raise GraphError(str(e)) from None
+    raising = _exception_raisers(path) if lay.exceptions else {}
     blocks = []
     for b in lay.blocks.values():
         # a block with no input ring takes packets from the MSF (rx), one with no output ring
         # hands them to it (tx)
         ins = [b.ring_in] if b.ring_in else (["msf"] if b.ring_out else [])
+        if b.ring_cp:  # frames the control plane sends (ICMP, ARP, held packets)
+            ins.append(b.ring_cp)
         outs = [b.ring_out] if b.ring_out else (["msf"] if b.ring_in else [])
-        if b.source is not None and lay.exceptions:
+        if raising.get(b.name):  # only a block whose code raises an exception puts on the ring
             outs.append(lay.exceptions)
         src = b.source or "external (host stand-in)"
-        blocks.append(LBlock(b.name, list(b.mes), ins, outs, src, b.threads if b.source else None))
+        blocks.append(LBlock(b.name, list(b.mes), ins, outs, src, b.threads if b.source else None,
+                             raising.get(b.name, [])))
+    cp_rings = sorted({b.ring_cp for b in lay.blocks.values() if b.ring_cp})
     split_members = {m: name for name, ms in lay.splits.items() for m in ms}
     rings = {r.name: {"type": "scratch", "ring": r.number, "size": r.size}
              for r in lay.rings.values() if r.name not in split_members}  # fmt: skip
@@ -315,7 +322,31 @@ def from_linker(path: str | Path) -> Layout:
     memories = {"DRAM": bufs,
                 "SRAM": "route trie, next hops, buffer descriptors, free list, port queues",
                 "scratch": "rings, statistics"}  # fmt: skip
-    return Layout(lay.name, blocks, rings, lay.exceptions, memories)
+    return Layout(lay.name, blocks, rings, lay.exceptions, memories, cp_rings)
+
+
+def _exception_raisers(path: str | Path) -> dict[str, list[str]]:
+    """Per block of the linked layout, the exception reasons its code raises: the
+    `EXC_<REASON>` names (microcode/reasons.yaml) on the source lines of its words."""
+    from npkit.emulator.traffic.reasons import load_reasons
+    from npkit.toolchain.system.layout import LinkError
+    from npkit.toolchain.system.link import link
+
+    try:
+        image = link(path)
+    except LinkError as e:
+        raise GraphError(str(e)) from None
+    names = {r.macro: r.name for r in load_reasons().exceptions.values()}
+    out: dict[str, list[str]] = {}
+    for prog in image.programs:
+        sources = _read_sources(prog, [])
+        found: set[str] = set()
+        for file, line in {(e.file, e.line) for e in prog.lines}:
+            text = (sources.get(file) or [])[line - 1 : line]
+            code = re.sub(r"(//|;).*$", "", text[0]) if text else ""
+            found.update(names[m] for m in re.findall(r"\bEXC_\w+", code) if m in names)
+        out[prog.name] = sorted(found)
+    return out
 
 
 def layout_dot(lay: Layout) -> str:
@@ -354,18 +385,22 @@ def layout_dot(lay: Layout) -> str:
         color = "#ffd6d6" if is_exc else "#fff2c4"
         out.append(f"  {nid('ring', r)} [shape=cylinder style=filled fillcolor=\"{color}\" "
                    f"label={_q(chr(10).join([r, kind] + extra))}];")  # fmt: skip
-    if lay.exception or any("exc" in r.lower() for r in ring_names):
+    if lay.exception or lay.control_rings or any("exc" in r.lower() for r in ring_names):
         out.append('  xscale [shape=box3d style=filled fillcolor="#f0d8ff" label="XScale\\ncontrol daemon"];')
         for r in sorted(ring_names):
             if r == lay.exception or "exc" in r.lower():
                 out.append(f'  {nid("ring", r)} -> xscale [color="#c00000" label="exceptions"];')
+        for r in lay.control_rings:
+            out.append(f'  xscale -> {nid("ring", r)} [color="#7030a0" label="ICMP, ARP, held"];')
     for b in lay.blocks:
         for x in b.inputs:
             src = "msf_rx" if x in ("msf", "rx") else nid("ring", x)
             out.append(f"  {src} -> {nid('blk', b.name)};")
         for x in b.outputs:
             dst = "msf_tx" if x in ("msf", "tx") else ("xscale" if x == "xscale" else nid("ring", x))
-            red = ' [color="#c00000"]' if (x == lay.exception or "exc" in x.lower()) else ""
+            exc = x == lay.exception or "exc" in x.lower()
+            why = f' label={_q(", ".join(b.exceptions))}' if exc and b.exceptions else ""
+            red = f' [color="#c00000"{why}]' if exc else ""
             out.append(f"  {nid('blk', b.name)} -> {dst}{red};")
     if lay.memories:
         out.append('  subgraph cluster_mem { label="memories"; style=dashed;')
@@ -379,9 +414,54 @@ def layout_dot(lay: Layout) -> str:
 # ------------------------------------------------------------------------------ commands
 
 
-def _program_of(path: str, name: str | None) -> tuple[Program, list[Path]]:
-    from npkit.toolchain.debug.target import TargetError, read_target_image
+SYS_HEADER = re.compile(r'^\s*#include\s+[<"]npk_sys\.h[>"]', re.M)
 
+
+def _block_program(path: str, layouts: list[str | Path], params: dict[str, Any]) -> tuple[Program, list[Path]] | None:
+    """The program `npk link` builds from the block source `path` in the first of `layouts`
+    that has it as a block (with that layout's include path, its generated npk_sys.h and
+    the block's defines); None when none has it."""
+    from npkit.toolchain.system.layout import LinkError, load_layout
+    from npkit.toolchain.system.link import link
+    from npkit.toolchain.system.paths import MICROCODE
+
+    want = Path(path).resolve()
+    for lay_path in layouts:
+        try:
+            lay = load_layout(lay_path, params)
+            block = next((b for b in lay.blocks.values() if b.source and (MICROCODE / b.source).resolve() == want), None)
+            if block is None:
+                continue
+            image = link(lay_path, params)
+        except LinkError as e:
+            raise GraphError(str(e)) from None
+        prog = next(p for p in image.programs if p.name == block.name)
+        return prog, [want.parent, MICROCODE, Path.cwd()]
+    return None
+
+
+def _layouts_for(layout: str | None) -> list[str | Path]:
+    from npkit.toolchain.system.paths import LAYOUTS
+
+    if layout is not None:
+        return [layout]
+    return sorted(LAYOUTS.glob("*.yaml"), key=lambda p: (p.stem != "pipelined", p.stem))
+
+
+def _program_of(path: str, name: str | None, layout: str | None = None,
+                params: dict[str, Any] | None = None) -> tuple[Program, list[Path]]:  # fmt: skip
+    from npkit.toolchain.debug.target import SOURCE_SUFFIXES, TargetError, read_target_image
+
+    p = Path(path)
+    if p.suffix in SOURCE_SUFFIXES and (layout is not None or SYS_HEADER.search(p.read_text(errors="replace"))):
+        layouts = _layouts_for(layout)
+        found = _block_program(path, layouts, params or {})
+        if found is not None:
+            return found
+        names = ", ".join(Path(x).stem for x in layouts)
+        given = " with these -D parameters" if params else " with their default parameters (-D PARAM=VALUE picks a variant)"
+        raise GraphError(f"{path} includes npk_sys.h, which `npk link` generates for the blocks of a layout, "
+                         f"but it is not the source of a block of {names}{given}")  # fmt: skip
     try:
         image: Image = read_target_image(path)
     except TargetError as e:
@@ -416,10 +496,22 @@ def graph_layout(layout: str, output: str) -> None:
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="out.svg, out.png or out.dot")
 @click.option("--program", default=None, help="Program of a multi-program image.")
-def graph_cfg(source: str, output: str, program: str | None) -> None:
-    """Control-flow graph of SOURCE (.uc or an image) from its assembled words."""
+@click.option("--layout", default=None, help="For a router block's source: the layout (a name in microcode/layouts "
+              "or a YAML file) whose link builds it.  [default: the first layout with SOURCE as a block, "
+              "when SOURCE includes npk_sys.h]")
+@click.option("-D", "defines", multiple=True, metavar="PARAM=VALUE", help="A parameter of that layout (as npk link -D).")
+def graph_cfg(source: str, output: str, program: str | None, layout: str | None, defines: tuple[str, ...]) -> None:
+    """Control-flow graph of SOURCE (.uc or an image) from its assembled words.  A router
+    block's source is assembled as `npk link` assembles it for its layout (the generated
+    npk_sys.h, the layout's include path and the block's defines)."""
+    from npkit.toolchain.system.layout import LinkError, parse_defines
+
     try:
-        prog, search = _program_of(source, program)
+        params = parse_defines(defines)
+    except LinkError as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        prog, search = _program_of(source, program, layout, params)
         render(cfg_dot(prog, search), Path(output))
     except (GraphError, OutputError) as e:
         raise click.ClickException(str(e)) from None

@@ -41,7 +41,7 @@ from npkit.emulator.binding import (
 )
 from npkit.emulator.me_names import MeNameError
 
-from . import events
+from . import events, views
 from . import packet as pkt
 from .expr import ExprError, evaluate
 from .source import _same_file, macro_frames, short, where
@@ -52,10 +52,14 @@ RUN_SLICE = 50_000
 MAX_NEXT_STEPS = 100_000
 MAX_WAKE_WAIT = 200_000
 HISTORY_KEEP = 20_000
+THREAD_HISTORY = 1024  # instructions `history` keeps a thread
 MAX_DUMP = 1 << 16  # bytes `mem` prints at most
 # most positional arguments a command takes (commands not listed parse their own)
 MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 0, "thread": 1, "threads": 0, "regs": 1,
-            "signals": 1, "rings": 0, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
+            "signals": 1, "rings": 0, "undisplay": 100, "history": 2, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
+
+
+STOPPING = ("run", "continue", "step", "next", "back")  # commands after which the displays are shown
 
 
 def show_value(v: int) -> str:
@@ -115,11 +119,14 @@ class Session:
         self.events: deque[HistEvent] = deque(maxlen=HISTORY_KEEP)
         self.sram_queues: set[int] = set()
         self.sram_rings: set[int] = set()
-        self.chip.history_enable(1)
+        self.chip.history_enable(2)  # every instruction too: `history` lists a thread's last ones
+        self.instrs: dict[tuple[int, int], deque[tuple[int, int]]] = {}  # (me, ctx) -> (cycle, pc)
         self.faults_seen = 0  # the chip's fault total already reported
         self._stop_requested = False
         self._line = ""  # the command line being executed, for error columns
         self._rest_at = 0  # where its arguments start in it
+        self.displays: dict[int, str] = {}  # display number -> expression
+        self.next_display = 1
         self.commands: dict[str, tuple[Callable[[list[str], str], None], str]] = {
             "run": (self.cmd_run, "run [CYCLES]            run until a breakpoint, watchpoint or halt (or CYCLES)"),
             "continue": (self.cmd_run, "continue [CYCLES]       same as run"),
@@ -134,6 +141,9 @@ class Session:
             "threads": (self.cmd_threads, "threads                 every context of every loaded ME"),
             "regs": (self.cmd_regs, "regs [ME:CTX]           registers by .reg name and physical name, xfers, NN, LM, CSRs, CAM"),
             "set": (self.cmd_set, "set REG|pc|MEM[ADDR[, WIDTH]] = EXPR  change a register of this thread or memory (MEM: sram, dram, scratch; WIDTH 1, 2, 4 or 8 bytes)"),
+            "display": (self.cmd_display, "display [EXPR]          show EXPR (in the current thread) at every stop; alone: show them now"),
+            "undisplay": (self.cmd_undisplay, "undisplay [N]           stop showing display N (all without N)"),
+            "history": (self.cmd_history, "history [ME[:CTX]] [N]  the thread's last N instructions (default 10) with their cycles"),
             "print": (self.cmd_print, "print EXPR              value of an expression over registers"),
             "signals": (self.cmd_signals, "signals [ME]            signals raised and awaited per context"),
             "mem": (self.cmd_mem, "mem sram|dram|scratch ADDR [LEN]  dump memory"),
@@ -147,7 +157,7 @@ class Session:
             "help": (self.cmd_help, "help [COMMAND]          this list"),
         }  # fmt: skip
         self.aliases = {"c": "continue", "s": "step", "n": "next", "b": "break", "r": "run",
-                        "p": "print", "l": "list", "bt": "where", "i": "info", "x": "mem"}  # fmt: skip
+                        "p": "print", "l": "list", "bt": "where", "i": "info", "x": "mem", "d": "delete"}  # fmt: skip
 
     # ------------------------------------------------------------------ plumbing
     def emit(self, text: str = "") -> None:
@@ -232,6 +242,8 @@ class Session:
             raise DebugError(f"{name}: {e}; try `help {name}`") from None
         finally:
             self._drain()
+        if name in STOPPING and self.displays:
+            self._show_displays()
         self._report_faults()
         return "\n".join(self.out)
 
@@ -257,6 +269,12 @@ class Session:
 
     def _drain(self) -> None:
         for ev in self.chip.history():
+            if ev.kind == "instr":
+                key = (ev.me, ev.ctx)
+                if key not in self.instrs:
+                    self.instrs[key] = deque(maxlen=THREAD_HISTORY)
+                self.instrs[key].append((ev.cycle, ev.a0))
+                continue
             self.events.append(ev)
             if ev.kind == "mem_done" and events.unit_name(ev) == "sram":  # completion: the descriptor address
                 if events.names_descriptor(ev, "queue"):
@@ -361,6 +379,8 @@ class Session:
             return sm.signals[name]
         if name in sm.mems:
             return int(sm.mems[name].value)
+        if name == "packet":  # not a name of the program: the traffic id of the thread's packet
+            return self.packet_id(me, ctx)
         try:
             return self.chip.reg(me, name, ctx)
         except EmulatorError as e:
@@ -689,6 +709,16 @@ class Session:
             raise DebugError(errors[0] if errors else f"no code at {spec}")
         return out
 
+    def _check_condition(self, cond: str, mes: list[int]) -> None:
+        """Evaluate a breakpoint's condition on each ME it is set on, as a hit there will:
+        its names are those of that ME's program, not of the current thread's."""
+        for me in mes:
+            try:
+                self.eval(cond, me, self.target.ctxs(me)[0])
+            except DebugError as e:
+                where = f" on ME {self.nm(me)} ({self.target.loaded[me]})" if len(mes) > 1 or me != self.me else ""
+                raise DebugError(f"if {cond}: {e}{where}") from None
+
     def _break_mes(self, words: list[str], spec_len: int) -> list[int] | None:
         """The MEs of `break LOC me ME[,ME...]` (None: every ME); `words` follow LOC."""
         if not words:
@@ -719,9 +749,9 @@ class Session:
         words = spec.split()
         only = self._break_mes(words[1:], len(words[0]))
         spec = words[0]
-        if cond.strip():
-            self.eval(cond.strip())  # unknown names are an error now, not at the first hit
         places = self.resolve_location(spec, only)
+        if cond.strip():  # unknown names are an error now, not at the first hit
+            self._check_condition(cond.strip(), sorted({me for me, _ in places}))
         ids = [(self.chip.add_breakpoint(pc, me=me), pc) for me, pc in places]
         groups = self._break_places(places)
         shown = spec if only is None else f"{spec} me {','.join(self.nm(me) for me in only)}"
@@ -998,6 +1028,57 @@ class Session:
         if ref.kind == K_PC:
             self.show_here()
 
+    def _show_displays(self, only: list[int] | None = None) -> None:
+        """Each display's expression in the current thread; one that does not evaluate there
+        (a name of another ME's program) says why instead of stopping the command."""
+        for n, text in self.displays.items():
+            if only is not None and n not in only:
+                continue
+            try:
+                shown = show_value(self.eval(text))
+            except (DebugError, ExprError, EmulatorError) as e:
+                shown = f"({e})"
+            self.emit(f"{n}: {text} = {shown}")
+
+    def cmd_display(self, args: list[str], rest: str) -> None:
+        if not rest:
+            if not self.displays:
+                self.emit("no displays (display EXPR adds one)")
+            self._show_displays()
+            return
+        self.eval(rest)  # a malformed or unknown expression is an error now
+        n = self.next_display
+        self.displays[n] = rest
+        self.next_display += 1
+        self._show_displays([n])
+
+    def cmd_undisplay(self, args: list[str], rest: str) -> None:
+        for i, a in enumerate(args):
+            if not a.isdigit() or int(a) not in self.displays:
+                raise DebugError(f"column {self.column(a, self.arg_offset(rest, args, i))}: no display '{a}' "
+                                 "(display lists them)")  # fmt: skip
+        nums = [int(a) for a in args] if args else sorted(self.displays)
+        for n in nums:
+            del self.displays[n]
+        self.emit(f"undisplayed {', '.join(map(str, nums))}" if nums else "no displays")
+
+    def cmd_history(self, args: list[str], rest: str) -> None:
+        me, ctx, n = self.me, self.ctx, 10
+        for a in args:
+            if re.fullmatch(r"\d+", a) and not (len(args) == 1 and ":" in a):
+                n = self._count(a, "N")
+            else:
+                me, ctx = self._thread(a)
+        self._drain()
+        kept = list(self.instrs.get((me, ctx), ()))
+        shown = kept[-n:]
+        self.emit(f"ME {self.nm(me)} ctx {ctx}: the last {len(shown)} instructions it executed, oldest first "
+                  f"({len(kept)} kept, at most {THREAD_HISTORY}; cycle {self.chip.cycle} now)")  # fmt: skip
+        if not shown:
+            self.emit("  (none since the session began, or they were pushed out of the chip's history)")
+        for cycle, pc in shown:
+            self.emit(f"  cycle {cycle:>8d}  pc {pc:4d}  {self.instr_text(me, pc):<40s}  {self.loc(me, pc)}")
+
     def cmd_print(self, args: list[str], rest: str) -> None:
         if not rest:
             raise DebugError("print EXPR")
@@ -1017,14 +1098,16 @@ class Session:
 
     def cmd_rings(self, args: list[str], rest: str) -> None:
         any_ring = False
+        names = views.ring_names(self.target.image.meta)
         for r in range(int(self.chip.config["scratch_rings"])):
             info = self.chip.scratch_ring_info(r)
             if not info["size"]:
                 continue
             any_ring = True
             full = " FULL" if info["count"] + info["full_margin"] >= info["size"] else ""
+            name = f"  {names[r]}" if r in names else ""
             self.emit(f"scratch ring {r:2d}: base 0x{info['base']:04x} size {info['size']:4d} words  "
-                      f"count {info['count']:4d}{full}")  # fmt: skip
+                      f"count {info['count']:4d}{full}{name}")  # fmt: skip
         if not any_ring:
             self.emit("no scratch ring is configured")
         for a in sorted(self.sram_rings):
@@ -1055,6 +1138,40 @@ class Session:
                              f"multiple of 4 (descriptors are longwords: 0x{addr & ~3:x}?)")  # fmt: skip
         return addr
 
+    def _packet_convention(self, me: int) -> tuple[str, int | None]:
+        """The expression for the DRAM address of the packet a thread of ME handles, and the
+        frame's offset in its buffer when the convention says it ('' when there is none)."""
+        pad: int | None = None
+        dbg = self.target.image.meta.get("debug") or {}
+        expr = str(dbg.get("packet", "")) if isinstance(dbg, dict) else ""
+        if isinstance(dbg, dict) and "packet_pad" in dbg:
+            pad = int(dbg["packet_pad"])
+        sysmap = self.target.image.meta.get("sysmap")
+        sm = self.target.smap(me)
+        if not expr and isinstance(sysmap, dict) and sm.reg_candidates("pw"):
+            # a linked router: pw = V | in_port << 28 | buffer index (microcode/README.md §3.1)
+            expr = f"((pw & 0xffff) << {sysmap['buf_shift']}) + {sysmap['buf_base']}"
+            pad = int(sysmap.get("pkt_pad", 0)) if pad is None else pad
+        if not expr:
+            expr = next((n for n in pkt.CONVENTION_REGS if sm.reg_candidates(n)), "")
+        return expr, pad
+
+    def packet_id(self, me: int, ctx: int) -> int:
+        """The traffic id (NPK1 tag) of the frame in the buffer the thread handles, by the
+        `packet` command's convention; -1 when the frame carries none."""
+        expr, pad = self._packet_convention(me)
+        if not expr:
+            raise DebugError(f"'packet' in an expression: the program on ME {self.nm(me)} has no packet convention "
+                             f"(a register {'/'.join(pkt.CONVENTION_REGS)}, or a router's pw)")  # fmt: skip
+        addr = evaluate(expr, lambda n: self.reg_value(n, me, ctx))
+        if not self.mem_ok("dram", addr, 64):
+            return -1
+        head = self.chip.mem_read("dram", addr, 64 + (pad or 0))
+        start = pkt.guess_pad(head) if pad is None else pad
+        frame = self.chip.mem_read("dram", addr + start, pkt.frame_length(head[start:]))
+        gid = pkt.traffic_id(frame)
+        return -1 if gid is None else gid
+
     def cmd_packet(self, args: list[str], rest: str) -> None:
         pad: int | None = None
         length: int | None = None
@@ -1069,22 +1186,11 @@ class Session:
         expr = rest.strip()
         how = expr
         if not expr:
-            dbg = self.target.image.meta.get("debug") or {}
-            expr = str(dbg.get("packet", "")) if isinstance(dbg, dict) else ""
-            if isinstance(dbg, dict) and pad is None and "packet_pad" in dbg:
-                pad = int(dbg["packet_pad"])
-            sysmap = self.target.image.meta.get("sysmap")
-            sm = self.target.smap(self.me)
-            if not expr and isinstance(sysmap, dict) and sm.reg_candidates("pw"):
-                # a linked router: pw = V | in_port << 28 | buffer index (microcode/README.md §3.1)
-                expr = f"((pw & 0xffff) << {sysmap['buf_shift']}) + {sysmap['buf_base']}"
-                if pad is None:
-                    pad = int(sysmap.get("pkt_pad", 0))
-            if not expr:
-                expr = next((n for n in pkt.CONVENTION_REGS if sm.reg_candidates(n)), "")
+            expr, conv_pad = self._packet_convention(self.me)
             if not expr:
                 raise DebugError("which packet? give its DRAM address: packet EXPR (e.g. packet buf), "
                                  f"or name a register {'/'.join(pkt.CONVENTION_REGS)} in the program")  # fmt: skip
+            pad = conv_pad if pad is None else pad
             how = f"{expr} (by convention)"
         addr = self.address("dram", expr) if expr == rest.strip() else self.address("dram", str(self.eval(expr)))
         head = self.chip.mem_read("dram", addr, min(64, int(self.chip.config["dram_bytes"]) - addr))
@@ -1170,8 +1276,7 @@ class Session:
                 ps = dev.port_stats(port)
                 if ps["rx_offered"] or ps["tx_frames"]:
                     self.emit(f"  msf port {port}: rx offered {ps['rx_offered']} received {ps['rx_received']}"
-                              f" dropped {ps['rx_drop_rbuf_full'] + ps['rx_drop_no_rx_thread'] + ps['rx_drop_oversize']}"
-                              f"  tx frames {ps['tx_frames']} bytes {ps['tx_bytes']}")  # fmt: skip
+                              f" {views.msf_drops(ps)}  tx frames {ps['tx_frames']} bytes {ps['tx_bytes']}")  # fmt: skip
         h = self.target.harness
         if h is not None:
             from npkit.toolchain.system.sysmap import read_counters
@@ -1180,9 +1285,12 @@ class Session:
             for ps in c["ports"]:
                 self.emit(f"  router port {ps['port']}: rx {ps['rx_pkts']} pkts {ps['rx_bytes']} B"
                           f"  tx {ps['tx_pkts']} pkts {ps['tx_bytes']} B")  # fmt: skip
-            for kind in ("drops", "exceptions"):
-                if c[kind]:
-                    self.emit(f"  router {kind}: " + ", ".join(f"{k} {v}" for k, v in sorted(c[kind].items())))
+            flying = views.counters_in_flight(self.events, self.target.image.meta.get("sysmap") or {})
+            if flying:
+                self.emit(f"  ({flying} counter update{'s' if flying > 1 else ''} issued and not landed yet: "
+                          "a packet's count and its bytes are two commands)")  # fmt: skip
+            for line in views.reason_lines(c):
+                self.emit(line)
             self.emit(f"  host stand-ins: {h.sent} messages sent, {len(h.outputs())} forwarded, "
                       f"{len(h.exceptions())} exceptions, drops by code {h.drops()}")  # fmt: skip
 

@@ -171,16 +171,40 @@ def read_target_image(path: str | Path, include_dirs: Sequence[str | Path] = (),
     return read_image_or_source(p, include_dirs, defines, warn)
 
 
+DEFAULT_TRAFFIC_NS = 1_000_000  # npk run's --duration-ms default
+
+
+def traffic_source(spec: str | Path) -> Any:
+    """The traffic of a spec or capture directory, collected, as `npk run --traffic` takes
+    it: a spec that gives neither `count` nor `duration_ns` lasts npk run's default
+    --duration-ms (1 ms of arrivals) instead of being refused."""
+    from npkit.emulator.traffic.source import load_traffic_source
+
+    return load_traffic_source(spec, DEFAULT_TRAFFIC_NS if _open_ended(Path(spec)) else None).collect()
+
+
+def _open_ended(p: Path) -> bool:
+    """A traffic spec (YAML mapping) with neither `count` nor `duration_ns`."""
+    if p.is_dir() or p.suffix not in (".yaml", ".yml"):
+        return False
+    try:
+        import yaml
+
+        raw = yaml.safe_load(p.read_text())
+    except Exception:  # noqa: BLE001 - the spec's own reader says what is wrong with it
+        return False
+    return isinstance(raw, dict) and raw.get("count") is None and raw.get("duration_ns") is None
+
+
 def attach_traffic(target: Target, spec: str) -> None:
     """Attach the MSF device and hand it every packet of the traffic spec (YAML) or
     capture directory up front; the device delivers each at its time."""
     from array import array
 
-    from npkit.emulator.traffic.source import load_traffic_source
     from npkit.emulator.traffic_run import MsfError, TrafficError, TrafficRun
 
     try:
-        tr = load_traffic_source(spec).collect()
+        tr = traffic_source(spec)
         run = TrafficRun(target.chip, tr)
         n = len(tr)
         run.dev.push(tr.times, tr.ports, array("I", range(n)), tr.lens, b"".join(tr.frames))
@@ -213,11 +237,10 @@ def frames_of(spec: str) -> list[tuple[int, bytes]]:
         from npkit.emulator.traffic.pcap import read_pcap
 
         return [(0, r.data) for r in read_pcap(p)]
-    from npkit.emulator.traffic.source import load_traffic_source
     from npkit.emulator.traffic_run import TrafficError
 
     try:
-        tr = load_traffic_source(p).collect()
+        tr = traffic_source(p)
     except (TrafficError, OSError) as e:
         raise TargetError(f"--traffic {spec}: {e}") from None
     return list(zip(tr.ports, tr.frames, strict=True))
