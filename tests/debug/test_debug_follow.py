@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from npkit.asm.assembler import assemble
+from npkit.asm.image import write_image
 from npkit.toolchain.debug.session import DebugError, Session
 from npkit.toolchain.debug.target import open_target, open_targets
-from npkit.toolchain.image import write_image
 
 ROOT = Path(__file__).resolve().parents[2]
 TTL = ROOT / "examples" / "debug" / "ttl.uc"
