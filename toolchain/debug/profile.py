@@ -237,9 +237,11 @@ def coverage(counts: list[ProgramCounts]) -> dict[str, FileCoverage]:
 
 def lcov_text(files: dict[str, FileCoverage], test_name: str = "npk") -> str:
     """lcov's tracefile format (geninfo(1)): per source file SF, DA per line, BRDA per
-    branch direction (0 taken, 1 not taken; '-' never evaluated), LF/LH/BRF/BRH."""
+    branch direction (0 taken, 1 not taken; '-' never evaluated), LF/LH/BRF/BRH.  Sources
+    that are no file (what the linker generates, `<npk link>/...`) are left out: genhtml
+    and editors read the text of every file named."""
     out = []
-    for path in sorted(files):
+    for path in sorted(p for p in files if Path(p).is_file()):
         fc = files[path]
         out += [f"TN:{_tn(test_name)}", f"SF:{path}"]
         for (line, block, br), n in sorted(fc.branches.items()):
