@@ -342,3 +342,53 @@ def fault_site_lines(faults: dict[str, Any], limit: int = 8) -> list[str]:
         src = f" ({f['source']})" if f.get("source") else ""
         out.append(f"  {kind} at {who}{src}: address 0x{f['address']:x} (cycle {f['cycle']})")
     return out
+
+
+# -- tracefiles merged (runs of several chips, test workers) -----------------------------------
+def merge_coverage(into: dict[str, FileCoverage], more: dict[str, FileCoverage]) -> None:
+    """Add `more` to `into`: line counts and branch counts add up (a branch evaluated in
+    either is evaluated)."""
+    for path, fc in more.items():
+        tot = into.setdefault(path, FileCoverage(path))
+        for line, n in fc.lines.items():
+            tot.lines[line] = tot.lines.get(line, 0) + n
+        for key, v in fc.branches.items():
+            old = tot.branches.get(key)
+            tot.branches[key] = v if old is None else old + (v or 0)
+
+
+def read_lcov(text: str, origin: str = "<tracefile>") -> dict[str, FileCoverage]:
+    """The SF / DA / BRDA records of an lcov tracefile (what lcov_text writes); a malformed
+    record is a ProfileError naming origin:line."""
+    files: dict[str, FileCoverage] = {}
+    cur: FileCoverage | None = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        key, _, val = raw.strip().partition(":")
+        try:
+            if key == "SF":
+                cur = files.setdefault(val, FileCoverage(val))
+            elif key == "DA" and cur is not None:
+                line, count = val.split(",")[:2]
+                cur.lines[int(line)] = cur.lines.get(int(line), 0) + int(count)
+            elif key == "BRDA" and cur is not None:
+                line, block, br, taken = val.split(",")
+                k = (int(line), int(block), int(br))
+                t = None if taken == "-" else int(taken)
+                old = cur.branches.get(k)
+                cur.branches[k] = t if old is None else old + (t or 0)
+            elif key == "end_of_record":
+                cur = None
+        except ValueError:
+            raise ProfileError(f"{origin}:{n}: not an lcov record: {raw.strip()!r}") from None
+    return files
+
+
+def missed_ranges(lines: list[int]) -> str:
+    """Sorted line numbers as ranges: '12, 40-45, 300'."""
+    out: list[str] = []
+    for n in lines:
+        if out and out[-1].split("-")[-1] == str(n - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{n}"
+        else:
+            out.append(str(n))
+    return ", ".join(out)
