@@ -175,6 +175,10 @@ def test_npk_demo_coverage_of_the_router_blocks(tmp_path: Path) -> None:
     for block in ("rx", "parse", "lookup", "hdr_format", "qm", "tx"):
         assert f"/microcode/{block}/{block}.uc" in text, block
     assert out["profile"]["lookup"]["instructions"] == out["blocks"]["lookup"]["instructions"]
+    # counting (the lock-step path) leaves the router's run as it is
+    plain = json.loads(CliRunner().invoke(demo_cmd, ["--ms", "0.05", "--json"]).output)
+    for key in ("emulated_cycles", "latency_us", "comparison", "totals", "blocks"):
+        assert plain[key] == out[key], key
     if not shutil.which("genhtml"):
         pytest.fail("genhtml (Debian lcov, which `make` installs) is not on PATH")
     html = tmp_path / "html"
