@@ -159,7 +159,7 @@ def test_faults_are_placed_on_their_source_line(tmp_path: Path) -> None:
     located = locate_faults(chip.faults(), placement([img for _, img, _ in named], per_image), chip.me_name)
     assert {f["source"] for f in located["last"]} == {f"{src}:3"}
     lines = fault_site_lines(located)
-    assert lines and all(f"({src}:3)" in line and "ME 0x00" in line for line in lines)
+    assert lines and all(f"ME 0x00 ctx 0 pc 1 at {src}:3: address 0x3" in line for line in lines)
 
 
 def test_npk_demo_coverage_of_the_router_blocks(tmp_path: Path) -> None:

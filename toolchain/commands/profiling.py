@@ -126,11 +126,6 @@ def _block_lines(blocks: dict[str, dict[str, Any]]) -> list[str]:
     return out
 
 
-def fault_suffix(f: dict[str, Any]) -> str:
-    """' at FILE:LINE' for a located fault (locate_faults), '' otherwise."""
-    return f" at {f['source']}" if f.get("source") else ""
-
-
 class Extras:
     """A run's request bound to its chip and programs: the profile turned on at once (after
     loading, before running), finish() after the run."""

@@ -34,7 +34,7 @@ from npkit.emulator.traffic_run import (
     format_report,
     load_traffic_source,
 )
-from npkit.toolchain.debug.profile import placement
+from npkit.toolchain.debug.profile import fault_site_lines, placement
 from npkit.toolchain.debug.target import (
     TargetUsage,
     is_layout,
@@ -62,7 +62,7 @@ from .options import (
     verdict_options,
 )
 from .outputs import refuse_overwrite_usage
-from .profiling import Extras, Request, coverage_option, fault_suffix
+from .profiling import Extras, Request, coverage_option
 
 # ME states (npk_me_status) that are a fault of the program, not a normal stop (halt, idle)
 ME_FAULT_STATES = ("illegal", "bad_pc")
@@ -121,14 +121,9 @@ def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[s
     (kind, ME, PC) among the last faults kept."""
     if not faults["total"]:
         return []
-    lines = [f"warning: {faults['total']} fault(s) ({fault_kinds(faults)})"]
-    sites: dict[tuple[str, int, int], dict[str, Any]] = {}
-    for f in faults["last"]:
-        sites.setdefault((f["kind"], f["me"], f["pc"]), f)
-    for (kind, me, pc), f in list(sites.items())[-limit:]:
-        who = f"ME {chip.me_name(me)} ctx {f['ctx']} pc {pc}" if me >= 0 else "API call"
-        lines.append(f"warning:   {kind} at {who}{fault_suffix(f)}: address 0x{f['address']:x} (cycle {f['cycle']})")
-    return lines
+    named = {**faults, "last": [{**f, "me_name": chip.me_name(f["me"])} if f["me"] >= 0 else f for f in faults["last"]]}
+    return [f"warning: {faults['total']} fault(s) ({fault_kinds(faults)})",
+            *(f"warning: {line}" for line in fault_site_lines(named, limit))]  # fmt: skip
 
 
 def me_fault_warnings(me_faults: list[dict[str, Any]]) -> list[str]:

@@ -339,7 +339,7 @@ def fault_site_lines(faults: dict[str, Any], limit: int = 8) -> list[str]:
     out = []
     for (kind, me, pc), f in list(sites.items())[-limit:]:
         who = f"ME {f.get('me_name', me)} ctx {f['ctx']} pc {pc}" if me >= 0 else "an API call"
-        src = f" ({f['source']})" if f.get("source") else ""
+        src = f" at {f['source']}" if f.get("source") else ""
         out.append(f"  {kind} at {who}{src}: address 0x{f['address']:x} (cycle {f['cycle']})")
     return out
 
