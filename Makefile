@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 NPK := $(VENV)/bin/npk
 STAMP := .build
-APT_PKGS := build-essential binutils graphviz tshark clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch chromium libclang-rt-14-dev
+APT_PKGS := build-essential binutils graphviz tshark lcov clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch chromium libclang-rt-14-dev
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: all deps venv emulator xscale bytecode test demo bench bench-against lint clean fuzz soak
