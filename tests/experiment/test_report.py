@@ -92,3 +92,21 @@ def test_report_renders_in_chromium(seed003: Path, tmp_path: Path) -> None:
     assert CliRunner().invoke(main, ["experiment", "report", str(seed003), "-o", str(md)]).exit_code == 0
     imgs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md.read_text())
     assert len(imgs) == len(srcs) and all((tmp_path / s).is_file() for s in imgs)
+
+
+def test_seed003_report_has_interaction_plots_and_cell_means(seed003: Path, tmp_path: Path) -> None:
+    html = tmp_path / "report.html"
+    assert CliRunner().invoke(main, ["experiment", "report", str(seed003), "-o", str(html),
+                                     "--no-run-plots"]).exit_code == 0  # fmt: skip
+    text = html.read_text()
+    res = json.loads(CliRunner().invoke(main, ["experiment", "analyze", str(seed003), "--json"]).output)
+    cap = res["responses"]["capacity_mbps"]
+    assert "AC" in [t["term"] for t in cap["interactions"]]  # significant in the quick run too
+    assert "Significant interactions on capacity_mbps: AC" in text
+    assert "Interactions and cell means: capacity_mbps" in text
+    plot = tmp_path / "report_files" / "interaction_terms_capacity_mbps.png"
+    assert plot.is_file() and 'src="report_files/interaction_terms_capacity_mbps.png"' in text
+    # the cell means table: one row per configuration with its CI
+    assert len(cap["cell_means"]) == 8 and all(c["ci"] and c["n"] == 2 for c in cap["cell_means"])
+    for c in cap["cell_means"]:
+        assert c["ci"][0] < c["mean"] < c["ci"][1]

@@ -666,11 +666,22 @@ def _analyze_rows(design: Design, rows: Any, response: str, excluded: list[dict[
         out.setdefault("note", "")
         _percent_total(out)
     out["spread"] = spread
+    _interactions(design, rows, response, out)
     if response.startswith("capacity") and "capacity_censored" in rows:
         cens = rows[rows["capacity_censored"].astype(str).isin(["above", "below"])]
         if len(cens):
             out["censored"] = cens["run_id"].astype(str).tolist()
     return out
+
+
+def _interactions(design: Design, rows: Any, response: str, out: dict[str, Any]) -> None:
+    """The significant interactions and the table of cell means (interactions.py)."""
+    from .interactions import cell_means, significant_interactions
+
+    if design.kind == "sweep" or out.get("constant"):
+        return
+    out["interactions"] = significant_interactions(out)
+    out["cell_means"] = cell_means(design.keys, rows, response, error_sd(out))
 
 
 def constant(y: Any) -> bool:
@@ -790,6 +801,7 @@ def format_text(result: dict[str, Any]) -> str:
             if a.get("pct_note"):
                 lines.append(f"   {a['pct_note']}")
         lines += _level_effect_lines(a)
+        lines += _interaction_lines(name, a)
         for g, s in (a.get("groups") or {}).items():
             if "slope" in s:
                 nl = " NON-LINEAR" if s.get("nonlinear") else ""
@@ -800,6 +812,22 @@ def format_text(result: dict[str, Any]) -> str:
                          f"understated): {', '.join(a['censored'])}")  # fmt: skip
         lines += _excluded_lines(a)
     return "\n".join(lines)
+
+
+def _interaction_lines(name: str, a: dict[str, Any]) -> list[str]:
+    """The significant interactions in words, and the cell means with their CIs."""
+    from .interactions import interaction_sentence
+
+    out = []
+    said = interaction_sentence(name, a.get("interactions") or [])
+    if said:
+        out.append(f"   {said}")
+    if a.get("interactions") and a.get("cell_means"):
+        out.append("   cell means (95 % CI from the experimental error):")
+        for c in a["cell_means"]:
+            lv = " ".join(f"{k}={v}" for k, v in c["levels"].items())
+            out.append(f"   {lv:<32} n={c['n']:<3} {c['mean']:>11.4g} {_ci_text(c['ci']):>25}")
+    return out
 
 
 def _ratio_text(v: float | None, before: str = "", after: str = "") -> str:

@@ -228,3 +228,54 @@ def comparison(rows: list[dict[str, Any]], path: Path) -> Path:
     ax.set_ylabel("% of variation")
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def _pair_panel(ax: Any, design: Design, df: Any, response: str, fa: Any, fb: Any,
+                error: tuple[float, int] | None) -> None:  # fmt: skip
+    """Means of `response` over fa's levels, one line per level of fb, with 95 % CIs."""
+    from scipy import stats
+
+    t = float(stats.t.ppf(0.975, error[1])) if error and error[1] > 0 else 0.0
+    xs = list(range(len(fa.levels)))
+    for j, lb in enumerate(fb.levels):
+        ys, hs = [], []
+        for la in fa.levels:
+            sel = df[(df[fa.key].astype(str) == la.label) & (df[fb.key].astype(str) == lb.label)]
+            n = len(sel)
+            ys.append(float(sel[response].astype(float).mean()) if n else math.nan)
+            hs.append(t * error[0] / math.sqrt(n) if error and t and n else 0.0)
+        shift = (j - (len(fb.levels) - 1) / 2) * 0.04  # keep the error bars of the lines apart
+        ax.errorbar([x + shift for x in xs], ys, yerr=hs, fmt="o-", capsize=3, label=f"{fb.key}={lb.label}")
+    ax.set_xticks(xs, [lv.label for lv in fa.levels])
+    ax.set_xlabel(f"{fa.key}: {fa.name}", fontsize=8)
+    ax.legend(fontsize=7)
+
+
+def interaction_terms(design: Design, df: Any, response: str, terms: list[list[str]], path: Path,
+                      error: tuple[float, int] | None = None, label: str | None = None) -> Path:  # fmt: skip
+    """Interaction plots of the given terms: a two-factor term is one panel (cell means
+    over the first factor, a line per level of the second, 95 % CIs from the experimental
+    error); a three-factor term is one such panel per level of its third factor (the
+    two-factor interaction that changes with it).  Lines that are not parallel interact."""
+    plt = _plt()
+    panels: list[tuple[str, Any, Any, Any]] = []
+    for term in terms:
+        fs = [design.factor(k) for k in term]
+        if len(fs) == 2:
+            panels.append((f"{term[0]} x {term[1]}", df, fs[0], fs[1]))
+        elif len(fs) == 3:
+            for lv in fs[2].levels:
+                sub = df[df[fs[2].key].astype(str) == lv.label]
+                panels.append((f"{'x'.join(term)}: {term[0]} x {term[1]} at {fs[2].key}={lv.label}", sub, fs[0], fs[1]))
+    panels = panels[:6]
+    cols = min(3, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), squeeze=False, sharey=True)
+    for ax, (title, sub, fa, fb) in zip(axes.flat, panels, strict=False):
+        _pair_panel(ax, design, sub, response, fa, fb, error)
+        ax.set_title(title, fontsize=9)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    for r in range(rows):
+        axes[r][0].set_ylabel(label or response)
+    return _save(fig, path)

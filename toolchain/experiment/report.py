@@ -269,8 +269,34 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
                 inter = plots.interactions(design, rows, name, files / f"interactions_{name}.png", label=label)
                 doc.img(f"{rel}/{inter.name}",
                         f"Interactions on {label}: cell means; lines that are not parallel interact")
+    _interaction_section(doc, design, rows, name, label, a, files, rel)
     if a.get("excluded"):
         doc.p("Excluded: " + "; ".join(f"{x['run_id']} ({x['reason']})" for x in a["excluded"]))
+
+
+def _interaction_section(doc: Doc, design: Design, rows: Any, name: str, label: str, a: dict[str, Any],
+                         files: Path, rel: str) -> None:  # fmt: skip
+    """The significant interactions in words, their plots, and the table of cell means."""
+    from .interactions import interaction_sentence
+
+    inter = a.get("interactions") or []
+    if a.get("cell_means") is None:
+        return
+    doc.h(f"Interactions and cell means: {label}", 3)
+    doc.p(interaction_sentence(label, inter) or f"No interaction is significant on {label} (at 95 %).")
+    plotted = [t["factors"] for t in inter if len(t["factors"]) in (2, 3)]
+    if plotted and design.kind != "sweep":
+        path = plots.interaction_terms(design, rows, name, plotted, files / f"interaction_terms_{name}.png",
+                                       error_sd(a), label=label)  # fmt: skip
+        doc.img(f"{rel}/{path.name}", f"Interaction plots on {label} ({', '.join(t['term'] for t in inter)}): "
+                "cell means with 95 % CIs; lines that are not parallel interact")  # fmt: skip
+    error = error_sd(a)
+    src = (f"95 % CI from the experimental error (s_e {fmt(error[0])}, {error[1]} degrees of freedom)" if error
+           else "no CI: no degrees of freedom for the error")  # fmt: skip
+    doc.p(f"Cell means of {label}, one row per configuration; {src}.")
+    doc.table(design.keys + ["runs", "mean", "95 % CI", "sd of the runs"],
+              [[c["levels"][k] for k in design.keys] + [c["n"], c["mean"], _ci(c["ci"]), c["sd"]]
+               for c in a["cell_means"]])  # fmt: skip
 
 
 def _ci(ci: list[float] | None) -> str:
