@@ -4,6 +4,7 @@
     npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR [--connect-timeout S]]
     npk experiment analyze RESULTS_DIR [--response R]... [--transform log] [--json]
     npk experiment report RESULTS_DIR -o report.html|report.md [--response R]... [--transform log]
+    npk experiment compare RESULTS_A RESULTS_B [--response R]... [--json]
 
 `run` exits 0 when every run finished, 1 when some failed (each recorded with its
 error), 130 when interrupted (run it again: finished runs are kept).
@@ -158,3 +159,20 @@ def report_cmd(results: str, out: str, no_run_plots: bool, responses: tuple[str,
     except (StoreError, DesignError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"wrote {path} (figures in {Path(path).parent / (Path(path).stem + '_files')})")
+
+
+@experiment.command("compare")
+@click.argument("a", type=click.Path(file_okay=False))
+@click.argument("b", type=click.Path(file_okay=False))
+@click.option("--response", "responses", multiple=True, help="Compare these responses (default: those in both).")
+@click.option("--json", "as_json", is_flag=True)
+def compare_cmd(a: str, b: str, responses: tuple[str, ...], as_json: bool) -> None:
+    """Effects of two results directories side by side, with CIs; differences flagged."""
+    from .analysis import to_json
+    from .compare import CompareError, compare, format_compare
+
+    try:
+        c = compare(a, b, list(responses) or None)
+    except (StoreError, DesignError, CompareError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(to_json(c) if as_json else format_compare(c))

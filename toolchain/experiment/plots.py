@@ -279,3 +279,25 @@ def interaction_terms(design: Design, df: Any, response: str, terms: list[list[s
     for r in range(rows):
         axes[r][0].set_ylabel(label or response)
     return _save(fig, path)
+
+
+def compare_effects(rows: list[dict[str, Any]], labels: tuple[str, str], response: str, path: Path) -> Path:
+    """Each effect of two result sets side by side with its 95 % CI (a cross where one
+    differs: the CI of the difference excludes 0)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.45 * len(rows) + 1.2)))
+    ys = list(range(len(rows)))[::-1]
+    for side, (key, colour, dy) in enumerate((("a", "#47a", 0.15), ("b", "#c54", -0.15))):
+        qs = [r[key]["q"] for r in rows]
+        err = ([[r[key]["q"] - r[key]["ci"][0] for r in rows], [r[key]["ci"][1] - r[key]["q"] for r in rows]]
+               if all(r[key]["ci"] for r in rows) else None)  # fmt: skip
+        ax.errorbar(qs, [y + dy for y in ys], xerr=err, fmt="o", color=colour, capsize=3, label=labels[side])
+    for y, r in zip(ys, rows, strict=True):
+        if r["differs"]:
+            ax.annotate("differs", (max(r["a"]["q"], r["b"]["q"]), y), xytext=(6, -3), textcoords="offset points",
+                        fontsize=7, color="#a00")  # fmt: skip
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(ys, [r["effect"] for r in rows])
+    ax.set_xlabel(f"effect on {response} (95 % CI)")
+    ax.legend(fontsize=8)
+    return _save(fig, path)

@@ -484,6 +484,33 @@ def _seed003_explanations(design: Design, ok: Any, res: dict[str, Any]) -> list[
     return out
 
 
+def _compare_section(doc: Doc, results_dir: str | Path, other: str, responses: list[str], files: Path,
+                     rel: str) -> None:  # fmt: skip
+    """The design's `compare:` results directory (A) beside this one (B), effect by effect."""
+    from .compare import compare
+
+    c = compare(other, results_dir, responses)
+    doc.h(f"Beside {c['a']['label']}")
+    doc.p(f"A = {c['a']['path']} (design {c['a']['design']}), B = this experiment. The difference B - A has "
+          "the standard deviation sqrt(sd_A^2 + sd_B^2) and a 95 % CI on the smaller of the two error degrees "
+          "of freedom; an effect differs when that CI excludes 0.")  # fmt: skip
+    for n in c["notes"]:
+        doc.p(n[0].upper() + n[1:] + ".")
+    for r, x in c["responses"].items():
+        if not x["rows"]:
+            continue
+        doc.h(r, 3)
+        doc.table(["effect", "q (A)", "95 % CI (A)", "% (A)", "q (B)", "95 % CI (B)", "% (B)", "B - A",
+                   "95 % CI of B - A", "differs"],
+                  [[row["effect"], row["a"]["q"], _ci(row["a"]["ci"]), row["a"]["pct"], row["b"]["q"],
+                    _ci(row["b"]["ci"]), row["b"]["pct"], row["difference"], _ci(row["ci"]),
+                    row["differs"] if row["differs"] is not None else "no CI"] for row in x["rows"]])  # fmt: skip
+        flagged = [row["effect"] for row in x["rows"] if row["differs"]]
+        doc.p(f"Effects on {r} that differ: {', '.join(flagged)}." if flagged else f"No effect on {r} differs.")
+        path = plots.compare_effects(x["rows"], ("A", "B"), r, files / f"compare_{r}.png")
+        doc.img(f"{rel}/{path.name}", f"Effects on {r}: A (blue) beside B (red) with 95 % CIs")
+
+
 def _series_section(doc: Doc, store: Store, files: Path, rel: str, per_run: bool) -> None:
     recs = [r for r in store.records().values() if r.get("status") == "ok" and r.get("series")]
     if not recs:
@@ -536,6 +563,8 @@ def build(results_dir: str | Path, out: str | Path, per_run_plots: bool = True,
                   "--transform to see it.")  # fmt: skip
         else:
             _seed003_section(doc, design, df, res, files, rel)
+    elif design.compare:
+        _compare_section(doc, results_dir, design.compare, list(res["responses"]), files, rel)
     for name, a in res["responses"].items():
         _response_section(doc, design, df, name, a, files, rel)
     _series_section(doc, Store(results_dir), files, rel, per_run_plots)
