@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from .design import Design, RunSpec, load_design
-from .execute import run_one
+from .execute import read_ahead_for, run_one, set_read_ahead
 from .store import Store, code_hash
 
 RunFn = Callable[[dict[str, Any]], dict[str, Any]]
@@ -123,7 +123,8 @@ def _lost(r: RunSpec, code: str, why: str) -> dict[str, Any]:
 def _local_executor(jobs: int) -> Executor:
     import multiprocessing
 
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=set_read_ahead, initargs=(read_ahead_for(jobs),))  # fmt: skip
 
 
 def check_scheduler_address(address: str) -> None:
