@@ -16,6 +16,7 @@ from typing import Any
 from .design import Design
 
 DPI = 96
+SERIES_COLUMNS = 4  # panels a row of the per-run throughput grid (about 260 px each at DPI)
 
 
 def _plt() -> Any:
@@ -35,8 +36,14 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def effects(a: dict[str, Any], response: str, path: Path) -> Path:
-    """Effects q with their CIs (left) and the percentage of variation (right)."""
+def _pct_label(v: float) -> str:
+    return f"{v:.3g} %" if v >= 0.01 else ("0 %" if v == 0 else f"{v:.1g} %")
+
+
+def effects(a: dict[str, Any], response: str, path: Path, log_pct: bool = False) -> Path:
+    """Effects q with their CIs (left) and the percentage of variation (right), each bar
+    labelled with its value (when one effect explains nearly everything the others'
+    bars are too short to see); `log_pct` draws the percentages on a log scale."""
     plt = _plt()
     rows = a["effects"]
     names = [e["effect"] for e in rows]
@@ -49,10 +56,20 @@ def effects(a: dict[str, Any], response: str, path: Path) -> Path:
     ax1.set_yticks(list(ys), names)
     ax1.set_xlabel(f"effect q on {response}" + (" (95 % CI)" if err else ""))
     pct = [e["pct"] or 0.0 for e in rows] + [a["error"].get("pct") or 0.0]
-    ax2.barh(list(range(len(pct)))[::-1], pct, color=["#47a"] * len(rows) + ["#999"])
-    ax2.set_yticks(list(range(len(pct)))[::-1], names + ["error"])
-    ax2.set_xlabel("% of variation")
-    ax2.set_xlim(0, 100)
+    ypos = list(range(len(pct)))[::-1]
+    ax2.barh(ypos, pct, color=["#47a"] * len(rows) + ["#999"])
+    ax2.set_yticks(ypos, names + ["error"])
+    if log_pct:
+        tiny = min([v for v in pct if v > 0] or [1.0])
+        ax2.set_xscale("log")
+        ax2.set_xlim(max(tiny / 3, 1e-6), 300)
+        ax2.set_xlabel("% of variation (log scale)")
+    else:
+        ax2.set_xlim(0, 118)
+        ax2.set_xlabel("% of variation")
+    for y, v in zip(ypos, pct, strict=True):
+        at = v if v > 0 else (ax2.get_xlim()[0] if log_pct else 0)
+        ax2.annotate(_pct_label(v), (at, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
     return _save(fig, path)
 
 
@@ -194,21 +211,22 @@ def series_grid(records: list[dict[str, Any]], path: Path, limit: int = 48) -> P
     plt = _plt()
     recs = [r for r in records if r.get("status") == "ok" and r.get("series")][:limit]
     n = max(1, len(recs))
-    cols = min(6, n)
+    cols = min(SERIES_COLUMNS, n)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 1.7 * rows), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(11 / SERIES_COLUMNS * cols, 2.4 * rows), squeeze=False,
+                             sharey=True)  # fmt: skip
     for ax, rec in zip(axes.flat, recs, strict=False):
         s = rec["series"]
         w = s["window_us"]
         ax.plot([(k + 0.5) * w / 1000 for k in range(len(s["throughput_mbps"]))], s["throughput_mbps"],
                 lw=0.7, color="#47a" if rec["responses"].get("settled") else "#c54")  # fmt: skip
         ax.axvspan(0, s["cut"] * w / 1000, color="#c54", alpha=0.15)
-        ax.set_title(rec["run_id"] + " " + ",".join(str(v) for v in rec["levels"].values()), fontsize=6)
-        ax.tick_params(labelsize=6)
+        ax.set_title(rec["run_id"] + " " + ",".join(str(v) for v in rec["levels"].values()), fontsize=8)
+        ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(recs) :]:
         ax.axis("off")
-    fig.supxlabel("emulated time (ms); shaded: warm-up cut; red: not settled", fontsize=8)
-    fig.supylabel("output Mb/s", fontsize=8)
+    fig.supxlabel("emulated time (ms); shaded: warm-up cut; red: not settled", fontsize=9)
+    fig.supylabel("output Mb/s", fontsize=9)
     return _save(fig, path)
 
 
