@@ -110,3 +110,37 @@ def test_seed003_report_has_interaction_plots_and_cell_means(seed003: Path, tmp_
     assert len(cap["cell_means"]) == 8 and all(c["ci"] and c["n"] == 2 for c in cap["cell_means"])
     for c in cap["cell_means"]:
         assert c["ci"][0] < c["mean"] < c["ci"][1]
+
+
+LAYOUT = """<script>
+window.addEventListener('load', function () {
+  var page = document.body.getBoundingClientRect().width;
+  var wide = function (sel) {
+    return Array.prototype.slice.call(document.querySelectorAll(sel)).filter(function (t) {
+      return t.getBoundingClientRect().width > page + 1 || t.scrollWidth > t.clientWidth + 1; }).length; };
+  var scroll = document.documentElement.scrollWidth > window.innerWidth ? 1 : 0;
+  document.title = 'LAYOUT ' + wide('table') + ' ' + wide('img') + ' ' + scroll + ' ' +
+    document.querySelectorAll('table').length + ' ' + Math.round(page);
+});
+</script></body>"""
+
+
+@pytest.mark.parametrize("width", [1200, 760])  # a screen, and about an A4 page's printable width
+def test_report_tables_and_figures_fit_the_page(seed003: Path, tmp_path: Path, width: int) -> None:
+    html = tmp_path / "report.html"
+    assert CliRunner().invoke(main, ["experiment", "report", str(seed003), "-o", str(html),
+                                     "--no-run-plots"]).exit_code == 0  # fmt: skip
+    check = tmp_path / "layout.html"
+    check.write_text(html.read_text().replace("</body>", LAYOUT))
+    dom = chromium([f"--window-size={width},1000", "--virtual-time-budget=20000", "--dump-dom", check.as_uri()],
+                   tmp_path)  # fmt: skip
+    m = re.search(r"<title>LAYOUT (\d+) (\d+) (\d+) (\d+) (\d+)</title>", dom.stdout)
+    assert m, dom.stderr[-2000:]
+    wide_tables, wide_images, scrolls, tables, page = (int(x) for x in m.groups())
+    assert tables >= 10 and page <= width
+    assert (wide_tables, wide_images, scrolls) == (0, 0, 0)  # nothing cut off or scrolled sideways
+    # the results table (every run, every response) is one of them: its last column is on the page
+    assert "display:block" not in html.read_text()
+    # the per-run throughput panels: 4 a row, each about a quarter of the report's width
+    series = Image.open(tmp_path / "report_files" / "series.png")
+    assert series.size[0] / 4 >= 250

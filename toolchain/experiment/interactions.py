@@ -60,7 +60,7 @@ def interaction_sentence(response: str, inter: list[dict[str, Any]]) -> str:
         f = t["factors"]
         dep = (f"the effect of {f[0]} depends on the level of {f[1]}" if len(f) == 2
                else f"the effect of {f[0]} x {f[1]} depends on the level of {' and '.join(f[2:])}")  # fmt: skip
-        pct = f", {t['pct']:.1f} % of the variation" if t.get("pct") is not None else ""
+        pct = f", {t['pct']:.3g} % of the variation" if t.get("pct") is not None else ""
         parts.append(f"{t['term']} ({t['how']}{pct}): {dep}")
     return (f"Significant interaction{'s' if len(inter) > 1 else ''} on {response}: " + "; ".join(parts)
             + ". A main effect involved in a significant interaction is an average over the other factor's "

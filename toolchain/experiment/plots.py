@@ -288,7 +288,8 @@ def interaction_terms(design: Design, df: Any, response: str, terms: list[list[s
     panels = panels[:6]
     cols = min(3, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), squeeze=False, sharey=True)
+    # each panel on its own scale: a small interaction beside a large one stays visible
+    fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), squeeze=False)
     for ax, (title, sub, fa, fb) in zip(axes.flat, panels, strict=False):
         _pair_panel(ax, design, sub, response, fa, fb, error)
         ax.set_title(title, fontsize=9)

@@ -76,7 +76,8 @@ def fmt(v: Any, digits: int = 4) -> str:
 CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:1em 0;font-size:90%;max-width:100%}"
        "table.wide{font-size:75%}table.wider{font-size:65%}"
-       "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;overflow-wrap:anywhere}"
+       ".wide td,.wide th,.wider td,.wider th{overflow-wrap:anywhere;padding:2px 3px}"
+       "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;overflow-wrap:break-word}"
        "th{background:#eef;font-weight:600}td.n{text-align:right;white-space:nowrap}"
        "figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd}"
        "figcaption{font-size:90%;color:#555}"
@@ -87,7 +88,7 @@ WIDE, WIDER = 8, 12  # columns from which a table is set smaller
 
 
 def _header_html(text: str) -> str:
-    """A column header that may break after an underscore or a space."""
+    """A header or cell that may break after an underscore (or a space)."""
     return "_<wbr>".join(html.escape(part) for part in text.split("_"))
 
 
@@ -112,7 +113,7 @@ def render_html(doc: Doc) -> str:
             header, rows = arg
             out.append(f"<table{_table_class(len(header))}><tr>" + "".join(f"<th>{_header_html(str(h))}</th>"
                                                                         for h in header) + "</tr>")  # fmt: skip
-            out += ["<tr>" + "".join(f"<td{_num(c)}>{e(fmt(c))}</td>" for c in r) + "</tr>" for r in rows]
+            out += ["<tr>" + "".join(f"<td{_num(c)}>{_header_html(fmt(c))}</td>" for c in r) + "</tr>" for r in rows]
             out.append("</table>")
         elif kind == "img":
             rel, cap = arg
@@ -264,12 +265,19 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
                     f"Effects on {label} with 95 % CIs, and the allocation of variation"
                     + (" (log scale)" if log_pct else " (each bar labelled; --log-variation draws it on a log scale)"))  # fmt: skip
     if a.get("anova", {}).get("table"):
-        doc.p("ANOVA (statsmodels, type II sums of squares)" + (f", model: {a['model']}" if a.get("model") else "") + ":")
+        doc.p("ANOVA (type II sums of squares" + ("" if a.get("balanced", True) else
+              ": each term against the terms that do not contain it") + ")"
+              + (f", model: {a['model']}" if a.get("model") else "") + ":")  # fmt: skip
         doc.table(["term", "df", "sum of squares", "% of variation", "F", "p"],
                   [[r["term"], r["df"], r["sum_sq"], r.get("pct", 100 * r["sum_sq"] / a["sst"] if a["sst"] else None),
                     r["F"], r["p"]] for r in a["anova"]["table"]])  # fmt: skip
         if a.get("pct_note") and not a.get("effects"):
             doc.p(a["pct_note"][0].upper() + a["pct_note"][1:] + ".")
+        if a["anova"].get("type3") and not a.get("balanced", True):
+            doc.p("Type III sums of squares (each term against every other term; with runs missing they differ "
+                  "from type II):")  # fmt: skip
+            doc.table(["term", "df", "sum of squares", "F", "p"],
+                      [[r["term"], r["df"], r["sum_sq"], r["F"], r["p"]] for r in a["anova"]["type3"]])  # fmt: skip
     elif a.get("anova", {}).get("note"):
         doc.p(a["anova"]["note"])
     _level_effects_table(doc, a)
@@ -400,7 +408,7 @@ def _seed003_section(doc: Doc, design: Design, df: Any, res: dict[str, Any], fil
     table = []
     for _point, g in ok.groupby("point"):
         first = g.iloc[0]
-        row = [f"{k}={first[k]}" for k in design.keys]
+        row = [str(first[k]) for k in design.keys]
         for c in cols + utils:
             vals = g[c].tolist()
             row.append(sum(vals) / len(vals) if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
