@@ -110,6 +110,28 @@ def test_seed003_report_has_interaction_plots_and_cell_means(seed003: Path, tmp_
     assert len(cap["cell_means"]) == 8 and all(c["ci"] and c["n"] == 2 for c in cap["cell_means"])
     for c in cap["cell_means"]:
         assert c["ci"][0] < c["mean"] < c["ci"][1]
+    # the larger packet is named, and the quick run says what it changes against the full run
+    assert "Factor A&#x27;s levels here: 78 B at the chip" in text and "256 B is this design&#x27;s choice" in text
+    assert "Warning: this is the --quick variant" in text
+    assert "--quick changes conclusions: against the full run recorded in docs/images/experiment_seed003.json" in text
+    assert re.search(r"latency_p99_us at A=78 B=full C=4: [0-9.]+ here, [0-9.]+ in the full run", text)
+
+
+def test_readme_figures_of_a_run_come_from_its_analysis(seed003: Path) -> None:
+    from npkit.toolchain.experiment.figures import reference_of
+
+    ref = reference_of(seed003)
+    res = json.loads(CliRunner().invoke(main, ["experiment", "analyze", str(seed003), "--json"]).output)
+    effects = {e["effect"]: e for e in res["responses"]["capacity_mbps"]["effects"]}
+    assert ref["q_B"] == pytest.approx(effects["B"]["q"]) and ref["capacity_pct_A"] == pytest.approx(effects["A"]["pct"])
+    means = {c["levels"]["A"] + " " + c["levels"]["B"] + " " + c["levels"]["C"]: c["mean"]
+             for c in res["responses"]["capacity_mbps"]["cell_means"]}  # fmt: skip
+    small = [v / 1000 for k, v in means.items() if k.startswith("78 ")]
+    assert ref["capacity_gbps"]["78"] == pytest.approx([min(small), max(small)])
+    assert ref["quick"] and ref["runs"] == 16
+    # the README is made from full runs only
+    r = CliRunner().invoke(main, ["experiment", "readme-figures", str(seed003)])
+    assert r.exit_code == 1 and "a --quick run" in r.output
 
 
 LAYOUT = """<script>

@@ -76,7 +76,7 @@ def fmt(v: Any, digits: int = 4) -> str:
 CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:1em 0;font-size:90%;max-width:100%}"
        "table.wide{font-size:75%}table.wider{font-size:65%}"
-       ".wide td,.wide th,.wider td,.wider th{overflow-wrap:anywhere;padding:2px 3px}"
+       ".wide td,.wider td{padding:2px 3px}.wide th,.wider th{overflow-wrap:anywhere;padding:2px 3px}"
        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;overflow-wrap:break-word}"
        "th{background:#eef;font-weight:600}td.n{text-align:right;white-space:nowrap}"
        "figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd}"
