@@ -112,7 +112,19 @@ def paragraph(ref: dict[str, Any]) -> str:
 
 
 def readme_block(ref: dict[str, Any]) -> str:
-    return f"{BEGIN}\n{paragraph(ref)}\n{END}"
+    import textwrap
+
+    text = textwrap.fill(paragraph(ref), 92, break_long_words=False, break_on_hyphens=False)
+    return f"{BEGIN}\n{text}\n{END}"
+
+
+def rewrite_readme(ref: dict[str, Any], readme: Path = README) -> None:
+    """Replace the README's block between the markers with the paragraph of `ref`."""
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise FiguresError(f"{readme}: no {BEGIN} ... {END} block to rewrite")
+    head, rest = text.split(BEGIN, 1)
+    readme.write_text(head + readme_block(ref) + rest.split(END, 1)[1])
 
 
 def chart_rows(ref: dict[str, Any]) -> list[dict[str, Any]]:
@@ -141,11 +153,7 @@ def write(results_dir: str | Path, readme: Path = README, json_path: Path = REFE
                            "figures would not be this commit's; run the design again into a new directory")  # fmt: skip
     json_path.write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
     plots.comparison(chart_rows(ref), image)
-    text = readme.read_text()
-    if BEGIN not in text or END not in text:
-        raise FiguresError(f"{readme}: no {BEGIN} ... {END} block to rewrite")
-    head, rest = text.split(BEGIN, 1)
-    readme.write_text(head + readme_block(ref) + rest.split(END, 1)[1])
+    rewrite_readme(ref, readme)
     return ref
 
 

@@ -241,9 +241,16 @@ def comparison(rows: list[dict[str, Any]], path: Path) -> Path:
     x = np.arange(len(effects_))
     width = 0.8 / len(cols)
     for j, c in enumerate(cols):
-        ax.bar(x + j * width - 0.4 + width / 2, [r[c] or 0.0 for r in rows], width, label=c)
+        vals = [r[c] or 0.0 for r in rows]
+        xs = x + j * width - 0.4 + width / 2
+        ax.bar(xs, vals, width, label=c)
+        for xv, v in zip(xs, vals, strict=True):  # a bar of 0.03 % is invisible: its value is not
+            if v > 0:
+                ax.annotate(_pct_label(v).removesuffix(" %"), (xv, v), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=6, rotation=90)  # fmt: skip
     ax.set_xticks(x, effects_)
-    ax.set_ylabel("% of variation")
+    ax.set_ylim(0, 118)
+    ax.set_ylabel("% of variation (bars labelled)")
     ax.legend(fontsize=8)
     return _save(fig, path)
 
