@@ -128,7 +128,7 @@ def _ci(ci: list[float] | None) -> str:
 
 
 def _pct(v: float | None) -> str:
-    return f"{v:.1f}" if v is not None else "-"
+    return f"{v:.3g}" if v is not None else "-"
 
 
 def format_compare(c: dict[str, Any]) -> str:
