@@ -192,9 +192,10 @@ class RouterRun:
 
     def __init__(self, image: Any, traffic: TrafficSource, chip_config: str | Path = "ixp2800",
                  chip: Chip | None = None, capture: str | Path | None = None, record: bool = False,
-                 control: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 control: dict[str, Any] | None = None, ahead: bool | None = None) -> None:  # fmt: skip
         """`control`: how to start the image's control program (ControlPlane's keywords:
-        placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo)."""
+        placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo); `ahead`:
+        whether the traffic is read ahead in a child process (TrafficRun's; None: where safe)."""
         self.image = image
         check_msf_io(image)
         self.config = router_config_of(image)
@@ -203,7 +204,7 @@ class RouterRun:
         if chip is None:
             load_image(self.chip, image)
         self.traffic = traffic
-        self.run = TrafficRun(self.chip, traffic, capture=capture, record=record)
+        self.run = TrafficRun(self.chip, traffic, capture=capture, record=record, ahead=ahead)
         self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
         self.lost: Counter[tuple[str, str]] = Counter()  # (oracle's outcome kind, drop reason)
         self.dropped_early: Counter[str] = Counter()  # drop reason
