@@ -128,7 +128,7 @@ def rewrite_readme(ref: dict[str, Any], readme: Path = README) -> None:
 
 
 def chart_rows(ref: dict[str, Any]) -> list[dict[str, Any]]:
-    from .report import SEED003
+    from .seed003 import SEED003
 
     rows = []
     for name in ("A", "B", "C", "AB", "AC", "BC", "ABC"):

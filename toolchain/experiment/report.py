@@ -22,16 +22,12 @@ from typing import Any
 from . import plots
 from .analysis import analyze, error_sd, load_results, mixed_code, multiplicative_warning
 from .design import Design
+from .seed003 import SEED003, SEED003_NOTE
 from .store import Store
+
 
 # Heller, "Performance Analysis of a Diversified Router" (seed 003), section 5.3:
 # effects on throughput (Mb/s above the average) and % of variation explained
-SEED003 = {"A": (464.0, 75.7), "B": (148.0, 7.7), "AB": (-215.0, 16.3), "C": (0.0, 0.0)}
-SEED003_NOTE = ("Seed 003 read the simulator's throughput once, at cycle 40,000, with no replications "
-                "(its simulator was deterministic too) and no configuration reached 5 Gb/s; "
-                "C was 'inconsequential' and the other interactions 'minimal' (no figures given).")  # fmt: skip
-
-
 @dataclass
 class Doc:
     title: str
