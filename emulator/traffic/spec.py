@@ -102,7 +102,7 @@ from npkit.toolchain.reading import Located, file_state, load_yaml
 from . import spec_forms
 from .packet import ip_str
 from .router_config import ConfigError, RouterConfig
-from .routes import Route, RouteError, load_routes
+from .routes import Route, RouteError, load_routes, route_problem
 from .spec_forms import (  # noqa: F401  (the format's names, re-exported)
     IMIX,
     KINDS,
@@ -284,9 +284,8 @@ def route_change_problem(c: RouteChange, router: RouterConfig) -> str:
         port = found.index
     if not 0 <= port < len(router.ports):
         return f"the router has no port {port}"
-    if c.next_hop and not router.ports[port].on_subnet(c.next_hop):
-        return f"next hop {ip_str(c.next_hop)} is not on port {port}'s subnet"
-    return ""
+    problem = route_problem([(p.address, p.prefix_len) for p in router.ports], Route(c.prefix, c.length, c.next_hop, port))
+    return problem or ""
 
 
 def _control_part(model: TrafficSpecFile, router: RouterConfig, where: str,

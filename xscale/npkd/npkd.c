@@ -206,13 +206,18 @@ static void show_entry(npkd_state *d, ctl_conn *k, uint32_t prefix, int len, uin
 static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
 {
     npkd_state *d = ctx;
-    (void)c;
     d->cp.stats[ST_control_requests]++;
     while (*line == ' ') line++;
     if (!strncmp(line, "add ", 4)) {
         route_cfg r;
         if (parse_route(&d->cfg, line + 4, &r)) {
             ctl_printf(k, "error: cannot read the route '%s' (PREFIX/LEN via NEXTHOP [port P])\n", line + 4);
+            return;
+        }
+        char why[160];
+        if (cfg_route_problem(&d->cfg, &r, why, sizeof why)) {   /* the rules every route meets */
+            d->cp.stats[ST_route_errors]++;
+            ctl_printf(k, "error: %s\n", why);
             return;
         }
         int rc = cp_route_add(&d->cp, &r, CHG_SOCKET);
@@ -231,12 +236,17 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
         ctl_printf(k, rc == -4 ? "error: no such route\n" : rc ? "error: route not deleted (%d)\n" : "ok\n", rc);
         return;
     }
-    if (!strncmp(line, "show", 4)) {
+    if (!strncmp(line, "show", 4) && (line[4] == 0 || line[4] == ' ')) {
         ensure_tables(d);
         uint32_t a, prefix, nh;
         int len;
-        const char *rest = line + 4;
-        if (!parse_ip(rest, &a, NULL)) {
+        const char *rest = line + 4, *end;
+        while (*rest == ' ') rest++;
+        if (*rest) {                              /* show A.B.C.D: that address, or an error */
+            if (parse_ip(rest, &a, &end) || end[strspn(end, " ")]) {
+                ctl_printf(k, "error: cannot read the address '%s' (show [A.B.C.D])\n", rest);
+                return;
+            }
             if (lpm_match(&d->tab.trie, a, &prefix, &len, &nh)) show_entry(d, k, prefix, len, nh);
             uint32_t walked = lpm_walk(&d->mem, &d->cfg.lay, a);
             ctl_printf(k, "fast path: index %u\nok\n", walked);
@@ -254,6 +264,10 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
         cp_publish(&d->cp, d->state, d->starts);
         ctl_printf(k, "state %s\nstarts %u\n", d->cp.tables_ready ? "ready" : "loading", d->starts);
         for (int i = 0; i < ST_COUNT; i++) ctl_printf(k, "%s %u\n", cp_stat_name(i), d->cp.stats[i]);
+        const ctl_counts *n = &c->n;              /* the socket's own (ctl.h: its limits) */
+        ctl_printf(k, "control_accepted %u\ncontrol_evicted %u\ncontrol_idle_closed %u\n"
+                      "control_overflow_closed %u\ncontrol_lines_too_long %u\n",
+                   n->accepted, n->evicted, n->idle_closed, n->overflow_closed, n->lines_too_long);
         ctl_printf(k, "ok\n");
         return;
     }
@@ -285,6 +299,7 @@ static void wait_for_work(npkd_state *d, uint64_t deadline)
     d->now = npk_dev_now_ns(&d->dev);        /* the turn of the loop took time: sleep to the deadline */
 #ifdef NPK_GPE
     if (d->ctl.lfd >= 0 && deadline > d->now + 1000000u) deadline = d->now + 1000000u;   /* look at the socket */
+    if (d->ctl.lfd >= 0 && ctl_pending(&d->ctl)) return;   /* a command read waits for its turn */
     if (npk_dev_wait_until(&d->dev, deadline) < 0) die("device wait failed");
 #else
     struct pollfd p[1 + 1 + CTL_CONNS];
@@ -391,6 +406,9 @@ int main(int argc, char **argv)
     if (rc) die("control socket %s: %s", d.cfg.socket_path, strerror(-rc));
     d.ctl.handle = handle;
     d.ctl.ctx = &d;
+    d.ctl.now_ns = &d.now;
+    d.ctl.idle_ns = (uint64_t)d.cfg.opt.ctl_idle_us * 1000u;
+    d.ctl.out_max = d.cfg.opt.ctl_answer_max;
     if (d.starts > 1 && d.cfg.state_path[0])
         d.next_change = d.cfg.nchg;    /* none until the journal says which are still to make (load_some) */
     else if (d.starts == 1)            /* the first start: those due before it are made late, not skipped */
