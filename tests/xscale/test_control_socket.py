@@ -221,7 +221,7 @@ def test_idle_connections_time_out_and_answers_past_the_bound_close(tmp_path: Pa
     """ctl_idle_us: a connection that says nothing is closed once that long has passed;
     ctl_answer_max: an answer longer than that closes its connection; both counted."""
     sock = tmp_path / "npkd.sock"
-    rr = _start(sock, options={"ctl_idle_us": 300, "ctl_answer_max": 1024})
+    rr = _start(sock, options={"ctl_idle_us": 300, "ctl_answer_max": 2000})
     quiet = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         quiet.connect(str(sock))

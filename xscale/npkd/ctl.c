@@ -26,7 +26,7 @@ int ctl_open(ctl *c, const char *path)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
     if (fd < 0) return -errno;
     unlink(path);
-    mode_t old = umask(077);                 /* the socket file: srw------- (the runner's only) */
+    mode_t old = umask(0177);                /* the socket file: srw------- (the runner's only) */
     int bad = bind(fd, (struct sockaddr *)&a, sizeof a);
     umask(old);
     if (bad || listen(fd, 4)) {
