@@ -37,7 +37,7 @@ O_NONBLOCK = 0o4000
 
 NAMES = {
     1: "exit", 3: "read", 4: "write", 5: "open", 6: "close", 10: "unlink", 19: "lseek", 20: "getpid",
-    33: "access", 37: "kill", 60: "umask", 41: "dup", 45: "brk", 54: "ioctl", 64: "getppid", 78: "gettimeofday",
+    33: "access", 37: "kill", 60: "umask", 93: "ftruncate", 194: "ftruncate64", 41: "dup", 45: "brk", 54: "ioctl", 64: "getppid", 78: "gettimeofday",
     85: "readlink", 91: "munmap", 116: "sysinfo", 120: "clone", 122: "uname", 125: "mprotect",
     140: "_llseek", 146: "writev", 158: "sched_yield", 162: "nanosleep", 163: "mremap", 168: "poll",
     173: "rt_sigreturn", 174: "rt_sigaction", 175: "rt_sigprocmask", 183: "getcwd", 186: "sigaltstack",
@@ -822,6 +822,19 @@ class LinuxABI:
         except OSError:
             pass
         return 0
+
+    def sys_ftruncate(self, fd: int, length: int, *_: int) -> int:
+        f = self.files.get(fd)
+        if not isinstance(f, HostFile):
+            return -E.EINVAL if f is not None else -E.EBADF
+        try:
+            os.ftruncate(f.fd, length)
+        except OSError as e:
+            return -(e.errno or E.EIO)
+        return 0
+
+    def sys_ftruncate64(self, fd: int, _pad: int, lo: int, hi: int, *_: int) -> int:
+        return self.sys_ftruncate(fd, hi << 32 | lo)   # EABI: the 64-bit length in an even register pair
 
     def sys_umask(self, mask: int, *_: int) -> int:
         old, self.guest_umask = self.guest_umask, mask & 0o777

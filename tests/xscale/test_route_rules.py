@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from npkit.emulator.traffic.router_config import RouterConfig
 from npkit.emulator.traffic.routes import Route, mask, route_problem
 from npkit.emulator.traffic.spec import SpecError, parse_route_change
-from npkit.emulator.traffic.router_config import RouterConfig
 
 from .test_control_plane import EXAMPLES
 

@@ -43,6 +43,7 @@ typedef struct npkd_state {
     uint64_t late_before;       /* a timed change due before this was owed by a predecessor, or fell
                                  * due before the first daemon started */
     int restart, journal_fd;
+    uint64_t journal_len;       /* the bytes of whole lines in the journal */
     int load_eagerly;           /* build the route model now (else on the first change) */
 } npkd_state;
 
@@ -123,7 +124,14 @@ static int journal_write(void *ctx, const char *line)
     npkd_state *d = ctx;
     if (d->journal_fd < 0) return 0;
     size_t n = strlen(line);
-    if (write(d->journal_fd, line, n) == (ssize_t)n) return 0;
+    ssize_t w = write(d->journal_fd, line, n);
+    if (w == (ssize_t)n) {
+        d->journal_len += n;
+        return 0;
+    }
+    /* a part of the line: taken back, so that the next line does not run on from it (a
+     * kill before this leaves it for the replay, which drops a torn last line) */
+    if (w > 0 && ftruncate(d->journal_fd, (off_t)d->journal_len)) w = -1;
     fprintf(stderr, "npkd: cannot write the route journal\n");
     return -1;
 }
@@ -144,6 +152,9 @@ static int load_some(npkd_state *d, uint32_t budget)
         if (d->cfg.state_path[0]) {
             d->journal_fd = open(d->cfg.state_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
             if (d->journal_fd < 0) fprintf(stderr, "npkd: cannot open %s\n", d->cfg.state_path);
+            d->journal_len = d->load.jbytes;
+            if (d->journal_fd >= 0 && d->load.torn && ftruncate(d->journal_fd, (off_t)d->load.jbytes))
+                die("cannot cut the torn end of %s", d->cfg.state_path);
         }
         /* ARP starts afresh: journalled.  These lines come after the /32s left SRAM
          * (tables.c revert_learnt), not before; a kill at one of them is harmless all
