@@ -87,10 +87,11 @@ def _stats(sock: Path) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in control_request(sock, "stats", timeout_s=60))
 
 
-@pytest.fixture(scope="module")
-def router(tmp_path_factory: pytest.TempPathFactory) -> Any:
+@pytest.fixture(scope="module", params=["xscale", "gpe"])
+def router(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Any:
+    """One router a placement: the same socket code runs on the emulated XScale and natively."""
     sock = tmp_path_factory.mktemp("sock") / "npkd.sock"
-    rr = _start(sock)
+    rr = _start(sock, placement=request.param)
     yield rr, sock
     rr.close()
 
@@ -217,11 +218,12 @@ def test_a_client_that_never_reads_holds_up_neither_exceptions_nor_others(tmp_pa
         rr.close()
 
 
-def test_idle_connections_time_out_and_answers_past_the_bound_close(tmp_path: Path) -> None:
+@pytest.mark.parametrize("placement", ["xscale", "gpe"])
+def test_idle_connections_time_out_and_answers_past_the_bound_close(tmp_path: Path, placement: str) -> None:
     """ctl_idle_us: a connection that says nothing is closed once that long has passed;
     ctl_answer_max: an answer longer than that closes its connection; both counted."""
     sock = tmp_path / "npkd.sock"
-    rr = _start(sock, options={"ctl_idle_us": 300, "ctl_answer_max": 2000})
+    rr = _start(sock, options={"ctl_idle_us": 300, "ctl_answer_max": 2000}, placement=placement)
     quiet = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         quiet.connect(str(sock))
