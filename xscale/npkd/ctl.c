@@ -74,7 +74,8 @@ int ctl_pending(const ctl *c)
 int ctl_pollfds(ctl *c, struct pollfd *p, int max)
 {
     int n = 0;
-    if (c->lfd >= 0 && n < max) p[n++] = (struct pollfd){c->lfd, POLLIN, 0};
+    if (c->lfd < 0 || max < 1) return 0;      /* no socket: nothing to look at (and no cost) */
+    p[n++] = (struct pollfd){c->lfd, POLLIN, 0};
     for (int i = 0; i < CTL_CONNS && n < max; i++) {
         ctl_conn *k = &c->conn[i];
         if (k->fd < 0) continue;
