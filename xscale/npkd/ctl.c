@@ -58,10 +58,11 @@ static int unsent(const ctl_conn *k)
     return k->nout > k->head;
 }
 
-/* a whole command line is read and waits for its turn (its answer before it is sent) */
+/* a whole command line is read and waits for its turn (its answer before it is sent),
+ * or the next step of a long answer is due */
 static int line_waiting(const ctl_conn *k)
 {
-    return k->fd >= 0 && !unsent(k) && memchr(k->in, '\n', k->nin) != NULL;
+    return k->fd >= 0 && !unsent(k) && (k->more || memchr(k->in, '\n', k->nin) != NULL);
 }
 
 int ctl_pending(const ctl *c)
@@ -181,7 +182,7 @@ static int run_lines(ctl *c, ctl_conn *k, int budget)
 {
     int ran = 0;
     char *nl;
-    while (k->fd >= 0 && !unsent(k) && ran < budget && (nl = memchr(k->in, '\n', k->nin))) {
+    while (k->fd >= 0 && !unsent(k) && !k->more && ran < budget && (nl = memchr(k->in, '\n', k->nin))) {
         uint32_t used = (uint32_t)(nl + 1 - k->in);
         size_t len = (size_t)(nl - k->in);
         *nl = 0;
@@ -210,9 +211,19 @@ static int run_lines(ctl *c, ctl_conn *k, int budget)
 static void serve(ctl *c, ctl_conn *k)
 {
     if (flush(c, k) || unsent(k)) return;      /* not read until its answer is sent */
+    if (k->more) {                             /* a long answer: its next step, and nothing else */
+        if (!k->more(c->ctx, k)) k->more = NULL;
+        if (k->over) {
+            drop(k);
+            c->n.overflow_closed++;
+        } else {
+            flush(c, k);
+        }
+        return;
+    }
     int budget = CTL_LINES_PER_TURN;
     budget -= run_lines(c, k, budget);
-    while (k->fd >= 0 && budget > 0 && !unsent(k) && k->nin < sizeof k->in - 1) {
+    while (k->fd >= 0 && budget > 0 && !unsent(k) && !k->more && k->nin < sizeof k->in - 1) {
         ssize_t r = recv(k->fd, k->in + k->nin, sizeof k->in - 1 - k->nin, MSG_DONTWAIT);
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
             drop(k);

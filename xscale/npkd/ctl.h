@@ -19,7 +19,8 @@
  *     that never reads stops being read, its sends block in its own kernel), at most
  *     CTL_LINES_PER_TURN a turn of the daemon's loop;
  *   - an answer is at most the option ctl_answer_max bytes: past it the connection is
- *     closed (counted). */
+ *     closed (counted); a long one (`show` of the whole table) is made in steps, one a
+ *     turn, each once the one before has been sent (ctl_conn.more). */
 #ifndef NPKD_CTL_H
 #define NPKD_CTL_H
 #include <poll.h>
@@ -27,7 +28,7 @@
 
 #define CTL_CONNS 4
 #define CTL_LINE 512
-#define CTL_LINES_PER_TURN 4
+#define CTL_LINES_PER_TURN 1
 
 typedef struct ctl_conn {
     int fd;
@@ -39,6 +40,10 @@ typedef struct ctl_conn {
     char *out;
     uint32_t head, nout, capout; /* unsent: out[head .. nout) */
     uint64_t last_ns;           /* when it last made progress (a byte read or written) */
+    /* a long answer made in steps, one a turn once the previous step is sent (the
+     * handler sets it; it returns 1 while there is more, 0 when it has ended the answer) */
+    int (*more)(void *ctx, struct ctl_conn *k);
+    uint32_t cursor[2];
 } ctl_conn;
 
 typedef struct ctl_counts {

@@ -214,6 +214,31 @@ static void show_entry(npkd_state *d, ctl_conn *k, uint32_t prefix, int len, uin
                e.flags & NH_ARP_MISS ? " unresolved" : "");
 }
 
+/* `show`: the next SHOW_STEP routes of the table (by length, then slot), one step a turn
+ * of the loop and only once the previous step has been sent: a table of any size, and a
+ * client that reads slowly or never, cost the exception path one step at most.  Routes
+ * changed meanwhile may be listed as they were or as they are. */
+#define SHOW_STEP 8
+static int show_more(void *ctx, ctl_conn *k)
+{
+    npkd_state *d = ctx;
+    uint32_t shown = 0, n = k->cursor[0], i = k->cursor[1];
+    for (; n <= 32; n++, i = 0) {
+        const u32map *m = &d->tab.trie.routes[n];
+        for (; i < m->cap; i++) {
+            if (!m->used[i]) continue;
+            if (shown++ == SHOW_STEP) {
+                k->cursor[0] = n;
+                k->cursor[1] = i;
+                return 1;
+            }
+            show_entry(d, k, m->key[i], (int)n, m->val[i]);
+        }
+    }
+    ctl_printf(k, "ok\n");
+    return 0;
+}
+
 static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
 {
     npkd_state *d = ctx;
@@ -263,12 +288,8 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
             ctl_printf(k, "fast path: index %u\nok\n", walked);
             return;
         }
-        for (int n = 0; n <= 32; n++) {
-            const u32map *m = &d->tab.trie.routes[n];
-            for (uint32_t i = 0; i < m->cap; i++)
-                if (m->used[i]) show_entry(d, k, m->key[i], n, m->val[i]);
-        }
-        ctl_printf(k, "ok\n");
+        k->cursor[0] = k->cursor[1] = 0;          /* the whole table: in steps (show_more) */
+        k->more = show_more;
         return;
     }
     if (!strcmp(line, "stats")) {
