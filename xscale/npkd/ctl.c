@@ -253,14 +253,13 @@ void ctl_service(ctl *c)
     if (c->lfd < 0) return;
     accept_all(c);
     uint64_t t = now(c);
-    for (int i = 0; i < CTL_CONNS; i++) {
+    for (int i = 0; i < CTL_CONNS; i++) {      /* the idle ones first, then the others' commands */
         ctl_conn *k = &c->conn[i];
-        if (k->fd < 0) continue;
-        if (c->idle_ns && t > k->last_ns && t - k->last_ns > c->idle_ns) {
+        if (k->fd >= 0 && c->idle_ns && t > k->last_ns && t - k->last_ns > c->idle_ns) {
             drop(k);
             c->n.idle_closed++;
-            continue;
         }
-        serve(c, k);
     }
+    for (int i = 0; i < CTL_CONNS; i++)
+        if (c->conn[i].fd >= 0) serve(c, &c->conn[i]);
 }
