@@ -502,6 +502,20 @@ def route_problem(ports: list[tuple[int, int]], route: Any) -> str | None:
     return _route_problem(route, *_port_facts(ports))
 
 
+CHANGE_MIN_LEN = 4  # xscale/npkd/rcheck.h NPKD_CHANGE_MIN_LEN
+
+
+def change_problem(prefix: int, length: int) -> str | None:
+    """What is wrong with changing this prefix while the router runs (a timed change, `npk
+    route add|del`), or None: a prefix shorter than /4 rewrites up to 65,536 root entries
+    of the trie in one go (xscale/npkd/rcheck.c npkd_change_problem, the same message)."""
+    if length >= CHANGE_MIN_LEN:
+        return None
+    return (f"{ip_str(prefix)}/{length} is shorter than /{CHANGE_MIN_LEN}: changed while the router runs it "
+            f"would rewrite {1 << (16 - length)} of the 65536 root entries at once and hold up the exception "
+            "path; put it in the route table")
+
+
 def route_problems(ports: list[tuple[int, int]], routes: Iterable[Any]) -> Iterator[tuple[int, str]]:
     """(index, problem) of each static route (prefix, length, next_hop, port) that
     contradicts the ports ((address, prefix length) each, index = position)."""

@@ -16,7 +16,7 @@ import pytest
 from unicorn import UC_HOOK_CODE
 
 from npkit.emulator.traffic.router_config import RouterConfig
-from npkit.emulator.traffic.routes import Route, route_problem
+from npkit.emulator.traffic.routes import Route, change_problem, route_problem
 from npkit.toolchain.system.control import ControlSocketError, control_request
 from npkit.toolchain.system.router_run import RouterRun
 
@@ -81,6 +81,13 @@ def _raw(sock: Path, data: bytes, answers: int) -> list[list[str]]:
                     got.append(cur)
                     cur = []
         return got
+
+
+def _error(sock: Path, command: str) -> ControlSocketError | list[str]:
+    try:
+        return control_request(sock, command, timeout_s=60)
+    except ControlSocketError as e:
+        return e
 
 
 def _stats(sock: Path) -> dict[str, str]:
@@ -150,6 +157,8 @@ def test_the_socket_refuses_what_the_rules_refuse_with_their_messages(router: An
 
     got = _client(rr, adds)
     want = [route_problem(ports, r) for r in REFUSED.values()]
+    short = _client(rr, lambda: [str(_error(sock, c)) for c in ("add 0.0.0.0/0 via 10.0.0.2", "del 0.0.0.0/0")])
+    assert short == [change_problem(0, 0)] * 2, short
     assert all(want) and got[:-1] == want, list(zip(got, want, strict=False))
     assert got[-1] == "ok"
     after = _client(rr, lambda: control_request(sock, "show"))

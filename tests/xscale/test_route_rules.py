@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from npkit.emulator.traffic.router_config import RouterConfig
-from npkit.emulator.traffic.routes import Route, mask, route_problem
+from npkit.emulator.traffic.routes import Route, change_problem, mask, route_problem
 from npkit.emulator.traffic.spec import SpecError, parse_route_change
 
 from .test_control_plane import EXAMPLES
@@ -82,4 +82,22 @@ def test_route_changes_of_a_traffic_spec_meet_the_same_rules() -> None:
                           ("at 1ms add 1.2.3.0/24 via 10.0.0.1", "next hop 10.0.0.1 is port 0's own address")):  # fmt: skip
         with pytest.raises(SpecError, match=problem.replace("(", r"\(").replace(")", r"\)")):
             parse_route_change(text, router)
-    assert parse_route_change("at 1ms add 0.0.0.0/0 via 10.0.0.2", router).port == 0   # a default route is fine
+    assert parse_route_change("at 1ms add 16.0.0.0/4 via 10.0.0.2", router).port == 0
+
+
+def test_changes_while_running_refuse_the_same_short_prefixes(xscale_built: Path) -> None:
+    """A prefix shorter than /4 changed at run time (`npk route add 0.0.0.0/0 ...`: before,
+    answered ok after the daemon had spent over 10 ms of the run on it, the exception ring
+    overflowing): the same verdict and message from Python and the daemon's rules."""
+    lib = ctypes.CDLL(str(LIB_PATH))
+    for length in range(33):
+        prefix = 0xC0000000 & mask(length)
+        msg = ctypes.create_string_buffer(300)
+        bad = lib.npkd_change_problem(ctypes.c_uint32(prefix), length, msg, len(msg))
+        assert (msg.value.decode() if bad else None) == change_problem(prefix, length), length
+        assert bool(bad) == (length < 4)
+    router = RouterConfig.load(EXAMPLES / "router.yaml")
+    with pytest.raises(SpecError, match="0.0.0.0/0 is shorter than /4"):
+        parse_route_change("at 1ms add 0.0.0.0/0 via 10.0.0.2", router)
+    with pytest.raises(SpecError, match="128.0.0.0/1 is shorter than /4"):
+        parse_route_change("at 1ms del 128.0.0.0/1", router)

@@ -367,8 +367,10 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
             t.add = 1;
             if (parse_route(c, s, &t.r)) return -1;
             if (cfg_route_problem(c, &t.r, err, errlen)) return -2;
+            if (npkd_change_problem(t.r.prefix, t.r.len, err, errlen)) return -2;
         } else if (!strcmp(name, "del")) {
             if (parse_prefix(s, &t.r.prefix, &t.r.len, &s) || !at_end(s)) return -1;
+            if (npkd_change_problem(t.r.prefix, t.r.len, err, errlen)) return -2;
         } else {
             return -1;
         }

@@ -25,6 +25,7 @@
 #include "cp.h"
 #include "ctl.h"
 #include "image.h"
+#include "rcheck.h"
 #include "npk_xscale.h"
 #include "tables.h"
 
@@ -250,8 +251,9 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
             ctl_printf(k, "error: cannot read the route '%s' (PREFIX/LEN via NEXTHOP [port P])\n", line + 4);
             return;
         }
-        char why[160];
-        if (cfg_route_problem(&d->cfg, &r, why, sizeof why)) {   /* the rules every route meets */
+        char why[200];
+        if (cfg_route_problem(&d->cfg, &r, why, sizeof why) ||   /* the rules every route meets */
+            npkd_change_problem(r.prefix, r.len, why, sizeof why)) {
             d->cp.stats[ST_route_errors]++;
             ctl_printf(k, "error: %s\n", why);
             return;
@@ -266,6 +268,12 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
         snprintf(buf, sizeof buf, "%s dev 0", line + 4);
         if (parse_route(&d->cfg, buf, &r)) {
             ctl_printf(k, "error: cannot read the prefix '%s'\n", line + 4);
+            return;
+        }
+        char why[200];
+        if (npkd_change_problem(r.prefix, r.len, why, sizeof why)) {
+            d->cp.stats[ST_route_errors]++;
+            ctl_printf(k, "error: %s\n", why);
             return;
         }
         int rc = cp_route_del(&d->cp, r.prefix, r.len, CHG_SOCKET);

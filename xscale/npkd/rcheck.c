@@ -82,3 +82,15 @@ int npkd_route_problem(const uint32_t *port_addr, const uint8_t *port_len, int n
     }
     return 0;
 }
+
+int npkd_change_problem(uint32_t prefix, int len, char *msg, size_t msglen)
+{
+    if (len >= NPKD_CHANGE_MIN_LEN) return 0;
+    char p[16];
+    ip_text(p, prefix);
+    snprintf(msg, msglen,
+             "%s/%d is shorter than /%d: changed while the router runs it would rewrite %u of the 65536 root "
+             "entries at once and hold up the exception path; put it in the route table",
+             p, len, NPKD_CHANGE_MIN_LEN, 1u << (16 - len));
+    return 1;
+}

@@ -22,4 +22,10 @@
  * ports: addr[i] and len[i] of port i. */
 int npkd_route_problem(const uint32_t *port_addr, const uint8_t *port_len, int nports, uint32_t prefix, int len,
                        uint32_t next_hop, int port, char *msg, size_t msglen);
+/* A change made while the router runs (a timed change, `add`/`del` on the socket) of a
+ * prefix shorter than /NPKD_CHANGE_MIN_LEN: 1 with the message (such a change rewrites
+ * up to 65,536 of the trie's root entries in one go, holding up the exception path for
+ * many milliseconds); 0 otherwise.  Python: routes.change_problem. */
+#define NPKD_CHANGE_MIN_LEN 4
+int npkd_change_problem(uint32_t prefix, int len, char *msg, size_t msglen);
 #endif
