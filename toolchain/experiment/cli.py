@@ -84,9 +84,9 @@ def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str
         raise click.UsageError(str(e)) from None
     except (DesignError, ExperimentError, StoreError) as e:
         raise click.ClickException(str(e)) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM / SIGHUP (toolchain/commands/signals.py)
         click.echo(f"\ninterrupted: finished runs are kept in {out}; run again to resume", err=True)
-        sys.exit(130)
+        sys.exit(getattr(e, "status", 130))
     if as_json:
         click.echo(json.dumps(s, indent=1))
     else:

@@ -12,6 +12,7 @@ Python and C under the GIL.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from npkit.emulator.children import die_with_parent
 
 from .design import Design, RunSpec, load_design
 from .execute import run_one
@@ -90,10 +93,27 @@ def _lost(r: RunSpec, code: str, why: str) -> dict[str, Any]:
             "error": why, "responses": {}, "host_s": 0.0, "started": time.time()}  # fmt: skip
 
 
+def _worker_init(parent: int) -> None:
+    """A local worker: killed when the driver dies (even by SIGKILL), and deaf to the
+    terminal's Ctrl-C (the driver alone handles it and ends the workers: a worker
+    interrupted inside the XScale's Unicorn callbacks printed a spurious traceback)."""
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _local_executor(jobs: int) -> Executor:
     import multiprocessing
 
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_init, initargs=(os.getpid(),))  # fmt: skip
+
+
+def _end_workers(executor: Executor) -> None:
+    """Kill a local pool's workers now (their runs are abandoned): an interrupted driver
+    does not wait minutes for the runs in hand to finish."""
+    for proc in list((getattr(executor, "_processes", None) or {}).values()):
+        if proc.is_alive():
+            proc.kill()
 
 
 def check_scheduler_address(address: str) -> None:
@@ -225,6 +245,7 @@ def _drain(executor: Executor, todo: list[RunSpec], code: str, store: Store, bar
         except KeyboardInterrupt:
             for f in futures:
                 f.cancel()
+            _end_workers(executor)
             _shutdown(executor, wait=False)
             raise
         _shutdown(executor, wait=True)
