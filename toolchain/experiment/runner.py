@@ -25,6 +25,7 @@ import yaml
 
 from npkit.emulator.children import die_with_parent
 
+from .changes import describe, stored_design_changes
 from .design import Design, RunSpec, load_design
 from .execute import run_one
 from .store import Store, code_hash
@@ -159,14 +160,21 @@ def manifest_for(design: Design, code: str) -> dict[str, Any]:
 def run_experiment(design: Design | str | Path, out: str | Path, *, quick: bool = False,
                    scheduler: str | None = None, jobs: int | None = None,
                    retry_failed: bool = False, progress: bool = True,
-                   run_fn: RunFn = run_one, connect_timeout_s: float = 15.0) -> dict[str, Any]:  # fmt: skip
+                   run_fn: RunFn = run_one, connect_timeout_s: float = 15.0,
+                   force: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run every missing run of `design` into the store at `out`; returns a summary
-    (runs executed, skipped as already done, failed, not settled)."""
+    (runs executed, skipped as already done, failed, not settled).  A store made with
+    another design is refused (ExperimentError naming the changes) unless `force`."""
     if not isinstance(design, Design):
         design = load_design(design, quick=quick)
     store = Store(out)
     code = code_hash()
     runs = design.runs()
+    changed = stored_design_changes(store.root, design, {r.run_id: r.config_hash for r in runs})
+    if changed and not force:
+        raise ExperimentError(f"{out} holds the results of another version of this design: {describe(changed)}. "
+                              "Use a new results folder, or --force to run the changed design there "
+                              "(the stored runs whose configuration changed are run again and replaced)")  # fmt: skip
     design_text = yaml.safe_dump(design.raw, sort_keys=False)
     # the cluster first: an address that does not answer leaves no results directory behind
     executor, client = _dask_executor(scheduler, connect_timeout_s) if scheduler else (None, None)
