@@ -64,3 +64,30 @@ def test_ctrl_c_ends_everything_quietly(tiny_design: Any, tmp_path: Path) -> Non
     assert "interrupted: finished runs are kept" in err
     assert "Exception ignored" not in err and "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert left == [], f"left running: {left}"
+
+
+def worker_state() -> tuple[bool, int]:
+    """In a pool worker: is SIGINT ignored, and which signal the kernel sends it when
+    the driver dies (prctl PR_GET_PDEATHSIG)."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    sig = ctypes.c_int(0)
+    libc.prctl(2, ctypes.byref(sig), 0, 0, 0)  # PR_GET_PDEATHSIG
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN, sig.value
+
+
+def test_pool_workers_ignore_ctrl_c_and_die_with_the_driver() -> None:
+    """A worker that took the terminal's Ctrl-C could raise KeyboardInterrupt inside the
+    XScale's Unicorn hooks ('Exception ignored on calling ctypes callback'): the driver
+    alone takes it and ends the workers."""
+    from npkit.toolchain.experiment.runner import _local_executor
+
+    pool = _local_executor(1)
+    try:
+        ignores_sigint, death_signal = pool.submit(worker_state).result(timeout=120)
+    finally:
+        pool.shutdown()
+    assert ignores_sigint
+    assert death_signal == signal.SIGKILL
