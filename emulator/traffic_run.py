@@ -432,6 +432,10 @@ class TrafficRun:
         """Every packet of the source is with the MSF."""
         return self.feed.done and self.pushed == self.read
 
+    def close(self) -> None:
+        """Stop reading the traffic (the read-ahead child ends); what was run stays readable."""
+        self.feed.close()
+
     def run(self, duration_ns: int, slice_ns: int = 20_000, progress: Callable[[int], None] | None = None) -> str:
         """Run the chip for `duration_ns` more nanoseconds of emulated time."""
         clock = time.perf_counter

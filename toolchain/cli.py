@@ -12,6 +12,7 @@ import atexit
 import gc
 import importlib
 import importlib.util
+import signal
 import sys
 from pathlib import Path
 
@@ -64,6 +65,12 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(n, short_help(n, limit)) for n in names])
 
+    def invoke(self, ctx: click.Context) -> object:
+        from npkit.toolchain.commands.signals import cleaned_up_on_signals
+
+        with cleaned_up_on_signals():  # SIGTERM and SIGHUP clean up as Ctrl-C does
+            return super().invoke(ctx)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = SUBCOMMANDS.get(cmd_name)
         if target is None:
@@ -97,3 +104,5 @@ def main() -> None:
     # still run, and files are closed where they are written.
     atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
+    if click.get_current_context().invoked_subcommand == "debug":
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # its prompt's Ctrl-C: many, each its own

@@ -1,8 +1,10 @@
-"""A GDB remote-serial-protocol stub on the Unicorn XScale core, bound to
-127.0.0.1 only (PyPI udbserver 0.3.0 always listens on 0.0.0.0, so npkit has
-its own).
+"""A GDB remote-serial-protocol stub on the Unicorn XScale core, listening on a Unix
+socket of mode 0600 (only its owner can attach) or on TCP bound to 127.0.0.1 only, where
+any local user can (PyPI udbserver 0.3.0 always listens on 0.0.0.0, so npkit has its own).
+One client at a time: once gdb attached, other clients are refused.
 
-    gdb-multiarch xscale/build/arm/xs_demo.elf -ex "target remote 127.0.0.1:1234"
+    npk run me.elf --xscale xs_demo.elf --xscale-gdb unix:/tmp/xs.gdb &
+    gdb-multiarch xscale/build/arm/xs_demo.elf -ex "target remote /tmp/xs.gdb"
 
 The program stops at its entry point until gdb continues.  Supported: registers
 (r0-r15, cpsr; target description sent), memory read/write, software and
@@ -14,14 +16,18 @@ the program's results; the instruction count while debugging may differ.
 
 from __future__ import annotations
 
+import os
 import socket
+import stat
 import struct
+from pathlib import Path
 from typing import Any
 
 from unicorn import UC_HOOK_CODE, UcError
 from unicorn import arm_const as A
 
 from .core import XScaleCore, XScaleError
+from .gdb_address import UNIX_PREFIX
 
 TARGET_XML = """<?xml version="1.0"?>
 <!DOCTYPE target SYSTEM "gdb-target.dtd">
@@ -36,18 +42,65 @@ TARGET_XML = """<?xml version="1.0"?>
 REGS = [A.UC_ARM_REG_R0 + i for i in range(13)] + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_PC]
 
 
+UNIX_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
+
+
+def _listen_unix(path: Path) -> socket.socket:
+    """A Unix socket at `path`, mode 0600 from its creation (umask), for its owner only.
+    A stale socket left there (nobody listening) is replaced; anything else is refused."""
+    if len(os.fsencode(path)) > UNIX_PATH_MAX:
+        raise XScaleError(f"gdb socket {path}: a Unix socket path is at most {UNIX_PATH_MAX} bytes")
+    if path.is_symlink() or path.exists():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise XScaleError(f"gdb socket {path}: exists and is not a socket")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            if probe.connect_ex(str(path)) == 0:
+                raise XScaleError(f"gdb socket {path}: another program listens there")
+        path.unlink()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        server.bind(str(path))
+    except OSError as e:
+        server.close()
+        raise XScaleError(f"cannot listen for gdb on unix:{path}: {e.strerror}") from None
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    return server
+
+
+def _listen_tcp(host: str, port: int) -> socket.socket:
+    if not 1 <= port <= 65535:
+        raise XScaleError(f"gdb port {port}: a TCP port is 1..65535")
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        server.bind((host, port))
+    except OSError as e:
+        server.close()
+        raise XScaleError(f"cannot listen for gdb on {host}:{port}: {e.strerror}") from None
+    return server
+
+
 class GdbStub:
-    def __init__(self, core: XScaleCore, port: int, host: str = "127.0.0.1") -> None:
+    """`where`: a TCP port on `host`, or "unix:PATH" (npkit.xscale.gdb_address).  One
+    client: once gdb is attached the listening socket is closed, so a second client is
+    refused (ECONNREFUSED) rather than accepted and never answered."""
+
+    def __init__(self, core: XScaleCore, where: int | str, host: str = "127.0.0.1") -> None:
         self.core = core
-        self.port = port
-        if not 1 <= port <= 65535:
-            raise XScaleError(f"gdb port {port}: a TCP port is 1..65535")
-        self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self.server.bind((host, port))
-        except OSError as e:
-            raise XScaleError(f"cannot listen for gdb on {host}:{port}: {e.strerror}") from None
+        self.port = where
+        self.path: Path | None = None
+        if isinstance(where, str):
+            if not where.startswith(UNIX_PREFIX) or not where[len(UNIX_PREFIX):]:
+                raise XScaleError(f"gdb address {where!r}: unix:PATH or a TCP port")
+            self.path = Path(where[len(UNIX_PREFIX):])
+            self.server: socket.socket | None = _listen_unix(self.path)
+            self.where = f"unix:{self.path}"
+        else:
+            self.server = _listen_tcp(host, where)
+            self.where = f"{host}:{where}"
         self.server.listen(1)
         self.conn: socket.socket | None = None
         self.breakpoints: dict[int, int] = {}   # address -> hook handle
@@ -59,15 +112,21 @@ class GdbStub:
     def wait_for_client(self) -> None:
         import sys
 
-        print(f"xscale: waiting for gdb on 127.0.0.1:{self.port}", file=sys.stderr, flush=True)
+        assert self.server is not None
+        print(f"xscale: waiting for gdb on {self.where}", file=sys.stderr, flush=True)
         self.conn, _addr = self.server.accept()
+        self.server.close()  # one client: a second one is refused, not left unanswered
+        self.server = None
         self.core.state = "stopped"
 
     def close(self) -> None:
         for s in (self.conn, self.server):
             if s is not None:
                 s.close()
-        self.conn = None
+        self.conn = self.server = None
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            self.path = None
 
     def _send(self, payload: str) -> None:
         if self.conn is None:

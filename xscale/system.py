@@ -242,7 +242,7 @@ class System:
 
     def attach_xscale(self, program: str | os.PathLike[str], argv: list[str] | None = None, *,
                       placement: str = "xscale", quantum: int | None = None,
-                      echo: Callable[[int, bytes], None] | None = None, gdb_port: int | None = None,
+                      echo: Callable[[int, bytes], None] | None = None, gdb_port: int | str | None = None,
                       link_latency_ns: int | None = None, env: dict[str, str] | None = None,
                       mounts: dict[str, Path] | None = None) -> Any:  # fmt: skip
         """Start `program` on the control processor; return its host object.

@@ -115,6 +115,12 @@ class WindowFeed:
             self._worker.join()
             self._worker = None
 
+    def close(self) -> None:
+        """End the thread and the reader's child process (what they read is dropped)."""
+        self.settle()
+        if isinstance(self.reader, ReadAhead):
+            self.reader.close()
+
     def rest(self) -> Iterator[Window]:
         """What is left of the source, without its work (the window read ahead first, as
         it came); reads nothing ahead from then on."""

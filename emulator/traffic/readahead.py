@@ -20,7 +20,8 @@ windows (split at that time, or joined).  An error the source raises reaches the
 where it would have without the child: at the `take` that would have read it.  The pipe
 between them holds a window or two, so memory stays flat; the child ends when the source
 is done, when the reader is closed or collected, or when the consumer's end of the pipe
-closes (the run's process ended).
+closes (the run's process ended); it is killed when that process ends, however it ends
+(npkit.emulator.children), so a run killed with SIGKILL leaves no child behind.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from bisect import bisect_left
 from collections import deque
 from typing import Any
 
+from ..children import die_with_parent
 from .source import TrafficError, TrafficReader
 from .window import Window, concat
 
@@ -49,8 +51,9 @@ class _Failed:
             self.error = TrafficError(f"reading the traffic failed: {type(error).__name__}: {error}")
 
 
-def _produce(reader: TrafficReader, step_ns: int, out: Any, other_end: Any) -> None:
+def _produce(reader: TrafficReader, step_ns: int, out: Any, other_end: Any, parent: int) -> None:
     """The child: the source's windows at step_ns, 2 step_ns, ... until it is done."""
+    die_with_parent(parent)  # a parent killed outright takes the child along
     other_end.close()
     until = 0
     try:
@@ -108,7 +111,8 @@ class ReadAhead(TrafficReader):
     def _start(self) -> None:
         ctx = mp.get_context("fork")
         r, w = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_produce, args=(self._reader, self._step, w, r), name="npk-traffic-read-ahead",
+        p = ctx.Process(target=_produce, args=(self._reader, self._step, w, r, os.getpid()),
+                        name="npk-traffic-read-ahead",
                         daemon=True)  # fmt: skip
         p.start()
         w.close()

@@ -51,6 +51,7 @@ from npkit.toolchain.system.router_run import (
 )
 from npkit.toolchain.system.verdict import fault_kinds, judge
 from npkit.xscale.core import XScaleError
+from npkit.xscale.gdb_address import GDB_ADDRESS, GDB_HELP
 
 from .options import (
     MAX_CYCLES,
@@ -226,8 +227,8 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, i
 @click.option("--xscale-arg", "xscale_args", multiple=True, help="Argument for the XScale program (repeatable).")
 @click.option("--xscale-placement", type=click.Choice(["xscale", "gpe"]), default="xscale", show_default=True,
               help="On the emulated XScale (Unicorn), or its native build as a host process.")
-@click.option("--xscale-gdb", "xscale_gdb", type=click.IntRange(1, 65535), default=None,
-              help="Wait for gdb on 127.0.0.1:PORT (the --xscale program, or a router image's control daemon).")
+@click.option("--xscale-gdb", "xscale_gdb", type=GDB_ADDRESS, default=None, metavar="unix:PATH|PORT",
+              help="The --xscale program, or a router image's control daemon, waits for gdb: " + GDB_HELP)
 @click.option("--control-socket", "control_socket", default=None, type=click.Path(dir_okay=False),
               help="Router image: the control daemon listens here (`npk route add ... --socket PATH`).")
 @ms_option("--kill-control-at", "kill_at", default=None, metavar="MS",
@@ -245,7 +246,7 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
             cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
             as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
-            xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | None,
+            xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | str | None,
             control_socket: str | None, kill_at: float | None, restart_at: float | None, contexts: bool,
             profile: bool, coverage: str | None) -> None:  # fmt: skip
     """Run IMAGE(s) on the emulated chip and print statistics.
@@ -318,7 +319,7 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
 
 
 def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, xscale: str | None,
-                xscale_args: tuple[str, ...], placement: str, gdb: int | None, extras: Extras) -> None:  # fmt: skip
+                xscale_args: tuple[str, ...], placement: str, gdb: int | str | None, extras: Extras) -> None:  # fmt: skip
     """No traffic: run the cycle budget (with the XScale program beside, if any), print the MEs."""
     if not xscale:
         out = me_summary(chip, chip.run(cycles), loaded)
@@ -349,7 +350,7 @@ def _progress(as_json: bool) -> Any:
 
 
 def _check_xscale_options(xscale: str | None, control: dict[str, Any] | None, args: tuple[str, ...],
-                          placement: str, gdb: int | None) -> None:  # fmt: skip
+                          placement: str, gdb: int | str | None) -> None:  # fmt: skip
     """The --xscale-* options say how to run an XScale program: --xscale's, or (all but
     --xscale-arg) a router image's control daemon.  With neither they would do nothing."""
     if args and not xscale:
@@ -362,7 +363,7 @@ def _check_xscale_options(xscale: str | None, control: dict[str, Any] | None, ar
                                "image with a control program (npk link of a layout with control:)")  # fmt: skip
 
 
-def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | None, socket: str | None,
+def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | str | None, socket: str | None,
                      kill_at: float | None, restart_at: float | None, as_json: bool) -> dict[str, Any] | None:  # fmt: skip
     """How to start a router image's control daemon (None: the image has none, or the
     run gives an --xscale program of its own)."""
@@ -382,7 +383,8 @@ def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | 
     if placement != "xscale" or ctl.get("placement") == "gpe":
         out["placement"] = placement if placement != "xscale" else ctl["placement"]
     if gdb is not None and not as_json:
-        click.echo(f"xscale: the control daemon waits for gdb on 127.0.0.1:{gdb}", err=True)
+        where = gdb if isinstance(gdb, str) else f"127.0.0.1:{gdb}"
+        click.echo(f"xscale: the control daemon waits for gdb on {where}", err=True)
     return out
 
 

@@ -11,6 +11,7 @@ import click
 
 from npkit.xscale.core import XScaleError
 from npkit.xscale.elf import ElfError
+from npkit.xscale.gdb_address import GDB_ADDRESS, GDB_HELP
 from npkit.xscale.system import PLACEMENTS, System
 from npkit.xscale.toolchain import BuildError, build
 
@@ -22,7 +23,7 @@ def _echo_live(fd: int, data: bytes) -> None:
 
 
 def co_run(chip: Any, program: str, argv: list[str], cycles: int, *, placement: str = "xscale",
-           gdb_port: int | None = None, quantum: int | None = None, live: bool = True) -> dict[str, Any]:  # fmt: skip
+           gdb_port: int | str | None = None, quantum: int | None = None, live: bool = True) -> dict[str, Any]:  # fmt: skip
     """Run `chip` (already loaded) and `program` together for up to `cycles` ME
     cycles, ending early once the program ended and no ME runs; return a report.
 
@@ -111,10 +112,11 @@ def build_cmd(sources: tuple[str, ...], output: str, gpe: bool) -> None:
 @click.option("--cycles", default=100_000_000, show_default=True, type=click.IntRange(min=1),
               help="ME-cycle budget: a program still running or waiting when it runs out fails the run.")
 @click.option("--placement", type=click.Choice(PLACEMENTS), default="xscale", show_default=True)
-@click.option("--gdb", "gdb_port", type=click.IntRange(1, 65535), default=None, help="Wait for gdb on 127.0.0.1:PORT.")
+@click.option("--gdb", "gdb_port", type=GDB_ADDRESS, default=None, metavar="unix:PATH|PORT",
+              help="Wait for gdb: " + GDB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def run_cmd(program: str, args: tuple[str, ...], image: str | None, config: str, cycles: int, placement: str,
-            gdb_port: int | None, as_json: bool) -> None:  # fmt: skip
+            gdb_port: int | str | None, as_json: bool) -> None:  # fmt: skip
     """Run PROGRAM on the XScale of an emulated chip (with an optional ME image).
 
     Exit 1 when the program crashed, exited with a non-zero status, or had not finished
@@ -160,7 +162,7 @@ def program_path(program: str) -> str:
 
 
 def run_beside(chip: Any, program: str, args: tuple[str, ...], cycles: int, placement: str,
-               gdb_port: int | None, as_json: bool) -> tuple[str, dict[str, Any]]:  # fmt: skip
+               gdb_port: int | str | None, as_json: bool) -> tuple[str, dict[str, Any]]:  # fmt: skip
     """`npk run IMAGE --xscale PROGRAM`: co-run; errors become click errors."""
     try:
         rep = co_run(chip, program_path(program), list(args), cycles, placement=placement, gdb_port=gdb_port,

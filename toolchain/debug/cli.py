@@ -13,6 +13,7 @@ import click
 from npkit.toolchain.commands.asm import include_option
 from npkit.toolchain.commands.options import MAX_CYCLES, image_define_option
 from npkit.toolchain.commands.profiling import coverage_option
+from npkit.xscale.gdb_address import GDB_ADDRESS, GDB_HELP
 
 from .target import (
     Items,
@@ -159,16 +160,17 @@ def open_images(items: Items, defines: Sequence[str], config: str | None, traffi
 @target_options
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
-@click.option("--xscale-gdb", "xscale_gdb", type=click.IntRange(1, 65535), default=None,
-              help="A router image's control daemon waits for gdb on 127.0.0.1:PORT.")
+@click.option("--xscale-gdb", "xscale_gdb", type=GDB_ADDRESS, default=None, metavar="unix:PATH|PORT",
+              help="A router image's control daemon waits for gdb: " + GDB_HELP)
 @ring_option
 @click.option("--source-dir", "source_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Directory to find the image's source files in (repeatable; searched first). An image "
                    "names its sources as given to npk asm, relative to the directory it was assembled in.")  # fmt: skip
 @coverage_option
 def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, traffic: str | None,
-              defines: tuple[str, ...], include_dirs: tuple[str, ...], batch: str | None, xscale_gdb: int | None,
-              ring_specs: tuple[str, ...], source_dirs: tuple[str, ...], coverage: str | None) -> None:  # fmt: skip
+              defines: tuple[str, ...], include_dirs: tuple[str, ...], batch: str | None,
+              xscale_gdb: int | str | None, ring_specs: tuple[str, ...], source_dirs: tuple[str, ...],
+              coverage: str | None) -> None:  # fmt: skip
     """Debug IMAGE(s) (npkit ELF images, .uc sources, or one layout YAML) interactively or from a script.
 
     IMAGE@MES loads an image on chosen MEs, as npk run does (a.uc@0 b.elf@1), through

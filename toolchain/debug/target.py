@@ -250,7 +250,7 @@ MAX_INJECT = 256
 
 
 def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any] | None = None,
-                xscale_gdb: int | None = None) -> Target:  # fmt: skip
+                xscale_gdb: int | str | None = None) -> Target:  # fmt: skip
     """Link a router layout (npkit.toolchain.system.harness.Harness: host stand-ins for the blocks
     the layout leaves external).  Traffic goes in through the receive stand-in when rx is
     external, else through the MSF device to the rx microcode."""
@@ -282,7 +282,7 @@ def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any
     return t
 
 
-def service_exceptions(t: Target, xscale_gdb: int | None = None) -> None:
+def service_exceptions(t: Target, xscale_gdb: int | str | None = None) -> None:
     """A router image's exception path runs in debug, trace and why runs exactly as in
     `npk demo` and `npk run`: its control daemon on the XScale (co-run by every Chip.run)
     when the image names one, else the host's stand-in reader (a chip service)."""
@@ -395,7 +395,7 @@ def router_beside_others(named: Sequence[tuple[str, Image, Any]], traffic: bool)
 
 def open_target(path: str | Path, config: str | None = None, mes: list[int] | None = None,
                 traffic: str | None = None, image: Image | None = None,
-                params: dict[str, Any] | None = None, xscale_gdb: int | None = None,
+                params: dict[str, Any] | None = None, xscale_gdb: int | str | None = None,
                 me_list: str | None = None, rings: list[dict[str, Any]] | None = None,
                 include_dirs: Sequence[str | Path] = (), defines: Mapping[str, str] | None = None,
                 warn: Warn | None = None) -> Target:  # fmt: skip
@@ -426,7 +426,7 @@ def open_target(path: str | Path, config: str | None = None, mes: list[int] | No
 
 
 def open_targets(items: Sequence[tuple[str, str | None]], config: str | None = None, traffic: str | None = None,
-                 params: dict[str, Any] | None = None, xscale_gdb: int | None = None,
+                 params: dict[str, Any] | None = None, xscale_gdb: int | str | None = None,
                  rings: list[dict[str, Any]] | None = None, include_dirs: Sequence[str | Path] = (),
                  defines: Mapping[str, str] | None = None, warn: Warn | None = None) -> Target:  # fmt: skip
     """open_target for IMAGE[@MES] arguments, as (path, MES text or None): one is
@@ -457,7 +457,7 @@ def open_targets(items: Sequence[tuple[str, str | None]], config: str | None = N
 
 
 def _load(p: Path, chosen: str, notes: list[str], named: Named, rings: list[dict[str, Any]] | None,
-          traffic: str | None, xscale_gdb: int | None) -> Target:  # fmt: skip
+          traffic: str | None, xscale_gdb: int | str | None) -> Target:  # fmt: skip
     """The chip `chosen` with every image of `named` loaded (load_images), traffic attached
     and a single router image's exception path serviced."""
     try:

@@ -2,13 +2,16 @@
 
     npk experiment design DESIGN.yaml [--quick] [--json]      what would run (confounding too)
     npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR [--connect-timeout S]]
+                       [--retry-failed] [--force]
     npk experiment analyze RESULTS_DIR [--response R]... [--transform log] [--format text|json|csv|latex]
     npk experiment report RESULTS_DIR -o report.html|report.md [--response R]... [--transform log] [--log-variation]
     npk experiment compare RESULTS_A RESULTS_B [--response R]... [--json]
     npk experiment readme-figures RESULTS_DIR     the README's seed 003 figures and plot, from a full run
 
 `run` exits 0 when every run finished, 1 when some failed (each recorded with its
-error), 130 when interrupted (run it again: finished runs are kept).
+error), 130 when interrupted (run it again: finished runs are kept; 143 / 129 on
+SIGTERM / SIGHUP).  A RESULTS_DIR made with another version of the design is refused,
+naming what changed, unless --force.
 """
 
 from __future__ import annotations
@@ -63,9 +66,12 @@ def design_cmd(design: str, quick: bool, as_json: bool) -> None:
 @click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=15.0, show_default=True,
               metavar="SECONDS", help="How long to wait for the Dask scheduler to answer.")
 @click.option("--retry-failed", is_flag=True, help="Run failed runs again.")
+@click.option("--force", is_flag=True,
+              help="Run a changed design into RESULTS_DIR made with another version of it (runs whose "
+                   "configuration changed are run again and their records replaced).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str | None,
-            connect_timeout: float, retry_failed: bool, as_json: bool) -> None:  # fmt: skip
+            connect_timeout: float, retry_failed: bool, force: bool, as_json: bool) -> None:  # fmt: skip
     """Execute every run of DESIGN not yet in RESULTS_DIR."""
     from .runner import (
         ExperimentError,
@@ -81,14 +87,14 @@ def run_cmd(design: str, out: str, quick: bool, jobs: int | None, scheduler: str
             check_scheduler_address(scheduler)
         d = load_design(design, quick=quick)
         s = run_experiment(d, out, scheduler=scheduler, jobs=jobs, retry_failed=retry_failed,
-                           connect_timeout_s=connect_timeout)  # fmt: skip
+                           connect_timeout_s=connect_timeout, force=force)  # fmt: skip
     except SchedulerAddressError as e:
         raise click.UsageError(str(e)) from None
     except (DesignError, ExperimentError, StoreError) as e:
         raise click.ClickException(str(e)) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM / SIGHUP (toolchain/commands/signals.py)
         click.echo(f"\ninterrupted: finished runs are kept in {out}; run again to resume", err=True)
-        sys.exit(130)
+        sys.exit(getattr(e, "status", 130))
     if as_json:
         click.echo(json.dumps(s, indent=1))
     else:

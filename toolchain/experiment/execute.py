@@ -365,6 +365,7 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     measured_ns = rr.run.now_ns
     rr.run.run(int(s.drain_us * 1000))
     rep = rr.run.report()
+    rr.close()  # its read-ahead child ends now, not when the collector finds the run
     lo_ns, hi_ns = cut * w, n * w
     kept = range(cut, n)
     nports = len(set(tr.ports)) or 1
@@ -433,6 +434,7 @@ def capacity_trial(env: Env, s: CapacitySettings, rate_mbps: float) -> Trial:
                 out_bits += (len(d) + over) * 8
     rr.run.run(int(s.drain_us * 1000))
     tot = rr.run.report()["totals"]
+    rr.close()
     drops = {k: v for k, v in tot["dropped"].items() if k in RESOURCE_DROPS}
     lost = sum(drops.values()) + max(0, tot["in_flight"])
     nports = len(set(tr.ports)) or 1

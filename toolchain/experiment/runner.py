@@ -12,6 +12,7 @@ Python and C under the GIL.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -22,6 +23,9 @@ from typing import Any
 
 import yaml
 
+from npkit.emulator.children import die_with_parent
+
+from .changes import describe, stored_design_changes
 from .design import Design, RunSpec, load_design
 from .execute import read_ahead_for, run_one, set_read_ahead
 from .store import Store, code_hash
@@ -120,11 +124,29 @@ def _lost(r: RunSpec, code: str, why: str) -> dict[str, Any]:
             "error": why, "responses": {}, "host_s": 0.0, "started": time.time()}  # fmt: skip
 
 
+def _worker_init(parent: int, ahead: bool | None) -> None:
+    """A local worker: killed when the driver dies (even by SIGKILL), and deaf to the
+    terminal's Ctrl-C (the driver alone handles it and ends the workers: a worker
+    interrupted inside the XScale's Unicorn callbacks printed a spurious traceback);
+    its runs read traffic ahead or not (`read_ahead_for`)."""
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    set_read_ahead(ahead)
+
+
 def _local_executor(jobs: int) -> Executor:
     import multiprocessing
 
     return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=set_read_ahead, initargs=(read_ahead_for(jobs),))  # fmt: skip
+                               initializer=_worker_init, initargs=(os.getpid(), read_ahead_for(jobs)))  # fmt: skip
+
+
+def _end_workers(executor: Executor) -> None:
+    """Kill a local pool's workers now (their runs are abandoned): an interrupted driver
+    does not wait minutes for the runs in hand to finish."""
+    for proc in list((getattr(executor, "_processes", None) or {}).values()):
+        if proc.is_alive():
+            proc.kill()
 
 
 def check_scheduler_address(address: str) -> None:
@@ -178,14 +200,21 @@ def manifest_for(design: Design, code: str) -> dict[str, Any]:
 def run_experiment(design: Design | str | Path, out: str | Path, *, quick: bool = False,
                    scheduler: str | None = None, jobs: int | None = None,
                    retry_failed: bool = False, progress: bool = True,
-                   run_fn: RunFn = run_one, connect_timeout_s: float = 15.0) -> dict[str, Any]:  # fmt: skip
+                   run_fn: RunFn = run_one, connect_timeout_s: float = 15.0,
+                   force: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run every missing run of `design` into the store at `out`; returns a summary
-    (runs executed, skipped as already done, failed, not settled)."""
+    (runs executed, skipped as already done, failed, not settled).  A store made with
+    another design is refused (ExperimentError naming the changes) unless `force`."""
     if not isinstance(design, Design):
         design = load_design(design, quick=quick)
     store = Store(out)
     code = code_hash()
     runs = design.runs()
+    changed = stored_design_changes(store.root, design, {r.run_id: r.config_hash for r in runs})
+    if changed and not force:
+        raise ExperimentError(f"{out} holds the results of another version of this design: {describe(changed)}. "
+                              "Use a new results folder, or --force to run the changed design there "
+                              "(the stored runs whose configuration changed are run again and replaced)")  # fmt: skip
     design_text = yaml.safe_dump(design.raw, sort_keys=False)
     # the cluster first: an address that does not answer leaves no results directory behind
     executor, client = _dask_executor(scheduler, connect_timeout_s) if scheduler else (None, None)
@@ -264,6 +293,7 @@ def _drain(executor: Executor, todo: list[RunSpec], code: str, store: Store, bar
         except KeyboardInterrupt:
             for f in futures:
                 f.cancel()
+            _end_workers(executor)
             _shutdown(executor, wait=False)
             raise
         _shutdown(executor, wait=True)

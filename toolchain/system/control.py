@@ -413,7 +413,7 @@ class ControlPlane:
     image was linked with): npkd on the XScale (or as a gpe process), its configuration
     written into `workdir`, the chip advanced by the System from now on (Chip.run)."""
 
-    def __init__(self, chip: Any, image: Any, *, placement: str | None = None, gdb_port: int | None = None,
+    def __init__(self, chip: Any, image: Any, *, placement: str | None = None, gdb_port: int | str | None = None,
                  changes: list[str] | None = None, socket: str | Path | None = None,
                  kill_at_ns: int | None = None, restart_at_ns: int | None = None, echo: Any = None,
                  workdir: str | Path | None = None, options: dict[str, int] | None = None,

@@ -544,7 +544,9 @@ class RouterRun:
                                   sum(read_counters(self.chip)["exceptions"].values()), events).to_json()  # fmt: skip
 
     def close(self) -> None:
-        """Stop the control program (its process, socket and files); the chip stays."""
+        """Stop the control program (its process, socket and files) and the traffic's
+        reader (its child process); the chip and what was run stay."""
+        self.run.close()
         if self.control is not None:
             self.control.close()
 
