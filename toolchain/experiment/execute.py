@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tempfile
 import time
 import traceback
@@ -184,6 +185,7 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
 def check_config(cfg: dict[str, Any]) -> None:
     """What a run of `cfg` reads (chip config, traffic spec, layout and its parameters),
     checked without running it; ValueError names no file of the scratch directory."""
+    from npkit.emulator.binding import EmulatorError
     from npkit.emulator.traffic.spec import spec_from_dict
     from npkit.toolchain.system.layout import load_layout
 
@@ -193,8 +195,10 @@ def check_config(cfg: dict[str, Any]) -> None:
             env = prepare(cfg, work)
             spec_from_dict(env.spec, Path(cfg["traffic"]).parent)
             load_layout(env.layout, {"io": "msf", **env.params})
-        except (ValueError, OSError, KeyError, TypeError) as e:
-            text = str(e).replace(str(work / "chip.yaml"), "chip config").replace(str(work), "")
+        except (ValueError, OSError, KeyError, TypeError, EmulatorError) as e:
+            # the scratch chip config's lines mean nothing to the reader of the design
+            text = re.sub(re.escape(str(work / "chip.yaml")) + r"(:\d+)?", "chip config", str(e))
+            text = text.replace(str(work), "")
             raise ValueError(text.replace("<traffic spec>", f"traffic spec {cfg['traffic']}")) from None
 
 
