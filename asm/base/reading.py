@@ -61,11 +61,20 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+def _is_null(st: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and (st.st_rdev, st.st_dev, st.st_ino) == (null.st_rdev, null.st_dev, null.st_ino)
+
+
 def open_regular(path: str | Path, *, error: type[Exception] = InputError, what: str = "file",
                  limit: int | None = None) -> BinaryIO:  # fmt: skip
     """`path` opened for reading in binary, when it is a regular file (through symbolic
-    links) of at most `limit` bytes; a FIFO, device, directory or socket is refused
-    before a byte is read.  The file is opened without blocking (a FIFO with no writer
+    links) of at most `limit` bytes, or the null device (an empty input, as in `--batch
+    /dev/null`); a FIFO, another device, a directory or a socket is refused before a byte
+    is read.  The file is opened without blocking (a FIFO with no writer
     would hold the open forever) and looked at by the descriptor, so what is checked is
     what is read."""
     p = Path(path)
@@ -76,7 +85,7 @@ def open_regular(path: str | Path, *, error: type[Exception] = InputError, what:
         raise _fail(error, f"{p}: cannot read {what}: {getattr(e, 'strerror', None) or e}") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode) and not _is_null(st):
             raise _fail(error, f"{p}: {what} is {_kind(st.st_mode)}, not a regular file: refused")
         if limit is not None and st.st_size > limit:
             raise _fail(error, f"{p}: {what} is larger than {_size(limit)} (the limit for this format)")

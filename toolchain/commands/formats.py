@@ -333,7 +333,8 @@ def markdown() -> str:
         "reader's own error class; never a traceback.",
         "",
         "Every input (source, YAML, JSON, route file, pcap, image, batch file) must be a regular file: "
-        "a FIFO, a device (`/dev/zero`), a directory or a socket is refused before a byte is read, and "
+        "a FIFO, a device (`/dev/zero`; `/dev/null` reads as an empty file), a directory or a socket is "
+        "refused before a byte is read, and "
         "each format has a size limit, checked before the file is read to its end.",
         "",
         "What every YAML file shares: UTF-8 text (a byte-order mark is accepted; a NUL byte or an "
