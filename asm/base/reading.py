@@ -177,7 +177,7 @@ def parse_json(text: str, source: str, *, error: type[Exception] = InputError, w
         line = text.count("\n", 0, max(text.find(e.literal), 0)) + 1
         raise _fail(error, f"{source}:{line}: {_long_int(e.literal)}") from None
     except json.JSONDecodeError as e:
-        raise _fail(error, f"{source}:{e.lineno}: {what} is not valid JSON: {e.msg} (column {e.colno})") from None
+        raise _fail(error, f"{source}:{e.lineno}: {what} is not valid JSON ({e.msg}, column {e.colno})") from None
     except RecursionError:
         raise _fail(error, f"{source}: {what} is nested too deeply") from None
 
