@@ -77,11 +77,13 @@ def test_null_device_stays_an_empty_input(tmp_path: Path) -> None:
 
 
 @contextmanager
-def _unblocked(fifos: list[Path], every_s: float = 5.0) -> Iterator[None]:
+def _unblocked(fifos: list[Path], every_s: float = 2.0) -> Iterator[list[Path]]:
     """While the block runs, open each FIFO for writing every few seconds and close it: a
     reader blocked on one (the defect) then sees an empty file instead of hanging the
-    test for ever; a reader that refused it never notices."""
+    test for ever.  Yields the list of FIFOs that had a reader waiting (a writer's open
+    succeeds only then): it must stay empty."""
     done = threading.Event()
+    waited: list[Path] = []
 
     def loop() -> None:
         while not done.wait(every_s):
@@ -89,12 +91,13 @@ def _unblocked(fifos: list[Path], every_s: float = 5.0) -> Iterator[None]:
                 try:
                     os.close(os.open(f, os.O_WRONLY | os.O_NONBLOCK))
                 except OSError:
-                    pass  # no reader: nothing to unblock
+                    continue  # no reader: nothing waits on it
+                waited.append(f)
 
     t = threading.Thread(target=loop, daemon=True)
     t.start()
     try:
-        yield
+        yield waited
     finally:
         done.set()
         t.join()
@@ -131,8 +134,9 @@ FIFO_COMMANDS = [
 @pytest.mark.parametrize("command", FIFO_COMMANDS)
 def test_a_fifo_as_any_input_is_refused_not_waited_on(fifos: Path, command: str) -> None:
     args = command.format(d=fifos, t=TRAFFIC).split()
-    with _unblocked([*fifos.glob("fifo*"), fifos / "cap" / "port0.pcap"]):
+    with _unblocked([*fifos.glob("fifo*"), fifos / "cap" / "port0.pcap"]) as waited:
         res = CliRunner().invoke(main, args)
+    assert not waited, f"the command waited on {waited}"
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert res.exit_code in (1, 2) and FIFO_MESSAGE in res.output, res.output
     assert "Traceback" not in res.output
@@ -333,3 +337,20 @@ def test_the_debugger_does_not_show_a_file_an_image_names_that_is_not_source(tmp
     ok = tmp_path / "ok.uc"
     ok.write_text("nop\n")
     assert view.source_line(str(ok), 1) == "nop"
+
+
+def test_a_cached_check_whose_dependency_became_a_fifo_is_stale_not_waited_on(tmp_path: Path) -> None:
+    """The content cache keeps a checked config with the files it read (a chip config's
+    `base`); a base replaced by a FIFO since makes the entry stale at once."""
+    from npkit.asm.base.deps import note_read, recording, unchanged
+
+    base = tmp_path / "base.yaml"
+    base.write_text("num_me: 16\n")
+    with recording() as deps:
+        note_read(base, base.read_bytes())
+    assert unchanged(deps)
+    base.unlink()
+    os.mkfifo(base)
+    with _unblocked([base]) as waited:
+        assert not unchanged(deps)
+    assert not waited, "the check waited on the FIFO"
