@@ -354,3 +354,11 @@ def test_a_cached_check_whose_dependency_became_a_fifo_is_stale_not_waited_on(tm
     with _unblocked([base]) as waited:
         assert not unchanged(deps)
     assert not waited, "the check waited on the FIFO"
+
+
+@pytest.mark.parametrize("value", ["1" * 5000, "0x" + "f" * 5000, "-" + "9" * 200])
+def test_a_huge_integer_in_a_layout_define_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    """`-D NAME=VALUE` reads VALUE as YAML: the same rule as in a file."""
+    res = CliRunner().invoke(main, ["link", "pipelined", "-D", f"qm.qlimit={value}", "-o", str(tmp_path / "o.elf")])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == 2 and f"-D qm.qlimit: an integer of {len(value):,} characters is too long" in res.output
