@@ -362,3 +362,14 @@ def test_a_huge_integer_in_a_layout_define_is_a_usage_error(tmp_path: Path, valu
     res = CliRunner().invoke(main, ["link", "pipelined", "-D", f"qm.qlimit={value}", "-o", str(tmp_path / "o.elf")])
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert res.exit_code == 2 and f"-D qm.qlimit: an integer of {len(value):,} characters is too long" in res.output
+
+
+def test_a_design_whose_traffic_spec_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    design = _design(tmp_path)
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    design.write_text(design.read_text().replace(f"{TRAFFIC}/seed003_balanced.yaml", str(fifo)))
+    with _unblocked([fifo]) as waited:
+        res = CliRunner().invoke(main, ["experiment", "design", str(design)])
+    assert not waited, "the design check waited on the FIFO"
+    assert res.exit_code == 1 and f"{fifo}: traffic spec {FIFO_MESSAGE}" in res.output, res.output

@@ -130,6 +130,7 @@ def _apply_payload(spec: dict[str, Any], payload: int) -> None:
 
 def prepare(cfg: dict[str, Any], work: Path) -> Env:
     """Write the run's chip config, route table, router config and traffic spec."""
+    from npkit.asm.base.reading import load_yaml
     from npkit.toolchain.system.tables import demo_routes, router_with_routes
 
     spec_path = Path(cfg["traffic"])
@@ -140,7 +141,7 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
         routes = demo_routes(cfg["routes"])
     elif cfg["routes"]:
         routes = Path(cfg["routes"])
-    spec = yaml.safe_load(spec_path.read_text())
+    spec = load_yaml(spec_path, what="traffic spec").data  # a regular file, bounded (and checked below)
     if routes is not None:
         router = router_with_routes(routes)
         spec["router"] = str(router)
