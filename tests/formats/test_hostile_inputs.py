@@ -43,6 +43,7 @@ from npkit.toolchain.debug.why import WhyError, _from_run_dir
 from npkit.toolchain.experiment.design import DesignError, load_design
 from npkit.toolchain.experiment.store import StoreError, read_json
 from npkit.toolchain.system.layout import LinkError, load_layout
+from tests.formats.test_fuzz_formats import _leaf_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -147,17 +148,6 @@ def test_a_fifo_as_any_input_is_refused_not_waited_on(fifos: Path, command: str)
 MARK = "hugeintegermark"  # a plain string put where the integer goes, then replaced in the text
 
 
-def _leaf_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path] if path else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _leaf_paths(v, (*path, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _leaf_paths(v, (*path, i))
-    return out
-
-
 def _put(data: Any, path: tuple[Any, ...], as_key: bool) -> None:
     parent = data
     for k in path[:-1]:
@@ -183,7 +173,7 @@ def huge_integers(draw: st.DrawFn, key: bool = False) -> str:
 def _with_huge(data: Any, draw: st.DrawFn, as_json: bool) -> tuple[str, int]:
     """`data` as text with a huge integer at a random value (or key) of it, and its line."""
     data = json.loads(json.dumps(data))
-    path = draw(st.sampled_from(_leaf_paths(data)))
+    path = draw(st.sampled_from([p for p in _leaf_paths(data) if p]))
     as_key = not as_json and draw(st.integers(0, 4)) == 0
     _put(data, path, as_key)
     text = json.dumps(data, indent=1) if as_json else yaml.safe_dump(data, sort_keys=False, width=1 << 20)
