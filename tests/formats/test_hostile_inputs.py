@@ -43,7 +43,8 @@ from npkit.toolchain.debug.why import WhyError, _from_run_dir
 from npkit.toolchain.experiment.design import DesignError, load_design
 from npkit.toolchain.experiment.store import StoreError, read_json
 from npkit.toolchain.system.layout import LinkError, load_layout
-from tests.formats.test_fuzz_formats import _leaf_paths
+
+from .test_fuzz_formats import _leaf_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
