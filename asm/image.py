@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from npkit.asm.base.reading import read_bytes
+from npkit.asm.base.reading import parse_json, read_bytes
 from npkit.asm.base.writing import write_output
 from npkit.asm.image_format import FORMAT_VERSION, IMAGE_LIMIT, MAX_MES, MAX_USTORE, WORD_LIMIT
 
@@ -225,11 +225,10 @@ def from_bytes(data: bytes, origin: str = "<bytes>") -> Image:
         raise ImageError(f"{origin}: no .npk.meta section (not an npkit image)")
     where = f"{origin}: .npk.meta"
     try:
-        meta = json.loads(data[meta_sh[4] : meta_sh[4] + meta_sh[5]])
-    except ValueError as e:
-        raise ImageError(f"{where} is not valid JSON ({e})") from None
-    except RecursionError:
-        raise ImageError(f"{where} is nested too deeply") from None
+        meta_text = data[meta_sh[4] : meta_sh[4] + meta_sh[5]].decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ImageError(f"{where} is not UTF-8 text (byte {e.start})") from None
+    meta = parse_json(meta_text, where, error=ImageError, what="the image's metadata")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
         raise ImageError(f"{origin}: unsupported image format version {meta.get('format') if isinstance(meta, dict) else '?'}")
     from npkit.asm.base.cache import checked

@@ -84,6 +84,13 @@ Predefined names
     quoted string), plus whatever ``defines`` supplies (like ``-D``; a key
     ``F(a)`` defines a function-like macro).
 
+Files
+    A source is read only when it is a regular file of at most 16 MB (a FIFO or a
+    device such as ``/dev/zero`` is refused before it is read).  ``#include`` takes
+    only microcode source: a file named ``*.uc`` or ``*.h`` (its name and, through a
+    symbolic link, its target's); any other file is refused without a byte of it in
+    the message, so that an error cannot echo a line of a file that is not source.
+
 Limits turn runaway input into located errors instead of hangs or
 Python tracebacks: include depth 64, macro nesting 64, 100,000 iterations
 per ``#while`` (1,000,000 in total), expansions of 1,000,000 characters, and an
@@ -98,6 +105,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .base.reading import MIB, InputError, read_bytes
 from .errors import AsmError, Diagnostics, SourceLoc
 from .expr import ExprError, evaluate
 
@@ -116,6 +124,8 @@ CONTROL_STORE = 8192  # instructions an ME holds (IXP2800)
 # and declarations, labels and directives take lines too; a doubling macro stops here
 # instead of filling the machine's memory.
 MAX_OUTPUT_LINES = 4 * CONTROL_STORE
+SOURCE_LIMIT = 16 * MIB  # bytes of one source file
+SOURCE_SUFFIXES = (".uc", ".h")  # what #include takes
 PASTE = "/**/"
 
 
@@ -768,6 +778,7 @@ class _Preprocessor:
         path = self.find_include(name, quoted, line.loc.file)
         if path is None:
             raise AsmError(f"cannot find include file '{name}'", line.arg_loc())
+        _check_source_name(name, path, line.arg_loc())
         key = str(path)
         text = "" if key in self.file_cache else _read_source(path, line.arg_loc())
         self.include_depth += 1
@@ -940,16 +951,44 @@ class _Preprocessor:
         return i + 1
 
 
-def _read_source(path: Path, loc: SourceLoc | None) -> str:
-    """Read a source file; microcode is ASCII but old files carry Latin-1."""
+def _check_source_name(name: str, path: Path, loc: SourceLoc) -> None:
+    """Refuse to include a file that is not named as source (see the module doc)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AsmError(f"cannot read '{path}': {exc.strerror or exc}", loc) from None
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links: find_include found a file, so rare
+        target = path
+    if path.suffix.lower() not in SOURCE_SUFFIXES or target.suffix.lower() not in SOURCE_SUFFIXES:
+        shown = "/".join(SOURCE_SUFFIXES)
+        raise AsmError(f"#include '{name}': not microcode source (only {shown} files are included)", loc)
+
+
+def _read_source(path: Path, loc: SourceLoc | None) -> str:
+    """Read a source file (a bounded read of a regular file); microcode is ASCII but old
+    files carry Latin-1."""
+    try:
+        data = read_bytes(path, limit=SOURCE_LIMIT, what="source")
+    except InputError as exc:
+        problem = str(exc).removeprefix(f"{path}: ").removeprefix("cannot read source: ")
+        raise AsmError(f"cannot read '{path}': {problem}", loc) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return data.decode("latin-1")
+
+
+def source_lines(path: Path) -> list[str] | None:
+    """The lines of a microcode source named by an image's line table (for a debugger or
+    a graph to show), or None: only a regular `.uc`/`.h` file within SOURCE_LIMIT is
+    shown, as `#include` takes, so that an image naming another file cannot show it."""
+    if path.suffix.lower() not in SOURCE_SUFFIXES:
+        return None
+    try:
+        if path.resolve().suffix.lower() not in SOURCE_SUFFIXES:
+            return None
+        data = read_bytes(path, limit=SOURCE_LIMIT, what="source")
+    except (OSError, RuntimeError, InputError):
+        return None
+    return data.decode("utf-8", errors="replace").splitlines()
 
 
 def parse_defines(defines: Sequence[str]) -> dict[str, str]:

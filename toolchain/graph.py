@@ -31,6 +31,7 @@ import click
 from npkit.asm.base.writing import OutputError, check_writable, write_output
 from npkit.asm.image import Image, ImageError, Program, pick_program
 from npkit.asm.isa import DecodeError, decode, operand_roles, split_instruction
+from npkit.asm.preprocess import source_lines
 from npkit.emulator.me_names import me_name
 
 
@@ -152,11 +153,9 @@ def _read_sources(prog: Program, search: list[Path]) -> dict[str, list[str] | No
             continue
         out[e.file] = None
         for p in [Path(e.file)] + [d / e.file for d in search] + [d / Path(e.file).name for d in search]:
-            try:
-                out[e.file] = p.read_text(errors="replace").splitlines()
+            out[e.file] = source_lines(p)
+            if out[e.file] is not None:
                 break
-            except OSError:
-                continue
     return out
 
 

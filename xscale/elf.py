@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from npkit.asm.base.reading import MIB, read_bytes
+
+ELF_LIMIT = 256 * MIB  # bytes of an ARM program (a static build is a few MB)
+
 PT_LOAD, PT_PHDR, PT_TLS = 1, 6, 7
 EM_ARM = 40
 ET_EXEC = 2
@@ -89,10 +93,7 @@ def _span(raw: bytes, offset: int, size: int, path: Path, what: str) -> bytes:
 
 def read_elf(path: str | Path) -> ArmElf:
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise ElfError(f"{p}: {e.strerror}") from None
+    raw = read_bytes(p, limit=ELF_LIMIT, error=ElfError, what="ELF program")
     if raw[:4] != b"\x7fELF":
         raise ElfError(f"{p}: not an ELF file")
     if len(raw) < 6 or raw[4] != 1 or raw[5] != 1:

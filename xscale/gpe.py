@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npkit.asm.base.reading import open_regular
+
 from .clock import Clock, note_state, xscale_config
 from .core import XScaleError
 from .device import ChipWindows, DeviceFault
@@ -59,7 +61,7 @@ class GpeHost:
         ns = link_latency_ns if link_latency_ns is not None else int(xscale_config(chip)["gpe_link_latency_ns"])
         self.latency = max(0, int(ns) * int(chip.config["clock_mhz"]) // 1000)
         self.program = native_twin(program).resolve()
-        with open(self.program, "rb") as f:
+        with open_regular(self.program, error=XScaleError, what="gpe program") as f:
             if f.read(4) == b"\x7fELF" and f.read(1) == b"\x01":
                 raise XScaleError(f"{self.program} is a 32-bit (ARM) build: the gpe placement runs the native "
                                   "build (`npk xscale build --gpe`)")

@@ -7,6 +7,8 @@ own because reading and the cache (npkit.asm.base.cache.checked) both use it."""
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,8 +53,11 @@ def unchanged(deps: Deps) -> bool:
             if file_state(Path(path)) != value:
                 return False
             continue
-        try:
-            with open(path, "rb") as f:
+        try:  # without blocking: a file replaced by a FIFO since is changed, not waited on
+            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return False
+                os.set_blocking(f.fileno(), True)
                 digest = hashlib.file_digest(f, "sha256").hexdigest()
         except OSError:
             return False

@@ -10,10 +10,13 @@ while a `recording()` is active.
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from npkit.asm.base.deps import file_state as file_state  # re-exported: readers name files by it
 from npkit.asm.base.deps import note_read
@@ -29,6 +32,10 @@ PathT = tuple[Any, ...]
 MIB = 1 << 20
 CONFIG_LIMIT = 16 * MIB  # a YAML config, spec or layout
 MAX_ELEMENTS = 1_000_000  # values in a YAML document once its aliases are expanded
+# An integer literal in a YAML or JSON input: a 64-bit value in binary with `_` every four
+# digits is 81 characters.  Longer is an error with its line (Python itself refuses to
+# convert more than 4,300 digits, with a ValueError that names no file).
+MAX_INT_CHARS = 100
 CHUNK = 1 << 20
 
 # ---- reading text ----------------------------------------------------------------------
@@ -45,15 +52,60 @@ def _fail(error: type[Exception], text: str) -> Exception:
     return error(text)
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _is_null(st: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and (st.st_rdev, st.st_dev, st.st_ino) == (null.st_rdev, null.st_dev, null.st_ino)
+
+
+def open_regular(path: str | Path, *, error: type[Exception] = InputError, what: str = "file",
+                 limit: int | None = None) -> BinaryIO:  # fmt: skip
+    """`path` opened for reading in binary, when it is a regular file (through symbolic
+    links) of at most `limit` bytes, or the null device (an empty input, as in `--batch
+    /dev/null`); a FIFO, another device, a directory or a socket is refused before a byte
+    is read.  The file is opened without blocking (a FIFO with no writer
+    would hold the open forever) and looked at by the descriptor, so what is checked is
+    what is read."""
+    p = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(p, flags)
+    except (OSError, ValueError) as e:
+        raise _fail(error, f"{p}: cannot read {what}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) and not _is_null(st):
+            raise _fail(error, f"{p}: {what} is {_kind(st.st_mode)}, not a regular file: refused")
+        if limit is not None and st.st_size > limit:
+            raise _fail(error, f"{p}: {what} is larger than {_size(limit)} (the limit for this format)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_bytes(path: str | Path, *, limit: int, error: type[Exception] = InputError,
                what: str = "file", text: bool = False) -> bytes:  # fmt: skip
-    """The bytes of `path`, at most `limit` of them (more is an error, found without
-    reading the rest).  With `text`, a NUL byte stops the read at once (binary data)."""
+    """The bytes of `path`, a regular file (`open_regular`), at most `limit` of them (more
+    is an error, found without reading the rest: a file can grow while it is read).  With
+    `text`, a NUL byte stops the read at once (binary data)."""
     p = Path(path)
     chunks: list[bytes] = []
     size = 0
-    try:
-        with open(p, "rb") as f:
+    with open_regular(p, error=error, what=what, limit=limit) as f:
+        try:
             while size <= limit:
                 chunk = f.read(min(CHUNK, limit + 1 - size))
                 if not chunk:
@@ -63,8 +115,8 @@ def read_bytes(path: str | Path, *, limit: int, error: type[Exception] = InputEr
                     raise _fail(error, f"{p}:{line}: {what} holds a NUL byte: a binary file, not text")
                 chunks.append(chunk)
                 size += len(chunk)
-    except OSError as e:
-        raise _fail(error, f"{p}: cannot read {what}: {e.strerror or e}") from None
+        except OSError as e:
+            raise _fail(error, f"{p}: cannot read {what}: {e.strerror or e}") from None
     if size > limit:
         raise _fail(error, f"{p}: {what} is larger than {_size(limit)} (the limit for this format)")
     data = b"".join(chunks)
@@ -101,6 +153,41 @@ def _size(n: int) -> str:
     return f"{n // MIB} MB" if n >= MIB and n % MIB == 0 else f"{n:,} bytes"
 
 
+# ---- JSON ---------------------------------------------------------------------------------
+
+
+class _LongInt(Exception):
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+def _json_int(literal: str) -> int:
+    if len(literal) > MAX_INT_CHARS:
+        raise _LongInt(literal)
+    return int(literal)
+
+
+def parse_json(text: str, source: str, *, error: type[Exception] = InputError, what: str = "file") -> Any:
+    """JSON text as data; bad JSON and an integer past MAX_INT_CHARS are errors with
+    their line."""
+    try:
+        return json.loads(text, parse_int=_json_int)
+    except _LongInt as e:
+        line = text.count("\n", 0, max(text.find(e.literal), 0)) + 1
+        raise _fail(error, f"{source}:{line}: {_long_int(e.literal)}") from None
+    except json.JSONDecodeError as e:
+        raise _fail(error, f"{source}:{e.lineno}: {what} is not valid JSON ({e.msg}, column {e.colno})") from None
+    except RecursionError:
+        raise _fail(error, f"{source}: {what} is nested too deeply") from None
+
+
+def load_json(path: str | Path, *, limit: int = CONFIG_LIMIT, error: type[Exception] = InputError,
+              what: str = "file") -> Any:  # fmt: skip
+    """Read and parse a JSON file (bounded read, see `read_text`)."""
+    return parse_json(read_text(path, limit=limit, error=error, what=what), str(path), error=error, what=what)
+
+
 # ---- YAML with lines ----------------------------------------------------------------------
 
 
@@ -132,6 +219,13 @@ class Located:
         return None
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _long_int(literal: str) -> str:
+    return f"an integer of {len(literal):,} characters is too long (at most {MAX_INT_CHARS})"
+
+
 class _Walker:
     """Line map, duplicate keys and expanded size of a composed YAML document."""
 
@@ -142,12 +236,20 @@ class _Walker:
         self.sizes: dict[int, int] = {}
         self.active: set[int] = set()
 
-    def key(self, node: yaml.Node) -> Any:
+    def key(self, node: yaml.Node, path: PathT) -> Any:
         import yaml
 
         if isinstance(node, yaml.ScalarNode):
+            self.check_scalar(node, path)
             return self.loader.construct_object(node)
         return None  # complex keys: the constructor rejects the unhashable ones
+
+    def check_scalar(self, node: yaml.ScalarNode, path: PathT) -> None:
+        """An integer too long to be a value of any format (see MAX_INT_CHARS)."""
+        if node.tag == _INT_TAG and len(node.value) > MAX_INT_CHARS:
+            where = f"{self.source}:{node.start_mark.line + 1}"
+            raise _fail(self.error, f"{where}: {_dotted(path) or '(top level)'}: "
+                                    f"{_long_int(node.value)}")  # fmt: skip
 
     def walk(self, node: yaml.Node, path: PathT, line: int) -> int:
         """Record lines under `node` (first visit only) and return its expanded size."""
@@ -165,13 +267,15 @@ class _Walker:
         self.visited.add(nid)
         self.active.add(nid)
         size = 1
-        if isinstance(node, yaml.SequenceNode):
+        if isinstance(node, yaml.ScalarNode):
+            self.check_scalar(node, path)
+        elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
                 size += self.walk(item, (*path, i), item.start_mark.line + 1)
         elif isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
             for key_node, value_node in node.value:
-                key = self.key(key_node)
+                key = self.key(key_node, path)
                 kline = key_node.start_mark.line + 1
                 if key_node.tag != "tag:yaml.org,2002:merge" and isinstance(key_node, yaml.ScalarNode):
                     try:

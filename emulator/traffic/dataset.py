@@ -48,12 +48,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from npkit.asm.base.reading import load_json
+
 from .control import KILLED
 from .pcap import PcapRecord, read_pcap
 from .reasons import ReasonError, load_reasons
 
 PORT_FILE = re.compile(r"port(\d+)\.pcap$")
 DISPOSITIONS = "dispositions.json"
+DISPOSITIONS_LIMIT = 1 << 30  # bytes: a record per packet of a long run
 
 
 class DatasetError(ValueError):
@@ -87,10 +90,7 @@ def load_manifest(directory: str | Path) -> dict[str, Any] | None:
     path = Path(directory) / "manifest.json"
     if not path.exists():
         return None
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{path}: {exc}") from None
+    return load_json(path, error=DatasetError, what="manifest")
 
 
 def load_traffic(directory: str | Path) -> list[InputPacket]:
@@ -160,10 +160,7 @@ def read_dispositions(directory: str | Path) -> RunDispositions:
     path = Path(directory) / DISPOSITIONS
     if not path.exists():
         return RunDispositions(None, path)
-    try:
-        return RunDispositions(json.loads(path.read_text()), path)
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{path}: {exc}") from None
+    return RunDispositions(load_json(path, limit=DISPOSITIONS_LIMIT, error=DatasetError, what="dispositions"), path)
 
 
 def load_dispositions(

@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Self
 
+from npkit.asm.base.reading import InputError, open_regular
+
 MAGIC_USEC = 0xA1B2C3D4
 MAGIC_NSEC = 0xA1B23C4D
 PCAPNG_MAGIC = 0x0A0D0D0A
@@ -48,9 +50,9 @@ PCAPNG_MAGIC = 0x0A0D0D0A
 def looks_like_pcap(path: str | Path) -> bool:
     """The file starts with a pcap or pcapng magic number (either byte order)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, what="pcap") as f:
             head = f.read(4)
-    except OSError:
+    except (OSError, InputError):
         return False
     if len(head) < 4:
         return False
@@ -148,7 +150,7 @@ class PcapReader:
 
     def __init__(self, source: str | Path | BinaryIO, warn: Callable[[str], None] | None = None) -> None:
         if isinstance(source, (str, Path)):
-            self._file: BinaryIO = open(source, "rb")  # noqa: SIM115 - closed in close()
+            self._file: BinaryIO = open_regular(source, error=PcapError, what="pcap")  # closed in close()
             self._owns = True
             self.name = str(source)
         else:

@@ -55,7 +55,7 @@ def test_a_damaged_record_stops_a_resumed_run_and_says_how_to_go_on(tiny_design:
     store, ids = _store(tiny_design, tmp_path)
     (store.runs_dir / f"{ids[0]}.json").write_text("{")
     _fails(["experiment", "run", str(tmp_path / "tiny.yaml"), "-o", str(store.root)],
-           f"{ids[0]}.json: run record is not valid JSON")  # fmt: skip
+           f"{ids[0]}.json:1: run record is not valid JSON")  # fmt: skip
     _fails(["experiment", "run", str(tmp_path / "tiny.yaml"), "-o", str(store.root)], "delete it to run that run again")
 
 

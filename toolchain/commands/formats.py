@@ -23,6 +23,7 @@ import click
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from npkit.asm.base.reading import MAX_INT_CHARS, read_bytes
 from npkit.asm.base.schema import CONFIG_LIMIT, MAX_ELEMENTS, Bounds, Doc, walk_models
 
 DOCS_FILE = Path(__file__).resolve().parents[2] / "docs" / "formats.md"
@@ -331,11 +332,17 @@ def markdown() -> str:
         "`file:line: field: what is wrong`, where the line is that of the offending key, and as the "
         "reader's own error class; never a traceback.",
         "",
+        "Every input (source, YAML, JSON, route file, pcap, image, batch file) must be a regular file: "
+        "a FIFO, a device (`/dev/zero`; `/dev/null` reads as an empty file), a directory or a socket is "
+        "refused before a byte is read, and "
+        "each format has a size limit, checked before the file is read to its end.",
+        "",
         "What every YAML file shares: UTF-8 text (a byte-order mark is accepted; a NUL byte or an "
         f"invalid byte is an error with its line), at most {CONFIG_LIMIT >> 20} MB, one document; "
         "duplicate keys are errors, and so is a document whose aliases expand to more than "
         f"{MAX_ELEMENTS:,} values. Integers are integers: `true`, `1.5` or `\"8\"` where an integer "
-        "is expected are errors, and so is `maybe` where true/false is.",
+        "is expected are errors, and so is `maybe` where true/false is. An integer written with more "
+        f"than {MAX_INT_CHARS} characters is an error with its line (in YAML and JSON inputs alike).",
         "",
         "Contents: " + ", ".join(f"[{f.title}](#{f.title.lower().replace(' ', '-')})" for f in FORMATS),
         "",
@@ -367,10 +374,7 @@ def formats_cmd(as_markdown: bool, check: str | None) -> None:
     """The reference of every input file format, generated from the schemas."""
     text = markdown()
     if check is not None:
-        try:
-            data = Path(check).read_bytes()
-        except OSError as e:
-            raise click.ClickException(f"{check}: {e.strerror or e}") from None
+        data = read_bytes(check, limit=CONFIG_LIMIT, error=click.ClickException, what="formats reference")
         # as text mode reads it (any line ending); bytes that are not UTF-8 differ like any other
         current = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
         if current != text:

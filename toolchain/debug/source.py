@@ -16,6 +16,7 @@ from pathlib import Path
 
 from npkit.asm.image import Image, LineEntry, Program, Symbol
 from npkit.asm.isa import isa
+from npkit.asm.preprocess import source_lines
 
 
 @dataclass(frozen=True)
@@ -181,11 +182,9 @@ class SourceMap:
             self._text[file] = None
             cands = [Path(file)] + [d / file for d in self.search] + [d / Path(file).name for d in self.search]
             for p in cands:
-                try:
-                    self._text[file] = p.read_text(errors="replace").splitlines()
+                self._text[file] = source_lines(p)
+                if self._text[file] is not None:
                     break
-                except OSError:
-                    continue
         return self._text[file]
 
     def missing(self, file: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from npkit.asm.base.reading import load_yaml
 from npkit.asm.image import Image, ImageError, Program, read_image
 from npkit.emulator.binding import Chip, EmulatorError
 from npkit.emulator.loader import LoadError, MeListError, load_images, parse_me_list
@@ -221,10 +222,8 @@ def is_layout(p: str | Path) -> bool:
     if p.suffix not in (".yaml", ".yml"):
         return False
     try:
-        import yaml
-
-        raw = yaml.safe_load(p.read_text())
-    except Exception:  # noqa: BLE001 - not YAML: not a layout
+        raw = load_yaml(p, what="layout").data
+    except Exception:  # noqa: BLE001 - not YAML (or not a regular file): not a layout
         return False
     return isinstance(raw, dict) and "blocks" in raw
 

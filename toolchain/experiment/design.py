@@ -633,5 +633,21 @@ def check_runs(design: Design, located: Located | None = None) -> None:
             check_config(cfg)
         except ValueError as e:
             levels = ", ".join(f"{k}={v}" for k, v in point.items())
-            msg = f"factors: the run with {levels}: {e}"
+            blamed = _blamed_factor(design, point, str(e))
+            head = f"factors.{blamed}.levels" if blamed else "factors"
+            msg = f"{head}: the run with {levels}: {e}"
             raise DesignError(f"{_where(design.source, located, msg)}: {msg}") from None
+
+
+def _blamed_factor(design: Design, point: dict[str, str], error: str) -> str | None:
+    """The factor of `point` whose level sets a field the error names (`chip.units.dram.
+    read_latency` for an error about `units.dram.read_latency`), if one does."""
+    for f in design.factors:
+        label = point.get(f.key)
+        if label is None:
+            continue
+        for target in f.level(label).settings:
+            field = target.partition(".")[2] or target
+            if re.search(rf"(?<![\w.]){re.escape(field)}(?![\w])", error):
+                return f.key
+    return None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import time
 import traceback
@@ -151,6 +152,7 @@ def _apply_payload(spec: dict[str, Any], payload: int) -> None:
 
 def prepare(cfg: dict[str, Any], work: Path) -> Env:
     """Write the run's chip config, route table, router config and traffic spec."""
+    from npkit.asm.base.reading import load_yaml
     from npkit.toolchain.system.tables import demo_routes, router_with_routes
 
     spec_path = Path(cfg["traffic"])
@@ -161,7 +163,7 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
         routes = demo_routes(cfg["routes"])
     elif cfg["routes"]:
         routes = Path(cfg["routes"])
-    spec = yaml.safe_load(spec_path.read_text())
+    spec = load_yaml(spec_path, what="traffic spec").data  # a regular file, bounded (and checked below)
     if routes is not None:
         router = router_with_routes(routes)
         spec["router"] = str(router)
@@ -206,6 +208,7 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
 def check_config(cfg: dict[str, Any]) -> None:
     """What a run of `cfg` reads (chip config, traffic spec, layout and its parameters),
     checked without running it; ValueError names no file of the scratch directory."""
+    from npkit.emulator.binding import EmulatorError
     from npkit.emulator.traffic.spec import spec_from_dict
     from npkit.toolchain.system.layout import load_layout
 
@@ -215,8 +218,10 @@ def check_config(cfg: dict[str, Any]) -> None:
             env = prepare(cfg, work)
             spec_from_dict(env.spec, Path(cfg["traffic"]).parent)
             load_layout(env.layout, {"io": "msf", **env.params})
-        except (ValueError, OSError, KeyError, TypeError) as e:
-            text = str(e).replace(str(work / "chip.yaml"), "chip config").replace(str(work), "")
+        except (ValueError, OSError, KeyError, TypeError, EmulatorError) as e:
+            # the scratch chip config's lines mean nothing to the reader of the design
+            text = re.sub(re.escape(str(work / "chip.yaml")) + r"(:\d+)?", "chip config", str(e))
+            text = text.replace(str(work), "")
             raise ValueError(text.replace("<traffic spec>", f"traffic spec {cfg['traffic']}")) from None
 
 

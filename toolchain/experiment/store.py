@@ -65,13 +65,13 @@ RECORD_KEYS = ("run_id", "point", "replicate", "seed", "levels", "status", "conf
 
 def read_json(path: Path, what: str, keys: tuple[str, ...], hint: str = "") -> dict[str, Any]:
     """A JSON object of the store holding `keys`; StoreError naming the file otherwise."""
-    from npkit.asm.base.reading import read_text
+    from npkit.asm.base.reading import InputError, parse_json, read_text
 
     text = read_text(path, limit=RECORD_LIMIT, error=StoreError, what=what)
     try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise StoreError(f"{path}: {what} is not valid JSON ({e}){hint}") from None
+        data = parse_json(text, str(path), what=what)
+    except InputError as e:
+        raise StoreError(f"{e}{hint}") from None
     if not isinstance(data, dict):
         raise StoreError(f"{path}: {what} is not a JSON object{hint}")
     missing = [k for k in keys if k not in data]

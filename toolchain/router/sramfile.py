@@ -19,6 +19,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from npkit.asm.base.reading import read_bytes
+
 from .lpm import SramImage
 
 MAGIC = b"NPKSRAM1"
@@ -71,6 +73,9 @@ def from_json(text: str) -> SramImage:
     return image
 
 
+SRAM_FILE_LIMIT = 1 << 30  # bytes: the JSON form of a full SRAM image is about 12 x its size
+
+
 def load(path: str | Path) -> SramImage:
-    data = Path(path).read_bytes()
+    data = read_bytes(path, limit=SRAM_FILE_LIMIT, what="SRAM image")
     return from_bytes(data) if data[:8] == MAGIC else from_json(data.decode())

@@ -147,9 +147,12 @@ def build_env() -> dict[str, str]:
 
 def _runnable(script: Path) -> bool:
     """The script exists and so does the interpreter its #! line names."""
+    from npkit.asm.base.reading import InputError, open_regular
+
     try:
-        first = script.read_bytes().split(b"\n", 1)[0]
-    except OSError:
+        with open_regular(script, what="npk script") as f:  # a FIFO or a device is no script
+            first = f.readline(4096).rstrip(b"\n")
+    except (OSError, InputError):
         return False
     if not first.startswith(b"#!"):
         return True

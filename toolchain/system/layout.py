@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npkit.asm.base.reading import Located, error_at, file_state, load_yaml
+from npkit.asm.base.reading import InputError, Located, error_at, file_state, load_yaml
 
 from .errors import DefineError, LinkError
 from .paths import LAYOUTS, MICROCODE
@@ -120,12 +120,15 @@ def _subst(value: Any, params: dict[str, Any], path: tuple[Any, ...], fail: Call
 
 
 def coerce(text: str) -> Any:
-    """A -D value as YAML reads it (4, 0x10, true, [1, 2]); anything else stays text."""
-    import yaml
+    """A -D value as YAML reads it (4, 0x10, true, [1, 2]); anything else stays text.
+    An integer too long for any value (reading.MAX_INT_CHARS) is an InputError."""
+    from npkit.asm.base.reading import parse_yaml
 
     try:
-        v = yaml.safe_load(text)
-    except yaml.YAMLError:
+        v = parse_yaml(text, "-D").data
+    except InputError as e:
+        if "is too long" in str(e):
+            raise
         return text
     return v if isinstance(v, (int, float, bool, list)) else text
 
@@ -140,7 +143,10 @@ def parse_defines(defines: list[str] | tuple[str, ...]) -> dict[str, Any]:
         k, sep, v = d.partition("=")
         if not sep or not k.strip():
             raise DefineError(f"-D {d}: expected NAME=VALUE")
-        out[k.strip()] = coerce(v.strip())
+        try:
+            out[k.strip()] = coerce(v.strip())
+        except InputError as e:  # `-D:1: (top level): an integer ...`: say which -D
+            raise DefineError(f"-D {k.strip()}: {str(e).rpartition(': ')[2]}") from None
     return out
 
 

@@ -229,7 +229,7 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
     from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
     from npkit.emulator.traffic.routes import RouteError, check_route_file, load_route_columns
 
-    from .router_image import routes_digest
+    from .router_image import RouterImageError, routes_digest
 
     cfg_path = Path(router_config) if router_config else DEFAULT_ROUTER
     try:
@@ -248,6 +248,8 @@ def _router_config(router_config: str | Path | None, routes: str | Path | None) 
         digest = routes_digest(routes)
     except OSError as e:
         raise LinkError(f"{e.filename or routes}: {e.strerror or e}") from None
+    except RouterImageError as e:
+        raise LinkError(str(e)) from None
     record = {**config.to_dict(), "routes": str(routes.resolve()), "routes_sha256": digest}
     return config, routes, record
 
@@ -555,6 +557,7 @@ def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | Non
     and microcode that build it, and its control plane (`control`: the layout's
     ControlSpec; placement, program, arguments, options and the program's sources)."""
     from npkit.asm.base.cache import code_digest, content_key
+    from npkit.asm.base.reading import CONFIG_LIMIT, read_bytes
 
     if isinstance(layout, dict):
         lay_ident: Any = layout
@@ -562,12 +565,12 @@ def _image_key(layout: str | Path | dict[str, Any], params: dict[str, Any] | Non
         p = Path(layout)
         if not p.exists() and (LAYOUTS / f"{layout}.yaml").exists():
             p = LAYOUTS / f"{layout}.yaml"
-        lay_ident = p.read_bytes() if p.exists() else str(layout)
+        lay_ident = read_bytes(p, limit=CONFIG_LIMIT, error=LinkError, what="layout") if p.exists() else str(layout)
     router = {k: v for k, v in router_record.items() if k != "routes"}
     cfg_ident: Any = config
     cp = Path(config)
     if cp.suffix in (".yaml", ".yml") and cp.exists():
-        cfg_ident = cp.read_bytes()
+        cfg_ident = read_bytes(cp, limit=CONFIG_LIMIT, error=LinkError, what="chip config")
     ctl: Any = None
     if control is not None:
         from npkit.xscale.toolchain import program_digest

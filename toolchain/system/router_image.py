@@ -9,7 +9,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from npkit.asm.base.reading import read_bytes
 from npkit.emulator.traffic.router_config import ConfigError, RouterConfig
+from npkit.emulator.traffic.routes import ROUTE_FILE_LIMIT
 
 
 class RouterImageError(ValueError):
@@ -26,7 +28,8 @@ def routes_digest(path: str | Path) -> str:
     key = (str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
     d = _DIGESTS.get(key)
     if d is None:
-        d = _DIGESTS[key] = hashlib.sha256(p.read_bytes()).hexdigest()
+        data = read_bytes(p, limit=ROUTE_FILE_LIMIT, error=RouterImageError, what="route file")
+        d = _DIGESTS[key] = hashlib.sha256(data).hexdigest()
     return d
 
 
