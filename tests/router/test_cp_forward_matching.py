@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from npkit.emulator.traffic.generator import TAG
+from npkit.emulator.traffic.frames import TAG
 from npkit.emulator.traffic.packet import UDP, Ethernet, IPv4, ip, mac
 from npkit.emulator.traffic.pcap import write_pcap
 
