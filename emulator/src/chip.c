@@ -780,7 +780,12 @@ static int reg_access(npk_chip *c, int me, int ctx, int kind, uint32_t index, ui
     case NPK_REG_CSR:
         if (index > 0x3FC || (index & 3) || ctx < -1 || ctx > 7) return NPK_EINVAL;
         if (write) npk_lcsr_write(c, m, ctx < 0 ? 0 : ctx, index, *val);
-        else *val = npk_lcsr_read(c, m, ctx < 0 ? 0 : ctx, index);
+        else if (index == NPK_LCSR_PSEUDO_RANDOM_NUMBER) {
+            /* a look from outside (the debugger) takes no number from the generator: it
+             * shows the one the ME's next read gets, and the program runs as without it */
+            uint64_t peek = m->prng;
+            *val = (uint32_t)npk_prng_next(&peek);
+        } else *val = npk_lcsr_read(c, m, ctx < 0 ? 0 : ctx, index);
         return NPK_OK;
     case NPK_REG_PC:
         if (write) {
