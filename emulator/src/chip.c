@@ -666,6 +666,14 @@ int npk_bp_del(npk_chip *c, int id)
     return NPK_OK;
 }
 
+int npk_bp_resume_clear(npk_chip *c, int me)
+{
+    if (bad_me(c, me)) return NPK_EINVAL;
+    int was = c->me[me].bp_skip;
+    c->me[me].bp_skip = 0;
+    return was;
+}
+
 int npk_wp_add_reg(npk_chip *c, int me, int kind, uint32_t index)
 {
     if (!c) return NPK_EINVAL;

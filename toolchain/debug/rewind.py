@@ -39,7 +39,7 @@ class RewindError(ValueError):
 class Action:
     """One call that changed the chip, what the chip answered, and the chip after it."""
 
-    kind: str  # run, step, set_reg, mem_write, bp_add, bp_del, wp_add, wp_del
+    kind: str  # a key of APPLY
     args: tuple[Any, ...]
     result: Any  # run: the stop reason; bp_add / wp_add: the id
     cycle: int
@@ -63,6 +63,10 @@ def _wp_add(chip: Chip, what: str, me: int, ctx: int, length: int) -> int:
     return chip.add_watchpoint(what, me=me, ctx=ctx, length=length)
 
 
+def _bp_pass_clear(chip: Chip, me: int) -> int:
+    return int(chip.lib.npk_bp_resume_clear(chip._chip, me))
+
+
 APPLY: dict[str, Callable[..., Any]] = {
     "run": Chip.run,
     "step": _step,
@@ -72,6 +76,7 @@ APPLY: dict[str, Callable[..., Any]] = {
     "bp_del": Chip.del_breakpoint,
     "wp_add": _wp_add,
     "wp_del": Chip.del_watchpoint,
+    "bp_pass_clear": _bp_pass_clear,
 }
 
 
@@ -191,24 +196,46 @@ class Recorder:
         """Make call `a` (a run in which ME:CTX's count passes `target`) up to the moment
         the thread is about to execute instruction target + 1: a breakpoint for that thread
         at its next pc stops the chip there, as any breakpoint does (before the word, in the
-        cycle it issues).  Runs in between never pass the count: a thread executes at most
-        one instruction a cycle, so running (target - count) cycles cannot."""
+        cycle it issues).  In between, runs of (target - count) cycles never pass the
+        count: a thread executes at most one instruction a cycle."""
         if a.kind != "run":
             who = f"ME:ctx {a.args[0]}:{a.args[1]}" if a.kind == "step" else a.kind
             raise RewindError(f"that instruction ran while the session stepped {who}; go back to a "
-                              f"point before or after that step (history lists the cycles)")  # fmt: skip
+                              "point before or after that step (history lists the cycles)")  # fmt: skip
         end = self.chip.cycle + int(a.args[0])  # where run `a`, made next here, ends unless stopped
         while True:
             count = self.count(me, ctx)
-            bp = self.add_breakpoint(self.chip.reg(me, "pc", ctx), me, ctx)
-            reason = self.run(max(0, end - self.chip.cycle))
-            st = self.chip.last_stop()
-            self.del_breakpoint(bp)
-            after_each()
-            if reason != "breakpoint" or st["id"] != bp:
-                raise RewindError(f"the replay did not reach instruction {target + 1} of ME:ctx {me}:{ctx} "
-                                  f"within the session's run (it stopped: {reason} at cycle {self.chip.cycle})")  # fmt: skip
+            self._stop_before_next(me, ctx, end, after_each)
             if count == target:
                 return
-            self.run(min(target - count, end - self.chip.cycle))
+            self._run_for(min(target - count, end - self.chip.cycle), after_each)
+
+    def _stop_before_next(self, me: int, ctx: int, end: int, after_each: Callable[[], None]) -> None:
+        """Run until ME:CTX is about to execute its next word (at most to cycle `end`).  The
+        pass a breakpoint stop leaves its ME (npk_bp_resume_clear) is dropped first, so the
+        stop cannot be skipped; a breakpoint that stops another thread instead is one the
+        session's run went past: the run goes on (a stop and a resume change nothing)."""
+        bp = self.add_breakpoint(self.chip.reg(me, "pc", ctx), me, ctx)
+        self.do("bp_pass_clear", me)
+        try:
+            while True:
+                reason = self.run(max(0, end - self.chip.cycle))
+                after_each()
+                st = self.chip.last_stop()
+                if reason == "breakpoint" and (st["id"] == bp or (st["me"], st["ctx"]) == (me, ctx)):
+                    return
+                if reason != "breakpoint" or self.chip.cycle >= end:
+                    raise RewindError(f"the replay did not reach the next instruction of ME:ctx {me}:{ctx} "
+                                      f"within the session's run (it stopped: {reason} at cycle {self.chip.cycle})")  # fmt: skip
+        finally:
+            self.del_breakpoint(bp)
+
+    def _run_for(self, cycles: int, after_each: Callable[[], None]) -> None:
+        """Run `cycles` cycles, on past breakpoint stops the session's run did not make."""
+        end = self.chip.cycle + cycles
+        while self.chip.cycle < end:
+            reason = self.run(end - self.chip.cycle)
             after_each()
+            if reason not in ("budget", "breakpoint"):
+                raise RewindError(f"the replay stopped ({reason}) at cycle {self.chip.cycle} where the session's "
+                                  "run went on")  # fmt: skip

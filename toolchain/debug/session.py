@@ -1102,10 +1102,10 @@ class Session:
         self.me, self.ctx = me, ctx
         self._reinstall_points()
         self.faults_seen = self.chip.faults()["total"]
-        self.emit(f"back {n} instruction{'s' if n > 1 else ''} of ME {self.nm(me)} ctx {ctx}: the session's first "
-                  f"{whole} of {calls} calls to the chip replayed on the target opened again; cycle "
-                  f"{self.chip.cycle} (was {was}), the thread's instruction {count - self.log.count(me, ctx, 0) + 1} "
-                  "of the session is next")  # fmt: skip
+        part = f"{whole} of its {calls} calls to the chip" + (", then part of the next" if whole < calls else "")
+        self.emit(f"back {n} instruction{'s' if n > 1 else ''} of ME {self.nm(me)} ctx {ctx}: the target opened again, "
+                  f"the session replayed on it ({part}); cycle {self.chip.cycle} (was {was}), the thread's "
+                  f"instruction {count - self.log.count(me, ctx, 0) + 1} of the session is next")  # fmt: skip
         self.emit(checked)
         self.show_here()
 
