@@ -170,11 +170,11 @@ class Recorder:
         return bisect_right(col, target) - 1, target
 
     def replay(self, fresh: Recorder, whole: int, target: int, me: int, ctx: int,
-               after_each: Callable[[], None]) -> None:  # fmt: skip
+               after_each: Callable[[], None]) -> bool:  # fmt: skip
         """Make on `fresh` (a Recorder on the target opened again) the first `whole` calls
         of this session, each checked against what it did here, then, when ME:CTX's count
         `target` falls inside the next call, that call up to just before the thread's
-        instruction target + 1."""
+        instruction target + 1 (True when it stopped inside that call)."""
         if fresh.start != self.start:
             raise RewindError(f"the target opened again starts at cycle {fresh.start[0]} with history hash "
                               f"{fresh.start[1]:#x}, not as this session did ({self.start[0]}, "
@@ -189,8 +189,9 @@ class Recorder:
                                   f"{a.cycle} hash {a.hash:#x}; something outside the images and the traffic "
                                   "changed what the chip does")  # fmt: skip
         if fresh.count(me, ctx) == target:
-            return
+            return False
         fresh.finish_inside(self.actions[whole], target, me, ctx, after_each)
+        return True
 
     def finish_inside(self, a: Action, target: int, me: int, ctx: int, after_each: Callable[[], None]) -> None:
         """Make call `a` (a run in which ME:CTX's count passes `target`) up to the moment

@@ -1098,21 +1098,21 @@ class Session:
                 if done else "no instruction since the session began: there is nothing to go back over"))  # fmt: skip
         whole, count = self.log.locate(me, ctx, n)
         was, calls = self.chip.cycle, len(self.log.actions)
-        checked = self._replay(whole, count, me, ctx, list(self.instrs.get((me, ctx), ())))
+        checked, inside = self._replay(whole, count, me, ctx, list(self.instrs.get((me, ctx), ())))
         self.me, self.ctx = me, ctx
         self._reinstall_points()
         self.faults_seen = self.chip.faults()["total"]
-        part = f"{whole} of its {calls} calls to the chip" + (", then part of the next" if whole < calls else "")
+        part = f"{whole} of its {calls} calls to the chip" + (", then part of the next" if inside else "")
         self.emit(f"back {n} instruction{'s' if n > 1 else ''} of ME {self.nm(me)} ctx {ctx}: the target opened again, "
                   f"the session replayed on it ({part}); cycle {self.chip.cycle} (was {was}), the thread's "
                   f"instruction {count - self.log.count(me, ctx, 0) + 1} of the session is next")  # fmt: skip
         self.emit(checked)
         self.show_here()
 
-    def _replay(self, whole: int, count: int, me: int, ctx: int, kept: list[tuple[int, int]]) -> str:
+    def _replay(self, whole: int, count: int, me: int, ctx: int, kept: list[tuple[int, int]]) -> tuple[str, bool]:
         """Open the target again and replay the session on it up to ME:CTX's count, checked
-        against the thread's history `kept` (_check_back, whose line it returns); the session
-        then goes on there (on failure it stays where it was)."""
+        against the thread's history `kept`; the session then goes on there (on failure it
+        stays where it was).  Returns _check_back's line, and whether it stopped inside a call."""
         assert self.target.reopen is not None
         try:
             fresh = self.target.reopen()
@@ -1129,14 +1129,14 @@ class Session:
             fresh.chip.history_enable(2)
             self.target, self.chip, self.log = fresh, fresh.chip, Recorder(fresh.chip, fresh.mes)
             self.instrs, self.events, self.sram_queues, self.sram_rings = {}, deque(maxlen=HISTORY_KEEP), set(), set()
-            old[2].replay(self.log, whole, count, me, ctx, self._drain)
+            inside = old[2].replay(self.log, whole, count, me, ctx, self._drain)
             checked = self._check_back(kept, me, ctx, count)
         except (RewindError, EmulatorError) as e:
             fresh.close()
             self.target, self.chip, self.log, self.instrs, self.events, self.sram_queues, self.sram_rings = old
             raise DebugError(f"back: {e}") from None
         old[0].close()
-        return checked
+        return checked, inside
 
     def _reinstall_points(self) -> None:
         """The breakpoints and watchpoints as they are now (not as they were back then) on
