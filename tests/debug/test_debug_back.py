@@ -243,3 +243,17 @@ def test_breakpoint_stops_leave_the_xscale_where_a_straight_run_does(tmp_path: P
     assert stopped.execute("threads") == straight.execute("threads")
     assert "20002 instructions" in straight.execute("threads").splitlines()[-1]
     assert stopped.execute("stats") == straight.execute("stats")
+
+
+def test_a_point_inside_the_step_of_another_thread_is_refused(swap: Path) -> None:
+    """`step 0x00:1` waits for ctx 0's four words before ctx 1 runs: one call to the chip
+    (npk_step of ctx 1) in which ctx 0's count goes from 0 to 4."""
+    s = Session(open_target(swap))
+    s.execute("step 0x00:1")
+    s.execute("thread 0x00:0")
+    assert s.execute("history 4").splitlines()[0].startswith("ME 0x00 ctx 0: the last 4 instructions")
+    before = state(s)
+    with pytest.raises(DebugError, match=r"^back: that instruction ran while the session stepped ME 0x00 ctx 1; "):
+        s.execute("back 1")
+    assert state(s) == before
+    assert s.execute("back 4").splitlines()[2].startswith("ME 0x00 ctx 0 pc 0 ")  # the start: before that step

@@ -165,7 +165,7 @@ class Recorder:
         col = [self.count(me, ctx, r) for r in range(len(self.actions) + 1)]
         target = col[-1] - n
         if target < col[0]:
-            raise RewindError(f"ME:ctx {me}:{ctx} executed {col[-1] - col[0]} instruction"
+            raise RewindError(f"ME {self.chip.me_name(me)} ctx {ctx} executed {col[-1] - col[0]} instruction"
                               f"{'s' if col[-1] - col[0] != 1 else ''} since the session began, not {n}")  # fmt: skip
         return bisect_right(col, target) - 1, target
 
@@ -200,7 +200,7 @@ class Recorder:
         cycle it issues).  In between, runs of (target - count) cycles never pass the
         count: a thread executes at most one instruction a cycle."""
         if a.kind != "run":
-            who = f"ME:ctx {a.args[0]}:{a.args[1]}" if a.kind == "step" else a.kind
+            who = f"ME {self.chip.me_name(a.args[0])} ctx {a.args[1]}" if a.kind == "step" else a.kind
             raise RewindError(f"that instruction ran while the session stepped {who}; go back to a "
                               "point before or after that step (history lists the cycles)")  # fmt: skip
         end = self.chip.cycle + int(a.args[0])  # where run `a`, made next here, ends unless stopped
@@ -226,7 +226,7 @@ class Recorder:
                 if reason == "breakpoint" and (st["id"] == bp or (st["me"], st["ctx"]) == (me, ctx)):
                     return
                 if reason != "breakpoint" or self.chip.cycle >= end:
-                    raise RewindError(f"the replay did not reach the next instruction of ME:ctx {me}:{ctx} "
+                    raise RewindError(f"the replay did not reach the next instruction of ME {self.chip.me_name(me)} ctx {ctx} "
                                       f"within the session's run (it stopped: {reason} at cycle {self.chip.cycle})")  # fmt: skip
         finally:
             self.del_breakpoint(bp)
