@@ -257,3 +257,22 @@ def test_a_point_inside_the_step_of_another_thread_is_refused(swap: Path) -> Non
         s.execute("back 1")
     assert state(s) == before
     assert s.execute("back 4").splitlines()[2].startswith("ME 0x00 ctx 0 pc 0 ")  # the start: before that step
+
+
+def test_back_into_the_cycles_a_step_waited_for_a_sleeping_thread() -> None:
+    """`step` of a parse thread asleep on its memory reads runs the chip a cycle at a time
+    until it wakes (one log entry for the lot); another context of the ME runs meanwhile,
+    and going back a few of its instructions lands inside those cycles."""
+    s = Session(open_target(ROOT / "microcode" / "layouts" / "pipelined.yaml",
+                            traffic=str(ROOT / "examples" / "traffic" / "min64.yaml")))  # fmt: skip
+    s.execute("run 3000")
+    s.execute("step 40 0x01:0")
+    end = state(s)
+    s.execute("thread 0x01:5")
+    whole, _ = s.log.locate(1, 5, 3)
+    assert s.log.actions[whole].kind == "run" and s.log.actions[whole].repeat > 100  # the wait, one entry
+    out = s.execute("back 3").splitlines()
+    assert "then part of the next" in out[0] and out[1].startswith("  checked: the history recorded pc ")
+    s.execute(f"run {end[0] - s.chip.cycle}")
+    s.execute("thread 0x01:0")
+    assert state(s) == end

@@ -35,7 +35,7 @@ class RewindError(ValueError):
     """The session cannot go back there; the message says why."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Action:
     """One call that changed the chip, what the chip answered, and the chip after it."""
 
@@ -44,9 +44,11 @@ class Action:
     result: Any  # run: the stop reason; bp_add / wp_add: the id
     cycle: int
     hash: int
+    repeat: int = 1  # made this many times in a row (runs of one budget that used it up)
 
     def text(self) -> str:
-        return f"{self.kind} {' '.join(str(a) for a in self.args)}".strip()
+        times = f" ({self.repeat} times)" if self.repeat > 1 else ""
+        return f"{self.kind} {' '.join(str(a) for a in self.args)}".strip() + times
 
 
 def _step(chip: Chip, me: int, ctx: int) -> None:
@@ -105,6 +107,7 @@ class Recorder:
         self.bps: set[int] = set()  # breakpoint and watchpoint ids live on the chip
         self.wps: set[int] = set()
         self._st = chip.ffi.new("npk_me_stats *")
+        self._stale = False  # the last row of counts is older than the chip (a run repeated since)
         self.counts.extend(self._counts())
 
     # the calls, as the session makes them
@@ -133,6 +136,16 @@ class Recorder:
         self.do("wp_del", wp_id)
 
     def do(self, kind: str, *args: Any) -> Any:
+        last = self.actions[-1] if self.actions else None
+        if last is not None and kind == last.kind == "run" and args == last.args and last.result == "budget":
+            # runs of one budget after one that used it up (the debugger's one-cycle runs
+            # while a stepped thread sleeps): one entry, whose counts are read when another
+            # call comes (`back` finds a point inside it as inside any run)
+            last.result = APPLY[kind](self.chip, *args)
+            last.cycle, last.hash, last.repeat = self.chip.cycle, self.chip.history_hash(), last.repeat + 1
+            self._stale = True
+            return last.result
+        self._flush()
         result = APPLY[kind](self.chip, *args)
         self.actions.append(Action(kind, args, result, self.chip.cycle, self.chip.history_hash()))
         self.counts.extend(self._counts())
@@ -143,6 +156,12 @@ class Recorder:
             (self.bps if kind == "bp_del" else self.wps).discard(args[0])
         return result
 
+    def _flush(self) -> None:
+        if self._stale:
+            width = 8 * len(self.mes)
+            self.counts[len(self.counts) - width :] = array("Q", self._counts())
+            self._stale = False
+
     def _counts(self) -> list[int]:
         out: list[int] = []
         for me in self.mes:
@@ -152,6 +171,7 @@ class Recorder:
 
     def count(self, me: int, ctx: int, row: int = -1) -> int:
         """Instructions ME:CTX had executed after action `row` (-1: now; 0: at the start)."""
+        self._flush()
         width = 8 * len(self.mes)
         rows = len(self.counts) // width
         r = row % rows if row < 0 else row
@@ -180,8 +200,9 @@ class Recorder:
                               f"{fresh.start[1]:#x}, not as this session did ({self.start[0]}, "
                               f"{self.start[1]:#x})")  # fmt: skip
         for i, a in enumerate(self.actions[:whole]):
-            result = fresh.do(a.kind, *a.args)
-            after_each()
+            for _ in range(a.repeat):
+                result = fresh.do(a.kind, *a.args)
+                after_each()
             b = fresh.actions[-1]
             if (b.cycle, b.hash) != (a.cycle, a.hash) or (a.kind.endswith("_add") and result != a.result):
                 raise RewindError(f"the replay parted from the session at its call {i + 1} of {len(self.actions)} "
@@ -203,7 +224,7 @@ class Recorder:
             who = f"ME {self.chip.me_name(a.args[0])} ctx {a.args[1]}" if a.kind == "step" else a.kind
             raise RewindError(f"that instruction ran while the session stepped {who}; go back to a "
                               "point before or after that step (history lists the cycles)")  # fmt: skip
-        end = self.chip.cycle + int(a.args[0])  # where run `a`, made next here, ends unless stopped
+        end = self.chip.cycle + int(a.args[0]) * a.repeat  # where run `a`, made next here, ends unless stopped
         while True:
             count = self.count(me, ctx)
             self._stop_before_next(me, ctx, end, after_each)
