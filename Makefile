@@ -6,10 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 NPK := $(VENV)/bin/npk
 STAMP := .build
-APT_PKGS := build-essential binutils graphviz tshark clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch chromium libclang-rt-14-dev
+APT_PKGS := build-essential binutils graphviz tshark lcov clang binutils-arm-linux-gnueabi libc6-dev-armel-cross libgcc-12-dev-armel-cross qemu-user gdb-multiarch chromium libclang-rt-14-dev
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all deps venv emulator xscale bytecode test demo bench bench-against lint clean fuzz
+.PHONY: all deps venv emulator xscale bytecode test demo bench bench-against lint clean fuzz soak
 
 all: deps venv emulator xscale bytecode
 
@@ -72,6 +72,13 @@ bench-against: all
 FUZZ_SECONDS ?= 1800
 fuzz: all
 	nice -n 10 $(MAKE) -C emulator fuzz-run PY=$(CURDIR)/$(PY) FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+# The soak (not part of `make test`): the router at 5 x 1 Gb/s for SOAK_MINUTES (at most
+# 30) while its control socket is abused, its daemon killed and restarted and hostile
+# frames arrive; every run must end with verdict ok (tools/soak.py; JSON on stdout).
+SOAK_MINUTES ?= 25
+soak: all
+	$(PY) tools/soak.py --minutes $(SOAK_MINUTES)
 
 lint: venv
 	$(VENV)/bin/ruff check asm emulator toolchain xscale tests tools

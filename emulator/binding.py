@@ -706,6 +706,21 @@ class Chip:
         return {"total": total, "counts": {k: int(counts[i]) for i, k in enumerate(FAULT_KINDS) if counts[i]},
                 "last": last}  # fmt: skip
 
+    # -- per-instruction profile
+    def profile_enable(self, on: bool = True) -> None:
+        """Count every instruction's executions (and conditional branches' taken ones) per
+        ME and address (npk_profile_enable: the run takes the lock-step path, slower)."""
+        self._check(self.lib.npk_profile_enable(self._chip, 1 if on else 0), "profile")
+
+    def profile(self, me: int, n: int | None = None) -> tuple[list[int], list[int]]:
+        """ME me's counts for addresses [0, n) (default: the control store): executions and
+        taken branches; EmulatorError while the profile is off."""
+        size = int(self.config["ustore_words"]) if n is None else n
+        ex = self.ffi.new("uint64_t[]", max(1, size))
+        tk = self.ffi.new("uint64_t[]", max(1, size))
+        self._check(self.lib.npk_profile_read(self._chip, me, ex, tk, size), "profile (is it enabled?)")
+        return [int(v) for v in ex[0:size]], [int(v) for v in tk[0:size]]
+
     # -- history
     def history_enable(self, level: int = 1) -> None:
         self._check(self.lib.npk_history_enable(self._chip, level), "history")

@@ -34,7 +34,7 @@ O_NONBLOCK = 0o4000
 
 NAMES = {
     1: "exit", 3: "read", 4: "write", 5: "open", 6: "close", 10: "unlink", 19: "lseek", 20: "getpid",
-    33: "access", 37: "kill", 41: "dup", 45: "brk", 54: "ioctl", 64: "getppid", 78: "gettimeofday",
+    33: "access", 37: "kill", 60: "umask", 93: "ftruncate", 194: "ftruncate64", 41: "dup", 45: "brk", 54: "ioctl", 64: "getppid", 78: "gettimeofday",
     85: "readlink", 91: "munmap", 116: "sysinfo", 120: "clone", 122: "uname", 125: "mprotect",
     140: "_llseek", 146: "writev", 158: "sched_yield", 162: "nanosleep", 163: "mremap", 168: "poll",
     173: "rt_sigreturn", 174: "rt_sigaction", 175: "rt_sigprocmask", 183: "getcwd", 186: "sigaltstack",
@@ -183,6 +183,7 @@ class LinuxABI:
         self.device: Any = None          # npkit.xscale.device.Ixp2800Device when attached
         self.maps: list[tuple[int, int, str]] = []   # (start, end, kind) in the mmap area
         self.unimplemented: dict[int, int] = {}
+        self.guest_umask = 0o022
         self.log: list[str] = []
         self.me_mhz = 1400
         self._rng = (seed * 0x9E3779B97F4A7C15 + 1) & 0xFFFFFFFFFFFFFFFF
@@ -813,7 +814,28 @@ class LinuxABI:
         except OSError as e:
             return -(e.errno or E.EADDRINUSE)
         s.path = path
+        try:  # the socket file's mode, as the guest's umask makes it (a kernel's bind does)
+            os.chmod(path, 0o777 & ~self.guest_umask)
+        except OSError:
+            pass
         return 0
+
+    def sys_ftruncate(self, fd: int, length: int, *_: int) -> int:
+        f = self.files.get(fd)
+        if not isinstance(f, HostFile):
+            return -E.EINVAL if f is not None else -E.EBADF
+        try:
+            os.ftruncate(f.fd, length)
+        except OSError as e:
+            return -(e.errno or E.EIO)
+        return 0
+
+    def sys_ftruncate64(self, fd: int, _pad: int, lo: int, hi: int, *_: int) -> int:
+        return self.sys_ftruncate(fd, hi << 32 | lo)   # EABI: the 64-bit length in an even register pair
+
+    def sys_umask(self, mask: int, *_: int) -> int:
+        old, self.guest_umask = self.guest_umask, mask & 0o777
+        return old
 
     def sys_listen(self, fd: int, backlog: int, *_: int) -> int:
         s = self._sock(fd)

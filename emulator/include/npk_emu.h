@@ -380,6 +380,16 @@ size_t npk_history_drain(npk_chip *chip, npk_hist_event *buf, size_t max);
 uint64_t npk_history_dropped(npk_chip *chip);
 uint64_t npk_history_hash(npk_chip *chip);
 
+/* per-instruction profile: off by default.  While it is on, every word runs on the
+ * general (lock-step) path, slower, and the chip counts for each ME and control-store
+ * address the executions of the word there and, for a conditional branch (br*, br_bset,
+ * br_bclr, br=byte, br!=byte), how often it was taken.  Results are those of a run
+ * without it.  on 1: allocated and zeroed (again if on), 0: off and freed; npk_reset
+ * zeroes it.  npk_profile_read copies addresses [0, n) of ME me (n <= ustore_words;
+ * exec or taken NULL: not copied); NPK_ESTATE while the profile is off. */
+int npk_profile_enable(npk_chip *chip, int on);
+int npk_profile_read(npk_chip *chip, int me, uint64_t *exec, uint64_t *taken, size_t n);
+
 /* MSF plug-in */
 int npk_set_msf(npk_chip *chip, const npk_msf_ops *ops);   /* NULL = loopback stub */
 int npk_msf_deliver(npk_chip *chip, int me, int ctx, int xfer_abs, const uint32_t *words,

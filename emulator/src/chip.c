@@ -224,6 +224,7 @@ static void reset_state(npk_chip *c, int clear_memories)
     c->hist_head = c->hist_len = 0;
     c->hist_dropped = 0;
     c->hist_hash = 0xcbf29ce484222325ull;
+    if (c->prof) memset(c->prof, 0, npk_profile_bytes(c));
 }
 
 static uint32_t log2_exact(uint32_t v)  /* 32: not a power of two */
@@ -301,6 +302,7 @@ void npk_destroy(npk_chip *c)
     shared_free(c->scratch, c->mem_fd[NPK_MEM_SCRATCH], c->mem_len[NPK_MEM_SCRATCH]);
     free(c->cap_csr); free(c->msf_buf);
     free(c->hist);
+    free(c->prof);
     npk_ev_free_all(c);
     free(c);
 }
@@ -497,7 +499,8 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
     c->stop_req = 0;
     /* run-ahead keeps results identical but reorders history records and
      * debugger stops, so it is off while those are in use */
-    int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0;
+    int ahead_ok = !c->hist_level && !c->nbp && !c->nwp_reg && !c->nwp_mem && c->step_me < 0 && !c->prof;
+    c->fast_ok = !c->nbp && !c->nwp_reg && c->hist_level < 2 && !c->prof;
     cal_rebuild(c);   /* due[] may have changed between runs (npk_me_enable, npk_reset, ...) */
     c->lookahead = cross_me_lookahead(c);
     c->run_end = end;

@@ -381,6 +381,12 @@ struct npk_chip {
     npk_bp bp[NPK_MAX_BP];
     npk_wp wp[NPK_MAX_WP];
     int nbp, nwp_reg, nwp_mem;
+    int fast_ok;              /* npk_run: words may take the fast loop and plain-command turn
+                               * (no breakpoint, register watchpoint, instruction history or
+                               * profile: those need every word on the general path) */
+    /* per-instruction profile (npk_profile_enable; NULL: off): per ME 2 * ustore_words
+     * counters, the executions of each address, then the taken branches of each */
+    uint64_t *prof;
     /* history */
     int hist_level;
     npk_hist_event *hist;
@@ -565,6 +571,14 @@ static inline npk_event *npk_ev_alloc_unset(npk_chip *c)
 }
 
 /* history.c */
+/* the profile's size in bytes (c->prof) */
+static inline size_t npk_profile_bytes(const npk_chip *c)
+{
+    return (size_t)c->cfg.num_me * 2 * c->cfg.ustore_words * sizeof(uint64_t);
+}
+/* the profile (c->prof) counts word pc of m, run by context x (had_br: a deferred branch
+ * was in flight before it) */
+void npk_profile_rec(npk_chip *c, const npk_me *m, const npk_ctx *x, uint32_t pc, int had_br);
 void npk_hist_rec(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1);
 static inline void npk_hist(npk_chip *c, int kind, int me, int ctx, int unit, uint32_t a0, uint32_t a1)
 {

@@ -1247,6 +1247,8 @@ static inline __attribute__((always_inline)) void me_exec(npk_chip *c, npk_me *m
         npk_me_set_next(c, m, retry);
         return;
     }
+    if (__builtin_expect(c->prof != NULL, 0))
+        npk_profile_rec(c, m, x, pc, had_br);
     retire(&e, u, extra, had_br, had_swap, csr_rd_before);
 }
 
@@ -1635,7 +1637,7 @@ void npk_me_run_woken(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end)
  * budget): the results are those of lock-step execution. */
 void npk_me_advance(npk_chip *c, npk_me *m, uint64_t horizon, uint64_t end, int ahead)
 {
-    int fast = !c->nbp && !c->nwp_reg && c->hist_level < 2;
+    int fast = c->fast_ok;   /* (npk_run) */
     /* the turn's word: a plain unit command; a fast word and the fast words after it in
      * one entry of the fast loop (a swap or a signal test there, F_CTX_ARB and F_BR_SIG,
      * as in the run-ahead below); any other word */

@@ -43,6 +43,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -472,9 +473,17 @@ def random_routes(
 # ---- routes against a router's ports (router_schema checks a config's own routes with these)
 
 
-def route_problems(ports: list[tuple[int, int]], routes: Iterable[Any]) -> Iterator[tuple[int, str]]:
-    """(index, problem) of each static route (prefix, length, next_hop, port) that
-    contradicts the ports ((address, prefix length) each, index = position)."""
+# Destinations the fast path never forwards (microcode/reasons.yaml: martian_dst, and
+# multicast goes to the exception path): a route inside one would never be used.
+NEVER_FORWARDED: tuple[tuple[int, int, str], ...] = (
+    (0x00000000, 8, "network 0"),
+    (0x7F000000, 8, "loopback"),
+    (0xE0000000, 4, "multicast"),
+    (0xF0000000, 4, "reserved, class E"),
+)
+
+
+def _port_facts(ports: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], dict[tuple[int, int], int], dict[int, str]]:
     nets = [(a & mask(n), n) for a, n in ports]
     connected = {net: i for i, net in enumerate(nets)}
     own = {}
@@ -482,6 +491,35 @@ def route_problems(ports: list[tuple[int, int]], routes: Iterable[Any]) -> Itera
         own[addr] = f"port {i}'s own address"
         own[net | (~mask(n) & 0xFFFFFFFF)] = f"port {i}'s subnet broadcast address"
     own[0xFFFFFFFF] = "the limited broadcast address"
+    return nets, connected, own
+
+
+def route_problem(ports: list[tuple[int, int]], route: Any) -> str | None:
+    """What is wrong with one route (prefix, length, next_hop, port) for the ports
+    ((address, prefix length) each), or None.  The rules every route meets whichever way
+    it arrives; the control daemon has them in C (xscale/npkd/rcheck.c, the same
+    messages: tests/xscale/test_route_rules.py)."""
+    return _route_problem(route, *_port_facts(ports))
+
+
+CHANGE_MIN_LEN = 4  # xscale/npkd/rcheck.h NPKD_CHANGE_MIN_LEN
+
+
+def change_problem(prefix: int, length: int) -> str | None:
+    """What is wrong with changing this prefix while the router runs (a timed change, `npk
+    route add|del`), or None: a prefix shorter than /4 rewrites up to 65,536 root entries
+    of the trie in one go (xscale/npkd/rcheck.c npkd_change_problem, the same message)."""
+    if length >= CHANGE_MIN_LEN:
+        return None
+    return (f"{ip_str(prefix)}/{length} is shorter than /{CHANGE_MIN_LEN}: changed while the router runs it "
+            f"would rewrite {1 << (16 - length)} of the 65536 root entries at once and hold up the exception "
+            "path; put it in the route table")
+
+
+def route_problems(ports: list[tuple[int, int]], routes: Iterable[Any]) -> Iterator[tuple[int, str]]:
+    """(index, problem) of each static route (prefix, length, next_hop, port) that
+    contradicts the ports ((address, prefix length) each, index = position)."""
+    nets, connected, own = _port_facts(ports)
     if isinstance(routes, RouteColumns) and _columns_clean(routes, nets, connected, own):
         return
     for k, r in enumerate(routes):
@@ -522,6 +560,9 @@ def _columns_clean(cols: RouteColumns, nets: list[tuple[int, int]], connected: d
         return False
     if not own.keys().isdisjoint(cols.prefix):  # a /32 route to one of them (or a shorter one: checked again)
         return False
+    first = cols.prefix.tobytes()[3 if sys.byteorder == "little" else 0 :: 4]   # each prefix's first octet
+    if max(first, default=0) >= 0xE0 or first.count(127) or first.count(0) > cols.length.tobytes().count(0):
+        return False                            # maybe inside a block never forwarded to (or 0/N, N < 8)
     return all(_route_problem(Route(0, 0, hop, port), nets, {}, own) is None
                for hop, port in set(zip(cols.next_hop, cols.port, strict=True)))  # fmt: skip
 
@@ -535,6 +576,10 @@ def _route_problem(r: Any, nets: list[tuple[int, int]], connected: dict[tuple[in
         return f"repeats the connected subnet of port {connected[(r.prefix, r.length)]}"
     if r.length == 32 and r.prefix in own:
         return f"{ip_str(r.prefix)} is {own[r.prefix]}; the router answers it itself, so this route would never be used"
+    for net, n, what in NEVER_FORWARDED:
+        if r.length >= n and r.prefix & mask(n) == net:
+            return (f"{ip_str(r.prefix)}/{r.length} lies in {ip_str(net)}/{n} ({what}), "
+                    "which the router never forwards to")
     if r.next_hop:
         net, n = nets[r.port]
         if r.next_hop & mask(n) != net:

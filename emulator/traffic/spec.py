@@ -102,7 +102,7 @@ from npkit.asm.base.reading import Located, file_state, load_yaml
 from . import spec_forms
 from .packet import ip_str
 from .router_config import ConfigError, RouterConfig
-from .routes import Route, RouteError, load_routes
+from .routes import Route, RouteError, change_problem, load_routes, route_problem
 from .spec_forms import (  # noqa: F401  (the format's names, re-exported)
     IMIX,
     KINDS,
@@ -274,6 +274,9 @@ def parse_route_change(text: str, router: RouterConfig | None = None) -> RouteCh
 
 def route_change_problem(c: RouteChange, router: RouterConfig) -> str:
     """What is wrong with a route change for this router ('' if nothing)."""
+    too_short = change_problem(c.prefix, c.length)
+    if too_short:
+        return too_short
     if c.op != "add":
         return ""
     port = c.port
@@ -284,9 +287,8 @@ def route_change_problem(c: RouteChange, router: RouterConfig) -> str:
         port = found.index
     if not 0 <= port < len(router.ports):
         return f"the router has no port {port}"
-    if c.next_hop and not router.ports[port].on_subnet(c.next_hop):
-        return f"next hop {ip_str(c.next_hop)} is not on port {port}'s subnet"
-    return ""
+    problem = route_problem([(p.address, p.prefix_len) for p in router.ports], Route(c.prefix, c.length, c.next_hop, port))
+    return problem or ""
 
 
 def _control_part(model: TrafficSpecFile, router: RouterConfig, where: str,

@@ -353,8 +353,8 @@ def _rss(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def test_unbalanced_percentages_say_what_they_add_up_to() -> None:
-    # two-level, one run missing: each effect's SS is what leaving its column out of the
-    # full model costs (the columns are no longer orthogonal)
+    # two-level, one run missing: each effect's SS is type II, what its column adds to the
+    # terms that do not contain it (the columns are no longer orthogonal)
     d = two_level_design("AB", r=3)
     ys = [[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]]
     df = frame(d, ys).drop(index=[1])
@@ -364,8 +364,10 @@ def test_unbalanced_percentages_say_what_they_add_up_to() -> None:
     full = np.column_stack([np.ones(len(y)), *cols.values()])
     rss = _rss(full, y)
     sst = ((y - y.mean()) ** 2).sum()
-    pct = {n: 100 * (_rss(np.column_stack([np.ones(len(y))] + [c for m, c in cols.items() if m != n]), y) - rss) / sst
-           for n in cols}  # fmt: skip
+    one = np.ones(len(y))
+    base = {"A": [cols["B"]], "B": [cols["A"]], "AB": [cols["A"], cols["B"]]}
+    pct = {n: 100 * (_rss(np.column_stack([one, *base[n]]), y) - _rss(np.column_stack([one, *base[n], cols[n]]), y))
+           / sst for n in cols}  # fmt: skip
     for n, want in pct.items():
         assert by_effect(a)[n]["pct"] == pytest.approx(want)
     total = sum(pct.values()) + 100 * rss / sst

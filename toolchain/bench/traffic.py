@@ -4,7 +4,10 @@ Registered with `npk bench` as "traffic" once this module is listed in
 toolchain/bench/__init__.py's BENCH_MODULES. Figures (all per second of wall-clock time):
 
 - traffic.gen_pps_64, traffic.gen_pps_imix   packets generated and written to pcaps
-- traffic.oracle_pps                         packets through the reference router
+- traffic.oracle_pps                         packets through the reference router in Python
+                                             (RefRouter: the judge's model as written)
+- traffic.oracle_c_pps                       the same packets through its C implementation
+                                             (emulator/pkt: the judge's fast path)
 - traffic.compare_pps                        input packets compared (ideal emulator output)
 - traffic.lpm_lookups_per_s                  lookups in a 10,000-route table
 """
@@ -38,6 +41,29 @@ def _spec(size: Any, count: int) -> Any:
     )
 
 
+def _c_oracle_pps(config: RouterConfig, inputs: list[Any], outcomes: list[Any]) -> int:
+    """Frames a second through the C oracle, one window holding all of `inputs`; its
+    verdicts must be the Python oracle's (a figure from a wrong judge means nothing)."""
+    from array import array
+
+    from npkit.emulator.traffic.cpkt import FORWARD, c_router, oracle_window
+
+    router = c_router(config)
+    data = b"".join(pkt.data for pkt in inputs)
+    lens = array("H", (len(pkt.data) for pkt in inputs))
+    off = array("Q", [0] * len(inputs))
+    for i in range(1, len(inputs)):
+        off[i] = off[i - 1] + lens[i - 1]
+    ports = array("B", (pkt.port for pkt in inputs))
+    start = time.perf_counter()
+    verdicts = oracle_window(router, data, off, lens, ports)
+    took = time.perf_counter() - start
+    for i, o in enumerate(outcomes):
+        forwarded = verdicts.kind[i] == FORWARD and (not isinstance(o, Forward) or verdicts.port[i] == o.port)
+        assert forwarded == isinstance(o, Forward), f"the C and Python oracles differ on packet {i}"
+    return round(len(inputs) / took)
+
+
 @benchmark("traffic")
 def bench_traffic(quick: bool) -> dict[str, Any]:
     per_port = 4_000 if quick else 100_000
@@ -51,6 +77,7 @@ def bench_traffic(quick: bool) -> dict[str, Any]:
         start = time.perf_counter()
         outcomes = predict(config, inputs)
         figures["traffic.oracle_pps"] = round(len(inputs) / (time.perf_counter() - start))
+        figures["traffic.oracle_c_pps"] = _c_oracle_pps(config, inputs, outcomes)
         outputs: dict[int, list[bytes]] = {p: [] for p in range(len(config.ports))}
         records = {}
         for pkt, out in zip(inputs, outcomes, strict=True):

@@ -19,6 +19,7 @@ import click
 
 from npkit.emulator.traffic.spec_forms import MAX_SEED
 from npkit.emulator.traffic_run import load_traffic_source
+from npkit.toolchain.debug.profile import image_placement
 from npkit.toolchain.system.layout import parse_defines
 from npkit.toolchain.system.paths import ROOT
 from npkit.toolchain.system.router_run import format_summary, run_router
@@ -33,6 +34,7 @@ from .options import (
     policy_of,
     verdict_options,
 )
+from .profiling import Extras, Request, coverage_option
 
 SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
 DEMO_ROUTES = 10_000
@@ -51,9 +53,17 @@ DEMO_ROUTES = 10_000
 @click.option("--traffic", type=click.Path(exists=True), default=str(SEED003), show_default=True)
 @verdict_options(default_max_loss=0.0)
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--contexts", "contexts", is_flag=True,
+              help="Print per-block figures and every context's (instructions, waiting for a signal, ready, idle); "
+                   "the JSON has the blocks' always.")  # fmt: skip
+@click.option("--profile", "profile", default=None, metavar="BLOCK",
+              help="Count BLOCK's instructions and print its listing with them, its hot instructions first "
+                   "(lock-step: slower; --ms 1 is plenty).")  # fmt: skip
+@coverage_option
 def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None, chip_config: str,
              routes: str | None, traffic: str, drain: bool, drain_cap_ms: float, max_loss: float | None,
-             min_line_rate: float | None, as_json: bool) -> None:  # fmt: skip
+             min_line_rate: float | None, as_json: bool, contexts: bool, profile: str | None,
+             coverage: str | None) -> None:  # fmt: skip
     """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
     duration = int(ms * 1e6)
     params: dict[str, Any] = parse_defines(defines)  # (checked by the option's callback)
@@ -71,12 +81,16 @@ def demo_cmd(layout: str, defines: tuple[str, ...], ms: float, seed: int | None,
         if seed is not None:
             overrides["seed"] = seed
         tr = load_traffic_source(traffic, duration, overrides=overrides if not Path(traffic).is_dir() else None)
+        req = Request(profile, coverage, contexts, "npk_demo")
+        started: list[Extras] = []
         s = run_router(layout, {"io": "msf", **params}, tr, duration, int(drain_cap_ms * 1e6),
                        routes=routes, router_config=router_yaml, chip_config=chip_config,
-                       progress=not as_json and sys.stderr.isatty(), drain=drain)  # fmt: skip
+                       progress=not as_json and sys.stderr.isatty(), drain=drain,
+                       on_start=lambda rr: started.append(Extras(rr.chip, image_placement(rr.image), req)))  # fmt: skip
     except RUN_ERRORS as e:
         raise click.ClickException(str(e)) from None
+    more = started[0].finish(s)
     s["traffic"] = {"source": traffic, "seed": seed}
     s["verdict"] = judge(s, policy_of(max_loss, min_line_rate))
-    click.echo(json.dumps(s, indent=2) if as_json else format_summary(s))
+    click.echo(json.dumps(s, indent=2) if as_json else format_summary(s) + more)
     exit_on_verdict(s["verdict"])

@@ -143,7 +143,7 @@ def _design_notes() -> str:
         f"{', '.join(d.DEFAULT_RESPONSES)}) |\n"
         "| steady | mapping | see below | steady-state run settings |\n"
         "| capacity | mapping or false | see below | RFC 2544 capacity search (false: none) |\n"
-        "| compare | string | | a results directory to compare with |\n"
+        "| compare | string | | `seed003` (the effects seed 003 published) or a results directory, relative to the design, whose effects the report puts beside this one's (it must exist: run that design first) |\n"
         "| quick | mapping | | merged over the design by `--quick` |\n\n"
         f"Targets start with {', '.join(d.TARGET_HEADS)}: `layout`, `param.NAME` (a -D layout parameter), "
         f"`block.NAME.{{{','.join(d.BLOCK_FIELDS)}}}` (`block.NAME.define.MACRO`), `chip` or `chip.KEY...`, "

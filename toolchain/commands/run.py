@@ -34,6 +34,7 @@ from npkit.emulator.traffic_run import (
     load_traffic_source,
 )
 from npkit.toolchain.commands.asm import include_option
+from npkit.toolchain.debug.profile import fault_site_lines, placement
 from npkit.toolchain.debug.target import (
     TargetUsage,
     is_layout,
@@ -61,6 +62,7 @@ from .options import (
     verdict_options,
 )
 from .outputs import refuse_overwrite_usage
+from .profiling import Extras, Request, coverage_option
 
 # ME states (npk_me_status) that are a fault of the program, not a normal stop (halt, idle)
 ME_FAULT_STATES = ("illegal", "bad_pc")
@@ -119,14 +121,9 @@ def fault_warnings(chip: Chip, faults: dict[str, Any], limit: int = 8) -> list[s
     (kind, ME, PC) among the last faults kept."""
     if not faults["total"]:
         return []
-    lines = [f"warning: {faults['total']} fault(s) ({fault_kinds(faults)})"]
-    sites: dict[tuple[str, int, int], dict[str, Any]] = {}
-    for f in faults["last"]:
-        sites.setdefault((f["kind"], f["me"], f["pc"]), f)
-    for (kind, me, pc), f in list(sites.items())[-limit:]:
-        who = f"ME {chip.me_name(me)} ctx {f['ctx']} pc {pc}" if me >= 0 else "API call"
-        lines.append(f"warning:   {kind} at {who}: address 0x{f['address']:x} (cycle {f['cycle']})")
-    return lines
+    named = {**faults, "last": [{**f, "me_name": chip.me_name(f["me"])} if f["me"] >= 0 else f for f in faults["last"]]}
+    return [f"warning: {faults['total']} fault(s) ({fault_kinds(faults)})",
+            *(f"warning: {line}" for line in fault_site_lines(named, limit))]  # fmt: skip
 
 
 def me_fault_warnings(me_faults: list[dict[str, Any]]) -> list[str]:
@@ -237,12 +234,20 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, i
            help="Router image, fault injection: kill the control daemon at this emulated time (ms).")
 @ms_option("--restart-control-at", "restart_at", default=None, metavar="MS",
            help="... and start it again at this time (ms): it recovers its routes, ARP starts afresh.")
+@click.option("--contexts", "contexts", is_flag=True,
+              help="Print each context's figures: instructions (executing cycles), cycles waiting for a signal, "
+                   "ready, idle (the JSON has them always, mes[].contexts).")  # fmt: skip
+@click.option("--profile", "profile", is_flag=True,
+              help="Count every instruction's executions (and branches taken) and print each program's listing "
+                   "with them and its hot instructions (lock-step: slower).")  # fmt: skip
+@coverage_option
 def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tuple[str, ...], config: str | None,
             cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
             as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
             xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | None,
-            control_socket: str | None, kill_at: float | None, restart_at: float | None) -> None:  # fmt: skip
+            control_socket: str | None, kill_at: float | None, restart_at: float | None, contexts: bool,
+            profile: bool, coverage: str | None) -> None:  # fmt: skip
     """Run IMAGE(s) on the emulated chip and print statistics.
 
     An IMAGE is an npkit ELF image or a .uc source, assembled in memory as npk asm
@@ -264,8 +269,10 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
                                      traffic is not None)  # the arguments as given: IMAGE@MES
         if alone:
             raise click.UsageError(alone)
-        loaded = {me: name for each in load_images(chip, targets, rings) for me, name in each.items()}
+        per_image = load_images(chip, targets, rings)
+        loaded = {me: name for each in per_image for me, name in each.items()}
         read = [img for _, img, _ in targets]
+        extras = Extras(chip, placement(read, per_image), Request(profile or None, coverage, contexts, "npk_run"))
         policy = policy_of(max_loss, min_line_rate)
         router = len(read) == 1 and "router" in read[0].meta
         control = _control_options(read[0] if router else None, xscale, xscale_placement, xscale_gdb,
@@ -276,9 +283,9 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
                                    "(the layout's control: section)")  # fmt: skip
         if traffic is None:
             if control is not None:
-                _run_router_cycles(chip, read[0], loaded, cycles, as_json, control)
+                _run_router_cycles(chip, read[0], loaded, cycles, as_json, control, extras)
                 return
-            _run_cycles(chip, loaded, cycles, as_json, xscale, xscale_args, xscale_placement, xscale_gdb)
+            _run_cycles(chip, loaded, cycles, as_json, xscale, xscale_args, xscale_placement, xscale_gdb, extras)
             return
         duration_ns = int(duration_ms * 1e6)
         cap_ns = int(drain_cap_ms * 1e6)
@@ -291,6 +298,7 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
     except (LinkError, XScaleError) as e:
         raise click.ClickException(f"control program: {e}") from None
     s.update(me_summary(chip, s.pop("stop"), loaded))
+    more = extras.finish(s)
     s["traffic"] = str(traffic)
     s["capture"] = capture
     s["verdict"] = judge(s, policy)
@@ -298,6 +306,8 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
         click.echo(json.dumps(s, indent=2))
     else:
         click.echo(s.pop("text"))
+        if more:
+            click.echo(more.lstrip("\n"))
         if capture:
             click.echo(f"captures: {Path(capture) / 'port<N>.pcap'}, {Path(capture) / 'dispositions.json'}")
         v = s["verdict"]
@@ -308,11 +318,12 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
 
 
 def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, xscale: str | None,
-                xscale_args: tuple[str, ...], placement: str, gdb: int | None) -> None:  # fmt: skip
+                xscale_args: tuple[str, ...], placement: str, gdb: int | None, extras: Extras) -> None:  # fmt: skip
     """No traffic: run the cycle budget (with the XScale program beside, if any), print the MEs."""
     if not xscale:
         out = me_summary(chip, chip.run(cycles), loaded)
-        click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+        more = extras.finish(out)
+        click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out) + more)
         warn_faults(chip, out)
         exit_on_me_faults(out)
         return
@@ -321,7 +332,8 @@ def _run_cycles(chip: Chip, loaded: dict[int, str], cycles: int, as_json: bool, 
     reason, rep = run_beside(chip, xscale, xscale_args, cycles, placement, gdb, as_json)
     out = me_summary(chip, reason, loaded)
     add_to_run_summary(out, rep, as_json)
-    click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out))
+    more = extras.finish(out)
+    click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out) + more)
     warn_faults(chip, out)
     if report_failed(rep):
         raise SystemExit(1)
@@ -375,7 +387,7 @@ def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | 
 
 
 def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: int, as_json: bool,
-                       control: dict[str, Any]) -> None:  # fmt: skip
+                       control: dict[str, Any], extras: Extras) -> None:  # fmt: skip
     """A router image without traffic: the microengines and its control daemon, `cycles` cycles."""
     from npkit.toolchain.system.control import ControlPlane
 
@@ -385,7 +397,8 @@ def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: i
         out["control_plane"] = cp.summary()
     finally:
         cp.close()
-    click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out) + "\n" + _control_line(out))
+    more = extras.finish(out)
+    click.echo(json.dumps(out, indent=2) if as_json else format_me_summary(out) + "\n" + _control_line(out) + more)
     warn_faults(chip, out)
     exit_on_me_faults(out)
 

@@ -12,6 +12,7 @@ import click
 
 from npkit.toolchain.commands.asm import include_option
 from npkit.toolchain.commands.options import MAX_CYCLES, image_define_option
+from npkit.toolchain.commands.profiling import coverage_option
 
 from .target import (
     Items,
@@ -164,9 +165,10 @@ def open_images(items: Items, defines: Sequence[str], config: str | None, traffi
 @click.option("--source-dir", "source_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Directory to find the image's source files in (repeatable; searched first). An image "
                    "names its sources as given to npk asm, relative to the directory it was assembled in.")  # fmt: skip
+@coverage_option
 def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, traffic: str | None,
               defines: tuple[str, ...], include_dirs: tuple[str, ...], batch: str | None, xscale_gdb: int | None,
-              ring_specs: tuple[str, ...], source_dirs: tuple[str, ...]) -> None:  # fmt: skip
+              ring_specs: tuple[str, ...], source_dirs: tuple[str, ...], coverage: str | None) -> None:  # fmt: skip
     """Debug IMAGE(s) (npkit ELF images, .uc sources, or one layout YAML) interactively or from a script.
 
     IMAGE@MES loads an image on chosen MEs, as npk run does (a.uc@0 b.elf@1), through
@@ -180,6 +182,7 @@ def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, 
         target = open_images(items, defines, config, traffic, include_dirs, xscale_gdb=xscale_gdb, rings=rings)
         target.add_source_dirs([Path(d) for d in source_dirs])
         session = Session(target)
+        extras = _coverage_of(target, coverage, [Path(d) for d in source_dirs])
     except TargetUsage as e:
         raise click.UsageError(str(e)) from None
     except (TargetError, DebugError, ValueError) as e:
@@ -196,8 +199,30 @@ def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, 
     except BatchError as e:
         raise click.ClickException(str(e)) from None
     if lines is not None:
-        sys.exit(run_batch(session, lines, origin))
-    _interactive(session)
+        rc = run_batch(session, lines, origin)
+        _write_coverage(extras)
+        sys.exit(rc)
+    try:
+        _interactive(session)
+    finally:
+        _write_coverage(extras)
+
+
+def _coverage_of(target: Any, coverage: str | None, search: list[Path]) -> Any:
+    """--coverage FILE: the profile counts from the session's start (None: not asked)."""
+    if coverage is None:
+        return None
+    from npkit.toolchain.commands.profiling import Extras, Request
+    from npkit.toolchain.debug.profile import placement
+
+    placed = placement([pt.image for pt in target.parts], [pt.loaded for pt in target.parts])
+    return Extras(target.chip, placed, Request(None, coverage, False, "npk_debug"), search)
+
+
+def _write_coverage(extras: Any) -> None:
+    """The session ends: the tracefile of what it executed."""
+    if extras is not None:
+        click.echo(extras.finish({}).lstrip("\n"))
 
 
 def _buffer_map(ctx: click.Context, param: click.Parameter, value: str | None) -> BufferMap | None:

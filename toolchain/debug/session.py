@@ -44,6 +44,7 @@ from npkit.emulator.me_names import MeNameError
 from . import events, views
 from . import packet as pkt
 from .expr import ExprError, evaluate
+from .profile import context_rows, format_context_rows
 from .rewind import Recorder, RewindError, not_rewindable
 from .source import _same_file, macro_frames, short, where
 from .target import Target, TargetError
@@ -1354,6 +1355,7 @@ class Session:
                       f"  exec {m['executing_cycles']:>8d}  aborted {m['aborted_cycles']:>6d}  stalled {m['stalled_cycles']:>6d}"
                       f"  idle {m['idle_cycles']:>8d}  util {100 * (m['executing_cycles'] + m['aborted_cycles'] + m['stalled_cycles']) / cyc:5.1f}%"
                       f"  swaps {m['ctx_swaps']}")  # fmt: skip
+            self.out += format_context_rows(m["me_name"], context_rows(m))
         for name, chans in st["units"].items():
             for i, c in enumerate(chans):
                 if c["commands"]:

@@ -10,6 +10,11 @@
     store.py     the resumable results store and its CSV / Parquet table
     runner.py    parallel execution: local process pool or Dask (run_experiment)
     analysis.py  sign-table effects, allocation of variation, CIs, ANOVA (analyze)
+    anova_types.py  type II and type III sums of squares of coded two-level columns
+    interactions.py significant interactions in words, cell means with CIs
+    compare.py   two result sets' effects side by side (compare)
+    export.py    the effects table as rows, CSV and LaTeX
+    figures.py   the README's seed 003 figures from a recorded full run
     plots.py     matplotlib figures
     report.py    HTML / Markdown report (build)
     cli.py       the click commands

@@ -232,8 +232,10 @@ def _least_squares(design: Design, df: Any, response: str, code: dict[str, Any],
         fit = sm.OLS(y, x).fit()
     dof = int(fit.df_resid)
     ci = fit.conf_int(ALPHA) if dof > 0 else None
-    an = anova_coded(design, df, response, effects)
-    ss_of = {r["term"]: r["sum_sq"] for r in an["table"]}
+    from .anova_types import sums_of_squares
+
+    type2, _ = sums_of_squares(y, [c for c in x.T[1:]], [frozenset(e) for e in effects], names)
+    ss_of = {r["term"]: r["sum_sq"] for r in type2}
     rows = []
     for j, n in enumerate(names, start=1):
         q = float(fit.params[j])
@@ -243,26 +245,28 @@ def _least_squares(design: Design, df: Any, response: str, code: dict[str, Any],
     return {"q0": float(fit.params[0]), "rows": rows,
             "error": {"ss": sse, "dof": dof, "s_e": math.sqrt(sse / dof) if dof > 0 else None, "s_q": None},
             "method": "least squares (unbalanced: some runs missing or excluded; type II sums of squares, "
-                      "which need not add up to the total)"}  # fmt: skip
+                      "which need not add up to the total; type III beside them in the ANOVA)"}  # fmt: skip
 
 
 def anova_coded(design: Design, df: Any, response: str, effects: list[tuple[str, ...]]) -> dict[str, Any]:
-    """statsmodels ANOVA on the coded effect columns (F tests need replications)."""
-    import pandas as pd
-    import statsmodels.formula.api as smf
-    from statsmodels.stats.anova import anova_lm
+    """ANOVA of a two-level design on its coded effect columns, with F tests (they need
+    error degrees of freedom).  Type II: an effect's sum of squares is what it adds to the
+    model of every other term that does not contain it (its interactions left out, so a
+    main effect is not judged with its own interactions fitted); type III: what it adds to
+    all the other terms.  Balanced, both equal the sign table's SS_E; with runs missing
+    they differ, and "table" is type II ("type3" beside it)."""
+    import numpy as np
+
+    from .anova_types import sums_of_squares
 
     code = codes(design, df)
-    data = pd.DataFrame({f"e{j}": effect_column(code, e) for j, e in enumerate(effects)})
-    data["y"] = df[response].astype(float).to_numpy()
-    if len(data) - len(effects) - 1 <= 0:
+    y = df[response].astype(float).to_numpy()
+    cols = [effect_column(code, e) * np.ones(len(y)) for e in effects]
+    if len(y) - len(effects) - 1 <= 0:
         return {"table": [], "note": "no degrees of freedom left for the error (no replications): no F tests"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = smf.ols("y ~ " + " + ".join(f"e{j}" for j in range(len(effects))), data).fit()
-        tab = anova_lm(model, typ=2)
-    names = {f"e{j}": design.effect_name(e) for j, e in enumerate(effects)}
-    return {"table": _anova_rows(tab, names), "note": ""}
+    names = [design.effect_name(e) for e in effects]
+    two, three = sums_of_squares(y, cols, [frozenset(e) for e in effects], names)
+    return {"table": two, "type3": three, "type": "II", "note": ""}
 
 
 def _anova_rows(tab: Any, names: dict[str, str]) -> list[dict[str, Any]]:
@@ -662,11 +666,22 @@ def _analyze_rows(design: Design, rows: Any, response: str, excluded: list[dict[
         out.setdefault("note", "")
         _percent_total(out)
     out["spread"] = spread
+    _interactions(design, rows, response, out)
     if response.startswith("capacity") and "capacity_censored" in rows:
         cens = rows[rows["capacity_censored"].astype(str).isin(["above", "below"])]
         if len(cens):
             out["censored"] = cens["run_id"].astype(str).tolist()
     return out
+
+
+def _interactions(design: Design, rows: Any, response: str, out: dict[str, Any]) -> None:
+    """The significant interactions and the table of cell means (interactions.py)."""
+    from .interactions import cell_means, significant_interactions
+
+    if design.kind == "sweep" or out.get("constant"):
+        return
+    out["interactions"] = significant_interactions(out)
+    out["cell_means"] = cell_means(design.keys, rows, response, error_sd(out))
 
 
 def constant(y: Any) -> bool:
@@ -786,6 +801,7 @@ def format_text(result: dict[str, Any]) -> str:
             if a.get("pct_note"):
                 lines.append(f"   {a['pct_note']}")
         lines += _level_effect_lines(a)
+        lines += _interaction_lines(name, a)
         for g, s in (a.get("groups") or {}).items():
             if "slope" in s:
                 nl = " NON-LINEAR" if s.get("nonlinear") else ""
@@ -796,6 +812,22 @@ def format_text(result: dict[str, Any]) -> str:
                          f"understated): {', '.join(a['censored'])}")  # fmt: skip
         lines += _excluded_lines(a)
     return "\n".join(lines)
+
+
+def _interaction_lines(name: str, a: dict[str, Any]) -> list[str]:
+    """The significant interactions in words, and the cell means with their CIs."""
+    from .interactions import interaction_sentence
+
+    out = []
+    said = interaction_sentence(name, a.get("interactions") or [])
+    if said:
+        out.append(f"   {said}")
+    if a.get("interactions") and a.get("cell_means"):
+        out.append("   cell means (95 % CI from the experimental error):")
+        for c in a["cell_means"]:
+            lv = " ".join(f"{k}={v}" for k, v in c["levels"].items())
+            out.append(f"   {lv:<32} n={c['n']:<3} {c['mean']:>11.4g} {_ci_text(c['ci']):>25}")
+    return out
 
 
 def _ratio_text(v: float | None, before: str = "", after: str = "") -> str:

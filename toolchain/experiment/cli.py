@@ -2,8 +2,10 @@
 
     npk experiment design DESIGN.yaml [--quick] [--json]      what would run (confounding too)
     npk experiment run DESIGN.yaml -o RESULTS_DIR [--quick] [--jobs N] [--scheduler ADDR [--connect-timeout S]]
-    npk experiment analyze RESULTS_DIR [--response R]... [--transform log] [--json]
-    npk experiment report RESULTS_DIR -o report.html|report.md [--response R]... [--transform log]
+    npk experiment analyze RESULTS_DIR [--response R]... [--transform log] [--format text|json|csv|latex]
+    npk experiment report RESULTS_DIR -o report.html|report.md [--response R]... [--transform log] [--log-variation]
+    npk experiment compare RESULTS_A RESULTS_B [--response R]... [--json]
+    npk experiment readme-figures RESULTS_DIR     the README's seed 003 figures and plot, from a full run
 
 `run` exits 0 when every run finished, 1 when some failed (each recorded with its
 error), 130 when interrupted (run it again: finished runs are kept).
@@ -108,20 +110,25 @@ TRANSFORM_HELP = ("log: analyse log10 of each response (effects become factors, 
 @click.option("--response", "responses", multiple=True, help="Analyse these responses (default: the design's).")
 @click.option("--transform", type=click.Choice(["none", "log"]), default="none", show_default=True,
               help=TRANSFORM_HELP)
-@click.option("--json", "as_json", is_flag=True)
-def analyze_cmd(results: str, responses: tuple[str, ...], transform: str, as_json: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="The whole analysis as JSON (--format json).")
+@click.option("--format", "form", type=click.Choice(["text", "json", "csv", "latex"]), default="text",
+              show_default=True, help="csv / latex: the effects table only (one row per response and effect).")
+def analyze_cmd(results: str, responses: tuple[str, ...], transform: str, as_json: bool, form: str) -> None:
     """Effects, allocation of variation, CIs and ANOVA for a results directory."""
     from .analysis import TransformError, analyze, format_text, to_json
+    from .export import to_csv, to_latex
 
     try:
         res = analyze(results, list(responses) or None, transform)
     except (StoreError, DesignError, TransformError) as e:
         raise click.ClickException(str(e)) from None
-    if as_json:
+    if as_json or form == "json":
         for a in res["responses"].values():  # the per-run vectors stay out of the summary
             a.pop("fitted", None)
             a.pop("residuals", None)
         click.echo(to_json(res))
+    elif form in ("csv", "latex"):
+        click.echo(to_csv(res) if form == "csv" else to_latex(res), nl=False)
     else:
         click.echo(format_text(res))
     runs = res["runs"]
@@ -148,13 +155,47 @@ def _report_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("--response", "responses", multiple=True, help="Report these responses (default: the design's).")
 @click.option("--transform", type=click.Choice(["none", "log"]), default="none", show_default=True,
               help=TRANSFORM_HELP)
-def report_cmd(results: str, out: str, no_run_plots: bool, responses: tuple[str, ...], transform: str) -> None:
+@click.option("--log-variation", is_flag=True,
+              help="Draw the % of variation on a log scale (small effects beside one that explains nearly all).")
+def report_cmd(results: str, out: str, no_run_plots: bool, responses: tuple[str, ...], transform: str,
+               log_variation: bool) -> None:  # fmt: skip
     """Write the HTML or Markdown report (figures in OUT's _files directory)."""
     from .report import build
 
     try:
         path = build(results, out, per_run_plots=not no_run_plots, responses=list(responses) or None,
-                     transform=transform)  # fmt: skip
+                     transform=transform, log_variation=log_variation)  # fmt: skip
     except (StoreError, DesignError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"wrote {path} (figures in {Path(path).parent / (Path(path).stem + '_files')})")
+
+
+@experiment.command("compare")
+@click.argument("a", type=click.Path(file_okay=False))
+@click.argument("b", type=click.Path(file_okay=False))
+@click.option("--response", "responses", multiple=True, help="Compare these responses (default: those in both).")
+@click.option("--json", "as_json", is_flag=True)
+def compare_cmd(a: str, b: str, responses: tuple[str, ...], as_json: bool) -> None:
+    """Effects of two results directories side by side, with CIs; differences flagged."""
+    from .analysis import to_json
+    from .compare import CompareError, compare, format_compare
+
+    try:
+        c = compare(a, b, list(responses) or None)
+    except (StoreError, DesignError, CompareError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(to_json(c) if as_json else format_compare(c))
+
+
+@experiment.command("readme-figures")
+@click.argument("results", type=click.Path(file_okay=False))
+def readme_figures_cmd(results: str) -> None:
+    """Remake the README's seed 003 figures, docs/images/experiment_seed003.{json,png}, from a full run."""
+    from .figures import IMAGE, README, REFERENCE, FiguresError, write
+
+    try:
+        ref = write(results)
+    except (StoreError, DesignError, FiguresError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"wrote {REFERENCE}, {IMAGE} and the figures in {README} (commit {ref['commit'][:12]}, "
+               f"code {ref['code_hash']})")

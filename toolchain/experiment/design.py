@@ -543,7 +543,9 @@ def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files:
     design.steady = _section(data, "steady")
     cap = data.get("capacity", {})
     design.capacity = None if cap is False or cap is None else _section(data, "capacity")
-    design.compare = data.get("compare")
+    design.compare = _compare(data.get("compare"), root, check_files)
+    if design.compare is not None:
+        design.raw["compare"] = design.compare
     # validate the settings and every run's configuration now, not in a worker
     from .capacity import CapacitySettings
     from .steady import SteadySettings
@@ -584,6 +586,24 @@ def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
 def _resolve(root: Path, value: Any) -> Path:
     p = Path(str(value))
     return p if p.is_absolute() else (root / p).resolve()
+
+
+COMPARE_BUILTIN = ("seed003",)  # published effects the report knows by name
+
+
+def _compare(value: Any, root: Path, check_files: bool) -> str | None:
+    """`compare:` -- seed003, or a results directory (relative to the design) that must
+    hold an experiment when the design is checked for running."""
+    if value is None or value in COMPARE_BUILTIN:
+        return value
+    if not isinstance(value, str) or not value:
+        raise DesignError(f"compare: {', '.join(COMPARE_BUILTIN)} or a results directory, got {value!r}")
+    path = _resolve(root, value)
+    if check_files and not (path / "experiment.json").is_file():
+        why = "does not exist" if not path.exists() else "holds no experiment (no experiment.json)"
+        raise DesignError(f"compare: results directory {path} {why}: run that design first, or name "
+                          f"{' or '.join(COMPARE_BUILTIN)}")  # fmt: skip
+    return str(path)
 
 
 def load_design(path: str | Path, quick: bool = False) -> Design:

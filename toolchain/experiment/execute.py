@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tempfile
 import time
 import traceback
@@ -53,6 +54,27 @@ IP_OFFSET = 34  # Ethernet + IPv4 header: `traffic.ip_payload` counts the bytes 
 # point that land on the same worker, link the same image once (bounded, per process)
 _IMAGES: dict[str, Any] = {}
 _IMAGES_MAX = 6
+# whether a run reads its traffic ahead in a child process (TrafficRun's `ahead`; None:
+# where safe); a pool worker's initializer sets it (read_ahead_for)
+_READ_AHEAD: dict[str, bool | None] = {"ahead": None}
+
+
+def read_ahead_for(workers: int, cores: int | None = None) -> bool | None:
+    """The read-ahead of `workers` local workers on `cores` cores: each worker's child
+    reader is a second busy process, so with more than half a core a worker they would
+    compete with the workers themselves: off (False); otherwise where safe (None)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return None if 2 * workers <= cores else False
+
+
+def set_read_ahead(ahead: bool | None) -> None:
+    """Pool worker initializer: the read-ahead of every run in this process."""
+    _READ_AHEAD["ahead"] = ahead
+
+
+def read_ahead() -> bool | None:
+    """This process's read-ahead setting (set_read_ahead)."""
+    return _READ_AHEAD["ahead"]
 
 
 @dataclass
@@ -212,7 +234,7 @@ def router_run(env: Env, traffic: Any) -> Any:
             del _IMAGES[next(iter(_IMAGES))]
         _IMAGES[key] = link(env.layout, params, env.routes, env.router)
     # the per-window series read every transmitted frame (`record` keeps them in run.out)
-    return RouterRun(_IMAGES[key], traffic, chip_config=str(env.chip), record=True)
+    return RouterRun(_IMAGES[key], traffic, chip_config=str(env.chip), record=True, ahead=read_ahead())
 
 
 def _wire_over(tr: Any, port: int) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from .design import Design
 
 DPI = 96
+SERIES_COLUMNS = 4  # panels a row of the per-run throughput grid (about 260 px each at DPI)
 
 
 def _plt() -> Any:
@@ -35,8 +36,14 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def effects(a: dict[str, Any], response: str, path: Path) -> Path:
-    """Effects q with their CIs (left) and the percentage of variation (right)."""
+def _pct_label(v: float) -> str:
+    return f"{v:.3g} %" if v >= 0.01 else ("0 %" if v == 0 else f"{v:.1g} %")
+
+
+def effects(a: dict[str, Any], response: str, path: Path, log_pct: bool = False) -> Path:
+    """Effects q with their CIs (left) and the percentage of variation (right), each bar
+    labelled with its value (when one effect explains nearly everything the others'
+    bars are too short to see); `log_pct` draws the percentages on a log scale."""
     plt = _plt()
     rows = a["effects"]
     names = [e["effect"] for e in rows]
@@ -49,10 +56,20 @@ def effects(a: dict[str, Any], response: str, path: Path) -> Path:
     ax1.set_yticks(list(ys), names)
     ax1.set_xlabel(f"effect q on {response}" + (" (95 % CI)" if err else ""))
     pct = [e["pct"] or 0.0 for e in rows] + [a["error"].get("pct") or 0.0]
-    ax2.barh(list(range(len(pct)))[::-1], pct, color=["#47a"] * len(rows) + ["#999"])
-    ax2.set_yticks(list(range(len(pct)))[::-1], names + ["error"])
-    ax2.set_xlabel("% of variation")
-    ax2.set_xlim(0, 100)
+    ypos = list(range(len(pct)))[::-1]
+    ax2.barh(ypos, pct, color=["#47a"] * len(rows) + ["#999"])
+    ax2.set_yticks(ypos, names + ["error"])
+    if log_pct:
+        tiny = min([v for v in pct if v > 0] or [1.0])
+        ax2.set_xscale("log")
+        ax2.set_xlim(max(tiny / 3, 1e-6), 300)
+        ax2.set_xlabel("% of variation (log scale)")
+    else:
+        ax2.set_xlim(0, 118)
+        ax2.set_xlabel("% of variation")
+    for y, v in zip(ypos, pct, strict=True):
+        at = v if v > 0 else (ax2.get_xlim()[0] if log_pct else 0)
+        ax2.annotate(_pct_label(v), (at, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
     return _save(fig, path)
 
 
@@ -194,21 +211,22 @@ def series_grid(records: list[dict[str, Any]], path: Path, limit: int = 48) -> P
     plt = _plt()
     recs = [r for r in records if r.get("status") == "ok" and r.get("series")][:limit]
     n = max(1, len(recs))
-    cols = min(6, n)
+    cols = min(SERIES_COLUMNS, n)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 1.7 * rows), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(11 / SERIES_COLUMNS * cols, 2.4 * rows), squeeze=False,
+                             sharey=True)  # fmt: skip
     for ax, rec in zip(axes.flat, recs, strict=False):
         s = rec["series"]
         w = s["window_us"]
         ax.plot([(k + 0.5) * w / 1000 for k in range(len(s["throughput_mbps"]))], s["throughput_mbps"],
                 lw=0.7, color="#47a" if rec["responses"].get("settled") else "#c54")  # fmt: skip
         ax.axvspan(0, s["cut"] * w / 1000, color="#c54", alpha=0.15)
-        ax.set_title(rec["run_id"] + " " + ",".join(str(v) for v in rec["levels"].values()), fontsize=6)
-        ax.tick_params(labelsize=6)
+        ax.set_title(rec["run_id"] + " " + ",".join(str(v) for v in rec["levels"].values()), fontsize=8)
+        ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(recs) :]:
         ax.axis("off")
-    fig.supxlabel("emulated time (ms); shaded: warm-up cut; red: not settled", fontsize=8)
-    fig.supylabel("output Mb/s", fontsize=8)
+    fig.supxlabel("emulated time (ms); shaded: warm-up cut; red: not settled", fontsize=9)
+    fig.supylabel("output Mb/s", fontsize=9)
     return _save(fig, path)
 
 
@@ -223,8 +241,89 @@ def comparison(rows: list[dict[str, Any]], path: Path) -> Path:
     x = np.arange(len(effects_))
     width = 0.8 / len(cols)
     for j, c in enumerate(cols):
-        ax.bar(x + j * width - 0.4 + width / 2, [r[c] or 0.0 for r in rows], width, label=c)
+        vals = [r[c] or 0.0 for r in rows]
+        xs = x + j * width - 0.4 + width / 2
+        ax.bar(xs, vals, width, label=c)
+        for xv, v in zip(xs, vals, strict=True):  # a bar of 0.03 % is invisible: its value is not
+            if v > 0:
+                ax.annotate(_pct_label(v).removesuffix(" %"), (xv, v), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=6, rotation=90)  # fmt: skip
     ax.set_xticks(x, effects_)
-    ax.set_ylabel("% of variation")
+    ax.set_ylim(0, 118)
+    ax.set_ylabel("% of variation (bars labelled)")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _pair_panel(ax: Any, design: Design, df: Any, response: str, fa: Any, fb: Any,
+                error: tuple[float, int] | None) -> None:  # fmt: skip
+    """Means of `response` over fa's levels, one line per level of fb, with 95 % CIs."""
+    from scipy import stats
+
+    t = float(stats.t.ppf(0.975, error[1])) if error and error[1] > 0 else 0.0
+    xs = list(range(len(fa.levels)))
+    for j, lb in enumerate(fb.levels):
+        ys, hs = [], []
+        for la in fa.levels:
+            sel = df[(df[fa.key].astype(str) == la.label) & (df[fb.key].astype(str) == lb.label)]
+            n = len(sel)
+            ys.append(float(sel[response].astype(float).mean()) if n else math.nan)
+            hs.append(t * error[0] / math.sqrt(n) if error and t and n else 0.0)
+        shift = (j - (len(fb.levels) - 1) / 2) * 0.04  # keep the error bars of the lines apart
+        ax.errorbar([x + shift for x in xs], ys, yerr=hs, fmt="o-", capsize=3, label=f"{fb.key}={lb.label}")
+    ax.set_xticks(xs, [lv.label for lv in fa.levels])
+    ax.set_xlabel(f"{fa.key}: {fa.name}", fontsize=8)
+    ax.legend(fontsize=7)
+
+
+def interaction_terms(design: Design, df: Any, response: str, terms: list[list[str]], path: Path,
+                      error: tuple[float, int] | None = None, label: str | None = None) -> Path:  # fmt: skip
+    """Interaction plots of the given terms: a two-factor term is one panel (cell means
+    over the first factor, a line per level of the second, 95 % CIs from the experimental
+    error); a three-factor term is one such panel per level of its third factor (the
+    two-factor interaction that changes with it).  Lines that are not parallel interact."""
+    plt = _plt()
+    panels: list[tuple[str, Any, Any, Any]] = []
+    for term in terms:
+        fs = [design.factor(k) for k in term]
+        if len(fs) == 2:
+            panels.append((f"{term[0]} x {term[1]}", df, fs[0], fs[1]))
+        elif len(fs) == 3:
+            for lv in fs[2].levels:
+                sub = df[df[fs[2].key].astype(str) == lv.label]
+                panels.append((f"{'x'.join(term)}: {term[0]} x {term[1]} at {fs[2].key}={lv.label}", sub, fs[0], fs[1]))
+    panels = panels[:6]
+    cols = min(3, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    # each panel on its own scale: a small interaction beside a large one stays visible
+    fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), squeeze=False)
+    for ax, (title, sub, fa, fb) in zip(axes.flat, panels, strict=False):
+        _pair_panel(ax, design, sub, response, fa, fb, error)
+        ax.set_title(title, fontsize=9)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    for r in range(rows):
+        axes[r][0].set_ylabel(label or response)
+    return _save(fig, path)
+
+
+def compare_effects(rows: list[dict[str, Any]], labels: tuple[str, str], response: str, path: Path) -> Path:
+    """Each effect of two result sets side by side with its 95 % CI (a cross where one
+    differs: the CI of the difference excludes 0)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.45 * len(rows) + 1.2)))
+    ys = list(range(len(rows)))[::-1]
+    for side, (key, colour, dy) in enumerate((("a", "#47a", 0.15), ("b", "#c54", -0.15))):
+        qs = [r[key]["q"] for r in rows]
+        err = ([[r[key]["q"] - r[key]["ci"][0] for r in rows], [r[key]["ci"][1] - r[key]["q"] for r in rows]]
+               if all(r[key]["ci"] for r in rows) else None)  # fmt: skip
+        ax.errorbar(qs, [y + dy for y in ys], xerr=err, fmt="o", color=colour, capsize=3, label=labels[side])
+    for y, r in zip(ys, rows, strict=True):
+        if r["differs"]:
+            ax.annotate("differs", (max(r["a"]["q"], r["b"]["q"]), y), xytext=(6, -3), textcoords="offset points",
+                        fontsize=7, color="#a00")  # fmt: skip
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(ys, [r["effect"] for r in rows])
+    ax.set_xlabel(f"effect on {response} (95 % CI)")
     ax.legend(fontsize=8)
     return _save(fig, path)

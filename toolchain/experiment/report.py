@@ -22,16 +22,12 @@ from typing import Any
 from . import plots
 from .analysis import analyze, error_sd, load_results, mixed_code, multiplicative_warning
 from .design import Design
+from .seed003 import SEED003, SEED003_NOTE
 from .store import Store
+
 
 # Heller, "Performance Analysis of a Diversified Router" (seed 003), section 5.3:
 # effects on throughput (Mb/s above the average) and % of variation explained
-SEED003 = {"A": (464.0, 75.7), "B": (148.0, 7.7), "AB": (-215.0, 16.3), "C": (0.0, 0.0)}
-SEED003_NOTE = ("Seed 003 read the simulator's throughput once, at cycle 40,000, with no replications "
-                "(its simulator was deterministic too) and no configuration reached 5 Gb/s; "
-                "C was 'inconsequential' and the other interactions 'minimal' (no figures given).")  # fmt: skip
-
-
 @dataclass
 class Doc:
     title: str
@@ -71,16 +67,36 @@ def fmt(v: Any, digits: int = 4) -> str:
 # ---------------------------------------------------------------------------- rendering
 
 
+# Tables fit the page: no sideways scrolling (which print cuts off); headers break after
+# an underscore, cells wrap, and wide tables (many columns) use a smaller type.
+CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+       "table{border-collapse:collapse;margin:1em 0;font-size:90%;max-width:100%}"
+       "table.wide{font-size:75%}table.wider{font-size:65%}"
+       ".wide td,.wider td{padding:2px 3px}.wide th,.wider th{overflow-wrap:anywhere;padding:2px 3px}"
+       "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;overflow-wrap:break-word}"
+       "th{background:#eef;font-weight:600}td.n{text-align:right;white-space:nowrap}"
+       "figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd}"
+       "figcaption{font-size:90%;color:#555}"
+       "@media print{body{max-width:none;margin:0;padding:0}table{font-size:70%;page-break-inside:auto}"
+       "table.wide,table.wider{font-size:58%}td.n{white-space:normal}tr{page-break-inside:avoid}"
+       "figure{page-break-inside:avoid}}")  # fmt: skip
+WIDE, WIDER = 8, 12  # columns from which a table is set smaller
+
+
+def _header_html(text: str) -> str:
+    """A header or cell that may break after an underscore (or a space)."""
+    return "_<wbr>".join(html.escape(part) for part in text.split("_"))
+
+
+def _table_class(ncols: int) -> str:
+    return ' class="wider"' if ncols >= WIDER else ' class="wide"' if ncols >= WIDE else ""
+
+
 def render_html(doc: Doc) -> str:
     e = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{e(doc.title)}</title>",
-           "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-           "table{border-collapse:collapse;margin:1em 0;font-size:90%;display:block;overflow-x:auto}"
-           "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
-           "th{background:#eef}td.n{text-align:right}"
-           "figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd}"
-           "figcaption{font-size:90%;color:#555}</style>",
+           f"<style>{CSS}</style>",
            "</head><body>", f"<h1>{e(doc.title)}</h1>"]  # fmt: skip
     for kind, arg in doc.blocks:
         if kind == "h":
@@ -91,8 +107,9 @@ def render_html(doc: Doc) -> str:
             out.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in arg) + "</ul>")
         elif kind == "table":
             header, rows = arg
-            out.append("<table><tr>" + "".join(f"<th>{e(str(h))}</th>" for h in header) + "</tr>")
-            out += ["<tr>" + "".join(f"<td{_num(c)}>{e(fmt(c))}</td>" for c in r) + "</tr>" for r in rows]
+            out.append(f"<table{_table_class(len(header))}><tr>" + "".join(f"<th>{_header_html(str(h))}</th>"
+                                                                        for h in header) + "</tr>")  # fmt: skip
+            out += ["<tr>" + "".join(f"<td{_num(c)}>{_header_html(fmt(c))}</td>" for c in r) + "</tr>" for r in rows]
             out.append("</table>")
         elif kind == "img":
             rel, cap = arg
@@ -146,6 +163,12 @@ def _design_section(doc: Doc, design: Design, res: dict[str, Any], man: dict[str
           f"reach steady state, {len(runs['missing'])} not run yet. Code hash {', '.join(runs['code_hashes']) or '-'}.")  # fmt: skip
     if len(runs["code_hashes"]) > 1:
         doc.p(mixed_code(runs["code_hashes"])[0].upper() + mixed_code(runs["code_hashes"])[1:] + ".")
+    if d["quick"]:
+        st = design.steady
+        doc.p(f"Warning: this is the --quick variant: each run measures at most {st.get('max_ms', 10)} ms of "
+              "emulated time, and capacity trials are shorter and coarser. A queue that fills slowly (at line "
+              "rate with a bottleneck) has not filled yet, so latency percentiles and loss are understated and "
+              "effects on them may differ from the full design's: run it before drawing conclusions on them.")  # fmt: skip
     if design.description:
         doc.p(design.description)
     rows = []
@@ -189,7 +212,7 @@ def _design_section(doc: Doc, design: Design, res: dict[str, Any], man: dict[str
 
 
 def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str, Any], files: Path,
-                      rel: str) -> None:  # fmt: skip
+                      rel: str, options: dict[str, Any]) -> None:  # fmt: skip
     from .analysis import usable
 
     logged = a.get("transform") == "log10"
@@ -233,15 +256,24 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
         if a["error"].get("s_e") is not None:
             doc.p(f"s_e = {fmt(a['error']['s_e'])} with {a['error']['dof']} degrees of freedom; q0 = {fmt(a['q0'])}.")
         if a.get("sst", 0) > 0 and not a.get("constant"):
-            doc.img(f"{rel}/{plots.effects(a, label, files / f'effects_{name}.png').name}",
-                    f"Effects on {label} with 95 % CIs, and the allocation of variation")
+            log_pct = options.get("log_variation", False)
+            doc.img(f"{rel}/{plots.effects(a, label, files / f'effects_{name}.png', log_pct).name}",
+                    f"Effects on {label} with 95 % CIs, and the allocation of variation"
+                    + (" (log scale)" if log_pct else " (each bar labelled; --log-variation draws it on a log scale)"))  # fmt: skip
     if a.get("anova", {}).get("table"):
-        doc.p("ANOVA (statsmodels, type II sums of squares)" + (f", model: {a['model']}" if a.get("model") else "") + ":")
+        doc.p("ANOVA (type II sums of squares" + ("" if a.get("balanced", True) else
+              ": each term against the terms that do not contain it") + ")"
+              + (f", model: {a['model']}" if a.get("model") else "") + ":")  # fmt: skip
         doc.table(["term", "df", "sum of squares", "% of variation", "F", "p"],
                   [[r["term"], r["df"], r["sum_sq"], r.get("pct", 100 * r["sum_sq"] / a["sst"] if a["sst"] else None),
                     r["F"], r["p"]] for r in a["anova"]["table"]])  # fmt: skip
         if a.get("pct_note") and not a.get("effects"):
             doc.p(a["pct_note"][0].upper() + a["pct_note"][1:] + ".")
+        if a["anova"].get("type3") and not a.get("balanced", True):
+            doc.p("Type III sums of squares (each term against every other term; with runs missing they differ "
+                  "from type II):")  # fmt: skip
+            doc.table(["term", "df", "sum of squares", "F", "p"],
+                      [[r["term"], r["df"], r["sum_sq"], r["F"], r["p"]] for r in a["anova"]["type3"]])  # fmt: skip
     elif a.get("anova", {}).get("note"):
         doc.p(a["anova"]["note"])
     _level_effects_table(doc, a)
@@ -269,8 +301,34 @@ def _response_section(doc: Doc, design: Design, df: Any, name: str, a: dict[str,
                 inter = plots.interactions(design, rows, name, files / f"interactions_{name}.png", label=label)
                 doc.img(f"{rel}/{inter.name}",
                         f"Interactions on {label}: cell means; lines that are not parallel interact")
+    _interaction_section(doc, design, rows, name, label, a, files, rel)
     if a.get("excluded"):
         doc.p("Excluded: " + "; ".join(f"{x['run_id']} ({x['reason']})" for x in a["excluded"]))
+
+
+def _interaction_section(doc: Doc, design: Design, rows: Any, name: str, label: str, a: dict[str, Any],
+                         files: Path, rel: str) -> None:  # fmt: skip
+    """The significant interactions in words, their plots, and the table of cell means."""
+    from .interactions import interaction_sentence
+
+    inter = a.get("interactions") or []
+    if a.get("cell_means") is None:
+        return
+    doc.h(f"Interactions and cell means: {label}", 3)
+    doc.p(interaction_sentence(label, inter) or f"No interaction is significant on {label} (at 95 %).")
+    plotted = [t["factors"] for t in inter if len(t["factors"]) in (2, 3)]
+    if plotted and design.kind != "sweep":
+        path = plots.interaction_terms(design, rows, name, plotted, files / f"interaction_terms_{name}.png",
+                                       error_sd(a), label=label)  # fmt: skip
+        doc.img(f"{rel}/{path.name}", f"Interaction plots on {label} ({', '.join(t['term'] for t in inter)}): "
+                "cell means with 95 % CIs; lines that are not parallel interact")  # fmt: skip
+    error = error_sd(a)
+    src = (f"95 % CI from the experimental error (s_e {fmt(error[0])}, {error[1]} degrees of freedom)" if error
+           else "no CI: no degrees of freedom for the error")  # fmt: skip
+    doc.p(f"Cell means of {label}, one row per configuration; {src}.")
+    doc.table(design.keys + ["runs", "mean", "95 % CI", "sd of the runs"],
+              [[c["levels"][k] for k in design.keys] + [c["n"], c["mean"], _ci(c["ci"]), c["sd"]]
+               for c in a["cell_means"]])  # fmt: skip
 
 
 def _ci(ci: list[float] | None) -> str:
@@ -310,6 +368,12 @@ def _effect(res: dict[str, Any], resp: str, name: str) -> dict[str, Any] | None:
 def _seed003_section(doc: Doc, design: Design, df: Any, res: dict[str, Any], files: Path, rel: str) -> None:
     doc.h("Beside seed 003")
     doc.p(SEED003_NOTE)
+    if "A" in design.keys:
+        small, big = (lv.label for lv in design.factor("A").levels)
+        doc.p(f"Factor A's levels here: {small} B at the chip (the minimum packet, as in the seed) and {big} B. "
+              f"Seed 003 never gives the size of its 'larger' packets: {big} B is this design's choice, and "
+              "effects involving A depend on it.")  # fmt: skip
+    _quick_changes(doc, design, df, res)
     resps = [r for r in ("throughput_mbps", "capacity_mbps", "latency_p99_us") if r in res["responses"]]
     header = ["effect", "seed 003: q on throughput (Mb/s)", "seed 003: % of variation"]
     for r in resps:
@@ -340,7 +404,7 @@ def _seed003_section(doc: Doc, design: Design, df: Any, res: dict[str, Any], fil
     table = []
     for _point, g in ok.groupby("point"):
         first = g.iloc[0]
-        row = [f"{k}={first[k]}" for k in design.keys]
+        row = [str(first[k]) for k in design.keys]
         for c in cols + utils:
             vals = g[c].tolist()
             row.append(sum(vals) / len(vals) if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
@@ -350,6 +414,27 @@ def _seed003_section(doc: Doc, design: Design, df: Any, res: dict[str, Any], fil
           "trial, at the highest offered rate, where the router is saturated: the busiest ME block, the "
           "commonest loss reason and every block's ME utilisation.")  # fmt: skip
     doc.table(design.keys + cols + [u.removeprefix("sat_util_me_") + " busy" for u in utils], table)
+
+
+def _quick_changes(doc: Doc, design: Design, df: Any, res: dict[str, Any]) -> None:
+    """A --quick run of seed 003: where its conclusions differ from the full run recorded
+    with the README (figures.py)."""
+    from .figures import REFERENCE, quick_changes
+
+    if not design.quick or not REFERENCE.is_file():
+        return
+    import json
+
+    ref = json.loads(REFERENCE.read_text())
+    changes = quick_changes(ref, res, df, design.keys)
+    head = (f"--quick changes conclusions: against the full run recorded in docs/images/{REFERENCE.name} "
+            f"(commit {str(ref.get('commit'))[:12]}, code {ref.get('code_hash')}),")  # fmt: skip
+    if changes:
+        doc.p(head + " these differ (an effect significant in one run and not the other, or a cell mean off by "
+              "more than a factor of 2):")  # fmt: skip
+        doc.ul(changes)
+    else:
+        doc.p(head + " no effect changes significance and no cell mean is off by a factor of 2.")
 
 
 def _cell(ok: Any, value: str, **levels: str) -> float:
@@ -458,6 +543,33 @@ def _seed003_explanations(design: Design, ok: Any, res: dict[str, Any]) -> list[
     return out
 
 
+def _compare_section(doc: Doc, results_dir: str | Path, other: str, responses: list[str], files: Path,
+                     rel: str) -> None:  # fmt: skip
+    """The design's `compare:` results directory (A) beside this one (B), effect by effect."""
+    from .compare import compare
+
+    c = compare(other, results_dir, responses)
+    doc.h(f"Beside {c['a']['label']}")
+    doc.p(f"A = {c['a']['path']} (design {c['a']['design']}), B = this experiment. The difference B - A has "
+          "the standard deviation sqrt(sd_A^2 + sd_B^2) and a 95 % CI on the smaller of the two error degrees "
+          "of freedom; an effect differs when that CI excludes 0.")  # fmt: skip
+    for n in c["notes"]:
+        doc.p(n[0].upper() + n[1:] + ".")
+    for r, x in c["responses"].items():
+        if not x["rows"]:
+            continue
+        doc.h(r, 3)
+        doc.table(["effect", "q (A)", "95 % CI (A)", "% (A)", "q (B)", "95 % CI (B)", "% (B)", "B - A",
+                   "95 % CI of B - A", "differs"],
+                  [[row["effect"], row["a"]["q"], _ci(row["a"]["ci"]), row["a"]["pct"], row["b"]["q"],
+                    _ci(row["b"]["ci"]), row["b"]["pct"], row["difference"], _ci(row["ci"]),
+                    row["differs"] if row["differs"] is not None else "no CI"] for row in x["rows"]])  # fmt: skip
+        flagged = [row["effect"] for row in x["rows"] if row["differs"]]
+        doc.p(f"Effects on {r} that differ: {', '.join(flagged)}." if flagged else f"No effect on {r} differs.")
+        path = plots.compare_effects(x["rows"], ("A", "B"), r, files / f"compare_{r}.png")
+        doc.img(f"{rel}/{path.name}", f"Effects on {r}: A (blue) beside B (red) with 95 % CIs")
+
+
 def _series_section(doc: Doc, store: Store, files: Path, rel: str, per_run: bool) -> None:
     recs = [r for r in store.records().values() if r.get("status") == "ok" and r.get("series")]
     if not recs:
@@ -491,9 +603,10 @@ def report_format_known(out: str | Path) -> bool:
 
 
 def build(results_dir: str | Path, out: str | Path, per_run_plots: bool = True,
-          responses: list[str] | None = None, transform: str = "none") -> Path:  # fmt: skip
+          responses: list[str] | None = None, transform: str = "none", log_variation: bool = False) -> Path:  # fmt: skip
     """Write the report (HTML or Markdown by the suffix of `out`) and its figures: every
-    response of the design, or those named; with transform "log", on log10 of each."""
+    response of the design, or those named; with transform "log", on log10 of each;
+    `log_variation` draws the allocation of variation on a log scale."""
     out = Path(out)
     if not report_format_known(out):
         raise ValueError(f"{out}: the report is .html or .md")
@@ -510,8 +623,10 @@ def build(results_dir: str | Path, out: str | Path, per_run_plots: bool = True,
                   "--transform to see it.")  # fmt: skip
         else:
             _seed003_section(doc, design, df, res, files, rel)
+    elif design.compare:
+        _compare_section(doc, results_dir, design.compare, list(res["responses"]), files, rel)
     for name, a in res["responses"].items():
-        _response_section(doc, design, df, name, a, files, rel)
+        _response_section(doc, design, df, name, a, files, rel, {"log_variation": log_variation})
     _series_section(doc, Store(results_dir), files, rel, per_run_plots)
     _results_table(doc, design, df, list(res["responses"]))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from .design import Design, RunSpec, load_design
-from .execute import run_one
+from .execute import read_ahead_for, run_one, set_read_ahead
 from .store import Store, code_hash
 
 RunFn = Callable[[dict[str, Any]], dict[str, Any]]
@@ -38,27 +38,51 @@ class SchedulerAddressError(ExperimentError):
 
 
 class Progress:
-    """A progress line on stderr: runs done, failed, elapsed, ETA."""
+    """A progress line on stderr: runs done, failed, elapsed, ETA.
 
-    def __init__(self, total: int, already: int, enabled: bool = True) -> None:
+    The ETA counts the runs in parallel: the work left is the mean run time (each run's
+    own host time) times the runs left, less what the runs in flight have done already
+    (each worker's current run started when it last finished one), shared by the
+    workers busy (no more than the runs left)."""
+
+    def __init__(self, total: int, already: int, enabled: bool = True, workers: int = 1,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         self.total = total
         self.done = already
         self.start_done = already
         self.failed = 0
-        self.t0 = time.time()
+        self.clock = clock
+        self.t0 = clock()
         self.enabled = enabled
         self.tty = sys.stderr.isatty()
+        self.workers = max(1, workers)
+        self.run_s: list[float] = []  # host time of each run finished here
+        self.starts = [self.t0] * min(self.workers, max(0, total - already))  # each worker's current run
 
     @staticmethod
     def _clock(s: float) -> str:
         s = int(s)
         return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
-    def line(self) -> str:
-        el = time.time() - self.t0
+    def eta_s(self) -> float | None:
+        """Seconds left, or None before the first run has finished."""
         new = self.done - self.start_done
         left = self.total - self.done
-        eta = self._clock(el / new * left) if new else "?"
+        if not new:
+            return None
+        now = self.clock()
+        busy = min(self.workers, left)
+        if not busy:
+            return 0.0
+        mean = (sum(self.run_s) / len(self.run_s) if self.run_s
+                else (now - self.t0) * min(self.workers, new) / new)  # fmt: skip
+        done_in_flight = sum(min(now - t, mean) for t in self.starts)
+        return max(0.0, (mean * left - done_in_flight) / busy)
+
+    def line(self) -> str:
+        el = self.clock() - self.t0
+        eta_s = self.eta_s()
+        eta = self._clock(eta_s) if eta_s is not None else "?"
         width = 30
         fill = int(width * self.done / max(1, self.total))
         return (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} runs"
@@ -67,6 +91,12 @@ class Progress:
     def update(self, rec: dict[str, Any]) -> None:
         self.done += 1
         self.failed += rec.get("status") != "ok"
+        if rec.get("status") == "ok" and rec.get("host_s"):
+            self.run_s.append(float(rec["host_s"]))
+        if self.starts:  # the worker that started first is the one that finished
+            self.starts.remove(min(self.starts))
+        if self.total - self.done > len(self.starts):  # it starts a run not yet started
+            self.starts.append(self.clock())
         if not self.enabled:
             return
         if self.tty:
@@ -93,7 +123,8 @@ def _lost(r: RunSpec, code: str, why: str) -> dict[str, Any]:
 def _local_executor(jobs: int) -> Executor:
     import multiprocessing
 
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=set_read_ahead, initargs=(read_ahead_for(jobs),))  # fmt: skip
 
 
 def check_scheduler_address(address: str) -> None:
@@ -128,6 +159,14 @@ def _dask_executor(address: str, timeout_s: float) -> tuple[Executor, Any]:
     return client.get_executor(pure=False), client
 
 
+def _workers(client: Any) -> int:
+    """Worker threads of a Dask cluster (1 when it does not say)."""
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:  # noqa: BLE001 - only the ETA depends on it
+        return 1
+
+
 def manifest_for(design: Design, code: str) -> dict[str, Any]:
     return {"name": design.name, "title": design.title, "kind": design.kind, "quick": design.quick,
             "factors": design.keys, "runs": [r.run_id for r in design.runs()],
@@ -158,14 +197,14 @@ def run_experiment(design: Design | str | Path, out: str | Path, *, quick: bool 
         raise ExperimentError(f"{out}: cannot write the results store: {e}") from None
     done = store.done({r.run_id: r.config_hash for r in runs}, retry_failed)
     todo = [r for r in runs if r.run_id not in done]
-    bar = Progress(len(runs), len(runs) - len(todo), progress)
+    n = jobs or min(len(todo), os.cpu_count() or 1)
+    bar = Progress(len(runs), len(runs) - len(todo), progress, workers=_workers(client) if client else n)
     t0 = time.time()
     executed: list[str] = []
     try:
         if executor is not None:
             _drain(executor, todo, code, store, bar, executed, run_fn, restart=None)
         elif todo:
-            n = jobs or min(len(todo), os.cpu_count() or 1)
             _drain(_local_executor(n), todo, code, store, bar, executed, run_fn,
                    restart=lambda: _local_executor(n))  # fmt: skip
     finally:

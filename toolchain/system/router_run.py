@@ -68,6 +68,7 @@ from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic.source import TAG, Traffic, TrafficSource
 from npkit.emulator.traffic.window import Window
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
+from npkit.toolchain.debug.profile import fault_site_lines, image_placement, locate_faults
 
 from .buffers import audit
 from .router_image import check_msf_io, router_config_of
@@ -191,9 +192,10 @@ class RouterRun:
 
     def __init__(self, image: Any, traffic: TrafficSource, chip_config: str | Path = "ixp2800",
                  chip: Chip | None = None, capture: str | Path | None = None, record: bool = False,
-                 control: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 control: dict[str, Any] | None = None, ahead: bool | None = None) -> None:  # fmt: skip
         """`control`: how to start the image's control program (ControlPlane's keywords:
-        placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo)."""
+        placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo); `ahead`:
+        whether the traffic is read ahead in a child process (TrafficRun's; None: where safe)."""
         self.image = image
         check_msf_io(image)
         self.config = router_config_of(image)
@@ -202,7 +204,7 @@ class RouterRun:
         if chip is None:
             load_image(self.chip, image)
         self.traffic = traffic
-        self.run = TrafficRun(self.chip, traffic, capture=capture, record=record)
+        self.run = TrafficRun(self.chip, traffic, capture=capture, record=record, ahead=ahead)
         self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
         self.lost: Counter[tuple[str, str]] = Counter()  # (oracle's outcome kind, drop reason)
         self.dropped_early: Counter[str] = Counter()  # drop reason
@@ -626,7 +628,7 @@ class RouterRun:
                              "buffers": buffers},
             "in_flight": self._in_flight(tot["in_flight"], census),
             "drain": self.drain_info,
-            "faults": self.chip.faults(),
+            "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
         }  # fmt: skip
 
@@ -767,8 +769,10 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
                drain_ns: int | None = None, routes: str | Path | None = None,
                router_config: str | Path | None = None, progress: bool = False,
                chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
-               capture: str | Path | None = None, control: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+               capture: str | Path | None = None, control: dict[str, Any] | None = None,
+               on_start: Callable[[RouterRun], None] | None = None) -> dict[str, Any]:  # fmt: skip
     """Link (or take `image`), offer `traffic` for `duration_ns`, drain, summarise.
+    `on_start` is given the RouterRun before it runs (its chip stays usable after).
 
     `drain` runs on until the router is idle, capped by `drain_ns` (default DRAIN_CAP_NS);
     with drain=False the run stops when the traffic's `duration_ns` ends (`drain_ns` is
@@ -780,6 +784,8 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
                             control=control)  # fmt: skip
     else:
         rr = RouterRun(image, traffic, chip_config, capture=capture, control=control)
+    if on_start is not None:
+        on_start(rr)
     # what set-up built (image, tables, modules) lives through the run: frozen, the
     # collector's full passes do not walk it again and again (about 2 % of a demo)
     gc.freeze()
@@ -835,6 +841,7 @@ def format_summary(s: dict[str, Any]) -> str:
               + (f" {s['conservation']['problems']}" if s["conservation"]["problems"] else "")]  # fmt: skip
     if s["faults"]["total"]:
         lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
+        lines += fault_site_lines(s["faults"])
     cp = s.get("control_plane")
     if cp and cp.get("running"):
         icmp = {k: v for k, v in cp["icmp_sent"].items() if v}

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rcheck.h"
+
 void cfg_init(npkd_cfg *c)
 {
     memset(c, 0, sizeof *c);
@@ -171,6 +173,17 @@ int parse_route(const npkd_cfg *c, const char *s, route_cfg *r)
     if (r->port < 0 || r->port >= c->nports) return -1;
     if (r->next_hop && (r->next_hop & c->port[r->port].mask) != c->port[r->port].net) return -1;
     return at_end(s) ? 0 : -1;
+}
+
+int cfg_route_problem(const npkd_cfg *c, const route_cfg *r, char *msg, size_t n)
+{
+    uint32_t addr[NPKD_MAX_PORTS];
+    uint8_t len[NPKD_MAX_PORTS];
+    for (int i = 0; i < c->nports; i++) {
+        addr[i] = c->port[i].addr;
+        len[i] = (uint8_t)c->port[i].len;
+    }
+    return npkd_route_problem(addr, len, c->nports, r->prefix, r->len, r->next_hop, r->port, msg, n);
 }
 
 static int push_route(route_cfg **v, uint32_t *n, uint32_t *cap, const route_cfg *r)
@@ -353,8 +366,11 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
         if (!strcmp(name, "add")) {
             t.add = 1;
             if (parse_route(c, s, &t.r)) return -1;
+            if (cfg_route_problem(c, &t.r, err, errlen)) return -2;
+            if (npkd_change_problem(t.r.prefix, t.r.len, err, errlen)) return -2;
         } else if (!strcmp(name, "del")) {
             if (parse_prefix(s, &t.r.prefix, &t.r.len, &s) || !at_end(s)) return -1;
+            if (npkd_change_problem(t.r.prefix, t.r.len, err, errlen)) return -2;
         } else {
             return -1;
         }

@@ -66,7 +66,9 @@ typedef struct sys_cfg {
     X(batch, 16)                /* exception records taken before other work (and a yield) */ \
     X(epoch_s, 1700000000)      /* realtime at emulated time 0 (IP timestamps) */          \
     X(load_chunk, 512)          /* routes loaded between two looks at the exception ring */ \
-    X(lpm_grace_us, 1000)       /* a replaced trie node is reused no sooner (LAYOUT.md §7) */
+    X(lpm_grace_us, 1000)       /* a replaced trie node is reused no sooner (LAYOUT.md §7) */ \
+    X(ctl_idle_us, 100000)      /* a control connection idle this long is closed (emulated) */ \
+    X(ctl_answer_max, 1048576)  /* a control answer's bytes at most (past it: closed) */
 
 typedef struct npkd_opts {
 #define NPKD_OPT_FIELD(name, dflt) uint32_t name;
@@ -104,6 +106,8 @@ int cfg_load_routes(npkd_cfg *c, const char *path, char *err, size_t errlen);
 int parse_route(const npkd_cfg *c, const char *s, route_cfg *r);
 int parse_ip(const char *s, uint32_t *ip, const char **end);
 int parse_mac(const char *s, uint8_t mac[6], const char **end);
+/* rcheck.h's rules for this configuration's ports: 0, or 1 with the problem in msg */
+int cfg_route_problem(const npkd_cfg *c, const route_cfg *r, char *msg, size_t n);
 int port_of_subnet(const npkd_cfg *c, uint32_t ip);   /* -1 none */
 const arp_cfg *cfg_arp(const npkd_cfg *c, uint32_t ip);
 #endif

@@ -742,9 +742,13 @@ static void arp_input(cp *c, const uint8_t *f, uint32_t len, uint32_t in_port)
 }
 
 /* IP timestamps (RFC 791): ms since midnight UT by the emulated clock */
+/* the clock read afresh, not the turn's: a record taken late in a long turn (a batch, the
+ * control socket's work) arrived after the turn began, and its stamp must not come
+ * before its arrival (the oracle allows a stamp from the arrival on) */
 static uint32_t ts_ms(cp *c)
 {
-    return (uint32_t)((c->epoch_ms_of_day + now(c) / 1000000ull) % 86400000ull);
+    uint64_t t = c->tab && c->tab->clock ? c->tab->clock(c->tab->clock_ctx) : now(c);
+    return (uint32_t)((c->epoch_ms_of_day + t / 1000000ull) % 86400000ull);
 }
 
 /* an Echo Request to the router: the reply (pkt.h build_echo_reply) goes to the request's

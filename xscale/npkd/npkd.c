@@ -25,6 +25,7 @@
 #include "cp.h"
 #include "ctl.h"
 #include "image.h"
+#include "rcheck.h"
 #include "npk_xscale.h"
 #include "tables.h"
 
@@ -43,6 +44,7 @@ typedef struct npkd_state {
     uint64_t late_before;       /* a timed change due before this was owed by a predecessor, or fell
                                  * due before the first daemon started */
     int restart, journal_fd;
+    uint64_t journal_len;       /* the bytes of whole lines in the journal */
     int load_eagerly;           /* build the route model now (else on the first change) */
 } npkd_state;
 
@@ -123,7 +125,14 @@ static int journal_write(void *ctx, const char *line)
     npkd_state *d = ctx;
     if (d->journal_fd < 0) return 0;
     size_t n = strlen(line);
-    if (write(d->journal_fd, line, n) == (ssize_t)n) return 0;
+    ssize_t w = write(d->journal_fd, line, n);
+    if (w == (ssize_t)n) {
+        d->journal_len += n;
+        return 0;
+    }
+    /* a part of the line: taken back, so that the next line does not run on from it (a
+     * kill before this leaves it for the replay, which drops a torn last line) */
+    if (w > 0 && ftruncate(d->journal_fd, (off_t)d->journal_len)) w = -1;
     fprintf(stderr, "npkd: cannot write the route journal\n");
     return -1;
 }
@@ -144,6 +153,9 @@ static int load_some(npkd_state *d, uint32_t budget)
         if (d->cfg.state_path[0]) {
             d->journal_fd = open(d->cfg.state_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
             if (d->journal_fd < 0) fprintf(stderr, "npkd: cannot open %s\n", d->cfg.state_path);
+            d->journal_len = d->load.jbytes;
+            if (d->journal_fd >= 0 && d->load.torn && ftruncate(d->journal_fd, (off_t)d->load.jbytes))
+                die("cannot cut the torn end of %s", d->cfg.state_path);
         }
         /* ARP starts afresh: journalled.  These lines come after the /32s left SRAM
          * (tables.c revert_learnt), not before; a kill at one of them is harmless all
@@ -203,16 +215,47 @@ static void show_entry(npkd_state *d, ctl_conn *k, uint32_t prefix, int len, uin
                e.flags & NH_ARP_MISS ? " unresolved" : "");
 }
 
+/* `show`: the next SHOW_STEP routes of the table (by length, then slot), one step a turn
+ * of the loop and only once the previous step has been sent: a table of any size, and a
+ * client that reads slowly or never, cost the exception path one step at most.  Routes
+ * changed meanwhile may be listed as they were or as they are. */
+#define SHOW_STEP 8
+static int show_more(void *ctx, ctl_conn *k)
+{
+    npkd_state *d = ctx;
+    uint32_t shown = 0, n = k->cursor[0], i = k->cursor[1];
+    for (; n <= 32; n++, i = 0) {
+        const u32map *m = &d->tab.trie.routes[n];
+        for (; i < m->cap; i++) {
+            if (!m->used[i]) continue;
+            if (shown++ == SHOW_STEP) {
+                k->cursor[0] = n;
+                k->cursor[1] = i;
+                return 1;
+            }
+            show_entry(d, k, m->key[i], (int)n, m->val[i]);
+        }
+    }
+    ctl_printf(k, "ok\n");
+    return 0;
+}
+
 static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
 {
     npkd_state *d = ctx;
-    (void)c;
     d->cp.stats[ST_control_requests]++;
     while (*line == ' ') line++;
     if (!strncmp(line, "add ", 4)) {
         route_cfg r;
         if (parse_route(&d->cfg, line + 4, &r)) {
             ctl_printf(k, "error: cannot read the route '%s' (PREFIX/LEN via NEXTHOP [port P])\n", line + 4);
+            return;
+        }
+        char why[200];
+        if (cfg_route_problem(&d->cfg, &r, why, sizeof why) ||   /* the rules every route meets */
+            npkd_change_problem(r.prefix, r.len, why, sizeof why)) {
+            d->cp.stats[ST_route_errors]++;
+            ctl_printf(k, "error: %s\n", why);
             return;
         }
         int rc = cp_route_add(&d->cp, &r, CHG_SOCKET);
@@ -227,33 +270,44 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
             ctl_printf(k, "error: cannot read the prefix '%s'\n", line + 4);
             return;
         }
+        char why[200];
+        if (npkd_change_problem(r.prefix, r.len, why, sizeof why)) {
+            d->cp.stats[ST_route_errors]++;
+            ctl_printf(k, "error: %s\n", why);
+            return;
+        }
         int rc = cp_route_del(&d->cp, r.prefix, r.len, CHG_SOCKET);
         ctl_printf(k, rc == -4 ? "error: no such route\n" : rc ? "error: route not deleted (%d)\n" : "ok\n", rc);
         return;
     }
-    if (!strncmp(line, "show", 4)) {
+    if (!strncmp(line, "show", 4) && (line[4] == 0 || line[4] == ' ')) {
         ensure_tables(d);
         uint32_t a, prefix, nh;
         int len;
-        const char *rest = line + 4;
-        if (!parse_ip(rest, &a, NULL)) {
+        const char *rest = line + 4, *end;
+        while (*rest == ' ') rest++;
+        if (*rest) {                              /* show A.B.C.D: that address, or an error */
+            if (parse_ip(rest, &a, &end) || end[strspn(end, " ")]) {
+                ctl_printf(k, "error: cannot read the address '%s' (show [A.B.C.D])\n", rest);
+                return;
+            }
             if (lpm_match(&d->tab.trie, a, &prefix, &len, &nh)) show_entry(d, k, prefix, len, nh);
             uint32_t walked = lpm_walk(&d->mem, &d->cfg.lay, a);
             ctl_printf(k, "fast path: index %u\nok\n", walked);
             return;
         }
-        for (int n = 0; n <= 32; n++) {
-            const u32map *m = &d->tab.trie.routes[n];
-            for (uint32_t i = 0; i < m->cap; i++)
-                if (m->used[i]) show_entry(d, k, m->key[i], n, m->val[i]);
-        }
-        ctl_printf(k, "ok\n");
+        k->cursor[0] = k->cursor[1] = 0;          /* the whole table: in steps (show_more) */
+        k->more = show_more;
         return;
     }
     if (!strcmp(line, "stats")) {
         cp_publish(&d->cp, d->state, d->starts);
         ctl_printf(k, "state %s\nstarts %u\n", d->cp.tables_ready ? "ready" : "loading", d->starts);
         for (int i = 0; i < ST_COUNT; i++) ctl_printf(k, "%s %u\n", cp_stat_name(i), d->cp.stats[i]);
+        const ctl_counts *n = &c->n;              /* the socket's own (ctl.h: its limits) */
+        ctl_printf(k, "control_accepted %u\ncontrol_evicted %u\ncontrol_idle_closed %u\n"
+                      "control_overflow_closed %u\ncontrol_lines_too_long %u\n",
+                   n->accepted, n->evicted, n->idle_closed, n->overflow_closed, n->lines_too_long);
         ctl_printf(k, "ok\n");
         return;
     }
@@ -285,6 +339,7 @@ static void wait_for_work(npkd_state *d, uint64_t deadline)
     d->now = npk_dev_now_ns(&d->dev);        /* the turn of the loop took time: sleep to the deadline */
 #ifdef NPK_GPE
     if (d->ctl.lfd >= 0 && deadline > d->now + 1000000u) deadline = d->now + 1000000u;   /* look at the socket */
+    if (d->ctl.lfd >= 0 && ctl_pending(&d->ctl)) return;   /* a command read waits for its turn */
     if (npk_dev_wait_until(&d->dev, deadline) < 0) die("device wait failed");
 #else
     struct pollfd p[1 + 1 + CTL_CONNS];
@@ -391,6 +446,9 @@ int main(int argc, char **argv)
     if (rc) die("control socket %s: %s", d.cfg.socket_path, strerror(-rc));
     d.ctl.handle = handle;
     d.ctl.ctx = &d;
+    d.ctl.now_ns = &d.now;
+    d.ctl.idle_ns = (uint64_t)d.cfg.opt.ctl_idle_us * 1000u;
+    d.ctl.out_max = d.cfg.opt.ctl_answer_max;
     if (d.starts > 1 && d.cfg.state_path[0])
         d.next_change = d.cfg.nchg;    /* none until the journal says which are still to make (load_some) */
     else if (d.starts == 1)            /* the first start: those due before it are made late, not skipped */

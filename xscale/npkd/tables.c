@@ -415,11 +415,15 @@ int tables_load_step(tables *t, tables_load *L, uint32_t budget)
     case 5: {                                         /* the journal of a previous instance */
         char line[256];
         for (uint32_t k = 0; k < budget; k++) {
-            if (!fgets(line, sizeof line, L->journal)) {
+            size_t n = fgets(line, sizeof line, L->journal) ? strlen(line) : 0;
+            if (n && line[n - 1] != '\n' && feof(L->journal)) n = 0;   /* a torn last line: never acknowledged */
+            if (!n) {
+                L->torn = !feof(L->journal) || L->jbytes < (uint64_t)ftell(L->journal);
                 L->phase = 4;
                 L->restart = 1;
                 return 0;
             }
+            L->jbytes += n;
             L->jline++;
             if (journal_line(t, L, line)) {
                 snprintf(L->err, sizeof L->err, "route journal line %u: cannot replay", L->jline);

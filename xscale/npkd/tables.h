@@ -87,6 +87,11 @@ typedef struct tables_load {
     void (*on_withdraw)(void *ctx, uint64_t at_ns);
     void *on_withdraw_ctx;
     uint32_t timed_done;      /* 1 + the highest index of a timed change the journal marks */
+    /* the journal's whole lines (bytes), and whether more followed: the start of a line
+     * whose write was cut (a kill, a full disk), not applied (its change was never
+     * acknowledged) and cut off the file before the daemon appends to it (npkd.c) */
+    uint64_t jbytes;
+    int torn;
     u32vec learnt;
     char err[NPKD_PATH + 100];
 } tables_load;

@@ -228,6 +228,50 @@ static void test_faults(const npk_config *cfg)
     npk_destroy(c);
 }
 
+/* the per-instruction profile: its counts add up to the instructions run, a run with it
+ * ends as one without, npk_reset zeroes it, and its errors */
+static void test_profile(const npk_config *cfg)
+{
+    uint32_t want = 0;
+    uint64_t cycles = 0;
+    for (int on = 0; on < 2; on++) {
+        npk_chip *c = npk_create(cfg);
+        CHECK(c != NULL);
+        if (!c) return;
+        uint64_t ex[16], tk[16];
+        CHECK(npk_profile_read(c, 0, ex, tk, 4) == NPK_ESTATE);
+        CHECK(npk_profile_enable(c, 2) == NPK_EINVAL);
+        CHECK(npk_load_ustore(c, 0, prog_alu_loop, N(prog_alu_loop), 8) == NPK_OK);
+        CHECK(npk_load_ustore(c, 1, prog_mem_mix, N(prog_mem_mix), 8) == NPK_OK);
+        CHECK(npk_me_enable(c, 0, 0x01) == NPK_OK);
+        CHECK(npk_me_enable(c, 1, 0xFF) == NPK_OK);
+        if (on) CHECK(npk_profile_enable(c, 1) == NPK_OK && npk_profile_enable(c, 1) == NPK_OK);
+        int reason = -1;
+        CHECK(npk_run(c, 2000000, &reason) == NPK_OK && reason == NPK_STOP_HALTED);
+        uint32_t v = 0;
+        CHECK(npk_reg_read(c, 0, 0, NPK_REG_GPR_B, 2, &v) == NPK_OK);
+        if (!on) { want = v; cycles = npk_cycle(c); }
+        else { CHECK(v == want); CHECK(npk_cycle(c) == cycles); }
+        if (on) {
+            for (int me = 0; me < 2; me++) {
+                npk_me_stats ms;
+                size_t n = me ? N(prog_mem_mix) : N(prog_alu_loop);
+                CHECK(npk_profile_read(c, me, ex, tk, n) == NPK_OK);
+                uint64_t sum = 0;
+                for (size_t i = 0; i < n; i++) { sum += ex[i]; CHECK(tk[i] <= ex[i]); }
+                CHECK(npk_stats_me(c, me, &ms) == NPK_OK && sum == ms.instructions);
+            }
+            CHECK(npk_profile_read(c, 99, ex, tk, 4) == NPK_EINVAL);
+            CHECK(npk_profile_read(c, 0, NULL, NULL, (size_t)cfg->ustore_words + 1) == NPK_EINVAL);
+            npk_reset(c);
+            CHECK(npk_profile_read(c, 0, ex, NULL, 4) == NPK_OK && ex[0] == 0 && ex[3] == 0);
+            CHECK(npk_profile_enable(c, 0) == NPK_OK);
+            CHECK(npk_profile_read(c, 0, ex, tk, 4) == NPK_ESTATE);
+        }
+        npk_destroy(c);
+    }
+}
+
 int main(void)
 {
     npk_config cfg;
@@ -237,6 +281,7 @@ int main(void)
     test_fuzz(&cfg);
     test_errors(&cfg);
     test_faults(&cfg);
+    test_profile(&cfg);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
