@@ -124,9 +124,9 @@ class XScaleHost:
             if self.gdb is not None:
                 self.gdb.poll(self)
             if self._debt:
-                step = min(self._debt, target - clock.now)
-                self._debt -= step
-                reason = clock.run_chip(step)
+                start = clock.now
+                reason = clock.run_chip(min(self._debt, target - clock.now))
+                self._debt -= clock.now - start     # a breakpoint may stop the chip short of it
             elif core.state == "running":
                 reason = self._quantum(target)
             elif core.state == "waiting" and core.wait is not None:
@@ -151,9 +151,11 @@ class XScaleHost:
         dt, self._rem = divmod(n * self.me_mhz + self._rem, self.xs_mhz)
         if core.state == "stopped" and self.gdb is not None:
             self.gdb.stopped(self)
-        step = min(dt, target - clock.now)      # the chip stops at the target; the rest is owed
-        self._debt = dt - step
-        return clock.run_chip(step)
+        # the chip stops at the target, or at a breakpoint before it: the rest is owed
+        start = clock.now
+        reason = clock.run_chip(min(dt, target - clock.now))
+        self._debt = dt - (clock.now - start)
+        return reason
 
     def visible_from(self, cycle: int) -> int:
         """From which chip cycle the chip sees what the core wrote to its memories when its

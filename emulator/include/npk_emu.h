@@ -323,6 +323,10 @@ int npk_last_stop(npk_chip *chip, npk_stop_info *out);
 /* breakpoints and watchpoints: me / ctx -1 = any; return id >= 0 */
 int npk_bp_add(npk_chip *chip, int me, int ctx, uint32_t pc);
 int npk_bp_del(npk_chip *chip, int id);
+/* After a breakpoint stops the run before an ME's word, the ME's next word skips the
+ * breakpoint check once, so that running on executes it.  This drops that pass: the
+ * next word of the ME is checked again (returns 1 when a pass was pending, else 0). */
+int npk_bp_resume_clear(npk_chip *chip, int me);
 int npk_wp_add_reg(npk_chip *chip, int me, int kind, uint32_t index);
 int npk_wp_add_mem(npk_chip *chip, int space, uint64_t addr, uint32_t len);
 int npk_wp_del(npk_chip *chip, int id);

@@ -669,6 +669,14 @@ int npk_bp_del(npk_chip *c, int id)
     return NPK_OK;
 }
 
+int npk_bp_resume_clear(npk_chip *c, int me)
+{
+    if (bad_me(c, me)) return NPK_EINVAL;
+    int was = c->me[me].bp_skip;
+    c->me[me].bp_skip = 0;
+    return was;
+}
+
 int npk_wp_add_reg(npk_chip *c, int me, int kind, uint32_t index)
 {
     if (!c) return NPK_EINVAL;
@@ -783,7 +791,12 @@ static int reg_access(npk_chip *c, int me, int ctx, int kind, uint32_t index, ui
     case NPK_REG_CSR:
         if (index > 0x3FC || (index & 3) || ctx < -1 || ctx > 7) return NPK_EINVAL;
         if (write) npk_lcsr_write(c, m, ctx < 0 ? 0 : ctx, index, *val);
-        else *val = npk_lcsr_read(c, m, ctx < 0 ? 0 : ctx, index);
+        else if (index == NPK_LCSR_PSEUDO_RANDOM_NUMBER) {
+            /* a look from outside (the debugger) takes no number from the generator: it
+             * shows the one the ME's next read gets, and the program runs as without it */
+            uint64_t peek = m->prng;
+            *val = (uint32_t)npk_prng_next(&peek);
+        } else *val = npk_lcsr_read(c, m, ctx < 0 ? 0 : ctx, index);
         return NPK_OK;
     case NPK_REG_PC:
         if (write) {

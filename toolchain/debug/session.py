@@ -45,8 +45,9 @@ from . import events, views
 from . import packet as pkt
 from .expr import ExprError, evaluate
 from .profile import context_rows, format_context_rows
+from .rewind import Recorder, RewindError, not_rewindable
 from .source import _same_file, macro_frames, short, where
-from .target import Target
+from .target import Target, TargetError
 
 DEFAULT_RUN = 10_000_000
 RUN_SLICE = 50_000
@@ -57,10 +58,10 @@ THREAD_HISTORY = 1024  # instructions `history` keeps a thread
 MAX_DUMP = 1 << 16  # bytes `mem` prints at most
 # most positional arguments a command takes (commands not listed parse their own)
 MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 0, "thread": 1, "threads": 0, "regs": 1,
-            "signals": 1, "rings": 0, "undisplay": 100, "history": 2, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
+            "signals": 1, "rings": 0, "undisplay": 100, "history": 2, "back": 1, "reverse-step": 1, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
 
 
-STOPPING = ("run", "continue", "step", "next", "back")  # commands after which the displays are shown
+STOPPING = ("run", "continue", "step", "next", "back", "reverse-step")  # commands after which the displays are shown
 
 
 def show_value(v: int) -> str:
@@ -85,6 +86,7 @@ class Breakpoint:
     cond: str = ""
     hits: int = 0
     places: list[str] = field(default_factory=list)  # one line per program it is in, when several
+    at: list[tuple[int, int]] = field(default_factory=list)  # (me, pc) of each C breakpoint, as in ids
 
 
 @dataclass
@@ -121,6 +123,7 @@ class Session:
         self.sram_queues: set[int] = set()
         self.sram_rings: set[int] = set()
         self.chip.history_enable(2)  # every instruction too: `history` lists a thread's last ones
+        self.log = Recorder(self.chip, t.mes)  # every call that changes the chip: `back` replays them
         self.instrs: dict[tuple[int, int], deque[tuple[int, int]]] = {}  # (me, ctx) -> (cycle, pc)
         self.faults_seen = 0  # the chip's fault total already reported
         self._stop_requested = False
@@ -145,6 +148,9 @@ class Session:
             "display": (self.cmd_display, "display [EXPR]          show EXPR (in the current thread) at every stop; alone: show them now"),
             "undisplay": (self.cmd_undisplay, "undisplay [N]           stop showing display N (all without N)"),
             "history": (self.cmd_history, "history [ME[:CTX]] [N]  the thread's last N instructions (default 10) with their cycles"),
+            "back": (self.cmd_back, "back [N]                go back N instructions of this thread (default 1): the state "
+                                    "just before it executed the Nth last one"),
+            "reverse-step": (self.cmd_back, "reverse-step [N]        same as back"),
             "print": (self.cmd_print, "print EXPR              value of an expression over registers"),
             "signals": (self.cmd_signals, "signals [ME]            signals raised and awaited per context"),
             "mem": (self.cmd_mem, "mem sram|dram|scratch ADDR [LEN]  dump memory"),
@@ -158,7 +164,8 @@ class Session:
             "help": (self.cmd_help, "help [COMMAND]          this list"),
         }  # fmt: skip
         self.aliases = {"c": "continue", "s": "step", "n": "next", "b": "break", "r": "run",
-                        "p": "print", "l": "list", "bt": "where", "i": "info", "x": "mem", "d": "delete"}  # fmt: skip
+                        "p": "print", "l": "list", "bt": "where", "i": "info", "x": "mem", "d": "delete",
+                        "rs": "reverse-step"}  # fmt: skip
 
     # ------------------------------------------------------------------ plumbing
     def emit(self, text: str = "") -> None:
@@ -513,7 +520,7 @@ class Session:
         while True:
             if self._stop_requested:
                 return "interrupted"
-            reason = self.chip.run(min(RUN_SLICE, max(0, end - self.chip.cycle)))
+            reason = self.log.run(min(RUN_SLICE, max(0, end - self.chip.cycle)))
             if reason == "budget" and self.chip.cycle < end:
                 self._drain()
                 continue
@@ -611,17 +618,16 @@ class Session:
                 wait = self.sig_list(me, self.chip.reg(me, "wait", ctx))
                 raise DebugError(f"ME {self.nm(me)} ctx {ctx} is still asleep after {MAX_WAKE_WAIT} cycles "
                                  f"(waiting on {wait}); `run` to go on, `threads` to see who could signal it")  # fmt: skip
-            reason = self.chip.run(1)
+            reason = self.log.run(1)
             if reason == "watchpoint" and not self._watch_changes():
                 continue
             if reason == "breakpoint" and not self._hit(self.chip.last_stop()):
                 continue
             if reason not in ("budget",):
                 return reason
-        lib, raw = self.chip.lib, self.chip._chip
         pc0 = self.pc(me, ctx)
         for _ in range(8):
-            lib.npk_step(raw, me, ctx)
+            self.log.step(me, ctx)
             st = self.chip.last_stop()
             if st["reason"] == "breakpoint" and st["me"] == me and st["ctx"] == ctx:
                 continue  # stopped before its own instruction: step over the breakpoint
@@ -753,10 +759,10 @@ class Session:
         places = self.resolve_location(spec, only)
         if cond.strip():  # unknown names are an error now, not at the first hit
             self._check_condition(cond.strip(), sorted({me for me, _ in places}))
-        ids = [(self.chip.add_breakpoint(pc, me=me), pc) for me, pc in places]
+        ids = [(self.log.add_breakpoint(pc, me=me), pc) for me, pc in places]
         groups = self._break_places(places)
         shown = spec if only is None else f"{spec} me {','.join(self.nm(me) for me in only)}"
-        bp = Breakpoint(self.next_num, shown, ids, groups[0][1], cond.strip())
+        bp = Breakpoint(self.next_num, shown, ids, groups[0][1], cond.strip(), at=list(places))
         if len(groups) > 1:  # several programs: each place on a line of its own (and in `info`)
             bp.where = f"{len(groups)} places"
             bp.places = [f"ME {self.names(mes)}: {where}, address {', '.join(map(str, addrs))}"
@@ -784,7 +790,7 @@ class Session:
                 raise self.unexpected("watch", args[3], self.arg_offset(rest, args, 3))
             length = self._length(args[2], MAX_DUMP) if len(args) > 2 else 4
             addr = self.address(args[0], args[1], length)
-            cid = self.chip.add_watchpoint(f"{args[0]}:{addr}", length=length)
+            cid = self.log.add_watchpoint(f"{args[0]}:{addr}", length=length)
             w = Watchpoint(num, f"{args[0]} 0x{addr:x} len {length}", cid, -1, -1, space=args[0], addr=addr,
                            length=length, last=self.chip.mem_read(args[0], addr, length))  # fmt: skip
         else:
@@ -799,7 +805,7 @@ class Session:
             if ref.kind > K_LM:
                 raise DebugError(f"'{name}' cannot be watched: watchpoints see GPRs, transfer, next-neighbour "
                                  "and local-memory registers (and memory)")  # fmt: skip
-            cid = self.chip.add_watchpoint(phys, me=self.me, ctx=self.ctx)
+            cid = self.log.add_watchpoint(phys, me=self.me, ctx=self.ctx)
             label = f"{name} ({phys}) ME {self.nm(self.me)} ctx {self.ctx}" if phys != name else f"{name} ME {self.nm(self.me)} ctx {self.ctx}"
             w = Watchpoint(num, label, cid, self.me, self.ctx, reg=phys, last=self.chip.reg(self.me, phys, self.ctx))
         self.watches[num] = w
@@ -815,9 +821,9 @@ class Session:
         for n in nums:
             if n in self.breaks:
                 for cid, _ in self.breaks.pop(n).ids:
-                    self.chip.del_breakpoint(cid)
+                    self.log.del_breakpoint(cid)
             elif n in self.watches:
-                self.chip.del_watchpoint(self.watches.pop(n).cid)
+                self.log.del_watchpoint(self.watches.pop(n).cid)
             else:
                 raise DebugError(f"no breakpoint or watchpoint {n}")
         self.emit(f"deleted {', '.join(map(str, nums))}" if nums else "nothing to delete")
@@ -994,7 +1000,7 @@ class Session:
         addr = self.address(space, addr_text.strip(), width)
         value = self._set_value(rhs, width)
         old = self.chip.mem_read(space, addr, width)
-        self.chip.mem_write(space, addr, value.to_bytes(width, "big"))
+        self.log.mem_write(space, addr, value.to_bytes(width, "big"))
         self.emit(f"{space}[0x{addr:x}] = 0x{value:0{2 * width}x} ({width} byte{'s' if width > 1 else ''}, was 0x{old.hex()})")
 
     def _set_reg(self, name: str, rhs: str) -> None:
@@ -1020,7 +1026,7 @@ class Session:
             raise DebugError(f"pc {value} is past the end of program {self.target.loaded[me]} "
                              f"({len(self.target.program(me).words)} words)")  # fmt: skip
         old = self.chip.reg(me, phys, ctx)
-        self.chip.set_reg(me, phys, value, ctx)
+        self.log.set_reg(me, phys, value, ctx)
         now = self.chip.reg(me, phys, ctx)
         shown = f"{name} ({phys})" if phys != name else name
         self.emit(f"{shown} = {now} (0x{now:x}), was {old} (0x{old:x})  ME {self.nm(me)} ctx {ctx}")
@@ -1079,6 +1085,91 @@ class Session:
             self.emit("  (none since the session began, or they were pushed out of the chip's history)")
         for cycle, pc in shown:
             self.emit(f"  cycle {cycle:>8d}  pc {pc:4d}  {self.instr_text(me, pc):<40s}  {self.loc(me, pc)}")
+
+    def cmd_back(self, args: list[str], rest: str) -> None:
+        n = self._count(args[0], "N") if args else 1
+        me, ctx = self.me, self.ctx
+        blocked = not_rewindable(self.target)
+        if blocked:
+            raise DebugError(f"back: {blocked}")
+        done = self.log.count(me, ctx) - self.log.count(me, ctx, 0)
+        if n > done:
+            raise DebugError(f"back {n}: ME {self.nm(me)} ctx {ctx} has executed " + (
+                f"{done} instruction{'' if done == 1 else 's'} since the session began (back {done} at most)"
+                if done else "no instruction since the session began: there is nothing to go back over"))  # fmt: skip
+        whole, count = self.log.locate(me, ctx, n)
+        was, calls = self.chip.cycle, len(self.log.actions)
+        checked, inside = self._replay(whole, count, me, ctx, list(self.instrs.get((me, ctx), ())))
+        self.me, self.ctx = me, ctx
+        self._reinstall_points()
+        self.faults_seen = self.chip.faults()["total"]
+        part = f"{whole} of its {calls} calls to the chip" + (", then part of the next" if inside else "")
+        self.emit(f"back {n} instruction{'s' if n > 1 else ''} of ME {self.nm(me)} ctx {ctx}: the target opened again, "
+                  f"the session replayed on it ({part}); cycle {self.chip.cycle} (was {was}), the thread's "
+                  f"instruction {count - self.log.count(me, ctx, 0) + 1} of the session is next")  # fmt: skip
+        self.emit(checked)
+        self.show_here()
+
+    def _replay(self, whole: int, count: int, me: int, ctx: int, kept: list[tuple[int, int]]) -> tuple[str, bool]:
+        """Open the target again and replay the session on it up to ME:CTX's count, checked
+        against the thread's history `kept`; the session then goes on there (on failure it
+        stays where it was).  Returns _check_back's line, and whether it stopped inside a call."""
+        assert self.target.reopen is not None
+        try:
+            fresh = self.target.reopen()
+        except (TargetError, ValueError) as e:
+            raise DebugError(f"back: the target cannot be opened again: {e}") from None
+        old = (self.target, self.chip, self.log, self.instrs, self.events, self.sram_queues, self.sram_rings)
+        try:
+            changed = [self.nm(m) for m in self.target.mes if m not in fresh.loaded
+                       or fresh.program(m).words != self.target.program(m).words]  # fmt: skip
+            if changed:
+                raise RewindError(f"the code built again for ME {', '.join(changed)} differs from the session's "
+                                  "(its sources changed on disk since the session began)")  # fmt: skip
+            fresh.parts, fresh.maps = self.target.parts, self.target.maps  # the source maps as found (--source-dir)
+            fresh.chip.history_enable(2)
+            self.target, self.chip, self.log = fresh, fresh.chip, Recorder(fresh.chip, fresh.mes)
+            self.instrs, self.events, self.sram_queues, self.sram_rings = {}, deque(maxlen=HISTORY_KEEP), set(), set()
+            inside = old[2].replay(self.log, whole, count, me, ctx, self._drain)
+            checked = self._check_back(kept, me, ctx, count)
+        except (RewindError, EmulatorError) as e:
+            fresh.close()
+            self.target, self.chip, self.log, self.instrs, self.events, self.sram_queues, self.sram_rings = old
+            raise DebugError(f"back: {e}") from None
+        old[0].close()
+        return checked, inside
+
+    def _reinstall_points(self) -> None:
+        """The breakpoints and watchpoints as they are now (not as they were back then) on
+        the replayed chip, under the ids it gives them; a watchpoint's value is the one there."""
+        for cid in sorted(self.log.bps):
+            self.log.del_breakpoint(cid)
+        for cid in sorted(self.log.wps):
+            self.log.del_watchpoint(cid)
+        for bp in self.breaks.values():
+            bp.ids = [(self.log.add_breakpoint(pc, me=me), pc) for me, pc in bp.at]
+        for w in self.watches.values():
+            if w.reg:
+                w.cid = self.log.add_watchpoint(w.reg, me=w.me, ctx=w.ctx)
+            else:
+                w.cid = self.log.add_watchpoint(f"{w.space}:{w.addr}", length=w.length)
+            w.last = self._watch_value(w)
+
+    def _check_back(self, kept: list[tuple[int, int]], me: int, ctx: int, count: int) -> str:
+        """The replayed thread against the session's record: its instruction count, and its
+        pc against the instruction the history recorded as its next one (the first at or
+        after the cycle now, when the history still holds the time before); RewindError
+        when they differ."""
+        now, pc = self.chip.cycle, self.pc(me, ctx)
+        if self.log.count(me, ctx) != count:
+            raise RewindError(f"the replayed thread has executed {self.log.count(me, ctx)} instructions, not {count}")
+        nxt = next(((c, p) for c, p in kept if c >= now), None)
+        if nxt is None or (len(kept) >= THREAD_HISTORY and kept[0][0] >= now):
+            return f"  (its next instruction, pc {pc}, is older than the {len(kept)} the history keeps: not checked)"
+        if nxt[1] != pc:
+            raise RewindError(f"the replayed thread is at pc {pc}, but the history recorded pc {nxt[1]} at cycle "
+                              f"{nxt[0]} as its next instruction")  # fmt: skip
+        return f"  checked: the history recorded pc {pc} as the thread's next instruction, at cycle {nxt[0]}"
 
     def cmd_print(self, args: list[str], rest: str) -> None:
         if not rest:

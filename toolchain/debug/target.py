@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,10 @@ class Target:
     exceptions: Any = None  # the exception path's host reader (a router image without control program)
     control: Any = None  # npkit.toolchain.system.control.ControlPlane: the image's daemon on the XScale
     parts: list[Part] = field(default_factory=list)  # every image loaded (npk debug a.uc@0 b.elf@1)
+    # the same target built again from scratch, from what was read when it was opened (the
+    # debugger's `back` replays the session on it); None: it cannot be (built by hand)
+    reopen: Callable[[], Target] | None = None
+    not_again: str = ""  # why it must not be opened a second time, when it must not ('' when it may)
 
     def __post_init__(self) -> None:
         if not self.parts:
@@ -107,6 +112,13 @@ class Target:
     @property
     def clock_mhz(self) -> float:
         return float(self.chip.config["clock_mhz"])
+
+    def close(self) -> None:
+        """End what runs beside the chip (the control daemon, its files); the chip and its
+        devices go with the last reference to them."""
+        if self.control is not None:
+            self.control.close()
+            self.control = None
 
 
 # what `npk run`, `npk debug`, `npk trace` and `npk why` assemble rather than read
@@ -278,7 +290,16 @@ def open_layout(p: Path, config: str, traffic: str | None, params: dict[str, Any
     elif traffic:
         attach_traffic(t, traffic)
     service_exceptions(t, xscale_gdb)
+    again(t, partial(open_layout, p, config, traffic, params, xscale_gdb), xscale_gdb)
     return t
+
+
+def again(t: Target, opener: Callable[[], Target], xscale_gdb: int | str | None) -> None:
+    """Record how `t` is built again from scratch, and why it must not be when it must not."""
+    t.reopen = opener
+    if xscale_gdb is not None:
+        t.not_again = (f"the control daemon waits for gdb (--xscale-gdb {xscale_gdb}): a second copy of it "
+                       "cannot be started and replayed; debug without --xscale-gdb to go back")  # fmt: skip
 
 
 def service_exceptions(t: Target, xscale_gdb: int | str | None = None) -> None:
@@ -474,4 +495,6 @@ def _load(p: Path, chosen: str, notes: list[str], named: Named, rings: list[dict
         service_exceptions(t, xscale_gdb)
     elif xscale_gdb is not None:
         raise TargetError("--xscale-gdb: several images have no control program (debug a linked router alone)")
+    # the images as read now, not the files again: an edit made meanwhile changes nothing
+    again(t, partial(_load, p, chosen, notes, named, rings, traffic, xscale_gdb), xscale_gdb)
     return t
