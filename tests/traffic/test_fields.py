@@ -243,3 +243,20 @@ def test_router_runs_the_example_and_the_judge_is_satisfied() -> None:
     assert t["dropped"].get("non_ipv4_ethertype", 0) > 0 and set(t["dropped"]) == {"non_ipv4_ethertype"}
     assert t["forwarded"] == cmp_["matched_forward"] > 100
     assert t["offered"] == t["forwarded"] + t["dropped"]["non_ipv4_ethertype"]
+
+
+def test_frames_too_short_for_the_tag_are_judged_by_their_bytes(tmp_path: Path) -> None:
+    """64-byte frames of TCP or with a router alert option have room for 2..6 bytes of the
+    tag: the judge identifies them by their bytes, as it does without fields."""
+    spec = {"seed": 2, "router": str(ROUTER_YAML), "count": 300,
+            "defaults": {"size": 64, "load": 0.2, "fields": {
+                "ip_proto": {"tcp": 1, 47: 1, "udp": 1}, "src_port": 1000, "dst_port": 80,
+                "ip_options": {"none": 5, "router_alert": 1}, "payload": "random"}}}  # fmt: skip
+    (tmp_path / "short.yaml").write_text(yaml.safe_dump(spec))
+    res = CliRunner().invoke(main, ["demo", "--ms", "1", "--json", "--traffic", str(tmp_path / "short.yaml")])
+    assert res.exit_code == 0, res.output[-2000:]
+    s = json.loads(res.stdout)
+    assert s["verdict"] == {"ok": True, "reasons": []}
+    cmp_ = s["comparison"]
+    assert cmp_["untagged"] > 50 and cmp_["unmatched"] == 0 and cmp_["matched_exception"] > 0
+    assert cmp_["matched_forward"] == s["totals"]["forwarded"] == s["totals"]["offered"]
