@@ -76,8 +76,9 @@ payload (zeros | random | {pattern: "de ad be ef"}, after the tag)::
       dst_port: {range: [1000, 2000]}
       tcp_flags: [S, SA, A]
 
-They are drawn from the port's own stream (spec_fields.FieldDraws); the frame keeps the
-size `size:` drew. The oracle judges such frames like any other (a VLAN-tagged frame is
+A top-level `fields:` is the default of every port, like `defaults: {fields: ...}`; a
+port's own `fields:` replaces it as a whole. They are drawn from the port's own stream
+(spec_fields.FieldDraws); the frame keeps the size `size:` drew. The oracle judges such frames like any other (a VLAN-tagged frame is
 a non_ipv4_ethertype drop for the IPv4 router; options go to the control plane).
 
 Top level, for the control plane: `neighbours: {10.0.2.77: "02:00:0a:00:02:4d"}` are

@@ -119,7 +119,7 @@ class Fields(BaseModel):
     keep theirs).  Each field is a constant V, a list drawn uniformly, `{cycle: [...]}`
     taken in turn, `{V: weight, ...}` or, for integers, `{range: [lo, hi]}` (inclusive);
     unset fields are drawn as without `fields:`.  A port's `fields:` replaces the
-    defaults' as a whole.  Frames stay the size `size:` draws: a VLAN tag, options and
+    defaults' (or the top level's) as a whole; replayed ports (`source:`) ignore them.  Frames stay the size `size:` draws: a VLAN tag, options and
     headers take room from the payload (the smallest size must hold them), and the payload
     still starts with the packet's tag (cut short when it does not fit)."""
 
@@ -216,6 +216,7 @@ class TrafficSpecFile(BaseModel):
     duration_ns: Duration | None = Field(None, description="arrivals before this time (and/or count)")
     link_bps: Rate = Field(1_000_000_000, description="port speed")
     wire: Wire | None = Field(None, description="default wire model of every port")
+    fields: Fields | None = Field(None, description="default `fields:` of every port (like defaults.fields)")
     defaults: PortSettings | None = Field(None, description="settings of every port")
     ports: dict[int, PortSettings | None] = Field(default_factory=dict,
                                                   description="per-port settings by port index")  # fmt: skip
@@ -261,6 +262,8 @@ class TrafficSpecFile(BaseModel):
         origin: dict[str, tuple[Any, ...]] = {}
         if self.wire is not None:
             base["wire"], origin["wire"] = self.wire, ("wire",)
+        if self.fields is not None:
+            base["fields"], origin["fields"] = self.fields, ("fields",)
         if self.defaults is not None:
             for k in self.defaults.model_fields_set:
                 base[k], origin[k] = getattr(self.defaults, k), ("defaults", k)

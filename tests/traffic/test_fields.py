@@ -260,3 +260,13 @@ def test_frames_too_short_for_the_tag_are_judged_by_their_bytes(tmp_path: Path) 
     cmp_ = s["comparison"]
     assert cmp_["untagged"] > 50 and cmp_["unmatched"] == 0 and cmp_["matched_exception"] > 0
     assert cmp_["matched_forward"] == s["totals"]["forwarded"] == s["totals"]["offered"]
+
+
+def test_top_level_fields_apply_to_every_port_and_a_port_replaces_them() -> None:
+    spec = spec_from_dict({"seed": 1, "router": str(ROUTER_YAML), "count": 30, "fields": {"ttl": 9},
+                           "ports": {3: {"fields": {"tos": 4}}}}, EXAMPLES)  # fmt: skip
+    by_port: dict[int, set[tuple[int, int]]] = {}
+    for p in iter_packets(spec):
+        f = _parse(p.data)
+        by_port.setdefault(p.port, set()).add((f["ttl"], f["tos"]))
+    assert by_port == {0: {(9, 0)}, 1: {(9, 0)}, 2: {(9, 0)}, 3: {(64, 4)}, 4: {(9, 0)}}
