@@ -259,6 +259,7 @@ class FrameBuilder:
         the fields stream, the others from the content stream as ip_frame draws them."""
         fd = self.fields
         assert fd is not None
+        dst_mac, src_mac = fd.draw("dst_mac"), fd.draw("src_mac")
         vlan, proto = fd.draw("vlan"), fd.draw("ip_proto")
         src, dst = fd.address("src"), fd.address("dst")
         sport, dport, flags = fd.draw("src_port"), fd.draw("dst_port"), fd.draw("tcp_flags")
@@ -271,7 +272,8 @@ class FrameBuilder:
         bits = self.rng.getrandbits(32)
         sport = 1024 + (bits >> 16) % 64512 if sport is None else sport
         dport = (bits & 0xFFFF) or 1 if dport is None else dport
-        eth = self.me.mac + self.src_mac
+        eth = (self.me.mac if dst_mac is None else bytes.fromhex(dst_mac)) + (
+            self.src_mac if src_mac is None else bytes.fromhex(src_mac))
         if vlan is not None:
             eth += struct.pack("!HH", VLAN_ETHERTYPE, self.port.fields["vlan"]["pcp"] << 13 | vlan)
         eth += b"\x08\x00"

@@ -64,7 +64,8 @@ malformed), gateway_miss (routed via a next hop with no ARP entry), ttl_fragment
 about either (RFC 1812 4.3.2.7).
 
 `fields:` the L2-L4 fields of the normal packets, each a constant, a list (drawn),
-{cycle: [...]}, {value: weight, ...} or {range: [lo, hi]}: vlan (ids, or {ids: .., weight:
+{cycle: [...]}, {value: weight, ...} or {range: [lo, hi]}: dst_mac and src_mac (quoted
+"xx:xx:xx:xx:xx:xx"), vlan (ids, or {ids: .., weight:
 fraction tagged, pcp: P}), ip_proto (udp | tcp | icmp | 0..255), src and dst (addresses
 or prefixes, uniform inside), src_port, dst_port, tcp_flags (S, SA, A, FA, ...), ttl,
 tos, ip_options (router_alert | record_route | timestamp | nop | none | hex bytes) and

@@ -19,9 +19,10 @@ from typing import Any
 from npkit.asm.base.reading import at, strict_int
 
 from .packet import ip as parse_ip
+from .packet import mac as parse_mac
 from .routes import RouteError, parse_prefix
 
-FIELD_NAMES = ("vlan", "ip_proto", "src", "dst", "src_port", "dst_port", "tcp_flags", "ttl", "tos",
+FIELD_NAMES = ("dst_mac", "src_mac", "vlan", "ip_proto", "src", "dst", "src_port", "dst_port", "tcp_flags", "ttl", "tos",
                "ip_options", "payload")  # fmt: skip
 MAX_CHOICES = 4096
 IP_PROTO_NAMES = {"icmp": 1, "tcp": 6, "udp": 17}
@@ -70,6 +71,16 @@ def _address_item(v: Any) -> list[int]:
         return [parse_ip(v.strip()), 32]
     except (RouteError, ValueError) as e:
         raise ValueError(f"{v!r}: {e}") from None
+
+
+def _mac_item(v: Any) -> str:
+    """A MAC address 'xx:xx:xx:xx:xx:xx' -> its 12 hex digits."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        raise ValueError(f"a MAC address in quotes: YAML reads an unquoted one like 12:34:56:00:00:01 as the "
+                         f"number {v}")  # fmt: skip
+    if not isinstance(v, str):
+        raise ValueError(f"a MAC address 'xx:xx:xx:xx:xx:xx', got {v!r}")
+    return parse_mac(v).hex()
 
 
 def _flags_item(v: Any) -> int:
@@ -213,6 +224,8 @@ def _under(key: str, e: ValueError) -> ValueError:
 def parser(name: str) -> Callable[[Any], Any]:
     """The parser of field `name` (a pydantic BeforeValidator)."""
     items: dict[str, tuple[Callable[[Any], Any], bool]] = {
+        "dst_mac": (_mac_item, False),
+        "src_mac": (_mac_item, False),
         "ip_proto": (_proto_item, False),
         "src": (_address_item, False),
         "dst": (_address_item, False),

@@ -105,6 +105,7 @@ def _field(name: str, form: str, values: str) -> Any:
 _OPTION_NAMES = " | ".join(k for k in spec_fields.IP_OPTIONS if k != "none")
 VlanField = _field("vlan", "IDS | {ids: IDS, weight: fraction, pcp: P} | none; IDS: " + _RANGED,
                    "ids 0..4095, weight in [0, 1], P 0..7")  # fmt: skip
+MacField = _field("dst_mac", _FORMS, "V: 'xx:xx:xx:xx:xx:xx' (quoted)")
 ProtoField = _field("ip_proto", _FORMS, "V: udp | tcp | icmp | 0..255")
 AddressField = _field("src", _FORMS, "V: A.B.C.D | A.B.C.D/LEN (uniform inside)")
 PortField = _field("src_port", _RANGED, "0..65535")
@@ -124,6 +125,9 @@ class Fields(BaseModel):
     still starts with the packet's tag (cut short when it does not fit)."""
 
     model_config = ConfigDict(extra="forbid")
+    dst_mac: MacField = Field(None, description="Ethernet destination (default the receiving port's MAC: "
+                                                "another unicast MAC is a dst_mac_mismatch drop)")  # fmt: skip
+    src_mac: MacField = Field(None, description="Ethernet source (default 02:00:00:ff:00:PP, P the port)")
     vlan: VlanField = Field(None, description="an 802.1Q tag on `weight` of the frames (default all)")
     ip_proto: ProtoField = Field(None, description="IPv4 protocol (replaces `protocol:`; icmp: echo requests; "
                                                    "other numbers: the payload right after the IP header)")  # fmt: skip

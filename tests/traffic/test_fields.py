@@ -159,6 +159,7 @@ def _write(tmp_path: Path, text: str) -> Path:
      "defaults.size", "too small for the headers"),
     ("defaults:\n  protocol: tunnel\n  size: 100\n  fields: {ttl: 3}\n", 6, "defaults.fields", "tunnel"),
     ("defaults:\n  fields:\n    payload: {pattern: xyz}\n", 5, "defaults.fields.payload", "hex bytes"),
+    ("fields:\n  dst_mac: 12:34:56:00:00:01\n", 4, "fields.dst_mac", "in quotes"),
 ])  # fmt: skip
 def test_bad_fields_are_located_errors(tmp_path: Path, text: str, line: int, where: str, what: str) -> None:
     path = _write(tmp_path, text)
@@ -179,7 +180,9 @@ hostile = st.recursive(st.sampled_from(HOSTILE) | st.integers(-5, 70000) | st.te
                        | st.dictionaries(st.sampled_from(FORMS) | st.sampled_from(HOSTILE[:12]), inner, max_size=3),
                        max_leaves=12)  # fmt: skip
 ADDRESSES = ["10.9.9.0/24", "10.1.2.3", "198.18.0.0/15", "0.0.0.0/0", "224.0.0.1", "10.0.2.10"]
+MACS = ["02:4e:50:00:00:00", "ff:ff:ff:ff:ff:ff", "01:00:5e:00:00:01", "02:00:00:00:00:99", "0:1:2:3:4:5"]
 ITEMS: dict[str, st.SearchStrategy[Any]] = {
+    "dst_mac": st.sampled_from(MACS), "src_mac": st.sampled_from(MACS),
     "vlan": st.integers(0, 4095), "ip_proto": st.sampled_from(["tcp", "udp", "icmp", 47, 132, 6]),
     "src": st.sampled_from(ADDRESSES), "dst": st.sampled_from(ADDRESSES),
     "src_port": st.integers(0, 65535), "dst_port": st.integers(0, 65535),
@@ -270,3 +273,20 @@ def test_top_level_fields_apply_to_every_port_and_a_port_replaces_them() -> None
         f = _parse(p.data)
         by_port.setdefault(p.port, set()).add((f["ttl"], f["tos"]))
     assert by_port == {0: {(9, 0)}, 1: {(9, 0)}, 2: {(9, 0)}, 3: {(64, 4)}, 4: {(9, 0)}}
+
+
+def test_mac_fields_and_what_the_router_makes_of_them() -> None:
+    """dst_mac: the port's own MAC is forwarded, the broadcast MAC with a unicast IP is a
+    link_broadcast_unicast_ip drop, another unicast MAC a dst_mac_mismatch drop."""
+    own, other = "02:4e:50:00:00:00", "02:00:00:00:00:99"
+    spec = spec_from_dict({"seed": 6, "router": str(ROUTER_YAML), "count": 300, "ports": {0: {"fields": {
+        "dst_mac": {own: 2, "ff:ff:ff:ff:ff:ff": 1, other: 1}, "src_mac": "02:00:00:00:00:42"}}}}, EXAMPLES)  # fmt: skip
+    ref = RefRouter(spec.router)
+    seen: dict[bytes, set[str]] = {}
+    for p in iter_packets(spec):
+        if p.port == 0:
+            assert p.data[6:12] == bytes.fromhex("020000000042")
+            o = ref.process(p.data, 0)
+            seen.setdefault(p.data[:6], set()).add(o.reason if isinstance(o, Drop) else type(o).__name__)
+    assert seen == {bytes.fromhex("024e50000000"): {"Forward"}, b"\xff" * 6: {"link_broadcast_unicast_ip"},
+                    bytes.fromhex("020000000099"): {"dst_mac_mismatch"}}  # fmt: skip
