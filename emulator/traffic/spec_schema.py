@@ -120,9 +120,10 @@ class Fields(BaseModel):
     keep theirs).  Each field is a constant V, a list drawn uniformly, `{cycle: [...]}`
     taken in turn, `{V: weight, ...}` or, for integers, `{range: [lo, hi]}` (inclusive);
     unset fields are drawn as without `fields:`.  A port's `fields:` replaces the
-    defaults' (or the top level's) as a whole; replayed ports (`source:`) ignore them.  Frames stay the size `size:` draws: a VLAN tag, options and
-    headers take room from the payload (the smallest size must hold them), and the payload
-    still starts with the packet's tag (cut short when it does not fit)."""
+    defaults' (or the top level's) as a whole; replayed ports (`source:`) ignore them.
+    Frames stay the size `size:` draws: a VLAN tag, options and headers take room from
+    the payload (the smallest size must hold them), and the payload still starts with the
+    packet's tag (cut short when it does not fit)."""
 
     model_config = ConfigDict(extra="forbid")
     dst_mac: MacField = Field(None, description="Ethernet destination (default the receiving port's MAC: "
