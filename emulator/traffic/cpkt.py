@@ -8,7 +8,8 @@ npkit.emulator.pktlib), for windows of packets held as flat arrays.
 Both give exactly what the Python reference gives (`RefRouter.process`,
 `FrameBuilder.build[kind]`): the C builder draws from the same MT19937 state as the
 port's `random.Random`, and hands the state back to the Python builder for the kinds it
-does not build (tests compare the two on every kind).
+does not build, and for a port's normal packets when the port has `fields:` (tests
+compare the two on every kind).
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ PYTHON = 3  # npk_pkt.h NPK_V_PYTHON: a verdict kind that leaves the packet to P
 _C_KINDS = {"normal": 1, "ttl_expiring": 2, "options": 3, "runt": 4}
 KIND_CODE = bytes(_C_KINDS.get(k, 0) for k in KINDS).ljust(256, b"\0")
 PROTO_CODE = {"udp": 0, "tcp": 1, "tunnel": 2}
+
+
+def _without(table: bytes, kind: str) -> bytes:
+    """A KIND_CODE table that leaves `kind` to the Python builder."""
+    out = bytearray(table)
+    out[KINDS.index(kind)] = 0
+    return bytes(out)
 
 
 class CRouter:
@@ -144,6 +152,9 @@ class CFrameBuilder:
         g.via_port = -1 if builder._via_port is None else builder._via_port
         g.router = self.router.c
         g.not_unicast, g.n_not_unicast = self.router.not_unicast, self.router.n_not_unicast
+        # a port with `fields:` has its normal packets built in Python (frames.py
+        # _fields_normal); the C builder keeps the other kinds it does
+        self.kind_code = KIND_CODE if builder.fields is None else _without(KIND_CODE, "normal")
         self.c_frames = 0
         self.py_frames = 0
 
@@ -151,7 +162,7 @@ class CFrameBuilder:
         """Frames i = 0..n-1 (KINDS indices `kinds`, lengths, ids) into out at off[i]."""
         n = len(lens)
         ffi = self.ffi
-        codes = kinds.translate(KIND_CODE)
+        codes = kinds.translate(self.kind_code)
         c_out = ffi.from_buffer("uint8_t[]", out)
         i = 0
         while i < n:

@@ -24,6 +24,7 @@ from .packet import (
     IPPROTO_ICMP,
     IPPROTO_TCP,
     IPPROTO_UDP,
+    TCP,
     TCP_ACK,
     TCP_PSH,
     UDP,
@@ -34,6 +35,7 @@ from .packet import (
 from .router_config import RouterConfig
 from .routes import Route, RouteColumns, is_reserved, mask
 from .spec import PortSpec, SpecError, TrafficSpec
+from .spec_fields import IP_PROTO_NAMES, L4_HEADER, VLAN_ETHERTYPE, FieldDraws
 
 TUNNEL_PORT = 49152  # outer UDP destination port of seed-003 tunnel packets
 ROUTER_ALERT = b"\x94\x04\x00\x00"  # RFC 2113 IP option: 4 bytes, IHL 6
@@ -150,6 +152,10 @@ class FrameBuilder:
         }
         self.replies: deque[int] = deque()  # the neighbours whose ARP replies come next (SpecReader)
         self._pools: dict[str, list[Route]] = {}
+        self.fields: FieldDraws | None = None
+        if port.fields:  # `fields:` shape the normal packets, from a stream of their own
+            self.fields = FieldDraws(port.fields, random.Random(f"npkit-traffic:{spec.seed}:{port.index}:fields"))
+            self.build["normal"] = self._fields_normal
 
     # -- addresses
 
@@ -247,6 +253,59 @@ class FrameBuilder:
         iphdr += options
         iphdr[10:12] = internet_checksum(iphdr).to_bytes(2, "big")
         return eth + iphdr + l4hdr + tag + zeros
+
+    def _fields_normal(self, length: int, pid: int) -> bytes:
+        """A normal packet with the port's `fields:`: each field the spec sets drawn from
+        the fields stream, the others from the content stream as ip_frame draws them."""
+        fd = self.fields
+        assert fd is not None
+        dst_mac, src_mac = fd.draw("dst_mac"), fd.draw("src_mac")
+        vlan, proto = fd.draw("vlan"), fd.draw("ip_proto")
+        src, dst = fd.address("src"), fd.address("dst")
+        sport, dport, flags = fd.draw("src_port"), fd.draw("dst_port"), fd.draw("tcp_flags")
+        ttl, tos = fd.draw("ttl"), fd.draw("tos")
+        options = bytes.fromhex(fd.draw("ip_options") or "")
+        filler = fd.draw("payload") or "zeros"
+        src = self.src_normal() if src is None else src
+        dst = self.dst_normal() if dst is None else dst
+        proto = IP_PROTO_NAMES[self._proto()] if proto is None else proto
+        bits = self.rng.getrandbits(32)
+        sport = 1024 + (bits >> 16) % 64512 if sport is None else sport
+        dport = (bits & 0xFFFF) or 1 if dport is None else dport
+        eth = (self.me.mac if dst_mac is None else bytes.fromhex(dst_mac)) + (
+            self.src_mac if src_mac is None else bytes.fromhex(src_mac))
+        if vlan is not None:
+            eth += struct.pack("!HH", VLAN_ETHERTYPE, self.port.fields["vlan"]["pcp"] << 13 | vlan)
+        eth += b"\x08\x00"
+        ip_len = length - len(eth)
+        room = ip_len - 20 - len(options) - L4_HEADER.get(proto, 0)
+        if room < 0:  # the schema checks the smallest size against the fields' headers
+            raise SpecError(f"ports.{self.port.index}.fields: a {length}-byte frame has no room for its headers")
+        tag = (TAG + (pid & 0xFFFFFFFF).to_bytes(4, "big"))[:room]
+        payload = tag + self._filler(filler, room - len(tag))
+        self.ident = ident = (self.ident + 1) & 0xFFFF
+        if proto == IPPROTO_UDP:
+            seg = UDP(sport, dport).pack(payload, src, dst)
+        elif proto == IPPROTO_TCP:
+            seq, ack = self.rng.getrandbits(32), self.rng.getrandbits(32)
+            seg = TCP(sport, dport, seq, ack, TCP_ACK | TCP_PSH if flags is None else flags).pack(payload, src, dst)
+        elif proto == IPPROTO_ICMP:  # an echo request
+            seg = ICMP(8, 0, struct.pack("!HH", ident, pid & 0xFFFF)).pack(payload)
+        else:
+            seg = payload
+        hdr = IPv4(src, dst, proto, ttl=64 if ttl is None else ttl, tos=tos or 0, identification=ident,
+                   flags=2 if proto == IPPROTO_TCP else 0, options=options)  # fmt: skip
+        return eth + hdr.pack(len(seg)) + seg
+
+    def _filler(self, kind: str, n: int) -> bytes:
+        """The payload after the tag: zeros, bytes of the fields stream, or a pattern."""
+        if kind == "zeros" or n <= 0:
+            return bytes(max(n, 0))
+        if kind == "random":
+            assert self.fields is not None
+            return self.fields.rng.randbytes(n)
+        pattern = bytes.fromhex(kind.removeprefix("pattern:"))
+        return (pattern * (n // len(pattern) + 1))[:n]
 
     def _normal(self, length: int, pid: int) -> bytes:
         return self.ip_frame(length, pid, self.src_normal(), self.dst_normal())

@@ -63,6 +63,25 @@ malformed), gateway_miss (routed via a next hop with no ARP entry), ttl_fragment
 1 in a non-first fragment) and icmp_error_ttl (an ICMP error with TTL 1): no ICMP error
 about either (RFC 1812 4.3.2.7).
 
+`fields:` the L2-L4 fields of the normal packets, each a constant, a list (drawn),
+{cycle: [...]}, {value: weight, ...} or {range: [lo, hi]}: dst_mac and src_mac (quoted
+"xx:xx:xx:xx:xx:xx"), vlan (ids, or {ids: .., weight:
+fraction tagged, pcp: P}), ip_proto (udp | tcp | icmp | 0..255), src and dst (addresses
+or prefixes, uniform inside), src_port, dst_port, tcp_flags (S, SA, A, FA, ...), ttl,
+tos, ip_options (router_alert | record_route | timestamp | nop | none | hex bytes) and
+payload (zeros | random | {pattern: "de ad be ef"}, after the tag)::
+
+    fields:
+      vlan: {ids: [10, 20], weight: 0.2}
+      ip_proto: {tcp: 0.6, udp: 0.3, icmp: 0.1}
+      dst_port: {range: [1000, 2000]}
+      tcp_flags: [S, SA, A]
+
+A top-level `fields:` is the default of every port, like `defaults: {fields: ...}`; a
+port's own `fields:` replaces it as a whole. They are drawn from the port's own stream
+(spec_fields.FieldDraws); the frame keeps the size `size:` drew. The oracle judges such frames like any other (a VLAN-tagged frame is
+a non_ipv4_ethertype drop for the IPv4 router; options go to the control plane).
+
 Top level, for the control plane: `neighbours: {10.0.2.77: "02:00:0a:00:02:4d"}` are
 hosts that answer the router's ARP requests: the generator acts as each, putting its ARP
 reply on the wire `neighbour_delay_ns` (default 20000) after the first packet that
@@ -199,6 +218,7 @@ class PortSpec:
     wire: WireModel = field(default_factory=WireModel)
     replay: Replay | None = None
     start_ns: int = 0
+    fields: dict[str, Any] = field(default_factory=dict)  # `fields:` as spec_fields draws ({}: none)
 
 
 @dataclass
@@ -250,6 +270,7 @@ def _port(index: int, s: dict[str, Any]) -> PortSpec:
         wire=WireModel(**(s.get("wire") or WIRE_PRESETS["ethernet"])),
         replay=Replay(Path(replay.pcap), replay.timing, replay.loop, replay.pad) if replay else None,
         start_ns=s.get("start_ns", 0),
+        fields=s["fields"].draws() if s.get("fields") is not None else {},
     )
 
 

@@ -31,6 +31,7 @@ from pydantic import (
 
 from npkit.asm.base.schema import Doc, at, irange
 
+from . import spec_fields
 from .spec_forms import (  # noqa: F401  (the format's values and forms, re-exported)
     IMIX,
     KINDS,
@@ -93,6 +94,62 @@ Neighbours = Annotated[dict[int, bytes], BeforeValidator(parse_neighbours),
                        Doc("{A.B.C.D: MAC, ...}", f"on the router's subnets; at most {MAX_NEIGHBOURS}")]  # fmt: skip
 
 
+_FORMS = "V | [V, ...] (drawn) | {cycle: [V, ...]} | {V: weight, ...}"
+_RANGED = _FORMS + " | {range: [lo, hi]}"
+
+
+def _field(name: str, form: str, values: str) -> Any:
+    return Annotated[dict[str, Any] | None, BeforeValidator(spec_fields.parser(name)), Doc(form, values)]
+
+
+_OPTION_NAMES = " | ".join(k for k in spec_fields.IP_OPTIONS if k != "none")
+VlanField = _field("vlan", "IDS | {ids: IDS, weight: fraction, pcp: P} | none; IDS: " + _RANGED,
+                   "ids 0..4095, weight in [0, 1], P 0..7")  # fmt: skip
+MacField = _field("dst_mac", _FORMS, "V: 'xx:xx:xx:xx:xx:xx' (quoted)")
+ProtoField = _field("ip_proto", _FORMS, "V: udp | tcp | icmp | 0..255")
+AddressField = _field("src", _FORMS, "V: A.B.C.D | A.B.C.D/LEN (uniform inside)")
+PortField = _field("src_port", _RANGED, "0..65535")
+FlagsField = _field("tcp_flags", _FORMS, "V: letters of FSRPAUEC (S, SA, A, FA, R, PA) | 0..255")
+ByteField = _field("ttl", _RANGED, "0..255")
+OptionsField = _field("ip_options", _FORMS, f"V: none | {_OPTION_NAMES} | hex bytes (at most 40, padded to 4)")
+PayloadField = _field("payload", _FORMS, "V: zeros | random | {pattern: HEX} (repeated)")
+
+
+class Fields(BaseModel):
+    """`fields:` the L2-L4 fields of a port's normal packets (the mix's special packets
+    keep theirs).  Each field is a constant V, a list drawn uniformly, `{cycle: [...]}`
+    taken in turn, `{V: weight, ...}` or, for integers, `{range: [lo, hi]}` (inclusive);
+    unset fields are drawn as without `fields:`.  A port's `fields:` replaces the
+    defaults' (or the top level's) as a whole; replayed ports (`source:`) ignore them.
+    Frames stay the size `size:` draws: a VLAN tag, options and headers take room from
+    the payload (the smallest size must hold them), and the payload still starts with the
+    packet's tag (cut short when it does not fit)."""
+
+    model_config = ConfigDict(extra="forbid")
+    dst_mac: MacField = Field(None, description="Ethernet destination (default the receiving port's MAC: "
+                                                "another unicast MAC is a dst_mac_mismatch drop)")  # fmt: skip
+    src_mac: MacField = Field(None, description="Ethernet source (default 02:00:00:ff:00:PP, P the port)")
+    vlan: VlanField = Field(None, description="an 802.1Q tag on `weight` of the frames (default all)")
+    ip_proto: ProtoField = Field(None, description="IPv4 protocol (replaces `protocol:`; icmp: echo requests; "
+                                                   "other numbers: the payload right after the IP header)")  # fmt: skip
+    src: AddressField = Field(None, description="source address (default 198.18.0.0/15)")
+    dst: AddressField = Field(None, description="destination address (replaces `destinations:`; not checked "
+                                                "against the router)")  # fmt: skip
+    src_port: PortField = Field(None, description="UDP/TCP source port")
+    dst_port: PortField = Field(None, description="UDP/TCP destination port")
+    tcp_flags: FlagsField = Field(None, description="TCP flags (default PA)")
+    ttl: ByteField = Field(None, description="IPv4 TTL (default 64)")
+    tos: ByteField = Field(None, description="IPv4 TOS byte, DSCP and ECN (default 0)")
+    ip_options: OptionsField = Field(None, description="IPv4 options (the router hands packets with options "
+                                                       "to the control plane)")  # fmt: skip
+    payload: PayloadField = Field(None, description="the payload after the tag (default zeros)")
+
+    def draws(self) -> dict[str, Any]:
+        """The fields the spec sets, as plain draws (spec_fields)."""
+        return {k: getattr(self, k) for k in spec_fields.FIELD_NAMES
+                if k in self.model_fields_set and getattr(self, k) is not None}  # fmt: skip
+
+
 class Replay(BaseModel):
     """`source:` replay a capture on this port."""
 
@@ -124,6 +181,7 @@ class PortSettings(BaseModel):
     arrivals: Arrivals = Field("constant", description="arrival process")
     wire: Wire = Field("ethernet", description="size convention and wire overhead")
     source: Replay | None = Field(None, description="replay a capture instead of generating")
+    fields: Fields | None = Field(None, description="L2-L4 fields of the normal packets")
     start_ns: irange(0, MAX_DURATION_NS) = Field(0, description="first arrival, ns")
 
     @field_validator("load", mode="before")
@@ -163,6 +221,7 @@ class TrafficSpecFile(BaseModel):
     duration_ns: Duration | None = Field(None, description="arrivals before this time (and/or count)")
     link_bps: Rate = Field(1_000_000_000, description="port speed")
     wire: Wire | None = Field(None, description="default wire model of every port")
+    fields: Fields | None = Field(None, description="default `fields:` of every port (like defaults.fields)")
     defaults: PortSettings | None = Field(None, description="settings of every port")
     ports: dict[int, PortSettings | None] = Field(default_factory=dict,
                                                   description="per-port settings by port index")  # fmt: skip
@@ -208,6 +267,8 @@ class TrafficSpecFile(BaseModel):
         origin: dict[str, tuple[Any, ...]] = {}
         if self.wire is not None:
             base["wire"], origin["wire"] = self.wire, ("wire",)
+        if self.fields is not None:
+            base["fields"], origin["fields"] = self.fields, ("fields",)
         if self.defaults is not None:
             for k in self.defaults.model_fields_set:
                 base[k], origin[k] = getattr(self.defaults, k), ("defaults", k)
@@ -249,6 +310,14 @@ class TrafficSpecFile(BaseModel):
         lo, hi = min(size["values"]), max(size["values"])
         protos = s.get("protocol") or {"udp": 1.0}
         needs = max(MIN_PCAP_LEN[p] for p, w in protos.items() if w > 0)
+        fields = s["fields"].draws() if s.get("fields") is not None else {}
+        if fields and "ip_proto" not in fields and protos.get("tunnel", 0) > 0:
+            raise at(place("fields", "protocol"), f"port {i}: fields: not with protocol tunnel (set "
+                                                  f"fields.ip_proto, or leave tunnel out)")  # fmt: skip
+        room = spec_fields.header_room(fields, protos) if fields else 0
+        if fields and lo - wire["fcs"] < room:
+            raise at(place("size", "fields"), f"port {i}: {lo} bytes is too small for the headers of its fields: "
+                                              f"they need {room + wire['fcs']} (frame incl. {wire['fcs']}-byte FCS)")  # fmt: skip
         if lo - wire["fcs"] < needs:
             raise at(place("size", "protocol", "wire"), f"port {i}: {lo} bytes is too small: the protocols need "
                                                         f"{needs + wire['fcs']} (frame incl. {wire['fcs']}-byte FCS)")  # fmt: skip
