@@ -46,3 +46,57 @@ def test_eta_of_one_worker_and_of_the_last_runs() -> None:
     failed = {"run_id": "c", "status": "failed", "host_s": 0.5}  # a failure's time is no run time
     one.update(failed)
     assert one.eta_s() == pytest.approx(8)
+
+
+def _simulate(order: list[tuple[str, int]], cost: dict[int, float], workers: int) -> list[tuple[float, float]]:
+    """A pool of `workers` taking runs (run id, design point) in `order`, each taking its
+    point's `cost`: at every completion, (the ETA shown, the true time left)."""
+    clock = Clock()
+    bar = Progress(len(order), 0, enabled=False, workers=workers, clock=clock, points=dict(order))
+    start = clock.t
+    running = [(start + cost[p], rid, p) for rid, p in order[:workers]]
+    queue = list(order[workers:])
+    finishes: list[float] = []
+    while running:  # the true schedule first
+        running.sort()
+        t, rid, p = running.pop(0)
+        finishes.append(t)
+        if queue:
+            nrid, np_ = queue.pop(0)
+            running.append((t + cost[np_], nrid, np_))
+    end = max(finishes)
+    seen: list[tuple[float, float]] = []
+    running = [(start + cost[p], rid, p) for rid, p in order[:workers]]
+    queue = list(order[workers:])
+    while running:
+        running.sort()
+        t, rid, p = running.pop(0)
+        clock.t = t
+        bar.update({"run_id": rid, "status": "ok", "host_s": cost[p]})
+        if queue:
+            nrid, np_ = queue.pop(0)
+            running.append((t + cost[np_], nrid, np_))
+        eta = bar.eta_s()
+        assert eta is not None
+        seen.append((eta, end - t))
+    return seen
+
+
+def test_eta_weights_each_run_by_its_design_points_cost() -> None:
+    """Seed 003's shape: 8 points, one three times the mean, 3 replicates, 2 workers.  Run
+    point by point, the first ETA is the slow point's time for every run; one replicate of
+    every point first (the runner's order), the ETA is exact once each point has run."""
+    from npkit.toolchain.experiment.design import RunSpec
+    from npkit.toolchain.experiment.runner import replicate_major
+
+    cost = {0: 60.0, 1: 30.0, 2: 25.0, 3: 20.0, 4: 15.0, 5: 12.0, 6: 15.0, 7: 15.0}
+    runs = [RunSpec(f"p{p}r{r}", p, r, 1, {}, {}, "") for p in range(8) for r in range(3)]
+    point_major = [(r.run_id, r.point) for r in runs]
+    ordered = [(r.run_id, r.point) for r in replicate_major(runs)]
+    assert [p for _rid, p in ordered[:8]] == list(range(8))  # every point once before any twice
+    by_point = _simulate(point_major, cost, workers=2)
+    by_wave = _simulate(ordered, cost, workers=2)
+    first_ratio = [eta / left for eta, left in (by_point[0], by_wave[0])]
+    assert first_ratio[0] > 2.5 and first_ratio[1] < 1.3  # the issue's "about 3x too high", and now
+    for eta, left in by_wave[8:-1]:  # every point known: within a run of the truth
+        assert abs(eta - left) <= max(cost.values()) / 2 + 1e-9
