@@ -45,8 +45,14 @@ def reasons_header() -> str:
 
 
 def ensure_reasons_h() -> Path:
-    """microcode/include/reasons.h is generated from reasons.yaml; rewrite it if stale."""
-    text = reasons_header()
+    """microcode/include/reasons.h is generated from reasons.yaml; rewrite it if stale.
+    A reasons file the schema refuses is a LinkError at its line."""
+    from npkit.emulator.traffic.reasons import ReasonError
+
+    try:
+        text = reasons_header()
+    except ReasonError as e:
+        raise LinkError(str(e)) from None
     if not REASONS_H.exists() or REASONS_H.read_text() != text:
         REASONS_H.write_text(text)
     return REASONS_H
@@ -452,6 +458,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     host = _host_blocks(lay, tx_confirm, int(chip["num_me"]))
     _check_chip(lay, [b for _, b in host], chip, config)
     rcfg, routes_path, router_record = _router_config(router_config, routes)
+    ensure_reasons_h()  # a reasons file the schema refuses fails every link, a cached image's too
     key = _image_key(layout, params, router_record, config, tx_confirm, lay.control)
     cached = _cached_image(key, rcfg, router_record, lay)
     if cached is not None:
@@ -471,7 +478,6 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
                             "parse step already uses for the router's own addresses")  # fmt: skip
     tables = _tables(rcfg, routes_path)
     _check_sram(tables, config)
-    ensure_reasons_h()
     programs = []
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
         split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
