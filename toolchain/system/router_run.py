@@ -654,7 +654,7 @@ class RouterRun:
                              "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops,
                              "buffers": buffers},
             "in_flight": self._in_flight(tot["in_flight"], census),
-            "undeclared_codes": self.undeclared,
+            **({"undeclared_codes": self.undeclared} if self.undeclared else {}),  # codes no reason declares
             "drain": self.drain_info,
             "faults": self.chip.faults(),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
