@@ -721,6 +721,25 @@ class Chip:
         self._check(self.lib.npk_profile_read(self._chip, me, ex, tk, size), "profile (is it enabled?)")
         return [int(v) for v in ex[0:size]], [int(v) for v in tk[0:size]]
 
+    # -- guarded scratch words
+    def scratch_guard(self, base: int, allowed: list[bool]) -> None:
+        """Guard len(allowed) scratch longwords from byte address `base`: a thread's write
+        to one whose entry is False is recorded (`guard_hits`); [] disarms (npk_emu.h)."""
+        bits = bytearray((len(allowed) + 7) // 8)
+        for k, ok in enumerate(allowed):
+            if ok:
+                bits[k >> 3] |= 1 << (k & 7)
+        buf = self.ffi.new("uint8_t[]", bytes(bits) or b"\0")
+        self._check(self.lib.npk_scratch_guard(self._chip, base, len(allowed), buf), "scratch guard")
+
+    def guard_hits(self) -> list[dict[str, int]]:
+        """The guarded words written against the guard, first written first: {addr, count,
+        cycle, me, ctx, pc} of the first write (me/ctx -1: not a thread)."""
+        buf = self.ffi.new("npk_guard_hit[]", self.lib.NPK_GUARD_LOG)
+        n = min(int(self.lib.npk_guard_hits(self._chip, buf, self.lib.NPK_GUARD_LOG)), self.lib.NPK_GUARD_LOG)
+        return [{"addr": h.addr, "count": h.count, "cycle": h.cycle, "me": h.me, "ctx": h.ctx, "pc": h.pc}
+                for h in buf[0:n]]  # fmt: skip
+
     # -- history
     def history_enable(self, level: int = 1) -> None:
         self._check(self.lib.npk_history_enable(self._chip, level), "history")

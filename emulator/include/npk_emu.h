@@ -261,6 +261,31 @@ typedef struct npk_fault {
     int32_t kind;              /* NPK_FAULT_* */
 } npk_fault;
 
+/* Guarded scratch words: a check that costs nothing until a program writes where it
+ * must not.  npk_scratch_guard marks `words` longwords from scratch byte address `base`
+ * (longword aligned) as guarded, `allowed` one bit a word (bit k of byte k / 8, LSB
+ * first).  A command of a thread that writes a guarded word whose bit is clear (a write,
+ * an atomic such as incr) is carried out as usual and recorded: the first write to each
+ * such word, for up to NPK_GUARD_LOG words, with the thread and the PC of the instruction
+ * that issued it, and how often that word was written since.  The router guards its drop and exception counters
+ * so that a reason code no reason declares is reported with where it came from.  words 0
+ * disarms; npk_reset clears what was recorded, not the guard. */
+enum { NPK_GUARD_WORDS = 1024, NPK_GUARD_LOG = 16 };
+
+typedef struct npk_guard_hit {
+    uint64_t cycle;            /* of the first write to the word */
+    uint64_t count;            /* writes to the word so far */
+    uint32_t addr;             /* scratch byte address of the word */
+    uint32_t pc;               /* instruction that issued the first write */
+    int32_t me, ctx;           /* its thread (flat ME index); -1: not a thread */
+} npk_guard_hit;
+
+/* NPK_ERANGE: base not aligned, words > NPK_GUARD_WORDS or past scratch */
+int npk_scratch_guard(npk_chip *chip, uint32_t base, uint32_t words, const uint8_t *allowed);
+/* the words written against the guard, in the order of their first write; returns how
+ * many there are (at most NPK_GUARD_LOG), fills at most max */
+size_t npk_guard_hits(npk_chip *chip, npk_guard_hit *buf, size_t max);
+
 /* MSF plug-in.  The built-in MSF device (npk_msf_create, npk_msf.h) or a device
  * written in Python (binding.Chip.set_msf) implements these; any pointer may be NULL.  Without a plug-in the chip uses
  * a loopback stub: msf[write] stores into a 64 KB buffer that msf[read] reads

@@ -215,6 +215,7 @@ static void reset_state(npk_chip *c, int clear_memories)
     memset(c->msf_counts, 0, sizeof c->msf_counts);
     memset(c->fault_count, 0, sizeof c->fault_count);
     c->fault_head = c->fault_len = 0;
+    c->guard_len = 0;
     c->cur_ev = NULL;
     c->irq = 0;
     npk_ev_reset(c);
@@ -930,6 +931,40 @@ size_t npk_fault_log(npk_chip *c, npk_fault *buf, size_t max)
     size_t skip = c->fault_len - n;  /* keep the most recent */
     for (size_t i = 0; i < n; i++) buf[i] = c->fault_log[(c->fault_head + skip + i) % NPK_FAULT_LOG];
     return n;
+}
+
+/* ---- guarded scratch words ----------------------------------------------------- */
+
+int npk_scratch_guard(npk_chip *c, uint32_t base, uint32_t words, const uint8_t *allowed)
+{
+    if (!c || (base & 3) || words > NPK_GUARD_WORDS || (uint64_t)base + 4ull * words > c->cfg.scratch_bytes
+        || (words && !allowed))
+        return NPK_ERANGE;
+    memset(c->guard_allowed, 0, sizeof c->guard_allowed);
+    if (words) memcpy(c->guard_allowed, allowed, (words + 7) / 8);
+    c->guard_base = base;
+    c->guard_bytes = 4 * words;
+    c->guard_len = 0;
+    return NPK_OK;
+}
+
+void npk_guard_write(npk_chip *c, uint32_t addr)
+{
+    uint32_t k = (addr - c->guard_base) >> 2;
+    if (c->guard_allowed[k >> 3] >> (k & 7) & 1) return;
+    for (uint32_t i = 0; i < c->guard_len; i++) {
+        if (c->guard_log[i].addr == addr) { c->guard_log[i].count++; return; }
+    }
+    if (c->guard_len == NPK_GUARD_LOG) return;
+    const npk_event *e = c->cur_ev;
+    c->guard_log[c->guard_len++] = (npk_guard_hit){c->now, 1, addr, e ? e->pc : 0, e ? e->me : -1, e ? e->ctx : -1};
+}
+
+size_t npk_guard_hits(npk_chip *c, npk_guard_hit *buf, size_t max)
+{
+    if (!c) return 0;
+    for (size_t i = 0; i < c->guard_len && i < max; i++) buf[i] = c->guard_log[i];
+    return c->guard_len;
 }
 
 int npk_scratch_ring_count(npk_chip *c, int ring, uint32_t *count)

@@ -402,6 +402,12 @@ struct npk_chip {
     uint64_t fault_count[NPK_FAULT_KINDS];
     npk_fault fault_log[NPK_FAULT_LOG];
     uint32_t fault_head, fault_len;
+    /* guarded scratch words (npk_scratch_guard): a write to [guard_base, + guard_bytes)
+     * whose bit is clear is recorded (scratch.c) */
+    uint32_t guard_base, guard_bytes;
+    uint8_t guard_allowed[NPK_GUARD_WORDS / 8];
+    npk_guard_hit guard_log[NPK_GUARD_LOG];
+    uint32_t guard_len;
     uint64_t msf_next;         /* npk_run: the MSF device's next event (what bounds xin_own words) */
     const npk_event *cur_ev;   /* command being completed, NULL outside npk_unit_complete */
     int cur_faulted;           /* cur_ev has already recorded its fault */
@@ -789,6 +795,8 @@ int npk_scr_ring_put1(npk_chip *c, int ring, uint32_t word);
 __attribute__((cold)) void npk_fault_at(npk_chip *c, int kind, int me, int ctx, uint32_t pc, uint64_t addr);
 /* record a fault of the command being completed (once per command), or of an API call */
 __attribute__((cold)) void npk_fault_cmd(npk_chip *c, int kind, uint64_t addr);
+/* a write to a guarded scratch word (npk_scratch_guard): recorded if its bit is clear */
+__attribute__((cold)) void npk_guard_write(npk_chip *c, uint32_t addr);
 /* a write of register (me, kind, index) from old to val by thread wme:wctx at wpc
  * (NPK_PC_UNIT: a memory unit's completion); register watchpoints fire on a change */
 void npk_reg_watch(npk_chip *c, int me, int kind, uint32_t index, uint32_t old, uint32_t val,

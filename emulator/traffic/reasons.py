@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from npkit.asm.base.yaml_data import load_data
+from npkit.asm.base.reading import Located, load_yaml, parse_yaml
 
 REASONS_PATH = Path(__file__).resolve().parents[2] / "microcode" / "reasons.yaml"
 
@@ -123,55 +123,56 @@ class Reasons:
             "",
         ]
         for kind, table in (("drop", self.drops), ("exception", self.exceptions)):
-            width = max(len(r.macro) for r in table.values())
+            width = max((len(r.macro) for r in table.values()), default=0)
             for r in sorted(table.values(), key=lambda r: r.code):
                 where = f"step {r.step}" if r.step is not None else "resource"
                 out.append(f"#define {r.macro:<{width}} {r.code:3d}  // {where}: {r.rule}")
             prefix = "DROP" if kind == "drop" else "EXC"
-            out.append(f"#define {prefix}_CODE_LIMIT {max(r.code for r in table.values()) + 1}")
+            out.append(f"#define {prefix}_CODE_LIMIT {max((r.code for r in table.values()), default=0) + 1}")
             out.append("")
         out.append(f"#endif // {guard}")
         return "\n".join(out) + "\n"
 
 
-def _parse_table(kind: Kind, data: Any, source: str) -> list[Reason]:
-    if not isinstance(data, dict):
-        raise ReasonError(f"{source}: '{kind}s' must be a mapping of name -> fields")
-    reasons = []
-    for name, fields in data.items():
-        if not isinstance(fields, dict) or "code" not in fields or "rule" not in fields:
-            raise ReasonError(f"{source}: {name}: needs at least 'code' and 'rule'")
-        extra = set(fields) - {"code", "step", "rule", "ref", "icmp", "note"}
-        if extra:
-            raise ReasonError(f"{source}: {name}: unknown fields {sorted(extra)}")
-        reasons.append(
-            Reason(
-                name=str(name),
-                kind=kind,
-                code=int(fields["code"]),
-                step=int(fields["step"]) if fields.get("step") is not None else None,
-                rule=str(fields["rule"]),
-                ref=str(fields.get("ref", "")),
-                icmp=str(fields.get("icmp", "")),
-                note=str(fields.get("note", "")).strip(),
-            )
-        )
-    return reasons
+def _reasons_of(fields: dict[str, Any], source: str) -> Reasons:
+    """Reasons from the checked fields (`_checked_fields`)."""
+    tables = {kind: [Reason(name=name, kind=kind, **entry) for name, entry in fields[kind + "s"].items()]
+              for kind in ("drop", "exception")}  # fmt: skip
+    return Reasons(tables["drop"], tables["exception"], source)
+
+
+def _checked_fields(data: Any, source: str, located: Located | None) -> dict[str, Any]:
+    """The file checked against its schema (reasons_schema.py), as plain data."""
+    # the schema (and pydantic) only when the cache has no result for this file
+    from npkit.asm.base.schema import validate
+
+    from .reasons_schema import ReasonsFile
+
+    model = validate(ReasonsFile, data, source, located=located, error=ReasonError)
+
+    def entry(r: Any) -> dict[str, Any]:
+        return {"code": r.code, "step": r.step, "rule": r.rule, "ref": r.ref, "icmp": r.icmp, "note": r.note.strip()}
+
+    return {"drops": {n: entry(r) for n, r in model.drops.items()},
+            "exceptions": {n: entry(r) for n, r in model.exceptions.items()}}  # fmt: skip
 
 
 def parse_reasons(text: str, source: str = "<reasons>") -> Reasons:
-    data = load_data(text)
-    if not isinstance(data, dict):
-        raise ReasonError(f"{source}: top level must be a mapping")
-    return Reasons(
-        _parse_table("drop", data.get("drops"), source),
-        _parse_table("exception", data.get("exceptions"), source),
-        source,
-    )
+    """A reasons file's text, checked (`file:line: field: what is wrong` as ReasonError)."""
+    located = parse_yaml(text, source, error=ReasonError)
+    return _reasons_of(_checked_fields(located.data, source, located), source)
 
 
 @functools.cache
 def load_reasons(path: str | None = None) -> Reasons:
-    """The reasons table (cached). Default: microcode/reasons.yaml in this tree."""
+    """The reasons table (cached in the process; the schema's checks by content, while
+    the file is unchanged). Default: microcode/reasons.yaml in this tree."""
+    from npkit.asm.base.cache import checked
+
     p = Path(path) if path else REASONS_PATH
-    return parse_reasons(p.read_text(), str(p))
+
+    def check() -> dict[str, Any]:
+        located = load_yaml(p, error=ReasonError, what="reasons file")
+        return _checked_fields(located.data, str(p), located)
+
+    return _reasons_of(checked("reasons/1", [str(p)], check), str(p))

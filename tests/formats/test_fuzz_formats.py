@@ -222,6 +222,48 @@ def test_layout(tmp_path: Path, which: int, data: st.DataObject) -> None:
         assert len({me for b in lay.blocks.values() for me in b.mes}) == sum(len(b.mes) for b in lay.blocks.values())
 
 
+# ---- reasons file ---------------------------------------------------------------------------
+
+
+
+def _reasons_text() -> str:
+    """microcode/reasons.yaml cut to a few reasons of each kind (predicted and resource
+    drops, exceptions): every field kind stays, and each example is quick to parse."""
+    data = yaml.safe_load((ROOT / "microcode" / "reasons.yaml").read_text())
+    drops = list(data["drops"].items())
+    data["drops"] = dict(drops[:3] + [d for d in drops if "step" not in d[1]][:2])
+    data["exceptions"] = dict(list(data["exceptions"].items())[:3])
+    return "# reasons, cut short\n" + yaml.safe_dump(data, sort_keys=False, width=100)
+
+
+REASONS_TEXT = _reasons_text()
+
+
+def _reasons_keys() -> list[str]:
+    from npkit.emulator.traffic.reasons_schema import ReasonsFile
+
+    return [*_keys(ReasonsFile), "no_route", "acl_deny", "step", "code"]
+
+
+def _load_reasons(path: Path) -> Any:
+    from npkit.emulator.traffic.reasons import load_reasons
+
+    return load_reasons.__wrapped__(str(path))  # not the process's cache by path: the file changes
+
+
+@FUZZ
+@given(data=mutated(REASONS_TEXT, _reasons_keys()))
+def test_reasons_file(tmp_path: Path, data: bytes) -> None:
+    from npkit.emulator.traffic.reasons import ReasonError
+
+    reasons = load_or_refuse(tmp_path / "reasons.yaml", data, _load_reasons, ReasonError)
+    if reasons is not None:  # what a valid file gives is usable: the header and the oracle's order
+        header = reasons.c_header()
+        assert all(r.macro in header for r in [*reasons.drops.values(), *reasons.exceptions.values()])
+        steps = [r.step for r in reasons.in_order()]
+        assert steps == sorted(set(steps))
+
+
 # ---- route file -----------------------------------------------------------------------------
 
 ROUTES_TEXT = (EXAMPLES / "routes.txt").read_text()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -23,14 +25,6 @@ def _internal(exc: BaseException, where: SourceLoc | None) -> str:
     )
 
 
-def _parse_defines(ctx: click.Context, param: click.Parameter, defines: tuple[str, ...]) -> dict[str, str]:
-    """The -D options as {NAME: VALUE}; a malformed one is a usage error (exit 2)."""
-    try:
-        return parse_defines(defines)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
-
-
 # -I as every command that assembles a source takes it (npk asm, run, debug, trace, why): an
 # include directory that does not exist is a usage error naming it, as a typo would otherwise
 # only show as an #include not found (or, worse, one found elsewhere).  -D as npk asm takes it;
@@ -39,12 +33,13 @@ include_option = click.option(
     "-I", "include_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
     help="Include directory (repeatable; it must exist).",
 )  # fmt: skip
-define_option = click.option("-D", "defines", multiple=True, callback=_parse_defines,
-                             help="Define NAME[=VALUE] for the preprocessor.")  # fmt: skip
+define_option = click.option("-D", "defines", multiple=True,
+                             help="Define NAME[=VALUE] for the preprocessor; with --layout, set a layout "
+                                  "parameter NAME=VALUE (or a dotted path: qm.qlimit=64).")  # fmt: skip
 
 
 @click.command("asm")
-@click.argument("source", type=click.Path(dir_okay=False))
+@click.argument("source", type=click.Path(dir_okay=False), required=False)
 @click.option(
     "-o",
     "--output",
@@ -63,9 +58,54 @@ define_option = click.option("-D", "defines", multiple=True, callback=_parse_def
 @click.option(
     "--json", "as_json", is_flag=True, help="Print a JSON summary (words, symbols, warnings)."
 )
-def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: tuple[str, ...],
-            defines: dict[str, str], contexts: str | None, werror: bool, as_json: bool) -> None:  # fmt: skip
-    """Assemble a microengine source file into an ELF image."""
+@click.option("--layout", default=None,
+              help="Assemble block --block of this layout (a name in microcode/layouts or a YAML file) as "
+                   "`npk link` does: its include paths and defines; -D then sets layout parameters.")  # fmt: skip
+@click.option("--block", default=None, help="The block of --layout to assemble (default output: BLOCK.elf).")
+def asm_cmd(source: str | None, output: str | None, listing: str | None, include_dirs: tuple[str, ...],
+            defines: tuple[str, ...], contexts: str | None, werror: bool, as_json: bool, layout: str | None,
+            block: str | None) -> None:  # fmt: skip
+    """Assemble a microengine source file (SOURCE, or --block of --layout) into an ELF image."""
+    if layout is not None or block is not None:
+        if source is not None or layout is None or block is None:
+            raise click.UsageError("--layout and --block go together, and without SOURCE")
+        with _layout_block(layout, block, defines) as (src, incs, block_defines, threads):
+            _assemble(str(src), output or f"{block}.elf", listing, [*include_dirs, *incs], block_defines,
+                      contexts or str(threads), werror, as_json, block)  # fmt: skip
+        return
+    if source is None:
+        raise click.UsageError("missing SOURCE (or --layout L --block NAME)")
+    try:
+        parsed = parse_defines(defines)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'-D'") from None
+    _assemble(source, output, listing, list(include_dirs), parsed, contexts, werror, as_json)
+
+
+@contextmanager
+def _layout_block(layout: str, block: str, params: tuple[str, ...]) -> Iterator[tuple[Path, list[str], dict[str, str], int]]:
+    """Block `block` of `layout` as `npk link` assembles it (npkit.toolchain.system.link.layout_block);
+    `params`: the -D options, as layout parameters.  A bad layout, parameter or block exits 1;
+    a -D that is not NAME=VALUE is a usage error (exit 2)."""
+    from npkit.toolchain.system.layout import DefineError, LinkError
+    from npkit.toolchain.system.layout import parse_defines as layout_defines
+    from npkit.toolchain.system.link import layout_block
+
+    try:
+        overrides = layout_defines(params)
+    except DefineError as e:
+        raise click.BadParameter(str(e), param_hint="'-D'") from None
+    try:
+        with layout_block(layout, block, overrides) as (b, src, incs, defs):
+            yield src, incs, defs, b.threads
+    except LinkError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+
+
+def _assemble(source: str, output: str | None, listing: str | None, include_dirs: list[str],
+              defines: dict[str, str], contexts: str | None, werror: bool, as_json: bool,
+              name: str | None = None) -> None:  # fmt: skip
     from npkit.asm.assembler import assemble
     from npkit.asm.image import to_bytes
     from npkit.asm.listing import render_listing
@@ -75,7 +115,7 @@ def asm_cmd(source: str, output: str | None, listing: str | None, include_dirs: 
     refuse_overwrite_usage([("-o", out_path), ("--list", listing)], [("SOURCE", source)])
     try:
         asm = assemble(source, include_dirs, defines,
-                       int(contexts) if contexts else None, diags)  # fmt: skip
+                       int(contexts) if contexts else None, diags, name=name)  # fmt: skip
         image_bytes = to_bytes(asm.image)
         list_text = render_listing(asm) if listing else None
     except AsmError as e:

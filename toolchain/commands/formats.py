@@ -69,6 +69,12 @@ def _image() -> type[BaseModel]:
     return ImageMeta
 
 
+def _reasons() -> type[BaseModel]:
+    from npkit.emulator.traffic.reasons_schema import ReasonsFile
+
+    return ReasonsFile
+
+
 def _rings() -> type[BaseModel]:
     from npkit.toolchain.debug.ring_schema import RingFile
 
@@ -189,6 +195,12 @@ FORMATS = [
            "(npkit.asm.image)", _image,
            "Errors read `IMAGE: .npk.meta: field: problem` (the section is one line of JSON). An image "
            "file is at most 256 MB."),
+    Format("Reasons file", "`microcode/reasons.yaml`, `npk traffic reasons [FILE]`",
+           "`load_reasons` (npkit.emulator.traffic.reasons)", _reasons,
+           "Drop and exception reasons by name; each name becomes a C macro (`DROP_<NAME>`, `EXC_<NAME>`) in "
+           "the generated `microcode/include/reasons.h`. A code is used once a table, a step once across both "
+           "tables, a name once across both. `npk link` and every command that judges a run refuse a file "
+           "the schema refuses, at its line."),
     Format("Ring file", "`examples/ring_pingpong.rings.yaml`, `npk run --ring FILE.yaml`",
            "`read_ring_file` (npkit.toolchain.debug.ring_schema)", _rings,
            "The rings of a run (each image's and --ring's) are checked before they are configured: each ring "

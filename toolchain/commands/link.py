@@ -26,14 +26,21 @@ from .outputs import refuse_overwrite_usage
 @click.option("--config", "chip_config", default="ixp2800", show_default=True, help="chip config the image is for")
 @click.option("-o", "output", required=True, type=click.Path(dir_okay=False), help="system image (ELF)")
 @click.option("--json", "as_json", is_flag=True, help="print the layout graph as JSON")
+@click.option("--Werror", "werror", is_flag=True, help="treat the assembler's warnings as errors (exit 1)")
 def link_cmd(layout: str, defines: tuple[str, ...], routes: str | None, router_config: str | None,
-             chip_config: str, output: str, as_json: bool) -> None:  # fmt: skip
-    """Link the router blocks of LAYOUT (a name in microcode/layouts or a YAML file)."""
+             chip_config: str, output: str, as_json: bool, werror: bool) -> None:  # fmt: skip
+    """Link the router blocks of LAYOUT (a name in microcode/layouts or a YAML file).
+    The assembler's warnings of every block go to stderr with their file:line."""
     refuse_overwrite_usage([("-o", output)], [("LAYOUT", layout if Path(layout).is_file() else None),
                                               ("--routes", routes), ("--router-config", router_config)])  # fmt: skip
+    warnings: list[str] = []
     try:
         params: dict[str, Any] = parse_defines(defines)
-        image = link(layout, params, routes, router_config, config=chip_config)
+        try:
+            image = link(layout, params, routes, router_config, config=chip_config, warnings=warnings, werror=werror)
+        finally:
+            for w in warnings:
+                click.echo(w, err=True)
         write_image(output, image)
     except (LinkError, OutputError) as e:
         raise click.ClickException(str(e)) from None

@@ -339,12 +339,14 @@ def _refuse(exc: ControlPlaneAnswered, as_json: bool) -> NoReturn:
 
 
 @traffic.command("reasons")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
 @click.option("--header", is_flag=True, help="Print the C/microcode header (#define lines).")
 @click.option("--json", "as_json", is_flag=True)
-def reasons_cmd(header: bool, as_json: bool) -> None:
-    """Drop and exception reasons (microcode/reasons.yaml), in the oracle's order."""
+def reasons_cmd(file: str | None, header: bool, as_json: bool) -> None:
+    """Drop and exception reasons (FILE, default microcode/reasons.yaml), checked against
+    the schema, in the oracle's order."""
     with _errors():
-        reasons = load_reasons()
+        reasons = load_reasons(file)
     if header:
         click.echo(reasons.c_header(), nl=False)
         return

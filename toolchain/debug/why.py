@@ -14,6 +14,13 @@ deterministic: the same image, config, traffic and cycles give the same history)
   after each write lands; the buffer is compared with the previous snapshot and the
   changed bytes are credited to the write that completed over them.
 
+* what became of it (`pkt:N` in a linked router: `Fate`): its frame among those the MSF
+  sent (forwarded on a port); the thread that put its buffer back on the free list and
+  counted a drop reason next (dropped by that block); the control daemon's exception log,
+  which names the buffer, or the host's reader of the exception ring (excepted, and what
+  the control plane did).  The replay runs on up to FATE_WAIT cycles for a frame on its
+  way to the wire.
+
 Not seen this way: a packet's descriptor and packet word moving through SRAM/scratch
 rings (history events carry addresses, not the data words), so blocks that only pass the
 handle on (lookup, qm) appear only if they touch the buffer.  A history event carrying
@@ -38,6 +45,7 @@ from typing import Any
 
 from npkit.asm.base.schema import load_yaml, validate
 from npkit.emulator.binding import UNITS
+from npkit.toolchain.system.control import ACTIONS
 
 from . import events
 from . import packet as pkt
@@ -230,6 +238,119 @@ def find_tagged(spec: RunSpec, tag_id: int) -> tuple[int, int]:
                    f"in {spec.cycles} cycles (dropped before rx, or run longer with --cycles)")  # fmt: skip
 
 
+SRAM, SCRATCH = UNITS.index("sram"), UNITS.index("scratch")
+COUNTERS = 256  # drop (then exception) counters a table in scratch (toolchain/system/sysmap.py)
+FATE_WAIT = 200_000  # cycles a replay may run on after the buffer's last use to see the frame leave
+
+
+class Fate:
+    """What became of a traffic packet in a linked router (the image's system map):
+    forwarded on a port (its frame, by the generator's tag, among those the MSF sent),
+    dropped by a block (the thread that put the packet's buffer back on the free list
+    and then counted a drop reason: microcode/include/npk_block.h, npk_emit), or sent to
+    the exception path (the control daemon's log names the buffer, the reason and what
+    it did; without a daemon, the host's reader of the exception ring)."""
+
+    def __init__(self, target: Target, tag_id: int, index: int) -> None:
+        sysmap = target.image.meta["sysmap"]
+        self.target, self.tag, self.index = target, _tag(tag_id), index
+        desc = int(sysmap["desc_base"]) + (index << int(sysmap["desc_shift"]))
+        self.free_addr = (int(sysmap["freelist_q"]) + desc) & 0xFFFFFFFF  # sram[enqueue] records a + b
+        self.drop_base = int(sysmap["stat_drop_base"])
+        self.freeing: dict[tuple[int, int], int] = {}  # threads that freed the buffer: their next count says why
+        self.drop: dict[str, Any] | None = None
+        self.sent: tuple[int, int] | None = None  # (port, ns) of the frame on the wire
+        self.records: list[Any] = []  # the daemon's log records about this buffer, from the packet's receive on
+        self.log: Any = None
+        if target.control is not None:
+            from npkit.toolchain.system.control import LogReader
+
+            self.log = LogReader(target.chip)
+
+    def event(self, ev: Any) -> None:
+        """A history event while the buffer holds the packet."""
+        if ev.kind != "mem_issue":
+            return
+        key = (ev.me, ev.ctx)
+        if ev.unit == SRAM and ev.a1 == self.free_addr and events.is_command(ev, "enqueue"):
+            self.freeing[key] = ev.cycle
+        elif ev.unit == SCRATCH and key in self.freeing:
+            cycle = self.freeing.pop(key)
+            code = (ev.a1 - self.drop_base) >> 2
+            if self.drop is None and 0 <= code < COUNTERS and ev.a1 & 3 == 0:
+                self.drop = {"me": ev.me, "me_name": self.target.chip.me_name(ev.me), "ctx": ev.ctx,
+                             "block": self.target.loaded.get(ev.me, "?"), "code": code, "cycle": cycle}  # fmt: skip
+
+    def collect(self, live: bool) -> None:
+        """After a chunk of the replay: frames sent, and (`live`: the packet is in the
+        buffer) the daemon's new log records about the buffer."""
+        run = self.target.traffic
+        d = run.dev.drain_raw() if run is not None else None
+        if d is not None and self.sent is None:
+            off = 0
+            for port, t, n in zip(d.port, d.t, d.len, strict=True):
+                if self.tag in bytes(d.data[off : off + n]):
+                    self.sent = (port, t)
+                    break
+                off += n
+        if self.log is not None:
+            got = [r for r in self.log.take() if r.handle == self.index]
+            if live:
+                self.records += got
+
+    def settled(self) -> bool:
+        """Nothing more to wait for: a drop, the frame on a wire, or an exception the
+        control plane did not forward (one it forwarded waits for its frame too)."""
+        if self.sent is not None or self.drop is not None or self._host_record() is not None:
+            return True
+        return bool(self.records) and ACTIONS.get(self.records[0].action) != "forwarded"
+
+    def _host_record(self) -> str | None:
+        reader = self.target.exceptions
+        tag_id = int.from_bytes(self.tag[-4:], "big")
+        return next((reason for pid, reason in (reader.records if reader is not None else []) if pid == tag_id), None)
+
+    def report(self, frame: bytes) -> dict[str, Any]:
+        """{"outcome": forwarded | dropped | exception | unknown, ...the details, "text"}."""
+        from npkit.emulator.traffic.control import frame_digest
+        from npkit.emulator.traffic.reasons import ReasonError, load_reasons
+        reasons = load_reasons()
+
+        def name(kind: str, code: int) -> str:
+            try:
+                return reasons.get(kind, code).name  # type: ignore[arg-type]
+            except ReasonError:
+                return f"undeclared_code_{code}"
+
+        on_wire = f" on port {self.sent[0]}" if self.sent is not None else ""
+        if self.drop is not None:
+            d = self.drop
+            reason = name("drop", d["code"])
+            return {"outcome": "dropped", **d, "reason": reason,
+                    "text": f"dropped by {d['block']} (ME {d['me_name']} ctx {d['ctx']}, cycle {d['cycle']}) "
+                            f"with {reason}"}  # fmt: skip
+        recs = [r for r in self.records if r.digest == frame_digest(frame)] or self.records
+        if recs:
+            r = recs[0]
+            reason, action = name("exception", r.reason), ACTIONS.get(r.action, f"action {r.action}")
+            did = f"{action} it" + (on_wire if action == "forwarded" else "")
+            if r.sent:
+                did += f", sending {r.sent} frame{'s' if r.sent > 1 else ''} of its own about it (ICMP, ARP)"
+            return {"outcome": "exception", "reason": reason, "control_plane": action, "frames_sent": r.sent,
+                    **({"port": self.sent[0]} if self.sent is not None and action == "forwarded" else {}),
+                    "text": f"excepted with {reason}; the control plane {did}"}  # fmt: skip
+        host = self._host_record()
+        if host is not None:
+            return {"outcome": "exception", "reason": host, "control_plane": "none (the host's reader)",
+                    "text": f"excepted with {host}; no control program: the host's reader of the "
+                            "exception ring took the record and freed the buffer"}  # fmt: skip
+        if self.sent is not None:
+            return {"outcome": "forwarded", "port": self.sent[0], "ns": self.sent[1],
+                    "text": f"forwarded on port {self.sent[0]}"}  # fmt: skip
+        return {"outcome": "unknown", "text": "no fate within the replay: still in the router, or it left "
+                                              "unseen (run longer with --cycles)"}  # fmt: skip
+
+
 def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     """Report for a buffer index (`5`), or for a traffic packet id (`pkt:17`: the buffer its
     frame was received into, from that receive to the next receive into the same buffer)."""
@@ -266,6 +387,8 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     gen = 0  # receives into the start of the buffer so far (a new packet each)
     chosen: int | None = None  # the generation of the tagged packet, once received
     stop_next = False
+    fate = Fate(target, tag_id, packet_id) if tag_id is not None and isinstance(target.image.meta.get("sysmap"), dict) \
+        and not spec.buffer else None  # fmt: skip
 
     def loc(me: int, pc: int) -> str:
         return where(target.smap(me).entry(pc)) if me in target.loaded else "?"
@@ -273,6 +396,8 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     while chip.cycle < end:
         reason = chip.run(min(CHUNK, end - chip.cycle))
         for ev in chip.history():
+            if fate is not None and chosen is not None and not stop_next:
+                fate.event(ev)
             if ev.kind == "instr":
                 last_pc[(ev.me, ev.ctx)] = ev.a0
             elif ev.unit == DRAM and ev.kind in ("mem_issue", "mem_done"):
@@ -300,6 +425,8 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
                             done_writes.append(t)
                         if ev.cycle == recv_cycle and chosen is None:
                             chosen = t["gen"]
+        if fate is not None:
+            fate.collect(chosen is not None and not stop_next)
         if stop_next:
             break  # `before` is the buffer as the tagged packet left it
         if reason == "watchpoint":
@@ -320,6 +447,15 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
             break
     chip.del_watchpoint(wp)
     final = before if stop_next else chip.mem_read("dram", addr, length)
+    ran = chip.cycle
+    if fate is not None:  # a frame sent may still be on its way to the wire: run on a little
+        live = chosen is not None and not stop_next
+        wait_end = chip.cycle + FATE_WAIT
+        while not fate.settled() and chip.cycle < wait_end and chip.run(CHUNK) == "budget":
+            for ev in chip.history():
+                if live:
+                    fate.event(ev)
+            fate.collect(live)
     if tag_id is not None:
         touches = [t for t in touches if t["gen"] == chosen]
         initial = initial if preloaded else bytes(length)
@@ -328,8 +464,10 @@ def explain(spec: RunSpec, packet_id_text: str) -> dict[str, Any]:
     for t in touches:
         t["fields"] = list(dict.fromkeys(field_name(i - pad) for i, _, _ in t["changed"] if i >= pad))
     flen = pkt.frame_length(final[pad : pad + 64])
+    frame = received[pad : pad + pkt.frame_length(received[pad : pad + 64])] if received else b""
     return {"packet_id": packet_id, "traffic_id": tag_id, "image": spec.label, "buffer": {"addr": addr, "len": length, "pad": pad},
-            "cycles": chip.cycle, "touches": touches,
+            "cycles": ran, "touches": touches,
+            **({"fate": fate.report(frame)} if fate is not None else {}),
             "before": pkt.decode(initial[pad : pad + flen]) if any(initial) else [],
             "received": pkt.decode(received[pad : pad + flen]) if received else [],
             "after": pkt.decode(final[pad : pad + flen])}  # fmt: skip
@@ -359,4 +497,6 @@ def render(report: dict[str, Any]) -> str:
         out += report["received"]
     out.append("after:")
     out += report["after"]
+    if report.get("fate"):
+        out.append(f"fate: {report['fate']['text']}")
     return "\n".join(out)

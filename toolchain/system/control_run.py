@@ -92,6 +92,7 @@ from .control import (
     read_stats,
     send_backlog,
 )
+from .undeclared import is_undeclared, undeclared_name
 
 if TYPE_CHECKING:
     from npkit.emulator.binding import Chip
@@ -657,7 +658,7 @@ class ControlJudge:
             try:
                 name = self.reasons.exception(rec.reason).name
             except ValueError:
-                name = f"code {rec.reason}"
+                name = undeclared_name(rec.reason)  # the verdict names the code and who counted it
             pid = self._identify(rec)
             if pid < 0:
                 self._hold_end = None
@@ -674,7 +675,7 @@ class ControlJudge:
                 ok = self._excepted_instead(pid, r, name)
             if r is not None:
                 self._daemons_hold(rec, pid, r)
-            comparison["matched_exception" if ok else "wrong_reason"] += 1
+            comparison["matched_exception" if ok else "undeclared_reason" if is_undeclared(name) else "wrong_reason"] += 1
             self.handled.add(pid)
             for em in self.provisional.pop(pid, []):
                 self._sent(em, rec.time_us * 1000)

@@ -13,8 +13,11 @@ macros); microcode/include/reasons.h is regenerated from microcode/reasons.yaml.
 """
 from __future__ import annotations
 
+import json
 import struct
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +48,14 @@ def reasons_header() -> str:
 
 
 def ensure_reasons_h() -> Path:
-    """microcode/include/reasons.h is generated from reasons.yaml; rewrite it if stale."""
-    text = reasons_header()
+    """microcode/include/reasons.h is generated from reasons.yaml; rewrite it if stale.
+    A reasons file the schema refuses is a LinkError at its line."""
+    from npkit.emulator.traffic.reasons import ReasonError
+
+    try:
+        text = reasons_header()
+    except ReasonError as e:
+        raise LinkError(str(e)) from None
     if not REASONS_H.exists() or REASONS_H.read_text() != text:
         REASONS_H.write_text(text)
     return REASONS_H
@@ -437,11 +446,15 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True, num_me: int = 16) -> list
 
 def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
-         config: str = "ixp2800", tx_confirm: bool = True) -> Any:  # fmt: skip
+         config: str = "ixp2800", tx_confirm: bool = True, warnings: list[str] | None = None,
+         werror: bool = False) -> Any:  # fmt: skip
     """Build the system image for a layout.  Returns npkit.asm.image.Image; its
     meta holds the layout graph, the ring table, the system map and the router
     configuration.  External blocks get the stand-ins of `_host_blocks` (so the host can
-    drive their rings), and the exception ring its host reader."""
+    drive their rings), and the exception ring its host reader.  The assembler's
+    warnings of every block go to `warnings` (each once, as `npk asm` renders it, with
+    the blocks that gave it; a cached image's from the cache); `werror` makes them a
+    LinkError."""
     from npkit.emulator.binding import EmulatorError, load_config
     from npkit.emulator.me_names import per_cluster
 
@@ -454,13 +467,16 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     host = _host_blocks(lay, tx_confirm, int(chip["num_me"]))
     _check_chip(lay, [b for _, b in host], chip, config)
     rcfg, routes_path, router_record = _router_config(router_config, routes)
+    ensure_reasons_h()  # a reasons file the schema refuses fails every link, a cached image's too
     key = _image_key(layout, params, router_record, config, tx_confirm, lay.control)
     cached = _cached_image(key, rcfg, router_record, lay)
-    if cached is not None:
+    told = _cached_warnings(key) if cached is not None else None
+    if cached is not None and (warnings is None or told is not None):
+        _tell(told or [], warnings, werror)
         return cached
     # the assembler (and the ISA's encoders it builds) only when there is something to build
     from npkit.asm.assembler import assemble
-    from npkit.asm.errors import AsmError
+    from npkit.asm.errors import AsmError, Diagnostics
     from npkit.asm.image import Image
     from npkit.emulator.run_config import recorded_config
 
@@ -473,24 +489,21 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
                             "parse step already uses for the router's own addresses")  # fmt: skip
     tables = _tables(rcfg, routes_path)
     _check_sram(tables, config)
-    ensure_reasons_h()
     programs = []
+    found: dict[tuple[str, Any], list[str]] = {}  # each warning once, with the blocks that gave it
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
-        split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
-        (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
+        _write_sys_header(tmp, rcfg, lay)
         todo = [b for b in lay.blocks.values() if b.source is not None]
         todo += [b for _, b in host]
         for b in todo:
-            assert b.source is not None
-            src = MICROCODE / b.source
-            incs = [tmp, str(INCLUDE), str(src.parent)] + [
-                str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")
-            ]
+            src, incs, defines = block_inputs(lay, b, tmp, k)
+            diags = Diagnostics()
             try:
-                asm = assemble(src, include_dirs=incs, defines=_block_defines(lay, b, k), ctx_mode=b.threads,
-                               name=b.name)  # fmt: skip
+                asm = assemble(src, include_dirs=incs, defines=defines, ctx_mode=b.threads, name=b.name, diags=diags)
             except AsmError as e:
                 raise LinkError(f"block {b.name} ({b.source}): {e}") from None
+            for message, loc in diags.warnings:
+                found.setdefault((message, loc), []).append(b.name)
             prog = asm.program
             _name_generated(prog, tmp)
             prog.mes = list(b.mes)
@@ -499,6 +512,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
             programs.append(prog)
     if not programs:
         raise LinkError(f"{lay.source}: no block has microcode")
+    rendered = [_render_warning(message, loc, blocks, tmp) for (message, loc), blocks in found.items()]
     check_allocations(programs, system_allocations(lay))
     programs[0].init_mem.extend(_initial_memory(tables))
     meta = {
@@ -523,11 +537,86 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     if cache_dir() is not None:
         data = to_bytes(image)
         cache_put("image", key, data)
+        cache_put("link-warnings", key, json.dumps(rendered).encode())
         try:
             from_bytes(data, "<cache>")  # its metadata's check cached too: the next run reads it without the schema
         except ImageError:
             pass  # the next run finds it unreadable and links again, as it would have
+    _tell(rendered, warnings, werror)
     return image
+
+
+def _tell(rendered: list[str], warnings: list[str] | None, werror: bool) -> None:
+    """Hand the assembler's warnings to the caller; with `werror` they fail the link."""
+    if warnings is not None:
+        warnings.extend(rendered)
+    if werror and rendered:
+        raise LinkError(f"{len(rendered)} assembler warning(s) treated as errors (--Werror)")
+
+
+def _render_warning(message: str, loc: Any, blocks: list[str], tmp: str) -> str:
+    """An assembler warning as `npk asm` prints it (file:line:column, the line, a caret),
+    naming the blocks whose assembly gave it; the generated header under GENERATED_DIR."""
+    from npkit.asm.errors import format_diagnostic
+
+    which = f"block {blocks[0]}" if len(blocks) == 1 else f"blocks {', '.join(blocks)}"
+    return format_diagnostic("warning", f"{message} [{which}]", loc).replace(tmp, GENERATED_DIR)
+
+
+def _cached_warnings(key: str) -> list[str] | None:
+    from npkit.asm.base.cache import cache_get
+
+    data = cache_get("link-warnings", key)
+    if data is None:
+        return None
+    try:
+        told = json.loads(data)
+    except ValueError:
+        return None
+    return [str(w) for w in told] if isinstance(told, list) else None
+
+
+def _write_sys_header(tmp: str, rcfg: Any, lay: Layout) -> None:
+    split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
+    (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
+
+
+def block_inputs(lay: Layout, b: Block, generated: str, per_cluster: int = 8) -> tuple[Path, list[str], dict[str, str]]:
+    """What block `b` of `lay` is assembled from: its source, the include directories
+    (`generated`, where npk_sys.h is, first) and the preprocessor defines."""
+    assert b.source is not None
+    src = MICROCODE / b.source
+    incs = [generated, str(INCLUDE), str(src.parent)] + [str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")]
+    return src, incs, _block_defines(lay, b, per_cluster)
+
+
+@contextmanager
+def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None = None,
+                 routes: str | Path | None = None, router_config: str | Path | None = None,
+                 config: str = "ixp2800") -> Iterator[tuple[Block, Path, list[str], dict[str, str]]]:  # fmt: skip
+    """Block `block` of `layout` as `link` assembles it: (the block, its source, include
+    directories, defines), with the generated npk_sys.h in a temporary directory that
+    lives inside the `with`.  A block the layout does not have, or one without microcode
+    (external), is a LinkError naming those it has."""
+    from npkit.emulator.binding import EmulatorError, load_config
+    from npkit.emulator.me_names import per_cluster
+
+    lay = load_layout(layout, params)
+    b = lay.blocks.get(block)
+    if b is None or b.source is None:
+        have = ", ".join(n for n, x in lay.blocks.items() if x.source is not None)
+        what = "has no block" if b is None else "runs no microcode of its own in block"
+        raise LinkError(f"{lay.source}: the layout {what} {block!r} (blocks with microcode: {have})")
+    try:
+        k = per_cluster(load_config(config))
+    except EmulatorError as e:
+        raise LinkError(str(e)) from None
+    rcfg, _, _ = _router_config(router_config, routes)
+    ensure_reasons_h()
+    with tempfile.TemporaryDirectory(prefix="npk-block-") as tmp:
+        _write_sys_header(tmp, rcfg, lay)
+        src, incs, defines = block_inputs(lay, b, tmp, k)
+        yield b, src, incs, defines
 
 
 # where the image says the generated npk_sys.h was (its scopes, line table and sources

@@ -73,15 +73,19 @@ from npkit.toolchain.debug.profile import fault_site_lines, image_placement, loc
 from .buffers import audit
 from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
+from .undeclared import arm_guard, is_undeclared, undeclared_counts, undeclared_name
+from .undeclared import report as undeclared_report
 from .wire_idle import WireIdle
 
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)
 DRAIN_CAP_NS = 5_000_000  # the longest a drain may take: a stuck packet shows within it
 HORIZON_NS = 5_000_000  # a packet with no fate this long after arriving was dropped by the microcode
+UNDECLARED = "undeclared_reason"  # a drop or exception of a code no reason declares (undeclared.py)
 RESOURCE_DROPS = ("buffer_exhausted", "queue_full", "exception_ring_full")
 COMPARISON_KEYS = ("matched_forward", "untagged", "wrong_outcome", "wrong_port", "wrong_bytes", "reordered",
                    "forgotten", "matched_exception", "wrong_reason", "unmatched_exception", "unmatched",
-                   "duplicates", "matched_control", "unexpected_control", "missing_control")  # fmt: skip
+                   "duplicates", "matched_control", "unexpected_control", "missing_control",
+                   UNDECLARED)  # fmt: skip
 CONTROL_KEYS = ("matched_control", "unexpected_control", "missing_control")
 
 
@@ -145,7 +149,9 @@ class ExceptionReader:
             frame = chip.mem_read("dram", SYS.buf_addr(i), max(length, 1))
             pid = -1 if self.identify is None else self.identify(frame, (rec >> 16) & 0xFF)
             self.count += 1
-            self.on_record(pid, self.reasons.exception(rec & 0xFF).name)
+            code = rec & 0xFF
+            known = next((r.name for r in self.reasons.exceptions.values() if r.code == code), None)
+            self.on_record(pid, known or undeclared_name(code))
             free_buffer(chip, i)
         self._read = n
 
@@ -205,6 +211,8 @@ class RouterRun:
             load_image(self.chip, image)
         self.traffic = traffic
         self.run = TrafficRun(self.chip, traffic, capture=capture, record=record, ahead=ahead)
+        self.reasons = load_reasons()
+        arm_guard(self.chip, self.reasons)  # a drop or exception code no reason declares: who counted it
         self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
         self.lost: Counter[tuple[str, str]] = Counter()  # (oracle's outcome kind, drop reason)
         self.dropped_early: Counter[str] = Counter()  # drop reason
@@ -228,6 +236,7 @@ class RouterRun:
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
         self.unattributed_drops: dict[str, int] = {}
+        self.undeclared: list[dict[str, Any]] = []  # codes no reason declares (undeclared.report)
         self.traffic_ns = 0
         self.me_busy: dict[int, float] = {}
         self.drain_info: dict[str, Any] = {"enabled": False}
@@ -371,6 +380,9 @@ class RouterRun:
         o = self.outcome(pid)
         if o is None:
             return
+        if is_undeclared(reason):  # the verdict names the code and who counted it
+            self._judged(pid, UNDECLARED)
+            return
         if self.cp is not None and is_resource_drop(reason) and not (isinstance(o, Drop) and o.reason == reason):
             fast = self.cp.fast_outcome(pid)
             o = fast if fast is not None else o
@@ -383,6 +395,11 @@ class RouterRun:
             self.dropped_early[reason] += 1
         elif category != MATCHED_DROP:
             self.comparison[category] += 1
+        for fn in self.on_judged:
+            fn(pid, category)
+
+    def _judged(self, pid: int, category: str) -> None:
+        self.comparison[category] += 1
         for fn in self.on_judged:
             fn(pid, category)
 
@@ -402,6 +419,10 @@ class RouterRun:
         if pid < 0:
             self.comparison["unmatched_exception"] += 1
             return
+        if is_undeclared(reason):
+            self._judged(pid, UNDECLARED)
+            self.run.mark(pid, EXCEPTED, reason)
+            return
         o = self.outcome(pid)
         category = WRONG_REASON if o is None else judge_disposition(o, "exception", reason)
         self.comparison[category] += 1
@@ -420,7 +441,9 @@ class RouterRun:
             return
         counters = self.drop_counters()
         avail = {r: n - self._assigned[r] for r, n in counters.items()}
-        resource = [r for r in RESOURCE_DROPS if avail.get(r, 0) > 0]
+        # then drops of codes no reason declares (the verdict names them), to the earliest left
+        undeclared = [r for r in counters if is_undeclared(r)]
+        resource = [r for r in (*RESOURCE_DROPS, *undeclared) if avail.get(r, 0) > 0]
         cp = self.cp
         for c, i in _chain(first, todo):
             v = c.extra["v"]
@@ -448,6 +471,8 @@ class RouterRun:
         self._sweep(final=True)
         counters = self.drop_counters()
         self.unattributed_drops = {k: n - self._assigned[k] for k, n in counters.items() if n - self._assigned[k]}
+        self.undeclared = undeclared_report(self.chip, undeclared_counts(self.chip, self.reasons),
+                                            list(getattr(self.image, "programs", [])))
         # the rest of a source the run did not get to still counts as offered
         for w in self.run.feed.rest():
             self._offered(w)
@@ -553,9 +578,13 @@ class RouterRun:
     # -- accounting
     def drop_counters(self) -> dict[str, int]:
         """The microcode's drop counters by reason, the control plane's own frames
-        (control_queue_full: not input packets) left out."""
+        (control_queue_full: not input packets) left out; a code no reason declares by
+        its `undeclared_name`."""
         drops = read_counters(self.chip)["drops"]
         drops.pop("control_queue_full", None)
+        for (kind, code), n in undeclared_counts(self.chip, self.reasons).items():
+            if kind == "drop":
+                drops[undeclared_name(code)] = n
         return drops
 
     def control_queue_full(self) -> int:
@@ -629,6 +658,7 @@ class RouterRun:
                              "in_flight": tot["in_flight"], "unattributed_drops": self.unattributed_drops,
                              "buffers": buffers},
             "in_flight": self._in_flight(tot["in_flight"], census),
+            **({"undeclared_codes": self.undeclared} if self.undeclared else {}),  # codes no reason declares
             "drain": self.drain_info,
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),

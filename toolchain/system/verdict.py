@@ -11,6 +11,9 @@ A run fails when
 - conservation does not balance (a packet with two fates, counters that add up wrong),
 - packets are still in flight at the end (`in_flight.why` says where),
 - microcode drop counters name drops no packet accounts for,
+- the microcode dropped or excepted packets with a code no reason declares
+  (`undeclared_codes`: the code, how many, and the ME, context and PC that counted the
+  first: npkit.toolchain.system.undeclared),
 - the chip faulted (`faults`: microcode did what the hardware leaves undefined, such as
   an address outside a memory, a PC outside the control store, a put to a full ring or
   a transmit control word naming bytes past its element), even if every packet came
@@ -69,6 +72,8 @@ def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
         reasons.append("conservation does not balance: " + "; ".join(cons.get("problems", [])))
     if cons.get("unattributed_drops"):
         reasons.append(f"drop counters with no packet to account for: {cons['unattributed_drops']}")
+    for u in summary.get("undeclared_codes") or []:
+        reasons.append(u["why"])
     faults = summary.get("faults") or {}
     if faults.get("total"):
         reasons.append(f"chip faults: {faults['total']} ({fault_kinds(faults)}); the last are in faults.last")

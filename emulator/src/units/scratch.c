@@ -22,6 +22,7 @@ static void wr(npk_chip *c, uint32_t a, uint32_t v)
     if ((uint64_t)a + 4 <= c->cfg.scratch_bytes) {
         npk_wr32(c->scratch + a, v);
         if (c->nwp_mem) npk_mem_watch(c, NPK_MEM_SCRATCH, a, 4);
+        if (a - c->guard_base < c->guard_bytes) npk_guard_write(c, a);   /* unsigned: one compare */
     } else {
         npk_fault_cmd(c, NPK_FAULT_SCRATCH, a);
     }
