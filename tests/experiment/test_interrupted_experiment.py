@@ -17,8 +17,10 @@ NPK = str(Path(sys.executable).with_name("npk"))
 
 
 def _start(tiny_design: Any, tmp_path: Path) -> subprocess.Popen[bytes]:
+    # one worker: a pool with a worker a core has no read-ahead children (they would
+    # compete with the workers: execute.read_ahead_for), and they are what is watched here
     design = tiny_design(["full", "stub"], replications=4)
-    return subprocess.Popen([NPK, "experiment", "run", str(design), "-o", str(tmp_path / "res"), "--jobs", "2"],
+    return subprocess.Popen([NPK, "experiment", "run", str(design), "-o", str(tmp_path / "res"), "--jobs", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
 
 
