@@ -58,19 +58,25 @@ def request(path: Path, line: str, timeout: float = 60.0) -> tuple[list[str] | N
     s = connect(path, timeout)
     if s is None:
         return None, time.monotonic() - t0
+    lines: list[str] = []
     try:
         s.sendall(line.encode("latin-1") + b"\n")
         buf = b""
-        while not buf.endswith(b".\n") and b"\nerror" not in b"\n" + buf:
+        while True:  # the answer ends with "ok" (or "ok ...") or is one "error: ..." line
             chunk = s.recv(65536)
             if not chunk:
-                break
+                return None, time.monotonic() - t0
             buf += chunk
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                text = raw.decode("latin-1")
+                lines.append(text)
+                if text == "ok" or text.startswith(("ok ", "error")):
+                    return lines, time.monotonic() - t0
     except OSError:
         return None, time.monotonic() - t0
     finally:
         s.close()
-    return buf.decode("latin-1").splitlines(), time.monotonic() - t0
 
 
 class Clients:
@@ -158,7 +164,7 @@ class Clients:
                 self.figures["locked_out"] += 1
 
     def _operator(self) -> None:
-        while not self.stop.wait(3.0):
+        while not self.stop.wait(0.5):
             answer, took = request(self.sock, "stats")
             if answer is None:
                 continue
@@ -255,7 +261,7 @@ def run_round(kind: str, layout: str, image: Path, work: Path, n: int, ms: float
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=float(os.environ.get("SOAK_MINUTES", "25")))
-    ap.add_argument("--ms", type=float, default=10.0, help="emulated ms of traffic per round")
+    ap.add_argument("--ms", type=float, default=50.0, help="emulated ms of traffic per round")
     args = ap.parse_args()
     minutes = min(args.minutes, 30.0)
     deadline = time.monotonic() + minutes * 60

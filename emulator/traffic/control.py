@@ -1031,18 +1031,14 @@ class RouterModel:
         """The table the fast path may still (or already) use around change k."""
         c = self.changes[k]
         other = RouteTable(list(self.routes))
-        if k < self._next_change:          # applied: the table before it
-            if c.op == "add":
+        if k < self._next_change:          # applied: its prefix as it was before it
+            # (a later change may have withdrawn or replaced the prefix again: an add
+            # and a delete of one route within the window, a route-add storm)
+            if (c.prefix, c.length) in other:
                 other.remove(c.prefix, c.length)
-                old = next((ch for ch in reversed(self.changes[:k]) if (ch.prefix, ch.length) == (c.prefix, c.length)), None)
-                if old is not None and old.op == "add":
-                    other.add(Route(old.prefix, old.length, old.next_hop, old.port))
-                elif (c.prefix, c.length) in self._initial_prefixes():
-                    other.add(self._initial_route(c.prefix, c.length))
-            else:
-                prev = self._route_before(k)
-                if prev is not None:
-                    other.add(prev)
+            prev = self._route_before(k)
+            if prev is not None:
+                other.add(prev)
         else:                              # not yet: the table after it
             self._apply_to(other, c)
         return other
