@@ -35,6 +35,8 @@ from .sysmap import (
 if TYPE_CHECKING:
     from npkit.asm.image import Program
 
+    from .app import App
+
 # ---- generated headers ---------------------------------------------------------------
 
 
@@ -433,17 +435,24 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True, num_me: int = 16) -> list
     return out
 
 
-def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
+def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
-         config: str = "ixp2800", tx_confirm: bool = True) -> Any:  # fmt: skip
+         config: str = "ixp2800", tx_confirm: bool = True, app: App | None = None) -> Any:  # fmt: skip
     """Build the system image for a layout.  Returns npkit.asm.image.Image; its
     meta holds the layout graph, the ring table, the system map and the router
     configuration.  External blocks get the stand-ins of `_host_blocks` (so the host can
-    drive their rings), and the exception ring its host reader."""
+    drive their rings), and the exception ring its host reader.  With `app`
+    (npkit.toolchain.system.app), `layout` is one of its layouts (or a file), its block
+    sources and includes are looked up in its folders first, and its router config and
+    routes are the defaults."""
     from npkit.emulator.binding import EmulatorError, load_config
     from npkit.emulator.me_names import per_cluster
 
-    lay = load_layout(layout, params)
+    if app is not None:
+        layout = app.layout_file(None if layout is None else str(layout))
+        router_config = router_config or app.file("router")
+        routes = routes or app.file("routes")
+    lay = load_layout(layout, params, app.source_dirs if app is not None else None)
     try:
         chip = load_config(config)
         k = per_cluster(chip)
@@ -453,6 +462,10 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     _check_chip(lay, [b for _, b in host], chip, config)
     rcfg, routes_path, router_record = _router_config(router_config, routes)
     key = _image_key(layout, params, router_record, config, tx_confirm, lay.control)
+    if app is not None:
+        from npkit.asm.base.cache import content_key
+
+        key = content_key(key, app.name, [str(d) for d in app.source_dirs], app.digest())
     cached = _cached_image(key, rcfg, router_record, lay)
     if cached is not None:
         return cached
@@ -481,7 +494,7 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         for b in todo:
             assert b.source is not None
             src = MICROCODE / b.source
-            incs = [tmp, str(INCLUDE), str(src.parent)] + [
+            incs = [tmp, *(str(d) for d in (app.include if app else ())), str(INCLUDE), str(src.parent)] + [
                 str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")
             ]
             try:
@@ -510,6 +523,8 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         "router_config": str(rcfg.source or ""),
         "router": router_record,
     }  # fmt: skip
+    if app is not None:
+        meta["app"] = {"name": app.name, "folder": str(app.folder)}
     if lay.control is not None:
         from .control import control_meta
 

@@ -267,12 +267,12 @@ class RouterRun:
              traffic: TrafficSource | None = None, routes: str | Path | None = None,
              router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
              capture: str | Path | None = None, record: bool = False,
-             control: dict[str, Any] | None = None) -> RouterRun:  # fmt: skip
+             control: dict[str, Any] | None = None, app: Any = None) -> RouterRun:  # fmt: skip
         from .link import link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
-        image = link(layout, params, routes, router_config, config=str(chip_config))
+        image = link(layout, params, routes, router_config, config=str(chip_config), app=app)
         return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record,
                    control=control)  # fmt: skip
 
@@ -770,8 +770,8 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
                router_config: str | Path | None = None, progress: bool = False,
                chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
                capture: str | Path | None = None, control: dict[str, Any] | None = None,
-               on_start: Callable[[RouterRun], None] | None = None) -> dict[str, Any]:  # fmt: skip
-    """Link (or take `image`), offer `traffic` for `duration_ns`, drain, summarise.
+               on_start: Callable[[RouterRun], None] | None = None, app: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Link (or take `image`; `app`: the application `layout` belongs to, npkit.toolchain.system.app), offer `traffic` for `duration_ns`, drain, summarise.
     `on_start` is given the RouterRun before it runs (its chip stays usable after).
 
     `drain` runs on until the router is idle, capped by `drain_ns` (default DRAIN_CAP_NS);
@@ -781,7 +781,7 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
     `control`: how to start the image's control program (RouterRun)."""
     if image is None:
         rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, capture=capture,
-                            control=control)  # fmt: skip
+                            control=control, app=app)  # fmt: skip
     else:
         rr = RouterRun(image, traffic, chip_config, capture=capture, control=control)
     if on_start is not None:

@@ -1,0 +1,161 @@
+"""Applications (npkit.toolchain.system.app, docs/applications.md): the manifest and its
+errors, `--app DIR` on npk demo / link / run, the IPv4 router as the first application,
+and block sources looked up in the application's folder before npkit's library."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from npkit.toolchain.cli import main
+from npkit.toolchain.system.app import AppError, load_app
+from npkit.toolchain.system.link import link
+
+ROOT = Path(__file__).resolve().parents[2]
+IPV4 = ROOT / "microcode" / "ipv4"
+TIMING = ("host_s", "emulated_ms_per_host_s", "host_s_per_emulated_ms")
+
+
+def _write(folder: Path, manifest: dict[str, Any] | str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = manifest if isinstance(manifest, str) else yaml.safe_dump(manifest)
+    (folder / "app.yaml").write_text(text)
+    return folder
+
+
+def test_ipv4_application_names_the_router_files() -> None:
+    app = load_app(IPV4)
+    assert app.name == "ipv4" and app.default_layout == "pipelined"
+    assert app.layouts["parallel"] == ROOT / "microcode" / "layouts" / "parallel.yaml"
+    assert app.file("reasons") == ROOT / "microcode" / "reasons.yaml"
+    assert app.file("traffic") == ROOT / "examples" / "traffic" / "seed003_balanced.yaml"
+    assert app.layout_file(None) == str(ROOT / "microcode" / "layouts" / "pipelined.yaml")
+
+
+def _without_timing(s: dict[str, Any]) -> dict[str, Any]:
+    s = {k: v for k, v in s.items() if k not in TIMING and k != "app"}
+    if isinstance(s.get("run"), dict):
+        s["run"] = {k: v for k, v in s["run"].items() if k not in TIMING}
+    return s
+
+
+def test_demo_with_the_ipv4_app_is_the_demo() -> None:
+    runs = []
+    for extra in ([], ["--app", str(IPV4)]):
+        res = CliRunner().invoke(main, ["demo", "--ms", "0.3", "--json", *extra])
+        assert res.exit_code == 0, res.output
+        runs.append(json.loads(res.output))
+    assert "app" not in runs[0] and runs[1]["app"]["name"] == "ipv4"
+    assert runs[0]["comparison"] == runs[1]["comparison"] and runs[0]["verdict"] == runs[1]["verdict"]
+    assert _without_timing(runs[0]) == _without_timing(runs[1])
+
+
+def test_link_app_default_layout_and_unknown_layout(tmp_path: Path) -> None:
+    out = tmp_path / "r.elf"
+    res = CliRunner().invoke(main, ["link", "--app", str(IPV4), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "wrote" in res.output and out.exists()
+    res = CliRunner().invoke(main, ["link", "--app", str(IPV4), "nope", "-o", str(out)])
+    assert res.exit_code == 1 and "application ipv4 has no such layout" in res.output
+    assert "pipelined, parallel" in res.output
+    res = CliRunner().invoke(main, ["link", "-o", str(out)])
+    assert res.exit_code == 2 and "--app DIR" in res.output
+
+
+def test_run_app_uses_its_traffic(tmp_path: Path) -> None:
+    out = tmp_path / "r.elf"
+    assert CliRunner().invoke(main, ["link", "--app", str(IPV4), "-o", str(out)]).exit_code == 0
+    res = CliRunner().invoke(main, ["run", str(out), "--app", str(IPV4), "--duration-ms", "0.1", "--json"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    assert s["traffic"] == str(ROOT / "examples" / "traffic" / "seed003_balanced.yaml")
+    assert s["verdict"]["ok"]
+
+
+def test_block_source_from_the_app_folder_first(tmp_path: Path) -> None:
+    """A layout's block source found in the application's folder is built from there;
+    the others come from npkit's library; a change to the folder's source is rebuilt."""
+    app_dir = tmp_path / "mine"
+    (app_dir / "hdr_format").mkdir(parents=True)
+    own = app_dir / "hdr_format" / "hdr_format.uc"
+    shutil.copy(ROOT / "microcode" / "hdr_format" / "hdr_format.uc", own)
+    shutil.copy(ROOT / "microcode" / "layouts" / "pipelined.yaml", app_dir / "pipe.yaml")
+    _write(app_dir, {"name": "mine", "extends": "ipv4", "layouts": {"pipe": "pipe.yaml"}, "default_layout": "pipe"})
+    app = load_app(app_dir)
+    assert app.chain == ("mine", "ipv4") and set(app.layouts) == {"pipelined", "parallel", "pipe"}
+    image = link(None, {"io": "msf"}, app=app)
+    progs = {p.name: p for p in image.programs}
+    assert str(own) in progs["hdr_format"].source_files
+    assert not any(str(app_dir) in f for f in progs["lookup"].source_files)
+    assert image.meta["app"] == {"name": "mine", "folder": str(app_dir)}
+    words = list(progs["hdr_format"].words)
+    own.write_text(own.read_text().replace("npk_thread_setup", "nop\n    npk_thread_setup", 1))
+    os.utime(own, ns=(1, 1))  # another time and size: the cached image is not this one
+    again = {p.name: p for p in link(None, {"io": "msf"}, app=load_app(app_dir)).programs}
+    assert len(again["hdr_format"].words) == len(words) + 1
+
+
+def _error(folder: Path) -> str:
+    try:
+        load_app(folder)
+    except AppError as e:
+        return str(e)
+    raise AssertionError("no error")
+
+
+def test_manifest_errors_are_located(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a", "name: a\nreasons: nothere.yaml\n")
+    assert _error(a) == f"{a / 'app.yaml'}:2: reasons: nothere.yaml: no such file (relative to the application's folder)"
+    b = _write(tmp_path / "b", "name: b\nlayouts:\n  x: x.yaml\n")
+    assert _error(b).startswith(f"{b / 'app.yaml'}:3: layouts.x: x.yaml: no such file")
+    c = _write(tmp_path / "c", "name: c\ncolour: red\n")
+    assert _error(c).startswith(f"{c / 'app.yaml'}:2: colour: unknown key (allowed: name, ")
+    d = _write(tmp_path / "d", "name: 9lives\n")
+    assert _error(d).startswith(f"{d / 'app.yaml'}:1: name: '9lives': a name is")
+    e = _write(tmp_path / "e", "name: e\nextends: ../f\n")
+    _write(tmp_path / "f", "name: f\nextends: ../e\n")
+    assert _error(e).startswith(f"{tmp_path / 'f' / 'app.yaml'}:2: extends: ../e: extends itself")
+    g = _write(tmp_path / "g", "name: g\ndefault_layout: pipelined2\nextends: ipv4\n")
+    assert _error(g).startswith(f"{g / 'app.yaml'}:2: default_layout: pipelined2: not one of the layouts")
+    assert _error(tmp_path / "none").endswith("not there")
+    (tmp_path / "empty").mkdir()
+    assert "no app.yaml in this folder" in _error(tmp_path / "empty")
+
+
+_KEYS = ["name", "description", "extends", "layouts", "default_layout", "include", "reasons", "tables", "model",
+         "router", "routes", "traffic", "other"]  # fmt: skip
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True),
+                     st.sampled_from(["ipv4", "x.yaml", "../ipv4", "lay.yaml", "sub", ".", "", "a b", "pipelined"]),
+                     st.text(max_size=8))  # fmt: skip
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.text(max_size=5) | st.sampled_from(["x"]),
+                                                                         inner, max_size=3)), max_leaves=6)  # fmt: skip
+_LOCATED = re.compile(r"^/\S+(:\d+)?: ")
+
+
+@settings(max_examples=150, deadline=10_000, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
+@given(st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=6) | _VALUES)
+def test_any_manifest_gives_an_app_or_a_located_error(tmp_path: Path, manifest: Any) -> None:
+    folder = tmp_path / "fz"
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "sub").mkdir(parents=True)
+    (folder / "lay.yaml").write_text("name: lay\n")
+    (folder / "x.yaml").write_text("{}\n")
+    _write(folder, yaml.safe_dump(manifest))
+    try:
+        app = load_app(folder)
+    except AppError as e:
+        assert _LOCATED.match(str(e)), str(e)
+        return
+    assert app.folder == folder.resolve() and app.include[0] == folder.resolve()

@@ -1,0 +1,182 @@
+"""Applications: a folder with an `app.yaml` manifest (docs/applications.md).
+
+An application names its layouts, the directories its blocks and headers come from, its
+reasons, tables, reference model, router config, routes and default traffic, each a path
+relative to its folder.  `extends` names the folder of an application it builds on: what
+the manifest does not set is the base's, layouts add to (or replace by name) the base's,
+and block sources are looked up in this folder, its `include` directories, then the
+base's, and last in npkit's block library (microcode/).
+
+    app = load_app("examples/apps/acl")
+    app.layout_file("pipelined")          # a layout by name (or a YAML file as given)
+    app.source_dirs                       # where block sources are looked up, in order
+
+Errors (a manifest that does not read, a file it names that is missing, a circle of
+`extends`) raise AppError `app.yaml:line: field: what is wrong`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npkit.asm.base.reading import error_at, file_state, load_yaml
+
+from .errors import LinkError
+from .paths import MICROCODE
+
+MANIFEST = "app.yaml"
+IPV4_APP = MICROCODE / "ipv4"  # the IPv4 router, the first application
+MAX_EXTENDS = 16  # bases an application may stack
+# files of an application that a linked image depends on (by name, size and time)
+_IMAGE_SUFFIXES = (".uc", ".h", ".yaml", ".yml", ".txt")
+FILE_FIELDS = ("reasons", "tables", "model", "router", "routes", "traffic")
+
+
+class AppError(LinkError):
+    """An application folder or manifest that cannot be used; the message says where."""
+
+
+@dataclass(frozen=True)
+class App:
+    """A loaded application, its base's settings merged in (see the module doc)."""
+
+    name: str
+    folder: Path
+    layouts: dict[str, Path]
+    default_layout: str | None
+    include: tuple[Path, ...]  # this app's include directories then its bases', folders included
+    files: dict[str, Path] = field(default_factory=dict)  # FILE_FIELDS that are set -> path
+    chain: tuple[str, ...] = ()  # names: this app, then its bases
+
+    @property
+    def source_dirs(self) -> list[Path]:
+        """Where a layout's block sources are looked up, in order: the application's
+        folders and include directories, then npkit's block library."""
+        return [*self.include, MICROCODE]
+
+    def file(self, kind: str) -> Path | None:
+        """The application's `kind` file (one of FILE_FIELDS), or None."""
+        return self.files.get(kind)
+
+    def layout_file(self, layout: str | None) -> str:
+        """The layout to link: a name of the application's layouts, or a YAML file."""
+        if layout is None:
+            if self.default_layout is None:
+                raise AppError(f"{self.folder / MANIFEST}: no default_layout: name one with --layout "
+                               f"({', '.join(self.layouts) or 'the application has no layouts'})")  # fmt: skip
+            layout = self.default_layout
+        if layout in self.layouts:
+            return str(self.layouts[layout])
+        if file_state(Path(layout)) == "file":
+            return layout
+        raise AppError(f"layout {layout}: application {self.name} has no such layout "
+                       f"(layouts: {', '.join(self.layouts) or 'none'}), nor is it a file")  # fmt: skip
+
+    def digest(self) -> list[tuple[str, int, int]]:
+        """Name, size and modification time of every file under the application's folders
+        that a linked image can depend on (npkit.asm.base.cache keys)."""
+        out: list[tuple[str, int, int]] = []
+        for d in dict.fromkeys(self.include):
+            for top, dirs, names in os.walk(d):
+                dirs[:] = sorted(n for n in dirs if n != "__pycache__" and not n.startswith("."))
+                for n in sorted(names):
+                    if os.path.splitext(n)[1] in _IMAGE_SUFFIXES:
+                        st = os.stat(os.path.join(top, n))
+                        out.append((os.path.join(top, n), st.st_size, st.st_mtime_ns))
+        for p in self.files.values():
+            st = p.stat()
+            out.append((str(p), st.st_size, st.st_mtime_ns))
+        return out
+
+
+def app_folder(path: str | Path) -> Path:
+    """The folder of an application given as its folder or its manifest."""
+    p = Path(path)
+    return p.parent if p.name == MANIFEST and file_state(p) == "file" else p
+
+
+def load_app(path: str | Path) -> App:
+    """The application in folder `path` (or its app.yaml), its bases merged in."""
+    return _load(app_folder(path).resolve(), ())
+
+
+def _load(folder: Path, seen: tuple[Path, ...]) -> App:
+    manifest = folder / MANIFEST
+    state = path_kind(folder)
+    if state != "dir":
+        raise AppError(f"{folder}: an application is a folder holding {MANIFEST}, and this is "
+                       f"{'not there' if state == 'missing' else 'not a folder'}")  # fmt: skip
+    if file_state(manifest) != "file":
+        raise AppError(f"{folder}: no {MANIFEST} in this folder (docs/applications.md says what it holds)")
+    located = load_yaml(manifest, error=AppError, what="application manifest")
+    from npkit.asm.base.schema import validate
+
+    from .app_schema import AppFile
+
+    model = validate(AppFile, located.data, str(manifest), located=located, error=AppError)
+    _check_paths(model, folder, str(manifest), located)
+    base: App | None = None
+    if model.extends is not None:
+        base_dir = _base_folder(model.extends, folder)
+        if base_dir == folder or base_dir in seen:
+            raise error_at(AppError, str(manifest), ("extends",),
+                           f"{model.extends}: extends itself (round {' -> '.join(p.name for p in (*seen, folder, base_dir))})",
+                           located)  # fmt: skip
+        if len(seen) >= MAX_EXTENDS:
+            raise error_at(AppError, str(manifest), ("extends",), f"more than {MAX_EXTENDS} bases", located)
+        base = _load(base_dir, (*seen, folder))
+    return _merged(model, folder, base, str(manifest), located)
+
+
+def path_kind(path: Path) -> str:
+    """'file', 'dir', 'missing' or what else is there (never raises)."""
+    try:
+        if path.is_dir():
+            return "dir"
+    except (OSError, ValueError):
+        pass
+    return file_state(path)
+
+
+def _check_paths(model: Any, folder: Path, source: str, located: Any) -> None:
+    """Every path the manifest names exists (a file; a folder for `include`, either for `traffic`)."""
+    named: list[tuple[tuple[Any, ...], str, tuple[str, ...]]] = []
+    named += [(("layouts", k), f, ("file",)) for k, f in model.layouts.items()]
+    named += [(("include", i), d, ("dir",)) for i, d in enumerate(model.include)]
+    for kind in FILE_FIELDS:
+        rel = getattr(model, kind)
+        if rel is not None:
+            named.append(((kind,), rel, ("file", "dir") if kind == "traffic" else ("file",)))
+    for path, rel, want in named:
+        if path_kind(folder / rel) not in want:
+            what = " or ".join("folder" if w == "dir" else "file" for w in want)
+            raise error_at(AppError, source, path, f"{rel}: no such {what} (relative to the application's folder)",
+                           located)  # fmt: skip
+
+
+def _base_folder(extends: str, folder: Path) -> Path:
+    """`extends`: "ipv4" (npkit's IPv4 router) or a folder relative to this one."""
+    if extends == "ipv4":
+        return IPV4_APP.resolve()
+    return (folder / extends).resolve()
+
+
+def _merged(model: Any, folder: Path, base: App | None, source: str, located: Any) -> App:
+    layouts = dict(base.layouts) if base else {}
+    layouts.update((k, (folder / v).resolve()) for k, v in model.layouts.items())
+    default = model.default_layout or (base.default_layout if base else None)
+    if model.default_layout is not None and model.default_layout not in layouts:
+        raise error_at(AppError, source, ("default_layout",),
+                       f"{model.default_layout}: not one of the layouts ({', '.join(layouts) or 'none'})", located)  # fmt: skip
+    own = [folder] + [(folder / d).resolve() for d in model.include]
+    include = tuple(own) + (base.include if base else ())
+    files = dict(base.files) if base else {}
+    for kind in FILE_FIELDS:
+        value = getattr(model, kind)
+        if value is not None:
+            files[kind] = (folder / value).resolve()
+    chain = (model.name, *(base.chain if base else ()))
+    return App(model.name, folder, layouts, default, include, files, chain)
