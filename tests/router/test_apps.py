@@ -96,7 +96,7 @@ def test_block_source_from_the_app_folder_first(tmp_path: Path) -> None:
     progs = {p.name: p for p in image.programs}
     assert str(own) in progs["hdr_format"].source_files
     assert not any(str(app_dir) in f for f in progs["lookup"].source_files)
-    assert image.meta["app"] == {"name": "mine", "folder": str(app_dir)}
+    assert image.meta["app"] == {"name": "mine", "folder": str(app_dir), "reasons": [str(ROOT / "microcode" / "reasons.yaml")]}
     words = list(progs["hdr_format"].words)
     own.write_text(own.read_text().replace("npk_thread_setup", "nop\n    npk_thread_setup", 1))
     os.utime(own, ns=(1, 1))  # another time and size: the cached image is not this one
@@ -159,3 +159,83 @@ def test_any_manifest_gives_an_app_or_a_located_error(tmp_path: Path, manifest: 
         assert _LOCATED.match(str(e)), str(e)
         return
     assert app.folder == folder.resolve() and app.include[0] == folder.resolve()
+
+
+ACL_REASONS = """\
+drops:
+  acl_deny:
+    code: 40
+    step: 30
+    rule: a first fragment matching an ACL rule (source prefix, destination port)
+"""
+
+
+def _acl_app(tmp_path: Path, reasons: str = ACL_REASONS) -> Path:
+    """An application extending ipv4 with its own reasons and its own copy of hdr_format,
+    which assembles only when reasons.h has the application's code."""
+    app_dir = tmp_path / "acl"
+    (app_dir / "hdr_format").mkdir(parents=True)
+    src = (ROOT / "microcode" / "hdr_format" / "hdr_format.uc").read_text()
+    check = "#if (DROP_ACL_DENY != 40) || (DROP_SHORT_FRAME != 1)\n#error reasons.h lacks the application's codes\n#endif\n"
+    marker = '#include "npk_block.h"'
+    assert marker in src
+    (app_dir / "hdr_format" / "hdr_format.uc").write_text(src.replace(marker, marker + "\n" + check, 1))
+    (app_dir / "reasons.yaml").write_text(reasons)
+    _write(app_dir, {"name": "acl", "extends": "ipv4", "reasons": "reasons.yaml"})
+    return app_dir
+
+
+def test_app_reasons_are_npkits_and_its_own(tmp_path: Path) -> None:
+    from npkit.emulator.traffic.reasons import load_reasons
+    from npkit.toolchain.system.app import app_reasons
+
+    app = load_app(_acl_app(tmp_path))
+    assert app.own_reasons and not load_app(IPV4).own_reasons
+    reasons = app_reasons(app)
+    assert reasons.drop(40).name == "acl_deny" and reasons.drop("short_frame").code == 1
+    assert set(reasons.exceptions) == set(load_reasons().exceptions)
+    assert "acl_deny" not in load_reasons().drops  # npkit's table is not changed
+
+
+def test_app_reasons_header_is_generated_for_its_link_only(tmp_path: Path) -> None:
+    npkit_header = (ROOT / "microcode" / "include" / "reasons.h").read_bytes()
+    app = load_app(_acl_app(tmp_path))
+    image = link(None, {"io": "msf"}, app=app)  # hdr_format's #error fires without the app's header
+    assert image.meta["app"]["reasons"][-1] == str(tmp_path / "acl" / "reasons.yaml")
+    assert (ROOT / "microcode" / "include" / "reasons.h").read_bytes() == npkit_header
+    assert not list((tmp_path / "acl").rglob("reasons.h"))
+
+
+def test_app_reasons_that_collide_with_the_base_are_located(tmp_path: Path) -> None:
+    from npkit.toolchain.system.app import app_reasons
+
+    taken = ACL_REASONS.replace("code: 40", "code: 13")
+    with_error = load_app(_acl_app(tmp_path / "a", taken))
+    path = tmp_path / "a" / "acl" / "reasons.yaml"
+    try:
+        app_reasons(with_error)
+        raise AssertionError("no error")
+    except AppError as e:
+        assert str(e).startswith(f"{path}:3: drops.acl_deny.code: drop code 13 is the base's ")
+    step = load_app(_acl_app(tmp_path / "b", ACL_REASONS.replace("step: 30", "step: 7")))
+    res = CliRunner().invoke(main, ["link", "--app", str(step.folder), "-o", str(tmp_path / "x.elf")])
+    assert res.exit_code == 1 and f"{step.folder / 'reasons.yaml'}:4: drops.acl_deny.step: step 7 is the base's" in res.output
+    name = load_app(_acl_app(tmp_path / "c", ACL_REASONS.replace("acl_deny", "ttl_expired")))
+    try:
+        app_reasons(name)
+        raise AssertionError("no error")
+    except AppError as e:
+        assert ":2: drops.ttl_expired: ttl_expired: the base already declares a reason of this name" in str(e)
+
+
+def test_counters_are_named_by_the_app_reasons(tmp_path: Path) -> None:
+    from npkit.emulator.binding import Chip
+    from npkit.toolchain.system.app import app_reasons
+    from npkit.toolchain.system.sysmap import SYS, read_counters
+
+    chip = Chip("ixp2800")
+    chip.write32("scratch", SYS.stat_drop_base + 4 * 40, 3)
+    chip.write32("scratch", SYS.stat_drop_base + 4 * 1, 2)
+    assert read_counters(chip)["drops"] == {"short_frame": 2}  # npkit's reasons: code 40 has no name
+    named = read_counters(chip, reasons=app_reasons(load_app(_acl_app(tmp_path))))["drops"]
+    assert named == {"short_frame": 2, "acl_deny": 3}

@@ -17,12 +17,14 @@ Errors (a manifest that does not read, a file it names that is missing, a circle
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from npkit.asm.base.reading import error_at, file_state, load_yaml
+from npkit.emulator.traffic.reasons import REASONS_PATH, Reasons, load_reasons
 
 from .errors import LinkError
 from .paths import MICROCODE
@@ -50,6 +52,12 @@ class App:
     include: tuple[Path, ...]  # this app's include directories then its bases', folders included
     files: dict[str, Path] = field(default_factory=dict)  # FILE_FIELDS that are set -> path
     chain: tuple[str, ...] = ()  # names: this app, then its bases
+    reason_files: tuple[Path, ...] = ()  # npkit's reasons.yaml, then each base's own, then this app's
+
+    @property
+    def own_reasons(self) -> bool:
+        """True when the application (or a base) declares reasons beyond npkit's."""
+        return len(self.reason_files) > 1
 
     @property
     def source_dirs(self) -> list[Path]:
@@ -179,4 +187,61 @@ def _merged(model: Any, folder: Path, base: App | None, source: str, located: An
         if value is not None:
             files[kind] = (folder / value).resolve()
     chain = (model.name, *(base.chain if base else ()))
-    return App(model.name, folder, layouts, default, include, files, chain)
+    reason_files = base.reason_files if base else (REASONS_PATH.resolve(),)
+    if model.reasons is not None and (folder / model.reasons).resolve() not in reason_files:
+        reason_files = (*reason_files, (folder / model.reasons).resolve())
+    return App(model.name, folder, layouts, default, include, files, chain, reason_files)
+
+
+def app_reasons(app: App | None) -> Reasons:
+    """The reasons an application's microcode and judge use: npkit's (microcode/reasons.yaml),
+    then each base's own, then the application's.  A name, code (of the same kind) or step
+    an application declares that a base already has is an AppError at its line."""
+    return reasons_of_files(app.reason_files if app is not None else ())
+
+
+def reasons_of_image(meta: dict[str, Any]) -> Reasons:
+    """The reasons of a linked image: those of the application it was linked from (its
+    meta's `app.reasons` files), else npkit's."""
+    files = (meta.get("app") or {}).get("reasons") or ()
+    return reasons_of_files(tuple(Path(f) for f in files))
+
+
+def reasons_of_files(files: tuple[Path, ...]) -> Reasons:
+    merged = load_reasons()
+    for f in files:
+        if f.resolve() != REASONS_PATH.resolve():
+            merged = _with_reasons(merged, f)
+    return merged
+
+
+def _with_reasons(base: Reasons, path: Path) -> Reasons:
+    from npkit.emulator.traffic.reasons import ReasonError, parse_reasons
+
+    located = load_yaml(path, error=AppError, what="reasons")
+    if not isinstance(located.data, dict):
+        raise AppError(f"{path}: reasons are a mapping (drops, exceptions)")
+    data = {"drops": {}, "exceptions": {}, **located.data}  # an application may declare one kind only
+    try:
+        own = parse_reasons(json.dumps(data), str(path))  # JSON is YAML: the one parser of reasons
+    except (ReasonError, ValueError, TypeError) as e:
+        raise AppError(str(e)) from None
+    steps = {r.step: r.name for r in base.in_order()}
+    for kind, table, section in (("drop", own.drops, "drops"), ("exception", own.exceptions, "exceptions")):
+        theirs = base.table(kind)
+        codes = {r.code: r.name for r in theirs.values()}
+        for r in table.values():
+            if r.name in base.drops or r.name in base.exceptions:
+                raise error_at(AppError, str(path), (section, r.name), f"{r.name}: the base already declares "
+                               f"a reason of this name ({base.source})", located)  # fmt: skip
+            if r.code in codes:
+                raise error_at(AppError, str(path), (section, r.name, "code"), f"{kind} code {r.code} is the "
+                               f"base's {codes[r.code]} ({base.source}); take a free one", located)  # fmt: skip
+            if r.step is not None and r.step in steps:
+                raise error_at(AppError, str(path), (section, r.name, "step"), f"step {r.step} is the base's "
+                               f"{steps[r.step]} ({base.source})", located)  # fmt: skip
+    try:
+        return Reasons([*base.drops.values(), *own.drops.values()],
+                       [*base.exceptions.values(), *own.exceptions.values()], str(path))  # fmt: skip
+    except ReasonError as e:
+        raise AppError(str(e)) from None

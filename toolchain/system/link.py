@@ -452,6 +452,7 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         layout = app.layout_file(None if layout is None else str(layout))
         router_config = router_config or app.file("router")
         routes = routes or app.file("routes")
+    app_header = _app_reasons_header(app)
     lay = load_layout(layout, params, app.source_dirs if app is not None else None)
     try:
         chip = load_config(config)
@@ -489,6 +490,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
         split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
         (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
+        if app_header is not None:  # the application's codes beside npkit's, in the link's own dir
+            (Path(tmp) / "reasons.h").write_text(app_header)
         todo = [b for b in lay.blocks.values() if b.source is not None]
         todo += [b for _, b in host]
         for b in todo:
@@ -524,7 +527,7 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         "router": router_record,
     }  # fmt: skip
     if app is not None:
-        meta["app"] = {"name": app.name, "folder": str(app.folder)}
+        meta["app"] = {"name": app.name, "folder": str(app.folder), "reasons": [str(f) for f in app.reason_files]}
     if lay.control is not None:
         from .control import control_meta
 
@@ -541,6 +544,16 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         except ImageError:
             pass  # the next run finds it unreadable and links again, as it would have
     return image
+
+
+def _app_reasons_header(app: App | None) -> str | None:
+    """reasons.h for an application that declares reasons of its own (npkit's and its
+    bases' with them), None when npkit's microcode/include/reasons.h is the one."""
+    if app is None or not app.own_reasons:
+        return None
+    from .app import app_reasons
+
+    return app_reasons(app).c_header()
 
 
 # where the image says the generated npk_sys.h was (its scopes, line table and sources

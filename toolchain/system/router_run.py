@@ -70,6 +70,7 @@ from npkit.emulator.traffic.window import Window
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
 from npkit.toolchain.debug.profile import fault_site_lines, image_placement, locate_faults
 
+from .app import reasons_of_image
 from .buffers import audit
 from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
@@ -125,10 +126,10 @@ class ExceptionReader:
     record as it is read (without it the reader keeps them in `records`)."""
 
     def __init__(self, chip: Chip, identify: Identify | None = None,
-                 on_record: Callable[[int, str], None] | None = None) -> None:  # fmt: skip
+                 on_record: Callable[[int, str], None] | None = None, reasons: Any = None) -> None:  # fmt: skip
         self.chip = chip
         self.identify = identify
-        self.reasons = load_reasons()
+        self.reasons = reasons if reasons is not None else load_reasons()
         self.records: list[tuple[int, str]] = []  # (packet id or -1, reason), without on_record
         self.on_record = on_record if on_record is not None else lambda pid, r: self.records.append((pid, r))
         self.count = 0
@@ -155,11 +156,13 @@ class ExceptionReader:
 
 
 def attach_exception_reader(chip: Chip, traffic: Traffic | Identify | None = None,
-                            on_record: Callable[[int, str], None] | None = None) -> ExceptionReader:  # fmt: skip
+                            on_record: Callable[[int, str], None] | None = None,
+                            reasons: Any = None) -> ExceptionReader:  # fmt: skip
     """Service the exception path of a router image on `chip` in every run from now on.
-    `traffic`: packets in memory to identify records by, or an identify function."""
+    `traffic`: packets in memory to identify records by, or an identify function;
+    `reasons`: the image's (npkit.toolchain.system.app.reasons_of_image; default npkit's)."""
     identify = traffic_identifier(traffic) if isinstance(traffic, Traffic) else traffic
-    reader = ExceptionReader(chip, identify, on_record)
+    reader = ExceptionReader(chip, identify, on_record, reasons)
     chip.add_service(reader.service, int(SLICE_NS * float(chip.config["clock_mhz"]) // 1000))
     return reader
 
@@ -197,6 +200,7 @@ class RouterRun:
         placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo); `ahead`:
         whether the traffic is read ahead in a child process (TrafficRun's; None: where safe)."""
         self.image = image
+        self.reasons = reasons_of_image(image.meta)  # an application's codes too
         check_msf_io(image)
         self.config = router_config_of(image)
         self.router = c_router(self.config)
@@ -224,7 +228,7 @@ class RouterRun:
             options = {**meta.get("options", {}), **(control or {}).get("options", {})}
             self.cp = ControlJudge(self, options, SLICE_NS)
         else:
-            self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception)
+            self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception, self.reasons)
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
         self.unattributed_drops: dict[str, int] = {}
@@ -541,7 +545,7 @@ class RouterRun:
         mhz = float(self.chip.config["clock_mhz"])
         events = tuple(ControlEvent(int(c * 1000 // mhz), e) for c, e in self.control.system.events)
         return ControlPlaneRecord(str(self.image.meta["control"]["program"]), self.control.placement,
-                                  sum(read_counters(self.chip)["exceptions"].values()), events).to_json()  # fmt: skip
+                                  sum(read_counters(self.chip, reasons=self.reasons)["exceptions"].values()), events).to_json()  # fmt: skip
 
     def close(self) -> None:
         """Stop the control program (its process, socket and files); the chip stays."""
@@ -552,13 +556,13 @@ class RouterRun:
     def drop_counters(self) -> dict[str, int]:
         """The microcode's drop counters by reason, the control plane's own frames
         (control_queue_full: not input packets) left out."""
-        drops = read_counters(self.chip)["drops"]
+        drops = read_counters(self.chip, reasons=self.reasons)["drops"]
         drops.pop("control_queue_full", None)
         return drops
 
     def control_queue_full(self) -> int:
         """Frames of the control plane's the queue manager dropped (its queue was full)."""
-        return int(read_counters(self.chip)["drops"].get("control_queue_full", 0))
+        return int(read_counters(self.chip, reasons=self.reasons)["drops"].get("control_queue_full", 0))
 
     def compare(self) -> dict[str, int]:
         """Every transmitted frame and exception record against the oracle's prediction
