@@ -239,3 +239,99 @@ def test_counters_are_named_by_the_app_reasons(tmp_path: Path) -> None:
     assert read_counters(chip)["drops"] == {"short_frame": 2}  # npkit's reasons: code 40 has no name
     named = read_counters(chip, reasons=app_reasons(load_app(_acl_app(tmp_path))))["drops"]
     assert named == {"short_frame": 2, "acl_deny": 3}
+
+
+WRONG_MODEL = '''\
+from npkit.emulator.traffic.model import ipv4_fields, rule
+
+
+@rule(after="no_route", drop="acl_deny")
+def deny(frame, tables):
+    f = ipv4_fields(frame)
+    return f is not None and f.sport % 7 == 0
+'''
+# right: a rule placed before the base's dst_mac_mismatch (step 3) that gives the same outcome
+RIGHT_MODEL = '''\
+from npkit.emulator.traffic.model import rule
+
+PORT_MACS = {bytes.fromhex("024e500000%02x" % p) for p in range(5)}
+
+
+@rule(after="short_frame", drop="dst_mac_mismatch")
+def not_for_us(frame, tables):
+    return len(frame) >= 60 and not frame[0] & 1 and frame[:6] not in PORT_MACS
+'''
+
+
+def _model_app(tmp_path: Path, model: str) -> Path:
+    app_dir = tmp_path / "m"
+    app_dir.mkdir(parents=True)
+    (app_dir / "reasons.yaml").write_text(ACL_REASONS)
+    (app_dir / "model.py").write_text(model)
+    _write(app_dir, {"name": "m", "extends": "ipv4", "reasons": "reasons.yaml", "model": "model.py"})
+    return app_dir
+
+
+def test_a_wrong_model_fails_the_run(tmp_path: Path) -> None:
+    """The model drops a seventh of the packets the microcode forwards: exit 1, wrong_outcome."""
+    app_dir = _model_app(tmp_path, WRONG_MODEL)
+    res = CliRunner().invoke(main, ["demo", "--app", str(app_dir), "--ms", "0.2", "--json"])
+    assert res.exit_code == 1
+    s = json.loads(res.output[: res.output.rindex("}") + 1])
+    assert s["comparison"]["wrong_outcome"] > 0 and not s["verdict"]["ok"]
+    assert any("wrong_outcome" in r for r in s["verdict"]["reasons"])
+
+
+def test_a_model_rule_composes_with_the_ipv4_oracle(tmp_path: Path) -> None:
+    """A rule that decides earlier what the base decides at a later step: the run is
+    judged as without it, and the rule did run on the frames that reached it."""
+    from npkit.emulator.traffic.cpkt import DROP, c_router, oracle_window
+    from npkit.emulator.traffic.model import load_model
+    from npkit.emulator.traffic.router_config import RouterConfig
+    from npkit.emulator.traffic.window import Window
+    from npkit.toolchain.system.app import app_reasons
+
+    app = load_app(_model_app(tmp_path, RIGHT_MODEL))
+    model = load_model(app.file("model"), app_reasons(app))
+    cfg = RouterConfig.load(ROOT / "examples" / "traffic" / "router.yaml")
+    # a frame for port 0's MAC, one for nobody, one too short
+    frames = [bytes.fromhex("024e50000000") + bytes(6) + b"\x08\x00" + bytes(50),
+              bytes.fromhex("020000000099") + bytes(6) + b"\x08\x00" + bytes(50),
+              bytes.fromhex("020000000099") + bytes(6) + b"\x08\x00" + bytes(20)]  # fmt: skip
+    w = Window(0)
+    for f in frames:
+        w.off.append(len(w.data))
+        w.lens.append(len(f))
+        w.ports.append(0)
+        w.data += f
+    base = oracle_window(c_router(cfg), w.data, w.off, w.lens, w.ports)
+    before = [base.outcome(i, w.off[i], w.lens[i]) for i in range(3)]
+    v = model.apply(base, w.data, w.off, w.lens)
+    after = [v.outcome(i, w.off[i], w.lens[i]) for i in range(3)]
+    assert after == before and after[1].reason == "dst_mac_mismatch" and v.kind[1] == DROP
+    assert model.frames_run == 2  # the short frame was decided at step 1, before the rule
+    res = CliRunner().invoke(main, ["demo", "--app", str(app.folder), "--ms", "0.2", "--json",
+                                    "--traffic", str(ROOT / "examples" / "traffic" / "errors.yaml")])  # fmt: skip
+    s = json.loads(res.output[: res.output.rindex("}") + 1])
+    assert res.exit_code == 0 and s["verdict"]["ok"], s["verdict"]
+    assert s["comparison"].get("wrong_outcome", 0) == 0
+
+
+def test_model_errors_are_located(tmp_path: Path) -> None:
+    from npkit.emulator.traffic.model import ModelError, load_model
+    from npkit.toolchain.system.app import app_reasons
+
+    app = load_app(_model_app(tmp_path, WRONG_MODEL))
+    reasons = app_reasons(app)
+    path = app.folder / "model.py"
+    for text, want in ((WRONG_MODEL.replace('after="no_route"', 'after="lookup"'),
+                        f"{path}:4: rule deny: after='lookup' is not one of the base's rules"),
+                       (WRONG_MODEL.replace('drop="acl_deny"', 'drop="acl_denied"'),
+                        f"{path}:4: rule deny: unknown drop reason 'acl_denied'"),
+                       (WRONG_MODEL + "\nx = 1 / 0\n", f"{path}:9: ZeroDivisionError: division by zero")):  # fmt: skip
+        path.write_text(text)
+        try:
+            load_model(path, reasons)
+            raise AssertionError("no error")
+        except ModelError as e:
+            assert str(e).startswith(want), str(e)

@@ -21,10 +21,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npkit.asm.base.reading import error_at, file_state, load_yaml
 from npkit.emulator.traffic.reasons import REASONS_PATH, Reasons, load_reasons
+
+if TYPE_CHECKING:
+    from npkit.emulator.traffic.model import Model
 
 from .errors import LinkError
 from .paths import MICROCODE
@@ -205,6 +208,20 @@ def reasons_of_image(meta: dict[str, Any]) -> Reasons:
     meta's `app.reasons` files), else npkit's."""
     files = (meta.get("app") or {}).get("reasons") or ()
     return reasons_of_files(tuple(Path(f) for f in files))
+
+
+def model_of_image(meta: dict[str, Any], reasons: Reasons) -> Model | None:
+    """The application's model (its model.py's rules among the IPv4 oracle's) of a linked
+    image, None when it has none (the IPv4 oracle alone judges)."""
+    path = (meta.get("app") or {}).get("model")
+    if not path:
+        return None
+    from npkit.emulator.traffic.model import ModelError, load_model
+
+    try:
+        return load_model(path, reasons)
+    except ModelError as e:
+        raise AppError(str(e)) from None
 
 
 def reasons_of_files(files: tuple[Path, ...]) -> Reasons:

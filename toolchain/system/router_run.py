@@ -49,7 +49,6 @@ from npkit.emulator.traffic.cpkt import (
     EXCEPTION,
     FORWARD,
     PYTHON,
-    REASONS,
     c_router,
     oracle_window,
 )
@@ -70,7 +69,7 @@ from npkit.emulator.traffic.window import Window
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
 from npkit.toolchain.debug.profile import fault_site_lines, image_placement, locate_faults
 
-from .app import reasons_of_image
+from .app import model_of_image, reasons_of_image
 from .buffers import audit
 from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
@@ -201,6 +200,7 @@ class RouterRun:
         whether the traffic is read ahead in a child process (TrafficRun's; None: where safe)."""
         self.image = image
         self.reasons = reasons_of_image(image.meta)  # an application's codes too
+        self.model = model_of_image(image.meta, self.reasons)  # an application's rules, or None
         check_msf_io(image)
         self.config = router_config_of(image)
         self.router = c_router(self.config)
@@ -285,7 +285,8 @@ class RouterRun:
         """The oracle on a window (cpkt.Verdicts), as the feed reads it: on its thread
         while the core runs, when it reads ahead (then not in oracle_s, the run loop's
         own time in the oracle)."""
-        return oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        v = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        return v if self.model is None else self.model.apply(v, w.data, w.off, w.lens)
 
     def _window(self, c: Chunk) -> None:
         t0 = time.perf_counter()
@@ -432,7 +433,7 @@ class RouterRun:
             if fast is not None:
                 reason = fast.reason if isinstance(fast, Drop) else ""
             else:
-                reason = REASONS[v.reason[i]] if v.kind[i] == DROP else ""
+                reason = v.names[v.reason[i]] if v.kind[i] == DROP else ""
             if not (reason and avail.get(reason, 0) > 0):
                 while resource and avail[resource[0]] <= 0:
                     resource.pop(0)
