@@ -335,3 +335,31 @@ def test_model_errors_are_located(tmp_path: Path) -> None:
             raise AssertionError("no error")
         except ModelError as e:
             assert str(e).startswith(want), str(e)
+
+
+_REASON_FIELDS = st.dictionaries(st.sampled_from(["code", "step", "rule", "ref", "note", "icmp", "other"]),
+                                 _SCALARS, max_size=5)  # fmt: skip
+_REASON_FILES = st.one_of(
+    _VALUES,
+    st.dictionaries(st.sampled_from(["drops", "exceptions", "version", "x"]),
+                    st.one_of(_VALUES, st.dictionaries(st.sampled_from(["acl_deny", "ttl_expired", "Bad", "x"]),
+                                                       _REASON_FIELDS | _VALUES, max_size=3)), max_size=3),
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=10_000, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
+@given(_REASON_FILES)
+def test_any_app_reasons_file_gives_a_table_or_an_error_naming_it(tmp_path: Path, reasons: Any) -> None:
+    from npkit.toolchain.system.app import app_reasons
+
+    folder = tmp_path / "rz"
+    folder.mkdir(exist_ok=True)
+    (folder / "reasons.yaml").write_text(yaml.safe_dump(reasons))
+    _write(folder, {"name": "rz", "extends": "ipv4", "reasons": "reasons.yaml"})
+    try:
+        table = app_reasons(load_app(folder))
+    except AppError as e:
+        assert str(e).startswith(str(folder / "reasons.yaml")), str(e)
+        return
+    assert table.drop("short_frame").code == 1

@@ -17,7 +17,6 @@ Errors (a manifest that does not read, a file it names that is missing, a circle
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,16 +232,18 @@ def reasons_of_files(files: tuple[Path, ...]) -> Reasons:
 
 
 def _with_reasons(base: Reasons, path: Path) -> Reasons:
-    from npkit.emulator.traffic.reasons import ReasonError, parse_reasons
+    from npkit.emulator.traffic.reasons import ReasonError, _parse_table
 
     located = load_yaml(path, error=AppError, what="reasons")
     if not isinstance(located.data, dict):
         raise AppError(f"{path}: reasons are a mapping (drops, exceptions)")
-    data = {"drops": {}, "exceptions": {}, **located.data}  # an application may declare one kind only
-    try:
-        own = parse_reasons(json.dumps(data), str(path))  # JSON is YAML: the one parser of reasons
+    data = located.data
+    try:  # an application may declare one kind only
+        drops = _parse_table("drop", data.get("drops") or {}, str(path))
+        excs = _parse_table("exception", data.get("exceptions") or {}, str(path))
+        own = Reasons(drops, excs, str(path))
     except (ReasonError, ValueError, TypeError) as e:
-        raise AppError(str(e)) from None
+        raise AppError(f"{e}" if str(e).startswith(str(path)) else f"{path}: {e}") from None
     steps = {r.step: r.name for r in base.in_order()}
     for kind, table, section in (("drop", own.drops, "drops"), ("exception", own.exceptions, "exceptions")):
         theirs = base.table(kind)
