@@ -98,12 +98,13 @@ class Verdicts:
     reason: bytearray
     port: bytearray
     out: bytearray
+    names: tuple[str, ...] = REASONS  # reason code -> name (an application's model adds its own)
 
     def outcome(self, i: int, off: int, length: int) -> Outcome:
         k = self.kind[i]
         if k == FORWARD:
             return Forward(self.port[i], bytes(self.out[off : off + length]))
-        return (Drop if k == DROP else Except)(REASONS[self.reason[i]])
+        return (Drop if k == DROP else Except)(self.names[self.reason[i]])
 
 
 def oracle_window(router: CRouter, data: bytes | bytearray, off: array[int], lens: array[int],

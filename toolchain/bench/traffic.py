@@ -8,6 +8,9 @@ toolchain/bench/__init__.py's BENCH_MODULES. Figures (all per second of wall-clo
                                              (RefRouter: the judge's model as written)
 - traffic.oracle_c_pps                       the same packets through its C implementation
                                              (emulator/pkt: the judge's fast path)
+- traffic.model_py_pps                       frames through an application's model rule in Python
+                                             (npkit.emulator.traffic.model: the batch API composing
+                                             one ACL-like rule after the C oracle's verdicts)
 - traffic.compare_pps                        input packets compared (ideal emulator output)
 - traffic.lpm_lookups_per_s                  lookups in a 10,000-route table
 """
@@ -41,9 +44,10 @@ def _spec(size: Any, count: int) -> Any:
     )
 
 
-def _c_oracle_pps(config: RouterConfig, inputs: list[Any], outcomes: list[Any]) -> int:
+def _c_oracle_pps(config: RouterConfig, inputs: list[Any], outcomes: list[Any]) -> tuple[int, int]:
     """Frames a second through the C oracle, one window holding all of `inputs`; its
-    verdicts must be the Python oracle's (a figure from a wrong judge means nothing)."""
+    verdicts must be the Python oracle's (a figure from a wrong judge means nothing).
+    With it, the frames a second of a Python model rule composed after it (_model_pps)."""
     from array import array
 
     from npkit.emulator.traffic.cpkt import FORWARD, c_router, oracle_window
@@ -61,7 +65,31 @@ def _c_oracle_pps(config: RouterConfig, inputs: list[Any], outcomes: list[Any]) 
     for i, o in enumerate(outcomes):
         forwarded = verdicts.kind[i] == FORWARD and (not isinstance(o, Forward) or verdicts.port[i] == o.port)
         assert forwarded == isinstance(o, Forward), f"the C and Python oracles differ on packet {i}"
-    return round(len(inputs) / took)
+    return round(len(inputs) / took), _model_pps(verdicts, data, off, lens)
+
+
+def _acl_rule(frame: bytes, tables: Any) -> bool:
+    """An ACL test as an application writes it: source /8 and destination port."""
+    from npkit.emulator.traffic.model import ipv4_fields
+
+    f = ipv4_fields(frame)
+    return f is not None and f.first_fragment and f.src >> 24 == 10 and f.dport == 23
+
+
+def _model_pps(verdicts: Any, data: bytes, off: Any, lens: Any) -> int:
+    """Frames a second through a one-rule Python model placed after the last base rule
+    (every frame the C oracle forwards reaches it), counted over the frames it ran on."""
+    from npkit.emulator.traffic.model import Model, rule
+    from npkit.emulator.traffic.reasons import load_reasons
+
+    reasons = load_reasons()
+    last = reasons.in_order()[-1].name
+    model = Model([rule(after=last, drop="martian_src")(_acl_rule)], reasons, {})
+    start = time.perf_counter()
+    model.apply(verdicts, data, off, lens)
+    took = time.perf_counter() - start
+    assert model.frames_run > 0
+    return round(model.frames_run / took)
 
 
 @benchmark("traffic")
@@ -77,7 +105,7 @@ def bench_traffic(quick: bool) -> dict[str, Any]:
         start = time.perf_counter()
         outcomes = predict(config, inputs)
         figures["traffic.oracle_pps"] = round(len(inputs) / (time.perf_counter() - start))
-        figures["traffic.oracle_c_pps"] = _c_oracle_pps(config, inputs, outcomes)
+        figures["traffic.oracle_c_pps"], figures["traffic.model_py_pps"] = _c_oracle_pps(config, inputs, outcomes)
         outputs: dict[int, list[bytes]] = {p: [] for p in range(len(config.ports))}
         records = {}
         for pkt, out in zip(inputs, outcomes, strict=True):

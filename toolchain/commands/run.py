@@ -213,6 +213,9 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, i
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--traffic", "traffic", default=None, type=click.Path(exists=True),
               help="Traffic spec (YAML) or directory of port<N>.pcap to feed through the MSF.")
+@click.option("--app", "app_dir", default=None, type=click.Path(),
+              help="Application folder the image was linked from (npk link --app): its traffic is the default "
+                   "--traffic (docs/applications.md).")  # fmt: skip
 @click.option("--capture", "capture", default=None, type=click.Path(file_okay=False),
               help="Write transmitted frames (port<N>.pcap) and dispositions.json here.")
 @ms_option("--duration-ms", "duration_ms", default=1.0, show_default=True,
@@ -244,7 +247,7 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, i
 @coverage_option
 def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tuple[str, ...], config: str | None,
             cycles: int, me_list: str | None, ring_specs: tuple[str, ...],
-            as_json: bool, traffic: str | None, capture: str | None, duration_ms: float, drain: bool,
+            as_json: bool, traffic: str | None, app_dir: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
             xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | str | None,
             control_socket: str | None, kill_at: float | None, restart_at: float | None, contexts: bool,
@@ -260,6 +263,8 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
     go in through the MSF for --duration-ms of emulated time, then the run drains; the
     per-port table and the conservation totals are printed, and a run that loses or
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
+    if app_dir is not None and traffic is None:
+        traffic = _app_traffic(app_dir)
     # the captures go where the traffic comes from: its pcaps would be overwritten as they are read
     refuse_overwrite_usage([("--capture", capture)], [("--traffic", traffic)])
     source_defs = source_defines(images, me_list, defines)
@@ -409,6 +414,19 @@ def _control_line(s: dict[str, Any]) -> str:
     x = s["control_plane"]["xscale"]
     return (f"control plane: npkd [{x['placement']}] {s['control_plane'].get('process', x['state'])}, {x['instructions']} instructions, "
             f"{x['interrupts']} interrupts, starts {x['starts']}")
+
+
+def _app_traffic(app_dir: str) -> str:
+    """The default traffic of the application in `app_dir` (npkit.toolchain.system.app)."""
+    from npkit.toolchain.system.app import load_app
+
+    try:
+        own = load_app(app_dir).file("traffic")
+    except LinkError as e:
+        raise click.ClickException(str(e)) from None
+    if own is None:
+        raise click.UsageError(f"--app {app_dir}: the application names no traffic; give --traffic")
+    return str(own)
 
 
 def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: bool, cap_ns: int,

@@ -218,7 +218,18 @@ def _substituted(raw: dict[str, Any], overrides: dict[str, Any], source: str, lo
     return {**_subst({k: v for k, v in raw.items() if k != "params"}, params, (), fail), "params": params}
 
 
-def _layout(model: LayoutFile, params: dict[str, Any], source: str) -> Layout:
+def _source_of(src: str | None, sources: list[Path] | None) -> str | None:
+    """A block's source as the linker reads it (`MICROCODE / source`): relative to
+    microcode/ when the library has it first, else the absolute path found in `sources`."""
+    if src is None or sources is None:
+        return src
+    for d in sources:
+        if file_state(d / src) == "file":
+            return src if d == MICROCODE else str((d / src).resolve())
+    return src
+
+
+def _layout(model: LayoutFile, params: dict[str, Any], source: str, sources: list[Path] | None = None) -> Layout:
     """The checked layout as the linker uses it: rings with their bases and users, blocks,
     the control plane."""
     from .control import ControlSpec
@@ -238,7 +249,7 @@ def _layout(model: LayoutFile, params: dict[str, Any], source: str) -> Layout:
         defines = {str(k): "1" if v is True else str(v) for k, v in (b.defines or {}).items()
                    if v is not False and v is not None}  # fmt: skip
         defines.update((str(k), "1") for k, on in (b.flags or {}).items() if on)
-        blocks[name] = Block(name, b.source_file(), list(b.mes), b.threads, b.in_, b.out, defines, b.control_in)
+        blocks[name] = Block(name, _source_of(b.source_file(), sources), list(b.mes), b.threads, b.in_, b.out, defines, b.control_in)
     qm = {k: getattr(model.qm, k) for k in model.qm.model_fields_set}  # what the layout sets
     lay = Layout(model.name or Path(source).stem, params, rings, blocks, model.exceptions, qm, source)
     lay.splits = splits
@@ -250,10 +261,11 @@ def _layout(model: LayoutFile, params: dict[str, Any], source: str) -> Layout:
 
 
 def load_layout(
-    path: str | Path | dict[str, Any], overrides: dict[str, Any] | None = None
+    path: str | Path | dict[str, Any], overrides: dict[str, Any] | None = None, sources: list[Path] | None = None
 ) -> Layout:
     """Read and check a layout.  `path` may be a layout name ("pipelined"), a file, or
-    an already-parsed mapping (tests).  The layout, with its parameters substituted and
+    an already-parsed mapping (tests).  `sources`: the folders block sources are looked
+    up in, in order (an application's, npkit.toolchain.system.app; default: microcode/).  The layout, with its parameters substituted and
     -D overrides applied, is checked against layout_schema.LayoutFile; raises LinkError
     `file:line: field: problem`."""
     raw, source, located = _read(path)
@@ -268,12 +280,14 @@ def load_layout(
     from .control import ControlSpec, option_names
 
     data = _substituted(raw, overrides or {}, source, located, fail)
-    args = [source, str(MICROCODE), SYS.ring_store, SYS.scratch_bytes, option_names(), data]  # what validation sees
-    return checked("layout/1", args, lambda: _checked_layout(data, source, located),
+    where: Any = str(MICROCODE) if sources is None else [str(d) for d in sources]
+    args = [source, where, SYS.ring_store, SYS.scratch_bytes, option_names(), data]  # what validation sees
+    return checked("layout/1", args, lambda: _checked_layout(data, source, located, sources),
                    classes=(Layout, Ring, Block, ControlSpec))  # fmt: skip
 
 
-def _checked_layout(data: dict[str, Any], source: str, located: Located | None) -> Layout:
+def _checked_layout(data: dict[str, Any], source: str, located: Located | None,
+                    sources: list[Path] | None = None) -> Layout:  # fmt: skip
     """load_layout without the cache, after the parameters are substituted."""
     # the schema (and pydantic) only when the cache has no result for this layout
     from npkit.asm.base.schema import validate
@@ -282,6 +296,6 @@ def _checked_layout(data: dict[str, Any], source: str, located: Located | None) 
     from .layout_schema import LayoutFile
 
     model = validate(LayoutFile, data, source, located=located, error=LinkError,
-                     context={"microcode": MICROCODE, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes,
+                     context={"microcode": MICROCODE, "sources": sources, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes,
                               "control_options": option_names()})  # fmt: skip
-    return _layout(model, data["params"], source)
+    return _layout(model, data["params"], source, sources)

@@ -12,7 +12,8 @@ The control plane (`control:`, or `xscale:` spelled the old way; one of them): w
 runs, its program and tunables; the block that sends its frames on names the ring in
 `control_in:` (the queue manager), and the control plane is that ring's producer.
 
-Validation context: `microcode` (the directory block sources are relative to),
+Validation context: `microcode` (the directory block sources are relative to), `sources`
+(an application's folders, looked up in order instead, npkit.toolchain.system.app),
 `ring_store`/`scratch_bytes` (where ring storage starts and ends in scratch) and
 `control_options` (the control program's tunables, xscale/npkd/cfg.h NPKD_OPTIONS).
 """
@@ -294,9 +295,11 @@ class LayoutFile(_Strict):
         microcode = ctx.get("microcode")
         for bname, b in self.blocks.items():
             src = b.source_file()
-            if src is not None and microcode is not None and file_state(Path(microcode) / src) != "file":
+            dirs = ctx.get("sources") or ([Path(microcode)] if microcode is not None else [])
+            if src is not None and dirs and not any(file_state(Path(d) / src) == "file" for d in dirs):
                 key = "variants" if b.variants is not None else "source"
-                raise at(("blocks", bname, key), f"source {src} not found under microcode/")
+                where = "microcode/" if ctx.get("sources") is None else ", ".join(map(str, dirs))
+                raise at(("blocks", bname, key), f"source {src} not found under {where}")
             if src is not None and not b.mes:
                 raise at(("blocks", bname, "mes"), "no MEs")
             for me in b.mes:

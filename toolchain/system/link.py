@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,8 @@ from .sysmap import (
 
 if TYPE_CHECKING:
     from npkit.asm.image import Program
+
+    from .app import App
 
 # ---- generated headers ---------------------------------------------------------------
 
@@ -444,21 +446,28 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True, num_me: int = 16) -> list
     return out
 
 
-def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
+def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
          config: str = "ixp2800", tx_confirm: bool = True, warnings: list[str] | None = None,
-         werror: bool = False) -> Any:  # fmt: skip
+         werror: bool = False, app: App | None = None) -> Any:  # fmt: skip
     """Build the system image for a layout.  Returns npkit.asm.image.Image; its
     meta holds the layout graph, the ring table, the system map and the router
     configuration.  External blocks get the stand-ins of `_host_blocks` (so the host can
     drive their rings), and the exception ring its host reader.  The assembler's
     warnings of every block go to `warnings` (each once, as `npk asm` renders it, with
     the blocks that gave it; a cached image's from the cache); `werror` makes them a
-    LinkError."""
+    LinkError.  With `app` (npkit.toolchain.system.app), `layout` is one of its layouts
+    (or a file), its block sources and includes are looked up in its folders first, and
+    its router config and routes are the defaults."""
     from npkit.emulator.binding import EmulatorError, load_config
     from npkit.emulator.me_names import per_cluster
 
-    lay = load_layout(layout, params)
+    if app is not None:
+        layout = app.layout_file(None if layout is None else str(layout))
+        router_config = router_config or app.file("router")
+        routes = routes or app.file("routes")
+    app_header = _app_reasons_header(app)
+    lay = load_layout(layout, params, app.source_dirs if app is not None else None)
     try:
         chip = load_config(config)
         k = per_cluster(chip)
@@ -469,6 +478,10 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     rcfg, routes_path, router_record = _router_config(router_config, routes)
     ensure_reasons_h()  # a reasons file the schema refuses fails every link, a cached image's too
     key = _image_key(layout, params, router_record, config, tx_confirm, lay.control)
+    if app is not None:
+        from npkit.asm.base.cache import content_key
+
+        key = content_key(key, app.name, [str(d) for d in app.source_dirs], app.digest())
     cached = _cached_image(key, rcfg, router_record, lay)
     told = _cached_warnings(key) if cached is not None else None
     if cached is not None and (warnings is None or told is not None):
@@ -493,10 +506,12 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
     found: dict[tuple[str, Any], list[str]] = {}  # each warning once, with the blocks that gave it
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
         _write_sys_header(tmp, rcfg, lay)
+        if app_header is not None:  # the application's codes beside npkit's, in the link's own dir
+            (Path(tmp) / "reasons.h").write_text(app_header)
         todo = [b for b in lay.blocks.values() if b.source is not None]
         todo += [b for _, b in host]
         for b in todo:
-            src, incs, defines = block_inputs(lay, b, tmp, k)
+            src, incs, defines = block_inputs(lay, b, tmp, k, app.include if app is not None else ())
             diags = Diagnostics()
             try:
                 asm = assemble(src, include_dirs=incs, defines=defines, ctx_mode=b.threads, name=b.name, diags=diags)
@@ -526,6 +541,10 @@ def link(layout: str | Path | dict[str, Any], params: dict[str, Any] | None = No
         "router_config": str(rcfg.source or ""),
         "router": router_record,
     }  # fmt: skip
+    if app is not None:
+        meta["app"] = {"name": app.name, "folder": str(app.folder), "reasons": [str(f) for f in app.reason_files]}
+        if app.file("model") is not None:
+            meta["app"]["model"] = str(app.file("model"))
     if lay.control is not None:
         from .control import control_meta
 
@@ -581,12 +600,16 @@ def _write_sys_header(tmp: str, rcfg: Any, lay: Layout) -> None:
     (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
 
 
-def block_inputs(lay: Layout, b: Block, generated: str, per_cluster: int = 8) -> tuple[Path, list[str], dict[str, str]]:
-    """What block `b` of `lay` is assembled from: its source, the include directories
-    (`generated`, where npk_sys.h is, first) and the preprocessor defines."""
+def block_inputs(lay: Layout, b: Block, generated: str, per_cluster: int = 8,
+                 app_include: Iterable[Path] = ()) -> tuple[Path, list[str], dict[str, str]]:  # fmt: skip
+    """What block `b` of `lay` is assembled from: its source (an application's block
+    source is a path of its own), the include directories (`generated`, where npk_sys.h
+    is, first; then an application's) and the preprocessor defines."""
     assert b.source is not None
     src = MICROCODE / b.source
-    incs = [generated, str(INCLUDE), str(src.parent)] + [str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")]
+    incs = [generated, *(str(d) for d in app_include), str(INCLUDE), str(src.parent)] + [
+        str(MICROCODE / x) for x in ("parse", "lookup", "hdr_format")
+    ]
     return src, incs, _block_defines(lay, b, per_cluster)
 
 
@@ -617,6 +640,15 @@ def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None =
         _write_sys_header(tmp, rcfg, lay)
         src, incs, defines = block_inputs(lay, b, tmp, k)
         yield b, src, incs, defines
+
+def _app_reasons_header(app: App | None) -> str | None:
+    """reasons.h for an application that declares reasons of its own (npkit's and its
+    bases' with them), None when npkit's microcode/include/reasons.h is the one."""
+    if app is None or not app.own_reasons:
+        return None
+    from .app import app_reasons
+
+    return app_reasons(app).c_header()
 
 
 # where the image says the generated npk_sys.h was (its scopes, line table and sources

@@ -49,7 +49,6 @@ from npkit.emulator.traffic.cpkt import (
     EXCEPTION,
     FORWARD,
     PYTHON,
-    REASONS,
     c_router,
     oracle_window,
 )
@@ -70,6 +69,7 @@ from npkit.emulator.traffic.window import Window
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure, TrafficRun
 from npkit.toolchain.debug.profile import fault_site_lines, image_placement, locate_faults
 
+from .app import model_of_image, reasons_of_image
 from .buffers import audit
 from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
@@ -129,10 +129,10 @@ class ExceptionReader:
     record as it is read (without it the reader keeps them in `records`)."""
 
     def __init__(self, chip: Chip, identify: Identify | None = None,
-                 on_record: Callable[[int, str], None] | None = None) -> None:  # fmt: skip
+                 on_record: Callable[[int, str], None] | None = None, reasons: Any = None) -> None:  # fmt: skip
         self.chip = chip
         self.identify = identify
-        self.reasons = load_reasons()
+        self.reasons = reasons if reasons is not None else load_reasons()
         self.records: list[tuple[int, str]] = []  # (packet id or -1, reason), without on_record
         self.on_record = on_record if on_record is not None else lambda pid, r: self.records.append((pid, r))
         self.count = 0
@@ -161,11 +161,13 @@ class ExceptionReader:
 
 
 def attach_exception_reader(chip: Chip, traffic: Traffic | Identify | None = None,
-                            on_record: Callable[[int, str], None] | None = None) -> ExceptionReader:  # fmt: skip
+                            on_record: Callable[[int, str], None] | None = None,
+                            reasons: Any = None) -> ExceptionReader:  # fmt: skip
     """Service the exception path of a router image on `chip` in every run from now on.
-    `traffic`: packets in memory to identify records by, or an identify function."""
+    `traffic`: packets in memory to identify records by, or an identify function;
+    `reasons`: the image's (npkit.toolchain.system.app.reasons_of_image; default npkit's)."""
     identify = traffic_identifier(traffic) if isinstance(traffic, Traffic) else traffic
-    reader = ExceptionReader(chip, identify, on_record)
+    reader = ExceptionReader(chip, identify, on_record, reasons)
     chip.add_service(reader.service, int(SLICE_NS * float(chip.config["clock_mhz"]) // 1000))
     return reader
 
@@ -203,6 +205,8 @@ class RouterRun:
         placement, gdb_port, socket, kill_at_ns, restart_at_ns, options, echo); `ahead`:
         whether the traffic is read ahead in a child process (TrafficRun's; None: where safe)."""
         self.image = image
+        self.reasons = reasons_of_image(image.meta)  # an application's codes too
+        self.model = model_of_image(image.meta, self.reasons)  # an application's rules, or None
         check_msf_io(image)
         self.config = router_config_of(image)
         self.router = c_router(self.config)
@@ -211,7 +215,6 @@ class RouterRun:
             load_image(self.chip, image)
         self.traffic = traffic
         self.run = TrafficRun(self.chip, traffic, capture=capture, record=record, ahead=ahead)
-        self.reasons = load_reasons()
         arm_guard(self.chip, self.reasons)  # a drop or exception code no reason declares: who counted it
         self.comparison: Counter[str] = Counter()  # the frames the C ledger leaves to Python
         self.lost: Counter[tuple[str, str]] = Counter()  # (oracle's outcome kind, drop reason)
@@ -232,7 +235,7 @@ class RouterRun:
             options = {**meta.get("options", {}), **(control or {}).get("options", {})}
             self.cp = ControlJudge(self, options, SLICE_NS)
         else:
-            self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception)
+            self.reader = attach_exception_reader(self.chip, self.run.find_input, self._exception, self.reasons)
         self.layout = str(image.meta.get("layout", "?"))
         self.params = dict(image.meta.get("params") or {})
         self.unattributed_drops: dict[str, int] = {}
@@ -276,12 +279,12 @@ class RouterRun:
              traffic: TrafficSource | None = None, routes: str | Path | None = None,
              router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
              capture: str | Path | None = None, record: bool = False,
-             control: dict[str, Any] | None = None) -> RouterRun:  # fmt: skip
+             control: dict[str, Any] | None = None, app: Any = None) -> RouterRun:  # fmt: skip
         from .link import link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
-        image = link(layout, params, routes, router_config, config=str(chip_config))
+        image = link(layout, params, routes, router_config, config=str(chip_config), app=app)
         return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record,
                    control=control)  # fmt: skip
 
@@ -290,7 +293,8 @@ class RouterRun:
         """The oracle on a window (cpkt.Verdicts), as the feed reads it: on its thread
         while the core runs, when it reads ahead (then not in oracle_s, the run loop's
         own time in the oracle)."""
-        return oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        v = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        return v if self.model is None else self.model.apply(v, w.data, w.off, w.lens)
 
     def _window(self, c: Chunk) -> None:
         t0 = time.perf_counter()
@@ -451,7 +455,7 @@ class RouterRun:
             if fast is not None:
                 reason = fast.reason if isinstance(fast, Drop) else ""
             else:
-                reason = REASONS[v.reason[i]] if v.kind[i] == DROP else ""
+                reason = v.names[v.reason[i]] if v.kind[i] == DROP else ""
             if not (reason and avail.get(reason, 0) > 0):
                 while resource and avail[resource[0]] <= 0:
                     resource.pop(0)
@@ -566,7 +570,7 @@ class RouterRun:
         mhz = float(self.chip.config["clock_mhz"])
         events = tuple(ControlEvent(int(c * 1000 // mhz), e) for c, e in self.control.system.events)
         return ControlPlaneRecord(str(self.image.meta["control"]["program"]), self.control.placement,
-                                  sum(read_counters(self.chip)["exceptions"].values()), events).to_json()  # fmt: skip
+                                  sum(read_counters(self.chip, reasons=self.reasons)["exceptions"].values()), events).to_json()  # fmt: skip
 
     def close(self) -> None:
         """Stop the control program (its process, socket and files) and the traffic's
@@ -580,7 +584,7 @@ class RouterRun:
         """The microcode's drop counters by reason, the control plane's own frames
         (control_queue_full: not input packets) left out; a code no reason declares by
         its `undeclared_name`."""
-        drops = read_counters(self.chip)["drops"]
+        drops = read_counters(self.chip, reasons=self.reasons)["drops"]
         drops.pop("control_queue_full", None)
         for (kind, code), n in undeclared_counts(self.chip, self.reasons).items():
             if kind == "drop":
@@ -589,7 +593,7 @@ class RouterRun:
 
     def control_queue_full(self) -> int:
         """Frames of the control plane's the queue manager dropped (its queue was full)."""
-        return int(read_counters(self.chip)["drops"].get("control_queue_full", 0))
+        return int(read_counters(self.chip, reasons=self.reasons)["drops"].get("control_queue_full", 0))
 
     def compare(self) -> dict[str, int]:
         """Every transmitted frame and exception record against the oracle's prediction
@@ -802,8 +806,8 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
                router_config: str | Path | None = None, progress: bool = False,
                chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
                capture: str | Path | None = None, control: dict[str, Any] | None = None,
-               on_start: Callable[[RouterRun], None] | None = None) -> dict[str, Any]:  # fmt: skip
-    """Link (or take `image`), offer `traffic` for `duration_ns`, drain, summarise.
+               on_start: Callable[[RouterRun], None] | None = None, app: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Link (or take `image`; `app`: the application `layout` belongs to, npkit.toolchain.system.app), offer `traffic` for `duration_ns`, drain, summarise.
     `on_start` is given the RouterRun before it runs (its chip stays usable after).
 
     `drain` runs on until the router is idle, capped by `drain_ns` (default DRAIN_CAP_NS);
@@ -813,7 +817,7 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
     `control`: how to start the image's control program (RouterRun)."""
     if image is None:
         rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, capture=capture,
-                            control=control)  # fmt: skip
+                            control=control, app=app)  # fmt: skip
     else:
         rr = RouterRun(image, traffic, chip_config, capture=capture, control=control)
     if on_start is not None:

@@ -45,13 +45,14 @@ class SysMap:
 SYS = SysMap()
 
 
-def read_counters(chip: Any, ports: int = 16) -> dict[str, Any]:
+def read_counters(chip: Any, ports: int = 16, reasons: Any = None) -> dict[str, Any]:
     """The router's statistics counters in scratch (README §5), by port and by reason
     name: {"ports": [{rx_pkts, rx_bytes, tx_pkts, tx_bytes}...], "drops": {name: n},
-    "exceptions": {name: n}} -- nonzero entries only."""
+    "exceptions": {name: n}} -- nonzero entries only.  `reasons`: the names of the codes
+    (an application's, npkit.toolchain.system.app.app_reasons; default: npkit's)."""
     from npkit.emulator.traffic.reasons import load_reasons
 
-    reasons = load_reasons()
+    reasons = reasons if reasons is not None else load_reasons()
     port_stats = []
     for p in range(ports):
         vals = [chip.read32("scratch", SYS.stat_port_base + 16 * p + 4 * k) for k in range(4)]

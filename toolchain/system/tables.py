@@ -45,23 +45,23 @@ def random_routes_text(count: int, seed: int, config: Path | None = None, ports:
     return text, len(hops)
 
 
-def demo_routes(count: int, seed: int = 1) -> Path:
+def demo_routes(count: int, seed: int = 1, router: Path = DEFAULT_ROUTER) -> Path:
     """The demo's random table (`npk traffic routes --count COUNT --seed SEED --config
-    examples/traffic/router.yaml`), generated once and kept in the cache (a temporary
-    file when the cache is off)."""
+    ROUTER`, by default examples/traffic/router.yaml), generated once and kept in the
+    cache (a temporary file when the cache is off)."""
     from npkit.asm.base.cache import cache_file, cache_put, code_digest, content_key
 
-    key = content_key("routes/2", count, seed, str(DEFAULT_ROUTER), DEFAULT_ROUTER.read_bytes(), code_digest())
+    key = content_key("routes/2", count, seed, str(router), router.read_bytes(), code_digest())
     hit = cache_file("routes", key)
     if hit is not None:
         return hit
-    text = random_routes_text(count, seed, DEFAULT_ROUTER, extra=CONTROL_PLANE_ROUTES)[0].encode()
+    text = random_routes_text(count, seed, router, extra=CONTROL_PLANE_ROUTES)[0].encode()
     cache_put("routes", key, text)
     return cache_file("routes", key) or _temp_file(text, ".txt")
 
 
-def router_with_routes(routes: Path) -> Path:
-    """The example router with `routes` as its table, kept in the cache by content (a
+def router_with_routes(routes: Path, router: Path = DEFAULT_ROUTER) -> Path:
+    """The example router (or `router`) with `routes` as its table, kept in the cache by content (a
     temporary file when the cache is off).  The route file is checked first, as `npk
     link --routes` checks it (RouteError `routes:line: ...`), so that its errors name it
     and not the config made here."""
@@ -69,19 +69,19 @@ def router_with_routes(routes: Path) -> Path:
     from npkit.emulator.traffic.router_config import RouterConfig
     from npkit.emulator.traffic.routes import check_route_file, load_route_columns
 
-    ports = [(p.address, p.prefix_len) for p in RouterConfig.load(DEFAULT_ROUTER).ports]
+    ports = [(p.address, p.prefix_len) for p in RouterConfig.load(router).ports]
     check_route_file(ports, load_route_columns(routes), routes)
 
     resolved = str(Path(routes).resolve())
-    key = content_key("router/2", DEFAULT_ROUTER.read_bytes(), resolved)
+    key = content_key("router/2", router.read_bytes(), resolved)
     hit = cache_file("router", key)
     if hit is not None:
         return hit
     import yaml
 
-    router = load_data(DEFAULT_ROUTER.read_text())
-    router["routes"] = resolved
-    text = yaml.safe_dump(router).encode()
+    data = load_data(router.read_text())
+    data["routes"] = resolved
+    text = yaml.safe_dump(data).encode()
     cache_put("router", key, text)
     return cache_file("router", key) or _temp_file(text, ".yaml")
 
