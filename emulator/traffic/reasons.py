@@ -157,6 +157,12 @@ def _checked_fields(data: Any, source: str, located: Located | None) -> dict[str
             "exceptions": {n: entry(r) for n, r in model.exceptions.items()}}  # fmt: skip
 
 
+def reasons_in(located: Located) -> Reasons:
+    """The reasons of a parsed reasons file, checked against its schema (an application's
+    own file: npkit.toolchain.system.app)."""
+    return _reasons_of(_checked_fields(located.data, located.source, located), located.source)
+
+
 def parse_reasons(text: str, source: str = "<reasons>") -> Reasons:
     """A reasons file's text, checked (`file:line: field: what is wrong` as ReasonError)."""
     located = parse_yaml(text, source, error=ReasonError)
