@@ -232,17 +232,13 @@ def reasons_of_files(files: tuple[Path, ...]) -> Reasons:
 
 
 def _with_reasons(base: Reasons, path: Path) -> Reasons:
-    from npkit.emulator.traffic.reasons import ReasonError, _parse_table
+    from npkit.emulator.traffic.reasons import ReasonError, _checked_fields, _reasons_of
 
     located = load_yaml(path, error=AppError, what="reasons")
-    if not isinstance(located.data, dict):
-        raise AppError(f"{path}: reasons are a mapping (drops, exceptions)")
     data = located.data
-    try:  # an application may declare one kind only
-        drops = _parse_table("drop", data.get("drops") or {}, str(path))
-        excs = _parse_table("exception", data.get("exceptions") or {}, str(path))
-        own = Reasons(drops, excs, str(path))
-    except (ReasonError, ValueError, TypeError) as e:
+    try:  # the reasons schema (an application may declare one kind only)
+        own = _reasons_of(_checked_fields(data, str(path), located), str(path))
+    except ReasonError as e:
         raise AppError(f"{e}" if str(e).startswith(str(path)) else f"{path}: {e}") from None
     steps = {r.step: r.name for r in base.in_order()}
     for kind, table, section in (("drop", own.drops, "drops"), ("exception", own.exceptions, "exceptions")):
