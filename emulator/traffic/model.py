@@ -84,6 +84,21 @@ class Fields(NamedTuple):
     ttl: int
 
 
+class Prefix(NamedTuple):
+    """An IPv4 prefix of a table row (tables.yaml `type: prefix`)."""
+
+    addr: int
+    length: int
+
+    @property
+    def mask(self) -> int:
+        return (0xFFFFFFFF << (32 - self.length)) & 0xFFFFFFFF
+
+    def matches(self, address: int) -> bool:
+        """Whether `address` (an int) is in the prefix."""
+        return address & self.mask == self.addr
+
+
 _ETH_IPV4 = b"\x08\x00"
 
 

@@ -217,8 +217,10 @@ def model_of_image(meta: dict[str, Any], reasons: Reasons) -> Model | None:
         return None
     from npkit.emulator.traffic.model import ModelError, load_model
 
+    from .app_tables import model_rows
+
     try:
-        return load_model(path, reasons)
+        return load_model(path, reasons, model_rows((meta.get("app") or {}).get("tables") or {}))
     except ModelError as e:
         raise AppError(str(e)) from None
 

@@ -393,12 +393,13 @@ def system_allocations(lay: Layout) -> list[Allocation]:
     return out
 
 
-def check_allocations(programs: list[Any], system: list[Allocation]) -> None:
-    """Every block's `.alloc_mem` against the system's memory and the other blocks':
+def check_allocations(programs: list[Any], system: list[Allocation], tables: list[Allocation] | None = None) -> None:
+    """Every block's `.alloc_mem` (and an application's `tables`) against the system's
+    memory and the other blocks':
     the assembler places each block's allocations from address 0 of their space, so two
     owners of the same bytes would overwrite each other at run time.  An overlap is a
     LinkError naming both owners."""
-    owned = list(system)
+    owned = list(system) + list(tables or [])
     for prog in programs:
         for s in prog.symbols:
             if s.kind == "mem" and s.scope in ("sram", "dram", "scratch") and isinstance(s.value, int):
@@ -467,6 +468,7 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         router_config = router_config or app.file("router")
         routes = routes or app.file("routes")
     app_header = _app_reasons_header(app)
+    app_tables = _app_tables(app)
     lay = load_layout(layout, params, app.source_dirs if app is not None else None)
     try:
         chip = load_config(config)
@@ -508,6 +510,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         _write_sys_header(tmp, rcfg, lay)
         if app_header is not None:  # the application's codes beside npkit's, in the link's own dir
             (Path(tmp) / "reasons.h").write_text(app_header)
+        for t in app_tables:  # the application's tables: <name>_table.h
+            (Path(tmp) / f"{t.name}_table.h").write_text(t.header())
         todo = [b for b in lay.blocks.values() if b.source is not None]
         todo += [b for _, b in host]
         for b in todo:
@@ -528,8 +532,10 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     if not programs:
         raise LinkError(f"{lay.source}: no block has microcode")
     rendered = [_render_warning(message, loc, blocks, tmp) for (message, loc), blocks in found.items()]
-    check_allocations(programs, system_allocations(lay))
+    check_allocations(programs, system_allocations(lay),
+                      [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables])
     programs[0].init_mem.extend(_initial_memory(tables))
+    programs[0].init_mem.extend((t.memory, t.base, t.data()) for t in app_tables if t.rows)
     meta = {
         "layout": lay.name, "params": lay.params, "graph": lay.graph(),
         "rings": {r.name: {"ring": r.number, "base": r.base, "size": r.size,
@@ -545,6 +551,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         meta["app"] = {"name": app.name, "folder": str(app.folder), "reasons": [str(f) for f in app.reason_files]}
         if app.file("model") is not None:
             meta["app"]["model"] = str(app.file("model"))
+        if app_tables:
+            meta["app"]["tables"] = {t.name: t.record() for t in app_tables}
     if lay.control is not None:
         from .control import control_meta
 
@@ -640,6 +648,15 @@ def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None =
         _write_sys_header(tmp, rcfg, lay)
         src, incs, defines = block_inputs(lay, b, tmp, k)
         yield b, src, incs, defines
+
+def _app_tables(app: App | None) -> list[Any]:
+    """The application's tables (npkit.toolchain.system.app_tables), compiled."""
+    if app is None or app.file("tables") is None:
+        return []
+    from .app_tables import load_tables
+
+    return load_tables(app.file("tables"))
+
 
 def _app_reasons_header(app: App | None) -> str | None:
     """reasons.h for an application that declares reasons of its own (npkit's and its
