@@ -44,28 +44,31 @@ def _spec(size: Any, count: int) -> Any:
     )
 
 
-def _c_oracle_pps(config: RouterConfig, inputs: list[Any], outcomes: list[Any]) -> tuple[int, int]:
-    """Frames a second through the C oracle, one window holding all of `inputs`; its
-    verdicts must be the Python oracle's (a figure from a wrong judge means nothing).
-    With it, the frames a second of a Python model rule composed after it (_model_pps)."""
+def _flat(inputs: list[Any]) -> tuple[bytes, Any, Any, Any]:
+    """`inputs` as one window of the C side: their bytes back to back, offsets, lengths
+    and input ports."""
     from array import array
 
+    from npkit.emulator.traffic.window import offsets
+
+    lens = array("H", (len(pkt.data) for pkt in inputs))
+    return b"".join(pkt.data for pkt in inputs), offsets(lens)[0], lens, array("B", (pkt.port for pkt in inputs))
+
+
+def _c_oracle_pps(config: RouterConfig, window: tuple[bytes, Any, Any, Any], outcomes: list[Any]) -> tuple[int, Any]:
+    """Frames a second through the C oracle, one window holding all of `outcomes`' inputs,
+    and its verdicts; they must be the Python oracle's (a figure from a wrong judge means
+    nothing)."""
     from npkit.emulator.traffic.cpkt import FORWARD, c_router, oracle_window
 
     router = c_router(config)
-    data = b"".join(pkt.data for pkt in inputs)
-    lens = array("H", (len(pkt.data) for pkt in inputs))
-    off = array("Q", [0] * len(inputs))
-    for i in range(1, len(inputs)):
-        off[i] = off[i - 1] + lens[i - 1]
-    ports = array("B", (pkt.port for pkt in inputs))
     start = time.perf_counter()
-    verdicts = oracle_window(router, data, off, lens, ports)
+    verdicts = oracle_window(router, *window)
     took = time.perf_counter() - start
     for i, o in enumerate(outcomes):
         forwarded = verdicts.kind[i] == FORWARD and (not isinstance(o, Forward) or verdicts.port[i] == o.port)
         assert forwarded == isinstance(o, Forward), f"the C and Python oracles differ on packet {i}"
-    return round(len(inputs) / took), _model_pps(verdicts, data, off, lens)
+    return round(len(outcomes) / took), verdicts
 
 
 def _acl_rule(frame: bytes, tables: Any) -> bool:
@@ -105,7 +108,10 @@ def bench_traffic(quick: bool) -> dict[str, Any]:
         start = time.perf_counter()
         outcomes = predict(config, inputs)
         figures["traffic.oracle_pps"] = round(len(inputs) / (time.perf_counter() - start))
-        figures["traffic.oracle_c_pps"], figures["traffic.model_py_pps"] = _c_oracle_pps(config, inputs, outcomes)
+        window = _flat(inputs)
+        figures["traffic.oracle_c_pps"], verdicts = _c_oracle_pps(config, window, outcomes)
+        data, off, lens, _ports = window
+        figures["traffic.model_py_pps"] = _model_pps(verdicts, data, off, lens)
         outputs: dict[int, list[bytes]] = {p: [] for p in range(len(config.ports))}
         records = {}
         for pkt, out in zip(inputs, outcomes, strict=True):
