@@ -53,30 +53,16 @@ def connect(path: Path, timeout: float = 5.0) -> socket.socket | None:
 
 
 def request(path: Path, line: str, timeout: float = 60.0) -> tuple[list[str] | None, float]:
-    """One command, its answer lines (None: no answer) and the host seconds it took."""
+    """One command, its answer lines as the daemon wrote them (an "error: ..." line
+    included; None: no daemon answered) and the host seconds it took."""
+    from npkit.toolchain.system.control import ControlSocketError, control_request
+
     t0 = time.monotonic()
-    s = connect(path, timeout)
-    if s is None:
-        return None, time.monotonic() - t0
-    lines: list[str] = []
     try:
-        s.sendall(line.encode("latin-1") + b"\n")
-        buf = b""
-        while True:  # the answer ends with "ok" (or "ok ...") or is one "error: ..." line
-            chunk = s.recv(65536)
-            if not chunk:
-                return None, time.monotonic() - t0
-            buf += chunk
-            while b"\n" in buf:
-                raw, buf = buf.split(b"\n", 1)
-                text = raw.decode("latin-1")
-                lines.append(text)
-                if text == "ok" or text.startswith(("ok ", "error")):
-                    return lines, time.monotonic() - t0
-    except OSError:
-        return None, time.monotonic() - t0
-    finally:
-        s.close()
+        answer: list[str] | None = [*control_request(path, line, timeout_s=timeout), "ok"]
+    except ControlSocketError as e:  # the daemon's own errors; the socket's name its path
+        answer = None if str(e).startswith(str(path)) else [f"error: {e}"]
+    return answer, time.monotonic() - t0
 
 
 class Clients:
