@@ -92,7 +92,7 @@ from .control import (
     read_stats,
     send_backlog,
 )
-from .undeclared import is_undeclared, undeclared_name
+from .undeclared import is_undeclared, reason_name
 
 if TYPE_CHECKING:
     from npkit.emulator.binding import Chip
@@ -655,10 +655,7 @@ class ControlJudge:
         comparison = self.rr.comparison
         for rec in self._raw:
             self.records += 1
-            try:
-                name = self.reasons.exception(rec.reason).name
-            except ValueError:
-                name = undeclared_name(rec.reason)  # the verdict names the code and who counted it
+            name = reason_name(self.reasons, "exception", rec.reason)  # the verdict names an undeclared one
             pid = self._identify(rec)
             if pid < 0:
                 self._hold_end = None

@@ -73,7 +73,7 @@ from .app import model_of_image, reasons_of_image
 from .buffers import audit
 from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
-from .undeclared import arm_guard, is_undeclared, undeclared_counts, undeclared_name
+from .undeclared import arm_guard, is_undeclared, reason_name, undeclared_counts, undeclared_name
 from .undeclared import report as undeclared_report
 from .wire_idle import WireIdle
 
@@ -149,9 +149,7 @@ class ExceptionReader:
             frame = chip.mem_read("dram", SYS.buf_addr(i), max(length, 1))
             pid = -1 if self.identify is None else self.identify(frame, (rec >> 16) & 0xFF)
             self.count += 1
-            code = rec & 0xFF
-            known = next((r.name for r in self.reasons.exceptions.values() if r.code == code), None)
-            self.on_record(pid, known or undeclared_name(code))
+            self.on_record(pid, reason_name(self.reasons, "exception", rec & 0xFF))
             free_buffer(chip, i)
         self._read = n
 

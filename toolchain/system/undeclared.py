@@ -17,7 +17,7 @@ from typing import Any
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.me_names import me_name, per_cluster
-from npkit.emulator.traffic.reasons import Reasons
+from npkit.emulator.traffic.reasons import Kind, ReasonError, Reasons
 
 from .sysmap import SYS
 
@@ -28,6 +28,14 @@ CODES = 256  # counters a table (sysmap: 256 drop counters, then 256 exception c
 def undeclared_name(code: int) -> str:
     """The name a drop or exception of an undeclared code is attributed under."""
     return f"{PREFIX}{code}"
+
+
+def reason_name(reasons: Reasons, kind: Kind, code: int) -> str:
+    """The name a counted or recorded code goes by: its reason's, or `undeclared_name`."""
+    try:
+        return reasons.get(kind, code).name
+    except ReasonError:
+        return undeclared_name(code)
 
 
 def is_undeclared(reason: str) -> bool:
