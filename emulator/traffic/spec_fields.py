@@ -10,7 +10,7 @@ A draw is {"form": "const" | "choice" | "cycle" | "weights" | "range", "values":
 
 from __future__ import annotations
 
-import math
+import itertools
 import random
 import re
 from collections.abc import Callable
@@ -21,6 +21,7 @@ from npkit.asm.base.reading import at, strict_int
 from .packet import ip as parse_ip
 from .packet import mac as parse_mac
 from .routes import RouteError, parse_prefix
+from .spec_forms import parse_weight
 
 FIELD_NAMES = ("dst_mac", "src_mac", "vlan", "ip_proto", "src", "dst", "src_port", "dst_port", "tcp_flags", "ttl", "tos",
                "ip_options", "payload")  # fmt: skip
@@ -166,9 +167,10 @@ def parse_draw(value: Any, item: Callable[[Any], Any], ranged: bool = False) -> 
                 vals.append(item(k))
             except ValueError as e:
                 raise at(k, str(e)) from None
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
-                raise at(k, f"a weight is a finite number >= 0, got {w!r}")
-            weights.append(float(w))
+            try:
+                weights.append(parse_weight(w))
+            except ValueError as e:
+                raise at(k, str(e)) from None
         if sum(weights) <= 0:
             raise ValueError("the weights sum to zero")
         return {"form": "weights", "values": vals, "weights": weights}
@@ -328,8 +330,4 @@ class FieldDraws:
 
 
 def _cumulative(d: dict[str, Any]) -> list[float]:
-    out, acc = [], 0.0
-    for w in d["weights"] or []:
-        acc += w
-        out.append(acc)
-    return out
+    return list(itertools.accumulate(d["weights"] or []))

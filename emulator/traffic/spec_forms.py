@@ -57,9 +57,10 @@ MAX_ROUTE_CHANGES = 4096  # what the daemon's change log holds (toolchain/system
 NEIGHBOUR_DELAY_NS = 20_000
 
 
-def _weight(v: Any, what: str) -> float:
+def parse_weight(v: Any, what: str = "") -> float:
+    """A weight of a distribution: a finite number >= 0 (ValueError naming `what`)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ValueError(f"{what}: a weight is a finite number >= 0, got {v!r}")
+        raise ValueError(f"{what + ': ' if what else ''}a weight is a finite number >= 0, got {v!r}")
     return float(v)
 
 
@@ -94,7 +95,7 @@ def parse_size(value: Any) -> dict[str, Any]:
                     raise at(("imix", i), f"a [size, weight] pair, got {pair!r}")
                 try:
                     vals.append(strict_int(pair[0], size, 1, MAX_FRAME))
-                    weights.append(_weight(pair[1], "weight"))
+                    weights.append(parse_weight(pair[1], "weight"))
                 except ValueError as e:
                     raise at(("imix", i), str(e)) from None
             return _weighted(vals, weights, "imix")
@@ -105,7 +106,7 @@ def parse_size(value: Any) -> dict[str, Any]:
             for k, w in arg.items():
                 try:
                     vals.append(strict_int(k, size, 1, MAX_FRAME))
-                    weights.append(_weight(w, "weight"))
+                    weights.append(parse_weight(w, "weight"))
                 except ValueError as e:
                     raise at(("choice", k), str(e)) from None
             return _weighted(vals, weights, "choice")
@@ -138,7 +139,7 @@ def parse_protocol(value: Any) -> dict[str, float]:
         if name not in PROTOCOLS:
             raise at(name, f"unknown protocol {name!r}; allowed: {', '.join(PROTOCOLS)}")
         try:
-            out[name] = _weight(weight, name)
+            out[name] = parse_weight(weight, name)
         except ValueError as e:
             raise at(name, str(e)) from None
     if sum(out.values()) <= 0:
