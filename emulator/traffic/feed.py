@@ -77,8 +77,11 @@ class WindowFeed:
 
     def _ask(self, until_ns: int) -> None:
         if self._worker is None:
-            self._worker = threading.Thread(target=self._serve, name="npk-traffic-next-window", daemon=True)
-            self._worker.start()
+            # kept only once started: a Ctrl-C or SIGTERM between the two left settle()
+            # joining a thread never started (RuntimeError instead of a clean exit 130/143)
+            worker = threading.Thread(target=self._serve, name="npk-traffic-next-window", daemon=True)
+            worker.start()
+            self._worker = worker
         self._asks.put(until_ns)
         self._asked = True
 
