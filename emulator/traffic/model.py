@@ -209,7 +209,7 @@ class Verdict(NamedTuple):
 def forward(port: int, frame: bytes | bytearray) -> Verdict:
     """The frame leaves on output port `port` with exactly these bytes (as long as the
     input frame: the judge keeps output bytes at the input's offsets)."""
-    return Verdict(FORWARD, "", port, bytes(frame))
+    return Verdict(FORWARD, "", port, frame if type(frame) is bytes else bytes(frame))
 
 
 @lru_cache(maxsize=1024)

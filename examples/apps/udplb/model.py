@@ -18,6 +18,8 @@ header) -- a zero UDP checksum ("none", RFC 768) stays zero, a result of zero is
 checks the datagram end to end.
 """
 
+import struct
+
 from npkit.emulator.traffic.model import decide, drop, forward
 
 RUNT = drop("lb_runt")
@@ -28,6 +30,7 @@ FRAGMENT = drop("lb_fragment")
 NOT_UDP = drop("lb_not_udp")
 NO_SERVICE = drop("lb_no_service")
 TTL_EXPIRED = drop("lb_ttl_expired")
+_HEADER = struct.Struct("!10H")  # the IPv4 header's 16-bit words
 
 
 def backend_index(src: int, sport: int, first: int, count: int) -> int:
@@ -71,7 +74,7 @@ def setup(tables, router):
 def udplb(frame, in_port, ctx):
     services, backends, macs = ctx.state
     n = len(frame)
-    if n < 42:
+    if n < 60:
         return RUNT
     if frame[0:6] != macs[in_port]:
         return NOT_OURS
@@ -80,10 +83,7 @@ def udplb(frame, in_port, ctx):
     total = frame[16] << 8 | frame[17]
     if frame[14] != 0x45 or total < 20 or total > n - 14:
         return BAD_HEADER
-    s = 0
-    for k in range(14, 34, 2):
-        s += frame[k] << 8 | frame[k + 1]
-    if _fold(s) != 0xFFFF:
+    if _fold(sum(_HEADER.unpack_from(frame, 14))) != 0xFFFF:
         return BAD_HEADER
     if (frame[20] << 8 | frame[21]) & 0x3FFF:
         return FRAGMENT

@@ -63,8 +63,8 @@
     immed[kind, OUT_DROP]
     immed[m16, 0xFFFF]
     ctx_arb[s_d]
-    // lb_runt: shorter than the three headers
-    alu[--, len, -, 42]
+    // lb_runt: shorter than 60 bytes (64 with the FCS: IEEE 802.3's minimum)
+    alu[--, len, -, 60]
     bcc[lb_runt#]
     // lb_not_ours: destination MAC not the input port's
     alu[t, --, b, $$d0]
