@@ -296,7 +296,7 @@ class StandaloneModel:
         for i in range(n):
             o, ln = off[i], lens[i]
             v = fn(bytes(mv[o : o + ln]), ports[i], ctx)
-            if v.kind == FORWARD and type(v) is Verdict and len(v.frame) == ln and 0 <= v.port < 256:
+            if type(v) is Verdict and v.kind == FORWARD and len(v.frame) == ln and 0 <= v.port < 256:
                 port[i] = v.port
                 out[o : o + ln] = v.frame
                 continue

@@ -106,23 +106,20 @@ def _standalone_pps(per_port: int, tmp: Path) -> int:
     import yaml
 
     from npkit.emulator.traffic.cpkt import FORWARD
-    from npkit.emulator.traffic.model import load_model
-    from npkit.toolchain.system.app import app_reasons, load_app
-    from npkit.toolchain.system.app_tables import load_tables, model_rows
+    from npkit.emulator.traffic.model import StandaloneModel
+    from npkit.toolchain.system.app import load_app, model_of_app
 
     app = load_app(UDPLB)
-    paths = {k: app.file(k) for k in ("tables", "router", "model", "traffic")}
-    assert all(paths.values()), f"{UDPLB}: the application lacks one of {', '.join(paths)}"
-    tables = model_rows({t.name: t.record() for t in load_tables(paths["tables"])})  # type: ignore[arg-type]
-    router = RouterConfig.load(paths["router"])  # type: ignore[arg-type]
-    model = load_model(paths["model"], app_reasons(app), tables, router)  # type: ignore[arg-type]
-    spec = yaml.safe_load(paths["traffic"].read_text())  # type: ignore[union-attr]
+    model = model_of_app(app)
+    router, traffic = app.file("router"), app.file("traffic")
+    assert isinstance(model, StandaloneModel) and router is not None and traffic is not None, UDPLB
+    spec = yaml.safe_load(traffic.read_text())
     spec.pop("duration_ns", None)
-    spec.update(router=str(paths["router"]), count=per_port)
+    spec.update(router=str(router), count=per_port)
     write_traffic(spec_from_dict(spec, UDPLB), tmp / "udplb")
     data, off, lens, ports = _flat(load_traffic(tmp / "udplb"))
     start = time.perf_counter()
-    v = model.verdicts(data, off, lens, ports)  # type: ignore[union-attr]
+    v = model.verdicts(data, off, lens, ports)
     took = time.perf_counter() - start
     forwarded = v.kind.count(FORWARD)
     assert 0 < forwarded < len(lens), f"the load balancer's model forwarded {forwarded} of {len(lens)} frames"

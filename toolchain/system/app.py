@@ -233,6 +233,25 @@ def model_of_image(meta: dict[str, Any], reasons: Reasons, router: Any = None) -
     return model
 
 
+def model_of_app(app: App) -> AnyModel | None:
+    """The application's model as a run of its linked image gets it (its tables compiled,
+    its router config), without linking: for the model's own tests and benchmarks."""
+    path = app.file("model")
+    if path is None:
+        return None
+    from npkit.emulator.traffic.router_config import RouterConfig
+
+    from .app_tables import load_tables
+    from .paths import DEFAULT_ROUTER
+
+    tables = app.file("tables")
+    meta: dict[str, Any] = {"name": app.name, "model": str(path),
+                            "tables": {t.name: t.record() for t in load_tables(tables)} if tables else {}}  # fmt: skip
+    if len(app.chain) > 1:
+        meta["extends"] = app.chain[1]
+    return model_of_image({"app": meta}, app_reasons(app), RouterConfig.load(app.file("router") or DEFAULT_ROUTER))
+
+
 def reasons_of_files(files: tuple[Path, ...]) -> Reasons:
     merged = load_reasons()
     for f in files:
