@@ -716,10 +716,40 @@ int lpm_prepare(lpm *t, uint32_t prefix, int len, int add, uint32_t nh)
     return rc;
 }
 
+uint32_t lpm_rc_invalidate(npkd_mem *mem, uint32_t prefix, int len)
+{
+    if (npkd_scratch_rd(mem, LPM_RC_HDR) != LPM_RC_MAGIC) return 0;   /* no cache in this image */
+    uint32_t base = npkd_scratch_rd(mem, LPM_RC_HDR + 4), sets = npkd_scratch_rd(mem, LPM_RC_HDR + 8);
+    uint32_t keep = ~npkd_scratch_rd(mem, LPM_RC_HDR + 12);
+    uint32_t first = prefix & lpm_mask(len), last = first | ~lpm_mask(len);
+    uint32_t plo = first & keep, phi = last & keep, n = 0;    /* the prefix's masked addresses lie in [plo, phi] */
+    uint32_t fixed = 0, want = 0, j = 0;    /* set-number bits the prefix fixes, and their values */
+    for (uint32_t b = 0; b < 32; b++) {
+        if (keep & (1u << b)) continue;                 /* not an index bit */
+        if (lpm_mask(len) & (1u << b)) {
+            fixed |= 1u << j;
+            want |= ((prefix >> b) & 1u) << j;
+        }
+        j++;
+    }
+    if (sets > (mem->scratch_bytes - base) / 16) return 0;
+    for (uint32_t i = 0; i < sets; i++) {
+        uint32_t a = base + 16 * i, lo = npkd_scratch_rd(mem, a), hi = npkd_scratch_rd(mem, a + 4);
+        if ((i & fixed) != want || lo > hi || hi < plo || lo > phi) continue;
+        npkd_scratch_wr(mem, a, 0xFFFFFFFFu);   /* one word: the set misses from now on */
+        n++;
+    }
+    if (n) npkd_scratch_wr(mem, LPM_RC_INVALIDATED, npkd_scratch_rd(mem, LPM_RC_INVALIDATED) + n);
+    return n;
+}
+
 void lpm_commit(lpm *t)
 {
     lpm_pending *q = &t->pend;
     if (!q->active) return;
+    /* the cached answers the change may alter miss (and walk the trie) before any of it
+     * is published: a lookup then sees the old answer or the new one, never a stale one after */
+    if (q->publish.n) lpm_rc_invalidate(t->mem, q->prefix, q->len);
     for (uint32_t i = 0; i < q->publish.n; i += 2) publish(t, q->publish.v[i], q->publish.v[i + 1], &q->wrote);
     if (q->wrote) {
         t->generation++;

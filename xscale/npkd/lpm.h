@@ -69,6 +69,18 @@ typedef struct lpm_pending {
     u32vec placed;              /* nodes written and not yet published: type << 24 | offset */
 } lpm_pending;
 
+/* Panama's aggregate route cache (layout parameter lookup=range_cache;
+ * toolchain/router/range_cache.py, which these constants must match): a header in scratch
+ * {magic, base of the sets, number of sets, mask of the index bits}; each set 16 bytes
+ * {lo, hi, next-hop index, 0} with lo and hi addresses whose index bits are 0.  A change
+ * invalidates (lo = 0xFFFFFFFF: never a hit) every set whose range meets the changed
+ * prefix before it publishes, and counts them at LPM_RC_INVALIDATED. */
+#define NPKD_SCRATCH_BYTES 0x4000u
+#define LPM_RC_HDR 0x0960u
+#define LPM_RC_MAGIC 0x52434131u          /* "RCA1" */
+#define LPM_RC_INVALIDATED 0x0978u
+uint32_t lpm_rc_invalidate(npkd_mem *mem, uint32_t prefix, int len);   /* sets invalidated */
+
 typedef struct lpm {
     lpm_layout lay;
     npkd_mem *mem;
