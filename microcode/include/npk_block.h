@@ -155,31 +155,54 @@ npk_bbase#:                         // bbase = NPK_BATCH_LM + 8 * NPK_BATCH * co
 #define NPK_IDLE_TICKS 16
 #endif
 #if (NPK_BATCH > 1)
+.reg read $b0 $b1 $b2 $b3 $b4 $b5 $b6 $b7
+.xfer_order $b0 $b1 $b2 $b3 $b4 $b5 $b6 $b7
+#macro npk_bget(N, NEXT, DONE)
+#ifdef RING_IN_SPLIT
+    scratch[get, $b0, rin, 0, N], ctx_swap[s_in]
+#else
+    scratch[get, $b0, zero, (RING_IN << 2), N], ctx_swap[s_in]
+#endif
+    alu[--, --, b, $b0]
+    beq[NEXT]
+#endm
 #macro npk_get_input(LOOP)
 .begin
     .sig s_in
     .reg bn
     .if (bleft == 0)
-        // a new batch: gets one after another while the ring has messages, up to NPK_BATCH
+        // a new batch, into this context's slots (index1 walks them): four messages a
+        // get while four more fit and the ring has them, then one at a time; a get that
+        // finds too few messages takes none (HRM: the ring reads as zeros)
         ctx_arb[tok_get]
+        local_csr_wr[ACTIVE_LM_ADDR_1, bbase]
         immed[bn, 0]
-        alu[bptr, --, b, bbase]
-npk_bget#:
-#ifdef RING_IN_SPLIT
-        scratch[get, $i0, rin, 0, 2], ctx_swap[s_in]
-#else
-        scratch[get, $i0, zero, (RING_IN << 2), 2], ctx_swap[s_in]
-#endif
-        alu[--, --, b, $i0]
-        beq[npk_bgot#]
-        local_csr_wr[ACTIVE_LM_ADDR_1, bptr]
-        alu[bptr, bptr, +, 8]
-        alu[bn, bn, +, 1]
         nop
-        alu[*l$index1[0], --, b, $i0]
-        alu[*l$index1[1], --, b, $i1]
+        nop
+#if (NPK_BATCH >= 4)
+npk_bget4#:
+        alu[--, bn, -, (NPK_BATCH - 3)]
+        bhs[npk_bget1#]
+        npk_bget(8, npk_bget1#, npk_bgot#)
+        alu[*l$index1++, --, b, $b0]
+        alu[*l$index1++, --, b, $b1]
+        alu[*l$index1++, --, b, $b2]
+        alu[*l$index1++, --, b, $b3]
+        alu[*l$index1++, --, b, $b4]
+        alu[*l$index1++, --, b, $b5]
+        alu[*l$index1++, --, b, $b6]
+        alu[*l$index1++, --, b, $b7]
+        alu[bn, bn, +, 4]
+        br[npk_bget4#]
+#endif
+npk_bget1#:
         alu[--, bn, -, NPK_BATCH]
-        blo[npk_bget#]
+        bhs[npk_bgot#]
+        npk_bget(2, npk_bgot#, npk_bgot#)
+        alu[*l$index1++, --, b, $b0]
+        alu[*l$index1++, --, b, $b1]
+        alu[bn, bn, +, 1]
+        br[npk_bget1#]
 npk_bgot#:
         local_csr_wr[SAME_ME_SIGNAL, nget]
         .if (bn == 0)
@@ -188,16 +211,21 @@ npk_bgot#:
             npk_sleep(NPK_IDLE_TICKS)
             br[LOOP]
         .endif
+        local_csr_wr[ACTIVE_LM_ADDR_1, bbase]
         alu[bleft, --, b, bn]
         alu[bptr, --, b, bbase]
+        nop
     .endif
-    // the next message of the batch, from its slot
+#ifdef LOOKUP_CAM_CACHE
+    // (the lookup's CAM cache moves index1: point it at the next message again)
     local_csr_wr[ACTIVE_LM_ADDR_1, bptr]
     nop
     nop
     nop
-    alu[pw, --, b, *l$index1[0]]
-    alu[in1, --, b, *l$index1[1]]
+#endif
+    // the next message of the batch
+    alu[pw, --, b, *l$index1++]
+    alu[in1, --, b, *l$index1++]
 .end
 #endm
 #else
@@ -289,17 +317,18 @@ npk_sc_done#:
     .xfer_order $o0 $o1
     .sig s_out
     .reg t u
-    // the result into the message's slot: packet word with the kind in bits 17..16
-    // (reserved, README §3.1), and ow1 (forward) or the reason code
-    local_csr_wr[ACTIVE_LM_ADDR_1, bptr]
+    // the result into the message's slot (index0: parse points it at its port record
+    // afresh for every packet): packet word with the kind in bits 17..16 (reserved,
+    // README §3.1), and ow1 (forward) or the reason code
+    local_csr_wr[ACTIVE_LM_ADDR_0, bptr]
     alu[bptr, bptr, +, 8]
     alu[bleft, bleft, -, 1]
     nop
-    alu_shf[*l$index1[0], pw, or, kind, <<16]
+    alu_shf[*l$index0[0], pw, or, kind, <<16]
     .if (kind == OUT_FORWARD)
-        alu[*l$index1[1], --, b, ow1]
+        alu[*l$index0[1], --, b, ow1]
     .else
-        alu[*l$index1[1], --, b, code]
+        alu[*l$index0[1], --, b, code]
     .endif
     .if (bleft != 0)
         br[LOOP]
@@ -308,16 +337,15 @@ npk_sc_done#:
     br_signal[tok_put, npk_bemit_tok#]
     ctx_arb[tok_put]
 npk_bemit_tok#:
+    local_csr_wr[ACTIVE_LM_ADDR_0, bbase]
     alu[u, --, b, bbase]
-npk_bemit_next#:
-    local_csr_wr[ACTIVE_LM_ADDR_1, u]
-    alu[u, u, +, 8]
-    nop
-    nop
-    alu[pw, --, b, *l$index1[0]]
-    alu[ow1, --, b, *l$index1[1]]
-    alu_shf[kind, 3, and, pw, >>16]
     alu_shf[t, --, b, 3, <<16]
+    nop
+npk_bemit_next#:
+    alu[pw, --, b, *l$index0++]
+    alu[ow1, --, b, *l$index0++]
+    alu[u, u, +, 8]
+    alu_shf[kind, 3, and, pw, >>16]
     alu[pw, pw, and~, t]
     .if (kind == OUT_FORWARD)
 npk_bemit_full#:
@@ -334,24 +362,24 @@ npk_bemit_put#:
         alu[code, --, b, ow1]
         .if (kind == OUT_EXCEPTION)
             br_inp_state[EXC_RING_STATUS, npk_bemit_exc_full#]
-            alu_shf[t, --, b, pw, >>28]
-            alu[t, t, and, 7]
-            alu_shf[t, code, or, t, <<16]
-            alu_shf[$o1, t, or, EXC_RECORD, <<24]
+            alu_shf[ow1, --, b, pw, >>28]
+            alu[ow1, ow1, and, 7]
+            alu_shf[ow1, code, or, ow1, <<16]
+            alu_shf[$o1, ow1, or, EXC_RECORD, <<24]
             alu[$o0, --, b, pw]
             scratch[put, $o0, zero, (EXC_RING << 2), 2], ctx_swap[s_out]
-            alu_shf[t, --, b, code, <<2]
+            alu_shf[code, --, b, code, <<2]
             immed[ow1, STAT_EXC_BASE]
-            scratch[incr, --, ow1, t]
+            scratch[incr, --, ow1, code]
             cap[fast_wr, 0, XSCALE_INT_A]       // the record is on the ring: wake the control plane
             br[npk_bemit_done#]
 npk_bemit_exc_full#:
             immed[code, DROP_EXCEPTION_RING_FULL]
         .endif
         npk_free_buffer(pw)
-        alu_shf[t, --, b, code, <<2]
+        alu_shf[code, --, b, code, <<2]
         immed[ow1, STAT_DROP_BASE]
-        scratch[incr, --, ow1, t]
+        scratch[incr, --, ow1, code]
     .endif
 npk_bemit_done#:
     alu[--, u, -, bptr]
