@@ -264,7 +264,7 @@ def partition_ranges(starts: list[int], vals: list[int], bits: list[int]) -> lis
     inv = ~mask & 0xFFFF_FFFF
     out: list[list[tuple[int, int, int]]] = [[] for _ in range(1 << len(bits))]
     ends = starts[1:] + [1 << 32]
-    for a, e, v in zip(starts, ends, vals):
+    for a, e, v in zip(starts, ends, vals, strict=True):
         for base, s in _blocks(a, e - 1):
             fixed = sum(((base >> b) & 1) << j for j, b in enumerate(bits) if b >= s)
             free = [j for j, b in enumerate(bits) if b < s]

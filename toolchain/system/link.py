@@ -283,6 +283,14 @@ def _tables(config: Any, routes: Path) -> list[tuple[int, bytes]]:
         raise LinkError(f"{routes}: {e}") from None
 
 
+def _check_batch(lay: Layout) -> None:
+    """Layout parameter batch (microcode/include/npk_block.h): 1..16 messages a batch."""
+    v = lay.params.get("batch", 1)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16:
+        raise LinkError(f"{lay.source}: params: batch: {v!r}: messages a context takes from its ring "
+                        "before it yields, 1..16 (1: no batching)")  # fmt: skip
+
+
 def _range_cache(lay: Layout, config: Any, routes: Path, tables: list[tuple[int, bytes]]) -> Any:
     """Panama's aggregate route cache for layout parameter lookup=range_cache
     (npkit.toolchain.router.range_cache): built from the trie the link writes and the
@@ -295,7 +303,7 @@ def _range_cache(lay: Layout, config: Any, routes: Path, tables: list[tuple[int,
     own = config.route_file and config.route_file.resolve() == routes.resolve()
     cols = config.static_routes if own else load_route_columns(routes)
     try:
-        rc = build(tables, zip(cols.prefix, cols.length), int(lay.params.get("rc_bits", 8)),
+        rc = build(tables, zip(cols.prefix, cols.length, strict=True), int(lay.params.get("rc_bits", 8)),
                    str(lay.params.get("rc_choice", "greedy")))  # fmt: skip
     except (RangeCacheError, ValueError) as e:
         raise LinkError(f"{lay.source}: params: {e}") from None
@@ -528,6 +536,7 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
                             "parse step already uses for the router's own addresses")  # fmt: skip
     tables = _tables(rcfg, routes_path)
     _check_sram(tables, config)
+    _check_batch(lay)
     rc = _range_cache(lay, rcfg, routes_path, tables)
     programs = []
     found: dict[tuple[str, Any], list[str]] = {}  # each warning once, with the blocks that gave it
