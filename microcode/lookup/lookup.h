@@ -101,7 +101,7 @@
 lookup_walk#:
 #endif
 #ifdef LOOKUP_RANGE_CACHE
-    // Panama's aggregate route cache (toolchain/router/range_cache.py; README §4.3):
+    // Panama's aggregate route cache (toolchain/router/range_cache.py; README §4.2):
     // the set DST's index bits name, in scratch {lo, hi, index}; a hit when
     // lo <= DST & ~RC_MASK <= hi.  A miss walks the trie below.
     npk_rc_index(t, DST)
