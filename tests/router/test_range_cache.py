@@ -125,3 +125,16 @@ def test_a_route_change_invalidates_the_sets_it_overlaps(tmp_path: Path) -> None
     assert c["sets_invalidated"] >= 1 and c["hits"] > 0
     assert rep["comparison"].get("wrong_port", 0) == 0
     assert rep["ports"][3]["tx_mbps"] > 0  # after the change 20.40/16 leaves by port 3
+
+
+def test_npk_route_cache_reports_hits_and_reads() -> None:
+    from click.testing import CliRunner
+
+    from npkit.toolchain.router.cli import route
+
+    res = CliRunner().invoke(route, ["cache", str(ROUTES), "--config", str(ROUTER), "--bits", "5", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["sets"] == 32 and 0 < out["hit_rate"] <= 1
+    # a hit replaces the trie's SRAM reads by one scratch read
+    assert out["cached_sram_reads"] < out["trie_sram_reads"]

@@ -316,3 +316,33 @@ def build(runs: list[tuple[int, bytes]], routes: Iterable[tuple[int, int]], k: i
     hits = sum(1 for d in dests if cache.lookup(d) is not None)
     cache.sample_hit_rate = hits / len(dests) if dests else 0.0
     return cache
+
+
+# --- what the cache does for a set of destinations ------------------------------------
+
+
+def evaluate(cache: RangeCache, runs: list[tuple[int, bytes]], dests: Sequence[int],
+             lay: LpmLayout | None = None) -> dict[str, float]:  # fmt: skip
+    """Hit rate over `dests`, and the lookup's dependent memory references: the trie
+    alone (1-3 SRAM reads) against the cache first (1 scratch read, then the trie's
+    reads on a miss)."""
+    from .walk import walk
+
+    mem = _Runs(runs)
+    hits = trie = cached = 0
+    for d in dests:
+        _, reads = walk(mem.read, d, lay)
+        trie += reads
+        if cache.lookup(d) is None:
+            cached += reads
+        else:
+            hits += 1
+    n = max(1, len(dests))
+    return {"destinations": len(dests), "hit_rate": round(hits / n, 4),
+            "trie_sram_reads": round(trie / n, 3), "cached_sram_reads": round(cached / n, 3),
+            "cached_scratch_reads": 1.0}  # fmt: skip
+
+
+def image_runs(image: Any) -> list[tuple[int, bytes]]:
+    """An SramImage's runs as (start address, big-endian bytes), as the link's tables."""
+    return [(a, struct.pack(f">{len(w)}I", *w)) for a, w in image.runs()]
