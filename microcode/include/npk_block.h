@@ -170,6 +170,7 @@ npk_bbase#:                         // bbase = NPK_BATCH_LM + 8 * NPK_BATCH * co
 .begin
     .sig s_in
     .reg bn
+    .reg write $bc
     .if (bleft == 0)
         // a new batch, into this context's slots (index1 walks them): four messages a
         // get while four more fit and the ring has them, then one at a time; a get that
@@ -214,7 +215,11 @@ npk_bgot#:
         local_csr_wr[ACTIVE_LM_ADDR_1, bbase]
         alu[bleft, --, b, bn]
         alu[bptr, --, b, bbase]
-        nop
+        // count the batch and its messages (BATCH_COUNT: batches, +4 messages) for the run's JSON
+        alu[$bc, --, b, bn]
+        immed[bn, BATCH_COUNT]
+        scratch[incr, --, bn, 0]
+        scratch[add, $bc, bn, 4]
     .endif
 #ifdef LOOKUP_CAM_CACHE
     // (the lookup's CAM cache moves index1: point it at the next message again)

@@ -36,6 +36,8 @@ def test_batch_16_at_line_rate(layout: str) -> None:
     t = rep["totals"]
     assert t["forwarded"] == t["predicted_forward"] and t["lost"] == 0
     assert rep["comparison"]["matched_forward"] == t["forwarded"]  # byte for byte, in flow order
+    b = rep["batching"]
+    assert b["batch"] == 16 and b["batches"] > 0 and 1.0 < b["mean_batch"] <= 16
 
 
 @pytest.mark.parametrize("layout,batch", [("pipelined", 3), ("parallel", 4)])

@@ -187,7 +187,7 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
         "DESC_SHIFT": SYS.desc_shift, "N_BUFS": SYS.n_bufs, "BUF_BASE": SYS.buf_base,
         "BUF_SHIFT": SYS.buf_shift, "PKT_PAD": SYS.pkt_pad,
         "STAT_PORT_BASE": SYS.stat_port_base, "STAT_DROP_BASE": SYS.stat_drop_base,
-        "STAT_EXC_BASE": SYS.stat_exc_base, "TXDONE_BASE": SYS.txdone_base,
+        "STAT_EXC_BASE": SYS.stat_exc_base, "TXDONE_BASE": SYS.txdone_base, "BATCH_COUNT": SYS.batch_count,
         "PW_TTL_LE1_BIT": SYS.pw_ttl_le1_bit, "PW_SRC_ON_IN_SUBNET_BIT": SYS.pw_src_on_in_subnet_bit,
         "EXC_RECORD": SYS.exc_record, "CAM_NET": CAM_NET, "CAM_BCAST": CAM_BCAST, "CAM_LOCAL": CAM_LOCAL,
         "LPM_CTL_BASE": lay.ctl_base, "LPM_ROOT_BASE": lay.root_base, "LPM_NODE_BASE": lay.node_base,
