@@ -684,10 +684,14 @@ def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None =
         k = per_cluster(load_config(config))
     except EmulatorError as e:
         raise LinkError(str(e)) from None
-    rcfg, _, _ = _router_config(router_config, routes)
+    rcfg, routes_path, _ = _router_config(router_config, routes)
     ensure_reasons_h()
+    rc = _range_cache(lay, rcfg, routes_path, _tables(rcfg, routes_path)) if lay.params.get("lookup") == "range_cache" else None
     with tempfile.TemporaryDirectory(prefix="npk-block-") as tmp:
         _write_sys_header(tmp, rcfg, lay)
+        if rc is not None:  # as link writes it
+            with open(Path(tmp) / "npk_sys.h", "a") as f:
+                f.write(rc.header())
         src, incs, defines = block_inputs(lay, b, tmp, k)
         yield b, src, incs, defines
 
