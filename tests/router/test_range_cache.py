@@ -79,7 +79,8 @@ def test_scratch_image_and_header_agree_with_npkd() -> None:
     assert int.from_bytes(head[:4], "big") == rc.MAGIC and int.from_bytes(head[12:16], "big") == cache.mask
     text = (ROOT / "xscale" / "npkd" / "lpm.h").read_text()
     consts = {m[1]: int(m[2], 16) for m in re.finditer(r"#define (LPM_RC_\w+) (0x[0-9A-Fa-f]+)u", text)}
-    assert consts == {"LPM_RC_HDR": rc.RC_HDR, "LPM_RC_MAGIC": rc.MAGIC, "LPM_RC_INVALIDATED": rc.RC_INVALIDATED}
+    assert consts == {"LPM_RC_HDR": rc.RC_HDR, "LPM_RC_MAGIC": rc.MAGIC, "LPM_RC_INVALIDATED": rc.RC_INVALIDATED,
+                      "LPM_RC_NARROWED": rc.RC_NARROWED}  # fmt: skip
     assert "npk_rc_index" in cache.header()
 
 
@@ -110,19 +111,21 @@ def test_demo_with_the_range_cache_forwards_as_the_model_says(layout: str) -> No
 def test_a_route_change_invalidates_the_sets_it_overlaps(tmp_path: Path) -> None:
     """20.40.x is in the set that holds 20.32.0.0/11 (port 2); at 1 ms 20.40.0.0/16 moves to
     port 3.  Without the invalidation the cached range keeps sending it to port 2 (the
-    judge counts wrong_port)."""
+    judge counts wrong_port).  After the change npkd narrows the set to 20.41-20.63, which
+    the change left as it was: 20.50.x keeps hitting and leaving by port 2."""
     spec = {"seed": 1, "router": str(ROUTER), "duration_ns": 2_000_000,
             "route_changes": ["at 1ms add 20.40.0.0/16 via 10.0.3.2"], "defaults": {"enabled": False},
             "ports": {0: {"enabled": True, "size": 100, "rate_bps": 2e8, "destinations": {"prefixes": ["20.40.1.0/24"]}},
                       2: {"enabled": True, "size": 100, "rate_bps": 2e8,
-                          "destinations": {"prefixes": ["20.40.0.0/16", "150.100.0.0/16"]}}}}  # fmt: skip
+                          "destinations": {"prefixes": ["20.50.0.0/16"]}}}}  # fmt: skip
     path = tmp_path / "change.yaml"
     path.write_text(yaml.safe_dump(spec))
     cache = rc.build(*_tables(), 7)
     assert cache.lookup(ip("20.40.1.9")) is not None  # cached before the change
     rep = _demo("-D", "lookup=range_cache", "--routes", str(ROUTES), "--traffic", str(path), "--ms", "2")
     c = rep["range_cache"]
-    assert c["sets_invalidated"] >= 1 and c["hits"] > 0
+    assert c["sets_invalidated"] == 1 and c["sets_narrowed"] == 1
+    assert c["hits"] > rep["ports"][2]["offered"] + 50  # port 2's 20.50.x hits all along, port 0's before 1 ms
     assert rep["comparison"].get("wrong_port", 0) == 0
     assert rep["ports"][3]["tx_mbps"] > 0  # after the change 20.40/16 leaves by port 3
 
@@ -138,3 +141,22 @@ def test_npk_route_cache_reports_hits_and_reads() -> None:
     assert out["sets"] == 32 and 0 < out["hit_rate"] <= 1
     # a hit replaces the trie's SRAM reads by one scratch read
     assert out["cached_sram_reads"] < out["trie_sram_reads"]
+
+
+def test_route_churn_inside_cached_ranges_never_misroutes(tmp_path: Path) -> None:
+    """Adds and withdrawals inside and across the cached 20.32.0.0/11 range (and the 1/8
+    set's), traffic all over them: each change invalidates, then narrows, what it meets;
+    the judge finds every packet where the table of its time sends it."""
+    changes = ["at 0.4ms add 20.48.0.0/12 via 10.0.3.2", "at 0.8ms add 20.36.0.0/14 via 10.0.4.2",
+               "at 1.2ms del 20.48.0.0/12", "at 1.6ms add 1.128.0.0/9 via 10.0.4.2",
+               "at 2.0ms del 20.36.0.0/14", "at 2.4ms add 20.0.0.0/10 via 10.0.1.2"]  # fmt: skip
+    spec = {"seed": 2, "router": str(ROUTER), "duration_ns": 3_000_000, "route_changes": changes,
+            "defaults": {"enabled": False},
+            "ports": {0: {"enabled": True, "size": 100, "rate_bps": 3e8, "destinations": {"prefixes": ["20.32.0.0/11"]}},
+                      2: {"enabled": True, "size": 100, "rate_bps": 3e8, "destinations": {"prefixes": ["1.0.0.0/8"]}}}}  # fmt: skip
+    path = tmp_path / "churn.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    rep = _demo("-D", "lookup=range_cache", "--routes", str(ROUTES), "--traffic", str(path), "--ms", "3")
+    c = rep["range_cache"]
+    assert c["sets_invalidated"] >= 3 and c["sets_narrowed"] >= 1 and c["hits"] > 0, c
+    assert rep["comparison"].get("wrong_port", 0) == 0 and rep["totals"]["lost"] == 0

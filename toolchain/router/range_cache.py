@@ -23,8 +23,8 @@ trie on the ME (the paper posted misses to the main CPU; here the XScale is not 
 
 Memory (scratch, on chip; microcode/README.md §5): the sets at the top of scratch,
 16 bytes each {lo, hi, index, 0}; a header at RC_HDR {magic, base, sets, mask} that npkd
-reads; the fast path's hit and miss counters at RC_HITS / RC_MISSES and npkd's count of
-invalidated sets at RC_INVALIDATED.
+reads; the fast path's hit and miss counters at RC_HITS / RC_MISSES and npkd's counts of
+invalidated and narrowed sets at RC_INVALIDATED / RC_NARROWED.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ RC_HDR = 0x0960  # in the statistics area (sysmap: stats end at 0x0940)
 RC_HITS = 0x0970
 RC_MISSES = 0x0974
 RC_INVALIDATED = 0x0978  # written by npkd (lpm.c)
+RC_NARROWED = 0x097C  # written by npkd: invalidated sets cached again with what the change left them
 MAGIC = 0x52434131  # "RCA1"
 MAX_BITS = 8  # 256 sets x 16 B = the top 4 KB of scratch
 GRID_SHIFT = 12  # the greedy choice counts ranges over /20 cells (bits 12..31 are candidates)
@@ -123,6 +124,7 @@ class RangeCache:
         return {"bits": len(self.bits), "index_bits": list(self.bits), "choice": self.choice,
                 "sets": len(self.entries), "base": self.base, "mask": self.mask, "header": RC_HDR,
                 "hits_addr": RC_HITS, "misses_addr": RC_MISSES, "invalidated_addr": RC_INVALIDATED,
+                "narrowed_addr": RC_NARROWED,
                 "sets_filled": covered, "ranges_total": sum(self.ranges),
                 "ranges_max": max(self.ranges) if self.ranges else 0,
                 "sample_hit_rate": round(self.sample_hit_rate, 4)}  # fmt: skip

@@ -684,9 +684,10 @@ class RouterRun:
         hits = self.chip.read32("scratch", m["hits_addr"])
         misses = self.chip.read32("scratch", m["misses_addr"])
         inval = self.chip.read32("scratch", m["invalidated_addr"])
+        narrowed = self.chip.read32("scratch", m["narrowed_addr"]) if "narrowed_addr" in m else 0
         out = {k: m[k] for k in ("bits", "index_bits", "choice", "sets", "sets_filled", "ranges_total", "ranges_max")}
         return {**out, "hits": hits, "misses": misses, "hit_rate": round(hits / max(1, hits + misses), 4),
-                "sets_invalidated": inval}
+                "sets_invalidated": inval, "sets_narrowed": narrowed}
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
         """in_flight_report, and when exception records wait unread on the control plane's
@@ -903,7 +904,8 @@ def format_summary(s: dict[str, Any]) -> str:
     if rc:
         lines.append(f"range cache: {rc['sets']} sets on address bits {rc['index_bits']} ({rc['choice']}): "
                      f"hits {rc['hits']}, misses {rc['misses']} (hit rate {100 * rc['hit_rate']:.1f} %), "
-                     f"sets invalidated by route changes {rc['sets_invalidated']}")  # fmt: skip
+                     f"sets invalidated by route changes {rc['sets_invalidated']} (narrowed and cached again "
+                     f"{rc['sets_narrowed']})")  # fmt: skip
     if s["faults"]["total"]:
         lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
         lines += fault_site_lines(s["faults"])
