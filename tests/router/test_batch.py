@@ -68,3 +68,17 @@ def test_unequal_shares_of_threads() -> None:
 def test_bad_batch_is_a_located_error() -> None:
     with pytest.raises(LinkError, match="batch"):
         link("pipelined", {"batch": 0})
+
+
+def test_the_batching_design_runs_and_records_the_mean_batch(tmp_path: Path) -> None:
+    """examples/experiments/batching.yaml's quick variant: every run ok, batch_mean 1 when
+    unbatched and above 1 with batch=16 at line rate."""
+    from npkit.toolchain.experiment.analysis import load_results
+    from npkit.toolchain.experiment.runner import run_experiment
+
+    summary = run_experiment(ROOT / "examples/experiments/batching.yaml", tmp_path / "b", quick=True, jobs=1,
+                             progress=False)  # fmt: skip
+    assert not summary["failed"], summary
+    _, table, _ = load_results(tmp_path / "b")
+    by_batch = table.groupby(table["B"].astype(str))["batch_mean"].min()
+    assert by_batch["1"] == 1.0 and by_batch["16"] > 1.0
