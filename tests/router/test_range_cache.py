@@ -160,3 +160,14 @@ def test_route_churn_inside_cached_ranges_never_misroutes(tmp_path: Path) -> Non
     c = rep["range_cache"]
     assert c["sets_invalidated"] >= 3 and c["sets_narrowed"] >= 1 and c["hits"] > 0, c
     assert rep["comparison"].get("wrong_port", 0) == 0 and rep["totals"]["lost"] == 0
+
+
+def test_npk_route_cache_bad_input() -> None:
+    from click.testing import CliRunner
+
+    from npkit.toolchain.router.cli import route
+
+    res = CliRunner().invoke(route, ["cache", str(ROUTES), "--bits", "9"])
+    assert res.exit_code == 2 and "--bits" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(route, ["cache", str(ROUTES), "--choice", "best"])
+    assert res.exit_code == 2 and "--choice" in res.output

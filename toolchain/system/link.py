@@ -302,10 +302,13 @@ def _range_cache(lay: Layout, config: Any, routes: Path, tables: list[tuple[int,
 
     own = config.route_file and config.route_file.resolve() == routes.resolve()
     cols = config.static_routes if own else load_route_columns(routes)
+    bits = lay.params.get("rc_bits", 7)
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        raise LinkError(f"{lay.source}: params: rc_bits: {bits!r}: K index bits, an integer 1..7")
     try:
-        rc = build(tables, zip(cols.prefix, cols.length, strict=True), int(lay.params.get("rc_bits", 8)),
+        rc = build(tables, zip(cols.prefix, cols.length, strict=True), bits,
                    str(lay.params.get("rc_choice", "greedy")))  # fmt: skip
-    except (RangeCacheError, ValueError) as e:
+    except RangeCacheError as e:
         raise LinkError(f"{lay.source}: params: {e}") from None
     top = max((r.base + 4 * r.size for r in lay.rings.values()), default=SYS.ring_store)
     if top > rc.base:
