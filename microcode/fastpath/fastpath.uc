@@ -17,7 +17,7 @@
     npk_start_tokens()
 fast_loop#:
     npk_get_input(fast_loop#)
-    parse_body($i1, dst)
+    parse_body(NPK_IN1, dst)
     .if (kind == OUT_FORWARD)
         lookup_body(dst, nhi)
         .if (kind == OUT_FORWARD)

@@ -12,6 +12,6 @@
     npk_start_tokens()
 hdr_loop#:
     npk_get_input(hdr_loop#)
-    alu[nhi, --, b, $i1]
+    alu[nhi, --, b, NPK_IN1]
     hdr_body(nhi, ow1)
     npk_emit(hdr_loop#)

@@ -48,6 +48,26 @@
 .reg rin
 #endif
 
+// Batching (layout parameter batch=N, README §3.5; seed 001's forwarding processes took up
+// to 16 packets before yielding): with NPK_BATCH > 1 a context that holds tok_get takes
+// up to NPK_BATCH messages off its input ring, one get after another, into its slots in
+// local memory (NPK_BATCH_LM + 8 * NPK_BATCH * context: two longwords a message), then
+// passes tok_get on and works through them; each result goes back into its message's
+// slot, and when the batch is done the context takes tok_put once and emits the whole
+// batch in order.  A block's second input longword is NPK_IN1 ($i1 unbatched).
+#ifndef NPK_BATCH
+#define NPK_BATCH 1
+#endif
+#if (NPK_BATCH > 1)
+#ifndef NPK_BATCH_LM
+#define NPK_BATCH_LM 0x100      // above the port records (16 B a port) and the lookup's CAM cache
+#endif
+.reg in1 bleft bptr bbase
+#define NPK_IN1 in1
+#else
+#define NPK_IN1 $i1
+#endif
+
 // Work out this context's token hand-off values; context 0 runs INIT_MACRO's code
 // (the caller puts it right after this macro, guarded by `.if (npk_first)`) and then
 // hands both tokens to itself.
@@ -63,6 +83,19 @@
     alu[nget, t, or, (&tok_get << 3)]
     alu[nput, t, or, (&tok_put << 3)]
     local_csr_wr[ACTIVE_FUTURE_COUNT_SIGNAL, &s_timer]
+#if (NPK_BATCH > 1)
+    local_csr_rd[ACTIVE_CTX_STS]
+    immed[t, 0]
+    alu[t, t, and, 7]
+    immed[bbase, NPK_BATCH_LM]
+npk_bbase#:                         // bbase = NPK_BATCH_LM + 8 * NPK_BATCH * context
+    .if (t != 0)
+        alu[bbase, bbase, +, (8 * NPK_BATCH)]
+        alu[t, t, -, 1]
+        br[npk_bbase#]
+    .endif
+    immed[bleft, 0]
+#endif
 #ifdef RING_IN_SPLIT
     local_csr_rd[ACTIVE_CTX_STS]
     immed[t, 0]
@@ -121,6 +154,86 @@
 #ifndef NPK_IDLE_TICKS
 #define NPK_IDLE_TICKS 16
 #endif
+#if (NPK_BATCH > 1)
+.reg read $b0 $b1 $b2 $b3 $b4 $b5 $b6 $b7
+.xfer_order $b0 $b1 $b2 $b3 $b4 $b5 $b6 $b7
+#macro npk_bget(N, NEXT, DONE)
+#ifdef RING_IN_SPLIT
+    scratch[get, $b0, rin, 0, N], ctx_swap[s_in]
+#else
+    scratch[get, $b0, zero, (RING_IN << 2), N], ctx_swap[s_in]
+#endif
+    alu[--, --, b, $b0]
+    beq[NEXT]
+#endm
+#macro npk_get_input(LOOP)
+.begin
+    .sig s_in
+    .reg bn
+    .reg write $bc
+    .if (bleft == 0)
+        // a new batch, into this context's slots (index1 walks them): four messages a
+        // get while four more fit and the ring has them, then one at a time; a get that
+        // finds too few messages takes none (HRM: the ring reads as zeros)
+        ctx_arb[tok_get]
+        local_csr_wr[ACTIVE_LM_ADDR_1, bbase]
+        immed[bn, 0]
+        nop
+        nop
+#if (NPK_BATCH >= 4)
+npk_bget4#:
+        alu[--, bn, -, (NPK_BATCH - 3)]
+        bhs[npk_bget1#]
+        npk_bget(8, npk_bget1#, npk_bgot#)
+        alu[*l$index1++, --, b, $b0]
+        alu[*l$index1++, --, b, $b1]
+        alu[*l$index1++, --, b, $b2]
+        alu[*l$index1++, --, b, $b3]
+        alu[*l$index1++, --, b, $b4]
+        alu[*l$index1++, --, b, $b5]
+        alu[*l$index1++, --, b, $b6]
+        alu[*l$index1++, --, b, $b7]
+        alu[bn, bn, +, 4]
+        br[npk_bget4#]
+#endif
+npk_bget1#:
+        alu[--, bn, -, NPK_BATCH]
+        bhs[npk_bgot#]
+        npk_bget(2, npk_bgot#, npk_bgot#)
+        alu[*l$index1++, --, b, $b0]
+        alu[*l$index1++, --, b, $b1]
+        alu[bn, bn, +, 1]
+        br[npk_bget1#]
+npk_bgot#:
+        local_csr_wr[SAME_ME_SIGNAL, nget]
+        .if (bn == 0)
+            ctx_arb[tok_put]
+            local_csr_wr[SAME_ME_SIGNAL, nput]
+            npk_sleep(NPK_IDLE_TICKS)
+            br[LOOP]
+        .endif
+        local_csr_wr[ACTIVE_LM_ADDR_1, bbase]
+        alu[bleft, --, b, bn]
+        alu[bptr, --, b, bbase]
+        // count the batch and its messages (BATCH_COUNT: batches, +4 messages) for the run's JSON
+        alu[$bc, --, b, bn]
+        immed[bn, BATCH_COUNT]
+        scratch[incr, --, bn, 0]
+        scratch[add, $bc, bn, 4]
+    .endif
+#ifdef LOOKUP_CAM_CACHE
+    // (the lookup's CAM cache moves index1: point it at the next message again)
+    local_csr_wr[ACTIVE_LM_ADDR_1, bptr]
+    nop
+    nop
+    nop
+#endif
+    // the next message of the batch
+    alu[pw, --, b, *l$index1++]
+    alu[in1, --, b, *l$index1++]
+.end
+#endm
+#else
 #macro npk_get_input(LOOP)
 .begin
     .sig s_in
@@ -144,6 +257,7 @@
 npk_got#:
 .end
 #endm
+#endif
 
 #ifdef RING_CP
 // A block whose input ring was empty, holding tok_put, passes one message of the
@@ -201,6 +315,85 @@ npk_sc_done#:
 //                  (cap[fast_wr, 0, XSCALE_INT_A]: one CAP write on the exception path
 //                  only; the control plane takes every record there is when it wakes);
 //                  a full exception ring turns it into the drop exception_ring_full.
+#if (NPK_BATCH > 1)
+#macro npk_emit(LOOP)
+.begin
+    .reg write $o0 $o1
+    .xfer_order $o0 $o1
+    .sig s_out
+    .reg t u
+    // the result into the message's slot (index0: parse points it at its port record
+    // afresh for every packet): packet word with the kind in bits 17..16 (reserved,
+    // README §3.1), and ow1 (forward) or the reason code
+    local_csr_wr[ACTIVE_LM_ADDR_0, bptr]
+    alu[bptr, bptr, +, 8]
+    alu[bleft, bleft, -, 1]
+    nop
+    alu_shf[*l$index0[0], pw, or, kind, <<16]
+    .if (kind == OUT_FORWARD)
+        alu[*l$index0[1], --, b, ow1]
+    .else
+        alu[*l$index0[1], --, b, code]
+    .endif
+    .if (bleft != 0)
+        br[LOOP]
+    .endif
+    // the batch is done: emit it in order under tok_put
+    br_signal[tok_put, npk_bemit_tok#]
+    ctx_arb[tok_put]
+npk_bemit_tok#:
+    local_csr_wr[ACTIVE_LM_ADDR_0, bbase]
+    alu[u, --, b, bbase]
+    alu_shf[t, --, b, 3, <<16]
+    nop
+npk_bemit_next#:
+    alu[pw, --, b, *l$index0++]
+    alu[ow1, --, b, *l$index0++]
+    alu[u, u, +, 8]
+    alu_shf[kind, 3, and, pw, >>16]
+    alu[pw, pw, and~, t]
+    .if (kind == OUT_FORWARD)
+npk_bemit_full#:
+        br_inp_state[RING_OUT_STATUS, npk_bemit_wait#]
+        br[npk_bemit_put#]
+npk_bemit_wait#:
+        ctx_arb[voluntary]
+        br[npk_bemit_full#]
+npk_bemit_put#:
+        alu[$o0, --, b, pw]
+        alu[$o1, --, b, ow1]
+        scratch[put, $o0, zero, (RING_OUT << 2), 2], ctx_swap[s_out]
+    .else
+        alu[code, --, b, ow1]
+        .if (kind == OUT_EXCEPTION)
+            br_inp_state[EXC_RING_STATUS, npk_bemit_exc_full#]
+            alu_shf[ow1, --, b, pw, >>28]
+            alu[ow1, ow1, and, 7]
+            alu_shf[ow1, code, or, ow1, <<16]
+            alu_shf[$o1, ow1, or, EXC_RECORD, <<24]
+            alu[$o0, --, b, pw]
+            scratch[put, $o0, zero, (EXC_RING << 2), 2], ctx_swap[s_out]
+            alu_shf[code, --, b, code, <<2]
+            immed[ow1, STAT_EXC_BASE]
+            scratch[incr, --, ow1, code]
+            cap[fast_wr, 0, XSCALE_INT_A]       // the record is on the ring: wake the control plane
+            br[npk_bemit_done#]
+npk_bemit_exc_full#:
+            immed[code, DROP_EXCEPTION_RING_FULL]
+        .endif
+        npk_free_buffer(pw)
+        alu_shf[code, --, b, code, <<2]
+        immed[ow1, STAT_DROP_BASE]
+        scratch[incr, --, ow1, code]
+    .endif
+npk_bemit_done#:
+    alu[--, u, -, bptr]
+    blo[npk_bemit_next#]
+    local_csr_wr[SAME_ME_SIGNAL, nput]
+    br[LOOP]
+.end
+#endm
+#else
 #macro npk_emit(LOOP)
 .begin
     .reg write $o0 $o1
@@ -255,5 +448,6 @@ npk_emit_exc_full#:
     .endif
 .end
 #endm
+#endif
 
 #endif // NPK_BLOCK_H

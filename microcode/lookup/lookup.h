@@ -9,6 +9,11 @@
 // results, the index kept in local memory at LOOKUP_CACHE_LM + 4 * entry.  (Off by
 // default: see README §6 for the measurement.  The cache is not flushed on route
 // updates, so it is only for static tables until the generation check is added.)
+//
+// With LOOKUP_RANGE_CACHE defined (layout parameter lookup=range_cache) the aggregate
+// route cache in scratch is tried first (npk_sys.h gives RC_BASE, RC_MASK_LO/HI,
+// RC_HITS/RC_MISSES and the macro npk_rc_index; the control plane fills it and keeps it
+// consistent across route changes).
 #ifndef LOOKUP_H
 #define LOOKUP_H
 
@@ -95,6 +100,28 @@
     br[lookup_known#]
 lookup_walk#:
 #endif
+#ifdef LOOKUP_RANGE_CACHE
+    // Panama's aggregate route cache (toolchain/router/range_cache.py; README §4.2):
+    // the set DST's index bits name, in scratch {lo, hi, index}; a hit when
+    // lo <= DST & ~RC_MASK <= hi.  A miss walks the trie below.
+    npk_rc_index(t, DST)
+    immed[nb, RC_BASE]
+    scratch[read, $l0, nb, t, 3], ctx_swap[s_lk]
+    immed[w, RC_MASK_LO]
+    immed_w1[w, RC_MASK_HI]
+    alu[w, DST, and~, w]
+    alu[--, w, -, $l0]
+    blo[lookup_rc_miss#]
+    alu[--, $l1, -, w]
+    blo[lookup_rc_miss#]
+    alu[NHI, --, b, $l2]
+    immed[t, RC_HITS]
+    scratch[incr, --, t, 0]
+    br[lookup_rc_known#]
+lookup_rc_miss#:
+    immed[t, RC_MISSES]
+    scratch[incr, --, t, 0]
+#endif
     alu_shf[t, --, b, DST, >>16]
     alu_shf[t, --, b, t, <<2]
     immed[nb, LPM_ROOT_BASE]
@@ -115,6 +142,9 @@ lookup_leaf#:
     nop
     alu[*l$index1[0], --, b, NHI]
 lookup_known#:
+#endif
+#ifdef LOOKUP_RANGE_CACHE
+lookup_rc_known#:
 #endif
     .if (NHI == 0)
         immed[kind, OUT_EXCEPTION]

@@ -15,6 +15,6 @@
     npk_start_tokens()
 lookup_loop#:
     npk_get_input(lookup_loop#)
-    alu[dst, --, b, $i1]
+    alu[dst, --, b, NPK_IN1]
     lookup_body(dst, ow1)
     npk_emit(lookup_loop#)

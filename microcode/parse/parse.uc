@@ -15,6 +15,6 @@
     npk_start_tokens()
 parse_loop#:
     npk_get_input(parse_loop#)
-    parse_body($i1, dst)
+    parse_body(NPK_IN1, dst)
     alu[ow1, --, b, dst]
     npk_emit(parse_loop#)

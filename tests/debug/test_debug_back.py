@@ -200,10 +200,10 @@ def test_back_with_router_traffic_and_the_control_plane_on_the_xscale(tmp_path: 
     second hit with the same chip, the same MSF and router counters and the same XScale."""
     s = Session(open_target(linked_router(tmp_path, "xscale"), traffic=str(ERRORS)))
     assert s.target.control is not None and s.target.control.placement == "xscale"
-    s.execute("break npk_block.h:213 if packet == 3")
-    assert s.execute("run 20000").startswith("breakpoint 1 (npk_block.h:213) hit at cycle ")
+    s.execute("break npk_block.h:406 if packet == 3")
+    assert s.execute("run 20000").startswith("breakpoint 1 (npk_block.h:406) hit at cycle ")
     hit = s.execute("run 20000")
-    assert hit.startswith("breakpoint 1 (npk_block.h:213) hit at cycle ")
+    assert hit.startswith("breakpoint 1 (npk_block.h:406) hit at cycle ")
     at_hit = (state(s), s.execute("stats"), s.execute("packet"))
     assert "XScale [xscale] " in at_hit[0][2]
     out = s.execute("back 5").splitlines()
@@ -233,7 +233,7 @@ def test_breakpoint_stops_leave_the_xscale_where_a_straight_run_does(tmp_path: P
     straight = Session(open_target(elf, traffic=str(ERRORS)))
     straight.execute("run 12000")
     stopped = Session(open_target(elf, traffic=str(ERRORS)))
-    stopped.execute("break npk_block.h:213")
+    stopped.execute("break npk_block.h:406")
     stops = 0
     while stopped.chip.cycle < 12000:
         stops += stopped.execute(f"run {12000 - stopped.chip.cycle}").startswith("breakpoint 1 ")

@@ -139,12 +139,12 @@ def test_break_if_packet_follows_one_traffic_packet_through_the_blocks() -> None
     """npk_emit's first line is in parse, lookup and hdr_format: `if packet == 3` stops
     in each block as it hands on traffic packet 3, whichever thread has it."""
     s = router("min64.yaml")
-    out = s.execute("break npk_block.h:213 if packet == 3")
+    out = s.execute("break npk_block.h:406 if packet == 3")
     assert "in 3 places if packet == 3:" in out
     stops = []
     for _ in range(3):
         out = s.execute("run 20000")
-        assert out.startswith("breakpoint 1 (npk_block.h:213) hit at cycle "), out
+        assert out.startswith("breakpoint 1 (npk_block.h:406) hit at cycle "), out
         stops.append(out.splitlines()[1].split(" pc ")[0])
         assert s.execute("print packet") == "packet = 3 (0x3)"
         assert "traffic   packet id 3 (NPK1 tag in the payload)" in s.execute("packet")

@@ -27,6 +27,8 @@ reported as a percentage of the 5 x 1 Gb/s line rate for the frame size:
     router.middle.<layout>.<size>.cycles_per_pkt   ME cycles between packets out
     router.middle.parallel.scaling.<n>.pct_line_rate   pool of n fast-path MEs, 78 B
     router.middle.emulated_ms_per_host_s           emulation speed on this workload
+    router.variants.<layout>.<variant>.cycles_per_pkt   the same for batch=4, batch=16 and
+                                                   lookup=range_cache beside the default
 
 Sizes: 78 is seed 003's frame (78 B at the chip, 90 B on the wire: IFG only); the
 others are Ethernet sizes with FCS, preamble and IFG (size + 20 B on the wire).  The
@@ -132,6 +134,27 @@ def bench_router_middle(quick: bool) -> dict[str, Any]:
         r = capacity("parallel", {"pool_mes": n}, 78, count)
         out[f"router.middle.parallel.scaling.{n}.pct_line_rate"] = r["pct_line_rate"]
     out["router.middle.emulated_ms_per_host_s"] = round(ems / hs, 2) if hs else 0.0
+    return out
+
+
+# the issue-47 variants of the middle against the default: VERA's batching (batch=N) and
+# Panama's aggregate route cache (lookup=range_cache), capacity as router_middle measures it
+VARIANTS: dict[str, dict[str, Any]] = {"default": {}, "batch4": {"batch": 4}, "batch16": {"batch": 16},
+                                       "range_cache": {"lookup": "range_cache"}}  # fmt: skip
+
+
+@benchmark("router_variants")
+def bench_router_variants(quick: bool) -> dict[str, Any]:
+    """router.variants.<layout>.<variant>.{cycles_per_pkt,pct_line_rate}: the middle's
+    capacity at 78 B (4,000 frames offered at once; the parallel layout on one fast-path
+    ME, so that the fast path is the bottleneck), for each variant of VARIANTS."""
+    count = 1200 if quick else 4000
+    out: dict[str, Any] = {}
+    for name, params in {"pipelined": {}, "parallel": {"pool_mes": 1}}.items():
+        for variant, extra in VARIANTS.items():
+            r = capacity(name, {**params, **extra}, 78, count)
+            for k in ("cycles_per_pkt", "pct_line_rate"):
+                out[f"router.variants.{name}.{variant}.{k}"] = r[k]
     return out
 
 

@@ -45,7 +45,7 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "throughput_pct_offered", "latency_mean_us", "latency_p50_us", "latency_p99_us", "loss_pct",
              "lost", "in_flight", "exceptions", "warmup_us", "measured_ms", "windows", "link_mbps", "ports",
              "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
-             "capacity_mpps", "capacity_pct_line")  # fmt: skip
+             "capacity_mpps", "capacity_pct_line", "rc_hit_rate", "rc_sets_filled", "rc_ranges_total", "batch_mean")  # fmt: skip
 RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_")
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
@@ -370,6 +370,8 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     measured_ns = rr.run.now_ns
     rr.run.run(int(s.drain_us * 1000))
     rep = rr.run.report()
+    rc = rr.range_cache() if "range_cache" in rr.image.meta else None  # lookup=range_cache: its counters
+    batching = rr.batching() if int(env.params.get("batch", 1) or 1) > 1 else None  # batch=N: mean batch
     rr.close()  # its read-ahead child ends now, not when the collector finds the run
     lo_ns, hi_ns = cut * w, n * w
     kept = range(cut, n)
@@ -395,6 +397,10 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
         "settled": settled, "precise": precise, "balanced": bool(rep["balanced"]),
         "link_mbps": (tr.link_bps or 1_000_000_000) / 1e6, "ports": nports,
     }  # fmt: skip
+    resp["batch_mean"] = batching["mean_batch"] if batching is not None else 1.0  # unbatched: one at a time
+    if rc is not None:
+        resp.update({"rc_hit_rate": rc["hit_rate"], "rc_sets_filled": rc["sets_filled"],
+                     "rc_ranges_total": rc["ranges_total"]})  # fmt: skip
     for r, v in verdicts.items():
         resp[f"ci_rel_{r}"] = v.rel if math.isfinite(v.rel) else None
         resp[f"settled_{r}"] = v.settled

@@ -63,6 +63,34 @@ def build_cmd(routes: str, config: str | None, output: str, as_json: bool) -> No
     )
 
 
+@route.command("cache")
+@click.argument("routes", type=click.Path(exists=True, dir_okay=False))
+@_CONFIG
+@click.option("--bits", "bits", type=click.IntRange(1, 8), default=7, show_default=True,
+              help="K index bits: 2^K sets (the layouts' rings leave room for K <= 7).")
+@click.option("--choice", type=click.Choice(["greedy", "top"]), default="greedy", show_default=True,
+              help="The index bits: the paper's greedy choice or the K top bits.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def cache_cmd(routes: str, config: str | None, bits: int, choice: str, as_json: bool) -> None:
+    """Panama's aggregate route cache for ROUTES (layout parameter lookup=range_cache):
+    the index bits, merged ranges, and on fresh sample destinations (one random address
+    a route) the hit rate and the lookup's dependent memory references with and without it."""
+    from .range_cache import build, evaluate, image_runs, sample_destinations
+
+    tables = _load(routes, config)
+    runs = image_runs(tables.image)
+    pairs = [(p, n) for p, n, _ in tables.table.routes()]
+    cache = build(runs, pairs, bits, choice)
+    out = {**cache.meta(), **evaluate(cache, runs, sample_destinations(pairs, seed=2))}
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(f"{out['sets']} sets on address bits {out['index_bits']} ({choice}); {out['ranges_total']} merged "
+               f"ranges over the partitions (at most {out['ranges_max']} in one)")  # fmt: skip
+    click.echo(f"hit rate {100 * out['hit_rate']:.1f} % of {out['destinations']} sample destinations; SRAM reads "
+               f"a lookup {out['trie_sram_reads']} (trie) -> {out['cached_sram_reads']} + 1 scratch read (cache)")  # fmt: skip
+
+
 @route.command("lookup")
 @click.argument("routes", type=click.Path(exists=True, dir_okay=False))
 @click.argument("addrs", nargs=-1, required=True)

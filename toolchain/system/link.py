@@ -187,7 +187,7 @@ def sys_header(config: Any, qm: dict[str, Any], split: list[int] | None = None) 
         "DESC_SHIFT": SYS.desc_shift, "N_BUFS": SYS.n_bufs, "BUF_BASE": SYS.buf_base,
         "BUF_SHIFT": SYS.buf_shift, "PKT_PAD": SYS.pkt_pad,
         "STAT_PORT_BASE": SYS.stat_port_base, "STAT_DROP_BASE": SYS.stat_drop_base,
-        "STAT_EXC_BASE": SYS.stat_exc_base, "TXDONE_BASE": SYS.txdone_base,
+        "STAT_EXC_BASE": SYS.stat_exc_base, "TXDONE_BASE": SYS.txdone_base, "BATCH_COUNT": SYS.batch_count,
         "PW_TTL_LE1_BIT": SYS.pw_ttl_le1_bit, "PW_SRC_ON_IN_SUBNET_BIT": SYS.pw_src_on_in_subnet_bit,
         "EXC_RECORD": SYS.exc_record, "CAM_NET": CAM_NET, "CAM_BCAST": CAM_BCAST, "CAM_LOCAL": CAM_LOCAL,
         "LPM_CTL_BASE": lay.ctl_base, "LPM_ROOT_BASE": lay.root_base, "LPM_NODE_BASE": lay.node_base,
@@ -281,6 +281,41 @@ def _tables(config: Any, routes: Path) -> list[tuple[int, bytes]]:
         return sram_runs(cols, info)
     except (RouteError, RouteFileError, MemoryError) as e:
         raise LinkError(f"{routes}: {e}") from None
+
+
+def _check_batch(lay: Layout) -> None:
+    """Layout parameter batch (microcode/include/npk_block.h): 1..16 messages a batch."""
+    v = lay.params.get("batch", 1)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16:
+        raise LinkError(f"{lay.source}: params: batch: {v!r}: messages a context takes from its ring "
+                        "before it yields, 1..16 (1: no batching)")  # fmt: skip
+
+
+def _range_cache(lay: Layout, config: Any, routes: Path, tables: list[tuple[int, bytes]]) -> Any:
+    """Panama's aggregate route cache for layout parameter lookup=range_cache
+    (npkit.toolchain.router.range_cache): built from the trie the link writes and the
+    route file's prefixes; its sets must lie above the scratch rings.  None otherwise."""
+    if lay.params.get("lookup") != "range_cache":
+        return None
+    from npkit.emulator.traffic.routes import load_route_columns
+    from npkit.toolchain.router.range_cache import RangeCacheError, build
+
+    own = config.route_file and config.route_file.resolve() == routes.resolve()
+    cols = config.static_routes if own else load_route_columns(routes)
+    bits = lay.params.get("rc_bits", 7)
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        raise LinkError(f"{lay.source}: params: rc_bits: {bits!r}: K index bits, an integer 1..7")
+    try:
+        rc = build(tables, zip(cols.prefix, cols.length, strict=True), bits,
+                   str(lay.params.get("rc_choice", "greedy")))  # fmt: skip
+    except RangeCacheError as e:
+        raise LinkError(f"{lay.source}: params: {e}") from None
+    top = max((r.base + 4 * r.size for r in lay.rings.values()), default=SYS.ring_store)
+    if top > rc.base:
+        raise LinkError(f"{lay.source}: params: rc_bits: {len(rc.bits)}: the cache's {len(rc.entries)} sets need "
+                        f"scratch 0x{rc.base:x}..0x{SYS.scratch_bytes - 1:x}, but the rings end at 0x{top:x}; "
+                        "use fewer index bits")  # fmt: skip
+    return rc
 
 
 def _check_sram(tables: list[tuple[int, bytes]], config: str) -> None:
@@ -504,10 +539,15 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
                             "parse step already uses for the router's own addresses")  # fmt: skip
     tables = _tables(rcfg, routes_path)
     _check_sram(tables, config)
+    _check_batch(lay)
+    rc = _range_cache(lay, rcfg, routes_path, tables)
     programs = []
     found: dict[tuple[str, Any], list[str]] = {}  # each warning once, with the blocks that gave it
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
         _write_sys_header(tmp, rcfg, lay)
+        if rc is not None:  # the range cache's addresses and index macro (lookup=range_cache)
+            with open(Path(tmp) / "npk_sys.h", "a") as f:
+                f.write(rc.header())
         if app_header is not None:  # the application's codes beside npkit's, in the link's own dir
             (Path(tmp) / "reasons.h").write_text(app_header)
         for t in app_tables:  # the application's tables: <name>_table.h
@@ -532,10 +572,13 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     if not programs:
         raise LinkError(f"{lay.source}: no block has microcode")
     rendered = [_render_warning(message, loc, blocks, tmp) for (message, loc), blocks in found.items()]
-    check_allocations(programs, system_allocations(lay),
+    rc_alloc = [] if rc is None else [("scratch", rc.base, SYS.scratch_bytes, "the range cache's sets (lookup=range_cache)")]
+    check_allocations(programs, system_allocations(lay) + rc_alloc,
                       [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables])
     programs[0].init_mem.extend(_initial_memory(tables))
     programs[0].init_mem.extend((t.memory, t.base, t.data()) for t in app_tables if t.rows)
+    if rc is not None:
+        programs[0].init_mem.extend(("scratch", a, data) for a, data in rc.scratch_image())
     meta = {
         "layout": lay.name, "params": lay.params, "graph": lay.graph(),
         "rings": {r.name: {"ring": r.number, "base": r.base, "size": r.size,
@@ -547,6 +590,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         "router_config": str(rcfg.source or ""),
         "router": router_record,
     }  # fmt: skip
+    if rc is not None:
+        meta["range_cache"] = rc.meta()
     if app is not None:
         meta["app"] = {"name": app.name, "folder": str(app.folder), "reasons": [str(f) for f in app.reason_files]}
         if len(app.chain) > 1:
@@ -644,10 +689,14 @@ def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None =
         k = per_cluster(load_config(config))
     except EmulatorError as e:
         raise LinkError(str(e)) from None
-    rcfg, _, _ = _router_config(router_config, routes)
+    rcfg, routes_path, _ = _router_config(router_config, routes)
     ensure_reasons_h()
+    rc = _range_cache(lay, rcfg, routes_path, _tables(rcfg, routes_path)) if lay.params.get("lookup") == "range_cache" else None
     with tempfile.TemporaryDirectory(prefix="npk-block-") as tmp:
         _write_sys_header(tmp, rcfg, lay)
+        if rc is not None:  # as link writes it
+            with open(Path(tmp) / "npk_sys.h", "a") as f:
+                f.write(rc.header())
         src, incs, defines = block_inputs(lay, b, tmp, k)
         yield b, src, incs, defines
 

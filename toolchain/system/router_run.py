@@ -666,7 +666,30 @@ class RouterRun:
             "drain": self.drain_info,
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
+            **({"range_cache": self.range_cache()} if "range_cache" in self.image.meta else {}),
+            **({"batching": self.batching()} if int((self.params or {}).get("batch", 1) or 1) > 1 else {}),
         }  # fmt: skip
+
+    def batching(self) -> dict[str, Any]:
+        """Layout parameter batch=N (npk_block.h): the batches the batched blocks took and
+        the messages in them (scratch counters at sysmap `batch_count`), over all of them."""
+        at = int(self.image.meta.get("sysmap", {}).get("batch_count", SYS.batch_count))
+        batches, messages = self.chip.read32("scratch", at), self.chip.read32("scratch", at + 4)
+        return {"batch": int(self.params["batch"]), "batches": batches, "messages": messages,
+                "mean_batch": round(messages / batches, 2) if batches else 0.0}
+
+    def range_cache(self) -> dict[str, Any]:
+        """Panama's aggregate route cache (layout parameter lookup=range_cache): its
+        shape as the link built it, the fast path's hits and misses (scratch counters) and
+        the sets the control plane invalidated on route changes."""
+        m = self.image.meta["range_cache"]
+        hits = self.chip.read32("scratch", m["hits_addr"])
+        misses = self.chip.read32("scratch", m["misses_addr"])
+        inval = self.chip.read32("scratch", m["invalidated_addr"])
+        narrowed = self.chip.read32("scratch", m["narrowed_addr"]) if "narrowed_addr" in m else 0
+        out = {k: m[k] for k in ("bits", "index_bits", "choice", "sets", "sets_filled", "ranges_total", "ranges_max")}
+        return {**out, "hits": hits, "misses": misses, "hit_rate": round(hits / max(1, hits + misses), 4),
+                "sets_invalidated": inval, "sets_narrowed": narrowed}
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
         """in_flight_report, and when exception records wait unread on the control plane's
@@ -875,6 +898,16 @@ def format_summary(s: dict[str, Any]) -> str:
               f"comparison with the oracle: {s['comparison']}",
               f"conservation: {'balanced' if s['conservation']['balanced'] else 'NOT balanced'}"
               + (f" {s['conservation']['problems']}" if s["conservation"]["problems"] else "")]  # fmt: skip
+    bt = s.get("batching")
+    if bt:
+        lines.append(f"batching: up to {bt['batch']} messages a batch; {bt['batches']} batches of "
+                     f"{bt['mean_batch']} messages on average (every batched block)")  # fmt: skip
+    rc = s.get("range_cache")
+    if rc:
+        lines.append(f"range cache: {rc['sets']} sets on address bits {rc['index_bits']} ({rc['choice']}): "
+                     f"hits {rc['hits']}, misses {rc['misses']} (hit rate {100 * rc['hit_rate']:.1f} %), "
+                     f"sets invalidated by route changes {rc['sets_invalidated']} (narrowed and cached again "
+                     f"{rc['sets_narrowed']})")  # fmt: skip
     if s["faults"]["total"]:
         lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
         lines += fault_site_lines(s["faults"])

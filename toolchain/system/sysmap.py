@@ -25,6 +25,7 @@ class SysMap:
     stat_drop_base: int = 0x0100  # 256 drop counters by code
     stat_exc_base: int = 0x0500  # 256 exception counters by code
     txdone_base: int = 0x0900  # 16 per-port "sent by tx" counters
+    batch_count: int = 0x0980  # batch=N: batches taken, messages in them (npk_block.h; 0x0960.. range cache)
     ring_store: int = 0x1000  # ring storage up to the end of scratch (16 KB)
     scratch_bytes: int = 0x4000
     # packet word (README §3.1)

@@ -716,16 +716,75 @@ int lpm_prepare(lpm *t, uint32_t prefix, int len, int add, uint32_t nh)
     return rc;
 }
 
+uint32_t lpm_rc_invalidate(npkd_mem *mem, uint32_t prefix, int len, lpm_rc_change *c)
+{
+    if (c) memset(c, 0, sizeof *c);
+    if (npkd_scratch_rd(mem, LPM_RC_HDR) != LPM_RC_MAGIC) return 0;   /* no cache in this image */
+    uint32_t base = npkd_scratch_rd(mem, LPM_RC_HDR + 4), sets = npkd_scratch_rd(mem, LPM_RC_HDR + 8);
+    uint32_t keep = ~npkd_scratch_rd(mem, LPM_RC_HDR + 12);
+    uint32_t first = prefix & lpm_mask(len), last = first | ~lpm_mask(len);
+    uint32_t plo = first & keep, phi = last & keep, n = 0;    /* the prefix's masked addresses lie in [plo, phi] */
+    uint32_t fixed = 0, want = 0, j = 0;    /* set-number bits the prefix fixes, and their values */
+    for (uint32_t b = 0; b < 32; b++) {
+        if (keep & (1u << b)) continue;                 /* not an index bit */
+        if (lpm_mask(len) & (1u << b)) {
+            fixed |= 1u << j;
+            want |= ((prefix >> b) & 1u) << j;
+        }
+        j++;
+    }
+    if (sets > (mem->scratch_bytes - base) / 16 || sets > LPM_RC_MAX_SETS) return 0;
+    if (c) {
+        c->plo = plo;
+        c->phi = phi;
+    }
+    for (uint32_t i = 0; i < sets; i++) {
+        uint32_t a = base + 16 * i, lo = npkd_scratch_rd(mem, a), hi = npkd_scratch_rd(mem, a + 4);
+        if ((i & fixed) != want || lo > hi || hi < plo || lo > phi) continue;
+        npkd_scratch_wr(mem, a + 12, lo);       /* kept for lpm_rc_narrow */
+        npkd_scratch_wr(mem, a, 0xFFFFFFFFu);   /* one word: the set misses from now on */
+        if (c) c->sets[i / 32] |= 1u << (i % 32);
+        n++;
+    }
+    if (n) npkd_scratch_wr(mem, LPM_RC_INVALIDATED, npkd_scratch_rd(mem, LPM_RC_INVALIDATED) + n);
+    return n;
+}
+
+uint32_t lpm_rc_narrow(npkd_mem *mem, const lpm_rc_change *c)
+{
+    uint32_t base = npkd_scratch_rd(mem, LPM_RC_HDR + 4), n = 0;
+    for (uint32_t i = 0; i < LPM_RC_MAX_SETS; i++) {
+        if (!(c->sets[i / 32] >> (i % 32) & 1u)) continue;
+        uint32_t a = base + 16 * i, lo = npkd_scratch_rd(mem, a + 12), hi = npkd_scratch_rd(mem, a + 4);
+        /* the parts of [lo, hi] below and above [plo, phi]: the larger one stays cached */
+        uint64_t below = c->plo > lo ? (uint64_t)c->plo - lo : 0, above = hi > c->phi ? (uint64_t)hi - c->phi : 0;
+        if (!below && !above) continue;         /* all of it inside the prefix: stays empty */
+        if (below >= above) {
+            npkd_scratch_wr(mem, a + 4, c->plo - 1);
+            npkd_scratch_wr(mem, a, lo);
+        } else {
+            npkd_scratch_wr(mem, a, c->phi + 1);   /* hi unchanged */
+        }
+        n++;
+    }
+    if (n) npkd_scratch_wr(mem, LPM_RC_NARROWED, npkd_scratch_rd(mem, LPM_RC_NARROWED) + n);
+    return n;
+}
+
 void lpm_commit(lpm *t)
 {
     lpm_pending *q = &t->pend;
     if (!q->active) return;
+    /* the cached answers the change may alter miss (and walk the trie) before any of it
+     * is published: a lookup then sees the old answer or the new one, never a stale one after */
+    uint32_t rc = q->publish.n ? lpm_rc_invalidate(t->mem, q->prefix, q->len, &t->rc) : 0;
     for (uint32_t i = 0; i < q->publish.n; i += 2) publish(t, q->publish.v[i], q->publish.v[i + 1], &q->wrote);
     if (q->wrote) {
         t->generation++;
         npkd_sram_wr(t->mem, t->lay.ctl + 12, t->alloc.high_water);
         npkd_sram_wr(t->mem, t->lay.ctl + 8, t->generation);
     }
+    if (rc) lpm_rc_narrow(t->mem, &t->rc);    /* published: what lies outside the prefix is cached again */
     q->active = 0;
     q->publish.n = q->placed.n = 0;
 }

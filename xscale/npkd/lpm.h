@@ -69,6 +69,29 @@ typedef struct lpm_pending {
     u32vec placed;              /* nodes written and not yet published: type << 24 | offset */
 } lpm_pending;
 
+/* Panama's aggregate route cache (layout parameter lookup=range_cache;
+ * toolchain/router/range_cache.py, which these constants must match): a header in scratch
+ * {magic, base of the sets, number of sets, mask of the index bits}; each set 16 bytes
+ * {lo, hi, next-hop index, 0} with lo and hi addresses whose index bits are 0.  Before a
+ * change publishes, every set whose range meets the changed prefix is invalidated (its lo
+ * kept in the set's fourth word, then lo = 0xFFFFFFFF: never a hit); after it has
+ * published, each is narrowed to the larger part of its old range that lies outside the
+ * prefix (whose answers the change did not alter: hi first, then lo, so a read between
+ * the two still misses).  Counted at LPM_RC_INVALIDATED and LPM_RC_NARROWED. */
+#define NPKD_SCRATCH_BYTES 0x4000u
+#define LPM_RC_HDR 0x0960u
+#define LPM_RC_MAGIC 0x52434131u          /* "RCA1" */
+#define LPM_RC_INVALIDATED 0x0978u
+#define LPM_RC_NARROWED 0x097Cu
+#define LPM_RC_MAX_SETS 256u
+typedef struct lpm_rc_change {
+    uint32_t sets[LPM_RC_MAX_SETS / 32];    /* the sets this change invalidated, a bit each */
+    uint32_t plo, phi;                      /* the prefix's masked addresses lie in [plo, phi] */
+} lpm_rc_change;
+/* sets invalidated; `c` (may be NULL) records them for lpm_rc_narrow */
+uint32_t lpm_rc_invalidate(npkd_mem *mem, uint32_t prefix, int len, lpm_rc_change *c);
+uint32_t lpm_rc_narrow(npkd_mem *mem, const lpm_rc_change *c);          /* sets narrowed */
+
 typedef struct lpm {
     lpm_layout lay;
     npkd_mem *mem;
@@ -85,6 +108,7 @@ typedef struct lpm {
     int built;
     uint32_t nroutes;
     lpm_pending pend;
+    lpm_rc_change rc;           /* the range cache's sets the change in commit invalidated */
     /* planning scratch */
     uint16_t vals[256];
     uint8_t has_child[256];

@@ -16,6 +16,8 @@ typedef struct npkd_mem {
     uint32_t sram_ch_bytes;
     uint8_t *dram;
     uint32_t dram_bytes;
+    volatile uint32_t *scratch;     /* scratch (16 KB; the range cache, lpm.c), NULL when not mapped */
+    uint32_t scratch_bytes;
     uint8_t *mark[4];               /* optional: one bit per SRAM word written (image dumps) */
     uint64_t sram_writes;           /* words written (statistics) */
     uint64_t bad_access;            /* accesses outside the mapped windows */
@@ -51,6 +53,19 @@ static inline const uint32_t *npkd_sram_words(npkd_mem *m, uint32_t addr, uint32
     uint32_t ch = addr >> 30, off = addr & 0x3FFFFFFCu;
     if (!m->sram[ch] || off > m->sram_ch_bytes || n > (m->sram_ch_bytes - off) / 4) return NULL;
     return (const uint32_t *)(uintptr_t)(m->sram[ch] + (off >> 2));
+}
+
+/* A scratch word (big-endian as the MEs store it); 0 when scratch is not mapped. */
+static inline uint32_t npkd_scratch_rd(npkd_mem *m, uint32_t addr)
+{
+    if (!m->scratch || addr >= m->scratch_bytes) return 0;
+    return ntohl(m->scratch[addr >> 2]);
+}
+
+static inline void npkd_scratch_wr(npkd_mem *m, uint32_t addr, uint32_t v)
+{
+    if (!m->scratch || addr >= m->scratch_bytes) return;
+    m->scratch[addr >> 2] = htonl(v);
 }
 
 /* A DRAM byte range, or NULL when it lies outside the window. */

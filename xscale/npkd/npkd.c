@@ -113,6 +113,8 @@ static void map_memories(npkd_state *d, uint32_t sram_ch_bytes, uint32_t dram_by
     d->mem.dram = npk_dev_map(&d->dev, NPK_XS_DRAM_BASE, dram_bytes);
     d->mem.dram_bytes = dram_bytes;
     if (!d->mem.dram) die("cannot map DRAM");
+    d->mem.scratch = npk_dev_map(&d->dev, NPK_XS_SCRATCH_BASE, NPKD_SCRATCH_BYTES);
+    d->mem.scratch_bytes = d->mem.scratch ? NPKD_SCRATCH_BYTES : 0;   /* the range cache (lpm.c) */
 }
 
 /* ---- route table ------------------------------------------------------------------------ */
