@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from npkit.emulator.binding import Chip
-from npkit.emulator.loader import load_image
+from npkit.emulator.loader import LoadError, load_image
 from npkit.emulator.traffic.model import Prefix, Ternary, tcam_match
 from npkit.toolchain.system.app import AppError, load_app
 from npkit.toolchain.system.app_tables import TablesError, load_tables, model_rows
@@ -142,3 +142,10 @@ def test_app_chip_must_exist(tmp_path: Path) -> None:
     (d / "app.yaml").write_text(yaml.safe_dump({"name": "t", "extends": "ipv4", "chip": "ixp9999"}))
     with pytest.raises(AppError, match=r"app.yaml:1: chip: unknown chip config 'ixp9999'"):
         load_app(d)
+
+
+def test_an_image_with_tcam_entries_needs_its_tcam(tmp_path: Path) -> None:
+    image = link("pipelined", app=load_app(_app(tmp_path)))
+    assert image.meta["tcam"]["base"] == 0x80600000
+    with pytest.raises(LoadError, match=r"linked for a TCAM at 0x80600000 with 144-bit keys .*this chip \(ixp2800\) has no TCAM"):
+        load_image(Chip("ixp2800"), image)

@@ -568,6 +568,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
             meta["app"]["model"] = str(app.file("model"))
         if app_tables:
             meta["app"]["tables"] = {t.name: t.record() for t in app_tables}
+    if tcam_tables:  # the chip the TCAM entries are for (npkit.emulator.loader refuses another)
+        meta["tcam"] = {"base": window, "key_bits": int(chip["tcam"]["key_bits"]), "config": str(config)}
     if lay.control is not None:
         from .control import control_meta
 
