@@ -29,8 +29,8 @@ from npkit.asm.isa import (
     split_instruction,
 )
 
+from .base.tcam_map import Window, constant_notes
 from .errors import AsmError, SourceLoc
-from .tcam_map import Window, constant_notes
 
 
 @dataclass
@@ -174,7 +174,7 @@ def disassemble(prog: Words, show_addr: bool = False, tcam: Window | None = None
     with the reason in a comment, so the round trip holds for any 40-bit word.
     With `tcam` (the chip's TCAM window), an SRAM command whose address the code
     before it makes known and that reaches the window says so in a comment
-    (asm/tcam_map.py).
+    (asm/base/tcam_map.py).
     """
     texts = [_instruction_text(w, prog.ctx_mode) for w in prog.words]
     names: dict[int, str] = {}

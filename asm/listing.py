@@ -10,7 +10,7 @@ from pathlib import Path
 from npkit.asm.isa import DecodeError, decode, isa
 
 from .assembler import Assembly
-from .tcam_map import Window, constant_notes, macro_note
+from .base.tcam_map import Window, constant_notes, macro_note
 
 
 def _decoded(word: int, ctx_mode: int) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from npkit.asm.tcam_map import (  # noqa: F401  (the layout, one source: asm/tcam_map.py)
+from npkit.asm.base.tcam_map import (  # noqa: F401  (the layout, one source: asm/base/tcam_map.py)
     CSR_NAMES,
     CSR_OFF,
     E_CONTROL,
@@ -65,6 +65,6 @@ def decode_entry(raw: bytes) -> dict[str, Any]:
 
 
 def window_of(chip_cfg: dict[str, Any]) -> Window | None:
-    """The chip's TCAM window (asm/tcam_map.py Window: what an address of it is)."""
+    """The chip's TCAM window (asm/base/tcam_map.py Window: what an address of it is)."""
     t = tcam_of(chip_cfg)
     return None if t is None else Window(tcam_base(chip_cfg) or 0, int(t["entries"]))

@@ -11,9 +11,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from npkit.asm.assembler import assemble_text
+from npkit.asm.base.tcam_map import Window
 from npkit.asm.disasm import Words, disassemble
 from npkit.asm.listing import render_listing
-from npkit.asm.tcam_map import Window
 from npkit.toolchain.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
