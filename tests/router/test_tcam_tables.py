@@ -149,3 +149,14 @@ def test_an_image_with_tcam_entries_needs_its_tcam(tmp_path: Path) -> None:
     assert image.meta["tcam"]["base"] == 0x80600000
     with pytest.raises(LoadError, match=r"linked for a TCAM at 0x80600000 with 144-bit keys .*this chip \(ixp2800\) has no TCAM"):
         load_image(Chip("ixp2800"), image)
+
+
+def test_a_router_run_of_the_app_gets_its_chip(tmp_path: Path) -> None:
+    from npkit.toolchain.system.router_run import RouterRun
+
+    app = load_app(_app(tmp_path))
+    rr = RouterRun.link(app.layout_file(None), app=app)
+    info = rr.chip.tcam_info()
+    assert info is not None and info["base"] == 0x80600000
+    # the image's rows are in the chip's TCAM before anything runs
+    assert rr.chip.tcam_read(4)["valid"] and not rr.chip.tcam_read(3)["valid"]
