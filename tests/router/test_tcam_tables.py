@@ -49,6 +49,8 @@ def test_rows_pack_into_entries_and_the_header(tmp_path: Path) -> None:
     (t,) = load_tables(_tables(tmp_path))
     assert (t.memory, t.first_entry, t.entry_words) == ("tcam", 4, 2)
     assert t.rows[1]["proto"] == Ternary(16, 0xF0, 8) and t.rows[0]["dst"] == Prefix(0x0A010000, 16)
+    dst = t.rows[0]["dst"]
+    assert (dst.value, dst.mask) == (0x0A010000, 0xFFFF0000)  # every key field has value and mask
     raw = t.tcam_entries()
     assert len(raw) == 3 * 128
     words = [int.from_bytes(raw[128 + 4 * i: 128 + 4 * i + 4], "big") for i in range(21)]
