@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import LoadError, load_image
@@ -17,6 +18,8 @@ from npkit.toolchain.system.app import AppError, load_app
 from npkit.toolchain.system.app_tables import TablesError, load_tables, model_rows
 from npkit.toolchain.system.errors import LinkError
 from npkit.toolchain.system.link import link
+
+from ..formats.test_fuzz_formats import FUZZ, load_or_refuse, mutated
 
 ROOT = Path(__file__).resolve().parents[2]
 SPP = ROOT / "examples" / "chips" / "ixp2850_spp.yaml"
@@ -162,3 +165,19 @@ def test_a_router_run_of_the_app_gets_its_chip(tmp_path: Path) -> None:
     assert info is not None and info["base"] == 0x80600000
     # the image's rows are in the chip's TCAM before anything runs
     assert rr.chip.tcam_read(4)["valid"] and not rr.chip.tcam_read(3)["valid"]
+
+
+TABLE_KEYS = ["filters", "memory", "tcam", "first_entry", "fields", "result", "rows", "type", "bits", "prefix",
+              "value", "mask", "dst", "dport", "proto", "qid", "port", "base"]  # fmt: skip
+
+
+@FUZZ
+@given(data=mutated(TABLES, TABLE_KEYS))
+def test_fuzz_tcam_tables(tmp_path: Path, data: bytes) -> None:
+    """A mutated tcam table: compiled, or a TablesError naming the file (never another exception)."""
+    tables = load_or_refuse(tmp_path / "tables.yaml", data, load_tables, TablesError)
+    for t in tables or []:
+        if t.is_tcam:
+            assert len(t.tcam_entries()) == 128 * len(t.rows)
+            rows = model_rows({t.name: t.record()})[t.name]
+            assert [r["_entry"] for r in rows] == list(range(t.first_entry, t.first_entry + len(rows)))
