@@ -201,3 +201,19 @@ def test_ixp2800_default_unchanged() -> None:
     # the same SRAM address is a plain read there
     chip.write32("sram", 0x80710000, 0x12345678)
     assert chip.read32("sram", 0x80710000) == 0x12345678
+
+
+def test_writes_through_the_backing_store_are_seen() -> None:
+    """The XScale's device window (xscale/device.py) and the gpe placement map the SRAM's
+    backing store: an entry written there, with no call into the core, is in the TCAM."""
+    from npkit.emulator.tcam import entry_bytes
+
+    chip = _chip()
+    ptr, size, _, _ = chip.backing("sram")
+    base = chip.tcam_info()
+    off = base["channel"] * chip.config["sram_channel_bytes"] + base["window"] + 7 * 128
+    buf = chip.ffi.buffer(chip.ffi.cast("uint8_t *", ptr), size)
+    buf[off:off + 128] = entry_bytes([0xC0A80101], [0xFFFFFFFF], 0x77)
+    assert chip.tcam_lookup([0xC0A80101]) == {"hit": True, "count": 1, "index": 7, "result": 0x77}
+    buf[off + 80:off + 84] = b"\0\0\0\0"  # the control word cleared: invalid
+    assert not chip.tcam_lookup([0xC0A80101])["hit"]
