@@ -137,6 +137,21 @@ qm_init_port#:
     alu[qa, qa, +, t]
 #endm
 
+// local memory index1 -> the quantum of queue QA's key
+#macro qm_quantum_of(QA)
+    immed32(t, QX_BASE)
+    alu[t, QA, -, t]
+    alu_shf[t, --, b, t, >>7]
+    alu[t, t, and, 7]
+    alu_shf[t, --, b, t, <<2]
+    immed[u, QM_LM_QUANTA]
+    alu[t, t, +, u]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+    nop
+    nop
+    nop
+#endm
+
 // ---- context 0: enqueue, two messages a swap ----------------------------------------
 // Link the descriptor of PW on its queue and count it (test_and_incr into XC, signal
 // SIG), or drop it with queue_full when its port holds QM_QLIMIT packets; OK -> 1 when
@@ -200,8 +215,10 @@ qm_enq_loop#:
     immed[ok1, 0]
     immed[ok2, 0]
     alu[pw, --, b, $e0]
-    beq[qm_enq_idle#]
+    beq[qm_enq_second#]
     qm_enq_one(pw, $e1, $x1, s_x1, ok1, qa1, p1)
+qm_enq_second#:
+    // the second get may bring a message although the first found the ring empty
     alu[pw, --, b, $e2]
     beq[qm_enq_wait#]
     qm_enq_one(pw, $e3, $x2, s_x2, ok2, qa2, p2)
@@ -219,9 +236,9 @@ qm_enq_w2#:
         bne[qm_enq_loop#]
         qm_ring_put(qa2, 0, p2)
     .endif
-    br[qm_enq_loop#]
-qm_enq_idle#:
-    ctx_arb[voluntary]
+    alu[--, $e0, or, $e2]
+    bne[qm_enq_loop#]
+    ctx_arb[voluntary]              // both empty: let the others run
     br[qm_enq_loop#]
 .end
 
@@ -305,7 +322,21 @@ qm_try#:
         .if (claims != 0)
             alu[--, cred, -, 1]
             bge[qm_serve#]          // signed: credit > 0
-            // credit spent: give the claims back; from 0, the queue goes back on the ring
+            // credit spent.  No other queue of the port waiting (its ring empty): the
+            // next round is this queue's again, at once (one SRAM read, not four)
+            immed32(u, QR_BASE)
+            alu_shf[t, --, b, p, <<5]
+            alu[u, u, +, t]
+            sram[read, $g0, u, 8, 1], ctx_swap[s_g]
+            alu[--, --, b, $g0]
+            bne[qm_give_back#]
+            qm_quantum_of(qcur)
+            alu[cred, cred, +, *l$index1[0]]
+            alu[*l$index0[6], --, b, cred]
+            alu[--, cred, -, 1]
+            bge[qm_serve#]
+qm_give_back#:
+            // give the claims back; from 0, the queue goes back on the ring
             alu[$k, --, b, claims]
             sram[test_and_add, $k, qcur, 12], ctx_swap[s_k]
             alu[--, --, b, $k]
@@ -330,17 +361,8 @@ qm_visit_end#:
     sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]
     alu[claims, --, b, $k]
     // credit: the carried deficit + the key's quantum
-    immed32(t, QX_BASE)
-    alu[t, qcur, -, t]
-    alu_shf[t, --, b, t, >>7]
-    alu[t, t, and, 7]
-    alu_shf[t, --, b, t, <<2]
-    immed[u, QM_LM_QUANTA]
-    alu[t, t, +, u]
-    local_csr_wr[ACTIVE_LM_ADDR_1, t]
     alu[cred, --, b, $g1]
-    nop
-    nop
+    qm_quantum_of(qcur)
     alu[cred, cred, +, *l$index1[0]]
     alu[*l$index0[3], --, b, qcur]
     alu[*l$index0[6], --, b, cred]
