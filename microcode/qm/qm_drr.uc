@@ -60,7 +60,7 @@
     immed_w1[REG, (((V) >> 16) & 0xFFFF)]
 #endm
 
-.reg p tries t u blocked ln key qa qcur
+.reg p t u ln key qa
 .reg @qm_enq @qm_deq @qm_port
 
     npk_thread_setup()
@@ -91,12 +91,12 @@ qm_init_port#:
     immed[$w0, 0]
     immed[$w1, 0]
     immed[$w2, 0]
-    immed32(u, QR_STORE)
+    immed[u, QR_STORE]
     alu_shf[t, --, b, p, <<QR_STORE_SHIFT]
     alu[$w3, u, +, t]
     immed32(u, QR_WORDS)
     alu[$w4, --, b, u]
-    immed32(u, QR_BASE)
+    immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
     sram[write, $w0, u, 0, 5], ctx_swap[s_w]
@@ -122,24 +122,20 @@ qm_init_port#:
 // descriptor address -> qa.
 #macro qm_queue_of(PW, W1)
     alu[p, W1, and, 0xFF]
+    immed[qa, QX_BASE]
 #ifdef QM_CLASS_MSG
-    alu_shf[key, --, b, W1, >>8]
+    immed[t, QM_KEY_MASK]
+    alu_shf[key, t, and, W1, >>8]
 #else
-    alu_shf[key, --, b, PW, >>28]
-    alu[key, key, and, 7]
+    alu_shf[key, (QM_KEY_MASK & 7), and, PW, >>28]
 #endif
-    immed32(t, QM_KEY_MASK)
-    alu[key, key, and, t]
-    immed32(qa, QX_BASE)
-    alu_shf[t, --, b, key, <<7]
-    alu[qa, qa, +, t]
-    alu_shf[t, --, b, p, <<4]
-    alu[qa, qa, +, t]
+    alu_shf[qa, qa, or, key, <<7]      // (the fields do not overlap)
+    alu_shf[qa, qa, or, p, <<4]
 #endm
 
 // local memory index1 -> the quantum of queue QA's key
 #macro qm_quantum_of(QA)
-    immed32(t, QX_BASE)
+    immed[t, QX_BASE]
     alu[t, QA, -, t]
     alu_shf[t, --, b, t, >>7]
     alu[t, t, and, 7]
@@ -153,14 +149,32 @@ qm_init_port#:
 #endm
 
 // ---- context 0: enqueue, two messages a swap ----------------------------------------
-// Link the descriptor of PW on its queue and count it (test_and_incr into XC, signal
-// SIG), or drop it with queue_full when its port holds QM_QLIMIT packets; OK -> 1 when
-// enqueued.  QA_SAVE keeps the queue's address for the ring put.
-#macro qm_enq_one(PW, W1, XC, SIG, OK, QA_SAVE, P_SAVE)
-.begin
-    .reg ed
+// Phase A: the queue of message (PW, W1) -> QA_SAVE, its port -> P_SAVE; when the port
+// holds QM_KEY_QLIMIT packets or more (only then can the queue be full), the read of
+// the queue's length (queue-array count, descriptor +8) into XQ, signal SIGQ, NEED -> 1.
+#macro qm_enq_a(PW, W1, XQ, SIGQ, QA_SAVE, P_SAVE, NEED)
     qm_queue_of(PW, W1)
     alu_shf[t, --, b, p, <<5]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    alu[QA_SAVE, --, b, qa]
+    alu[P_SAVE, --, b, p]
+    immed[NEED, 0]
+    alu[t, --, b, *l$index0[0]]
+    alu[t, t, -, *l$index0[1]]
+    immed[u, QM_KEY_QLIMIT]
+    .if (t >= u)
+        sram[read, XQ, qa, 8, 1], sig_done[SIGQ]
+        immed[NEED, 1]
+    .endif
+#endm
+
+// Phase B: link the descriptor of PW on queue QA (port P) and count it (test_and_incr
+// into XC, signal SIG), OK -> 1; or drop it with queue_full when its queue holds
+// QM_KEY_QLIMIT packets (LEN: its length, 0 when not read) or its port QM_QLIMIT.
+#macro qm_enq_b(PW, QA, P, LEN, XC, SIG, OK)
+.begin
+    .reg ed
+    alu_shf[t, --, b, P, <<5]
     local_csr_wr[ACTIVE_LM_ADDR_0, t]
     immed[ed, DESC_BASE]
     alu_shf[t, --, b, PW, <<16]
@@ -171,15 +185,17 @@ qm_init_port#:
     immed[u, QM_QLIMIT]
     immed[OK, 0]
     .if (t < u)
-        sram[enqueue, --, qa, ed]
-        sram[test_and_incr, XC, qa, 12], sig_done[SIG]
-        alu[t, --, b, *l$index0[0]]
-        alu[*l$index0[0], t, +, 1]
-        alu[@qm_enq, @qm_enq, +, 1]
-        immed[OK, 1]
-        alu[QA_SAVE, --, b, qa]
-        alu[P_SAVE, --, b, p]
-    .else
+        immed[u, QM_KEY_QLIMIT]
+        .if (LEN < u)
+            sram[enqueue, --, QA, ed]
+            sram[test_and_incr, XC, QA, 12], sig_done[SIG]
+            alu[t, --, b, *l$index0[0]]
+            alu[*l$index0[0], t, +, 1]
+            alu[@qm_enq, @qm_enq, +, 1]
+            immed[OK, 1]
+        .endif
+    .endif
+    .if (OK == 0)
         immed[code, DROP_QUEUE_FULL]
         npk_free_buffer(PW)
         npk_count((STAT_DROP_BASE + 4 * DROP_QUEUE_FULL))
@@ -196,49 +212,104 @@ qm_init_port#:
     .sig s_r
     alu[$r0, --, b, QA]
     alu[$r1, --, b, DEF]
-    immed32(ra, QR_BASE)
+    immed[ra, QR_BASE]
     alu_shf[rt, --, b, P, <<5]
     alu[ra, ra, +, rt]
     sram[put, $r0, ra, 0, 2], ctx_swap[s_r]
 .end
 #endm
 
+// Put queue QA on port P's active ring without waiting: XR0/XR1 (deficit 0) are free
+// again at SIG, which the loop waits for before it writes them next (PENDING).
+#macro qm_ring_put_async(QA, P, XR0, XR1, SIG, PENDING)
 .begin
-    .reg read $e0 $e1 $e2 $e3 $x1 $x2
+    .reg ra rt
+    .if (PENDING != 0)
+        ctx_arb[SIG]
+    .endif
+    alu[XR0, --, b, QA]
+    alu[XR1, --, b, 0]
+    immed[ra, QR_BASE]
+    alu_shf[rt, --, b, P, <<5]
+    alu[ra, ra, +, rt]
+    sram[put, XR0, ra, 0, 2], sig_done[SIG]
+    immed[PENDING, 1]
+.end
+#endm
+
+// The loop is software-pipelined: the next two gets are issued with this batch's
+// enqueues, and ring puts are not waited for (the enqueuer's chain: get, length read,
+// enqueue + count; ~2 SRAM round trips a batch of two).
+.begin
+    .reg read $e0 $e1 $e2 $e3 $x1 $x2 $l1 $l2
     .xfer_order $e0 $e1 $e2 $e3
-    .reg ok1 ok2 qa1 qa2 p1 p2
-    .sig s_e s_e2 s_x1 s_x2
-qm_enq_loop#:
+    .reg write $p0 $p1 $p2 $p3
+    .xfer_order $p0 $p1
+    .xfer_order $p2 $p3
+    .reg ok1 ok2 qa1 qa2 p1 p2 pend1 pend2
+    // the two packet words: ow1 and pw (the block skeleton's, unused otherwise here)
+#define pw1 ow1
+#define pw2 pw
+    .sig s_e s_e2 s_x1 s_x2 s_l1 s_l2 s_p1 s_p2
+    immed[pend1, 0]
+    immed[pend2, 0]
     scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
     scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
+qm_enq_loop#:
     ctx_arb[s_e, s_e2]
     immed[ok1, 0]
     immed[ok2, 0]
-    alu[pw, --, b, $e0]
-    beq[qm_enq_second#]
-    qm_enq_one(pw, $e1, $x1, s_x1, ok1, qa1, p1)
-qm_enq_second#:
-    // the second get may bring a message although the first found the ring empty
-    alu[pw, --, b, $e2]
-    beq[qm_enq_wait#]
-    qm_enq_one(pw, $e3, $x2, s_x2, ok2, qa2, p2)
-qm_enq_wait#:
+    alu[pw1, --, b, $e0]
+    alu[pw2, --, b, $e2]
+    alu[--, pw1, or, pw2]
+    bne[qm_enq_some#]
+    // nothing: ask again after a swap
+    ctx_arb[voluntary]
+    scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
+    scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
+    br[qm_enq_loop#]
+qm_enq_some#:
+    // (the second get may bring a message although the first found the ring empty)
+    .if (pw1 != 0)
+        qm_enq_a(pw1, $e1, $l1, s_l1, qa1, p1, ok1)
+    .endif
+    .if (pw2 != 0)
+        qm_enq_a(pw2, $e3, $l2, s_l2, qa2, p2, ok2)
+    .endif
+    .if (pw1 != 0)
+        immed[ln, 0]
+        .if (ok1 != 0)
+            ctx_arb[s_l1]
+            alu[ln, --, b, $l1]
+        .endif
+        qm_enq_b(pw1, qa1, p1, ln, $x1, s_x1, ok1)
+    .endif
+    .if (pw2 != 0)
+        immed[ln, 0]
+        .if (ok2 != 0)
+            ctx_arb[s_l2]
+            alu[ln, --, b, $l2]
+            .if (qa1 == qa2)
+                alu[ln, ln, +, ok1]
+            .endif
+        .endif
+        qm_enq_b(pw2, qa2, p2, ln, $x2, s_x2, ok2)
+    .endif
+    scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
+    scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
     .if (ok1 != 0)
         ctx_arb[s_x1]
         alu[--, --, b, $x1]
         bne[qm_enq_w2#]
-        qm_ring_put(qa1, 0, p1)
+        qm_ring_put_async(qa1, p1, $p0, $p1, s_p1, pend1)
     .endif
 qm_enq_w2#:
     .if (ok2 != 0)
         ctx_arb[s_x2]
         alu[--, --, b, $x2]
         bne[qm_enq_loop#]
-        qm_ring_put(qa2, 0, p2)
+        qm_ring_put_async(qa2, p2, $p2, $p3, s_p2, pend2)
     .endif
-    alu[--, $e0, or, $e2]
-    bne[qm_enq_loop#]
-    ctx_arb[voluntary]              // both empty: let the others run
     br[qm_enq_loop#]
 .end
 
@@ -250,10 +321,10 @@ qm_poll#:
 #ifdef RING_CP
     // the control plane's frames (README §3.2), one a round, as qm.uc
 .begin
-    .reg read $c0 $c1 $cx
+    .reg read $c0 $c1 $cx $cl
     .xfer_order $c0 $c1
     .reg cok cqa cp
-    .sig s_c s_cx
+    .sig s_c s_cx s_cl
     scratch[get, $c0, zero, (RING_CP << 2), 2], sig_done[s_c]
     npk_timer_start(QM_POLL_TICKS)
     ctx_arb[s_c, s_timer]
@@ -261,7 +332,13 @@ qm_poll#:
     beq[qm_poll#]
     alu[ln, --, b, $c1]
     alu[ln, ln, and, 0xFF]          // the control plane's frames: key from the packet word
-    qm_enq_one(pw, ln, $cx, s_cx, cok, cqa, cp)
+    qm_enq_a(pw, ln, $cl, s_cl, cqa, cp, cok)
+    immed[ln, 0]
+    .if (cok != 0)
+        ctx_arb[s_cl]
+        alu[ln, --, b, $cl]
+    .endif
+    qm_enq_b(pw, cqa, cp, ln, $cx, s_cx, cok)
     .if (cok != 0)
         ctx_arb[s_cx]
         alu[--, --, b, $cx]
@@ -288,7 +365,7 @@ qm_deq_loop#:
     .reg $k
     .reg write $o0 $o1
     .xfer_order $o0 $o1
-    .reg cred claims
+    .reg cred claims tries blocked qcur
     .sig s_q s_o s_ln s_g s_k
     ctx_arb[tok_get]
     alu[--, @qm_enq, -, @qm_deq]
@@ -324,7 +401,7 @@ qm_try#:
             bge[qm_serve#]          // signed: credit > 0
             // credit spent.  No other queue of the port waiting (its ring empty): the
             // next round is this queue's again, at once (one SRAM read, not four)
-            immed32(u, QR_BASE)
+            immed[u, QR_BASE]
             alu_shf[t, --, b, p, <<5]
             alu[u, u, +, t]
             sram[read, $g0, u, 8, 1], ctx_swap[s_g]
@@ -348,7 +425,7 @@ qm_visit_end#:
         alu[*l$index0[7], --, b, 0]
     .endif
     // next visit: the head of the port's ring
-    immed32(u, QR_BASE)
+    immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
     sram[get, $g0, u, 0, 2], ctx_swap[s_g]

@@ -75,6 +75,7 @@ from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 from .undeclared import arm_guard, is_undeclared, reason_name, undeclared_counts, undeclared_name
 from .undeclared import report as undeclared_report
+from .sched_judge import attach_sched_judge
 from .wire_idle import WireIdle
 
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)
@@ -266,6 +267,7 @@ class RouterRun:
         self.run.on_push.append(self._pushed)
         self.run.compare = self._departed
         self.run.on_slice.append(self._sweep)
+        self.sched = attach_sched_judge(self)  # qm: drr / dfq: the scheduler's properties (sched_judge)
 
     @property
     def latency(self) -> LatencyHistogram:
@@ -664,6 +666,7 @@ class RouterRun:
             "drain": self.drain_info,
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
+            **({"scheduler": self.sched.summary()} if self.sched is not None else {}),
         }  # fmt: skip
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
