@@ -149,57 +149,60 @@ qm_init_port#:
 #endm
 
 // ---- context 0: enqueue, two messages a swap ----------------------------------------
-// Phase A: the queue of message (PW, W1) -> QA_SAVE, its port -> P_SAVE; when the port
-// holds QM_KEY_QLIMIT packets or more (only then can the queue be full), the read of
-// the queue's length (queue-array count, descriptor +8) into XQ, signal SIGQ, NEED -> 1.
-#macro qm_enq_a(PW, W1, XQ, SIGQ, QA_SAVE, P_SAVE, NEED)
+// Phase A: the queue of message (PW, W1) -> QA_SAVE, its port -> P_SAVE, local memory
+// LMCSR (ACTIVE_LM_ADDR_0 or _1: one a message of the batch) at the port's record
+// and the port's backlog -> BL; when that is QM_KEY_QLIMIT or more (only then can the
+// queue be full), the read of the queue's length (queue-array count, +8) into XQ.
+#macro qm_enq_a(PW, W1, XQ, SIGQ, QA_SAVE, P_SAVE, LMCSR, LM0, LM1, BL)
     qm_queue_of(PW, W1)
     alu_shf[t, --, b, p, <<5]
-    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    local_csr_wr[LMCSR, t]
     alu[QA_SAVE, --, b, qa]
     alu[P_SAVE, --, b, p]
-    immed[NEED, 0]
-    alu[t, --, b, *l$index0[0]]
-    alu[t, t, -, *l$index0[1]]
     immed[u, QM_KEY_QLIMIT]
-    .if (t >= u)
+    alu[BL, --, b, LM0]
+    alu[BL, BL, -, LM1]
+    .if (BL >= u)
         sram[read, XQ, qa, 8, 1], sig_done[SIGQ]
-        immed[NEED, 1]
     .endif
 #endm
 
-// Phase B: link the descriptor of PW on queue QA (port P) and count it (test_and_incr
-// into XC, signal SIG), OK -> 1; or drop it with queue_full when its queue holds
-// QM_KEY_QLIMIT packets (LEN: its length, 0 when not read) or its port QM_QLIMIT.
-#macro qm_enq_b(PW, QA, P, LEN, XC, SIG, OK)
+// Phase B: link the descriptor of PW on queue QA and count it (test_and_incr into XC,
+// signal SIG; LM0: its port's enqueued counter), OK -> 1; or drop it with queue_full
+// when its port holds QM_QLIMIT packets (BL) or its queue QM_KEY_QLIMIT (XQ + EXTRA,
+// EXTRA: a message of this batch for the same queue).
+#macro qm_enq_b(PW, QA, BL, XQ, SIGQ, EXTRA, XC, SIG, OK, LM0)
 .begin
     .reg ed
-    alu_shf[t, --, b, P, <<5]
-    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    immed[u, QM_KEY_QLIMIT]         // (BL may be OK's register: it is read first)
+    .if (BL >= u)
+        ctx_arb[SIGQ]
+        alu[t, XQ, +, EXTRA]
+        .if (t >= u)
+            br[drop#]
+        .endif
+        immed[u, QM_QLIMIT]
+        .if (BL >= u)
+            br[drop#]
+        .endif
+    .endif
     immed[ed, DESC_BASE]
     alu_shf[t, --, b, PW, <<16]
     alu_shf[t, --, b, t, >>(16 - DESC_SHIFT)]
     alu[ed, ed, +, t]
-    alu[t, --, b, *l$index0[0]]
-    alu[t, t, -, *l$index0[1]]
-    immed[u, QM_QLIMIT]
+    sram[enqueue, --, QA, ed]
+    sram[test_and_incr, XC, QA, 12], sig_done[SIG]
+    alu[t, --, b, LM0]
+    alu[LM0, t, +, 1]
+    alu[@qm_enq, @qm_enq, +, 1]
+    immed[OK, 1]
+    br[done#]
+drop#:
     immed[OK, 0]
-    .if (t < u)
-        immed[u, QM_KEY_QLIMIT]
-        .if (LEN < u)
-            sram[enqueue, --, QA, ed]
-            sram[test_and_incr, XC, QA, 12], sig_done[SIG]
-            alu[t, --, b, *l$index0[0]]
-            alu[*l$index0[0], t, +, 1]
-            alu[@qm_enq, @qm_enq, +, 1]
-            immed[OK, 1]
-        .endif
-    .endif
-    .if (OK == 0)
-        immed[code, DROP_QUEUE_FULL]
-        npk_free_buffer(PW)
-        npk_count((STAT_DROP_BASE + 4 * DROP_QUEUE_FULL))
-    .endif
+    immed[code, DROP_QUEUE_FULL]
+    npk_free_buffer(PW)
+    npk_count((STAT_DROP_BASE + 4 * DROP_QUEUE_FULL))
+done#:
 .end
 #endm
 
@@ -271,29 +274,20 @@ qm_enq_loop#:
 qm_enq_some#:
     // (the second get may bring a message although the first found the ring empty)
     .if (pw1 != 0)
-        qm_enq_a(pw1, $e1, $l1, s_l1, qa1, p1, ok1)
+        qm_enq_a(pw1, $e1, $l1, s_l1, qa1, p1, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], ok1)
     .endif
     .if (pw2 != 0)
-        qm_enq_a(pw2, $e3, $l2, s_l2, qa2, p2, ok2)
+        qm_enq_a(pw2, $e3, $l2, s_l2, qa2, p2, ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[1], ok2)
     .endif
     .if (pw1 != 0)
-        immed[ln, 0]
-        .if (ok1 != 0)
-            ctx_arb[s_l1]
-            alu[ln, --, b, $l1]
-        .endif
-        qm_enq_b(pw1, qa1, p1, ln, $x1, s_x1, ok1)
+        qm_enq_b(pw1, qa1, ok1, $l1, s_l1, 0, $x1, s_x1, ok1, *l$index0[0])
     .endif
     .if (pw2 != 0)
         immed[ln, 0]
-        .if (ok2 != 0)
-            ctx_arb[s_l2]
-            alu[ln, --, b, $l2]
-            .if (qa1 == qa2)
-                alu[ln, ln, +, ok1]
-            .endif
+        .if (qa1 == qa2)
+            alu[ln, --, b, ok1]
         .endif
-        qm_enq_b(pw2, qa2, p2, ln, $x2, s_x2, ok2)
+        qm_enq_b(pw2, qa2, ok2, $l2, s_l2, ln, $x2, s_x2, ok2, *l$index1[0])
     .endif
     scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
     scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
@@ -332,13 +326,8 @@ qm_poll#:
     beq[qm_poll#]
     alu[ln, --, b, $c1]
     alu[ln, ln, and, 0xFF]          // the control plane's frames: key from the packet word
-    qm_enq_a(pw, ln, $cl, s_cl, cqa, cp, cok)
-    immed[ln, 0]
-    .if (cok != 0)
-        ctx_arb[s_cl]
-        alu[ln, --, b, $cl]
-    .endif
-    qm_enq_b(pw, cqa, cp, ln, $cx, s_cx, cok)
+    qm_enq_a(pw, ln, $cl, s_cl, cqa, cp, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], cok)
+    qm_enq_b(pw, cqa, cok, $cl, s_cl, 0, $cx, s_cx, cok, *l$index0[0])
     .if (cok != 0)
         ctx_arb[s_cx]
         alu[--, --, b, $cx]
