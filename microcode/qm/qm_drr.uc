@@ -206,25 +206,26 @@ done#:
 .end
 #endm
 
-// Put queue QA (deficit DEF) on port P's active ring.
-#macro qm_ring_put(QA, DEF, P)
+// Put queue QA (deficit DEF, claims carried CL) on port P's active ring.
+#macro qm_ring_put(QA, DEF, CL, P)
 .begin
-    .reg write $r0 $r1
-    .xfer_order $r0 $r1
+    .reg write $r0 $r1 $r2
+    .xfer_order $r0 $r1 $r2
     .reg ra rt
     .sig s_r
     alu[$r0, --, b, QA]
     alu[$r1, --, b, DEF]
+    alu[$r2, --, b, CL]
     immed[ra, QR_BASE]
     alu_shf[rt, --, b, P, <<5]
     alu[ra, ra, +, rt]
-    sram[put, $r0, ra, 0, 2], ctx_swap[s_r]
+    sram[put, $r0, ra, 0, 3], ctx_swap[s_r]
 .end
 #endm
 
-// Put queue QA on port P's active ring without waiting: XR0/XR1 (deficit 0) are free
-// again at SIG, which the loop waits for before it writes them next (PENDING).
-#macro qm_ring_put_async(QA, P, XR0, XR1, SIG, PENDING)
+// Put queue QA on port P's active ring without waiting: XR0..XR2 (deficit 0, no claims)
+// are free again at SIG, which the loop waits for before it writes them next (PENDING).
+#macro qm_ring_put_async(QA, P, XR0, XR1, XR2, SIG, PENDING)
 .begin
     .reg ra rt
     .if (PENDING != 0)
@@ -232,10 +233,11 @@ done#:
     .endif
     alu[XR0, --, b, QA]
     alu[XR1, --, b, 0]
+    alu[XR2, --, b, 0]
     immed[ra, QR_BASE]
     alu_shf[rt, --, b, P, <<5]
     alu[ra, ra, +, rt]
-    sram[put, XR0, ra, 0, 2], sig_done[SIG]
+    sram[put, XR0, ra, 0, 3], sig_done[SIG]
     immed[PENDING, 1]
 .end
 #endm
@@ -246,9 +248,9 @@ done#:
 .begin
     .reg read $e0 $e1 $e2 $e3 $x1 $x2 $l1 $l2
     .xfer_order $e0 $e1 $e2 $e3
-    .reg write $p0 $p1 $p2 $p3
-    .xfer_order $p0 $p1
-    .xfer_order $p2 $p3
+    .reg write $p0 $p1 $p2 $p3 $p4 $p5
+    .xfer_order $p0 $p1 $p2
+    .xfer_order $p3 $p4 $p5
     .reg ok1 ok2 qa1 qa2 p1 p2 pend1 pend2
     // the two packet words: ow1 and pw (the block skeleton's, unused otherwise here)
 #define pw1 ow1
@@ -295,14 +297,14 @@ qm_enq_some#:
         ctx_arb[s_x1]
         alu[--, --, b, $x1]
         bne[qm_enq_w2#]
-        qm_ring_put_async(qa1, p1, $p0, $p1, s_p1, pend1)
+        qm_ring_put_async(qa1, p1, $p0, $p1, $p2, s_p1, pend1)
     .endif
 qm_enq_w2#:
     .if (ok2 != 0)
         ctx_arb[s_x2]
         alu[--, --, b, $x2]
         bne[qm_enq_loop#]
-        qm_ring_put_async(qa2, p2, $p2, $p3, s_p2, pend2)
+        qm_ring_put_async(qa2, p2, $p3, $p4, $p5, s_p2, pend2)
     .endif
     br[qm_enq_loop#]
 .end
@@ -332,7 +334,7 @@ qm_poll#:
         ctx_arb[s_cx]
         alu[--, --, b, $cx]
         bne[qm_poll#]
-        qm_ring_put(cqa, 0, cp)
+        qm_ring_put(cqa, 0, 0, cp)
     .endif
     br[qm_poll#]
 .end
@@ -349,8 +351,8 @@ qm_scheduler#:
     .endif
 qm_deq_loop#:
 .begin
-    .reg read $q0 $ln $g0 $g1
-    .xfer_order $g0 $g1
+    .reg read $q0 $ln $g0 $g1 $g2
+    .xfer_order $g0 $g1 $g2
     .reg $k
     .reg write $o0 $o1
     .xfer_order $o0 $o1
@@ -388,44 +390,37 @@ qm_try#:
         .if (claims != 0)
             alu[--, cred, -, 1]
             bge[qm_serve#]          // signed: credit > 0
-            // credit spent.  No other queue of the port waiting (its ring empty): the
-            // next round is this queue's again, at once (one SRAM read, not four)
-            immed[u, QR_BASE]
-            alu_shf[t, --, b, p, <<5]
-            alu[u, u, +, t]
-            sram[read, $g0, u, 8, 1], ctx_swap[s_g]
-            alu[--, --, b, $g0]
-            bne[qm_give_back#]
-            qm_quantum_of(qcur)
-            alu[cred, cred, +, *l$index1[0]]
-            alu[*l$index0[6], --, b, cred]
-            alu[--, cred, -, 1]
-            bge[qm_serve#]
-qm_give_back#:
-            // give the claims back; from 0, the queue goes back on the ring
-            alu[$k, --, b, claims]
-            sram[test_and_add, $k, qcur, 12], ctx_swap[s_k]
-            alu[--, --, b, $k]
-            bne[qm_visit_end#]
-            qm_ring_put(qcur, cred, p)
+            // credit spent: to the ring's tail with its deficit and its claims
+            qm_ring_put(qcur, cred, claims, p)
+        .else
+            // claims spent: the queue is released (held bit cleared) unless packets came
+            // meanwhile; then it goes back on the ring, and its next visit claims them
+            immed[t, 0x8000, <<16]
+            alu[$k, --, b, t]
+            sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]
+            alu_shf[t, --, b, $k, <<1]
+            .if (t != 0)
+                qm_ring_put(qcur, cred, 0, p)
+            .endif
         .endif
-qm_visit_end#:
         alu[*l$index0[3], --, b, 0]
-        alu[*l$index0[7], --, b, 0]
     .endif
-    // next visit: the head of the port's ring
+    // next visit: the head of the port's ring; claim its queue's packets (swap the count
+    // for the held bit: arrivals then count without putting the queue on the ring again)
     immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
-    sram[get, $g0, u, 0, 2], ctx_swap[s_g]
+    sram[get, $g0, u, 0, 3], ctx_swap[s_g]
     alu[qcur, --, b, $g0]
     .if (qcur == 0)
         br[qm_next_port#]           // counted, not yet on the ring (its put is in flight)
     .endif
-    immed[t, 0]
-    alu[$k, t, -, 1]
-    sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]
-    alu[claims, --, b, $k]
+    immed[t, 0x8000, <<16]
+    alu[$k, --, b, t]
+    sram[swap, $k, qcur, 12], ctx_swap[s_k]
+    alu_shf[claims, --, b, $k, <<1]
+    alu_shf[claims, --, b, claims, >>1]
+    alu[claims, claims, +, $g2]
     // credit: the carried deficit + the key's quantum
     alu[cred, --, b, $g1]
     qm_quantum_of(qcur)
@@ -433,20 +428,11 @@ qm_visit_end#:
     alu[*l$index0[3], --, b, qcur]
     alu[*l$index0[6], --, b, cred]
     alu[*l$index0[7], --, b, claims]
-    .if (claims == 0)
-        alu[*l$index0[3], --, b, 0]
-        br[qm_next_port#]
-    .endif
     alu[--, cred, -, 1]
     bge[qm_serve#]
-    // a debt larger than the quantum: back to the tail with it, claims returned
-    alu[$k, --, b, claims]
-    sram[test_and_add, $k, qcur, 12], ctx_swap[s_k]
+    // a debt larger than the quantum: back to the tail, where it gains a quantum a round
     alu[*l$index0[3], --, b, 0]
-    alu[*l$index0[7], --, b, 0]
-    alu[--, --, b, $k]
-    bne[qm_next_port#]
-    qm_ring_put(qcur, cred, p)
+    qm_ring_put(qcur, cred, claims, p)
 qm_next_port#:
     alu[p, p, +, 1]
     .if (p == NPORTS)

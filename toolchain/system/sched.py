@@ -16,9 +16,9 @@ from .layout_schema import QmSpec
 # descriptors' region (QD_BASE, 8 classes a port).
 DFQ_QX_BASE = 0x4020_0000  # 16,384 connections x 8 ports x 16 B = 2 MB
 QR_BASE = 0x4040_0000  # 32 B a port
-QR_STORE = 0x4041_0000  # 128 KB a port: 16,384 entries of two longwords
-QR_STORE_SHIFT = 17
-QR_WORDS = 32768
+QR_STORE = 0x4041_0000  # 256 KB a port: 16,384 entries of three longwords (and room)
+QR_STORE_SHIFT = 18
+QR_WORDS = 65536
 DFQ_KEYS = 16384
 KEY_SLOTS = 8  # quanta in local memory: key k takes slot k mod 8
 
