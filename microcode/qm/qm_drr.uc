@@ -5,9 +5,10 @@
 // Queues.  A packet's key is its class (DRR) or connection (DFQ): the input port
 // (packet word bits 30..28) or, with QM_CLASS_MSG, bits 8.. of the input message's
 // second longword (bits 7..0 are the output port), masked with QM_KEY_MASK.  Its queue
-// is the SRAM queue-array queue at QX_BASE + (key << 7) + (port << 4); the queue
-// descriptor's fourth longword (+12) counts the packets enqueued and not yet claimed by
-// a visit (below).
+// is the SRAM queue-array queue at QX_BASE + (key << 8) + (port << 5), 32 bytes: the
+// queue descriptor (+0 head, +4 tail, +8 count), +12 the count word (bit 31: held by
+// a visit or its ring entry; bits 30..0: packets enqueued and not yet claimed), +16 the
+// late charges (lengths of frames dequeued after their visit ended).
 //
 // Active lists, so that the cost of a packet does not depend on the number of queues.
 // Each output port has an SRAM ring (descriptor QR_BASE + 32 * port) of the queues that
@@ -129,15 +130,15 @@ qm_init_port#:
 #else
     alu_shf[key, (QM_KEY_MASK & 7), and, PW, >>28]
 #endif
-    alu_shf[qa, qa, or, key, <<7]      // (the fields do not overlap)
-    alu_shf[qa, qa, or, p, <<4]
+    alu_shf[qa, qa, or, key, <<8]      // (the fields do not overlap)
+    alu_shf[qa, qa, or, p, <<5]
 #endm
 
 // local memory index1 -> the quantum of queue QA's key
 #macro qm_quantum_of(QA)
     immed[t, QX_BASE]
     alu[t, QA, -, t]
-    alu_shf[t, --, b, t, >>7]
+    alu_shf[t, --, b, t, >>8]
     alu[t, t, and, 7]
     alu_shf[t, --, b, t, <<2]
     immed[u, QM_LM_QUANTA]
@@ -351,13 +352,13 @@ qm_scheduler#:
     .endif
 qm_deq_loop#:
 .begin
-    .reg read $q0 $ln $g0 $g1 $g2
+    .reg read $q0 $g0 $g1 $g2
     .xfer_order $g0 $g1 $g2
-    .reg $k
+    .reg $k $d
     .reg write $o0 $o1
     .xfer_order $o0 $o1
-    .reg cred claims tries blocked qcur
-    .sig s_q s_o s_ln s_g s_k
+    .reg cred claims tries blocked qcur late
+    .sig s_q s_o s_ln s_g s_k s_d
     ctx_arb[tok_get]
     alu[--, @qm_enq, -, @qm_deq]
     beq[qm_idle#]
@@ -417,12 +418,15 @@ qm_try#:
     .endif
     immed[t, 0x8000, <<16]
     alu[$k, --, b, t]
-    sram[swap, $k, qcur, 12], ctx_swap[s_k]
+    alu[$d, --, b, 0]
+    sram[swap, $k, qcur, 12], sig_done[s_k]
+    sram[swap, $d, qcur, 16], sig_done[s_d]       // the charges that came after its last visit
+    ctx_arb[s_k, s_d]
     alu_shf[claims, --, b, $k, <<1]
     alu_shf[claims, --, b, claims, >>1]
     alu[claims, claims, +, $g2]
-    // credit: the carried deficit + the key's quantum
-    alu[cred, --, b, $g1]
+    // credit: the carried deficit + the key's quantum - the late charges
+    alu[cred, $g1, -, $d]
     qm_quantum_of(qcur)
     alu[cred, cred, +, *l$index1[0]]
     alu[*l$index0[3], --, b, qcur]
@@ -467,18 +471,24 @@ qm_serve#:
     local_csr_wr[SAME_ME_SIGNAL, nget]
     ctx_arb[s_q]
     alu[u, --, b, $q0]
-    sram[read, $ln, u, 8, 1], sig_done[s_ln]
+    sram[read, $q0, u, 8, 1], sig_done[s_ln]   // (reused: the dequeue's result is in u)
     immed[t, DESC_BASE]
     alu[t, u, -, t]
     alu_shf[pw, --, b, t, >>DESC_SHIFT]
     alu_shf[pw, pw, or, 1, <<31]
     ctx_arb[s_ln]
-    alu_shf[ln, --, b, $ln, >>16]
+    alu_shf[ln, --, b, $q0, >>16]
     // charge the visit (if it is still this queue's) and correct the reservation
+    immed[late, 0]
     alu[t, --, b, *l$index0[3]]
     .if (t == qcur)
         alu[t, --, b, *l$index0[6]]
         alu[*l$index0[6], t, -, ln]
+    .else
+        // its visit has ended: the queue's late-charge word (+16), read at its next visit
+        alu[$d, --, b, ln]
+        sram[add, $d, qcur, 16], sig_done[s_d]
+        immed[late, 1]
     .endif
     alu[u, ln, +, 63]
     alu_shf[u, --, b, u, >>6]
@@ -498,6 +508,10 @@ qm_out_put#:
     alu_shf[$o1, p, or, ln, <<16]
     scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_o]
     local_csr_wr[SAME_ME_SIGNAL, nput]
-    ctx_arb[s_o]
+    .if (late != 0)
+        ctx_arb[s_o, s_d]
+    .else
+        ctx_arb[s_o]
+    .endif
     br[qm_deq_loop#]
 .end

@@ -46,7 +46,7 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "lost", "in_flight", "exceptions", "warmup_us", "measured_ms", "windows", "link_mbps", "ports",
              "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
              "capacity_mpps", "capacity_pct_line")  # fmt: skip
-RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_")
+RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "sched_")  # sched_: qm drr / dfq (sched_judge)
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
                   "exception_ring_full")  # fmt: skip
@@ -370,6 +370,7 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     measured_ns = rr.run.now_ns
     rr.run.run(int(s.drain_us * 1000))
     rep = rr.run.report()
+    sched = rr.sched.summary() if rr.sched is not None else None  # qm drr / dfq: the scheduler's judge
     rr.close()  # its read-ahead child ends now, not when the collector finds the run
     lo_ns, hi_ns = cut * w, n * w
     kept = range(cut, n)
@@ -395,6 +396,10 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
         "settled": settled, "precise": precise, "balanced": bool(rep["balanced"]),
         "link_mbps": (tr.link_bps or 1_000_000_000) / 1e6, "ports": nports,
     }  # fmt: skip
+    if sched is not None:
+        from npkit.toolchain.system.sched_judge import sched_responses
+
+        resp.update(sched_responses(sched))
     for r, v in verdicts.items():
         resp[f"ci_rel_{r}"] = v.rel if math.isfinite(v.rel) else None
         resp[f"settled_{r}"] = v.settled

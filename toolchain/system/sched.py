@@ -11,12 +11,12 @@ from typing import Any
 
 from .layout_schema import QmSpec
 
-# SRAM channel 1 (microcode/lookup/sram_map.yaml `qm_sched`): the DFQ connection queues,
-# the ports' active rings (descriptors, then storage); DRR's queues are the port queue
-# descriptors' region (QD_BASE, 8 classes a port).
-DFQ_QX_BASE = 0x4020_0000  # 16,384 connections x 8 ports x 16 B = 2 MB
-QR_BASE = 0x4040_0000  # 32 B a port
-QR_STORE = 0x4041_0000  # 256 KB a port: 16,384 entries of three longwords (and room)
+# SRAM channel 1 (microcode/lookup/sram_map.yaml `qm_sched`): the DFQ connection queues
+# (32 B each), the ports' active rings (descriptors, then storage); DRR's queues are in the
+# port queue descriptors' region (QD_BASE: 8 classes x 8 ports x 32 B = 2 KB).
+DFQ_QX_BASE = 0x4020_0000  # 16,384 connections x 8 ports x 32 B = 4 MB
+QR_BASE = 0x4060_0000  # 32 B a port
+QR_STORE = 0x4061_0000  # 256 KB a port: 16,384 entries of three longwords (and room)
 QR_STORE_SHIFT = 18
 QR_WORDS = 65536
 DFQ_KEYS = 16384

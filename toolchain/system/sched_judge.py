@@ -11,16 +11,18 @@ flow order):
 - **work conservation**: an output wire does not idle while a packet for it has been in
   the router longer than `transit_ns` (the pipeline's own latency, default 20 us);
   idle-while-backlogged time above `idle_tolerance` (0.5 %) of a port's time fails;
-- **shares**: on a port offered more than it can carry, each key's bytes are its
-  weighted max-min fair share (weights: the quanta; demands: what the oracle routes to
-  the port for that key) within `share_tolerance` (5 %) of the port's bytes; Jain's
-  index of served / fair share is reported;
+- **shares**: on a port offered more than it can carry, each key's frame bytes (what
+  DRR and DFQ count; the wire's preamble, FCS and gap are not theirs) are its weighted
+  max-min fair share (weights: the quanta; demands: what the oracle routes to the port
+  for that key) within `share_tolerance` (5 %) of the port's bytes, measured from a
+  quarter of the traffic's duration to its end; Jain's index of served / fair share is
+  reported;
 - **DFQ's delay bound** (Panama, seed 000: DFQ's bound differs from fluid fair
   queueing's by an amount proportional to T, independent of the number of connections):
   every packet of connection f leaves by F + 2 T + transit_ns, where F is its finish
   time in a fluid server of the connection's reserved rate r_f (F_k = max(F_{k-1}, a_k) +
-  wire bits_k / r_f, a_k its arrival's end), on ports whose connections reserve no
-  more than the link (admission).
+  frame bits_k / r_f, a_k the end of its arrival), on ports whose connections reserve
+  no more than the link (admission).
 
 Keys: with `class_by: inport` the judge knows every packet's key (its input port);
 with `class_by: msg` a block upstream sets it, so the judge keys by flow and does not
@@ -28,7 +30,7 @@ judge shares or the delay bound (it says so in `not_judged`)."""
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,12 +44,15 @@ SHARE_TOLERANCE = 0.05
 GAP_HORIZON_NS = 2_000_000
 
 
+BIN_NS = 100_000  # offered and served bits are kept by 100 us bins (shares: steady state)
+
+
 @dataclass
 class _Queue:
     last_arrival: int = -1
     fifo_violations: int = 0
-    offered_bits: int = 0
-    served_bits: int = 0
+    offered: Counter[int] = field(default_factory=Counter)  # bits by arrival bin
+    served: Counter[int] = field(default_factory=Counter)  # bits by departure bin
     fluid_finish: float = 0.0
     worst_excess_ns: float = float("-inf")  # delay less the bound, worst packet
     bound_violations: int = 0
@@ -121,7 +126,8 @@ class SchedJudge:
         for i in range(lo, hi):
             if v.kind[i] == FORWARD:
                 port = v.port[i]
-                self.queues[(port, self.key_of(w.ports[i]))].offered_bits += self.wire_bits(port, w.lens[i])
+                q = self.queues[(port, self.key_of(w.ports[i]))]
+                q.offered[w.times[i] // BIN_NS] += 8 * w.lens[i]  # frame bits: what DRR / DFQ count
 
     def _departed(self, d: Any) -> None:
         c = d.chunk
@@ -144,7 +150,7 @@ class SchedJudge:
         key = self.key_of(in_port)
         q = self.queues[(port, key)]
         q.packets += 1
-        q.served_bits += self.wire_bits(port, len(d.data))
+        q.served[d.t // BIN_NS] += 8 * len(d.data)
         flow = hash(d.data[23:24] + d.data[26:34])  # protocol, source, destination
         okey = (port, key, flow) if self.per_flow_order or not self.by_key else (port, key)
         last = self.order.get(okey, -1)
@@ -171,7 +177,7 @@ class SchedJudge:
 
     def _delay(self, q: _Queue, port: int, key: int, ready: int, t: int, nbytes: int) -> None:
         rate = self.params.dfq_rates_mbps[key % 8] * 1e6
-        q.fluid_finish = max(q.fluid_finish, float(ready)) + self.wire_bits(port, nbytes) * 1e9 / rate
+        q.fluid_finish = max(q.fluid_finish, float(ready)) + 8 * nbytes * 1e9 / rate
         bound = q.fluid_finish + 2 * self.params.dfq_t_ns + TRANSIT_NS
         excess = t - bound
         q.worst_excess_ns = max(q.worst_excess_ns, excess)
@@ -179,23 +185,34 @@ class SchedJudge:
             q.bound_violations += 1
 
     # -- the verdict's part
+    def window(self) -> tuple[int, int]:
+        """The bins the shares are measured over: from a quarter of the traffic's
+        duration (queues have filled) to its end (the drain serves what was queued)."""
+        end = self.rr.traffic_ns or max((t for q in self.queues.values() for t in q.served), default=0) * BIN_NS
+        return end // 4 // BIN_NS, max(end // 4 // BIN_NS + 1, end // BIN_NS)
+
     def _shares(self, problems: list[str]) -> list[dict[str, Any]]:
         rows = []
-        by_port: dict[int, dict[int, _Queue]] = defaultdict(dict)
+        lo, hi = self.window()
+        by_port: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
         for (port, key), q in self.queues.items():
-            by_port[port][key] = q
+            offered = sum(b for t, b in q.offered.items() if lo <= t < hi)
+            served = sum(b for t, b in q.served.items() if lo <= t < hi)
+            by_port[port][key] = (offered, served)
         for port, qs in sorted(by_port.items()):
-            offered = sum(q.offered_bits for q in qs.values())
-            served = sum(q.served_bits for q in qs.values())
+            offered = sum(o for o, _ in qs.values())
+            served = sum(s for _, s in qs.values())
             if not served or offered <= 1.02 * served:
                 continue  # not overloaded: every key gets what it asks (loss judges the rest)
             weights = {k: float(self.params.quantum(self.variant, k)) for k in qs}
-            fair = weighted_max_min(served, {k: float(q.offered_bits) for k, q in qs.items()}, weights)
-            err = {k: (qs[k].served_bits - fair[k]) / served for k in qs}
+            fair = weighted_max_min(served, {k: float(o) for k, (o, _) in qs.items()}, weights)
+            err = {k: (qs[k][1] - fair[k]) / served for k in qs}
             worst = max(err, key=lambda k: abs(err[k]))
-            ratio = [qs[k].served_bits / fair[k] for k in qs if fair[k] > 0]
+            ratio = [qs[k][1] / fair[k] for k in qs if fair[k] > 0]
             row = {"port": port, "keys": len(qs), "jain": round(jain(ratio), 4),
-                   "worst_key": worst, "worst_error_pct": round(100 * err[worst], 2)}  # fmt: skip
+                   "worst_key": worst, "worst_error_pct": round(100 * err[worst], 2),
+                   "served_mbps": {k: round(v[1] / ((hi - lo) * BIN_NS / 1e3), 1) for k, v in sorted(qs.items())},
+                   "fair_mbps": {k: round(fair[k] / ((hi - lo) * BIN_NS / 1e3), 1) for k in sorted(qs)}}  # fmt: skip
             rows.append(row)
             if abs(err[worst]) > SHARE_TOLERANCE:
                 problems.append(f"share: port {port} key {worst} got {100 * err[worst]:+.1f} % of the port's bytes "
@@ -262,3 +279,25 @@ def attach_sched_judge(rr: Any) -> SchedJudge | None:
     # the parallel layout's pool MEs may reorder an input port's flows before the qm
     parallel = "pool_mes" in (rr.image.meta.get("params") or {})
     return SchedJudge(rr, variant, params, per_flow_order=parallel)
+
+
+def sched_responses(summary: dict[str, Any]) -> dict[str, float]:
+    """An experiment's responses from the judge's summary (toolchain/experiment/execute.py):
+    sched_jain (lowest over the overloaded ports), sched_share_err_pct (largest |error|),
+    sched_idle_backlogged_pct (largest), sched_fifo_violations, and for DFQ
+    sched_bound_violations and sched_bound_margin_us (the smallest margin of an admitted
+    connection: bound - delay of its worst packet)."""
+    shares = summary.get("shares") or []
+    idle = summary.get("idle_while_backlogged_pct") or {}
+    out = {
+        "sched_ok": float(bool(summary.get("ok"))),
+        "sched_jain": min((r["jain"] for r in shares), default=1.0),
+        "sched_share_err_pct": max((abs(r["worst_error_pct"]) for r in shares), default=0.0),
+        "sched_idle_backlogged_pct": max(idle.values(), default=0.0),
+        "sched_fifo_violations": float(summary.get("fifo_violations", 0)),
+    }  # fmt: skip
+    conns = [c for c in (summary.get("delay_bound") or {}).get("connections", []) if c["admitted"]]
+    if conns:
+        out["sched_bound_violations"] = float(sum(c["violations"] for c in conns))
+        out["sched_bound_margin_us"] = min(c["worst_margin_us"] for c in conns)
+    return out
