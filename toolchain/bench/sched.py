@@ -85,7 +85,11 @@ def _instructions(chip: Any) -> int:
 def dfq_flat(connections: list[int], count: int) -> dict[str, Any]:
     """sched.dfq.<N>.* for each N, and the spread of the cost over N."""
     out: dict[str, Any] = {}
-    qm = {"class_by": "msg", "dfq_t_ns": 512, "dfq_rates_mbps": 1000}  # quantum 64 B: a frame a visit
+    qm = {
+        "class_by": "msg",
+        "dfq_t_ns": 512,
+        "dfq_rates_mbps": 1000,
+    }  # quantum 64 B: a frame a visit
     costs = []
     for n in connections:
         r = qm_cost("dfq", qm, n, count)
@@ -101,6 +105,8 @@ def bench_sched(quick: bool) -> dict[str, Any]:
     count = 1500 if quick else 4000
     out = dfq_flat([10, 100, 1000, 10000] if not quick else [10, 1000, 10000], count)
     for classes in [1, 8] if quick else [1, 2, 4, 8]:
-        r = qm_cost("drr", {"classes": classes, "class_by": "msg", "drr_quanta": 64}, classes * PORTS, count)
+        r = qm_cost(
+            "drr", {"classes": classes, "class_by": "msg", "drr_quanta": 64}, classes * PORTS, count
+        )
         out[f"sched.drr.{classes}.cycles_per_pkt"] = r["cycles_per_pkt"]
     return out

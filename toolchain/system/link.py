@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .layout import Block, Layout, LinkError, load_layout
-from .sched import sched_header
 from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
+from .sched import sched_header
 from .sysmap import (
     CAM_BCAST,
     CAM_LOCAL,

@@ -72,10 +72,10 @@ from npkit.toolchain.debug.profile import fault_site_lines, image_placement, loc
 from .app import model_of_image, reasons_of_image
 from .buffers import audit
 from .router_image import check_msf_io, router_config_of
+from .sched_judge import attach_sched_judge
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 from .undeclared import arm_guard, is_undeclared, reason_name, undeclared_counts, undeclared_name
 from .undeclared import report as undeclared_report
-from .sched_judge import attach_sched_judge
 from .wire_idle import WireIdle
 
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)

@@ -62,7 +62,9 @@ class _Queue:
 @dataclass
 class _Port:
     wire_end: int = -1
-    gaps: deque[list[int]] = field(default_factory=deque)  # [start, end, earliest ready] idle spells
+    gaps: deque[list[int]] = field(
+        default_factory=deque
+    )  # [start, end, earliest ready] idle spells
     idle_backlogged_ns: int = 0
     first_t: int = -1
     last_t: int = 0
@@ -74,7 +76,9 @@ def _backlogged(gap: list[int]) -> int:
     return max(0, end - max(start, avail))
 
 
-def weighted_max_min(capacity: float, demands: dict[Any, float], weights: dict[Any, float]) -> dict[Any, float]:
+def weighted_max_min(
+    capacity: float, demands: dict[Any, float], weights: dict[Any, float]
+) -> dict[Any, float]:
     """Weighted max-min fair allocation (water filling) of `capacity` among `demands`."""
     alloc = {k: 0.0 for k in demands}
     active = {k for k, d in demands.items() if d > 0}
@@ -100,7 +104,9 @@ def jain(xs: list[float]) -> float:
 class SchedJudge:
     """Attached to a RouterRun (its run's on_push and on_departure hooks)."""
 
-    def __init__(self, rr: Any, variant: str, params: SchedParams, per_flow_order: bool = False) -> None:
+    def __init__(
+        self, rr: Any, variant: str, params: SchedParams, per_flow_order: bool = False
+    ) -> None:
         self.rr = rr
         self.variant = variant
         self.params = params
@@ -188,7 +194,10 @@ class SchedJudge:
     def window(self) -> tuple[int, int]:
         """The bins the shares are measured over: from a quarter of the traffic's
         duration (queues have filled) to its end (the drain serves what was queued)."""
-        end = self.rr.traffic_ns or max((t for q in self.queues.values() for t in q.served), default=0) * BIN_NS
+        end = (
+            self.rr.traffic_ns
+            or max((t for q in self.queues.values() for t in q.served), default=0) * BIN_NS
+        )
         return end // 4 // BIN_NS, max(end // 4 // BIN_NS + 1, end // BIN_NS)
 
     def _shares(self, problems: list[str]) -> list[dict[str, Any]]:
@@ -227,7 +236,9 @@ class SchedJudge:
         problems: list[str] = []
         fifo = sum(q.fifo_violations for q in self.queues.values())
         if fifo:
-            problems.append(f"per-queue order: {fifo} packets left before an earlier arrival of their queue")
+            problems.append(
+                f"per-queue order: {fifo} packets left before an earlier arrival of their queue"
+            )
         conserve = {}
         for port, pt in sorted(self.ports.items()):
             span = max(1, pt.last_t - pt.first_t)
