@@ -134,3 +134,18 @@ def test_dfq_delay_bound() -> None:
     s = late.judge.summary()
     assert not s["ok"] and s["delay_bound"]["connections"][0]["violations"] == 1
     assert sched_responses(s)["sched_bound_margin_us"] < 0
+
+
+def test_scheduler_memory_is_a_region_of_the_sram_map() -> None:
+    """The DFQ queues and the active rings (npk_sched.h) lie in sram_map.yaml's qm_sched."""
+    import yaml
+
+    from npkit.toolchain.system import sched
+    from npkit.toolchain.system.paths import MICROCODE
+
+    region = yaml.safe_load((MICROCODE / "lookup" / "sram_map.yaml").read_text())["regions"]["qm_sched"]
+    lo, hi = region["base"], region["base"] + region["size"]
+    dfq_end = sched.DFQ_QX_BASE + sched.DFQ_KEYS * 8 * 32
+    rings_end = sched.QR_STORE + 5 * (1 << sched.QR_STORE_SHIFT)
+    assert lo == sched.DFQ_QX_BASE and dfq_end <= sched.QR_BASE < sched.QR_STORE and rings_end <= hi
+    assert sched.QR_WORDS * 4 <= 1 << sched.QR_STORE_SHIFT and sched.QR_WORDS >= 3 * sched.DFQ_KEYS

@@ -246,7 +246,8 @@ class SchedJudge:
             conserve[port] = round(100 * frac, 4)
             if frac > IDLE_TOLERANCE:
                 problems.append(f"work conservation: port {port}'s wire idled {100 * frac:.2f} % of the time with a "
-                                f"packet ready for it (tolerance {100 * IDLE_TOLERANCE:.1f} %)")  # fmt: skip
+                                f"packet ready for it (tolerance {100 * IDLE_TOLERANCE:.1f} %): the scheduler held it "
+                                "back, or the qm did not keep up")  # fmt: skip
         out: dict[str, Any] = {
             "variant": self.variant, "class_by": self.params.class_by,
             "fifo_violations": fifo, "idle_while_backlogged_pct": conserve,
