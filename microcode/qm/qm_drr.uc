@@ -290,7 +290,8 @@ qm_enq_some#:
         .if (qa1 == qa2)
             alu[ln, --, b, ok1]
         .endif
-        qm_enq_b(pw2, qa2, ok2, $l2, s_l2, ln, $x2, s_x2, ok2, *l$index1[0])
+        alu[qa, --, b, qa2]             // (the enqueue wants its queue in bank A)
+        qm_enq_b(pw2, qa, ok2, $l2, s_l2, ln, $x2, s_x2, ok2, *l$index1[0])
     .endif
     scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
     scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
@@ -505,7 +506,8 @@ qm_out_wait#:
     br[qm_out_full#]
 qm_out_put#:
     alu[$o0, --, b, pw]
-    alu_shf[$o1, p, or, ln, <<16]
+    alu_shf[t, --, b, ln, <<16]
+    alu[$o1, t, or, p]
     scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_o]
     local_csr_wr[SAME_ME_SIGNAL, nput]
     .if (late != 0)
