@@ -170,9 +170,10 @@ qm_init_port#:
 
 // Phase B: link the descriptor of PW on queue QA and count it (test_and_incr into XC,
 // signal SIG; LM0: its port's enqueued counter), OK -> 1; or drop it with queue_full
-// when its port holds QM_QLIMIT packets (BL) or its queue QM_KEY_QLIMIT (XQ + EXTRA,
-// EXTRA: a message of this batch for the same queue).
-#macro qm_enq_b(PW, QA, BL, XQ, SIGQ, EXTRA, XC, SIG, OK, LM0)
+// (DROPCODE: control_queue_full for the control plane's frames) when its port holds
+// QM_QLIMIT packets (BL) or its queue QM_KEY_QLIMIT (XQ + EXTRA, EXTRA: a message of
+// this batch for the same queue).
+#macro qm_enq_b(PW, QA, BL, XQ, SIGQ, EXTRA, XC, SIG, OK, LM0, DROPCODE)
 .begin
     .reg ed
     immed[u, QM_KEY_QLIMIT]         // (BL may be OK's register: it is read first)
@@ -200,9 +201,9 @@ qm_init_port#:
     br[done#]
 drop#:
     immed[OK, 0]
-    immed[code, DROP_QUEUE_FULL]
+    immed[code, DROPCODE]
     npk_free_buffer(PW)
-    npk_count((STAT_DROP_BASE + 4 * DROP_QUEUE_FULL))
+    npk_count((STAT_DROP_BASE + 4 * DROPCODE))
 done#:
 .end
 #endm
@@ -283,7 +284,7 @@ qm_enq_some#:
         qm_enq_a(pw2, $e3, $l2, s_l2, qa2, p2, ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[1], ok2)
     .endif
     .if (pw1 != 0)
-        qm_enq_b(pw1, qa1, ok1, $l1, s_l1, 0, $x1, s_x1, ok1, *l$index0[0])
+        qm_enq_b(pw1, qa1, ok1, $l1, s_l1, 0, $x1, s_x1, ok1, *l$index0[0], DROP_QUEUE_FULL)
     .endif
     .if (pw2 != 0)
         immed[ln, 0]
@@ -291,7 +292,7 @@ qm_enq_some#:
             alu[ln, --, b, ok1]
         .endif
         alu[qa, --, b, qa2]             // (the enqueue wants its queue in bank A)
-        qm_enq_b(pw2, qa, ok2, $l2, s_l2, ln, $x2, s_x2, ok2, *l$index1[0])
+        qm_enq_b(pw2, qa, ok2, $l2, s_l2, ln, $x2, s_x2, ok2, *l$index1[0], DROP_QUEUE_FULL)
     .endif
     scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
     scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
@@ -331,7 +332,7 @@ qm_poll#:
     alu[ln, --, b, $c1]
     alu[ln, ln, and, 0xFF]          // the control plane's frames: key from the packet word
     qm_enq_a(pw, ln, $cl, s_cl, cqa, cp, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], cok)
-    qm_enq_b(pw, cqa, cok, $cl, s_cl, 0, $cx, s_cx, cok, *l$index0[0])
+    qm_enq_b(pw, cqa, cok, $cl, s_cl, 0, $cx, s_cx, cok, *l$index0[0], DROP_CONTROL_QUEUE_FULL)
     .if (cok != 0)
         ctx_arb[s_cx]
         alu[--, --, b, $cx]

@@ -85,3 +85,17 @@ def test_a_queue_manager_that_is_not_fair_fails_the_share_judge() -> None:
     assert any("scheduler: share: port 4" in r for r in s["verdict"]["reasons"]), s["verdict"][
         "reasons"
     ]
+
+
+def test_drr_carries_the_control_planes_frames() -> None:
+    """Every rule of the oracle (examples/traffic/errors.yaml): the daemon's ICMP and ARP
+    frames and the packets it sends on come back through the qm's control ring."""
+    s = run("pipelined", {"qm": "drr"}, "errors.yaml", 1.0)
+    assert s["verdict"]["ok"], s["verdict"]
+    cmp_ = s["comparison"]
+    assert (
+        cmp_["matched_control"] > 0
+        and not cmp_["missing_control"]
+        and not cmp_["unexpected_control"]
+    )
+    assert s["scheduler"]["control_plane_frames"] > 0 and s["scheduler"]["ok"]

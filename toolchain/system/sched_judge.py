@@ -117,6 +117,7 @@ class SchedJudge:
         self.order: dict[tuple[int, ...], int] = {}
         self.ports: dict[int, _Port] = defaultdict(_Port)
         self.unjudged = 0
+        self.control = 0  # frames of packets the control plane sent on (not the fast path's)
         self.by_key = params.class_by == "inport"
         rr.run.on_push.append(self._pushed)
         rr.run.on_departure.append(self._departed)
@@ -148,6 +149,14 @@ class SchedJudge:
             pt.wire_end = d.t + wire
             return
         w, i = c.w, d.i
+        v = c.extra.get("v")
+        if v is None or v.kind[i] != FORWARD:
+            # not the fast path's: a packet the control plane sent on (it waited in the
+            # daemon, e.g. for ARP, and came back through its own ring) is the control
+            # plane judge's; the wire was busy meanwhile all the same
+            self.control += 1
+            pt.wire_end = d.t + wire
+            return
         in_port = w.ports[i]
         arrived = w.times[i]
         ready = arrived + -(-self.wire_bits(in_port, w.lens[i]) * 10**9 // self.rate)
@@ -251,7 +260,7 @@ class SchedJudge:
         out: dict[str, Any] = {
             "variant": self.variant, "class_by": self.params.class_by,
             "fifo_violations": fifo, "idle_while_backlogged_pct": conserve,
-            "transit_ns": TRANSIT_NS, "unjudged": self.unjudged,
+            "transit_ns": TRANSIT_NS, "unjudged": self.unjudged, "control_plane_frames": self.control,
         }  # fmt: skip
         if self.by_key:
             out["shares"] = self._shares(problems)
