@@ -41,15 +41,17 @@ def test_variant_at_line_rate_verdict_ok(layout: str, qm: str) -> None:
     assert t["forwarded"] == t["predicted_forward"] > 6900 and t["dropped"] == {}
 
 
-def test_drr_shares_an_overloaded_port_by_bytes() -> None:
-    s = run("pipelined", {"qm": "drr"}, "sched_overload.yaml", 3.0)
+@pytest.mark.parametrize("quanta, ratio", [(1514, 1.0), ([3028, 1514], 2.0)])
+def test_drr_shares_an_overloaded_port_by_bytes(quanta: object, ratio: float) -> None:
+    s = run("pipelined", {"qm": "drr", "qm.drr_quanta": quanta}, "sched_overload.yaml", 3.0)
     assert s["verdict"]["ok"], s["verdict"]
     (row,) = s["scheduler"]["shares"]
     # port 4: input 2 asks 0.2 Gb/s and gets it; inputs 0 (1518 B) and 1 (128 B) split
-    # the rest equally in bytes although their frames differ twelvefold
+    # the rest in the ratio of their quanta (class c: quanta[c mod 2]), in bytes,
+    # although their frames differ twelvefold
     assert row["port"] == 4 and row["keys"] == 3 and row["jain"] > 0.99
     served = row["served_mbps"]
-    assert abs(served[0] - served[1]) < 0.03 * served[0], served
+    assert abs(served[0] - ratio * served[1]) < 0.03 * served[0], served
     assert s["totals"]["dropped"].get("queue_full", 0) > 0
 
 
