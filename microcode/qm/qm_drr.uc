@@ -396,8 +396,23 @@ qm_try#:
             // credit spent: to the ring's tail with its deficit and its claims
             qm_ring_put(qcur, cred, claims, p)
         .else
-            // claims spent: the queue is released (held bit cleared) unless packets came
-            // meanwhile; then it goes back on the ring, and its next visit claims them
+            // claims spent, credit left: claim what came meanwhile and go on (DRR serves
+            // a queue while it has packets and credit)
+            alu[--, cred, -, 1]
+            blt[qm_release#]
+            immed[t, 0x8000, <<16]
+            alu[$k, --, b, t]
+            sram[swap, $k, qcur, 12], ctx_swap[s_k]
+            alu_shf[claims, --, b, $k, <<1]
+            alu_shf[claims, --, b, claims, >>1]
+            .if (claims != 0)
+                alu[*l$index0[7], --, b, claims]
+                br[qm_serve#]
+            .endif
+qm_release#:
+            // nothing came, or the credit is spent: the queue is released (held bit
+            // cleared) unless packets came meanwhile; then it goes back on the ring, and
+            // its next visit claims them
             immed[t, 0x8000, <<16]
             alu[$k, --, b, t]
             sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]

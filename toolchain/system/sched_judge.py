@@ -10,7 +10,8 @@ flow order):
   one input port before the qm, so there it is per flow within the queue);
 - **work conservation**: an output wire does not idle while a packet for it has been in
   the router longer than `transit_ns` (the pipeline's own latency, default 20 us);
-  idle-while-backlogged time above `idle_tolerance` (0.5 %) of a port's time fails;
+  idle spells of 8 us or more (shorter ones are the transmit path's own) adding up to
+  more than `idle_tolerance` (0.5 %) of a port's time fail;
 - **shares**: on a port offered more than it can carry, each key's frame bytes (what
   DRR and DFQ count; the wire's preamble, FCS and gap are not theirs) are its weighted
   max-min fair share (weights: the quanta; demands: what the oracle routes to the port
@@ -39,6 +40,11 @@ from npkit.emulator.traffic.cpkt import FORWARD
 from .sched import SchedParams
 
 TRANSIT_NS = 20_000
+# from the qm's decision to the wire, a 1518-byte frame takes up to ~5 us (tx fills 24
+# TBUF elements, the SPI moves them; microcode/README.md §6), and a port whose transmit
+# window is shut waits for its FIFO to drain: idle spells shorter than this are the
+# transmit path's, not the scheduler's (the default qm leaves 0.5-5 us ones under IMIX)
+MIN_SPELL_NS = 8_000
 IDLE_TOLERANCE = 0.005
 SHARE_TOLERANCE = 0.05
 GAP_HORIZON_NS = 2_000_000
@@ -71,9 +77,12 @@ class _Port:
 
 
 def _backlogged(gap: list[int]) -> int:
-    """The part of an idle spell [start, end) after the earliest frame was ready."""
+    """The part of an idle spell [start, end) after the earliest frame was ready, when it
+    is MIN_SPELL_NS or longer (shorter ones are the transmit path's own: qm.uc leaves
+    them too)."""
     start, end, avail = gap
-    return max(0, end - max(start, avail))
+    idle = end - max(start, avail)
+    return idle if idle >= MIN_SPELL_NS else 0
 
 
 def weighted_max_min(
