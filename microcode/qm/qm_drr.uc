@@ -12,21 +12,24 @@
 //
 // Active lists, so that the cost of a packet does not depend on the number of queues.
 // Each output port has an SRAM ring (descriptor QR_BASE + 32 * port) of the queues that
-// hold unclaimed packets, two longwords an entry: (queue address, carried deficit).
-// Context 0 enqueues: sram[enqueue], then sram[test_and_incr] of the count; the packet
-// that takes it from 0 puts the queue on its port's ring (carried deficit 0).
+// wait for a visit, three longwords an entry: (queue address, carried deficit, carried
+// claims).  Context 0 enqueues: sram[enqueue], then sram[test_and_incr] of the count
+// word; the packet that takes it from 0 puts the queue on its port's ring.
 // A visit (schedulers, under tok_get): take the next entry of the port's ring, claim
-// the queue's packets (sram[test_and_clr] of the count: the claims), credit = carried
-// deficit + the key's quantum (bytes, local memory 256 + 4 * (key & 7)); then, one
+// the queue's packets (sram[swap] of the count word for the held bit: the claims, with
+// the carried ones; the late charges are swapped for 0 at the same time), credit =
+// carried deficit + the key's quantum (bytes, local memory 256 + 4 * (key & 7)) - late
+// charges; then, one
 // decision a packet, dequeue while credit > 0 and claims are left.  The dequeuing
 // context charges the frame's length (descriptor LW2) to the credit once it has read it
 // (a decision made meanwhile sees the credit before that charge: a visit may overrun
 // its quantum by up to the frames in flight; the overrun is carried, so long-run shares
-// are the quanta's).  A visit ends when its credit is spent (unused claims are given
-// back with sram[test_and_add]; the context that brings the count from 0 puts the queue
-// back at the ring's tail with its deficit) or its claims are (packets enqueued since
-// have put the queue on the ring again: a queue that empties loses its deficit, as in
-// DRR).  Order: one context enqueues, dequeues are issued under tok_get and all of it
+// are the quanta's; frames charged after their visit ended go to the queue's late-charge
+// word, read at its next visit).  A visit whose credit is spent goes to the ring's tail
+// with its deficit and unused claims; one whose claims are spent claims what came
+// meanwhile and goes on while credit lasts, else releases the queue (clears the held
+// bit; if packets came, puts it back): a queue that empties loses its deficit, as in
+// DRR.  Order: one context enqueues, dequeues are issued under tok_get and all of it
 // goes to one SRAM channel, so a queue is first in, first out.
 //
 // Ports: round robin, one decision a port, skipping ports with nothing enqueued or not
