@@ -45,6 +45,11 @@
 #include "npk_sched.h"
 
 #define QM_LM_QUANTA    256
+#define QM_LM_ROUND     288         // paced DFQ: a port's next round start (timestamp ticks) at +4 * port
+#define QM_MARK         1           // paced DFQ: the round marker's entry on a port's ring
+#if defined(QM_DFQ) && defined(QM_DFQ_PACED)
+#define QM_PACED
+#endif
 #define QM_MAX_ELEMS    24          // a 1,514-byte frame
 #ifndef QM_POLL_TICKS
 #define QM_POLL_TICKS   32
@@ -118,6 +123,33 @@ qm_init_port#:
     npk_qm_dfq_quanta()
 #else
     npk_qm_drr_quanta()
+#endif
+#ifdef QM_PACED
+    // Panama's cycles: each port's ring holds a marker; a round starts when the marker
+    // comes round and its time (QM_LM_ROUND) has come, the next QM_DFQ_T_TICKS later
+.begin
+    .reg write $m0 $m1 $m2
+    .xfer_order $m0 $m1 $m2
+    .sig s_m
+    immed[p, 0]
+qm_init_round#:
+    alu_shf[t, --, b, p, <<2]
+    immed[u, QM_LM_ROUND]
+    alu[t, t, +, u]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+    immed[$m0, QM_MARK]
+    immed[$m1, 0]
+    immed[$m2, 0]
+    alu[*l$index1[0], --, b, 0]
+    immed[u, QR_BASE]
+    alu_shf[t, --, b, p, <<5]
+    alu[u, u, +, t]
+    sram[put, $m0, u, 0, 3], ctx_swap[s_m]
+    alu[p, p, +, 1]
+    .if (p < NPORTS)
+        br[qm_init_round#]
+    .endif
+.end
 #endif
     local_csr_wr[SAME_ME_SIGNAL, ((2 * CTX_STEP) | (&tok_get << 3))]
     local_csr_wr[SAME_ME_SIGNAL, ((2 * CTX_STEP) | (&tok_put << 3))]
@@ -390,6 +422,33 @@ qm_try#:
     .endif
     // the visit in service: go on while credit and claims last
     alu[qcur, --, b, *l$index0[3]]
+#ifdef QM_PACED
+qm_mark#:
+    .if (qcur == QM_MARK)
+        // the round's marker in hand: the port's next round waits for its time
+        alu_shf[t, --, b, p, <<2]
+        immed[u, QM_LM_ROUND]
+        alu[t, t, +, u]
+        local_csr_wr[ACTIVE_LM_ADDR_1, t]
+        local_csr_rd[TIMESTAMP_LOW]
+        immed[t, 0]
+        nop
+        alu[--, t, -, *l$index1[0]]
+        blt[qm_next_port#]          // not yet: the port waits (not blocked by tx)
+        alu[u, *l$index1[0], +, 0]
+        immed[cred, QM_DFQ_T_TICKS]
+        alu[u, u, +, cred]          // the next round, T after this one's
+        alu[--, u, -, t]
+        bge[qm_mark_ahead#]
+        alu[u, t, +, cred]          // late by a whole round (idle): from now
+qm_mark_ahead#:
+        alu[*l$index1[0], --, b, u]
+        immed[u, QM_MARK]
+        qm_ring_put(u, 0, 0, p)     // behind the round's queues
+        alu[*l$index0[3], --, b, 0]
+        immed[qcur, 0]
+    .endif
+#endif
     .if (qcur != 0)
         alu[claims, --, b, *l$index0[7]]
         alu[cred, --, b, *l$index0[6]]
@@ -436,6 +495,12 @@ qm_release#:
     .if (qcur == 0)
         br[qm_next_port#]           // counted, not yet on the ring (its put is in flight)
     .endif
+#ifdef QM_PACED
+    .if (qcur == QM_MARK)
+        alu[*l$index0[3], --, b, qcur]
+        br[qm_mark#]
+    .endif
+#endif
     immed[t, 0x8000, <<16]
     alu[$k, --, b, t]
     alu[$d, --, b, 0]

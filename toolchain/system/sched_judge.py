@@ -131,6 +131,27 @@ class SchedJudge:
         rr.run.on_push.append(self._pushed)
         rr.run.on_departure.append(self._departed)
 
+    def queued(self) -> dict[int, int]:
+        """Packets in the qm's queues by output port, from its local memory's port records
+        (enqueued - dequeued; the router run's census: the default qm's port queue
+        descriptors do not hold these)."""
+        chip = self.rr.chip
+        me = next((p.mes[0] for p in self.rr.image.programs if p.name == "qm" and p.mes), None)
+        if me is None:
+            return {}
+        from npkit.emulator.binding import K_LM
+
+        out = chip.ffi.new("uint32_t *")
+
+        def lm(word: int) -> int:
+            chip.lib.npk_reg_read(chip._chip, me, 0, K_LM, word, out)
+            return int(out[0])
+
+        counts = {
+            p: (lm(8 * p) - lm(8 * p + 1)) & 0xFFFFFFFF for p in range(len(self.rr.config.ports))
+        }
+        return {p: n for p, n in counts.items() if n}
+
     def key_of(self, in_port: int) -> int:
         return in_port & self.params.key_mask(self.variant)
 
@@ -200,7 +221,7 @@ class SchedJudge:
                 gap[2] = min(gap[2], avail)
 
     def _delay(self, q: _Queue, port: int, key: int, ready: int, t: int, nbytes: int) -> None:
-        rate = self.params.dfq_rates_mbps[key % 8] * 1e6
+        rate = self.reserved_bps(key)
         q.fluid_finish = max(q.fluid_finish, float(ready)) + 8 * nbytes * 1e9 / rate
         bound = q.fluid_finish + 2 * self.params.dfq_t_ns + TRANSIT_NS
         excess = t - bound
@@ -226,13 +247,25 @@ class SchedJudge:
             offered = sum(b for t, b in q.offered.items() if lo <= t < hi)
             served = sum(b for t, b in q.served.items() if lo <= t < hi)
             by_port[port][key] = (offered, served)
+        paced = self.variant == "dfq" and self.params.dfq_paced
+        secs = (hi - lo) * BIN_NS / 1e9
         for port, qs in sorted(by_port.items()):
             offered = sum(o for o, _ in qs.values())
             served = sum(s for _, s in qs.values())
-            if not served or offered <= 1.02 * served:
-                continue  # not overloaded: every key gets what it asks (loss judges the rest)
-            weights = {k: float(self.params.quantum(self.variant, k)) for k in qs}
-            fair = weighted_max_min(served, {k: float(o) for k, (o, _) in qs.items()}, weights)
+            if paced:
+                # Panama's cycles: each connection gets at most its reservation, whatever
+                # the link has left (errors in % of what the link could carry meanwhile)
+                fair = {k: min(float(o), self.reserved_bps(k) * secs) for k, (o, _) in qs.items()}
+                if not served or all(
+                    o <= f * 1.02 for (o, _), f in zip(qs.values(), fair.values(), strict=True)
+                ):
+                    continue
+                served = max(served, int(self.rate * secs))
+            else:
+                if not served or offered <= 1.02 * served:
+                    continue  # not overloaded: every key gets what it asks (loss judges the rest)
+                weights = {k: float(self.params.quantum(self.variant, k)) for k in qs}
+                fair = weighted_max_min(served, {k: float(o) for k, (o, _) in qs.items()}, weights)
             err = {k: (qs[k][1] - fair[k]) / served for k in qs}
             worst = max(err, key=lambda k: abs(err[k]))
             ratio = [qs[k][1] / fair[k] for k in qs if fair[k] > 0]
@@ -245,6 +278,9 @@ class SchedJudge:
                 problems.append(f"share: port {port} key {worst} got {100 * err[worst]:+.1f} % of the port's bytes "
                                 f"off its weighted fair share (tolerance {100 * SHARE_TOLERANCE:.0f} %)")  # fmt: skip
         return rows
+
+    def reserved_bps(self, key: int) -> float:
+        return self.params.dfq_rates_mbps[key % 8] * 1e6
 
     def _admitted(self, port: int) -> bool:
         keys = [k for (p, k) in self.queues if p == port]
@@ -262,12 +298,12 @@ class SchedJudge:
             span = max(1, pt.last_t - pt.first_t)
             frac = (pt.idle_backlogged_ns + sum(_backlogged(g) for g in pt.gaps)) / span
             conserve[port] = round(100 * frac, 4)
-            if frac > IDLE_TOLERANCE:
+            if frac > IDLE_TOLERANCE and not self.params.dfq_paced:  # paced DFQ idles by design
                 problems.append(f"work conservation: port {port}'s wire idled {100 * frac:.2f} % of the time with a "
                                 f"packet ready for it (tolerance {100 * IDLE_TOLERANCE:.1f} %): the scheduler held it "
                                 "back, or the qm did not keep up")  # fmt: skip
         out: dict[str, Any] = {
-            "variant": self.variant, "class_by": self.params.class_by,
+            "variant": self.variant, "class_by": self.params.class_by, "paced": self.params.dfq_paced,
             "fifo_violations": fifo, "idle_while_backlogged_pct": conserve,
             "transit_ns": TRANSIT_NS, "unjudged": self.unjudged, "control_plane_frames": self.control,
         }  # fmt: skip
