@@ -440,7 +440,8 @@ qm_mark#:
         alu[u, u, +, cred]          // the next round, T after this one's
         alu[--, u, -, t]
         bge[qm_mark_ahead#]
-        alu[u, t, +, cred]          // late by a whole round (idle): from now
+        alu[u, --, b, t]            // late by a whole round (idle): from now
+        alu[u, u, +, cred]
 qm_mark_ahead#:
         alu[*l$index1[0], --, b, u]
         immed[u, QM_MARK]
