@@ -440,8 +440,7 @@ qm_mark#:
         alu[u, u, +, cred]          // the next round, T after this one's
         alu[--, u, -, t]
         bge[qm_mark_ahead#]
-        alu[u, --, b, t]            // late by a whole round (idle): from now
-        alu[u, u, +, cred]
+        alu[u, --, b, t]            // late by more than a round: the next one from now
 qm_mark_ahead#:
         alu[*l$index1[0], --, b, u]
         immed[u, QM_MARK]

@@ -18,12 +18,16 @@ flow order):
   for that key) within `share_tolerance` (5 %) of the port's bytes, measured from a
   quarter of the traffic's duration to its end; Jain's index of served / fair share is
   reported;
+- paced DFQ (`qm.dfq_paced`, Panama's fixed cycles) is not work conserving by design:
+  there each connection's share is min(its demand, its reservation) and idle time is
+  reported, not judged;
 - **DFQ's delay bound** (Panama, seed 000: DFQ's bound differs from fluid fair
   queueing's by an amount proportional to T, independent of the number of connections):
   every packet of connection f leaves by F + 2 T + transit_ns, where F is its finish
   time in a fluid server of the connection's reserved rate r_f (F_k = max(F_{k-1}, a_k) +
   frame bits_k / r_f, a_k the end of its arrival), on ports whose connections reserve
-  no more than the link (admission).
+  no more than the link (admission; paced, also the sum of quantum + largest frame of
+  the port's connections within one cycle, C x T: whole frames must fit the cycles).
 
 Keys: with `class_by: inport` the judge knows every packet's key (its input port);
 with `class_by: msg` a block upstream sets it, so the judge keys by flow and does not
@@ -63,6 +67,7 @@ class _Queue:
     worst_excess_ns: float = float("-inf")  # delay less the bound, worst packet
     bound_violations: int = 0
     packets: int = 0
+    max_len: int = 0  # the largest frame that left (paced DFQ's admission)
 
 
 @dataclass
@@ -195,6 +200,7 @@ class SchedJudge:
         key = self.key_of(in_port)
         q = self.queues[(port, key)]
         q.packets += 1
+        q.max_len = max(q.max_len, len(d.data))
         q.served[d.t // BIN_NS] += 8 * len(d.data)
         flow = hash(d.data[23:24] + d.data[26:34])  # protocol, source, destination
         okey = (port, key, flow) if self.per_flow_order or not self.by_key else (port, key)
@@ -283,8 +289,16 @@ class SchedJudge:
         return self.params.dfq_rates_mbps[key % 8] * 1e6
 
     def _admitted(self, port: int) -> bool:
+        """Admission: the port's connections reserve at most its link; paced, whole frames
+        must also fit the cycles: the sum of (quantum + largest frame) at most C x T."""
         keys = [k for (p, k) in self.queues if p == port]
-        return sum(self.params.dfq_rates_mbps[k % 8] * 1e6 for k in keys) <= self.rate * 1.0001
+        if sum(self.reserved_bps(k) for k in keys) > self.rate * 1.0001:
+            return False
+        if not self.params.dfq_paced:
+            return True
+        cycle_bits = self.rate * self.params.dfq_t_ns / 1e9
+        need = sum(8 * (self.params.quantum("dfq", k) + self.queues[(port, k)].max_len) for k in keys)
+        return need <= cycle_bits
 
     def summary(self) -> dict[str, Any]:
         problems: list[str] = []
