@@ -366,7 +366,8 @@ def sched_responses(summary: dict[str, Any]) -> dict[str, float]:
     sched_jain (lowest over the overloaded ports), sched_share_err_pct (largest |error|),
     sched_idle_backlogged_pct (largest), sched_fifo_violations, and for DFQ
     sched_bound_violations and sched_bound_margin_us (the smallest margin of an admitted
-    connection: bound - delay of its worst packet)."""
+    connection: bound - delay of its worst packet), sched_bound_unadmitted (connections
+    on ports that fail admission) and sched_bound_margin_all_us (every connection's)."""
     shares = summary.get("shares") or []
     idle = summary.get("idle_while_backlogged_pct") or {}
     out = {
@@ -376,7 +377,11 @@ def sched_responses(summary: dict[str, Any]) -> dict[str, float]:
         "sched_idle_backlogged_pct": max(idle.values(), default=0.0),
         "sched_fifo_violations": float(summary.get("fifo_violations", 0)),
     }  # fmt: skip
-    conns = [c for c in (summary.get("delay_bound") or {}).get("connections", []) if c["admitted"]]
+    every = (summary.get("delay_bound") or {}).get("connections", [])
+    conns = [c for c in every if c["admitted"]]
+    if every:
+        out["sched_bound_unadmitted"] = float(len(every) - len(conns))
+        out["sched_bound_margin_all_us"] = min(c["worst_margin_us"] for c in every)
     if conns:
         out["sched_bound_violations"] = float(sum(c["violations"] for c in conns))
         out["sched_bound_margin_us"] = min(c["worst_margin_us"] for c in conns)
