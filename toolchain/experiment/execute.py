@@ -46,7 +46,7 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "lost", "in_flight", "exceptions", "warmup_us", "measured_ms", "windows", "link_mbps", "ports",
              "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
              "capacity_mpps", "capacity_pct_line", "rc_hit_rate", "rc_sets_filled", "rc_ranges_total", "batch_mean")  # fmt: skip
-RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_")
+RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "sched_")  # sched_: qm drr / dfq (sched_judge)
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
                   "exception_ring_full")  # fmt: skip
@@ -372,6 +372,7 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     rep = rr.run.report()
     rc = rr.range_cache() if "range_cache" in rr.image.meta else None  # lookup=range_cache: its counters
     batching = rr.batching() if int(env.params.get("batch", 1) or 1) > 1 else None  # batch=N: mean batch
+    sched = rr.sched.summary() if rr.sched is not None else None  # qm drr / dfq: the scheduler's judge
     rr.close()  # its read-ahead child ends now, not when the collector finds the run
     lo_ns, hi_ns = cut * w, n * w
     kept = range(cut, n)
@@ -401,6 +402,10 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     if rc is not None:
         resp.update({"rc_hit_rate": rc["hit_rate"], "rc_sets_filled": rc["sets_filled"],
                      "rc_ranges_total": rc["ranges_total"]})  # fmt: skip
+    if sched is not None:
+        from npkit.toolchain.system.sched_judge import sched_responses
+
+        resp.update(sched_responses(sched))
     for r, v in verdicts.items():
         resp[f"ci_rel_{r}"] = v.rel if math.isfinite(v.rel) else None
         resp[f"settled_{r}"] = v.settled

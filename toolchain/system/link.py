@@ -27,6 +27,7 @@ from npkit.emulator.tcam import tcam_base, tcam_defines
 
 from .layout import Block, Layout, LinkError, load_layout
 from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
+from .sched import sched_header
 from .sysmap import (
     CAM_BCAST,
     CAM_LOCAL,
@@ -607,6 +608,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     }  # fmt: skip
     if rc is not None:
         meta["range_cache"] = rc.meta()
+    if lay.params.get("qm") in ("drr", "dfq"):  # the scheduler's judge reads its qm section
+        meta["qm"] = dict(lay.qm)
     if app is not None:
         meta["app"] = {"name": app.name, "folder": str(app.folder), "reasons": [str(f) for f in app.reason_files]}
         if len(app.chain) > 1:
@@ -670,6 +673,7 @@ def _cached_warnings(key: str) -> list[str] | None:
 def _write_sys_header(tmp: str, rcfg: Any, lay: Layout) -> None:
     split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
     (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
+    (Path(tmp) / "npk_sched.h").write_text(sched_header(lay.qm))  # the qm's drr / dfq variants
 
 
 def block_inputs(lay: Layout, b: Block, generated: str, per_cluster: int = 8,

@@ -72,6 +72,7 @@ from npkit.toolchain.debug.profile import fault_site_lines, image_placement, loc
 from .app import model_of_image, reasons_of_image
 from .buffers import audit
 from .router_image import check_msf_io, router_config_of
+from .sched_judge import attach_sched_judge
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 from .undeclared import arm_guard, is_undeclared, reason_name, undeclared_counts, undeclared_name
 from .undeclared import report as undeclared_report
@@ -266,6 +267,7 @@ class RouterRun:
         self.run.on_push.append(self._pushed)
         self.run.compare = self._departed
         self.run.on_slice.append(self._sweep)
+        self.sched = attach_sched_judge(self)  # qm: drr / dfq: the scheduler's properties (sched_judge)
 
     @property
     def latency(self) -> LatencyHistogram:
@@ -533,6 +535,8 @@ class RouterRun:
             n = chip.read32("sram", SYS.qd_addr(p) + 8)
             if n:
                 queues[p] = n
+        if self.sched is not None:  # qm drr / dfq: their queues are their own (sched_judge)
+            queues = self.sched.queued()
         dev = self.run.dev
         st = dev.stats()
         pending = sum(dev.port_stats(p)["rx_pending"] for p in range(dev.ports))
@@ -671,6 +675,7 @@ class RouterRun:
             **({"range_cache": self.range_cache()} if "range_cache" in self.image.meta else {}),
             **({"batching": self.batching()} if int((self.params or {}).get("batch", 1) or 1) > 1 else {}),
             **({"tcam": self.chip.tcam_stats()} if self.chip.tcam_info() is not None else {}),  # docs/tcam.md
+            **({"scheduler": self.sched.summary()} if self.sched is not None else {}),
         }  # fmt: skip
 
     def batching(self) -> dict[str, Any]:
