@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .layout_schema import QmSpec
-
 # SRAM channel 1 (microcode/lookup/sram_map.yaml `qm_sched`): the DFQ connection queues
 # (32 B each), the ports' active rings (descriptors, then storage); DRR's queues are in the
 # port queue descriptors' region (QD_BASE: 8 classes x 8 ports x 32 B = 2 KB).
@@ -26,7 +24,11 @@ KEY_SLOTS = 8  # quanta in local memory: key k takes slot k mod 8
 
 
 def _setting(qm: dict[str, Any], name: str) -> Any:
-    return qm[name] if name in qm else QmSpec.model_fields[name].default
+    if name in qm:
+        return qm[name]
+    from .layout_schema import QmSpec  # here, not at the top: a warm demo never imports pydantic
+
+    return QmSpec.model_fields[name].default
 
 
 def _per_slot(v: Any) -> list[int]:
