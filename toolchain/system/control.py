@@ -122,8 +122,9 @@ def _mac(m: bytes) -> str:
 def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11, 12),
                 options: dict[str, int] | None = None, changes: list[str] | None = None,
                 state: str | Path | None = None, socket: str | Path | None = None,
-                sram_channel_bytes: int = 8 << 20) -> str:  # fmt: skip
-    """npkd's configuration (xscale/npkd/cfg.h) for a RouterConfig and its route file."""
+                sram_channel_bytes: int = 8 << 20, exceptions: list[str] | None = None) -> str:  # fmt: skip
+    """npkd's configuration (xscale/npkd/cfg.h) for a RouterConfig and its route file;
+    `exceptions`: an application's exception reasons as "CODE ACTION" (app_reasons)."""
     from npkit.toolchain.router.layout import default_layout
 
     lay = default_layout()
@@ -146,6 +147,7 @@ def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11
         f"owned {CP_OWNED_BASE:#x} {SYS.n_bufs}",
     ]  # fmt: skip
     lines += [f"option {k} {v}" for k, v in sorted((options or {}).items())]
+    lines += [f"exception {e}" for e in exceptions or []]
     lines += [f"change {c}" for c in changes or []]
     if state:
         lines.append(f"state {state}")
@@ -408,6 +410,16 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _app_exceptions(image: Any) -> list[str]:
+    """The image's application's exception reasons as npkd's `exception` directives."""
+    if not (image.meta.get("app") or {}).get("reasons"):
+        return []
+    from .app import reasons_of_image
+    from .app_reasons import daemon_exception_lines
+
+    return daemon_exception_lines(reasons_of_image(image.meta))
+
+
 class ControlPlane:
     """A router image's control program started on its chip (the `control:` section the
     image was linked with): npkd on the XScale (or as a gpe process), its configuration
@@ -447,7 +459,8 @@ class ControlPlane:
                            rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])),
                            options={**meta.get("options", {}), **(options or {})},
                            changes=route_change_lines(self.changes), state=seen / "routes.state",
-                           socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]))  # fmt: skip
+                           socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]),
+                           exceptions=_app_exceptions(image))  # fmt: skip
         self.conf = self.dir / "npkd.conf"
         self.conf.write_text(conf)
         try:

@@ -77,6 +77,7 @@ from npkit.emulator.traffic.oracle import Drop, Except, Forward, Outcome, flow_o
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, FORWARDED, Chunk, Departure
 
+from .app_reasons import app_only, exception_actions
 from .control import (
     CHG_SOCKET,
     CHG_TIMED,
@@ -126,11 +127,14 @@ class ControlJudge:
         self.rr = rr
         self.run = rr.run
         tr = rr.traffic
+        # an application's reasons (its exceptions' `control:` actions) beside npkit's
+        self.reasons = getattr(rr, "reasons", None) or load_reasons()
+        self.app_reasons = app_only(self.reasons)
         self.model = RouterModel(rr.config, options=options, neighbours=tr.neighbours,
-                                 route_changes=list(tr.route_changes))  # fmt: skip
+                                 route_changes=list(tr.route_changes),
+                                 app_actions=exception_actions(self.reasons))  # fmt: skip
         self.model.defer_tokens = True  # (_sent)
         self.log = LogReader(rr.chip)
-        self.reasons = load_reasons()
         self._raw: list[LogRecord] = []
         self.next_pid = 0  # packets below this have been through the model (or needed nothing)
         self.full_from = NEVER  # arrivals from here on all go through the model (route changes)
@@ -583,10 +587,12 @@ class ControlJudge:
         w = c.w
         pid = c.first + i
         frame = w.frame(i)
-        r = self.model.process(pid, frame, w.ports[i], w.times[i])
         v = c.extra["v"]
         ck = v.kind[i]
         own = v.outcome(i, w.off[i], w.lens[i])
+        # an application's rule decided it (its drop or exception): the model's fast path is that
+        app = own if isinstance(own, Drop | Except) and own.reason in self.app_reasons else None
+        r = self.model.process(pid, frame, w.ports[i], w.times[i], fast=app)
         if ck == EXCEPTION or isinstance(r.fast, Except):
             key = (w.ports[i], w.lens[i], frame_digest(frame))
             self.index.setdefault(key, deque()).append(pid)

@@ -937,6 +937,18 @@ static int arp_miss(cp *c, exc_info *x, uint8_t *f)
     return forward(c, x, f, 0);
 }
 
+/* an application's exception reason (cfg `exception CODE ACTION`): consumed (freed; the
+ * log record counts it) or forwarded as the fast path routes it (held for ARP like any
+ * other); the statistics block is npkit's (stats.h), the log says which was done */
+static void app_exception(cp *c, exc_info *x, uint8_t *f, uint8_t action)
+{
+    x->digest = frame_digest(f, x->len);
+    int act = action == NPKD_EXC_FORWARD ? forward(c, x, f, 1) : ACT_CONSUMED;
+    if (act == ACT_HELD) return;                    /* logged when it leaves the hold queue */
+    log_exc(c, x, act);
+    if (act != ACT_FORWARDED) free_buffer(c, x->handle);
+}
+
 void cp_exception(cp *c, uint32_t pw, uint32_t rec)
 {
     const npkd_cfg *g = c->cfg;
@@ -952,6 +964,10 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
     owned(c, x.handle, 1);                          /* the daemon's until it frees or sends it */
     x.len = npkd_sram_rd(c->mem, desc_addr(c, x.handle) + 8) >> 16;
     uint8_t *f = x.len <= NPKD_FRAME_MAX ? buffer(c, x.handle, x.len) : NULL;
+    if (f && x.reason > EXC_ARP_MISS && g->exc_action[x.reason]) {
+        app_exception(c, &x, f, g->exc_action[x.reason]);
+        return;
+    }
     if (!f || x.reason < 1 || x.reason > EXC_ARP_MISS) {
         c->stats[ST_exc_unknown]++;
         if (f) x.digest = frame_digest(f, x.len);
