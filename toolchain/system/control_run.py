@@ -115,6 +115,8 @@ class RouterRun(Protocol):
 
     def add_demand(self, port: int, nbytes: int, sign: int = 1, packet: bool = True) -> None: ...
 
+    def name_mismatch(self, pid: int, category: str, got: dict[str, Any], expected: Any = None) -> None: ...
+
 NEVER = 1 << 63
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
 ACT_CONSUMED, ACT_FORWARDED, ACT_DROPPED = 1, 2, 3  # xscale/npkd/cp.h
@@ -678,7 +680,11 @@ class ControlJudge:
                 ok = self._excepted_instead(pid, r, name)
             if r is not None:
                 self._daemons_hold(rec, pid, r)
-            comparison["matched_exception" if ok else "undeclared_reason" if is_undeclared(name) else "wrong_reason"] += 1
+            category = "matched_exception" if ok else "undeclared_reason" if is_undeclared(name) else "wrong_reason"
+            comparison[category] += 1
+            if not ok:
+                expected = None if r is None else r.final if r.final is not None else r.fast
+                self.rr.name_mismatch(pid, category, {"outcome": "exception", "reason": name}, expected)
             self.handled.add(pid)
             for em in self.provisional.pop(pid, []):
                 self._sent(em, rec.time_us * 1000)

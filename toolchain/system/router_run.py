@@ -362,7 +362,7 @@ class RouterRun:
             if key is not None:
                 res[key] += 1
                 if key in MISMATCHES:
-                    self._name_mismatch(d.pid, key, forwarded(port, data, self.outcome(d.pid)))
+                    self.name_mismatch(d.pid, key, forwarded(port, data, self.outcome(d.pid)))
                 return
             if c.verdicts.kind[i] == PYTHON:  # left to the model, which has let it go: a copy
                 res["forgotten"] += 1
@@ -376,7 +376,7 @@ class RouterRun:
             key = "wrong_bytes" if v.out[o : o + w.lens[i]] != data else "matched_forward"
         res[key] += 1
         if key != "matched_forward":
-            self._name_mismatch(d.pid, key, forwarded(port, data, self.outcome(d.pid)))
+            self.name_mismatch(d.pid, key, forwarded(port, data, self.outcome(d.pid)))
         # per-flow order (RFC 1812): input port, protocol, source and destination address
         if self.run.flow_reordered(data, w.ports[i], d.pid):
             res["reordered"] += 1
@@ -394,10 +394,10 @@ class RouterRun:
         if is_undeclared(reason):  # the verdict names the code and who counted it
             self._judged(pid, UNDECLARED, {"outcome": "drop", "reason": reason})
             return
-        if self.cp is not None and is_resource_drop(reason) and not (isinstance(o, Drop) and o.reason == reason):
+        if self.cp is not None and is_resource_drop(reason, self.reasons) and not (isinstance(o, Drop) and o.reason == reason):
             fast = self.cp.fast_outcome(pid)
             o = fast if fast is not None else o
-        category = judge_disposition(o, "drop", reason)
+        category = judge_disposition(o, "drop", reason, self.reasons)
         if category == LOST:
             self.lost[(o.kind, reason)] += 1
             if reason == "queue_full" and isinstance(o, Forward):
@@ -406,13 +406,13 @@ class RouterRun:
             self.dropped_early[reason] += 1
         elif category != MATCHED_DROP:
             self.comparison[category] += 1
-            self._name_mismatch(pid, category, {"outcome": "drop", "reason": reason}, o)
+            self.name_mismatch(pid, category, {"outcome": "drop", "reason": reason}, o)
         for fn in self.on_judged:
             fn(pid, category)
 
     def _judged(self, pid: int, category: str, got: dict[str, Any] | None = None) -> None:
         self.comparison[category] += 1
-        self._name_mismatch(pid, category, got or {"outcome": category})
+        self.name_mismatch(pid, category, got or {"outcome": category})
         for fn in self.on_judged:
             fn(pid, category)
 
@@ -420,9 +420,9 @@ class RouterRun:
         """A frame the C ledger compared and found wrong (TrafficRun.on_mismatch)."""
         o = self.outcome(pid)
         key = "wrong_outcome" if not isinstance(o, Forward) else "wrong_port" if o.port != port else "wrong_bytes"
-        self._name_mismatch(pid, key, forwarded(port, frame, o), o)
+        self.name_mismatch(pid, key, forwarded(port, frame, o), o)
 
-    def _name_mismatch(self, pid: int, category: str, got: dict[str, Any], expected: Any = None) -> None:
+    def name_mismatch(self, pid: int, category: str, got: dict[str, Any], expected: Any = None) -> None:
         """Name packet `pid` among the run's mismatches (MismatchLog)."""
         c = self.run.chunk_of(pid) if pid >= 0 else None
         port_in = int(c.w.ports[pid - c.w.first]) if c is not None else None
@@ -449,10 +449,10 @@ class RouterRun:
             self.run.mark(pid, EXCEPTED, reason)
             return
         o = self.outcome(pid)
-        category = WRONG_REASON if o is None else judge_disposition(o, "exception", reason)
+        category = WRONG_REASON if o is None else judge_disposition(o, "exception", reason, self.reasons)
         self.comparison[category] += 1
         if category in MISMATCHES:
-            self._name_mismatch(pid, category, {"outcome": "exception", "reason": reason}, o)
+            self.name_mismatch(pid, category, {"outcome": "exception", "reason": reason}, o)
         for fn in self.on_judged:
             fn(pid, category)
         self.run.mark(pid, EXCEPTED, reason)
@@ -489,6 +489,25 @@ class RouterRun:
             self._assigned[reason] += 1
             self.run.mark(c.w.first + i, DROPPED, reason)
 
+    def _leftover_drops(self) -> None:
+        """At the end of a run that went idle: drops the microcode counted for one reason
+        that no packet the model drops for it took (a wrong model, or wrong microcode),
+        when the packets left with no fate are exactly as many: each of them was dropped
+        so, and is judged as such (a mismatch, named) rather than left "stuck"."""
+        if not self.drain_info.get("idle"):
+            return
+        left = {r: n - self._assigned[r] for r, n in self.drop_counters().items()
+                if n > self._assigned[r] and r not in RESOURCE_DROPS and not is_undeclared(r)}  # fmt: skip
+        if len(left) != 1:
+            return
+        todo = list(self.run.unresolved(1 << 63))
+        (reason, n), = left.items()
+        if len(todo) != n:
+            return
+        for c, i in todo:
+            self._assigned[reason] += 1
+            self.run.mark(c.w.first + i, DROPPED, reason)
+
     def _finish(self) -> None:
         """Read what the exception path holds and attribute every drop counted."""
         if self.reader is not None:
@@ -496,6 +515,7 @@ class RouterRun:
         if self.cp is not None:
             self.cp.finish()
         self._sweep(final=True)
+        self._leftover_drops()
         counters = self.drop_counters()
         self.unattributed_drops = {k: n - self._assigned[k] for k, n in counters.items() if n - self._assigned[k]}
         self.undeclared = undeclared_report(self.chip, undeclared_counts(self.chip, self.reasons),
