@@ -3,7 +3,7 @@ which are its own, and what the control daemon does with each of its exceptions
 (`control:` in its reasons.yaml: consume, the default, or forward).
 
     exception_actions(reasons)      # {"acl_log": "consume", ...}
-    daemon_exception_lines(reasons) # ["40 consume", ...]: npkd's `exception` directives
+    daemon_exception_lines(reasons) # ["40 consume", ...]: npkd's npkd.exceptions (xscale/npkd/cp.h)
 """
 
 from __future__ import annotations
@@ -26,6 +26,6 @@ def exception_actions(reasons: Reasons) -> dict[str, str]:
 
 
 def daemon_exception_lines(reasons: Reasons) -> list[str]:
-    """npkd's `exception CODE ACTION` directives (xscale/npkd/cfg.h) for those reasons."""
+    """The lines "CODE ACTION" of npkd's NPKD_APP_EXCEPTIONS file (xscale/npkd/cp.h)."""
     actions = exception_actions(reasons)
     return [f"{reasons.exceptions[n].code} {a}" for n, a in sorted(actions.items(), key=lambda kv: reasons.exceptions[kv[0]].code)]

@@ -122,9 +122,8 @@ def _mac(m: bytes) -> str:
 def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11, 12),
                 options: dict[str, int] | None = None, changes: list[str] | None = None,
                 state: str | Path | None = None, socket: str | Path | None = None,
-                sram_channel_bytes: int = 8 << 20, exceptions: list[str] | None = None) -> str:  # fmt: skip
-    """npkd's configuration (xscale/npkd/cfg.h) for a RouterConfig and its route file;
-    `exceptions`: an application's exception reasons as "CODE ACTION" (app_reasons)."""
+                sram_channel_bytes: int = 8 << 20) -> str:  # fmt: skip
+    """npkd's configuration (xscale/npkd/cfg.h) for a RouterConfig and its route file."""
     from npkit.toolchain.router.layout import default_layout
 
     lay = default_layout()
@@ -147,7 +146,6 @@ def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11
         f"owned {CP_OWNED_BASE:#x} {SYS.n_bufs}",
     ]  # fmt: skip
     lines += [f"option {k} {v}" for k, v in sorted((options or {}).items())]
-    lines += [f"exception {e}" for e in exceptions or []]
     lines += [f"change {c}" for c in changes or []]
     if state:
         lines.append(f"state {state}")
@@ -410,8 +408,12 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
+APP_EXCEPTIONS = "npkd.exceptions"  # xscale/npkd/cp.h NPKD_APP_EXCEPTIONS
+
+
 def _app_exceptions(image: Any) -> list[str]:
-    """The image's application's exception reasons as npkd's `exception` directives."""
+    """The image's application's exception reasons as the lines of npkd's
+    NPKD_APP_EXCEPTIONS file ("CODE consume|forward", xscale/npkd/cp.h)."""
     if not (image.meta.get("app") or {}).get("reasons"):
         return []
     from .app import reasons_of_image
@@ -459,10 +461,14 @@ class ControlPlane:
                            rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])),
                            options={**meta.get("options", {}), **(options or {})},
                            changes=route_change_lines(self.changes), state=seen / "routes.state",
-                           socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]),
-                           exceptions=_app_exceptions(image))  # fmt: skip
+                           socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]))  # fmt: skip
         self.conf = self.dir / "npkd.conf"
         self.conf.write_text(conf)
+        app_exc = self.dir / APP_EXCEPTIONS  # beside the route table, where npkd looks (xscale/npkd/cp.h)
+        app_exc.unlink(missing_ok=True)
+        lines = _app_exceptions(image)
+        if lines:
+            app_exc.write_text("".join(f"{line}\n" for line in lines))
         try:
             prog = program(meta["program"], native=self.placement == "gpe")
         except BuildError as e:

@@ -384,14 +384,6 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
         c->chg[c->nchg++] = t;
         return 0;
     }
-    if (!strcmp(key, "exception")) {                /* an application's exception reason */
-        if (parse_num(s, &v[0], &s) || word(s, name, sizeof name, &s) || !at_end(s) || v[0] < 1 || v[0] > 255)
-            return -1;
-        if (!strcmp(name, "consume")) c->exc_action[v[0]] = NPKD_EXC_CONSUME;
-        else if (!strcmp(name, "forward")) c->exc_action[v[0]] = NPKD_EXC_FORWARD;
-        else return -1;
-        return 0;
-    }
     if (!strcmp(key, "owned")) {
         if (nums(s, v, 2) || !v[1] || v[1] > 0x10000u) return -1;    /* handles are 16 bits */
         c->owned_base = (uint32_t)v[0];

@@ -14,9 +14,6 @@
  *   owned BASE CAPACITY                   the table of the buffers the daemon owns (SRAM,
  *                                         cp.h): a bit for each of CAPACITY >= N_BUFS handles
  *   option NAME VALUE                     tunables (npkd.h: NPKD_OPTIONS)
- *   exception CODE consume|forward        an application's exception reason (its reasons.yaml
- *                                         `control:`): count and free the packet, or route it
- *                                         as the fast path does and send it
  *   change AT_NS add PREFIX/LEN NEXTHOP PORT | change AT_NS del PREFIX/LEN
  *   state PATH                            where the route table is persisted
  *   socket PATH                           the control socket (Unix)
@@ -79,8 +76,6 @@ typedef struct npkd_opts {
 #undef NPKD_OPT_FIELD
 } npkd_opts;
 
-enum { NPKD_EXC_NONE = 0, NPKD_EXC_CONSUME = 1, NPKD_EXC_FORWARD = 2 };
-
 typedef struct npkd_cfg {
     port_cfg port[NPKD_MAX_PORTS];
     int nports;
@@ -96,7 +91,6 @@ typedef struct npkd_cfg {
     int exc_ring, cp_ring;
     uint32_t log_base, log_cap, stats_base, changelog_base, changelog_cap;
     uint32_t owned_base, owned_cap;         /* owned_cap 0: no table (nothing reclaimed) */
-    uint8_t exc_action[256];                /* by exception code: NPKD_EXC_* (0: not an application's) */
     npkd_opts opt;
     char routes_path[NPKD_PATH], state_path[NPKD_PATH], socket_path[NPKD_PATH];
 } npkd_cfg;
