@@ -107,3 +107,21 @@ def test_experiment_design_with_app_runs_it_with_its_layout_params_as_factors(tm
     bad.write_text(design.read_text().replace("../my_acl", "../nowhere"))
     res = CliRunner().invoke(main, ["experiment", "design", str(bad)])
     assert res.exit_code != 0 and "base.app" in res.output and "nowhere" in res.output
+
+
+def test_debug_names_a_layout_of_the_app_with_its_parameters_and_exits(tmp_path: Path) -> None:
+    """IMAGE is one of the application's layouts, -D one of its parameters; as a process
+    (a forked traffic reader left behind would hold its exit)."""
+    import subprocess
+    import sys
+
+    app = _copy(tmp_path)
+    script = tmp_path / "dbg.txt"
+    script.write_text(f"break acl.uc:{_drop_line()}\nrun\nthread\n")
+    npk = str(Path(sys.executable).with_name("npk"))
+    p = subprocess.run([npk, "debug", "--app", str(app), "acl_pipelined", "-D", "threads=4", "--batch", str(script)],
+                       capture_output=True, text=True, timeout=240, stdin=None)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"acl.uc:{_drop_line()}) hit" in p.stdout
+    res = CliRunner().invoke(main, ["debug", "--app", str(app), "nosuch_layout"])
+    assert res.exit_code == 2 and "nosuch_layout" in res.output
