@@ -62,10 +62,17 @@ def test_trace_and_why_with_app(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output[res.output.index("{") :])
     assert summary["packets"] > 0 and json.loads(out.read_text())
-    res = CliRunner().invoke(main, ["why", "pkt:5", "--app", str(app), "--json"])
+    # the first packet the model denies, replayed: dropped by the acl block with acl_deny
+    from .test_app_mismatches import _frames, _module, _rows
+
+    rows, acl = _rows(app), _module(app / "model.py", "acl_model_why").acl
+    pid = next(i for i, (_, frame) in enumerate(_frames(app, 1)) if acl(frame, rows))
+    res = CliRunner().invoke(main, ["why", f"pkt:{pid}", "--app", str(app), "--json"])
     assert res.exit_code == 0, res.output
     report = json.loads(res.output[res.output.index("{") :])
-    assert report["traffic_id"] == 5 and report["fate"]["outcome"] in ("forwarded", "dropped", "exception")
+    assert report["traffic_id"] == pid
+    assert report["fate"]["outcome"] == "dropped" and report["fate"]["reason"] == "acl_deny"
+    assert report["fate"]["block"] == "acl"
 
 
 def test_asm_block_of_an_app_layout_with_its_generated_headers(tmp_path: Path) -> None:
