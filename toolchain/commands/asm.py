@@ -66,15 +66,19 @@ define_option = click.option("-D", "defines", multiple=True,
 @click.option("--config", "chip_config", default=None,
               help="Chip config (a name or YAML file): its TCAM's defines for tcam.h (TCAM_BASE...) and "
                    "the listing's notes on TCAM accesses (docs/tcam.md).")  # fmt: skip
+@click.option("--app", "app_dir", default=None, type=click.Path(),
+              help="Application folder (docs/applications.md): --layout is one of its layouts (default: its "
+                   "default_layout), the block is looked up in its folders first, with its reasons.h and tables' "
+                   "headers, as `npk link --app` assembles it.")  # fmt: skip
 def asm_cmd(source: str | None, output: str | None, listing: str | None, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], contexts: str | None, werror: bool, as_json: bool, layout: str | None,
-            block: str | None, chip_config: str | None) -> None:  # fmt: skip
+            block: str | None, chip_config: str | None, app_dir: str | None) -> None:  # fmt: skip
     """Assemble a microengine source file (SOURCE, or --block of --layout) into an ELF image."""
-    tcam_defs, window = _chip_tcam(chip_config)
-    if layout is not None or block is not None:
-        if source is not None or layout is None or block is None:
-            raise click.UsageError("--layout and --block go together, and without SOURCE")
-        with _layout_block(layout, block, defines) as (src, incs, block_defines, threads):
+    tcam_defs, window = _chip_tcam(chip_config or _app_chip(app_dir))
+    if layout is not None or block is not None or app_dir is not None:
+        if source is not None or block is None or (layout is None and app_dir is None):
+            raise click.UsageError("--layout (or --app) and --block go together, and without SOURCE")
+        with _layout_block(layout, block, defines, app_dir) as (src, incs, block_defines, threads):
             _assemble(str(src), output or f"{block}.elf", listing, [*include_dirs, *incs],
                       {**tcam_defs, **block_defines}, contexts or str(threads), werror, as_json, block,
                       window)  # fmt: skip
@@ -105,11 +109,27 @@ def _chip_tcam(chip_config: str | None) -> tuple[dict[str, str], Any]:
     return tcam_defines(cfg), window_of(cfg)
 
 
+def _app_chip(app_dir: str | None) -> str | None:
+    """The chip config an application names (`chip:`), for its TCAM's defines; an
+    application that cannot be read is reported by _layout_block, so None here."""
+    if app_dir is None:
+        return None
+    from npkit.toolchain.system.app import load_app
+    from npkit.toolchain.system.layout import LinkError
+
+    try:
+        return load_app(app_dir).chip
+    except LinkError:
+        return None
+
+
 @contextmanager
-def _layout_block(layout: str, block: str, params: tuple[str, ...]) -> Iterator[tuple[Path, list[str], dict[str, str], int]]:
+def _layout_block(layout: str | None, block: str, params: tuple[str, ...],
+                  app_dir: str | None = None) -> Iterator[tuple[Path, list[str], dict[str, str], int]]:  # fmt: skip
     """Block `block` of `layout` as `npk link` assembles it (npkit.toolchain.system.link.layout_block);
-    `params`: the -D options, as layout parameters.  A bad layout, parameter or block exits 1;
-    a -D that is not NAME=VALUE is a usage error (exit 2)."""
+    `params`: the -D options, as layout parameters; `app_dir`: the application (npk link
+    --app).  A bad application, layout, parameter or block exits 1; a -D that is not
+    NAME=VALUE is a usage error (exit 2)."""
     from npkit.toolchain.system.layout import DefineError, LinkError
     from npkit.toolchain.system.layout import parse_defines as layout_defines
     from npkit.toolchain.system.link import layout_block
@@ -119,7 +139,10 @@ def _layout_block(layout: str, block: str, params: tuple[str, ...]) -> Iterator[
     except DefineError as e:
         raise click.BadParameter(str(e), param_hint="'-D'") from None
     try:
-        with layout_block(layout, block, overrides) as (b, src, incs, defs):
+        from npkit.toolchain.system.app import load_app
+
+        app = load_app(app_dir) if app_dir is not None else None
+        with layout_block(layout, block, overrides, app=app) as (b, src, incs, defs):
             yield src, incs, defs, b.threads
     except LinkError as e:
         click.echo(f"error: {e}", err=True)
