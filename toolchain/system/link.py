@@ -549,6 +549,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     }  # fmt: skip
     if app is not None:
         meta["app"] = {"name": app.name, "folder": str(app.folder), "reasons": [str(f) for f in app.reason_files]}
+        if len(app.chain) > 1:
+            meta["app"]["extends"] = app.chain[1]
         if app.file("model") is not None:
             meta["app"]["model"] = str(app.file("model"))
         if app_tables:
