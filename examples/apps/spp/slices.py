@@ -504,3 +504,84 @@ def _filter(spec: SlicesFile, router: RouterConfig, i: int, j: int, f: FilterSpe
         key = key_of(s.id, kind, d, sr, dp, sp, pv, in_v)
         mask = key_of(0xFFFF, 0xFF, dm, sm, dpm, spm, pm, in_m)
     return Filter(key, mask, ACTIONS[f.action], out_mi, nh_ip, nh_port, i)
+
+
+# ---- tables.yaml: what `npk link --app` compiles (generated: `python slices.py`) -------------
+
+TCAM_BASE = 0x80600000  # examples/chips/ixp2850_spp.yaml: channel 2, window 0x00600000
+TCAM_ENTRY_WORDS = 32  # docs/tcam.md: key 9 | mask 9 | result 2 | control 1 | 11 unused
+ARP_BASE = 0xC0010800
+
+
+def _words_table(base: int, prefix: str, n: int, rows: list[list[int]], note: str) -> dict[str, Any]:
+    return {"note": note, "memory": "sram", "base": base,
+            "fields": {f"{prefix}{k}": {"bits": 32} for k in range(n)},
+            "rows": [{f"{prefix}{k}": v for k, v in enumerate(r)} for r in rows]}  # fmt: skip
+
+
+def tables(sub: Substrate) -> dict[str, Any]:
+    """The tables.yaml form of the slice file (docs/spp.md §4-5)."""
+    ip = lambda v: str(ipaddress.IPv4Address(v))  # noqa: E731
+    mi_rows = [{"ip": ip(r["ip"]), "udp": r["udp"], "port": r["port"], "option": r["option"], "slice": r["slice"],
+                "slice_index": r["slice_index"], "valid": 1, "pad": 0,
+                "fblk": max(sub.slices[r["slice_index"]].i3_index, 0)} for r in sub.meta_if_rows()]  # fmt: skip
+    arp = [{"ip": ip(a), "mac_hi": int.from_bytes(m[:4], "big"), "mac_lo": int.from_bytes(m[4:], "big")}
+           for a, m in sorted(sub.router.arp.items())]  # fmt: skip
+    fingers = [w for _, words in sub.finger_blocks() for w in (words[k : k + 4] for k in range(0, len(words), 4))]
+    tcam = []
+    for r in sub.tcam_rows():
+        tcam.append(r["key"] + [0] * 4 + r["mask"] + [0] * 4 + r["result"] + [1 << 31] + [0] * 11)
+    out: dict[str, Any] = {
+        "spp_meta_if": {"memory": "sram", "base": META_IF_BASE, "fields": {
+            "ip": {"type": "ipv4"}, "udp": {"bits": 16}, "port": {"bits": 8}, "option": {"bits": 8},
+            "slice": {"bits": 16}, "slice_index": {"bits": 16}, "valid": {"bits": 1}, "pad": {"bits": 23},
+            "fblk": {"bits": 8}}, "rows": mi_rows},
+        "spp_arp": {"memory": "sram", "base": ARP_BASE, "fields": {
+            "ip": {"type": "ipv4"}, "mac_hi": {"bits": 32}, "mac_lo": {"bits": 16}}, "rows": arp},
+    }  # fmt: skip
+    if fingers:
+        out["spp_fingers"] = _words_table(FINGER_BASE, "w", 4, fingers, "")
+    if tcam:
+        out["spp_tcam"] = _words_table(TCAM_BASE, "e", TCAM_ENTRY_WORDS, tcam, "")
+    for t in out.values():
+        t.pop("note", None)
+    return out
+
+
+def tables_text(sub: Substrate, source: str) -> str:
+    import yaml
+
+    head = (f"# GENERATED from {source} by `python slices.py` (examples/apps/spp): do not edit.\n"
+            "# The slice file is the one source; tests/spp/test_slices.py checks this file is current.\n"
+            "# spp_tcam is the TCAM's entries as the window's SRAM bytes (docs/tcam.md: key 9 LW |\n"
+            "# mask 9 LW | result 2 LW | control), until tables.yaml's `memory: tcam` is used.\n")  # fmt: skip
+    return head + yaml.safe_dump(tables(sub), sort_keys=False, default_flow_style=None, width=200)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(description="compile slices.yaml into tables.yaml (docs/spp.md)")
+    ap.add_argument("slices", nargs="?", default=str(Path(__file__).with_name("slices.yaml")))
+    ap.add_argument("-o", "--output", default=None, help="tables.yaml to write (default: beside the slice file)")
+    ap.add_argument("--check", action="store_true", help="exit 1 if the tables file is not current")
+    a = ap.parse_args(argv)
+    try:
+        sub = load_slices(a.slices)
+    except SliceError as e:
+        print(e, file=sys.stderr)
+        return 1
+    out = Path(a.output) if a.output else Path(a.slices).with_name("tables.yaml")
+    text = tables_text(sub, Path(a.slices).name)
+    if a.check:
+        if not out.exists() or out.read_text() != text:
+            print(f"{out}: not current: run `python {Path(__file__).name}`", file=sys.stderr)
+            return 1
+        return 0
+    out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

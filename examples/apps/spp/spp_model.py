@@ -57,8 +57,6 @@ class SppModel:
     def _outer_bad(self, frame: bytes, in_port: int) -> bool:
         if len(frame) < OUTER or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
             return True
-        if in_port >= len(self.sub.router.ports) or frame[0:6] != self.sub.router.ports[in_port].mac:
-            return True
         total, frag, proto = struct.unpack_from("!H", frame, 16)[0], struct.unpack_from("!H", frame, 20)[0], frame[23]
         if proto != UDP or frag & 0x3FFF or total < 28 or total > len(frame) - ETH:
             return True

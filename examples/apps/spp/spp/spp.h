@@ -188,7 +188,8 @@ spp_msb_skip_/**/S#:
     .xfer_order $$w0 $$w1 $$w2 $$w3 $$w4 $$w5 $$w6 $$w7 $$w8 $$w9 $$w10 $$w11 $$w12 $$w13
     .sig s_dw
     alu_shf[lm, --, b, out_mi, <<4]
-    alu[lm, lm, +, LM_MI]
+    immed[n, LM_MI]
+    alu[lm, lm, +, n]
     local_csr_wr[ACTIVE_LM_ADDR_0, lm]
     immed[lm, LM_ARP]
     immed[n, SPP_ARP_ROWS]

@@ -120,7 +120,8 @@ spp_mi_row#:
 spp_mi_next#:
     alu[mi, mi, +, 1]
     alu_shf[opt, --, b, mi, <<4]
-    alu[opt, opt, +, LM_MI]
+    immed[sid, LM_MI]
+    alu[opt, opt, +, sid]
     local_csr_wr[ACTIVE_LM_ADDR_0, opt]
     nop
     nop
