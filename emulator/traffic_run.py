@@ -43,7 +43,8 @@ Hooks (for harnesses and experiments; the run keeps no per-packet record itself)
 lo..hi-1 of it go to the MSF, `on_advance()` after the chip ran a slice and before what
 left in it is accounted, `on_departure(dep)` for every transmitted frame (a
 `Departure`), `on_slice()` after every slice, `on_forget(chunk)` when a window is let
-go, `on_drop(id, reason)` for every drop accounted.  `TxBins` counts what leaves per
+go, `on_drop(id, reason)` for every drop accounted, `on_exception(id, reason)` for every
+exception.  `TxBins` counts what leaves per
 time bin; `record=True` keeps every transmitted frame in `out` (and the router's own in
 `generated_out`) (tests, small runs).
 """
@@ -291,6 +292,7 @@ class TrafficRun:
         self.on_forget: list[Callable[[Chunk], None]] = []
         self.on_generated: list[Callable[[int, int, bytes], None]] = []
         self.on_drop: list[Callable[[int, str], None]] = []  # (id, reason) of each drop accounted
+        self.on_exception: list[Callable[[int, str], None]] = []  # (id, reason) of each exception accounted
         self.on_tx: list[Callable[[Any], None]] = []  # each batch of departures (msf_device.Drained)
         self.own: frozenset[bytes] = frozenset()  # the router's addresses (router_addresses)
         self.generated = [0] * self.dev.ports  # frames the router made itself, by output port
@@ -846,9 +848,8 @@ class TrafficRun:
             self._spools[name].add(pid, reason)
         if self._mem_fates is not None:
             self._mem_fates[name].append((pid, reason))
-        if kind == DROPPED:
-            for fn in self.on_drop:
-                fn(pid, reason)
+        for fn in self.on_drop if kind == DROPPED else self.on_exception:
+            fn(pid, reason)
 
     def unresolved(self, before_ns: int) -> Iterator[tuple[Chunk, int]]:
         """Pushed packets with no fate that arrived before `before_ns`, in id order (the

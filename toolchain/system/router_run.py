@@ -222,6 +222,7 @@ class RouterRun:
         self.cp: Any = None  # npkit.toolchain.system.control_run.ControlJudge
         self.reader: ExceptionReader | None = None
         self.run.on_drop.append(self._dropped)
+        self.groups = _group_tally(self.run, self.model)  # the model's groups of packets (slices), or None
         meta = image.meta.get("control") or {}
         placement = (control or {}).get("placement") or meta.get("placement")
         if meta and placement != "host":
@@ -664,6 +665,7 @@ class RouterRun:
             "in_flight": self._in_flight(tot["in_flight"], census),
             **({"undeclared_codes": self.undeclared} if self.undeclared else {}),  # codes no reason declares
             "drain": self.drain_info,
+            **({self.groups.grouper.key: self.groups.report()} if self.groups is not None else {}),
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
         }  # fmt: skip
@@ -921,3 +923,13 @@ def _resource_drops_line(t: dict[str, Any]) -> list[str]:
 def _chain(first: Any, rest: Any) -> Any:
     yield first
     yield from rest
+
+
+def _group_tally(run: Any, model: Any) -> Any:
+    """The per-group account of the model's `@group` classifier (emulator/traffic/groups.py), or None."""
+    grouper = getattr(model, "grouper", None)
+    if grouper is None:
+        return None
+    from npkit.emulator.traffic.groups import GroupTally
+
+    return GroupTally(run, grouper, getattr(model, "ctx", None))
