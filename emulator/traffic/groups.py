@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fate import is_resource_drop
 from .histogram import LatencyHistogram
 
 NONE = 255  # a frame in no group
@@ -62,6 +63,7 @@ class _Account:
     dropped: Counter[str] = field(default_factory=Counter)
     excepted: Counter[str] = field(default_factory=Counter)
     mismatches: int = 0
+    lost: int = 0  # resource drops (queue_full, rbuf_full ...) of packets the model forwards or excepts
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
 
 
@@ -147,7 +149,9 @@ class GroupTally:
             got = "forward" if fate & 1 else "drop" if fate & 2 else "exception" if fate & 4 else None
             if got is None:
                 continue
-            if got != want or (got != "forward" and why.get(i) != v.names[v.reason[i]]):
+            if got == "drop" and want != "drop" and is_resource_drop(why.get(i, "")):
+                self.accounts[g].lost += 1
+            elif got != want or (got != "forward" and why.get(i) != v.names[v.reason[i]]):
                 self.accounts[g].mismatches += 1
 
     def report(self) -> list[dict[str, Any]]:
@@ -161,5 +165,5 @@ class GroupTally:
             out.append({**a.row, "offered": a.offered, "forwarded": a.forwarded, "dropped": dict(a.dropped),
                         "excepted": dict(a.excepted), "in_flight": in_flight,
                         "latency_us": lat.summary_us() if lat.counts else None,
-                        "mismatches": a.mismatches, "verdict": "ok" if a.mismatches == 0 else "fail"})  # fmt: skip
+                        "lost": a.lost, "mismatches": a.mismatches, "verdict": "ok" if a.mismatches == 0 else "fail"})  # fmt: skip
         return out
