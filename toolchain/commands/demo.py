@@ -55,8 +55,8 @@ DEMO_ROUTES = 10_000
               help="layout parameter or dotted path: pool_mes=2, qm.qlimit=64, qm.quanta=2, parse.threads=4")
 @ms_option("--ms", "ms", default=10.0, min_open=True, show_default=True, help="emulated milliseconds of traffic")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None, help="traffic seed (default: the spec's)")
-@click.option("--config", "chip_config", default="ixp2800", show_default=True,
-              help="chip config: a name (ixp2800, ixp2400) or a YAML file")
+@click.option("--config", "chip_config", default=None,
+              help="chip config: a name (ixp2800, ixp2400) or a YAML file  [default: the application's (chip:), ixp2800]")
 @click.option("--routes", type=click.Path(exists=True, dir_okay=False),
               help=f"route file (default: {DEMO_ROUTES:,} random prefixes)")
 @click.option("--traffic", type=click.Path(exists=True), default=None,
@@ -70,13 +70,16 @@ DEMO_ROUTES = 10_000
               help="Count BLOCK's instructions and print its listing with them, its hot instructions first "
                    "(lock-step: slower; --ms 1 is plenty).")  # fmt: skip
 @coverage_option
-def demo_cmd(app_dir: str | None, layout: str | None, defines: tuple[str, ...], ms: float, seed: int | None, chip_config: str,
+def demo_cmd(app_dir: str | None, layout: str | None, defines: tuple[str, ...], ms: float, seed: int | None, chip_config: str | None,
              routes: str | None, traffic: str | None, drain: bool, drain_cap_ms: float, max_loss: float | None,
              min_line_rate: float | None, as_json: bool, contexts: bool, profile: str | None,
              coverage: str | None) -> None:  # fmt: skip
     """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
+    from npkit.toolchain.system.link import chip_config_of
+
     duration = int(ms * 1e6)
     app, layout, traffic, routes, router = _application(app_dir, layout, traffic, routes)
+    chip_config = chip_config_of(chip_config, app)
     params: dict[str, Any] = parse_defines(defines)  # (checked by the option's callback)
     if "io" in params:
         raise click.UsageError("-D io: the demo offers its traffic to the MSF (io=msf); a router with the host's "

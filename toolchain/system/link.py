@@ -21,6 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npkit.emulator.tcam import ENTRY_BYTES as TCAM_ENTRY_BYTES
+from npkit.emulator.tcam import WINDOW_BYTES as TCAM_WINDOW
+from npkit.emulator.tcam import tcam_base, tcam_defines
+
 from .layout import Block, Layout, LinkError, load_layout
 from .sched import sched_header
 from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
@@ -450,7 +454,7 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True, num_me: int = 16) -> list
 
 def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
-         config: str = "ixp2800", tx_confirm: bool = True, warnings: list[str] | None = None,
+         config: str | None = None, tx_confirm: bool = True, warnings: list[str] | None = None,
          werror: bool = False, app: App | None = None) -> Any:  # fmt: skip
     """Build the system image for a layout.  Returns npkit.asm.image.Image; its
     meta holds the layout graph, the ring table, the system map and the router
@@ -460,10 +464,12 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     the blocks that gave it; a cached image's from the cache); `werror` makes them a
     LinkError.  With `app` (npkit.toolchain.system.app), `layout` is one of its layouts
     (or a file), its block sources and includes are looked up in its folders first, and
-    its router config and routes are the defaults."""
+    its router config, routes and chip config (`config` None: the application's, else
+    ixp2800) are the defaults."""
     from npkit.emulator.binding import EmulatorError, load_config
     from npkit.emulator.me_names import per_cluster
 
+    config = chip_config_of(config, app)
     if app is not None:
         layout = app.layout_file(None if layout is None else str(layout))
         router_config = router_config or app.file("router")
@@ -476,6 +482,7 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         k = per_cluster(chip)
     except EmulatorError as e:
         raise LinkError(str(e)) from None
+    tcam_tables = _check_tcam_tables(app_tables, chip, config)
     host = _host_blocks(lay, tx_confirm, int(chip["num_me"]))
     _check_chip(lay, [b for _, b in host], chip, config)
     rcfg, routes_path, router_record = _router_config(router_config, routes)
@@ -517,6 +524,7 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         todo += [b for _, b in host]
         for b in todo:
             src, incs, defines = block_inputs(lay, b, tmp, k, app.include if app is not None else ())
+            defines = {**tcam_defines(chip), **defines}
             diags = Diagnostics()
             try:
                 asm = assemble(src, include_dirs=incs, defines=defines, ctx_mode=b.threads, name=b.name, diags=diags)
@@ -533,10 +541,17 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     if not programs:
         raise LinkError(f"{lay.source}: no block has microcode")
     rendered = [_render_warning(message, loc, blocks, tmp) for (message, loc), blocks in found.items()]
+    window = tcam_base(chip)
     check_allocations(programs, system_allocations(lay),
-                      [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables])
+                      [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables
+                       if not t.is_tcam]
+                      + ([("sram", window, window + TCAM_WINDOW, f"the TCAM's window (chip config {config})")]
+                         if window is not None else []))  # fmt: skip
     programs[0].init_mem.extend(_initial_memory(tables))
-    programs[0].init_mem.extend((t.memory, t.base, t.data()) for t in app_tables if t.rows)
+    programs[0].init_mem.extend((t.memory, t.base, t.data()) for t in app_tables if t.rows and not t.is_tcam)
+    if window is not None:  # the TCAM tables' rows: the entries of the window (its SRAM bytes)
+        programs[0].init_mem.extend(("sram", window + TCAM_ENTRY_BYTES * t.first_entry, t.tcam_entries())
+                                    for t in tcam_tables if t.rows)  # fmt: skip
     meta = {
         "layout": lay.name, "params": lay.params, "graph": lay.graph(),
         "rings": {r.name: {"ring": r.number, "base": r.base, "size": r.size,
@@ -556,6 +571,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
             meta["app"]["model"] = str(app.file("model"))
         if app_tables:
             meta["app"]["tables"] = {t.name: t.record() for t in app_tables}
+    if tcam_tables:  # the chip the TCAM entries are for (npkit.emulator.loader refuses another)
+        meta["tcam"] = {"base": window, "key_bits": int(chip["tcam"]["key_bits"]), "config": str(config)}
     if lay.control is not None:
         from .control import control_meta
 
@@ -652,6 +669,35 @@ def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None =
         _write_sys_header(tmp, rcfg, lay)
         src, incs, defines = block_inputs(lay, b, tmp, k)
         yield b, src, incs, defines
+
+def chip_config_of(config: str | None, app: App | None) -> str:
+    """The chip config to link for: the one given, else the application's (`chip:`),
+    else ixp2800."""
+    return config or (app.chip if app is not None else None) or "ixp2800"
+
+
+def _check_tcam_tables(tables: list[Any], chip: dict[str, Any], config: str) -> list[Any]:
+    """The application's tcam tables, checked against the chip's TCAM (docs/tcam.md)."""
+    tcam = [t for t in tables if t.is_tcam]
+    if not tcam:
+        return []
+    t0 = tcam[0]
+    have = chip.get("tcam")
+    if not have:
+        raise LinkError(f"{t0.where()}: a tcam table, and chip config {config} has no TCAM (chip: in app.yaml or "
+                        "--config naming one with a tcam: block, e.g. examples/chips/ixp2850_spp.yaml)")  # fmt: skip
+    for t in tcam:
+        if t.key_bits_used() > int(have["key_bits"]):
+            raise LinkError(f"{t.where()}: the key's fields take {t.key_bits_used()} bits as packed; the TCAM of "
+                            f"chip config {config} has {have['key_bits']}-bit keys")  # fmt: skip
+        if t.first_entry + len(t.rows) > int(have["entries"]):
+            raise LinkError(f"{t.where()}: {len(t.rows)} rows from entry {t.first_entry}; the TCAM of chip config "
+                            f"{config} has {have['entries']} entries")  # fmt: skip
+        if int(have["result_bits"]) == 32 and any(w == 1 for w, _, _ in t.result_placement.values()):
+            raise LinkError(f"{t.where()}: the result fields take more than the 32-bit results of the TCAM of "
+                            f"chip config {config}")  # fmt: skip
+    return tcam
+
 
 def _app_tables(app: App | None) -> list[Any]:
     """The application's tables (npkit.toolchain.system.app_tables), compiled."""
