@@ -1,6 +1,7 @@
 """The SPP's reference model (docs/spp.md): no base, so it decides every frame
 (docs/applications.md, the standalone mode).  The decisions are spp_model.SppModel's,
-over the slice file slices.yaml -- the one source the tables are generated from.
+over the slice file slices.yaml -- the one source the tables are generated from -- and
+the image's TCAM rows (tables["spp_filters"], matched with tcam_match).
 `slice_of` puts every frame in its slice (its input meta-interface's): the run reports
 each slice (`slices` in the JSON, emulator/traffic/groups.py)."""
 
@@ -29,7 +30,7 @@ def _module(name):
 def setup(tables, router):
     slices = _module("slices")
     sub = slices.load_slices(HERE / "slices.yaml")
-    return _module("spp_model").SppModel(sub)
+    return _module("spp_model").SppModel(sub, tables["spp_filters"])
 
 
 @decide(setup=setup)

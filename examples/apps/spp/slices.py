@@ -416,11 +416,6 @@ class Substrate:
                 for f in self.filters()]  # fmt: skip
 
 
-def tcam_match(filters: list[Filter], key: int) -> list[Filter]:
-    """The filters matching `key`, in priority order (the TCAM's semantics)."""
-    return [f for f in filters if (key ^ f.key) & f.mask == 0]
-
-
 # ---- loading ---------------------------------------------------------------------------------
 
 
