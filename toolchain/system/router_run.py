@@ -665,7 +665,8 @@ class RouterRun:
             "in_flight": self._in_flight(tot["in_flight"], census),
             **({"undeclared_codes": self.undeclared} if self.undeclared else {}),  # codes no reason declares
             "drain": self.drain_info,
-            **({self.groups.grouper.key: self.groups.report()} if self.groups is not None else {}),
+            **({self.groups.grouper.key: self.groups.report(), "group_keys": [self.groups.grouper.key]}
+               if self.groups is not None else {}),
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
         }  # fmt: skip
@@ -899,6 +900,13 @@ def format_summary(s: dict[str, Any]) -> str:
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "
                      f"block): {cp['process']}, {cp['exception_records_unread']} exception records unread")  # fmt: skip
+    for key in s.get("group_keys", []):
+        lines.append(f"{key}:")
+        for g in s.get(key, []):
+            lat = g["latency_us"] or {}
+            lines.append(f"  {g['name']:<12} {g.get('code_option', ''):<6} offered {g['offered']:>7} forwarded "
+                         f"{g['forwarded']:>7}  dropped {g['dropped'] or '{}'} excepted {g['excepted'] or '{}'} "
+                         f"latency p50/p99 us {lat.get('p50', '-')}/{lat.get('p99', '-')}  {g['verdict']}")  # fmt: skip
     v = s.get("verdict")
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
