@@ -293,6 +293,9 @@ class TrafficRun:
         self.on_generated: list[Callable[[int, int, bytes], None]] = []
         self.on_drop: list[Callable[[int, str], None]] = []  # (id, reason) of each drop accounted
         self.on_exception: list[Callable[[int, str], None]] = []  # (id, reason) of each exception accounted
+        # (id, port, frame) of each frame the C ledger compared and found wrong (outcome, port
+        # or bytes): looked for only in a batch whose mismatch counts grew
+        self.on_mismatch: list[Callable[[int, int, bytes], None]] = []
         self.on_tx: list[Callable[[Any], None]] = []  # each batch of departures (msf_device.Drained)
         self.own: frozenset[bytes] = frozenset()  # the router's addresses (router_addresses)
         self.generated = [0] * self.dev.ports  # frames the router made itself, by output port
@@ -531,6 +534,8 @@ class TrafficRun:
         pids = array("q", bytes(8 * n))
         lats = array("q", bytes(8 * n))
         views, keep = self._views()
+        led = self.ledger
+        wrong = led.wrong_outcome + led.wrong_port + led.wrong_bytes
         got = lib.npk_depart(self.ledger, views, len(self.chunks), self.pushed, n, ffi.from_buffer("uint8_t[]", d.port),
                              ffi.from_buffer("uint64_t[]", d.t), ffi.from_buffer("uint16_t[]", d.len),
                              ffi.from_buffer("uint64_t[]", off), ffi.from_buffer("uint8_t[]", d.data),
@@ -541,6 +546,8 @@ class TrafficRun:
             raise MemoryError("no memory for the departure ledger's flow table")
         for v, c in zip(views, self.chunks, strict=False):
             c.left = v.left
+        if self.on_mismatch and led.wrong_outcome + led.wrong_port + led.wrong_bytes != wrong:
+            self._mismatched(d, off, slow, pids)
         self.latency.add_many(lats if not n or min(lats) >= 0 else [x for x in lats if x >= 0])
         frames_needed = got or self._writers or self.out is not None or self.on_departure
         ports_out = self.ports_out
@@ -628,6 +635,20 @@ class TrafficRun:
                 return cand, None, -1
         i = cand - c.first
         return (cand, c, i) if c.tags[i] == cand else (-1, None, -1)
+
+    def _mismatched(self, d: Any, off: Any, slow: bytearray, pids: Any) -> None:
+        """The frames of a batch the C ledger found wrong (npk_depart's test, again), to
+        the on_mismatch hooks."""
+        for i in range(len(d.port)):
+            c = self.chunk_of(pids[i]) if not slow[i] else None
+            if c is None or c.verdicts is None:
+                continue
+            k, w, v = pids[i] - c.first, c.w, c.verdicts
+            frame = bytes(d.data[off[i] : off[i] + d.len[i]])
+            o = w.off[k]
+            if v.kind[k] != 0 or v.port[k] != d.port[i] or bytes(v.out[o : o + w.lens[k]]) != frame:
+                for fn in self.on_mismatch:
+                    fn(pids[i], d.port[i], frame)
 
     def departed(self, port: int, t: int, data: bytes) -> None:
         """Account for a frame that left `port` at `t` (what every drained frame goes through)."""

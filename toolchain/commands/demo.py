@@ -24,8 +24,9 @@ import click
 from npkit.emulator.traffic.spec_forms import MAX_SEED
 from npkit.emulator.traffic_run import load_traffic_source
 from npkit.toolchain.debug.profile import image_placement
+from npkit.toolchain.system.app_run import DEMO_ROUTES, SEED003
 from npkit.toolchain.system.layout import LinkError, parse_defines
-from npkit.toolchain.system.paths import DEFAULT_ROUTER, ROOT
+from npkit.toolchain.system.paths import ROOT
 from npkit.toolchain.system.router_run import format_summary, run_router
 from npkit.toolchain.system.tables import demo_routes, router_with_routes
 from npkit.toolchain.system.verdict import judge
@@ -43,8 +44,6 @@ from .profiling import Extras, Request, coverage_option
 if TYPE_CHECKING:
     from npkit.toolchain.system.app import App
 
-SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
-DEMO_ROUTES = 10_000
 
 
 @click.command("demo")
@@ -116,19 +115,12 @@ def demo_cmd(app_dir: str | None, layout: str | None, defines: tuple[str, ...], 
 def _application(app_dir: str | None, layout: str | None, traffic: str | None,
                  routes: str | None) -> tuple[App | None, str, str, str | None, Path]:  # fmt: skip
     """The application (None without --app), and the layout, traffic, routes and router
-    config to run: the options given, else the application's, else the IPv4 demo's."""
-    if app_dir is None:
-        return None, layout or "pipelined", traffic or str(SEED003), routes, DEFAULT_ROUTER
-    from npkit.toolchain.system.app import load_app
+    config to run: the options given, else the application's, else the IPv4 demo's
+    (npkit.toolchain.system.app_run)."""
+    from npkit.toolchain.system.app_run import app_inputs
 
     try:
-        app = load_app(app_dir)
-        layout = app.layout_file(layout)
+        got = app_inputs(app_dir, layout, traffic, routes)
     except LinkError as e:
         raise click.ClickException(str(e)) from None
-    if traffic is None:
-        own = app.file("traffic")
-        traffic = str(own) if own is not None else str(SEED003)
-    if routes is None and app.file("routes") is not None:
-        routes = str(app.file("routes"))
-    return app, layout, traffic, routes, app.file("router") or DEFAULT_ROUTER
+    return got.app, got.layout, got.traffic, got.routes, got.router

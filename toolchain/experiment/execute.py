@@ -90,6 +90,7 @@ class Env:
     router: Path
     work: Path
     link_key: str = ""  # what the linked image depends on (not the chip, not the traffic)
+    app: Any = None  # npkit.toolchain.system.app.App: the design's application (base.app), or None
 
     def spec_file(self, name: str, **top: Any) -> Path:
         spec = {**self.spec, **top}
@@ -153,19 +154,22 @@ def _apply_payload(spec: dict[str, Any], payload: int) -> None:
 def prepare(cfg: dict[str, Any], work: Path) -> Env:
     """Write the run's chip config, route table, router config and traffic spec."""
     from npkit.asm.base.reading import load_yaml
+    from npkit.toolchain.system.paths import DEFAULT_ROUTER
     from npkit.toolchain.system.tables import demo_routes, router_with_routes
 
+    app = _app(cfg)
+    base_router = (app.file("router") or DEFAULT_ROUTER) if app is not None else DEFAULT_ROUTER
     spec_path = Path(cfg["traffic"])
     routes: Path | None = None
     if isinstance(cfg["routes"], int):
         # the cached table, not a copy in `work`: the image a worker keeps for the next
         # run (router_run) names it, and the control plane reads it when that run starts
-        routes = demo_routes(cfg["routes"])
+        routes = demo_routes(cfg["routes"], router=base_router)
     elif cfg["routes"]:
         routes = Path(cfg["routes"])
     spec = load_yaml(spec_path, what="traffic spec").data  # a regular file, bounded (and checked below)
     if routes is not None:
-        router = router_with_routes(routes)
+        router = router_with_routes(routes, base_router)
         spec["router"] = str(router)
     else:
         router = Path(str(spec["router"]))
@@ -182,11 +186,12 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
         _set_path(spec, k, v, scale=True)
     if payload is not None:
         _apply_payload(spec, payload)
-    layout: str | dict[str, Any] = cfg["layout"]
+    layout: str | dict[str, Any] = cfg["layout"] if app is None else app.layout_file(cfg["layout"])
     if cfg["blocks"]:
         from npkit.toolchain.system.paths import LAYOUTS
 
-        lay = yaml.safe_load((LAYOUTS / f"{layout}.yaml").read_text())
+        file = Path(str(layout)) if app is not None else LAYOUTS / f"{layout}.yaml"
+        lay = yaml.safe_load(file.read_text())
         for name, changes in cfg["blocks"].items():
             if name not in lay["blocks"]:
                 raise ValueError(f"block {name}: not in layout {layout} (has {', '.join(lay['blocks'])})")
@@ -200,9 +205,18 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
                 else:
                     blk[fld] = v
         layout = lay
-    key = json.dumps([layout, cfg["params"], cfg["routes"], cfg["traffic"], cfg["traffic_set"].get("router")],
-                     sort_keys=True)
-    return Env(layout, dict(cfg["params"]), _chip_yaml(cfg, work), spec, routes, router, work, key)
+    key = json.dumps([layout, cfg["params"], cfg["routes"], cfg["traffic"], cfg["traffic_set"].get("router"),
+                      *([cfg["app"]] if app is not None else [])], sort_keys=True)  # fmt: skip
+    return Env(layout, dict(cfg["params"]), _chip_yaml(cfg, work), spec, routes, router, work, key, app)
+
+
+def _app(cfg: dict[str, Any]) -> Any:
+    """The run's application (a design's base.app), None without one."""
+    if not cfg.get("app"):
+        return None
+    from npkit.toolchain.system.app import load_app
+
+    return load_app(cfg["app"])
 
 
 def check_config(cfg: dict[str, Any]) -> None:
@@ -217,7 +231,7 @@ def check_config(cfg: dict[str, Any]) -> None:
         try:
             env = prepare(cfg, work)
             spec_from_dict(env.spec, Path(cfg["traffic"]).parent)
-            load_layout(env.layout, {"io": "msf", **env.params})
+            load_layout(env.layout, {"io": "msf", **env.params}, env.app.source_dirs if env.app is not None else None)
         except (ValueError, OSError, KeyError, TypeError, EmulatorError) as e:
             # the scratch chip config's lines mean nothing to the reader of the design
             text = re.sub(re.escape(str(work / "chip.yaml")) + r"(:\d+)?", "chip config", str(e))
@@ -237,7 +251,7 @@ def router_run(env: Env, traffic: Any) -> Any:
     if key not in _IMAGES:
         while len(_IMAGES) >= _IMAGES_MAX:
             del _IMAGES[next(iter(_IMAGES))]
-        _IMAGES[key] = link(env.layout, params, env.routes, env.router)
+        _IMAGES[key] = link(env.layout, params, env.routes, env.router, app=env.app)
     # the per-window series read every transmitted frame (`record` keeps them in run.out)
     return RouterRun(_IMAGES[key], traffic, chip_config=str(env.chip), record=True, ahead=read_ahead())
 

@@ -26,8 +26,8 @@ from npkit.emulator.tcam import WINDOW_BYTES as TCAM_WINDOW
 from npkit.emulator.tcam import tcam_base, tcam_defines
 
 from .layout import Block, Layout, LinkError, load_layout
-from .sched import sched_header
 from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
+from .sched import sched_header
 from .sysmap import (
     CAM_BCAST,
     CAM_LOCAL,
@@ -471,7 +471,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
 
     config = chip_config_of(config, app)
     if app is not None:
-        layout = app.layout_file(None if layout is None else str(layout))
+        if not isinstance(layout, dict):  # (a mapping: a layout edited from one of the application's)
+            layout = app.layout_file(None if layout is None else str(layout))
         router_config = router_config or app.file("router")
         routes = routes or app.file("routes")
     app_header = _app_reasons_header(app)
@@ -515,11 +516,7 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     programs = []
     found: dict[tuple[str, Any], list[str]] = {}  # each warning once, with the blocks that gave it
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
-        _write_sys_header(tmp, rcfg, lay)
-        if app_header is not None:  # the application's codes beside npkit's, in the link's own dir
-            (Path(tmp) / "reasons.h").write_text(app_header)
-        for t in app_tables:  # the application's tables: <name>_table.h
-            (Path(tmp) / f"{t.name}_table.h").write_text(t.header())
+        _write_generated(tmp, rcfg, lay, app_header, app_tables)
         todo = [b for b in lay.blocks.values() if b.source is not None]
         todo += [b for _, b in host]
         for b in todo:
@@ -643,17 +640,26 @@ def block_inputs(lay: Layout, b: Block, generated: str, per_cluster: int = 8,
 
 
 @contextmanager
-def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None = None,
+def layout_block(layout: str | Path | None, block: str, params: dict[str, Any] | None = None,
                  routes: str | Path | None = None, router_config: str | Path | None = None,
-                 config: str = "ixp2800") -> Iterator[tuple[Block, Path, list[str], dict[str, str]]]:  # fmt: skip
+                 config: str = "ixp2800", app: App | None = None) -> Iterator[tuple[Block, Path, list[str], dict[str, str]]]:  # fmt: skip
     """Block `block` of `layout` as `link` assembles it: (the block, its source, include
-    directories, defines), with the generated npk_sys.h in a temporary directory that
-    lives inside the `with`.  A block the layout does not have, or one without microcode
-    (external), is a LinkError naming those it has."""
+    directories, defines), with the generated headers (npk_sys.h; with `app`, its
+    reasons.h and <table>_table.h) in a temporary directory that lives inside the `with`.
+    With `app`, `layout` is one of its layouts (None: its default) and the block is looked
+    up in its folders first, as `link(..., app=app)` does.  A block the layout does not
+    have, or one without microcode (external), is a LinkError naming those it has."""
     from npkit.emulator.binding import EmulatorError, load_config
     from npkit.emulator.me_names import per_cluster
 
-    lay = load_layout(layout, params)
+    if app is not None:
+        layout = app.layout_file(None if layout is None else str(layout))
+        router_config = router_config or app.file("router")
+        routes = routes or app.file("routes")
+    assert layout is not None
+    app_header = _app_reasons_header(app)
+    app_tables = _app_tables(app)
+    lay = load_layout(layout, params, app.source_dirs if app is not None else None)
     b = lay.blocks.get(block)
     if b is None or b.source is None:
         have = ", ".join(n for n, x in lay.blocks.items() if x.source is not None)
@@ -666,9 +672,10 @@ def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None =
     rcfg, _, _ = _router_config(router_config, routes)
     ensure_reasons_h()
     with tempfile.TemporaryDirectory(prefix="npk-block-") as tmp:
-        _write_sys_header(tmp, rcfg, lay)
-        src, incs, defines = block_inputs(lay, b, tmp, k)
+        _write_generated(tmp, rcfg, lay, app_header, app_tables)
+        src, incs, defines = block_inputs(lay, b, tmp, k, app.include if app is not None else ())
         yield b, src, incs, defines
+
 
 def chip_config_of(config: str | None, app: App | None) -> str:
     """The chip config to link for: the one given, else the application's (`chip:`),
@@ -698,6 +705,15 @@ def _check_tcam_tables(tables: list[Any], chip: dict[str, Any], config: str) -> 
                             f"chip config {config}")  # fmt: skip
     return tcam
 
+
+def _write_generated(tmp: str, rcfg: Any, lay: Any, app_header: str | None, app_tables: list[Any]) -> None:
+    """The link's generated headers in `tmp`: npk_sys.h, and an application's reasons.h
+    (its codes beside npkit's) and <table>_table.h."""
+    _write_sys_header(tmp, rcfg, lay)
+    if app_header is not None:
+        (Path(tmp) / "reasons.h").write_text(app_header)
+    for t in app_tables:
+        (Path(tmp) / f"{t.name}_table.h").write_text(t.header())
 
 def _app_tables(app: App | None) -> list[Any]:
     """The application's tables (npkit.toolchain.system.app_tables), compiled."""
