@@ -65,6 +65,7 @@ class _Account:
     mismatches: int = 0
     lost: int = 0  # resource drops (queue_full, rbuf_full ...) of packets the model forwards or excepts
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    bins: Counter[int] = field(default_factory=Counter)  # departures by time bin (bin_ns), when set
 
 
 class GroupTally:
@@ -75,6 +76,7 @@ class GroupTally:
         rows = list(grouper.info(ctx)) if grouper.info is not None else []
         self.accounts: list[_Account] = [_Account(dict(r)) for r in rows[:MAX_GROUPS]]
         self.index = {a.row["name"]: k for k, a in enumerate(self.accounts)}
+        self.bin_ns = 0  # > 0: each group's departures are also counted by time bin (experiments' windows)
         run.on_window.append(self._window)
         run.on_departure.append(self._departed)
         run.on_drop.append(self._dropped)
@@ -120,6 +122,8 @@ class GroupTally:
             a = self.accounts[g]
             a.forwarded += 1
             a.latency.add(max(0, dep.t - c.w.times[i]))
+            if self.bin_ns:
+                a.bins[dep.t // self.bin_ns] += 1
 
     def _dropped(self, pid: int, reason: str) -> None:
         c, i, g = self._of(pid)
@@ -153,6 +157,11 @@ class GroupTally:
                 self.accounts[g].lost += 1
             elif got != want or (got != "forward" and why.get(i) != v.names[v.reason[i]]):
                 self.accounts[g].mismatches += 1
+
+    def rates_mpps(self, lo_bin: int, hi_bin: int) -> dict[str, float]:
+        """Each group's departures a second (millions) over time bins lo_bin..hi_bin-1."""
+        seconds = max(1, hi_bin - lo_bin) * self.bin_ns / 1e9
+        return {a.row["name"]: sum(a.bins[k] for k in range(lo_bin, hi_bin)) / seconds / 1e6 for a in self.accounts}
 
     def report(self) -> list[dict[str, Any]]:
         """The groups' rows for the run's JSON (`key`), in the order of `info`, then of first sight."""

@@ -45,8 +45,10 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "throughput_pct_offered", "latency_mean_us", "latency_p50_us", "latency_p99_us", "loss_pct",
              "lost", "in_flight", "exceptions", "warmup_us", "measured_ms", "windows", "link_mbps", "ports",
              "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
-             "capacity_mpps", "capacity_pct_line")  # fmt: skip
-RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_")
+             "capacity_mpps", "capacity_pct_line", "offered_mpps", "throughput_mpps")  # fmt: skip
+# group_mpps_<group>: the packets a second of each group of the application's model
+# (emulator/traffic/groups.py: the SPP's slices) that left, over the kept windows
+RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "group_mpps_")
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
                   "exception_ring_full")  # fmt: skip
@@ -363,6 +365,8 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     tr = load_traffic_source(env.spec_file("steady.yaml"), cap_ns).collect()
     rr = router_run(env, tr)
     rec = Recorder(rr, w)
+    if rr.groups is not None:
+        rr.groups.bin_ns = w
     check_ns = int(s.min_ms * 1e6)
     verdicts: dict[str, Any] = {}
     while True:
@@ -409,6 +413,12 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
         "settled": settled, "precise": precise, "balanced": bool(rep["balanced"]),
         "link_mbps": (tr.link_bps or 1_000_000_000) / 1e6, "ports": nports,
     }  # fmt: skip
+    seconds = max(1, hi_ns - lo_ns) / 1e9
+    resp["offered_mpps"] = sum(1 for i in range(len(tr)) if lo_ns <= tr.times[i] < hi_ns) / seconds / 1e6
+    resp["throughput_mpps"] = sum(rec.pkts[k] for k in kept) / seconds / 1e6
+    if rr.groups is not None:
+        for name, mpps in rr.groups.rates_mpps(cut, n).items():
+            resp[f"group_mpps_{name}"] = mpps
     for r, v in verdicts.items():
         resp[f"ci_rel_{r}"] = v.rel if math.isfinite(v.rel) else None
         resp[f"settled_{r}"] = v.settled

@@ -111,8 +111,33 @@ def overload_spec() -> dict:
                       2: {"enabled": True, "fields": port_fields(2, [(I3A, i3_header(0x3000000000000001))])}}}
 
 
+def fig11_fields(port: int, share: float) -> dict:
+    """Seed 004 Figure 11's frames on a port: a share of I3 (trigger -> the next port) and
+    the rest IPv4 (inner destination routed to the next port), interleaved in a cycle of
+    ten.  The headers do not depend on the payload size: the frame size does (73 + P
+    bytes with the FCS: Ethernet 14, IPv4 20, UDP 8, then the 27-byte I3 header or the
+    20-byte inner IPv4 header and 7 bytes more, then P).  The tag (8 bytes) sits inside
+    the headers so that 0 B frames have one: in the I3 header's stack id (bytes 18..25),
+    at the start of the inner IPv4 header (version 4, IHL 14: the option reads the first
+    20 bytes only, and forwards by the destination)."""
+    nxt = (port + 1) % 5
+    k = round(10 * share)
+    i3 = {"header": i3_header(0x3A00000000000000 | nxt), "tag_at": 18}
+    v4 = {"header": inner_ipv4(f"172.30.{nxt}.9", length=27)[:40], "tag_at": 0}
+    cyc = [(I3A, i3) if (j * k) // 10 != ((j + 1) * k) // 10 else (V4A, v4) for j in range(10)]
+    return {"ip_proto": "udp", "dst": f"10.0.{port}.1",
+            "dst_port": {"cycle": [u for u, _ in cyc]}, "payload": {"cycle": [h for _, h in cyc]}}  # fmt: skip
+
+
+def fig11_spec(share: float = 0.5, payload: int = 0) -> dict:
+    """5 x 1 Gb/s (5 Gb/s in) of Figure 11's frames."""
+    return {"seed": 11, "duration_ns": 1_000_000, "defaults": {"size": 73 + payload, "load": 1.0},
+            "ports": {p: {"fields": fig11_fields(p, share)} for p in range(5)}}  # fmt: skip
+
+
 SPECS = {"traffic.yaml": (demo_spec, "the demo's default: every filter, finger and reason of slices.yaml is hit"),
-         "overload.yaml": (overload_spec, "port 3 oversubscribed 2x by slices v4b and i3a (tests/spp: shares)")}
+         "overload.yaml": (overload_spec, "port 3 oversubscribed 2x by slices v4b and i3a (tests/spp: shares)"),
+         "fig11.yaml": (fig11_spec, "seed 004 Figure 11's traffic at I3 share 0.5, 0 B payload (the design's base)")}
 
 
 def main() -> int:
