@@ -515,6 +515,8 @@ class TrafficRun:
                     ffi.from_buffer("uint64_t[]", w.off), ffi.from_buffer("uint16_t[]", w.lens)]  # fmt: skip
             v.first, v.end, v.pushed, v.left = c.first, c.end, c.first + c.pushed, c.left
             v.fate, v.tags, v.times, v.ports, v.off, v.lens = bufs
+            v.data = ffi.from_buffer("uint8_t[]", w.data)  # the flow key is the input frame's
+            bufs.append(v.data)
             vd = c.verdicts
             if vd is not None:
                 vb = [ffi.from_buffer("uint8_t[]", vd.kind), ffi.from_buffer("uint8_t[]", vd.port),
@@ -600,7 +602,8 @@ class TrafficRun:
 
     def flow_reordered(self, frame: bytes, in_port: int, pid: int) -> bool:
         """Per-flow order (oracle.flow_of): whether a later packet of this frame's flow left
-        before it (the ledger's flow table, shared with the C path)."""
+        before it (the ledger's flow table, shared with the C path).  `frame`: the input
+        packet's (its addresses name the flow, whatever the router rewrote)."""
         r = self.lib.npk_flow_check(self.ledger, frame, len(frame), in_port, pid)
         if r < 0:
             raise MemoryError("no memory for the departure ledger's flow table")

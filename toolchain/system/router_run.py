@@ -381,7 +381,8 @@ class RouterRun:
         if key != "matched_forward":
             self.name_mismatch(d.pid, key, forwarded(port, data, self.outcome(d.pid)))
         # per-flow order (RFC 1812): input port, protocol, source and destination address
-        if self.run.flow_reordered(data, w.ports[i], d.pid):
+        o = w.off[i]
+        if self.run.flow_reordered(bytes(w.data[o : o + w.lens[i]]), w.ports[i], d.pid):  # the input's flow
             res["reordered"] += 1
 
     def _dropped(self, pid: int, reason: str) -> None:

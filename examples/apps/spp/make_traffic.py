@@ -89,8 +89,14 @@ DEMO: dict[int, list[tuple[int, str]]] = {
 }
 
 
+# the senders of each meta-interface port: a sender (outer source) belongs to one slice's
+# overlay, so an outer flow (source, destination) is one slice's and the per-slice queues
+# never reorder a flow (the judge checks order by input port, protocol and addresses)
+SENDERS = {V4A: "198.18.0.0/16", V4B: "198.19.0.0/16", I3A: "198.20.0.0/16", NOWHERE: "198.21.0.0/16"}
+
+
 def port_fields(port: int, items: list[tuple[int, str]]) -> dict:
-    return {"ip_proto": "udp", "dst": f"10.0.{port}.1",
+    return {"ip_proto": "udp", "dst": f"10.0.{port}.1", "src": {"cycle": [SENDERS[u] for u, _ in items]},
             "dst_port": {"cycle": [u for u, _ in items]},
             "payload": {"cycle": [{"header": h} for _, h in items]}}  # fmt: skip
 
@@ -125,7 +131,7 @@ def fig11_fields(port: int, share: float) -> dict:
     i3 = {"header": i3_header(0x3A00000000000000 | nxt), "tag_at": 18}
     v4 = {"header": inner_ipv4(f"172.30.{nxt}.9", length=27)[:40], "tag_at": 0}
     cyc = [(I3A, i3) if (j * k) // 10 != ((j + 1) * k) // 10 else (V4A, v4) for j in range(10)]
-    return {"ip_proto": "udp", "dst": f"10.0.{port}.1",
+    return {"ip_proto": "udp", "dst": f"10.0.{port}.1", "src": {"cycle": [SENDERS[u] for u, _ in cyc]},
             "dst_port": {"cycle": [u for u, _ in cyc]}, "payload": {"cycle": [h for _, h in cyc]}}  # fmt: skip
 
 
