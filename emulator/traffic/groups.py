@@ -16,7 +16,7 @@ In the application's model.py::
 
 `key` is the run JSON's key for the list (`slices`); `ctx` is the standalone model's
 context (its `setup` state) or None for a rule model.  A frame in no group is in the
-run's totals only.  `GroupTally(run, grouper, ctx)` keeps the account through the
+run's totals only.  `GroupTally(run, grouper, ctx, reasons)` keeps the account through the
 TrafficRun's hooks (on_window, on_departure, on_drop, on_exception, on_forget).
 """
 
@@ -71,8 +71,8 @@ class _Account:
 class GroupTally:
     """The per-group account of a TrafficRun (see the module doc)."""
 
-    def __init__(self, run: Any, grouper: Grouper, ctx: Any) -> None:
-        self.run, self.grouper, self.ctx = run, grouper, ctx
+    def __init__(self, run: Any, grouper: Grouper, ctx: Any, reasons: Any = None) -> None:
+        self.run, self.grouper, self.ctx, self.reasons = run, grouper, ctx, reasons
         rows = list(grouper.info(ctx)) if grouper.info is not None else []
         self.accounts: list[_Account] = [_Account(dict(r)) for r in rows[:MAX_GROUPS]]
         self.index = {a.row["name"]: k for k, a in enumerate(self.accounts)}
@@ -153,7 +153,7 @@ class GroupTally:
             got = "forward" if fate & 1 else "drop" if fate & 2 else "exception" if fate & 4 else None
             if got is None:
                 continue
-            if got == "drop" and want != "drop" and is_resource_drop(why.get(i, "")):
+            if got == "drop" and want != "drop" and is_resource_drop(why.get(i, ""), self.reasons):
                 self.accounts[g].lost += 1
             elif got != want or (got != "forward" and why.get(i) != v.names[v.reason[i]]):
                 self.accounts[g].mismatches += 1

@@ -27,7 +27,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_the_example_compiles_into_meta_interfaces_filters_and_fingers() -> None:
     sub = slices.load_slices(SPP / "slices.yaml")
     assert [(s.name, s.option) for s in sub.slices] == [("v4a", "ipv4"), ("v4b", "ipv4"), ("i3a", "i3")]
-    assert len(sub.meta_ifs) == 8 and len(sub.filters()) == 12
+    assert len(sub.meta_ifs) == 12 and len(sub.filters()) == 22  # with Figure 11's
     rows = sub.meta_if_rows()
     assert rows[0] == {"ip": 0x0A000001, "udp": 33001, "port": 0, "option": 1, "slice": 1, "slice_index": 0, "valid": 1}
     (addr, words), = sub.finger_blocks()
