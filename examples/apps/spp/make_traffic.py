@@ -167,7 +167,7 @@ def fig11_design() -> dict:
                     "P": {"name": "I3 payload (B)", "levels": payloads(FIG11_PAYLOADS)}},
         "responses": ["group_mpps_v4a", "group_mpps_i3a", "throughput_mpps", "offered_mpps",
                       "throughput_pct_offered", "loss_pct", "latency_mean_us", "util_me_max"],
-        "steady": {"window_us": 50, "min_ms": 1.0, "max_ms": 2.0, "step_ms": 0.5, "precision": 0.02,
+        "steady": {"window_us": 20, "min_ms": 1.0, "max_ms": 2.0, "step_ms": 0.5, "precision": 0.02,
                    "drain_us": 100},
         "capacity": False,
         "quick": {"factors": {"S": {"levels": shares((0.0, 0.5, 1.0))}, "P": {"levels": payloads((0, 80))}},
