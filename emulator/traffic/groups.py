@@ -66,6 +66,7 @@ class _Account:
     lost: int = 0  # resource drops (queue_full, rbuf_full ...) of packets the model forwards or excepts
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
     bins: Counter[int] = field(default_factory=Counter)  # departures by time bin (bin_ns), when set
+    lat_bins: Counter[int] = field(default_factory=Counter)  # ... and the sum of their latencies, ns
 
 
 class GroupTally:
@@ -121,9 +122,11 @@ class GroupTally:
         if g != NONE:
             a = self.accounts[g]
             a.forwarded += 1
-            a.latency.add(max(0, dep.t - c.w.times[i]))
+            lat = max(0, dep.t - c.w.times[i])
+            a.latency.add(lat)
             if self.bin_ns:
                 a.bins[dep.t // self.bin_ns] += 1
+                a.lat_bins[dep.t // self.bin_ns] += lat
 
     def _dropped(self, pid: int, reason: str) -> None:
         c, i, g = self._of(pid)
@@ -162,6 +165,14 @@ class GroupTally:
         """Each group's departures a second (millions) over time bins lo_bin..hi_bin-1."""
         seconds = max(1, hi_bin - lo_bin) * self.bin_ns / 1e9
         return {a.row["name"]: sum(a.bins[k] for k in range(lo_bin, hi_bin)) / seconds / 1e6 for a in self.accounts}
+
+    def latency_means_us(self, lo_bin: int, hi_bin: int) -> dict[str, float]:
+        """Each group's mean latency (us) of the departures in time bins lo_bin..hi_bin-1 (NaN: none)."""
+        out = {}
+        for a in self.accounts:
+            n = sum(a.bins[k] for k in range(lo_bin, hi_bin))
+            out[a.row["name"]] = sum(a.lat_bins[k] for k in range(lo_bin, hi_bin)) / n / 1000 if n else float("nan")
+        return out
 
     def report(self) -> list[dict[str, Any]]:
         """The groups' rows for the run's JSON (`key`), in the order of `info`, then of first sight."""
