@@ -52,9 +52,9 @@ def test_the_demo_forwards_both_code_options_judged_per_slice_by_the_model() -> 
     for name, g in rows.items():
         assert g["verdict"] == "ok" and g["mismatches"] == 0 and g["in_flight"] == 0, g
         got = Counter({"forwarded": g["forwarded"], **g["dropped"], **g["excepted"]})
-        assert +got == +want[name], (name, got, want[name])
-        assert g["offered"] == sum(want[name].values())
-        assert g["latency_us"]["p50"] > 0
+        assert +got == +want.get(name, Counter()), (name, got, want.get(name))
+        assert g["offered"] == sum(want.get(name, Counter()).values())
+        assert g["latency_us"] is None if g["forwarded"] == 0 else g["latency_us"]["p50"] > 0
     # every reason of the slices' options is exercised: the fast path's and the GPE's
     seen = {r for g in rows.values() for r in (*g["dropped"], *g["excepted"])}
     assert {"i3_no_trigger", "i3_multi_trigger", "i3_no_finger", "i3_complex", "spp_to_gpe", "spp_no_filter"} <= seen
