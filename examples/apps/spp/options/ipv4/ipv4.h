@@ -28,15 +28,13 @@
     // key: slice | kind 1, dst, src, dport | sport, proto << 24 | mi << 16
     alu_shf[u, OPT_IPV4, or, sid, <<8]
     alu_shf[$k0, --, b, u, <<8]
-    alu_shf[u, --, b, $$d12, <<16]          // inner destination: bytes 58..61
-    alu_shf[v, --, b, $$d13, >>16]
-    alu[$k1, u, or, v]
-    alu_shf[u, --, b, $$d11, <<16]          // inner source: bytes 54..57
-    alu_shf[v, --, b, $$d12, >>16]
-    alu[$k2, u, or, v]
-    alu[v, $$d10, and, 0xFF]                // inner protocol (byte 51)
+    alu_shf[v, --, b, $$d13, >>16]          // inner destination: bytes 58..61
+    alu_shf[$k1, v, or, $$d12, <<16]
+    alu_shf[v, --, b, $$d12, >>16]          // inner source: bytes 54..57
+    alu_shf[$k2, v, or, $$d11, <<16]
     alu_shf[u, --, b, mi, <<16]
-    alu_shf[$k4, u, or, v, <<24]
+    alu_shf[$k4, u, or, $$d10, <<24]        // inner protocol (byte 51) << 24 | mi << 16
+    alu[v, $$d10, and, 0xFF]
     immed[u, 0]
     alu[--, t, -, 0x45]
     bne[spp_v4_key#]
