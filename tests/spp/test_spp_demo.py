@@ -92,3 +92,18 @@ def test_a_model_that_disagrees_fails_the_run_and_the_slice(tmp_path: Path) -> N
     rows = {g["name"]: g for g in s["slices"]}
     assert rows["i3a"]["verdict"] == "fail" and rows["i3a"]["mismatches"] > 0
     assert rows["v4a"]["verdict"] == "ok" and rows["v4b"]["verdict"] == "ok"
+
+
+def test_malformed_frames_get_the_models_outcomes() -> None:
+    """examples/apps/spp/hostile.yaml: npkit's special packets, frames to no
+    meta-interface, inner IPv4 and I3 headers of every bad kind, frames too short for
+    their option: the microcode's outcome is the model's for every one."""
+    code, s = _demo("--app", str(SPP), "--traffic", str(SPP / "hostile.yaml"), "--ms", "1")
+    assert code == 0 and s["verdict"]["ok"], s["verdict"]
+    dropped, excepted = s["totals"]["dropped"], s["totals"]["exceptions"]
+    for reason in ("spp_bad_outer", "spp_no_meta_if", "spp_bad_inner", "spp_ttl_expired", "i3_hop_limit"):
+        assert dropped.get(reason, 0) > 0, (reason, dropped)
+    for reason in ("i3_complex", "i3_no_finger", "i3_no_trigger", "i3_multi_trigger", "spp_to_gpe"):
+        assert excepted.get(reason, 0) > 0, (reason, excepted)
+    assert s["comparison"]["matched_forward"] > 0
+    assert all(g["mismatches"] == 0 for g in s["slices"])

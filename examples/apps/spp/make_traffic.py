@@ -161,10 +161,48 @@ def latency_spec(load: float = 0.5) -> dict:
             "ports": {p: {"fields": latency_fields(p)} for p in range(5)}}  # fmt: skip
 
 
+def hostile_spec() -> dict:
+    """Frames the fast path must refuse or handle as its model does: npkit's special
+    packets (bad checksums, options, fragments, runts, wrong MACs ...), frames to no
+    meta-interface, inner IPv4 headers of every version/IHL/TTL kind, I3 headers with a
+    bad version, the complex flag, hop limits 0..2, triggers in and out of every range,
+    frames too short for their option's header.  Every header is at least 14 bytes long,
+    so the tag is at byte 56 or later: beyond the bytes the fast path rewrites (0..55),
+    where it still names its packet after forwarding."""
+    import random
+
+    rnd = random.Random(46)
+    v4 = [inner_ipv4(d, ttl=t) for d in ("172.16.1.1", "172.17.0.1", "172.19.0.1", "9.9.9.9", "172.20.0.1")
+          for t in (0, 1, 2, 64)]
+    v4 += ["4f" + inner_ipv4("172.16.1.1")[2:], "44" + inner_ipv4("172.16.1.1")[2:],
+           "65" + inner_ipv4("172.16.1.1")[2:], inner_ipv4("172.16.2.2", proto=6, dport=443)]
+    i3 = [i3_header(t, hop=h, flags=f) for t in (0x3000000000000001, 0x3100000000000005, 0x3300000000000000,
+                                                  0x5000000000000000, 0xF000000000000000, 0x7000000000000001,
+                                                  0x2000000000000000, 0x4000000000000000)
+          for h in (0, 1, 2, 9) for f in (0, 1)]
+    i3 += ["2" + i3_header(0x3000000000000001)[1:], "0" + i3_header(0x3000000000000001)[1:]]
+    junk = [bytes(rnd.getrandbits(8) for _ in range(14)).hex() for _ in range(6)]
+    heads = [h[:2 * 14] if len(h) < 28 else h for h in v4 + i3 + junk]
+    ports = {}
+    for p in range(5):
+        udp = [V4A, V4B, I3A, I3PING, NOWHERE]
+        ports[p] = {"mix": {"bad_checksum": 0.03, "bad_version": 0.02, "bad_ihl": 0.02, "truncated": 0.02,
+                            "non_ipv4": 0.02, "runt": 0.02, "wrong_mac": 0.02, "options": 0.02,
+                            "ttl_fragment": 0.02, "broadcast": 0.01, "multicast": 0.01},
+                    "fields": {"ip_proto": "udp", "dst": [f"10.0.{p}.1", f"10.0.{(p + 1) % 5}.1"],
+                               "src": "198.23.0.0/16", "dst_port": udp,
+                               "payload": [{"header": h} for h in heads]}}  # fmt: skip
+    ports[4]["size"] = 64  # 18 bytes of slice payload: too short for either option's header
+    # (the others from 84 bytes: a forwarded frame keeps its whole tag after a 27-byte header)
+    return {"seed": 48, "duration_ns": 1_000_000, "defaults": {"size": {"uniform": [84, 200]}, "load": 0.5},
+            "ports": ports}
+
+
 SPECS = {"traffic.yaml": (demo_spec, "the demo's default: every filter, finger and reason of slices.yaml is hit"),
          "overload.yaml": (overload_spec, "port 3 oversubscribed 2x by slices v4b and i3a (tests/spp: shares)"),
          "fig11.yaml": (fig11_spec, "seed 004 Figure 11's traffic at I3 share 0.5, 0 B payload (the design's base)"),
-         "latency.yaml": (latency_spec, "seed 004's latency test at half load (the design's base)")}
+         "latency.yaml": (latency_spec, "seed 004's latency test at half load (the design's base)"),
+         "hostile.yaml": (hostile_spec, "malformed and unusual frames, judged against the model (tests/spp)")}
 
 
 FIG11_SHARES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
