@@ -108,6 +108,11 @@ class Prefix(NamedTuple):
     def mask(self) -> int:
         return (0xFFFFFFFF << (32 - self.length)) & 0xFFFFFFFF
 
+    @property
+    def value(self) -> int:
+        """The address (as a TCAM key field's `value`, beside `mask`: Ternary)."""
+        return self.addr
+
     def matches(self, address: int) -> bool:
         """Whether `address` (an int) is in the prefix."""
         return address & self.mask == self.addr

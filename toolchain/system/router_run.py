@@ -280,14 +280,16 @@ class RouterRun:
     @classmethod
     def link(cls, layout: str | Path = "pipelined", params: dict[str, Any] | None = None,
              traffic: TrafficSource | None = None, routes: str | Path | None = None,
-             router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
+             router_config: str | Path | None = None, chip_config: str | Path | None = None,
              capture: str | Path | None = None, record: bool = False,
              control: dict[str, Any] | None = None, app: Any = None) -> RouterRun:  # fmt: skip
-        from .link import link
+        """`chip_config` None: the application's (`chip:`), else ixp2800."""
+        from .link import chip_config_of, link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
-        image = link(layout, params, routes, router_config, config=str(chip_config), app=app)
+        chip_config = chip_config_of(None if chip_config is None else str(chip_config), app)
+        image = link(layout, params, routes, router_config, config=chip_config, app=app)
         return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record,
                    control=control)  # fmt: skip
 
@@ -857,7 +859,7 @@ def pct(xs: list[float], q: float) -> float:
 def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: TrafficSource, duration_ns: int,
                drain_ns: int | None = None, routes: str | Path | None = None,
                router_config: str | Path | None = None, progress: bool = False,
-               chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
+               chip_config: str | Path | None = None, image: Any = None, drain: bool = True,
                capture: str | Path | None = None, control: dict[str, Any] | None = None,
                on_start: Callable[[RouterRun], None] | None = None, app: Any = None) -> dict[str, Any]:  # fmt: skip
     """Link (or take `image`; `app`: the application `layout` belongs to, npkit.toolchain.system.app), offer `traffic` for `duration_ns`, drain, summarise.
@@ -872,7 +874,7 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
         rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, capture=capture,
                             control=control, app=app)  # fmt: skip
     else:
-        rr = RouterRun(image, traffic, chip_config, capture=capture, control=control)
+        rr = RouterRun(image, traffic, chip_config or "ixp2800", capture=capture, control=control)
     if on_start is not None:
         on_start(rr)
     # what set-up built (image, tables, modules) lives through the run: frozen, the
