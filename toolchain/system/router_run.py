@@ -73,6 +73,7 @@ from .app import model_of_image, reasons_of_image
 from .buffers import audit
 from .mismatches import MismatchLog, forwarded
 from .router_image import check_msf_io, router_config_of
+from .sched_judge import attach_sched_judge
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 from .undeclared import arm_guard, is_undeclared, reason_name, undeclared_counts, undeclared_name
 from .undeclared import report as undeclared_report
@@ -271,6 +272,7 @@ class RouterRun:
         self.run.on_push.append(self._pushed)
         self.run.compare = self._departed
         self.run.on_slice.append(self._sweep)
+        self.sched = attach_sched_judge(self)  # qm: drr / dfq: the scheduler's properties (sched_judge)
 
     @property
     def latency(self) -> LatencyHistogram:
@@ -721,6 +723,7 @@ class RouterRun:
                if self.groups is not None else {}),
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
+            **({"scheduler": self.sched.summary()} if self.sched is not None else {}),
         }  # fmt: skip
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
