@@ -69,7 +69,23 @@ class Rule:
     line: int = 0  # where it is defined (for messages)
 
     def __call__(self, frame: bytes, tables: Mapping[str, Any]) -> bool:
-        return bool(self.test(frame, tables))
+        try:
+            return bool(self.test(frame, tables))
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code: any error is reported, located
+            raise ModelError(self._where(e) + f"rule {self.name}: {type(e).__name__}: {e} (on a frame of "
+                             f"{len(frame)} bytes: {frame[:34].hex()}...)") from None  # fmt: skip
+
+    def _where(self, e: BaseException) -> str:
+        """`file:line: ` of the deepest frame of the rule's own file in e's traceback."""
+        code = getattr(self.test, "__code__", None)
+        if code is None:
+            return ""
+        line, tb = self.line, e.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == code.co_filename:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return f"{code.co_filename}:{line}: "
 
 
 def rule(*, after: str, drop: str | None = None, exception: str | None = None) -> Callable[[Test], Rule]:
@@ -404,7 +420,7 @@ def load_model(path: str | Path, reasons: Reasons, tables: Mapping[str, Any] | N
         spec.loader.exec_module(module)
     except ModelError as e:
         raise ModelError(f"{p}: {e}") from None
-    except Exception as e:  # noqa: BLE001 - the user's code: any error is reported, located
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code: any error is reported, located
         raise ModelError(f"{p}:{_line_in(e, str(p))}: {type(e).__name__}: {e}") from None
     finally:
         sys.modules.pop(name, None)

@@ -338,7 +338,7 @@ def test_model_errors_are_located(tmp_path: Path) -> None:
             assert str(e).startswith(want), str(e)
 
 
-_REASON_FIELDS = st.dictionaries(st.sampled_from(["code", "step", "rule", "ref", "note", "icmp", "other"]),
+_REASON_FIELDS = st.dictionaries(st.sampled_from(["code", "step", "rule", "ref", "note", "icmp", "control", "other"]),
                                  _SCALARS, max_size=5)  # fmt: skip
 _REASON_FILES = st.one_of(
     _VALUES,

@@ -749,6 +749,8 @@ class RouterRun:
         # ... and the packets it had taken from the exception ring but not logged (half handled)
         out["lost_half_handled"] = self.cp.killed_in_hand
         out["log_overrun"] = self.cp.log.overrun
+        if self.cp.app_handled:  # an application's exception reasons, by what the daemon did (its log)
+            out["app_exceptions"] = {r: dict(sorted(n.items())) for r, n in sorted(self.cp.app_handled.items())}
         if not out["running"]:
             out["exception_records_unread"] = self._control_census()["exception_ring_records"]
         return out
@@ -959,7 +961,8 @@ def format_summary(s: dict[str, Any]) -> str:
                         if cp.get("route_pool_units_recovered") else "")
                      + (f"; timed route changes made late after a restart {cp['timed_changes_late']}"
                         if cp.get("timed_changes_late") else "")
-                     + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
+                     + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else "")
+                     + (f"; the application's exceptions {cp['app_exceptions']}" if cp.get("app_exceptions") else ""))  # fmt: skip
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "
                      f"block): {cp['process']}, {cp['exception_records_unread']} exception records unread")  # fmt: skip
