@@ -166,7 +166,8 @@ class SchedJudge:
         q = self.queues[(port, key)]
         q.packets += 1
         q.served[d.t // BIN_NS] += 8 * len(d.data)
-        flow = hash(d.data[23:24] + d.data[26:34])  # protocol, source, destination
+        o = w.off[i]  # the input frame's protocol, source and destination: its flow, whatever was rewritten
+        flow = hash(bytes(w.data[o + 23 : o + 24]) + bytes(w.data[o + 26 : o + 34]))
         okey = (port, key, flow) if self.per_flow_order or not self.by_key else (port, key)
         last = self.order.get(okey, -1)
         if arrived < last:
