@@ -23,7 +23,7 @@ LIBSRC = HERE / "lib" / "npk_xscale.c"
 SYSROOT = Path("/usr/arm-linux-gnueabi")
 BUILD = HERE / "build"
 # programs known by name: a directory of C sources or one source file
-PROGRAMS = {"npkd": HERE / "npkd", "xs_demo": HERE.parent / "examples" / "xscale" / "xs_demo.c"}
+PROGRAMS = {"npkd": HERE / "npkd", "i3d": HERE / "i3d", "xs_demo": HERE.parent / "examples" / "xscale" / "xs_demo.c"}
 
 WARN = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
 ARM = ["clang", "--target=armv5te-linux-gnueabi", "-march=armv5te", "-mtune=xscale", "-mfloat-abi=soft", "-marm",
