@@ -193,7 +193,9 @@ def _fill_config(ffi: Any, raw: dict[str, Any]) -> Any:
     name = str(raw.get("name", "chip")).encode()[:31]
     ffi.memmove(cfg.name, name, len(name))
     for field, kind in _fields("npk_config"):
-        if kind == "struct":
+        if field == "tcam":
+            _fill_tcam(cfg.tcam, raw.get("tcam"))
+        elif kind == "struct":
             dst = getattr(cfg, field)
             for f, _ in _fields("npk_unit_cfg"):
                 setattr(dst, f, int(raw["units"][field][f]))
@@ -202,6 +204,24 @@ def _fill_config(ffi: Any, raw: dict[str, Any]) -> Any:
         elif kind == "primitive":
             setattr(cfg, field, int(raw[field]))
     return cfg
+
+
+def _fill_tcam(dst: Any, tcam: dict[str, Any] | None) -> None:
+    """npk_tcam_cfg from the config's `tcam:` block (None: no TCAM, present = 0)."""
+    dst.present = 1 if tcam else 0
+    for f, _ in _fields("npk_tcam_cfg"):
+        if tcam and f != "present":
+            setattr(dst, f, int(tcam[f]))
+
+
+TCAM_KEY_WORDS = _C.NPK_TCAM_KEY_WORDS
+
+
+def _tcam_words(words: list[int] | tuple[int, ...], what: str) -> list[int]:
+    """A key or mask as the C API takes it: 9 longwords, MSB first (fewer: zeros after)."""
+    if len(words) > TCAM_KEY_WORDS:
+        raise EmulatorError(f"a TCAM {what} is at most {TCAM_KEY_WORDS} longwords, got {len(words)}")
+    return [int(w) & 0xFFFFFFFF for w in words] + [0] * (TCAM_KEY_WORDS - len(words))
 
 
 # ---- register names -----------------------------------------------------------------
@@ -656,6 +676,56 @@ class Chip:
         xfer_abs of ME `me` and raise signal `sig` of context `ctx`."""
         buf = self.ffi.new("uint32_t[]", [int(w) & 0xFFFFFFFF for w in words] or [0])
         self._check(self.lib.npk_msf_deliver(self._chip, me, ctx, xfer_abs, buf, len(words), sig), "msf_deliver")
+
+    # -- TCAM (docs/tcam.md)
+    def _tcam_call(self, rc: int, what: str) -> None:
+        if rc == _C.NPK_ESTATE:
+            raise EmulatorError(f"{what}: chip config {self.config.get('name', '')} has no TCAM "
+                                "(a `tcam:` block: examples/chips/ixp2850_spp.yaml, docs/tcam.md)")  # fmt: skip
+        self._check(rc, what)
+
+    def tcam_info(self) -> dict[str, int] | None:
+        """The chip's TCAM: {channel, window, base (its SRAM address), entries, key_bits,
+        key_words, result_bits, lookup_latency, cycles_per_lookup}, or None without one."""
+        cfg = self.ffi.new("npk_tcam_cfg *")
+        base = self.ffi.new("uint32_t *")
+        if self.lib.npk_tcam_info(self._chip, cfg, base) != 0:
+            return None
+        info = {f: int(getattr(cfg, f)) for f, _ in _fields("npk_tcam_cfg") if f != "present"}
+        return {**info, "base": int(base[0]), "key_words": (info["key_bits"] + 31) // 32}
+
+    def tcam_write(self, index: int, key: list[int], mask: list[int], result: int, valid: bool = True) -> None:
+        """Entry `index`: key and mask (<= 9 longwords each, MSB first; mask bit 1 =
+        compare), its 64-bit result, valid or not."""
+        k = self.ffi.new("uint32_t[]", _tcam_words(key, "key"))
+        m = self.ffi.new("uint32_t[]", _tcam_words(mask, "mask"))
+        self._tcam_call(self.lib.npk_tcam_write(self._chip, index, k, m, int(result) & (2**64 - 1), 1 if valid else 0),
+                    f"tcam entry {index}")  # fmt: skip
+
+    def tcam_read(self, index: int) -> dict[str, Any]:
+        """Entry `index`: {"key": [9 longwords], "mask": [...], "result": int, "valid": bool}."""
+        k = self.ffi.new("uint32_t[]", TCAM_KEY_WORDS)
+        m = self.ffi.new("uint32_t[]", TCAM_KEY_WORDS)
+        r = self.ffi.new("uint64_t *")
+        v = self.ffi.new("int *")
+        self._tcam_call(self.lib.npk_tcam_read(self._chip, index, k, m, r, v), f"tcam entry {index}")
+        return {"key": list(k), "mask": list(m), "result": int(r[0]), "valid": bool(v[0])}
+
+    def tcam_invalidate(self, index: int) -> None:
+        self._tcam_call(self.lib.npk_tcam_invalidate(self._chip, index), f"tcam entry {index}")
+
+    def tcam_lookup(self, key: list[int]) -> dict[str, Any]:
+        """The match alone (no timing, no counters): {"hit", "count", "index", "result"}."""
+        k = self.ffi.new("uint32_t[]", _tcam_words(key, "key"))
+        out = self.ffi.new("npk_tcam_result *")
+        self._tcam_call(self.lib.npk_tcam_lookup(self._chip, k, out), "tcam lookup")
+        return {"hit": bool(out.hit), "count": int(out.count), "index": int(out.index), "result": int(out.result)}
+
+    def tcam_stats(self) -> dict[str, int]:
+        """Lookups made by commands so far, how many hit, how many matched more than one entry."""
+        st = self.ffi.new("npk_tcam_stats *")
+        self._tcam_call(self.lib.npk_tcam_stats_get(self._chip, st), "tcam stats")
+        return {"lookups": int(st.lookups), "hits": int(st.hits), "multi_hits": int(st.multi_hits)}
 
     # -- statistics
     def stats(self) -> dict[str, Any]:

@@ -87,6 +87,22 @@ class XScaleConfig(_Strict):
         60, description="gpe placement: host seconds to wait for the process's next request (no cycle budget can end it)")
 
 
+TCAM_WINDOW_BYTES = 2 << 20  # the TCAM's address window (docs/tcam.md)
+
+
+class TcamConfig(_Strict):
+    """A ternary CAM on an SRAM channel (docs/tcam.md; emulator/include/npk_emu.h npk_tcam_cfg)."""
+
+    channel: irange(0, 3) = Field(description="SRAM channel it sits on (< units.sram.channels)")
+    window: irange(0, (1 << 26) - TCAM_WINDOW_BYTES, multiple_of=TCAM_WINDOW_BYTES) = Field(
+        description="byte offset of its 2 MB window in the channel (2 MB aligned, inside sram_channel_bytes)")
+    entries: irange(1, 8192) = Field(description="entries (128 bytes each in the window)")
+    key_bits: Literal[72, 144, 288] = Field(description="key width in bits")
+    result_bits: Literal[32, 64] = Field(64, description="result width in bits")
+    lookup_latency: irange(0, 1 << 20) = Field(description="cycles a lookup adds to the SRAM read latency")
+    cycles_per_lookup: irange(1, 1 << 20) = Field(description="cycles a lookup keeps the channel busy")
+
+
 class ChipConfig(_Strict):
     """A chip model: sizes, timing, seeds (emulator/configs/ixp2800.yaml is the reference)."""
 
@@ -123,11 +139,18 @@ class ChipConfig(_Strict):
     units: Units = Field(description="shared units, each with its timing")
     msf: MsfConfig = Field(default_factory=MsfConfig, description="media switch fabric device")
     xscale: XScaleConfig = Field(default_factory=XScaleConfig, description="the XScale core")
+    tcam: TcamConfig | None = Field(None, description="a TCAM on an SRAM channel (docs/tcam.md); absent: none")
 
     @model_validator(mode="after")
     def _cross(self) -> ChipConfig:
         if self.me_per_cluster and self.num_me > 2 * self.me_per_cluster:
             raise at("me_per_cluster", f"{self.num_me} MEs do not fit two clusters of {self.me_per_cluster}")
+        if self.tcam is not None:
+            if self.tcam.channel >= self.units.sram.channels:
+                raise at(("tcam", "channel"), f"{self.tcam.channel}: the chip has SRAM channels 0..{self.units.sram.channels - 1}")
+            if self.tcam.window + TCAM_WINDOW_BYTES > self.sram_channel_bytes:
+                raise at(("tcam", "window"), f"0x{self.tcam.window:x}: the 2 MB window must lie inside the channel's "
+                                             f"{self.sram_channel_bytes:#x} bytes (sram_channel_bytes)")  # fmt: skip
         need = self.scratch_rings * MIN_RING_BYTES
         if self.scratch_bytes < need:
             raise at("scratch_bytes", f"{self.scratch_bytes} bytes cannot hold {self.scratch_rings} scratch "

@@ -79,6 +79,21 @@ typedef struct npk_unit_cfg {
                                  An ME issuing to a full channel stalls and retries. */
 } npk_unit_cfg;
 
+/* A ternary CAM (network search engine) on an SRAM channel (docs/tcam.md): it answers a
+ * 2 MB window of the channel, whose SRAM bytes are its storage (entries, key slots,
+ * counters).  A read of a result slot is a lookup: served for cycles_per_lookup cycles on
+ * the channel, it completes read_latency + lookup_latency cycles after its service. */
+typedef struct npk_tcam_cfg {
+    uint32_t present;           /* 0: no TCAM (the other fields are not looked at) */
+    uint32_t channel;           /* SRAM channel */
+    uint32_t window;            /* byte offset of the window in the channel, 2 MB aligned */
+    uint32_t entries;           /* 1..8192 */
+    uint32_t key_bits;          /* 72, 144, 288 */
+    uint32_t result_bits;       /* 32 or 64 */
+    uint32_t lookup_latency;
+    uint32_t cycles_per_lookup;
+} npk_tcam_cfg;
+
 typedef struct npk_config {
     char name[32];
     uint32_t clock_mhz;
@@ -112,6 +127,7 @@ typedef struct npk_config {
     npk_unit_cfg pci;
     uint32_t me_per_cluster;    /* MEs per cluster: 8 (IXP2800), 4 (IXP2400); 0 = half of num_me
                                    rounded up to a power of two.  See "ME numbers" below. */
+    npk_tcam_cfg tcam;
 } npk_config;
 
 /* units (statistics, history) */
@@ -214,7 +230,11 @@ enum {
     NPK_EV_MEM_DONE = 2,       /* unit, a0 = cmd, a1 = address */
     NPK_EV_SIGNAL = 3,         /* a0 = signal number */
     NPK_EV_HALT = 4,           /* a0 = NPK_ME_* reason, a1 = pc */
-    NPK_EV_INSTR = 5           /* a0 = pc (only with npk_history_enable(.., 2)) */
+    NPK_EV_INSTR = 5,          /* a0 = pc (only with npk_history_enable(.., 2)) */
+    NPK_EV_TCAM = 6,           /* a TCAM lookup completed: unit SRAM, a0 = hit << 31 | count << 16
+                                  | slot, a1 = index of the best match; followed by */
+    NPK_EV_TCAM_DATA = 7       /* ... its key longwords and result: a0 = i (0..8: key longword i,
+                                  9: result bits 63:32, 10: bits 31:0), a1 = the longword */
 };
 
 typedef struct npk_hist_event {
@@ -421,6 +441,40 @@ int npk_msf_deliver(npk_chip *chip, int me, int ctx, int xfer_abs, const uint32_
                     unsigned n, int sig);                   /* into SRAM xfer-in regs, then signal */
 int npk_msf_stub_counts(npk_chip *chip, uint64_t *out5);   /* uses of read, write, fast_wr, rbuf_rd, tbuf_wr
                                                               (stub or plug-in) */
+/* TCAM (docs/tcam.md; NPK_ESTATE: the chip has none).  Keys and masks are 9 longwords,
+ * MSB first (the bits past key_bits are ignored); entry i is stored at its place in the
+ * window (npk_tcam_info.base + i * NPK_TCAM_ENTRY_BYTES).  npk_tcam_lookup is the match
+ * alone: no timing, no counters, no history. */
+enum {
+    NPK_TCAM_KEY_WORDS = 9,
+    NPK_TCAM_ENTRY_BYTES = 128,
+    NPK_TCAM_WINDOW_BYTES = 0x200000,
+    NPK_TCAM_ENTRY_OFF = 0x000000,
+    NPK_TCAM_KEY_OFF = 0x100000,
+    NPK_TCAM_RESULT_OFF = 0x110000,
+    NPK_TCAM_CSR_OFF = 0x120000,
+    NPK_TCAM_SLOTS = 256,
+    NPK_TCAM_E_MASK = 36,
+    NPK_TCAM_E_RESULT = 72,
+    NPK_TCAM_E_CONTROL = 80
+};
+typedef struct npk_tcam_result {
+    uint32_t hit;              /* 1: an entry matched */
+    uint32_t count;            /* matching valid entries (not saturated) */
+    uint32_t index;            /* the lowest matching index (0 on a miss) */
+    uint64_t result;           /* its result (0 on a miss) */
+} npk_tcam_result;
+typedef struct npk_tcam_stats {
+    uint64_t lookups, hits, multi_hits;
+} npk_tcam_stats;
+int npk_tcam_info(npk_chip *chip, npk_tcam_cfg *out, uint32_t *base);   /* base: its SRAM address */
+int npk_tcam_write(npk_chip *chip, uint32_t index, const uint32_t *key, const uint32_t *mask,
+                   uint64_t result, int valid);
+int npk_tcam_read(npk_chip *chip, uint32_t index, uint32_t *key, uint32_t *mask, uint64_t *result,
+                  int *valid);
+int npk_tcam_invalidate(npk_chip *chip, uint32_t index);
+int npk_tcam_lookup(npk_chip *chip, const uint32_t *key, npk_tcam_result *out);
+int npk_tcam_stats_get(npk_chip *chip, npk_tcam_stats *out);
 /* CDEF-END */
 
 #ifdef __cplusplus

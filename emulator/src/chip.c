@@ -65,6 +65,14 @@ static int cfg_valid(const npk_config *k)
     if (k->timestamp_shift > 16) return 0;
     if (k->me_per_cluster > 8 || (k->me_per_cluster & (k->me_per_cluster - 1))) return 0;
     if (k->me_per_cluster && k->num_me > 2 * k->me_per_cluster) return 0;
+    if (k->tcam.present) {   /* (docs/tcam.md; config_schema.py says which field is wrong) */
+        const npk_tcam_cfg *t = &k->tcam;
+        if (t->channel >= k->sram.channels || t->window % NPK_TCAM_WINDOW_BYTES) return 0;
+        if ((uint64_t)t->window + NPK_TCAM_WINDOW_BYTES > k->sram_channel_bytes) return 0;
+        if (t->entries < 1 || t->entries > 8192) return 0;
+        if (t->key_bits != 72 && t->key_bits != 144 && t->key_bits != 288) return 0;
+        if (t->result_bits != 32 && t->result_bits != 64) return 0;
+    }
     return 1;
 }
 
@@ -226,6 +234,7 @@ static void reset_state(npk_chip *c, int clear_memories)
     c->hist_dropped = 0;
     c->hist_hash = 0xcbf29ce484222325ull;
     if (c->prof) memset(c->prof, 0, npk_profile_bytes(c));
+    npk_tcam_reset(c);
 }
 
 static uint32_t log2_exact(uint32_t v)  /* 32: not a power of two */
@@ -252,6 +261,12 @@ static void precompute(npk_chip *c)
     uint32_t sram_chans = c->cfg.sram.channels ? c->cfg.sram.channels : 1;
     for (uint32_t i = 0; i < 4; i++) c->sram_chan_of[i] = (uint8_t)(i % sram_chans);
     c->dram_chans_m = npk_fastmod_m(c->dram_chans);
+    if (c->cfg.tcam.present) {
+        const npk_tcam_cfg *t = &c->cfg.tcam;
+        c->tcam_lo = t->channel << 30 | (t->window + NPK_TCAM_RESULT_OFF);
+        c->tcam_len = NPK_TCAM_SLOTS * 16;
+        c->tcam_off = (uint64_t)t->channel * c->cfg.sram_channel_bytes + t->window;
+    }
 }
 
 npk_chip *npk_create(const npk_config *cfg)
@@ -552,7 +567,8 @@ int npk_run(npk_chip *c, uint64_t max_cycles, int *stop_reason)
         while (npk_ev_next_cycle(c) <= t) {
             npk_event *ev = npk_ev_pop(c);
             if (ev->kind == EVK_MEM) { if (!npk_complete_plain_read(c, ev)) npk_unit_complete(c, ev); }
-            else npk_ctx_signal(c, &c->me[ev->me], ev->ctx, ev->sigmask);
+            else if (ev->kind == EVK_SIGNAL) npk_ctx_signal(c, &c->me[ev->me], ev->ctx, ev->sigmask);
+            else npk_tcam_complete(c, ev);
             npk_ev_free(c, ev);
         }
         c->wake_ahead = 0;

@@ -254,7 +254,7 @@ typedef struct npk_event {
     uint32_t *data;
 } npk_event;
 
-enum { EVK_MEM = 0, EVK_SIGNAL = 1 };
+enum { EVK_MEM = 0, EVK_SIGNAL = 1, EVK_TCAM = 2 /* a TCAM lookup (units/tcam.c) */ };
 enum { EV_XIN = 1, EV_XIN_FOREIGN = 2 };
 
 /* whether a command moving `n` transfer registers from the `first` of its context's
@@ -336,6 +336,12 @@ struct npk_chip {
     uint32_t dram_chans, dram_il, dram_il_shift;
     uint8_t sram_chan_of[4];   /* SRAM channel of address bits 31:30 (modulo the channels there are) */
     uint64_t dram_chans_m;
+    /* the TCAM (units/tcam.c): an SRAM `read` of [tcam_lo, tcam_lo + tcam_len), its result
+     * slots, is a lookup (tcam_len 0: no TCAM: no address is); tcam_off: the window's
+     * offset in c->sram */
+    uint32_t tcam_lo, tcam_len;
+    uint64_t tcam_off;
+    npk_tcam_stats tcam_st;
     npk_me me[NPK_MAX_ME];
     npk_uop *uops;             /* every ME's pre-decoded control store (npk_me.uop points in:
                                 * to its own, or to another ME's with the same words, chip.c
@@ -675,6 +681,10 @@ static inline uint64_t npk_unit_schedule(npk_chip *c, int unit, int chan, uint32
 {
     return npk_unit_schedule_occ(c, unit, chan, bytes, npk_unit_occupancy(c, unit, bytes), is_write);
 }
+
+/* units/tcam.c: a lookup completes; the counters cleared (npk_reset) */
+void npk_tcam_complete(npk_chip *c, npk_event *e);
+void npk_tcam_reset(npk_chip *c);
 
 /* units/common.c: any other completion (its semantics, pushed registers, signals) */
 void npk_unit_complete(npk_chip *c, npk_event *e);

@@ -94,11 +94,19 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     if (pull) pull_words(m, ev, kind, xidx, one ? 1 : moved);
     uint32_t bytes = one ? 4 : nwords * 4;
     uint64_t occ = (flags & NPK_CMDF_INDIRECT) || k->occ == NPK_OCC_UNKNOWN ? npk_unit_occupancy(c, unit, bytes) : k->occ;
+    uint8_t evk = EVK_MEM;
+    /* a read of a TCAM result slot is a lookup: its own occupancy and latency
+     * (units/tcam.c; with no TCAM tcam_len is 0 and no address is one) */
+    if (__builtin_expect(addr - c->tcam_lo < c->tcam_len, 0) && unit == NPK_UNIT_SRAM && u->cmd == NPK_CMD_SRAM_READ) {
+        evk = EVK_TCAM;
+        occ = c->cfg.tcam.cycles_per_lookup;
+    }
     uint64_t done = npk_unit_schedule_occ(c, unit, ch, bytes, occ, pull && !push);
+    if (__builtin_expect(evk == EVK_TCAM, 0)) done += c->cfg.tcam.lookup_latency;
     /* every field of the event set here, after everything they are made from is read (no
      * clearing first: every command pays for it) */
     ev->cycle = done;
-    ev->kind = EVK_MEM;
+    ev->kind = evk;
     ev->unit = (uint8_t)unit;
     ev->me = (uint8_t)m->idx;
     ev->ctx = (uint8_t)ctx;

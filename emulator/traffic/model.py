@@ -19,6 +19,19 @@ stands; otherwise the application's rules run in order and the first that matche
 its outcome; if none matches, the base's outcome stands (a forwarded frame, or a later
 drop or exception).  `apply` does this on a window of verdicts (cpkt.Verdicts) at once,
 running Python only for the packets that reach a rule.
+
+An application without a base (no `extends:`: a data path of its own, such as
+examples/apps/udplb) has no oracle to compose with: its model **decides every frame**.
+It defines one function marked `@decide`, which gets the frame, its input port and a
+Context (the tables, the router config, what an optional `setup` made of them) and
+returns `forward(port, frame_bytes)`, `drop(reason)` or `exception(reason)`::
+
+    @decide
+    def lb(frame: bytes, in_port: int, ctx: Context) -> Verdict:
+        return drop("lb_not_udp") if frame[23] != 17 else forward(1, frame)
+
+`StandaloneModel.verdicts` runs it on a window at once (the batch API the judge uses:
+cpkt.Verdicts, as the C oracle gives them).
 """
 
 from __future__ import annotations
@@ -29,10 +42,11 @@ import sys
 from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .cpkt import DROP, EXCEPTION, PYTHON, REASONS, Verdicts
+from .cpkt import DROP, EXCEPTION, FORWARD, PYTHON, REASONS, Verdicts
 from .reasons import ReasonError, Reasons
 
 Test = Callable[[bytes, Mapping[str, Any]], bool]
@@ -127,6 +141,8 @@ class Model:
     tables: Mapping[str, Any]
     source: str = "<model>"
 
+    standalone = False  # (StandaloneModel: True)
+
     def __post_init__(self) -> None:
         steps = {r.name: r.step for r in self.reasons.in_order()}
         self._at: list[int] = []
@@ -181,9 +197,162 @@ class Model:
         return v
 
 
-def load_model(path: str | Path, reasons: Reasons, tables: Mapping[str, Any] | None = None) -> Model:
-    """The rules of the application's `model.py` (every module-level Rule, in the order of
-    their place among the base's rules, then of definition)."""
+class Verdict(NamedTuple):
+    """What a standalone model decides for one frame (forward / drop / exception)."""
+
+    kind: int  # cpkt FORWARD, DROP or EXCEPTION
+    reason: str  # "" when forwarded
+    port: int = 0
+    frame: bytes = b""
+
+
+def forward(port: int, frame: bytes | bytearray) -> Verdict:
+    """The frame leaves on output port `port` with exactly these bytes (as long as the
+    input frame: the judge keeps output bytes at the input's offsets)."""
+    return Verdict(FORWARD, "", port, frame if type(frame) is bytes else bytes(frame))
+
+
+@lru_cache(maxsize=1024)
+def drop(reason: str) -> Verdict:
+    """The frame is dropped with `reason` (a drop the application's reasons declare)."""
+    return Verdict(DROP, reason)
+
+
+@lru_cache(maxsize=1024)
+def exception(reason: str) -> Verdict:
+    """The frame is handed to the control plane with `reason` (a declared exception)."""
+    return Verdict(EXCEPTION, reason)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a standalone model's function sees besides the frame."""
+
+    tables: Mapping[str, Any]  # table name -> rows (see "Tables")
+    router: Any  # the router config (npkit.emulator.traffic.router_config.RouterConfig): ports, MACs
+    state: Any = None  # what the model's `setup(tables, router)` returned (None without one)
+
+
+Decide = Callable[[bytes, int, Context], Verdict]
+
+
+@dataclass(frozen=True)
+class Decider:
+    """A standalone model's function (`@decide`) and its optional setup."""
+
+    name: str
+    fn: Decide
+    setup: Callable[[Mapping[str, Any], Any], Any] | None = None
+    line: int = 0
+
+
+def decide(fn: Decide | None = None, *, setup: Callable[[Mapping[str, Any], Any], Any] | None = None) -> Any:
+    """Mark the function that decides every frame of an application without a base:
+    `@decide` or `@decide(setup=fn)`, `fn(tables, router)` run once when the model is
+    loaded (indexes of the tables, checks of their rows) giving `ctx.state`."""
+
+    def make(f: Decide) -> Decider:
+        code = getattr(f, "__code__", None)
+        return Decider(getattr(f, "__name__", "decide"), f, setup, code.co_firstlineno if code else 0)
+
+    return make(fn) if fn is not None else make
+
+
+class StandaloneModel:
+    """An application's own model: its `@decide` function judges every frame (no oracle)."""
+
+    standalone = True
+
+    def __init__(self, decider: Decider, reasons: Reasons, tables: Mapping[str, Any], router: Any,
+                 source: str = "<model>") -> None:  # fmt: skip
+        self.decider, self.reasons, self.source = decider, reasons, source
+        self.tables = tables
+        self.names: tuple[str, ...] = ("", *reasons.drops, *reasons.exceptions)
+        self._code = {(DROP, n): k for k, n in enumerate(self.names) if n in reasons.drops}
+        self._code.update({(EXCEPTION, n): k for k, n in enumerate(self.names) if n in reasons.exceptions})
+        if len(self.names) > 255:
+            raise ModelError(f"{source}: {len(self.names) - 1} reasons: a window's verdicts hold at most 255")
+        state = None
+        if decider.setup is not None:
+            state = _located(source, lambda: decider.setup(tables, router))  # type: ignore[misc]
+        self.ctx = Context(tables, router, state)
+        self.frames_run = 0
+
+    def decide(self, frame: bytes, in_port: int) -> Verdict:
+        """The model's verdict on one frame."""
+        return _located(self.source, lambda: self._checked(self.decider.fn(frame, in_port, self.ctx), len(frame)))
+
+    def verdicts(self, data: bytes | bytearray, off: array[int], lens: array[int], ports: Any) -> Verdicts:
+        """The batch API: every frame of a window (`data` at `off`, `lens`; input `ports`)
+        judged, as the C oracle's oracle_window gives them."""
+        return _located(self.source, lambda: self._window(data, off, lens, ports))
+
+    def _window(self, data: bytes | bytearray, off: array[int], lens: array[int], ports: Any) -> Verdicts:
+        n = len(lens)
+        kind, reason, port = bytearray(n), bytearray(n), bytearray(n)
+        out = bytearray(data)
+        mv = memoryview(data)
+        fn, ctx, code = self.decider.fn, self.ctx, self._code
+        for i in range(n):
+            o, ln = off[i], lens[i]
+            v = fn(bytes(mv[o : o + ln]), ports[i], ctx)
+            if type(v) is Verdict and v.kind == FORWARD and len(v.frame) == ln and 0 <= v.port < 256:
+                port[i] = v.port
+                out[o : o + ln] = v.frame
+                continue
+            k = code.get((v.kind, v.reason)) if type(v) is Verdict else None
+            if k is None:
+                self._checked(v, ln)
+            kind[i], reason[i] = v.kind, k  # type: ignore[assignment]
+        self.frames_run += n
+        return Verdicts(kind, reason, port, out, self.names)
+
+    def _checked(self, v: Any, length: int) -> Verdict:
+        """`v` if it is a verdict the judge can use, else a ModelError saying why."""
+        where = f"{self.source}:{self.decider.line}: {self.decider.name}"
+        if type(v) is not Verdict:
+            raise ModelError(f"{where} returned {v!r}: return forward(port, frame), drop(reason) or exception(reason)")
+        if v.kind == FORWARD:
+            if len(v.frame) != length:
+                raise ModelError(f"{where}: forward() of {len(v.frame)} bytes for a frame of {length}: "
+                                 "a forwarded frame keeps its length")  # fmt: skip
+            if not 0 <= v.port < 256:
+                raise ModelError(f"{where}: forward() to port {v.port}: ports are 0..255")
+            return v
+        what = "drop" if v.kind == DROP else "exception"
+        if (v.kind, v.reason) not in self._code:
+            raise ModelError(f"{where}: {what}({v.reason!r}): no {what} reason of that name "
+                             "(declare it in the application's reasons.yaml)")  # fmt: skip
+        return v
+
+
+def _located(source: str, call: Callable[[], Any]) -> Any:
+    """`call()`, an error of the model's own code turned into a ModelError at its line."""
+    try:
+        return call()
+    except ModelError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's code: any error is reported, located
+        raise ModelError(f"{source}:{_line_in(e, source)}: {type(e).__name__}: {e}") from None
+
+
+def _line_in(e: BaseException, source: str) -> int:
+    tb, line = e.__traceback__, 0
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == source:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+AnyModel = Model | StandaloneModel
+
+
+def load_model(path: str | Path, reasons: Reasons, tables: Mapping[str, Any] | None = None,
+               router: Any = None) -> AnyModel:  # fmt: skip
+    """The application's `model.py`: its rules (every module-level Rule, in the order of
+    their place among the base's rules, then of definition), or its `@decide` function
+    (a StandaloneModel, `router` the router config it gets)."""
     p = Path(path)
     name = f"npk_app_model_{abs(hash(str(p.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, p)
@@ -195,15 +364,16 @@ def load_model(path: str | Path, reasons: Reasons, tables: Mapping[str, Any] | N
     except ModelError as e:
         raise ModelError(f"{p}: {e}") from None
     except Exception as e:  # noqa: BLE001 - the user's code: any error is reported, located
-        tb = e.__traceback__
-        line = 0
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename == str(p):
-                line = tb.tb_lineno
-            tb = tb.tb_next
-        raise ModelError(f"{p}:{line}: {type(e).__name__}: {e}") from None
+        raise ModelError(f"{p}:{_line_in(e, str(p))}: {type(e).__name__}: {e}") from None
     finally:
         sys.modules.pop(name, None)
     rules = [v for v in vars(module).values() if isinstance(v, Rule)]
     rules.sort(key=lambda r: r.line)
+    deciders = sorted((v for v in vars(module).values() if isinstance(v, Decider)), key=lambda d: d.line)
+    if deciders:
+        if len(deciders) > 1 or rules:
+            more = deciders[1] if len(deciders) > 1 else rules[0]
+            raise ModelError(f"{p}:{more.line}: {more.name}: a model decides every frame with one @decide "
+                             f"function ({deciders[0].name}, line {deciders[0].line}) and has no rules")  # fmt: skip
+        return StandaloneModel(deciders[0], reasons, dict(tables or {}), router, str(p))
     return Model(rules, reasons, dict(tables or {}), str(p))

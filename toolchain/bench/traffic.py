@@ -11,6 +11,9 @@ toolchain/bench/__init__.py's BENCH_MODULES. Figures (all per second of wall-clo
 - traffic.model_py_pps                       frames through an application's model rule in Python
                                              (npkit.emulator.traffic.model: the batch API composing
                                              one ACL-like rule after the C oracle's verdicts)
+- traffic.model_standalone_pps               frames a standalone model decides (an application
+                                             without a base: examples/apps/udplb's model.py on its
+                                             own traffic, StandaloneModel.verdicts, the batch API)
 - traffic.compare_pps                        input packets compared (ideal emulator output)
 - traffic.lpm_lookups_per_s                  lookups in a 10,000-route table
 """
@@ -33,6 +36,7 @@ from npkit.emulator.traffic.spec import spec_from_dict
 from npkit.toolchain.bench import benchmark
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traffic"
+UDPLB = Path(__file__).resolve().parents[2] / "examples" / "apps" / "udplb"
 
 
 def _spec(size: Any, count: int) -> Any:
@@ -95,6 +99,33 @@ def _model_pps(verdicts: Any, data: bytes, off: Any, lens: Any) -> int:
     return round(model.frames_run / took)
 
 
+def _standalone_pps(per_port: int, tmp: Path) -> int:
+    """Frames a second through the UDP load balancer's model (examples/apps/udplb), one
+    window of `per_port` frames a port of its own traffic; the model must forward some
+    and drop some (a figure from a model that judges nothing means nothing)."""
+    import yaml
+
+    from npkit.emulator.traffic.cpkt import FORWARD
+    from npkit.emulator.traffic.model import StandaloneModel
+    from npkit.toolchain.system.app import load_app, model_of_app
+
+    app = load_app(UDPLB)
+    model = model_of_app(app)
+    router, traffic = app.file("router"), app.file("traffic")
+    assert isinstance(model, StandaloneModel) and router is not None and traffic is not None, UDPLB
+    spec = yaml.safe_load(traffic.read_text())
+    spec.pop("duration_ns", None)
+    spec.update(router=str(router), count=per_port)
+    write_traffic(spec_from_dict(spec, UDPLB), tmp / "udplb")
+    data, off, lens, ports = _flat(load_traffic(tmp / "udplb"))
+    start = time.perf_counter()
+    v = model.verdicts(data, off, lens, ports)
+    took = time.perf_counter() - start
+    forwarded = v.kind.count(FORWARD)
+    assert 0 < forwarded < len(lens), f"the load balancer's model forwarded {forwarded} of {len(lens)} frames"
+    return round(len(lens) / took)
+
+
 @benchmark("traffic")
 def bench_traffic(quick: bool) -> dict[str, Any]:
     per_port = 4_000 if quick else 100_000
@@ -112,6 +143,7 @@ def bench_traffic(quick: bool) -> dict[str, Any]:
         figures["traffic.oracle_c_pps"], verdicts = _c_oracle_pps(config, window, outcomes)
         data, off, lens, _ports = window
         figures["traffic.model_py_pps"] = _model_pps(verdicts, data, off, lens)
+        figures["traffic.model_standalone_pps"] = _standalone_pps(per_port, Path(tmp))
         outputs: dict[int, list[bytes]] = {p: [] for p in range(len(config.ports))}
         records = {}
         for pkt, out in zip(inputs, outcomes, strict=True):

@@ -263,8 +263,9 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
     go in through the MSF for --duration-ms of emulated time, then the run drains; the
     per-port table and the conservation totals are printed, and a run that loses or
     corrupts packets, or does not balance, exits 1 (policy: README, "Using npkit in CI")."""
-    if app_dir is not None and traffic is None:
-        traffic = _app_traffic(app_dir)
+    app_traffic = app_dir is not None and traffic is None
+    if app_traffic:
+        traffic = _app_traffic(app_dir)  # type: ignore[arg-type]
     # the captures go where the traffic comes from: its pcaps would be overwritten as they are read
     refuse_overwrite_usage([("--capture", capture)], [("--traffic", traffic)])
     source_defs = source_defines(images, me_list, defines)
@@ -296,7 +297,8 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
         duration_ns = int(duration_ms * 1e6)
         cap_ns = int(drain_cap_ms * 1e6)
         if router:
-            s = _run_router(chip, read[0], traffic, duration_ns, drain, cap_ns, capture, as_json, control or {})
+            s = _run_router(chip, read[0], traffic, duration_ns, drain, cap_ns, capture, as_json, control or {},
+                            app_traffic)  # fmt: skip
         else:
             s = _run_plain(chip, traffic, duration_ns, drain, cap_ns, capture, as_json)
     except RUN_ERRORS as e:
@@ -430,9 +432,12 @@ def _app_traffic(app_dir: str) -> str:
 
 
 def _run_router(chip: Chip, image: Any, traffic: str, duration_ns: int, drain: bool, cap_ns: int,
-                capture: str | None, as_json: bool, control: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-    """A linked router image: its control plane started, every output against the oracle."""
-    tr = load_traffic_source(traffic, duration_ns)
+                capture: str | None, as_json: bool, control: dict[str, Any], app_traffic: bool = False) -> dict[str, Any]:  # fmt: skip
+    """A linked router image: its control plane started, every output against the oracle.
+    `app_traffic`: the traffic is the application's own spec, generated for the router
+    config the image was linked with (as `npk demo --app` does)."""
+    router = image.meta.get("router_config") if app_traffic and not Path(traffic).is_dir() else None
+    tr = load_traffic_source(traffic, duration_ns, overrides={"router": router} if router else None)
     rr = RouterRun(image, tr, chip=chip, capture=capture, control=control)
     t0 = time.perf_counter()
     rr.run_traffic(duration_ns, progress=_progress(as_json))

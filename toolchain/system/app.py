@@ -26,7 +26,7 @@ from npkit.asm.base.reading import error_at, file_state, load_yaml
 from npkit.emulator.traffic.reasons import REASONS_PATH, Reasons, load_reasons
 
 if TYPE_CHECKING:
-    from npkit.emulator.traffic.model import Model
+    from npkit.emulator.traffic.model import AnyModel
 
 from .errors import LinkError
 from .paths import MICROCODE
@@ -209,10 +209,13 @@ def reasons_of_image(meta: dict[str, Any]) -> Reasons:
     return reasons_of_files(tuple(Path(f) for f in files))
 
 
-def model_of_image(meta: dict[str, Any], reasons: Reasons) -> Model | None:
-    """The application's model (its model.py's rules among the IPv4 oracle's) of a linked
-    image, None when it has none (the IPv4 oracle alone judges)."""
-    path = (meta.get("app") or {}).get("model")
+def model_of_image(meta: dict[str, Any], reasons: Reasons, router: Any = None) -> AnyModel | None:
+    """The application's model of a linked image, None when it has none (the IPv4 oracle
+    alone judges): its model.py's rules among the IPv4 oracle's, or -- an application
+    without a base -- its own `@decide` function, which gets `router` (the image's router
+    config) and judges every frame."""
+    app = meta.get("app") or {}
+    path = app.get("model")
     if not path:
         return None
     from npkit.emulator.traffic.model import ModelError, load_model
@@ -220,9 +223,33 @@ def model_of_image(meta: dict[str, Any], reasons: Reasons) -> Model | None:
     from .app_tables import model_rows
 
     try:
-        return load_model(path, reasons, model_rows((meta.get("app") or {}).get("tables") or {}))
+        model = load_model(path, reasons, model_rows(app.get("tables") or {}), router)
     except ModelError as e:
         raise AppError(str(e)) from None
+    if model.standalone and app.get("extends"):
+        raise AppError(f"{path}: a model that decides every frame (@decide) is for an application without "
+                       f"extends:; {app.get('name')} extends {app.get('extends')}: write rules (@rule) placed "
+                       "among its base's")  # fmt: skip
+    return model
+
+
+def model_of_app(app: App) -> AnyModel | None:
+    """The application's model as a run of its linked image gets it (its tables compiled,
+    its router config), without linking: for the model's own tests and benchmarks."""
+    path = app.file("model")
+    if path is None:
+        return None
+    from npkit.emulator.traffic.router_config import RouterConfig
+
+    from .app_tables import load_tables
+    from .paths import DEFAULT_ROUTER
+
+    tables = app.file("tables")
+    meta: dict[str, Any] = {"name": app.name, "model": str(path),
+                            "tables": {t.name: t.record() for t in load_tables(tables)} if tables else {}}  # fmt: skip
+    if len(app.chain) > 1:
+        meta["extends"] = app.chain[1]
+    return model_of_image({"app": meta}, app_reasons(app), RouterConfig.load(app.file("router") or DEFAULT_ROUTER))
 
 
 def reasons_of_files(files: tuple[Path, ...]) -> Reasons:

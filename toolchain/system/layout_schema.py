@@ -168,6 +168,22 @@ class QmSpec(_Strict):
     qlimit: irange(1, MAX_QLIMIT) = Field(256, description="packets a port queue may hold (more: drop queue_full)")
     tx_window: irange(1, 1024) = Field(40, description="TBUF elements a port may have in flight")
     fifo_bytes: irange(64, 1 << 20) = Field(4096, description="PHY transmit FIFO a port, bytes")
+    # the scheduler variants (qm: drr | dfq; docs/schedulers.md)
+    classes: Literal[1, 2, 4, 8] = Field(8, description="drr: class queues a port")
+    class_by: Literal["inport", "msg"] = Field(
+        "inport", description="drr/dfq: a packet's class or connection: its input port, or bits 8.. of the message's LW1")
+    drr_quanta: irange(1, 65535) | list[irange(1, 65535)] = Field(
+        1514, description="drr: bytes a visit, one value or one a class (1, 2, 4 or 8 values; class c: [c mod n])")
+    dfq_t_ns: irange(100, 10_000_000) = Field(100_000, description="dfq: the discretization interval T, ns")
+    dfq_rates_mbps: irange(1, 10_000) | list[irange(1, 10_000)] = Field(
+        200, description="dfq: reserved rate a connection, Mb/s, one value or 1, 2, 4 or 8 (connection f: [f mod n])")
+
+    @field_validator("drr_quanta", "dfq_rates_mbps", mode="after")
+    @classmethod
+    def _per_key(cls, v: Any) -> Any:
+        if isinstance(v, list) and len(v) not in (1, 2, 4, 8):
+            raise ValueError(f"1, 2, 4 or 8 values (key k takes value [k mod n]), got {len(v)}")
+        return v
 
     @field_validator("quanta", mode="before")
     @classmethod

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .layout import Block, Layout, LinkError, load_layout
+from .sched import sched_header
 from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
 from .sysmap import (
     CAM_BCAST,
@@ -549,6 +550,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     }  # fmt: skip
     if app is not None:
         meta["app"] = {"name": app.name, "folder": str(app.folder), "reasons": [str(f) for f in app.reason_files]}
+        if len(app.chain) > 1:
+            meta["app"]["extends"] = app.chain[1]
         if app.file("model") is not None:
             meta["app"]["model"] = str(app.file("model"))
         if app_tables:
@@ -606,6 +609,7 @@ def _cached_warnings(key: str) -> list[str] | None:
 def _write_sys_header(tmp: str, rcfg: Any, lay: Layout) -> None:
     split = [lay.rings[m].number for ms in lay.splits.values() for m in ms]
     (Path(tmp) / "npk_sys.h").write_text(sys_header(rcfg, lay.qm, split))
+    (Path(tmp) / "npk_sched.h").write_text(sched_header(lay.qm))  # the qm's drr / dfq variants
 
 
 def block_inputs(lay: Layout, b: Block, generated: str, per_cluster: int = 8,

@@ -204,9 +204,9 @@ class RouterRun:
         whether the traffic is read ahead in a child process (TrafficRun's; None: where safe)."""
         self.image = image
         self.reasons = reasons_of_image(image.meta)  # an application's codes too
-        self.model = model_of_image(image.meta, self.reasons)  # an application's rules, or None
         check_msf_io(image)
         self.config = router_config_of(image)
+        self.model = model_of_image(image.meta, self.reasons, self.config)  # an application's model, or None
         self.router = c_router(self.config)
         self.chip = chip if chip is not None else Chip(chip_config)
         if chip is None:
@@ -291,6 +291,8 @@ class RouterRun:
         """The oracle on a window (cpkt.Verdicts), as the feed reads it: on its thread
         while the core runs, when it reads ahead (then not in oracle_s, the run loop's
         own time in the oracle)."""
+        if self.model is not None and self.model.standalone:  # an application without a base: its own model
+            return self.model.verdicts(w.data, w.off, w.lens, w.ports)
         v = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
         return v if self.model is None else self.model.apply(v, w.data, w.off, w.lens)
 
