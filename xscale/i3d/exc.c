@@ -113,9 +113,12 @@ static int encapsulate(i3d *d, uint8_t *f, uint32_t len, const i3_hop *hop)
     memcpy(f + 6, d->port_mac[m->port], 6);
     wr16(f + 12, 0x0800);
     uint8_t *ip = f + ETH;
+    uint32_t total = (uint32_t)ip[2] << 8 | ip[3], ulen = (uint32_t)ip[IP4 + 4] << 8 | ip[IP4 + 5];
+    if (total < IP4 + UDP || total > len - ETH) total = len - ETH;   /* the received lengths stand */
+    if (ulen < UDP || ulen > total - IP4) ulen = total - IP4;
     memset(ip, 0, IP4);
     ip[0] = 0x45;
-    wr16(ip + 2, len - ETH);
+    wr16(ip + 2, total);
     ip[8] = 64;
     ip[9] = 17;
     wr32(ip + 12, m->ip);
@@ -124,9 +127,54 @@ static int encapsulate(i3d *d, uint8_t *f, uint32_t len, const i3_hop *hop)
     uint8_t *u = ip + IP4;
     wr16(u, m->udp);
     wr16(u + 2, hop->udp);
-    wr16(u + 4, len - ETH - IP4);
+    wr16(u + 4, ulen);
     wr16(u + 6, 0);
     return 0;
+}
+
+/* FNV-1a over the first 128 bytes: how the host names the packet (npkd's frame_digest) */
+static uint32_t digest(const uint8_t *f, uint32_t len)
+{
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < len && i < 128; i++) h = (h ^ f[i]) * 16777619u;
+    return h;
+}
+
+/* the exception log (i3d.h): a record per exception handled */
+static void log_exc(i3d *d, uint32_t dig, uint32_t len, uint32_t port, uint32_t code, uint32_t act, uint32_t sent,
+                    uint32_t h)
+{
+    uint32_t b = d->stats_base;
+    if (!b) return;
+    uint32_t a = b + I3D_LOG_OFF + 16 + 16 * (d->log_count % I3D_LOG_CAP);
+    npkd_sram_wr(d->mem, a, dig);
+    npkd_sram_wr(d->mem, a + 4, (len & 0xFFFF) << 16 | (port & 0xFF) << 8 | (code & 0xFF));
+    npkd_sram_wr(d->mem, a + 8, act << 24 | (sent > 255 ? 255 : sent) << 16 | (h & 0xFFFF));
+    npkd_sram_wr(d->mem, a + 12, (uint32_t)(d->hw.now_ns(d->hw.ctx) / 1000u));
+    d->log_count++;
+    npkd_sram_wr(d->mem, b + I3D_LOG_OFF + 4, I3D_LOG_CAP);
+    npkd_sram_wr(d->mem, b + I3D_LOG_OFF, d->log_count);     /* the count last */
+}
+
+void i3d_mirror(i3d *d)
+{
+    uint32_t b = d->stats_base;
+    if (!b) return;
+    uint32_t n = d->st.nflt < I3D_MIRROR_CAP ? d->st.nflt : I3D_MIRROR_CAP;
+    for (uint32_t i = 0; i < n; i++) {
+        const i3_filter *f = &d->st.flt[i];
+        uint32_t a = b + I3D_MIRROR_OFF + 16 + 32 * i;
+        npkd_sram_wr(d->mem, a, f->handle);
+        npkd_sram_wr(d->mem, a + 4, (uint32_t)f->slice << 16 | (uint32_t)f->code << 8 | f->action);
+        npkd_sram_wr(d->mem, a + 8, (uint32_t)(f->id >> 32));
+        npkd_sram_wr(d->mem, a + 12, (uint32_t)f->id);
+        npkd_sram_wr(d->mem, a + 16, (uint32_t)f->len << 24 | (uint32_t)f->fast << 16 | (uint32_t)(f->in & 0xFF) << 8 | f->to.out);
+        npkd_sram_wr(d->mem, a + 20, f->to.ip);
+        npkd_sram_wr(d->mem, a + 24, (uint32_t)f->to.udp << 16);
+        npkd_sram_wr(d->mem, a + 28, (uint32_t)f->entry);
+    }
+    npkd_sram_wr(d->mem, b + I3D_MIRROR_OFF + 4, ++d->mirror_gen);
+    npkd_sram_wr(d->mem, b + I3D_MIRROR_OFF, n);
 }
 
 /* the GPE path's delay of the packet whose descriptor is at desc (i3d.h) */
@@ -185,6 +233,7 @@ typedef struct pkt {
     i3_slice *sl;
     uint8_t *f;
     int sent;          /* the packet's own buffer went out */
+    uint32_t nsent;    /* frames sent about it */
 } pkt;
 
 /* the packet to `hops` (n of them): the first in its own buffer, the others copies */
@@ -201,10 +250,12 @@ static void deliver(i3d *d, pkt *p, const i3_hop *hops, uint32_t n, int by_finge
             memcpy(p->f, d->frame, ETH + IP4 + UDP);
             send_msg(d, p->h, p->len, p->pw, port, p->h);
             p->sent = 1;
+            p->nsent++;
         } else if (send_copy(d, d->frame, p->len, port, p->h)) {
             continue;
         } else {
             d->stats[I3S_copies]++;
+            p->nsent++;
         }
         d->stats[by_finger ? I3S_finger_forwarded : I3S_delivered]++;
     }
@@ -276,20 +327,25 @@ static void i3_packet(i3d *d, pkt *p, uint32_t code)
 void i3d_exception(i3d *d, uint32_t pw, uint32_t rec)
 {
     uint32_t code = rec & 0xFF, index = rec >> 8 & 0xFF;
-    pkt p = {pw, pw & 0xFFFF, 0, rec >> 16 & 0xFF, NULL, NULL, 0};
+    pkt p = {pw, pw & 0xFFFF, 0, rec >> 16 & 0xFF, NULL, NULL, 0, 0};
     d->stats[I3S_exceptions]++;
     if (p.h >= d->n_bufs) {
         d->stats[I3S_exc_other]++;
         return;
     }
     p.sl = index == SLICE_SUBSTRATE ? NULL : slice_by_index(&d->st, (uint8_t)index);
+    p.len = npkd_sram_rd(d->mem, desc_addr(d, p.h) + 8) >> 16;
+    p.f = p.len <= I3D_FRAME_MAX ? buffer(d, p.h, p.len) : NULL;
+    uint32_t dig = p.f ? digest(p.f, p.len) : 0;
     if (!p.sl || p.sl->code != CODE_I3 || code < EXC_SPP_TO_GPE || code > EXC_I3_COMPLEX) {
         if (d->relay_ring >= 0 && d->hw.ring_free(d->hw.ctx, d->relay_ring) >= 2) {
             d->hw.ring_put(d->hw.ctx, d->relay_ring, pw);       /* the other daemon's (npkd) */
             d->hw.ring_put(d->hw.ctx, d->relay_ring, rec);
             d->stats[I3S_relayed]++;
+            log_exc(d, dig, p.len, p.port, code, I3A_RELAYED, 0, p.h);
         } else {
             d->stats[I3S_exc_other]++;
+            log_exc(d, dig, p.len, p.port, code, I3A_DROPPED, 0, p.h);
             free_buffer(d, p.h);
         }
         return;
@@ -299,14 +355,16 @@ void i3d_exception(i3d *d, uint32_t pw, uint32_t rec)
     d->stats[I3S_exc_multi_trigger] += code == EXC_I3_MULTI;
     d->stats[I3S_exc_no_finger] += code == EXC_I3_NO_FINGER;
     d->stats[I3S_exc_complex] += code == EXC_I3_COMPLEX;
-    p.len = npkd_sram_rd(d->mem, desc_addr(d, p.h) + 8) >> 16;
-    p.f = p.len <= I3D_FRAME_MAX ? buffer(d, p.h, p.len) : NULL;
     if (!p.f) {
         d->stats[I3S_dropped_bad]++;
+        log_exc(d, dig, p.len, p.port, code, I3A_DROPPED, 0, p.h);
         free_buffer(d, p.h);
         return;
     }
+    uint32_t consumed = d->stats[I3S_gpe_consumed];
     i3_packet(d, &p, code);
+    log_exc(d, dig, p.len, p.port, code, p.sent ? I3A_FORWARDED : consumed != d->stats[I3S_gpe_consumed] ? I3A_CONSUMED : I3A_DROPPED,
+            p.nsent, p.h);
     if (!p.sent) free_buffer(d, p.h);
 }
 

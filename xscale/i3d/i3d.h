@@ -69,6 +69,23 @@ enum {
 #define I3D_SAMPLES_OFF 0x800u
 #define I3D_SAMPLES 4096u
 
+/* the exception log (SRAM, stats + I3D_LOG_OFF, read by the host as npkd's): LW0 records
+ * so far, LW1 capacity, then 16-byte records (slot k % I3D_LOG_CAP):
+ *   LW0 digest of the received frame (FNV-1a over its first 128 bytes)
+ *   LW1 frame length << 16 | input port << 8 | exception code
+ *   LW2 action << 24 | frames sent about it << 16 | buffer handle
+ *   LW3 time handled, microseconds
+ * and the filter mirror (stats + I3D_MIRROR_OFF: LW0 filters, LW1 generation, then 32
+ * bytes a filter: handle, slice << 16 | code << 8 | action, id high, id low,
+ * len << 24 | fast << 16 | in (0xFF any) << 8 | out, next hop address, next hop UDP << 16,
+ * TCAM entry (-1 none)), rewritten after every change: what the host's judge of the GPE
+ * path (npkit.toolchain.system.i3d_run) expects the daemon to do. */
+#define I3D_LOG_OFF 0x40000u
+#define I3D_LOG_CAP 32768u
+#define I3D_MIRROR_OFF 0x8000u
+#define I3D_MIRROR_CAP 4096u
+enum { I3A_CONSUMED = 1, I3A_FORWARDED = 2, I3A_DROPPED = 3, I3A_RELAYED = 5 };
+
 /* exception codes of docs/spp.md §8 */
 enum { EXC_SPP_TO_GPE = 20, EXC_I3_NO_TRIGGER = 21, EXC_I3_MULTI = 22, EXC_I3_NO_FINGER = 23, EXC_I3_COMPLEX = 24 };
 #define SLICE_SUBSTRATE 255u
@@ -119,6 +136,7 @@ typedef struct i3d {
     uint32_t stats_base;                        /* 0: no statistics block */
     uint32_t stats[I3S_COUNT];
     uint64_t lat_n, lat_sum, lat_max;
+    uint32_t log_count, mirror_gen;
     char socket_path[I3D_PATH];
     uint8_t frame[I3D_FRAME_MAX];
 } i3d;
@@ -141,5 +159,6 @@ void i3d_command(i3d *d, char *line, i3d_out out, void *ctx);
 int i3d_poll(i3d *d, int max);
 void i3d_exception(i3d *d, uint32_t pw, uint32_t rec);   /* one record (tests) */
 void i3d_publish(i3d *d, uint32_t starts);
+void i3d_mirror(i3d *d);                                 /* the filter mirror, after a change */
 const char *i3d_stat_name(int i);
 #endif

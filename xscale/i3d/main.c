@@ -131,6 +131,7 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
     state *s = ctx;
     (void)c;
     i3d_command(&s->d, line, to_conn, k);
+    i3d_mirror(&s->d);                   /* before the next record: the host's judge reads it */
     i3d_publish(&s->d, s->starts);
 }
 
@@ -193,8 +194,11 @@ int main(int argc, char **argv)
     i3d_init(&s.d, &s.mem, &hw);
     if (i3d_conf_load(&s.d, conf, err, sizeof err)) die("%s", err);
     map_dram(&s);
-    if (s.d.stats_base && npkd_sram_rd(&s.mem, s.d.stats_base) == I3D_STATS_MAGIC)
+    if (s.d.stats_base && npkd_sram_rd(&s.mem, s.d.stats_base) == I3D_STATS_MAGIC) {   /* started again */
         s.starts = npkd_sram_rd(&s.mem, s.d.stats_base + 12);
+        s.d.log_count = npkd_sram_rd(&s.mem, s.d.stats_base + I3D_LOG_OFF);
+    }
+    i3d_mirror(&s.d);
     s.starts++;
     s.now = hw_now(&s);
     int rc = ctl_open(&s.ctl, s.d.socket_path);
