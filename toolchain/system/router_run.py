@@ -224,7 +224,12 @@ class RouterRun:
         self.run.on_drop.append(self._dropped)
         meta = image.meta.get("control") or {}
         placement = (control or {}).get("placement") or meta.get("placement")
-        if meta and placement != "host":
+        if meta and placement != "host" and meta.get("program") == "i3d":   # the SPP's GPE (i3d_run)
+            from .i3d_run import GpeJudge, I3dPlane
+
+            self.control = I3dPlane(self.chip, image, router=self.config, **(control or {}))
+            self.cp = GpeJudge(self, SLICE_NS)
+        elif meta and placement != "host":
             from .control import ControlPlane
             from .control_run import ControlJudge
 
@@ -691,6 +696,8 @@ class RouterRun:
         # ... and the packets it had taken from the exception ring but not logged (half handled)
         out["lost_half_handled"] = self.cp.killed_in_hand
         out["log_overrun"] = self.cp.log.overrun
+        if hasattr(self.cp, "summary"):      # the GPE's i3d: its path's latency on the wire
+            out.update(self.cp.summary())
         if not out["running"]:
             out["exception_records_unread"] = self._control_census()["exception_ring_records"]
         return out

@@ -150,7 +150,7 @@ static void log_exc(i3d *d, uint32_t dig, uint32_t len, uint32_t port, uint32_t 
     npkd_sram_wr(d->mem, a, dig);
     npkd_sram_wr(d->mem, a + 4, (len & 0xFFFF) << 16 | (port & 0xFF) << 8 | (code & 0xFF));
     npkd_sram_wr(d->mem, a + 8, act << 24 | (sent > 255 ? 255 : sent) << 16 | (h & 0xFFFF));
-    npkd_sram_wr(d->mem, a + 12, (uint32_t)(d->hw.now_ns(d->hw.ctx) / 1000u));
+    npkd_sram_wr(d->mem, a + 12, (uint32_t)(d->now / 1000u));
     d->log_count++;
     npkd_sram_wr(d->mem, b + I3D_LOG_OFF + 4, I3D_LOG_CAP);
     npkd_sram_wr(d->mem, b + I3D_LOG_OFF, d->log_count);     /* the count last */
@@ -181,7 +181,7 @@ void i3d_mirror(i3d *d)
 static void note_delay(i3d *d, uint32_t handle)
 {
     uint32_t ts = npkd_sram_rd(d->mem, desc_addr(d, handle) + 20);
-    uint64_t now = d->hw.now_ns(d->hw.ctx), mhz = d->opt.clock_mhz ? d->opt.clock_mhz : 1400;
+    uint64_t now = d->now, mhz = d->opt.clock_mhz ? d->opt.clock_mhz : 1400;
     uint32_t now_ticks = (uint32_t)(now * mhz / 16000u);
     uint64_t ns = (uint64_t)(uint32_t)(now_ticks - ts) * 16000u / mhz;
     d->lat_n++;
@@ -329,14 +329,20 @@ void i3d_exception(i3d *d, uint32_t pw, uint32_t rec)
     uint32_t code = rec & 0xFF, index = rec >> 8 & 0xFF;
     pkt p = {pw, pw & 0xFFFF, 0, rec >> 16 & 0xFF, NULL, NULL, 0, 0};
     d->stats[I3S_exceptions]++;
+    d->now = d->hw.now_ns(d->hw.ctx);               /* the clock once a record (3 reads on the device) */
     if (p.h >= d->n_bufs) {
         d->stats[I3S_exc_other]++;
         return;
     }
-    p.sl = index == SLICE_SUBSTRATE ? NULL : slice_by_index(&d->st, (uint8_t)index);
     p.len = npkd_sram_rd(d->mem, desc_addr(d, p.h) + 8) >> 16;
     p.f = p.len <= I3D_FRAME_MAX ? buffer(d, p.h, p.len) : NULL;
     uint32_t dig = p.f ? digest(p.f, p.len) : 0;
+    /* the slice: the meta-interface the frame came to (its input port, outer destination
+     * and UDP port, as the substrate's demux found it), else the record's slice byte */
+    int mi = p.f && p.len >= I3_AT ? mi_of(&d->st, (uint8_t)p.port, rd32(p.f + ETH + 16),
+                                          (uint16_t)(p.f[ETH + IP4 + 2] << 8 | p.f[ETH + IP4 + 3])) : -1;
+    p.sl = mi >= 0 ? slice_get(&d->st, d->st.mi[mi].slice)
+           : index == SLICE_SUBSTRATE ? NULL : slice_by_index(&d->st, (uint8_t)index);
     if (!p.sl || p.sl->code != CODE_I3 || code < EXC_SPP_TO_GPE || code > EXC_I3_COMPLEX) {
         if (d->relay_ring >= 0 && d->hw.ring_free(d->hw.ctx, d->relay_ring) >= 2) {
             d->hw.ring_put(d->hw.ctx, d->relay_ring, pw);       /* the other daemon's (npkd) */

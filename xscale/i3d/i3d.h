@@ -137,6 +137,7 @@ typedef struct i3d {
     uint32_t stats[I3S_COUNT];
     uint64_t lat_n, lat_sum, lat_max;
     uint32_t log_count, mirror_gen;
+    uint64_t now;                               /* emulated ns, read as a record is taken */
     char socket_path[I3D_PATH];
     uint8_t frame[I3D_FRAME_MAX];
 } i3d;
