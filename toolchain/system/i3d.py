@@ -104,10 +104,10 @@ def filter_words(sub: Any, f: Any) -> str:
 
 def i3d_conf(sub: Any, router: Any, tcam: dict[str, int] | None, *, rings: tuple[int, int],
              socket: str | Path | None = None, options: dict[str, int] | None = None,
-             stats_base: int = I3D_STATS_BASE) -> str:  # fmt: skip
+             timed: list[tuple[int, str]] | None = None, stats_base: int = I3D_STATS_BASE) -> str:  # fmt: skip
     """The daemon's configuration (xscale/i3d/i3cfg.c) for a compiled slice file, the image's
     router config and the chip's TCAM (Chip.tcam_info(); None: no TCAM, no filters in the
-    fast path)."""
+    fast path); `timed`: (emulated ns, control command) made at those times."""
     mac = ":".join
     lines = ["# i3d configuration (npkit.toolchain.system.i3d.i3d_conf)",
              f"sys {SYS.desc_base:#x} {SYS.desc_shift} {SYS.n_bufs} {SYS.buf_base:#x} {SYS.buf_shift} "
@@ -140,6 +140,7 @@ def i3d_conf(sub: Any, router: Any, tcam: dict[str, int] | None, *, rings: tuple
         entry += 1
     lines.append(f"stats {stats_base:#x}")
     lines += [f"option {k} {v}" for k, v in sorted((options or {}).items())]
+    lines += [f"at {at} {cmd}" for at, cmd in sorted(timed or [], key=lambda x: x[0])]
     if socket:
         lines.append(f"socket {socket}")
     return "\n".join(lines) + "\n"
@@ -234,6 +235,11 @@ class MirroredFilter:
     def matches(self, slice_id: int, ident: int) -> bool:
         mask = ((1 << self.length) - 1) << (64 - self.length)
         return self.code == 2 and self.slice_id == slice_id and (self.ident ^ ident) & mask == 0
+
+
+def mirror_changed_us(chip: Any, base: int = I3D_STATS_BASE) -> int:
+    """When the daemon last changed its filters (µs of emulated time, its mirror's stamp)."""
+    return int(chip.read32("sram", base + _h_int("I3D_MIRROR_OFF") + 8))
 
 
 def read_mirror(chip: Any, base: int = I3D_STATS_BASE) -> list[MirroredFilter]:

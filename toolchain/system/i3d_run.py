@@ -65,7 +65,9 @@ class I3dPlane:
 
     def __init__(self, chip: Any, image: Any, *, placement: str | None = None, socket: str | Path | None = None,
                  echo: Any = None, workdir: str | Path | None = None, options: dict[str, int] | None = None,
-                 router: Any = None, **_ignored: Any) -> None:  # fmt: skip
+                 router: Any = None, timed: list[tuple[int, str]] | None = None, **_ignored: Any) -> None:  # fmt: skip
+        """`timed`: (emulated ns, command) the daemon makes at those times, as if they came on
+        its control socket (`filter fast 13`: a deterministic install while traffic runs)."""
         from npkit.xscale.system import System
         from npkit.xscale.toolchain import BuildError, program
 
@@ -85,7 +87,7 @@ class I3dPlane:
         opts = {"clock_mhz": int(float(chip.config["clock_mhz"])), **meta.get("options", {}), **(options or {})}
         conf = i3d_conf(self.sub, router, chip.tcam_info(),
                         rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])), socket=self.socket,
-                        options=opts)  # fmt: skip
+                        options=opts, timed=timed)  # fmt: skip
         self.conf = self.dir / "i3d.conf"
         self.conf.write_text(conf)
         try:
@@ -159,6 +161,7 @@ class GpeJudge:
         self.gpe_forwarded: dict[int, int] = {}  # pid -> frames the daemon sent about it
         self.seen_frames: Counter[int] = Counter()
         self.forwarded_by_it = 0
+        self.arrived: dict[int, int] = {}
         self.left_at: dict[int, int] = {}  # pid -> ns from its arrival to its (first) frame's departure
         self.by_action: Counter[str] = Counter()
         self.killed_own = self.killed_forwarded = self.killed_in_hand = 0
@@ -229,6 +232,7 @@ class GpeJudge:
         expected = self.expect(frame, w.ports[i])
         self.seen_frames[d.pid] += 1
         self.left_at.setdefault(d.pid, d.t - w.times[i])   # the first frame about it: its latency
+        self.arrived[d.pid] = w.times[i]
         if any(port == d.port and data == d.data for port, data in expected):
             return "matched_control"
         return "unexpected_control"
@@ -307,6 +311,12 @@ class GpeJudge:
             if e is not None:
                 out.append(e)
         return out
+
+    def paths(self) -> list[tuple[int, str]]:
+        """(arrival ns, "gpe" | "fast") of every packet the model excepts whose frame left:
+        forwarded by the daemon, or by the fast path once the daemon installed its filter."""
+        self.service()
+        return sorted((self.arrived[pid], "gpe" if pid in self.gpe_forwarded else "fast") for pid in self.left_at)
 
     def summary(self) -> dict[str, Any]:
         """The GPE path on the wire: packets the daemon forwarded, their latency (arrival to

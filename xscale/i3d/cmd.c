@@ -476,3 +476,28 @@ void i3d_command(i3d *d, char *line, i3d_out out, void *ctx)
     snprintf(why, sizeof why, "unknown command '%s' (slice, filter, finger, node, stats)", t[0]);
     fail(d, &r, why);
 }
+
+static void to_stderr(void *ctx, const char *text)
+{
+    (void)ctx;
+    fputs(text, stderr);
+}
+
+int i3d_timed_due(i3d *d)
+{
+    int n = 0;
+    while (d->next_timed < d->ntimed && d->timed[d->next_timed].at_ns <= d->now) {
+        char line[I3D_TIMED_LINE];
+        memcpy(line, d->timed[d->next_timed++].line, sizeof line);
+        fprintf(stderr, "i3d: at %llu ns: %s\n", (unsigned long long)d->now, line);
+        i3d_command(d, line, to_stderr, NULL);
+        n++;
+    }
+    if (n) i3d_mirror(d);
+    return n;
+}
+
+uint64_t i3d_timed_next(const i3d *d)
+{
+    return d->next_timed < d->ntimed ? d->timed[d->next_timed].at_ns : UINT64_MAX;
+}

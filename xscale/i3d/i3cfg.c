@@ -18,7 +18,9 @@
  *                                         or - for none): FIELDS as `npk filter add`
  *   stats BASE                            the statistics block (i3d.h)
  *   socket PATH                           the control socket
- *   option NAME VALUE                     tunables (i3d.h I3D_OPTIONS) */
+ *   option NAME VALUE                     tunables (i3d.h I3D_OPTIONS)
+ *   at NS COMMAND...                      a control command made at emulated time NS (ns;
+ *                                         in ascending order) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +181,22 @@ int i3d_conf_line(i3d *d, char *line, char *err, size_t n)
     if (!strcmp(w, "socket")) {
         if (k != 2 || strlen(t[1]) >= I3D_PATH) FAIL("socket PATH (at most %d bytes)", I3D_PATH - 1);
         strcpy(d->socket_path, t[1]);
+        return 0;
+    }
+    if (!strcmp(w, "at")) {
+        uint64_t at;
+        if (k < 3 || p_u64(t[1], &at)) FAIL("at NS COMMAND...");
+        if (d->ntimed == I3D_TIMED_MAX) FAIL("at most %d timed commands", I3D_TIMED_MAX);
+        if (d->ntimed && at < d->timed[d->ntimed - 1].at_ns) FAIL("timed commands go in ascending time");
+        i3d_timed *x = &d->timed[d->ntimed];
+        x->at_ns = at;
+        x->line[0] = 0;
+        for (int i = 2; i < k; i++) {
+            if (strlen(x->line) + strlen(t[i]) + 2 > I3D_TIMED_LINE) FAIL("the command is too long");
+            if (i > 2) strcat(x->line, " ");
+            strcat(x->line, t[i]);
+        }
+        d->ntimed++;
         return 0;
     }
     if (!strcmp(w, "option")) {

@@ -75,7 +75,8 @@ enum {
  *   LW1 frame length << 16 | input port << 8 | exception code
  *   LW2 action << 24 | frames sent about it << 16 | buffer handle
  *   LW3 time handled, microseconds
- * and the filter mirror (stats + I3D_MIRROR_OFF: LW0 filters, LW1 generation, then 32
+ * and the filter mirror (stats + I3D_MIRROR_OFF: LW0 filters, LW1 generation, LW2 when it
+ * last changed (µs of emulated time), then 32
  * bytes a filter: handle, slice << 16 | code << 8 | action, id high, id low,
  * len << 24 | fast << 16 | in (0xFF any) << 8 | out, next hop address, next hop UDP << 16,
  * TCAM entry (-1 none)), rewritten after every change: what the host's judge of the GPE
@@ -119,6 +120,15 @@ typedef struct i3d_arp {
     uint8_t mac[6];
 } i3d_arp;
 
+/* a command the configuration times (`at NS COMMAND...`): made at that emulated time, as
+ * if it came on the control socket (the run's timed filter installs, deterministic) */
+#define I3D_TIMED_MAX 64
+#define I3D_TIMED_LINE 400
+typedef struct i3d_timed {
+    uint64_t at_ns;
+    char line[I3D_TIMED_LINE];
+} i3d_timed;
+
 typedef struct i3d {
     npkd_mem *mem;
     i3d_hw hw;
@@ -139,6 +149,8 @@ typedef struct i3d {
     uint32_t log_count, mirror_gen;
     uint64_t now;                               /* emulated ns, read as a record is taken */
     char socket_path[I3D_PATH];
+    i3d_timed timed[I3D_TIMED_MAX];
+    uint32_t ntimed, next_timed;                /* in the configuration's order (times ascending) */
     uint8_t frame[I3D_FRAME_MAX];
 } i3d;
 
@@ -161,5 +173,8 @@ int i3d_poll(i3d *d, int max);
 void i3d_exception(i3d *d, uint32_t pw, uint32_t rec);   /* one record (tests) */
 void i3d_publish(i3d *d, uint32_t starts);
 void i3d_mirror(i3d *d);                                 /* the filter mirror, after a change */
+/* the timed commands due by d->now: how many were made (their answers go to stderr) */
+int i3d_timed_due(i3d *d);
+uint64_t i3d_timed_next(const i3d *d);                   /* UINT64_MAX: none left */
 const char *i3d_stat_name(int i);
 #endif

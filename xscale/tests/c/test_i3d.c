@@ -397,6 +397,16 @@ static void test_conf_errors(void)
         if (!rc || !strstr(err, bad[i].want)) printf("config '%s': %d '%s'\n", bad[i].line, rc, err);
         CHECK(rc == -1 && strstr(err, bad[i].want));
     }
+    /* timed commands: in ascending order, made when due */
+    char tl[200];
+    snprintf(tl, sizeof tl, "at 5000 filter slow 2");
+    CHECK(i3d_conf_line(d, tl, err, sizeof err) == 0);
+    snprintf(tl, sizeof tl, "at 10 filter slow 3");
+    CHECK(i3d_conf_line(d, tl, err, sizeof err) == -1 && strstr(err, "ascending"));
+    d->now = 4999;
+    CHECK(i3d_timed_due(d) == 0 && i3d_timed_next(d) == 5000);
+    d->now = 5000;
+    CHECK(i3d_timed_due(d) == 1 && flt_get(&d->st, 2)->entry == -1 && i3d_timed_next(d) == UINT64_MAX);
     /* two filters in one entry */
     char line[200];
     snprintf(line, sizeof line, "filter i3a 1 trigger 0x3000000000000009 out b1 next_hop 10.0.3.2:1");
