@@ -1,0 +1,133 @@
+"""The I3 daemon (xscale/i3d): its C unit tests under ASan/UBSan, its configuration as
+npkit writes it from the SPP's slice file, and its control socket -- the protocol and
+limits of npkd's, driven by `npk slice`, `npk filter` and `npk finger` -- on a daemon run
+with no chip (`i3d --dry`)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from npkit.emulator.traffic.router_config import RouterConfig
+from npkit.toolchain.cli import main
+from npkit.toolchain.system.control import ControlSocketError
+from npkit.toolchain.system.i3d import i3d_conf, load_substrate, parse_filter, parse_slice, request
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "xscale" / "build"
+SPP = ROOT / "examples" / "apps" / "spp"
+TCAM = {"base": 0x80600000, "entries": 64}
+
+
+def test_unit_tests_under_asan(xscale_built: Path) -> None:
+    res = subprocess.run([str(BUILD / "test_i3d_asan")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert ", 0 failed" in res.stdout and "ERROR: AddressSanitizer" not in res.stderr
+
+
+def _conf(tmp_path: Path, sock: Path | None) -> Path:
+    sub = load_substrate(SPP)
+    router = RouterConfig.load(ROOT / "examples" / "traffic" / "router.yaml")
+    conf = tmp_path / "i3d.conf"
+    conf.write_text(i3d_conf(sub, router, TCAM, rings=(11, 12), socket=sock))
+    return conf
+
+
+def test_the_configuration_carries_the_slice_file(tmp_path: Path) -> None:
+    text = _conf(tmp_path, None).read_text()
+    lines = text.splitlines()
+    assert "slice 2 3 i3a i3 400000" in lines
+    assert "ring 3 0x4000000000000000 0x2000000000000000 0xc0011000" in lines
+    assert "finger 3 60 c3 10.0.3.2:34001" in lines
+    # the slice file's filters in their TCAM entries, in order; the daemon's own after them
+    filters = [x for x in lines if x.startswith("filter ")]
+    assert filters[0] == ("filter 1 0 dst 172.16.1.0/24 src 192.168.0.0/16 proto 17 dport 53 out a2 "
+                          "next_hop 10.0.2.3:40053")  # fmt: skip
+    assert "filter 3 9 trigger 0x3100000000000000/8 out c2 next_hop 10.0.2.2:40003" in filters
+    assert filters[-1] == "filter 3 11 trigger 0x3200000000000000/8 action gpe"
+    assert f"tcam {0x80600000:#x} 64 12 52" in lines
+
+
+@pytest.fixture()
+def daemon(xscale_built: Path, tmp_path: Path) -> Iterator[Path]:
+    sock = tmp_path / "i3d.sock"
+    proc = subprocess.Popen([str(BUILD / "gpe" / "i3d"), "--dry", str(_conf(tmp_path, sock))], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        for _ in range(200):
+            if sock.exists():
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"i3d --dry exited: {proc.stderr.read() if proc.stderr else ''}")
+            time.sleep(0.02)
+        yield sock
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_slices_and_filters_over_the_socket(daemon: Path) -> None:
+    slices = [parse_slice(x) for x in request(daemon, "slice show")]
+    assert [(s["id"], s["name"], s["code_option"]) for s in slices] == [(1, "v4a", "ipv4"), (2, "v4b", "ipv4"),
+                                                                         (3, "i3a", "i3")]  # fmt: skip
+    assert [m["name"] for m in slices[2]["meta_interfaces"]] == ["c2", "c3", "c4"]
+    before = [parse_filter(x) for x in request(daemon, "filter show i3a")]
+    assert [f["entry"] for f in before] == [7, 8, 9, 10, 11]
+    added = parse_filter(request(daemon, "filter add i3a trigger 0x3300000000000009 out c3 next_hop 10.0.3.2:40009")[0])
+    assert added["entry"] == 12 and added["fields"]["trigger"] == "0x3300000000000009"
+    slow = parse_filter(request(daemon, f"filter slow {added['handle']}")[0])
+    assert slow["entry"] is None and slow["slow"]
+    with pytest.raises(ControlSocketError, match="no such filter"):
+        request(daemon, "filter del 999")
+    with pytest.raises(ControlSocketError, match="'dst' is not a field of an i3 filter"):
+        request(daemon, "filter add i3a dst 10.0.0.0/8 out c3 next_hop 10.0.3.2:1")
+    request(daemon, f"filter del {added['handle']}")
+    assert [parse_filter(x)["handle"] for x in request(daemon, "filter show i3a")] == [f["handle"] for f in before]
+
+
+def test_the_socket_keeps_npkd_limits(daemon: Path) -> None:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(str(daemon))
+    s.sendall(b"x" * 600 + b"\nstats\n")
+    buf = b""
+    while b"\nok\n" not in buf:
+        buf += s.recv(65536)
+    s.close()
+    assert buf.startswith(b"error: line too long (at most 510 bytes)\n")
+    assert b"control_requests 1\n" in buf     # the long line did not run
+
+
+def _npk(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(main, list(args))
+    return res.exit_code, res.output
+
+
+def test_npk_slice_filter_finger_commands(daemon: Path) -> None:
+    code, out = _npk("slice", "show", "--socket", str(daemon), "--json")
+    assert code == 0 and [s["name"] for s in json.loads(out)] == ["v4a", "v4b", "i3a"]
+    code, out = _npk("filter", "add", "i3a", "trigger", "0x3300000000000009", "out", "c3", "next_hop",
+                     "10.0.3.2:40009", "--socket", str(daemon), "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["entry"] == 12
+    code, out = _npk("filter", "show", "i3a", "--socket", str(daemon))
+    assert code == 0 and "trigger 0x3300000000000009 out c3 next_hop 10.0.3.2:40009" in out
+    code, out = _npk("finger", "set", "i3a", "63", "c4", "10.0.4.3:34001", "--socket", str(daemon))
+    assert code == 0
+    code, out = _npk("finger", "show", "i3a", "--socket", str(daemon))
+    assert "finger 63 out c4 next_hop 10.0.4.3:34001" in out
+    code, out = _npk("slice", "add", "9", "i3b", "i3", "--node", "0x10", "--pred", "0x1", "--mi", "d4:4:10.0.4.1:35001",
+                     "--socket", str(daemon))  # fmt: skip
+    assert code == 0 and "slice 9 name i3b" in out
+    code, out = _npk("slice", "del", "i3b", "--socket", str(daemon))
+    assert code == 0
+    code, out = _npk("filter", "del", "999", "--socket", str(daemon))
+    assert code == 1 and "Error: no such filter" in out and "Traceback" not in out
+    code, out = _npk("filter", "show", "--socket", str(daemon.parent / "none.sock"))
+    assert code == 1 and "no control daemon listening" in out
