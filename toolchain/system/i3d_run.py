@@ -43,7 +43,16 @@ from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
 from .control import GUEST_RUN_DIR
 from .errors import LinkError
-from .i3d import I3D_STATS_BASE, I3LogReader, MirroredFilter, i3d_conf, load_substrate, mirror_offset, read_mirror, read_stats
+from .i3d import (
+    I3D_STATS_BASE,
+    I3LogReader,
+    MirroredFilter,
+    i3d_conf,
+    load_substrate,
+    mirror_offset,
+    read_mirror,
+    read_stats,
+)
 from .undeclared import reason_name
 
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
