@@ -468,6 +468,19 @@ def _check_allocs(plan: _Plan, claims: Claims) -> None:
                             "place), and one whose areas must lie apart declares the others' first")  # fmt: skip
 
 
+def _check_tcam(chip: Chip, meta: dict[str, Any], label: str) -> None:
+    """An image linked with TCAM entries (meta `tcam`, docs/tcam.md) needs a chip with the
+    same TCAM window: elsewhere its entries would be plain SRAM."""
+    want = meta.get("tcam")
+    if not isinstance(want, dict):
+        return
+    have = chip.tcam_info()
+    if have is None or have["base"] != want.get("base") or have["key_bits"] != want.get("key_bits"):
+        what = "has no TCAM" if have is None else f"has its TCAM at 0x{have['base']:08x} with {have['key_bits']}-bit keys"
+        raise LoadError(f"{label}: linked for a TCAM at 0x{int(want.get('base', 0)):08x} with {want.get('key_bits')}-bit "
+                        f"keys (chip config {want.get('config')}); this chip ({chip.config.get('name')}) {what}")  # fmt: skip
+
+
 def plan_load(chip: Chip, image: Any, mes: list[int] | None = None, rings: Iterable[dict[str, Any]] = (),
               claims: Claims | None = None, label: str | None = None,
               taken: Mapping[int, str] | None = None) -> _Plan:  # fmt: skip
@@ -478,6 +491,7 @@ def plan_load(chip: Chip, image: Any, mes: list[int] | None = None, rings: Itera
     if not programs:
         raise LoadError("image has no programs")
     label = label or image_label(image)
+    _check_tcam(chip, getattr(image, "meta", None) or {}, label)
     own, extra = ring_entries(image), list(rings)
     check_rings(chip, [*own, *extra])
     progs = [_program(chip, prog, mes, label) for prog in programs]

@@ -43,7 +43,8 @@ Hooks (for harnesses and experiments; the run keeps no per-packet record itself)
 lo..hi-1 of it go to the MSF, `on_advance()` after the chip ran a slice and before what
 left in it is accounted, `on_departure(dep)` for every transmitted frame (a
 `Departure`), `on_slice()` after every slice, `on_forget(chunk)` when a window is let
-go, `on_drop(id, reason)` for every drop accounted.  `TxBins` counts what leaves per
+go, `on_drop(id, reason)` for every drop accounted, `on_exception(id, reason)` for every
+exception.  `TxBins` counts what leaves per
 time bin; `record=True` keeps every transmitted frame in `out` (and the router's own in
 `generated_out`) (tests, small runs).
 """
@@ -291,6 +292,10 @@ class TrafficRun:
         self.on_forget: list[Callable[[Chunk], None]] = []
         self.on_generated: list[Callable[[int, int, bytes], None]] = []
         self.on_drop: list[Callable[[int, str], None]] = []  # (id, reason) of each drop accounted
+        self.on_exception: list[Callable[[int, str], None]] = []  # (id, reason) of each exception accounted
+        # (id, port, frame) of each frame the C ledger compared and found wrong (outcome, port
+        # or bytes): looked for only in a batch whose mismatch counts grew
+        self.on_mismatch: list[Callable[[int, int, bytes], None]] = []
         self.on_tx: list[Callable[[Any], None]] = []  # each batch of departures (msf_device.Drained)
         self.own: frozenset[bytes] = frozenset()  # the router's addresses (router_addresses)
         self.generated = [0] * self.dev.ports  # frames the router made itself, by output port
@@ -510,6 +515,8 @@ class TrafficRun:
                     ffi.from_buffer("uint64_t[]", w.off), ffi.from_buffer("uint16_t[]", w.lens)]  # fmt: skip
             v.first, v.end, v.pushed, v.left = c.first, c.end, c.first + c.pushed, c.left
             v.fate, v.tags, v.times, v.ports, v.off, v.lens = bufs
+            v.data = ffi.from_buffer("uint8_t[]", w.data)  # the flow key is the input frame's
+            bufs.append(v.data)
             vd = c.verdicts
             if vd is not None:
                 vb = [ffi.from_buffer("uint8_t[]", vd.kind), ffi.from_buffer("uint8_t[]", vd.port),
@@ -529,6 +536,8 @@ class TrafficRun:
         pids = array("q", bytes(8 * n))
         lats = array("q", bytes(8 * n))
         views, keep = self._views()
+        led = self.ledger
+        wrong = led.wrong_outcome + led.wrong_port + led.wrong_bytes
         got = lib.npk_depart(self.ledger, views, len(self.chunks), self.pushed, n, ffi.from_buffer("uint8_t[]", d.port),
                              ffi.from_buffer("uint64_t[]", d.t), ffi.from_buffer("uint16_t[]", d.len),
                              ffi.from_buffer("uint64_t[]", off), ffi.from_buffer("uint8_t[]", d.data),
@@ -539,6 +548,8 @@ class TrafficRun:
             raise MemoryError("no memory for the departure ledger's flow table")
         for v, c in zip(views, self.chunks, strict=False):
             c.left = v.left
+        if self.on_mismatch and led.wrong_outcome + led.wrong_port + led.wrong_bytes != wrong:
+            self._mismatched(d, off, slow, pids)
         self.latency.add_many(lats if not n or min(lats) >= 0 else [x for x in lats if x >= 0])
         frames_needed = got or self._writers or self.out is not None or self.on_departure
         ports_out = self.ports_out
@@ -591,7 +602,8 @@ class TrafficRun:
 
     def flow_reordered(self, frame: bytes, in_port: int, pid: int) -> bool:
         """Per-flow order (oracle.flow_of): whether a later packet of this frame's flow left
-        before it (the ledger's flow table, shared with the C path)."""
+        before it (the ledger's flow table, shared with the C path).  `frame`: the input
+        packet's (its addresses name the flow, whatever the router rewrote)."""
         r = self.lib.npk_flow_check(self.ledger, frame, len(frame), in_port, pid)
         if r < 0:
             raise MemoryError("no memory for the departure ledger's flow table")
@@ -626,6 +638,20 @@ class TrafficRun:
                 return cand, None, -1
         i = cand - c.first
         return (cand, c, i) if c.tags[i] == cand else (-1, None, -1)
+
+    def _mismatched(self, d: Any, off: Any, slow: bytearray, pids: Any) -> None:
+        """The frames of a batch the C ledger found wrong (npk_depart's test, again), to
+        the on_mismatch hooks."""
+        for i in range(len(d.port)):
+            c = self.chunk_of(pids[i]) if not slow[i] else None
+            if c is None or c.verdicts is None:
+                continue
+            k, w, v = pids[i] - c.first, c.w, c.verdicts
+            frame = bytes(d.data[off[i] : off[i] + d.len[i]])
+            o = w.off[k]
+            if v.kind[k] != 0 or v.port[k] != d.port[i] or bytes(v.out[o : o + w.lens[k]]) != frame:
+                for fn in self.on_mismatch:
+                    fn(pids[i], d.port[i], frame)
 
     def departed(self, port: int, t: int, data: bytes) -> None:
         """Account for a frame that left `port` at `t` (what every drained frame goes through)."""
@@ -846,9 +872,8 @@ class TrafficRun:
             self._spools[name].add(pid, reason)
         if self._mem_fates is not None:
             self._mem_fates[name].append((pid, reason))
-        if kind == DROPPED:
-            for fn in self.on_drop:
-                fn(pid, reason)
+        for fn in self.on_drop if kind == DROPPED else self.on_exception:
+            fn(pid, reason)
 
     def unresolved(self, before_ns: int) -> Iterator[tuple[Chunk, int]]:
         """Pushed packets with no fate that arrived before `before_ns`, in id order (the

@@ -475,8 +475,13 @@ class RouterModel:
     """Fast path (RefRouter) + control plane (npkd), packet by packet in arrival order."""
 
     def __init__(self, config: RouterConfig, *, options: dict[str, int] | None = None,
-                 neighbours: dict[int, bytes] | None = None, route_changes: list[Any] | None = None) -> None:  # fmt: skip
+                 neighbours: dict[int, bytes] | None = None, route_changes: list[Any] | None = None,
+                 app_actions: dict[str, str] | None = None) -> None:  # fmt: skip
+        """`app_actions`: an application's exception reasons -> what the daemon does with
+        them ("consume": nothing more; "forward": routed and sent as arp_miss is, TTL
+        decremented: npkd's `exception CODE ACTION`)."""
         self.cfg = config
+        self.app_actions = dict(app_actions or {})
         self.opt = {**daemon_defaults(), **(options or {})}
         self._table: RouteTable | None = None  # the route table once a change made it differ from config's
         self._alt_cache: dict[tuple[int, int], RouteTable] = {}  # (change, changes applied) -> the other table
@@ -919,7 +924,7 @@ class RouterModel:
         self.untaken.clear()  # (what they taught went with the cache)
         waiting, self._deferred = sorted(self._deferred, key=lambda w: w[0]), []  # (the ring's order)
         for pid, res, frame, in_port in waiting:
-            getattr(self, f"_on_{res.reason}")(pid, res, bytearray(frame), in_port)
+            self._handler(res.reason)(pid, res, bytearray(frame), in_port)
 
     def withdraw_at(self, t: int) -> None:
         """The restarted daemon took the MACs its predecessor learnt out of the fast path
@@ -959,9 +964,11 @@ class RouterModel:
             table.add(Route(c.prefix, c.length, c.next_hop, c.port))
 
     # -- packets
-    def process(self, pid: int, frame: bytes, in_port: int, t: int) -> CpResult:
+    def process(self, pid: int, frame: bytes, in_port: int, t: int, fast: Outcome | None = None) -> CpResult:
+        """What the router does with packet `pid`; `fast`: the fast path's outcome when the
+        caller knows it better (an application's rule decided it), else RefRouter's."""
         self.advance(t)
-        fast = self.fast.process(frame, in_port)
+        fast = fast if fast is not None else self.fast.process(frame, in_port)
         res = CpResult(fast)
         self.results[pid] = res
         self._alternatives(res, frame, in_port, t)
@@ -977,9 +984,16 @@ class RouterModel:
         if self.down:  # on the exception ring until the daemon is started again
             self._deferred.append((pid, res, frame, in_port))
             return res
-        handler = getattr(self, f"_on_{fast.reason}")
-        handler(pid, res, bytearray(frame), in_port)
+        self._handler(fast.reason)(pid, res, bytearray(frame), in_port)
         return res
+
+    def _handler(self, reason: str) -> Any:
+        """The control plane's handling of an exception reason: npkit's (`_on_<reason>`),
+        or an application's (its `control:` action)."""
+        action = self.app_actions.get(reason)
+        if action is None:
+            return getattr(self, f"_on_{reason}")
+        return self._on_app_forward if action == "forward" else self._on_app_consume
 
     def take_exception(self, pid: int, frame: bytes, in_port: int, alt: Except, arrived: int | None = None) -> CpResult:
         """Packet `pid`, judged by one table near a route change, met the other in the fast
@@ -993,7 +1007,7 @@ class RouterModel:
             self._icmp_error(pid, frame, 3, 1)
             res.final = Except(res.reason)
             return res
-        getattr(self, f"_on_{alt.reason}")(pid, res, bytearray(frame), in_port)
+        self._handler(alt.reason)(pid, res, bytearray(frame), in_port)
         return res
 
     def _given_up_since(self, frame: bytes, t: int) -> bool:
@@ -1345,6 +1359,12 @@ class RouterModel:
             res.final = Forward(port, forward_full(f, mac, src_mac) if full else rewrite(f, mac, src_mac))
             return
         self._hold(self._entry(hop, port), _Held(pid, bytes(f), False, full))
+
+    def _on_app_consume(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        res.final = Except(res.reason)
+
+    def _on_app_forward(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        self._forward(pid, res, bytes(f), True)
 
     def _on_arp_miss(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         self._forward(pid, res, bytes(f), False)

@@ -24,7 +24,7 @@ the packet).
 from __future__ import annotations
 
 from .oracle import Drop, Except, Forward, Outcome
-from .reasons import load_reasons
+from .reasons import Reasons, load_reasons
 
 MATCHED_DROP = "matched_drop"
 MATCHED_EXCEPTION = "matched_exception"
@@ -39,20 +39,21 @@ RESOURCE_DROP: dict[str, str] = {"forward": LOST, "exception": LOST, "drop": DRO
 CATEGORIES = (MATCHED_DROP, MATCHED_EXCEPTION, LOST, DROPPED_EARLY, WRONG_OUTCOME, WRONG_REASON)
 
 
-def is_resource_drop(reason: str) -> bool:
-    """True for a drop reason the oracle never gives (a name reasons.yaml does not know,
-    such as a harness's own, counts as one unless the oracle's outcome names it)."""
-    known = load_reasons().drops.get(reason)
+def is_resource_drop(reason: str, reasons: Reasons | None = None) -> bool:
+    """True for a drop reason the oracle never gives (a name reasons.yaml -- or `reasons`,
+    an application's combined table -- does not know, such as a harness's own, counts as
+    one unless the oracle's outcome names it)."""
+    known = (reasons or load_reasons()).drops.get(reason)
     return known is None or not known.predicted
 
 
-def judge_disposition(expected: Outcome, kind: str, reason: str) -> str:
+def judge_disposition(expected: Outcome, kind: str, reason: str, reasons: Reasons | None = None) -> str:
     """The category of a packet the emulator dropped or excepted (`kind` "drop" or
     "exception", `reason` its name) when the oracle's outcome for it is `expected`
-    (the module docstring's table)."""
+    (the module docstring's table); `reasons`: the application's table (default npkit's)."""
     if isinstance(expected, Drop | Except) and (kind, reason) == (expected.kind, expected.reason):
         return MATCHED_DROP if kind == "drop" else MATCHED_EXCEPTION
-    if kind == "drop" and is_resource_drop(reason):
+    if kind == "drop" and is_resource_drop(reason, reasons):
         return RESOURCE_DROP[expected.kind]
     if isinstance(expected, Forward) or kind != expected.kind:
         return WRONG_OUTCOME

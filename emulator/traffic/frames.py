@@ -283,7 +283,13 @@ class FrameBuilder:
             raise SpecError(f"ports.{self.port.index}.fields: a {length}-byte frame has no room for its headers")
         tag = (TAG + (pid & 0xFFFFFFFF).to_bytes(4, "big"))[:room]
         if filler.startswith("header:"):  # an encapsulated header, then the tag and zeros
-            head = bytes.fromhex(filler.removeprefix("header:"))[:room]
+            hexed, _, at = filler.removeprefix("header:").partition("@")
+            head = bytes.fromhex(hexed)
+            if at:  # the tag inside the header, at its offset (so a frame of the header alone has one)
+                k = int(at)
+                head = head[:k] + tag + head[k + len(tag) :]
+                tag = b""
+            head = head[:room]
             tag = tag[: room - len(head)]
             payload = head + tag + bytes(room - len(head) - len(tag))
         else:

@@ -113,6 +113,34 @@ class Prefix(NamedTuple):
         return address & self.mask == self.addr
 
 
+class Ternary(NamedTuple):
+    """A key field of a TCAM table row (tables.yaml `memory: tcam`): value and mask of
+    `bits` bits (mask bit 1 = compare; a wildcard has mask 0)."""
+
+    value: int
+    mask: int
+    bits: int
+
+    def matches(self, x: int) -> bool:
+        return (x ^ self.value) & self.mask == 0
+
+
+def tcam_match(rows: list[dict[str, Any]], key: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The rows of a TCAM table (tables["name"]) that `key` (field -> int) matches, in
+    priority order (their TCAM position): [0] is the TCAM's answer, len() its match count.
+    A key field the row declares but `key` lacks is a ModelError."""
+    def hit(row: dict[str, Any]) -> bool:
+        for name, v in row.items():
+            if isinstance(v, (Ternary, Prefix)):
+                if name not in key:
+                    raise ModelError(f"tcam_match: the key lacks field {name!r}")
+                if not v.matches(key[name]):
+                    return False
+        return True
+
+    return sorted((r for r in rows if hit(r)), key=lambda r: r.get("_entry", 0))
+
+
 _ETH_IPV4 = b"\x08\x00"
 
 
@@ -375,5 +403,11 @@ def load_model(path: str | Path, reasons: Reasons, tables: Mapping[str, Any] | N
             more = deciders[1] if len(deciders) > 1 else rules[0]
             raise ModelError(f"{p}:{more.line}: {more.name}: a model decides every frame with one @decide "
                              f"function ({deciders[0].name}, line {deciders[0].line}) and has no rules")  # fmt: skip
-        return StandaloneModel(deciders[0], reasons, dict(tables or {}), router, str(p))
-    return Model(rules, reasons, dict(tables or {}), str(p))
+        model: AnyModel = StandaloneModel(deciders[0], reasons, dict(tables or {}), router, str(p))
+    else:
+        model = Model(rules, reasons, dict(tables or {}), str(p))
+    from .groups import Grouper  # groups of packets with their own account (groups.py)
+
+    groupers = [v for v in vars(module).values() if isinstance(v, Grouper)]
+    model.grouper = groupers[0] if groupers else None  # type: ignore[union-attr]
+    return model

@@ -34,6 +34,7 @@ class Reason:
     ref: str = ""
     icmp: str = ""
     note: str = ""
+    control: str = ""  # an application's exception: what the control daemon does (consume, forward)
 
     @property
     def predicted(self) -> bool:
@@ -151,7 +152,8 @@ def _checked_fields(data: Any, source: str, located: Located | None) -> dict[str
     model = validate(ReasonsFile, data, source, located=located, error=ReasonError)
 
     def entry(r: Any) -> dict[str, Any]:
-        return {"code": r.code, "step": r.step, "rule": r.rule, "ref": r.ref, "icmp": r.icmp, "note": r.note.strip()}
+        return {"code": r.code, "step": r.step, "rule": r.rule, "ref": r.ref, "icmp": r.icmp, "note": r.note.strip(),
+                **({"control": r.control} if r.control else {})}  # fmt: skip
 
     return {"drops": {n: entry(r) for n, r in model.drops.items()},
             "exceptions": {n: entry(r) for n, r in model.exceptions.items()}}  # fmt: skip

@@ -36,6 +36,9 @@ class ReasonEntry(BaseModel):
     ref: Text = Field("", description="the requirement it follows")
     icmp: Text = Field("", description="(exceptions) what the control plane is expected to send")
     note: Text = Field("", description="why this choice, where the requirement leaves room")
+    control: Literal["consume", "forward"] | None = Field(
+        None, description="(an application's exceptions) what the control daemon does with the packet: consume "
+        "(count it and free its buffer; the default) or forward (route it as the fast path does and send it)")
 
 
 def _table(v: Any) -> Any:
@@ -80,6 +83,9 @@ class ReasonsFile(BaseModel):
                     if r.step in steps:
                         raise at((table_name, name, "step"), f"step {r.step} used by {steps[r.step]} and {name}")
                     steps[r.step] = name
+        for name, r in self.drops.items():
+            if r.control is not None:
+                raise at(("drops", name, "control"), "a drop never reaches the control plane: `control` is for exceptions")
         both = sorted(self.drops.keys() & self.exceptions.keys())
         if both:
             raise at(("exceptions", both[0]), f"{both[0]!r} names a drop too: a name is used once")

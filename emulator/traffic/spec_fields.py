@@ -132,7 +132,14 @@ def _payload_item(v: Any) -> str:
         (kind, hexed), = v.items()
         if isinstance(hexed, str):
             return f"{kind}:" + _hex(hexed, kind, MAX_PATTERN).hex()
-    raise ValueError(f"zeros, random, {{pattern: 'de ad be ef'}} or {{header: '45 00 ...'}}, got {v!r}")
+    if isinstance(v, dict) and set(v) == {"header", "tag_at"} and isinstance(v["header"], str):
+        head = _hex(v["header"], "header", MAX_PATTERN)
+        at = v["tag_at"]
+        if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= len(head) - 8:
+            raise ValueError(f"tag_at: the tag's 8 bytes go inside the header: 0..{len(head) - 8}, got {at!r}")
+        return f"header:{head.hex()}@{at}"
+    raise ValueError("zeros, random, {pattern: 'de ad be ef'}, {header: '45 00 ...'} or "
+                     f"{{header: HEX, tag_at: N}}, got {v!r}")
 
 
 # ---- forms: how a field's values are drawn ---------------------------------------------------
@@ -161,7 +168,8 @@ def parse_draw(value: Any, item: Callable[[Any], Any], ranged: bool = False) -> 
         if lo > hi:
             raise at("range", f"the range [{lo}, {hi}] is empty")
         return {"form": "range", "values": [lo, hi], "weights": None}
-    if isinstance(value, dict) and not (len(value) == 1 and set(value) <= {"pattern", "header"}):
+    if isinstance(value, dict) and not (len(value) == 1 and set(value) <= {"pattern", "header"}) \
+            and set(value) != {"header", "tag_at"}:
         if not value or len(value) > MAX_CHOICES:
             raise ValueError(f"a mapping of 1..{MAX_CHOICES} values to weights")
         vals, weights = [], []

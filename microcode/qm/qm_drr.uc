@@ -41,6 +41,12 @@
 #include "npk_sched.h"
 
 #define QM_LM_QUANTA    256
+// With QM_QLIMIT_QUEUE (a layout flag of the qm block: the SPP's per-slice queues), each
+// queue may also hold at most QM_QLIMIT_QUEUE packets, so that one class's backlog cannot
+// take the port's QM_QLIMIT from the others (without it, the drops of an overloaded port
+// go by arrival, not by share).  Counters in local memory, 8 bytes a queue at
+// QM_LM_Q + 8 * (key * 8 + port): +0 enqueued (context 0), +4 dequeued (schedulers).
+#define QM_LM_Q         512
 #define QM_MAX_ELEMS    24          // a 1,514-byte frame
 #ifndef QM_POLL_TICKS
 #define QM_POLL_TICKS   32
@@ -105,6 +111,23 @@ qm_init_port#:
         br[qm_init_port#]
     .endif
 .end
+#ifdef QM_QLIMIT_QUEUE
+    immed[p, 0]
+qm_init_queue#:
+    alu_shf[t, --, b, p, <<3]
+    immed[u, QM_LM_Q]
+    alu[t, t, +, u]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+    nop
+    nop
+    nop
+    alu[*l$index1[0], --, b, 0]
+    alu[*l$index1[1], --, b, 0]
+    alu[p, p, +, 1]
+    .if (p < 64)
+        br[qm_init_queue#]
+    .endif
+#endif
     immed[t, QM_LM_QUANTA]
     local_csr_wr[ACTIVE_LM_ADDR_1, t]
     nop
@@ -137,6 +160,20 @@ qm_init_port#:
     alu[qa, qa, +, t]
 #endm
 
+// local memory index1 -> the counters of queue QA (QM_LM_Q + 8 * (key * 8 + port):
+// QA - QX_BASE is key << 7 | port << 4, so the offset is (QA - QX_BASE) >> 1)
+#macro qm_queue_lm(QA)
+    immed32(t, QX_BASE)
+    alu[t, QA, -, t]
+    alu_shf[t, --, b, t, >>1]
+    immed[u, QM_LM_Q]
+    alu[t, t, +, u]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+    nop
+    nop
+    nop
+#endm
+
 // local memory index1 -> the quantum of queue QA's key
 #macro qm_quantum_of(QA)
     immed32(t, QX_BASE)
@@ -160,6 +197,9 @@ qm_init_port#:
 .begin
     .reg ed
     qm_queue_of(PW, W1)
+#ifdef QM_QLIMIT_QUEUE
+    qm_queue_lm(qa)
+#endif
     alu_shf[t, --, b, p, <<5]
     local_csr_wr[ACTIVE_LM_ADDR_0, t]
     immed[ed, DESC_BASE]
@@ -169,8 +209,19 @@ qm_init_port#:
     alu[t, --, b, *l$index0[0]]
     alu[t, t, -, *l$index0[1]]
     immed[u, QM_QLIMIT]
+#ifdef QM_QLIMIT_QUEUE
+    .if (t < u)
+        alu[t, --, b, *l$index1[0]]
+        alu[t, t, -, *l$index1[1]]
+        immed[u, QM_QLIMIT_QUEUE]
+    .endif
+#endif
     immed[OK, 0]
     .if (t < u)
+#ifdef QM_QLIMIT_QUEUE
+        alu[t, --, b, *l$index1[0]]
+        alu[*l$index1[0], t, +, 1]
+#endif
         sram[enqueue, --, qa, ed]
         sram[test_and_incr, XC, qa, 12], sig_done[SIG]
         alu[t, --, b, *l$index0[0]]
@@ -403,6 +454,11 @@ qm_serve#:
     alu[*l$index0[7], --, b, claims]
     alu[t, --, b, *l$index0[1]]
     alu[*l$index0[1], t, +, 1]
+#ifdef QM_QLIMIT_QUEUE
+    qm_queue_lm(qcur)
+    alu[t, --, b, *l$index1[1]]
+    alu[*l$index1[1], t, +, 1]
+#endif
     alu[@qm_deq, @qm_deq, +, 1]
     alu[t, --, b, *l$index0[4]]
     alu[*l$index0[4], t, +, QM_MAX_ELEMS]

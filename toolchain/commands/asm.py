@@ -62,14 +62,18 @@ define_option = click.option("-D", "defines", multiple=True,
               help="Assemble block --block of this layout (a name in microcode/layouts or a YAML file) as "
                    "`npk link` does: its include paths and defines; -D then sets layout parameters.")  # fmt: skip
 @click.option("--block", default=None, help="The block of --layout to assemble (default output: BLOCK.elf).")
+@click.option("--app", "app_dir", default=None, type=click.Path(),
+              help="Application folder (docs/applications.md): --layout is one of its layouts (default: its "
+                   "default_layout), the block is looked up in its folders first, with its reasons.h and tables' "
+                   "headers, as `npk link --app` assembles it.")  # fmt: skip
 def asm_cmd(source: str | None, output: str | None, listing: str | None, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], contexts: str | None, werror: bool, as_json: bool, layout: str | None,
-            block: str | None) -> None:  # fmt: skip
+            block: str | None, app_dir: str | None) -> None:  # fmt: skip
     """Assemble a microengine source file (SOURCE, or --block of --layout) into an ELF image."""
-    if layout is not None or block is not None:
-        if source is not None or layout is None or block is None:
-            raise click.UsageError("--layout and --block go together, and without SOURCE")
-        with _layout_block(layout, block, defines) as (src, incs, block_defines, threads):
+    if layout is not None or block is not None or app_dir is not None:
+        if source is not None or block is None or (layout is None and app_dir is None):
+            raise click.UsageError("--layout (or --app) and --block go together, and without SOURCE")
+        with _layout_block(layout, block, defines, app_dir) as (src, incs, block_defines, threads):
             _assemble(str(src), output or f"{block}.elf", listing, [*include_dirs, *incs], block_defines,
                       contexts or str(threads), werror, as_json, block)  # fmt: skip
         return
@@ -83,10 +87,12 @@ def asm_cmd(source: str | None, output: str | None, listing: str | None, include
 
 
 @contextmanager
-def _layout_block(layout: str, block: str, params: tuple[str, ...]) -> Iterator[tuple[Path, list[str], dict[str, str], int]]:
+def _layout_block(layout: str | None, block: str, params: tuple[str, ...],
+                  app_dir: str | None = None) -> Iterator[tuple[Path, list[str], dict[str, str], int]]:  # fmt: skip
     """Block `block` of `layout` as `npk link` assembles it (npkit.toolchain.system.link.layout_block);
-    `params`: the -D options, as layout parameters.  A bad layout, parameter or block exits 1;
-    a -D that is not NAME=VALUE is a usage error (exit 2)."""
+    `params`: the -D options, as layout parameters; `app_dir`: the application (npk link
+    --app).  A bad application, layout, parameter or block exits 1; a -D that is not
+    NAME=VALUE is a usage error (exit 2)."""
     from npkit.toolchain.system.layout import DefineError, LinkError
     from npkit.toolchain.system.layout import parse_defines as layout_defines
     from npkit.toolchain.system.link import layout_block
@@ -96,7 +102,10 @@ def _layout_block(layout: str, block: str, params: tuple[str, ...]) -> Iterator[
     except DefineError as e:
         raise click.BadParameter(str(e), param_hint="'-D'") from None
     try:
-        with layout_block(layout, block, overrides) as (b, src, incs, defs):
+        from npkit.toolchain.system.app import load_app
+
+        app = load_app(app_dir) if app_dir is not None else None
+        with layout_block(layout, block, overrides, app=app) as (b, src, incs, defs):
             yield src, incs, defs, b.threads
     except LinkError as e:
         click.echo(f"error: {e}", err=True)

@@ -24,8 +24,9 @@ import click
 from npkit.emulator.traffic.spec_forms import MAX_SEED
 from npkit.emulator.traffic_run import load_traffic_source
 from npkit.toolchain.debug.profile import image_placement
+from npkit.toolchain.system.app_run import DEMO_ROUTES, SEED003
 from npkit.toolchain.system.layout import LinkError, parse_defines
-from npkit.toolchain.system.paths import DEFAULT_ROUTER, ROOT
+from npkit.toolchain.system.paths import ROOT
 from npkit.toolchain.system.router_run import format_summary, run_router
 from npkit.toolchain.system.tables import demo_routes, router_with_routes
 from npkit.toolchain.system.verdict import judge
@@ -43,8 +44,6 @@ from .profiling import Extras, Request, coverage_option
 if TYPE_CHECKING:
     from npkit.toolchain.system.app import App
 
-SEED003 = ROOT / "examples" / "traffic" / "seed003_balanced.yaml"  # a permutation: no output oversubscribed
-DEMO_ROUTES = 10_000
 
 
 @click.command("demo")
@@ -55,8 +54,8 @@ DEMO_ROUTES = 10_000
               help="layout parameter or dotted path: pool_mes=2, qm.qlimit=64, qm.quanta=2, parse.threads=4")
 @ms_option("--ms", "ms", default=10.0, min_open=True, show_default=True, help="emulated milliseconds of traffic")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None, help="traffic seed (default: the spec's)")
-@click.option("--config", "chip_config", default="ixp2800", show_default=True,
-              help="chip config: a name (ixp2800, ixp2400) or a YAML file")
+@click.option("--config", "chip_config", default=None,
+              help="chip config: a name (ixp2800, ixp2400) or a YAML file  [default: the application's (chip:), ixp2800]")
 @click.option("--routes", type=click.Path(exists=True, dir_okay=False),
               help=f"route file (default: {DEMO_ROUTES:,} random prefixes)")
 @click.option("--traffic", type=click.Path(exists=True), default=None,
@@ -70,13 +69,16 @@ DEMO_ROUTES = 10_000
               help="Count BLOCK's instructions and print its listing with them, its hot instructions first "
                    "(lock-step: slower; --ms 1 is plenty).")  # fmt: skip
 @coverage_option
-def demo_cmd(app_dir: str | None, layout: str | None, defines: tuple[str, ...], ms: float, seed: int | None, chip_config: str,
+def demo_cmd(app_dir: str | None, layout: str | None, defines: tuple[str, ...], ms: float, seed: int | None, chip_config: str | None,
              routes: str | None, traffic: str | None, drain: bool, drain_cap_ms: float, max_loss: float | None,
              min_line_rate: float | None, as_json: bool, contexts: bool, profile: str | None,
              coverage: str | None) -> None:  # fmt: skip
     """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
+    from npkit.toolchain.system.link import chip_config_of
+
     duration = int(ms * 1e6)
     app, layout, traffic, routes, router = _application(app_dir, layout, traffic, routes)
+    chip_config = chip_config_of(chip_config, app)
     params: dict[str, Any] = parse_defines(defines)  # (checked by the option's callback)
     if "io" in params:
         raise click.UsageError("-D io: the demo offers its traffic to the MSF (io=msf); a router with the host's "
@@ -113,19 +115,12 @@ def demo_cmd(app_dir: str | None, layout: str | None, defines: tuple[str, ...], 
 def _application(app_dir: str | None, layout: str | None, traffic: str | None,
                  routes: str | None) -> tuple[App | None, str, str, str | None, Path]:  # fmt: skip
     """The application (None without --app), and the layout, traffic, routes and router
-    config to run: the options given, else the application's, else the IPv4 demo's."""
-    if app_dir is None:
-        return None, layout or "pipelined", traffic or str(SEED003), routes, DEFAULT_ROUTER
-    from npkit.toolchain.system.app import load_app
+    config to run: the options given, else the application's, else the IPv4 demo's
+    (npkit.toolchain.system.app_run)."""
+    from npkit.toolchain.system.app_run import app_inputs
 
     try:
-        app = load_app(app_dir)
-        layout = app.layout_file(layout)
+        got = app_inputs(app_dir, layout, traffic, routes)
     except LinkError as e:
         raise click.ClickException(str(e)) from None
-    if traffic is None:
-        own = app.file("traffic")
-        traffic = str(own) if own is not None else str(SEED003)
-    if routes is None and app.file("routes") is not None:
-        routes = str(app.file("routes"))
-    return app, layout, traffic, routes, app.file("router") or DEFAULT_ROUTER
+    return got.app, got.layout, got.traffic, got.routes, got.router

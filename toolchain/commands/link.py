@@ -25,12 +25,13 @@ from .outputs import refuse_overwrite_usage
               help="override a layout parameter, or a dotted path (qm.qlimit=64, parse.threads=4)")
 @click.option("--routes", type=click.Path(exists=True, dir_okay=False), help="route file")
 @click.option("--router-config", type=click.Path(exists=True, dir_okay=False), help="router YAML")
-@click.option("--config", "chip_config", default="ixp2800", show_default=True, help="chip config the image is for")
+@click.option("--config", "chip_config", default=None,
+              help="chip config the image is for  [default: the application's (chip:), ixp2800]")
 @click.option("-o", "output", required=True, type=click.Path(dir_okay=False), help="system image (ELF)")
 @click.option("--json", "as_json", is_flag=True, help="print the layout graph as JSON")
 @click.option("--Werror", "werror", is_flag=True, help="treat the assembler's warnings as errors (exit 1)")
 def link_cmd(layout: str | None, app_dir: str | None, defines: tuple[str, ...], routes: str | None,
-             router_config: str | None, chip_config: str, output: str, as_json: bool, werror: bool) -> None:  # fmt: skip
+             router_config: str | None, chip_config: str | None, output: str, as_json: bool, werror: bool) -> None:  # fmt: skip
     """Link the router blocks of LAYOUT (a name in microcode/layouts or a YAML file; with
     --app DIR, a name of the application's layouts).  The assembler's warnings of every
     block go to stderr with their file:line."""

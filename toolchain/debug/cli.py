@@ -106,8 +106,12 @@ def run_batch(session: object, lines: list[str], origin: str, echo: bool = True)
 
 
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--config, --me, --traffic, -D and -I: how debug, trace and why open their target."""
+    """--app, --config, --me, --traffic, -D and -I: how debug, trace and why open their target."""
     for opt in reversed((
+        click.option("--app", "app_dir", default=None, type=click.Path(),
+                     help="Application folder (docs/applications.md): without an image (or with the name of one of "
+                          "its layouts) its layout is linked as npk demo --app links it (-D: its layout parameters); "
+                          "its traffic, generated for its router config, is the default --traffic."),
         click.option("--config", default=None, help="Chip config name or YAML path.  [default: the one the images "
                      "were linked for, else ixp2800]"),
         click.option("--me", "me_list", default=None,
@@ -146,6 +150,30 @@ def split_existing(images: Sequence[str], me_list: str | None, hint: str) -> Ite
     return items
 
 
+def with_app(app_dir: str | None, items: Items, traffic: str | None,
+             defines: Sequence[str]) -> tuple[Items, str | None, tuple[str, ...]]:  # fmt: skip
+    """--app DIR: the images, traffic and -D left for them (npkit.toolchain.debug.app_target);
+    without --app, as given (no image is then a usage error)."""
+    if app_dir is None:
+        if not items:
+            raise click.UsageError("name an image: IMAGE[@MES]... (or --app DIR for an application's)")
+        return items, traffic, tuple(defines)
+    import atexit
+    import shutil
+    import tempfile
+
+    from .app_target import app_target
+
+    workdir = Path(tempfile.mkdtemp(prefix="npk-app-"))
+    atexit.register(shutil.rmtree, workdir, True)
+    try:
+        return app_target(app_dir, items, traffic, defines, workdir)
+    except TargetUsage as e:
+        raise click.UsageError(str(e)) from None
+    except TargetError as e:
+        raise click.ClickException(str(e)) from None
+
+
 def open_images(items: Items, defines: Sequence[str], config: str | None, traffic: str | None,
                 include_dirs: Sequence[str], **kw: Any) -> Target:  # fmt: skip
     """The chip with IMAGE[@MES] loaded as `npk run` loads them (open_targets: the same
@@ -156,7 +184,7 @@ def open_images(items: Items, defines: Sequence[str], config: str | None, traffi
 
 
 @click.command("debug")
-@click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
+@click.argument("images", nargs=-1, required=False, metavar="IMAGE[@MES]...")
 @target_options
 @click.option("--batch", "batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Run the commands in FILE and exit (stdin is read the same way when it is not a terminal).")  # fmt: skip
@@ -167,8 +195,8 @@ def open_images(items: Items, defines: Sequence[str], config: str | None, traffi
               help="Directory to find the image's source files in (repeatable; searched first). An image "
                    "names its sources as given to npk asm, relative to the directory it was assembled in.")  # fmt: skip
 @coverage_option
-def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, traffic: str | None,
-              defines: tuple[str, ...], include_dirs: tuple[str, ...], batch: str | None,
+def debug_cmd(images: tuple[str, ...], app_dir: str | None, config: str | None, me_list: str | None,
+              traffic: str | None, defines: tuple[str, ...], include_dirs: tuple[str, ...], batch: str | None,
               xscale_gdb: int | str | None, ring_specs: tuple[str, ...], source_dirs: tuple[str, ...],
               coverage: str | None) -> None:  # fmt: skip
     """Debug IMAGE(s) (npkit ELF images, .uc sources, or one layout YAML) interactively or from a script.
@@ -180,6 +208,7 @@ def debug_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, 
 
     rings = read_rings(ring_specs)
     items = split_existing(images, me_list, "'IMAGE[@MES]...'")
+    items, traffic, defines = with_app(app_dir, items, traffic, defines)
     try:
         target = open_images(items, defines, config, traffic, include_dirs, xscale_gdb=xscale_gdb, rings=rings)
         target.add_source_dirs([Path(d) for d in source_dirs])
@@ -237,7 +266,7 @@ def _buffer_map(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.command("trace")
-@click.argument("images", nargs=-1, required=True, metavar="IMAGE[@MES]...")
+@click.argument("images", nargs=-1, required=False, metavar="IMAGE[@MES]...")
 @target_options
 @click.option("--cycles", default=100_000, show_default=True, type=click.IntRange(0, MAX_CYCLES), help="Cycles to run.")
 @click.option("--from", "t_from", default=0, type=click.IntRange(0, MAX_CYCLES), help="First cycle written to the trace.")
@@ -248,8 +277,8 @@ def _buffer_map(ctx: click.Context, param: click.Parameter, value: str | None) -
 @ring_option
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace JSON to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-def trace_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, traffic: str | None,
-              defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, t_from: int,
+def trace_cmd(images: tuple[str, ...], app_dir: str | None, config: str | None, me_list: str | None,
+              traffic: str | None, defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, t_from: int,
               t_to: int | None, buffers: BufferMap | None, ring_specs: tuple[str, ...], output: str,
               as_json: bool) -> None:  # fmt: skip
     """Run IMAGE(s) (npkit ELF images, .uc sources, or one layout YAML) and write a
@@ -264,6 +293,7 @@ def trace_cmd(images: tuple[str, ...], config: str | None, me_list: str | None, 
 
     items = split_existing(images, me_list, "'IMAGE[@MES]...'")
     refuse_overwrite_usage([("-o", output)], [*(("IMAGE", path) for path, _ in items), ("--traffic", traffic)])
+    items, traffic, defines = with_app(app_dir, items, traffic, defines)
     rings = read_rings(ring_specs)
     try:
         check_window(cycles, t_from, t_to)
@@ -325,8 +355,8 @@ def _buffer_text(ctx: click.Context, param: click.Parameter, value: str | None) 
               help="Packet buffers as BASE:SIZE (PACKET_ID = buffer index), or ADDR:LEN for one range.")  # fmt: skip
 @ring_option
 @click.option("--json", "as_json", is_flag=True)
-def why_cmd(packet_id: str, run_dir: str | None, images: tuple[str, ...], config: str | None, me_list: str | None,
-            traffic: str | None, defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, buffer: str | None,
+def why_cmd(packet_id: str, run_dir: str | None, images: tuple[str, ...], app_dir: str | None, config: str | None,
+            me_list: str | None, traffic: str | None, defines: tuple[str, ...], include_dirs: tuple[str, ...], cycles: int, buffer: str | None,
             ring_specs: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
     """Replay a run and tell which threads touched packet PACKET_ID and which bytes each changed.
 
@@ -338,6 +368,10 @@ def why_cmd(packet_id: str, run_dir: str | None, images: tuple[str, ...], config
     if run_dir is not None and images:
         raise click.UsageError("--run DIR names the images (run.json); leave out --image")
     items = split_existing(images, me_list, "'--image'") if images else None
+    if app_dir is not None:
+        if run_dir is not None:
+            raise click.UsageError("--run DIR names the images and traffic (run.json); leave out --app")
+        items, traffic, defines = with_app(app_dir, items or [], traffic, defines)
     rings = read_rings(ring_specs)
     try:
         spec = load_run_spec(run_dir, items, config, me_list, traffic, cycles, buffer)

@@ -41,7 +41,7 @@ from npkit.emulator.binding import (
 )
 from npkit.emulator.me_names import MeNameError
 
-from . import events, views
+from . import events, tcam_view, views
 from . import packet as pkt
 from .expr import ExprError, evaluate
 from .profile import context_rows, format_context_rows
@@ -57,7 +57,7 @@ HISTORY_KEEP = 20_000
 THREAD_HISTORY = 1024  # instructions `history` keeps a thread
 MAX_DUMP = 1 << 16  # bytes `mem` prints at most
 # most positional arguments a command takes (commands not listed parse their own)
-MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 0, "thread": 1, "threads": 0, "regs": 1,
+MAX_ARGS = {"run": 1, "continue": 1, "next": 1, "info": 1, "tcam": 0, "thread": 1, "threads": 0, "regs": 1,
             "signals": 1, "rings": 0, "undisplay": 100, "history": 2, "back": 1, "reverse-step": 1, "list": 1, "where": 0, "stats": 0, "cycle": 0, "help": 1}  # fmt: skip
 
 
@@ -138,9 +138,10 @@ class Session:
             "next": (self.cmd_next, "next [N]                step to the next source line at this macro depth"),
             "break": (self.cmd_break, "break FILE:LINE|LABEL|ADDR [me ME[,ME]] [if EXPR]  set a breakpoint "
                                       "(on every ME whose program has it, or those MEs)"),
-            "watch": (self.cmd_watch, "watch REG | sram|dram|scratch ADDR [LEN]  stop when it is written"),
+            "watch": (self.cmd_watch, "watch REG | sram|dram|scratch ADDR [LEN] | tcam[N]  stop when it is written"),
             "delete": (self.cmd_delete, "delete [N]              delete breakpoint/watchpoint N (all without N)"),
-            "info": (self.cmd_info, "info                    list breakpoints and watchpoints"),
+            "info": (self.cmd_info, "info [tcam]             list breakpoints and watchpoints (tcam: the TCAM's entries)"),
+            "tcam": (self.cmd_tcam, "tcam                    the TCAM's counters and valid entries (print tcam[N]: one)"),
             "thread": (self.cmd_thread, "thread ME:CTX           make ME:CTX the current thread (ME 0x10 or 8; 1:0:3 = cluster:ME:CTX)"),
             "threads": (self.cmd_threads, "threads                 every context of every loaded ME"),
             "regs": (self.cmd_regs, "regs [ME:CTX]           registers by .reg name and physical name, xfers, NN, LM, CSRs, CAM"),
@@ -151,7 +152,7 @@ class Session:
             "back": (self.cmd_back, "back [N]                go back N instructions of this thread (default 1): the state "
                                     "just before it executed the Nth last one"),
             "reverse-step": (self.cmd_back, "reverse-step [N]        same as back"),
-            "print": (self.cmd_print, "print EXPR              value of an expression over registers"),
+            "print": (self.cmd_print, "print EXPR | tcam[N]    value of an expression over registers; a TCAM entry"),
             "signals": (self.cmd_signals, "signals [ME]            signals raised and awaited per context"),
             "mem": (self.cmd_mem, "mem sram|dram|scratch ADDR [LEN]  dump memory"),
             "rings": (self.cmd_rings, "rings                   scratch rings: base, size, count; SRAM rings seen"),
@@ -783,7 +784,17 @@ class Session:
         if not args:
             raise DebugError(self._usage("watch"))
         num = self.next_num
-        if args[0] in MEM_SPACES:
+        entry = tcam_view.ENTRY_RE.match(rest)
+        if entry:
+            n = self.eval(entry["n"])
+            try:
+                addr, length = tcam_view.entry_span(self.chip, n)
+            except tcam_view.TcamViewError as e:
+                raise DebugError(str(e)) from None
+            cid = self.log.add_watchpoint(f"sram:{addr}", length=length)
+            w = Watchpoint(num, f"tcam[{n}] (sram 0x{addr:x} len {length})", cid, -1, -1, space="sram", addr=addr,
+                           length=length, last=self.chip.mem_read("sram", addr, length))  # fmt: skip
+        elif args[0] in MEM_SPACES:
             if len(args) < 2:
                 raise DebugError(f"watch {args[0]} ADDR [LEN]")
             if len(args) > 3:
@@ -828,7 +839,19 @@ class Session:
                 raise DebugError(f"no breakpoint or watchpoint {n}")
         self.emit(f"deleted {', '.join(map(str, nums))}" if nums else "nothing to delete")
 
+    def cmd_tcam(self, args: list[str], rest: str) -> None:
+        try:
+            for line in tcam_view.listing(self.chip, self.target.image.meta):
+                self.emit(line)
+        except tcam_view.TcamViewError as e:
+            raise DebugError(str(e)) from None
+
     def cmd_info(self, args: list[str], rest: str) -> None:
+        if args == ["tcam"]:
+            self.cmd_tcam([], "")
+            return
+        if args:
+            raise self.unexpected("info", args[0], self.arg_offset(rest, args, 0))
         if not self.breaks and not self.watches:
             self.emit("no breakpoints or watchpoints")
         for n in sorted([*self.breaks, *self.watches]):
@@ -1174,6 +1197,13 @@ class Session:
     def cmd_print(self, args: list[str], rest: str) -> None:
         if not rest:
             raise DebugError("print EXPR")
+        entry = tcam_view.ENTRY_RE.match(rest)
+        if entry:
+            try:
+                self.emit(tcam_view.entry_text(self.chip, self.eval(entry["n"]), self.target.image.meta))
+            except tcam_view.TcamViewError as e:
+                raise DebugError(str(e)) from None
+            return
         self.emit(f"{rest} = {show_value(self.eval(rest))}")
 
     def cmd_mem(self, args: list[str], rest: str) -> None:

@@ -193,20 +193,25 @@ def traffic_source(spec: str | Path) -> Any:
     --duration-ms (1 ms of arrivals) instead of being refused."""
     from npkit.emulator.traffic.source import load_traffic_source
 
-    return load_traffic_source(spec, DEFAULT_TRAFFIC_NS if _open_ended(Path(spec)) else None).collect()
+    raw = _spec_mapping(Path(spec))
+    open_ended = raw is not None and raw.get("count") is None and raw.get("duration_ns") is None
+    # `--app`: a spec naming no router is generated for the application's (debug.app_target.AppTraffic)
+    router = getattr(spec, "router", None)
+    overrides = {"router": router} if router is not None and raw is not None and raw.get("router") is None else None
+    return load_traffic_source(spec, DEFAULT_TRAFFIC_NS if open_ended else None, overrides).collect()
 
 
-def _open_ended(p: Path) -> bool:
-    """A traffic spec (YAML mapping) with neither `count` nor `duration_ns`."""
+def _spec_mapping(p: Path) -> dict[str, Any] | None:
+    """A traffic spec's top-level mapping (None: not a YAML mapping)."""
     if p.is_dir() or p.suffix not in (".yaml", ".yml"):
-        return False
+        return None
     try:
         import yaml
 
         raw = yaml.safe_load(p.read_text())
     except Exception:  # noqa: BLE001 - the spec's own reader says what is wrong with it
-        return False
-    return isinstance(raw, dict) and raw.get("count") is None and raw.get("duration_ns") is None
+        return None
+    return raw if isinstance(raw, dict) else None
 
 
 def attach_traffic(target: Target, spec: str) -> None:
@@ -251,7 +256,7 @@ def frames_of(spec: str) -> list[tuple[int, bytes]]:
     from npkit.emulator.traffic_run import TrafficError
 
     try:
-        tr = traffic_source(p)
+        tr = traffic_source(spec)
     except (TrafficError, OSError) as e:
         raise TargetError(f"--traffic {spec}: {e}") from None
     return list(zip(tr.ports, tr.frames, strict=True))

@@ -313,8 +313,10 @@ class Fate:
     def report(self, frame: bytes) -> dict[str, Any]:
         """{"outcome": forwarded | dropped | exception | unknown, ...the details, "text"}."""
         from npkit.emulator.traffic.control import frame_digest
-        from npkit.emulator.traffic.reasons import ReasonError, load_reasons
-        reasons = load_reasons()
+        from npkit.emulator.traffic.reasons import ReasonError
+        from npkit.toolchain.system.app import reasons_of_image
+
+        reasons = reasons_of_image(self.target.image.meta)  # an application's codes too
 
         def name(kind: str, code: int) -> str:
             try:

@@ -14,6 +14,11 @@ A design is a YAML file (examples in examples/experiments/)::
       traffic: ../traffic/seed003_balanced.yaml   # relative to the design file
       traffic_set: {}           # dotted traffic-spec keys -> values
       routes: 10000             # N random prefixes (as npk demo), a route file, or null
+      app: ../apps/acl          # optional: an application folder (docs/applications.md),
+                                # relative to the design file: `layout` names one of its
+                                # layouts (default: its default_layout), its params are
+                                # param.NAME factors, its traffic, routes and router config
+                                # are the defaults (`traffic:` may then be left out)
     factors:
       A: {name: packet size, set: traffic.defaults.size, levels: [78, 256]}
       B: {name: queue manager, set: param.qm, levels: [full, stub]}
@@ -55,7 +60,7 @@ if TYPE_CHECKING:
 KINDS = ("full", "fractional", "sweep")
 TOP_KEYS = {"name", "title", "description", "kind", "replications", "seed", "base", "factors",
             "generators", "sweep", "responses", "steady", "capacity", "compare", "quick"}  # fmt: skip
-BASE_KEYS = {"layout", "params", "chip", "chip_set", "traffic", "traffic_set", "routes"}
+BASE_KEYS = {"layout", "params", "chip", "chip_set", "traffic", "traffic_set", "routes", "app"}
 FACTOR_KEYS = {"name", "set", "levels", "scale"}
 TARGET_HEADS = ("layout", "param", "block", "chip", "traffic", "routes")
 BLOCK_FIELDS = ("variant", "threads", "define")
@@ -194,6 +199,7 @@ class Design:
             "traffic_set": dict(self.base.get("traffic_set") or {}),
             "traffic_scale": {},
             "routes": self.base.get("routes"),
+            **({"app": self.base["app"]} if self.base.get("app") else {}),  # (no key without: same hashes)
             "seed": seed,
             "steady": dict(self.steady),
             "capacity": None if self.capacity is None else dict(self.capacity),
@@ -469,13 +475,15 @@ def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files:
     if kind not in KINDS:
         raise DesignError(f"kind: {kind!r}; one of {', '.join(KINDS)}")
     base = data.get("base")
-    if not isinstance(base, dict) or "traffic" not in base:
-        raise DesignError("base: a mapping with at least `traffic:` (a traffic spec)")
+    if not isinstance(base, dict) or ("traffic" not in base and not base.get("app")):
+        raise DesignError("base: a mapping with at least `traffic:` (a traffic spec) or `app:` (an application)")
     bad = set(base) - BASE_KEYS
     if bad:
         raise DesignError(f"base: unknown keys {sorted(bad)}; allowed: {sorted(BASE_KEYS)}")
     base = dict(base)
     root = source.parent if source else Path.cwd()
+    if base.get("app"):
+        _app_base(base, root)
     base["traffic"] = str(_resolve(root, base["traffic"]))
     if check_files and not Path(base["traffic"]).exists():
         raise DesignError(f"base.traffic: {base['traffic']}: no such file")
@@ -581,6 +589,32 @@ def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(v, dict):
         raise DesignError(f"{key}: a mapping")
     return dict(v)
+
+
+def _app_base(base: dict[str, Any], root: Path) -> None:
+    """`base.app`: the application folder (relative to the design), and what it gives the
+    base that the design leaves out: its default layout, traffic and routes (the router
+    config is the application's: execute.prepare)."""
+    from npkit.toolchain.system.app import load_app
+    from npkit.toolchain.system.layout import LinkError
+
+    if not isinstance(base["app"], str):
+        raise DesignError(f"base.app: an application folder, got {base['app']!r}")
+    try:
+        app = load_app(_resolve(root, base["app"]))
+        base["app"] = str(app.folder)
+        base.setdefault("layout", app.default_layout)
+    except LinkError as e:
+        raise DesignError(f"base.app: {e}") from None
+    if "traffic" not in base:
+        own = app.file("traffic")
+        if own is None:
+            raise DesignError(f"base.traffic: application {app.name} names no traffic; give one")
+        base["traffic"] = str(own)
+    if "routes" not in base and app.file("routes") is not None:
+        base["routes"] = str(app.file("routes"))
+    elif "routes" not in base:
+        base["routes"] = 10_000  # as npk demo --app: the demo's random table
 
 
 def _resolve(root: Path, value: Any) -> Path:

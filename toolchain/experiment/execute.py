@@ -45,8 +45,10 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "throughput_pct_offered", "latency_mean_us", "latency_p50_us", "latency_p99_us", "loss_pct",
              "lost", "in_flight", "exceptions", "warmup_us", "measured_ms", "windows", "link_mbps", "ports",
              "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
-             "capacity_mpps", "capacity_pct_line")  # fmt: skip
-RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_")
+             "capacity_mpps", "capacity_pct_line", "offered_mpps", "throughput_mpps")  # fmt: skip
+# group_mpps_<group>: the packets a second of each group of the application's model
+# (emulator/traffic/groups.py: the SPP's slices) that left, over the kept windows
+RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "group_mpps_")
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
                   "exception_ring_full")  # fmt: skip
@@ -90,6 +92,7 @@ class Env:
     router: Path
     work: Path
     link_key: str = ""  # what the linked image depends on (not the chip, not the traffic)
+    app: Any = None  # npkit.toolchain.system.app.App: the design's application (base.app), or None
 
     def spec_file(self, name: str, **top: Any) -> Path:
         spec = {**self.spec, **top}
@@ -153,19 +156,22 @@ def _apply_payload(spec: dict[str, Any], payload: int) -> None:
 def prepare(cfg: dict[str, Any], work: Path) -> Env:
     """Write the run's chip config, route table, router config and traffic spec."""
     from npkit.asm.base.reading import load_yaml
+    from npkit.toolchain.system.paths import DEFAULT_ROUTER
     from npkit.toolchain.system.tables import demo_routes, router_with_routes
 
+    app = _app(cfg)
+    base_router = (app.file("router") or DEFAULT_ROUTER) if app is not None else DEFAULT_ROUTER
     spec_path = Path(cfg["traffic"])
     routes: Path | None = None
     if isinstance(cfg["routes"], int):
         # the cached table, not a copy in `work`: the image a worker keeps for the next
         # run (router_run) names it, and the control plane reads it when that run starts
-        routes = demo_routes(cfg["routes"])
+        routes = demo_routes(cfg["routes"], router=base_router)
     elif cfg["routes"]:
         routes = Path(cfg["routes"])
     spec = load_yaml(spec_path, what="traffic spec").data  # a regular file, bounded (and checked below)
     if routes is not None:
-        router = router_with_routes(routes)
+        router = router_with_routes(routes, base_router)
         spec["router"] = str(router)
     else:
         router = Path(str(spec["router"]))
@@ -182,11 +188,12 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
         _set_path(spec, k, v, scale=True)
     if payload is not None:
         _apply_payload(spec, payload)
-    layout: str | dict[str, Any] = cfg["layout"]
+    layout: str | dict[str, Any] = cfg["layout"] if app is None else app.layout_file(cfg["layout"])
     if cfg["blocks"]:
         from npkit.toolchain.system.paths import LAYOUTS
 
-        lay = yaml.safe_load((LAYOUTS / f"{layout}.yaml").read_text())
+        file = Path(str(layout)) if app is not None else LAYOUTS / f"{layout}.yaml"
+        lay = yaml.safe_load(file.read_text())
         for name, changes in cfg["blocks"].items():
             if name not in lay["blocks"]:
                 raise ValueError(f"block {name}: not in layout {layout} (has {', '.join(lay['blocks'])})")
@@ -200,9 +207,18 @@ def prepare(cfg: dict[str, Any], work: Path) -> Env:
                 else:
                     blk[fld] = v
         layout = lay
-    key = json.dumps([layout, cfg["params"], cfg["routes"], cfg["traffic"], cfg["traffic_set"].get("router")],
-                     sort_keys=True)
-    return Env(layout, dict(cfg["params"]), _chip_yaml(cfg, work), spec, routes, router, work, key)
+    key = json.dumps([layout, cfg["params"], cfg["routes"], cfg["traffic"], cfg["traffic_set"].get("router"),
+                      *([cfg["app"]] if app is not None else [])], sort_keys=True)  # fmt: skip
+    return Env(layout, dict(cfg["params"]), _chip_yaml(cfg, work), spec, routes, router, work, key, app)
+
+
+def _app(cfg: dict[str, Any]) -> Any:
+    """The run's application (a design's base.app), None without one."""
+    if not cfg.get("app"):
+        return None
+    from npkit.toolchain.system.app import load_app
+
+    return load_app(cfg["app"])
 
 
 def check_config(cfg: dict[str, Any]) -> None:
@@ -217,7 +233,7 @@ def check_config(cfg: dict[str, Any]) -> None:
         try:
             env = prepare(cfg, work)
             spec_from_dict(env.spec, Path(cfg["traffic"]).parent)
-            load_layout(env.layout, {"io": "msf", **env.params})
+            load_layout(env.layout, {"io": "msf", **env.params}, env.app.source_dirs if env.app is not None else None)
         except (ValueError, OSError, KeyError, TypeError, EmulatorError) as e:
             # the scratch chip config's lines mean nothing to the reader of the design
             text = re.sub(re.escape(str(work / "chip.yaml")) + r"(:\d+)?", "chip config", str(e))
@@ -237,7 +253,7 @@ def router_run(env: Env, traffic: Any) -> Any:
     if key not in _IMAGES:
         while len(_IMAGES) >= _IMAGES_MAX:
             del _IMAGES[next(iter(_IMAGES))]
-        _IMAGES[key] = link(env.layout, params, env.routes, env.router)
+        _IMAGES[key] = link(env.layout, params, env.routes, env.router, app=env.app)
     # the per-window series read every transmitted frame (`record` keeps them in run.out)
     return RouterRun(_IMAGES[key], traffic, chip_config=str(env.chip), record=True, ahead=read_ahead())
 
@@ -349,6 +365,8 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     tr = load_traffic_source(env.spec_file("steady.yaml"), cap_ns).collect()
     rr = router_run(env, tr)
     rec = Recorder(rr, w)
+    if rr.groups is not None:
+        rr.groups.bin_ns = w
     check_ns = int(s.min_ms * 1e6)
     verdicts: dict[str, Any] = {}
     while True:
@@ -395,6 +413,12 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
         "settled": settled, "precise": precise, "balanced": bool(rep["balanced"]),
         "link_mbps": (tr.link_bps or 1_000_000_000) / 1e6, "ports": nports,
     }  # fmt: skip
+    seconds = max(1, hi_ns - lo_ns) / 1e9
+    resp["offered_mpps"] = sum(1 for i in range(len(tr)) if lo_ns <= tr.times[i] < hi_ns) / seconds / 1e6
+    resp["throughput_mpps"] = sum(rec.pkts[k] for k in kept) / seconds / 1e6
+    if rr.groups is not None:
+        for name, mpps in rr.groups.rates_mpps(cut, n).items():
+            resp[f"group_mpps_{name}"] = mpps
     for r, v in verdicts.items():
         resp[f"ci_rel_{r}"] = v.rel if math.isfinite(v.rel) else None
         resp[f"settled_{r}"] = v.settled

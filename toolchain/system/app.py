@@ -55,6 +55,7 @@ class App:
     files: dict[str, Path] = field(default_factory=dict)  # FILE_FIELDS that are set -> path
     chain: tuple[str, ...] = ()  # names: this app, then its bases
     reason_files: tuple[Path, ...] = ()  # npkit's reasons.yaml, then each base's own, then this app's
+    chip: str | None = None  # chip config: a name or a YAML file (resolved); None: the default (ixp2800)
 
     @property
     def own_reasons(self) -> bool:
@@ -160,11 +161,31 @@ def _check_paths(model: Any, folder: Path, source: str, located: Any) -> None:
         rel = getattr(model, kind)
         if rel is not None:
             named.append(((kind,), rel, ("file", "dir") if kind == "traffic" else ("file",)))
+    if model.chip is not None:
+        _check_chip(model.chip, folder, source, located)
     for path, rel, want in named:
         if path_kind(folder / rel) not in want:
             what = " or ".join("folder" if w == "dir" else "file" for w in want)
             raise error_at(AppError, source, path, f"{rel}: no such {what} (relative to the application's folder)",
                            located)  # fmt: skip
+
+
+def _chip_config(chip: str, folder: Path) -> str:
+    """`chip`: a YAML file relative to the folder (resolved), else a config name."""
+    return str((folder / chip).resolve()) if Path(chip).suffix in (".yaml", ".yml") else chip
+
+
+def _check_chip(chip: str, folder: Path, source: str, located: Any) -> None:
+    """`chip:` names a chip config there is: a YAML file in the folder or a known name."""
+    from npkit.emulator.binding import CONFIG_DIR, EmulatorError, config_path
+
+    where = _chip_config(chip, folder)
+    try:
+        if path_kind(Path(where)) != "file" and not (CONFIG_DIR / f"{where}.yaml").is_file():
+            config_path(where)  # (its error names the known configs)
+            raise EmulatorError(f"{chip}: no such file (relative to the application's folder)")
+    except EmulatorError as e:
+        raise error_at(AppError, source, ("chip",), str(e), located) from None
 
 
 def _base_folder(extends: str, folder: Path) -> Path:
@@ -192,7 +213,8 @@ def _merged(model: Any, folder: Path, base: App | None, source: str, located: An
     reason_files = base.reason_files if base else (REASONS_PATH.resolve(),)
     if model.reasons is not None and (folder / model.reasons).resolve() not in reason_files:
         reason_files = (*reason_files, (folder / model.reasons).resolve())
-    return App(model.name, folder, layouts, default, include, files, chain, reason_files)
+    chip = _chip_config(model.chip, folder) if model.chip is not None else (base.chip if base else None)
+    return App(model.name, folder, layouts, default, include, files, chain, reason_files, chip)
 
 
 def app_reasons(app: App | None) -> Reasons:

@@ -34,6 +34,7 @@ class AppFile(BaseModel):
     router: StrictStr | None = Field(None, description="router config (ports, addresses, ARP)")
     routes: StrictStr | None = Field(None, description="route file (default: the demo's random table)")
     traffic: StrictStr | None = Field(None, description="default traffic: a spec (YAML) or a folder of pcaps")
+    chip: StrictStr | None = Field(None, description="chip config: a name (ixp2800) or a YAML file (default: the base's, else ixp2800)")
 
     @field_validator("name")
     @classmethod

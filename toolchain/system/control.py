@@ -408,6 +408,20 @@ def stats_summary(st: dict[str, Any] | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
+APP_EXCEPTIONS = "npkd.exceptions"  # xscale/npkd/cp.h NPKD_APP_EXCEPTIONS
+
+
+def _app_exceptions(image: Any) -> list[str]:
+    """The image's application's exception reasons as the lines of npkd's
+    NPKD_APP_EXCEPTIONS file ("CODE consume|forward", xscale/npkd/cp.h)."""
+    if not (image.meta.get("app") or {}).get("reasons"):
+        return []
+    from .app import reasons_of_image
+    from .app_reasons import daemon_exception_lines
+
+    return daemon_exception_lines(reasons_of_image(image.meta))
+
+
 class ControlPlane:
     """A router image's control program started on its chip (the `control:` section the
     image was linked with): npkd on the XScale (or as a gpe process), its configuration
@@ -450,6 +464,11 @@ class ControlPlane:
                            socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]))  # fmt: skip
         self.conf = self.dir / "npkd.conf"
         self.conf.write_text(conf)
+        app_exc = self.dir / APP_EXCEPTIONS  # beside the route table, where npkd looks (xscale/npkd/cp.h)
+        app_exc.unlink(missing_ok=True)
+        lines = _app_exceptions(image)
+        if lines:
+            app_exc.write_text("".join(f"{line}\n" for line in lines))
         try:
             prog = program(meta["program"], native=self.placement == "gpe")
         except BuildError as e:

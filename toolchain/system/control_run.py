@@ -77,6 +77,7 @@ from npkit.emulator.traffic.oracle import Drop, Except, Forward, Outcome, flow_o
 from npkit.emulator.traffic.reasons import load_reasons
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, FORWARDED, Chunk, Departure
 
+from .app_reasons import app_only, exception_actions
 from .control import (
     CHG_SOCKET,
     CHG_TIMED,
@@ -114,6 +115,8 @@ class RouterRun(Protocol):
 
     def add_demand(self, port: int, nbytes: int, sign: int = 1, packet: bool = True) -> None: ...
 
+    def name_mismatch(self, pid: int, category: str, got: dict[str, Any], expected: Any = None) -> None: ...
+
 NEVER = 1 << 63
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
 ACT_CONSUMED, ACT_FORWARDED, ACT_DROPPED = 1, 2, 3  # xscale/npkd/cp.h
@@ -126,11 +129,14 @@ class ControlJudge:
         self.rr = rr
         self.run = rr.run
         tr = rr.traffic
+        # an application's reasons (its exceptions' `control:` actions) beside npkit's
+        self.reasons = getattr(rr, "reasons", None) or load_reasons()
+        self.app_reasons = app_only(self.reasons)
         self.model = RouterModel(rr.config, options=options, neighbours=tr.neighbours,
-                                 route_changes=list(tr.route_changes))  # fmt: skip
+                                 route_changes=list(tr.route_changes),
+                                 app_actions=exception_actions(self.reasons))  # fmt: skip
         self.model.defer_tokens = True  # (_sent)
         self.log = LogReader(rr.chip)
-        self.reasons = load_reasons()
         self._raw: list[LogRecord] = []
         self.next_pid = 0  # packets below this have been through the model (or needed nothing)
         self.full_from = NEVER  # arrivals from here on all go through the model (route changes)
@@ -583,10 +589,12 @@ class ControlJudge:
         w = c.w
         pid = c.first + i
         frame = w.frame(i)
-        r = self.model.process(pid, frame, w.ports[i], w.times[i])
         v = c.extra["v"]
         ck = v.kind[i]
         own = v.outcome(i, w.off[i], w.lens[i])
+        # an application's rule decided it (its drop or exception): the model's fast path is that
+        app = own if isinstance(own, Drop | Except) and own.reason in self.app_reasons else None
+        r = self.model.process(pid, frame, w.ports[i], w.times[i], fast=app)
         if ck == EXCEPTION or isinstance(r.fast, Except):
             key = (w.ports[i], w.lens[i], frame_digest(frame))
             self.index.setdefault(key, deque()).append(pid)
@@ -672,7 +680,11 @@ class ControlJudge:
                 ok = self._excepted_instead(pid, r, name)
             if r is not None:
                 self._daemons_hold(rec, pid, r)
-            comparison["matched_exception" if ok else "undeclared_reason" if is_undeclared(name) else "wrong_reason"] += 1
+            category = "matched_exception" if ok else "undeclared_reason" if is_undeclared(name) else "wrong_reason"
+            comparison[category] += 1
+            if not ok:
+                expected = None if r is None else r.final if r.final is not None else r.fast
+                self.rr.name_mismatch(pid, category, {"outcome": "exception", "reason": name}, expected)
             self.handled.add(pid)
             for em in self.provisional.pop(pid, []):
                 self._sent(em, rec.time_us * 1000)

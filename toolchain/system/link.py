@@ -21,9 +21,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npkit.emulator.tcam import ENTRY_BYTES as TCAM_ENTRY_BYTES
+from npkit.emulator.tcam import WINDOW_BYTES as TCAM_WINDOW
+from npkit.emulator.tcam import tcam_base, tcam_defines
+
 from .layout import Block, Layout, LinkError, load_layout
-from .sched import sched_header
 from .paths import DEFAULT_ROUTER, DEFAULT_ROUTES, INCLUDE, LAYOUTS, MICROCODE, REASONS_H
+from .sched import sched_header
 from .sysmap import (
     CAM_BCAST,
     CAM_LOCAL,
@@ -450,7 +454,7 @@ def _host_blocks(lay: Layout, tx_confirm: bool = True, num_me: int = 16) -> list
 
 def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | None = None,
          routes: str | Path | None = None, router_config: str | Path | None = None,
-         config: str = "ixp2800", tx_confirm: bool = True, warnings: list[str] | None = None,
+         config: str | None = None, tx_confirm: bool = True, warnings: list[str] | None = None,
          werror: bool = False, app: App | None = None) -> Any:  # fmt: skip
     """Build the system image for a layout.  Returns npkit.asm.image.Image; its
     meta holds the layout graph, the ring table, the system map and the router
@@ -460,12 +464,15 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     the blocks that gave it; a cached image's from the cache); `werror` makes them a
     LinkError.  With `app` (npkit.toolchain.system.app), `layout` is one of its layouts
     (or a file), its block sources and includes are looked up in its folders first, and
-    its router config and routes are the defaults."""
+    its router config, routes and chip config (`config` None: the application's, else
+    ixp2800) are the defaults."""
     from npkit.emulator.binding import EmulatorError, load_config
     from npkit.emulator.me_names import per_cluster
 
+    config = chip_config_of(config, app)
     if app is not None:
-        layout = app.layout_file(None if layout is None else str(layout))
+        if not isinstance(layout, dict):  # (a mapping: a layout edited from one of the application's)
+            layout = app.layout_file(None if layout is None else str(layout))
         router_config = router_config or app.file("router")
         routes = routes or app.file("routes")
     app_header = _app_reasons_header(app)
@@ -476,6 +483,7 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         k = per_cluster(chip)
     except EmulatorError as e:
         raise LinkError(str(e)) from None
+    tcam_tables = _check_tcam_tables(app_tables, chip, config)
     host = _host_blocks(lay, tx_confirm, int(chip["num_me"]))
     _check_chip(lay, [b for _, b in host], chip, config)
     rcfg, routes_path, router_record = _router_config(router_config, routes)
@@ -508,15 +516,12 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     programs = []
     found: dict[tuple[str, Any], list[str]] = {}  # each warning once, with the blocks that gave it
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
-        _write_sys_header(tmp, rcfg, lay)
-        if app_header is not None:  # the application's codes beside npkit's, in the link's own dir
-            (Path(tmp) / "reasons.h").write_text(app_header)
-        for t in app_tables:  # the application's tables: <name>_table.h
-            (Path(tmp) / f"{t.name}_table.h").write_text(t.header())
+        _write_generated(tmp, rcfg, lay, app_header, app_tables)
         todo = [b for b in lay.blocks.values() if b.source is not None]
         todo += [b for _, b in host]
         for b in todo:
             src, incs, defines = block_inputs(lay, b, tmp, k, app.include if app is not None else ())
+            defines = {**tcam_defines(chip), **defines}
             diags = Diagnostics()
             try:
                 asm = assemble(src, include_dirs=incs, defines=defines, ctx_mode=b.threads, name=b.name, diags=diags)
@@ -533,10 +538,17 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     if not programs:
         raise LinkError(f"{lay.source}: no block has microcode")
     rendered = [_render_warning(message, loc, blocks, tmp) for (message, loc), blocks in found.items()]
+    window = tcam_base(chip)
     check_allocations(programs, system_allocations(lay),
-                      [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables])
+                      [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables
+                       if not t.is_tcam]
+                      + ([("sram", window, window + TCAM_WINDOW, f"the TCAM's window (chip config {config})")]
+                         if window is not None else []))  # fmt: skip
     programs[0].init_mem.extend(_initial_memory(tables))
-    programs[0].init_mem.extend((t.memory, t.base, t.data()) for t in app_tables if t.rows)
+    programs[0].init_mem.extend((t.memory, t.base, t.data()) for t in app_tables if t.rows and not t.is_tcam)
+    if window is not None:  # the TCAM tables' rows: the entries of the window (its SRAM bytes)
+        programs[0].init_mem.extend(("sram", window + TCAM_ENTRY_BYTES * t.first_entry, t.tcam_entries())
+                                    for t in tcam_tables if t.rows)  # fmt: skip
     meta = {
         "layout": lay.name, "params": lay.params, "graph": lay.graph(),
         "rings": {r.name: {"ring": r.number, "base": r.base, "size": r.size,
@@ -556,6 +568,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
             meta["app"]["model"] = str(app.file("model"))
         if app_tables:
             meta["app"]["tables"] = {t.name: t.record() for t in app_tables}
+    if tcam_tables:  # the chip the TCAM entries are for (npkit.emulator.loader refuses another)
+        meta["tcam"] = {"base": window, "key_bits": int(chip["tcam"]["key_bits"]), "config": str(config)}
     if lay.control is not None:
         from .control import control_meta
 
@@ -626,17 +640,26 @@ def block_inputs(lay: Layout, b: Block, generated: str, per_cluster: int = 8,
 
 
 @contextmanager
-def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None = None,
+def layout_block(layout: str | Path | None, block: str, params: dict[str, Any] | None = None,
                  routes: str | Path | None = None, router_config: str | Path | None = None,
-                 config: str = "ixp2800") -> Iterator[tuple[Block, Path, list[str], dict[str, str]]]:  # fmt: skip
+                 config: str = "ixp2800", app: App | None = None) -> Iterator[tuple[Block, Path, list[str], dict[str, str]]]:  # fmt: skip
     """Block `block` of `layout` as `link` assembles it: (the block, its source, include
-    directories, defines), with the generated npk_sys.h in a temporary directory that
-    lives inside the `with`.  A block the layout does not have, or one without microcode
-    (external), is a LinkError naming those it has."""
+    directories, defines), with the generated headers (npk_sys.h; with `app`, its
+    reasons.h and <table>_table.h) in a temporary directory that lives inside the `with`.
+    With `app`, `layout` is one of its layouts (None: its default) and the block is looked
+    up in its folders first, as `link(..., app=app)` does.  A block the layout does not
+    have, or one without microcode (external), is a LinkError naming those it has."""
     from npkit.emulator.binding import EmulatorError, load_config
     from npkit.emulator.me_names import per_cluster
 
-    lay = load_layout(layout, params)
+    if app is not None:
+        layout = app.layout_file(None if layout is None else str(layout))
+        router_config = router_config or app.file("router")
+        routes = routes or app.file("routes")
+    assert layout is not None
+    app_header = _app_reasons_header(app)
+    app_tables = _app_tables(app)
+    lay = load_layout(layout, params, app.source_dirs if app is not None else None)
     b = lay.blocks.get(block)
     if b is None or b.source is None:
         have = ", ".join(n for n, x in lay.blocks.items() if x.source is not None)
@@ -649,9 +672,48 @@ def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None =
     rcfg, _, _ = _router_config(router_config, routes)
     ensure_reasons_h()
     with tempfile.TemporaryDirectory(prefix="npk-block-") as tmp:
-        _write_sys_header(tmp, rcfg, lay)
-        src, incs, defines = block_inputs(lay, b, tmp, k)
+        _write_generated(tmp, rcfg, lay, app_header, app_tables)
+        src, incs, defines = block_inputs(lay, b, tmp, k, app.include if app is not None else ())
         yield b, src, incs, defines
+
+
+def chip_config_of(config: str | None, app: App | None) -> str:
+    """The chip config to link for: the one given, else the application's (`chip:`),
+    else ixp2800."""
+    return config or (app.chip if app is not None else None) or "ixp2800"
+
+
+def _check_tcam_tables(tables: list[Any], chip: dict[str, Any], config: str) -> list[Any]:
+    """The application's tcam tables, checked against the chip's TCAM (docs/tcam.md)."""
+    tcam = [t for t in tables if t.is_tcam]
+    if not tcam:
+        return []
+    t0 = tcam[0]
+    have = chip.get("tcam")
+    if not have:
+        raise LinkError(f"{t0.where()}: a tcam table, and chip config {config} has no TCAM (chip: in app.yaml or "
+                        "--config naming one with a tcam: block, e.g. examples/chips/ixp2850_spp.yaml)")  # fmt: skip
+    for t in tcam:
+        if t.key_bits_used() > int(have["key_bits"]):
+            raise LinkError(f"{t.where()}: the key's fields take {t.key_bits_used()} bits as packed; the TCAM of "
+                            f"chip config {config} has {have['key_bits']}-bit keys")  # fmt: skip
+        if t.first_entry + len(t.rows) > int(have["entries"]):
+            raise LinkError(f"{t.where()}: {len(t.rows)} rows from entry {t.first_entry}; the TCAM of chip config "
+                            f"{config} has {have['entries']} entries")  # fmt: skip
+        if int(have["result_bits"]) == 32 and any(w == 1 for w, _, _ in t.result_placement.values()):
+            raise LinkError(f"{t.where()}: the result fields take more than the 32-bit results of the TCAM of "
+                            f"chip config {config}")  # fmt: skip
+    return tcam
+
+
+def _write_generated(tmp: str, rcfg: Any, lay: Any, app_header: str | None, app_tables: list[Any]) -> None:
+    """The link's generated headers in `tmp`: npk_sys.h, and an application's reasons.h
+    (its codes beside npkit's) and <table>_table.h."""
+    _write_sys_header(tmp, rcfg, lay)
+    if app_header is not None:
+        (Path(tmp) / "reasons.h").write_text(app_header)
+    for t in app_tables:
+        (Path(tmp) / f"{t.name}_table.h").write_text(t.header())
 
 def _app_tables(app: App | None) -> list[Any]:
     """The application's tables (npkit.toolchain.system.app_tables), compiled."""

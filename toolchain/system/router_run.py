@@ -71,10 +71,12 @@ from npkit.toolchain.debug.profile import fault_site_lines, image_placement, loc
 
 from .app import model_of_image, reasons_of_image
 from .buffers import audit
+from .mismatches import MismatchLog, forwarded
 from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 from .undeclared import arm_guard, is_undeclared, reason_name, undeclared_counts, undeclared_name
 from .undeclared import report as undeclared_report
+from .verdict import MISMATCHES
 from .wire_idle import WireIdle
 
 SLICE_NS = 20_000  # emulated time between the host's looks at the chip (exceptions, progress)
@@ -222,6 +224,9 @@ class RouterRun:
         self.cp: Any = None  # npkit.toolchain.system.control_run.ControlJudge
         self.reader: ExceptionReader | None = None
         self.run.on_drop.append(self._dropped)
+        self.groups = _group_tally(self.run, self.model)  # the model's groups of packets (slices), or None
+        self.mismatches = MismatchLog()  # the packets judged wrong, named (the first MAX_NAMED)
+        self.run.on_mismatch.append(self._ledger_mismatch)
         meta = image.meta.get("control") or {}
         placement = (control or {}).get("placement") or meta.get("placement")
         if meta and placement != "host" and meta.get("program") == "i3d":   # the SPP's GPE (i3d_run)
@@ -364,19 +369,25 @@ class RouterRun:
             key = self.cp.judge(d)
             if key is not None:
                 res[key] += 1
+                if key in MISMATCHES:
+                    self.name_mismatch(d.pid, key, forwarded(port, data, self.outcome(d.pid)))
                 return
             if c.verdicts.kind[i] == PYTHON:  # left to the model, which has let it go: a copy
                 res["forgotten"] += 1
                 return
         if v.kind[i] != FORWARD:
-            res["wrong_outcome"] += 1
+            key = "wrong_outcome"
         elif v.port[i] != port:
-            res["wrong_port"] += 1
+            key = "wrong_port"
         else:
             o = w.off[i]
-            res["wrong_bytes" if v.out[o : o + w.lens[i]] != data else "matched_forward"] += 1
+            key = "wrong_bytes" if v.out[o : o + w.lens[i]] != data else "matched_forward"
+        res[key] += 1
+        if key != "matched_forward":
+            self.name_mismatch(d.pid, key, forwarded(port, data, self.outcome(d.pid)))
         # per-flow order (RFC 1812): input port, protocol, source and destination address
-        if self.run.flow_reordered(data, w.ports[i], d.pid):
+        o = w.off[i]
+        if self.run.flow_reordered(bytes(w.data[o : o + w.lens[i]]), w.ports[i], d.pid):  # the input's flow
             res["reordered"] += 1
 
     def _dropped(self, pid: int, reason: str) -> None:
@@ -390,12 +401,12 @@ class RouterRun:
         if o is None:
             return
         if is_undeclared(reason):  # the verdict names the code and who counted it
-            self._judged(pid, UNDECLARED)
+            self._judged(pid, UNDECLARED, {"outcome": "drop", "reason": reason})
             return
-        if self.cp is not None and is_resource_drop(reason) and not (isinstance(o, Drop) and o.reason == reason):
+        if self.cp is not None and is_resource_drop(reason, self.reasons) and not (isinstance(o, Drop) and o.reason == reason):
             fast = self.cp.fast_outcome(pid)
             o = fast if fast is not None else o
-        category = judge_disposition(o, "drop", reason)
+        category = judge_disposition(o, "drop", reason, self.reasons)
         if category == LOST:
             self.lost[(o.kind, reason)] += 1
             if reason == "queue_full" and isinstance(o, Forward):
@@ -404,13 +415,27 @@ class RouterRun:
             self.dropped_early[reason] += 1
         elif category != MATCHED_DROP:
             self.comparison[category] += 1
+            self.name_mismatch(pid, category, {"outcome": "drop", "reason": reason}, o)
         for fn in self.on_judged:
             fn(pid, category)
 
-    def _judged(self, pid: int, category: str) -> None:
+    def _judged(self, pid: int, category: str, got: dict[str, Any] | None = None) -> None:
         self.comparison[category] += 1
+        self.name_mismatch(pid, category, got or {"outcome": category})
         for fn in self.on_judged:
             fn(pid, category)
+
+    def _ledger_mismatch(self, pid: int, port: int, frame: bytes) -> None:
+        """A frame the C ledger compared and found wrong (TrafficRun.on_mismatch)."""
+        o = self.outcome(pid)
+        key = "wrong_outcome" if not isinstance(o, Forward) else "wrong_port" if o.port != port else "wrong_bytes"
+        self.name_mismatch(pid, key, forwarded(port, frame, o), o)
+
+    def name_mismatch(self, pid: int, category: str, got: dict[str, Any], expected: Any = None) -> None:
+        """Name packet `pid` among the run's mismatches (MismatchLog)."""
+        c = self.run.chunk_of(pid) if pid >= 0 else None
+        port_in = int(c.w.ports[pid - c.w.first]) if c is not None else None
+        self.mismatches.add(pid, port_in, category, expected if expected is not None else self.outcome(pid), got)
 
     def _note_queue_full(self, pid: int, o: Forward) -> None:
         """A packet bound for port o.port that the queue manager dropped: from when it had
@@ -429,12 +454,14 @@ class RouterRun:
             self.comparison["unmatched_exception"] += 1
             return
         if is_undeclared(reason):
-            self._judged(pid, UNDECLARED)
+            self._judged(pid, UNDECLARED, {"outcome": "exception", "reason": reason})
             self.run.mark(pid, EXCEPTED, reason)
             return
         o = self.outcome(pid)
-        category = WRONG_REASON if o is None else judge_disposition(o, "exception", reason)
+        category = WRONG_REASON if o is None else judge_disposition(o, "exception", reason, self.reasons)
         self.comparison[category] += 1
+        if category in MISMATCHES:
+            self.name_mismatch(pid, category, {"outcome": "exception", "reason": reason}, o)
         for fn in self.on_judged:
             fn(pid, category)
         self.run.mark(pid, EXCEPTED, reason)
@@ -471,6 +498,25 @@ class RouterRun:
             self._assigned[reason] += 1
             self.run.mark(c.w.first + i, DROPPED, reason)
 
+    def _leftover_drops(self) -> None:
+        """At the end of a run that went idle: drops the microcode counted for one reason
+        that no packet the model drops for it took (a wrong model, or wrong microcode),
+        when the packets left with no fate are exactly as many: each of them was dropped
+        so, and is judged as such (a mismatch, named) rather than left "stuck"."""
+        if not self.drain_info.get("idle"):
+            return
+        left = {r: n - self._assigned[r] for r, n in self.drop_counters().items()
+                if n > self._assigned[r] and r not in RESOURCE_DROPS and not is_undeclared(r)}  # fmt: skip
+        if len(left) != 1:
+            return
+        todo = list(self.run.unresolved(1 << 63))
+        (reason, n), = left.items()
+        if len(todo) != n:
+            return
+        for c, i in todo:
+            self._assigned[reason] += 1
+            self.run.mark(c.w.first + i, DROPPED, reason)
+
     def _finish(self) -> None:
         """Read what the exception path holds and attribute every drop counted."""
         if self.reader is not None:
@@ -478,6 +524,7 @@ class RouterRun:
         if self.cp is not None:
             self.cp.finish()
         self._sweep(final=True)
+        self._leftover_drops()
         counters = self.drop_counters()
         self.unattributed_drops = {k: n - self._assigned[k] for k, n in counters.items() if n - self._assigned[k]}
         self.undeclared = undeclared_report(self.chip, undeclared_counts(self.chip, self.reasons),
@@ -600,7 +647,7 @@ class RouterRun:
         """Frames of the control plane's the queue manager dropped (its queue was full)."""
         return int(read_counters(self.chip, reasons=self.reasons)["drops"].get("control_queue_full", 0))
 
-    def compare(self) -> dict[str, int]:
+    def compare(self) -> dict[str, Any]:
         """Every transmitted frame and exception record against the oracle's prediction
         for its input, in a fixed order of keys."""
         led = self.run.ledger
@@ -613,7 +660,11 @@ class RouterRun:
         if self.cp is not None:
             res.update(self.cp.comparison(self.control_queue_full()))
             always += CONTROL_KEYS
-        return {k: res[k] for k in COMPARISON_KEYS if res[k] or k in always}
+        out: dict[str, Any] = {k: res[k] for k in COMPARISON_KEYS if res[k] or k in always}
+        if self.mismatches.total:  # the packets, named (none: the key is left out)
+            out["mismatches"] = self.mismatches.first
+            out["mismatches_total"] = self.mismatches.total
+        return out
 
     # -- the summary
     def summary(self, host_s: float = 0.0) -> dict[str, Any]:
@@ -669,6 +720,8 @@ class RouterRun:
             "in_flight": self._in_flight(tot["in_flight"], census),
             **({"undeclared_codes": self.undeclared} if self.undeclared else {}),  # codes no reason declares
             "drain": self.drain_info,
+            **({self.groups.grouper.key: self.groups.report(), "group_keys": [self.groups.grouper.key]}
+               if self.groups is not None else {}),
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
         }  # fmt: skip
@@ -860,6 +913,13 @@ def _run(rr: RouterRun, duration_ns: int, drain: bool, drain_ns: int | None, pro
     return s
 
 
+def _mismatch_lines(cmp_: dict[str, Any]) -> list[str]:
+    """The mismatching packets a comparison names (MismatchLog.text)."""
+    log = MismatchLog()
+    log.first, log.total = list(cmp_.get("mismatches") or []), int(cmp_.get("mismatches_total") or 0)
+    return log.text()
+
+
 def format_summary(s: dict[str, Any]) -> str:
     lines = [f"router {s['layout']} {s['params']}: {s['duration_ms']} ms of traffic, {s['emulated_ms']} ms "
              f"emulated in {s['host_s']} s ({s['emulated_ms_per_host_s']} ms/s)", "",
@@ -879,7 +939,8 @@ def format_summary(s: dict[str, Any]) -> str:
               f"{th['offered_mbps']} Mb/s offered",
               f"latency us: mean {lat['mean']} p50 {lat['p50']} p99 {lat['p99']} max {lat['max']}",
               "ME utilisation: " + ", ".join(f"{k} {100 * v:.0f} %" for k, v in s["me_utilisation"].items()),
-              f"comparison with the oracle: {s['comparison']}",
+              f"comparison with the oracle: { {k: v for k, v in s['comparison'].items() if k != 'mismatches'} }",
+              *_mismatch_lines(s["comparison"]),
               f"conservation: {'balanced' if s['conservation']['balanced'] else 'NOT balanced'}"
               + (f" {s['conservation']['problems']}" if s["conservation"]["problems"] else "")]  # fmt: skip
     if s["faults"]["total"]:
@@ -904,6 +965,13 @@ def format_summary(s: dict[str, Any]) -> str:
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "
                      f"block): {cp['process']}, {cp['exception_records_unread']} exception records unread")  # fmt: skip
+    for key in s.get("group_keys", []):
+        lines.append(f"{key}:")
+        for g in s.get(key, []):
+            lat = g["latency_us"] or {}
+            lines.append(f"  {g['name']:<12} {g.get('code_option', ''):<6} offered {g['offered']:>7} forwarded "
+                         f"{g['forwarded']:>7}  dropped {g['dropped'] or '{}'} excepted {g['excepted'] or '{}'} "
+                         f"latency p50/p99 us {lat.get('p50', '-')}/{lat.get('p99', '-')}  {g['verdict']}")  # fmt: skip
     v = s.get("verdict")
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
@@ -928,3 +996,13 @@ def _resource_drops_line(t: dict[str, Any]) -> list[str]:
 def _chain(first: Any, rest: Any) -> Any:
     yield first
     yield from rest
+
+
+def _group_tally(run: Any, model: Any) -> Any:
+    """The per-group account of the model's `@group` classifier (emulator/traffic/groups.py), or None."""
+    grouper = getattr(model, "grouper", None)
+    if grouper is None:
+        return None
+    from npkit.emulator.traffic.groups import GroupTally
+
+    return GroupTally(run, grouper, getattr(model, "ctx", None))

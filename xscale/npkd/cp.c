@@ -1,8 +1,11 @@
 /* cp.c -- the control plane engine (cp.h).  Reason codes: microcode/reasons.yaml. */
 #include "cp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static const uint8_t no_app_exceptions[256];   /* cp.app_exc without an application's file */
 
 enum {
     EXC_ARP = 1, EXC_IP_OPTIONS = 2, EXC_BROADCAST = 3, EXC_MULTICAST = 4, EXC_LOCAL_DELIVERY = 5,
@@ -146,6 +149,7 @@ void cp_free(cp *c)
     free(c->arp);
     free(c->backlog);
     u32map_free(&c->arp_at);
+    if (c->app_exc && c->app_exc != no_app_exceptions) free((void *)c->app_exc);
 }
 
 /* ---- buffers, the control ring, the log ------------------------------------------------ */
@@ -937,6 +941,44 @@ static int arp_miss(cp *c, exc_info *x, uint8_t *f)
     return forward(c, x, f, 0);
 }
 
+/* NPKD_APP_EXCEPTIONS (cp.h) beside the route file: the table by code, all NPKD_EXC_NONE
+ * when there is no such file (or no memory); a malformed line ends the reading */
+static const uint8_t *app_exceptions_load(const npkd_cfg *g)
+{
+    char path[NPKD_PATH + 32];
+    const char *slash = strrchr(g->routes_path, '/');
+    int dir = slash ? (int)(slash - g->routes_path) + 1 : 0;
+    snprintf(path, sizeof path, "%.*s%s", dir, g->routes_path, NPKD_APP_EXCEPTIONS);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return no_app_exceptions;
+    uint8_t *t = calloc(256, 1);
+    char line[128], act[16];
+    unsigned code;
+    while (t && fgets(line, sizeof line, fp)) {
+        if (sscanf(line, "%u %15s", &code, act) != 2 || code < 1 || code > 255) break;
+        t[code] = !strcmp(act, "forward") ? NPKD_EXC_FORWARD : !strcmp(act, "consume") ? NPKD_EXC_CONSUME : 0;
+    }
+    fclose(fp);
+    return t ? t : no_app_exceptions;
+}
+
+/* an application's exception reason (NPKD_APP_EXCEPTIONS): consumed (freed; its log record
+ * counts it) or forwarded as the fast path routes it (held for ARP like any other).  The
+ * statistics block is npkit's (stats.h): the log says which was done.  0: not an
+ * application's code (the caller drops it as unknown) */
+static __attribute__((noinline)) int app_exception(cp *c, exc_info *x, uint8_t *f)
+{
+    if (!c->app_exc) c->app_exc = app_exceptions_load(c->cfg);
+    uint8_t action = c->app_exc[x->reason & 0xFF];
+    if (action == NPKD_EXC_NONE) return 0;
+    x->digest = frame_digest(f, x->len);
+    int act = action == NPKD_EXC_FORWARD ? forward(c, x, f, 1) : ACT_CONSUMED;
+    if (act == ACT_HELD) return 1;                  /* logged when it leaves the hold queue */
+    log_exc(c, x, act);
+    if (act != ACT_FORWARDED) free_buffer(c, x->handle);
+    return 1;
+}
+
 void cp_exception(cp *c, uint32_t pw, uint32_t rec)
 {
     const npkd_cfg *g = c->cfg;
@@ -953,6 +995,7 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
     x.len = npkd_sram_rd(c->mem, desc_addr(c, x.handle) + 8) >> 16;
     uint8_t *f = x.len <= NPKD_FRAME_MAX ? buffer(c, x.handle, x.len) : NULL;
     if (!f || x.reason < 1 || x.reason > EXC_ARP_MISS) {
+        if (f && app_exception(c, &x, f)) return;
         c->stats[ST_exc_unknown]++;
         if (f) x.digest = frame_digest(f, x.len);
         log_exc(c, &x, ACT_DROPPED);

@@ -118,7 +118,20 @@ typedef struct cp {
      * 0, or -1 when it could not be written (the change is then not made) */
     int (*journal)(void *ctx, const char *line);
     uint32_t timed_mark;                    /* 1 + the index of the timed change being made, else 0 */
+    /* an application's exception actions by code (NPKD_EXC_*), read from NPKD_APP_EXCEPTIONS
+     * beside the route file when the first code npkit does not know comes (NULL until then) */
+    const uint8_t *app_exc;
 } cp;
+
+/* An application's exception reasons (its reasons.yaml `control:`), one a line in the file
+ * NPKD_APP_EXCEPTIONS in the route file's directory, written by npkit.toolchain.system.control:
+ *   CODE consume      the packet is counted (its log record) and freed
+ *   CODE forward      routed as the fast path routes it (TTL decremented) and sent, or held for ARP
+ * Read only when a code npkd does not know arrives, so that a router without such reasons
+ * runs the code it ran before.  A code the file does not name is dropped as before
+ * (exc_unknown). */
+#define NPKD_APP_EXCEPTIONS "npkd.exceptions"
+enum { NPKD_EXC_NONE = 0, NPKD_EXC_CONSUME = 1, NPKD_EXC_FORWARD = 2 };
 
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw);
 void cp_free(cp *c);

@@ -53,6 +53,7 @@ static void tcam_match(const npk_chip *c, const uint32_t *kraw, npk_tcam_result 
             r->hit = 1;
             r->index = i;
             r->result = (uint64_t)npk_rd32(e + NPK_TCAM_E_RESULT) << 32 | npk_rd32(e + NPK_TCAM_E_RESULT + 4);
+            if (c->cfg.tcam.result_bits == 32) r->result &= 0xFFFFFFFF00000000ull;   /* bits 63:32 alone */
         }
     }
 }

@@ -1,11 +1,15 @@
 """The SPP's reference model (docs/spp.md): no base, so it decides every frame
 (docs/applications.md, the standalone mode).  The decisions are spp_model.SppModel's,
-over the slice file slices.yaml -- the one source the tables are generated from."""
+over the slice file slices.yaml -- the one source the tables are generated from -- and
+the image's TCAM rows (tables["spp_filters"], matched with tcam_match).
+`slice_of` puts every frame in its slice (its input meta-interface's): the run reports
+each slice (`slices` in the JSON, emulator/traffic/groups.py)."""
 
 import importlib.util
 import sys
 from pathlib import Path
 
+from npkit.emulator.traffic.groups import group
 from npkit.emulator.traffic.model import decide, drop, exception, forward
 
 HERE = Path(__file__).resolve().parent
@@ -26,7 +30,7 @@ def _module(name):
 def setup(tables, router):
     slices = _module("slices")
     sub = slices.load_slices(HERE / "slices.yaml")
-    return _module("spp_model").SppModel(sub)
+    return _module("spp_model").SppModel(sub, tables["spp_filters"])
 
 
 @decide(setup=setup)
@@ -35,3 +39,13 @@ def spp(frame, in_port, ctx):
     if o.kind == "forward":
         return forward(o.port, o.data)
     return drop(o.reason) if o.kind == "drop" else exception(o.reason)
+
+
+def slice_rows(ctx):
+    return [{"name": s.name, "id": s.id, "code_option": s.option, "share": s.share}
+            for s in ctx.state.sub.slices]
+
+
+@group(key="slices", info=slice_rows)
+def slice_of(frame, in_port, ctx):
+    return ctx.state.slice_of(frame, in_port)

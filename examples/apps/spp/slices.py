@@ -416,11 +416,6 @@ class Substrate:
                 for f in self.filters()]  # fmt: skip
 
 
-def tcam_match(filters: list[Filter], key: int) -> list[Filter]:
-    """The filters matching `key`, in priority order (the TCAM's semantics)."""
-    return [f for f in filters if (key ^ f.key) & f.mask == 0]
-
-
 # ---- loading ---------------------------------------------------------------------------------
 
 
@@ -508,8 +503,6 @@ def _filter(spec: SlicesFile, router: RouterConfig, i: int, j: int, f: FilterSpe
 
 # ---- tables.yaml: what `npk link --app` compiles (generated: `python slices.py`) -------------
 
-TCAM_BASE = 0x80600000  # examples/chips/ixp2850_spp.yaml: channel 2, window 0x00600000
-TCAM_ENTRY_WORDS = 32  # docs/tcam.md: key 9 | mask 9 | result 2 | control 1 | 11 unused
 ARP_BASE = 0xC0010800
 
 
@@ -517,6 +510,24 @@ def _words_table(base: int, prefix: str, n: int, rows: list[list[int]], note: st
     return {"note": note, "memory": "sram", "base": base,
             "fields": {f"{prefix}{k}": {"bits": 32} for k in range(n)},
             "rows": [{f"{prefix}{k}": v for k, v in enumerate(r)} for r in rows]}  # fmt: skip
+
+
+# docs/spp.md §5: the key, MSB first (name, bits, bit offset from the key's LSB of 144)
+KEY_FIELDS = (("slice", 16, 128), ("kind", 8, 120), ("pad0", 8, 112), ("w1", 32, 80), ("w2", 32, 48),
+              ("dport", 16, 32), ("sport", 16, 16), ("proto", 8, 8), ("in_mi", 8, 0))  # fmt: skip
+RESULT_FIELDS = (("action", 8, 56), ("out_mi", 8, 48), ("nh_port", 16, 32), ("nh_ip", 32, 0))
+
+
+def _tcam_row(f: Filter) -> dict[str, Any]:
+    """A filter as a `memory: tcam` row: each key field {value, mask} (or "*"), the result's fields."""
+    row: dict[str, Any] = {}
+    for name, bits, at in KEY_FIELDS:
+        ones = (1 << bits) - 1
+        v, m = (f.key >> at) & ones, (f.mask >> at) & ones
+        row[name] = "*" if m == 0 else v if m == ones else {"value": v, "mask": m}
+    for name, bits, at in RESULT_FIELDS:
+        row[name] = (f.result >> at) & ((1 << bits) - 1)
+    return row
 
 
 def tables(sub: Substrate) -> dict[str, Any]:
@@ -528,9 +539,7 @@ def tables(sub: Substrate) -> dict[str, Any]:
     arp = [{"ip": ip(a), "mac_hi": int.from_bytes(m[:4], "big"), "mac_lo": int.from_bytes(m[4:], "big")}
            for a, m in sorted(sub.router.arp.items())]  # fmt: skip
     fingers = [w for _, words in sub.finger_blocks() for w in (words[k : k + 4] for k in range(0, len(words), 4))]
-    tcam = []
-    for r in sub.tcam_rows():
-        tcam.append(r["key"] + [0] * 4 + r["mask"] + [0] * 4 + r["result"] + [1 << 31] + [0] * 11)
+    tcam = [_tcam_row(f) for f in sub.filters()]
     out: dict[str, Any] = {
         "spp_meta_if": {"memory": "sram", "base": META_IF_BASE, "fields": {
             "ip": {"type": "ipv4"}, "udp": {"bits": 16}, "port": {"bits": 8}, "option": {"bits": 8},
@@ -542,7 +551,9 @@ def tables(sub: Substrate) -> dict[str, Any]:
     if fingers:
         out["spp_fingers"] = _words_table(FINGER_BASE, "w", 4, fingers, "")
     if tcam:
-        out["spp_tcam"] = _words_table(TCAM_BASE, "e", TCAM_ENTRY_WORDS, tcam, "")
+        out["spp_filters"] = {"memory": "tcam", "first_entry": 0,
+                              "fields": {n: {"bits": b} for n, b, _ in KEY_FIELDS},
+                              "result": {n: {"bits": b} for n, b, _ in RESULT_FIELDS}, "rows": tcam}  # fmt: skip
     for t in out.values():
         t.pop("note", None)
     return out
@@ -553,8 +564,7 @@ def tables_text(sub: Substrate, source: str) -> str:
 
     head = (f"# GENERATED from {source} by `python slices.py` (examples/apps/spp): do not edit.\n"
             "# The slice file is the one source; tests/spp/test_slices.py checks this file is current.\n"
-            "# spp_tcam is the TCAM's entries as the window's SRAM bytes (docs/tcam.md: key 9 LW |\n"
-            "# mask 9 LW | result 2 LW | control), until tables.yaml's `memory: tcam` is used.\n")  # fmt: skip
+            "# spp_filters is the TCAM (docs/tcam.md `memory: tcam`; the key and result of docs/spp.md §5).\n")  # fmt: skip
     return head + yaml.safe_dump(tables(sub), sort_keys=False, default_flow_style=None, width=200)
 
 

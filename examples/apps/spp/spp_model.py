@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from npkit.emulator.traffic.model import tcam_match
 from npkit.emulator.traffic.oracle import Drop, Except, Forward, Outcome
 
 ETH, OUTER = 14, 42  # the slice payload starts after Ethernet (14) + IPv4 (20) + UDP (8)
@@ -36,11 +37,10 @@ def ttl_checksum(ck: int) -> int:
 @dataclass
 class SppModel:
     sub: object  # slices.Substrate (loaded by path: no import of the app's module here)
+    filters: list  # the TCAM table's rows (tables["spp_filters"]: the image's, matched by tcam_match)
 
     def __post_init__(self) -> None:
-        s = self.sub
-        self._mi = {(m.port, m.ip, m.udp): m for m in s.meta_ifs}
-        self._filters = s.filters()
+        self._mi = {(m.port, m.ip, m.udp): m for m in self.sub.meta_ifs}
 
     def meta_if(self, frame: bytes, in_port: int):  # -> MetaIf | None
         if len(frame) < OUTER:
@@ -73,8 +73,11 @@ class SppModel:
             return self._ipv4(frame, sl, m)
         return self._i3(frame, sl, m)
 
-    def _lookup(self, key: int) -> list:
-        return [f for f in self._filters if (key ^ f.key) & f.mask == 0]
+    def _lookup(self, sid: int, kind: int, w1: int, w2: int, dport: int, sport: int, proto: int, mi: int) -> list:
+        """The TCAM's matching rows, in priority order (docs/spp.md §5's key)."""
+        key = {"slice": sid, "kind": kind, "pad0": 0, "w1": w1, "w2": w2, "dport": dport, "sport": sport,
+               "proto": proto, "in_mi": mi}  # fmt: skip
+        return tcam_match(self.filters, key)
 
     def _ipv4(self, frame: bytes, sl, m) -> Outcome:
         p = frame[OUTER:]
@@ -87,17 +90,16 @@ class SppModel:
         sport = dport = 0
         if p[0] == 0x45 and proto in (TCP, UDP) and len(p) >= 24:
             sport, dport = struct.unpack_from("!HH", p, 20)
-        from_key = self.sub.key(sl.id, 1, dst, src, dport, sport, proto, m.index)
-        hits = self._lookup(from_key)
+        hits = self._lookup(sl.id, 1, dst, src, dport, sport, proto, m.index)
         if not hits:
             return Drop("spp_no_filter")
         f = hits[0]
-        if f.action != 1:
-            return Except("spp_to_gpe") if f.action == 2 else Drop("spp_filter_drop")
+        if f["action"] != 1:
+            return Except("spp_to_gpe") if f["action"] == 2 else Drop("spp_filter_drop")
         inner = bytearray(p)
         inner[8] -= 1
         inner[10:12] = ttl_checksum(struct.unpack_from("!H", p, 10)[0]).to_bytes(2, "big")
-        return self._out(frame, f.out_mi, f.nh_ip, f.nh_port, bytes(inner))
+        return self._out(frame, f["out_mi"], f["nh_ip"], f["nh_port"], bytes(inner))
 
     def _i3(self, frame: bytes, sl, m) -> Outcome:
         p = frame[OUTER:]
@@ -109,15 +111,15 @@ class SppModel:
             return Drop("i3_hop_limit")
         t = struct.unpack_from("!Q", p, 4)[0]
         if sl.in_range(t):
-            hits = self._lookup(self.sub.key(sl.id, 2, t >> 32, t & 0xFFFFFFFF, 0, 0, 0, m.index))
+            hits = self._lookup(sl.id, 2, t >> 32, t & 0xFFFFFFFF, 0, 0, 0, m.index)
             if not hits:
                 return Except("i3_no_trigger")
             if len(hits) > 1:
                 return Except("i3_multi_trigger")
             f = hits[0]
-            if f.action != 1:
-                return Except("spp_to_gpe") if f.action == 2 else Drop("spp_filter_drop")
-            out, nh_ip, nh_port = f.out_mi, f.nh_ip, f.nh_port
+            if f["action"] != 1:
+                return Except("spp_to_gpe") if f["action"] == 2 else Drop("spp_filter_drop")
+            out, nh_ip, nh_port = f["out_mi"], f["nh_ip"], f["nh_port"]
         else:
             fg = sl.fingers.get(sl.finger_for(t))
             if fg is None:

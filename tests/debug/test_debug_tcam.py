@@ -1,0 +1,81 @@
+"""The debugger and the TCAM (docs/tcam.md): `print tcam[N]`, `tcam` / `info tcam` (valid
+entries and counters), `watch tcam[N]` stopping when microcode writes the entry, and the
+errors on a chip without one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from npkit.toolchain.debug.session import DebugError, Session
+from npkit.toolchain.debug.target import open_target
+
+ROOT = Path(__file__).resolve().parents[2]
+SPP = str(ROOT / "examples" / "chips" / "ixp2850_spp.yaml")
+INCLUDE = ROOT / "microcode" / "include"
+
+# look 10.1.2.3 up, then invalidate entry 3 (the control word last, as tcam.h says)
+PROG = """\
+#define NUM_CONTEXTS 8
+#include "tcam.h"
+.reg slot k r a idx
+.reg write $k0 $k1 $k2 $k3 $k4
+.reg read $r0 $r1 $r2 $r3
+.xfer_order $k0 $k1 $k2 $k3 $k4
+.xfer_order $r0 $r1 $r2 $r3
+    tcam_slot(slot)
+    immed[k, 0x0a010203]
+    alu[$k0, --, b, k]
+    immed[$k1, 0]
+    immed[$k2, 0]
+    immed[$k3, 0]
+    immed[$k4, 0]
+    tcam_lookup($r0, $k0, TCAM_KEY_LW, slot)
+    alu[r, --, b, $r0]
+    immed[idx, 3]
+    tcam_entry_addr(a, idx)
+    immed[$k0, 0]
+    sram[write, $k0, a, TCAM_E_CONTROL, 1], ctx_swap[s1]
+    ctx_arb[kill]
+"""
+
+
+def _session(tmp_path: Path, config: str = SPP) -> Session:
+    src = tmp_path / "look.uc"
+    src.write_text(PROG)
+    s = Session(open_target(src, config=config, include_dirs=[INCLUDE]))
+    if s.chip.tcam_info() is not None:
+        s.chip.tcam_write(3, [0x0A000000], [0xFF000000], 0x33)
+        s.chip.tcam_write(5, [0x0A010000], [0xFFFF0000], 0x55)
+    return s
+
+
+def test_print_list_and_watch_entries(tmp_path: Path) -> None:
+    s = _session(tmp_path)
+    out = s.execute("print tcam[3]")
+    assert out.strip() == ("tcam[3]: valid key 0a000000 00000000 00000000 00000000 00000000 mask ff000000 00000000 "
+                           "00000000 00000000 00000000 result 0x0000000000000033")  # fmt: skip
+    assert "tcam[4]: invalid" in s.execute("print tcam[2 + 2]")
+    listed = s.execute("tcam").splitlines()
+    assert listed[0].startswith("tcam at sram 0x80600000: 8192 entries of 144-bit keys; lookups 0")
+    assert [ln.split(":")[0] for ln in listed[1:]] == ["tcam[3]", "tcam[5]"]
+    assert s.execute("info tcam").splitlines() == listed
+    assert "watchpoint 1: tcam[3] (sram 0x80600180 len 84)" in s.execute("watch tcam[3]")
+    out = s.execute("run")
+    assert "watchpoint 1" in out
+    assert s.reg_value("r") == 0x80000002  # the lookup before: hit, two matches
+    assert "tcam[3]: invalid" in s.execute("print tcam[3]")
+    # (every context runs the program: each lookup before the write hit both entries)
+    n = int(re.search(r"lookups (\d+) hits \1 multi-hits \1$", s.execute("tcam").splitlines()[0])[1])
+    assert 1 <= n <= 8
+    assert [ln.split(":")[0] for ln in s.execute("tcam").splitlines()[1:]] == ["tcam[5]"]
+
+
+def test_errors(tmp_path: Path) -> None:
+    s = _session(tmp_path)
+    with pytest.raises(DebugError, match=r"tcam\[8192\]: the TCAM has entries 0..8191"):
+        s.execute("print tcam[8192]")
+    with pytest.raises(DebugError, match="has no TCAM"):
+        _session(tmp_path, "ixp2800").execute("tcam")
