@@ -131,3 +131,10 @@ def test_npk_slice_filter_finger_commands(daemon: Path) -> None:
     assert code == 1 and "Error: no such filter" in out and "Traceback" not in out
     code, out = _npk("filter", "show", "--socket", str(daemon.parent / "none.sock"))
     assert code == 1 and "no control daemon listening" in out
+
+
+def test_the_gpe_layout_is_generated_from_the_spp_layout() -> None:
+    from npkit.toolchain.system.i3d import gpe_layout
+
+    assert (SPP / "spp_gpe.yaml").read_text() == gpe_layout((SPP / "spp.yaml").read_text()), (
+        "examples/apps/spp/spp_gpe.yaml is stale: python -m npkit.toolchain.system.i3d examples/apps/spp")

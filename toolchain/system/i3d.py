@@ -146,6 +146,45 @@ def i3d_conf(sub: Any, router: Any, tcam: dict[str, int] | None, *, rings: tuple
     return "\n".join(lines) + "\n"
 
 
+# ---- the layout ------------------------------------------------------------------------------------
+
+GPE_HEADER = """# GENERATED from spp.yaml by npkit.toolchain.system.i3d.gpe_layout (`python -m
+# npkit.toolchain.system.i3d examples/apps/spp`): do not edit; tests/xscale/test_i3d.py
+# checks it is current.  The SPP's layout with its GPE: spp.yaml plus the I3 daemon
+# (xscale/i3d) as the control program -- a host process attached to the emulator
+# (placement gpe; -D control=xscale runs it on the emulated XScale) that takes every
+# exception record, answers the I3 slices' (no trigger filter, several, no finger,
+# complex) and sends their frames to the queue manager on cp_to_qm.  `npk slice|filter|
+# finger --socket PATH` drive it while traffic runs (docs/spp.md "The GPE and its I3 daemon").
+#
+"""
+
+
+def gpe_layout(text: str, cp_ring: int = 12) -> str:
+    """The SPP layout with the GPE's daemon, from the SPP's layout (its text): the same
+    blocks and rings, plus a `control` parameter (gpe | xscale), the ring the daemon sends
+    on, the `control:` section naming i3d, and the queue manager serving that ring."""
+    lines = text.splitlines()
+    out: list[str] = []
+    for line in lines:
+        if line.startswith("name: "):
+            line = line + "_gpe"
+        out.append(line)
+        if line.startswith("params:"):
+            out.append("  control: gpe          # where i3d runs: gpe (a host process) or xscale (the emulated XScale)")
+        elif line.startswith("  exceptions: {ring:"):
+            out.append(f"  cp_to_qm:   {{ring: {cp_ring}, size: 256}}   # frames the I3 daemon sends")
+        elif line.startswith("exceptions: "):
+            out += ["control:", '  placement: "${control}"', "  program: i3d", "  ring: cp_to_qm"]
+    body = "\n".join(out) + "\n"
+    qm = body.find("  qm:  {variant:")
+    if qm < 0 or "cp_to_qm" not in body or "control:" not in body:
+        raise LinkError("the SPP layout has no qm block, exceptions ring or exceptions: line to add the GPE to")
+    end = body.find("mes:", qm)
+    body = body[:end] + "control_in: cp_to_qm, " + body[end:]
+    return GPE_HEADER + body
+
+
 # ---- what it leaves in SRAM ----------------------------------------------------------------------
 
 
@@ -298,5 +337,19 @@ def parse_filter(line: str) -> dict[str, Any]:
             "fields": _pairs(body), "slow": slow, "hits": int(words[-1])}  # fmt: skip
 
 
-__all__ = ["ControlSocketError", "I3LogReader", "I3LogRecord", "MirroredFilter", "i3d_conf", "load_substrate",
+def main(argv: list[str] | None = None) -> int:
+    """Write FOLDER/spp_gpe.yaml from FOLDER/spp.yaml (gpe_layout)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m npkit.toolchain.system.i3d")
+    ap.add_argument("folder", type=Path)
+    a = ap.parse_args(argv)
+    (a.folder / "spp_gpe.yaml").write_text(gpe_layout((a.folder / "spp.yaml").read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+__all__ = ["ControlSocketError", "I3LogReader", "I3LogRecord", "MirroredFilter", "gpe_layout", "i3d_conf", "load_substrate",
            "parse_filter", "parse_slice", "read_mirror", "read_stats", "request"]  # fmt: skip

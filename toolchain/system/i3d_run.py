@@ -34,11 +34,12 @@ import struct
 import sys
 import tempfile
 from collections import Counter, deque
+from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
 from npkit.emulator.traffic.control import frame_digest
-from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON, Verdicts
+from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
 from .control import GUEST_RUN_DIR
@@ -190,7 +191,7 @@ class GpeJudge:
             if v.kind[i] == EXCEPTION:
                 f = w.frame(i)
                 self.index.setdefault((w.ports[i], len(f), frame_digest(f)), deque()).append(w.first + i)
-        c.verdicts = Verdicts(v.kind.translate(TO_PYTHON), v.reason, v.port, v.out)
+        c.verdicts = dc_replace(v, kind=v.kind.translate(TO_PYTHON))
 
     def outcome(self, pid: int) -> Any:
         return None
