@@ -23,7 +23,7 @@ from npkit.toolchain.system.i3d import i3d_conf, load_substrate, parse_filter, p
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "xscale" / "build"
 SPP = ROOT / "examples" / "apps" / "spp"
-TCAM = {"base": 0x80600000, "entries": 64}
+TCAM = {"base": 0x80600000, "entries": 1024}
 
 
 def test_unit_tests_under_asan(xscale_built: Path) -> None:
@@ -40,19 +40,29 @@ def _conf(tmp_path: Path, sock: Path | None) -> Path:
     return conf
 
 
+def _i3a_entries() -> list[int]:
+    """The TCAM entries of i3a's filters: the slice file's filters go in file order."""
+    sub = load_substrate(SPP)
+    return [k for k, f in enumerate(sub.filters()) if sub.slices[f.slice_index].name == "i3a"]
+
+
 def test_the_configuration_carries_the_slice_file(tmp_path: Path) -> None:
-    text = _conf(tmp_path, None).read_text()
-    lines = text.splitlines()
-    assert "slice 2 3 i3a i3 400000" in lines
-    assert "ring 3 0x4000000000000000 0x2000000000000000 0xc0011000" in lines
-    assert "finger 3 60 c3 10.0.3.2:34001" in lines
+    sub = load_substrate(SPP)
+    lines = _conf(tmp_path, None).read_text().splitlines()
+    i3a = sub.by_name("i3a")
+    assert f"slice {i3a.index} {i3a.id} i3a i3 {round(i3a.share * 1e6)}" in lines
+    assert f"ring {i3a.id} 0x4000000000000000 0x2000000000000000 0xc0011000" in lines
+    assert f"finger {i3a.id} 60 c3 10.0.3.2:34001" in lines
     # the slice file's filters in their TCAM entries, in order; the daemon's own after them
     filters = [x for x in lines if x.startswith("filter ")]
+    assert [int(x.split()[2]) for x in filters] == list(range(len(sub.filters())))
     assert filters[0] == ("filter 1 0 dst 172.16.1.0/24 src 192.168.0.0/16 proto 17 dport 53 out a2 "
                           "next_hop 10.0.2.3:40053")  # fmt: skip
-    assert "filter 3 9 trigger 0x3100000000000000/8 out c2 next_hop 10.0.2.2:40003" in filters
-    assert filters[-1] == "filter 3 11 trigger 0x3200000000000000/8 action gpe"
-    assert f"tcam {0x80600000:#x} 64 12 52" in lines
+    e = _i3a_entries()
+    assert f"filter {i3a.id} {e[2]} trigger 0x3100000000000000/8 out c2 next_hop 10.0.2.2:40003" in filters
+    assert f"filter {i3a.id} {e[4]} trigger 0x3200000000000000/8 action gpe" in filters
+    n = len(sub.filters())
+    assert f"tcam {0x80600000:#x} 1024 {n} {1024 - n}" in lines
 
 
 @pytest.fixture()
@@ -77,11 +87,11 @@ def test_slices_and_filters_over_the_socket(daemon: Path) -> None:
     slices = [parse_slice(x) for x in request(daemon, "slice show")]
     assert [(s["id"], s["name"], s["code_option"]) for s in slices] == [(1, "v4a", "ipv4"), (2, "v4b", "ipv4"),
                                                                          (3, "i3a", "i3")]  # fmt: skip
-    assert [m["name"] for m in slices[2]["meta_interfaces"]] == ["c2", "c3", "c4"]
+    assert [m["name"] for m in slices[2]["meta_interfaces"]] == [m.name for m in load_substrate(SPP).by_name("i3a").meta_ifs]
     before = [parse_filter(x) for x in request(daemon, "filter show i3a")]
-    assert [f["entry"] for f in before] == [7, 8, 9, 10, 11]
+    assert [f["entry"] for f in before] == _i3a_entries()
     added = parse_filter(request(daemon, "filter add i3a trigger 0x3300000000000009 out c3 next_hop 10.0.3.2:40009")[0])
-    assert added["entry"] == 12 and added["fields"]["trigger"] == "0x3300000000000009"
+    assert added["entry"] == len(load_substrate(SPP).filters()) and added["fields"]["trigger"] == "0x3300000000000009"
     slow = parse_filter(request(daemon, f"filter slow {added['handle']}")[0])
     assert slow["entry"] is None and slow["slow"]
     with pytest.raises(ControlSocketError, match="no such filter"):
@@ -115,7 +125,7 @@ def test_npk_slice_filter_finger_commands(daemon: Path) -> None:
     assert code == 0 and [s["name"] for s in json.loads(out)] == ["v4a", "v4b", "i3a"]
     code, out = _npk("filter", "add", "i3a", "trigger", "0x3300000000000009", "out", "c3", "next_hop",
                      "10.0.3.2:40009", "--socket", str(daemon), "--json")  # fmt: skip
-    assert code == 0 and json.loads(out)["entry"] == 12
+    assert code == 0 and json.loads(out)["entry"] == len(load_substrate(SPP).filters())
     code, out = _npk("filter", "show", "i3a", "--socket", str(daemon))
     assert code == 0 and "trigger 0x3300000000000009 out c3 next_hop 10.0.3.2:40009" in out
     code, out = _npk("finger", "set", "i3a", "63", "c4", "10.0.4.3:34001", "--socket", str(daemon))
