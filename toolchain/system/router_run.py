@@ -920,6 +920,21 @@ def _mismatch_lines(cmp_: dict[str, Any]) -> list[str]:
     return log.text()
 
 
+def _i3d_line(cp: dict[str, Any]) -> str:
+    """The I3 daemon's line of a run's text: what it did with the exceptions, the GPE path's delay."""
+    if not cp.get("running"):
+        return f"control plane: i3d on the {cp['xscale']['placement']} never started serving: {cp['xscale']['state']}"
+    c, d, w = cp["counters"], cp["gpe_delay_ns"], cp["gpe_latency_ns"]
+    dropped = {k[8:]: v for k, v in c.items() if k.startswith("dropped_") and v}
+    return (f"control plane: i3d on the {cp['xscale']['placement']}: exceptions {c['exceptions']}, delivered to "
+            f"triggers {c['delivered']} (copies {c['copies']}), by a finger {c['finger_forwarded']}, consumed "
+            f"{c['gpe_consumed']}, dropped {dropped or '{}'}, not I3 {c['exc_other'] + c['relayed']}; GPE path "
+            f"delay us (daemon) mean {d['mean'] / 1000:.1f} p50 {d['p50'] / 1000:.1f} p99 {d['p99'] / 1000:.1f}, "
+            f"(wire) p50 {w['p50'] / 1000:.1f} p99 {w['p99'] / 1000:.1f}; filters installed {c['filters_installed']}, "
+            f"removed {c['filters_removed']}; packets on the fast path after their filter's install "
+            f"{cp['fast_path_after_install']}")  # fmt: skip
+
+
 def format_summary(s: dict[str, Any]) -> str:
     lines = [f"router {s['layout']} {s['params']}: {s['duration_ms']} ms of traffic, {s['emulated_ms']} ms "
              f"emulated in {s['host_s']} s ({s['emulated_ms_per_host_s']} ms/s)", "",
@@ -947,7 +962,9 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
         lines += fault_site_lines(s["faults"])
     cp = s.get("control_plane")
-    if cp and cp.get("running"):
+    if cp and cp.get("program") == "i3d":   # the SPP's GPE (npkit.toolchain.system.i3d_run)
+        lines.append(_i3d_line(cp))
+    elif cp and cp.get("running"):
         icmp = {k: v for k, v in cp["icmp_sent"].items() if v}
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} ({cp['state']}, "
                      f"{cp['xscale']['instructions']} instructions): exceptions {cp['exceptions_handled'] or '{}'}; "
