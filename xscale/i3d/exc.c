@@ -198,9 +198,10 @@ static void send_msg(i3d *d, uint32_t h, uint32_t len, uint32_t pw, uint8_t port
 {
     npkd_sram_wr(d->mem, desc_addr(d, h) + 8, len << 16);
     note_delay(d, origin);
-    while (d->hw.ring_free(d->hw.ctx, d->cp_ring) < 2) {
-        /* the queue manager takes a message a round: the ring empties within a few µs */
-    }
+    /* the room on the ring is read only when the last reading is used up: the daemon is
+     * the ring's one producer, so the room known is never more than there is */
+    while (d->cp_room < 2) d->cp_room = d->hw.ring_free(d->hw.ctx, d->cp_ring);
+    d->cp_room -= 2;
     d->hw.ring_put(d->hw.ctx, d->cp_ring, pw);
     d->hw.ring_put(d->hw.ctx, d->cp_ring, port);
 }
@@ -330,7 +331,7 @@ void i3d_exception(i3d *d, uint32_t pw, uint32_t rec)
     uint32_t code = rec & 0xFF, index = rec >> 8 & 0xFF;
     pkt p = {pw, pw & 0xFFFF, 0, rec >> 16 & 0xFF, NULL, NULL, 0, 0};
     d->stats[I3S_exceptions]++;
-    d->now = d->hw.now_ns(d->hw.ctx);               /* the clock once a record (3 reads on the device) */
+    d->now = d->hw.now_ns(d->hw.ctx);               /* the clock as the record is taken */
     if (p.h >= d->n_bufs) {
         d->stats[I3S_exc_other]++;
         return;

@@ -148,6 +148,7 @@ typedef struct i3d {
     uint64_t lat_n, lat_sum, lat_max;
     uint32_t log_count, mirror_gen;
     uint64_t now;                               /* emulated ns, read as a record is taken */
+    uint32_t cp_room;                           /* words free on the cp ring, as last read */
     char socket_path[I3D_PATH];
     i3d_timed timed[I3D_TIMED_MAX];
     uint32_t ntimed, next_timed;                /* in the configuration's order (times ascending) */

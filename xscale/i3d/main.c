@@ -32,7 +32,7 @@ typedef struct state {
     npk_dev dev;
     ctl ctl;
     int dry;
-    uint64_t now;
+    uint64_t now, last_ns;
     uint32_t starts;
 } state;
 
@@ -89,10 +89,23 @@ static uint64_t host_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* the clock in one device read: the low word, carried into the high word of the last
+ * full reading (clock_full at each turn of the loop, so never 4 s apart) */
 static uint64_t hw_now(void *ctx)
 {
     state *s = ctx;
-    return s->dry ? host_ns() : npk_dev_now_ns(&s->dev);
+    if (s->dry) return host_ns();
+    uint32_t lo = npk_csr_read(&s->dev, NPK_XS_INTC_BASE + NPK_XS_INTC_TIME_LO);
+    uint64_t t = (s->last_ns & ~(uint64_t)0xFFFFFFFFu) | lo;
+    if (t < s->last_ns) t += (uint64_t)1 << 32;
+    s->last_ns = t;
+    return t;
+}
+
+static uint64_t clock_full(state *s)
+{
+    s->last_ns = s->dry ? host_ns() : npk_dev_now_ns(&s->dev);
+    return s->last_ns;
 }
 
 static void map_memories(state *s, uint32_t sram_ch_bytes)
@@ -166,7 +179,7 @@ static void wait_for_work(state *s)
 static int run(state *s)
 {
     for (;;) {
-        s->now = s->d.now = hw_now(s);
+        s->now = s->d.now = clock_full(s);
         i3d_timed_due(&s->d);           /* first: a change is made at its time, not after a batch */
         int n = i3d_poll(&s->d, (int)s->d.opt.batch);
         s->now = s->d.now = hw_now(s);  /* the socket's commands are stamped with the clock of then */
@@ -206,7 +219,7 @@ int main(int argc, char **argv)
     }
     i3d_mirror(&s.d);
     s.starts++;
-    s.now = hw_now(&s);
+    s.now = clock_full(&s);
     int rc = ctl_open(&s.ctl, s.d.socket_path);
     if (rc) die("control socket %s: %s", s.d.socket_path, strerror(-rc));
     s.ctl.handle = handle;
