@@ -277,7 +277,8 @@ class MirroredFilter:
 
 
 def mirror_changed_us(chip: Any, base: int = I3D_STATS_BASE) -> int:
-    """When the daemon last changed its filters (µs of emulated time, its mirror's stamp)."""
+    """When the daemon last wrote a TCAM filter in or out (µs of emulated time, read just
+    after the write: its mirror's stamp)."""
     return int(chip.read32("sram", base + _h_int("I3D_MIRROR_OFF") + 8))
 
 

@@ -176,6 +176,9 @@ class GpeJudge:
         self.by_action: Counter[str] = Counter()
         self.killed_own = self.killed_forwarded = self.killed_in_hand = 0
         self._mirror: tuple[int, list[MirroredFilter]] = (-1, [])
+        # the filters before the last change: a frame judged just after a removal was made
+        # by the state before it (the daemon publishes an install before it, a removal after)
+        self._previous: list[MirroredFilter] = []
         self._mirror_gen_at = I3D_STATS_BASE + mirror_offset() + 4
         mod = sys.modules[type(self.sub).__module__]  # the application's slices.py: its table addresses
         self._finger_base, self._finger_block = int(mod.FINGER_BASE), int(mod.FINGER_BLOCK)
@@ -240,6 +243,8 @@ class GpeJudge:
         w = c.w
         frame = w.frame(i)
         expected = self.expect(frame, w.ports[i])
+        if not any(port == d.port and data == d.data for port, data in expected):
+            expected = self.expect(frame, w.ports[i], self._previous)
         self.seen_frames[d.pid] += 1
         self.left_at.setdefault(d.pid, d.t - w.times[i])   # the first frame about it: its latency
         self.arrived[d.pid] = w.times[i]
@@ -251,7 +256,10 @@ class GpeJudge:
     def _filters(self) -> list[MirroredFilter]:
         gen = self.rr.chip.read32("sram", self._mirror_gen_at)
         if gen != self._mirror[0]:
-            self._mirror = (gen, read_mirror(self.rr.chip))
+            filters = read_mirror(self.rr.chip)
+            self._previous = self._mirror[1]
+            # the generation is written last: the same after the read, the mirror was whole
+            self._mirror = (gen if self.rr.chip.read32("sram", self._mirror_gen_at) == gen else -1, filters)
         return self._mirror[1]
 
     def _finger(self, sl: Any, ident: int) -> tuple[int, int, int] | None:
@@ -264,8 +272,8 @@ class GpeJudge:
                 return (w0 >> 16) & 0xFF, w1, w0 & 0xFFFF
         return None
 
-    def _triggers(self, sl: Any, ident: int) -> list[MirroredFilter]:
-        hits = [f for f in self._filters() if f.matches(sl.id, ident)]
+    def _triggers(self, sl: Any, ident: int, filters: list[MirroredFilter] | None) -> list[MirroredFilter]:
+        hits = [f for f in (self._filters() if filters is None else filters) if f.matches(sl.id, ident)]
         best = max((f.length for f in hits), default=0)
         return [f for f in hits if f.length == best]
 
@@ -284,9 +292,10 @@ class GpeJudge:
         udp = struct.pack("!HHHH", mi.udp, nh_port, udp_len, 0)
         return mi.port, mac + cfg.ports[mi.port].mac + b"\x08\x00" + bytes(ip) + udp + body
 
-    def expect(self, frame: bytes, in_port: int) -> list[tuple[int, bytes]]:
+    def expect(self, frame: bytes, in_port: int, filters: list[MirroredFilter] | None = None) -> list[tuple[int, bytes]]:
         """The frames (port, bytes) the daemon may send about this packet: one of them (or
-        each, for several triggers of the longest length)."""
+        each, for several triggers of the longest length), by its filters (default: as it
+        published them last)."""
         if len(frame) < OUTER + I3_HEADER:
             return []
         mi = self.sub.demux(in_port, struct.unpack_from("!I", frame, 30)[0], struct.unpack_from("!H", frame, 36)[0])
@@ -302,7 +311,7 @@ class GpeJudge:
         ident = struct.unpack_from("!Q", body, 4)[0]
         hops: list[tuple[int, int, int]] = []
         if body[0] & 1:
-            trig = self._triggers(sl, ident) if sl.in_range(ident) else []
+            trig = self._triggers(sl, ident, filters) if sl.in_range(ident) else []
             if trig:
                 hops = [(f.out_mi, f.nh_ip, f.nh_port) for f in trig if f.action == 1]
             else:
@@ -311,7 +320,7 @@ class GpeJudge:
                 ident = struct.unpack_from("!Q", body, 4)[0]
         if not hops:
             if sl.in_range(ident):
-                hops = [(f.out_mi, f.nh_ip, f.nh_port) for f in self._triggers(sl, ident) if f.action == 1]
+                hops = [(f.out_mi, f.nh_ip, f.nh_port) for f in self._triggers(sl, ident, filters) if f.action == 1]
             else:
                 g = self._finger(sl, ident)
                 hops = [g] if g is not None else []

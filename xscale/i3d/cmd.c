@@ -231,13 +231,19 @@ static void show_filter(i3d *d, reply *r, const i3_filter *f)
         say(r, "filter %u slice %u entry - %s hits %u\n", f->handle, f->slice, text, f->hits);
 }
 
+/* A filter into the TCAM.  The mirror is published first, with the filter marked fast:
+ * whoever judges a frame the fast path forwards by the new entry already has it (the
+ * daemon may be stopped between any two of its writes).  Removals publish after. */
 static int install(i3d *d, i3_filter *f)
 {
+    f->fast = 1;
+    i3d_mirror(d);
     if (fast_filter_install(&d->fp, &d->st, f)) {
         d->stats[I3S_tcam_full]++;
         return -1;
     }
     d->stats[I3S_filters_installed]++;
+    d->changed_ns = d->hw.now_ns(d->hw.ctx);       /* the entry is valid from here */
     return 0;
 }
 
@@ -246,6 +252,7 @@ static void uninstall(i3d *d, i3_filter *f)
     if (f->entry < 0) return;
     fast_filter_remove(&d->fp, f);
     d->stats[I3S_filters_removed]++;
+    d->changed_ns = d->hw.now_ns(d->hw.ctx);
 }
 
 static void filter_cmd(i3d *d, reply *r, char **t, int k)

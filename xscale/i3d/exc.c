@@ -173,9 +173,9 @@ void i3d_mirror(i3d *d)
         npkd_sram_wr(d->mem, a + 24, (uint32_t)f->to.udp << 16);
         npkd_sram_wr(d->mem, a + 28, (uint32_t)f->entry);
     }
-    npkd_sram_wr(d->mem, b + I3D_MIRROR_OFF + 8, (uint32_t)(d->now / 1000u));
-    npkd_sram_wr(d->mem, b + I3D_MIRROR_OFF + 4, ++d->mirror_gen);
     npkd_sram_wr(d->mem, b + I3D_MIRROR_OFF, n);
+    npkd_sram_wr(d->mem, b + I3D_MIRROR_OFF + 8, (uint32_t)(d->changed_ns / 1000u));
+    npkd_sram_wr(d->mem, b + I3D_MIRROR_OFF + 4, ++d->mirror_gen);   /* last: the reader's check */
 }
 
 /* the GPE path's delay of the packet whose descriptor is at desc (i3d.h) */

@@ -75,12 +75,14 @@ enum {
  *   LW1 frame length << 16 | input port << 8 | exception code
  *   LW2 action << 24 | frames sent about it << 16 | buffer handle
  *   LW3 time handled, microseconds
- * and the filter mirror (stats + I3D_MIRROR_OFF: LW0 filters, LW1 generation, LW2 when it
- * last changed (µs of emulated time), then 32
+ * and the filter mirror (stats + I3D_MIRROR_OFF: LW0 filters, LW1 generation, LW2 when a
+ * TCAM filter was last written in or out (µs of emulated time, read just after), then 32
  * bytes a filter: handle, slice << 16 | code << 8 | action, id high, id low,
  * len << 24 | fast << 16 | in (0xFF any) << 8 | out, next hop address, next hop UDP << 16,
- * TCAM entry (-1 none)), rewritten after every change: what the host's judge of the GPE
- * path (npkit.toolchain.system.i3d_run) expects the daemon to do. */
+ * TCAM entry (-1 none)), rewritten after every change, the generation last: a reader
+ * that finds the same generation before and after its read has a whole mirror (the XScale
+ * may be stopped between any two writes).  What the host's judge of the GPE path
+ * (npkit.toolchain.system.i3d_run) expects the daemon to do. */
 #define I3D_LOG_OFF 0x40000u
 #define I3D_LOG_CAP 32768u
 #define I3D_MIRROR_OFF 0x8000u
@@ -149,6 +151,7 @@ typedef struct i3d {
     uint32_t log_count, mirror_gen;
     uint64_t now;                               /* emulated ns, read as a record is taken */
     uint32_t cp_room;                           /* words free on the cp ring, as last read */
+    uint64_t changed_ns;                        /* when a TCAM filter was last written in or out */
     char socket_path[I3D_PATH];
     i3d_timed timed[I3D_TIMED_MAX];
     uint32_t ntimed, next_timed;                /* in the configuration's order (times ascending) */
