@@ -148,3 +148,10 @@ def test_the_gpe_layout_is_generated_from_the_spp_layout() -> None:
 
     assert (SPP / "spp_gpe.yaml").read_text() == gpe_layout((SPP / "spp.yaml").read_text()), (
         "examples/apps/spp/spp_gpe.yaml is stale: python -m npkit.toolchain.system.i3d examples/apps/spp")
+
+
+def test_control_at_is_checked_before_anything_runs() -> None:
+    code, out = _npk("demo", "--control-at", "soon filter fast 3")
+    assert code == 2 and "MS COMMAND" in out and "Traceback" not in out
+    code, out = _npk("demo", "--control-at", "0.5")
+    assert code == 2 and "MS COMMAND" in out

@@ -71,6 +71,7 @@ from npkit.toolchain.debug.profile import fault_site_lines, image_placement, loc
 
 from .app import model_of_image, reasons_of_image
 from .buffers import audit
+from .errors import LinkError
 from .mismatches import MismatchLog, forwarded
 from .router_image import check_msf_io, router_config_of
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
@@ -234,6 +235,10 @@ class RouterRun:
 
             self.control = I3dPlane(self.chip, image, router=self.config, **(control or {}))
             self.cp = GpeJudge(self, SLICE_NS)
+        elif (control or {}).get("timed"):
+            raise LinkError("timed control commands (--control-at) are for the I3 daemon (control: {program: i3d}: "
+                            f"the SPP's spp_gpe layout); this image's control program is {meta.get('program', 'none')}"
+                            + ("" if placement != "host" else " (placement host)"))  # fmt: skip
         elif meta and placement != "host":
             from .control import ControlPlane
             from .control_run import ControlJudge
