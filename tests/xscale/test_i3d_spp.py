@@ -107,3 +107,38 @@ def test_without_the_trigger_the_gpe_drops_them_as_the_model_excepts_them(image:
         assert s["control_plane"]["counters"]["dropped_no_trigger"] == s["totals"]["offered"]
     finally:
         rr.close()
+
+
+def test_npk_filter_over_the_socket_while_the_run_goes(image: Any, tmp_path: Path) -> None:
+    """The operator's way: `npk filter add` (its library call) on the run's control socket, at whatever
+    emulated time the daemon reads it; the packets before it take the GPE path (the
+    daemon drops them: no trigger yet), those after it the fast path, none misforwarded."""
+    import threading
+
+    from npkit.toolchain.system.i3d import request
+
+    sock = tmp_path / "i3d.sock"
+    rr = RouterRun(image, load_traffic_source(_spec(tmp_path), 3_000_000), CHIP, record=True,
+                   control={"socket": str(sock)})  # fmt: skip
+    answer: list[Any] = []
+
+    def operator() -> None:
+        answer.append(request(sock, f"filter add i3a trigger {TRIGGER:#018x} out c3 next_hop 10.0.3.2:40009"))
+
+    t = threading.Thread(target=operator)
+    try:
+        rr.run_traffic(200_000)          # the daemon is up, its socket open
+        t.start()
+        rr.run_traffic(2_800_000)
+        t.join(60)
+        rr.drain()
+        s = rr.summary()
+        assert answer and " entry " in answer[0][0], answer
+        assert judge(s, Policy())["ok"] and s["comparison"]["unexpected_control"] == 0
+        installed_ns = mirror_changed_us(rr.chip) * 1000
+        fast = [t for t, p in rr.cp.paths() if p == "fast"]
+        assert fast and min(fast) >= installed_ns - 20_000
+        dropped = s["control_plane"]["counters"]["dropped_no_trigger"]
+        assert dropped > 0 and s["totals"]["forwarded"] + dropped == s["totals"]["offered"]
+    finally:
+        rr.close()
