@@ -35,7 +35,7 @@ void i3d_init(i3d *d, npkd_mem *mem, const i3d_hw *hw)
     d->mem = mem;
     d->hw = *hw;
     d->exc_ring = d->cp_ring = d->relay_ring = -1;
-    store_init(&d->st);
+    d->st.next_handle = 1;                          /* store_init's, without a second memset */
 #define I3D_OPT_DEFAULT(name, dflt) d->opt.name = (dflt);
     I3D_OPTIONS(I3D_OPT_DEFAULT)
 #undef I3D_OPT_DEFAULT
