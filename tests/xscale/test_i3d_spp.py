@@ -85,8 +85,11 @@ def test_a_trigger_moves_from_the_gpe_path_to_the_fast_path_at_its_install(image
         gpe = [t for t, p in paths if p == "gpe"]
         fast = [t for t, p in paths if p == "fast"]
         assert len(gpe) > 50 and len(fast) > 50
-        # (installed_ns is read just after the write: a lookup a few µs before it may see it)
-        assert max(gpe) <= installed_ns and min(fast) >= installed_ns - 20_000, (max(gpe), min(fast), installed_ns)
+        # installed_ns is the daemon's clock read just after the write: a lookup a few µs
+        # before it may see the entry -- on the XScale up to a quantum before (its clock runs
+        # a quantum ahead of the chip's: npkit.xscale.system.XScaleHost.visible_from)
+        ahead = 0 if placement == "gpe" else 30_000
+        assert max(gpe) <= installed_ns and min(fast) >= installed_ns - 20_000 - ahead, (max(gpe), min(fast), installed_ns)
         assert rr.chip.tcam_stats()["hits"] == len(fast)
         cp = s["control_plane"]
         assert cp["counters"]["delivered"] == len(gpe) and cp["fast_path_after_install"] == len(fast)
