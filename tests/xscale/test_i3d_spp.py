@@ -85,6 +85,7 @@ def test_a_trigger_moves_from_the_gpe_path_to_the_fast_path_at_its_install(image
         gpe = [t for t, p in paths if p == "gpe"]
         fast = [t for t, p in paths if p == "fast"]
         assert len(gpe) > 50 and len(fast) > 50
+        assert max(gpe) < min(fast)         # one switch: every packet before it GPE, every one after fast
         # installed_ns is the daemon's clock read just after the write: a lookup a few µs
         # before it may see the entry -- on the XScale up to a quantum before (its clock runs
         # a quantum ahead of the chip's: npkit.xscale.system.XScaleHost.visible_from)
