@@ -573,6 +573,52 @@ static void test_exceptions(void)
     fake_free(f);
 }
 
+/* random lines of the daemon's own words (and some others) into its commands and its
+ * configuration: every one answered "ok" or "error: ...", nothing read out of bounds
+ * (ASan), the TCAM's bookkeeping consistent afterwards */
+static void test_fuzz(void)
+{
+    static const char *const words[] = {
+        "slice", "filter", "finger", "node", "stats", "add", "del", "show", "fast", "slow", "set", "i3a", "v4a", "2",
+        "1", "0", "7", "99999999999999999999", "-1", "trigger", "0x3a00000000000000", "0x3/8", "0x3/0", "0x3/65",
+        "0xffffffffffffffff", "0x", "out", "in", "b0", "b1", "a0", "next_hop", "10.0.2.2:1", "10.0.3.2:65536",
+        "1.2.3", "dst", "src", "172.16.0.0/16", "0.0.0.0/33", "*", "proto", "udp", "300", "dport", "sport", "action",
+        "gpe", "drop", "forward", "mi", "x0", "4", "10.0.4.1:35001", "node", "pred", "0x10", "share", "index", "254",
+        "63", "64", "i3", "ipv4", "ring", "at", "option", "batch", "mitable", "port", "arp", "02:00:00:00:00:01", "",
+    };
+    fake *f = fake_new();
+    i3d *d = daemon_new(f);
+    uint32_t x = 12345;
+    char line[512], err[300];
+    int bad = 0;
+    for (int n = 0; n < 20000; n++) {
+        int k = 1 + (int)((x = x * 1103515245u + 12345u) >> 16) % 9;
+        line[0] = 0;
+        for (int i = 0; i < k; i++) {
+            x = x * 1103515245u + 12345u;
+            const char *w = words[(x >> 16) % (sizeof words / sizeof words[0])];
+            if (strlen(line) + strlen(w) + 2 < sizeof line) {
+                strcat(line, w);
+                strcat(line, " ");
+            }
+        }
+        const char *a = cmd(d, line);
+        size_t len = strlen(a);
+        if (!(len >= 3 && (!strcmp(a + len - 3, "ok\n") || strstr(a, "error: ")))) bad++;
+        snprintf(line + strlen(line), sizeof line - strlen(line), "%s", "");
+        char conf[512];
+        snprintf(conf, sizeof conf, "%s", line);
+        i3d_conf_line(d, conf, err, sizeof err);   /* 0 or -1: either is fine, no crash */
+    }
+    CHECK(bad == 0);
+    /* the entries the TCAM bookkeeping marks are exactly the filters' */
+    uint32_t with_entry = 0;
+    for (uint32_t i = 0; i < d->st.nflt; i++) with_entry += d->st.flt[i].entry >= 0;
+    CHECK(with_entry == fast_filters_used(&d->fp));
+    daemon_free(d);
+    fake_free(f);
+}
+
 int main(void)
 {
     test_store();
@@ -582,6 +628,7 @@ int main(void)
     test_conf_errors();
     test_slices();
     test_exceptions();
+    test_fuzz();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
