@@ -16,7 +16,7 @@ In the application's model.py::
 
 `key` is the run JSON's key for the list (`slices`); `ctx` is the standalone model's
 context (its `setup` state) or None for a rule model.  A frame in no group is in the
-run's totals only.  `GroupTally(run, grouper, ctx)` keeps the account through the
+run's totals only.  `GroupTally(run, grouper, ctx, reasons)` keeps the account through the
 TrafficRun's hooks (on_window, on_departure, on_drop, on_exception, on_forget).
 """
 
@@ -66,13 +66,14 @@ class _Account:
     lost: int = 0  # resource drops (queue_full, rbuf_full ...) of packets the model forwards or excepts
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
     bins: Counter[int] = field(default_factory=Counter)  # departures by time bin (bin_ns), when set
+    lat_bins: Counter[int] = field(default_factory=Counter)  # ... and the sum of their latencies, ns
 
 
 class GroupTally:
     """The per-group account of a TrafficRun (see the module doc)."""
 
-    def __init__(self, run: Any, grouper: Grouper, ctx: Any) -> None:
-        self.run, self.grouper, self.ctx = run, grouper, ctx
+    def __init__(self, run: Any, grouper: Grouper, ctx: Any, reasons: Any = None) -> None:
+        self.run, self.grouper, self.ctx, self.reasons = run, grouper, ctx, reasons
         rows = list(grouper.info(ctx)) if grouper.info is not None else []
         self.accounts: list[_Account] = [_Account(dict(r)) for r in rows[:MAX_GROUPS]]
         self.index = {a.row["name"]: k for k, a in enumerate(self.accounts)}
@@ -121,9 +122,11 @@ class GroupTally:
         if g != NONE:
             a = self.accounts[g]
             a.forwarded += 1
-            a.latency.add(max(0, dep.t - c.w.times[i]))
+            lat = max(0, dep.t - c.w.times[i])
+            a.latency.add(lat)
             if self.bin_ns:
                 a.bins[dep.t // self.bin_ns] += 1
+                a.lat_bins[dep.t // self.bin_ns] += lat
 
     def _dropped(self, pid: int, reason: str) -> None:
         c, i, g = self._of(pid)
@@ -153,7 +156,7 @@ class GroupTally:
             got = "forward" if fate & 1 else "drop" if fate & 2 else "exception" if fate & 4 else None
             if got is None or want is None:  # want None: PYTHON, the control plane's judge has it
                 continue
-            if got == "drop" and want != "drop" and is_resource_drop(why.get(i, "")):
+            if got == "drop" and want != "drop" and is_resource_drop(why.get(i, ""), self.reasons):
                 self.accounts[g].lost += 1
             elif got != want or (got != "forward" and why.get(i) != v.names[v.reason[i]]):
                 self.accounts[g].mismatches += 1
@@ -162,6 +165,14 @@ class GroupTally:
         """Each group's departures a second (millions) over time bins lo_bin..hi_bin-1."""
         seconds = max(1, hi_bin - lo_bin) * self.bin_ns / 1e9
         return {a.row["name"]: sum(a.bins[k] for k in range(lo_bin, hi_bin)) / seconds / 1e6 for a in self.accounts}
+
+    def latency_means_us(self, lo_bin: int, hi_bin: int) -> dict[str, float]:
+        """Each group's mean latency (us) of the departures in time bins lo_bin..hi_bin-1 (NaN: none)."""
+        out = {}
+        for a in self.accounts:
+            n = sum(a.bins[k] for k in range(lo_bin, hi_bin))
+            out[a.row["name"]] = sum(a.lat_bins[k] for k in range(lo_bin, hi_bin)) / n / 1000 if n else float("nan")
+        return out
 
     def report(self) -> list[dict[str, Any]]:
         """The groups' rows for the run's JSON (`key`), in the order of `info`, then of first sight."""

@@ -26,11 +26,13 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def test_the_example_compiles_into_meta_interfaces_filters_and_fingers() -> None:
     sub = slices.load_slices(SPP / "slices.yaml")
-    assert [(s.name, s.option) for s in sub.slices] == [("v4a", "ipv4"), ("v4b", "ipv4"), ("i3a", "i3")]
-    assert len(sub.meta_ifs) == 8 and len(sub.filters()) == 12
+    assert [(s.name, s.option) for s in sub.slices] == [("v4a", "ipv4"), ("v4b", "ipv4"), ("i3a", "i3"),
+                                                        ("i3ping", "i3")]
+    assert len(sub.meta_ifs) == 17 and len(sub.filters()) == 27  # with the experiments' (Figure 11, latency)
     rows = sub.meta_if_rows()
     assert rows[0] == {"ip": 0x0A000001, "udp": 33001, "port": 0, "option": 1, "slice": 1, "slice_index": 0, "valid": 1}
-    (addr, words), = sub.finger_blocks()
+    (addr, words), (addr2, _) = sub.finger_blocks()
+    assert addr2 == addr + slices.FINGER_BLOCK
     assert addr == slices.FINGER_BASE and len(words) == 4 * (2 + 64)
     i3 = sub.by_name("i3a")
     assert words[0] == 3 << 16 | 3 and words[2:4] == [0x40000000, 0]           # slice 3, 3 fingers; node id

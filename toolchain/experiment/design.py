@@ -353,10 +353,12 @@ def apply_target(cfg: dict[str, Any], target: str, value: Any, scale: bool = Fal
 
 
 def _merge(base: Any, over: Any) -> Any:
+    """`over` merged into `base`, mapping by mapping; a factor's `levels` are replaced as a
+    whole (a quick design's fewer levels, also when they are a mapping label -> settings)."""
     if isinstance(base, dict) and isinstance(over, dict):
         out = dict(base)
         for k, v in over.items():
-            out[k] = _merge(base.get(k), v) if k in base else v
+            out[k] = _merge(base.get(k), v) if k in base and k != "levels" else copy.deepcopy(v)
         return out
     return copy.deepcopy(over)
 

@@ -46,9 +46,10 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "lost", "in_flight", "exceptions", "warmup_us", "measured_ms", "windows", "link_mbps", "ports",
              "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
              "capacity_mpps", "capacity_pct_line", "offered_mpps", "throughput_mpps")  # fmt: skip
-# group_mpps_<group>: the packets a second of each group of the application's model
-# (emulator/traffic/groups.py: the SPP's slices) that left, over the kept windows
-RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "group_mpps_")
+# group_mpps_<group>, group_latency_us_<group>: the packets a second of each group of the
+# application's model (emulator/traffic/groups.py: the SPP's slices) that left, and their
+# mean latency, over the kept windows
+RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "group_mpps_", "group_latency_us_")
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
                   "exception_ring_full")  # fmt: skip
@@ -419,6 +420,8 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     if rr.groups is not None:
         for name, mpps in rr.groups.rates_mpps(cut, n).items():
             resp[f"group_mpps_{name}"] = mpps
+        for name, us in rr.groups.latency_means_us(cut, n).items():
+            resp[f"group_latency_us_{name}"] = us
     for r, v in verdicts.items():
         resp[f"ci_rel_{r}"] = v.rel if math.isfinite(v.rel) else None
         resp[f"settled_{r}"] = v.settled

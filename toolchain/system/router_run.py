@@ -225,7 +225,7 @@ class RouterRun:
         self.cp: Any = None  # npkit.toolchain.system.control_run.ControlJudge
         self.reader: ExceptionReader | None = None
         self.run.on_drop.append(self._dropped)
-        self.groups = _group_tally(self.run, self.model)  # the model's groups of packets (slices), or None
+        self.groups = _group_tally(self.run, self.model, self.reasons)  # the model's groups (slices), or None
         self.mismatches = MismatchLog()  # the packets judged wrong, named (the first MAX_NAMED)
         self.run.on_mismatch.append(self._ledger_mismatch)
         meta = image.meta.get("control") or {}
@@ -1020,11 +1020,11 @@ def _chain(first: Any, rest: Any) -> Any:
     yield from rest
 
 
-def _group_tally(run: Any, model: Any) -> Any:
+def _group_tally(run: Any, model: Any, reasons: Any) -> Any:
     """The per-group account of the model's `@group` classifier (emulator/traffic/groups.py), or None."""
     grouper = getattr(model, "grouper", None)
     if grouper is None:
         return None
     from npkit.emulator.traffic.groups import GroupTally
 
-    return GroupTally(run, grouper, getattr(model, "ctx", None))
+    return GroupTally(run, grouper, getattr(model, "ctx", None), reasons)

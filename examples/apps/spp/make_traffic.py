@@ -49,7 +49,7 @@ def i3_header(trigger: int, hop: int = 32, flags: int = 0, payload: int = 0) -> 
 
 
 # (meta-interface UDP port, header) per input port: what the default traffic cycles through
-V4A, V4B, I3A, NOWHERE = 33001, 33002, 34001, 39999
+V4A, V4B, I3A, I3PING, NOWHERE = 33001, 33002, 34001, 34002, 39999
 DEMO: dict[int, list[tuple[int, str]]] = {
     0: [(V4A, inner_ipv4("172.16.1.5", "192.168.1.1", dport=53)),       # filter 0 -> a2
         (V4A, inner_ipv4("172.16.7.7")),                                # filter 1 -> a1
@@ -92,7 +92,8 @@ DEMO: dict[int, list[tuple[int, str]]] = {
 # the senders of each meta-interface port: a sender (outer source) belongs to one slice's
 # overlay, so an outer flow (source, destination) is one slice's and the per-slice queues
 # never reorder a flow (the judge checks order by input port, protocol and addresses)
-SENDERS = {V4A: "198.18.0.0/16", V4B: "198.19.0.0/16", I3A: "198.20.0.0/16", NOWHERE: "198.21.0.0/16"}
+SENDERS = {V4A: "198.18.0.0/16", V4B: "198.19.0.0/16", I3A: "198.20.0.0/16", NOWHERE: "198.21.0.0/16",
+           I3PING: "198.22.0.0/16"}
 
 
 def port_fields(port: int, items: list[tuple[int, str]]) -> dict:
@@ -141,9 +142,142 @@ def fig11_spec(share: float = 0.5, payload: int = 0) -> dict:
             "ports": {p: {"fields": fig11_fields(p, share)} for p in range(5)}}  # fmt: skip
 
 
+LATENCY_PAYLOAD = 400  # the background's I3 payload in seed 004's latency test
+
+
+def latency_fields(port: int) -> dict:
+    """Seed 004's latency test on a port: I3 background (slice i3a, 400 B payloads) and,
+    one frame in ten, ping traffic in a slice of its own (i3ping), both to the next port."""
+    nxt = (port + 1) % 5
+    bg = {"header": i3_header(0x3A00000000000000 | nxt, payload=LATENCY_PAYLOAD), "tag_at": 18}
+    ping = {"header": i3_header(0x7000000000000000 | nxt), "tag_at": 18}
+    cyc = [(I3PING, ping)] + [(I3A, bg)] * 9
+    return {"ip_proto": "udp", "dst": f"10.0.{port}.1", "src": {"cycle": [SENDERS[u] for u, _ in cyc]},
+            "dst_port": {"cycle": [u for u, _ in cyc]}, "payload": {"cycle": [h for _, h in cyc]}}  # fmt: skip
+
+
+def latency_spec(load: float = 0.5) -> dict:
+    return {"seed": 12, "duration_ns": 1_000_000, "defaults": {"size": 73 + LATENCY_PAYLOAD, "load": load},
+            "ports": {p: {"fields": latency_fields(p)} for p in range(5)}}  # fmt: skip
+
+
+def hostile_spec() -> dict:
+    """Frames the fast path must refuse or handle as its model does: npkit's special
+    packets (bad checksums, options, fragments, runts, wrong MACs ...), frames to no
+    meta-interface, inner IPv4 headers of every version/IHL/TTL kind, I3 headers with a
+    bad version, the complex flag, hop limits 0..2, triggers in and out of every range,
+    frames too short for their option's header.  Every header is at least 14 bytes long,
+    so the tag is at byte 56 or later: beyond the bytes the fast path rewrites (0..55),
+    where it still names its packet after forwarding."""
+    import random
+
+    rnd = random.Random(46)
+    v4 = [inner_ipv4(d, ttl=t) for d in ("172.16.1.1", "172.17.0.1", "172.19.0.1", "9.9.9.9", "172.20.0.1")
+          for t in (0, 1, 2, 64)]
+    v4 += ["4f" + inner_ipv4("172.16.1.1")[2:], "44" + inner_ipv4("172.16.1.1")[2:],
+           "65" + inner_ipv4("172.16.1.1")[2:], inner_ipv4("172.16.2.2", proto=6, dport=443)]
+    i3 = [i3_header(t, hop=h, flags=f) for t in (0x3000000000000001, 0x3100000000000005, 0x3300000000000000,
+                                                  0x5000000000000000, 0xF000000000000000, 0x7000000000000001,
+                                                  0x2000000000000000, 0x4000000000000000)
+          for h in (0, 1, 2, 9) for f in (0, 1)]
+    i3 += ["2" + i3_header(0x3000000000000001)[1:], "0" + i3_header(0x3000000000000001)[1:]]
+    junk = [bytes(rnd.getrandbits(8) for _ in range(14)).hex() for _ in range(6)]
+    heads = [h[:2 * 14] if len(h) < 28 else h for h in v4 + i3 + junk]
+    ports = {}
+    for p in range(5):
+        udp = [V4A, V4B, I3A, I3PING, NOWHERE]
+        ports[p] = {"mix": {"bad_checksum": 0.03, "bad_version": 0.02, "bad_ihl": 0.02, "truncated": 0.02,
+                            "non_ipv4": 0.02, "runt": 0.02, "wrong_mac": 0.02, "options": 0.02,
+                            "ttl_fragment": 0.02, "broadcast": 0.01, "multicast": 0.01},
+                    "fields": {"ip_proto": "udp", "dst": [f"10.0.{p}.1", f"10.0.{(p + 1) % 5}.1"],
+                               "src": "198.23.0.0/16", "dst_port": udp,
+                               "payload": [{"header": h} for h in heads]}}  # fmt: skip
+    ports[4]["size"] = 64  # 18 bytes of slice payload: too short for either option's header
+    # (the others from 84 bytes: a forwarded frame keeps its whole tag after a 27-byte header)
+    return {"seed": 48, "duration_ns": 1_000_000, "defaults": {"size": {"uniform": [84, 200]}, "load": 0.5},
+            "ports": ports}
+
+
 SPECS = {"traffic.yaml": (demo_spec, "the demo's default: every filter, finger and reason of slices.yaml is hit"),
          "overload.yaml": (overload_spec, "port 3 oversubscribed 2x by slices v4b and i3a (tests/spp: shares)"),
-         "fig11.yaml": (fig11_spec, "seed 004 Figure 11's traffic at I3 share 0.5, 0 B payload (the design's base)")}
+         "fig11.yaml": (fig11_spec, "seed 004 Figure 11's traffic at I3 share 0.5, 0 B payload (the design's base)"),
+         "latency.yaml": (latency_spec, "seed 004's latency test at half load (the design's base)"),
+         "hostile.yaml": (hostile_spec, "malformed and unusual frames, judged against the model (tests/spp)")}
+
+
+FIG11_SHARES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+FIG11_PAYLOADS = (0, 40, 80)
+
+
+def fig11_design() -> dict:
+    """examples/experiments/spp_fig11.yaml: seed 004 Figure 11 (see its header)."""
+    def shares(levels: tuple[float, ...]) -> dict:
+        return {x: {f"traffic.ports.{p}.fields": fig11_fields(p, x) for p in range(5)} for x in levels}
+
+    def payloads(levels: tuple[int, ...]) -> dict:
+        return {x: {"traffic.defaults.size": 73 + x} for x in levels}
+
+    return {
+        "name": "spp_fig11",
+        "title": "Seed 004 Figure 11: IPv4 and I3 slices on one NPE, 5 Gb/s in, I3 share swept",
+        "kind": "sweep", "sweep": "S", "replications": 1, "seed": 11,
+        "base": {"app": "../apps/spp", "chip": "../chips/ixp2850_spp.yaml", "traffic": "../apps/spp/fig11.yaml"},
+        "factors": {"S": {"name": "I3 share of the packets", "levels": shares(FIG11_SHARES)},
+                    "P": {"name": "I3 payload (B)", "levels": payloads(FIG11_PAYLOADS)}},
+        "responses": ["group_mpps_v4a", "group_mpps_i3a", "throughput_mpps", "offered_mpps",
+                      "throughput_pct_offered", "loss_pct", "latency_mean_us", "util_me_max"],
+        "steady": {"window_us": 20, "min_ms": 1.0, "max_ms": 2.0, "step_ms": 0.5, "precision": 0.02,
+                   "drain_us": 100},
+        "capacity": False,
+        "quick": {"factors": {"S": {"levels": shares((0.0, 0.5, 1.0))}, "P": {"levels": payloads((0, 80))}},
+                  "steady": {"window_us": 5, "min_ms": 0.25, "max_ms": 0.3, "step_ms": 0.05, "drain_us": 50}},
+    }  # fmt: skip
+
+
+def latency_design() -> dict:
+    """examples/experiments/spp_latency.yaml: seed 004's NPE latency test."""
+    return {
+        "name": "spp_latency",
+        "title": "Seed 004 NPE latency: ping traffic in its own I3 slice beside I3 background, input rate swept",
+        "kind": "sweep", "sweep": "L", "replications": 1, "seed": 12,
+        "base": {"app": "../apps/spp", "chip": "../chips/ixp2850_spp.yaml", "traffic": "../apps/spp/latency.yaml"},
+        "factors": {"L": {"name": "input load (fraction of 5 x 1 Gb/s)", "set": "traffic.defaults.load",
+                          "levels": [0.05, 0.2, 0.4, 0.6, 0.8, 1.0]}},
+        "responses": ["group_latency_us_i3ping", "group_latency_us_i3a", "latency_mean_us", "latency_p99_us",
+                      "offered_mbps", "throughput_mbps", "loss_pct"],
+        "steady": {"window_us": 20, "min_ms": 1.0, "max_ms": 2.0, "step_ms": 0.5, "precision": 0.02,
+                   "drain_us": 100},
+        "capacity": False,
+        "quick": {"factors": {"L": {"levels": [0.2, 1.0]}},
+                  "steady": {"window_us": 5, "min_ms": 0.25, "max_ms": 0.3, "step_ms": 0.05, "drain_us": 50}},
+    }  # fmt: skip
+
+
+LATENCY_HEAD = """\
+# GENERATED by `python examples/apps/spp/make_traffic.py`: do not edit.
+# Seed 004's NPE latency test on the SPP application (docs/spp.md, "Latency"): ping
+# traffic in an I3 slice of its own (i3ping: one frame in ten), I3 background with 400 B
+# payloads (slice i3a), the input rate swept from 250 Mb/s to 5 Gb/s.  Responses: the
+# mean latency of each slice's frames (first bit in to first bit out).  The paper: the
+# NPE's average ping delay essentially constant, just under 50 us.
+#
+#   npk experiment run examples/experiments/spp_latency.yaml -o out/latency [--quick]
+"""
+
+
+DESIGN_HEAD = """\
+# GENERATED by `python examples/apps/spp/make_traffic.py`: do not edit.
+# Seed 004 Figure 11 on the SPP application (docs/spp.md, "Figure 11"): total input held
+# at 5 Gb/s (5 x 1 Gb/s, frames of 73 + P bytes with the FCS), the I3 share of the packets
+# swept 0..1 (S), the I3 payload P = 0, 40, 80 B (the IPv4 packets 7 bytes more of payload:
+# the same frame length).  Responses: the output packet rate of the IPv4 slice (v4a) and of
+# the I3 slice (i3a), their sum (throughput_mpps) against the input (offered_mpps).
+# The paper: 81 % of the input at 0 B when all traffic is IPv4, 100 % at 40 B in all
+# cases, 90 % at 80 B.
+#
+#   npk experiment run examples/experiments/spp_fig11.yaml -o out/fig11 [--quick]
+#   npk experiment report out/fig11 -o out/fig11/report.html
+"""
 
 
 def main() -> int:
@@ -152,6 +286,10 @@ def main() -> int:
                 "# Each port cycles through frames to its meta-interfaces, each with an inner IPv4 or\n"
                 "# I3 header (make_traffic.py says which filter, finger or reason each hits).\n")
         (HERE / name).write_text(head + yaml.safe_dump(fn(), sort_keys=False, width=400))
+    (HERE / "../../experiments/spp_fig11.yaml").write_text(
+        DESIGN_HEAD + yaml.safe_dump(fig11_design(), sort_keys=False, width=400))
+    (HERE / "../../experiments/spp_latency.yaml").write_text(
+        LATENCY_HEAD + yaml.safe_dump(latency_design(), sort_keys=False, width=400))
     return 0
 
 

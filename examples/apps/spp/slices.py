@@ -521,12 +521,12 @@ RESULT_FIELDS = (("action", 8, 56), ("out_mi", 8, 48), ("nh_port", 16, 32), ("nh
 def _tcam_row(f: Filter) -> dict[str, Any]:
     """A filter as a `memory: tcam` row: each key field {value, mask} (or "*"), the result's fields."""
     row: dict[str, Any] = {}
-    for name, bits, at in KEY_FIELDS:
+    for name, bits, off in KEY_FIELDS:
         ones = (1 << bits) - 1
-        v, m = (f.key >> at) & ones, (f.mask >> at) & ones
+        v, m = (f.key >> off) & ones, (f.mask >> off) & ones
         row[name] = "*" if m == 0 else v if m == ones else {"value": v, "mask": m}
-    for name, bits, at in RESULT_FIELDS:
-        row[name] = (f.result >> at) & ((1 << bits) - 1)
+    for name, bits, off in RESULT_FIELDS:
+        row[name] = (f.result >> off) & ((1 << bits) - 1)
     return row
 
 

@@ -8,16 +8,33 @@ the tests is the microcode's (spp/spp.uc); a change of one is a change of both.
 
 from __future__ import annotations
 
+import importlib.util
 import struct
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from npkit.emulator.traffic.model import tcam_match
-from npkit.emulator.traffic.oracle import Drop, Except, Forward, Outcome
+from npkit.emulator.traffic.oracle import Drop, Forward, Outcome
 
+HERE = Path(__file__).resolve().parent
+
+
+def _option(name: str):
+    """options/<name>/model.py, loaded by path (the application is not a package)."""
+    key = f"npk_spp_option_{name}_{abs(hash(str(HERE)))}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, HERE / "options" / name / "model.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[key] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[key]
+
+
+OPTIONS = {name: _option(name) for name in ("ipv4", "i3")}  # the code options (docs/spp.md §10)
 ETH, OUTER = 14, 42  # the slice payload starts after Ethernet (14) + IPv4 (20) + UDP (8)
-I3_HEADER = 27
 OUT_TTL = 64
-TCP, UDP = 6, 17
+UDP = 17
 
 
 def checksum(data: bytes) -> int:
@@ -25,13 +42,6 @@ def checksum(data: bytes) -> int:
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
-
-
-def ttl_checksum(ck: int) -> int:
-    """RFC 1624 eq. 3 for a TTL decrement, as hdr_format computes it (one fold)."""
-    c = (~ck & 0xFFFF) + 0xFEFF
-    c = (c & 0xFFFF) + (c >> 16)
-    return ~c & 0xFFFF
 
 
 @dataclass
@@ -69,67 +79,15 @@ class SppModel:
         if m is None:
             return Drop("spp_no_meta_if")
         sl = self.sub.slices[m.slice_index]
-        if sl.option == "ipv4":
-            return self._ipv4(frame, sl, m)
-        return self._i3(frame, sl, m)
+        return OPTIONS[sl.option].decide(self, frame, sl, m)
 
-    def _lookup(self, sid: int, kind: int, w1: int, w2: int, dport: int, sport: int, proto: int, mi: int) -> list:
+    def lookup(self, sid: int, kind: int, w1: int, w2: int, dport: int, sport: int, proto: int, mi: int) -> list:
         """The TCAM's matching rows, in priority order (docs/spp.md §5's key)."""
         key = {"slice": sid, "kind": kind, "pad0": 0, "w1": w1, "w2": w2, "dport": dport, "sport": sport,
                "proto": proto, "in_mi": mi}  # fmt: skip
         return tcam_match(self.filters, key)
 
-    def _ipv4(self, frame: bytes, sl, m) -> Outcome:
-        p = frame[OUTER:]
-        if len(p) < 20 or p[0] >> 4 != 4 or p[0] & 0xF < 5:
-            return Drop("spp_bad_inner")
-        if p[8] <= 1:
-            return Drop("spp_ttl_expired")
-        proto = p[9]
-        src, dst = struct.unpack_from("!II", p, 12)
-        sport = dport = 0
-        if p[0] == 0x45 and proto in (TCP, UDP) and len(p) >= 24:
-            sport, dport = struct.unpack_from("!HH", p, 20)
-        hits = self._lookup(sl.id, 1, dst, src, dport, sport, proto, m.index)
-        if not hits:
-            return Drop("spp_no_filter")
-        f = hits[0]
-        if f["action"] != 1:
-            return Except("spp_to_gpe") if f["action"] == 2 else Drop("spp_filter_drop")
-        inner = bytearray(p)
-        inner[8] -= 1
-        inner[10:12] = ttl_checksum(struct.unpack_from("!H", p, 10)[0]).to_bytes(2, "big")
-        return self._out(frame, f["out_mi"], f["nh_ip"], f["nh_port"], bytes(inner))
-
-    def _i3(self, frame: bytes, sl, m) -> Outcome:
-        p = frame[OUTER:]
-        if len(p) < I3_HEADER or p[0] >> 4 != 1:
-            return Drop("spp_bad_inner")
-        if p[0] & 1:
-            return Except("i3_complex")
-        if p[1] <= 1:
-            return Drop("i3_hop_limit")
-        t = struct.unpack_from("!Q", p, 4)[0]
-        if sl.in_range(t):
-            hits = self._lookup(sl.id, 2, t >> 32, t & 0xFFFFFFFF, 0, 0, 0, m.index)
-            if not hits:
-                return Except("i3_no_trigger")
-            if len(hits) > 1:
-                return Except("i3_multi_trigger")
-            f = hits[0]
-            if f["action"] != 1:
-                return Except("spp_to_gpe") if f["action"] == 2 else Drop("spp_filter_drop")
-            out, nh_ip, nh_port = f["out_mi"], f["nh_ip"], f["nh_port"]
-        else:
-            fg = sl.fingers.get(sl.finger_for(t))
-            if fg is None:
-                return Except("i3_no_finger")
-            out, nh_ip, nh_port = fg.out_mi, fg.nh_ip, fg.nh_port
-        body = bytearray(p)
-        body[1] -= 1
-        return self._out(frame, out, nh_ip, nh_port, bytes(body))
-
-    def _out(self, frame: bytes, out_mi: int, nh_ip: int, nh_port: int, payload: bytes) -> Forward:
+    def out(self, frame: bytes, out_mi: int, nh_ip: int, nh_port: int, payload: bytes) -> Forward:
         """The frame re-encapsulated for the output meta-interface (docs/spp.md §2)."""
         mi = self.sub.meta_ifs[out_mi]
         port = self.sub.router.ports[mi.port]

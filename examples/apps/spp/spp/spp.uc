@@ -15,13 +15,11 @@
 #include "spp_meta_if_table.h"
 #include "spp_arp_table.h"
 #include "spp.h"
+#include "ipv4.h"                  // options/ipv4: its parse (the TCAM key) and header format
+#include "i3.h"                    // options/i3: its parse, the Chord range test and finger table, header format
 
 #define LM_MI       0x100           // meta-interfaces: 4 LW a row (the table's words)
 #define LM_ARP      0x300           // next hops: 4 LW a row: ip, mac 0-3, mac 4-5 << 16, 0
-#define FINGER_BASE 0xC0011000
-#define FINGER_BLOCK_SHIFT 0        // blocks are 0x420 apart: computed by multiply below
-#define OPT_IPV4    1
-#define OPT_I3      2
 
 #if (SPP_META_IF_ROWS > 32)
 #error "spp.uc keeps at most 32 meta-interfaces in local memory"
@@ -136,97 +134,13 @@ spp_mi_found#:
     alu[--, opt, -, OPT_I3]
     beq[spp_i3#]
 
-    // ---- code option ipv4 -----------------------------------------------------------------
-    alu[--, len, -, 62]
-    blo[spp_done#]
-    alu_shf[t, --, b, $$d8, >>8]
-    alu[t, t, and, 0xFF]                    // inner version | IHL (byte 42)
-    alu_shf[u, --, b, t, >>4]
-    alu[--, u, -, 4]
-    bne[spp_done#]
-    alu[u, t, and, 0xF]
-    alu[--, u, -, 5]
-    blo[spp_done#]
-    immed[code, DROP_SPP_TTL_EXPIRED]
-    alu_shf[u, --, b, $$d10, >>8]
-    alu[u, u, and, 0xFF]                    // inner TTL (byte 50)
-    alu[--, u, -, 2]
-    blo[spp_done#]
-    // key: slice | kind 1, dst, src, dport | sport, proto << 24 | mi << 16
-    alu_shf[u, OPT_IPV4, or, sid, <<8]
-    alu_shf[$k0, --, b, u, <<8]
-    alu_shf[u, --, b, $$d12, <<16]          // inner destination: bytes 58..61
-    alu_shf[v, --, b, $$d13, >>16]
-    alu[$k1, u, or, v]
-    alu_shf[u, --, b, $$d11, <<16]          // inner source: bytes 54..57
-    alu_shf[v, --, b, $$d12, >>16]
-    alu[$k2, u, or, v]
-    alu[v, $$d10, and, 0xFF]                // inner protocol (byte 51)
-    alu_shf[u, --, b, mi, <<16]
-    alu_shf[$k4, u, or, v, <<24]
-    immed[u, 0]
-    alu[--, t, -, 0x45]
-    bne[spp_v4_key#]
-    alu[--, v, -, 6]
-    beq[spp_v4_ports#]
-    alu[--, v, -, 17]
-    bne[spp_v4_key#]
-spp_v4_ports#:
-    alu[--, len, -, 66]
-    blo[spp_v4_key#]
-    alu_shf[u, --, b, $$d14, >>16]          // dport: bytes 64..65
-    alu_shf[u, --, b, u, <<16]
-    alu_shf[t, --, b, $$d13, <<16]          // sport: bytes 62..63
-    alu_shf[t, --, b, t, >>16]
-    alu[u, u, or, t]
-spp_v4_key#:
-    alu[$k3, --, b, u]
-    tcam_lookup($r0, $k0, TCAM_KEY_LW, slot)
-    immed[code, DROP_SPP_NO_FILTER]
-    br_bclr[$r0, TCAM_HIT_BIT, spp_done#]
-    spp_result()
-    // inner TTL - 1 and its checksum (RFC 1624 eq. 3, as hdr_format)
-    immed[u, 0x100]
-    alu[w12, $$d10, -, u]
-    alu_shf[t, --, ~b, $$d11, >>16]
-    alu_shf[t, --, b, t, <<16]
-    alu_shf[t, --, b, t, >>16]
-    immed[u, 0xFEFF]
-    alu[t, t, +, u]
-    alu_shf[u, --, b, t, >>16]
-    alu[t, t, +, u]
-    alu[t, --, ~b, t]
-    alu_shf[t, --, b, t, <<16]
-    alu_shf[u, --, b, $$d11, <<16]
-    alu_shf[u, --, b, u, >>16]
-    alu[w13, t, or, u]
-    alu[w10, --, b, $$d8]
+    // ---- code option ipv4 (options/ipv4/ipv4.h) ----------------------------------------
+    ipv4_option()
     br[spp_encap#]
 
-    // ---- code option i3 -------------------------------------------------------------------
+    // ---- code option i3 (options/i3/i3.h) ---------------------------------------------
 spp_i3#:
-    alu[--, len, -, 69]
-    blo[spp_done#]
-    alu_shf[t, --, b, $$d8, >>12]
-    alu[t, t, and, 0xF]
-    alu[--, t, -, 1]
-    bne[spp_done#]                          // I3 version
-    immed[kind, OUT_EXCEPTION]
-    immed[code, EXC_I3_COMPLEX]
-    br_bset[$$d8, 8, spp_done#]             // the complex flag (byte 42 bit 0)
-    immed[kind, OUT_DROP]
-    immed[code, DROP_I3_HOP_LIMIT]
-    alu[t, $$d8, and, 0xFF]
-    alu[--, t, -, 2]
-    blo[spp_done#]
-    // trigger: bytes 46..53
-    alu_shf[thi, --, b, $$d9, <<16]
-    alu_shf[t, --, b, $$d10, >>16]
-    alu[thi, thi, or, t]
-    alu_shf[tlo, --, b, $$d10, <<16]
-    alu_shf[t, --, b, $$d11, >>16]
-    alu[tlo, tlo, or, t]
-    spp_i3_decide()
+    i3_option()
     br[spp_done#]
 
 spp_encap#:
