@@ -34,6 +34,12 @@ def _h_int(name: str) -> int:
     return int(m[1], 0)
 
 
+def option_names() -> list[str]:
+    """The daemon's tunables (xscale/i3d/i3d.h I3D_OPTIONS): a layout's control.options."""
+    body = I3D_H.read_text().split("#define I3D_OPTIONS(X)", 1)[1].split("typedef", 1)[0]
+    return re.findall(r"X\((\w+),", body)
+
+
 def mirror_offset() -> int:
     """Where the filter mirror starts in the statistics block's region (i3d.h I3D_MIRROR_OFF)."""
     return _h_int("I3D_MIRROR_OFF")
@@ -172,10 +178,13 @@ def gpe_layout(text: str, cp_ring: int = 12) -> str:
         out.append(line)
         if line.startswith("params:"):
             out.append("  control: gpe          # where i3d runs: gpe (a host process) or xscale (the emulated XScale)")
+            out.append("  gpe_slow_slice: 0     # a slice id whose filters start out of the TCAM: its packets take the")
+            out.append("                        # GPE path (the GPE's side of the latency experiment; 0: none)")
         elif line.startswith("  exceptions: {ring:"):
             out.append(f"  cp_to_qm:   {{ring: {cp_ring}, size: 256}}   # frames the I3 daemon sends")
         elif line.startswith("exceptions: "):
-            out += ["control:", '  placement: "${control}"', "  program: i3d", "  ring: cp_to_qm"]
+            out += ["control:", '  placement: "${control}"', "  program: i3d", "  ring: cp_to_qm",
+                    '  options: {slow_slice: "${gpe_slow_slice}"}']
     body = "\n".join(out) + "\n"
     qm = body.find("  qm:  {variant:")
     if qm < 0 or "cp_to_qm" not in body or "control:" not in body:

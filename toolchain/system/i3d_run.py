@@ -168,9 +168,11 @@ class GpeJudge:
         self.sub = self.plane.sub
         self.log = I3LogReader(rr.chip)
         self.index: dict[tuple[int, int, int], deque[int]] = {}
+        self._all_indexed: set[int] = set()  # windows (first id) whose every packet is indexed
         self.gpe_forwarded: dict[int, int] = {}  # pid -> frames the daemon sent about it
         self.seen_frames: Counter[int] = Counter()
         self.forwarded_by_it = 0
+        self.model_forwards = 0  # ... of those, packets the model forwards (their filter out of the TCAM)
         self.arrived: dict[int, int] = {}
         self.left_at: dict[int, int] = {}  # pid -> ns from its arrival to its (first) frame's departure
         self.by_action: Counter[str] = Counter()
@@ -196,6 +198,20 @@ class GpeJudge:
                 self.index.setdefault((w.ports[i], len(f), frame_digest(f)), deque()).append(w.first + i)
         c.verdicts = dc_replace(v, kind=v.kind.translate(TO_PYTHON))
 
+    def _index_the_rest(self) -> None:
+        """Index the held packets the model does not except too (once a window): a record
+        the daemon logged about one of them (its filter out of the TCAM: `filter slow`,
+        the `slow_slice` option) names it as well."""
+        for c in self.run.chunks:
+            if c.first in self._all_indexed:
+                continue
+            self._all_indexed.add(c.first)
+            v, w = c.extra["v"], c.w
+            for i in range(len(w.lens)):
+                if v.kind[i] != EXCEPTION and not c.fate[i]:
+                    f = w.frame(i)
+                    self.index.setdefault((w.ports[i], len(f), frame_digest(f)), deque()).append(w.first + i)
+
     def outcome(self, pid: int) -> Any:
         return None
 
@@ -217,6 +233,9 @@ class GpeJudge:
     def service(self) -> None:
         for r in self.log.take():
             q = self.index.get((r.in_port, r.length, r.digest))
+            if not q:       # a packet the model forwards that the fast path excepted (a filter taken out)
+                self._index_the_rest()
+                q = self.index.get((r.in_port, r.length, r.digest))
             pid = q.popleft() if q else -1
             if q is not None and not q:
                 del self.index[(r.in_port, r.length, r.digest)]
@@ -225,8 +244,12 @@ class GpeJudge:
                 self.rr.comparison["unmatched_exception"] += 1
                 continue
             if r.action == ACT_FORWARDED:
-                self.gpe_forwarded[pid] = r.sent
                 self.forwarded_by_it += 1
+                c = self.run.chunk_of(pid)
+                if c is not None and c.extra["v"].kind[pid - c.first] != EXCEPTION:
+                    self.model_forwards += 1  # the model forwards it: the ledger judges its frame
+                else:
+                    self.gpe_forwarded[pid] = r.sent
             else:
                 self.run.mark(pid, EXCEPTED, reason_name(self.rr.reasons, "exception", r.code))
 
@@ -349,6 +372,7 @@ class GpeJudge:
             return lat[min(len(lat) - 1, len(lat) * p // 100)] if lat else 0
 
         return {"packets_forwarded_by_it": self.forwarded_by_it, "records": dict(self.by_action),
+                "forwarded_by_it_the_model_forwards": self.model_forwards,
                 "fast_path_after_install": fast,
                 "gpe_latency_ns": {"count": len(lat), "mean": round(sum(lat) / len(lat)) if lat else 0,
                                    "p50": pct(50), "p90": pct(90), "p99": pct(99), "max": lat[-1] if lat else 0}}  # fmt: skip

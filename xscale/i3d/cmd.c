@@ -7,8 +7,8 @@
  *   slice del SLICE                    (refused while it has filters)
  *   filter show [SLICE]
  *   filter add SLICE FIELDS...         (parse.h p_filter; answers "filter N entry E|gpe")
- *   filter del N
- *   filter fast N | filter slow N      (put its TCAM filter in / take it out, keep it)
+ *   filter del N | filter fast N | filter slow N   (put its TCAM filter in / take it out,
+ *                                      keep it); ... slice SLICE: every filter of the slice
  *   finger show SLICE
  *   finger set SLICE K OUT A.B.C.D:UDP [node ID] | finger del SLICE K
  *   node add SLICE ID OUT A.B.C.D:UDP | node del SLICE ID   (fingers follow the nodes)
@@ -255,6 +255,25 @@ static void uninstall(i3d *d, i3_filter *f)
     d->changed_ns = d->hw.now_ns(d->hw.ctx);
 }
 
+/* del, fast or slow one filter: 0, or -1 after an error line */
+static int filter_verb(i3d *d, reply *r, const char *verb, i3_filter *f)
+{
+    if (!strcmp(verb, "fast")) {
+        if (f->entry < 0 && install(d, f)) {
+            fail(d, r, "no free TCAM entry");
+            return -1;
+        }
+        f->fast = 1;
+        show_filter(d, r, f);
+        return 0;
+    }
+    uninstall(d, f);                                  /* out of the TCAM first */
+    f->fast = 0;
+    if (!strcmp(verb, "del")) flt_remove(&d->st, f->handle);
+    else show_filter(d, r, f);
+    return 0;
+}
+
 static void filter_cmd(i3d *d, reply *r, char **t, int k)
 {
     char why[300];
@@ -296,36 +315,36 @@ static void filter_cmd(i3d *d, reply *r, char **t, int k)
         return;
     }
     }
-    if (k == 3 && (!strcmp(t[1], "del") || !strcmp(t[1], "fast") || !strcmp(t[1], "slow"))) {
-        i3_filter *f = p_u32(t[2], &h, 0xFFFFFFFFu) ? NULL : flt_get(&d->st, h);
-        if (!f) {
-        fail(d, r, "no such filter (filter show lists them)");
-        return;
-    }
-        if (!strcmp(t[1], "fast")) {
-            if (f->entry < 0 && install(d, f)) {
-        fail(d, r, "no free TCAM entry");
-        return;
-    }
-            f->fast = 1;
-        } else {
-            uninstall(d, f);                              /* out of the TCAM first */
-            f->fast = 0;
-            if (!strcmp(t[1], "del")) {
-                flt_remove(&d->st, h);
-                {
-        say(r, "ok\n");
-        return;
-    }
+    if ((k == 3 || (k == 4 && !strcmp(t[2], "slice"))) &&
+        (!strcmp(t[1], "del") || !strcmp(t[1], "fast") || !strcmp(t[1], "slow"))) {
+        if (k == 3) {                                      /* one filter, by its handle */
+            i3_filter *f = p_u32(t[2], &h, 0xFFFFFFFFu) ? NULL : flt_get(&d->st, h);
+            if (!f) {
+                fail(d, r, "no such filter (filter show lists them)");
+                return;
             }
+            if (filter_verb(d, r, t[1], f) == 0) say(r, "ok\n");
+            return;
         }
-        show_filter(d, r, f);
-        {
+        i3_slice *sl = p_slice(&d->st, t[3]);             /* every filter of a slice */
+        if (!sl) {
+            fail(d, r, "no such slice");
+            return;
+        }
+        for (uint32_t i = 0; i < d->st.nflt;) {
+            i3_filter *f = &d->st.flt[i];
+            uint32_t n = d->st.nflt;
+            if (f->slice != sl->id) {
+                i++;
+                continue;
+            }
+            if (filter_verb(d, r, t[1], f)) return;
+            if (d->st.nflt == n) i++;                      /* del removed it: the next moved here */
+        }
         say(r, "ok\n");
         return;
     }
-    }
-    fail(d, r, "filter show [SLICE] | filter add SLICE FIELDS... | filter del|fast|slow N");
+    fail(d, r, "filter show [SLICE] | filter add SLICE FIELDS... | filter del|fast|slow N | ... slice SLICE");
 }
 
 /* ---- fingers and nodes ------------------------------------------------------------------------- */

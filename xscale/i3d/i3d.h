@@ -99,7 +99,9 @@ enum { EXC_SPP_TO_GPE = 20, EXC_I3_NO_TRIGGER = 21, EXC_I3_MULTI = 22, EXC_I3_NO
     X(batch, 16)                /* exception records taken before other work */         \
     X(ctl_idle_us, 100000)      /* a control connection idle this long is closed */     \
     X(ctl_answer_max, 1048576)  /* a control answer's bytes at most */                  \
-    X(clock_mhz, 1400)          /* the MEs' clock: receive timestamps are 16 cycles a tick */
+    X(clock_mhz, 1400)          /* the MEs' clock: receive timestamps are 16 cycles a tick */ \
+    X(slow_slice, 0)            /* a slice id whose filters start out of the TCAM: its packets \
+                                 * take the GPE path (the GPE's latency experiment) */
 
 typedef struct i3d_opts {
 #define I3D_OPT_FIELD(name, dflt) uint32_t name;

@@ -134,6 +134,12 @@ static void map_dram(state *s)
 
 /* ---- the control socket ------------------------------------------------------------------------ */
 
+static void quiet(void *ctx, const char *text)
+{
+    (void)ctx;
+    if (!strncmp(text, "error", 5)) fprintf(stderr, "i3d: %s", text);
+}
+
 static void to_conn(void *ctx, const char *text)
 {
     ctl_printf(ctx, "%s", text);
@@ -213,6 +219,11 @@ int main(int argc, char **argv)
     i3d_init(&s.d, &s.mem, &hw);
     if (i3d_conf_load(&s.d, conf, err, sizeof err)) die("%s", err);
     map_dram(&s);
+    if (s.d.opt.slow_slice) {          /* that slice's packets take the GPE path */
+        char line[64];
+        snprintf(line, sizeof line, "filter slow slice %u", s.d.opt.slow_slice);
+        i3d_command(&s.d, line, quiet, NULL);
+    }
     if (s.d.stats_base && npkd_sram_rd(&s.mem, s.d.stats_base) == I3D_STATS_MAGIC) {   /* started again */
         s.starts = npkd_sram_rd(&s.mem, s.d.stats_base + 12);
         s.d.log_count = npkd_sram_rd(&s.mem, s.d.stats_base + I3D_LOG_OFF);

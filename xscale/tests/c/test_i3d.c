@@ -341,6 +341,19 @@ static void test_tcam_order(void)
     fake_free(f);
 }
 
+static void test_slice_filters(void)
+{
+    fake *f = fake_new();
+    i3d *d = daemon_new(f);
+    /* a whole slice's filters out of the TCAM and back */
+    CHECK(ends_ok(cmd(d, "filter slow slice i3a")) && strstr(answer, "filter 3 ") && strstr(answer, " slow"));
+    CHECK(flt_get(&d->st, 2)->entry < 0 && flt_get(&d->st, 3)->entry < 0 && flt_get(&d->st, 1)->entry == 0);
+    CHECK(ends_ok(cmd(d, "filter fast slice 2")) && flt_get(&d->st, 2)->entry >= 0 && flt_get(&d->st, 3)->entry >= 0);
+    CHECK(strstr(cmd(d, "filter slow slice nosuch"), "error: no such slice"));
+    daemon_free(d);
+    fake_free(f);
+}
+
 static void test_finger_order(void)
 {
     fake *f = fake_new();
@@ -624,6 +637,7 @@ int main(void)
     test_store();
     test_ring();
     test_tcam_order();
+    test_slice_filters();
     test_finger_order();
     test_conf_errors();
     test_slices();
