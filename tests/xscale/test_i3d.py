@@ -155,3 +155,14 @@ def test_control_at_is_checked_before_anything_runs() -> None:
     assert code == 2 and "MS COMMAND" in out and "Traceback" not in out
     code, out = _npk("demo", "--control-at", "0.5")
     assert code == 2 and "MS COMMAND" in out
+
+
+def test_npk_filter_slow_and_fast_a_whole_slice(daemon: Path) -> None:
+    code, out = _npk("filter", "slow", "--slice", "i3a", "--socket", str(daemon))
+    assert code == 0 and out.count(" slow ") == len(_i3a_entries())
+    code, out = _npk("filter", "show", "i3a", "--socket", str(daemon), "--json")
+    assert all(f["entry"] is None for f in json.loads(out))
+    code, out = _npk("filter", "fast", "--slice", "i3a", "--socket", str(daemon))
+    assert code == 0 and " slow " not in out
+    code, out = _npk("filter", "fast", "--socket", str(daemon))
+    assert code == 2 and "HANDLE or --slice" in out

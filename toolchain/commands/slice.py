@@ -139,21 +139,33 @@ def filter_del(handle: int, socket: str) -> None:
     click.echo("ok")
 
 
+def _target(handle: str | None, slice_name: str | None) -> str:
+    if (handle is None) == (slice_name is None):
+        raise click.UsageError("give a filter HANDLE or --slice SLICE (every filter of the slice)")
+    if handle is not None and not handle.isdigit():
+        raise click.BadParameter(f"{handle!r} is not a filter handle (`npk filter show` lists them)", param_hint="HANDLE")
+    return handle if handle is not None else f"slice {slice_name}"
+
+
 @filter_cmd.command("fast")
-@click.argument("handle", type=int)
+@click.argument("handle", required=False)
+@click.option("--slice", "slice_name", default=None, help="Every filter of this slice (id or name).")
 @_SOCKET
-def filter_fast(handle: int, socket: str) -> None:
-    """Put filter HANDLE into the TCAM: its packets move from the GPE path to the fast path."""
-    for line in _ask(socket, f"filter fast {handle}"):
+def filter_fast(handle: str | None, slice_name: str | None, socket: str) -> None:
+    """Put filter HANDLE (or every filter of --slice) into the TCAM: its packets move from
+    the GPE path to the fast path."""
+    for line in _ask(socket, f"filter fast {_target(handle, slice_name)}"):
         click.echo(line)
 
 
 @filter_cmd.command("slow")
-@click.argument("handle", type=int)
+@click.argument("handle", required=False)
+@click.option("--slice", "slice_name", default=None, help="Every filter of this slice (id or name).")
 @_SOCKET
-def filter_slow(handle: int, socket: str) -> None:
-    """Take filter HANDLE out of the TCAM, keep it: its packets take the GPE path."""
-    for line in _ask(socket, f"filter slow {handle}"):
+def filter_slow(handle: str | None, slice_name: str | None, socket: str) -> None:
+    """Take filter HANDLE (or every filter of --slice) out of the TCAM, keep it: its
+    packets take the GPE path."""
+    for line in _ask(socket, f"filter slow {_target(handle, slice_name)}"):
         click.echo(line)
 
 
