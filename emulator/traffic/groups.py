@@ -154,7 +154,7 @@ class GroupTally:
             want = _KIND.get(v.kind[i])
             fate = c.fate[i]
             got = "forward" if fate & 1 else "drop" if fate & 2 else "exception" if fate & 4 else None
-            if got is None:
+            if got is None or want is None:  # want None: PYTHON, the control plane's judge has it
                 continue
             if got == "drop" and want != "drop" and is_resource_drop(why.get(i, ""), self.reasons):
                 self.accounts[g].lost += 1

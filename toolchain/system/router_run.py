@@ -71,6 +71,7 @@ from npkit.toolchain.debug.profile import fault_site_lines, image_placement, loc
 
 from .app import model_of_image, reasons_of_image
 from .buffers import audit
+from .errors import LinkError
 from .mismatches import MismatchLog, forwarded
 from .router_image import check_msf_io, router_config_of
 from .sched_judge import attach_sched_judge
@@ -230,7 +231,16 @@ class RouterRun:
         self.run.on_mismatch.append(self._ledger_mismatch)
         meta = image.meta.get("control") or {}
         placement = (control or {}).get("placement") or meta.get("placement")
-        if meta and placement != "host":
+        if meta and placement != "host" and meta.get("program") == "i3d":   # the SPP's GPE (i3d_run)
+            from .i3d_run import GpeJudge, I3dPlane
+
+            self.control = I3dPlane(self.chip, image, router=self.config, **(control or {}))
+            self.cp = GpeJudge(self, SLICE_NS)
+        elif (control or {}).get("timed"):
+            raise LinkError("timed control commands (--control-at) are for the I3 daemon (control: {program: i3d}: "
+                            f"the SPP's spp_gpe layout); this image's control program is {meta.get('program', 'none')}"
+                            + ("" if placement != "host" else " (placement host)"))  # fmt: skip
+        elif meta and placement != "host":
             from .control import ControlPlane
             from .control_run import ControlJudge
 
@@ -751,6 +761,8 @@ class RouterRun:
         out["log_overrun"] = self.cp.log.overrun
         if self.cp.app_handled:  # an application's exception reasons, by what the daemon did (its log)
             out["app_exceptions"] = {r: dict(sorted(n.items())) for r, n in sorted(self.cp.app_handled.items())}
+        if hasattr(self.cp, "summary"):      # the GPE's i3d: its path's latency on the wire
+            out.update(self.cp.summary())
         if not out["running"]:
             out["exception_records_unread"] = self._control_census()["exception_ring_records"]
         return out
@@ -920,6 +932,21 @@ def _mismatch_lines(cmp_: dict[str, Any]) -> list[str]:
     return log.text()
 
 
+def _i3d_line(cp: dict[str, Any]) -> str:
+    """The I3 daemon's line of a run's text: what it did with the exceptions, the GPE path's delay."""
+    if not cp.get("running"):
+        return f"control plane: i3d on the {cp['xscale']['placement']} never started serving: {cp['xscale']['state']}"
+    c, d, w = cp["counters"], cp["gpe_delay_ns"], cp["gpe_latency_ns"]
+    dropped = {k[8:]: v for k, v in c.items() if k.startswith("dropped_") and v}
+    return (f"control plane: i3d on the {cp['xscale']['placement']}: exceptions {c['exceptions']}, delivered to "
+            f"triggers {c['delivered']} (copies {c['copies']}), by a finger {c['finger_forwarded']}, consumed "
+            f"{c['gpe_consumed']}, dropped {dropped or '{}'}, not I3 {c['exc_other'] + c['relayed']}; GPE path "
+            f"delay us (daemon) mean {d['mean'] / 1000:.1f} p50 {d['p50'] / 1000:.1f} p99 {d['p99'] / 1000:.1f}, "
+            f"(wire) p50 {w['p50'] / 1000:.1f} p99 {w['p99'] / 1000:.1f}; filters installed {c['filters_installed']}, "
+            f"removed {c['filters_removed']}; packets on the fast path after their filter's install "
+            f"{cp['fast_path_after_install']}")  # fmt: skip
+
+
 def format_summary(s: dict[str, Any]) -> str:
     lines = [f"router {s['layout']} {s['params']}: {s['duration_ms']} ms of traffic, {s['emulated_ms']} ms "
              f"emulated in {s['host_s']} s ({s['emulated_ms_per_host_s']} ms/s)", "",
@@ -947,7 +974,9 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
         lines += fault_site_lines(s["faults"])
     cp = s.get("control_plane")
-    if cp and cp.get("running"):
+    if cp and cp.get("program") == "i3d":   # the SPP's GPE (npkit.toolchain.system.i3d_run)
+        lines.append(_i3d_line(cp))
+    elif cp and cp.get("running"):
         icmp = {k: v for k, v in cp["icmp_sent"].items() if v}
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} ({cp['state']}, "
                      f"{cp['xscale']['instructions']} instructions): exceptions {cp['exceptions_handled'] or '{}'}; "
