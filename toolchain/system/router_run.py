@@ -759,7 +759,7 @@ class RouterRun:
         # ... and the packets it had taken from the exception ring but not logged (half handled)
         out["lost_half_handled"] = self.cp.killed_in_hand
         out["log_overrun"] = self.cp.log.overrun
-        if self.cp.app_handled:  # an application's exception reasons, by what the daemon did (its log)
+        if getattr(self.cp, "app_handled", None):  # an application's exception reasons, by what npkd did (its log)
             out["app_exceptions"] = {r: dict(sorted(n.items())) for r, n in sorted(self.cp.app_handled.items())}
         if hasattr(self.cp, "summary"):      # the GPE's i3d: its path's latency on the wire
             out.update(self.cp.summary())
