@@ -15,6 +15,7 @@ A design is a YAML file (examples in examples/experiments/)::
       traffic_set: {}           # dotted traffic-spec keys -> values
       routes: 10000             # N random prefixes (as npk demo), a route file, or null
       app: ../apps/acl          # optional: an application folder (docs/applications.md),
+                                # its chip config (`chip:`) unless the design names one,
                                 # relative to the design file: `layout` names one of its
                                 # layouts (default: its default_layout), its params are
                                 # param.NAME factors, its traffic, routes and router config
@@ -595,8 +596,8 @@ def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
 
 def _app_base(base: dict[str, Any], root: Path) -> None:
     """`base.app`: the application folder (relative to the design), and what it gives the
-    base that the design leaves out: its default layout, traffic and routes (the router
-    config is the application's: execute.prepare)."""
+    base that the design leaves out: its default layout, chip config, traffic and routes
+    (the router config is the application's: execute.prepare)."""
     from npkit.toolchain.system.app import load_app
     from npkit.toolchain.system.layout import LinkError
 
@@ -606,6 +607,8 @@ def _app_base(base: dict[str, Any], root: Path) -> None:
         app = load_app(_resolve(root, base["app"]))
         base["app"] = str(app.folder)
         base.setdefault("layout", app.default_layout)
+        if app.chip is not None:  # the application's chip config (its `chip:`), unless the design names one
+            base.setdefault("chip", app.chip)
     except LinkError as e:
         raise DesignError(f"base.app: {e}") from None
     if "traffic" not in base:
