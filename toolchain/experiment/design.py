@@ -15,11 +15,11 @@ A design is a YAML file (examples in examples/experiments/)::
       traffic_set: {}           # dotted traffic-spec keys -> values
       routes: 10000             # N random prefixes (as npk demo), a route file, or null
       app: ../apps/acl          # optional: an application folder (docs/applications.md),
-                                # its chip config (`chip:`) unless the design names one,
                                 # relative to the design file: `layout` names one of its
                                 # layouts (default: its default_layout), its params are
-                                # param.NAME factors, its traffic, routes and router config
-                                # are the defaults (`traffic:` may then be left out)
+                                # param.NAME factors, its chip config (`chip:`), traffic,
+                                # routes and router config are the defaults (`traffic:`
+                                # may then be left out)
     factors:
       A: {name: packet size, set: traffic.defaults.size, levels: [78, 256]}
       B: {name: queue manager, set: param.qm, levels: [full, stub]}
