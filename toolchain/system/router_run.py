@@ -734,6 +734,7 @@ class RouterRun:
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
             **({"scheduler": self.sched.summary()} if self.sched is not None else {}),
+            **({"tcam": self.chip.tcam_stats()} if self.chip.tcam_info() is not None else {}),  # docs/tcam.md
         }  # fmt: skip
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
