@@ -592,6 +592,8 @@ class RouterRun:
             n = chip.read32("sram", SYS.qd_addr(p) + 8)
             if n:
                 queues[p] = n
+        if self.sched is not None:  # qm drr / dfq: their queues are their own (sched_judge)
+            queues = self.sched.queued()
         dev = self.run.dev
         st = dev.stats()
         pending = sum(dev.port_stats(p)["rx_pending"] for p in range(dev.ports))
