@@ -75,7 +75,8 @@ class I3dPlane:
 
     def __init__(self, chip: Any, image: Any, *, placement: str | None = None, socket: str | Path | None = None,
                  echo: Any = None, workdir: str | Path | None = None, options: dict[str, int] | None = None,
-                 router: Any = None, timed: list[tuple[int, str]] | None = None, **_ignored: Any) -> None:  # fmt: skip
+                 router: Any = None, timed: list[tuple[int, str]] | None = None, gdb_port: int | str | None = None,
+                 **_ignored: Any) -> None:  # fmt: skip
         """`timed`: (emulated ns, command) the daemon makes at those times, as if they came on
         its control socket (`filter fast 13`: a deterministic install while traffic runs)."""
         from npkit.xscale.system import System
@@ -109,7 +110,8 @@ class I3dPlane:
         args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}",
                 str(seen / self.conf.name)]  # fmt: skip
         mounts = {GUEST_RUN_DIR: self.dir} if self.placement == "xscale" else None
-        self.host = self.system.attach_xscale(prog, args, placement=self.placement, echo=echo, mounts=mounts)
+        self.host = self.system.attach_xscale(prog, args, placement=self.placement, echo=echo, mounts=mounts,
+                                              gdb_port=gdb_port)  # fmt: skip
         self.program = prog
 
     def stats(self) -> dict[str, Any] | None:
@@ -154,8 +156,14 @@ class I3dPlane:
             self._tmp = None
 
 
-class _NoLog:
-    overrun = 0
+def control_plane(chip: Any, image: Any, **kw: Any) -> Any:
+    """The image's control program started on `chip`: I3dPlane for the I3 daemon, else
+    npkd's ControlPlane (with the same keywords)."""
+    if (image.meta.get("control") or {}).get("program") == "i3d":
+        return I3dPlane(chip, image, **kw)
+    from .control import ControlPlane
+
+    return ControlPlane(chip, image, **kw)
 
 
 class GpeJudge:
