@@ -146,3 +146,19 @@ def test_npk_filter_over_the_socket_while_the_run_goes(image: Any, tmp_path: Pat
         assert dropped > 0 and s["totals"]["forwarded"] + dropped == s["totals"]["offered"]
     finally:
         rr.close()
+
+
+def test_two_triggers_of_one_identifier_get_a_copy_each(image: Any, tmp_path: Path) -> None:
+    """I3's multicast, on the GPE path (the fast path forwards on a single match only)."""
+    add = f"filter add i3a trigger {TRIGGER:#018x} next_hop"
+    rr, s = _run(image, tmp_path, [(0, f"{add} 10.0.3.2:40009 out c3 slow"), (0, f"{add} 10.0.4.2:40010 out c4 slow")])
+    try:
+        assert judge(s, Policy())["ok"], judge(s, Policy())
+        offered = s["totals"]["offered"]
+        ports = {p: len(fs) for p, fs in rr.run.out.items() if fs}
+        assert ports == {3: offered, 4: offered}            # every packet to both receivers
+        cp = s["control_plane"]
+        assert cp["multicast_copies"] == offered == cp["counters"]["copies"]
+        assert s["comparison"]["duplicates"] == 0 and s["comparison"]["unexpected_control"] == 0
+    finally:
+        rr.close()

@@ -180,6 +180,8 @@ class GpeJudge:
         self.gpe_forwarded: dict[int, int] = {}  # pid -> frames the daemon sent about it
         self.seen_frames: Counter[int] = Counter()
         self.forwarded_by_it = 0
+        self.copies = 0  # frames beyond the first about one packet (several triggers)
+        self._copies_expected: dict[int, list[tuple[int, bytes]]] = {}  # pid -> the frames its copies may be
         self.model_forwards = 0  # ... of those, packets the model forwards (their filter out of the TCAM)
         self.arrived: dict[int, int] = {}
         self.left_at: dict[int, int] = {}  # pid -> ns from its arrival to its (first) frame's departure
@@ -258,6 +260,8 @@ class GpeJudge:
                     self.model_forwards += 1  # the model forwards it: the ledger judges its frame
                 else:
                     self.gpe_forwarded[pid] = r.sent
+                    if self.seen_frames[pid] >= r.sent:      # its frames have all left
+                        self._copies_expected.pop(pid, None)
             else:
                 self.run.mark(pid, EXCEPTED, reason_name(self.rr.reasons, "exception", r.code))
 
@@ -276,12 +280,45 @@ class GpeJudge:
         expected = self.expect(frame, w.ports[i])
         if not any(port == d.port and data == d.data for port, data in expected):
             expected = self.expect(frame, w.ports[i], self._previous)
+        if self.seen_frames[d.pid] == 0 and self.gpe_forwarded.get(d.pid, 2) > 1:
+            # more copies may come (its record, read or not yet, says how many), maybe after
+            # its window has gone: kept until they have
+            self._copies_expected[d.pid] = expected
         self.seen_frames[d.pid] += 1
+        if 1 < self.seen_frames[d.pid] <= self.gpe_forwarded.get(d.pid, 0):
+            self._copy(d)
         self.left_at.setdefault(d.pid, d.t - w.times[i])   # the first frame about it: its latency
         self.arrived[d.pid] = w.times[i]
         if any(port == d.port and data == d.data for port, data in expected):
             return "matched_control"
         return "unexpected_control"
+
+    def _copy(self, d: Departure) -> None:
+        """I3's multicast: a copy for each trigger of the longest length, as many as the
+        daemon's record says it sent.  The run counted it a duplicate of its packet; it is a
+        frame the daemon made (bit 25 of its packet word): counted as generated instead."""
+        run = self.run
+        run.duplicates -= 1
+        po = run.ports_out[d.port]
+        po.frames -= 1
+        po.nbytes -= len(d.data)
+        run.generated[d.port] += 1
+        self.copies += 1
+
+    def late_copy(self, d: Departure) -> str | None:
+        """A frame whose packet's window is gone: one of the daemon's multicast copies (its
+        record says how many it sent) is judged against the frames expected for the packet;
+        None: not one (the run counts it forgotten)."""
+        if d.pid in self._copies_expected and d.pid not in self.gpe_forwarded:
+            self.service()
+        expected = self._copies_expected.get(d.pid)
+        if expected is None or self.seen_frames[d.pid] >= self.gpe_forwarded.get(d.pid, 0):
+            return None
+        self.seen_frames[d.pid] += 1
+        self._copy(d)
+        if self.seen_frames[d.pid] >= self.gpe_forwarded[d.pid]:
+            del self._copies_expected[d.pid]
+        return "matched_control" if any(p == d.port and f == d.data for p, f in expected) else "unexpected_control"
 
     # -- what the daemon must make of a packet (xscale/i3d/exc.c)
     def _filters(self) -> list[MirroredFilter]:
@@ -380,7 +417,7 @@ class GpeJudge:
             return lat[min(len(lat) - 1, len(lat) * p // 100)] if lat else 0
 
         return {"packets_forwarded_by_it": self.forwarded_by_it, "records": dict(self.by_action),
-                "forwarded_by_it_the_model_forwards": self.model_forwards,
+                "forwarded_by_it_the_model_forwards": self.model_forwards, "multicast_copies": self.copies,
                 "fast_path_after_install": fast,
                 "gpe_latency_ns": {"count": len(lat), "mean": round(sum(lat) / len(lat)) if lat else 0,
                                    "p50": pct(50), "p90": pct(90), "p99": pct(99), "max": lat[-1] if lat else 0}}  # fmt: skip
