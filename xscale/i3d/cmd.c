@@ -368,10 +368,8 @@ static void finger_cmd(i3d *d, reply *r, char **t, int k)
             say(r, "finger %d out %s next_hop %s:%u node 0x%016llx\n", i, d->st.mi[g->hop.out].name, a, g->hop.udp,
                 (unsigned long long)g->node);
         }
-        {
         say(r, "ok\n");
         return;
-    }
     }
     if ((k == 6 || k == 8) && !strcmp(t[1], "set") && !p_u32(t[3], &kk, I3_FINGERS - 1)) {
         i3_finger g;
