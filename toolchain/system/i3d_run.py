@@ -76,7 +76,7 @@ class I3dPlane:
     def __init__(self, chip: Any, image: Any, *, placement: str | None = None, socket: str | Path | None = None,
                  echo: Any = None, workdir: str | Path | None = None, options: dict[str, int] | None = None,
                  router: Any = None, timed: list[tuple[int, str]] | None = None, gdb_port: int | str | None = None,
-                 **_ignored: Any) -> None:  # fmt: skip
+                 kill_at_ns: int | None = None, restart_at_ns: int | None = None, **_ignored: Any) -> None:  # fmt: skip
         """`timed`: (emulated ns, command) the daemon makes at those times, as if they came on
         its control socket (`filter fast 13`: a deterministic install while traffic runs)."""
         from npkit.xscale.system import System
@@ -106,7 +106,14 @@ class I3dPlane:
         except BuildError as e:
             raise LinkError(f"control program {meta['program']}: {e}") from None
         seen = Path(GUEST_RUN_DIR) if self.placement == "xscale" else self.dir
-        self.system = System(chip, respawn=True)
+        mhz = float(chip.config["clock_mhz"])
+
+        def cyc(ns: int | None) -> int | None:
+            return None if ns is None else int(ns * mhz // 1000)
+
+        # killed (fault injection) and started again: it reads its configuration afresh,
+        # clears the filters its predecessor left and makes the timed commands due again
+        self.system = System(chip, respawn=True, kill_at=cyc(kill_at_ns), restart_at=cyc(restart_at_ns))
         args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}",
                 str(seen / self.conf.name)]  # fmt: skip
         mounts = {GUEST_RUN_DIR: self.dir} if self.placement == "xscale" else None
