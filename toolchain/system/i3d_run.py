@@ -184,6 +184,8 @@ class GpeJudge:
         self.log = I3LogReader(rr.chip)
         self.index: dict[tuple[int, int, int], deque[int]] = {}
         self._all_indexed: set[int] = set()  # windows (first id) whose every packet is indexed
+        self.indexed: dict[int, tuple[int, int, int]] = {}  # pid -> its key in index
+        self._kept: deque[int] = deque()  # forgotten windows' packets whose record may still come
         self.gpe_forwarded: dict[int, int] = {}  # pid -> frames the daemon sent about it
         self.seen_frames: Counter[int] = Counter()
         self.forwarded_by_it = 0
@@ -202,6 +204,7 @@ class GpeJudge:
         mod = sys.modules[type(self.sub).__module__]  # the application's slices.py: its table addresses
         self._finger_base, self._finger_block = int(mod.FINGER_BASE), int(mod.FINGER_BLOCK)
         rr.chip.add_service(self.service, int(slice_ns * float(rr.chip.config["clock_mhz"]) // 1000))
+        self.run.on_forget.append(self.forget)
 
     # -- the RouterRun interface
     def window(self, c: Chunk) -> None:
@@ -212,8 +215,40 @@ class GpeJudge:
         for i in range(len(w.lens)):
             if v.kind[i] == EXCEPTION:
                 f = w.frame(i)
-                self.index.setdefault((w.ports[i], len(f), frame_digest(f)), deque()).append(w.first + i)
+                self._index(w.first + i, (w.ports[i], len(f), frame_digest(f)))
         c.verdicts = dc_replace(v, kind=v.kind.translate(TO_PYTHON))
+
+    def _index(self, pid: int, key: tuple[int, int, int]) -> None:
+        self.index.setdefault(key, deque()).append(pid)
+        self.indexed[pid] = key
+
+    def forget(self, c: Chunk) -> None:
+        """A window every packet of which has a fate: its packets leave the index -- but
+        for those whose frame left before the daemon logged them (it logs a packet once it
+        has sent all its copies), kept until it does."""
+        for pid in range(c.first, c.end):
+            if pid in self.left_at and pid not in self.gpe_forwarded and pid in self.indexed:
+                self._kept.append(pid)
+                continue
+            self._unindex(pid)
+        self._all_indexed.discard(c.first)
+        # a record comes within microseconds of its frames: one not come in 2 ms never will
+        # (the fast path forwarded the packet, after its filter's install)
+        while self._kept and self.arrived.get(self._kept[0], 0) < self.run.now_ns - 2_000_000:
+            self._unindex(self._kept.popleft())
+
+    def _unindex(self, pid: int) -> None:
+        key = self.indexed.pop(pid, None)
+        if key is None:
+            return
+        q = self.index.get(key)
+        if q is not None:
+            try:
+                q.remove(pid)
+            except ValueError:
+                pass
+            if not q:
+                del self.index[key]
 
     def _index_the_rest(self) -> None:
         """Index the held packets the model does not except too (once a window): a record
@@ -227,7 +262,7 @@ class GpeJudge:
             for i in range(len(w.lens)):
                 if v.kind[i] != EXCEPTION and not c.fate[i]:
                     f = w.frame(i)
-                    self.index.setdefault((w.ports[i], len(f), frame_digest(f)), deque()).append(w.first + i)
+                    self._index(w.first + i, (w.ports[i], len(f), frame_digest(f)))
 
     def outcome(self, pid: int) -> Any:
         return None
@@ -256,6 +291,7 @@ class GpeJudge:
             pid = q.popleft() if q else -1
             if q is not None and not q:
                 del self.index[(r.in_port, r.length, r.digest)]
+            self.indexed.pop(pid, None)
             self.by_action[{1: "consumed", 2: "forwarded", 3: "dropped", 5: "relayed"}.get(r.action, "?")] += 1
             if pid < 0:
                 self.rr.comparison["unmatched_exception"] += 1
