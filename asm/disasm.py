@@ -29,6 +29,7 @@ from npkit.asm.isa import (
     split_instruction,
 )
 
+from .base.tcam_map import Window, constant_notes
 from .errors import AsmError, SourceLoc
 
 
@@ -165,12 +166,15 @@ def _instruction_text(w: int, ctx_mode: int) -> tuple[str | None, str]:
     return text, ""
 
 
-def disassemble(prog: Words, show_addr: bool = False) -> str:
+def disassemble(prog: Words, show_addr: bool = False, tcam: Window | None = None) -> str:
     """Source text that reassembles to exactly `prog.words`.
 
     Words that are not instructions the encoder could have produced (data in
     the control store, reserved bit patterns) come out as `.word 0x...`
     with the reason in a comment, so the round trip holds for any 40-bit word.
+    With `tcam` (the chip's TCAM window), an SRAM command whose address the code
+    before it makes known and that reaches the window says so in a comment
+    (asm/base/tcam_map.py).
     """
     texts = [_instruction_text(w, prog.ctx_mode) for w in prog.words]
     names: dict[int, str] = {}
@@ -181,6 +185,7 @@ def disassemble(prog: Words, show_addr: bool = False) -> str:
         for tgt in _targets(t) if t is not None else ():
             if tgt < len(prog.words):  # past the end: keep the number
                 names.setdefault(tgt, f"l{tgt}")
+    notes = constant_notes([t for t, _ in texts], set(names), tcam) if tcam is not None else {}
     out = []
     if prog.name:
         out.append(f"; program {prog.name}")
@@ -196,6 +201,8 @@ def disassemble(prog: Words, show_addr: bool = False) -> str:
                 w, prog.ctx_mode, label_of=lambda a: f"{names[a]}#" if a in names else None
             )
             comment = ""
+        if addr in notes:
+            comment = f"{comment}  {notes[addr]}" if comment else notes[addr]
         if show_addr:
             comment = f"{addr:5d}: {w:010x}" + (f"  {comment}" if comment else "")
         out.append(f"    {text:<56}; {comment}" if comment else f"    {text}")

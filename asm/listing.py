@@ -5,13 +5,30 @@ file:line      addr  word        disassembly                       | source
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from npkit.asm.isa import DecodeError, decode, isa
 
 from .assembler import Assembly
+from .base.tcam_map import Window, constant_notes, macro_note
 
 
-def render_listing(asm: Assembly) -> str:
+def _decoded(word: int, ctx_mode: int) -> str | None:
+    try:
+        return decode(word, ctx_mode)
+    except DecodeError:
+        return None
+
+
+def render_listing(asm: Assembly, tcam: Window | None = None) -> str:
+    """The listing; an SRAM command of a tcam.h macro, or one whose address the code before
+    it makes known inside `tcam` (the chip's TCAM window; without it, tcam.h's default
+    when the source includes tcam.h), is noted."""
     prog = asm.program
+    if tcam is None and any(Path(f).name == "tcam.h" for f in prog.source_files):
+        tcam = Window()
+    texts = [_decoded(e.word, prog.ctx_mode) for e in asm.emitted]
+    notes = constant_notes(texts, set(asm.label_addrs.values()), tcam) if tcam is not None else {}
     by_addr: dict[int, list[str]] = {}
     gen = {n for n, lab in asm.unit.labels.items() if lab.generated}
     for name, addr in sorted(asm.label_addrs.items(), key=lambda kv: kv[0] in gen):
@@ -37,6 +54,9 @@ def render_listing(asm: Assembly) -> str:
             src = f"{src}   ; in {name}[] called at {mfile.rsplit('/', 1)[-1]}:{mline}"
         if e.note:
             src = f"{src}   ; {e.note}"
+        tnote = notes.get(e.addr) or macro_note([x[0] for x in loc.expansion], dis)
+        if tnote:
+            src = f"{src}   ; {tnote}"
         for what in isa().assigned_by_npkit(e.word):
             src = f"{src}   ; npkit encoding, no public source: {what}"
         out.append(f"  {where:<24} {e.addr:5d}  {e.word:010x}  {dis:<44} | {src}")

@@ -171,7 +171,10 @@ def _read_located(path: Path, seen: tuple[str, ...]) -> Any:
     if str(path) in seen:
         raise EmulatorError(f"{path}: `base` loops back to it")
     where = Path(base) if Path(base).is_absolute() or Path(base).suffix not in (".yaml", ".yml") else path.parent / base
-    parent = _read_located(config_path(where), (*seen, str(path)))
+    try:
+        parent = _read_located(config_path(where), (*seen, str(path)))
+    except EmulatorError as e:  # located at this file's `base:` (an unknown name, a missing file...)
+        raise EmulatorError(f"{path}:{located.lines.get(('base',), '?')}: base: {e}") from None
     for key in parent.data if isinstance(parent.data, dict) else ():
         if key not in raw:
             located.unlocated[(key,)] = f"the base config {where}"

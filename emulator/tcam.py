@@ -7,19 +7,22 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-WINDOW_BYTES = 0x200000
-ENTRY_OFF = 0x000000
-KEY_OFF = 0x100000
-RESULT_OFF = 0x110000
-CSR_OFF = 0x120000
-ENTRY_BYTES = 128
-KEY_WORDS = 9
-E_MASK = 36
-E_RESULT = 72
-E_CONTROL = 80
-VALID = 0x80000000
-SLOTS = 256
-CSR_NAMES = ("lookups", "hits", "multi_hits", "entries", "key_bits")
+from npkit.asm.base.tcam_map import (  # noqa: F401  (the layout, one source: asm/base/tcam_map.py)
+    CSR_NAMES,
+    CSR_OFF,
+    E_CONTROL,
+    E_MASK,
+    E_RESULT,
+    ENTRY_BYTES,
+    ENTRY_OFF,
+    KEY_OFF,
+    KEY_WORDS,
+    RESULT_OFF,
+    SLOTS,
+    VALID,
+    WINDOW_BYTES,
+    Window,
+)
 
 
 def tcam_of(chip_cfg: dict[str, Any]) -> dict[str, Any] | None:
@@ -61,20 +64,7 @@ def decode_entry(raw: bytes) -> dict[str, Any]:
             "valid": bool(words[20] & VALID)}  # fmt: skip
 
 
-def describe(base: int, entries: int, addr: int) -> str | None:
-    """What SRAM address `addr` is in a window at `base` (None: outside it)."""
-    off = addr - base
-    if not 0 <= off < WINDOW_BYTES:
-        return None
-    if off < KEY_OFF:
-        i, within = divmod(off - ENTRY_OFF, ENTRY_BYTES)
-        part = "key" if within < E_MASK else "mask" if within < E_RESULT else "result" if within < E_CONTROL else "control"
-        return f"tcam entry {i} {part}" if i < entries else f"tcam (past entry {entries - 1})"
-    if off < RESULT_OFF:
-        s = (off - KEY_OFF) // 64
-        return f"tcam key slot {s}" if s < SLOTS else "tcam (unused)"
-    if off < CSR_OFF:
-        s = (off - RESULT_OFF) // 16
-        return f"tcam lookup, result slot {s}" if s < SLOTS else "tcam (unused)"
-    k = (off - CSR_OFF) // 4
-    return f"tcam counter {CSR_NAMES[k]}" if k < len(CSR_NAMES) else "tcam (unused)"
+def window_of(chip_cfg: dict[str, Any]) -> Window | None:
+    """The chip's TCAM window (asm/base/tcam_map.py Window: what an address of it is)."""
+    t = tcam_of(chip_cfg)
+    return None if t is None else Window(tcam_base(chip_cfg) or 0, int(t["entries"]))

@@ -36,6 +36,7 @@ cpkt.Verdicts, as the C oracle gives them).
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import struct
 import sys
@@ -68,7 +69,23 @@ class Rule:
     line: int = 0  # where it is defined (for messages)
 
     def __call__(self, frame: bytes, tables: Mapping[str, Any]) -> bool:
-        return bool(self.test(frame, tables))
+        try:
+            return bool(self.test(frame, tables))
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code: any error is reported, located
+            raise ModelError(self._where(e) + f"rule {self.name}: {type(e).__name__}: {e} (on a frame of "
+                             f"{len(frame)} bytes: {frame[:34].hex()}...)") from None  # fmt: skip
+
+    def _where(self, e: BaseException) -> str:
+        """`file:line: ` of the deepest frame of the rule's own file in e's traceback."""
+        code = getattr(self.test, "__code__", None)
+        if code is None:
+            return ""
+        line, tb = self.line, e.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == code.co_filename:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return f"{code.co_filename}:{line}: "
 
 
 def rule(*, after: str, drop: str | None = None, exception: str | None = None) -> Callable[[Test], Rule]:
@@ -107,6 +124,11 @@ class Prefix(NamedTuple):
     @property
     def mask(self) -> int:
         return (0xFFFFFFFF << (32 - self.length)) & 0xFFFFFFFF
+
+    @property
+    def value(self) -> int:
+        """The address (as a TCAM key field's `value`, beside `mask`: Ternary)."""
+        return self.addr
 
     def matches(self, address: int) -> bool:
         """Whether `address` (an int) is in the prefix."""
@@ -312,18 +334,25 @@ class StandaloneModel:
 
     def verdicts(self, data: bytes | bytearray, off: array[int], lens: array[int], ports: Any) -> Verdicts:
         """The batch API: every frame of a window (`data` at `off`, `lens`; input `ports`)
-        judged, as the C oracle's oracle_window gives them."""
-        return _located(self.source, lambda: self._window(data, off, lens, ports))
+        judged, as the C oracle's oracle_window gives them.  The garbage collector is
+        held off meanwhile: a verdict a frame makes no cycles, and in a process holding
+        many objects its collections, which allocation sets off, cost more than the model."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return _located(self.source, lambda: self._window(data, off, lens, ports))
+        finally:
+            if was:
+                gc.enable()
 
     def _window(self, data: bytes | bytearray, off: array[int], lens: array[int], ports: Any) -> Verdicts:
         n = len(lens)
         kind, reason, port = bytearray(n), bytearray(n), bytearray(n)
         out = bytearray(data)
-        mv = memoryview(data)
+        frames = data if type(data) is bytes else bytes(data)  # (a slice of bytes is bytes)
         fn, ctx, code = self.decider.fn, self.ctx, self._code
-        for i in range(n):
-            o, ln = off[i], lens[i]
-            v = fn(bytes(mv[o : o + ln]), ports[i], ctx)
+        for i, (o, ln, p) in enumerate(zip(off, lens, ports, strict=True)):
+            v = fn(frames[o : o + ln], p, ctx)
             if type(v) is Verdict and v.kind == FORWARD and len(v.frame) == ln and 0 <= v.port < 256:
                 port[i] = v.port
                 out[o : o + ln] = v.frame
@@ -391,7 +420,7 @@ def load_model(path: str | Path, reasons: Reasons, tables: Mapping[str, Any] | N
         spec.loader.exec_module(module)
     except ModelError as e:
         raise ModelError(f"{p}: {e}") from None
-    except Exception as e:  # noqa: BLE001 - the user's code: any error is reported, located
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code: any error is reported, located
         raise ModelError(f"{p}:{_line_in(e, str(p))}: {type(e).__name__}: {e}") from None
     finally:
         sys.modules.pop(name, None)

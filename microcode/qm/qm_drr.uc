@@ -5,9 +5,10 @@
 // Queues.  A packet's key is its class (DRR) or connection (DFQ): the input port
 // (packet word bits 30..28) or, with QM_CLASS_MSG, bits 8.. of the input message's
 // second longword (bits 7..0 are the output port), masked with QM_KEY_MASK.  Its queue
-// is the SRAM queue-array queue at QX_BASE + (key << 7) + (port << 4); the queue
-// descriptor's fourth longword (+12) counts the packets enqueued and not yet claimed by
-// a visit (below).
+// is the SRAM queue-array queue at QX_BASE + (key << 8) + (port << 5), 32 bytes: the
+// queue descriptor (+0 head, +4 tail, +8 count), +12 the count word (bit 31: held by
+// a visit or its ring entry; bits 30..0: packets enqueued and not yet claimed), +16 the
+// late charges (lengths of frames dequeued after their visit ended).
 //
 // Active lists, so that the cost of a packet does not depend on the number of queues.
 // Each output port has an SRAM ring (descriptor QR_BASE + 32 * port) of the queues that
@@ -41,12 +42,6 @@
 #include "npk_sched.h"
 
 #define QM_LM_QUANTA    256
-// With QM_QLIMIT_QUEUE (a layout flag of the qm block: the SPP's per-slice queues), each
-// queue may also hold at most QM_QLIMIT_QUEUE packets, so that one class's backlog cannot
-// take the port's QM_QLIMIT from the others (without it, the drops of an overloaded port
-// go by arrival, not by share).  Counters in local memory, 8 bytes a queue at
-// QM_LM_Q + 8 * (key * 8 + port): +0 enqueued (context 0), +4 dequeued (schedulers).
-#define QM_LM_Q         512
 #define QM_MAX_ELEMS    24          // a 1,514-byte frame
 #ifndef QM_POLL_TICKS
 #define QM_POLL_TICKS   32
@@ -66,7 +61,7 @@
     immed_w1[REG, (((V) >> 16) & 0xFFFF)]
 #endm
 
-.reg p tries t u blocked ln key qa qcur
+.reg p t u ln key qa
 .reg @qm_enq @qm_deq @qm_port
 
     npk_thread_setup()
@@ -97,12 +92,12 @@ qm_init_port#:
     immed[$w0, 0]
     immed[$w1, 0]
     immed[$w2, 0]
-    immed32(u, QR_STORE)
+    immed[u, QR_STORE]
     alu_shf[t, --, b, p, <<QR_STORE_SHIFT]
     alu[$w3, u, +, t]
     immed32(u, QR_WORDS)
     alu[$w4, --, b, u]
-    immed32(u, QR_BASE)
+    immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
     sram[write, $w0, u, 0, 5], ctx_swap[s_w]
@@ -111,23 +106,6 @@ qm_init_port#:
         br[qm_init_port#]
     .endif
 .end
-#ifdef QM_QLIMIT_QUEUE
-    immed[p, 0]
-qm_init_queue#:
-    alu_shf[t, --, b, p, <<3]
-    immed[u, QM_LM_Q]
-    alu[t, t, +, u]
-    local_csr_wr[ACTIVE_LM_ADDR_1, t]
-    nop
-    nop
-    nop
-    alu[*l$index1[0], --, b, 0]
-    alu[*l$index1[1], --, b, 0]
-    alu[p, p, +, 1]
-    .if (p < 64)
-        br[qm_init_queue#]
-    .endif
-#endif
     immed[t, QM_LM_QUANTA]
     local_csr_wr[ACTIVE_LM_ADDR_1, t]
     nop
@@ -145,40 +123,22 @@ qm_init_queue#:
 // descriptor address -> qa.
 #macro qm_queue_of(PW, W1)
     alu[p, W1, and, 0xFF]
+    immed[qa, QX_BASE]
 #ifdef QM_CLASS_MSG
-    alu_shf[key, --, b, W1, >>8]
+    immed[t, QM_KEY_MASK]
+    alu_shf[key, t, and, W1, >>8]
 #else
-    alu_shf[key, --, b, PW, >>28]
-    alu[key, key, and, 7]
+    alu_shf[key, (QM_KEY_MASK & 7), and, PW, >>28]
 #endif
-    immed32(t, QM_KEY_MASK)
-    alu[key, key, and, t]
-    immed32(qa, QX_BASE)
-    alu_shf[t, --, b, key, <<7]
-    alu[qa, qa, +, t]
-    alu_shf[t, --, b, p, <<4]
-    alu[qa, qa, +, t]
-#endm
-
-// local memory index1 -> the counters of queue QA (QM_LM_Q + 8 * (key * 8 + port):
-// QA - QX_BASE is key << 7 | port << 4, so the offset is (QA - QX_BASE) >> 1)
-#macro qm_queue_lm(QA)
-    immed32(t, QX_BASE)
-    alu[t, QA, -, t]
-    alu_shf[t, --, b, t, >>1]
-    immed[u, QM_LM_Q]
-    alu[t, t, +, u]
-    local_csr_wr[ACTIVE_LM_ADDR_1, t]
-    nop
-    nop
-    nop
+    alu_shf[qa, qa, or, key, <<8]      // (the fields do not overlap)
+    alu_shf[qa, qa, or, p, <<5]
 #endm
 
 // local memory index1 -> the quantum of queue QA's key
 #macro qm_quantum_of(QA)
-    immed32(t, QX_BASE)
+    immed[t, QX_BASE]
     alu[t, QA, -, t]
-    alu_shf[t, --, b, t, >>7]
+    alu_shf[t, --, b, t, >>8]
     alu[t, t, and, 7]
     alu_shf[t, --, b, t, <<2]
     immed[u, QM_LM_QUANTA]
@@ -190,106 +150,165 @@ qm_init_queue#:
 #endm
 
 // ---- context 0: enqueue, two messages a swap ----------------------------------------
-// Link the descriptor of PW on its queue and count it (test_and_incr into XC, signal
-// SIG), or drop it with queue_full when its port holds QM_QLIMIT packets; OK -> 1 when
-// enqueued.  QA_SAVE keeps the queue's address for the ring put.
-#macro qm_enq_one(PW, W1, XC, SIG, OK, QA_SAVE, P_SAVE)
+// Phase A: the queue of message (PW, W1) -> QA_SAVE, its port -> P_SAVE, local memory
+// LMCSR (ACTIVE_LM_ADDR_0 or _1: one a message of the batch) at the port's record
+// and the port's backlog -> BL; when that is QM_KEY_QLIMIT or more (only then can the
+// queue be full), the read of the queue's length (queue-array count, +8) into XQ.
+#macro qm_enq_a(PW, W1, XQ, SIGQ, QA_SAVE, P_SAVE, LMCSR, LM0, LM1, BL)
+    qm_queue_of(PW, W1)
+    alu_shf[t, --, b, p, <<5]
+    local_csr_wr[LMCSR, t]
+    alu[QA_SAVE, --, b, qa]
+    alu[P_SAVE, --, b, p]
+    immed[u, QM_KEY_QLIMIT]
+    alu[BL, --, b, LM0]
+    alu[BL, BL, -, LM1]
+    .if (BL >= u)
+        sram[read, XQ, qa, 8, 1], sig_done[SIGQ]
+    .endif
+#endm
+
+// Phase B: link the descriptor of PW on queue QA and count it (test_and_incr into XC,
+// signal SIG; LM0: its port's enqueued counter), OK -> 1; or drop it with queue_full
+// (DROPCODE: control_queue_full for the control plane's frames) when its port holds
+// QM_QLIMIT packets (BL) or its queue QM_KEY_QLIMIT (XQ + EXTRA, EXTRA: a message of
+// this batch for the same queue).
+#macro qm_enq_b(PW, QA, BL, XQ, SIGQ, EXTRA, XC, SIG, OK, LM0, DROPCODE)
 .begin
     .reg ed
-    qm_queue_of(PW, W1)
-#ifdef QM_QLIMIT_QUEUE
-    qm_queue_lm(qa)
-#endif
-    alu_shf[t, --, b, p, <<5]
-    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    immed[u, QM_KEY_QLIMIT]         // (BL may be OK's register: it is read first)
+    .if (BL >= u)
+        ctx_arb[SIGQ]
+        alu[t, XQ, +, EXTRA]
+        .if (t >= u)
+            br[drop#]
+        .endif
+        immed[u, QM_QLIMIT]
+        .if (BL >= u)
+            br[drop#]
+        .endif
+    .endif
     immed[ed, DESC_BASE]
     alu_shf[t, --, b, PW, <<16]
     alu_shf[t, --, b, t, >>(16 - DESC_SHIFT)]
     alu[ed, ed, +, t]
-    alu[t, --, b, *l$index0[0]]
-    alu[t, t, -, *l$index0[1]]
-    immed[u, QM_QLIMIT]
-#ifdef QM_QLIMIT_QUEUE
-    .if (t < u)
-        alu[t, --, b, *l$index1[0]]
-        alu[t, t, -, *l$index1[1]]
-        immed[u, QM_QLIMIT_QUEUE]
-    .endif
-#endif
+    sram[enqueue, --, QA, ed]
+    sram[test_and_incr, XC, QA, 12], sig_done[SIG]
+    alu[t, --, b, LM0]
+    alu[LM0, t, +, 1]
+    alu[@qm_enq, @qm_enq, +, 1]
+    immed[OK, 1]
+    br[done#]
+drop#:
     immed[OK, 0]
-    .if (t < u)
-#ifdef QM_QLIMIT_QUEUE
-        alu[t, --, b, *l$index1[0]]
-        alu[*l$index1[0], t, +, 1]
-#endif
-        sram[enqueue, --, qa, ed]
-        sram[test_and_incr, XC, qa, 12], sig_done[SIG]
-        alu[t, --, b, *l$index0[0]]
-        alu[*l$index0[0], t, +, 1]
-        alu[@qm_enq, @qm_enq, +, 1]
-        immed[OK, 1]
-        alu[QA_SAVE, --, b, qa]
-        alu[P_SAVE, --, b, p]
-    .else
-        immed[code, DROP_QUEUE_FULL]
-        npk_free_buffer(PW)
-        npk_count((STAT_DROP_BASE + 4 * DROP_QUEUE_FULL))
-    .endif
+    immed[code, DROPCODE]
+    npk_free_buffer(PW)
+    npk_count((STAT_DROP_BASE + 4 * DROPCODE))
+done#:
 .end
 #endm
 
-// Put queue QA (deficit DEF) on port P's active ring.
-#macro qm_ring_put(QA, DEF, P)
+// Put queue QA (deficit DEF, claims carried CL) on port P's active ring.
+#macro qm_ring_put(QA, DEF, CL, P)
 .begin
-    .reg write $r0 $r1
-    .xfer_order $r0 $r1
+    .reg write $r0 $r1 $r2
+    .xfer_order $r0 $r1 $r2
     .reg ra rt
     .sig s_r
     alu[$r0, --, b, QA]
     alu[$r1, --, b, DEF]
-    immed32(ra, QR_BASE)
+    alu[$r2, --, b, CL]
+    immed[ra, QR_BASE]
     alu_shf[rt, --, b, P, <<5]
     alu[ra, ra, +, rt]
-    sram[put, $r0, ra, 0, 2], ctx_swap[s_r]
+    sram[put, $r0, ra, 0, 3], ctx_swap[s_r]
 .end
 #endm
 
+// Put queue QA on port P's active ring without waiting: XR0..XR2 (deficit 0, no claims)
+// are free again at SIG, which the loop waits for before it writes them next (PENDING).
+#macro qm_ring_put_async(QA, P, XR0, XR1, XR2, SIG, PENDING)
 .begin
-    .reg read $e0 $e1 $e2 $e3 $x1 $x2
+    .reg ra rt
+    .if (PENDING != 0)
+        ctx_arb[SIG]
+    .endif
+    alu[XR0, --, b, QA]
+    alu[XR1, --, b, 0]
+    alu[XR2, --, b, 0]
+    immed[ra, QR_BASE]
+    alu_shf[rt, --, b, P, <<5]
+    alu[ra, ra, +, rt]
+    sram[put, XR0, ra, 0, 3], sig_done[SIG]
+    immed[PENDING, 1]
+.end
+#endm
+
+// The loop is software-pipelined: the next two gets are issued with this batch's
+// enqueues, and ring puts are not waited for (the enqueuer's chain: get, length read,
+// enqueue + count; ~2 SRAM round trips a batch of two).
+.begin
+    .reg read $e0 $e1 $e2 $e3 $x1 $x2 $l1 $l2
     .xfer_order $e0 $e1 $e2 $e3
-    .reg ok1 ok2 qa1 qa2 p1 p2
-    .sig s_e s_e2 s_x1 s_x2
-qm_enq_loop#:
+    .reg write $p0 $p1 $p2 $p3 $p4 $p5
+    .xfer_order $p0 $p1 $p2
+    .xfer_order $p3 $p4 $p5
+    .reg ok1 ok2 qa1 qa2 p1 p2 pend1 pend2
+    // the two packet words: ow1 and pw (the block skeleton's, unused otherwise here)
+#define pw1 ow1
+#define pw2 pw
+    .sig s_e s_e2 s_x1 s_x2 s_l1 s_l2 s_p1 s_p2
+    immed[pend1, 0]
+    immed[pend2, 0]
     scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
     scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
+qm_enq_loop#:
     ctx_arb[s_e, s_e2]
     immed[ok1, 0]
     immed[ok2, 0]
-    alu[pw, --, b, $e0]
-    beq[qm_enq_second#]
-    qm_enq_one(pw, $e1, $x1, s_x1, ok1, qa1, p1)
-qm_enq_second#:
-    // the second get may bring a message although the first found the ring empty
-    alu[pw, --, b, $e2]
-    beq[qm_enq_wait#]
-    qm_enq_one(pw, $e3, $x2, s_x2, ok2, qa2, p2)
-qm_enq_wait#:
+    alu[pw1, --, b, $e0]
+    alu[pw2, --, b, $e2]
+    alu[--, pw1, or, pw2]
+    bne[qm_enq_some#]
+    // nothing: ask again after a swap
+    ctx_arb[voluntary]
+    scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
+    scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
+    br[qm_enq_loop#]
+qm_enq_some#:
+    // (the second get may bring a message although the first found the ring empty)
+    .if (pw1 != 0)
+        qm_enq_a(pw1, $e1, $l1, s_l1, qa1, p1, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], ok1)
+    .endif
+    .if (pw2 != 0)
+        qm_enq_a(pw2, $e3, $l2, s_l2, qa2, p2, ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[1], ok2)
+    .endif
+    .if (pw1 != 0)
+        qm_enq_b(pw1, qa1, ok1, $l1, s_l1, 0, $x1, s_x1, ok1, *l$index0[0], DROP_QUEUE_FULL)
+    .endif
+    .if (pw2 != 0)
+        immed[ln, 0]
+        .if (qa1 == qa2)
+            alu[ln, --, b, ok1]
+        .endif
+        alu[qa, --, b, qa2]             // (the enqueue wants its queue in bank A)
+        qm_enq_b(pw2, qa, ok2, $l2, s_l2, ln, $x2, s_x2, ok2, *l$index1[0], DROP_QUEUE_FULL)
+    .endif
+    scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
+    scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
     .if (ok1 != 0)
         ctx_arb[s_x1]
         alu[--, --, b, $x1]
         bne[qm_enq_w2#]
-        qm_ring_put(qa1, 0, p1)
+        qm_ring_put_async(qa1, p1, $p0, $p1, $p2, s_p1, pend1)
     .endif
 qm_enq_w2#:
     .if (ok2 != 0)
         ctx_arb[s_x2]
         alu[--, --, b, $x2]
         bne[qm_enq_loop#]
-        qm_ring_put(qa2, 0, p2)
+        qm_ring_put_async(qa2, p2, $p3, $p4, $p5, s_p2, pend2)
     .endif
-    alu[--, $e0, or, $e2]
-    bne[qm_enq_loop#]
-    ctx_arb[voluntary]              // both empty: let the others run
     br[qm_enq_loop#]
 .end
 
@@ -301,10 +320,10 @@ qm_poll#:
 #ifdef RING_CP
     // the control plane's frames (README §3.2), one a round, as qm.uc
 .begin
-    .reg read $c0 $c1 $cx
+    .reg read $c0 $c1 $cx $cl
     .xfer_order $c0 $c1
     .reg cok cqa cp
-    .sig s_c s_cx
+    .sig s_c s_cx s_cl
     scratch[get, $c0, zero, (RING_CP << 2), 2], sig_done[s_c]
     npk_timer_start(QM_POLL_TICKS)
     ctx_arb[s_c, s_timer]
@@ -312,12 +331,13 @@ qm_poll#:
     beq[qm_poll#]
     alu[ln, --, b, $c1]
     alu[ln, ln, and, 0xFF]          // the control plane's frames: key from the packet word
-    qm_enq_one(pw, ln, $cx, s_cx, cok, cqa, cp)
+    qm_enq_a(pw, ln, $cl, s_cl, cqa, cp, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], cok)
+    qm_enq_b(pw, cqa, cok, $cl, s_cl, 0, $cx, s_cx, cok, *l$index0[0], DROP_CONTROL_QUEUE_FULL)
     .if (cok != 0)
         ctx_arb[s_cx]
         alu[--, --, b, $cx]
         bne[qm_poll#]
-        qm_ring_put(cqa, 0, cp)
+        qm_ring_put(cqa, 0, 0, cp)
     .endif
     br[qm_poll#]
 .end
@@ -334,13 +354,13 @@ qm_scheduler#:
     .endif
 qm_deq_loop#:
 .begin
-    .reg read $q0 $ln $g0 $g1
-    .xfer_order $g0 $g1
-    .reg $k
+    .reg read $q0 $g0 $g1 $g2
+    .xfer_order $g0 $g1 $g2
+    .reg $k $d
     .reg write $o0 $o1
     .xfer_order $o0 $o1
-    .reg cred claims
-    .sig s_q s_o s_ln s_g s_k
+    .reg cred claims tries blocked qcur late
+    .sig s_q s_o s_ln s_g s_k s_d
     ctx_arb[tok_get]
     alu[--, @qm_enq, -, @qm_deq]
     beq[qm_idle#]
@@ -373,65 +393,52 @@ qm_try#:
         .if (claims != 0)
             alu[--, cred, -, 1]
             bge[qm_serve#]          // signed: credit > 0
-            // credit spent.  No other queue of the port waiting (its ring empty): the
-            // next round is this queue's again, at once (one SRAM read, not four)
-            immed32(u, QR_BASE)
-            alu_shf[t, --, b, p, <<5]
-            alu[u, u, +, t]
-            sram[read, $g0, u, 8, 1], ctx_swap[s_g]
-            alu[--, --, b, $g0]
-            bne[qm_give_back#]
-            qm_quantum_of(qcur)
-            alu[cred, cred, +, *l$index1[0]]
-            alu[*l$index0[6], --, b, cred]
-            alu[--, cred, -, 1]
-            bge[qm_serve#]
-qm_give_back#:
-            // give the claims back; from 0, the queue goes back on the ring
-            alu[$k, --, b, claims]
-            sram[test_and_add, $k, qcur, 12], ctx_swap[s_k]
-            alu[--, --, b, $k]
-            bne[qm_visit_end#]
-            qm_ring_put(qcur, cred, p)
+            // credit spent: to the ring's tail with its deficit and its claims
+            qm_ring_put(qcur, cred, claims, p)
+        .else
+            // claims spent: the queue is released (held bit cleared) unless packets came
+            // meanwhile; then it goes back on the ring, and its next visit claims them
+            immed[t, 0x8000, <<16]
+            alu[$k, --, b, t]
+            sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]
+            alu_shf[t, --, b, $k, <<1]
+            .if (t != 0)
+                qm_ring_put(qcur, cred, 0, p)
+            .endif
         .endif
-qm_visit_end#:
         alu[*l$index0[3], --, b, 0]
-        alu[*l$index0[7], --, b, 0]
     .endif
-    // next visit: the head of the port's ring
-    immed32(u, QR_BASE)
+    // next visit: the head of the port's ring; claim its queue's packets (swap the count
+    // for the held bit: arrivals then count without putting the queue on the ring again)
+    immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
-    sram[get, $g0, u, 0, 2], ctx_swap[s_g]
+    sram[get, $g0, u, 0, 3], ctx_swap[s_g]
     alu[qcur, --, b, $g0]
     .if (qcur == 0)
         br[qm_next_port#]           // counted, not yet on the ring (its put is in flight)
     .endif
-    immed[t, 0]
-    alu[$k, t, -, 1]
-    sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]
-    alu[claims, --, b, $k]
-    // credit: the carried deficit + the key's quantum
-    alu[cred, --, b, $g1]
+    immed[t, 0x8000, <<16]
+    alu[$k, --, b, t]
+    alu[$d, --, b, 0]
+    sram[swap, $k, qcur, 12], sig_done[s_k]
+    sram[swap, $d, qcur, 16], sig_done[s_d]       // the charges that came after its last visit
+    ctx_arb[s_k, s_d]
+    alu_shf[claims, --, b, $k, <<1]
+    alu_shf[claims, --, b, claims, >>1]
+    alu[claims, claims, +, $g2]
+    // credit: the carried deficit + the key's quantum - the late charges
+    alu[cred, $g1, -, $d]
     qm_quantum_of(qcur)
     alu[cred, cred, +, *l$index1[0]]
     alu[*l$index0[3], --, b, qcur]
     alu[*l$index0[6], --, b, cred]
     alu[*l$index0[7], --, b, claims]
-    .if (claims == 0)
-        alu[*l$index0[3], --, b, 0]
-        br[qm_next_port#]
-    .endif
     alu[--, cred, -, 1]
     bge[qm_serve#]
-    // a debt larger than the quantum: back to the tail with it, claims returned
-    alu[$k, --, b, claims]
-    sram[test_and_add, $k, qcur, 12], ctx_swap[s_k]
+    // a debt larger than the quantum: back to the tail, where it gains a quantum a round
     alu[*l$index0[3], --, b, 0]
-    alu[*l$index0[7], --, b, 0]
-    alu[--, --, b, $k]
-    bne[qm_next_port#]
-    qm_ring_put(qcur, cred, p)
+    qm_ring_put(qcur, cred, claims, p)
 qm_next_port#:
     alu[p, p, +, 1]
     .if (p == NPORTS)
@@ -454,11 +461,6 @@ qm_serve#:
     alu[*l$index0[7], --, b, claims]
     alu[t, --, b, *l$index0[1]]
     alu[*l$index0[1], t, +, 1]
-#ifdef QM_QLIMIT_QUEUE
-    qm_queue_lm(qcur)
-    alu[t, --, b, *l$index1[1]]
-    alu[*l$index1[1], t, +, 1]
-#endif
     alu[@qm_deq, @qm_deq, +, 1]
     alu[t, --, b, *l$index0[4]]
     alu[*l$index0[4], t, +, QM_MAX_ELEMS]
@@ -471,18 +473,24 @@ qm_serve#:
     local_csr_wr[SAME_ME_SIGNAL, nget]
     ctx_arb[s_q]
     alu[u, --, b, $q0]
-    sram[read, $ln, u, 8, 1], sig_done[s_ln]
+    sram[read, $q0, u, 8, 1], sig_done[s_ln]   // (reused: the dequeue's result is in u)
     immed[t, DESC_BASE]
     alu[t, u, -, t]
     alu_shf[pw, --, b, t, >>DESC_SHIFT]
     alu_shf[pw, pw, or, 1, <<31]
     ctx_arb[s_ln]
-    alu_shf[ln, --, b, $ln, >>16]
+    alu_shf[ln, --, b, $q0, >>16]
     // charge the visit (if it is still this queue's) and correct the reservation
+    immed[late, 0]
     alu[t, --, b, *l$index0[3]]
     .if (t == qcur)
         alu[t, --, b, *l$index0[6]]
         alu[*l$index0[6], t, -, ln]
+    .else
+        // its visit has ended: the queue's late-charge word (+16), read at its next visit
+        alu[$d, --, b, ln]
+        sram[add, $d, qcur, 16], sig_done[s_d]
+        immed[late, 1]
     .endif
     alu[u, ln, +, 63]
     alu_shf[u, --, b, u, >>6]
@@ -499,9 +507,14 @@ qm_out_wait#:
     br[qm_out_full#]
 qm_out_put#:
     alu[$o0, --, b, pw]
-    alu_shf[$o1, p, or, ln, <<16]
+    alu_shf[t, --, b, ln, <<16]
+    alu[$o1, t, or, p]
     scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_o]
     local_csr_wr[SAME_ME_SIGNAL, nput]
-    ctx_arb[s_o]
+    .if (late != 0)
+        ctx_arb[s_o, s_d]
+    .else
+        ctx_arb[s_o]
+    .endif
     br[qm_deq_loop#]
 .end

@@ -117,7 +117,7 @@ def test_addresses_out_of_range_are_errors(s: Session) -> None:
 
 
 def test_trailing_words_and_parse_errors_give_the_column(s: Session) -> None:
-    assert err(s, "watch a0 +") == "column 10: unexpected '+' (usage: watch REG | sram|dram|scratch ADDR [LEN])"
+    assert err(s, "watch a0 +") == "column 10: unexpected '+' (usage: watch REG | sram|dram|scratch ADDR [LEN] | tcam[N])"
     assert err(s, "watch dram 0 4 junk").startswith("column 16: unexpected 'junk'")
     assert err(s, "print a0 +") == "column 11: cannot parse expression 'a0 +': it ends too early"
     assert err(s, "print 1 2") == "column 9: cannot parse expression '1 2': invalid syntax"

@@ -4,6 +4,7 @@ errors on a chip without one."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from npkit.toolchain.debug.session import DebugError, Session
 from npkit.toolchain.debug.target import open_target
+from npkit.toolchain.debug.trace import record_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SPP = str(ROOT / "examples" / "chips" / "ixp2850_spp.yaml")
@@ -79,3 +81,18 @@ def test_errors(tmp_path: Path) -> None:
         s.execute("print tcam[8192]")
     with pytest.raises(DebugError, match="has no TCAM"):
         _session(tmp_path, "ixp2800").execute("tcam")
+
+
+def test_trace_records_lookups(tmp_path: Path) -> None:
+    s = _session(tmp_path)
+    out = tmp_path / "trace.json"
+    summary = record_trace(s.target, 20000, 0, None, out)
+    doc = json.loads(out.read_text())
+    looks = [e for e in doc["traceEvents"] if e.get("cat") == "tcam"]
+    assert summary["tcam_lookups"] == len(looks) == 8  # every context looked up once
+    first = looks[0]
+    assert first["name"] == "tcam hit" and first["ph"] == "i"
+    a = first["args"]
+    assert a["key"] == ["0x0a010203", "0x00000000", "0x00000000", "0x00000000", "0x00000000"]
+    assert (a["hit"], a["count"], a["index"], a["result"]) == (True, 2, 3, 0x33)
+    assert a["slot"] == first["tid"]  # ME 0: slot = context

@@ -93,3 +93,11 @@ def test_fuzz_tcam_fields(tmp_path: Path, tcam: dict[str, Any]) -> None:
     cfg = load_or_refuse(path, data, load_config, EmulatorError)
     if cfg is not None:
         _built(cfg, path)
+
+
+def test_a_bad_base_is_located(tmp_path: Path) -> None:
+    """(found by the fuzz above: an unknown `base:` named no file and line)"""
+    path = _write(tmp_path, SPP_TEXT.replace("base: ixp2800", "base: ixp9999"))
+    line = next(i for i, t in enumerate(SPP_TEXT.splitlines(), 1) if t.startswith("base:"))
+    with pytest.raises(EmulatorError, match=rf"^{path}:{line}: base: unknown chip config 'ixp9999'"):
+        load_config(path)

@@ -57,6 +57,7 @@ def test_consumed_by_the_daemon_as_a_gpe_process(tmp_path: Path) -> None:
     n = s["totals"]["exceptions"]["acl_log"]
     assert n > 100 and s["comparison"]["matched_exception"] >= n
     assert s["control_plane"]["packets_forwarded_by_it"] == 0
+    assert s["control_plane"]["app_exceptions"] == {"acl_log": {"consumed": n}}
 
 
 def test_forwarded_by_the_daemon_on_the_xscale(tmp_path: Path) -> None:
@@ -69,6 +70,7 @@ def test_forwarded_by_the_daemon_on_the_xscale(tmp_path: Path) -> None:
     # consumed) went back out, routed by the daemon, with the bytes the model expects
     # (compared frame by frame: no wrong_bytes), none left as an exception
     assert n > 100 and s["control_plane"]["packets_forwarded_by_it"] == n
+    assert s["control_plane"]["app_exceptions"] == {"acl_log": {"forwarded": n}}
     assert "acl_log" not in s["totals"]["exceptions"]
     assert s["totals"]["forwarded"] == consumed["totals"]["forwarded"] + n
     assert s["comparison"].get("wrong_bytes", 0) == 0 and s["totals"]["lost"] == 0

@@ -96,7 +96,8 @@ def test_block_source_from_the_app_folder_first(tmp_path: Path) -> None:
     progs = {p.name: p for p in image.programs}
     assert str(own) in progs["hdr_format"].source_files
     assert not any(str(app_dir) in f for f in progs["lookup"].source_files)
-    assert image.meta["app"] == {"name": "mine", "folder": str(app_dir), "reasons": [str(ROOT / "microcode" / "reasons.yaml")]}
+    assert image.meta["app"] == {"name": "mine", "folder": str(app_dir), "reasons": [str(ROOT / "microcode" / "reasons.yaml")],
+                                 "extends": "ipv4"}
     words = list(progs["hdr_format"].words)
     own.write_text(own.read_text().replace("npk_thread_setup", "nop\n    npk_thread_setup", 1))
     os.utime(own, ns=(1, 1))  # another time and size: the cached image is not this one
@@ -337,7 +338,7 @@ def test_model_errors_are_located(tmp_path: Path) -> None:
             assert str(e).startswith(want), str(e)
 
 
-_REASON_FIELDS = st.dictionaries(st.sampled_from(["code", "step", "rule", "ref", "note", "icmp", "other"]),
+_REASON_FIELDS = st.dictionaries(st.sampled_from(["code", "step", "rule", "ref", "note", "icmp", "control", "other"]),
                                  _SCALARS, max_size=5)  # fmt: skip
 _REASON_FILES = st.one_of(
     _VALUES,

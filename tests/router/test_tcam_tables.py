@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
 
 from npkit.emulator.binding import Chip
 from npkit.emulator.loader import LoadError, load_image
@@ -17,6 +18,8 @@ from npkit.toolchain.system.app import AppError, load_app
 from npkit.toolchain.system.app_tables import TablesError, load_tables, model_rows
 from npkit.toolchain.system.errors import LinkError
 from npkit.toolchain.system.link import link
+
+from ..formats.test_fuzz_formats import FUZZ, load_or_refuse, mutated
 
 ROOT = Path(__file__).resolve().parents[2]
 SPP = ROOT / "examples" / "chips" / "ixp2850_spp.yaml"
@@ -49,6 +52,8 @@ def test_rows_pack_into_entries_and_the_header(tmp_path: Path) -> None:
     (t,) = load_tables(_tables(tmp_path))
     assert (t.memory, t.first_entry, t.entry_words) == ("tcam", 4, 2)
     assert t.rows[1]["proto"] == Ternary(16, 0xF0, 8) and t.rows[0]["dst"] == Prefix(0x0A010000, 16)
+    dst = t.rows[0]["dst"]
+    assert (dst.value, dst.mask) == (0x0A010000, 0xFFFF0000)  # every key field has value and mask
     raw = t.tcam_entries()
     assert len(raw) == 3 * 128
     words = [int.from_bytes(raw[128 + 4 * i: 128 + 4 * i + 4], "big") for i in range(21)]
@@ -149,3 +154,30 @@ def test_an_image_with_tcam_entries_needs_its_tcam(tmp_path: Path) -> None:
     assert image.meta["tcam"]["base"] == 0x80600000
     with pytest.raises(LoadError, match=r"linked for a TCAM at 0x80600000 with 144-bit keys .*this chip \(ixp2800\) has no TCAM"):
         load_image(Chip("ixp2800"), image)
+
+
+def test_a_router_run_of_the_app_gets_its_chip(tmp_path: Path) -> None:
+    from npkit.toolchain.system.router_run import RouterRun
+
+    app = load_app(_app(tmp_path))
+    rr = RouterRun.link(app.layout_file(None), app=app)
+    info = rr.chip.tcam_info()
+    assert info is not None and info["base"] == 0x80600000
+    # the image's rows are in the chip's TCAM before anything runs
+    assert rr.chip.tcam_read(4)["valid"] and not rr.chip.tcam_read(3)["valid"]
+
+
+TABLE_KEYS = ["filters", "memory", "tcam", "first_entry", "fields", "result", "rows", "type", "bits", "prefix",
+              "value", "mask", "dst", "dport", "proto", "qid", "port", "base"]  # fmt: skip
+
+
+@FUZZ
+@given(data=mutated(TABLES, TABLE_KEYS))
+def test_fuzz_tcam_tables(tmp_path: Path, data: bytes) -> None:
+    """A mutated tcam table: compiled, or a TablesError naming the file (never another exception)."""
+    tables = load_or_refuse(tmp_path / "tables.yaml", data, load_tables, TablesError)
+    for t in tables or []:
+        if t.is_tcam:
+            assert len(t.tcam_entries()) == 128 * len(t.rows)
+            rows = model_rows({t.name: t.record()})[t.name]
+            assert [r["_entry"] for r in rows] == list(range(t.first_entry, t.first_entry + len(rows)))

@@ -159,3 +159,18 @@ def test_a_deciding_model_in_an_application_with_a_base_is_refused(tmp_path: Pat
     meta = {"app": {"name": "x", "model": str(path), "extends": "ipv4"}}
     with pytest.raises(AppError, match="is for an application without extends"):
         model_of_image(meta, app_reasons(load_app(UDPLB)), RouterConfig.load(UDPLB / "router.yaml"))
+
+
+def test_the_traffic_hits_and_misses_every_service(frames: list[Any]) -> None:
+    """For each service: UDP to it, UDP to its VIP on another port, UDP to its port on
+    another address, and TCP to its VIP and port."""
+    udp, tcp = Counter(), Counter()
+    for p in frames:
+        d = p.data
+        if len(d) >= 42 and d[12:14] == b"\x08\x00" and d[14] == 0x45 and not int.from_bytes(d[20:22], "big") & 0x3FFF:
+            (udp if d[23] == 17 else tcp if d[23] == 6 else Counter())[(d[30:34], d[36:38])] += 1
+    for s in _tables()["services"]:
+        vip, port = s["vip"].to_bytes(4, "big"), s["port"].to_bytes(2, "big")
+        assert udp[(vip, port)] > 0 and tcp[(vip, port)] > 0, s
+        assert sum(n for (a, q), n in udp.items() if a == vip and q != port) > 0, s
+        assert sum(n for (a, q), n in udp.items() if a != vip and q == port) > 0, s

@@ -101,8 +101,9 @@ def _model_pps(verdicts: Any, data: bytes, off: Any, lens: Any) -> int:
 
 def _standalone_pps(per_port: int, tmp: Path) -> int:
     """Frames a second through the UDP load balancer's model (examples/apps/udplb), one
-    window of `per_port` frames a port of its own traffic; the model must forward some
-    and drop some (a figure from a model that judges nothing means nothing)."""
+    window of `per_port` frames a port of its own traffic, the best of three passes; the
+    model must forward some and drop some (a figure from a model that judges nothing
+    means nothing)."""
     import yaml
 
     from npkit.emulator.traffic.cpkt import FORWARD
@@ -118,9 +119,11 @@ def _standalone_pps(per_port: int, tmp: Path) -> int:
     spec.update(router=str(router), count=per_port)
     write_traffic(spec_from_dict(spec, UDPLB), tmp / "udplb")
     data, off, lens, ports = _flat(load_traffic(tmp / "udplb"))
-    start = time.perf_counter()
-    v = model.verdicts(data, off, lens, ports)
-    took = time.perf_counter() - start
+    took = float("inf")
+    for _ in range(3):  # the best of three: the figure is the model's speed, not the machine's other load
+        start = time.perf_counter()
+        v = model.verdicts(data, off, lens, ports)
+        took = min(took, time.perf_counter() - start)
     forwarded = v.kind.count(FORWARD)
     assert 0 < forwarded < len(lens), f"the load balancer's model forwarded {forwarded} of {len(lens)} frames"
     return round(len(lens) / took)

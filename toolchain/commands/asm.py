@@ -8,6 +8,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -66,16 +67,21 @@ define_option = click.option("-D", "defines", multiple=True,
               help="Application folder (docs/applications.md): --layout is one of its layouts (default: its "
                    "default_layout), the block is looked up in its folders first, with its reasons.h and tables' "
                    "headers, as `npk link --app` assembles it.")  # fmt: skip
+@click.option("--config", "chip_config", default=None,
+              help="Chip config (a name or YAML file): its TCAM's defines for tcam.h (TCAM_BASE...) and "
+                   "the listing's notes on TCAM accesses (docs/tcam.md).")  # fmt: skip
 def asm_cmd(source: str | None, output: str | None, listing: str | None, include_dirs: tuple[str, ...],
             defines: tuple[str, ...], contexts: str | None, werror: bool, as_json: bool, layout: str | None,
-            block: str | None, app_dir: str | None) -> None:  # fmt: skip
+            block: str | None, app_dir: str | None, chip_config: str | None) -> None:  # fmt: skip
     """Assemble a microengine source file (SOURCE, or --block of --layout) into an ELF image."""
+    tcam_defs, window = _chip_tcam(chip_config)
     if layout is not None or block is not None or app_dir is not None:
         if source is not None or block is None or (layout is None and app_dir is None):
             raise click.UsageError("--layout (or --app) and --block go together, and without SOURCE")
         with _layout_block(layout, block, defines, app_dir) as (src, incs, block_defines, threads):
-            _assemble(str(src), output or f"{block}.elf", listing, [*include_dirs, *incs], block_defines,
-                      contexts or str(threads), werror, as_json, block)  # fmt: skip
+            _assemble(str(src), output or f"{block}.elf", listing, [*include_dirs, *incs],
+                      {**tcam_defs, **block_defines}, contexts or str(threads), werror, as_json, block,
+                      window)  # fmt: skip
         return
     if source is None:
         raise click.UsageError("missing SOURCE (or --layout L --block NAME)")
@@ -83,7 +89,24 @@ def asm_cmd(source: str | None, output: str | None, listing: str | None, include
         parsed = parse_defines(defines)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="'-D'") from None
-    _assemble(source, output, listing, list(include_dirs), parsed, contexts, werror, as_json)
+    _assemble(source, output, listing, list(include_dirs), {**tcam_defs, **parsed}, contexts, werror, as_json,
+              window=window)  # fmt: skip
+
+
+def _chip_tcam(chip_config: str | None) -> tuple[dict[str, str], Any]:
+    """The defines tcam.h takes from chip config `chip_config` and its TCAM window (none
+    without a config or a TCAM); a config that cannot be read exits 1 with its error."""
+    if chip_config is None:
+        return {}, None
+    from npkit.emulator.binding import EmulatorError, load_config
+    from npkit.emulator.tcam import tcam_defines, window_of
+
+    try:
+        cfg = load_config(chip_config)
+    except EmulatorError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    return tcam_defines(cfg), window_of(cfg)
 
 
 @contextmanager
@@ -114,7 +137,7 @@ def _layout_block(layout: str | None, block: str, params: tuple[str, ...],
 
 def _assemble(source: str, output: str | None, listing: str | None, include_dirs: list[str],
               defines: dict[str, str], contexts: str | None, werror: bool, as_json: bool,
-              name: str | None = None) -> None:  # fmt: skip
+              name: str | None = None, window: Any = None) -> None:  # fmt: skip
     from npkit.asm.assembler import assemble
     from npkit.asm.image import to_bytes
     from npkit.asm.listing import render_listing
@@ -126,7 +149,7 @@ def _assemble(source: str, output: str | None, listing: str | None, include_dirs
         asm = assemble(source, include_dirs, defines,
                        int(contexts) if contexts else None, diags, name=name)  # fmt: skip
         image_bytes = to_bytes(asm.image)
-        list_text = render_listing(asm) if listing else None
+        list_text = render_listing(asm, window) if listing else None
     except AsmError as e:
         for w in diags.render():
             click.echo(w, err=True)
@@ -181,10 +204,14 @@ def _assemble(source: str, output: str | None, listing: str | None, include_dirs
 @click.option("--program", default=None,
               help="Program of a multi-program (linked) image; one is needed unless --json.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print programs, words and text as JSON.")
+@click.option("--config", "chip_config", default=None,
+              help="Chip config (a name or YAML file) whose TCAM window the comments name (docs/tcam.md).")
 def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str | None,
-               program: str | None, as_json: bool) -> None:  # fmt: skip
+               program: str | None, as_json: bool, chip_config: str | None) -> None:  # fmt: skip
     """Disassemble an ELF image, a hex dump or a C byte array into reassemblable source."""
     from npkit.asm.disasm import disassemble, pick, read_words
+
+    _, window = _chip_tcam(chip_config)
 
     refuse_overwrite_usage([("-o", output)], [("SOURCE", source)])
     try:
@@ -193,7 +220,7 @@ def disasm_cmd(source: str, show_addr: bool, contexts: str | None, output: str |
         for p in progs:
             if contexts and p.raw:
                 p.ctx_mode = int(contexts)
-            parts.append(disassemble(p, show_addr))
+            parts.append(disassemble(p, show_addr, window))
         text = "\n".join(parts)
         if as_json:
             text = json.dumps({"programs": [

@@ -15,6 +15,9 @@ Open the file at https://ui.perfetto.dev (or chrome://tracing).  What is in it:
   a buffer is a step of that packet's flow (category "packet", "s"/"t"/"f"), and a
   receive into the start of a buffer (dram[rbuf_rd]) begins a new packet there
   (id = buffer index and generation: "b5.2");
+* TCAM lookups (docs/tcam.md): an instant event ("ph": "i", category "tcam") on the
+  context's track when the lookup completes, named `tcam hit` / `tcam miss`, args: its
+  slot, key longwords, hit, match count, index of the best match and its result;
 * process/thread names as "M" metadata events;
 * the file's "metadata": the tool, the images with the MEs each ran on ("image": the
   IMAGE@MES words of the command line, `a.uc@0x00,0x01 b.elf@0x10`, and "images": the
@@ -194,8 +197,16 @@ def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[in
     pkt_steps: dict[str, int] = {}
     packet_events: list[dict[str, Any]] = []
 
+    lookup: dict[str, Any] | None = None  # the TCAM lookup whose key and result come next
+    lookups = 0
     for ev in events:
         key = (ev.me, ev.ctx)
+        if ev.kind in ("tcam", "tcam_data"):
+            lookup = _tcam_event(ev, lookup, ts)
+            if ev.kind == "tcam" and lo <= ev.cycle <= hi:
+                out.append(lookup)
+                lookups += 1
+            continue
         if ev.kind == "state" and key in cur:
             close(key, ev.cycle)
             cur[key] = (CTX_STATES.get(ev.a0, "inactive"), ev.cycle, ev.a1)
@@ -254,11 +265,30 @@ def build_events(target: Target, events: list[HistEvent], initial: dict[tuple[in
     xs_tracks = xscale_track(target, out, lo, hi, end, ts)
     summary = {"from": lo, "to": hi, "events": len(out),
                "tracks": sum(len(target.ctxs(m)) for m in target.mes) + xs_tracks,
-               "spans": spans, "flows": flows, "packets": packets, "clock_mhz": mhz,
+               "spans": spans, "flows": flows, "packets": packets, "tcam_lookups": lookups, "clock_mhz": mhz,
                "packet_buffers": None if buffers is None else vars(buffers)}  # fmt: skip
     return {"traceEvents": out, "displayTimeUnit": "ns",
             "metadata": {"tool": "npk trace", "image": " ".join(target.placements),
                          "images": target.placements, "summary": summary}}  # fmt: skip
+
+
+def _tcam_event(ev: HistEvent, lookup: dict[str, Any] | None, ts: Any) -> dict[str, Any] | None:
+    """A TCAM lookup's trace event (history `tcam`), or the last one with a key longword
+    or result half added (`tcam_data`: a0 0..8 key longword, 9 / 10 result bits 63:32 / 31:0)."""
+    if ev.kind == "tcam":
+        hit = bool(ev.a0 >> 31)
+        args = {"cycle": ev.cycle, "slot": ev.a0 & 0xFF, "hit": hit, "count": (ev.a0 >> 16) & 0xFF,
+                "index": ev.a1, "key": [], "result": 0}  # fmt: skip
+        return {"ph": "i", "s": "t", "pid": ev.me, "tid": ev.ctx, "cat": "tcam",
+                "name": "tcam hit" if hit else "tcam miss", "ts": ts(ev.cycle), "args": args}  # fmt: skip
+    if lookup is None:
+        return None
+    args = lookup["args"]
+    if ev.a0 < 9:
+        args["key"].append(f"0x{ev.a1:08x}")
+    else:
+        args["result"] |= ev.a1 << (32 if ev.a0 == 9 else 0)
+    return lookup
 
 
 XSCALE_PID = 2000

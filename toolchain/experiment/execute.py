@@ -48,8 +48,8 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "capacity_mpps", "capacity_pct_line", "offered_mpps", "throughput_mpps")  # fmt: skip
 # group_mpps_<group>, group_latency_us_<group>: the packets a second of each group of the
 # application's model (emulator/traffic/groups.py: the SPP's slices) that left, and their
-# mean latency, over the kept windows
-RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "group_mpps_", "group_latency_us_")
+# mean latency, over the kept windows; sched_: qm drr / dfq (sched_judge)
+RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "sched_", "group_mpps_", "group_latency_us_")
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
                   "exception_ring_full")  # fmt: skip
@@ -389,6 +389,7 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     measured_ns = rr.run.now_ns
     rr.run.run(int(s.drain_us * 1000))
     rep = rr.run.report()
+    sched = rr.sched.summary() if rr.sched is not None else None  # qm drr / dfq: the scheduler's judge
     rr.close()  # its read-ahead child ends now, not when the collector finds the run
     lo_ns, hi_ns = cut * w, n * w
     kept = range(cut, n)
@@ -422,6 +423,10 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
             resp[f"group_mpps_{name}"] = mpps
         for name, us in rr.groups.latency_means_us(cut, n).items():
             resp[f"group_latency_us_{name}"] = us
+    if sched is not None:
+        from npkit.toolchain.system.sched_judge import sched_responses
+
+        resp.update(sched_responses(sched))
     for r, v in verdicts.items():
         resp[f"ci_rel_{r}"] = v.rel if math.isfinite(v.rel) else None
         resp[f"settled_{r}"] = v.settled

@@ -120,6 +120,7 @@ class RouterRun(Protocol):
 NEVER = 1 << 63
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
 ACT_CONSUMED, ACT_FORWARDED, ACT_DROPPED = 1, 2, 3  # xscale/npkd/cp.h
+ACTION_NAMES = {ACT_CONSUMED: "consumed", ACT_FORWARDED: "forwarded", ACT_DROPPED: "dropped"}
 
 
 class ControlJudge:
@@ -132,6 +133,7 @@ class ControlJudge:
         # an application's reasons (its exceptions' `control:` actions) beside npkit's
         self.reasons = getattr(rr, "reasons", None) or load_reasons()
         self.app_reasons = app_only(self.reasons)
+        self.app_handled: dict[str, Counter[str]] = {}  # the application's reasons in the daemon's log, by action
         self.model = RouterModel(rr.config, options=options, neighbours=tr.neighbours,
                                  route_changes=list(tr.route_changes),
                                  app_actions=exception_actions(self.reasons))  # fmt: skip
@@ -688,6 +690,8 @@ class ControlJudge:
             self.handled.add(pid)
             for em in self.provisional.pop(pid, []):
                 self._sent(em, rec.time_us * 1000)
+            if name in self.app_reasons:
+                self.app_handled.setdefault(name, Counter())[ACTION_NAMES.get(rec.action, "other")] += 1
             if rec.action == ACT_FORWARDED:
                 self.cp_forwarded.add(pid)
                 self.forwarded_by_it += 1

@@ -24,11 +24,13 @@ class Harness:
 
     def __init__(self, layout: str | Path | dict[str, Any], params: dict[str, Any] | None = None,
                  routes: str | Path | None = None, router_config: str | Path | None = None,
-                 chip_config: str = "ixp2800", tx_confirm: bool = True) -> None:  # fmt: skip
+                 chip_config: str = "ixp2800", tx_confirm: bool = True, app: Any = None) -> None:  # fmt: skip
+        """`app`: the application (npkit.toolchain.system.app.App) the layout is one of, or
+        whose folders a layout file's blocks come from (its reasons and tables linked in)."""
         from npkit.emulator.binding import Chip
 
         params = dict(params or {})
-        lay_params = {} if isinstance(layout, dict) else load_layout(layout).params
+        lay_params = {} if isinstance(layout, dict) else load_layout(layout, None, app.source_dirs if app else None).params
         if "io" in lay_params:
             params.setdefault("io", "host")  # rx/tx stand-ins instead of the MSF blocks
         if "control" in lay_params:
@@ -40,6 +42,7 @@ class Harness:
             router_config,
             chip_config,
             tx_confirm=tx_confirm,
+            app=app,
         )
         self.chip = Chip(chip_config)
         load_image(self.chip, self.image)

@@ -170,6 +170,7 @@ class QmSpec(_Strict):
     fifo_bytes: irange(64, 1 << 20) = Field(4096, description="PHY transmit FIFO a port, bytes")
     # the scheduler variants (qm: drr | dfq; docs/schedulers.md)
     classes: Literal[1, 2, 4, 8] = Field(8, description="drr: class queues a port")
+    key_qlimit: irange(1, MAX_QLIMIT) = Field(64, description="drr/dfq: packets a class or connection queue may hold")
     class_by: Literal["inport", "msg"] = Field(
         "inport", description="drr/dfq: a packet's class or connection: its input port, or bits 8.. of the message's LW1")
     drr_quanta: irange(1, 65535) | list[irange(1, 65535)] = Field(

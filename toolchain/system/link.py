@@ -559,7 +559,9 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         "sysmap": {k: getattr(SYS, k) for k in SYS.__dataclass_fields__},
         "router_config": str(rcfg.source or ""),
         "router": router_record,
-    }  # fmt: skip
+    }
+    if lay.params.get("qm") in ("drr", "dfq"):  # the scheduler's judge reads its qm section
+        meta["qm"] = dict(lay.qm)  # fmt: skip
     if app is not None:
         meta["app"] = {"name": app.name, "folder": str(app.folder), "reasons": [str(f) for f in app.reason_files]}
         if len(app.chain) > 1:

@@ -74,6 +74,7 @@ from .buffers import audit
 from .errors import LinkError
 from .mismatches import MismatchLog, forwarded
 from .router_image import check_msf_io, router_config_of
+from .sched_judge import attach_sched_judge
 from .sysmap import HOST_EXC_BASE, SYS, read_counters
 from .undeclared import arm_guard, is_undeclared, reason_name, undeclared_counts, undeclared_name
 from .undeclared import report as undeclared_report
@@ -281,6 +282,7 @@ class RouterRun:
         self.run.on_push.append(self._pushed)
         self.run.compare = self._departed
         self.run.on_slice.append(self._sweep)
+        self.sched = attach_sched_judge(self)  # qm: drr / dfq: the scheduler's properties (sched_judge)
 
     @property
     def latency(self) -> LatencyHistogram:
@@ -290,14 +292,16 @@ class RouterRun:
     @classmethod
     def link(cls, layout: str | Path = "pipelined", params: dict[str, Any] | None = None,
              traffic: TrafficSource | None = None, routes: str | Path | None = None,
-             router_config: str | Path | None = None, chip_config: str | Path = "ixp2800",
+             router_config: str | Path | None = None, chip_config: str | Path | None = None,
              capture: str | Path | None = None, record: bool = False,
              control: dict[str, Any] | None = None, app: Any = None) -> RouterRun:  # fmt: skip
-        from .link import link
+        """`chip_config` None: the application's (`chip:`), else ixp2800."""
+        from .link import chip_config_of, link
 
         params = dict(params or {})
         params.setdefault("io", "msf")
-        image = link(layout, params, routes, router_config, config=str(chip_config), app=app)
+        chip_config = chip_config_of(None if chip_config is None else str(chip_config), app)
+        image = link(layout, params, routes, router_config, config=chip_config, app=app)
         return cls(image, traffic if traffic is not None else Traffic(), chip_config, capture=capture, record=record,
                    control=control)  # fmt: skip
 
@@ -731,6 +735,7 @@ class RouterRun:
                if self.groups is not None else {}),
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
+            **({"scheduler": self.sched.summary()} if self.sched is not None else {}),
         }  # fmt: skip
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
@@ -756,6 +761,8 @@ class RouterRun:
         # ... and the packets it had taken from the exception ring but not logged (half handled)
         out["lost_half_handled"] = self.cp.killed_in_hand
         out["log_overrun"] = self.cp.log.overrun
+        if getattr(self.cp, "app_handled", None):  # an application's exception reasons, by what npkd did (its log)
+            out["app_exceptions"] = {r: dict(sorted(n.items())) for r, n in sorted(self.cp.app_handled.items())}
         if hasattr(self.cp, "summary"):      # the GPE's i3d: its path's latency on the wire
             out.update(self.cp.summary())
         if not out["running"]:
@@ -871,7 +878,7 @@ def pct(xs: list[float], q: float) -> float:
 def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: TrafficSource, duration_ns: int,
                drain_ns: int | None = None, routes: str | Path | None = None,
                router_config: str | Path | None = None, progress: bool = False,
-               chip_config: str | Path = "ixp2800", image: Any = None, drain: bool = True,
+               chip_config: str | Path | None = None, image: Any = None, drain: bool = True,
                capture: str | Path | None = None, control: dict[str, Any] | None = None,
                on_start: Callable[[RouterRun], None] | None = None, app: Any = None) -> dict[str, Any]:  # fmt: skip
     """Link (or take `image`; `app`: the application `layout` belongs to, npkit.toolchain.system.app), offer `traffic` for `duration_ns`, drain, summarise.
@@ -886,7 +893,7 @@ def run_router(layout: str | Path, params: dict[str, Any] | None, traffic: Traff
         rr = RouterRun.link(layout, params, traffic, routes, router_config, chip_config, capture=capture,
                             control=control, app=app)  # fmt: skip
     else:
-        rr = RouterRun(image, traffic, chip_config, capture=capture, control=control)
+        rr = RouterRun(image, traffic, chip_config or "ixp2800", capture=capture, control=control)
     if on_start is not None:
         on_start(rr)
     # what set-up built (image, tables, modules) lives through the run: frozen, the
@@ -985,7 +992,8 @@ def format_summary(s: dict[str, Any]) -> str:
                         if cp.get("route_pool_units_recovered") else "")
                      + (f"; timed route changes made late after a restart {cp['timed_changes_late']}"
                         if cp.get("timed_changes_late") else "")
-                     + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else ""))  # fmt: skip
+                     + (f"; restarts {[e['event'] for e in cp['restarts']]}" if cp["restarts"] else "")
+                     + (f"; the application's exceptions {cp['app_exceptions']}" if cp.get("app_exceptions") else ""))  # fmt: skip
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "
                      f"block): {cp['process']}, {cp['exception_records_unread']} exception records unread")  # fmt: skip

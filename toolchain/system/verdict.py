@@ -74,6 +74,8 @@ def judge(summary: dict[str, Any], policy: Policy) -> dict[str, Any]:
         reasons.append(f"drop counters with no packet to account for: {cons['unattributed_drops']}")
     for u in summary.get("undeclared_codes") or []:
         reasons.append(u["why"])
+    sched = summary.get("scheduler") or {}
+    reasons += [f"scheduler: {p}" for p in sched.get("problems", [])]  # qm drr / dfq (sched_judge)
     faults = summary.get("faults") or {}
     if faults.get("total"):
         reasons.append(f"chip faults: {faults['total']} ({fault_kinds(faults)}); the last are in faults.last")

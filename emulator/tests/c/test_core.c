@@ -22,6 +22,11 @@ static const uint64_t prog_consumer[] = {0xf0000f2001ull, 0xf000000b00ull, 0xd80
 static const uint64_t prog_scratch_wrap[] = {0xf0800c0c00ull, 0x1110008000ull, 0x1010008000ull, 0xe000020000ull};
 /* the write 40 times in a loop (a1 counts down) */
 static const uint64_t prog_scratch_wrap_loop[] = {0xf0800c0c00ull, 0xf0000ca001ull, 0x1110008000ull, 0xaa801c0401ull, 0xd800800101ull, 0xe000020000ull};
+/* TCAM on channel 1, window 0x200000 (base 0x40200000): write 8 longwords to result slot
+ * 255, read them back as a lookup (8: four past the slot), then read 8 from the window's last
+ * longword (past the channel: a fault) */
+static const uint64_t prog_tcam[] = {0xf040ffc000ull, 0xf4440cc400ull, 0x011e008000ull, 0x001e008000ull,
+                                     0xf04ffff000ull, 0xf4440cfc00ull, 0x001e008000ull, 0xe000020000ull};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static void config(npk_config *c)
@@ -272,6 +277,67 @@ static void test_profile(const npk_config *cfg)
     }
 }
 
+static void tcam_config(npk_config *t, const npk_config *cfg)
+{
+    *t = *cfg;
+    t->sram_channel_bytes = 4u << 20;
+    t->tcam = (npk_tcam_cfg){.present = 1, .channel = 1, .window = 0x200000, .entries = 8192, .key_bits = 288,
+                             .result_bits = 64, .lookup_latency = 56, .cycles_per_lookup = 14};
+}
+
+static void test_tcam(const npk_config *cfg)
+{
+    npk_config t;
+    tcam_config(&t, cfg);
+    npk_chip *c = npk_create(&t);
+    CHECK(c != NULL);
+    if (!c) return;
+    uint32_t key[9], mask[9], got_k[9], got_m[9];
+    for (int i = 0; i < 9; i++) { key[i] = 0x01010101u * (uint32_t)(i + 1); mask[i] = 0xFFFFFFFFu; }
+    CHECK(npk_tcam_write(c, 8191, key, mask, 0x1122334455667788ull, 1) == NPK_OK);
+    CHECK(npk_tcam_write(c, 8192, key, mask, 1, 1) == NPK_EINVAL);
+    CHECK(npk_tcam_write(c, 0, NULL, mask, 1, 1) == NPK_EINVAL);
+    npk_tcam_result r;
+    CHECK(npk_tcam_lookup(c, key, &r) == NPK_OK && r.hit && r.count == 1 && r.index == 8191);
+    CHECK(r.result == 0x1122334455667788ull);
+    uint64_t res = 0;
+    int valid = 0;
+    CHECK(npk_tcam_read(c, 8191, got_k, got_m, &res, &valid) == NPK_OK && valid && got_k[8] == key[8]);
+    CHECK(npk_tcam_invalidate(c, 8191) == NPK_OK);
+    CHECK(npk_tcam_lookup(c, key, &r) == NPK_OK && !r.hit && r.count == 0);
+    CHECK(npk_load_ustore(c, 0, prog_tcam, N(prog_tcam), 8) == NPK_OK);
+    CHECK(npk_me_enable(c, 0, 0x01) == NPK_OK);
+    npk_history_enable(c, 1);
+    int reason;
+    CHECK(npk_run(c, 100000, &reason) == NPK_OK && reason == NPK_STOP_HALTED);
+    npk_tcam_stats st;
+    CHECK(npk_tcam_stats_get(c, &st) == NPK_OK && st.lookups == 1 && st.hits == 0);
+    uint32_t v = 1;
+    CHECK(npk_reg_read(c, 0, 0, NPK_REG_SXFER_IN, 4, &v) == NPK_OK && v == 0);  /* past the slot */
+    uint64_t counts[NPK_FAULT_KINDS];
+    npk_fault_counts(c, counts, NPK_FAULT_KINDS);
+    CHECK(counts[NPK_FAULT_SRAM] == 1);
+    npk_reset(c);
+    CHECK(npk_tcam_stats_get(c, &st) == NPK_OK && st.lookups == 0);
+    npk_destroy(c);
+    /* what the core refuses (config_schema.py says which field) */
+    npk_config bad;
+    tcam_config(&bad, cfg); bad.tcam.window = 0x300000; CHECK(npk_create(&bad) == NULL);
+    tcam_config(&bad, cfg); bad.tcam.window = 0x400000; CHECK(npk_create(&bad) == NULL);
+    tcam_config(&bad, cfg); bad.tcam.channel = 4; CHECK(npk_create(&bad) == NULL);
+    tcam_config(&bad, cfg); bad.tcam.key_bits = 100; CHECK(npk_create(&bad) == NULL);
+    tcam_config(&bad, cfg); bad.tcam.entries = 0; CHECK(npk_create(&bad) == NULL);
+    tcam_config(&bad, cfg); bad.tcam.entries = 8193; CHECK(npk_create(&bad) == NULL);
+    /* a chip without one */
+    npk_chip *plain = npk_create(cfg);
+    CHECK(plain != NULL);
+    if (plain) {
+        CHECK(npk_tcam_write(plain, 0, key, mask, 1, 1) == NPK_ESTATE);
+        CHECK(npk_tcam_lookup(plain, key, &r) == NPK_ESTATE);
+        npk_destroy(plain);
+    }
+}
+
 int main(void)
 {
     npk_config cfg;
@@ -282,6 +348,7 @@ int main(void)
     test_errors(&cfg);
     test_faults(&cfg);
     test_profile(&cfg);
+    test_tcam(&cfg);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;

@@ -30,7 +30,12 @@ FRAGMENT = drop("lb_fragment")
 NOT_UDP = drop("lb_not_udp")
 NO_SERVICE = drop("lb_no_service")
 TTL_EXPIRED = drop("lb_ttl_expired")
-_HEADER = struct.Struct("!10H")  # the IPv4 header's 16-bit words
+_HEADER = struct.Struct("!10H")  # the IPv4 header's 16-bit words (at byte 14)
+# frame bytes 0..41: destination MAC, EtherType, version/IHL, total length, flags/offset,
+# TTL, protocol, header checksum, source and destination address, UDP ports and checksum
+_HEADERS = struct.Struct("!6s6xHBxH2xHBBHIIHH2xH")
+_REWRITE = struct.Struct("!BBHII")  # bytes 22..33: TTL, protocol, checksum, addresses
+_U16 = struct.Struct("!H")
 
 
 def backend_index(src: int, sport: int, first: int, count: int) -> int:
@@ -38,11 +43,6 @@ def backend_index(src: int, sport: int, first: int, count: int) -> int:
     x = src ^ sport
     h = (x >> 16) ^ (x & 0xFFFF)
     return first + ((h * count) >> 16)
-
-
-def _add(ck: int, old: int, new: int) -> int:
-    """One 16-bit word `old` -> `new` into a running sum of RFC 1624 eq. 3."""
-    return ck + (~old & 0xFFFF) + new
 
 
 def _fold(s: int) -> int:
@@ -76,34 +76,29 @@ def udplb(frame, in_port, ctx):
     n = len(frame)
     if n < 60:
         return RUNT
-    if frame[0:6] != macs[in_port]:
+    dmac, etype, ver_ihl, total, frag, ttl, proto, hc, src, dst, sport, dport, uck = _HEADERS.unpack_from(frame)
+    if dmac != macs[in_port]:
         return NOT_OURS
-    if frame[12] != 8 or frame[13] != 0:
+    if etype != 0x0800:
         return NOT_IPV4
-    total = frame[16] << 8 | frame[17]
-    if frame[14] != 0x45 or total < 20 or total > n - 14:
+    if ver_ihl != 0x45 or total < 20 or total > n - 14 or _fold(sum(_HEADER.unpack_from(frame, 14))) != 0xFFFF:
         return BAD_HEADER
-    if _fold(sum(_HEADER.unpack_from(frame, 14))) != 0xFFFF:
-        return BAD_HEADER
-    if (frame[20] << 8 | frame[21]) & 0x3FFF:
+    if frag & 0x3FFF:
         return FRAGMENT
-    if frame[23] != 17:
+    if proto != 17:
         return NOT_UDP
-    dst = int.from_bytes(frame[30:34], "big")
-    svc = services.get((dst, frame[36] << 8 | frame[37]))
+    svc = services.get((dst, dport))
     if svc is None:
         return NO_SERVICE
-    ttl = frame[22]
     if ttl <= 1:
         return TTL_EXPIRED
-    src = int.from_bytes(frame[26:30], "big")
-    ip, macs12, port = backends[backend_index(src, frame[34] << 8 | frame[35], *svc)]
-    old_hi, old_lo, new_hi, new_lo = dst >> 16, dst & 0xFFFF, ip >> 16, ip & 0xFFFF
-    ck = _add(_add((~(frame[24] << 8 | frame[25])) & 0xFFFF, old_hi, new_hi), old_lo, new_lo) + 0xFEFF
-    ck = ~_fold(ck) & 0xFFFF
-    uck = frame[40] << 8 | frame[41]
+    ip, macs12, port = backends[backend_index(src, sport, *svc)]
+    ds = (~dst >> 16 & 0xFFFF) + (~dst & 0xFFFF) + (ip >> 16) + (ip & 0xFFFF)  # the address's change
+    ck = ~_fold((~hc & 0xFFFF) + 0xFEFF + ds) & 0xFFFF  # + 0xFEFF: TTL - 1 in the word TTL|protocol
     if uck:
-        uck = ~_fold(_add(_add((~uck) & 0xFFFF, old_hi, new_hi), old_lo, new_lo)) & 0xFFFF or 0xFFFF
-    return forward(port, b"".join((macs12, frame[12:22], bytes((ttl - 1, 17)), ck.to_bytes(2, "big"),
-                                   frame[26:30], ip.to_bytes(4, "big"), frame[34:40], uck.to_bytes(2, "big"),
-                                   frame[42:])))
+        uck = ~_fold((~uck & 0xFFFF) + ds) & 0xFFFF or 0xFFFF
+    out = bytearray(frame)
+    out[0:12] = macs12
+    _REWRITE.pack_into(out, 22, ttl - 1, proto, ck, src, ip)
+    _U16.pack_into(out, 40, uck)
+    return forward(port, out)
