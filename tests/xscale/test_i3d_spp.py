@@ -192,3 +192,22 @@ def test_killed_and_started_again_it_rebuilds_its_filters(image: Any, tmp_path: 
         assert all(p == "fast" for t, p in paths if t > installed_ns) and any(p == "gpe" for _, p in paths)
     finally:
         rr.close()
+
+
+def test_npk_demo_control_at_installs_while_traffic_runs(xscale_built: Path, tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from npkit.toolchain.cli import main
+
+    res = CliRunner().invoke(main, ["demo", "--app", str(SPP), "--layout", "spp_gpe", "--traffic", str(_spec(tmp_path)),
+                                    "--ms", "1", "--json", "--control-at",
+                                    f"0 filter add i3a trigger {TRIGGER:#018x} out c3 next_hop 10.0.3.2:40009 slow",
+                                    "--control-at", "0.5 filter fast slice i3a"])  # fmt: skip
+    assert res.exit_code == 0, res.output[-2000:]
+    s = json.loads(res.output)
+    cp = s["control_plane"]
+    assert s["verdict"]["ok"] and cp["counters"]["filters_installed"] == 1
+    assert cp["counters"]["delivered"] > 50 and cp["fast_path_after_install"] > 50
+    assert cp["counters"]["delivered"] + cp["fast_path_after_install"] == s["totals"]["offered"]
