@@ -24,7 +24,7 @@ TRIGGER = 0x3300000000000009  # in i3a's range (0x2000.., 0x4000..], no filter o
 INSTALL_NS = 500_000
 
 
-def _spec(tmp_path: Path) -> Path:
+def _spec(tmp_path: Path, load: float = 0.3) -> Path:
     """I3 packets of slice i3a for TRIGGER, on port 2 (meta-interface c2), 30 % load."""
     header = f"10200000{TRIGGER:016x}0a07070713880123456789abcdef00"  # version 1, hop limit 32, length 0
     p = tmp_path / "i3.yaml"
@@ -35,7 +35,7 @@ defaults: {{size: {{uniform: [96, 160]}}, enabled: false}}
 ports:
   2:
     enabled: true
-    load: 0.3
+    load: {load}
     fields:
       ip_proto: udp
       dst: 10.0.2.1
@@ -146,3 +146,68 @@ def test_npk_filter_over_the_socket_while_the_run_goes(image: Any, tmp_path: Pat
         assert dropped > 0 and s["totals"]["forwarded"] + dropped == s["totals"]["offered"]
     finally:
         rr.close()
+
+
+def test_two_triggers_of_one_identifier_get_a_copy_each(image: Any, tmp_path: Path) -> None:
+    """I3's multicast, on the GPE path (the fast path forwards on a single match only)."""
+    add = f"filter add i3a trigger {TRIGGER:#018x} next_hop"
+    rr, s = _run(image, tmp_path, [(0, f"{add} 10.0.3.2:40009 out c3 slow"), (0, f"{add} 10.0.4.2:40010 out c4 slow")])
+    try:
+        assert judge(s, Policy())["ok"], judge(s, Policy())
+        offered = s["totals"]["offered"]
+        ports = {p: len(fs) for p, fs in rr.run.out.items() if fs}
+        assert ports == {3: offered, 4: offered}            # every packet to both receivers
+        cp = s["control_plane"]
+        assert cp["multicast_copies"] == offered == cp["counters"]["copies"]
+        assert s["comparison"]["duplicates"] == 0 and s["comparison"]["unexpected_control"] == 0
+    finally:
+        rr.close()
+
+
+def test_killed_and_started_again_it_rebuilds_its_filters(image: Any, tmp_path: Path) -> None:
+    """Fault injection: i3d killed at 200 µs (taken at its next wait on the device) and
+    started again at 300 µs.  The records meanwhile wait on the ring; the new daemon clears
+    what its predecessor left in the TCAM, makes the timed commands due again (the trigger,
+    `slow`) and the install at 500 µs: every packet reaches the trigger's receiver, none
+    misforwarded, and from the install on the fast path has them."""
+    handle = 1 + len(load_substrate(SPP).filters())
+    timed = [(0, f"filter add i3a trigger {TRIGGER:#018x} out c3 next_hop 10.0.3.2:40009 slow"),
+             (INSTALL_NS, f"filter fast {handle}")]  # fmt: skip
+    rr = RouterRun(image, load_traffic_source(_spec(tmp_path, load=0.1), 1_000_000), CHIP, record=True,
+                   control={"timed": timed, "kill_at_ns": 200_000, "restart_at_ns": 300_000})  # fmt: skip
+    try:
+        rr.run_traffic(1_000_000)
+        rr.drain()
+        s = rr.summary()
+        assert judge(s, Policy())["ok"], judge(s, Policy())
+        mhz = float(rr.chip.config["clock_mhz"])
+        events = [(int(c * 1000 / mhz), e) for c, e in rr.control.system.events]
+        # (a kill is taken at the daemon's next wait on the device: when it is idle)
+        assert [e for _, e in events] == ["killed", "restarted"] and 200_000 <= events[0][0] < INSTALL_NS, events
+        assert s["totals"]["forwarded"] == s["totals"]["offered"] and s["comparison"]["unexpected_control"] == 0
+        assert s["control_plane"]["xscale"]["starts"] == 2
+        installed_ns = mirror_changed_us(rr.chip) * 1000
+        assert INSTALL_NS <= installed_ns < INSTALL_NS + 50_000
+        paths = rr.cp.paths()
+        assert all(p == "fast" for t, p in paths if t > installed_ns) and any(p == "gpe" for _, p in paths)
+    finally:
+        rr.close()
+
+
+def test_npk_demo_control_at_installs_while_traffic_runs(xscale_built: Path, tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from npkit.toolchain.cli import main
+
+    res = CliRunner().invoke(main, ["demo", "--app", str(SPP), "--layout", "spp_gpe", "--traffic", str(_spec(tmp_path)),
+                                    "--ms", "1", "--json", "--control-at",
+                                    f"0 filter add i3a trigger {TRIGGER:#018x} out c3 next_hop 10.0.3.2:40009 slow",
+                                    "--control-at", "0.5 filter fast slice i3a"])  # fmt: skip
+    assert res.exit_code == 0, res.output[-2000:]
+    s = json.loads(res.output)
+    cp = s["control_plane"]
+    assert s["verdict"]["ok"] and cp["counters"]["filters_installed"] == 1
+    assert cp["counters"]["delivered"] > 50 and cp["fast_path_after_install"] > 50
+    assert cp["counters"]["delivered"] + cp["fast_path_after_install"] == s["totals"]["offered"]

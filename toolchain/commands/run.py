@@ -407,9 +407,9 @@ def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | 
 def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: int, as_json: bool,
                        control: dict[str, Any], extras: Extras) -> None:  # fmt: skip
     """A router image without traffic: the microengines and its control daemon, `cycles` cycles."""
-    from npkit.toolchain.system.control import ControlPlane
+    from npkit.toolchain.system.i3d_run import control_plane
 
-    cp = ControlPlane(chip, image, **control)
+    cp = control_plane(chip, image, **control)
     try:
         out = me_summary(chip, chip.run(cycles), loaded)
         out["control_plane"] = cp.summary()
@@ -423,7 +423,7 @@ def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: i
 
 def _control_line(s: dict[str, Any]) -> str:
     x = s["control_plane"]["xscale"]
-    return (f"control plane: npkd [{x['placement']}] {s['control_plane'].get('process', x['state'])}, {x['instructions']} instructions, "
+    return (f"control plane: {s['control_plane'].get('program', 'npkd')} [{x['placement']}] {s['control_plane'].get('process', x['state'])}, {x['instructions']} instructions, "
             f"{x['interrupts']} interrupts, starts {x['starts']}")
 
 

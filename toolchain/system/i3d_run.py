@@ -75,7 +75,8 @@ class I3dPlane:
 
     def __init__(self, chip: Any, image: Any, *, placement: str | None = None, socket: str | Path | None = None,
                  echo: Any = None, workdir: str | Path | None = None, options: dict[str, int] | None = None,
-                 router: Any = None, timed: list[tuple[int, str]] | None = None, **_ignored: Any) -> None:  # fmt: skip
+                 router: Any = None, timed: list[tuple[int, str]] | None = None, gdb_port: int | str | None = None,
+                 kill_at_ns: int | None = None, restart_at_ns: int | None = None, **_ignored: Any) -> None:  # fmt: skip
         """`timed`: (emulated ns, command) the daemon makes at those times, as if they came on
         its control socket (`filter fast 13`: a deterministic install while traffic runs)."""
         from npkit.xscale.system import System
@@ -105,11 +106,19 @@ class I3dPlane:
         except BuildError as e:
             raise LinkError(f"control program {meta['program']}: {e}") from None
         seen = Path(GUEST_RUN_DIR) if self.placement == "xscale" else self.dir
-        self.system = System(chip, respawn=True)
+        mhz = float(chip.config["clock_mhz"])
+
+        def cyc(ns: int | None) -> int | None:
+            return None if ns is None else int(ns * mhz // 1000)
+
+        # killed (fault injection) and started again: it reads its configuration afresh,
+        # clears the filters its predecessor left and makes the timed commands due again
+        self.system = System(chip, respawn=True, kill_at=cyc(kill_at_ns), restart_at=cyc(restart_at_ns))
         args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}",
                 str(seen / self.conf.name)]  # fmt: skip
         mounts = {GUEST_RUN_DIR: self.dir} if self.placement == "xscale" else None
-        self.host = self.system.attach_xscale(prog, args, placement=self.placement, echo=echo, mounts=mounts)
+        self.host = self.system.attach_xscale(prog, args, placement=self.placement, echo=echo, mounts=mounts,
+                                              gdb_port=gdb_port)  # fmt: skip
         self.program = prog
 
     def stats(self) -> dict[str, Any] | None:
@@ -154,8 +163,14 @@ class I3dPlane:
             self._tmp = None
 
 
-class _NoLog:
-    overrun = 0
+def control_plane(chip: Any, image: Any, **kw: Any) -> Any:
+    """The image's control program started on `chip`: I3dPlane for the I3 daemon, else
+    npkd's ControlPlane (with the same keywords)."""
+    if (image.meta.get("control") or {}).get("program") == "i3d":
+        return I3dPlane(chip, image, **kw)
+    from .control import ControlPlane
+
+    return ControlPlane(chip, image, **kw)
 
 
 class GpeJudge:
@@ -169,9 +184,13 @@ class GpeJudge:
         self.log = I3LogReader(rr.chip)
         self.index: dict[tuple[int, int, int], deque[int]] = {}
         self._all_indexed: set[int] = set()  # windows (first id) whose every packet is indexed
+        self.indexed: dict[int, tuple[int, int, int]] = {}  # pid -> its key in index
+        self._kept: deque[int] = deque()  # forgotten windows' packets whose record may still come
         self.gpe_forwarded: dict[int, int] = {}  # pid -> frames the daemon sent about it
         self.seen_frames: Counter[int] = Counter()
         self.forwarded_by_it = 0
+        self.copies = 0  # frames beyond the first about one packet (several triggers)
+        self._copies_expected: dict[int, list[tuple[int, bytes]]] = {}  # pid -> the frames its copies may be
         self.model_forwards = 0  # ... of those, packets the model forwards (their filter out of the TCAM)
         self.arrived: dict[int, int] = {}
         self.left_at: dict[int, int] = {}  # pid -> ns from its arrival to its (first) frame's departure
@@ -185,6 +204,7 @@ class GpeJudge:
         mod = sys.modules[type(self.sub).__module__]  # the application's slices.py: its table addresses
         self._finger_base, self._finger_block = int(mod.FINGER_BASE), int(mod.FINGER_BLOCK)
         rr.chip.add_service(self.service, int(slice_ns * float(rr.chip.config["clock_mhz"]) // 1000))
+        self.run.on_forget.append(self.forget)
 
     # -- the RouterRun interface
     def window(self, c: Chunk) -> None:
@@ -195,8 +215,40 @@ class GpeJudge:
         for i in range(len(w.lens)):
             if v.kind[i] == EXCEPTION:
                 f = w.frame(i)
-                self.index.setdefault((w.ports[i], len(f), frame_digest(f)), deque()).append(w.first + i)
+                self._index(w.first + i, (w.ports[i], len(f), frame_digest(f)))
         c.verdicts = dc_replace(v, kind=v.kind.translate(TO_PYTHON))
+
+    def _index(self, pid: int, key: tuple[int, int, int]) -> None:
+        self.index.setdefault(key, deque()).append(pid)
+        self.indexed[pid] = key
+
+    def forget(self, c: Chunk) -> None:
+        """A window every packet of which has a fate: its packets leave the index -- but
+        for those whose frame left before the daemon logged them (it logs a packet once it
+        has sent all its copies), kept until it does."""
+        for pid in range(c.first, c.end):
+            if pid in self.left_at and pid not in self.gpe_forwarded and pid in self.indexed:
+                self._kept.append(pid)
+                continue
+            self._unindex(pid)
+        self._all_indexed.discard(c.first)
+        # a record comes within microseconds of its frames: one not come in 2 ms never will
+        # (the fast path forwarded the packet, after its filter's install)
+        while self._kept and self.arrived.get(self._kept[0], 0) < self.run.now_ns - 2_000_000:
+            self._unindex(self._kept.popleft())
+
+    def _unindex(self, pid: int) -> None:
+        key = self.indexed.pop(pid, None)
+        if key is None:
+            return
+        q = self.index.get(key)
+        if q is not None:
+            try:
+                q.remove(pid)
+            except ValueError:
+                pass
+            if not q:
+                del self.index[key]
 
     def _index_the_rest(self) -> None:
         """Index the held packets the model does not except too (once a window): a record
@@ -210,7 +262,7 @@ class GpeJudge:
             for i in range(len(w.lens)):
                 if v.kind[i] != EXCEPTION and not c.fate[i]:
                     f = w.frame(i)
-                    self.index.setdefault((w.ports[i], len(f), frame_digest(f)), deque()).append(w.first + i)
+                    self._index(w.first + i, (w.ports[i], len(f), frame_digest(f)))
 
     def outcome(self, pid: int) -> Any:
         return None
@@ -239,6 +291,7 @@ class GpeJudge:
             pid = q.popleft() if q else -1
             if q is not None and not q:
                 del self.index[(r.in_port, r.length, r.digest)]
+            self.indexed.pop(pid, None)
             self.by_action[{1: "consumed", 2: "forwarded", 3: "dropped", 5: "relayed"}.get(r.action, "?")] += 1
             if pid < 0:
                 self.rr.comparison["unmatched_exception"] += 1
@@ -250,6 +303,8 @@ class GpeJudge:
                     self.model_forwards += 1  # the model forwards it: the ledger judges its frame
                 else:
                     self.gpe_forwarded[pid] = r.sent
+                    if self.seen_frames[pid] >= r.sent:      # its frames have all left
+                        self._copies_expected.pop(pid, None)
             else:
                 self.run.mark(pid, EXCEPTED, reason_name(self.rr.reasons, "exception", r.code))
 
@@ -268,12 +323,45 @@ class GpeJudge:
         expected = self.expect(frame, w.ports[i])
         if not any(port == d.port and data == d.data for port, data in expected):
             expected = self.expect(frame, w.ports[i], self._previous)
+        if self.seen_frames[d.pid] == 0 and self.gpe_forwarded.get(d.pid, 2) > 1:
+            # more copies may come (its record, read or not yet, says how many), maybe after
+            # its window has gone: kept until they have
+            self._copies_expected[d.pid] = expected
         self.seen_frames[d.pid] += 1
+        if 1 < self.seen_frames[d.pid] <= self.gpe_forwarded.get(d.pid, 0):
+            self._copy(d)
         self.left_at.setdefault(d.pid, d.t - w.times[i])   # the first frame about it: its latency
         self.arrived[d.pid] = w.times[i]
         if any(port == d.port and data == d.data for port, data in expected):
             return "matched_control"
         return "unexpected_control"
+
+    def _copy(self, d: Departure) -> None:
+        """I3's multicast: a copy for each trigger of the longest length, as many as the
+        daemon's record says it sent.  The run counted it a duplicate of its packet; it is a
+        frame the daemon made (bit 25 of its packet word): counted as generated instead."""
+        run = self.run
+        run.duplicates -= 1
+        po = run.ports_out[d.port]
+        po.frames -= 1
+        po.nbytes -= len(d.data)
+        run.generated[d.port] += 1
+        self.copies += 1
+
+    def late_copy(self, d: Departure) -> str | None:
+        """A frame whose packet's window is gone: one of the daemon's multicast copies (its
+        record says how many it sent) is judged against the frames expected for the packet;
+        None: not one (the run counts it forgotten)."""
+        if d.pid in self._copies_expected and d.pid not in self.gpe_forwarded:
+            self.service()
+        expected = self._copies_expected.get(d.pid)
+        if expected is None or self.seen_frames[d.pid] >= self.gpe_forwarded.get(d.pid, 0):
+            return None
+        self.seen_frames[d.pid] += 1
+        self._copy(d)
+        if self.seen_frames[d.pid] >= self.gpe_forwarded[d.pid]:
+            del self._copies_expected[d.pid]
+        return "matched_control" if any(p == d.port and f == d.data for p, f in expected) else "unexpected_control"
 
     # -- what the daemon must make of a packet (xscale/i3d/exc.c)
     def _filters(self) -> list[MirroredFilter]:
@@ -372,7 +460,7 @@ class GpeJudge:
             return lat[min(len(lat) - 1, len(lat) * p // 100)] if lat else 0
 
         return {"packets_forwarded_by_it": self.forwarded_by_it, "records": dict(self.by_action),
-                "forwarded_by_it_the_model_forwards": self.model_forwards,
+                "forwarded_by_it_the_model_forwards": self.model_forwards, "multicast_copies": self.copies,
                 "fast_path_after_install": fast,
                 "gpe_latency_ns": {"count": len(lat), "mean": round(sum(lat) / len(lat)) if lat else 0,
                                    "p50": pct(50), "p90": pct(90), "p99": pct(99), "max": lat[-1] if lat else 0}}  # fmt: skip

@@ -369,7 +369,9 @@ class RouterRun:
                 return  # matches no input: the run counts it unmatched
         c = d.chunk
         if c is None:
-            res["forgotten"] += 1  # a copy of a packet finished with long ago
+            late = getattr(self.cp, "late_copy", None)     # the I3 daemon's multicast copies
+            key = late(d) if late is not None else None
+            res[key or "forgotten"] += 1  # else a copy of a packet finished with long ago
             return
         i, w = d.i, c.w
         v = c.extra["v"]

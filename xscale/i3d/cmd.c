@@ -92,7 +92,7 @@ static void slice_add_cmd(i3d *d, reply *r, char **t, int k)
     memset(&sl, 0, sizeof sl);
     if (k < 5 || p_u32(t[2], &id, 4095)) {
         fail(d, r, "slice add ID NAME ipv4|i3 [share PPM] [index I] "
-                                                           "[mi NAME PORT A.B.C.D:UDP]... [node ID pred ID]");
+                   "[mi NAME PORT A.B.C.D:UDP]... [node ID pred ID]");
         return;
     }
     if (strlen(t[3]) >= I3_NAME) {
@@ -112,11 +112,10 @@ static void slice_add_cmd(i3d *d, reply *r, char **t, int k)
         } else if (!strcmp(t[i], "mi") && i + 3 < k && nmi < 8) {
             i3_mi *m = &mis[nmi++];
             memset(m, 0, sizeof *m);
-            if (strlen(t[i + 1]) >= I3_NAME || p_u32(t[i + 2], &v, 255) || p_hop(t[i + 3], &m->ip, &m->udp))
-                {
-        fail(d, r, "mi NAME PORT A.B.C.D:UDP");
-        return;
-    }
+            if (strlen(t[i + 1]) >= I3_NAME || p_u32(t[i + 2], &v, 255) || p_hop(t[i + 3], &m->ip, &m->udp)) {
+                fail(d, r, "mi NAME PORT A.B.C.D:UDP");
+                return;
+            }
             strcpy(m->name, t[i + 1]);
             m->port = (uint8_t)v;
             m->slice = sl.id;
@@ -126,10 +125,8 @@ static void slice_add_cmd(i3d *d, reply *r, char **t, int k)
             have_node = 1, i += 3;
         } else {
             snprintf(why, sizeof why, "cannot read '%s' (share PPM, index I, mi NAME PORT A.B.C.D:UDP, node ID pred ID)", t[i]);
-            {
-        fail(d, r, why);
-        return;
-    }
+            fail(d, r, why);
+            return;
         }
     }
     if (index < 0) {
@@ -143,9 +140,9 @@ static void slice_add_cmd(i3d *d, reply *r, char **t, int k)
     sl.index = (uint8_t)index;
     for (int i = 0; i < nmi; i++)
         if (mi_of(&d->st, mis[i].port, mis[i].ip, mis[i].udp) >= 0) {
-        fail(d, r, "a meta-interface is taken");
-        return;
-    }
+            fail(d, r, "a meta-interface is taken");
+            return;
+        }
     if (slice_add(&d->st, &sl, why, sizeof why)) {
         fail(d, r, why);
         return;
@@ -154,10 +151,8 @@ static void slice_add_cmd(i3d *d, reply *r, char **t, int k)
         int at = mi_add(&d->st, -1, &mis[i], why, sizeof why);
         if (at < 0) {
             slice_del(&d->st, sl.id, why, sizeof why);
-            {
-        fail(d, r, "meta-interfaces: no room, or a name twice");
-        return;
-    }
+            fail(d, r, "meta-interfaces: no room, or a name twice");
+            return;
         }
         mi_row(d, at, 1);
     }
@@ -173,19 +168,17 @@ static void slice_cmd(i3d *d, reply *r, char **t, int k)
         if (k == 3) {
             i3_slice *sl = p_slice(&d->st, t[2]);
             if (!sl) {
-        fail(d, r, "no such slice");
-        return;
-    }
+                fail(d, r, "no such slice");
+                return;
+            }
             show_slice(d, r, sl);
         } else {
             for (int idx = 0; idx < 256; idx++)
                 for (int i = 0; i < I3_MAX_SLICES; i++)
                     if (d->st.slice[i].id && d->st.slice[i].index == idx) show_slice(d, r, &d->st.slice[i]);
         }
-        {
         say(r, "ok\n");
         return;
-    }
     }
     if (k >= 2 && !strcmp(t[1], "add")) {
         slice_add_cmd(d, r, t, k);
@@ -194,27 +187,23 @@ static void slice_cmd(i3d *d, reply *r, char **t, int k)
     if (k == 3 && !strcmp(t[1], "del")) {
         i3_slice *sl = p_slice(&d->st, t[2]);
         if (!sl) {
-        fail(d, r, "no such slice");
-        return;
-    }
+            fail(d, r, "no such slice");
+            return;
+        }
         uint16_t id = sl->id;
         if (flt_count_slice(&d->st, id)) {
             snprintf(why, sizeof why, "slice %u still has %u filter(s): delete them first", id, flt_count_slice(&d->st, id));
-            {
-        fail(d, r, why);
-        return;
-    }
+            fail(d, r, why);
+            return;
         }
         for (int i = 0; i < I3_MAX_MIS; i++)
             if (d->st.mi[i].used && d->st.mi[i].slice == id) mi_row(d, i, 0);   /* out of the demux first */
         if (slice_del(&d->st, id, why, sizeof why)) {
-        fail(d, r, why);
-        return;
-    }
-        {
+            fail(d, r, why);
+            return;
+        }
         say(r, "ok\n");
         return;
-    }
     }
     fail(d, r, "slice show [SLICE] | slice add ... | slice del SLICE");
 }
@@ -281,39 +270,35 @@ static void filter_cmd(i3d *d, reply *r, char **t, int k)
     if (k >= 2 && !strcmp(t[1], "show")) {
         i3_slice *sl = k == 3 ? p_slice(&d->st, t[2]) : NULL;
         if (k == 3 && !sl) {
-        fail(d, r, "no such slice");
-        return;
-    }
+            fail(d, r, "no such slice");
+            return;
+        }
         for (uint32_t i = 0; i < d->st.nflt; i++)
             if (!sl || d->st.flt[i].slice == sl->id) show_filter(d, r, &d->st.flt[i]);
-        {
         say(r, "ok\n");
         return;
-    }
     }
     if (k >= 3 && !strcmp(t[1], "add")) {
         i3_slice *sl = p_slice(&d->st, t[2]);
         i3_filter f;
         if (!sl) {
-        fail(d, r, "no such slice");
-        return;
-    }
+            fail(d, r, "no such slice");
+            return;
+        }
         if (p_filter(&d->st, sl, t + 3, k - 3, &f, why, sizeof why)) {
-        fail(d, r, why);
-        return;
-    }
+            fail(d, r, why);
+            return;
+        }
         h = flt_add(&d->st, &f, why, sizeof why);
         if (!h) {
-        fail(d, r, why);
-        return;
-    }
+            fail(d, r, why);
+            return;
+        }
         i3_filter *in = flt_get(&d->st, h);
         if (in->fast && install(d, in)) in->fast = 0;      /* no free entry: the GPE's alone */
         show_filter(d, r, in);
-        {
         say(r, "ok\n");
         return;
-    }
     }
     if ((k == 3 || (k == 4 && !strcmp(t[2], "slice"))) &&
         (!strcmp(t[1], "del") || !strcmp(t[1], "fast") || !strcmp(t[1], "slow"))) {
@@ -383,36 +368,29 @@ static void finger_cmd(i3d *d, reply *r, char **t, int k)
             say(r, "finger %d out %s next_hop %s:%u node 0x%016llx\n", i, d->st.mi[g->hop.out].name, a, g->hop.udp,
                 (unsigned long long)g->node);
         }
-        {
         say(r, "ok\n");
         return;
-    }
     }
     if ((k == 6 || k == 8) && !strcmp(t[1], "set") && !p_u32(t[3], &kk, I3_FINGERS - 1)) {
         i3_finger g;
         memset(&g, 0, sizeof g);
         int out = p_mi(&d->st, sl->id, t[4]);
-        if (out < 0 || p_hop(t[5], &g.hop.ip, &g.hop.udp) || (k == 8 && (strcmp(t[6], "node") || p_u64(t[7], &g.node))))
-            {
-        fail(d, r, "finger set SLICE K OUT A.B.C.D:UDP [node ID] (OUT: a meta-interface of the slice)");
-        return;
-    }
+        if (out < 0 || p_hop(t[5], &g.hop.ip, &g.hop.udp) || (k == 8 && (strcmp(t[6], "node") || p_u64(t[7], &g.node)))) {
+            fail(d, r, "finger set SLICE K OUT A.B.C.D:UDP [node ID] (OUT: a meta-interface of the slice)");
+            return;
+        }
         g.hop.out = (uint8_t)out;
         g.valid = 1;
         set_finger(d, sl, (int)kk, &g);
-        {
         say(r, "ok\n");
         return;
-    }
     }
     if (k == 4 && !strcmp(t[1], "del") && !p_u32(t[3], &kk, I3_FINGERS - 1)) {
         i3_finger g;
         memset(&g, 0, sizeof g);
         set_finger(d, sl, (int)kk, &g);
-        {
         say(r, "ok\n");
         return;
-    }
     }
     (void)why;
     fail(d, r, "finger show SLICE | finger set SLICE K OUT A.B.C.D:UDP [node ID] | finger del SLICE K");
@@ -431,30 +409,26 @@ static void node_cmd(i3d *d, reply *r, char **t, int k)
         i3_hop hop;
         int out = p_mi(&d->st, sl->id, t[4]);
         if (out < 0 || p_hop(t[5], &hop.ip, &hop.udp)) {
-        fail(d, r, "node add SLICE ID OUT A.B.C.D:UDP");
-        return;
-    }
+            fail(d, r, "node add SLICE ID OUT A.B.C.D:UDP");
+            return;
+        }
         hop.out = (uint8_t)out;
         if (node_add(&sl->ring, id, &hop, why, sizeof why)) {
-        fail(d, r, why);
-        return;
-    }
+            fail(d, r, why);
+            return;
+        }
         refingers(d, sl);
-        {
         say(r, "ok\n");
         return;
-    }
     }
     if (k == 4 && !strcmp(t[1], "del") && !p_u64(t[3], &id)) {
         if (!node_del(&sl->ring, id)) {
-        fail(d, r, "no such node");
-        return;
-    }
+            fail(d, r, "no such node");
+            return;
+        }
         refingers(d, sl);
-        {
         say(r, "ok\n");
         return;
-    }
     }
     fail(d, r, "node add SLICE ID OUT A.B.C.D:UDP | node del SLICE ID");
 }
@@ -493,10 +467,8 @@ void i3d_command(i3d *d, char *line, i3d_out out, void *ctx)
         for (int i = 0; i < I3S_COUNT; i++) say(&r, "%s %u\n", i3d_stat_name(i), d->stats[i]);
         say(&r, "tcam_entries_used %u\ngpe_delay_samples %llu\ngpe_delay_max_ns %llu\n", fast_filters_used(&d->fp),
             (unsigned long long)d->lat_n, (unsigned long long)d->lat_max);
-        {
         say(&r, "ok\n");
         return;
-    }
     }
     char why[300];
     snprintf(why, sizeof why, "unknown command '%s' (slice, filter, finger, node, stats)", t[0]);

@@ -111,6 +111,19 @@ uint32_t fast_filters_used(const fast *f)
     return n;
 }
 
+uint32_t fast_clear_own(fast *f)
+{
+    uint32_t n = 0;
+    for (uint32_t e = f->first; e < f->first + f->count; e++) {
+        uint32_t a = entry_addr(f, e) + TC_E_CONTROL;
+        if (!f->used[e] && (npkd_sram_rd(f->mem, a) & TC_VALID)) {
+            wr(f, a, 0);
+            n++;
+        }
+    }
+    return n;
+}
+
 /* ---- the finger blocks (spp.md §4.2) ----------------------------------------------------- */
 
 static uint32_t valid_fingers(const i3_slice *sl)

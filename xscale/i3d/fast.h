@@ -60,6 +60,9 @@ int fast_filter_install(fast *f, const i3_store *s, i3_filter *t);
 /* the filter out of the TCAM (t->entry = -1); nothing when it has none */
 void fast_filter_remove(fast *f, i3_filter *t);
 uint32_t fast_filters_used(const fast *f);
+/* at start: every valid entry of the daemon's own range invalidated (a daemon before this
+ * one, killed, left filters the new one does not know); returns how many */
+uint32_t fast_clear_own(fast *f);
 
 /* finger k of an I3 slice as g says (valid 0: removed), then its block's count */
 void fast_finger_write(fast *f, const i3_slice *sl, int k, const i3_finger *g);

@@ -47,7 +47,8 @@
     X(fingers_written)                                                                    \
     X(tcam_full)            /* a filter that found no free entry (kept: GPE path) */      \
     X(control_requests)                                                                   \
-    X(control_errors)
+    X(control_errors)                                                                     \
+    X(stale_filters_cleared) /* at start: filters a killed predecessor left in the TCAM */
 
 enum {
 #define I3D_STAT_ENUM(name) I3S_##name,

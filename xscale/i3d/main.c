@@ -227,9 +227,19 @@ int main(int argc, char **argv)
     if (s.d.stats_base && npkd_sram_rd(&s.mem, s.d.stats_base) == I3D_STATS_MAGIC) {   /* started again */
         s.starts = npkd_sram_rd(&s.mem, s.d.stats_base + 12);
         s.d.log_count = npkd_sram_rd(&s.mem, s.d.stats_base + I3D_LOG_OFF);
+        for (int i = 0; i < I3S_COUNT; i++)      /* the counters go on from where they were */
+            s.d.stats[i] += npkd_sram_rd(&s.mem, s.d.stats_base + I3D_STATS_HDR + 4u * (uint32_t)i);
+        uint32_t b = s.d.stats_base + I3D_LAT_OFF;
+        s.d.lat_n = npkd_sram_rd(&s.mem, b);
+        s.d.lat_max = npkd_sram_rd(&s.mem, b + 4);
+        s.d.lat_sum = (uint64_t)npkd_sram_rd(&s.mem, b + 8) << 32 | npkd_sram_rd(&s.mem, b + 12);
     }
     i3d_mirror(&s.d);
     s.starts++;
+    /* a daemon started again (killed before): the filters its predecessor put in over the
+     * socket are unknown to this one -- out of the TCAM, before anything else; the timed
+     * commands due are made again at the first turn.  (The first start has only the link's.) */
+    if (s.starts > 1) s.d.stats[I3S_stale_filters_cleared] = fast_clear_own(&s.d.fp);
     s.now = clock_full(&s);
     int rc = ctl_open(&s.ctl, s.d.socket_path);
     if (rc) die("control socket %s: %s", s.d.socket_path, strerror(-rc));

@@ -354,6 +354,20 @@ static void test_slice_filters(void)
     fake_free(f);
 }
 
+static void test_stale_filters(void)
+{
+    fake *f = fake_new();
+    i3d *d = daemon_new(f);
+    CHECK(ends_ok(cmd(d, "filter add i3a trigger 0x3abc000000000000 out b1 next_hop 10.0.3.3:1")));
+    i3d *again = daemon_new(f);                        /* a new daemon on the same SRAM */
+    CHECK(fast_clear_own(&again->fp) == 1 && (npkd_sram_rd(&f->mem, 0x80600000u + 8 * 128 + 80) & TC_VALID) == 0);
+    CHECK((npkd_sram_rd(&f->mem, 0x80600000u + 1 * 128 + 80) & TC_VALID) == 0 || again->fp.used[1]);
+    CHECK(fast_clear_own(&again->fp) == 0);
+    daemon_free(again);
+    daemon_free(d);
+    fake_free(f);
+}
+
 static void test_finger_order(void)
 {
     fake *f = fake_new();
@@ -638,6 +652,7 @@ int main(void)
     test_ring();
     test_tcam_order();
     test_slice_filters();
+    test_stale_filters();
     test_finger_order();
     test_conf_errors();
     test_slices();
