@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import yaml
+
 from npkit.toolchain.experiment.analysis import load_results
+from npkit.toolchain.experiment.design import DesignError, design_from_dict
+from npkit.toolchain.experiment.report import build
 from npkit.toolchain.experiment.runner import run_experiment
 from tests.spp.spp_files import ROOT
 
@@ -28,6 +33,24 @@ def test_figure_11_quick(tmp_path: Path) -> None:
         if int(r["P"]) == 80:
             assert r["throughput_pct_offered"] >= 98, r
         assert r["offered_mpps"] > (6.5 if int(r["P"]) == 0 else 3.5)  # 5 Gb/s of 73 B / 153 B frames
+    # the report closes with the paper's values beside npkit's, point by point
+    report = build(str(tmp_path / "fig11"), str(tmp_path / "fig11" / "report.md"), per_run_plots=False).read_text()
+    closing = report[report.index("## Beside seed 004"):]
+    rows = [line.split(" | ") for line in closing.splitlines() if line.startswith("| 0.0 | 0 |")]
+    assert len(rows) == 1 and rows[0][3] == "81", rows  # S = 0, P = 0: the paper's 81 %
+    assert "| 0.5 | 0 |" in closing and "anomalous" in closing
+
+
+def test_a_reference_must_name_a_response_and_factors_of_the_design() -> None:
+    data = yaml.safe_load(DESIGN.read_text())
+    data["base"] = {**data["base"], "app": str(ROOT / "examples" / "apps" / "spp"),
+                    "traffic": str(ROOT / "examples" / "apps" / "spp" / "fig11.yaml")}
+    bad = {**data, "reference": {**data["reference"], "response": "capacity_mbps"}}
+    with pytest.raises(DesignError, match="reference.response: 'capacity_mbps' is not one of the design's"):
+        design_from_dict(bad, check_files=False)
+    bad = {**data, "reference": {**data["reference"], "points": [{"where": {"Q": 1}, "value": 3}]}}
+    with pytest.raises(DesignError, match=r"reference.points\[0\].where: no factor 'Q'"):
+        design_from_dict(bad, check_files=False)
 
 
 def test_latency_quick(tmp_path: Path) -> None:

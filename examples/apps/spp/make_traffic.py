@@ -229,6 +229,16 @@ def fig11_design() -> dict:
         "steady": {"window_us": 20, "min_ms": 1.0, "max_ms": 2.0, "step_ms": 0.5, "precision": 0.02,
                    "drain_us": 100},
         "capacity": False,
+        "reference": {
+            "source": "seed 004 (Figure 11's labels)", "response": "throughput_pct_offered",
+            "points": [{"where": {"S": 0.0, "P": 0}, "value": 81}, {"where": {"P": 40}, "value": 100},
+                       {"where": {"P": 80}, "value": 90}],
+            "note": ("The paper gives the sum as a % of the input at 0 B only for all-IPv4 traffic (81 %), "
+                     "at 40 B for every share (100 %) and at 80 B (90 %, which it calls anomalous). npkit's "
+                     "data path is one parse-lookup-format block on four MEs, not the SPP's code: it keeps up "
+                     "at 6.72 Mpps, its queue manager and tx (one ME each) the busiest blocks at 0 B; it has no "
+                     "mechanism for the paper's 80 B anomaly. docs/spp.md, 'Seed 004's experiments', says more."),
+        },
         "quick": {"factors": {"S": {"levels": shares((0.0, 0.5, 1.0))}, "P": {"levels": payloads((0, 80))}},
                   "steady": {"window_us": 5, "min_ms": 0.25, "max_ms": 0.3, "step_ms": 0.05, "drain_us": 50}},
     }  # fmt: skip
@@ -248,6 +258,14 @@ def latency_design() -> dict:
         "steady": {"window_us": 20, "min_ms": 1.0, "max_ms": 2.0, "step_ms": 0.5, "precision": 0.02,
                    "drain_us": 100},
         "capacity": False,
+        "reference": {
+            "source": "seed 004 (NPE ping delay)", "response": "group_latency_us_i3ping",
+            "points": [{"where": {}, "value": 50}],
+            "note": ("The paper: the NPE's average ping delay is essentially constant, just under 50 us, whatever "
+                     "the input rate. npkit's is constant too, at about 8 us: it is one pass through the emulated "
+                     "NPE, wire to wire (of which 7.6 us is a 473-byte frame's serialisation in and out), where a "
+                     "ping's delay is a round trip through the hosts as well."),
+        },
         "quick": {"factors": {"L": {"levels": [0.2, 1.0]}},
                   "steady": {"window_us": 5, "min_ms": 0.25, "max_ms": 0.3, "step_ms": 0.05, "drain_us": 50}},
     }  # fmt: skip
