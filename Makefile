@@ -64,7 +64,8 @@ bench: all
 	rm -rf bench-spp
 	$(NPK) experiment run examples/experiments/spp_fig11.yaml -o bench-spp/fig11
 	$(NPK) experiment run examples/experiments/spp_latency.yaml -o bench-spp/latency
-	$(NPK) experiment analyze bench-spp/fig11 --response throughput_pct_offered
+	$(NPK) experiment report bench-spp/fig11 -o bench-spp/fig11/report.html
+	$(NPK) experiment report bench-spp/latency -o bench-spp/latency/report.html
 	$(if $(REF),$(MAKE) --no-print-directory bench-against REF=$(REF))
 
 bench-against: all
