@@ -142,6 +142,13 @@ class GroupTally:
         if g != NONE:
             self.accounts[g].excepted[reason] += 1
 
+    def wrong(self, pid: int) -> None:
+        """Packet `pid` left with the wrong port or bytes (the run's judge found it): a
+        mismatch of its group."""
+        _, _, g = self._of(pid)
+        if g != NONE:
+            self.accounts[g].mismatches += 1
+
     def _forget(self, c: Any) -> None:
         """A window is let go (every packet has a fate): count what the model did not expect."""
         v, gids = c.verdicts, c.extra.get("group")

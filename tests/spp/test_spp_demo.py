@@ -107,3 +107,22 @@ def test_malformed_frames_get_the_models_outcomes() -> None:
         assert excepted.get(reason, 0) > 0, (reason, excepted)
     assert s["comparison"]["matched_forward"] > 0
     assert all(g["mismatches"] == 0 for g in s["slices"])
+
+
+def test_wrong_bytes_fail_the_slices_that_forward(tmp_path: Path) -> None:
+    """A copy whose model expects an outer TTL of 63 (the microcode writes 64): every
+    forwarded frame has the wrong bytes; each slice that forwards fails, the idle one not."""
+    app = tmp_path / "spp"
+    shutil.copytree(SPP, app, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("slices.yaml", "app.yaml"):
+        f = app / name
+        f.write_text(f.read_text().replace("../../traffic/", f"{ROOT}/examples/traffic/")
+                     .replace("../../chips/", f"{ROOT}/examples/chips/"))
+    m = app / "spp_model.py"
+    assert "OUT_TTL = 64\n" in m.read_text()
+    m.write_text(m.read_text().replace("OUT_TTL = 64\n", "OUT_TTL = 63\n"))
+    code, s = _demo("--app", str(app), "--ms", "1")
+    assert code == 1 and s["comparison"]["wrong_bytes"] == s["totals"]["forwarded"] > 0
+    rows = {g["name"]: g for g in s["slices"]}
+    for g in rows.values():
+        assert g["mismatches"] == g["forwarded"] and g["verdict"] == ("fail" if g["forwarded"] else "ok"), g

@@ -443,7 +443,10 @@ class RouterRun:
         self.name_mismatch(pid, key, forwarded(port, frame, o), o)
 
     def name_mismatch(self, pid: int, category: str, got: dict[str, Any], expected: Any = None) -> None:
-        """Name packet `pid` among the run's mismatches (MismatchLog)."""
+        """Name packet `pid` among the run's mismatches (MismatchLog), and count a forwarded
+        packet's wrong port or bytes against its group (the kinds, the groups judge themselves)."""
+        if self.groups is not None and category in ("wrong_port", "wrong_bytes"):
+            self.groups.wrong(pid)
         c = self.run.chunk_of(pid) if pid >= 0 else None
         port_in = int(c.w.ports[pid - c.w.first]) if c is not None else None
         self.mismatches.add(pid, port_in, category, expected if expected is not None else self.outcome(pid), got)
