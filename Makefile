@@ -61,6 +61,11 @@ REF ?= 801c1cf
 bench: all
 	$(NPK) bench --json > bench.json
 	@cat bench.json
+	rm -rf bench-spp
+	$(NPK) experiment run examples/experiments/spp_fig11.yaml -o bench-spp/fig11
+	$(NPK) experiment run examples/experiments/spp_latency.yaml -o bench-spp/latency
+	$(NPK) experiment report bench-spp/fig11 -o bench-spp/fig11/report.html
+	$(NPK) experiment report bench-spp/latency -o bench-spp/latency/report.html
 	$(if $(REF),$(MAKE) --no-print-directory bench-against REF=$(REF))
 
 bench-against: all
@@ -84,6 +89,6 @@ lint: venv
 	$(VENV)/bin/ruff check asm emulator toolchain xscale tests tools
 
 clean:
-	rm -rf $(STAMP) bench.json
+	rm -rf $(STAMP) bench.json bench-spp
 	$(MAKE) -C emulator clean
 	$(MAKE) -C xscale clean

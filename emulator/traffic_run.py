@@ -43,7 +43,8 @@ Hooks (for harnesses and experiments; the run keeps no per-packet record itself)
 lo..hi-1 of it go to the MSF, `on_advance()` after the chip ran a slice and before what
 left in it is accounted, `on_departure(dep)` for every transmitted frame (a
 `Departure`), `on_slice()` after every slice, `on_forget(chunk)` when a window is let
-go, `on_drop(id, reason)` for every drop accounted.  `TxBins` counts what leaves per
+go, `on_drop(id, reason)` for every drop accounted, `on_exception(id, reason)` for every
+exception.  `TxBins` counts what leaves per
 time bin; `record=True` keeps every transmitted frame in `out` (and the router's own in
 `generated_out`) (tests, small runs).
 """
@@ -291,6 +292,7 @@ class TrafficRun:
         self.on_forget: list[Callable[[Chunk], None]] = []
         self.on_generated: list[Callable[[int, int, bytes], None]] = []
         self.on_drop: list[Callable[[int, str], None]] = []  # (id, reason) of each drop accounted
+        self.on_exception: list[Callable[[int, str], None]] = []  # (id, reason) of each exception accounted
         # (id, port, frame) of each frame the C ledger compared and found wrong (outcome, port
         # or bytes): looked for only in a batch whose mismatch counts grew
         self.on_mismatch: list[Callable[[int, int, bytes], None]] = []
@@ -513,6 +515,8 @@ class TrafficRun:
                     ffi.from_buffer("uint64_t[]", w.off), ffi.from_buffer("uint16_t[]", w.lens)]  # fmt: skip
             v.first, v.end, v.pushed, v.left = c.first, c.end, c.first + c.pushed, c.left
             v.fate, v.tags, v.times, v.ports, v.off, v.lens = bufs
+            v.data = ffi.from_buffer("uint8_t[]", w.data)  # the flow key is the input frame's
+            bufs.append(v.data)
             vd = c.verdicts
             if vd is not None:
                 vb = [ffi.from_buffer("uint8_t[]", vd.kind), ffi.from_buffer("uint8_t[]", vd.port),
@@ -598,7 +602,8 @@ class TrafficRun:
 
     def flow_reordered(self, frame: bytes, in_port: int, pid: int) -> bool:
         """Per-flow order (oracle.flow_of): whether a later packet of this frame's flow left
-        before it (the ledger's flow table, shared with the C path)."""
+        before it (the ledger's flow table, shared with the C path).  `frame`: the input
+        packet's (its addresses name the flow, whatever the router rewrote)."""
         r = self.lib.npk_flow_check(self.ledger, frame, len(frame), in_port, pid)
         if r < 0:
             raise MemoryError("no memory for the departure ledger's flow table")
@@ -867,9 +872,8 @@ class TrafficRun:
             self._spools[name].add(pid, reason)
         if self._mem_fates is not None:
             self._mem_fates[name].append((pid, reason))
-        if kind == DROPPED:
-            for fn in self.on_drop:
-                fn(pid, reason)
+        for fn in self.on_drop if kind == DROPPED else self.on_exception:
+            fn(pid, reason)
 
     def unresolved(self, before_ns: int) -> Iterator[tuple[Chunk, int]]:
         """Pushed packets with no fate that arrived before `before_ns`, in id order (the

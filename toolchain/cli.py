@@ -36,6 +36,9 @@ SUBCOMMANDS: dict[str, str] = {
     "xscale": "npkit.toolchain.commands.xscale:xscale_cmd",
     "formats": "npkit.toolchain.commands.formats:formats_cmd",
     "experiment": "npkit.toolchain.experiment.cli:experiment",
+    "slice": "npkit.toolchain.commands.slice:slice_cmd",
+    "filter": "npkit.toolchain.commands.slice:filter_cmd",
+    "finger": "npkit.toolchain.commands.slice:finger_cmd",
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ LIBSRC = HERE / "lib" / "npk_xscale.c"
 SYSROOT = Path("/usr/arm-linux-gnueabi")
 BUILD = HERE / "build"
 # programs known by name: a directory of C sources or one source file
-PROGRAMS = {"npkd": HERE / "npkd", "xs_demo": HERE.parent / "examples" / "xscale" / "xs_demo.c"}
+PROGRAMS = {"npkd": HERE / "npkd", "i3d": HERE / "i3d", "xs_demo": HERE.parent / "examples" / "xscale" / "xs_demo.c"}
 
 WARN = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
 ARM = ["clang", "--target=armv5te-linux-gnueabi", "-march=armv5te", "-mtune=xscale", "-mfloat-abi=soft", "-marm",
@@ -68,9 +69,22 @@ def sources_of(spec: str | os.PathLike[str]) -> list[Path]:
     return [p]
 
 
+def _shared(files: list[Path]) -> list[Path]:
+    """Files of another folder a program's sources include ("../npkd/ctl.c": i3d compiles
+    npkd's control socket in), one level deep."""
+    out: list[Path] = []
+    for f in files:
+        if f.exists():
+            for name in re.findall(r'#include "(\.\./[^"]+)"', f.read_text(errors="replace")):
+                out.append((f.parent / name).resolve())
+    return out
+
+
 def _inputs(srcs: list[Path]) -> list[Path]:
     dirs = {s.parent for s in srcs}
-    return [*srcs, *(h for d in dirs for h in d.glob("*.h")), LIBSRC, *INCLUDE.glob("*.h"), Path(__file__)]
+    own = [*srcs, *(h for d in dirs for h in d.glob("*.h"))]
+    shared = _shared(own)
+    return [*own, *shared, *_shared(shared), LIBSRC, *INCLUDE.glob("*.h"), Path(__file__)]
 
 
 def program_digest(spec: str | os.PathLike[str]) -> str:

@@ -147,6 +147,10 @@ typedef struct npk_chunkv {
     const uint8_t *vkind, *vport, *vout;   /* the oracle's verdicts; NULL: none; a vkind of
                                              NPK_V_PYTHON leaves the packet to Python */
     int64_t left;                     /* packets without a fate */
+    const uint8_t *data;              /* the input frames (at off); NULL: the flow key is read
+                                         from the departing frame (a router keeps the addresses;
+                                         an application that rewrites them, the SPP's tunnels or a
+                                         load balancer, needs its input's) */
 } npk_chunkv;
 
 typedef struct npk_flow {

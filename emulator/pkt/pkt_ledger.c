@@ -158,7 +158,8 @@ int64_t npk_depart(npk_ledger *l, npk_chunkv *chunks, uint32_t nchunks, uint64_t
         else if (c->lens[k] != len[i] || memcmp(c->vout + c->off[k], f, len[i])) l->wrong_bytes++;
         else l->matched++;
         uint8_t key[12];
-        flow_key(key, f, len[i], c->ports[k]);
+        if (c->data) flow_key(key, c->data + c->off[k], c->lens[k], c->ports[k]);
+        else flow_key(key, f, len[i], c->ports[k]);
         int r = flow_check_key(l, key, tid);
         if (r < 0) return -1;
         l->reordered += (uint64_t)r;

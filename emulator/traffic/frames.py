@@ -282,7 +282,18 @@ class FrameBuilder:
         if room < 0:  # the schema checks the smallest size against the fields' headers
             raise SpecError(f"ports.{self.port.index}.fields: a {length}-byte frame has no room for its headers")
         tag = (TAG + (pid & 0xFFFFFFFF).to_bytes(4, "big"))[:room]
-        payload = tag + self._filler(filler, room - len(tag))
+        if filler.startswith("header:"):  # an encapsulated header, then the tag and zeros
+            hexed, _, at = filler.removeprefix("header:").partition("@")
+            head = bytes.fromhex(hexed)
+            if at:  # the tag inside the header, at its offset (so a frame of the header alone has one)
+                k = int(at)
+                head = head[:k] + tag + head[k + len(tag) :]
+                tag = b""
+            head = head[:room]
+            tag = tag[: room - len(head)]
+            payload = head + tag + bytes(room - len(head) - len(tag))
+        else:
+            payload = tag + self._filler(filler, room - len(tag))
         self.ident = ident = (self.ident + 1) & 0xFFFF
         if proto == IPPROTO_UDP:
             seg = UDP(sport, dport).pack(payload, src, dst)

@@ -432,5 +432,11 @@ def load_model(path: str | Path, reasons: Reasons, tables: Mapping[str, Any] | N
             more = deciders[1] if len(deciders) > 1 else rules[0]
             raise ModelError(f"{p}:{more.line}: {more.name}: a model decides every frame with one @decide "
                              f"function ({deciders[0].name}, line {deciders[0].line}) and has no rules")  # fmt: skip
-        return StandaloneModel(deciders[0], reasons, dict(tables or {}), router, str(p))
-    return Model(rules, reasons, dict(tables or {}), str(p))
+        model: AnyModel = StandaloneModel(deciders[0], reasons, dict(tables or {}), router, str(p))
+    else:
+        model = Model(rules, reasons, dict(tables or {}), str(p))
+    from .groups import Grouper  # groups of packets with their own account (groups.py)
+
+    groupers = [v for v in vars(module).values() if isinstance(v, Grouper)]
+    model.grouper = groupers[0] if groupers else None  # type: ignore[union-attr]
+    return model

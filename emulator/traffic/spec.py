@@ -69,7 +69,11 @@ about either (RFC 1812 4.3.2.7).
 fraction tagged, pcp: P}), ip_proto (udp | tcp | icmp | 0..255), src and dst (addresses
 or prefixes, uniform inside), src_port, dst_port, tcp_flags (S, SA, A, FA, ...), ttl,
 tos, ip_options (router_alert | record_route | timestamp | nop | none | hex bytes) and
-payload (zeros | random | {pattern: "de ad be ef"}, after the tag)::
+payload (zeros | random | {pattern: "de ad be ef"}, after the tag, or {header: HEX}: these
+bytes first, then the tag and zeros -- an encapsulated protocol's header, as the SPP's
+slice traffic carries an inner IPv4 or I3 header in its UDP payload -- or {header: HEX,
+tag_at: N}: the tag written over the header's bytes N..N+7, for frames no longer than
+their headers)::
 
     fields:
       vlan: {ids: [10, 20], weight: 0.2}

@@ -124,12 +124,22 @@ def _options_item(v: Any) -> str:
 
 
 def _payload_item(v: Any) -> str:
-    """zeros | random | {pattern: HEX} -> 'zeros', 'random' or the pattern's hex."""
+    """zeros | random | {pattern: HEX} | {header: HEX} -> 'zeros', 'random', 'pattern:HEX'
+    or 'header:HEX' (bytes before the tag: an encapsulated protocol's header)."""
     if v in PAYLOADS:
         return str(v)
-    if isinstance(v, dict) and set(v) == {"pattern"} and isinstance(v["pattern"], str):
-        return "pattern:" + _hex(v["pattern"], "pattern", MAX_PATTERN).hex()
-    raise ValueError(f"zeros, random or {{pattern: 'de ad be ef'}}, got {v!r}")
+    if isinstance(v, dict) and len(v) == 1 and set(v) <= {"pattern", "header"}:
+        (kind, hexed), = v.items()
+        if isinstance(hexed, str):
+            return f"{kind}:" + _hex(hexed, kind, MAX_PATTERN).hex()
+    if isinstance(v, dict) and set(v) == {"header", "tag_at"} and isinstance(v["header"], str):
+        head = _hex(v["header"], "header", MAX_PATTERN)
+        at = v["tag_at"]
+        if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= len(head) - 8:
+            raise ValueError(f"tag_at: the tag's 8 bytes go inside the header: 0..{len(head) - 8}, got {at!r}")
+        return f"header:{head.hex()}@{at}"
+    raise ValueError("zeros, random, {pattern: 'de ad be ef'}, {header: '45 00 ...'} or "
+                     f"{{header: HEX, tag_at: N}}, got {v!r}")
 
 
 # ---- forms: how a field's values are drawn ---------------------------------------------------
@@ -158,7 +168,8 @@ def parse_draw(value: Any, item: Callable[[Any], Any], ranged: bool = False) -> 
         if lo > hi:
             raise at("range", f"the range [{lo}, {hi}] is empty")
         return {"form": "range", "values": [lo, hi], "weights": None}
-    if isinstance(value, dict) and not (set(value) == {"pattern"}):
+    if isinstance(value, dict) and not (len(value) == 1 and set(value) <= {"pattern", "header"}) \
+            and set(value) != {"header", "tag_at"}:
         if not value or len(value) > MAX_CHOICES:
             raise ValueError(f"a mapping of 1..{MAX_CHOICES} values to weights")
         vals, weights = [], []

@@ -112,7 +112,7 @@ PortField = _field("src_port", _RANGED, "0..65535")
 FlagsField = _field("tcp_flags", _FORMS, "V: letters of FSRPAUEC (S, SA, A, FA, R, PA) | 0..255")
 ByteField = _field("ttl", _RANGED, "0..255")
 OptionsField = _field("ip_options", _FORMS, f"V: none | {_OPTION_NAMES} | hex bytes (at most 40, padded to 4)")
-PayloadField = _field("payload", _FORMS, "V: zeros | random | {pattern: HEX} (repeated)")
+PayloadField = _field("payload", _FORMS, "V: zeros | random | {pattern: HEX} (repeated after the tag) | {header: HEX} (before the tag) | {header: HEX, tag_at: N} (the tag in the header at byte N)")
 
 
 class Fields(BaseModel):

@@ -74,8 +74,8 @@ def test_npk_asm_builds_a_block_as_the_link_does(tmp_path: Path, cache: Path) ->
     (["--layout", "pipelined", "--block", "rx", "-D", "io=host"], 1, "runs no microcode of its own in block 'rx'"),
     (["--layout", "pipelined", "--block", "qm", "-D", "bogus=1"], 1, "-D bogus: the layout has no such parameter"),
     (["--layout", "pipelined", "--block", "qm", "-D", "qlimit"], 2, "-D qlimit: expected NAME=VALUE"),
-    (["--layout", "pipelined"], 2, "--layout and --block go together"),
-    (["x.uc", "--layout", "pipelined", "--block", "qm"], 2, "--layout and --block go together, and without SOURCE"),
+    (["--layout", "pipelined"], 2, "--layout (or --app) and --block go together"),
+    (["x.uc", "--layout", "pipelined", "--block", "qm"], 2, "--layout (or --app) and --block go together, and without SOURCE"),
     ([], 2, "missing SOURCE (or --layout L --block NAME)"),
 ])  # fmt: skip
 def test_npk_asm_layout_block_errors(tmp_path: Path, args: list[str], code: int, message: str) -> None:

@@ -77,7 +77,9 @@ def test_udplb_with_a_wrong_model_fails(tmp_path: Path) -> None:
     (app / "model.py").write_text(model.replace("    if ttl <= 1:\n", "    if ttl < 1:\n"))
     code, s = _demo(app)
     assert code == 1 and not s["verdict"]["ok"]
-    assert any("lb_ttl_expired" in r for r in s["verdict"]["reasons"]), s["verdict"]
+    assert any("wrong_outcome" in r for r in s["verdict"]["reasons"]), s["verdict"]
+    named = s["comparison"]["mismatches"]  # the packets, named: the chip dropped what the model forwards
+    assert named and all(m["got"] == {"outcome": "drop", "reason": "lb_ttl_expired"} for m in named), named[:3]
     assert s["totals"]["dropped"]["lb_ttl_expired"] > 0
 
 

@@ -23,7 +23,7 @@ from npkit.toolchain.commands.options import ms_option
 BenchFn = Callable[[bool], dict[str, Any]]
 
 # modules whose import registers benchmarks
-BENCH_MODULES: list[str] = ["npkit.toolchain.bench.asm", "npkit.toolchain.bench.router", "npkit.toolchain.bench.traffic", "npkit.toolchain.bench.emulator", "npkit.toolchain.bench.system", "npkit.toolchain.bench.run", "npkit.toolchain.bench.msf", "npkit.toolchain.bench.xscale", "npkit.toolchain.bench.fidelity", "npkit.toolchain.bench.experiment", "npkit.toolchain.bench.tcam", "npkit.toolchain.bench.sched"]
+BENCH_MODULES: list[str] = ["npkit.toolchain.bench.asm", "npkit.toolchain.bench.router", "npkit.toolchain.bench.traffic", "npkit.toolchain.bench.emulator", "npkit.toolchain.bench.system", "npkit.toolchain.bench.run", "npkit.toolchain.bench.msf", "npkit.toolchain.bench.xscale", "npkit.toolchain.bench.fidelity", "npkit.toolchain.bench.experiment", "npkit.toolchain.bench.tcam", "npkit.toolchain.bench.sched", "npkit.toolchain.bench.gpe"]
 
 _REGISTRY: dict[str, BenchFn] = {}
 _LAST: set[str] = set()

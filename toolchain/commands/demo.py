@@ -34,8 +34,10 @@ from npkit.toolchain.system.verdict import judge
 from .options import (
     RUN_ERRORS,
     check_defines,
+    control_at_option,
     exit_on_verdict,
     ms_option,
+    parse_control_at,
     policy_of,
     verdict_options,
 )
@@ -68,15 +70,17 @@ if TYPE_CHECKING:
 @click.option("--profile", "profile", default=None, metavar="BLOCK",
               help="Count BLOCK's instructions and print its listing with them, its hot instructions first "
                    "(lock-step: slower; --ms 1 is plenty).")  # fmt: skip
+@control_at_option
 @coverage_option
 def demo_cmd(app_dir: str | None, layout: str | None, defines: tuple[str, ...], ms: float, seed: int | None, chip_config: str | None,
              routes: str | None, traffic: str | None, drain: bool, drain_cap_ms: float, max_loss: float | None,
              min_line_rate: float | None, as_json: bool, contexts: bool, profile: str | None,
-             coverage: str | None) -> None:  # fmt: skip
+             control_at: tuple[str, ...], coverage: str | None) -> None:  # fmt: skip
     """Build the router, load a route table, run 5 x 1 Gb/s of seed 003's packets."""
     from npkit.toolchain.system.link import chip_config_of
 
     duration = int(ms * 1e6)
+    timed = parse_control_at(control_at)
     app, layout, traffic, routes, router = _application(app_dir, layout, traffic, routes)
     chip_config = chip_config_of(chip_config, app)
     params: dict[str, Any] = parse_defines(defines)  # (checked by the option's callback)
@@ -100,7 +104,7 @@ def demo_cmd(app_dir: str | None, layout: str | None, defines: tuple[str, ...], 
                        routes=routes, router_config=router_yaml, chip_config=chip_config,
                        progress=not as_json and sys.stderr.isatty(), drain=drain,
                        on_start=lambda rr: started.append(Extras(rr.chip, image_placement(rr.image), req)),
-                       app=app)  # fmt: skip
+                       app=app, control={"timed": timed} if timed else None)  # fmt: skip
     except RUN_ERRORS as e:
         raise click.ClickException(str(e)) from None
     more = started[0].finish(s)

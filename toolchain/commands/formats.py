@@ -154,6 +154,7 @@ def _design_notes() -> str:
         "| steady | mapping | see below | steady-state run settings |\n"
         "| capacity | mapping or false | see below | RFC 2544 capacity search (false: none) |\n"
         "| compare | string | | `seed003` (the effects seed 003 published) or a results directory, relative to the design, whose effects the report puts beside this one's (it must exist: run that design first) |\n"
+        "| reference | mapping | keys source, response, points (1..1000 of {where: {FACTOR: LEVEL}, value: N}), note | a publication's values of one of the design's responses at design points (a factor left out of `where`: any level); the report's closing section puts them beside npkit's mean at every point, with the note |\n"
         "| quick | mapping | | merged over the design by `--quick` |\n\n"
         f"Targets start with {', '.join(d.TARGET_HEADS)}: `layout`, `param.NAME` (a -D layout parameter), "
         f"`block.NAME.{{{','.join(d.BLOCK_FIELDS)}}}` (`block.NAME.define.MACRO`), `chip` or `chip.KEY...`, "

@@ -98,3 +98,25 @@ def exit_on_verdict(verdict: dict[str, Any]) -> None:
     if not verdict["ok"]:
         click.echo("npk: the run failed: " + "; ".join(verdict["reasons"]), err=True)
         raise SystemExit(1)
+
+
+def parse_control_at(values: tuple[str, ...]) -> list[tuple[int, str]]:
+    """`--control-at "MS COMMAND..."` values as (emulated ns, command), in time order."""
+    out = []
+    for v in values:
+        head, _, cmd = v.strip().partition(" ")
+        try:
+            ms = float(head.removesuffix("ms"))
+        except ValueError:
+            raise click.BadParameter(f"{v!r}: MS COMMAND (e.g. \"0.5 filter fast 23\")", param_hint="--control-at") from None
+        if ms < 0 or not cmd.strip():
+            raise click.BadParameter(f"{v!r}: MS COMMAND, MS >= 0", param_hint="--control-at")
+        out.append((int(ms * 1e6), cmd.strip()))
+    return sorted(out, key=lambda x: x[0])
+
+
+def control_at_option(fn: Any) -> Any:
+    return click.option("--control-at", "control_at", multiple=True, metavar="\"MS COMMAND\"",
+                        help="A command the image's I3 daemon (the SPP's spp_gpe layout) makes at emulated time MS, "
+                             "as if it came on its control socket: \"0.5 filter fast 23\" (repeatable; "
+                             "docs/spp.md §12).")(fn)  # fmt: skip

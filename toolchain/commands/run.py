@@ -56,9 +56,11 @@ from npkit.xscale.gdb_address import GDB_ADDRESS, GDB_HELP
 from .options import (
     MAX_CYCLES,
     RUN_ERRORS,
+    control_at_option,
     exit_on_verdict,
     image_define_option,
     ms_option,
+    parse_control_at,
     policy_of,
     verdict_options,
 )
@@ -233,7 +235,9 @@ def chip_for(images: tuple[str, ...], config: str | None, me_list: str | None, i
 @click.option("--xscale-gdb", "xscale_gdb", type=GDB_ADDRESS, default=None, metavar="unix:PATH|PORT",
               help="The --xscale program, or a router image's control daemon, waits for gdb: " + GDB_HELP)
 @click.option("--control-socket", "control_socket", default=None, type=click.Path(dir_okay=False),
-              help="Router image: the control daemon listens here (`npk route add ... --socket PATH`).")
+              help="Router image: the control daemon listens here (`npk route add ... --socket PATH`; "
+                   "the SPP's I3 daemon: `npk filter|slice|finger ... --socket PATH`).")
+@control_at_option
 @ms_option("--kill-control-at", "kill_at", default=None, metavar="MS",
            help="Router image, fault injection: kill the control daemon at this emulated time (ms).")
 @ms_option("--restart-control-at", "restart_at", default=None, metavar="MS",
@@ -250,8 +254,8 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
             as_json: bool, traffic: str | None, app_dir: str | None, capture: str | None, duration_ms: float, drain: bool,
             drain_cap_ms: float, max_loss: float | None, min_line_rate: float | None, xscale: str | None,
             xscale_args: tuple[str, ...], xscale_placement: str, xscale_gdb: int | str | None,
-            control_socket: str | None, kill_at: float | None, restart_at: float | None, contexts: bool,
-            profile: bool, coverage: str | None) -> None:  # fmt: skip
+            control_socket: str | None, control_at: tuple[str, ...], kill_at: float | None, restart_at: float | None,
+            contexts: bool, profile: bool, coverage: str | None) -> None:  # fmt: skip
     """Run IMAGE(s) on the emulated chip and print statistics.
 
     An IMAGE is an npkit ELF image or a .uc source, assembled in memory as npk asm
@@ -284,6 +288,11 @@ def run_cmd(images: tuple[str, ...], include_dirs: tuple[str, ...], defines: tup
         router = len(read) == 1 and "router" in read[0].meta
         control = _control_options(read[0] if router else None, xscale, xscale_placement, xscale_gdb,
                                    control_socket, kill_at, restart_at, as_json)  # fmt: skip
+        timed = parse_control_at(control_at)
+        if timed:
+            if control is None:
+                raise click.UsageError("--control-at needs a router image with a control program (the SPP's spp_gpe)")
+            control["timed"] = timed
         _check_xscale_options(xscale, control, xscale_args, xscale_placement, xscale_gdb)
         if traffic is not None and xscale:
             raise click.UsageError("--xscale with --traffic: a router image runs its own control program "
@@ -398,9 +407,9 @@ def _control_options(image: Any, xscale: str | None, placement: str, gdb: int | 
 def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: int, as_json: bool,
                        control: dict[str, Any], extras: Extras) -> None:  # fmt: skip
     """A router image without traffic: the microengines and its control daemon, `cycles` cycles."""
-    from npkit.toolchain.system.control import ControlPlane
+    from npkit.toolchain.system.i3d_run import control_plane
 
-    cp = ControlPlane(chip, image, **control)
+    cp = control_plane(chip, image, **control)
     try:
         out = me_summary(chip, chip.run(cycles), loaded)
         out["control_plane"] = cp.summary()
@@ -414,7 +423,7 @@ def _run_router_cycles(chip: Chip, image: Any, loaded: dict[int, str], cycles: i
 
 def _control_line(s: dict[str, Any]) -> str:
     x = s["control_plane"]["xscale"]
-    return (f"control plane: npkd [{x['placement']}] {s['control_plane'].get('process', x['state'])}, {x['instructions']} instructions, "
+    return (f"control plane: {s['control_plane'].get('program', 'npkd')} [{x['placement']}] {s['control_plane'].get('process', x['state'])}, {x['instructions']} instructions, "
             f"{x['interrupts']} interrupts, starts {x['starts']}")
 
 

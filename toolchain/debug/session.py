@@ -1417,7 +1417,12 @@ class Session:
             self.emit(f"  host stand-ins: {h.sent} messages sent, {len(h.outputs())} forwarded, "
                       f"{len(h.exceptions())} exceptions, drops by code {h.drops()}")  # fmt: skip
 
-        if self.target.control is not None:
+        if self.target.control is not None and hasattr(self.target.control, "sub"):   # the SPP's I3 daemon
+            self.emit(xscale_line(self.target.control))
+            i3 = self.target.control.summary()
+            if i3.get("running"):
+                self.emit(f"  i3d: { {k: v for k, v in i3['counters'].items() if v} }; GPE delay ns {i3['gpe_delay_ns']}")
+        elif self.target.control is not None:
             from npkit.toolchain.system.control import stats_summary
 
             self.emit(xscale_line(self.target.control))

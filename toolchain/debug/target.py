@@ -317,13 +317,13 @@ def service_exceptions(t: Target, xscale_gdb: int | str | None = None) -> None:
         return
     ctl = t.image.meta.get("control") or {}
     if ctl and ctl.get("placement") != "host":
-        from npkit.toolchain.system.control import ControlPlane
+        from npkit.toolchain.system.i3d_run import control_plane
         from npkit.toolchain.system.layout import LinkError
         from npkit.xscale.core import XScaleError
 
         changes = t.traffic.traffic.route_changes if t.traffic is not None else []
         try:
-            t.control = ControlPlane(t.chip, t.image, gdb_port=xscale_gdb, changes=changes)
+            t.control = control_plane(t.chip, t.image, gdb_port=xscale_gdb, changes=changes)
         except (LinkError, XScaleError, OSError) as e:
             raise TargetError(f"control program: {e}") from None
         t.notes.append(f"control plane: {ctl['program']} on the {t.control.placement} (the chip's runs co-run it)")

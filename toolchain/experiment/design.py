@@ -17,8 +17,9 @@ A design is a YAML file (examples in examples/experiments/)::
       app: ../apps/acl          # optional: an application folder (docs/applications.md),
                                 # relative to the design file: `layout` names one of its
                                 # layouts (default: its default_layout), its params are
-                                # param.NAME factors, its traffic, routes and router config
-                                # are the defaults (`traffic:` may then be left out)
+                                # param.NAME factors, its chip config (`chip:`), traffic,
+                                # routes and router config are the defaults (`traffic:`
+                                # may then be left out)
     factors:
       A: {name: packet size, set: traffic.defaults.size, levels: [78, 256]}
       B: {name: queue manager, set: param.qm, levels: [full, stub]}
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 KINDS = ("full", "fractional", "sweep")
 TOP_KEYS = {"name", "title", "description", "kind", "replications", "seed", "base", "factors",
-            "generators", "sweep", "responses", "steady", "capacity", "compare", "quick"}  # fmt: skip
+            "generators", "sweep", "responses", "steady", "capacity", "compare", "reference", "quick"}  # fmt: skip
 BASE_KEYS = {"layout", "params", "chip", "chip_set", "traffic", "traffic_set", "routes", "app"}
 FACTOR_KEYS = {"name", "set", "levels", "scale"}
 TARGET_HEADS = ("layout", "param", "block", "chip", "traffic", "routes")
@@ -133,6 +134,7 @@ class Design:
     steady: dict[str, Any] = field(default_factory=dict)
     capacity: dict[str, Any] | None = None
     compare: str | None = None
+    reference: dict[str, Any] | None = None  # a paper's values at design points (report: its closing section)
     title: str = ""
     description: str = ""
     source: Path | None = None
@@ -353,10 +355,12 @@ def apply_target(cfg: dict[str, Any], target: str, value: Any, scale: bool = Fal
 
 
 def _merge(base: Any, over: Any) -> Any:
+    """`over` merged into `base`, mapping by mapping; a factor's `levels` are replaced as a
+    whole (a quick design's fewer levels, also when they are a mapping label -> settings)."""
     if isinstance(base, dict) and isinstance(over, dict):
         out = dict(base)
         for k, v in over.items():
-            out[k] = _merge(base.get(k), v) if k in base else v
+            out[k] = _merge(base.get(k), v) if k in base and k != "levels" else copy.deepcopy(v)
         return out
     return copy.deepcopy(over)
 
@@ -554,6 +558,7 @@ def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files:
     design.compare = _compare(data.get("compare"), root, check_files)
     if design.compare is not None:
         design.raw["compare"] = design.compare
+    design.reference = _reference(data.get("reference"), design)
     # validate the settings and every run's configuration now, not in a worker
     from .capacity import CapacitySettings
     from .steady import SteadySettings
@@ -566,6 +571,57 @@ def _design(data: dict[str, Any], source: Path | None, quick: bool, check_files:
         raise DesignError(str(e)) from None
     design.runs()
     return design
+
+
+REFERENCE_KEYS = {"source", "response", "points", "note"}
+MAX_REFERENCE_POINTS = 1000
+
+
+def same_level(a: Any, b: Any) -> bool:
+    """Whether two level labels or values name the same level (0 and "0.0" do)."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def _reference(value: Any, design: Design) -> dict[str, Any] | None:
+    """`reference:` -- a publication's values of one response at design points, which the
+    report puts beside npkit's in its closing section:
+
+        reference:
+          source: "seed 004, Figure 11"     # who says so
+          response: throughput_pct_offered # one of the design's responses
+          points:                          # `where`: levels of some factors (the others: any)
+            - {where: {S: 0.0, P: 0}, value: 81}
+            - {where: {P: 40}, value: 100}
+          note: why the two differ         # the closing note (optional)
+    """
+    if value is None:
+        return None
+    where = "reference"
+    if not isinstance(value, dict) or set(value) - REFERENCE_KEYS or not {"source", "response", "points"} <= set(value):
+        raise DesignError(f"{where}: a mapping of source, response, points and (optional) note")
+    if not isinstance(value["source"], str) or not isinstance(value.get("note", ""), str):
+        raise DesignError(f"{where}: source and note are text")
+    if value["response"] not in design.responses:
+        raise DesignError(f"{where}.response: {value['response']!r} is not one of the design's responses "
+                          f"({', '.join(design.responses)})")  # fmt: skip
+    points = value["points"]
+    if not isinstance(points, list) or not 1 <= len(points) <= MAX_REFERENCE_POINTS:
+        raise DesignError(f"{where}.points: a list of 1..{MAX_REFERENCE_POINTS} {{where: {{FACTOR: LEVEL}}, value: N}}")
+    keys = {f.key: f for f in design.factors}
+    for i, pt in enumerate(points):
+        at = f"{where}.points[{i}]"
+        if not isinstance(pt, dict) or set(pt) != {"where", "value"} or not isinstance(pt["where"], dict):
+            raise DesignError(f"{at}: {{where: {{FACTOR: LEVEL, ...}}, value: N}}")
+        v = pt["value"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise DesignError(f"{at}.value: a number, got {v!r}")
+        for k in pt["where"]:  # (a level the design does not run -- a --quick one's -- matches no point)
+            if k not in keys:
+                raise DesignError(f"{at}.where: no factor {k!r} (factors: {', '.join(keys)})")
+    return dict(value)
 
 
 def _check_overlap(factors: list[Factor]) -> None:
@@ -593,8 +649,8 @@ def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
 
 def _app_base(base: dict[str, Any], root: Path) -> None:
     """`base.app`: the application folder (relative to the design), and what it gives the
-    base that the design leaves out: its default layout, traffic and routes (the router
-    config is the application's: execute.prepare)."""
+    base that the design leaves out: its default layout, chip config, traffic and routes
+    (the router config is the application's: execute.prepare)."""
     from npkit.toolchain.system.app import load_app
     from npkit.toolchain.system.layout import LinkError
 
@@ -604,6 +660,8 @@ def _app_base(base: dict[str, Any], root: Path) -> None:
         app = load_app(_resolve(root, base["app"]))
         base["app"] = str(app.folder)
         base.setdefault("layout", app.default_layout)
+        if app.chip is not None:  # the application's chip config (its `chip:`), unless the design names one
+            base.setdefault("chip", app.chip)
     except LinkError as e:
         raise DesignError(f"base.app: {e}") from None
     if "traffic" not in base:

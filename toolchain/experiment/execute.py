@@ -45,8 +45,12 @@ RESPONSES = ("throughput_mbps", "throughput_ci_mbps", "throughput_pct_line", "of
              "throughput_pct_offered", "latency_mean_us", "latency_p50_us", "latency_p99_us", "loss_pct",
              "lost", "in_flight", "exceptions", "warmup_us", "measured_ms", "windows", "link_mbps", "ports",
              "util_me_max", "capacity_mbps", "capacity_link_mbps", "capacity_trials", "saturation_mbps",
-             "capacity_mpps", "capacity_pct_line", "rc_hit_rate", "rc_sets_filled", "rc_ranges_total", "batch_mean")  # fmt: skip
-RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "sched_")  # sched_: qm drr / dfq (sched_judge)
+             "capacity_mpps", "capacity_pct_line", "offered_mpps", "throughput_mpps", "rc_hit_rate", "rc_sets_filled",
+             "rc_ranges_total", "batch_mean")  # fmt: skip
+# group_mpps_<group>, group_latency_us_<group>: the packets a second of each group of the
+# application's model (emulator/traffic/groups.py: the SPP's slices) that left, and their
+# mean latency, over the kept windows; sched_: qm drr / dfq (sched_judge)
+RESPONSE_FAMILIES = ("util_", "drop_", "ci_rel_", "sat_util_me_", "sched_", "group_mpps_", "group_latency_us_")
 # losses to a resource (timing), as opposed to drops the oracle predicts for the packet
 RESOURCE_DROPS = ("rbuf_full", "no_rx_thread", "tbuf_underrun", "buffer_exhausted", "queue_full",
                   "exception_ring_full")  # fmt: skip
@@ -363,6 +367,8 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     tr = load_traffic_source(env.spec_file("steady.yaml"), cap_ns).collect()
     rr = router_run(env, tr)
     rec = Recorder(rr, w)
+    if rr.groups is not None:
+        rr.groups.bin_ns = w
     check_ns = int(s.min_ms * 1e6)
     verdicts: dict[str, Any] = {}
     while True:
@@ -416,6 +422,14 @@ def steady_run(env: Env, s: SteadySettings) -> tuple[dict[str, Any], dict[str, A
     if rc is not None:
         resp.update({"rc_hit_rate": rc["hit_rate"], "rc_sets_filled": rc["sets_filled"],
                      "rc_ranges_total": rc["ranges_total"]})  # fmt: skip
+    seconds = max(1, hi_ns - lo_ns) / 1e9
+    resp["offered_mpps"] = sum(1 for i in range(len(tr)) if lo_ns <= tr.times[i] < hi_ns) / seconds / 1e6
+    resp["throughput_mpps"] = sum(rec.pkts[k] for k in kept) / seconds / 1e6
+    if rr.groups is not None:
+        for name, mpps in rr.groups.rates_mpps(cut, n).items():
+            resp[f"group_mpps_{name}"] = mpps
+        for name, us in rr.groups.latency_means_us(cut, n).items():
+            resp[f"group_latency_us_{name}"] = us
     if sched is not None:
         from npkit.toolchain.system.sched_judge import sched_responses
 

@@ -594,6 +594,38 @@ def _results_table(doc: Doc, design: Design, df: Any, responses: list[str]) -> N
     doc.table(cols, [[row[c] for c in cols] for _, row in df.iterrows()])
 
 
+def _reference_section(doc: Doc, design: Design, df: Any) -> None:
+    """The closing note: a publication's values (`reference:`) beside npkit's mean at
+    every design point, and the design's note on why they differ."""
+    from .design import same_level
+
+    ref = design.reference
+    if not ref:
+        return
+    resp = ref["response"]
+    doc.h(f"Beside {ref['source']}")
+    if resp not in df:
+        doc.p(f"No run has {resp}.")
+        return
+    ok = df[df["status"] == "ok"] if "status" in df else df
+    rows = []
+    for point in design.points():
+        levels = {k: point[k] for k in design.keys}
+        sel = ok
+        for k, lv in levels.items():
+            sel = sel[[same_level(x, lv) for x in sel[k]]]
+        npk = float(sel[resp].mean()) if len(sel) else math.nan
+        paper = next((p["value"] for p in ref["points"]
+                      if all(same_level(levels[k], v) for k, v in p["where"].items())), None)  # fmt: skip
+        diff = fmt(npk - paper) if paper is not None and math.isfinite(npk) else "-"
+        rows.append([*(levels[k] for k in design.keys), fmt(npk), "-" if paper is None else fmt(paper), diff])
+    doc.p(f"{resp} at every design point (npkit: the mean of its runs), and {ref['source']}'s value where it "
+          "gives one.")  # fmt: skip
+    doc.table([*design.keys, f"npkit {resp}", ref["source"], "npkit - reference"], rows)
+    if ref.get("note"):
+        doc.p(ref["note"])
+
+
 REPORT_SUFFIXES = (".html", ".htm", ".md", ".markdown")
 
 
@@ -629,6 +661,7 @@ def build(results_dir: str | Path, out: str | Path, per_run_plots: bool = True,
         _response_section(doc, design, df, name, a, files, rel, {"log_variation": log_variation})
     _series_section(doc, Store(results_dir), files, rel, per_run_plots)
     _results_table(doc, design, df, list(res["responses"]))
+    _reference_section(doc, design, df)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_md(doc) if out.suffix.lower() in (".md", ".markdown") else render_html(doc))
     return out

@@ -281,7 +281,10 @@ def load_layout(
 
     data = _substituted(raw, overrides or {}, source, located, fail)
     where: Any = str(MICROCODE) if sources is None else [str(d) for d in sources]
-    args = [source, where, SYS.ring_store, SYS.scratch_bytes, option_names(), data]  # what validation sees
+    from .i3d import option_names as i3d_option_names
+
+    # what validation sees
+    args = [source, where, SYS.ring_store, SYS.scratch_bytes, option_names(), i3d_option_names(), data]
     return checked("layout/1", args, lambda: _checked_layout(data, source, located, sources),
                    classes=(Layout, Ring, Block, ControlSpec))  # fmt: skip
 
@@ -293,9 +296,11 @@ def _checked_layout(data: dict[str, Any], source: str, located: Located | None,
     from npkit.asm.base.schema import validate
 
     from .control import option_names
+    from .i3d import option_names as i3d_option_names
     from .layout_schema import LayoutFile
 
     model = validate(LayoutFile, data, source, located=located, error=LinkError,
                      context={"microcode": MICROCODE, "sources": sources, "ring_store": SYS.ring_store, "scratch_bytes": SYS.scratch_bytes,
-                              "control_options": option_names()})  # fmt: skip
+                              "control_options": option_names(),
+                              "control_options_by_program": {"i3d": i3d_option_names()}})  # fmt: skip
     return _layout(model, data["params"], source, sources)

@@ -255,6 +255,9 @@ class ControlSection(_Strict):
         if v is None:
             return {}
         known = (info.context or {}).get("control_options")
+        # another program's own (the SPP's I3 daemon: xscale/i3d/i3d.h I3D_OPTIONS)
+        by_program = (info.context or {}).get("control_options_by_program") or {}
+        known = by_program.get((info.data or {}).get("program"), known)
         if isinstance(v, dict) and known is not None:
             for k in v:
                 if k not in known:

@@ -71,6 +71,7 @@ from npkit.toolchain.debug.profile import fault_site_lines, image_placement, loc
 
 from .app import model_of_image, reasons_of_image
 from .buffers import audit
+from .errors import LinkError
 from .mismatches import MismatchLog, forwarded
 from .router_image import check_msf_io, router_config_of
 from .sched_judge import attach_sched_judge
@@ -225,11 +226,21 @@ class RouterRun:
         self.cp: Any = None  # npkit.toolchain.system.control_run.ControlJudge
         self.reader: ExceptionReader | None = None
         self.run.on_drop.append(self._dropped)
+        self.groups = _group_tally(self.run, self.model, self.reasons)  # the model's groups (slices), or None
         self.mismatches = MismatchLog()  # the packets judged wrong, named (the first MAX_NAMED)
         self.run.on_mismatch.append(self._ledger_mismatch)
         meta = image.meta.get("control") or {}
         placement = (control or {}).get("placement") or meta.get("placement")
-        if meta and placement != "host":
+        if meta and placement != "host" and meta.get("program") == "i3d":   # the SPP's GPE (i3d_run)
+            from .i3d_run import GpeJudge, I3dPlane
+
+            self.control = I3dPlane(self.chip, image, router=self.config, **(control or {}))
+            self.cp = GpeJudge(self, SLICE_NS)
+        elif (control or {}).get("timed"):
+            raise LinkError("timed control commands (--control-at) are for the I3 daemon (control: {program: i3d}: "
+                            f"the SPP's spp_gpe layout); this image's control program is {meta.get('program', 'none')}"
+                            + ("" if placement != "host" else " (placement host)"))  # fmt: skip
+        elif meta and placement != "host":
             from .control import ControlPlane
             from .control_run import ControlJudge
 
@@ -358,7 +369,9 @@ class RouterRun:
                 return  # matches no input: the run counts it unmatched
         c = d.chunk
         if c is None:
-            res["forgotten"] += 1  # a copy of a packet finished with long ago
+            late = getattr(self.cp, "late_copy", None)     # the I3 daemon's multicast copies
+            key = late(d) if late is not None else None
+            res[key or "forgotten"] += 1  # else a copy of a packet finished with long ago
             return
         i, w = d.i, c.w
         v = c.extra["v"]
@@ -384,7 +397,8 @@ class RouterRun:
         if key != "matched_forward":
             self.name_mismatch(d.pid, key, forwarded(port, data, self.outcome(d.pid)))
         # per-flow order (RFC 1812): input port, protocol, source and destination address
-        if self.run.flow_reordered(data, w.ports[i], d.pid):
+        o = w.off[i]
+        if self.run.flow_reordered(bytes(w.data[o : o + w.lens[i]]), w.ports[i], d.pid):  # the input's flow
             res["reordered"] += 1
 
     def _dropped(self, pid: int, reason: str) -> None:
@@ -429,7 +443,10 @@ class RouterRun:
         self.name_mismatch(pid, key, forwarded(port, frame, o), o)
 
     def name_mismatch(self, pid: int, category: str, got: dict[str, Any], expected: Any = None) -> None:
-        """Name packet `pid` among the run's mismatches (MismatchLog)."""
+        """Name packet `pid` among the run's mismatches (MismatchLog), and count a forwarded
+        packet's wrong port or bytes against its group (the kinds, the groups judge themselves)."""
+        if self.groups is not None and category in ("wrong_port", "wrong_bytes"):
+            self.groups.wrong(pid)
         c = self.run.chunk_of(pid) if pid >= 0 else None
         port_in = int(c.w.ports[pid - c.w.first]) if c is not None else None
         self.mismatches.add(pid, port_in, category, expected if expected is not None else self.outcome(pid), got)
@@ -719,6 +736,8 @@ class RouterRun:
             "in_flight": self._in_flight(tot["in_flight"], census),
             **({"undeclared_codes": self.undeclared} if self.undeclared else {}),  # codes no reason declares
             "drain": self.drain_info,
+            **({self.groups.grouper.key: self.groups.report(), "group_keys": [self.groups.grouper.key]}
+               if self.groups is not None else {}),
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
             **({"range_cache": self.range_cache()} if "range_cache" in self.image.meta else {}),
@@ -771,8 +790,10 @@ class RouterRun:
         # ... and the packets it had taken from the exception ring but not logged (half handled)
         out["lost_half_handled"] = self.cp.killed_in_hand
         out["log_overrun"] = self.cp.log.overrun
-        if self.cp.app_handled:  # an application's exception reasons, by what the daemon did (its log)
+        if getattr(self.cp, "app_handled", None):  # an application's exception reasons, by what npkd did (its log)
             out["app_exceptions"] = {r: dict(sorted(n.items())) for r, n in sorted(self.cp.app_handled.items())}
+        if hasattr(self.cp, "summary"):      # the GPE's i3d: its path's latency on the wire
+            out.update(self.cp.summary())
         if not out["running"]:
             out["exception_records_unread"] = self._control_census()["exception_ring_records"]
         return out
@@ -942,6 +963,21 @@ def _mismatch_lines(cmp_: dict[str, Any]) -> list[str]:
     return log.text()
 
 
+def _i3d_line(cp: dict[str, Any]) -> str:
+    """The I3 daemon's line of a run's text: what it did with the exceptions, the GPE path's delay."""
+    if not cp.get("running"):
+        return f"control plane: i3d on the {cp['xscale']['placement']} never started serving: {cp['xscale']['state']}"
+    c, d, w = cp["counters"], cp["gpe_delay_ns"], cp["gpe_latency_ns"]
+    dropped = {k[8:]: v for k, v in c.items() if k.startswith("dropped_") and v}
+    return (f"control plane: i3d on the {cp['xscale']['placement']}: exceptions {c['exceptions']}, delivered to "
+            f"triggers {c['delivered']} (copies {c['copies']}), by a finger {c['finger_forwarded']}, consumed "
+            f"{c['gpe_consumed']}, dropped {dropped or '{}'}, not I3 {c['exc_other'] + c['relayed']}; GPE path "
+            f"delay us (daemon) mean {d['mean'] / 1000:.1f} p50 {d['p50'] / 1000:.1f} p99 {d['p99'] / 1000:.1f}, "
+            f"(wire) p50 {w['p50'] / 1000:.1f} p99 {w['p99'] / 1000:.1f}; filters installed {c['filters_installed']}, "
+            f"removed {c['filters_removed']}; packets on the fast path after their filter's install "
+            f"{cp['fast_path_after_install']}")  # fmt: skip
+
+
 def format_summary(s: dict[str, Any]) -> str:
     lines = [f"router {s['layout']} {s['params']}: {s['duration_ms']} ms of traffic, {s['emulated_ms']} ms "
              f"emulated in {s['host_s']} s ({s['emulated_ms_per_host_s']} ms/s)", "",
@@ -979,7 +1015,9 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
         lines += fault_site_lines(s["faults"])
     cp = s.get("control_plane")
-    if cp and cp.get("running"):
+    if cp and cp.get("program") == "i3d":   # the SPP's GPE (npkit.toolchain.system.i3d_run)
+        lines.append(_i3d_line(cp))
+    elif cp and cp.get("running"):
         icmp = {k: v for k, v in cp["icmp_sent"].items() if v}
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} ({cp['state']}, "
                      f"{cp['xscale']['instructions']} instructions): exceptions {cp['exceptions_handled'] or '{}'}; "
@@ -998,6 +1036,13 @@ def format_summary(s: dict[str, Any]) -> str:
     elif cp:    # no statistics block: the daemon never came up (crashed first, or hangs before serving)
         lines.append(f"control plane: npkd on the {cp['xscale']['placement']} never started serving (no statistics "
                      f"block): {cp['process']}, {cp['exception_records_unread']} exception records unread")  # fmt: skip
+    for key in s.get("group_keys", []):
+        lines.append(f"{key}:")
+        for g in s.get(key, []):
+            lat = g["latency_us"] or {}
+            lines.append(f"  {g['name']:<12} {g.get('code_option', ''):<6} offered {g['offered']:>7} forwarded "
+                         f"{g['forwarded']:>7}  dropped {g['dropped'] or '{}'} excepted {g['excepted'] or '{}'} "
+                         f"latency p50/p99 us {lat.get('p50', '-')}/{lat.get('p99', '-')}  {g['verdict']}")  # fmt: skip
     v = s.get("verdict")
     if v is not None:
         lines.append("verdict: ok" if v["ok"] else "verdict: FAILED\n" + "\n".join(f"  - {r}" for r in v["reasons"]))
@@ -1022,3 +1067,13 @@ def _resource_drops_line(t: dict[str, Any]) -> list[str]:
 def _chain(first: Any, rest: Any) -> Any:
     yield first
     yield from rest
+
+
+def _group_tally(run: Any, model: Any, reasons: Any) -> Any:
+    """The per-group account of the model's `@group` classifier (emulator/traffic/groups.py), or None."""
+    grouper = getattr(model, "grouper", None)
+    if grouper is None:
+        return None
+    from npkit.emulator.traffic.groups import GroupTally
+
+    return GroupTally(run, grouper, getattr(model, "ctx", None), reasons)

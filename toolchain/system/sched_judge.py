@@ -202,7 +202,7 @@ class SchedJudge:
         q.packets += 1
         q.max_len = max(q.max_len, len(d.data))
         q.served[d.t // BIN_NS] += 8 * len(d.data)
-        flow = hash(d.data[23:24] + d.data[26:34])  # protocol, source, destination
+        flow = _flow(w, i, d.data)
         okey = (port, key, flow) if self.per_flow_order or not self.by_key else (port, key)
         last = self.order.get(okey, -1)
         if arrived < last:
@@ -345,6 +345,15 @@ class SchedJudge:
                                 f"than fluid + 2T + transit (worst by {q.worst_excess_ns / 1e3:.1f} us)")  # fmt: skip
         return {"bound": "fluid finish at the reserved rate + 2 T + transit", "t_ns": self.params.dfq_t_ns,
                 "connections": rows}  # fmt: skip
+
+
+def _flow(w: Any, i: int, out: bytes) -> int:
+    """The flow of input packet i of window w: its frame's protocol, source and
+    destination, whatever the router rewrote (the SPP's tunnels rewrite the outer
+    addresses); the departing frame's when the window keeps no frames."""
+    data = getattr(w, "data", None)
+    f = out if data is None else bytes(data[w.off[i] : w.off[i] + 34])
+    return hash(f[23:24] + f[26:34])
 
 
 def attach_sched_judge(rr: Any) -> SchedJudge | None:
