@@ -336,12 +336,6 @@ struct npk_chip {
     uint32_t dram_chans, dram_il, dram_il_shift;
     uint8_t sram_chan_of[4];   /* SRAM channel of address bits 31:30 (modulo the channels there are) */
     uint64_t dram_chans_m;
-    /* the TCAM (units/tcam.c): an SRAM `read` of [tcam_lo, tcam_lo + tcam_len), its result
-     * slots, is a lookup (tcam_len 0: no TCAM: no address is); tcam_off: the window's
-     * offset in c->sram */
-    uint32_t tcam_lo, tcam_len;
-    uint64_t tcam_off;
-    npk_tcam_stats tcam_st;
     npk_me me[NPK_MAX_ME];
     npk_uop *uops;             /* every ME's pre-decoded control store (npk_me.uop points in:
                                 * to its own, or to another ME's with the same words, chip.c
@@ -417,6 +411,13 @@ struct npk_chip {
     uint64_t msf_next;         /* npk_run: the MSF device's next event (what bounds xin_own words) */
     const npk_event *cur_ev;   /* command being completed, NULL outside npk_unit_complete */
     int cur_faulted;           /* cur_ev has already recorded its fault */
+    /* the TCAM (units/tcam.c): an SRAM `read` of [tcam_lo, tcam_lo + tcam_len), its result
+     * slots, is a lookup (tcam_len 0: no TCAM: no address is); tcam_off: the window's
+     * offset in c->sram.  (Here at the end: the fields before keep their places, and the
+     * offsets the hot paths use.) */
+    uint32_t tcam_lo, tcam_len;
+    uint64_t tcam_off;
+    npk_tcam_stats tcam_st;
     char err[160];
 };
 

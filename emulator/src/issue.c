@@ -70,6 +70,11 @@ static inline npk_event *new_event(npk_exec *e, int unit, uint32_t op, uint32_t 
     return ev;
 }
 
+int npk_issue_tcam(npk_chip *c, npk_me *m, int ctx, uint32_t pc, const npk_uop *u, uint32_t a, uint32_t b)
+{
+    return npk_issue_as(c, m, ctx, pc, u, a, b, 1);
+}
+
 void npk_issue_mem(npk_exec *e, const npk_uop *u)
 {
     uint32_t a = npk_rd(e, &u->a);

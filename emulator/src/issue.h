@@ -71,8 +71,8 @@ enum { NPK_ISSUED = 0, NPK_ISSUE_STALL = 1, NPK_ISSUE_NO_EVENT = 2 };
  * operands a and b: its event scheduled on its unit (NPK_ISSUED), or nothing done because the
  * channel's queue is full (NPK_ISSUE_STALL: the word retries) or no event can be had
  * (NPK_ISSUE_NO_EVENT). */
-static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *m, int ctx, uint32_t pc,
-                                                           const npk_uop *u, uint32_t a, uint32_t b)
+static inline __attribute__((always_inline)) int npk_issue_as(npk_chip *c, npk_me *m, int ctx, uint32_t pc,
+                                                              const npk_uop *u, uint32_t a, uint32_t b, const int tcam)
 {
     const npk_cmd_pre *k = &u->mem;
     uint32_t addr = a + b, flags = k->flags;
@@ -94,19 +94,13 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
     if (pull) pull_words(m, ev, kind, xidx, one ? 1 : moved);
     uint32_t bytes = one ? 4 : nwords * 4;
     uint64_t occ = (flags & NPK_CMDF_INDIRECT) || k->occ == NPK_OCC_UNKNOWN ? npk_unit_occupancy(c, unit, bytes) : k->occ;
-    uint8_t evk = EVK_MEM;
-    /* a read of a TCAM result slot is a lookup: its own occupancy and latency
-     * (units/tcam.c; with no TCAM tcam_len is 0 and no address is one) */
-    if (__builtin_expect(addr - c->tcam_lo < c->tcam_len, 0) && unit == NPK_UNIT_SRAM && u->cmd == NPK_CMD_SRAM_READ) {
-        evk = EVK_TCAM;
-        occ = c->cfg.tcam.cycles_per_lookup;
-    }
+    if (tcam) occ = c->cfg.tcam.cycles_per_lookup;
     uint64_t done = npk_unit_schedule_occ(c, unit, ch, bytes, occ, pull && !push);
-    if (__builtin_expect(evk == EVK_TCAM, 0)) done += c->cfg.tcam.lookup_latency;
+    if (tcam) done += c->cfg.tcam.lookup_latency;
     /* every field of the event set here, after everything they are made from is read (no
      * clearing first: every command pays for it) */
     ev->cycle = done;
-    ev->kind = evk;
+    ev->kind = tcam ? EVK_TCAM : EVK_MEM;
     ev->unit = (uint8_t)unit;
     ev->me = (uint8_t)m->idx;
     ev->ctx = (uint8_t)ctx;
@@ -132,6 +126,22 @@ static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *
         m->ctx[ctx].swap_voluntary = 0;
     }
     return NPK_ISSUED;
+}
+
+/* a TCAM lookup's issue (issue.c: npk_issue_as with tcam = 1, out of line) */
+__attribute__((cold, noinline, visibility("hidden"))) int npk_issue_tcam(npk_chip *c, npk_me *m, int ctx, uint32_t pc, const npk_uop *u,
+                                                   uint32_t a, uint32_t b);
+
+/* The command of word u (see npk_issue_as).  A read of a TCAM result slot is a lookup:
+ * its own occupancy and latency, and its completion is the TCAM's (units/tcam.c); with no
+ * TCAM tcam_len is 0 and no address is one.  (The lookup is another instantiation of the
+ * issue, out of line: the plain one keeps its code as it was.) */
+static inline __attribute__((always_inline)) int npk_issue(npk_chip *c, npk_me *m, int ctx, uint32_t pc,
+                                                           const npk_uop *u, uint32_t a, uint32_t b)
+{
+    if (__builtin_expect(a + b - c->tcam_lo < c->tcam_len, 0) && u->mem.unit == NPK_UNIT_SRAM && u->cmd == NPK_CMD_SRAM_READ)
+        return npk_issue_tcam(c, m, ctx, pc, u, a, b);
+    return npk_issue_as(c, m, ctx, pc, u, a, b, 0);
 }
 
 #endif

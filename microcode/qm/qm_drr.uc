@@ -12,21 +12,24 @@
 //
 // Active lists, so that the cost of a packet does not depend on the number of queues.
 // Each output port has an SRAM ring (descriptor QR_BASE + 32 * port) of the queues that
-// hold unclaimed packets, two longwords an entry: (queue address, carried deficit).
-// Context 0 enqueues: sram[enqueue], then sram[test_and_incr] of the count; the packet
-// that takes it from 0 puts the queue on its port's ring (carried deficit 0).
+// wait for a visit, three longwords an entry: (queue address, carried deficit, carried
+// claims).  Context 0 enqueues: sram[enqueue], then sram[test_and_incr] of the count
+// word; the packet that takes it from 0 puts the queue on its port's ring.
 // A visit (schedulers, under tok_get): take the next entry of the port's ring, claim
-// the queue's packets (sram[test_and_clr] of the count: the claims), credit = carried
-// deficit + the key's quantum (bytes, local memory 256 + 4 * (key & 7)); then, one
+// the queue's packets (sram[swap] of the count word for the held bit: the claims, with
+// the carried ones; the late charges are swapped for 0 at the same time), credit =
+// carried deficit + the key's quantum (bytes, local memory 256 + 4 * (key & 7)) - late
+// charges; then, one
 // decision a packet, dequeue while credit > 0 and claims are left.  The dequeuing
 // context charges the frame's length (descriptor LW2) to the credit once it has read it
 // (a decision made meanwhile sees the credit before that charge: a visit may overrun
 // its quantum by up to the frames in flight; the overrun is carried, so long-run shares
-// are the quanta's).  A visit ends when its credit is spent (unused claims are given
-// back with sram[test_and_add]; the context that brings the count from 0 puts the queue
-// back at the ring's tail with its deficit) or its claims are (packets enqueued since
-// have put the queue on the ring again: a queue that empties loses its deficit, as in
-// DRR).  Order: one context enqueues, dequeues are issued under tok_get and all of it
+// are the quanta's; frames charged after their visit ended go to the queue's late-charge
+// word, read at its next visit).  A visit whose credit is spent goes to the ring's tail
+// with its deficit and unused claims; one whose claims are spent claims what came
+// meanwhile and goes on while credit lasts, else releases the queue (clears the held
+// bit; if packets came, puts it back): a queue that empties loses its deficit, as in
+// DRR.  Order: one context enqueues, dequeues are issued under tok_get and all of it
 // goes to one SRAM channel, so a queue is first in, first out.
 //
 // Ports: round robin, one decision a port, skipping ports with nothing enqueued or not
@@ -42,6 +45,11 @@
 #include "npk_sched.h"
 
 #define QM_LM_QUANTA    256
+#define QM_LM_ROUND     288         // paced DFQ: a port's next round start (timestamp ticks) at +4 * port
+#define QM_MARK         1           // paced DFQ: the round marker's entry on a port's ring
+#if defined(QM_DFQ) && defined(QM_DFQ_PACED)
+#define QM_PACED
+#endif
 #define QM_MAX_ELEMS    24          // a 1,514-byte frame
 #ifndef QM_POLL_TICKS
 #define QM_POLL_TICKS   32
@@ -115,6 +123,33 @@ qm_init_port#:
     npk_qm_dfq_quanta()
 #else
     npk_qm_drr_quanta()
+#endif
+#ifdef QM_PACED
+    // Panama's cycles: each port's ring holds a marker; a round starts when the marker
+    // comes round and its time (QM_LM_ROUND) has come, the next QM_DFQ_T_TICKS later
+.begin
+    .reg write $m0 $m1 $m2
+    .xfer_order $m0 $m1 $m2
+    .sig s_m
+    immed[p, 0]
+qm_init_round#:
+    alu_shf[t, --, b, p, <<2]
+    immed[u, QM_LM_ROUND]
+    alu[t, t, +, u]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+    immed[$m0, QM_MARK]
+    immed[$m1, 0]
+    immed[$m2, 0]
+    alu[*l$index1[0], --, b, 0]
+    immed[u, QR_BASE]
+    alu_shf[t, --, b, p, <<5]
+    alu[u, u, +, t]
+    sram[put, $m0, u, 0, 3], ctx_swap[s_m]
+    alu[p, p, +, 1]
+    .if (p < NPORTS)
+        br[qm_init_round#]
+    .endif
+.end
 #endif
     local_csr_wr[SAME_ME_SIGNAL, ((2 * CTX_STEP) | (&tok_get << 3))]
     local_csr_wr[SAME_ME_SIGNAL, ((2 * CTX_STEP) | (&tok_put << 3))]
@@ -387,6 +422,33 @@ qm_try#:
     .endif
     // the visit in service: go on while credit and claims last
     alu[qcur, --, b, *l$index0[3]]
+#ifdef QM_PACED
+qm_mark#:
+    .if (qcur == QM_MARK)
+        // the round's marker in hand: the port's next round waits for its time
+        alu_shf[t, --, b, p, <<2]
+        immed[u, QM_LM_ROUND]
+        alu[t, t, +, u]
+        local_csr_wr[ACTIVE_LM_ADDR_1, t]
+        local_csr_rd[TIMESTAMP_LOW]
+        immed[t, 0]
+        nop
+        alu[--, t, -, *l$index1[0]]
+        blt[qm_next_port#]          // not yet: the port waits (not blocked by tx)
+        alu[u, *l$index1[0], +, 0]
+        immed[cred, QM_DFQ_T_TICKS]
+        alu[u, u, +, cred]          // the next round, T after this one's
+        alu[--, u, -, t]
+        bge[qm_mark_ahead#]
+        alu[u, --, b, t]            // late by more than a round: the next one from now
+qm_mark_ahead#:
+        alu[*l$index1[0], --, b, u]
+        immed[u, QM_MARK]
+        qm_ring_put(u, 0, 0, p)     // behind the round's queues
+        alu[*l$index0[3], --, b, 0]
+        immed[qcur, 0]
+    .endif
+#endif
     .if (qcur != 0)
         alu[claims, --, b, *l$index0[7]]
         alu[cred, --, b, *l$index0[6]]
@@ -396,8 +458,23 @@ qm_try#:
             // credit spent: to the ring's tail with its deficit and its claims
             qm_ring_put(qcur, cred, claims, p)
         .else
-            // claims spent: the queue is released (held bit cleared) unless packets came
-            // meanwhile; then it goes back on the ring, and its next visit claims them
+            // claims spent, credit left: claim what came meanwhile and go on (DRR serves
+            // a queue while it has packets and credit)
+            alu[--, cred, -, 1]
+            blt[qm_release#]
+            immed[t, 0x8000, <<16]
+            alu[$k, --, b, t]
+            sram[swap, $k, qcur, 12], ctx_swap[s_k]
+            alu_shf[claims, --, b, $k, <<1]
+            alu_shf[claims, --, b, claims, >>1]
+            .if (claims != 0)
+                alu[*l$index0[7], --, b, claims]
+                br[qm_serve#]
+            .endif
+qm_release#:
+            // nothing came, or the credit is spent: the queue is released (held bit
+            // cleared) unless packets came meanwhile; then it goes back on the ring, and
+            // its next visit claims them
             immed[t, 0x8000, <<16]
             alu[$k, --, b, t]
             sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]
@@ -418,6 +495,12 @@ qm_try#:
     .if (qcur == 0)
         br[qm_next_port#]           // counted, not yet on the ring (its put is in flight)
     .endif
+#ifdef QM_PACED
+    .if (qcur == QM_MARK)
+        alu[*l$index0[3], --, b, qcur]
+        br[qm_mark#]
+    .endif
+#endif
     immed[t, 0x8000, <<16]
     alu[$k, --, b, t]
     alu[$d, --, b, 0]

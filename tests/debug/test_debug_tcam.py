@@ -96,3 +96,28 @@ def test_trace_records_lookups(tmp_path: Path) -> None:
     assert a["key"] == ["0x0a010203", "0x00000000", "0x00000000", "0x00000000", "0x00000000"]
     assert (a["hit"], a["count"], a["index"], a["result"]) == (True, 2, 3, 0x33)
     assert a["slot"] == first["tid"]  # ME 0: slot = context
+
+
+def test_back_restores_the_tcam(tmp_path: Path) -> None:
+    """The TCAM's state is SRAM bytes and chip counters: going back (a replay) restores both."""
+    src = tmp_path / "look.uc"
+    src.write_text(PROG)
+    s = Session(open_target(src, config=SPP, include_dirs=[INCLUDE]))
+    # the entries written with `set` (recorded, so the replay writes them too; a host call
+    # outside the session would not be)
+    for n, key, mask, result in ((3, 0x0A000000, 0xFF000000, 0x33), (5, 0x0A010000, 0xFFFF0000, 0x55)):
+        e = 0x80600000 + 128 * n
+        for off, v in ((0, key), (36, mask), (76, result), (80, 0x80000000)):
+            s.execute(f"set sram[{e + off:#x}] = {v:#x}")
+    assert "tcam[5]: valid key 0a010000" in s.execute("print tcam[5]")
+    s.execute("watch tcam[3]")
+    s.execute("run")
+    assert "tcam[3]: invalid" in s.execute("print tcam[3]")
+    after = s.execute("tcam").splitlines()[0]
+    s.execute("back 1")  # before the thread's last instruction: the write of the control word
+    assert "tcam[3]: valid" in s.execute("print tcam[3]")
+    before = s.execute("tcam").splitlines()[0]
+    s.execute("delete")
+    s.execute("run")
+    assert "tcam[3]: invalid" in s.execute("print tcam[3]")
+    assert before.startswith("tcam at sram 0x80600000") and after.startswith("tcam at sram 0x80600000")

@@ -201,3 +201,67 @@ def test_ixp2800_default_unchanged() -> None:
     # the same SRAM address is a plain read there
     chip.write32("sram", 0x80710000, 0x12345678)
     assert chip.read32("sram", 0x80710000) == 0x12345678
+
+
+def test_writes_through_the_backing_store_are_seen() -> None:
+    """The XScale's device window (xscale/device.py) and the gpe placement map the SRAM's
+    backing store: an entry written there, with no call into the core, is in the TCAM."""
+    from npkit.emulator.tcam import entry_bytes
+
+    chip = _chip()
+    ptr, size, _, _ = chip.backing("sram")
+    base = chip.tcam_info()
+    off = base["channel"] * chip.config["sram_channel_bytes"] + base["window"] + 7 * 128
+    buf = chip.ffi.buffer(chip.ffi.cast("uint8_t *", ptr), size)
+    buf[off:off + 128] = entry_bytes([0xC0A80101], [0xFFFFFFFF], 0x77)
+    assert chip.tcam_lookup([0xC0A80101]) == {"hit": True, "count": 1, "index": 7, "result": 0x77}
+    buf[off + 80:off + 84] = b"\0\0\0\0"  # the control word cleared: invalid
+    assert not chip.tcam_lookup([0xC0A80101])["hit"]
+
+
+def test_result_bits_32_keeps_the_high_half() -> None:
+    chip = _chip(tcam={"channel": 2, "window": 0x600000, "entries": 16, "key_bits": 72,
+                       "result_bits": 32, "lookup_latency": 10, "cycles_per_lookup": 4})  # fmt: skip
+    chip.tcam_write(1, [5, 6, 7], FULL, 0x11223344_55667788)
+    assert chip.tcam_lookup([5, 6, 7])["result"] == 0x11223344_00000000
+    # 72-bit keys: the third longword's low 24 bits are not compared
+    assert chip.tcam_lookup([5, 6, 0x00FFFFFF])["hit"] and not chip.tcam_lookup([5, 6, 0x01000007])["hit"]
+
+
+LOOKUP9 = """
+#define NUM_CONTEXTS 8
+#include "tcam.h"
+.reg slot r idx
+.reg write $k0 $k1 $k2 $k3 $k4 $k5 $k6 $k7 $k8
+.reg read $r0 $r1 $r2 $r3
+.xfer_order $k0 $k1 $k2 $k3 $k4 $k5 $k6 $k7
+.xfer_order $r0 $r1 $r2 $r3
+    tcam_slot(slot)
+    immed[$k0, 1]
+    immed[$k1, 2]
+    immed[$k2, 3]
+    immed[$k3, 4]
+    immed[$k4, 5]
+    immed[$k5, 6]
+    immed[$k6, 7]
+    immed[$k7, 8]
+    immed[$k8, KEY8]
+    tcam_lookup9($r0, $k0, $k8, slot)
+    alu[r, --, b, $r0]
+    alu[idx, --, b, $r1]
+    ctx_arb[kill]
+"""
+
+
+@pytest.mark.parametrize("key8,hit", [(9, True), (10, False)])
+def test_microcode_288_bit_key(key8: int, hit: bool) -> None:
+    chip = _chip(tcam={"channel": 2, "window": 0x600000, "entries": 64, "key_bits": 288,
+                       "result_bits": 64, "lookup_latency": 56, "cycles_per_lookup": 14})  # fmt: skip
+    chip.tcam_write(40, list(range(1, 10)), FULL, 0x40)
+    asm = assemble_text(LOOKUP9, path="l9.uc", include_dirs=[INCLUDE], defines={"KEY8": str(key8)})
+    regs = {s.name: str(s.value) for s in asm.program.symbols if s.kind == "reg" and not s.scope}
+    chip.load(0, asm.program.words)
+    chip.enable(0, 1)
+    assert chip.run(20000) == "halted"
+    assert chip.reg(0, regs["r"]) == (0x80000001 if hit else 0)
+    assert chip.reg(0, regs["idx"]) == (40 if hit else 0)

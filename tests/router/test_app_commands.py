@@ -62,10 +62,17 @@ def test_trace_and_why_with_app(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output[res.output.index("{") :])
     assert summary["packets"] > 0 and json.loads(out.read_text())
-    res = CliRunner().invoke(main, ["why", "pkt:5", "--app", str(app), "--json"])
+    # the first packet the model denies, replayed: dropped by the acl block with acl_deny
+    from .test_app_mismatches import _frames, _module, _rows
+
+    rows, acl = _rows(app), _module(app / "model.py", "acl_model_why").acl
+    pid = next(i for i, (_, frame) in enumerate(_frames(app, 1)) if acl(frame, rows))
+    res = CliRunner().invoke(main, ["why", f"pkt:{pid}", "--app", str(app), "--json"])
     assert res.exit_code == 0, res.output
     report = json.loads(res.output[res.output.index("{") :])
-    assert report["traffic_id"] == 5 and report["fate"]["outcome"] in ("forwarded", "dropped", "exception")
+    assert report["traffic_id"] == pid
+    assert report["fate"]["outcome"] == "dropped" and report["fate"]["reason"] == "acl_deny"
+    assert report["fate"]["block"] == "acl"
 
 
 def test_asm_block_of_an_app_layout_with_its_generated_headers(tmp_path: Path) -> None:
@@ -107,3 +114,21 @@ def test_experiment_design_with_app_runs_it_with_its_layout_params_as_factors(tm
     bad.write_text(design.read_text().replace("../my_acl", "../nowhere"))
     res = CliRunner().invoke(main, ["experiment", "design", str(bad)])
     assert res.exit_code != 0 and "base.app" in res.output and "nowhere" in res.output
+
+
+def test_debug_names_a_layout_of_the_app_with_its_parameters_and_exits(tmp_path: Path) -> None:
+    """IMAGE is one of the application's layouts, -D one of its parameters; as a process
+    (a forked traffic reader left behind would hold its exit)."""
+    import subprocess
+    import sys
+
+    app = _copy(tmp_path)
+    script = tmp_path / "dbg.txt"
+    script.write_text(f"break acl.uc:{_drop_line()}\nrun\nthread\n")
+    npk = str(Path(sys.executable).with_name("npk"))
+    p = subprocess.run([npk, "debug", "--app", str(app), "acl_pipelined", "-D", "threads=4", "--batch", str(script)],
+                       capture_output=True, text=True, timeout=240, stdin=None)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"acl.uc:{_drop_line()}) hit" in p.stdout
+    res = CliRunner().invoke(main, ["debug", "--app", str(app), "nosuch_layout"])
+    assert res.exit_code == 2 and "nosuch_layout" in res.output

@@ -143,7 +143,9 @@ def test_scheduler_memory_is_a_region_of_the_sram_map() -> None:
     from npkit.toolchain.system import sched
     from npkit.toolchain.system.paths import MICROCODE
 
-    region = yaml.safe_load((MICROCODE / "lookup" / "sram_map.yaml").read_text())["regions"]["qm_sched"]
+    region = yaml.safe_load((MICROCODE / "lookup" / "sram_map.yaml").read_text())["regions"][
+        "qm_sched"
+    ]
     lo, hi = region["base"], region["base"] + region["size"]
     dfq_end = sched.DFQ_QX_BASE + sched.DFQ_KEYS * 8 * 32
     rings_end = sched.QR_STORE + 5 * (1 << sched.QR_STORE_SHIFT)

@@ -101,3 +101,23 @@ def test_drr_carries_the_control_planes_frames() -> None:
         and not cmp_["unexpected_control"]
     )
     assert s["scheduler"]["control_plane_frames"] > 0 and s["scheduler"]["ok"]
+
+
+def test_paced_dfq_holds_each_connection_to_its_reservation() -> None:
+    """qm.dfq_paced: Panama's fixed cycles of T -- a connection gets at most its quantum a
+    cycle, so the one that overloads port 4 is held to its 200 Mb/s (the link idles
+    meanwhile: not work conserving, and its excess is dropped by design, hence no loss
+    limit), while the others keep their bound."""
+    duration = 3_000_000
+    params = {"qm": "dfq", "qm.dfq_paced": True, "qm.dfq_t_ns": 100_000}  # 4 x (2,500 B + a frame) fit T
+    s = run_router(
+        "pipelined", params, load_traffic_source(TRAFFIC / "dfq_overload.yaml", duration), duration
+    )
+    verdict = judge(s, Policy(max_loss_pct=None))
+    assert verdict["ok"], verdict
+    sch = s["scheduler"]
+    assert sch["paced"] and sch["idle_while_backlogged_pct"][4] > 10  # idles by design
+    (row,) = sch["shares"]
+    assert 190 < row["served_mbps"][3] < 210, row  # the 1 Gb/s connection, held to 200 Mb/s
+    bound = {c["connection"]: c for c in sch["delay_bound"]["connections"] if c["port"] == 4}
+    assert all(bound[c]["admitted"] and bound[c]["violations"] == 0 for c in (0, 1, 2, 3)), bound

@@ -121,7 +121,8 @@ def test_link_fills_the_tcam_of_the_apps_chip(tmp_path: Path) -> None:
     # the chip loaded from the image answers as the model's rows say
     chip = Chip(SPP)
     load_image(chip, image)
-    got = chip.tcam_lookup([0x0A020304, 22 << 16 | 17 << 8])
+    assert t.key_of({"dst": 0x0A020304, "dport": 22, "proto": 17}) == [0x0A020304, 22 << 16 | 17 << 8]
+    got = chip.tcam_lookup(t.key_of({"dst": 0x0A020304, "dport": 22, "proto": 17}))
     want = tcam_match(rows, {"dst": 0x0A020304, "dport": 22, "proto": 17})
     assert got["hit"] and got["count"] == len(want) and got["index"] == want[0]["_entry"]
     assert got["result"] >> 48 == want[0]["qid"] and (got["result"] >> 44) & 0xF == want[0]["port"]
@@ -181,3 +182,16 @@ def test_fuzz_tcam_tables(tmp_path: Path, data: bytes) -> None:
             assert len(t.tcam_entries()) == 128 * len(t.rows)
             rows = model_rows({t.name: t.record()})[t.name]
             assert [r["_entry"] for r in rows] == list(range(t.first_entry, t.first_entry + len(rows)))
+
+
+def test_npk_link_uses_the_apps_chip(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from npkit.asm.image import read_image
+    from npkit.toolchain.cli import main
+
+    out = tmp_path / "spp.elf"
+    run = CliRunner().invoke(main, ["link", "--app", str(_app(tmp_path)), "-o", str(out)])
+    assert run.exit_code == 0, run.output
+    image = read_image(out)
+    assert image.meta["tcam"]["base"] == 0x80600000 and "ixp2850_spp" in image.config

@@ -138,3 +138,14 @@ def test_fuzz_edits_give_a_located_error_or_a_good_file(tmp_path: Path, junk: st
         slices.load_slices(p)
     except slices.SliceError as e:
         assert re.match(rf"{re.escape(str(p))}(:\d+)?: ", str(e)), str(e)
+
+
+def test_more_meta_interfaces_than_the_block_keeps_is_a_located_error(tmp_path: Path) -> None:
+    def one(i: int, n: int) -> str:
+        mis = "\n".join(f"      - {{name: m{k}, port: 0, ip: 10.0.0.1, udp: {1000 * i + k}}}" for k in range(n))
+        return (f"  - id: {i}\n    name: s{i}\n    code_option: ipv4\n    share: 0.5\n"
+                f"    meta_interfaces:\n{mis}\n")
+    p = _write(tmp_path, "version: 1\nrouter: ROUTER\nslices:\n" + one(1, 17) + one(2, 17))
+    with pytest.raises(slices.SliceError) as e:
+        slices.load_slices(p)
+    assert str(e.value).startswith(f"{p}:3: slices: 34 meta-interfaces: at most 32"), str(e.value)

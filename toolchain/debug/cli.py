@@ -137,17 +137,30 @@ def read_rings(ring_specs: Sequence[str]) -> list[dict[str, Any]]:
     return [r for spec in ring_specs for r in parse_rings(spec)]
 
 
-def split_existing(images: Sequence[str], me_list: str | None, hint: str) -> Items:
-    """IMAGE[@MES] arguments and --me as (path, MES text or None), each file there: what
-    is missing is a usage error naming it (npk run says the same of its images)."""
+def split_existing(images: Sequence[str], me_list: str | None, hint: str, app_dir: str | None = None) -> Items:
+    """IMAGE[@MES] arguments and --me as (path, MES text or None), each file there (or,
+    with --app, a name of the application's layouts): what is missing is a usage error
+    naming it (npk run says the same of its images)."""
     try:
         items = split_images(images, me_list)
     except TargetUsage as e:
         raise click.UsageError(str(e)) from None
+    layouts = _app_layouts(app_dir) if app_dir is not None and len(items) == 1 else set()
     for path, _ in items:
-        if not Path(path).is_file():
+        if not Path(path).is_file() and path not in layouts:
             raise click.BadParameter(f"{path!r}: no such file", param_hint=hint)
     return items
+
+
+def _app_layouts(app_dir: str) -> set[str]:
+    """The names of the layouts of the application in `app_dir` (an error says where)."""
+    from npkit.toolchain.system.app import load_app
+    from npkit.toolchain.system.layout import LinkError
+
+    try:
+        return set(load_app(app_dir).layouts)
+    except LinkError as e:
+        raise click.ClickException(str(e)) from None
 
 
 def with_app(app_dir: str | None, items: Items, traffic: str | None,
@@ -207,7 +220,7 @@ def debug_cmd(images: tuple[str, ...], app_dir: str | None, config: str | None, 
     from .session import DebugError, Session
 
     rings = read_rings(ring_specs)
-    items = split_existing(images, me_list, "'IMAGE[@MES]...'")
+    items = split_existing(images, me_list, "'IMAGE[@MES]...'", app_dir)
     items, traffic, defines = with_app(app_dir, items, traffic, defines)
     try:
         target = open_images(items, defines, config, traffic, include_dirs, xscale_gdb=xscale_gdb, rings=rings)
@@ -291,7 +304,7 @@ def trace_cmd(images: tuple[str, ...], app_dir: str | None, config: str | None, 
 
     from .trace import BufferMap, TraceError, check_window, record_trace
 
-    items = split_existing(images, me_list, "'IMAGE[@MES]...'")
+    items = split_existing(images, me_list, "'IMAGE[@MES]...'", app_dir)
     refuse_overwrite_usage([("-o", output)], [*(("IMAGE", path) for path, _ in items), ("--traffic", traffic)])
     items, traffic, defines = with_app(app_dir, items, traffic, defines)
     rings = read_rings(ring_specs)
@@ -367,7 +380,7 @@ def why_cmd(packet_id: str, run_dir: str | None, images: tuple[str, ...], app_di
 
     if run_dir is not None and images:
         raise click.UsageError("--run DIR names the images (run.json); leave out --image")
-    items = split_existing(images, me_list, "'--image'") if images else None
+    items = split_existing(images, me_list, "'--image'", app_dir) if images else None
     if app_dir is not None:
         if run_dir is not None:
             raise click.UsageError("--run DIR names the images and traffic (run.json); leave out --app")

@@ -223,7 +223,7 @@ def attach_traffic(target: Target, spec: str) -> None:
 
     try:
         tr = traffic_source(spec)
-        run = TrafficRun(target.chip, tr)
+        run = TrafficRun(target.chip, tr, ahead=False)  # (collected: nothing to read ahead)
         n = len(tr)
         run.dev.push(tr.times, tr.ports, array("I", range(n)), tr.lens, b"".join(tr.frames))
         run.pushed = n

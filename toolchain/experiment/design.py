@@ -17,8 +17,9 @@ A design is a YAML file (examples in examples/experiments/)::
       app: ../apps/acl          # optional: an application folder (docs/applications.md),
                                 # relative to the design file: `layout` names one of its
                                 # layouts (default: its default_layout), its params are
-                                # param.NAME factors, its traffic, routes and router config
-                                # are the defaults (`traffic:` may then be left out)
+                                # param.NAME factors, its chip config (`chip:`), traffic,
+                                # routes and router config are the defaults (`traffic:`
+                                # may then be left out)
     factors:
       A: {name: packet size, set: traffic.defaults.size, levels: [78, 256]}
       B: {name: queue manager, set: param.qm, levels: [full, stub]}
@@ -595,8 +596,8 @@ def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
 
 def _app_base(base: dict[str, Any], root: Path) -> None:
     """`base.app`: the application folder (relative to the design), and what it gives the
-    base that the design leaves out: its default layout, traffic and routes (the router
-    config is the application's: execute.prepare)."""
+    base that the design leaves out: its default layout, chip config, traffic and routes
+    (the router config is the application's: execute.prepare)."""
     from npkit.toolchain.system.app import load_app
     from npkit.toolchain.system.layout import LinkError
 
@@ -606,6 +607,8 @@ def _app_base(base: dict[str, Any], root: Path) -> None:
         app = load_app(_resolve(root, base["app"]))
         base["app"] = str(app.folder)
         base.setdefault("layout", app.default_layout)
+        if app.chip is not None:  # the application's chip config (its `chip:`), unless the design names one
+            base.setdefault("chip", app.chip)
     except LinkError as e:
         raise DesignError(f"base.app: {e}") from None
     if "traffic" not in base:

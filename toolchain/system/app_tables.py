@@ -281,6 +281,14 @@ class Table:
         """The key's bits from its MSB to the last bit a key field uses."""
         return max(32 * w + 32 - shift for w, shift, _ in self.placement.values())
 
+    def key_of(self, values: dict[str, int]) -> list[int]:
+        """A tcam table's key longwords for field values (what microcode writes into its key
+        slot; chip.tcam_lookup takes them).  A field not given is 0."""
+        words = [0] * self.entry_words
+        for name, (w, shift, bits) in self.placement.items():
+            words[w] |= (int(values.get(name, 0)) & ((1 << bits) - 1)) << shift
+        return words
+
     def tcam_entries(self) -> bytes:
         """The rows as TCAM entries (128 bytes each, valid), from entry first_entry."""
         from npkit.emulator.tcam import entry_bytes

@@ -176,6 +176,8 @@ class QmSpec(_Strict):
     drr_quanta: irange(1, 65535) | list[irange(1, 65535)] = Field(
         1514, description="drr: bytes a visit, one value or one a class (1, 2, 4 or 8 values; class c: [c mod n])")
     dfq_t_ns: irange(100, 10_000_000) = Field(100_000, description="dfq: the discretization interval T, ns")
+    dfq_paced: StrictBool = Field(
+        False, description="dfq: Panama's fixed cycles (a round starts T after the last; not work conserving)")
     dfq_rates_mbps: irange(1, 10_000) | list[irange(1, 10_000)] = Field(
         200, description="dfq: reserved rate a connection, Mb/s, one value or 1, 2, 4 or 8 (connection f: [f mod n])")
 

@@ -594,6 +594,8 @@ class RouterRun:
             n = chip.read32("sram", SYS.qd_addr(p) + 8)
             if n:
                 queues[p] = n
+        if self.sched is not None:  # qm drr / dfq: their queues are their own (sched_judge)
+            queues = self.sched.queued()
         dev = self.run.dev
         st = dev.stats()
         pending = sum(dev.port_stats(p)["rx_pending"] for p in range(dev.ports))
@@ -736,6 +738,7 @@ class RouterRun:
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
             **({"scheduler": self.sched.summary()} if self.sched is not None else {}),
+            **({"tcam": self.chip.tcam_stats()} if self.chip.tcam_info() is not None else {}),  # docs/tcam.md
         }  # fmt: skip
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,8 @@ QR_STORE = 0x4061_0000  # 256 KB a port: 16,384 entries of three longwords (and 
 QR_STORE_SHIFT = 18
 QR_WORDS = 65536
 DFQ_KEYS = 16384
+CLOCK_GHZ = 1.4  # the IXP2800's ME clock (TIMESTAMP_LOW counts every TICK_CYCLES cycles)
+TICK_CYCLES = 16
 KEY_SLOTS = 8  # quanta in local memory: key k takes slot k mod 8
 
 
@@ -41,6 +43,7 @@ class SchedParams:
     drr_quanta: list[int]  # bytes, by key mod 8
     dfq_t_ns: int
     dfq_rates_mbps: list[int]  # by connection mod 8
+    dfq_paced: bool = False  # Panama's fixed cycles: a round starts T after the last
 
     @property
     def dfq_quanta(self) -> list[int]:
@@ -60,7 +63,7 @@ class SchedParams:
 def sched_params(qm: dict[str, Any]) -> SchedParams:
     return SchedParams(int(_setting(qm, "classes")), str(_setting(qm, "class_by")),
                        _per_slot(_setting(qm, "drr_quanta")), int(_setting(qm, "dfq_t_ns")),
-                       _per_slot(_setting(qm, "dfq_rates_mbps")))  # fmt: skip
+                       _per_slot(_setting(qm, "dfq_rates_mbps")), bool(_setting(qm, "dfq_paced")))  # fmt: skip
 
 
 def _quanta_macro(name: str, quanta: list[int]) -> list[str]:
@@ -83,6 +86,11 @@ def sched_header(qm: dict[str, Any]) -> str:
     out += [f"#define {k:<24} 0x{v:X}" for k, v in d.items()]
     if s.class_by == "msg":
         out.append("#define QM_CLASS_MSG             1")
+    if s.dfq_paced:
+        out.append("#define QM_DFQ_PACED             1")
+    out.append(
+        f"#define QM_DFQ_T_TICKS           {max(1, round(s.dfq_t_ns * CLOCK_GHZ / TICK_CYCLES))}"
+    )
     out.append("")
     out += _quanta_macro("npk_qm_drr_quanta", s.drr_quanta)
     out += _quanta_macro("npk_qm_dfq_quanta", s.dfq_quanta)

@@ -10,19 +10,24 @@ flow order):
   one input port before the qm, so there it is per flow within the queue);
 - **work conservation**: an output wire does not idle while a packet for it has been in
   the router longer than `transit_ns` (the pipeline's own latency, default 20 us);
-  idle-while-backlogged time above `idle_tolerance` (0.5 %) of a port's time fails;
+  idle spells of 8 us or more (shorter ones are the transmit path's own) adding up to
+  more than `idle_tolerance` (0.5 %) of a port's time fail;
 - **shares**: on a port offered more than it can carry, each key's frame bytes (what
   DRR and DFQ count; the wire's preamble, FCS and gap are not theirs) are its weighted
   max-min fair share (weights: the quanta; demands: what the oracle routes to the port
   for that key) within `share_tolerance` (5 %) of the port's bytes, measured from a
   quarter of the traffic's duration to its end; Jain's index of served / fair share is
   reported;
+- paced DFQ (`qm.dfq_paced`, Panama's fixed cycles) is not work conserving by design:
+  there each connection's share is min(its demand, its reservation) and idle time is
+  reported, not judged;
 - **DFQ's delay bound** (Panama, seed 000: DFQ's bound differs from fluid fair
   queueing's by an amount proportional to T, independent of the number of connections):
   every packet of connection f leaves by F + 2 T + transit_ns, where F is its finish
   time in a fluid server of the connection's reserved rate r_f (F_k = max(F_{k-1}, a_k) +
   frame bits_k / r_f, a_k the end of its arrival), on ports whose connections reserve
-  no more than the link (admission).
+  no more than the link (admission; paced, also the sum of quantum + largest frame of
+  the port's connections within one cycle, C x T: whole frames must fit the cycles).
 
 Keys: with `class_by: inport` the judge knows every packet's key (its input port);
 with `class_by: msg` a block upstream sets it, so the judge keys by flow and does not
@@ -39,6 +44,11 @@ from npkit.emulator.traffic.cpkt import FORWARD
 from .sched import SchedParams
 
 TRANSIT_NS = 20_000
+# from the qm's decision to the wire, a 1518-byte frame takes up to ~5 us (tx fills 24
+# TBUF elements, the SPI moves them; microcode/README.md §6), and a port whose transmit
+# window is shut waits for its FIFO to drain: idle spells shorter than this are the
+# transmit path's, not the scheduler's (the default qm leaves 0.5-5 us ones under IMIX)
+MIN_SPELL_NS = 8_000
 IDLE_TOLERANCE = 0.005
 SHARE_TOLERANCE = 0.05
 GAP_HORIZON_NS = 2_000_000
@@ -57,6 +67,7 @@ class _Queue:
     worst_excess_ns: float = float("-inf")  # delay less the bound, worst packet
     bound_violations: int = 0
     packets: int = 0
+    max_len: int = 0  # the largest frame that left (paced DFQ's admission)
 
 
 @dataclass
@@ -71,9 +82,12 @@ class _Port:
 
 
 def _backlogged(gap: list[int]) -> int:
-    """The part of an idle spell [start, end) after the earliest frame was ready."""
+    """The part of an idle spell [start, end) after the earliest frame was ready, when it
+    is MIN_SPELL_NS or longer (shorter ones are the transmit path's own: qm.uc leaves
+    them too)."""
     start, end, avail = gap
-    return max(0, end - max(start, avail))
+    idle = end - max(start, avail)
+    return idle if idle >= MIN_SPELL_NS else 0
 
 
 def weighted_max_min(
@@ -122,6 +136,27 @@ class SchedJudge:
         rr.run.on_push.append(self._pushed)
         rr.run.on_departure.append(self._departed)
 
+    def queued(self) -> dict[int, int]:
+        """Packets in the qm's queues by output port, from its local memory's port records
+        (enqueued - dequeued; the router run's census: the default qm's port queue
+        descriptors do not hold these)."""
+        chip = self.rr.chip
+        me = next((p.mes[0] for p in self.rr.image.programs if p.name == "qm" and p.mes), None)
+        if me is None:
+            return {}
+        from npkit.emulator.binding import K_LM
+
+        out = chip.ffi.new("uint32_t *")
+
+        def lm(word: int) -> int:
+            chip.lib.npk_reg_read(chip._chip, me, 0, K_LM, word, out)
+            return int(out[0])
+
+        counts = {
+            p: (lm(8 * p) - lm(8 * p + 1)) & 0xFFFFFFFF for p in range(len(self.rr.config.ports))
+        }
+        return {p: n for p, n in counts.items() if n}
+
     def key_of(self, in_port: int) -> int:
         return in_port & self.params.key_mask(self.variant)
 
@@ -165,6 +200,7 @@ class SchedJudge:
         key = self.key_of(in_port)
         q = self.queues[(port, key)]
         q.packets += 1
+        q.max_len = max(q.max_len, len(d.data))
         q.served[d.t // BIN_NS] += 8 * len(d.data)
         flow = _flow(w, i, d.data)
         okey = (port, key, flow) if self.per_flow_order or not self.by_key else (port, key)
@@ -191,7 +227,7 @@ class SchedJudge:
                 gap[2] = min(gap[2], avail)
 
     def _delay(self, q: _Queue, port: int, key: int, ready: int, t: int, nbytes: int) -> None:
-        rate = self.params.dfq_rates_mbps[key % 8] * 1e6
+        rate = self.reserved_bps(key)
         q.fluid_finish = max(q.fluid_finish, float(ready)) + 8 * nbytes * 1e9 / rate
         bound = q.fluid_finish + 2 * self.params.dfq_t_ns + TRANSIT_NS
         excess = t - bound
@@ -217,13 +253,25 @@ class SchedJudge:
             offered = sum(b for t, b in q.offered.items() if lo <= t < hi)
             served = sum(b for t, b in q.served.items() if lo <= t < hi)
             by_port[port][key] = (offered, served)
+        paced = self.variant == "dfq" and self.params.dfq_paced
+        secs = (hi - lo) * BIN_NS / 1e9
         for port, qs in sorted(by_port.items()):
             offered = sum(o for o, _ in qs.values())
             served = sum(s for _, s in qs.values())
-            if not served or offered <= 1.02 * served:
-                continue  # not overloaded: every key gets what it asks (loss judges the rest)
-            weights = {k: float(self.params.quantum(self.variant, k)) for k in qs}
-            fair = weighted_max_min(served, {k: float(o) for k, (o, _) in qs.items()}, weights)
+            if paced:
+                # Panama's cycles: each connection gets at most its reservation, whatever
+                # the link has left (errors in % of what the link could carry meanwhile)
+                fair = {k: min(float(o), self.reserved_bps(k) * secs) for k, (o, _) in qs.items()}
+                if not served or all(
+                    o <= f * 1.02 for (o, _), f in zip(qs.values(), fair.values(), strict=True)
+                ):
+                    continue
+                served = max(served, int(self.rate * secs))
+            else:
+                if not served or offered <= 1.02 * served:
+                    continue  # not overloaded: every key gets what it asks (loss judges the rest)
+                weights = {k: float(self.params.quantum(self.variant, k)) for k in qs}
+                fair = weighted_max_min(served, {k: float(o) for k, (o, _) in qs.items()}, weights)
             err = {k: (qs[k][1] - fair[k]) / served for k in qs}
             worst = max(err, key=lambda k: abs(err[k]))
             ratio = [qs[k][1] / fair[k] for k in qs if fair[k] > 0]
@@ -237,9 +285,20 @@ class SchedJudge:
                                 f"off its weighted fair share (tolerance {100 * SHARE_TOLERANCE:.0f} %)")  # fmt: skip
         return rows
 
+    def reserved_bps(self, key: int) -> float:
+        return self.params.dfq_rates_mbps[key % 8] * 1e6
+
     def _admitted(self, port: int) -> bool:
+        """Admission: the port's connections reserve at most its link; paced, whole frames
+        must also fit the cycles: the sum of (quantum + largest frame) at most C x T."""
         keys = [k for (p, k) in self.queues if p == port]
-        return sum(self.params.dfq_rates_mbps[k % 8] * 1e6 for k in keys) <= self.rate * 1.0001
+        if sum(self.reserved_bps(k) for k in keys) > self.rate * 1.0001:
+            return False
+        if not self.params.dfq_paced:
+            return True
+        cycle_bits = self.rate * self.params.dfq_t_ns / 1e9
+        need = sum(8 * (self.params.quantum("dfq", k) + self.queues[(port, k)].max_len) for k in keys)
+        return need <= cycle_bits
 
     def summary(self) -> dict[str, Any]:
         problems: list[str] = []
@@ -253,12 +312,12 @@ class SchedJudge:
             span = max(1, pt.last_t - pt.first_t)
             frac = (pt.idle_backlogged_ns + sum(_backlogged(g) for g in pt.gaps)) / span
             conserve[port] = round(100 * frac, 4)
-            if frac > IDLE_TOLERANCE:
+            if frac > IDLE_TOLERANCE and not self.params.dfq_paced:  # paced DFQ idles by design
                 problems.append(f"work conservation: port {port}'s wire idled {100 * frac:.2f} % of the time with a "
                                 f"packet ready for it (tolerance {100 * IDLE_TOLERANCE:.1f} %): the scheduler held it "
                                 "back, or the qm did not keep up")  # fmt: skip
         out: dict[str, Any] = {
-            "variant": self.variant, "class_by": self.params.class_by,
+            "variant": self.variant, "class_by": self.params.class_by, "paced": self.params.dfq_paced,
             "fifo_violations": fifo, "idle_while_backlogged_pct": conserve,
             "transit_ns": TRANSIT_NS, "unjudged": self.unjudged, "control_plane_frames": self.control,
         }  # fmt: skip
@@ -316,7 +375,8 @@ def sched_responses(summary: dict[str, Any]) -> dict[str, float]:
     sched_jain (lowest over the overloaded ports), sched_share_err_pct (largest |error|),
     sched_idle_backlogged_pct (largest), sched_fifo_violations, and for DFQ
     sched_bound_violations and sched_bound_margin_us (the smallest margin of an admitted
-    connection: bound - delay of its worst packet)."""
+    connection: bound - delay of its worst packet), sched_bound_unadmitted (connections
+    on ports that fail admission) and sched_bound_margin_all_us (every connection's)."""
     shares = summary.get("shares") or []
     idle = summary.get("idle_while_backlogged_pct") or {}
     out = {
@@ -326,7 +386,11 @@ def sched_responses(summary: dict[str, Any]) -> dict[str, float]:
         "sched_idle_backlogged_pct": max(idle.values(), default=0.0),
         "sched_fifo_violations": float(summary.get("fifo_violations", 0)),
     }  # fmt: skip
-    conns = [c for c in (summary.get("delay_bound") or {}).get("connections", []) if c["admitted"]]
+    every = (summary.get("delay_bound") or {}).get("connections", [])
+    conns = [c for c in every if c["admitted"]]
+    if every:
+        out["sched_bound_unadmitted"] = float(len(every) - len(conns))
+        out["sched_bound_margin_all_us"] = min(c["worst_margin_us"] for c in every)
     if conns:
         out["sched_bound_violations"] = float(sum(c["violations"] for c in conns))
         out["sched_bound_margin_us"] = min(c["worst_margin_us"] for c in conns)

@@ -33,7 +33,8 @@ PROTOS = {"tcp": 6, "udp": 17, "icmp": 1}
 KEY_BITS = 144
 KEY_WORDS = 5  # 144 bits written as 5 longwords, k4 bits 15..0 unused
 MAX_SLICES = 255
-MAX_META_IFS = 256
+MAX_META_IFS = 32  # the spp block keeps them in local memory (spp.uc)
+MAX_NEXT_HOPS = 32  # the router config's ARP entries, in local memory too
 MAX_FILTERS = 8192
 META_IF_BASE = 0xC0010000
 FINGER_BASE = 0xC0011000
@@ -435,6 +436,9 @@ def load_slices(path: str | Path) -> Substrate:
         router = load_router_config(rpath)
     except (ConfigError, OSError) as e:
         raise fail(("router",), f"{spec.router}: {e}") from None
+    if len(router.arp) > MAX_NEXT_HOPS:
+        raise fail(("router",), f"{spec.router}: {len(router.arp)} ARP entries: the spp block keeps at most "
+                                f"{MAX_NEXT_HOPS} next hops")  # fmt: skip
     return _compile(spec, router, str(p), fail)
 
 

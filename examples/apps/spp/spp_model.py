@@ -51,6 +51,7 @@ class SppModel:
 
     def __post_init__(self) -> None:
         self._mi = {(m.port, m.ip, m.udp): m for m in self.sub.meta_ifs}
+        self._seen: dict[tuple[int, ...], list] = {}  # lookup key -> matching rows
 
     def meta_if(self, frame: bytes, in_port: int):  # -> MetaIf | None
         if len(frame) < OUTER:
@@ -83,9 +84,15 @@ class SppModel:
 
     def lookup(self, sid: int, kind: int, w1: int, w2: int, dport: int, sport: int, proto: int, mi: int) -> list:
         """The TCAM's matching rows, in priority order (docs/spp.md §5's key)."""
-        key = {"slice": sid, "kind": kind, "pad0": 0, "w1": w1, "w2": w2, "dport": dport, "sport": sport,
-               "proto": proto, "in_mi": mi}  # fmt: skip
-        return tcam_match(self.filters, key)
+        k = (sid, kind, w1, w2, dport, sport, proto, mi)
+        hits = self._seen.get(k)
+        if hits is None:  # the TCAM's contents do not change during a run: its answers are kept
+            if len(self._seen) >= 1 << 16:
+                self._seen.clear()
+            key = {"slice": sid, "kind": kind, "pad0": 0, "w1": w1, "w2": w2, "dport": dport, "sport": sport,
+                   "proto": proto, "in_mi": mi}  # fmt: skip
+            hits = self._seen[k] = tcam_match(self.filters, key)
+        return hits
 
     def out(self, frame: bytes, out_mi: int, nh_ip: int, nh_port: int, payload: bytes) -> Forward:
         """The frame re-encapsulated for the output meta-interface (docs/spp.md §2)."""
