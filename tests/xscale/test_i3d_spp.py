@@ -211,3 +211,26 @@ def test_npk_demo_control_at_installs_while_traffic_runs(xscale_built: Path, tmp
     assert s["verdict"]["ok"] and cp["counters"]["filters_installed"] == 1
     assert cp["counters"]["delivered"] > 50 and cp["fast_path_after_install"] > 50
     assert cp["counters"]["delivered"] + cp["fast_path_after_install"] == s["totals"]["offered"]
+
+
+def test_fingers_change_while_traffic_runs(xscale_built: Path) -> None:
+    """The daemon takes finger 62 out at 300 µs (its packets then go to the GPE, which
+    sends them on by the highest valid finger below) and puts a finger 63 in at 500 µs
+    (packets the fast path excepted for want of it, it forwards from then on): the SPP's
+    default traffic, none misforwarded."""
+    import json
+
+    from click.testing import CliRunner
+
+    from npkit.toolchain.cli import main
+
+    res = CliRunner().invoke(main, ["demo", "--app", str(SPP), "--layout", "spp_gpe", "--ms", "1", "--json",
+                                    "--control-at", "0.3 finger del i3a 62",
+                                    "--control-at", "0.5 finger set i3a 63 c4 10.0.4.3:34001"])  # fmt: skip
+    assert res.exit_code == 0, res.output[-2000:]
+    s = json.loads(res.output)
+    cmp, cp = s["comparison"], s["control_plane"]
+    assert s["verdict"]["ok"] and cmp["unexpected_control"] == 0 and cmp.get("wrong_port", 0) == 0
+    assert cp["counters"]["fingers_written"] == 2
+    assert cp["forwarded_by_it_the_model_forwards"] > 0      # finger 62's packets, by the GPE
+    assert cp["fast_path_after_install"] > 0                 # finger 63's, by the fast path

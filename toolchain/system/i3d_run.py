@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from npkit.emulator.traffic.control import frame_digest
-from npkit.emulator.traffic.cpkt import EXCEPTION, PYTHON
+from npkit.emulator.traffic.cpkt import EXCEPTION, FORWARD, PYTHON
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
 from .control import GUEST_RUN_DIR
@@ -53,10 +53,12 @@ from .i3d import (
     mirror_offset,
     read_mirror,
     read_stats,
+    stat_names,
 )
 from .undeclared import reason_name
 
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
+ALL_TO_PYTHON = bytes.maketrans(bytes([EXCEPTION, FORWARD]), bytes([PYTHON, PYTHON]))
 OUTER = 42  # Ethernet + IPv4 + UDP (docs/spp.md §2)
 I3_HEADER = 27
 ACT_CONSUMED, ACT_FORWARDED, ACT_DROPPED, ACT_RELAYED = 1, 2, 3, 5
@@ -200,6 +202,8 @@ class GpeJudge:
         # the filters before the last change: a frame judged just after a removal was made
         # by the state before it (the daemon publishes an install before it, a removal after)
         self._previous: list[MirroredFilter] = []
+        self.changed = False  # the daemon changed the fast path: every frame judged here
+        self._fingers_written_at = I3D_STATS_BASE + 16 + 4 * stat_names().index("fingers_written")
         self._mirror_gen_at = I3D_STATS_BASE + mirror_offset() + 4
         mod = sys.modules[type(self.sub).__module__]  # the application's slices.py: its table addresses
         self._finger_base, self._finger_block = int(mod.FINGER_BASE), int(mod.FINGER_BLOCK)
@@ -216,7 +220,21 @@ class GpeJudge:
             if v.kind[i] == EXCEPTION:
                 f = w.frame(i)
                 self._index(w.first + i, (w.ports[i], len(f), frame_digest(f)))
-        c.verdicts = dc_replace(v, kind=v.kind.translate(TO_PYTHON))
+        # once the daemon has changed the fast path (a filter or a finger, at run time), the
+        # model's forwards are no longer the whole story: every frame is judged here
+        self._note_changes()
+        c.verdicts = dc_replace(v, kind=v.kind.translate(ALL_TO_PYTHON if self.changed else TO_PYTHON))
+
+    def _note_changes(self) -> None:
+        if self.changed:
+            return
+        # the daemon publishes its mirror once as it starts (generation 1), then at each change
+        gen = self.rr.chip.read32("sram", self._mirror_gen_at)
+        self.changed = gen > 1 or self.rr.chip.read32("sram", self._fingers_written_at) != 0
+        if self.changed:    # the windows held already: their frames to come are judged here too
+            for c in self.run.chunks:
+                if c.verdicts is not None:
+                    c.verdicts = dc_replace(c.verdicts, kind=c.verdicts.kind.translate(ALL_TO_PYTHON))
 
     def _index(self, pid: int, key: tuple[int, int, int]) -> None:
         self.index.setdefault(key, deque()).append(pid)
@@ -249,6 +267,16 @@ class GpeJudge:
                 pass
             if not q:
                 del self.index[key]
+
+    def _excepted_after_all(self, c: Chunk, i: int, code: int) -> None:
+        """The model's verdict on packet i of window c becomes the exception its record
+        names: what the fast path did (the scheduler's judge, for one, counts the wire's
+        idle time against the fast path's packets only)."""
+        v = c.extra["v"]
+        v.kind[i] = EXCEPTION
+        name = reason_name(self.rr.reasons, "exception", code)
+        if name in v.names:
+            v.reason[i] = v.names.index(name)
 
     def _index_the_rest(self) -> None:
         """Index the held packets the model does not except too (once a window): a record
@@ -283,6 +311,7 @@ class GpeJudge:
 
     # -- the daemon's log
     def service(self) -> None:
+        self._note_changes()
         for r in self.log.take():
             q = self.index.get((r.in_port, r.length, r.digest))
             if not q:       # a packet the model forwards that the fast path excepted (a filter taken out)
@@ -300,7 +329,13 @@ class GpeJudge:
                 self.forwarded_by_it += 1
                 c = self.run.chunk_of(pid)
                 if c is not None and c.extra["v"].kind[pid - c.first] != EXCEPTION:
-                    self.model_forwards += 1  # the model forwards it: the ledger judges its frame
+                    # the model forwards it, the fast path excepted it (a filter or finger
+                    # taken out): excepted after all, which the record proves
+                    self.model_forwards += 1
+                    self._excepted_after_all(c, pid - c.first, r.code)
+                    if c.verdicts.kind[pid - c.first] == PYTHON:
+                        self.gpe_forwarded[pid] = r.sent
+                    # (else the ledger judges its frame against the model's: the same bytes)
                 else:
                     self.gpe_forwarded[pid] = r.sent
                     if self.seen_frames[pid] >= r.sent:      # its frames have all left
@@ -314,7 +349,10 @@ class GpeJudge:
         if c is None or d.pid < 0:
             return None
         i = d.i
-        if c.extra["v"].kind[i] != EXCEPTION:
+        v = c.extra["v"]
+        if v.kind[i] == FORWARD:
+            return self._judge_forward(d, c, i) if c.verdicts.kind[i] == PYTHON else None
+        if v.kind[i] != EXCEPTION:
             return None
         if d.pid not in self.gpe_forwarded:
             self.service()
@@ -335,6 +373,25 @@ class GpeJudge:
         if any(port == d.port and data == d.data for port, data in expected):
             return "matched_control"
         return "unexpected_control"
+
+    def _judge_forward(self, d: Departure, c: Chunk, i: int) -> str:
+        """A frame of a packet the model forwards, after the daemon changed the fast path:
+        the model's frame, or what the fast path and the daemon make of the packet now (its
+        filters, the fingers in SRAM): the same check as the ledger's, with the change."""
+        v, w = c.extra["v"], c.w
+        o = w.off[i]
+        if v.port[i] == d.port and v.out[o : o + w.lens[i]] == d.data:
+            return "matched_forward"
+        frame = w.frame(i)
+        if self._fast_or_gpe_frame(frame, w.ports[i], d):
+            return "matched_forward"
+        return "wrong_port" if v.port[i] != d.port else "wrong_bytes"
+
+    def _fast_or_gpe_frame(self, frame: bytes, in_port: int, d: Departure) -> bool:
+        for filters in (None, self._previous):
+            if any(p == d.port and f == d.data for p, f in self.expect(frame, in_port, filters, fast=True)):
+                return True
+        return False
 
     def _copy(self, d: Departure) -> None:
         """I3's multicast: a copy for each trigger of the longest length, as many as the
@@ -373,11 +430,12 @@ class GpeJudge:
             self._mirror = (gen if self.rr.chip.read32("sram", self._mirror_gen_at) == gen else -1, filters)
         return self._mirror[1]
 
-    def _finger(self, sl: Any, ident: int) -> tuple[int, int, int] | None:
-        """The finger the daemon routes `ident` by: k, else the highest valid below k."""
+    def _finger(self, sl: Any, ident: int, exact: bool = False) -> tuple[int, int, int] | None:
+        """The finger the daemon routes `ident` by: k, else the highest valid below k
+        (`exact`: finger k alone, as the fast path)."""
         base = self._finger_base + sl.i3_index * self._finger_block
         k = ((ident - sl.node_id) & (2**64 - 1)).bit_length() - 1
-        for j in range(k, -1, -1):
+        for j in range(k, k - 1 if exact else -1, -1):
             w0, w1 = self.rr.chip.read32("sram", base + 0x20 + 16 * j), self.rr.chip.read32("sram", base + 0x24 + 16 * j)
             if w0 >> 31:
                 return (w0 >> 16) & 0xFF, w1, w0 & 0xFFFF
@@ -403,7 +461,8 @@ class GpeJudge:
         udp = struct.pack("!HHHH", mi.udp, nh_port, udp_len, 0)
         return mi.port, mac + cfg.ports[mi.port].mac + b"\x08\x00" + bytes(ip) + udp + body
 
-    def expect(self, frame: bytes, in_port: int, filters: list[MirroredFilter] | None = None) -> list[tuple[int, bytes]]:
+    def expect(self, frame: bytes, in_port: int, filters: list[MirroredFilter] | None = None,
+               fast: bool = False) -> list[tuple[int, bytes]]:  # fmt: skip
         """The frames (port, bytes) the daemon may send about this packet: one of them (or
         each, for several triggers of the longest length), by its filters (default: as it
         published them last)."""
@@ -432,9 +491,17 @@ class GpeJudge:
         if not hops:
             if sl.in_range(ident):
                 hops = [(f.out_mi, f.nh_ip, f.nh_port) for f in self._triggers(sl, ident, filters) if f.action == 1]
+                if fast:    # the fast path: the TCAM's one match, when there is exactly one
+                    tcam = [f for f in (self._filters() if filters is None else filters)
+                            if f.fast and f.matches(sl.id, ident)]  # fmt: skip
+                    if len(tcam) == 1 and tcam[0].action == 1:
+                        hops.append((tcam[0].out_mi, tcam[0].nh_ip, tcam[0].nh_port))
             else:
-                g = self._finger(sl, ident)
+                g = self._finger(sl, ident, exact=fast)
                 hops = [g] if g is not None else []
+                if fast:
+                    g = self._finger(sl, ident)
+                    hops += [g] if g is not None else []
         out = []
         for out_mi, ip, port in hops:
             e = self._encapsulate(frame, bytes(body), out_mi, ip, port)
