@@ -158,6 +158,17 @@ class ExceptionReader:
         return self.chip.read32("sram", HOST_EXC_BASE) - self._read
 
 
+def flow_model_of_image(meta: dict[str, Any], config: Any) -> Any:
+    """The flow table's model (npkit.emulator.traffic.flows.FlowModel) of an image linked
+    with `-D classify=flows`, else None."""
+    rec = meta.get("flows")
+    if not rec:
+        return None
+    from npkit.emulator.traffic.flows import FlowModel, FlowTable
+
+    return FlowModel(FlowTable.from_record(rec), config)
+
+
 def attach_exception_reader(chip: Chip, traffic: Traffic | Identify | None = None,
                             on_record: Callable[[int, str], None] | None = None,
                             reasons: Any = None) -> ExceptionReader:  # fmt: skip
@@ -208,6 +219,7 @@ class RouterRun:
         check_msf_io(image)
         self.config = router_config_of(image)
         self.router = c_router(self.config)
+        self.flows = flow_model_of_image(image.meta, self.config)  # -D classify=flows, or None
         self.chip = chip if chip is not None else Chip(chip_config)
         if chip is None:
             load_image(self.chip, image)
@@ -292,6 +304,8 @@ class RouterRun:
         while the core runs, when it reads ahead (then not in oracle_s, the run loop's
         own time in the oracle)."""
         v = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        if self.flows is not None:
+            v = self.flows.apply(v, w.data, w.off, w.lens, w.ports)
         return v if self.model is None else self.model.apply(v, w.data, w.off, w.lens)
 
     def _window(self, c: Chunk) -> None:
