@@ -653,6 +653,8 @@ class RouterRun:
         cp_problems = self._control_problems(tot)
         buffers, buffer_problems = self._buffer_audit()
         cp_problems += buffer_problems
+        flows = self._flow_counts(tot)
+        cp_problems += flows.get("problems", [])
         return {
             "layout": self.layout, "params": self.params, "duration_ms": self.traffic_ns / 1e6,
             "emulated_ms": round(emulated_ms, 3), "emulated_cycles": self.chip.cycle,
@@ -678,7 +680,29 @@ class RouterRun:
             "drain": self.drain_info,
             "faults": locate_faults(self.chip.faults(), image_placement(self.image), self.chip.me_name),
             **({"control_plane": self.control_summary()} if self.control is not None else {}),
+            **({"flows": flows} if self.flows is not None else {}),
         }  # fmt: skip
+
+    def _flow_counts(self, tot: dict[str, Any]) -> dict[str, Any]:
+        """The flow table's counters in SRAM against the model's (`-D classify=flows`):
+        equal when no resource drop took a packet before the classify step could count it."""
+        if self.flows is None:
+            return {}
+        t = self.flows.table
+        rows, bad = [], []
+        for f in t.flows:
+            e = t.slots[f.key]
+            chip = [self.chip.read32("sram", t.aux_base + 32 * e + 4 * k) for k in range(2)]
+            want = self.flows.counts[f.key]
+            rows.append({"flow": str(f.key), "action": f.action, "packets": chip[0], "bytes": chip[1],
+                         "model_packets": want[0], "model_bytes": want[1]})
+            if chip != want:
+                bad.append(str(f.key))
+        resource = sum(n for r, n in tot.get("dropped", {}).items() if r in RESOURCE_DROPS)
+        problems = ([f"flow counters differ from the model's for {len(bad)} flows ({bad[0]} ...)"]
+                    if bad and not resource else [])  # fmt: skip
+        return {"entries": len(t.flows), "buckets": t.buckets, "hits": sum(r["packets"] for r in rows),
+                "model_hits": self.flows.hits, "table": rows, "problems": problems}
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
         """in_flight_report, and when exception records wait unread on the control plane's
