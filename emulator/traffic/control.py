@@ -519,6 +519,7 @@ class RouterModel:
         # known to have taken from the exception ring (`taken`, `unlearn`), by packet id
         self.untaken: dict[int, _Taught] = {}
         self.unsent: list[Emitted] = []  # frames of its own an answer let go of that `unlearn` held again
+        self.flows: Any = None  # -D classify=flows: the flow table's model (flows.FlowModel), its plugins
 
     @property
     def routes(self) -> RouteTable:
@@ -962,6 +963,8 @@ class RouterModel:
     def process(self, pid: int, frame: bytes, in_port: int, t: int) -> CpResult:
         self.advance(t)
         fast = self.fast.process(frame, in_port)
+        if self.flows is not None:  # the flow table decides before the route lookup
+            fast = self.flows.compose(fast, frame, in_port)
         res = CpResult(fast)
         self.results[pid] = res
         self._alternatives(res, frame, in_port, t)
@@ -1357,6 +1360,18 @@ class RouterModel:
         self._forward(pid, res, quote, False)
         if gw:
             self._icmp_error(pid, quote, 5, 1, gw)
+
+    def _on_plugin(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        """npkd's plugin_packet (cp.c): the flow's slot's plugin (flows.FlowModel.plugin_frame:
+        the plugins loaded at the daemon's start), then TTL and the route, forwarded."""
+        res.final = Except("plugin")
+        out = self.flows.plugin_frame(bytes(f), self.now)
+        if out is None:
+            return
+        if out[22] <= 1:
+            self._icmp_error(pid, out, 11, 0)
+            return
+        self._forward(pid, res, out, True)
 
     def _on_no_route(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         res.final = Except("no_route")

@@ -307,17 +307,19 @@ class FlowModel:
         self.router = router
         self.counts: dict[FlowKey, list[int]] = {f.key: [0, 0] for f in table.flows}
         self.hits = 0
+        self.plugin_state: dict[int, dict[str, Any]] = {}
 
-    def decide(self, frame: bytes, in_port: int) -> tuple[str, Any] | None:
+    def decide(self, frame: bytes, in_port: int, count: bool = True) -> tuple[str, Any] | None:
         """("forward", (port, bytes)) | ("exception", reason) | None (the base stands)."""
         key = key_of(frame)
         f = self.table.lookup(key) if key is not None else None
         if f is None:
             return None
-        c = self.counts[f.key]
-        c[0] += 1
-        c[1] += struct.unpack_from("!H", frame, 16)[0]
-        self.hits += 1
+        if count:
+            c = self.counts[f.key]
+            c[0] += 1
+            c[1] += struct.unpack_from("!H", frame, 16)[0]
+            self.hits += 1
         if f.action == "count":
             return None
         if f.action == "plugin":
@@ -330,6 +332,30 @@ class FlowModel:
         from .oracle import rewrite
 
         return "forward", (f.port, rewrite(frame, bytes(self.router.arp[f.via]), bytes(self.router.ports[f.port].mac)))
+
+    def compose(self, base: Any, frame: bytes, in_port: int) -> Any:
+        """The oracle's Outcome of a packet (the Python one's) with the flow table applied."""
+        from .oracle import Except, Forward
+
+        if not isinstance(base, Forward) and not (isinstance(base, Except) and base.reason in _LATE):
+            return base
+        d = self.decide(frame, in_port, count=False)
+        if d is None:
+            return base
+        return Except(d[1]) if d[0] == "exception" else Forward(*d[1])
+
+    def plugin_frame(self, frame: bytes, now_ns: int) -> bytes | None:
+        """What the daemon's plugin slot bound to the frame's flow makes of it: the plugins
+        loaded at its start (flows.yaml `plugins:`); an empty slot passes it unchanged."""
+        from .plugins import PLUGINS
+
+        key = key_of(frame)
+        f = self.table.lookup(key) if key is not None else None
+        p = self.table.plugins.get(f.plugin) if f is not None and f.action == "plugin" else None
+        if p is None:
+            return frame
+        state = self.plugin_state.setdefault(f.plugin if f else 0, {})
+        return PLUGINS[p["name"]](frame, list(p.get("args", [])), state, now_ns)
 
     def apply(self, v: Any, data: bytes | bytearray, off: Any, lens: Any, ports: Any) -> Any:
         from dataclasses import replace

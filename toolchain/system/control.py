@@ -154,6 +154,18 @@ def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11
     return "\n".join(lines) + "\n"
 
 
+def flow_conf(flows: dict[str, Any] | None, chip_config: dict[str, Any]) -> str:
+    """npkd's lines for the flow table of `-D classify=flows` (xscale/npkd/flows.h): its
+    place, the hash unit's multiplier, and the plugins loaded at start."""
+    if not flows:
+        return ""
+    hi, lo = int(chip_config.get("hash_mult128_hi", 0)), int(chip_config.get("hash_mult128_lo", 0))
+    lines = [f"flows {flows['key_base']:#x} {flows['aux_base']:#x} {flows['buckets']} {hi:#x} {lo:#x}"]
+    for slot, p in sorted((flows.get("plugins") or {}).items(), key=lambda kv: int(kv[0])):
+        lines.append(" ".join(["plugin", str(slot), p["name"], *(str(a) for a in p.get("args", []))]))
+    return "\n".join(lines) + "\n"
+
+
 def control_meta(lay: Any) -> dict[str, Any]:
     """What an image records of its control plane (`meta["control"]`): the spec, the ring
     numbers, and the program built for its placement (`npk link` builds it: cached)."""
@@ -448,6 +460,7 @@ class ControlPlane:
                            options={**meta.get("options", {}), **(options or {})},
                            changes=route_change_lines(self.changes), state=seen / "routes.state",
                            socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]))  # fmt: skip
+        conf += flow_conf(image.meta.get("flows"), chip.config)
         self.conf = self.dir / "npkd.conf"
         self.conf.write_text(conf)
         try:

@@ -129,6 +129,7 @@ class ControlJudge:
         self.model = RouterModel(rr.config, options=options, neighbours=tr.neighbours,
                                  route_changes=list(tr.route_changes))  # fmt: skip
         self.model.defer_tokens = True  # (_sent)
+        self.model.flows = rr.flows  # -D classify=flows: the flow table and its plugins
         self.log = LogReader(rr.chip)
         self.reasons = load_reasons()
         self._raw: list[LogRecord] = []

@@ -384,6 +384,31 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
         c->chg[c->nchg++] = t;
         return 0;
     }
+    if (!strcmp(key, "flows")) {
+        if (nums(s, v, 5) || !v[2] || (v[2] & (v[2] - 1)) || v[2] > 16384) return -1;
+        c->flow_key_base = (uint32_t)v[0];
+        c->flow_aux_base = (uint32_t)v[1];
+        c->flow_buckets = (uint32_t)v[2];
+        c->flow_mult_hi = v[3];
+        c->flow_mult_lo = v[4];
+        return 0;
+    }
+    if (!strcmp(key, "plugin")) {                 /* plugin SLOT NAME [ARG...] (at most 4) */
+        if (c->nplugin_init >= 16 || parse_num(s, &v[0], &s) || !v[0] || v[0] > 15) return -1;
+        if (word(s, name, 16, &s)) return -1;
+        uint32_t n = 0;
+        while (n < 4 && !at_end(s)) {
+            if (parse_num(s, &v[1], &s)) return -1;
+            c->plugin_init[c->nplugin_init].args[n++] = (uint32_t)v[1];
+        }
+        if (!at_end(s)) return -1;
+        c->plugin_init[c->nplugin_init].slot = (uint32_t)v[0];
+        c->plugin_init[c->nplugin_init].nargs = n;
+        if (strlen(name) >= sizeof c->plugin_init[0].name) return -1;
+        memcpy(c->plugin_init[c->nplugin_init].name, name, strlen(name) + 1);
+        c->nplugin_init++;
+        return 0;
+    }
     if (!strcmp(key, "owned")) {
         if (nums(s, v, 2) || !v[1] || v[1] > 0x10000u) return -1;    /* handles are 16 bits */
         c->owned_base = (uint32_t)v[0];

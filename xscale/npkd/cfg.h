@@ -92,6 +92,11 @@ typedef struct npkd_cfg {
     uint32_t log_base, log_cap, stats_base, changelog_base, changelog_cap;
     uint32_t owned_base, owned_cap;         /* owned_cap 0: no table (nothing reclaimed) */
     npkd_opts opt;
+    /* -D classify=flows: the flow table in SRAM (flows.h) and the plugins loaded at start */
+    uint32_t flow_key_base, flow_aux_base, flow_buckets;
+    uint64_t flow_mult_hi, flow_mult_lo;
+    struct { uint32_t slot, args[4], nargs; char name[16]; } plugin_init[16];
+    uint32_t nplugin_init;
     char routes_path[NPKD_PATH], state_path[NPKD_PATH], socket_path[NPKD_PATH];
 } npkd_cfg;
 

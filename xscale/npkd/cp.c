@@ -6,7 +6,7 @@
 
 enum {
     EXC_ARP = 1, EXC_IP_OPTIONS = 2, EXC_BROADCAST = 3, EXC_MULTICAST = 4, EXC_LOCAL_DELIVERY = 5,
-    EXC_NO_ROUTE = 6, EXC_TTL_EXPIRED = 7, EXC_REDIRECT = 8, EXC_ARP_MISS = 9
+    EXC_NO_ROUTE = 6, EXC_TTL_EXPIRED = 7, EXC_REDIRECT = 8, EXC_ARP_MISS = 9, EXC_PLUGIN = 10
 };
 
 static const char *const STAT_NAMES[] = {
@@ -137,6 +137,14 @@ int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_h
     c->bucket = (uint64_t)cfg->opt.icmp_burst * 1000000000ull;
     c->bucket_ns = now(c);
     c->log_count = cfg->log_cap ? npkd_sram_rd(mem, cfg->log_base) : 0;   /* a restart appends */
+    c->fl.key_base = cfg->flow_key_base;
+    c->fl.aux_base = cfg->flow_aux_base;
+    c->fl.buckets = cfg->flow_buckets;
+    c->fl.mult_hi = cfg->flow_mult_hi;
+    c->fl.mult_lo = cfg->flow_mult_lo;
+    for (uint32_t i = 0; i < cfg->nplugin_init; i++)
+        plugin_load(&c->fl, cfg->plugin_init[i].slot, cfg->plugin_init[i].name, cfg->plugin_init[i].args,
+                    cfg->plugin_init[i].nargs);
     return 0;
 }
 
@@ -937,6 +945,36 @@ static int arp_miss(cp *c, exc_info *x, uint8_t *f)
     return forward(c, x, f, 0);
 }
 
+/* a packet of a flow bound to a plugin (-D classify=flows): the slot's plugin (an empty
+ * slot: the packet unchanged), then the rest of the fast path's way (TTL, the route) */
+static int plugin_packet(cp *c, exc_info *x, uint8_t *f)
+{
+    flow_key k;
+    uint32_t word = 0;
+    uint32_t slot = 0;
+    if (!flow_key_of(f, x->len, &k) && flow_find(&c->fl, c->mem, &k, &word) >= 0 &&
+        ((word >> 16) & 0xFF) == FLOW_ACT_PLUGIN)
+        slot = word & (FLOW_SLOTS - 1);
+    plugin_slot *s = &c->fl.slot[slot];
+    if (slot && s->def) {
+        s->packets++;
+        if (!s->def->fn(f, x->len, s->args, s->nargs, s->state, now(c))) {
+            s->dropped++;
+            return ACT_CONSUMED;
+        }
+    } else {
+        c->fl.passthrough++;
+    }
+    ip_view v;
+    if (ip_parse(f, x->len, &v)) return ACT_CONSUMED;
+    memcpy(c->quote, f, x->len);
+    if (v.ttl <= 1) {
+        x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_TIME_EXCEEDED, 0, 0, ST_icmp_time_exceeded);
+        return ACT_CONSUMED;
+    }
+    return forward(c, x, f, 1);
+}
+
 void cp_exception(cp *c, uint32_t pw, uint32_t rec)
 {
     const npkd_cfg *g = c->cfg;
@@ -952,7 +990,7 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
     owned(c, x.handle, 1);                          /* the daemon's until it frees or sends it */
     x.len = npkd_sram_rd(c->mem, desc_addr(c, x.handle) + 8) >> 16;
     uint8_t *f = x.len <= NPKD_FRAME_MAX ? buffer(c, x.handle, x.len) : NULL;
-    if (!f || x.reason < 1 || x.reason > EXC_ARP_MISS) {
+    if (!f || x.reason < 1 || (x.reason > EXC_ARP_MISS && x.reason != EXC_PLUGIN)) {
         c->stats[ST_exc_unknown]++;
         if (f) x.digest = frame_digest(f, x.len);
         log_exc(c, &x, ACT_DROPPED);
@@ -960,7 +998,7 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
         return;
     }
     x.digest = frame_digest(f, x.len);
-    c->stats[ST_exc_arp + x.reason - 1]++;
+    if (x.reason <= EXC_ARP_MISS) c->stats[ST_exc_arp + x.reason - 1]++;
     int act = ACT_CONSUMED;
     switch (x.reason) {
     case EXC_ARP:
@@ -989,6 +1027,9 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
         break;
     case EXC_ARP_MISS:
         act = arp_miss(c, &x, f);
+        break;
+    case EXC_PLUGIN:
+        act = plugin_packet(c, &x, f);
         break;
     default:
         break;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cfg.h"
+#include "flows.h"
 #include "pkt.h"
 #include "stats.h"
 #include "tables.h"
@@ -118,6 +119,7 @@ typedef struct cp {
      * 0, or -1 when it could not be written (the change is then not made) */
     int (*journal)(void *ctx, const char *line);
     uint32_t timed_mark;                    /* 1 + the index of the timed change being made, else 0 */
+    flow_table fl;                          /* -D classify=flows (flows.h) */
 } cp;
 
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw);
