@@ -74,6 +74,9 @@ CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9
 ROOT_ENTRY_NS = 500
 
 
+PLUGIN_WINDOW_NS = 1_000_000  # a plugin packet handled this long after it came may meet a plugin loaded since
+
+
 def change_window_ns(length: int) -> int:
     """How long after its time a change of a route of `length` bits may reach the fast
     path: a short route rewrites many root entries (a /0 all 65,536)."""
@@ -520,6 +523,7 @@ class RouterModel:
         self.untaken: dict[int, _Taught] = {}
         self.unsent: list[Emitted] = []  # frames of its own an answer let go of that `unlearn` held again
         self.flows: Any = None  # -D classify=flows: the flow table's model (flows.FlowModel), its plugins
+        self._plugin_pending: dict[int, tuple[bytes, int]] = {}  # plugin packets of the last PLUGIN_WINDOW_NS
 
     @property
     def routes(self) -> RouteTable:
@@ -1365,13 +1369,38 @@ class RouterModel:
         """npkd's plugin_packet (cp.c): the flow's slot's plugin (flows.FlowModel.plugin_frame:
         the plugins loaded at the daemon's start), then TTL and the route, forwarded."""
         res.final = Except("plugin")
-        out = self.flows.plugin_frame(bytes(f), self.now)
+        frame = bytes(f)
+        self._plugin_pending[pid] = (frame, self.now)
+        for old in [p for p, (_, t) in self._plugin_pending.items() if t < self.now - PLUGIN_WINDOW_NS]:
+            del self._plugin_pending[old]
+        for state in self.flows.states_near(frame, self.now, PLUGIN_WINDOW_NS):
+            self._plugin_alternative(res, frame, state)
+        out = self.flows.plugin_frame(frame, self.now)
         if out is None:
             return
         if out[22] <= 1:
             self._icmp_error(pid, out, 11, 0)
             return
         self._forward(pid, res, out, True)
+
+    def plugin_changed(self, at_ns: int, slot: int, state: dict[str, Any] | None) -> None:
+        """The daemon loaded (or emptied) a plugin slot at `at_ns`: the model's slot
+        follows, and the packets of its flows that came near then may have met the new
+        plugin (or still the old one): both are allowed (`alternatives`)."""
+        self.flows.plugin_changed(at_ns, slot, state)
+        for pid, (frame, t) in self._plugin_pending.items():
+            if t >= at_ns - PLUGIN_WINDOW_NS and self.flows.slot_of(frame) == slot and pid in self.results:
+                self._plugin_alternative(self.results[pid], frame, state)
+
+    def _plugin_alternative(self, res: CpResult, frame: bytes, state: dict[str, Any] | None) -> None:
+        out = self.flows.plugin_frame(frame, self.now, state=state, use_state=True)
+        if out is None or out[22] <= 1:
+            return
+        route = self._route_to(int.from_bytes(out[30:34], "big"))
+        if route is None or route[1] is None:
+            return
+        port, mac, _ = route
+        res.alternatives.append(Forward(port, forward_full(out, mac, self.cfg.ports[port].mac)))
 
     def _on_no_route(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         res.final = Except("no_route")

@@ -308,6 +308,8 @@ class FlowModel:
         self.counts: dict[FlowKey, list[int]] = {f.key: [0, 0] for f in table.flows}
         self.hits = 0
         self.plugin_state: dict[int, dict[str, Any]] = {}
+        self.slots: dict[int, dict[str, Any] | None] = dict(table.plugins)  # as the daemon has them
+        self.history: list[tuple[int, int, dict[str, Any] | None, dict[str, Any] | None]] = []  # at, slot, before, after
 
     def decide(self, frame: bytes, in_port: int, count: bool = True) -> tuple[str, Any] | None:
         """("forward", (port, bytes)) | ("exception", reason) | None (the base stands)."""
@@ -344,18 +346,40 @@ class FlowModel:
             return base
         return Except(d[1]) if d[0] == "exception" else Forward(*d[1])
 
-    def plugin_frame(self, frame: bytes, now_ns: int) -> bytes | None:
-        """What the daemon's plugin slot bound to the frame's flow makes of it: the plugins
-        loaded at its start (flows.yaml `plugins:`); an empty slot passes it unchanged."""
-        from .plugins import PLUGINS
-
+    def slot_of(self, frame: bytes) -> int:
         key = key_of(frame)
         f = self.table.lookup(key) if key is not None else None
-        p = self.table.plugins.get(f.plugin) if f is not None and f.action == "plugin" else None
-        if p is None:
+        return f.plugin if f is not None and f.action == "plugin" else 0
+
+    def plugin_frame(self, frame: bytes, now_ns: int, state: dict[str, Any] | None = None,
+                     use_state: bool = False) -> bytes | None:  # fmt: skip
+        """What the daemon's plugin slot bound to the frame's flow makes of it (None: it
+        dropped it): the slot as the daemon's plugin log says it now is (flows.yaml
+        `plugins:` at its start), or `state` with `use_state`; an empty slot passes it
+        unchanged."""
+        from .plugins import PLUGINS
+
+        slot = self.slot_of(frame)
+        p = state if use_state else self.slots.get(slot)
+        if not slot or p is None:
             return frame
-        state = self.plugin_state.setdefault(f.plugin if f else 0, {})
-        return PLUGINS[p["name"]](frame, list(p.get("args", [])), state, now_ns)
+        own = {} if use_state else self.plugin_state.setdefault(slot, {})
+        return PLUGINS[p["name"]](frame, list(p.get("args", [])), own, now_ns)
+
+    def plugin_changed(self, at_ns: int, slot: int, state: dict[str, Any] | None) -> None:
+        before = self.slots.get(slot)
+        self.slots[slot] = state
+        self.plugin_state.pop(slot, None)
+        self.history.append((at_ns, slot, before, state))
+
+    def states_near(self, frame: bytes, t: int, window: int) -> list[dict[str, Any] | None]:
+        """The slot's states before and after each change within `window` of t."""
+        slot = self.slot_of(frame)
+        out: list[dict[str, Any] | None] = []
+        for at, s, before, after in self.history:
+            if s == slot and abs(at - t) <= window:
+                out += [before, after]
+        return out
 
     def apply(self, v: Any, data: bytes | bytearray, off: Any, lens: Any, ports: Any) -> Any:
         from dataclasses import replace

@@ -36,6 +36,8 @@ from .sysmap import (
     CP_LOG_BASE,
     CP_LOG_CAP,
     CP_OWNED_BASE,
+    CP_PLUGIN_LOG_BASE,
+    CP_PLUGIN_LOG_CAP,
     CP_OWNED_MAGIC,
     CP_STATS_BASE,
     SYS,
@@ -72,7 +74,8 @@ def control_allocations() -> list[tuple[int, int, str]]:
     return [(CP_STATS_BASE, CP_STATS_BASE + 16 + 4 * len(stat_names()), "statistics block"),
             (CP_LOG_BASE, CP_LOG_BASE + 16 + 16 * CP_LOG_CAP, "exception log"),
             (CP_CHANGES_BASE, CP_CHANGES_BASE + 16 + 16 * CP_CHANGES_CAP, "route change log"),
-            (CP_OWNED_BASE, CP_OWNED_BASE + owned_bytes(), "table of the buffers it owns, its send backlog and ARP cache")]  # fmt: skip
+            (CP_OWNED_BASE, CP_OWNED_BASE + owned_bytes(), "table of the buffers it owns, its send backlog and ARP cache"),
+            (CP_PLUGIN_LOG_BASE, CP_PLUGIN_LOG_BASE + 16 + 32 * CP_PLUGIN_LOG_CAP, "plugin log")]  # fmt: skip
 
 
 def owned_words() -> int:
@@ -160,7 +163,8 @@ def flow_conf(flows: dict[str, Any] | None, chip_config: dict[str, Any]) -> str:
     if not flows:
         return ""
     hi, lo = int(chip_config.get("hash_mult128_hi", 0)), int(chip_config.get("hash_mult128_lo", 0))
-    lines = [f"flows {flows['key_base']:#x} {flows['aux_base']:#x} {flows['buckets']} {hi:#x} {lo:#x}"]
+    lines = [f"flows {flows['key_base']:#x} {flows['aux_base']:#x} {flows['buckets']} {hi:#x} {lo:#x}",
+             f"pluginlog {CP_PLUGIN_LOG_BASE:#x} {CP_PLUGIN_LOG_CAP}"]
     for slot, p in sorted((flows.get("plugins") or {}).items(), key=lambda kv: int(kv[0])):
         lines.append(" ".join(["plugin", str(slot), p["name"], *(str(a) for a in p.get("args", []))]))
     return "\n".join(lines) + "\n"
@@ -247,6 +251,19 @@ class LogReader:
 
 CHG_TIMED, CHG_SOCKET, CHG_TIMED_FAILED = 1, 2, 3  # a change log record's source (xscale/npkd/cp.h)
 CHG_WITHDRAWN = 4  # ... a restarted daemon withdrew learnt ARP state (no route; the prefix: its start)
+
+
+def plugin_log(chip: Any, start: int = 0) -> list[tuple[int, int, dict[str, Any] | None]]:
+    """Records from `start` of the daemon's plugin log (xscale/npkd/flows.h): (time ns,
+    slot, {name, args} or None for an emptied slot)."""
+    n = min(int(chip.read32("sram", CP_PLUGIN_LOG_BASE)), CP_PLUGIN_LOG_CAP)
+    out: list[tuple[int, int, dict[str, Any] | None]] = []
+    for k in range(start, n):
+        w = [chip.read32("sram", CP_PLUGIN_LOG_BASE + 16 + 32 * k + 4 * i) for i in range(8)]
+        slot, loaded, nargs = w[1] >> 24, (w[1] >> 16) & 1, w[1] & 0xFF
+        name = b"".join(x.to_bytes(4, "big") for x in w[6:8]).rstrip(b"\0").decode("ascii", "replace")
+        out.append((w[0] * 1000, slot, {"name": name, "args": w[2 : 2 + nargs]} if loaded else None))
+    return out
 
 
 def change_log_count(chip: Any) -> int:

@@ -130,6 +130,7 @@ class ControlJudge:
                                  route_changes=list(tr.route_changes))  # fmt: skip
         self.model.defer_tokens = True  # (_sent)
         self.model.flows = rr.flows  # -D classify=flows: the flow table and its plugins
+        self._plugins_seen = 0
         self.log = LogReader(rr.chip)
         self.reasons = load_reasons()
         self._raw: list[LogRecord] = []
@@ -190,6 +191,7 @@ class ControlJudge:
         then what the daemon logged (before the frames that left are accounted)."""
         now = self.run.now_ns
         self._take_changes(self._made_by_the_dead())
+        self._take_plugin_changes()
         self._daemon_events()
         self._model_to(now)
         if self.model.untaken:
@@ -275,6 +277,19 @@ class ControlJudge:
         mhz = int(self.rr.chip.config["clock_mhz"])
         cycle = ((ns + 1) * mhz - 1) // 1000   # the last cycle whose time is ns (the daemon's clock truncates)
         return host.visible_from(cycle) * 1000 // mhz
+
+    def _take_plugin_changes(self) -> None:
+        """Plugin loads and unloads the daemon made (its plugin log, -D classify=flows): the
+        model's slots follow, and packets of bound flows near the change may have met
+        either the plugin before it or the one after (RouterModel.plugin_changed)."""
+        if self.model.flows is None:
+            return
+        from .control import plugin_log
+
+        new = plugin_log(self.rr.chip, self._plugins_seen)
+        self._plugins_seen += len(new)
+        for at_ns, slot, state in new:
+            self.model.plugin_changed(at_ns, slot, state)
 
     def _take_changes(self, upto: int | None = None) -> None:
         """The route changes the daemon made since the last look (up to record `upto`), in

@@ -393,6 +393,12 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
         c->flow_mult_lo = v[4];
         return 0;
     }
+    if (!strcmp(key, "pluginlog")) {
+        if (nums(s, v, 2)) return -1;
+        c->plugin_log_base = (uint32_t)v[0];
+        c->plugin_log_cap = (uint32_t)v[1];
+        return 0;
+    }
     if (!strcmp(key, "plugin")) {                 /* plugin SLOT NAME [ARG...] (at most 4) */
         if (c->nplugin_init >= 16 || parse_num(s, &v[0], &s) || !v[0] || v[0] > 15) return -1;
         if (word(s, name, 16, &s)) return -1;

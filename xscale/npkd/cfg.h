@@ -97,6 +97,7 @@ typedef struct npkd_cfg {
     uint64_t flow_mult_hi, flow_mult_lo;
     struct { uint32_t slot, args[4], nargs; char name[16]; } plugin_init[16];
     uint32_t nplugin_init;
+    uint32_t plugin_log_base, plugin_log_cap;
     char routes_path[NPKD_PATH], state_path[NPKD_PATH], socket_path[NPKD_PATH];
 } npkd_cfg;
 

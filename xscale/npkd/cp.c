@@ -142,9 +142,12 @@ int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_h
     c->fl.buckets = cfg->flow_buckets;
     c->fl.mult_hi = cfg->flow_mult_hi;
     c->fl.mult_lo = cfg->flow_mult_lo;
+    c->fl.log_base = cfg->plugin_log_base;
+    c->fl.log_cap = cfg->plugin_log_cap;
     for (uint32_t i = 0; i < cfg->nplugin_init; i++)
-        plugin_load(&c->fl, cfg->plugin_init[i].slot, cfg->plugin_init[i].name, cfg->plugin_init[i].args,
-                    cfg->plugin_init[i].nargs);
+        if (!plugin_load(&c->fl, cfg->plugin_init[i].slot, cfg->plugin_init[i].name, cfg->plugin_init[i].args,
+                         cfg->plugin_init[i].nargs))
+            plugin_logged(&c->fl, mem, cfg->plugin_init[i].slot, now(c));
     return 0;
 }
 

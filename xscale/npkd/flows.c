@@ -160,3 +160,22 @@ int plugin_load(flow_table *t, uint32_t slot, const char *name, const uint32_t *
     t->slot[slot] = s;                            /* one store between two packets */
     return 0;
 }
+
+void plugin_logged(const flow_table *t, npkd_mem *m, uint32_t slot, uint64_t now_ns)
+{
+    if (!t->log_cap || slot >= FLOW_SLOTS) return;
+    uint32_t n = npkd_sram_rd(m, t->log_base);
+    if (n >= t->log_cap) return;
+    const plugin_slot *s = &t->slot[slot];
+    uint32_t a = t->log_base + 16 + 32 * n;
+    npkd_sram_wr(m, a, (uint32_t)(now_ns / 1000));
+    npkd_sram_wr(m, a + 4, slot << 24 | (uint32_t)(s->def != NULL) << 16 | s->nargs);
+    for (uint32_t i = 0; i < FLOW_ARGS; i++) npkd_sram_wr(m, a + 8 + 4 * i, i < s->nargs ? s->args[i] : 0);
+    char name[8] = {0};
+    if (s->def) memcpy(name, s->def->name, strlen(s->def->name) < 8 ? strlen(s->def->name) : 8);
+    for (uint32_t i = 0; i < 2; i++)
+        npkd_sram_wr(m, a + 24 + 4 * i, (uint32_t)(uint8_t)name[4 * i] << 24 | (uint32_t)(uint8_t)name[4 * i + 1] << 16 |
+                                            (uint32_t)(uint8_t)name[4 * i + 2] << 8 | (uint8_t)name[4 * i + 3]);
+    npkd_sram_wr(m, t->log_base + 4, t->log_cap);
+    npkd_sram_wr(m, t->log_base, n + 1);          /* the count last: the record is whole */
+}

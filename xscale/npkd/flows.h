@@ -43,6 +43,9 @@ typedef struct flow_table {
     uint64_t mult_hi, mult_lo;              /* the hash unit's 128-bit multiplier */
     plugin_slot slot[FLOW_SLOTS];
     uint32_t passthrough, added, deleted;
+    /* the plugin log in SRAM, for the host: {count, capacity, 0, 0}, then 32-byte records
+     * {time us, slot << 24 | loaded << 16 | nargs, args[4], name[8]} (a load or unload) */
+    uint32_t log_base, log_cap;
 } flow_table;
 
 typedef struct flow_key {
@@ -61,4 +64,6 @@ int flow_del(flow_table *t, npkd_mem *m, const flow_key *k);
 /* "SRC DST PROTO [SPORT DPORT]" -> key; the rest of the line in *rest.  0 or -1 */
 int flow_parse_key(const char *s, flow_key *k, const char **rest);
 int plugin_load(flow_table *t, uint32_t slot, const char *name, const uint32_t *args, uint32_t nargs);
+/* the slot as it now is into the plugin log (after a load or an unload) */
+void plugin_logged(const flow_table *t, npkd_mem *m, uint32_t slot, uint64_t now_ns);
 #endif

@@ -333,6 +333,7 @@ static void plugin_cmd(npkd_state *d, ctl_conn *k, const char *line)
             while (*e == ' ') e++;
         }
         int rc = plugin_load(t, (uint32_t)slot, name, args, n);
+        if (!rc) plugin_logged(t, &d->mem, (uint32_t)slot, d->cp.hw.now_ns(d->cp.hw.ctx));
         ctl_printf(k, rc == -2 ? "error: no plugin '%s' (plugin list)\n" : rc ? "error: slot 1..15, at most 4 args%s\n" : "ok%s\n",
                    rc ? name : "");
         return;
@@ -344,6 +345,7 @@ static void plugin_cmd(npkd_state *d, ctl_conn *k, const char *line)
             return;
         }
         t->slot[slot].def = NULL;                  /* between two packets: the next passes unchanged */
+        plugin_logged(t, &d->mem, (uint32_t)slot, d->cp.hw.now_ns(d->cp.hw.ctx));
         ctl_printf(k, "ok\n");
         return;
     }
