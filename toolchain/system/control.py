@@ -36,9 +36,9 @@ from .sysmap import (
     CP_LOG_BASE,
     CP_LOG_CAP,
     CP_OWNED_BASE,
+    CP_OWNED_MAGIC,
     CP_PLUGIN_LOG_BASE,
     CP_PLUGIN_LOG_CAP,
-    CP_OWNED_MAGIC,
     CP_STATS_BASE,
     SYS,
 )
