@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from npkit.emulator.traffic.flows import key_of
@@ -25,6 +26,7 @@ from npkit.toolchain.system.verdict import Policy, judge
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "traffic"
 BOUND = 1002  # the source port of the flow flows.yaml binds to plugin slot 1 (dscp 46)
+UNDECLARED = 1003  # a flow of the traffic that flows.yaml has no entry for
 
 
 def _traffic(duration_ns: int) -> Traffic:
@@ -56,13 +58,17 @@ def _at(rr: RouterRun, sock: Path, until_ns: int, command: str) -> list[str]:
     return out["a"]
 
 
-def test_plugin_unloaded_and_loaded_during_a_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("placement", ["xscale", "gpe"])
+def test_plugin_unloaded_and_loaded_during_a_run(tmp_path: Path, placement: str) -> None:
     sock, cap = tmp_path / "npkd.sock", tmp_path / "cap"
-    rr = RouterRun.link("pipelined", {"classify": "flows"}, _traffic(3_000_000), capture=cap,
+    rr = RouterRun.link("pipelined", {"classify": "flows", "control": placement}, _traffic(3_000_000), capture=cap,
                         control={"socket": str(sock)})  # fmt: skip
     assert _at(rr, sock, 900_000, "plugin unload 1") == []
+    # a count entry added by the daemon (its hash placing it): the fast path counts it
+    assert _at(rr, sock, 1_000_000, f"flow add 198.18.0.1 10.0.1.10 udp {UNDECLARED} 5001 count") == []
     assert _at(rr, sock, 1_800_000, "plugin load 1 dscp 10") == []
     slots = _at(rr, sock, 2_000_000, "plugin list")
+    shown = {int(line.split()[3]): int(line.split()[8]) for line in _at(rr, sock, 2_500_000, "flow show")}
     rr.run_traffic(3_000_000 - rr.run.now_ns)
     rr.drain()
     s = rr.summary()
@@ -87,3 +93,5 @@ def test_plugin_unloaded_and_loaded_during_a_run(tmp_path: Path) -> None:
     assert sum(dscp.values()) == bound["packets"] == bound["model_packets"]    # every one left, once
     assert set(others) == {0} and sum(others.values()) > 10 * sum(dscp.values())  # the rest untouched
     assert s["control_plane"]["packets_forwarded_by_it"] == bound["packets"]
+    # the entry added at 1 ms counted its flow's packets since (about a fifth of port 0's)
+    assert 0 < shown[UNDECLARED] < shown[1000]
