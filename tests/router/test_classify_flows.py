@@ -89,3 +89,35 @@ def test_a_bad_flow_is_an_error_at_its_line(tmp_path: Path) -> None:
     p.write_text("buckets: 100\n")
     with pytest.raises(FlowError, match=r"flows.yaml:1: buckets: 100: a power of two"):
         load_flows(p, cfg)
+
+
+def test_a_model_that_ignores_route_entries_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge compares the chip with the flow table's model: a model that forgets what
+    a route entry does finds the route flow's frames wrong."""
+    from npkit.emulator.traffic import flows
+
+    real = flows.FlowModel.decide
+
+    def forgetful(self: Any, frame: bytes, in_port: int, count: bool = True) -> Any:
+        d = real(self, frame, in_port, count)
+        return None if d is not None and d[0] == "forward" else d
+
+    monkeypatch.setattr(flows.FlowModel, "decide", forgetful)
+    code, s = _demo("-D", "classify=flows", "--traffic", str(TRAFFIC))
+    assert code == 1 and not s["verdict"]["ok"]
+    assert s["comparison"].get("wrong_bytes", 0) > 0
+
+
+def test_an_application_declares_its_own_flows(tmp_path: Path) -> None:
+    """An application's classify/flows.yaml replaces npkit's: the route flow now goes to
+    10.0.1.2; the image's SRAM, the microcode's header and the model all follow."""
+    app = tmp_path / "myflows"
+    (app / "classify").mkdir(parents=True)
+    (app / "app.yaml").write_text("name: myflows\nextends: ipv4\n")
+    text = (ROOT / "microcode" / "classify" / "flows.yaml").read_text()
+    assert "via: 10.0.1.3" in text
+    (app / "classify" / "flows.yaml").write_text(text.replace("via: 10.0.1.3", "via: 10.0.1.2"))
+    code, s = _demo("--app", str(app), "-D", "classify=flows", "--traffic", str(TRAFFIC))
+    assert code == 0 and s["verdict"]["ok"], s["verdict"]
+    route = next(r for r in s["flows"]["table"] if r["action"] == "route")
+    assert route["packets"] == route["model_packets"] > 0 and route["via"] == "10.0.1.2"

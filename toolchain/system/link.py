@@ -653,13 +653,17 @@ def layout_block(layout: str | Path, block: str, params: dict[str, Any] | None =
         what = "has no block" if b is None else "runs no microcode of its own in block"
         raise LinkError(f"{lay.source}: the layout {what} {block!r} (blocks with microcode: {have})")
     try:
-        k = per_cluster(load_config(config))
+        chip = load_config(config)
+        k = per_cluster(chip)
     except EmulatorError as e:
         raise LinkError(str(e)) from None
     rcfg, _, _ = _router_config(router_config, routes)
     ensure_reasons_h()
+    flows = _flow_table(lay, None, rcfg, chip)
     with tempfile.TemporaryDirectory(prefix="npk-block-") as tmp:
         _write_sys_header(tmp, rcfg, lay)
+        if flows is not None:
+            (Path(tmp) / "flows_table.h").write_text(_flows_header(flows))
         src, incs, defines = block_inputs(lay, b, tmp, k)
         yield b, src, incs, defines
 

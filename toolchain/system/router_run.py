@@ -34,6 +34,7 @@ benchmarks and the tests; `verdict.judge` turns its summary into CI's pass/fail.
 from __future__ import annotations
 
 import gc
+import ipaddress
 import time
 from array import array
 from collections import Counter
@@ -695,7 +696,9 @@ class RouterRun:
             chip = [self.chip.read32("sram", t.aux_base + 32 * e + 4 * k) for k in range(2)]
             want = self.flows.counts[f.key]
             rows.append({"flow": str(f.key), "action": f.action, "packets": chip[0], "bytes": chip[1],
-                         "model_packets": want[0], "model_bytes": want[1]})
+                         "model_packets": want[0], "model_bytes": want[1],
+                         **({"via": str(ipaddress.IPv4Address(f.via)), "port": f.port} if f.action == "route" else {}),
+                         **({"plugin": f.plugin} if f.action == "plugin" else {})})
             if chip != want:
                 bad.append(str(f.key))
         resource = sum(n for r, n in tot.get("dropped", {}).items() if r in RESOURCE_DROPS)
