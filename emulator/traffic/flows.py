@@ -15,6 +15,7 @@ offset 0) of TCP or UDP, else 0.  SRAM (FlowLayout):
         LW2..3 0, LW4..7 the flow's own next-hop entry (route action; the next-hop
         table's format, toolchain/router/nexthop.py), named by the next-hop index
         (address - LPM_NH_BASE) / 16 that hdr_format reads like any other.
+  gen   AUX_BASE + 64 * buckets: the generation, + 1 at every change the daemon makes.
 
 Actions: count (count, then the normal route), route (count, this flow's next hop
 instead of the route lookup's), plugin (count, hand the packet to the control plane
@@ -121,8 +122,14 @@ class FlowTable:
         return KEY_BASE + 32 * self.buckets
 
     @property
-    def end(self) -> int:
+    def gen_addr(self) -> int:
+        """The table's generation: the control daemon adds 1 at every change (the CAM
+        cache of `flow_cache` holds entries of one generation)."""
         return self.aux_base + 32 * WAYS * self.buckets
+
+    @property
+    def end(self) -> int:
+        return self.gen_addr + 16
 
     def place(self, mult: int = MULT128) -> None:
         used: dict[int, int] = {}

@@ -23,6 +23,14 @@
 #define FLOW_ACT_ROUTE  2
 #define FLOW_ACT_PLUGIN 3
 
+// With CLASSIFY_CAM_CACHE (layout param flow_cache, pipelined only: the parallel pool's
+// CAM holds the router's own addresses) the ME's CAM caches the last 16 flows looked up,
+// found or not: tag = src ^ dst ^ ports ^ proto << 24, and at FLOW_CACHE_LM + 32 * entry
+// in local memory the key, its action word, its entry index and the table's generation
+// (FLOW_GEN in SRAM, which the control daemon bumps at every change; read beside the
+// header, so a cached flow costs no serial memory reference: no hash, no bucket read).
+#define FLOW_CACHE_LM 0x200
+
 #macro classify_body(DST, NHI, HIT)
 .begin
     .reg t u buf src ports proto bkt ent word
@@ -34,13 +42,26 @@
     .xfer_order $f0 $f1 $f2 $f3 $f4 $f5 $f6 $f7
     .reg write $cb
     .sig s_c s_h s_f s_a
+#ifdef CLASSIFY_CAM_CACHE
+    .reg tag cres gen
+    .reg read $g
+    .sig s_g
+#endif
     immed[HIT, 0]
     alu_shf[buf, --, b, pw, <<16]
     alu_shf[buf, --, b, buf, >>(16 - BUF_SHIFT)]
     // frame bytes 16..39: total length, id | fragment, TTL, protocol | checksum, source
     // hi | source lo, destination hi | destination lo, sport | dport, -- (no options here:
     // parse excepted them)
+#ifdef CLASSIFY_CAM_CACHE
+    dram[read, $$c0, buf, 16, 3], sig_done[s_c]
+    immed[u, FLOW_GEN]
+    sram[read, $g, u, 0, 1], sig_done[s_g]
+    ctx_arb[s_c, s_g]
+    alu[gen, --, b, $g]
+#else
     dram[read, $$c0, buf, 16, 3], ctx_swap[s_c]
+#endif
     alu[t, --, b, $$c1]
     alu[proto, t, and, 0xFF]
     alu_shf[u, --, b, t, >>16]
@@ -60,6 +81,39 @@
 classify_noports#:
     immed[ports, 0]
 classify_key#:
+#ifdef CLASSIFY_CAM_CACHE
+    alu[tag, src, xor, DST]
+    alu[tag, tag, xor, ports]
+    alu_shf[t, --, b, proto, <<24]
+    alu[tag, tag, xor, t]
+    cam_lookup[cres, tag]
+    br_bclr[cres, 7, classify_walk#]
+    alu[t, cres, and, 0x78]
+    alu_shf[t, --, b, t, <<2]
+    alu_shf[t, t, or, 1, <<9]          // + FLOW_CACHE_LM
+    local_csr_wr[ACTIVE_LM_ADDR_1, t]
+    nop
+    nop
+    nop
+    alu[--, src, -, *l$index1[0]]
+    bne[classify_walk#]
+    alu[--, DST, -, *l$index1[1]]
+    bne[classify_walk#]
+    alu[--, ports, -, *l$index1[2]]
+    bne[classify_walk#]
+    alu[--, gen, -, *l$index1[5]]
+    bne[classify_walk#]
+    alu[word, --, b, *l$index1[3]]
+    alu_shf[t, --, b, word, >>24]
+    alu[--, t, -, proto]
+    bne[classify_walk#]
+    alu[ent, --, b, *l$index1[4]]
+    alu_shf[t, --, b, word, >>16]
+    alu[t, t, and, 0xFF]
+    bne[classify_hit#]
+    br[classify_done#]
+classify_walk#:
+#endif
     alu[$k0, --, b, src]
     alu[$k1, --, b, DST]
     alu[$k2, --, b, ports]
@@ -84,21 +138,46 @@ classify_key#:
     bne[classify_way1#]
     alu_shf[t, --, b, word, >>16]
     alu[t, t, and, 0xFF]
-    bne[classify_hit#]
+    bne[classify_found#]
 classify_way1#:
     alu[ent, ent, or, 1]
     alu[--, src, -, $f4]
-    bne[classify_done#]
+    bne[classify_none#]
     alu[--, DST, -, $f5]
-    bne[classify_done#]
+    bne[classify_none#]
     alu[--, ports, -, $f6]
-    bne[classify_done#]
+    bne[classify_none#]
     alu[word, --, b, $f7]
     alu_shf[t, --, b, word, >>24]
     alu[--, t, -, proto]
-    bne[classify_done#]
+    bne[classify_none#]
     alu_shf[t, --, b, word, >>16]
     alu[t, t, and, 0xFF]
+    bne[classify_found#]
+classify_none#:
+    alu_shf[word, --, b, proto, <<24]  // no entry: action 0 (cached as such)
+    immed[t, 0]
+classify_found#:
+#ifdef CLASSIFY_CAM_CACHE
+    // into the CAM entry the lookup named (the LRU one, or the stale hit), with no
+    // context swap between the CAM and local memory writes
+    alu[u, cres, and, 0x78]
+    alu_shf[bkt, --, b, u, >>3]
+    cam_write[bkt, tag, 1]
+    alu_shf[u, --, b, u, <<2]
+    alu_shf[u, u, or, 1, <<9]          // + FLOW_CACHE_LM
+    local_csr_wr[ACTIVE_LM_ADDR_1, u]
+    nop
+    nop
+    nop
+    alu[*l$index1[0], --, b, src]
+    alu[*l$index1[1], --, b, DST]
+    alu[*l$index1[2], --, b, ports]
+    alu[*l$index1[3], --, b, word]
+    alu[*l$index1[4], --, b, ent]
+    alu[*l$index1[5], --, b, gen]
+#endif
+    alu[--, t, -, 0]
     beq[classify_done#]
 classify_hit#:
     // the flow's counters: packets + 1, bytes + IP total length

@@ -10,7 +10,7 @@
 
     npk_thread_setup()
     br!=ctx[0, lookup_loop#]
-#ifdef LOOKUP_CAM_CACHE
+#if defined(LOOKUP_CAM_CACHE) || defined(CLASSIFY_CAM_CACHE)
     cam_clear
 #endif
     npk_start_tokens()

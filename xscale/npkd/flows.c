@@ -47,6 +47,13 @@ int flow_key_of(const uint8_t *f, uint32_t len, flow_key *k)
 
 static uint32_t key_addr(const flow_table *t, uint32_t entry) { return t->key_base + 16 * entry; }
 
+/* a change made: the fast path's CAM caches drop what they hold (classify.h FLOW_GEN) */
+void flow_changed(const flow_table *t, npkd_mem *m)
+{
+    uint32_t a = t->aux_base + 64 * t->buckets;
+    npkd_sram_wr(m, a, npkd_sram_rd(m, a) + 1);
+}
+
 int flow_find(const flow_table *t, npkd_mem *m, const flow_key *k, uint32_t *word)
 {
     if (!t->buckets) return -1;
@@ -78,6 +85,7 @@ int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uin
         npkd_sram_wr(m, a + 4, k->dst);
         npkd_sram_wr(m, a + 8, k->ports);           /* and its action word last: published */
         npkd_sram_wr(m, a + 12, k->proto << 24 | (action & 0xFF) << 16 | (arg & 0xFFFF));
+        flow_changed(t, m);
         t->added++;
         return 0;
     }
@@ -90,6 +98,7 @@ int flow_del(flow_table *t, npkd_mem *m, const flow_key *k)
     int e = flow_find(t, m, k, NULL);
     if (e < 0) return -4;
     npkd_sram_wr(m, key_addr(t, (uint32_t)e) + 12, 0);     /* the action word first: unpublished */
+    flow_changed(t, m);
     t->deleted++;
     return 0;
 }

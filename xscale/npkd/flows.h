@@ -61,6 +61,8 @@ int flow_find(const flow_table *t, npkd_mem *m, const flow_key *k, uint32_t *wor
 int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uint32_t arg);
 /* 0 deleted, -1 no table, -4 no such flow */
 int flow_del(flow_table *t, npkd_mem *m, const flow_key *k);
+/* the table's generation + 1 (after a change: the fast path's flow caches let go) */
+void flow_changed(const flow_table *t, npkd_mem *m);
 /* "SRC DST PROTO [SPORT DPORT]" -> key; the rest of the line in *rest.  0 or -1 */
 int flow_parse_key(const char *s, flow_key *k, const char **rest);
 int plugin_load(flow_table *t, uint32_t slot, const char *name, const uint32_t *args, uint32_t nargs);

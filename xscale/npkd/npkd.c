@@ -370,6 +370,7 @@ static void plugin_cmd(npkd_state *d, ctl_conn *k, const char *line)
         }
         npkd_sram_wr(&d->mem, t->key_base + 16 * (uint32_t)ent + 12,
                      (word & 0xFF000000u) | (uint32_t)FLOW_ACT_PLUGIN << 16 | (uint32_t)slot);
+        flow_changed(t, &d->mem);
         ctl_printf(k, "ok\n");
         return;
     }
