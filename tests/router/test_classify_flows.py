@@ -27,9 +27,10 @@ def _demo(*args: str) -> tuple[int, dict[str, Any]]:
     return res.exit_code, summary
 
 
-@pytest.mark.parametrize("layout", ["pipelined", "parallel"])
-def test_classify_flows_at_line_rate_is_judged_ok(layout: str) -> None:
-    code, s = _demo("--layout", layout, "-D", "classify=flows", "--traffic", str(TRAFFIC))
+@pytest.mark.parametrize(("layout", "cache"), [("pipelined", "0"), ("parallel", "0"), ("pipelined", "1")])
+def test_classify_flows_at_line_rate_is_judged_ok(layout: str, cache: str) -> None:
+    extra = ["-D", f"flow_cache={cache}"] if cache == "1" else []
+    code, s = _demo("--layout", layout, "-D", "classify=flows", *extra, "--traffic", str(TRAFFIC))
     assert code == 0 and s["verdict"]["ok"], s["verdict"]
     assert s["params"]["classify"] == "flows"
     assert s["totals"]["lost"] == 0 and s["throughput"]["pct_line_rate"] > 99.0
@@ -121,3 +122,11 @@ def test_an_application_declares_its_own_flows(tmp_path: Path) -> None:
     assert code == 0 and s["verdict"]["ok"], s["verdict"]
     route = next(r for r in s["flows"]["table"] if r["action"] == "route")
     assert route["packets"] == route["model_packets"] > 0 and route["via"] == "10.0.1.2"
+
+
+def test_flow_cache_needs_the_lookup_cam_to_itself() -> None:
+    from npkit.toolchain.system.layout import LinkError
+    from npkit.toolchain.system.link import link
+
+    with pytest.raises(LinkError, match="flow_cache .* needs the lookup block's CAM to itself"):
+        link("pipelined", {"classify": "flows", "flow_cache": True, "lookup_cache": True})

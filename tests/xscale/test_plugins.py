@@ -58,11 +58,13 @@ def _at(rr: RouterRun, sock: Path, until_ns: int, command: str) -> list[str]:
     return out["a"]
 
 
-@pytest.mark.parametrize("placement", ["xscale", "gpe"])
-def test_plugin_unloaded_and_loaded_during_a_run(tmp_path: Path, placement: str) -> None:
+@pytest.mark.parametrize(("placement", "cache"), [("xscale", False), ("gpe", False), ("xscale", True)])
+def test_plugin_unloaded_and_loaded_during_a_run(tmp_path: Path, placement: str, cache: bool) -> None:
+    """(With the CAM flow cache, the entry added at 1 ms is of a flow the cache holds as
+    having none: the daemon's generation bump makes the fast path look again.)"""
     sock, cap = tmp_path / "npkd.sock", tmp_path / "cap"
-    rr = RouterRun.link("pipelined", {"classify": "flows", "control": placement}, _traffic(3_000_000), capture=cap,
-                        control={"socket": str(sock)})  # fmt: skip
+    params = {"classify": "flows", "control": placement, "flow_cache": cache}
+    rr = RouterRun.link("pipelined", params, _traffic(3_000_000), capture=cap, control={"socket": str(sock)})
     assert _at(rr, sock, 900_000, "plugin unload 1") == []
     # a count entry added by the daemon (its hash placing it): the fast path counts it
     assert _at(rr, sock, 1_000_000, f"flow add 198.18.0.1 10.0.1.10 udp {UNDECLARED} 5001 count") == []
@@ -95,3 +97,30 @@ def test_plugin_unloaded_and_loaded_during_a_run(tmp_path: Path, placement: str)
     assert s["control_plane"]["packets_forwarded_by_it"] == bound["packets"]
     # the entry added at 1 ms counted its flow's packets since (about a fifth of port 0's)
     assert 0 < shown[UNDECLARED] < shown[1000]
+
+
+def test_a_flow_added_while_the_cam_cache_holds_it_as_unknown_is_counted(tmp_path: Path) -> None:
+    """Only port 0 sends (its four flows stay in the lookup ME's 16-entry CAM cache): the
+    flow with no entry is cached as having none; `flow add` bumps the table's generation,
+    so the fast path looks again and counts the flow from then on."""
+    spec = yaml.safe_load((EXAMPLES / "flows.yaml").read_text())
+    spec["duration_ns"] = 1_500_000
+    for p in (1, 2, 3, 4):
+        spec["ports"][p] = {"enabled": False}
+    s = spec_from_dict(spec, EXAMPLES)
+    tr = Traffic(link_bps=s.link_bps)
+    for port in s.ports:
+        tr.wire[port.index] = (port.wire.preamble, port.wire.fcs, port.wire.ifg)
+    for p in generate(s):
+        tr.add(p.time_ns, p.port, p.data)
+    sock = tmp_path / "npkd.sock"
+    rr = RouterRun.link("pipelined", {"classify": "flows", "flow_cache": True}, tr, control={"socket": str(sock)})
+    assert _at(rr, sock, 500_000, f"flow add 198.18.0.1 10.0.1.10 udp {UNDECLARED} 5001 count") == []
+    shown = {int(line.split()[3]): int(line.split()[8]) for line in _at(rr, sock, 1_400_000, "flow show")}
+    rr.run_traffic(1_500_000 - rr.run.now_ns)
+    rr.drain()
+    summary = rr.summary()
+    rr.close()
+    assert judge(summary, Policy())["ok"]
+    # about 0.9 ms of a flow that is 19 % of 1.39 Mpkt/s: well over 100 packets
+    assert shown[UNDECLARED] > 100, shown
