@@ -42,6 +42,16 @@ def test_classify_flows_at_line_rate_is_judged_ok(layout: str, cache: str) -> No
     assert all(r["bytes"] == r["model_bytes"] for r in f["table"])
 
 
+@pytest.mark.parametrize("layout", ["pipelined", "parallel"])
+def test_classify_flows_with_the_demos_own_traffic(layout: str) -> None:
+    """`npk demo -D classify=flows` as it is (seed 003's traffic at 5 x 1 Gb/s, a new flow
+    every packet: every one pays the classify step and misses)."""
+    code, s = _demo("--layout", layout, "-D", "classify=flows")
+    assert code == 0 and s["verdict"]["ok"], s["verdict"]
+    assert s["throughput"]["pct_line_rate"] > 99.0 and s["totals"]["lost"] == 0
+    assert s["flows"]["hits"] == s["flows"]["model_hits"] == 0
+
+
 def test_default_layout_has_no_flow_table() -> None:
     code, s = _demo("--traffic", str(TRAFFIC))
     assert code == 0 and s["verdict"]["ok"] and "flows" not in s

@@ -914,6 +914,11 @@ def format_summary(s: dict[str, Any]) -> str:
               f"comparison with the oracle: {s['comparison']}",
               f"conservation: {'balanced' if s['conservation']['balanced'] else 'NOT balanced'}"
               + (f" {s['conservation']['problems']}" if s["conservation"]["problems"] else "")]  # fmt: skip
+    fl = s.get("flows")
+    if fl:
+        by = ", ".join(f"{r['action']} {r['packets']}" for r in fl["table"])
+        lines.append(f"flow table: {fl['entries']} declared flows in {fl['buckets']} buckets, {fl['hits']} packets "
+                     f"counted (the model: {fl['model_hits']}): {by}")  # fmt: skip
     if s["faults"]["total"]:
         lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
         lines += fault_site_lines(s["faults"])
