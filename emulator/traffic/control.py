@@ -432,6 +432,7 @@ class CpResult:
     hold_full: int = -1  # the next hop whose full hold queue dropped it, by this model's count (-1: none)
     installed: int = -1  # the next hop whose MAC forwarding it put in the fast path (-1: none)
     alternatives: list[Outcome] = field(default_factory=list)  # near a route change: the other table's
+    arrived: int = 0  # when it came (the flow table and the plugins as they were then)
 
 
 @dataclass
@@ -967,11 +968,14 @@ class RouterModel:
     def process(self, pid: int, frame: bytes, in_port: int, t: int) -> CpResult:
         self.advance(t)
         fast = self.fast.process(frame, in_port)
+        flow_alts: list[Outcome] = []
         if self.flows is not None:  # the flow table decides before the route lookup
-            fast = self.flows.compose(fast, frame, in_port)
+            fast, flow_alts = self.flows.compose(fast, frame, in_port, t, self.flows.window_ns)
         res = CpResult(fast)
+        res.arrived = t
         self.results[pid] = res
         self._alternatives(res, frame, in_port, t)
+        res.alternatives += flow_alts
         if not isinstance(fast, Except):
             res.final = fast
             if isinstance(fast, Forward):    # through a next hop the control plane learnt and installed?
@@ -1370,12 +1374,15 @@ class RouterModel:
         the plugins loaded at the daemon's start), then TTL and the route, forwarded."""
         res.final = Except("plugin")
         frame = bytes(f)
-        self._plugin_pending[pid] = (frame, self.now)
-        for old in [p for p, (_, t) in self._plugin_pending.items() if t < self.now - PLUGIN_WINDOW_NS]:
+        t = res.arrived
+        self._plugin_pending[pid] = (frame, t)
+        for old in [p for p, (_, at) in self._plugin_pending.items() if at < t - PLUGIN_WINDOW_NS]:
             del self._plugin_pending[old]
-        for state in self.flows.states_near(frame, self.now, PLUGIN_WINDOW_NS):
-            self._plugin_alternative(res, frame, state)
-        out = self.flows.plugin_frame(frame, self.now)
+        for state in self.flows.states_near(frame, t, PLUGIN_WINDOW_NS):
+            self._plugin_alternative(res, frame, state, t)
+        for state in self.flows.slot_states_near(frame, t):  # bound to another slot near then
+            self._plugin_alternative(res, frame, state, t)
+        out = self.flows.plugin_frame(frame, t)
         if out is None:
             return
         if out[22] <= 1:
@@ -1389,11 +1396,11 @@ class RouterModel:
         plugin (or still the old one): both are allowed (`alternatives`)."""
         self.flows.plugin_changed(at_ns, slot, state)
         for pid, (frame, t) in self._plugin_pending.items():
-            if t >= at_ns - PLUGIN_WINDOW_NS and self.flows.slot_of(frame) == slot and pid in self.results:
-                self._plugin_alternative(self.results[pid], frame, state)
+            if t >= at_ns - PLUGIN_WINDOW_NS and self.flows.slot_of(frame, t) == slot and pid in self.results:
+                self._plugin_alternative(self.results[pid], frame, state, t)
 
-    def _plugin_alternative(self, res: CpResult, frame: bytes, state: dict[str, Any] | None) -> None:
-        out = self.flows.plugin_frame(frame, self.now, state=state, use_state=True)
+    def _plugin_alternative(self, res: CpResult, frame: bytes, state: dict[str, Any] | None, t: int) -> None:
+        out = self.flows.plugin_frame(frame, t, state=state, use_state=True)
         if out is None or out[22] <= 1:
             return
         route = self._route_to(int.from_bytes(out[30:34], "big"))

@@ -316,10 +316,13 @@ class FlowModel:
         self.hits = 0
         self.plugin_state: dict[int, dict[str, Any]] = {}
         self.slots: dict[int, dict[str, Any] | None] = dict(table.plugins)  # as the daemon has them
+        self.changes: dict[FlowKey, list[tuple[int, Flow | None]]] = {}  # what the daemon changed, when
+        self.window_ns = 20_000  # around a change the fast path may have either table (ControlJudge sets it)
         self.history: list[tuple[int, int, dict[str, Any] | None, dict[str, Any] | None]] = []  # at, slot, before, after
 
     def decide(self, frame: bytes, in_port: int, count: bool = True) -> tuple[str, Any] | None:
-        """("forward", (port, bytes)) | ("exception", reason) | None (the base stands)."""
+        """("forward", (port, bytes)) | ("exception", reason) | None (the base stands), by
+        the declared table (the fast path's at the start)."""
         key = key_of(frame)
         f = self.table.lookup(key) if key is not None else None
         if f is None:
@@ -329,6 +332,9 @@ class FlowModel:
             c[0] += 1
             c[1] += struct.unpack_from("!H", frame, 16)[0]
             self.hits += 1
+        return self._outcome(f, frame, in_port)
+
+    def _outcome(self, f: Flow, frame: bytes, in_port: int) -> tuple[str, Any] | None:
         if f.action == "count":
             return None
         if f.action == "plugin":
@@ -342,20 +348,67 @@ class FlowModel:
 
         return "forward", (f.port, rewrite(frame, bytes(self.router.arp[f.via]), bytes(self.router.ports[f.port].mac)))
 
-    def compose(self, base: Any, frame: bytes, in_port: int) -> Any:
-        """The oracle's Outcome of a packet (the Python one's) with the flow table applied."""
+    # -- the table as the control daemon changes it (its log: flow_changed)
+    def flow_changed(self, at_ns: int, key: FlowKey, word: int) -> None:
+        """The daemon made `key`'s entry `word` (proto << 24 | action << 16 | arg; action 0:
+        deleted) at `at_ns`, before the fast path had it."""
+        action, arg = (word >> 16) & 0xFF, word & 0xFFFF
+        names = {v: k for k, v in ACTIONS.items()}
+        was = self.flow_at(key, at_ns)
+        f: Flow | None = None
+        if action in names:
+            name = names[action]
+            if name == "route" and was is not None and was.action == "route":
+                f = was  # (a route entry is declared; the socket rebinds it, it does not make one)
+            elif name != "route":
+                f = Flow(key, name, plugin=arg if name == "plugin" else 0)
+        self.changes.setdefault(key, []).append((at_ns, f))
+
+    def flow_at(self, key: FlowKey, t: int) -> Flow | None:
+        f = self.table.lookup(key)
+        for at, g in self.changes.get(key, ()):
+            if at > t:
+                break
+            f = g
+        return f
+
+    def _versions_near(self, key: FlowKey, t: int, window: int) -> list[Flow | None]:
+        out: list[Flow | None] = []
+        f = self.table.lookup(key)
+        for at, g in self.changes.get(key, ()):
+            if abs(at - t) <= window:
+                out += [f, g]
+            f = g
+        return out
+
+    def compose(self, base: Any, frame: bytes, in_port: int, t: int = 0, window: int = 0) -> tuple[Any, list[Any]]:
+        """The oracle's Outcome of a packet (the Python one's) with the flow table as it
+        was at `t` applied, and the outcomes by the tables of the changes within `window`
+        of t (the fast path may have had either)."""
         from .oracle import Except, Forward
 
         if not isinstance(base, Forward) and not (isinstance(base, Except) and base.reason in _LATE):
-            return base
-        d = self.decide(frame, in_port, count=False)
+            return base, []
+        key = key_of(frame)
+        if key is None:
+            return base, []
+        main = self._with(base, self.flow_at(key, t), frame, in_port)
+        alts = [self._with(base, g, frame, in_port) for g in self._versions_near(key, t, window)]
+        return main, [a for a in alts if a != main]
+
+    def _with(self, base: Any, f: Flow | None, frame: bytes, in_port: int) -> Any:
+        from .oracle import Except, Forward
+
+        d = self._outcome(f, frame, in_port) if f is not None else None
         if d is None:
             return base
         return Except(d[1]) if d[0] == "exception" else Forward(*d[1])
 
-    def slot_of(self, frame: bytes) -> int:
+    def slot_of(self, frame: bytes, t: int | None = None) -> int:
         key = key_of(frame)
-        f = self.table.lookup(key) if key is not None else None
+        if key is None:
+            return 0
+        f = self.table.lookup(key) if t is None else self.flow_at(key, t)
         return f.plugin if f is not None and f.action == "plugin" else 0
 
     def plugin_frame(self, frame: bytes, now_ns: int, state: dict[str, Any] | None = None,
@@ -366,9 +419,9 @@ class FlowModel:
         unchanged."""
         from .plugins import PLUGINS
 
-        slot = self.slot_of(frame)
+        slot = self.slot_of(frame, now_ns)
         p = state if use_state else self.slots.get(slot)
-        if not slot or p is None:
+        if p is None or not (slot or use_state):
             return frame
         own = {} if use_state else self.plugin_state.setdefault(slot, {})
         return PLUGINS[p["name"]](frame, list(p.get("args", [])), own, now_ns)
@@ -379,9 +432,19 @@ class FlowModel:
         self.plugin_state.pop(slot, None)
         self.history.append((at_ns, slot, before, state))
 
+    def slot_states_near(self, frame: bytes, t: int) -> list[dict[str, Any] | None]:
+        """The plugins of the slots the flow's entry named within `window_ns` of t (the
+        fast path's lookup put the one it found in the packet word)."""
+        key = key_of(frame)
+        if key is None:
+            return []
+        now = self.flow_at(key, t)
+        return [self.slots.get(g.plugin) for g in self._versions_near(key, t, self.window_ns)
+                if g is not None and g.action == "plugin" and g != now]
+
     def states_near(self, frame: bytes, t: int, window: int) -> list[dict[str, Any] | None]:
         """The slot's states before and after each change within `window` of t."""
-        slot = self.slot_of(frame)
+        slot = self.slot_of(frame, t)
         out: list[dict[str, Any] | None] = []
         for at, s, before, after in self.history:
             if s == slot and abs(at - t) <= window:

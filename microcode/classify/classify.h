@@ -13,7 +13,8 @@
 // an SRAM incr and an SRAM add (the flow's counters).
 //
 // In:  DST = destination IPv4 (from parse), pw.  Out: HIT = 1 when the flow decided
-// (route: kind = OUT_FORWARD, NHI = its next hop; plugin: OUT_EXCEPTION / EXC_PLUGIN),
+// (route: kind = OUT_FORWARD, NHI = its next hop; plugin: OUT_EXCEPTION / EXC_PLUGIN and
+// the plugin's slot in pw bits 23..16),
 // 0 when the route lookup is still to run (no entry, or a count entry).
 #ifndef CLASSIFY_H
 #define CLASSIFY_H
@@ -198,6 +199,10 @@ classify_hit#:
     br[classify_counted#], defer[1]
     immed[kind, OUT_FORWARD]
 classify_plugin#:
+    // the slot as this lookup found it, in the packet word's reserved bits 23..16 (the
+    // exception record's first word): the daemon runs that slot's plugin
+    alu[t, word, and, 0xF]
+    alu_shf[pw, pw, or, t, <<16]
     immed[kind, OUT_EXCEPTION]
     immed[code, EXC_PLUGIN]
 classify_counted#:

@@ -253,16 +253,23 @@ CHG_TIMED, CHG_SOCKET, CHG_TIMED_FAILED = 1, 2, 3  # a change log record's sourc
 CHG_WITHDRAWN = 4  # ... a restarted daemon withdrew learnt ARP state (no route; the prefix: its start)
 
 
-def plugin_log(chip: Any, start: int = 0) -> list[tuple[int, int, dict[str, Any] | None]]:
-    """Records from `start` of the daemon's plugin log (xscale/npkd/flows.h): (time ns,
-    slot, {name, args} or None for an emptied slot)."""
+def plugin_log(chip: Any, start: int = 0) -> list[tuple[int, str, Any]]:
+    """Records from `start` of the daemon's plugin log (xscale/npkd/flows.h), each as
+    (time ns, kind, what): ("plugin", (slot, {name, args} or None for an emptied slot)), or
+    ("flow", (FlowKey, its action word from then on: proto << 24 | action << 16 | arg))."""
+    from npkit.emulator.traffic.flows import FlowKey
+
     n = min(int(chip.read32("sram", CP_PLUGIN_LOG_BASE)), CP_PLUGIN_LOG_CAP)
-    out: list[tuple[int, int, dict[str, Any] | None]] = []
+    out: list[tuple[int, str, Any]] = []
     for k in range(start, n):
         w = [chip.read32("sram", CP_PLUGIN_LOG_BASE + 16 + 32 * k + 4 * i) for i in range(8)]
-        slot, loaded, nargs = w[1] >> 24, (w[1] >> 16) & 1, w[1] & 0xFF
+        if w[1] >> 28 == 1:
+            key = FlowKey(w[2], w[3], w[5] >> 24, w[4] >> 16, w[4] & 0xFFFF)
+            out.append((w[0] * 1000, "flow", (key, w[5])))
+            continue
+        slot, loaded, nargs = (w[1] >> 24) & 0xF, (w[1] >> 16) & 1, w[1] & 0xFF
         name = b"".join(x.to_bytes(4, "big") for x in w[6:8]).rstrip(b"\0").decode("ascii", "replace")
-        out.append((w[0] * 1000, slot, {"name": name, "args": w[2 : 2 + nargs]} if loaded else None))
+        out.append((w[0] * 1000, "plugin", (slot, {"name": name, "args": w[2 : 2 + nargs]} if loaded else None)))
     return out
 
 

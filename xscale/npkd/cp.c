@@ -952,12 +952,10 @@ static int arp_miss(cp *c, exc_info *x, uint8_t *f)
  * slot: the packet unchanged), then the rest of the fast path's way (TTL, the route) */
 static int plugin_packet(cp *c, exc_info *x, uint8_t *f)
 {
-    flow_key k;
-    uint32_t word = 0;
-    uint32_t slot = 0;
-    if (!flow_key_of(f, x->len, &k) && flow_find(&c->fl, c->mem, &k, &word) >= 0 &&
-        ((word >> 16) & 0xFF) == FLOW_ACT_PLUGIN)
-        slot = word & (FLOW_SLOTS - 1);
+    /* the slot the fast path's lookup found (classify.h: packet word bits 23..16), not the
+     * entry as it is now: a flow bound or unbound since is the next packets' business */
+    uint32_t slot = (x->pw >> 16) & (FLOW_SLOTS - 1);
+    x->pw &= ~0x00FF0000u;                          /* reserved again before it goes on */
     plugin_slot *s = &c->fl.slot[slot];
     if (slot && s->def) {
         s->packets++;

@@ -7,6 +7,8 @@
 
 #include "cfg.h"
 
+static void flow_logged(const flow_table *t, npkd_mem *m, const flow_key *k, uint32_t word, uint64_t now_ns);
+
 typedef struct { uint64_t hi, lo; } u128;
 
 /* hash_128 of the hash unit (emulator/src/units/hash.c): key * mult over GF(2), reduced
@@ -54,6 +56,18 @@ void flow_changed(const flow_table *t, npkd_mem *m)
     npkd_sram_wr(m, a, npkd_sram_rd(m, a) + 1);
 }
 
+int flow_rebind(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uint32_t arg, uint64_t now_ns)
+{
+    uint32_t word;
+    int e = flow_find(t, m, k, &word);
+    if (e < 0) return flow_add(t, m, k, action, arg, now_ns);
+    word = (word & 0xFF000000u) | (action & 0xFF) << 16 | (arg & 0xFFFF);
+    flow_logged(t, m, k, word, now_ns);
+    npkd_sram_wr(m, key_addr(t, (uint32_t)e) + 12, word);
+    flow_changed(t, m);
+    return 0;
+}
+
 int flow_find(const flow_table *t, npkd_mem *m, const flow_key *k, uint32_t *word)
 {
     if (!t->buckets) return -1;
@@ -70,7 +84,7 @@ int flow_find(const flow_table *t, npkd_mem *m, const flow_key *k, uint32_t *wor
     return -1;
 }
 
-int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uint32_t arg)
+int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uint32_t arg, uint64_t now_ns)
 {
     if (!t->buckets) return -1;
     if (flow_find(t, m, k, NULL) >= 0) return -2;
@@ -79,12 +93,14 @@ int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uin
         uint32_t e = 2 * b + w, a = key_addr(t, e);
         if ((npkd_sram_rd(m, a + 12) >> 16) & 0xFF) continue;
         uint32_t aux = t->aux_base + 32 * e;
+        uint32_t word = k->proto << 24 | (action & 0xFF) << 16 | (arg & 0xFFFF);
+        flow_logged(t, m, k, word, now_ns);         /* the host's record first, */
         npkd_sram_wr(m, aux, 0);                    /* counters from 0, then the key, */
         npkd_sram_wr(m, aux + 4, 0);
         npkd_sram_wr(m, a, k->src);
         npkd_sram_wr(m, a + 4, k->dst);
         npkd_sram_wr(m, a + 8, k->ports);           /* and its action word last: published */
-        npkd_sram_wr(m, a + 12, k->proto << 24 | (action & 0xFF) << 16 | (arg & 0xFFFF));
+        npkd_sram_wr(m, a + 12, word);
         flow_changed(t, m);
         t->added++;
         return 0;
@@ -92,11 +108,12 @@ int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uin
     return -3;
 }
 
-int flow_del(flow_table *t, npkd_mem *m, const flow_key *k)
+int flow_del(flow_table *t, npkd_mem *m, const flow_key *k, uint64_t now_ns)
 {
     if (!t->buckets) return -1;
     int e = flow_find(t, m, k, NULL);
     if (e < 0) return -4;
+    flow_logged(t, m, k, k->proto << 24, now_ns);
     npkd_sram_wr(m, key_addr(t, (uint32_t)e) + 12, 0);     /* the action word first: unpublished */
     flow_changed(t, m);
     t->deleted++;
@@ -170,21 +187,36 @@ int plugin_load(flow_table *t, uint32_t slot, const char *name, const uint32_t *
     return 0;
 }
 
-void plugin_logged(const flow_table *t, npkd_mem *m, uint32_t slot, uint64_t now_ns)
+/* one 32-byte record into the log: its time (us), then 7 words */
+static void log_record(const flow_table *t, npkd_mem *m, uint64_t now_ns, const uint32_t w[7])
 {
-    if (!t->log_cap || slot >= FLOW_SLOTS) return;
+    if (!t->log_cap) return;
     uint32_t n = npkd_sram_rd(m, t->log_base);
     if (n >= t->log_cap) return;
-    const plugin_slot *s = &t->slot[slot];
     uint32_t a = t->log_base + 16 + 32 * n;
     npkd_sram_wr(m, a, (uint32_t)(now_ns / 1000));
-    npkd_sram_wr(m, a + 4, slot << 24 | (uint32_t)(s->def != NULL) << 16 | s->nargs);
-    for (uint32_t i = 0; i < FLOW_ARGS; i++) npkd_sram_wr(m, a + 8 + 4 * i, i < s->nargs ? s->args[i] : 0);
+    for (uint32_t i = 0; i < 7; i++) npkd_sram_wr(m, a + 4 + 4 * i, w[i]);
+    npkd_sram_wr(m, t->log_base + 4, t->log_cap);
+    npkd_sram_wr(m, t->log_base, n + 1);          /* the count last: the record is whole */
+}
+
+void plugin_logged(const flow_table *t, npkd_mem *m, uint32_t slot, uint64_t now_ns)
+{
+    if (slot >= FLOW_SLOTS) return;
+    const plugin_slot *s = &t->slot[slot];
+    uint32_t w[7] = {slot << 24 | (uint32_t)(s->def != NULL) << 16 | s->nargs, 0, 0, 0, 0, 0, 0};
+    for (uint32_t i = 0; i < FLOW_ARGS; i++) w[1 + i] = i < s->nargs ? s->args[i] : 0;
     char name[8] = {0};
     if (s->def) memcpy(name, s->def->name, strlen(s->def->name) < 8 ? strlen(s->def->name) : 8);
     for (uint32_t i = 0; i < 2; i++)
-        npkd_sram_wr(m, a + 24 + 4 * i, (uint32_t)(uint8_t)name[4 * i] << 24 | (uint32_t)(uint8_t)name[4 * i + 1] << 16 |
-                                            (uint32_t)(uint8_t)name[4 * i + 2] << 8 | (uint8_t)name[4 * i + 3]);
-    npkd_sram_wr(m, t->log_base + 4, t->log_cap);
-    npkd_sram_wr(m, t->log_base, n + 1);          /* the count last: the record is whole */
+        w[5 + i] = (uint32_t)(uint8_t)name[4 * i] << 24 | (uint32_t)(uint8_t)name[4 * i + 1] << 16 |
+                   (uint32_t)(uint8_t)name[4 * i + 2] << 8 | (uint8_t)name[4 * i + 3];
+    log_record(t, m, now_ns, w);
+}
+
+/* a flow's entry as it is from now (action 0: gone), before the fast path has it */
+static void flow_logged(const flow_table *t, npkd_mem *m, const flow_key *k, uint32_t word, uint64_t now_ns)
+{
+    uint32_t w[7] = {1u << 28, k->src, k->dst, k->ports, word, 0, 0};
+    log_record(t, m, now_ns, w);
 }

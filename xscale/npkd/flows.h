@@ -43,8 +43,11 @@ typedef struct flow_table {
     uint64_t mult_hi, mult_lo;              /* the hash unit's 128-bit multiplier */
     plugin_slot slot[FLOW_SLOTS];
     uint32_t passthrough, added, deleted;
-    /* the plugin log in SRAM, for the host: {count, capacity, 0, 0}, then 32-byte records
-     * {time us, slot << 24 | loaded << 16 | nargs, args[4], name[8]} (a load or unload) */
+    /* the plugin log in SRAM, for the host: {count, capacity, 0, 0}, then 32-byte records,
+     * each written before the change it records is published: {time us, slot << 24 |
+     * loaded << 16 | nargs, args[4], name[8]} (a plugin loaded or unloaded), or {time us,
+     * 1 << 28, src, dst, ports, proto << 24 | action << 16 | arg, 0, 0} (a flow's entry
+     * as it is from then on; action 0: deleted) */
     uint32_t log_base, log_cap;
 } flow_table;
 
@@ -58,9 +61,11 @@ int flow_key_of(const uint8_t *f, uint32_t len, flow_key *k);
 /* entry index (2 * bucket + way) and its action word, or -1 */
 int flow_find(const flow_table *t, npkd_mem *m, const flow_key *k, uint32_t *word);
 /* 0 added; -1 no table; -2 already there; -3 its bucket is full */
-int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uint32_t arg);
+int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uint32_t arg, uint64_t now_ns);
+/* the entry's action becomes action/arg (added if absent); 0, or flow_add's errors */
+int flow_rebind(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uint32_t arg, uint64_t now_ns);
 /* 0 deleted, -1 no table, -4 no such flow */
-int flow_del(flow_table *t, npkd_mem *m, const flow_key *k);
+int flow_del(flow_table *t, npkd_mem *m, const flow_key *k, uint64_t now_ns);
 /* the table's generation + 1 (after a change: the fast path's flow caches let go) */
 void flow_changed(const flow_table *t, npkd_mem *m);
 /* "SRC DST PROTO [SPORT DPORT]" -> key; the rest of the line in *rest.  0 or -1 */

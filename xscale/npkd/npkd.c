@@ -267,7 +267,7 @@ static void flow_cmd(npkd_state *d, ctl_conn *k, const char *line)
             ctl_printf(k, "error: action '%s': count or plugin N (a route entry is declared in flows.yaml)\n", rest);
             return;
         }
-        int rc = flow_add(t, &d->mem, &key, action, arg);
+        int rc = flow_add(t, &d->mem, &key, action, arg, d->cp.hw.now_ns(d->cp.hw.ctx));
         ctl_printf(k, rc == -2 ? "error: the flow is there already\n" : rc == -3 ? "error: its bucket is full\n" : "ok\n");
         return;
     }
@@ -276,7 +276,7 @@ static void flow_cmd(npkd_state *d, ctl_conn *k, const char *line)
             ctl_printf(k, "error: cannot read the flow '%s' (SRC DST PROTO [SPORT DPORT])\n", line + 4);
             return;
         }
-        ctl_printf(k, flow_del(t, &d->mem, &key) ? "error: no such flow\n" : "ok\n");
+        ctl_printf(k, flow_del(t, &d->mem, &key, d->cp.hw.now_ns(d->cp.hw.ctx)) ? "error: no such flow\n" : "ok\n");
         return;
     }
     if (!strcmp(line, "show")) {
@@ -361,16 +361,11 @@ static void plugin_cmd(npkd_state *d, ctl_conn *k, const char *line)
             ctl_printf(k, "error: this image has no flow table (link it with -D classify=flows)\n");
             return;
         }
-        uint32_t word;
-        int ent = flow_find(t, &d->mem, &key, &word);
-        if (ent < 0) {
-            int rc = flow_add(t, &d->mem, &key, FLOW_ACT_PLUGIN, (uint32_t)slot);
-            ctl_printf(k, rc ? "error: its bucket is full\n" : "ok\n");
+        int rc = flow_rebind(t, &d->mem, &key, FLOW_ACT_PLUGIN, (uint32_t)slot, d->cp.hw.now_ns(d->cp.hw.ctx));
+        if (rc) {
+            ctl_printf(k, "error: its bucket is full\n");
             return;
         }
-        npkd_sram_wr(&d->mem, t->key_base + 16 * (uint32_t)ent + 12,
-                     (word & 0xFF000000u) | (uint32_t)FLOW_ACT_PLUGIN << 16 | (uint32_t)slot);
-        flow_changed(t, &d->mem);
         ctl_printf(k, "ok\n");
         return;
     }
