@@ -26,7 +26,7 @@ from npkit.toolchain.system.verdict import Policy, judge
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "traffic"
 BOUND = 1002  # the source port of the flow flows.yaml binds to plugin slot 1 (dscp 46)
-UNDECLARED = 1003  # a flow of the traffic that flows.yaml has no entry for (from 198.18.0.3 here)
+UNDECLARED = 1003  # a flow of the traffic that flows.yaml has no entry for (198.18.0.1, as 1000 and 1001)
 
 
 def _traffic(duration_ns: int) -> Traffic:
@@ -35,9 +35,7 @@ def _traffic(duration_ns: int) -> Traffic:
     # one packet in 20 of port 0's is the bound flow's (the example has 1 in 100)
     fields = spec["ports"][0]["fields"]
     fields["src_port"] = {"cycle": [1000, 1001, 1003, 1000, 1001] * 3 + [1000, 1001, 1003, 1000, BOUND]}
-    # (sources of their own for the flows that go round the control plane: the judge's
-    # order check takes (input port, protocol, source, destination) for a flow)
-    fields["src"] = {"cycle": [{1003: "198.18.0.3", BOUND: "198.18.0.2"}.get(p, "198.18.0.1") for p in fields["src_port"]["cycle"]]}
+    fields["src"] = {"cycle": ["198.18.0.2" if p == BOUND else "198.18.0.1" for p in fields["src_port"]["cycle"]]}
     s = spec_from_dict(spec, EXAMPLES)
     tr = Traffic(link_bps=s.link_bps)
     for port in s.ports:
@@ -69,7 +67,7 @@ def test_plugin_unloaded_and_loaded_during_a_run(tmp_path: Path, placement: str,
     rr = RouterRun.link("pipelined", params, _traffic(3_000_000), capture=cap, control={"socket": str(sock)})
     assert _at(rr, sock, 900_000, "plugin unload 1") == []
     # a count entry added by the daemon (its hash placing it): the fast path counts it
-    assert _at(rr, sock, 1_000_000, f"flow add 198.18.0.3 10.0.1.10 udp {UNDECLARED} 5001 count") == []
+    assert _at(rr, sock, 1_000_000, f"flow add 198.18.0.1 10.0.1.10 udp {UNDECLARED} 5001 count") == []
     assert _at(rr, sock, 1_800_000, "plugin load 1 dscp 10") == []
     slots = _at(rr, sock, 2_000_000, "plugin list")
     shown = {int(line.split()[3]): int(line.split()[8]) for line in _at(rr, sock, 2_500_000, "flow show")}
@@ -131,11 +129,12 @@ def test_a_flow_added_while_the_cam_cache_holds_it_as_unknown_is_counted(tmp_pat
 def test_a_flow_bound_and_expired_while_it_runs_is_judged(tmp_path: Path) -> None:
     """`plugin bind` of a running flow that had no entry, then `flow del` (expiry): its
     packets go round the DSCP plugin between the two, through the fast path before and
-    after; the judge follows the daemon's log of the changes, so every frame is right."""
+    after, while the same hosts' other flows stay on the fast path; the judge follows the
+    daemon's log of the changes, so every frame is right."""
     sock, cap = tmp_path / "npkd.sock", tmp_path / "cap"
     rr = RouterRun.link("pipelined", {"classify": "flows"}, _traffic(3_000_000), capture=cap,
                         control={"socket": str(sock)})  # fmt: skip
-    flow = f"198.18.0.3 10.0.1.10 udp {UNDECLARED} 5001"
+    flow = f"198.18.0.1 10.0.1.10 udp {UNDECLARED} 5001"
     assert _at(rr, sock, 1_000_000, f"plugin bind 1 {flow}") == []
     assert _at(rr, sock, 1_200_000, f"flow del {flow}") == []
     rr.run_traffic(3_000_000 - rr.run.now_ns)

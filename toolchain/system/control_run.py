@@ -134,6 +134,7 @@ class ControlJudge:
         self.model.defer_tokens = True  # (_sent)
         self.model.flows = rr.flows  # -D classify=flows: the flow table and its plugins
         self._plugins_seen = 0
+        self._plugin_last: dict[Any, int] = {}  # flow key -> the last packet that left round a plugin
         self.log = LogReader(rr.chip)
         self.reasons = load_reasons()
         self._raw: list[LogRecord] = []
@@ -957,6 +958,11 @@ class ControlJudge:
             flow = flow_of(d.data, in_port)
             reordered = self._cp_last.get(flow, -1) > d.pid
             self._cp_last[flow] = max(d.pid, self._cp_last.get(flow, -1))
+        elif r.reason == "plugin":
+            # round a plugin (its log maybe not read yet): in order with its own flow's
+            # (the 5-tuple the entry binds), not with the host pair's other flows, which
+            # did not wait for it
+            reordered = self._plugin_order(d)
         else:
             reordered = self.run.flow_reordered(d.data, in_port, d.pid)
         if reordered and self._at_a_flow_change(d):
@@ -967,6 +973,15 @@ class ControlJudge:
         elif reordered:
             self.rr.comparison["reordered"] += 1
         return key
+
+    def _plugin_order(self, d: Departure) -> bool:
+        from npkit.emulator.traffic.flows import key_of
+
+        assert d.chunk is not None
+        key = key_of(d.chunk.w.frame(d.i))
+        last = self._plugin_last.get(key, -1)
+        self._plugin_last[key] = max(last, d.pid)
+        return last > d.pid
 
     def _at_a_flow_change(self, d: Departure) -> bool:
         flows = self.model.flows
