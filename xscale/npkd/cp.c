@@ -126,6 +126,25 @@ static uint64_t now(cp *c)
     return c->hw.now_ns(c->hw.ctx);
 }
 
+static int cp_flows_init(cp *c, const flow_cfg *f)
+{
+    flow_table *t = calloc(1, sizeof *t);
+    if (!t) return -1;
+    t->key_base = f->key_base;
+    t->aux_base = f->aux_base;
+    t->buckets = f->buckets;
+    t->mult_hi = f->mult_hi;
+    t->mult_lo = f->mult_lo;
+    t->log_base = f->log_base;
+    t->log_cap = f->log_cap;
+    c->fl = t;
+    for (uint32_t i = 0; i < f->nplugin_init; i++)
+        if (!plugin_load(t, f->plugin_init[i].slot, f->plugin_init[i].name, f->plugin_init[i].args,
+                         f->plugin_init[i].nargs))
+            plugin_logged(t, c->mem, f->plugin_init[i].slot, now(c));
+    return 0;
+}
+
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw)
 {
     memset(c, 0, sizeof *c);
@@ -137,17 +156,7 @@ int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_h
     c->bucket = (uint64_t)cfg->opt.icmp_burst * 1000000000ull;
     c->bucket_ns = now(c);
     c->log_count = cfg->log_cap ? npkd_sram_rd(mem, cfg->log_base) : 0;   /* a restart appends */
-    c->fl.key_base = cfg->flow_key_base;
-    c->fl.aux_base = cfg->flow_aux_base;
-    c->fl.buckets = cfg->flow_buckets;
-    c->fl.mult_hi = cfg->flow_mult_hi;
-    c->fl.mult_lo = cfg->flow_mult_lo;
-    c->fl.log_base = cfg->plugin_log_base;
-    c->fl.log_cap = cfg->plugin_log_cap;
-    for (uint32_t i = 0; i < cfg->nplugin_init; i++)
-        if (!plugin_load(&c->fl, cfg->plugin_init[i].slot, cfg->plugin_init[i].name, cfg->plugin_init[i].args,
-                         cfg->plugin_init[i].nargs))
-            plugin_logged(&c->fl, mem, cfg->plugin_init[i].slot, now(c));
+    if (cfg->flows && cp_flows_init(c, cfg->flows)) return -1;
     return 0;
 }
 
@@ -156,6 +165,8 @@ void cp_free(cp *c)
     for (uint32_t i = 0; i < c->narp; i++) free(c->arp[i].hold);
     free(c->arp);
     free(c->backlog);
+    free(c->fl);
+    c->fl = NULL;
     u32map_free(&c->arp_at);
 }
 
@@ -956,7 +967,8 @@ static int plugin_packet(cp *c, exc_info *x, uint8_t *f)
      * entry as it is now: a flow bound or unbound since is the next packets' business */
     uint32_t slot = (x->pw >> 16) & (FLOW_SLOTS - 1);
     x->pw &= ~0x00FF0000u;                          /* reserved again before it goes on */
-    plugin_slot *s = &c->fl.slot[slot];
+    if (!c->fl) return ACT_CONSUMED;                /* no flow table: no such exception */
+    plugin_slot *s = &c->fl->slot[slot];
     if (slot && s->def) {
         s->packets++;
         if (!s->def->fn(f, x->len, s->args, s->nargs, s->state, now(c))) {
@@ -964,7 +976,7 @@ static int plugin_packet(cp *c, exc_info *x, uint8_t *f)
             return ACT_CONSUMED;
         }
     } else {
-        c->fl.passthrough++;
+        c->fl->passthrough++;
     }
     ip_view v;
     if (ip_parse(f, x->len, &v)) return ACT_CONSUMED;

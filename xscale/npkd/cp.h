@@ -119,7 +119,7 @@ typedef struct cp {
      * 0, or -1 when it could not be written (the change is then not made) */
     int (*journal)(void *ctx, const char *line);
     uint32_t timed_mark;                    /* 1 + the index of the timed change being made, else 0 */
-    flow_table fl;                          /* -D classify=flows (flows.h) */
+    flow_table *fl;                         /* -D classify=flows (flows.h), else NULL */
 } cp;
 
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw);

@@ -243,10 +243,10 @@ static int show_more(void *ctx, ctl_conn *k)
 /* `npk flow` and `npk plugin` (-D classify=flows; flows.h) */
 static void flow_cmd(npkd_state *d, ctl_conn *k, const char *line)
 {
-    flow_table *t = &d->cp.fl;
+    flow_table *t = d->cp.fl;
     flow_key key;
     const char *rest;
-    if (!t->buckets) {
+    if (!t) {
         ctl_printf(k, "error: this image has no flow table (link it with -D classify=flows)\n");
         return;
     }
@@ -299,7 +299,11 @@ static void flow_cmd(npkd_state *d, ctl_conn *k, const char *line)
 
 static void plugin_cmd(npkd_state *d, ctl_conn *k, const char *line)
 {
-    flow_table *t = &d->cp.fl;
+    flow_table *t = d->cp.fl;
+    if (!t) {
+        ctl_printf(k, "error: this image has no flow table (link it with -D classify=flows)\n");
+        return;
+    }
     if (!strcmp(line, "list")) {
         for (const plugin_def *p = npkd_plugins; p->name; p++) ctl_printf(k, "plugin %s: %s\n", p->name, p->what);
         for (uint32_t i = 1; i < FLOW_SLOTS; i++) {
@@ -355,10 +359,6 @@ static void plugin_cmd(npkd_state *d, ctl_conn *k, const char *line)
         const char *rest;
         if (slot < 1 || slot >= FLOW_SLOTS || flow_parse_key(e, &key, &rest) || *rest) {
             ctl_printf(k, "error: plugin bind SLOT SRC DST PROTO [SPORT DPORT]\n");
-            return;
-        }
-        if (!t->buckets) {
-            ctl_printf(k, "error: this image has no flow table (link it with -D classify=flows)\n");
             return;
         }
         int rc = flow_rebind(t, &d->mem, &key, FLOW_ACT_PLUGIN, (uint32_t)slot, d->cp.hw.now_ns(d->cp.hw.ctx));
