@@ -112,6 +112,7 @@ class FlowTable:
     plugins: dict[int, dict[str, Any]] = field(default_factory=dict)  # slot -> {name, args} at start
     source: str = ""
     slots: dict[FlowKey, int] = field(default_factory=dict)  # key -> entry index (2 * bucket + way)
+    _index: dict[FlowKey, Flow] | None = field(default=None, repr=False, compare=False)
 
     @property
     def key_base(self) -> int:
@@ -165,11 +166,9 @@ class FlowTable:
         return self._by_key().get(key)
 
     def _by_key(self) -> dict[FlowKey, Flow]:
-        d = getattr(self, "_index", None)
-        if d is None:
-            d = {f.key: f for f in self.flows}
-            self._index = d
-        return d
+        if self._index is None:
+            self._index = {f.key: f for f in self.flows}
+        return self._index
 
     def record(self) -> dict[str, Any]:
         """What the image's meta keeps (the model and the daemon read it back)."""

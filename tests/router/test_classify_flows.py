@@ -140,3 +140,14 @@ def test_flow_cache_needs_the_lookup_cam_to_itself() -> None:
 
     with pytest.raises(LinkError, match="flow_cache .* needs the lookup block's CAM to itself"):
         link("pipelined", {"classify": "flows", "flow_cache": True, "lookup_cache": True})
+
+
+def test_a_table_over_the_flow_table_is_refused(tmp_path: Path) -> None:
+    app = tmp_path / "clash"
+    app.mkdir()
+    (app / "app.yaml").write_text("name: clash\nextends: ipv4\ntables: tables.yaml\n")
+    (app / "tables.yaml").write_text("t:\n  memory: sram\n  base: 0xC0200000\n  fields: {a: {bits: 8}}\n"
+                                     "  rows:\n    - {a: 1}\n")
+    res = CliRunner().invoke(main, ["link", "--app", str(app), "-D", "classify=flows", "-o", str(tmp_path / "x.elf")])
+    assert res.exit_code != 0 and "claimed twice" in res.output and "the flow table" in res.output, res.output
+    assert "Traceback" not in res.output

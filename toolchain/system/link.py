@@ -543,8 +543,10 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     if not programs:
         raise LinkError(f"{lay.source}: no block has microcode")
     rendered = [_render_warning(message, loc, blocks, tmp) for (message, loc), blocks in found.items()]
-    check_allocations(programs, system_allocations(lay),
-                      [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables])
+    owned = [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables]
+    if flows is not None:
+        owned.append(("sram", flows.key_base, flows.end, f"the flow table ({flows.source})"))
+    check_allocations(programs, system_allocations(lay), owned)
     programs[0].init_mem.extend(_initial_memory(tables))
     programs[0].init_mem.extend((t.memory, t.base, t.data()) for t in app_tables if t.rows)
     if flows is not None:
