@@ -112,6 +112,7 @@ class FlowTable:
     plugins: dict[int, dict[str, Any]] = field(default_factory=dict)  # slot -> {name, args} at start
     source: str = ""
     slots: dict[FlowKey, int] = field(default_factory=dict)  # key -> entry index (2 * bucket + way)
+    idle_us: int = 0  # the daemon expires an entry idle this long (to twice that); 0: never
     _index: dict[FlowKey, Flow] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -172,7 +173,7 @@ class FlowTable:
 
     def record(self) -> dict[str, Any]:
         """What the image's meta keeps (the model and the daemon read it back)."""
-        return {"buckets": self.buckets, "source": self.source, "key_base": self.key_base,
+        return {"buckets": self.buckets, "source": self.source, "key_base": self.key_base, "idle_us": self.idle_us,
                 "aux_base": self.aux_base, "plugins": {str(k): v for k, v in self.plugins.items()},
                 "flows": [{"src": f.key.src, "dst": f.key.dst, "proto": f.key.proto, "sport": f.key.sport,
                            "dport": f.key.dport, "action": f.action, "port": f.port, "via": f.via,
@@ -180,7 +181,7 @@ class FlowTable:
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> FlowTable:
-        t = cls(int(rec["buckets"]), source=str(rec.get("source", "")),
+        t = cls(int(rec["buckets"]), source=str(rec.get("source", "")), idle_us=int(rec.get("idle_us", 0)),
                 plugins={int(k): v for k, v in (rec.get("plugins") or {}).items()})  # fmt: skip
         for r in rec.get("flows", []):
             k = FlowKey(r["src"], r["dst"], r["proto"], r["sport"], r["dport"])
@@ -269,12 +270,15 @@ def load_flows(path: str | Path, router: Any = None, mult: int = MULT128) -> Flo
     if not isinstance(data, dict):
         raise FlowError(f"{p}:1: a mapping with buckets, flows, plugins")
     for k in data:
-        if k not in ("buckets", "flows", "plugins", "__line__"):
-            raise FlowError(f"{p}:{data['__line__']}: {k}: not a field (buckets, flows, plugins)")
+        if k not in ("buckets", "idle_us", "flows", "plugins", "__line__"):
+            raise FlowError(f"{p}:{data['__line__']}: {k}: not a field (buckets, idle_us, flows, plugins)")
     buckets = data.get("buckets", 1024)
     if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 16 or buckets > 16384 or buckets & (buckets - 1):
         raise FlowError(f"{p}:{data['__line__']}: buckets: {buckets!r}: a power of two 16..16384")
-    t = FlowTable(buckets, source=str(p))
+    idle = data.get("idle_us", 0)
+    if isinstance(idle, bool) or not isinstance(idle, int) or not 0 <= idle <= 60_000_000:
+        raise FlowError(f"{p}:{data['__line__']}: idle_us: {idle!r}: microseconds 0..60000000 (0: never)")
+    t = FlowTable(buckets, source=str(p), idle_us=idle)
     for r in data.get("flows") or []:
         line = int(r.get("__line__", 0)) if isinstance(r, dict) else 0
         if not isinstance(r, dict):

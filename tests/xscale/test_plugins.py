@@ -152,3 +152,21 @@ def test_a_flow_bound_and_expired_while_it_runs_is_judged(tmp_path: Path) -> Non
     # bound for 0.2 ms of a flow at 19 % of 1.39 Mpkt/s: about 50 packets re-marked
     assert 20 < marks[46] < 100 and marks[0] > 10 * marks[46], marks
     assert s["control_plane"]["packets_forwarded_by_it"] >= marks[46]
+
+
+def test_idle_entries_expire(tmp_path: Path) -> None:
+    """`flow idle 200`: an entry no packet meets is deleted within 400 us of emulated
+    time, the ones whose flows run are kept; the judge follows the deletions."""
+    sock = tmp_path / "npkd.sock"
+    rr = RouterRun.link("pipelined", {"classify": "flows"}, _traffic(2_000_000), control={"socket": str(sock)})
+    assert _at(rr, sock, 400_000, "flow add 198.18.0.9 10.0.2.10 udp 7 7 count") == []
+    assert _at(rr, sock, 500_000, "flow idle 200") == []
+    before = [line.split()[0] for line in _at(rr, sock, 600_000, "flow show")]
+    after = [line.split()[:4] for line in _at(rr, sock, 1_500_000, "flow show")]
+    rr.run_traffic(2_000_000 - rr.run.now_ns)
+    rr.drain()
+    s = rr.summary()
+    rr.close()
+    assert judge(s, Policy())["ok"]
+    assert "198.18.0.9" in before and "198.18.0.9" not in [a[0] for a in after]
+    assert sorted(int(a[3]) for a in after) == [1000, 1001, BOUND]   # the declared flows, running

@@ -4,6 +4,7 @@
     npk run router.elf --control-socket /tmp/npkd.sock &       # or npk demo --control-socket
     npk flow add 198.18.0.1 10.0.1.10 udp 1000 5001 count --socket /tmp/npkd.sock
     npk flow show --socket /tmp/npkd.sock [--json]
+    npk flow idle 5000 --socket /tmp/npkd.sock                 # expire entries idle 5 ms
     npk plugin load 2 dscp 10 --socket /tmp/npkd.sock
     npk plugin bind 2 198.18.0.1 10.0.1.10 udp 1000 5001 --socket /tmp/npkd.sock
     npk plugin unload 2 --socket /tmp/npkd.sock
@@ -47,7 +48,7 @@ def parse_show(lines: list[str]) -> list[dict[str, Any]]:
 
 @click.group("flow")
 def flow() -> None:
-    """The flow table of a running router (-D classify=flows): add, del, show."""
+    """The flow table of a running router (-D classify=flows): add, del, show, idle."""
 
 
 @flow.command("add")
@@ -65,6 +66,16 @@ def flow_add(words: tuple[str, ...], socket: str) -> None:
 def flow_del(words: tuple[str, ...], socket: str) -> None:
     """Delete (expire) an entry: its packets take the route lookup again."""
     ask(socket, "flow del " + " ".join(words))
+    click.echo("ok")
+
+
+@flow.command("idle")
+@click.argument("us", type=click.IntRange(0, 60_000_000))
+@_SOCKET
+def flow_idle(us: int, socket: str) -> None:
+    """Expire entries whose packet counter stays still for US microseconds (to twice that);
+    0: never (flows.yaml `idle_us` sets it at the daemon's start)."""
+    ask(socket, f"flow idle {us}")
     click.echo("ok")
 
 

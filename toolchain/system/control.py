@@ -165,6 +165,8 @@ def flow_conf(flows: dict[str, Any] | None, chip_config: dict[str, Any]) -> str:
     hi, lo = int(chip_config.get("hash_mult128_hi", 0)), int(chip_config.get("hash_mult128_lo", 0))
     lines = [f"flows {flows['key_base']:#x} {flows['aux_base']:#x} {flows['buckets']} {hi:#x} {lo:#x}",
              f"pluginlog {CP_PLUGIN_LOG_BASE:#x} {CP_PLUGIN_LOG_CAP}"]
+    if flows.get("idle_us"):
+        lines.append(f"flowidle {int(flows['idle_us'])}")
     for slot, p in sorted((flows.get("plugins") or {}).items(), key=lambda kv: int(kv[0])):
         lines.append(" ".join(["plugin", str(slot), p["name"], *(str(a) for a in p.get("args", []))]))
     return "\n".join(lines) + "\n"

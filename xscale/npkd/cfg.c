@@ -269,7 +269,8 @@ static int nums(const char *s, uint64_t *v, int n)
     return at_end(s) ? 0 : -1;
 }
 
-/* flows BASE AUX BUCKETS MULT_HI MULT_LO | pluginlog BASE CAP | plugin SLOT NAME [ARG...] */
+/* flows BASE AUX BUCKETS MULT_HI MULT_LO | pluginlog BASE CAP | plugin SLOT NAME [ARG...] |
+ * flowidle US */
 static int flow_directive(flow_cfg *f, const char *key, const char *s)
 {
     uint64_t v[5];
@@ -281,6 +282,11 @@ static int flow_directive(flow_cfg *f, const char *key, const char *s)
         f->buckets = (uint32_t)v[2];
         f->mult_hi = v[3];
         f->mult_lo = v[4];
+        return 0;
+    }
+    if (!strcmp(key, "flowidle")) {
+        if (nums(s, v, 1)) return -1;
+        f->idle_us = v[0];
         return 0;
     }
     if (!strcmp(key, "pluginlog")) {
@@ -427,7 +433,7 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
         c->owned_cap = (uint32_t)v[1];
         return 0;
     }
-    if (!strcmp(key, "flows") || !strcmp(key, "pluginlog") || !strcmp(key, "plugin")) {
+    if (!strcmp(key, "flows") || !strcmp(key, "pluginlog") || !strcmp(key, "plugin") || !strcmp(key, "flowidle")) {
         if (!c->flows && !(c->flows = calloc(1, sizeof *c->flows))) return -1;
         return flow_directive(c->flows, key, s);
     }

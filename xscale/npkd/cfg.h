@@ -84,6 +84,7 @@ typedef struct flow_cfg {
     struct { uint32_t slot, args[4], nargs; char name[16]; } plugin_init[16];
     uint32_t nplugin_init;
     uint32_t log_base, log_cap;
+    uint64_t idle_us;                       /* idle expiry (0: never) */
 } flow_cfg;
 
 typedef struct npkd_cfg {

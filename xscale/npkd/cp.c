@@ -138,6 +138,7 @@ static int cp_flows_init(cp *c, const flow_cfg *f)
     t->log_base = f->log_base;
     t->log_cap = f->log_cap;
     c->fl = t;
+    flow_set_idle(t, 1000ull * f->idle_us, now(c));
     for (uint32_t i = 0; i < f->nplugin_init; i++)
         if (!plugin_load(t, f->plugin_init[i].slot, f->plugin_init[i].name, f->plugin_init[i].args,
                          f->plugin_init[i].nargs))
@@ -165,6 +166,7 @@ void cp_free(cp *c)
     for (uint32_t i = 0; i < c->narp; i++) free(c->arp[i].hold);
     free(c->arp);
     free(c->backlog);
+    if (c->fl) free(c->fl->seen);
     free(c->fl);
     c->fl = NULL;
     u32map_free(&c->arp_at);
@@ -1073,6 +1075,7 @@ int cp_poll(cp *c, int max)
 void cp_timers(cp *c)
 {
     uint64_t t = now(c);
+    if (c->fl) flow_scan(c->fl, c->mem, t);
     for (uint32_t i = 0; i < c->narp; i++) {
         arp_ent *e = &c->arp[i];
         if (e->state == ARP_INCOMPLETE && t >= e->next_try) {
@@ -1096,7 +1099,7 @@ void cp_timers(cp *c)
 
 uint64_t cp_deadline(const cp *c)
 {
-    uint64_t d = UINT64_MAX;
+    uint64_t d = c->fl ? flow_deadline(c->fl) : UINT64_MAX;
     for (uint32_t i = 0; i < c->narp; i++) {
         const arp_ent *e = &c->arp[i];
         if (e->state == ARP_INCOMPLETE && e->next_try < d) d = e->next_try;

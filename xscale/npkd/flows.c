@@ -102,6 +102,7 @@ int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uin
         npkd_sram_wr(m, a + 8, k->ports);           /* and its action word last: published */
         npkd_sram_wr(m, a + 12, word);
         flow_changed(t, m);
+        if (t->seen) t->seen[e] = ~0u;
         t->added++;
         return 0;
     }
@@ -219,4 +220,41 @@ static void flow_logged(const flow_table *t, npkd_mem *m, const flow_key *k, uin
 {
     uint32_t w[7] = {1u << 28, k->src, k->dst, k->ports, word, 0, 0};
     log_record(t, m, now_ns, w);
+}
+
+void flow_set_idle(flow_table *t, uint64_t idle_ns, uint64_t now_ns)
+{
+    if (idle_ns && !t->seen) {
+        t->seen = malloc(2u * t->buckets * sizeof *t->seen);
+        if (!t->seen) return;
+        memset(t->seen, 0xFF, 2u * t->buckets * sizeof *t->seen);
+    }
+    t->idle_ns = idle_ns;
+    t->next_scan = now_ns + idle_ns;
+}
+
+uint64_t flow_deadline(const flow_table *t)
+{
+    return t->idle_ns && t->seen ? t->next_scan : UINT64_MAX;
+}
+
+void flow_scan(flow_table *t, npkd_mem *m, uint64_t now_ns)
+{
+    if (!t->idle_ns || !t->seen || now_ns < t->next_scan) return;
+    t->next_scan = now_ns + t->idle_ns;
+    for (uint32_t e = 0; e < 2 * t->buckets; e++) {
+        uint32_t a = key_addr(t, e), w = npkd_sram_rd(m, a + 12);
+        if (!((w >> 16) & 0xFF)) continue;
+        uint32_t n = npkd_sram_rd(m, t->aux_base + 32 * e);
+        if (n != t->seen[e]) {
+            t->seen[e] = n;
+            continue;
+        }
+        flow_key k = {npkd_sram_rd(m, a), npkd_sram_rd(m, a + 4), npkd_sram_rd(m, a + 8), w >> 24};
+        flow_logged(t, m, &k, k.proto << 24, now_ns);
+        npkd_sram_wr(m, a + 12, 0);
+        flow_changed(t, m);
+        t->seen[e] = ~0u;
+        t->expired++;
+    }
 }

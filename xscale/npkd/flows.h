@@ -49,6 +49,11 @@ typedef struct flow_table {
      * 1 << 28, src, dst, ports, proto << 24 | action << 16 | arg, 0, 0} (a flow's entry
      * as it is from then on; action 0: deleted) */
     uint32_t log_base, log_cap;
+    /* idle expiry: every idle_ns (0: never) an entry whose packet counter has not moved
+     * since the scan before is deleted -- idle for between idle_ns and twice that */
+    uint64_t idle_ns, next_scan;
+    uint32_t *seen;                         /* 2 * buckets: the counter at the last scan (~0: new) */
+    uint32_t expired;
 } flow_table;
 
 typedef struct flow_key {
@@ -66,6 +71,10 @@ int flow_add(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uin
 int flow_rebind(flow_table *t, npkd_mem *m, const flow_key *k, uint32_t action, uint32_t arg, uint64_t now_ns);
 /* 0 deleted, -1 no table, -4 no such flow */
 int flow_del(flow_table *t, npkd_mem *m, const flow_key *k, uint64_t now_ns);
+/* idle expiry (flow_table.idle_ns): the scan when it is due; its next time (UINT64_MAX: off) */
+void flow_scan(flow_table *t, npkd_mem *m, uint64_t now_ns);
+uint64_t flow_deadline(const flow_table *t);
+void flow_set_idle(flow_table *t, uint64_t idle_ns, uint64_t now_ns);
 /* the table's generation + 1 (after a change: the fast path's flow caches let go) */
 void flow_changed(const flow_table *t, npkd_mem *m);
 /* "SRC DST PROTO [SPORT DPORT]" -> key; the rest of the line in *rest.  0 or -1 */

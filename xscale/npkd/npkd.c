@@ -279,6 +279,17 @@ static void flow_cmd(npkd_state *d, ctl_conn *k, const char *line)
         ctl_printf(k, flow_del(t, &d->mem, &key, d->cp.hw.now_ns(d->cp.hw.ctx)) ? "error: no such flow\n" : "ok\n");
         return;
     }
+    if (!strncmp(line, "idle ", 5)) {            /* idle US: expire entries idle that long (0: never) */
+        char *e;
+        unsigned long long us = strtoull(line + 5, &e, 10);
+        if (e == line + 5 || *e) {
+            ctl_printf(k, "error: flow idle US (microseconds; 0: entries never expire)\n");
+            return;
+        }
+        flow_set_idle(t, 1000ull * us, d->cp.hw.now_ns(d->cp.hw.ctx));
+        ctl_printf(k, "ok\n");
+        return;
+    }
     if (!strcmp(line, "show")) {
         static const char *acts[] = {"none", "count", "route", "plugin"};
         for (uint32_t e = 0; e < 2 * t->buckets; e++) {
@@ -294,7 +305,7 @@ static void flow_cmd(npkd_state *d, ctl_conn *k, const char *line)
         ctl_printf(k, "ok\n");
         return;
     }
-    ctl_printf(k, "error: unknown flow command '%s' (add, del, show)\n", line);
+    ctl_printf(k, "error: unknown flow command '%s' (add, del, show, idle)\n", line);
 }
 
 static void plugin_cmd(npkd_state *d, ctl_conn *k, const char *line)
