@@ -23,6 +23,8 @@ from click.utils import make_default_short_help
 SUBCOMMANDS: dict[str, str] = {
     "bench": "npkit.toolchain.bench:bench_cmd",
     "route": "npkit.toolchain.router.cli:route",
+    "flow": "npkit.toolchain.commands.flows:flow",
+    "plugin": "npkit.toolchain.commands.flows:plugin",
     "asm": "npkit.toolchain.commands.asm:asm_cmd",
     "disasm": "npkit.toolchain.commands.asm:disasm_cmd",
     "traffic": "npkit.toolchain.commands.traffic:traffic",

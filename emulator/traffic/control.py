@@ -74,6 +74,9 @@ CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9
 ROOT_ENTRY_NS = 500
 
 
+PLUGIN_WINDOW_NS = 1_000_000  # a plugin packet handled this long after it came may meet a plugin loaded since
+
+
 def change_window_ns(length: int) -> int:
     """How long after its time a change of a route of `length` bits may reach the fast
     path: a short route rewrites many root entries (a /0 all 65,536)."""
@@ -429,6 +432,7 @@ class CpResult:
     hold_full: int = -1  # the next hop whose full hold queue dropped it, by this model's count (-1: none)
     installed: int = -1  # the next hop whose MAC forwarding it put in the fast path (-1: none)
     alternatives: list[Outcome] = field(default_factory=list)  # near a route change: the other table's
+    arrived: int = 0  # when it came (the flow table and the plugins as they were then)
 
 
 @dataclass
@@ -524,6 +528,8 @@ class RouterModel:
         # known to have taken from the exception ring (`taken`, `unlearn`), by packet id
         self.untaken: dict[int, _Taught] = {}
         self.unsent: list[Emitted] = []  # frames of its own an answer let go of that `unlearn` held again
+        self.flows: Any = None  # -D classify=flows: the flow table's model (flows.FlowModel), its plugins
+        self._plugin_pending: dict[int, tuple[bytes, int]] = {}  # plugin packets of the last PLUGIN_WINDOW_NS
 
     @property
     def routes(self) -> RouteTable:
@@ -969,9 +975,14 @@ class RouterModel:
         caller knows it better (an application's rule decided it), else RefRouter's."""
         self.advance(t)
         fast = fast if fast is not None else self.fast.process(frame, in_port)
+        flow_alts: list[Outcome] = []
+        if self.flows is not None:  # the flow table decides before the route lookup
+            fast, flow_alts = self.flows.compose(fast, frame, in_port, t, self.flows.window_ns)
         res = CpResult(fast)
+        res.arrived = t
         self.results[pid] = res
         self._alternatives(res, frame, in_port, t)
+        res.alternatives += flow_alts
         if not isinstance(fast, Except):
             res.final = fast
             if isinstance(fast, Forward):    # through a next hop the control plane learnt and installed?
@@ -1377,6 +1388,46 @@ class RouterModel:
         self._forward(pid, res, quote, False)
         if gw:
             self._icmp_error(pid, quote, 5, 1, gw)
+
+    def _on_plugin(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
+        """npkd's plugin_packet (cp.c): the flow's slot's plugin (flows.FlowModel.plugin_frame:
+        the plugins loaded at the daemon's start), then TTL and the route, forwarded."""
+        res.final = Except("plugin")
+        frame = bytes(f)
+        t = res.arrived
+        self._plugin_pending[pid] = (frame, t)
+        for old in [p for p, (_, at) in self._plugin_pending.items() if at < t - PLUGIN_WINDOW_NS]:
+            del self._plugin_pending[old]
+        for state in self.flows.states_near(frame, t, PLUGIN_WINDOW_NS):
+            self._plugin_alternative(res, frame, state, t)
+        for state in self.flows.slot_states_near(frame, t):  # bound to another slot near then
+            self._plugin_alternative(res, frame, state, t)
+        out = self.flows.plugin_frame(frame, t)
+        if out is None:
+            return
+        if out[22] <= 1:
+            self._icmp_error(pid, out, 11, 0)
+            return
+        self._forward(pid, res, out, True)
+
+    def plugin_changed(self, at_ns: int, slot: int, state: dict[str, Any] | None) -> None:
+        """The daemon loaded (or emptied) a plugin slot at `at_ns`: the model's slot
+        follows, and the packets of its flows that came near then may have met the new
+        plugin (or still the old one): both are allowed (`alternatives`)."""
+        self.flows.plugin_changed(at_ns, slot, state)
+        for pid, (frame, t) in self._plugin_pending.items():
+            if t >= at_ns - PLUGIN_WINDOW_NS and self.flows.slot_of(frame, t) == slot and pid in self.results:
+                self._plugin_alternative(self.results[pid], frame, state, t)
+
+    def _plugin_alternative(self, res: CpResult, frame: bytes, state: dict[str, Any] | None, t: int) -> None:
+        out = self.flows.plugin_frame(frame, t, state=state, use_state=True)
+        if out is None or out[22] <= 1:
+            return
+        route = self._route_to(int.from_bytes(out[30:34], "big"))
+        if route is None or route[1] is None:
+            return
+        port, mac, _ = route
+        res.alternatives.append(Forward(port, forward_full(out, mac, self.cfg.ports[port].mac)))
 
     def _on_no_route(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         res.final = Except("no_route")

@@ -34,6 +34,7 @@
 #define EXC_TTL_EXPIRED      7  // step 20: TTL <= 1 (decrementing would reach zero)
 #define EXC_REDIRECT         8  // step 21: send_redirects is on, the route's output port is the receiving port, and the source address is on that port's subnet
 #define EXC_ARP_MISS         9  // step 22: the next hop (the route's next hop, or the destination itself for a connected/direct route) has no ARP entry
-#define EXC_CODE_LIMIT 10
+#define EXC_PLUGIN          10  // resource: the packet's flow has a flow-table entry whose action is a plugin (`-D classify=flows`, docs/flows.md)
+#define EXC_CODE_LIMIT 11
 
 #endif // NPK_REASONS_H

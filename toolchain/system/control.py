@@ -37,6 +37,8 @@ from .sysmap import (
     CP_LOG_CAP,
     CP_OWNED_BASE,
     CP_OWNED_MAGIC,
+    CP_PLUGIN_LOG_BASE,
+    CP_PLUGIN_LOG_CAP,
     CP_STATS_BASE,
     SYS,
 )
@@ -72,7 +74,8 @@ def control_allocations() -> list[tuple[int, int, str]]:
     return [(CP_STATS_BASE, CP_STATS_BASE + 16 + 4 * len(stat_names()), "statistics block"),
             (CP_LOG_BASE, CP_LOG_BASE + 16 + 16 * CP_LOG_CAP, "exception log"),
             (CP_CHANGES_BASE, CP_CHANGES_BASE + 16 + 16 * CP_CHANGES_CAP, "route change log"),
-            (CP_OWNED_BASE, CP_OWNED_BASE + owned_bytes(), "table of the buffers it owns, its send backlog and ARP cache")]  # fmt: skip
+            (CP_OWNED_BASE, CP_OWNED_BASE + owned_bytes(), "table of the buffers it owns, its send backlog and ARP cache"),
+            (CP_PLUGIN_LOG_BASE, CP_PLUGIN_LOG_BASE + 16 + 32 * CP_PLUGIN_LOG_CAP, "plugin log")]  # fmt: skip
 
 
 def owned_words() -> int:
@@ -151,6 +154,21 @@ def daemon_conf(router: Any, routes: str | Path, *, rings: tuple[int, int] = (11
         lines.append(f"state {state}")
     if socket:
         lines.append(f"socket {socket}")
+    return "\n".join(lines) + "\n"
+
+
+def flow_conf(flows: dict[str, Any] | None, chip_config: dict[str, Any]) -> str:
+    """npkd's lines for the flow table of `-D classify=flows` (xscale/npkd/flows.h): its
+    place, the hash unit's multiplier, and the plugins loaded at start."""
+    if not flows:
+        return ""
+    hi, lo = int(chip_config.get("hash_mult128_hi", 0)), int(chip_config.get("hash_mult128_lo", 0))
+    lines = [f"flows {flows['key_base']:#x} {flows['aux_base']:#x} {flows['buckets']} {hi:#x} {lo:#x}",
+             f"pluginlog {CP_PLUGIN_LOG_BASE:#x} {CP_PLUGIN_LOG_CAP}"]
+    if flows.get("idle_us"):
+        lines.append(f"flowidle {int(flows['idle_us'])}")
+    for slot, p in sorted((flows.get("plugins") or {}).items(), key=lambda kv: int(kv[0])):
+        lines.append(" ".join(["plugin", str(slot), p["name"], *(str(a) for a in p.get("args", []))]))
     return "\n".join(lines) + "\n"
 
 
@@ -235,6 +253,26 @@ class LogReader:
 
 CHG_TIMED, CHG_SOCKET, CHG_TIMED_FAILED = 1, 2, 3  # a change log record's source (xscale/npkd/cp.h)
 CHG_WITHDRAWN = 4  # ... a restarted daemon withdrew learnt ARP state (no route; the prefix: its start)
+
+
+def plugin_log(chip: Any, start: int = 0) -> list[tuple[int, str, Any]]:
+    """Records from `start` of the daemon's plugin log (xscale/npkd/flows.h), each as
+    (time ns, kind, what): ("plugin", (slot, {name, args} or None for an emptied slot)), or
+    ("flow", (FlowKey, its action word from then on: proto << 24 | action << 16 | arg))."""
+    from npkit.emulator.traffic.flows import FlowKey
+
+    n = min(int(chip.read32("sram", CP_PLUGIN_LOG_BASE)), CP_PLUGIN_LOG_CAP)
+    out: list[tuple[int, str, Any]] = []
+    for k in range(start, n):
+        w = [chip.read32("sram", CP_PLUGIN_LOG_BASE + 16 + 32 * k + 4 * i) for i in range(8)]
+        if w[1] >> 28 == 1:
+            key = FlowKey(w[2], w[3], w[5] >> 24, w[4] >> 16, w[4] & 0xFFFF)
+            out.append((w[0] * 1000, "flow", (key, w[5])))
+            continue
+        slot, loaded, nargs = (w[1] >> 24) & 0xF, (w[1] >> 16) & 1, w[1] & 0xFF
+        name = b"".join(x.to_bytes(4, "big") for x in w[6:8]).rstrip(b"\0").decode("ascii", "replace")
+        out.append((w[0] * 1000, "plugin", (slot, {"name": name, "args": w[2 : 2 + nargs]} if loaded else None)))
+    return out
 
 
 def change_log_count(chip: Any) -> int:
@@ -462,6 +500,7 @@ class ControlPlane:
                            options={**meta.get("options", {}), **(options or {})},
                            changes=route_change_lines(self.changes), state=seen / "routes.state",
                            socket=self.socket, sram_channel_bytes=int(chip.config["sram_channel_bytes"]))  # fmt: skip
+        conf += flow_conf(image.meta.get("flows"), chip.config)
         self.conf = self.dir / "npkd.conf"
         self.conf.write_text(conf)
         app_exc = self.dir / APP_EXCEPTIONS  # beside the route table, where npkd looks (xscale/npkd/cp.h)

@@ -123,6 +123,9 @@ ACT_CONSUMED, ACT_FORWARDED, ACT_DROPPED = 1, 2, 3  # xscale/npkd/cp.h
 ACTION_NAMES = {ACT_CONSUMED: "consumed", ACT_FORWARDED: "forwarded", ACT_DROPPED: "dropped"}
 
 
+FLOW_CHANGE_WINDOW_NS = 250_000  # around a flow change (-D classify=flows) a packet may have met either table
+
+
 class ControlJudge:
     """The control plane's part of a RouterRun's account (see the module docstring)."""
 
@@ -138,6 +141,9 @@ class ControlJudge:
                                  route_changes=list(tr.route_changes),
                                  app_actions=exception_actions(self.reasons))  # fmt: skip
         self.model.defer_tokens = True  # (_sent)
+        self.model.flows = rr.flows  # -D classify=flows: the flow table and its plugins
+        self._plugins_seen = 0
+        self._plugin_last: dict[Any, int] = {}  # flow key -> the last packet that left round a plugin
         self.log = LogReader(rr.chip)
         self._raw: list[LogRecord] = []
         self.next_pid = 0  # packets below this have been through the model (or needed nothing)
@@ -197,6 +203,7 @@ class ControlJudge:
         then what the daemon logged (before the frames that left are accounted)."""
         now = self.run.now_ns
         self._take_changes(self._made_by_the_dead())
+        self._take_plugin_changes()
         self._daemon_events()
         self._model_to(now)
         if self.model.untaken:
@@ -282,6 +289,51 @@ class ControlJudge:
         mhz = int(self.rr.chip.config["clock_mhz"])
         cycle = ((ns + 1) * mhz - 1) // 1000   # the last cycle whose time is ns (the daemon's clock truncates)
         return host.visible_from(cycle) * 1000 // mhz
+
+    def _take_plugin_changes(self) -> None:
+        """Plugin loads and unloads and flow entries the daemon made (its plugin log, -D
+        classify=flows): the model's slots and table follow; packets of bound flows near a
+        plugin change may have met either the plugin before it or the one after
+        (RouterModel.plugin_changed), and packets near a flow change either table
+        (FlowModel.compose's alternatives)."""
+        if self.model.flows is None:
+            return
+        from .control import plugin_log
+
+        new = plugin_log(self.rr.chip, self._plugins_seen)
+        self._plugins_seen += len(new)
+        early = self._early_ns()
+        for at_ns, kind, what in new:
+            if kind == "plugin":
+                self.model.plugin_changed(at_ns, *what)
+                continue
+            # a flow's entry changed, about when the daemon's clock said: the chip has its
+            # SRAM writes from the start of the XScale's quantum (`early` before), and a
+            # command the socket brought in is stamped by a clock that may lag the chip's
+            # by tens of us (measured: up to ~60 us).  From before then every packet goes
+            # through the model, which has the table as it was at each one's arrival and
+            # either table within FLOW_CHANGE_WINDOW_NS of the change
+            self.model.flows.window_ns = early + FLOW_CHANGE_WINDOW_NS
+            self.model.flows.flow_changed(at_ns, *what)
+            self.full_from = min(self.full_from, at_ns - early - FLOW_CHANGE_WINDOW_NS)
+            self._in_flight_of(what[0], self.full_from)
+
+    def _in_flight_of(self, key: Any, since_ns: int) -> None:
+        """Packets of flow `key` that came since `since_ns` and that the ledger was left to
+        judge by the C oracle before the change was read, still inside the chip: the
+        model takes them now (either table: FlowModel.compose's alternatives)."""
+        from npkit.emulator.traffic.cpkt import FORWARD
+        from npkit.emulator.traffic.flows import key_of
+
+        for c in self.run.chunks:
+            w = c.w
+            lo = bisect.bisect_left(w.times, since_ns, 0, c.pushed)
+            hi = min(c.pushed, max(0, self.next_pid - c.first))
+            kind = c.extra["v"].kind
+            for j in range(lo, hi):
+                if kind[j] == FORWARD and not c.fate[j] and c.first + j not in self.model.results \
+                        and key_of(w.frame(j)) == key:  # fmt: skip
+                    self._process(c, j)
 
     def _take_changes(self, upto: int | None = None) -> None:
         """The route changes the daemon made since the last look (up to record `upto`), in
@@ -922,11 +974,41 @@ class ControlJudge:
             flow = flow_of(d.data, in_port)
             reordered = self._cp_last.get(flow, -1) > d.pid
             self._cp_last[flow] = max(d.pid, self._cp_last.get(flow, -1))
+        elif r.reason == "plugin":
+            # round a plugin (its log maybe not read yet): in order with its own flow's
+            # (the 5-tuple the entry binds), not with the host pair's other flows, which
+            # did not wait for it
+            reordered = self._plugin_order(d)
         else:
             reordered = self.run.flow_reordered(d.data, in_port, d.pid)
-        if reordered:
+        if reordered and self._at_a_flow_change(d):
+            # a flow moved between the fast path and a plugin (bound or unbound) while its
+            # packets were in the daemon: those leave after later ones that did not go
+            # round it -- what the change does, counted apart (docs/flows.md)
+            self.rr.comparison["reordered_at_flow_change"] += 1
+        elif reordered:
             self.rr.comparison["reordered"] += 1
         return key
+
+    def _plugin_order(self, d: Departure) -> bool:
+        from npkit.emulator.traffic.flows import key_of
+
+        assert d.chunk is not None
+        key = key_of(d.chunk.w.frame(d.i))
+        last = self._plugin_last.get(key, -1)
+        self._plugin_last[key] = max(last, d.pid)
+        return last > d.pid
+
+    def _at_a_flow_change(self, d: Departure) -> bool:
+        flows = self.model.flows
+        if flows is None or not flows.changes:
+            return False
+        from npkit.emulator.traffic.flows import key_of
+
+        assert d.chunk is not None
+        key = key_of(d.chunk.w.frame(d.i))
+        t = d.chunk.w.times[d.i]
+        return key is not None and any(abs(at - t) <= flows.window_ns for at, _ in flows.changes.get(key, ()))
 
     def fast_outcome(self, pid: int) -> Outcome | None:
         """What the fast path does with a packet the model judged (None: the C oracle's)."""

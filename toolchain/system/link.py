@@ -524,6 +524,11 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     rcfg, routes_path, router_record = _router_config(router_config, routes)
     ensure_reasons_h()  # a reasons file the schema refuses fails every link, a cached image's too
     key = _image_key(layout, params, router_record, config, tx_confirm, lay.control)
+    flows_file = _flows_file(lay, app)
+    if flows_file is not None:
+        from npkit.asm.base.cache import content_key
+
+        key = content_key(key, "flows", flows_file.read_bytes())
     if app is not None:
         from npkit.asm.base.cache import content_key
 
@@ -546,14 +551,18 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
         if b.source and "fastpath" in b.source and "LOOKUP_CAM_CACHE" in b.defines:
             raise LinkError(f"block {b.name}: LOOKUP_CAM_CACHE needs the CAM that the fast path's "
                             "parse step already uses for the router's own addresses")  # fmt: skip
+        if "CLASSIFY_CAM_CACHE" in b.defines and ("LOOKUP_CAM_CACHE" in b.defines or not (b.source or "").startswith("classify/lookup")):
+            raise LinkError(f"block {b.name}: flow_cache (CLASSIFY_CAM_CACHE) needs the lookup block's CAM to itself: "
+                            "the pipelined layout with classify=flows and lookup_cache off")  # fmt: skip
     tables = _tables(rcfg, routes_path)
     _check_sram(tables, config)
     _check_batch(lay)
     rc = _range_cache(lay, rcfg, routes_path, tables)
+    flows = _flow_table(lay, app, rcfg, chip)
     programs = []
     found: dict[tuple[str, Any], list[str]] = {}  # each warning once, with the blocks that gave it
     with tempfile.TemporaryDirectory(prefix="npk-link-") as tmp:
-        _write_generated(tmp, rcfg, lay, app_header, app_tables, rc)
+        _write_generated(tmp, rcfg, lay, app_header, app_tables, rc, flows)
         todo = [b for b in lay.blocks.values() if b.source is not None]
         todo += [b for _, b in host]
         for b in todo:
@@ -577,11 +586,13 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
     rendered = [_render_warning(message, loc, blocks, tmp) for (message, loc), blocks in found.items()]
     rc_alloc = [] if rc is None else [("scratch", rc.base, SYS.scratch_bytes, "the range cache's sets (lookup=range_cache)")]
     window = tcam_base(chip)
-    check_allocations(programs, system_allocations(lay) + rc_alloc,
-                      [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables
-                       if not t.is_tcam]
-                      + ([("sram", window, window + TCAM_WINDOW, f"the TCAM's window (chip config {config})")]
-                         if window is not None else []))  # fmt: skip
+    owned = [(t.memory, t.base, max(t.end, t.base + 1), f"table {t.name} ({t.source})") for t in app_tables
+             if not t.is_tcam]
+    if window is not None:
+        owned.append(("sram", window, window + TCAM_WINDOW, f"the TCAM's window (chip config {config})"))
+    if flows is not None:
+        owned.append(("sram", flows.key_base, flows.end, f"the flow table ({flows.source})"))
+    check_allocations(programs, system_allocations(lay) + rc_alloc, owned)
     programs[0].init_mem.extend(_initial_memory(tables))
     programs[0].init_mem.extend((t.memory, t.base, t.data()) for t in app_tables if t.rows and not t.is_tcam)
     if window is not None:  # the TCAM tables' rows: the entries of the window (its SRAM bytes)
@@ -589,6 +600,10 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
                                     for t in tcam_tables if t.rows)  # fmt: skip
     if rc is not None:
         programs[0].init_mem.extend(("scratch", a, data) for a, data in rc.scratch_image())
+    if flows is not None:
+        from npkit.toolchain.router.layout import default_layout
+
+        programs[0].init_mem.extend(("sram", a, d) for a, d in flows.sram(rcfg, default_layout().nh_base))
     meta = {
         "layout": lay.name, "params": lay.params, "graph": lay.graph(),
         "rings": {r.name: {"ring": r.number, "base": r.base, "size": r.size,
@@ -614,6 +629,8 @@ def link(layout: str | Path | dict[str, Any] | None, params: dict[str, Any] | No
             meta["app"]["tables"] = {t.name: t.record() for t in app_tables}
     if tcam_tables:  # the chip the TCAM entries are for (npkit.emulator.loader refuses another)
         meta["tcam"] = {"base": window, "key_bits": int(chip["tcam"]["key_bits"]), "config": str(config)}
+    if flows is not None:
+        meta["flows"] = flows.record()
     if lay.control is not None:
         from .control import control_meta
 
@@ -710,14 +727,16 @@ def layout_block(layout: str | Path | None, block: str, params: dict[str, Any] |
         what = "has no block" if b is None else "runs no microcode of its own in block"
         raise LinkError(f"{lay.source}: the layout {what} {block!r} (blocks with microcode: {have})")
     try:
-        k = per_cluster(load_config(config))
+        chip = load_config(config)
+        k = per_cluster(chip)
     except EmulatorError as e:
         raise LinkError(str(e)) from None
     rcfg, routes_path, _ = _router_config(router_config, routes)
     ensure_reasons_h()
     rc = _range_cache(lay, rcfg, routes_path, _tables(rcfg, routes_path)) if lay.params.get("lookup") == "range_cache" else None
+    flows = _flow_table(lay, app, rcfg, chip)
     with tempfile.TemporaryDirectory(prefix="npk-block-") as tmp:
-        _write_generated(tmp, rcfg, lay, app_header, app_tables, rc)
+        _write_generated(tmp, rcfg, lay, app_header, app_tables, rc, flows)
         src, incs, defines = block_inputs(lay, b, tmp, k, app.include if app is not None else ())
         yield b, src, incs, defines
 
@@ -752,10 +771,10 @@ def _check_tcam_tables(tables: list[Any], chip: dict[str, Any], config: str) -> 
 
 
 def _write_generated(tmp: str, rcfg: Any, lay: Any, app_header: str | None, app_tables: list[Any],
-                     rc: Any = None) -> None:
+                     rc: Any = None, flows: Any = None) -> None:
     """The link's generated headers in `tmp`: npk_sys.h (with the range cache's addresses
     and index macro under lookup=range_cache), and an application's reasons.h (its codes
-    beside npkit's) and <table>_table.h."""
+    beside npkit's) and <table>_table.h; with classify=flows, flows_table.h."""
     _write_sys_header(tmp, rcfg, lay)
     if rc is not None:
         with open(Path(tmp) / "npk_sys.h", "a") as f:
@@ -764,6 +783,44 @@ def _write_generated(tmp: str, rcfg: Any, lay: Any, app_header: str | None, app_
         (Path(tmp) / "reasons.h").write_text(app_header)
     for t in app_tables:
         (Path(tmp) / f"{t.name}_table.h").write_text(t.header())
+    if flows is not None:  # -D classify=flows: the flow table's place (docs/flows.md)
+        (Path(tmp) / "flows_table.h").write_text(_flows_header(flows))
+
+
+def _flows_file(lay: Layout, app: App | None) -> Path | None:
+    """The flow declarations of a layout whose blocks classify (a `classify/` source):
+    the application's `classify/flows.yaml` if it has one, else npkit's."""
+    if not any(b.source and b.source.startswith("classify/") for b in lay.blocks.values()):
+        return None
+    for d in (*(app.source_dirs if app is not None else ()), MICROCODE):
+        f = Path(d) / "classify" / "flows.yaml"
+        if f.exists():
+            return f
+    return MICROCODE / "classify" / "flows.yaml"
+
+
+def _flow_table(lay: Layout, app: App | None, rcfg: Any, chip: dict[str, Any]) -> Any:
+    """The compiled flow table (npkit.emulator.traffic.flows) of `-D classify=flows`."""
+    from npkit.emulator.traffic.flows import FlowError, load_flows
+
+    f = _flows_file(lay, app)
+    if f is None:
+        return None
+    mult = (int(chip.get("hash_mult128_hi", 0)) << 64) | int(chip.get("hash_mult128_lo", 0))
+    try:
+        return load_flows(f, rcfg, mult)
+    except FlowError as e:
+        raise LinkError(str(e)) from None
+
+
+def _flows_header(flows: Any) -> str:
+    from npkit.toolchain.router.layout import default_layout
+
+    nh0 = flows.nh_index(0, default_layout().nh_base)
+    d = {"FLOW_BUCKETS": flows.buckets, "FLOW_KEY_BASE": flows.key_base, "FLOW_AUX_BASE": flows.aux_base,
+         "FLOW_NH0": nh0, "FLOW_GEN": flows.gen_addr}
+    return "\n".join(["// flows_table.h -- generated by `npk link` from " + flows.source + "; do not edit.",
+                      *(f"#define {k:<16} 0x{v:X}" for k, v in d.items()), ""])
 
 
 def _app_tables(app: App | None) -> list[Any]:

@@ -34,6 +34,7 @@ benchmarks and the tests; `verdict.judge` turns its summary into CI's pass/fail.
 from __future__ import annotations
 
 import gc
+import ipaddress
 import time
 from array import array
 from collections import Counter
@@ -162,6 +163,17 @@ class ExceptionReader:
         return self.chip.read32("sram", HOST_EXC_BASE) - self._read
 
 
+def flow_model_of_image(meta: dict[str, Any], config: Any) -> Any:
+    """The flow table's model (npkit.emulator.traffic.flows.FlowModel) of an image linked
+    with `-D classify=flows`, else None."""
+    rec = meta.get("flows")
+    if not rec:
+        return None
+    from npkit.emulator.traffic.flows import FlowModel, FlowTable
+
+    return FlowModel(FlowTable.from_record(rec), config)
+
+
 def attach_exception_reader(chip: Chip, traffic: Traffic | Identify | None = None,
                             on_record: Callable[[int, str], None] | None = None,
                             reasons: Any = None) -> ExceptionReader:  # fmt: skip
@@ -212,6 +224,7 @@ class RouterRun:
         self.config = router_config_of(image)
         self.model = model_of_image(image.meta, self.reasons, self.config)  # an application's model, or None
         self.router = c_router(self.config)
+        self.flows = flow_model_of_image(image.meta, self.config)  # -D classify=flows, or None
         self.chip = chip if chip is not None else Chip(chip_config)
         if chip is None:
             load_image(self.chip, image)
@@ -313,6 +326,8 @@ class RouterRun:
         if self.model is not None and self.model.standalone:  # an application without a base: its own model
             return self.model.verdicts(w.data, w.off, w.lens, w.ports)
         v = oracle_window(self.router, w.data, w.off, w.lens, w.ports)
+        if self.flows is not None:
+            v = self.flows.apply(v, w.data, w.off, w.lens, w.ports)
         return v if self.model is None else self.model.apply(v, w.data, w.off, w.lens)
 
     def _window(self, c: Chunk) -> None:
@@ -713,6 +728,8 @@ class RouterRun:
         cp_problems = self._control_problems(tot)
         buffers, buffer_problems = self._buffer_audit()
         cp_problems += buffer_problems
+        flows = self._flow_counts(tot)
+        cp_problems += flows.get("problems", [])
         return {
             "layout": self.layout, "params": self.params, "duration_ms": self.traffic_ns / 1e6,
             "emulated_ms": round(emulated_ms, 3), "emulated_cycles": self.chip.cycle,
@@ -744,6 +761,7 @@ class RouterRun:
             **({"batching": self.batching()} if int((self.params or {}).get("batch", 1) or 1) > 1 else {}),
             **({"tcam": self.chip.tcam_stats()} if self.chip.tcam_info() is not None else {}),  # docs/tcam.md
             **({"scheduler": self.sched.summary()} if self.sched is not None else {}),
+            **({"flows": flows} if self.flows is not None else {}),
         }  # fmt: skip
 
     def batching(self) -> dict[str, Any]:
@@ -766,6 +784,29 @@ class RouterRun:
         out = {k: m[k] for k in ("bits", "index_bits", "choice", "sets", "sets_filled", "ranges_total", "ranges_max")}
         return {**out, "hits": hits, "misses": misses, "hit_rate": round(hits / max(1, hits + misses), 4),
                 "sets_invalidated": inval, "sets_narrowed": narrowed}
+
+    def _flow_counts(self, tot: dict[str, Any]) -> dict[str, Any]:
+        """The flow table's counters in SRAM against the model's (`-D classify=flows`):
+        equal when no resource drop took a packet before the classify step could count it."""
+        if self.flows is None:
+            return {}
+        t = self.flows.table
+        rows, bad = [], []
+        for f in t.flows:
+            e = t.slots[f.key]
+            chip = [self.chip.read32("sram", t.aux_base + 32 * e + 4 * k) for k in range(2)]
+            want = self.flows.counts[f.key]
+            rows.append({"flow": str(f.key), "action": f.action, "packets": chip[0], "bytes": chip[1],
+                         "model_packets": want[0], "model_bytes": want[1],
+                         **({"via": str(ipaddress.IPv4Address(f.via)), "port": f.port} if f.action == "route" else {}),
+                         **({"plugin": f.plugin} if f.action == "plugin" else {})})
+            if chip != want and f.key not in self.flows.changes:  # (one the daemon changed: its own count)
+                bad.append(str(f.key))
+        resource = sum(n for r, n in tot.get("dropped", {}).items() if r in RESOURCE_DROPS)
+        problems = ([f"flow counters differ from the model's for {len(bad)} flows ({bad[0]} ...)"]
+                    if bad and not resource else [])  # fmt: skip
+        return {"entries": len(t.flows), "buckets": t.buckets, "hits": sum(r["packets"] for r in rows),
+                "model_hits": self.flows.hits, "table": rows, "problems": problems}
 
     def _in_flight(self, count: int, census: dict[str, Any]) -> dict[str, Any]:
         """in_flight_report, and when exception records wait unread on the control plane's
@@ -1011,6 +1052,11 @@ def format_summary(s: dict[str, Any]) -> str:
                      f"hits {rc['hits']}, misses {rc['misses']} (hit rate {100 * rc['hit_rate']:.1f} %), "
                      f"sets invalidated by route changes {rc['sets_invalidated']} (narrowed and cached again "
                      f"{rc['sets_narrowed']})")  # fmt: skip
+    fl = s.get("flows")
+    if fl:
+        by = ", ".join(f"{r['action']} {r['packets']}" for r in fl["table"])
+        lines.append(f"flow table: {fl['entries']} declared flows in {fl['buckets']} buckets, {fl['hits']} packets "
+                     f"counted (the model: {fl['model_hits']}): {by}")  # fmt: skip
     if s["faults"]["total"]:
         lines.append(f"chip faults: {s['faults']['total']} {s['faults']['counts']}")
         lines += fault_site_lines(s["faults"])

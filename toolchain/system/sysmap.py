@@ -80,4 +80,6 @@ CP_CHANGES_CAP = 4096
 # the buffers the daemon owns (a bit a handle): what a daemon started again after a kill
 # gives back to the free list (xscale/npkd/cp.h, cp_reclaim)
 CP_OWNED_BASE = 0x8042_0000
+CP_PLUGIN_LOG_BASE = 0x8046_0000  # plugin loads and unloads (-D classify=flows; xscale/npkd/flows.h)
+CP_PLUGIN_LOG_CAP = 1024
 CP_OWNED_MAGIC = 0x4E504B4F  # "NPKO": the header's first word once the daemon has cleared the table

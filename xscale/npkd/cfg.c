@@ -24,6 +24,8 @@ void cfg_free(npkd_cfg *c)
     free(c->arp);
     free(c->route);
     free(c->chg);
+    free(c->flows);
+    c->flows = NULL;
     c->arp = NULL;
     c->route = NULL;
     c->chg = NULL;
@@ -267,6 +269,47 @@ static int nums(const char *s, uint64_t *v, int n)
     return at_end(s) ? 0 : -1;
 }
 
+/* flows BASE AUX BUCKETS MULT_HI MULT_LO | pluginlog BASE CAP | plugin SLOT NAME [ARG...] |
+ * flowidle US */
+static int flow_directive(flow_cfg *f, const char *key, const char *s)
+{
+    uint64_t v[5];
+    char name[64];
+    if (!strcmp(key, "flows")) {
+        if (nums(s, v, 5) || !v[2] || (v[2] & (v[2] - 1)) || v[2] > 16384) return -1;
+        f->key_base = (uint32_t)v[0];
+        f->aux_base = (uint32_t)v[1];
+        f->buckets = (uint32_t)v[2];
+        f->mult_hi = v[3];
+        f->mult_lo = v[4];
+        return 0;
+    }
+    if (!strcmp(key, "flowidle")) {
+        if (nums(s, v, 1)) return -1;
+        f->idle_us = v[0];
+        return 0;
+    }
+    if (!strcmp(key, "pluginlog")) {
+        if (nums(s, v, 2)) return -1;
+        f->log_base = (uint32_t)v[0];
+        f->log_cap = (uint32_t)v[1];
+        return 0;
+    }
+    if (f->nplugin_init >= 16 || parse_num(s, &v[0], &s) || !v[0] || v[0] > 15) return -1;   /* at most 4 args */
+    if (word(s, name, sizeof name, &s) || strlen(name) >= sizeof f->plugin_init[0].name) return -1;
+    uint32_t n = 0;
+    while (n < 4 && !at_end(s)) {
+        if (parse_num(s, &v[1], &s)) return -1;
+        f->plugin_init[f->nplugin_init].args[n++] = (uint32_t)v[1];
+    }
+    if (!at_end(s)) return -1;
+    f->plugin_init[f->nplugin_init].slot = (uint32_t)v[0];
+    f->plugin_init[f->nplugin_init].nargs = n;
+    memcpy(f->plugin_init[f->nplugin_init].name, name, strlen(name) + 1);
+    f->nplugin_init++;
+    return 0;
+}
+
 static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
 {
     char key[32], name[64];
@@ -389,6 +432,10 @@ static int directive(npkd_cfg *c, const char *s, char *err, size_t errlen)
         c->owned_base = (uint32_t)v[0];
         c->owned_cap = (uint32_t)v[1];
         return 0;
+    }
+    if (!strcmp(key, "flows") || !strcmp(key, "pluginlog") || !strcmp(key, "plugin") || !strcmp(key, "flowidle")) {
+        if (!c->flows && !(c->flows = calloc(1, sizeof *c->flows))) return -1;
+        return flow_directive(c->flows, key, s);
     }
     snprintf(err, errlen, "unknown directive '%s'", key);
     return -2;

@@ -76,6 +76,17 @@ typedef struct npkd_opts {
 #undef NPKD_OPT_FIELD
 } npkd_opts;
 
+/* -D classify=flows: the flow table in SRAM (flows.h) and the plugins loaded at start; only
+ * an image with the table has these lines, so the router without it is the one it was */
+typedef struct flow_cfg {
+    uint32_t key_base, aux_base, buckets;
+    uint64_t mult_hi, mult_lo;
+    struct { uint32_t slot, args[4], nargs; char name[16]; } plugin_init[16];
+    uint32_t nplugin_init;
+    uint32_t log_base, log_cap;
+    uint64_t idle_us;                       /* idle expiry (0: never) */
+} flow_cfg;
+
 typedef struct npkd_cfg {
     port_cfg port[NPKD_MAX_PORTS];
     int nports;
@@ -92,6 +103,7 @@ typedef struct npkd_cfg {
     uint32_t log_base, log_cap, stats_base, changelog_base, changelog_cap;
     uint32_t owned_base, owned_cap;         /* owned_cap 0: no table (nothing reclaimed) */
     npkd_opts opt;
+    struct flow_cfg *flows;                 /* -D classify=flows, else NULL (allocated by its lines) */
     char routes_path[NPKD_PATH], state_path[NPKD_PATH], socket_path[NPKD_PATH];
 } npkd_cfg;
 

@@ -9,7 +9,7 @@ static const uint8_t no_app_exceptions[256];   /* cp.app_exc without an applicat
 
 enum {
     EXC_ARP = 1, EXC_IP_OPTIONS = 2, EXC_BROADCAST = 3, EXC_MULTICAST = 4, EXC_LOCAL_DELIVERY = 5,
-    EXC_NO_ROUTE = 6, EXC_TTL_EXPIRED = 7, EXC_REDIRECT = 8, EXC_ARP_MISS = 9
+    EXC_NO_ROUTE = 6, EXC_TTL_EXPIRED = 7, EXC_REDIRECT = 8, EXC_ARP_MISS = 9, EXC_PLUGIN = 10
 };
 
 static const char *const STAT_NAMES[] = {
@@ -129,6 +129,26 @@ static uint64_t now(cp *c)
     return c->hw.now_ns(c->hw.ctx);
 }
 
+static int cp_flows_init(cp *c, const flow_cfg *f)
+{
+    flow_table *t = calloc(1, sizeof *t);
+    if (!t) return -1;
+    t->key_base = f->key_base;
+    t->aux_base = f->aux_base;
+    t->buckets = f->buckets;
+    t->mult_hi = f->mult_hi;
+    t->mult_lo = f->mult_lo;
+    t->log_base = f->log_base;
+    t->log_cap = f->log_cap;
+    c->fl = t;
+    flow_set_idle(t, 1000ull * f->idle_us, now(c));
+    for (uint32_t i = 0; i < f->nplugin_init; i++)
+        if (!plugin_load(t, f->plugin_init[i].slot, f->plugin_init[i].name, f->plugin_init[i].args,
+                         f->plugin_init[i].nargs))
+            plugin_logged(t, c->mem, f->plugin_init[i].slot, now(c));
+    return 0;
+}
+
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw)
 {
     memset(c, 0, sizeof *c);
@@ -140,6 +160,7 @@ int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_h
     c->bucket = (uint64_t)cfg->opt.icmp_burst * 1000000000ull;
     c->bucket_ns = now(c);
     c->log_count = cfg->log_cap ? npkd_sram_rd(mem, cfg->log_base) : 0;   /* a restart appends */
+    if (cfg->flows && cp_flows_init(c, cfg->flows)) return -1;
     return 0;
 }
 
@@ -148,6 +169,9 @@ void cp_free(cp *c)
     for (uint32_t i = 0; i < c->narp; i++) free(c->arp[i].hold);
     free(c->arp);
     free(c->backlog);
+    if (c->fl) free(c->fl->seen);
+    free(c->fl);
+    c->fl = NULL;
     u32map_free(&c->arp_at);
     if (c->app_exc && c->app_exc != no_app_exceptions) free((void *)c->app_exc);
 }
@@ -979,6 +1003,35 @@ static __attribute__((noinline)) int app_exception(cp *c, exc_info *x, uint8_t *
     return 1;
 }
 
+/* a packet of a flow bound to a plugin (-D classify=flows): the slot's plugin (an empty
+ * slot: the packet unchanged), then the rest of the fast path's way (TTL, the route) */
+static int plugin_packet(cp *c, exc_info *x, uint8_t *f)
+{
+    /* the slot the fast path's lookup found (classify.h: packet word bits 23..16), not the
+     * entry as it is now: a flow bound or unbound since is the next packets' business */
+    uint32_t slot = (x->pw >> 16) & (FLOW_SLOTS - 1);
+    x->pw &= ~0x00FF0000u;                          /* reserved again before it goes on */
+    if (!c->fl) return ACT_CONSUMED;                /* no flow table: no such exception */
+    plugin_slot *s = &c->fl->slot[slot];
+    if (slot && s->def) {
+        s->packets++;
+        if (!s->def->fn(f, x->len, s->args, s->nargs, s->state, now(c))) {
+            s->dropped++;
+            return ACT_CONSUMED;
+        }
+    } else {
+        c->fl->passthrough++;
+    }
+    ip_view v;
+    if (ip_parse(f, x->len, &v)) return ACT_CONSUMED;
+    memcpy(c->quote, f, x->len);
+    if (v.ttl <= 1) {
+        x->sent += (uint32_t)icmp_error(c, c->quote, x->len, ICMP_TIME_EXCEEDED, 0, 0, ST_icmp_time_exceeded);
+        return ACT_CONSUMED;
+    }
+    return forward(c, x, f, 1);
+}
+
 void cp_exception(cp *c, uint32_t pw, uint32_t rec)
 {
     const npkd_cfg *g = c->cfg;
@@ -994,7 +1047,7 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
     owned(c, x.handle, 1);                          /* the daemon's until it frees or sends it */
     x.len = npkd_sram_rd(c->mem, desc_addr(c, x.handle) + 8) >> 16;
     uint8_t *f = x.len <= NPKD_FRAME_MAX ? buffer(c, x.handle, x.len) : NULL;
-    if (!f || x.reason < 1 || x.reason > EXC_ARP_MISS) {
+    if (!f || x.reason < 1 || (x.reason > EXC_ARP_MISS && x.reason != EXC_PLUGIN)) {
         if (f && app_exception(c, &x, f)) return;
         c->stats[ST_exc_unknown]++;
         if (f) x.digest = frame_digest(f, x.len);
@@ -1003,7 +1056,7 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
         return;
     }
     x.digest = frame_digest(f, x.len);
-    c->stats[ST_exc_arp + x.reason - 1]++;
+    if (x.reason <= EXC_ARP_MISS) c->stats[ST_exc_arp + x.reason - 1]++;
     int act = ACT_CONSUMED;
     switch (x.reason) {
     case EXC_ARP:
@@ -1032,6 +1085,9 @@ void cp_exception(cp *c, uint32_t pw, uint32_t rec)
         break;
     case EXC_ARP_MISS:
         act = arp_miss(c, &x, f);
+        break;
+    case EXC_PLUGIN:
+        act = plugin_packet(c, &x, f);
         break;
     default:
         break;
@@ -1062,6 +1118,7 @@ int cp_poll(cp *c, int max)
 void cp_timers(cp *c)
 {
     uint64_t t = now(c);
+    if (c->fl) flow_scan(c->fl, c->mem, t);
     for (uint32_t i = 0; i < c->narp; i++) {
         arp_ent *e = &c->arp[i];
         if (e->state == ARP_INCOMPLETE && t >= e->next_try) {
@@ -1085,7 +1142,7 @@ void cp_timers(cp *c)
 
 uint64_t cp_deadline(const cp *c)
 {
-    uint64_t d = UINT64_MAX;
+    uint64_t d = c->fl ? flow_deadline(c->fl) : UINT64_MAX;
     for (uint32_t i = 0; i < c->narp; i++) {
         const arp_ent *e = &c->arp[i];
         if (e->state == ARP_INCOMPLETE && e->next_try < d) d = e->next_try;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cfg.h"
+#include "flows.h"
 #include "pkt.h"
 #include "stats.h"
 #include "tables.h"
@@ -121,6 +122,7 @@ typedef struct cp {
     /* an application's exception actions by code (NPKD_EXC_*), read from NPKD_APP_EXCEPTIONS
      * beside the route file when the first code npkit does not know comes (NULL until then) */
     const uint8_t *app_exc;
+    flow_table *fl;                         /* -D classify=flows (flows.h), else NULL */
 } cp;
 
 /* An application's exception reasons (its reasons.yaml `control:`), one a line in the file

@@ -242,6 +242,149 @@ static int show_more(void *ctx, ctl_conn *k)
     return 0;
 }
 
+/* `npk flow` and `npk plugin` (-D classify=flows; flows.h) */
+static void flow_cmd(npkd_state *d, ctl_conn *k, const char *line)
+{
+    flow_table *t = d->cp.fl;
+    flow_key key;
+    const char *rest;
+    if (!t) {
+        ctl_printf(k, "error: this image has no flow table (link it with -D classify=flows)\n");
+        return;
+    }
+    if (!strncmp(line, "add ", 4)) {
+        if (flow_parse_key(line + 4, &key, &rest)) {
+            ctl_printf(k, "error: cannot read the flow '%s' (SRC DST PROTO [SPORT DPORT] count|plugin N)\n", line + 4);
+            return;
+        }
+        uint32_t action = FLOW_ACT_COUNT, arg = 0;
+        if (!strncmp(rest, "plugin ", 7)) {
+            action = FLOW_ACT_PLUGIN;
+            arg = (uint32_t)strtoul(rest + 7, NULL, 10);
+            if (arg < 1 || arg >= FLOW_SLOTS) {
+                ctl_printf(k, "error: plugin slot: 1..%d\n", FLOW_SLOTS - 1);
+                return;
+            }
+        } else if (strcmp(rest, "count") && *rest) {
+            ctl_printf(k, "error: action '%s': count or plugin N (a route entry is declared in flows.yaml)\n", rest);
+            return;
+        }
+        int rc = flow_add(t, &d->mem, &key, action, arg, d->cp.hw.now_ns(d->cp.hw.ctx));
+        ctl_printf(k, rc == -2 ? "error: the flow is there already\n" : rc == -3 ? "error: its bucket is full\n" : "ok\n");
+        return;
+    }
+    if (!strncmp(line, "del ", 4)) {
+        if (flow_parse_key(line + 4, &key, &rest) || *rest) {
+            ctl_printf(k, "error: cannot read the flow '%s' (SRC DST PROTO [SPORT DPORT])\n", line + 4);
+            return;
+        }
+        ctl_printf(k, flow_del(t, &d->mem, &key, d->cp.hw.now_ns(d->cp.hw.ctx)) ? "error: no such flow\n" : "ok\n");
+        return;
+    }
+    if (!strncmp(line, "idle ", 5)) {            /* idle US: expire entries idle that long (0: never) */
+        char *e;
+        unsigned long long us = strtoull(line + 5, &e, 10);
+        if (e == line + 5 || *e) {
+            ctl_printf(k, "error: flow idle US (microseconds; 0: entries never expire)\n");
+            return;
+        }
+        flow_set_idle(t, 1000ull * us, d->cp.hw.now_ns(d->cp.hw.ctx));
+        ctl_printf(k, "ok\n");
+        return;
+    }
+    if (!strcmp(line, "show")) {
+        static const char *acts[] = {"none", "count", "route", "plugin"};
+        for (uint32_t e = 0; e < 2 * t->buckets; e++) {
+            uint32_t a = t->key_base + 16 * e, w = npkd_sram_rd(&d->mem, a + 12), act = (w >> 16) & 0xFF;
+            if (!act || act > 3) continue;
+            char s[16], ds[16];
+            fmt_ip(s, npkd_sram_rd(&d->mem, a));
+            fmt_ip(ds, npkd_sram_rd(&d->mem, a + 4));
+            uint32_t ports = npkd_sram_rd(&d->mem, a + 8), aux = t->aux_base + 32 * e;
+            ctl_printf(k, "%s %s %u %u %u %s %u packets %u bytes %u\n", s, ds, w >> 24, ports >> 16, ports & 0xFFFF,
+                       acts[act], w & 0xFFFF, npkd_sram_rd(&d->mem, aux), npkd_sram_rd(&d->mem, aux + 4));
+        }
+        ctl_printf(k, "ok\n");
+        return;
+    }
+    ctl_printf(k, "error: unknown flow command '%s' (add, del, show, idle)\n", line);
+}
+
+static void plugin_cmd(npkd_state *d, ctl_conn *k, const char *line)
+{
+    flow_table *t = d->cp.fl;
+    if (!t) {
+        ctl_printf(k, "error: this image has no flow table (link it with -D classify=flows)\n");
+        return;
+    }
+    if (!strcmp(line, "list")) {
+        for (const plugin_def *p = npkd_plugins; p->name; p++) ctl_printf(k, "plugin %s: %s\n", p->name, p->what);
+        for (uint32_t i = 1; i < FLOW_SLOTS; i++) {
+            const plugin_slot *s = &t->slot[i];
+            if (s->def || s->loads)
+                ctl_printf(k, "slot %u %s packets %u dropped %u loads %u\n", i, s->def ? s->def->name : "-",
+                           s->packets, s->dropped, s->loads);
+        }
+        ctl_printf(k, "passthrough %u\nok\n", t->passthrough);
+        return;
+    }
+    char *e;
+    if (!strncmp(line, "load ", 5)) {
+        unsigned long slot = strtoul(line + 5, &e, 10);
+        char name[16] = {0};
+        uint32_t args[FLOW_ARGS], n = 0;
+        while (*e == ' ') e++;
+        size_t len = strcspn(e, " ");
+        if (len == 0 || len >= sizeof name) {
+            ctl_printf(k, "error: plugin load SLOT NAME [ARGS]\n");
+            return;
+        }
+        memcpy(name, e, len);
+        e += len;
+        while (*e == ' ') e++;
+        while (*e && n < FLOW_ARGS) {
+            char *x;
+            args[n++] = (uint32_t)strtoul(e, &x, 0);
+            if (x == e) break;
+            e = x;
+            while (*e == ' ') e++;
+        }
+        int rc = plugin_load(t, (uint32_t)slot, name, args, n);
+        if (!rc) plugin_logged(t, &d->mem, (uint32_t)slot, d->cp.hw.now_ns(d->cp.hw.ctx));
+        ctl_printf(k, rc == -2 ? "error: no plugin '%s' (plugin list)\n" : rc ? "error: slot 1..15, at most 4 args%s\n" : "ok%s\n",
+                   rc ? name : "");
+        return;
+    }
+    if (!strncmp(line, "unload ", 7)) {
+        unsigned long slot = strtoul(line + 7, &e, 10);
+        if (slot < 1 || slot >= FLOW_SLOTS || !t->slot[slot].def) {
+            ctl_printf(k, "error: slot %lu holds no plugin\n", slot);
+            return;
+        }
+        t->slot[slot].def = NULL;                  /* between two packets: the next passes unchanged */
+        plugin_logged(t, &d->mem, (uint32_t)slot, d->cp.hw.now_ns(d->cp.hw.ctx));
+        ctl_printf(k, "ok\n");
+        return;
+    }
+    if (!strncmp(line, "bind ", 5)) {             /* bind SLOT FLOW: the flow's entry goes to the slot */
+        unsigned long slot = strtoul(line + 5, &e, 10);
+        flow_key key;
+        const char *rest;
+        if (slot < 1 || slot >= FLOW_SLOTS || flow_parse_key(e, &key, &rest) || *rest) {
+            ctl_printf(k, "error: plugin bind SLOT SRC DST PROTO [SPORT DPORT]\n");
+            return;
+        }
+        int rc = flow_rebind(t, &d->mem, &key, FLOW_ACT_PLUGIN, (uint32_t)slot, d->cp.hw.now_ns(d->cp.hw.ctx));
+        if (rc) {
+            ctl_printf(k, "error: its bucket is full\n");
+            return;
+        }
+        ctl_printf(k, "ok\n");
+        return;
+    }
+    ctl_printf(k, "error: unknown plugin command '%s' (list, load, unload, bind)\n", line);
+}
+
 static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
 {
     npkd_state *d = ctx;
@@ -325,13 +468,21 @@ static void handle(void *ctx, ctl *c, ctl_conn *k, char *line)
         ctl_printf(k, "ok\n");
         return;
     }
+    if (!strncmp(line, "flow ", 5)) {
+        flow_cmd(d, k, line + 5);
+        return;
+    }
+    if (!strncmp(line, "plugin ", 7)) {
+        plugin_cmd(d, k, line + 7);
+        return;
+    }
     if (!strcmp(line, "restart")) {
         ensure_tables(d);
         ctl_printf(k, "ok restarting\n");
         d->restart = 1;
         return;
     }
-    ctl_printf(k, "error: unknown command '%s' (add, del, show, stats, arp, restart)\n", line);
+    ctl_printf(k, "error: unknown command '%s' (add, del, show, stats, arp, restart, flow, plugin)\n", line);
 }
 
 /* ---- the loop ------------------------------------------------------------------------------------- */
