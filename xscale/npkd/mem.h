@@ -18,6 +18,10 @@ typedef struct npkd_mem {
     uint32_t dram_bytes;
     volatile uint32_t *scratch;     /* scratch (16 KB; the range cache, lpm.c), NULL when not mapped */
     uint32_t scratch_bytes;
+    /* maps scratch on first use (a route change), so that a router without a range cache
+     * runs the boot it ran before; NULL once tried, or in the native unit tests */
+    volatile uint32_t *(*map_scratch)(void *ctx, uint32_t *bytes);
+    void *map_ctx;
     uint8_t *mark[4];               /* optional: one bit per SRAM word written (image dumps) */
     uint64_t sram_writes;           /* words written (statistics) */
     uint64_t bad_access;            /* accesses outside the mapped windows */
@@ -56,14 +60,24 @@ static inline const uint32_t *npkd_sram_words(npkd_mem *m, uint32_t addr, uint32
 }
 
 /* A scratch word (big-endian as the MEs store it); 0 when scratch is not mapped. */
+static inline void npkd_scratch_map(npkd_mem *m)
+{
+    if (m->scratch || !m->map_scratch) return;
+    m->scratch = m->map_scratch(m->map_ctx, &m->scratch_bytes);
+    m->map_scratch = NULL;
+    if (!m->scratch) m->scratch_bytes = 0;
+}
+
 static inline uint32_t npkd_scratch_rd(npkd_mem *m, uint32_t addr)
 {
+    npkd_scratch_map(m);
     if (!m->scratch || addr >= m->scratch_bytes) return 0;
     return ntohl(m->scratch[addr >> 2]);
 }
 
 static inline void npkd_scratch_wr(npkd_mem *m, uint32_t addr, uint32_t v)
 {
+    npkd_scratch_map(m);
     if (!m->scratch || addr >= m->scratch_bytes) return;
     m->scratch[addr >> 2] = htonl(v);
 }

@@ -101,6 +101,13 @@ static uint64_t clock_now(void *ctx)
     return npk_dev_now_ns(&((npkd_state *)ctx)->dev);   /* read afresh (tables.h: grace) */
 }
 
+static volatile uint32_t *map_scratch(void *ctx, uint32_t *bytes)
+{
+    npkd_state *d = ctx;
+    *bytes = NPKD_SCRATCH_BYTES;
+    return npk_dev_map(&d->dev, NPK_XS_SCRATCH_BASE, NPKD_SCRATCH_BYTES);
+}
+
 static void map_memories(npkd_state *d, uint32_t sram_ch_bytes, uint32_t dram_bytes)
 {
     int rc = npk_dev_open(&d->dev);
@@ -113,8 +120,8 @@ static void map_memories(npkd_state *d, uint32_t sram_ch_bytes, uint32_t dram_by
     d->mem.dram = npk_dev_map(&d->dev, NPK_XS_DRAM_BASE, dram_bytes);
     d->mem.dram_bytes = dram_bytes;
     if (!d->mem.dram) die("cannot map DRAM");
-    d->mem.scratch = npk_dev_map(&d->dev, NPK_XS_SCRATCH_BASE, NPKD_SCRATCH_BYTES);
-    d->mem.scratch_bytes = d->mem.scratch ? NPKD_SCRATCH_BYTES : 0;   /* the range cache (lpm.c) */
+    d->mem.map_scratch = map_scratch;   /* the range cache (lpm.c): mapped at the first route change */
+    d->mem.map_ctx = d;
 }
 
 /* ---- route table ------------------------------------------------------------------------ */
