@@ -167,6 +167,7 @@ def test_idle_entries_expire(tmp_path: Path) -> None:
     rr.drain()
     s = rr.summary()
     rr.close()
-    assert judge(s, Policy())["ok"]
+    verdict = judge(s, Policy())
+    assert verdict["ok"], verdict["reasons"]
     assert "198.18.0.9" in before and "198.18.0.9" not in [a[0] for a in after]
     assert sorted(int(a[3]) for a in after) == [1000, 1001, BOUND]   # the declared flows, running
