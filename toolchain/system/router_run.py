@@ -426,6 +426,9 @@ class RouterRun:
         o = self.outcome(pid)
         if o is None:
             return
+        during = getattr(self.cp, "drop_outcome", None)   # a drop a change of the control plane's explains
+        if during is not None:
+            o = during(pid, reason, o)
         if is_undeclared(reason):  # the verdict names the code and who counted it
             self._judged(pid, UNDECLARED, {"outcome": "drop", "reason": reason})
             return

@@ -143,7 +143,7 @@ typedef struct i3d {
     /* system (microcode/README.md §2) */
     uint32_t desc_base, desc_shift, n_bufs, buf_base, buf_shift, freelist_q;
     int exc_ring, cp_ring, relay_ring;          /* relay -1: none */
-    uint32_t mitable, mirows;                   /* spp.md §4.1 (0: not written) */
+    uint32_t mitable, mirows, migen;            /* spp.md §4.1 (0: not written; migen: its generation word) */
     uint8_t port_mac[I3D_MAX_PORTS][6];
     uint32_t nports;
     i3d_arp arp[I3D_MAX_ARP];
