@@ -85,6 +85,21 @@ static void mi_publish(i3d *d)
     npkd_sram_wr(d->mem, d->migen, npkd_sram_rd(d->mem, d->migen) + 1u);
 }
 
+/* a daemon started again: the rows its predecessor added (`slice add`) are unknown to this
+ * one -- out of the demux (the link's rows, in its store, stay).  Returns the rows cleared. */
+int i3d_mi_sync(i3d *d)
+{
+    int n = 0;
+    for (uint32_t i = 0; d->mitable && i < d->mirows; i++) {
+        uint32_t a = d->mitable + 16u * i;
+        if (!(npkd_sram_rd(d->mem, a + 12) >> 31) || (i < I3_MAX_MIS && d->st.mi[i].used)) continue;
+        npkd_sram_wr(d->mem, a + 12, 0);
+        n++;
+    }
+    if (n) mi_publish(d);
+    return n;
+}
+
 static int next_index(i3d *d)
 {
     for (int i = 0; i < 255; i++)

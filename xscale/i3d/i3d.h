@@ -179,6 +179,7 @@ void i3d_command(i3d *d, char *line, i3d_out out, void *ctx);
 int i3d_poll(i3d *d, int max);
 void i3d_exception(i3d *d, uint32_t pw, uint32_t rec);   /* one record (tests) */
 void i3d_publish(i3d *d, uint32_t starts);
+int i3d_mi_sync(i3d *d);                                  /* restart: rows of slices it does not know out */
 void i3d_mirror(i3d *d);                                 /* the filter mirror, after a change */
 /* the timed commands due by d->now: how many were made (their answers go to stderr) */
 int i3d_timed_due(i3d *d);
