@@ -64,9 +64,12 @@ def image(xscale_built: Path) -> Any:
     return link(app.layout_file("spp_gpe"), {"io": "msf"}, None, None, config=CHIP, app=app)
 
 
-def test_a_slice_added_mid_run_is_forwarded_by_the_fast_path(image: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("placement", ["gpe", "xscale"])
+def test_a_slice_added_mid_run_is_forwarded_by_the_fast_path(image: Any, tmp_path: Path, placement: str) -> None:
+    """(On the XScale the daemon boots in ~460 µs: it makes both commands then, fewer of the
+    new slice's packets are forwarded.)"""
     rr = RouterRun(image, load_traffic_source(_spec(tmp_path), 1_000_000), CHIP, record=True,
-                   control={"timed": COMMANDS})  # fmt: skip
+                   control={"timed": COMMANDS, "placement": placement})  # fmt: skip
     try:
         rr.run_traffic(1_000_000)
         rr.drain()
@@ -79,7 +82,7 @@ def test_a_slice_added_mid_run_is_forwarded_by_the_fast_path(image: Any, tmp_pat
         # for want of a filter until the daemon made it), forwarded by the fast path after
         new_fwd = cp["forwarded_by_slices_added"]
         offered = tot["offered"]
-        assert new_fwd > 0.25 * offered, (new_fwd, offered)
+        assert new_fwd > (0.25 if placement == "gpe" else 0.1) * offered, (new_fwd, offered)
         dropped = tot["dropped"]
         assert 0 < dropped.get("spp_no_meta_if", 0) < offered / 2 - new_fwd + 5, dropped
         assert tot["forwarded"] + sum(dropped.values()) == offered      # nothing lost, nothing excepted
