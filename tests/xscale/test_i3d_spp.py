@@ -234,3 +234,25 @@ def test_fingers_change_while_traffic_runs(xscale_built: Path) -> None:
     assert cp["counters"]["fingers_written"] == 2
     assert cp["forwarded_by_it_the_model_forwards"] > 0      # finger 62's packets, by the GPE
     assert cp["fast_path_after_install"] > 0                 # finger 63's, by the fast path
+
+
+def test_the_default_traffic_fits_the_gpe(xscale_built: Path) -> None:
+    """The default `npk demo --app examples/apps/spp --layout spp_gpe`, 10 ms: the traffic's
+    exception share (~4 %, most traffic on the fast path as in seed 004) is below what the
+    daemon takes over the gpe link (~190,000 records/s): every exception reaches it, none
+    dropped at the ring, verdict ok (docs/spp.md §12, "The GPE's capacity")."""
+    import json
+
+    from click.testing import CliRunner
+
+    from npkit.toolchain.cli import main
+
+    res = CliRunner().invoke(main, ["demo", "--app", str(SPP), "--layout", "spp_gpe", "--ms", "10", "--json"])
+    assert res.exit_code == 0, res.output[-2000:]
+    s = json.loads(res.output)
+    tot, c = s["totals"], s["control_plane"]["counters"]
+    assert s["verdict"]["ok"] and tot["lost"] == 0 and "exception_ring_full" not in tot["dropped"], tot
+    excepted = sum(tot["exceptions"].values())
+    assert c["exceptions"] > 500 and c["exceptions"] == excepted + c["delivered"] + c["finger_forwarded"], (c, tot)
+    assert c["exceptions"] < 0.06 * tot["offered"]          # the fast path's share: > 94 %
+    assert s["comparison"]["unexpected_control"] == 0 and s["comparison"]["matched_control"] > 400

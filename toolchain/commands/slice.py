@@ -65,9 +65,10 @@ def slice_show(slice_name: str | None, socket: str, as_json: bool) -> None:
 def slice_add(slice_id: int, name: str, code_option: str, share: float | None, index: int | None,
               mis: tuple[str, ...], node: str | None, pred: str | None, socket: str, as_json: bool) -> None:  # fmt: skip
     """Add slice SLICE_ID NAME running CODE_OPTION to the daemon: its meta-interfaces go
-    into the meta-interface table in SRAM (the valid word last).  The spp block reads that
-    table at start and the queue manager's classes are the link's: the fast path does not
-    demux to a slice added at run time (docs/spp.md §11, §12)."""
+    into the meta-interface table in SRAM (the valid word last) and the table's generation
+    word is bumped: the spp block copies the table again and demultiplexes the slice from
+    its next frame on.  The queue manager's classes are the link's: the slice's index is
+    masked into them (docs/spp.md §4.1, §12)."""
     words = ["slice", "add", str(slice_id), name, code_option]
     if share is not None:
         if not 0 < share <= 1:

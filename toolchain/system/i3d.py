@@ -123,7 +123,10 @@ def i3d_conf(sub: Any, router: Any, tcam: dict[str, int] | None, *, rings: tuple
     if tcam is not None:
         lines.append(f"tcam {tcam['base']:#x} {tcam['entries']} {nfilters} {max(0, tcam['entries'] - nfilters)}")
     base = getattr(sys.modules[type(sub).__module__], "META_IF_BASE", 0xC0010000)
-    lines.append(f"mitable {base:#x} {len(sub.meta_ifs)}")
+    # the table's rows (the link's and free ones the daemon fills at `slice add`) and its
+    # generation word after them, which the spp block reads beside every frame (spp.md §4.1)
+    rows = int(getattr(sys.modules[type(sub).__module__], "MAX_META_IFS", len(sub.meta_ifs)))
+    lines.append(f"mitable {base:#x} {rows} {base + 16 * rows:#x}")
     for i, p in enumerate(router.ports):
         lines.append(f"port {i} {mac(f'{b:02x}' for b in p.mac)}")
     for ip, m in sorted(router.arp.items()):

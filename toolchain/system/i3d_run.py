@@ -30,6 +30,7 @@ timestamp to its hand-over to the queue manager: `gpe_delay_ns`).
 
 from __future__ import annotations
 
+import importlib.util
 import struct
 import sys
 import tempfile
@@ -39,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from npkit.emulator.traffic.control import frame_digest
-from npkit.emulator.traffic.cpkt import EXCEPTION, FORWARD, PYTHON
+from npkit.emulator.traffic.cpkt import DROP, EXCEPTION, FORWARD, PYTHON
+from npkit.emulator.traffic.oracle import Drop, Forward
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
 from .control import GUEST_RUN_DIR
@@ -59,9 +61,24 @@ from .undeclared import reason_name
 
 TO_PYTHON = bytes.maketrans(bytes([EXCEPTION]), bytes([PYTHON]))
 ALL_TO_PYTHON = bytes.maketrans(bytes([EXCEPTION, FORWARD]), bytes([PYTHON, PYTHON]))
+# ... and the drops too, once the daemon changed the meta-interface table (`slice add|del`)
+EVERY_TO_PYTHON = bytes.maketrans(bytes([EXCEPTION, FORWARD, DROP]), bytes([PYTHON, PYTHON, PYTHON]))
 OUTER = 42  # Ethernet + IPv4 + UDP (docs/spp.md §2)
 I3_HEADER = 27
 ACT_CONSUMED, ACT_FORWARDED, ACT_DROPPED, ACT_RELAYED = 1, 2, 3, 5
+
+
+def _app_module(folder: Path, name: str) -> Any:
+    """A module of the application's folder, loaded by path (the application is no package)."""
+    key = f"npk_i3d_{name}_{abs(hash(str(folder.resolve())))}"
+    mod = sys.modules.get(key)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(key, folder / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[key] = mod
+        spec.loader.exec_module(mod)
+    return mod
 
 
 def app_folder(image: Any) -> Path:
@@ -95,7 +112,8 @@ class I3dPlane:
         self.dir = Path(workdir or self._tmp.name)  # type: ignore[union-attr]
         self.dir.mkdir(parents=True, exist_ok=True)
         self.socket = str(socket) if socket else None
-        self.sub = load_substrate(app_folder(image))
+        self.folder = app_folder(image)
+        self.sub = load_substrate(self.folder)
         router = router if router is not None else router_config_of(image)
         opts = {"clock_mhz": int(float(chip.config["clock_mhz"])), **meta.get("options", {}), **(options or {})}
         conf = i3d_conf(self.sub, router, chip.tcam_info(),
@@ -203,10 +221,20 @@ class GpeJudge:
         # by the state before it (the daemon publishes an install before it, a removal after)
         self._previous: list[MirroredFilter] = []
         self.changed = False  # the daemon changed the fast path: every frame judged here
+        self.live_forwarded = 0  # frames of packets the link's model drops, forwarded by a slice added at run time
         self._fingers_written_at = I3D_STATS_BASE + 16 + 4 * stat_names().index("fingers_written")
         self._mirror_gen_at = I3D_STATS_BASE + mirror_offset() + 4
         mod = sys.modules[type(self.sub).__module__]  # the application's slices.py: its table addresses
         self._finger_base, self._finger_block = int(mod.FINGER_BASE), int(mod.FINGER_BLOCK)
+        # the meta-interface table's generation word: the daemon bumps it at `slice add|del`;
+        # from then on the frames the link's model drops are judged by the table and the TCAM
+        # as they are (the application's spp_model.LiveSpp)
+        self._mi_gen_at = int(getattr(mod, "META_IF_GEN", 0))
+        self.mi_changed = False
+        self._live: Any = None
+        if self._mi_gen_at:
+            live = _app_module(self.plane.folder, "spp_model")
+            self._live = live.LiveSpp(self.sub, rr.chip, int(mod.META_IF_BASE), int(mod.MAX_META_IFS))
         rr.chip.add_service(self.service, int(slice_ns * float(rr.chip.config["clock_mhz"]) // 1000))
         self.run.on_forget.append(self.forget)
 
@@ -223,18 +251,24 @@ class GpeJudge:
         # once the daemon has changed the fast path (a filter or a finger, at run time), the
         # model's forwards are no longer the whole story: every frame is judged here
         self._note_changes()
-        c.verdicts = dc_replace(v, kind=v.kind.translate(ALL_TO_PYTHON if self.changed else TO_PYTHON))
+        c.verdicts = dc_replace(v, kind=v.kind.translate(self._to_python() if self.changed else TO_PYTHON))
+
+    def _to_python(self) -> bytes:
+        return EVERY_TO_PYTHON if self.mi_changed else ALL_TO_PYTHON
 
     def _note_changes(self) -> None:
+        if not self.mi_changed and self._mi_gen_at and self.rr.chip.read32("sram", self._mi_gen_at):
+            self.mi_changed = True
+            self.changed = False      # the held windows' drops go to Python too (below)
         if self.changed:
             return
         # the daemon publishes its mirror once as it starts (generation 1), then at each change
         gen = self.rr.chip.read32("sram", self._mirror_gen_at)
-        self.changed = gen > 1 or self.rr.chip.read32("sram", self._fingers_written_at) != 0
+        self.changed = gen > 1 or self.rr.chip.read32("sram", self._fingers_written_at) != 0 or self.mi_changed
         if self.changed:    # the windows held already: their frames to come are judged here too
             for c in self.run.chunks:
                 if c.verdicts is not None:
-                    c.verdicts = dc_replace(c.verdicts, kind=c.verdicts.kind.translate(ALL_TO_PYTHON))
+                    c.verdicts = dc_replace(c.verdicts, kind=c.verdicts.kind.translate(self._to_python()))
 
     def _index(self, pid: int, key: tuple[int, int, int]) -> None:
         self.index.setdefault(key, deque()).append(pid)
@@ -353,7 +387,7 @@ class GpeJudge:
         if v.kind[i] == FORWARD:
             return self._judge_forward(d, c, i) if c.verdicts.kind[i] == PYTHON else None
         if v.kind[i] != EXCEPTION:
-            return None
+            return self._judge_live(d, c, i) if c.verdicts.kind[i] == PYTHON else None
         if d.pid not in self.gpe_forwarded:
             self.service()
         w = c.w
@@ -386,6 +420,36 @@ class GpeJudge:
         if self._fast_or_gpe_frame(frame, w.ports[i], d):
             return "matched_forward"
         return "wrong_port" if v.port[i] != d.port else "wrong_bytes"
+
+    def _judge_live(self, d: Departure, c: Chunk, i: int) -> str:
+        """A frame of a packet the link's model drops, after the daemon changed the
+        meta-interface table (a slice added at run time): what the fast path makes of it
+        with the table and the TCAM as they are now."""
+        w = c.w
+        o = self._live.decide(w.frame(i), w.ports[i]) if self._live is not None else None
+        if not isinstance(o, Forward):
+            return "wrong_outcome"
+        if o.port != d.port:
+            return "wrong_port"
+        if o.data != d.data:
+            return "wrong_bytes"
+        self.live_forwarded += 1
+        return "matched_forward"
+
+    def drop_outcome(self, pid: int, reason: str, o: Any) -> Any:
+        """The outcome a drop is judged against (RouterRun._dropped).  A packet to a
+        meta-interface the daemon added at run time, which the link's model drops for want of
+        one, may be dropped while the change goes: `spp_no_meta_if` until the spp block has
+        copied the table again, `spp_no_filter` until the daemon has put the slice's filter
+        in the TCAM -- the drop it got is what the state of the change gave."""
+        if (not self.mi_changed or self._live is None or getattr(o, "reason", None) != "spp_no_meta_if"
+                or reason not in ("spp_no_meta_if", "spp_no_filter")):  # fmt: skip
+            return o
+        c = self.run.chunk_of(pid)
+        if c is None:
+            return o
+        i = pid - c.first
+        return Drop(reason) if self._live.meta_if(c.w.frame(i), c.w.ports[i]) is not None else o
 
     def _fast_or_gpe_frame(self, frame: bytes, in_port: int, d: Departure) -> bool:
         for filters in (None, self._previous):
@@ -528,7 +592,7 @@ class GpeJudge:
 
         return {"packets_forwarded_by_it": self.forwarded_by_it, "records": dict(self.by_action),
                 "forwarded_by_it_the_model_forwards": self.model_forwards, "multicast_copies": self.copies,
-                "fast_path_after_install": fast,
+                "fast_path_after_install": fast, "forwarded_by_slices_added": self.live_forwarded,
                 "gpe_latency_ns": {"count": len(lat), "mean": round(sum(lat) / len(lat)) if lat else 0,
                                    "p50": pct(50), "p90": pct(90), "p99": pct(99), "max": lat[-1] if lat else 0}}  # fmt: skip
 

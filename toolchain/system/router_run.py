@@ -426,6 +426,9 @@ class RouterRun:
         o = self.outcome(pid)
         if o is None:
             return
+        during = getattr(self.cp, "drop_outcome", None)   # a drop a change of the control plane's explains
+        if during is not None:
+            o = during(pid, reason, o)
         if is_undeclared(reason):  # the verdict names the code and who counted it
             self._judged(pid, UNDECLARED, {"outcome": "drop", "reason": reason})
             return
@@ -1016,7 +1019,9 @@ def _i3d_line(cp: dict[str, Any]) -> str:
             f"delay us (daemon) mean {d['mean'] / 1000:.1f} p50 {d['p50'] / 1000:.1f} p99 {d['p99'] / 1000:.1f}, "
             f"(wire) p50 {w['p50'] / 1000:.1f} p99 {w['p99'] / 1000:.1f}; filters installed {c['filters_installed']}, "
             f"removed {c['filters_removed']}; packets on the fast path after their filter's install "
-            f"{cp['fast_path_after_install']}")  # fmt: skip
+            f"{cp['fast_path_after_install']}"
+            + (f"; forwarded by slices added at run time {cp['forwarded_by_slices_added']}"
+               if cp.get("forwarded_by_slices_added") else ""))  # fmt: skip
 
 
 def format_summary(s: dict[str, Any]) -> str:

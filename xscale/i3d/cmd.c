@@ -77,6 +77,29 @@ static void mi_row(i3d *d, int i, int valid)
     npkd_sram_wr(d->mem, a + 12, 0x80000000u);
 }
 
+/* the table's generation word (spp.md §4.1): bumped after the rows of a slice went in or
+ * out, so that the spp block copies the table into its local memory again */
+static void mi_publish(i3d *d)
+{
+    if (!d->migen) return;
+    npkd_sram_wr(d->mem, d->migen, npkd_sram_rd(d->mem, d->migen) + 1u);
+}
+
+/* a daemon started again: the rows its predecessor added (`slice add`) are unknown to this
+ * one -- out of the demux (the link's rows, in its store, stay).  Returns the rows cleared. */
+int i3d_mi_sync(i3d *d)
+{
+    int n = 0;
+    for (uint32_t i = 0; d->mitable && i < d->mirows; i++) {
+        uint32_t a = d->mitable + 16u * i;
+        if (!(npkd_sram_rd(d->mem, a + 12) >> 31) || (i < I3_MAX_MIS && d->st.mi[i].used)) continue;
+        npkd_sram_wr(d->mem, a + 12, 0);
+        n++;
+    }
+    if (n) mi_publish(d);
+    return n;
+}
+
 static int next_index(i3d *d)
 {
     for (int i = 0; i < 255; i++)
@@ -149,6 +172,14 @@ static void slice_add_cmd(i3d *d, reply *r, char **t, int k)
     }
     for (int i = 0; i < nmi; i++) {
         int at = mi_add(&d->st, -1, &mis[i], why, sizeof why);
+        if (at >= 0 && d->mitable && (uint32_t)at >= d->mirows) {
+            for (int j = 0; j < I3_MAX_MIS; j++)
+                if (d->st.mi[j].used && d->st.mi[j].slice == sl.id) mi_row(d, j, 0);
+            mi_publish(d);
+            slice_del(&d->st, sl.id, why, sizeof why);
+            fail(d, r, "the meta-interface table is full");
+            return;
+        }
         if (at < 0) {
             slice_del(&d->st, sl.id, why, sizeof why);
             fail(d, r, "meta-interfaces: no room, or a name twice");
@@ -156,6 +187,7 @@ static void slice_add_cmd(i3d *d, reply *r, char **t, int k)
         }
         mi_row(d, at, 1);
     }
+    if (nmi) mi_publish(d);
     i3_slice *in = slice_get(&d->st, sl.id);
     show_slice(d, r, in);
     say(r, "ok\n");
@@ -198,6 +230,7 @@ static void slice_cmd(i3d *d, reply *r, char **t, int k)
         }
         for (int i = 0; i < I3_MAX_MIS; i++)
             if (d->st.mi[i].used && d->st.mi[i].slice == id) mi_row(d, i, 0);   /* out of the demux first */
+        mi_publish(d);
         if (slice_del(&d->st, id, why, sizeof why)) {
             fail(d, r, why);
             return;

@@ -7,7 +7,7 @@
  *                                         records of other slices go (npkd's ring)
  *   tcam ENTRY0 ENTRIES FIRST COUNT       TCAM entry 0's SRAM address, its entries, the
  *                                         daemon's own [FIRST, FIRST + COUNT)
- *   mitable BASE ROWS                     the meta-interface table (spp.md §4.1)
+ *   mitable BASE ROWS [GEN]               the meta-interface table (spp.md §4.1): its rows, its generation word
  *   port INDEX MAC                        a physical port's MAC (outgoing Ethernet source)
  *   arp A.B.C.D MAC                       a next hop's MAC
  *   slice INDEX ID NAME ipv4|i3 SHARE_PPM
@@ -153,8 +153,9 @@ int i3d_conf_line(i3d *d, char *line, char *err, size_t n)
         return 0;
     }
     if (!strcmp(w, "mitable")) {
-        if (k != 3 || nums(t + 1, 2, v) || v[1] > I3_MAX_MIS) FAIL("mitable BASE ROWS (at most %d)", I3_MAX_MIS);
-        d->mitable = v[0], d->mirows = v[1];
+        if ((k != 3 && k != 4) || nums(t + 1, k - 1, v) || v[1] > I3_MAX_MIS)
+            FAIL("mitable BASE ROWS [GENERATION_ADDRESS] (rows at most %d)", I3_MAX_MIS);
+        d->mitable = v[0], d->mirows = v[1], d->migen = k == 4 ? v[2] : 0;
         return 0;
     }
     if (!strcmp(w, "port")) {

@@ -143,7 +143,7 @@ typedef struct i3d {
     /* system (microcode/README.md §2) */
     uint32_t desc_base, desc_shift, n_bufs, buf_base, buf_shift, freelist_q;
     int exc_ring, cp_ring, relay_ring;          /* relay -1: none */
-    uint32_t mitable, mirows;                   /* spp.md §4.1 (0: not written) */
+    uint32_t mitable, mirows, migen;            /* spp.md §4.1 (0: not written; migen: its generation word) */
     uint8_t port_mac[I3D_MAX_PORTS][6];
     uint32_t nports;
     i3d_arp arp[I3D_MAX_ARP];
@@ -179,6 +179,7 @@ void i3d_command(i3d *d, char *line, i3d_out out, void *ctx);
 int i3d_poll(i3d *d, int max);
 void i3d_exception(i3d *d, uint32_t pw, uint32_t rec);   /* one record (tests) */
 void i3d_publish(i3d *d, uint32_t starts);
+int i3d_mi_sync(i3d *d);                                  /* restart: rows of slices it does not know out */
 void i3d_mirror(i3d *d);                                 /* the filter mirror, after a change */
 /* the timed commands due by d->now: how many were made (their answers go to stderr) */
 int i3d_timed_due(i3d *d);

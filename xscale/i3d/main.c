@@ -240,6 +240,7 @@ int main(int argc, char **argv)
      * socket are unknown to this one -- out of the TCAM, before anything else; the timed
      * commands due are made again at the first turn.  (The first start has only the link's.) */
     if (s.starts > 1) s.d.stats[I3S_stale_filters_cleared] = fast_clear_own(&s.d.fp);
+    if (s.starts > 1) i3d_mi_sync(&s.d);     /* ... and the meta-interfaces of slices it added */
     s.now = clock_full(&s);
     int rc = ctl_open(&s.ctl, s.d.socket_path);
     if (rc) die("control socket %s: %s", s.d.socket_path, strerror(-rc));

@@ -37,6 +37,7 @@ MAX_META_IFS = 32  # the spp block keeps them in local memory (spp.uc)
 MAX_NEXT_HOPS = 32  # the router config's ARP entries, in local memory too
 MAX_FILTERS = 8192
 META_IF_BASE = 0xC0010000
+META_IF_GEN = META_IF_BASE + 16 * MAX_META_IFS  # the table's generation word (spp.uc SPP_MI_GEN_OFF)
 FINGER_BASE = 0xC0011000
 FINGER_BLOCK = 0x420
 ID_BITS = 64

@@ -105,3 +105,86 @@ class SppModel:
         eth = self.sub.router.arp[nh_ip] + port.mac + b"\x08\x00"
         return Forward(mi.port, eth + bytes(ip) + udp + payload)
 
+
+
+@dataclass
+class MetaRow:
+    """A meta-interface as the table in SRAM has it (docs/spp.md §4.1)."""
+
+    index: int
+    ip: int
+    udp: int
+    port: int
+    code: int
+    slice_id: int
+    slice_index: int
+
+
+@dataclass
+class LiveSlice:
+    """A slice as far as the fast path knows it: its id (the TCAM key's first field)."""
+
+    id: int
+
+
+class LiveSpp(SppModel):
+    """What the fast path makes of a frame now: the meta-interface table as it is in SRAM
+    (the GPE's daemon adds and removes rows at run time, `npk slice add|del`) and the TCAM's
+    entries as they are (`chip.tcam_lookup`: no timing, no counters).  The judge of a run
+    with the daemon asks it about frames the link-time model drops for want of a
+    meta-interface.  Only the ipv4 option is decided here (an I3 slice added at run time
+    has no finger block the model knows): None for the others."""
+
+    CODES = {1: "ipv4"}
+
+    def __init__(self, sub: object, chip: object, base: int, rows: int) -> None:
+        super().__init__(sub, [])
+        self.chip, self.base, self.rows = chip, base, rows
+
+    def row(self, i: int) -> MetaRow | None:
+        a = self.base + 16 * i
+        ip, w1, w2, w3 = (self.chip.read32("sram", a + 4 * k) for k in range(4))
+        if not w3 >> 31:
+            return None
+        return MetaRow(i, ip, w1 >> 16, (w1 >> 8) & 0xFF, w1 & 0xFF, w2 >> 16, w2 & 0xFFFF)
+
+    def meta_if(self, frame: bytes, in_port: int) -> MetaRow | None:
+        if len(frame) < OUTER:
+            return None
+        dst, udp = struct.unpack_from("!I", frame, 30)[0], struct.unpack_from("!H", frame, 36)[0]
+        for i in range(self.rows):
+            m = self.row(i)
+            if m is not None and (m.port, m.ip, m.udp) == (in_port, dst, udp):
+                return m
+        return None
+
+    def decide(self, frame: bytes, in_port: int) -> Outcome | None:  # type: ignore[override]
+        if self._outer_bad(frame, in_port):
+            return Drop("spp_bad_outer")
+        m = self.meta_if(frame, in_port)
+        if m is None:
+            return Drop("spp_no_meta_if")
+        name = self.CODES.get(m.code)
+        return None if name is None else OPTIONS[name].decide(self, frame, LiveSlice(m.slice_id), m)
+
+    def lookup(self, sid: int, kind: int, w1: int, w2: int, dport: int, sport: int, proto: int, mi: int) -> list:
+        """The TCAM's answer now (docs/spp.md §5's key): its first match, as many times as it matched."""
+        key = [sid << 16 | kind << 8, w1, w2, dport << 16 | sport, proto << 24 | mi << 16]
+        r = self.chip.tcam_lookup(key)
+        if not r["hit"]:
+            return []
+        res = r["result"]
+        hit = {"action": res >> 56, "out_mi": (res >> 48) & 0xFF, "nh_port": (res >> 32) & 0xFFFF,
+               "nh_ip": res & 0xFFFFFFFF}  # fmt: skip
+        return [hit] * r["count"]
+
+    def out(self, frame: bytes, out_mi: int, nh_ip: int, nh_port: int, payload: bytes) -> Outcome:  # type: ignore[override]
+        m = self.row(out_mi)
+        if m is None or nh_ip not in self.sub.router.arp:
+            return Drop("spp_no_arp")
+        total, udp_len = struct.unpack_from("!H", frame, 16)[0], struct.unpack_from("!H", frame, 38)[0]
+        ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, total, 0, 0, OUT_TTL, UDP, 0, m.ip, nh_ip))
+        ip[10:12] = checksum(bytes(ip)).to_bytes(2, "big")
+        udp = struct.pack("!HHHH", m.udp, nh_port, udp_len, 0)
+        eth = self.sub.router.arp[nh_ip] + self.sub.router.ports[m.port].mac + b"\x08\x00"
+        return Forward(m.port, eth + bytes(ip) + udp + payload)

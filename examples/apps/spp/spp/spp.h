@@ -38,6 +38,45 @@ spp_copy_done#:
 #endm
 
 
+// The meta-interface table's SPP_MI_ROWS_MAX rows (the link's, and those the GPE's daemon
+// writes at run time: docs/spp.md §4.1) from SRAM into local memory at LM, and at
+// LM_GEN + 4 the number of rows the demux searches (the last valid row + 1).  Each row is
+// written whole between two swaps, so another context searching meanwhile sees the old
+// row or the new one.  A, N, LMA, CNT: registers free here.
+#macro spp_mi_copy(LM, LM_GEN, A, N, LMA, CNT)
+.begin
+    .reg read $c0 $c1 $c2 $c3
+    .xfer_order $c0 $c1 $c2 $c3
+    .sig s_c
+    immed[A, SPP_META_IF_BASE]
+    immed[N, 0]
+    immed[CNT, 0]
+    immed[LMA, LM]
+spp_mi_copy_row#:
+    sram[read, $c0, A, 0, 4], ctx_swap[s_c]
+    local_csr_wr[ACTIVE_LM_ADDR_0, LMA]
+    alu[N, N, +, 1]
+    alu[A, A, +, 16]
+    alu[LMA, LMA, +, 16]
+    alu[*l$index0[0], --, b, $c0]
+    alu[*l$index0[1], --, b, $c1]
+    alu[*l$index0[2], --, b, $c2]
+    alu[*l$index0[3], --, b, $c3]
+    br_bclr[$c3, 31, spp_mi_copy_next#]
+    alu[CNT, --, b, N]
+spp_mi_copy_next#:
+    alu[--, N, -, SPP_MI_ROWS_MAX]
+    blo[spp_mi_copy_row#]
+    immed[A, LM_GEN]
+    local_csr_wr[ACTIVE_LM_ADDR_0, A]
+    nop
+    nop
+    nop
+    alu[*l$index0[1], --, b, CNT]
+.end
+#endm
+
+
 #macro spp_add_halves(ACC, W)
 .begin
     .reg h
