@@ -473,9 +473,6 @@ class ControlPlane:
         """`router`: the image's RouterConfig when the caller has read it already."""
         import tempfile
 
-        from npkit.xscale.system import System
-        from npkit.xscale.toolchain import BuildError, program
-
         from .router_image import router_config_of
 
         meta = image.meta["control"]
@@ -508,22 +505,8 @@ class ControlPlane:
         lines = _app_exceptions(image)
         if lines:
             app_exc.write_text("".join(f"{line}\n" for line in lines))
-        try:
-            prog = program(meta["program"], native=self.placement == "gpe")
-        except BuildError as e:
-            raise LinkError(f"control program {meta['program']}: {e}") from None
-        mhz = float(chip.config["clock_mhz"])
-
-        def cyc(ns: int | None) -> int | None:
-            return None if ns is None else int(ns * mhz // 1000)
-
-        self.system = System(chip, respawn=True, kill_at=cyc(kill_at_ns), restart_at=cyc(restart_at_ns))
-        args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}",
-                str(seen / self.conf.name)]  # fmt: skip
-        mounts = {GUEST_RUN_DIR: self.dir} if self.placement == "xscale" else None
-        self.host = self.system.attach_xscale(prog, args, placement=self.placement, gdb_port=gdb_port, echo=echo,
-                                              mounts=mounts)  # fmt: skip
-        self.program = prog
+        self.system, self.host, self.program = start_daemon(chip, meta, self.placement, self.dir, self.conf,
+                                                            kill_at_ns, restart_at_ns, gdb_port, echo)  # fmt: skip
 
     def stats(self) -> dict[str, Any] | None:
         return read_stats(self.chip)
@@ -616,3 +599,30 @@ def control_request(path: str | Path, command: str, timeout_s: float = 60.0) -> 
                 lines.append(text)
     finally:
         s.close()
+
+
+def start_daemon(chip: Any, meta: dict[str, Any], placement: str, run_dir: Path, conf: Path,
+                 kill_at_ns: int | None, restart_at_ns: int | None, gdb_port: Any, echo: Any) -> tuple[Any, Any, Any]:  # fmt: skip
+    """A control program (meta["program"]: npkd, i3d) built for `placement` and started on
+    `chip` with its configuration file `conf` (in `run_dir`, which the XScale sees at
+    GUEST_RUN_DIR): (the System, its host, the program).  Killed (fault injection at
+    `kill_at_ns`) it is started again at `restart_at_ns` and reads its configuration afresh."""
+    from npkit.xscale.system import System
+    from npkit.xscale.toolchain import BuildError, program
+
+    try:
+        prog = program(meta["program"], native=placement == "gpe")
+    except BuildError as e:
+        raise LinkError(f"control program {meta['program']}: {e}") from None
+    seen = Path(GUEST_RUN_DIR) if placement == "xscale" else run_dir
+    mhz = float(chip.config["clock_mhz"])
+
+    def cyc(ns: int | None) -> int | None:
+        return None if ns is None else int(ns * mhz // 1000)
+
+    system = System(chip, respawn=True, kill_at=cyc(kill_at_ns), restart_at=cyc(restart_at_ns))
+    args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}",
+            str(seen / conf.name)]  # fmt: skip
+    mounts = {GUEST_RUN_DIR: run_dir} if placement == "xscale" else None
+    host = system.attach_xscale(prog, args, placement=placement, gdb_port=gdb_port, echo=echo, mounts=mounts)
+    return system, host, prog

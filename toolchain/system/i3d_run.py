@@ -44,7 +44,7 @@ from npkit.emulator.traffic.cpkt import DROP, EXCEPTION, FORWARD, PYTHON
 from npkit.emulator.traffic.oracle import Drop, Forward
 from npkit.emulator.traffic_run import DROPPED, EXCEPTED, Chunk, Departure
 
-from .control import GUEST_RUN_DIR
+from .control import start_daemon
 from .errors import LinkError
 from .i3d import (
     I3D_STATS_BASE,
@@ -98,8 +98,6 @@ class I3dPlane:
                  kill_at_ns: int | None = None, restart_at_ns: int | None = None, **_ignored: Any) -> None:  # fmt: skip
         """`timed`: (emulated ns, command) the daemon makes at those times, as if they came on
         its control socket (`filter fast 13`: a deterministic install while traffic runs)."""
-        from npkit.xscale.system import System
-        from npkit.xscale.toolchain import BuildError, program
 
         from .router_image import router_config_of
 
@@ -121,25 +119,10 @@ class I3dPlane:
                         options=opts, timed=timed)  # fmt: skip
         self.conf = self.dir / "i3d.conf"
         self.conf.write_text(conf)
-        try:
-            prog = program(meta["program"], native=self.placement == "gpe")
-        except BuildError as e:
-            raise LinkError(f"control program {meta['program']}: {e}") from None
-        seen = Path(GUEST_RUN_DIR) if self.placement == "xscale" else self.dir
-        mhz = float(chip.config["clock_mhz"])
-
-        def cyc(ns: int | None) -> int | None:
-            return None if ns is None else int(ns * mhz // 1000)
-
         # killed (fault injection) and started again: it reads its configuration afresh,
         # clears the filters its predecessor left and makes the timed commands due again
-        self.system = System(chip, respawn=True, kill_at=cyc(kill_at_ns), restart_at=cyc(restart_at_ns))
-        args = [*meta.get("args", []), f"--sram-channel-bytes={int(chip.config['sram_channel_bytes'])}",
-                str(seen / self.conf.name)]  # fmt: skip
-        mounts = {GUEST_RUN_DIR: self.dir} if self.placement == "xscale" else None
-        self.host = self.system.attach_xscale(prog, args, placement=self.placement, echo=echo, mounts=mounts,
-                                              gdb_port=gdb_port)  # fmt: skip
-        self.program = prog
+        self.system, self.host, self.program = start_daemon(chip, meta, self.placement, self.dir, self.conf,
+                                                            kill_at_ns, restart_at_ns, gdb_port, echo)  # fmt: skip
 
     def stats(self) -> dict[str, Any] | None:
         """The daemon's statistics (i3d.read_stats), with the keys a run asks every control
