@@ -64,12 +64,30 @@
 #define QM_KEY_MASK     QM_DRR_KEY_MASK
 #endif
 
+// Eight keys or fewer a port (DRR; DFQ with class_by: inport): the queues' scheduler
+// words and the ports' active rings live in local memory instead of SRAM (issue 47's
+// minimum-size line rate: no SRAM round trip under the scheduler token).  A queue's
+// record at QM_LM_Q + ((qa - QX_BASE) >> 1), 16 bytes: +0 count word (bit 31 held,
+// as the SRAM count word), +4 late charges, +8 carried deficit, +12 carried claims (a
+// queue is on its ring at most once, so what the SRAM ring entry carried is kept here).
+// Port p's ring at QM_LM_RING + 128 * p: +0 head, +4 tail (free-running), +64 sixteen
+// entries (a queue address, or paced DFQ's marker: eight keys and a marker at most).
+// Contexts swap only at ctx_arb, so each sequence of local-memory steps is atomic.
+#if (QM_KEY_MASK <= 7)
+#define QM_LM_STATE
+#endif
+#define QM_LM_Q         512         // .. 1535
+#define QM_LM_RING      1536        // .. 2559 (8 ports)
+
 #macro immed32(REG, V)
     immed_w0[REG, ((V) & 0xFFFF)]
     immed_w1[REG, (((V) >> 16) & 0xFFFF)]
 #endm
 
 .reg p t u ln key qa
+#ifdef QM_LM_STATE
+.reg lt lv
+#endif
 .reg @qm_enq @qm_deq @qm_port
 
     npk_thread_setup()
@@ -123,6 +141,23 @@ qm_init_port#:
     npk_qm_dfq_quanta()
 #else
     npk_qm_drr_quanta()
+#endif
+#ifdef QM_LM_STATE
+    // the queues' records and the ports' rings: all zero
+    immed[t, QM_LM_Q]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    immed[u, 0]
+    nop
+    nop
+qm_init_lm#:
+    alu[*l$index0++, --, b, 0]
+    alu[*l$index0++, --, b, 0]
+    alu[*l$index0++, --, b, 0]
+    alu[*l$index0++, --, b, 0]
+    alu[u, u, +, 1]
+    .if (u < 128)
+        br[qm_init_lm#]
+    .endif
 #endif
 #ifdef QM_PACED
     // Panama's cycles: each port's ring holds a marker; a round starts when the marker
@@ -228,7 +263,9 @@ qm_init_round#:
     alu_shf[t, --, b, t, >>(16 - DESC_SHIFT)]
     alu[ed, ed, +, t]
     sram[enqueue, --, QA, ed]
+#ifndef QM_LM_STATE
     sram[test_and_incr, XC, QA, 12], sig_done[SIG]
+#endif
     alu[t, --, b, LM0]
     alu[LM0, t, +, 1]
     alu[@qm_enq, @qm_enq, +, 1]
@@ -243,6 +280,97 @@ done#:
 .end
 #endm
 
+#ifdef QM_LM_STATE
+// local memory index1 -> the record of queue QA (lt, lv changed)
+#macro qm_lm_at(QA)
+    alu_shf[lt, --, b, QA, <<21]
+    alu_shf[lt, --, b, lt, >>22]
+    immed[lv, QM_LM_Q]
+    alu[lt, lt, +, lv]
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+#endm
+
+// Append QA to port P's ring (index1 left at the entry)
+#macro qm_lm_push(QA, P)
+    immed[lv, QM_LM_RING]
+    alu_shf[lt, --, b, P, <<7]
+    alu[lt, lt, +, lv]                  // (QM_LM_RING + 128 * P: the bits overlap)
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+    alu[lv, --, b, *l$index1[1]]
+    alu[*l$index1[1], lv, +, 1]
+    alu[lv, lv, and, 15]
+    alu_shf[lt, lt, or, lv, <<2]
+    alu[lt, lt, or, 64]
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+    alu[*l$index1[0], --, b, QA]
+#endm
+
+// The head of port P's ring -> QA (0: the ring is empty)
+#macro qm_lm_pop(QA, P)
+.begin
+    immed[lv, QM_LM_RING]
+    alu_shf[lt, --, b, P, <<7]
+    alu[lt, lt, +, lv]                  // (QM_LM_RING + 128 * P: the bits overlap)
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    immed[QA, 0]
+    nop
+    nop
+    alu[lv, --, b, *l$index1[0]]
+    alu[--, lv, -, *l$index1[1]]
+    beq[empty#]
+    alu[*l$index1[0], lv, +, 1]
+    alu[lv, lv, and, 15]
+    alu_shf[lt, lt, or, lv, <<2]
+    alu[lt, lt, or, 64]
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+    alu[QA, --, b, *l$index1[0]]
+empty#:
+.end
+#endm
+
+// A packet counted on queue QA of port P: the one that finds the count word 0 puts the
+// queue on the ring (deficit 0, no claims)
+#macro qm_lm_count(QA, P)
+.begin
+    qm_lm_at(QA)
+    alu[lv, --, b, *l$index1[0]]
+    alu[*l$index1[0], lv, +, 1]
+    .if (lv == 0)
+        alu[*l$index1[2], --, b, 0]
+        alu[*l$index1[3], --, b, 0]
+        qm_lm_push(QA, P)
+    .endif
+.end
+#endm
+
+// Put queue QA (deficit DEF, claims carried CL) on port P's active ring.
+#macro qm_ring_put(QA, DEF, CL, P)
+.begin
+#ifdef QM_PACED
+    .if (QA != QM_MARK)
+#endif
+        qm_lm_at(QA)
+        alu[*l$index1[2], --, b, DEF]
+        alu[*l$index1[3], --, b, CL]
+#ifdef QM_PACED
+    .endif
+#endif
+    qm_lm_push(QA, P)
+.end
+#endm
+#else
 // Put queue QA (deficit DEF, claims carried CL) on port P's active ring.
 #macro qm_ring_put(QA, DEF, CL, P)
 .begin
@@ -259,6 +387,7 @@ done#:
     sram[put, $r0, ra, 0, 3], ctx_swap[s_r]
 .end
 #endm
+#endif
 
 // Put queue QA on port P's active ring without waiting: XR0..XR2 (deficit 0, no claims)
 // are free again at SIG, which the loop waits for before it writes them next (PENDING).
@@ -331,6 +460,15 @@ qm_enq_some#:
     .endif
     scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
     scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
+#ifdef QM_LM_STATE
+    .if (ok1 != 0)
+        qm_lm_count(qa1, p1)
+    .endif
+    .if (ok2 != 0)
+        qm_lm_count(qa2, p2)
+    .endif
+    br[qm_enq_loop#]
+#endif
     .if (ok1 != 0)
         ctx_arb[s_x1]
         alu[--, --, b, $x1]
@@ -369,10 +507,14 @@ qm_poll#:
     qm_enq_a(pw, ln, $cl, s_cl, cqa, cp, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], cok)
     qm_enq_b(pw, cqa, cok, $cl, s_cl, 0, $cx, s_cx, cok, *l$index0[0], DROP_CONTROL_QUEUE_FULL)
     .if (cok != 0)
+#ifdef QM_LM_STATE
+        qm_lm_count(cqa, cp)
+#else
         ctx_arb[s_cx]
         alu[--, --, b, $cx]
         bne[qm_poll#]
         qm_ring_put(cqa, 0, 0, cp)
+#endif
     .endif
     br[qm_poll#]
 .end
@@ -462,10 +604,18 @@ qm_mark_ahead#:
             // a queue while it has packets and credit)
             alu[--, cred, -, 1]
             blt[qm_release#]
+#ifdef QM_LM_STATE
+            qm_lm_at(qcur)
+            immed[t, 0x8000, <<16]
+            alu[claims, --, b, *l$index1[0]]
+            alu[*l$index1[0], --, b, t]
+            alu_shf[claims, --, b, claims, <<1]
+#else
             immed[t, 0x8000, <<16]
             alu[$k, --, b, t]
             sram[swap, $k, qcur, 12], ctx_swap[s_k]
             alu_shf[claims, --, b, $k, <<1]
+#endif
             alu_shf[claims, --, b, claims, >>1]
             .if (claims != 0)
                 alu[*l$index0[7], --, b, claims]
@@ -475,10 +625,17 @@ qm_release#:
             // nothing came, or the credit is spent: the queue is released (held bit
             // cleared) unless packets came meanwhile; then it goes back on the ring, and
             // its next visit claims them
+#ifdef QM_LM_STATE
+            qm_lm_at(qcur)
+            alu[t, --, b, *l$index1[0]]
+            alu_shf[t, --, b, t, <<1]
+            alu_shf[*l$index1[0], --, b, t, >>1]
+#else
             immed[t, 0x8000, <<16]
             alu[$k, --, b, t]
             sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]
             alu_shf[t, --, b, $k, <<1]
+#endif
             .if (t != 0)
                 qm_ring_put(qcur, cred, 0, p)
             .endif
@@ -487,11 +644,15 @@ qm_release#:
     .endif
     // next visit: the head of the port's ring; claim its queue's packets (swap the count
     // for the held bit: arrivals then count without putting the queue on the ring again)
+#ifdef QM_LM_STATE
+    qm_lm_pop(qcur, p)
+#else
     immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
     sram[get, $g0, u, 0, 3], ctx_swap[s_g]
     alu[qcur, --, b, $g0]
+#endif
     .if (qcur == 0)
         br[qm_next_port#]           // counted, not yet on the ring (its put is in flight)
     .endif
@@ -501,6 +662,19 @@ qm_release#:
         br[qm_mark#]
     .endif
 #endif
+#ifdef QM_LM_STATE
+    qm_lm_at(qcur)
+    immed[t, 0x8000, <<16]
+    alu[claims, --, b, *l$index1[0]]
+    alu[*l$index1[0], --, b, t]
+    alu_shf[claims, --, b, claims, <<1]
+    alu_shf[claims, --, b, claims, >>1]
+    alu[claims, claims, +, *l$index1[3]]
+    // credit: the carried deficit + the key's quantum - the late charges
+    alu[cred, --, b, *l$index1[2]]
+    alu[cred, cred, -, *l$index1[1]]
+    alu[*l$index1[1], --, b, 0]
+#else
     immed[t, 0x8000, <<16]
     alu[$k, --, b, t]
     alu[$d, --, b, 0]
@@ -512,6 +686,7 @@ qm_release#:
     alu[claims, claims, +, $g2]
     // credit: the carried deficit + the key's quantum - the late charges
     alu[cred, $g1, -, $d]
+#endif
     qm_quantum_of(qcur)
     alu[cred, cred, +, *l$index1[0]]
     alu[*l$index0[3], --, b, qcur]
@@ -571,9 +746,15 @@ qm_serve#:
         alu[*l$index0[6], t, -, ln]
     .else
         // its visit has ended: the queue's late-charge word (+16), read at its next visit
+#ifdef QM_LM_STATE
+        qm_lm_at(qcur)
+        alu[t, --, b, *l$index1[1]]
+        alu[*l$index1[1], t, +, ln]
+#else
         alu[$d, --, b, ln]
         sram[add, $d, qcur, 16], sig_done[s_d]
         immed[late, 1]
+#endif
     .endif
     alu[u, ln, +, 63]
     alu_shf[u, --, b, u, >>6]
