@@ -550,18 +550,15 @@ qm_try#:
     alu[tries, tries, +, 1]
     nop
     nop
+    // (the common path falls through: a taken branch costs 3 cycles)
     alu[t, --, b, *l$index0[0]]
     alu[t, t, -, *l$index0[1]]
-    .if (t == 0)
-        br[qm_next_port#]
-    .endif
+    beq[qm_next_port#]
     alu[t, --, b, *l$index0[4]]
     alu[u, t, -, *l$index0[2]]
     alu[u, u, +, *l$index0[5]]
-    .if (u >= QM_TX_WINDOW)
-        immed[blocked, 1]
-        br[qm_next_port#]
-    .endif
+    alu[--, u, -, QM_TX_WINDOW]
+    bhs[qm_blocked#]
     // the visit in service: go on while credit and claims last
     alu[qcur, --, b, *l$index0[3]]
 #ifdef QM_PACED
@@ -596,8 +593,11 @@ qm_mark_ahead#:
         alu[cred, --, b, *l$index0[6]]
         .if (claims != 0)
             alu[--, cred, -, 1]
-            bge[qm_serve#]          // signed: credit > 0
+            bge[qm_serve2#], defer[2]   // signed: credit > 0
+            alu[claims, claims, -, 1]       // (qm_serve#'s first two steps)
+            alu[*l$index0[7], --, b, claims]
             // credit spent: to the ring's tail with its deficit and its claims
+            alu[claims, claims, +, 1]
             qm_ring_put(qcur, cred, claims, p)
         .else
             // claims spent, credit left: claim what came meanwhile and go on (DRR serves
@@ -697,6 +697,9 @@ qm_release#:
     // a debt larger than the quantum: back to the tail, where it gains a quantum a round
     alu[*l$index0[3], --, b, 0]
     qm_ring_put(qcur, cred, claims, p)
+    br[qm_next_port#]
+qm_blocked#:
+    immed[blocked, 1]
 qm_next_port#:
     alu[p, p, +, 1]
     .if (p == NPORTS)
@@ -717,16 +720,18 @@ qm_idle#:
 qm_serve#:
     alu[claims, claims, -, 1]
     alu[*l$index0[7], --, b, claims]
+qm_serve2#:
     alu[t, --, b, *l$index0[1]]
     alu[*l$index0[1], t, +, 1]
     alu[@qm_deq, @qm_deq, +, 1]
     alu[t, --, b, *l$index0[4]]
     alu[*l$index0[4], t, +, QM_MAX_ELEMS]
     alu[t, p, +, 1]
-    .if (t == NPORTS)
-        immed[t, 0]
-    .endif
+    alu[--, t, -, NPORTS]
+    bne[qm_port_set#], defer[1]
     alu[@qm_port, --, b, t]
+    alu[@qm_port, --, b, 0]
+qm_port_set#:
     sram[dequeue, $q0, qcur, 0], sig_done[s_q]
     local_csr_wr[SAME_ME_SIGNAL, nget]
     ctx_arb[s_q]
@@ -739,46 +744,55 @@ qm_serve#:
     ctx_arb[s_ln]
     alu_shf[ln, --, b, $q0, >>16]
     // charge the visit (if it is still this queue's) and correct the reservation
+#ifndef QM_LM_STATE
     immed[late, 0]
-    alu[t, --, b, *l$index0[3]]
-    .if (t == qcur)
-        alu[t, --, b, *l$index0[6]]
-        alu[*l$index0[6], t, -, ln]
-    .else
-        // its visit has ended: the queue's late-charge word (+16), read at its next visit
-#ifdef QM_LM_STATE
-        qm_lm_at(qcur)
-        alu[t, --, b, *l$index1[1]]
-        alu[*l$index1[1], t, +, ln]
-#else
-        alu[$d, --, b, ln]
-        sram[add, $d, qcur, 16], sig_done[s_d]
-        immed[late, 1]
 #endif
-    .endif
+    alu[t, --, b, *l$index0[3]]
+    alu[--, t, -, qcur]
+    bne[qm_late#]
+    alu[t, --, b, *l$index0[6]]
+    alu[*l$index0[6], t, -, ln]
+qm_charged#:
     alu[u, ln, +, 63]
     alu_shf[u, --, b, u, >>6]
     alu[u, QM_MAX_ELEMS, -, u]
     alu[t, --, b, *l$index0[4]]
     alu[*l$index0[4], t, -, u]
-    br_signal[tok_put, qm_out_full#]
-    ctx_arb[tok_put]
+    br_!signal[tok_put, qm_tok_wait#]
 qm_out_full#:
     br_inp_state[RING_OUT_STATUS, qm_out_wait#]
-    br[qm_out_put#]
-qm_out_wait#:
-    ctx_arb[voluntary]
-    br[qm_out_full#]
-qm_out_put#:
     alu[$o0, --, b, pw]
     alu_shf[t, --, b, ln, <<16]
     alu[$o1, t, or, p]
     scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_o]
     local_csr_wr[SAME_ME_SIGNAL, nput]
+#ifdef QM_LM_STATE
+    ctx_arb[s_o]
+#else
     .if (late != 0)
         ctx_arb[s_o, s_d]
     .else
         ctx_arb[s_o]
     .endif
+#endif
     br[qm_deq_loop#]
+    // (off the common path)
+qm_tok_wait#:
+    ctx_arb[tok_put]
+    br[qm_out_full#]
+qm_out_wait#:
+    ctx_arb[voluntary]
+    br[qm_out_full#]
+qm_late#:
+    // its visit has ended: the queue's late-charge word (+16), read at its next visit
+#ifdef QM_LM_STATE
+    qm_lm_at(qcur)
+    alu[t, --, b, *l$index1[1]]
+    alu[*l$index1[1], t, +, ln]
+#else
+    alu[$d, --, b, ln]
+    sram[add, $d, qcur, 16], sig_done[s_d]
+    immed[late, 1]
+#endif
+    br[qm_charged#]
 .end
