@@ -355,6 +355,70 @@ empty#:
 .end
 #endm
 
+// One message (PW, W1), all of it, without waiting: its queue; the port's limit and,
+// when the port holds QM_KEY_QLIMIT packets or more, the queue's (its length: the
+// packets not yet claimed, the claims its ring entry carries and, when it is its port's
+// visit in service (port record +12), the visit's claims left (+28)); enqueue; count,
+// and put the queue on its port's ring when the count word was 0.  PCSR and P0..P7:
+// the port's record; RCSR and R0..R3: the queue's (the other index); OK -> 1, or 0
+// when dropped with DROPCODE.  (Index1 is left anywhere.)
+#macro qm_enq_lm(PW, W1, PCSR, P0, P1, P3, P7, RCSR, R0, R2, R3, DROPCODE, OK)
+.begin
+    .reg bl ql ed
+    qm_queue_of(PW, W1)
+    alu_shf[t, --, b, p, <<5]
+    local_csr_wr[PCSR, t]
+    alu_shf[lt, --, b, qa, <<21]
+    alu_shf[lt, --, b, lt, >>22]
+    immed[lv, QM_LM_Q]
+    alu[lt, lt, +, lv]
+    local_csr_wr[RCSR, lt]
+    immed[u, QM_KEY_QLIMIT]
+    alu[bl, --, b, P0]
+    alu[bl, bl, -, P1]
+    .if (bl >= u)
+        alu[ql, --, b, R0]
+        alu_shf[ql, --, b, ql, <<1]
+        alu_shf[ql, --, b, ql, >>1]
+        alu[ql, ql, +, R3]
+        alu[t, --, b, P3]
+        .if (t == qa)
+            alu[ql, ql, +, P7]
+        .endif
+        .if (ql >= u)
+            br[drop#]
+        .endif
+        immed[u, QM_QLIMIT]
+        .if (bl >= u)
+            br[drop#]
+        .endif
+    .endif
+    immed[ed, DESC_BASE]
+    alu_shf[t, --, b, PW, <<16]
+    alu_shf[t, --, b, t, >>(16 - DESC_SHIFT)]
+    alu[ed, ed, +, t]
+    sram[enqueue, --, qa, ed]
+    alu[t, --, b, P0]
+    alu[P0, t, +, 1]
+    alu[@qm_enq, @qm_enq, +, 1]
+    alu[lv, --, b, R0]
+    alu[R0, lv, +, 1]
+    .if (lv == 0)
+        alu[R2, --, b, 0]
+        alu[R3, --, b, 0]
+        qm_lm_push(qa, p)
+    .endif
+    br[done#], defer[1]
+    immed[OK, 1]
+drop#:
+    immed[OK, 0]
+    immed[code, DROPCODE]
+    npk_free_buffer(PW)
+    npk_count((STAT_DROP_BASE + 4 * DROPCODE))
+done#:
+.end
+#endm
+
 // Put queue QA (deficit DEF, claims carried CL) on port P's active ring.
 #macro qm_ring_put(QA, DEF, CL, P)
 .begin
@@ -441,6 +505,17 @@ qm_enq_loop#:
     br[qm_enq_loop#]
 qm_enq_some#:
     // (the second get may bring a message although the first found the ring empty)
+#ifdef QM_LM_STATE
+    .if (pw1 != 0)
+        qm_enq_lm(pw1, $e1, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], *l$index0[3], *l$index0[7], ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[2], *l$index1[3], DROP_QUEUE_FULL, ok1)
+    .endif
+    .if (pw2 != 0)
+        qm_enq_lm(pw2, $e3, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], *l$index0[3], *l$index0[7], ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[2], *l$index1[3], DROP_QUEUE_FULL, ok2)
+    .endif
+    scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
+    scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
+    br[qm_enq_loop#]
+#endif
     .if (pw1 != 0)
         qm_enq_a(pw1, $e1, $l1, s_l1, qa1, p1, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], ok1)
     .endif
@@ -460,15 +535,6 @@ qm_enq_some#:
     .endif
     scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
     scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
-#ifdef QM_LM_STATE
-    .if (ok1 != 0)
-        qm_lm_count(qa1, p1)
-    .endif
-    .if (ok2 != 0)
-        qm_lm_count(qa2, p2)
-    .endif
-    br[qm_enq_loop#]
-#endif
     .if (ok1 != 0)
         ctx_arb[s_x1]
         alu[--, --, b, $x1]
@@ -504,17 +570,17 @@ qm_poll#:
     beq[qm_poll#]
     alu[ln, --, b, $c1]
     alu[ln, ln, and, 0xFF]          // the control plane's frames: key from the packet word
+#ifdef QM_LM_STATE
+    qm_enq_lm(pw, ln, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], *l$index0[3], *l$index0[7], ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[2], *l$index1[3], DROP_CONTROL_QUEUE_FULL, cok)
+    br[qm_poll#]
+#endif
     qm_enq_a(pw, ln, $cl, s_cl, cqa, cp, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], cok)
     qm_enq_b(pw, cqa, cok, $cl, s_cl, 0, $cx, s_cx, cok, *l$index0[0], DROP_CONTROL_QUEUE_FULL)
     .if (cok != 0)
-#ifdef QM_LM_STATE
-        qm_lm_count(cqa, cp)
-#else
         ctx_arb[s_cx]
         alu[--, --, b, $cx]
         bne[qm_poll#]
         qm_ring_put(cqa, 0, 0, cp)
-#endif
     .endif
     br[qm_poll#]
 .end
@@ -670,6 +736,7 @@ qm_release#:
     alu_shf[claims, --, b, claims, <<1]
     alu_shf[claims, --, b, claims, >>1]
     alu[claims, claims, +, *l$index1[3]]
+    alu[*l$index1[3], --, b, 0]     // (the record's claims count in the queue's length)
     // credit: the carried deficit + the key's quantum - the late charges
     alu[cred, --, b, *l$index1[2]]
     alu[cred, cred, -, *l$index1[1]]
