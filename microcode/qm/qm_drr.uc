@@ -87,6 +87,40 @@
 .reg p t u ln key qa
 #ifdef QM_LM_STATE
 .reg lt lv
+
+// local memory index1 -> the record of queue QA (lt, lv changed)
+#macro qm_lm_at(QA)
+    alu_shf[lt, --, b, QA, <<21]
+    alu_shf[lt, --, b, lt, >>22]
+    immed[lv, QM_LM_Q]
+    alu[lt, lt, +, lv]
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+#endm
+
+// Append QA to port P's ring (index1 left at the entry)
+#macro qm_lm_push(QA, P)
+    immed[lv, QM_LM_RING]
+    alu_shf[lt, --, b, P, <<7]
+    alu[lt, lt, +, lv]                  // (QM_LM_RING + 128 * P: the bits overlap)
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+    alu[lv, --, b, *l$index1[1]]
+    alu[*l$index1[1], lv, +, 1]
+    alu[lv, lv, and, 15]
+    alu_shf[lt, lt, or, lv, <<2]
+    alu[lt, lt, or, 64]
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+    alu[*l$index1[0], --, b, QA]
+#endm
+
 #endif
 .reg @qm_enq @qm_deq @qm_port
 
@@ -179,7 +213,12 @@ qm_init_round#:
     immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
+#ifdef QM_LM_STATE
+    immed[u, QM_MARK]
+    qm_lm_push(u, p)
+#else
     sram[put, $m0, u, 0, 3], ctx_swap[s_m]
+#endif
     alu[p, p, +, 1]
     .if (p < NPORTS)
         br[qm_init_round#]
@@ -281,39 +320,6 @@ done#:
 #endm
 
 #ifdef QM_LM_STATE
-// local memory index1 -> the record of queue QA (lt, lv changed)
-#macro qm_lm_at(QA)
-    alu_shf[lt, --, b, QA, <<21]
-    alu_shf[lt, --, b, lt, >>22]
-    immed[lv, QM_LM_Q]
-    alu[lt, lt, +, lv]
-    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
-    nop
-    nop
-    nop
-#endm
-
-// Append QA to port P's ring (index1 left at the entry)
-#macro qm_lm_push(QA, P)
-    immed[lv, QM_LM_RING]
-    alu_shf[lt, --, b, P, <<7]
-    alu[lt, lt, +, lv]                  // (QM_LM_RING + 128 * P: the bits overlap)
-    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
-    nop
-    nop
-    nop
-    alu[lv, --, b, *l$index1[1]]
-    alu[*l$index1[1], lv, +, 1]
-    alu[lv, lv, and, 15]
-    alu_shf[lt, lt, or, lv, <<2]
-    alu[lt, lt, or, 64]
-    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
-    nop
-    nop
-    nop
-    alu[*l$index1[0], --, b, QA]
-#endm
-
 // The head of port P's ring -> QA (0: the ring is empty)
 #macro qm_lm_pop(QA, P)
 .begin
