@@ -38,7 +38,9 @@
 // Local memory, 32 bytes a port at 32 * port: +0 enqueued (ctx 0) +4 dequeued
 // (schedulers) +8 elements out of the TBUF (poller) +12 queue in service (0: none)
 // +16 elements dequeued +20 elements in the PHY FIFO +24 credit (signed bytes)
-// +28 claims left; quanta at QM_LM_QUANTA + 4 * (key & 7).
+// +28 claims left; quanta at QM_LM_QUANTA + 4 * (key & 7).  With eight keys or fewer
+// (QM_LM_STATE, below: DRR, and DFQ by input port) the queues' words and the active
+// rings described above are in local memory too (QM_LM_Q, QM_LM_RING), not SRAM.
 #include "npk_sys.h"
 #include "npk_block.h"
 #include "qm_refresh.h"
@@ -343,21 +345,6 @@ done#:
     nop
     alu[QA, --, b, *l$index1[0]]
 empty#:
-.end
-#endm
-
-// A packet counted on queue QA of port P: the one that finds the count word 0 puts the
-// queue on the ring (deficit 0, no claims)
-#macro qm_lm_count(QA, P)
-.begin
-    qm_lm_at(QA)
-    alu[lv, --, b, *l$index1[0]]
-    alu[*l$index1[0], lv, +, 1]
-    .if (lv == 0)
-        alu[*l$index1[2], --, b, 0]
-        alu[*l$index1[3], --, b, 0]
-        qm_lm_push(QA, P)
-    .endif
 .end
 #endm
 
