@@ -38,7 +38,9 @@
 // Local memory, 32 bytes a port at 32 * port: +0 enqueued (ctx 0) +4 dequeued
 // (schedulers) +8 elements out of the TBUF (poller) +12 queue in service (0: none)
 // +16 elements dequeued +20 elements in the PHY FIFO +24 credit (signed bytes)
-// +28 claims left; quanta at QM_LM_QUANTA + 4 * (key & 7).
+// +28 claims left; quanta at QM_LM_QUANTA + 4 * (key & 7).  With eight keys or fewer
+// (QM_LM_STATE, below: DRR, and DFQ by input port) the queues' words and the active
+// rings described above are in local memory too (QM_LM_Q, QM_LM_RING), not SRAM.
 #include "npk_sys.h"
 #include "npk_block.h"
 #include "qm_refresh.h"
@@ -64,12 +66,64 @@
 #define QM_KEY_MASK     QM_DRR_KEY_MASK
 #endif
 
+// Eight keys or fewer a port (DRR; DFQ with class_by: inport): the queues' scheduler
+// words and the ports' active rings live in local memory instead of SRAM (issue 47's
+// minimum-size line rate: no SRAM round trip under the scheduler token).  A queue's
+// record at QM_LM_Q + ((qa - QX_BASE) >> 1), 16 bytes: +0 count word (bit 31 held,
+// as the SRAM count word), +4 late charges, +8 carried deficit, +12 carried claims (a
+// queue is on its ring at most once, so what the SRAM ring entry carried is kept here).
+// Port p's ring at QM_LM_RING + 128 * p: +0 head, +4 tail (free-running), +64 sixteen
+// entries (a queue address, or paced DFQ's marker: eight keys and a marker at most).
+// Contexts swap only at ctx_arb, so each sequence of local-memory steps is atomic.
+#if (QM_KEY_MASK <= 7)
+#define QM_LM_STATE
+#endif
+#define QM_LM_Q         512         // .. 1535
+#define QM_LM_RING      1536        // .. 2559 (8 ports)
+
 #macro immed32(REG, V)
     immed_w0[REG, ((V) & 0xFFFF)]
     immed_w1[REG, (((V) >> 16) & 0xFFFF)]
 #endm
 
 .reg p t u ln key qa
+#ifdef QM_LM_STATE
+.reg lt lv
+
+// local memory index1 -> the record of queue QA (lt, lv changed)
+#macro qm_lm_at(QA)
+    alu_shf[lt, --, b, QA, <<21]
+    alu_shf[lt, --, b, lt, >>22]
+    immed[lv, QM_LM_Q]
+    alu[lt, lt, +, lv]
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+#endm
+
+// Append QA to port P's ring (index1 left at the entry)
+#macro qm_lm_push(QA, P)
+    immed[lv, QM_LM_RING]
+    alu_shf[lt, --, b, P, <<7]
+    alu[lt, lt, +, lv]                  // (QM_LM_RING + 128 * P: the bits overlap)
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+    alu[lv, --, b, *l$index1[1]]
+    alu[*l$index1[1], lv, +, 1]
+    alu[lv, lv, and, 15]
+    alu_shf[lt, lt, or, lv, <<2]
+    alu[lt, lt, or, 64]
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+    alu[*l$index1[0], --, b, QA]
+#endm
+
+#endif
 .reg @qm_enq @qm_deq @qm_port
 
     npk_thread_setup()
@@ -124,6 +178,23 @@ qm_init_port#:
 #else
     npk_qm_drr_quanta()
 #endif
+#ifdef QM_LM_STATE
+    // the queues' records and the ports' rings: all zero
+    immed[t, QM_LM_Q]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t]
+    immed[u, 0]
+    nop
+    nop
+qm_init_lm#:
+    alu[*l$index0++, --, b, 0]
+    alu[*l$index0++, --, b, 0]
+    alu[*l$index0++, --, b, 0]
+    alu[*l$index0++, --, b, 0]
+    alu[u, u, +, 1]
+    .if (u < 128)
+        br[qm_init_lm#]
+    .endif
+#endif
 #ifdef QM_PACED
     // Panama's cycles: each port's ring holds a marker; a round starts when the marker
     // comes round and its time (QM_LM_ROUND) has come, the next QM_DFQ_T_TICKS later
@@ -144,7 +215,12 @@ qm_init_round#:
     immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
+#ifdef QM_LM_STATE
+    immed[u, QM_MARK]
+    qm_lm_push(u, p)
+#else
     sram[put, $m0, u, 0, 3], ctx_swap[s_m]
+#endif
     alu[p, p, +, 1]
     .if (p < NPORTS)
         br[qm_init_round#]
@@ -228,7 +304,9 @@ qm_init_round#:
     alu_shf[t, --, b, t, >>(16 - DESC_SHIFT)]
     alu[ed, ed, +, t]
     sram[enqueue, --, QA, ed]
+#ifndef QM_LM_STATE
     sram[test_and_incr, XC, QA, 12], sig_done[SIG]
+#endif
     alu[t, --, b, LM0]
     alu[LM0, t, +, 1]
     alu[@qm_enq, @qm_enq, +, 1]
@@ -243,6 +321,113 @@ done#:
 .end
 #endm
 
+#ifdef QM_LM_STATE
+// The head of port P's ring -> QA (0: the ring is empty)
+#macro qm_lm_pop(QA, P)
+.begin
+    immed[lv, QM_LM_RING]
+    alu_shf[lt, --, b, P, <<7]
+    alu[lt, lt, +, lv]                  // (QM_LM_RING + 128 * P: the bits overlap)
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    immed[QA, 0]
+    nop
+    nop
+    alu[lv, --, b, *l$index1[0]]
+    alu[--, lv, -, *l$index1[1]]
+    beq[empty#]
+    alu[*l$index1[0], lv, +, 1]
+    alu[lv, lv, and, 15]
+    alu_shf[lt, lt, or, lv, <<2]
+    alu[lt, lt, or, 64]
+    local_csr_wr[ACTIVE_LM_ADDR_1, lt]
+    nop
+    nop
+    nop
+    alu[QA, --, b, *l$index1[0]]
+empty#:
+.end
+#endm
+
+// One message (PW, W1), all of it, without waiting: its queue; the port's limit and,
+// when the port holds QM_KEY_QLIMIT packets or more, the queue's (its length: the
+// packets not yet claimed, the claims its ring entry carries and, when it is its port's
+// visit in service (port record +12), the visit's claims left (+28)); enqueue; count,
+// and put the queue on its port's ring when the count word was 0.  PCSR and P0..P7:
+// the port's record; RCSR and R0..R3: the queue's (the other index); OK -> 1, or 0
+// when dropped with DROPCODE.  (Index1 is left anywhere.)
+#macro qm_enq_lm(PW, W1, PCSR, P0, P1, P3, P7, RCSR, R0, R2, R3, DROPCODE, OK)
+.begin
+    .reg bl ql ed
+    qm_queue_of(PW, W1)
+    alu_shf[t, --, b, p, <<5]
+    local_csr_wr[PCSR, t]
+    alu_shf[lt, --, b, qa, <<21]
+    alu_shf[lt, --, b, lt, >>22]
+    immed[lv, QM_LM_Q]
+    alu[lt, lt, +, lv]
+    local_csr_wr[RCSR, lt]
+    immed[u, QM_KEY_QLIMIT]
+    alu[bl, --, b, P0]
+    alu[bl, bl, -, P1]
+    .if (bl >= u)
+        alu[ql, --, b, R0]
+        alu_shf[ql, --, b, ql, <<1]
+        alu_shf[ql, --, b, ql, >>1]
+        alu[ql, ql, +, R3]
+        alu[t, --, b, P3]
+        .if (t == qa)
+            alu[ql, ql, +, P7]
+        .endif
+        .if (ql >= u)
+            br[drop#]
+        .endif
+        immed[u, QM_QLIMIT]
+        .if (bl >= u)
+            br[drop#]
+        .endif
+    .endif
+    immed[ed, DESC_BASE]
+    alu_shf[t, --, b, PW, <<16]
+    alu_shf[t, --, b, t, >>(16 - DESC_SHIFT)]
+    alu[ed, ed, +, t]
+    sram[enqueue, --, qa, ed]
+    alu[t, --, b, P0]
+    alu[P0, t, +, 1]
+    alu[@qm_enq, @qm_enq, +, 1]
+    alu[lv, --, b, R0]
+    alu[R0, lv, +, 1]
+    .if (lv == 0)
+        alu[R2, --, b, 0]
+        alu[R3, --, b, 0]
+        qm_lm_push(qa, p)
+    .endif
+    br[done#], defer[1]
+    immed[OK, 1]
+drop#:
+    immed[OK, 0]
+    immed[code, DROPCODE]
+    npk_free_buffer(PW)
+    npk_count((STAT_DROP_BASE + 4 * DROPCODE))
+done#:
+.end
+#endm
+
+// Put queue QA (deficit DEF, claims carried CL) on port P's active ring.
+#macro qm_ring_put(QA, DEF, CL, P)
+.begin
+#ifdef QM_PACED
+    .if (QA != QM_MARK)
+#endif
+        qm_lm_at(QA)
+        alu[*l$index1[2], --, b, DEF]
+        alu[*l$index1[3], --, b, CL]
+#ifdef QM_PACED
+    .endif
+#endif
+    qm_lm_push(QA, P)
+.end
+#endm
+#else
 // Put queue QA (deficit DEF, claims carried CL) on port P's active ring.
 #macro qm_ring_put(QA, DEF, CL, P)
 .begin
@@ -259,6 +444,7 @@ done#:
     sram[put, $r0, ra, 0, 3], ctx_swap[s_r]
 .end
 #endm
+#endif
 
 // Put queue QA on port P's active ring without waiting: XR0..XR2 (deficit 0, no claims)
 // are free again at SIG, which the loop waits for before it writes them next (PENDING).
@@ -312,6 +498,17 @@ qm_enq_loop#:
     br[qm_enq_loop#]
 qm_enq_some#:
     // (the second get may bring a message although the first found the ring empty)
+#ifdef QM_LM_STATE
+    .if (pw1 != 0)
+        qm_enq_lm(pw1, $e1, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], *l$index0[3], *l$index0[7], ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[2], *l$index1[3], DROP_QUEUE_FULL, ok1)
+    .endif
+    .if (pw2 != 0)
+        qm_enq_lm(pw2, $e3, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], *l$index0[3], *l$index0[7], ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[2], *l$index1[3], DROP_QUEUE_FULL, ok2)
+    .endif
+    scratch[get, $e0, zero, (RING_IN << 2), 2], sig_done[s_e]
+    scratch[get, $e2, zero, (RING_IN << 2), 2], sig_done[s_e2]
+    br[qm_enq_loop#]
+#endif
     .if (pw1 != 0)
         qm_enq_a(pw1, $e1, $l1, s_l1, qa1, p1, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], ok1)
     .endif
@@ -366,6 +563,10 @@ qm_poll#:
     beq[qm_poll#]
     alu[ln, --, b, $c1]
     alu[ln, ln, and, 0xFF]          // the control plane's frames: key from the packet word
+#ifdef QM_LM_STATE
+    qm_enq_lm(pw, ln, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], *l$index0[3], *l$index0[7], ACTIVE_LM_ADDR_1, *l$index1[0], *l$index1[2], *l$index1[3], DROP_CONTROL_QUEUE_FULL, cok)
+    br[qm_poll#]
+#endif
     qm_enq_a(pw, ln, $cl, s_cl, cqa, cp, ACTIVE_LM_ADDR_0, *l$index0[0], *l$index0[1], cok)
     qm_enq_b(pw, cqa, cok, $cl, s_cl, 0, $cx, s_cx, cok, *l$index0[0], DROP_CONTROL_QUEUE_FULL)
     .if (cok != 0)
@@ -408,18 +609,15 @@ qm_try#:
     alu[tries, tries, +, 1]
     nop
     nop
+    // (the common path falls through: a taken branch costs 3 cycles)
     alu[t, --, b, *l$index0[0]]
     alu[t, t, -, *l$index0[1]]
-    .if (t == 0)
-        br[qm_next_port#]
-    .endif
+    beq[qm_next_port#]
     alu[t, --, b, *l$index0[4]]
     alu[u, t, -, *l$index0[2]]
     alu[u, u, +, *l$index0[5]]
-    .if (u >= QM_TX_WINDOW)
-        immed[blocked, 1]
-        br[qm_next_port#]
-    .endif
+    alu[--, u, -, QM_TX_WINDOW]
+    bhs[qm_blocked#]
     // the visit in service: go on while credit and claims last
     alu[qcur, --, b, *l$index0[3]]
 #ifdef QM_PACED
@@ -454,18 +652,29 @@ qm_mark_ahead#:
         alu[cred, --, b, *l$index0[6]]
         .if (claims != 0)
             alu[--, cred, -, 1]
-            bge[qm_serve#]          // signed: credit > 0
+            bge[qm_serve2#], defer[2]   // signed: credit > 0
+            alu[claims, claims, -, 1]       // (qm_serve#'s first two steps)
+            alu[*l$index0[7], --, b, claims]
             // credit spent: to the ring's tail with its deficit and its claims
+            alu[claims, claims, +, 1]
             qm_ring_put(qcur, cred, claims, p)
         .else
             // claims spent, credit left: claim what came meanwhile and go on (DRR serves
             // a queue while it has packets and credit)
             alu[--, cred, -, 1]
             blt[qm_release#]
+#ifdef QM_LM_STATE
+            qm_lm_at(qcur)
+            immed[t, 0x8000, <<16]
+            alu[claims, --, b, *l$index1[0]]
+            alu[*l$index1[0], --, b, t]
+            alu_shf[claims, --, b, claims, <<1]
+#else
             immed[t, 0x8000, <<16]
             alu[$k, --, b, t]
             sram[swap, $k, qcur, 12], ctx_swap[s_k]
             alu_shf[claims, --, b, $k, <<1]
+#endif
             alu_shf[claims, --, b, claims, >>1]
             .if (claims != 0)
                 alu[*l$index0[7], --, b, claims]
@@ -475,10 +684,17 @@ qm_release#:
             // nothing came, or the credit is spent: the queue is released (held bit
             // cleared) unless packets came meanwhile; then it goes back on the ring, and
             // its next visit claims them
+#ifdef QM_LM_STATE
+            qm_lm_at(qcur)
+            alu[t, --, b, *l$index1[0]]
+            alu_shf[t, --, b, t, <<1]
+            alu_shf[*l$index1[0], --, b, t, >>1]
+#else
             immed[t, 0x8000, <<16]
             alu[$k, --, b, t]
             sram[test_and_clr, $k, qcur, 12], ctx_swap[s_k]
             alu_shf[t, --, b, $k, <<1]
+#endif
             .if (t != 0)
                 qm_ring_put(qcur, cred, 0, p)
             .endif
@@ -487,11 +703,15 @@ qm_release#:
     .endif
     // next visit: the head of the port's ring; claim its queue's packets (swap the count
     // for the held bit: arrivals then count without putting the queue on the ring again)
+#ifdef QM_LM_STATE
+    qm_lm_pop(qcur, p)
+#else
     immed[u, QR_BASE]
     alu_shf[t, --, b, p, <<5]
     alu[u, u, +, t]
     sram[get, $g0, u, 0, 3], ctx_swap[s_g]
     alu[qcur, --, b, $g0]
+#endif
     .if (qcur == 0)
         br[qm_next_port#]           // counted, not yet on the ring (its put is in flight)
     .endif
@@ -501,6 +721,20 @@ qm_release#:
         br[qm_mark#]
     .endif
 #endif
+#ifdef QM_LM_STATE
+    qm_lm_at(qcur)
+    immed[t, 0x8000, <<16]
+    alu[claims, --, b, *l$index1[0]]
+    alu[*l$index1[0], --, b, t]
+    alu_shf[claims, --, b, claims, <<1]
+    alu_shf[claims, --, b, claims, >>1]
+    alu[claims, claims, +, *l$index1[3]]
+    alu[*l$index1[3], --, b, 0]     // (the record's claims count in the queue's length)
+    // credit: the carried deficit + the key's quantum - the late charges
+    alu[cred, --, b, *l$index1[2]]
+    alu[cred, cred, -, *l$index1[1]]
+    alu[*l$index1[1], --, b, 0]
+#else
     immed[t, 0x8000, <<16]
     alu[$k, --, b, t]
     alu[$d, --, b, 0]
@@ -512,6 +746,7 @@ qm_release#:
     alu[claims, claims, +, $g2]
     // credit: the carried deficit + the key's quantum - the late charges
     alu[cred, $g1, -, $d]
+#endif
     qm_quantum_of(qcur)
     alu[cred, cred, +, *l$index1[0]]
     alu[*l$index0[3], --, b, qcur]
@@ -522,6 +757,9 @@ qm_release#:
     // a debt larger than the quantum: back to the tail, where it gains a quantum a round
     alu[*l$index0[3], --, b, 0]
     qm_ring_put(qcur, cred, claims, p)
+    br[qm_next_port#]
+qm_blocked#:
+    immed[blocked, 1]
 qm_next_port#:
     alu[p, p, +, 1]
     .if (p == NPORTS)
@@ -542,16 +780,18 @@ qm_idle#:
 qm_serve#:
     alu[claims, claims, -, 1]
     alu[*l$index0[7], --, b, claims]
+qm_serve2#:
     alu[t, --, b, *l$index0[1]]
     alu[*l$index0[1], t, +, 1]
     alu[@qm_deq, @qm_deq, +, 1]
     alu[t, --, b, *l$index0[4]]
     alu[*l$index0[4], t, +, QM_MAX_ELEMS]
     alu[t, p, +, 1]
-    .if (t == NPORTS)
-        immed[t, 0]
-    .endif
+    alu[--, t, -, NPORTS]
+    bne[qm_port_set#], defer[1]
     alu[@qm_port, --, b, t]
+    alu[@qm_port, --, b, 0]
+qm_port_set#:
     sram[dequeue, $q0, qcur, 0], sig_done[s_q]
     local_csr_wr[SAME_ME_SIGNAL, nget]
     ctx_arb[s_q]
@@ -564,40 +804,55 @@ qm_serve#:
     ctx_arb[s_ln]
     alu_shf[ln, --, b, $q0, >>16]
     // charge the visit (if it is still this queue's) and correct the reservation
+#ifndef QM_LM_STATE
     immed[late, 0]
+#endif
     alu[t, --, b, *l$index0[3]]
-    .if (t == qcur)
-        alu[t, --, b, *l$index0[6]]
-        alu[*l$index0[6], t, -, ln]
-    .else
-        // its visit has ended: the queue's late-charge word (+16), read at its next visit
-        alu[$d, --, b, ln]
-        sram[add, $d, qcur, 16], sig_done[s_d]
-        immed[late, 1]
-    .endif
+    alu[--, t, -, qcur]
+    bne[qm_late#]
+    alu[t, --, b, *l$index0[6]]
+    alu[*l$index0[6], t, -, ln]
+qm_charged#:
     alu[u, ln, +, 63]
     alu_shf[u, --, b, u, >>6]
     alu[u, QM_MAX_ELEMS, -, u]
     alu[t, --, b, *l$index0[4]]
     alu[*l$index0[4], t, -, u]
-    br_signal[tok_put, qm_out_full#]
-    ctx_arb[tok_put]
+    br_!signal[tok_put, qm_tok_wait#]
 qm_out_full#:
     br_inp_state[RING_OUT_STATUS, qm_out_wait#]
-    br[qm_out_put#]
-qm_out_wait#:
-    ctx_arb[voluntary]
-    br[qm_out_full#]
-qm_out_put#:
     alu[$o0, --, b, pw]
     alu_shf[t, --, b, ln, <<16]
     alu[$o1, t, or, p]
     scratch[put, $o0, zero, (RING_OUT << 2), 2], sig_done[s_o]
     local_csr_wr[SAME_ME_SIGNAL, nput]
+#ifdef QM_LM_STATE
+    ctx_arb[s_o]
+#else
     .if (late != 0)
         ctx_arb[s_o, s_d]
     .else
         ctx_arb[s_o]
     .endif
+#endif
     br[qm_deq_loop#]
+    // (off the common path)
+qm_tok_wait#:
+    ctx_arb[tok_put]
+    br[qm_out_full#]
+qm_out_wait#:
+    ctx_arb[voluntary]
+    br[qm_out_full#]
+qm_late#:
+    // its visit has ended: the queue's late-charge word (+16), read at its next visit
+#ifdef QM_LM_STATE
+    qm_lm_at(qcur)
+    alu[t, --, b, *l$index1[1]]
+    alu[*l$index1[1], t, +, ln]
+#else
+    alu[$d, --, b, ln]
+    sram[add, $d, qcur, 16], sig_done[s_d]
+    immed[late, 1]
+#endif
+    br[qm_charged#]
 .end

@@ -151,3 +151,17 @@ def test_scheduler_memory_is_a_region_of_the_sram_map() -> None:
     rings_end = sched.QR_STORE + 5 * (1 << sched.QR_STORE_SHIFT)
     assert lo == sched.DFQ_QX_BASE and dfq_end <= sched.QR_BASE < sched.QR_STORE and rings_end <= hi
     assert sched.QR_WORDS * 4 <= 1 << sched.QR_STORE_SHIFT and sched.QR_WORDS >= 3 * sched.DFQ_KEYS
+
+
+def test_dfq_admission_counts_reservations_on_the_wire() -> None:
+    """Four 200 Mb/s reservations are 0.8 Gb/s of frame bits, but at 60-byte frames (+24
+    bytes of preamble, FCS and gap a frame) they need 1.12 Gb/s of wire: not admitted, so
+    the bound is not owed there; the same reservations in 1,500-byte frames (0.81 Gb/s of
+    wire) are."""
+    for length, admitted in ((60, False), (1500, True)):
+        f = Feed("dfq")
+        for k in range(4):
+            f.depart(f.offer(0, k, 4, length), 100 * US + k * wire_ns(length), 4)
+        assert f.judge.reserved_wire_bps(4, 0) == pytest.approx(200e6 * (length + 24) / length)
+        rows = f.judge.summary()["delay_bound"]["connections"]
+        assert len(rows) == 4 and all(r["admitted"] is admitted for r in rows), rows

@@ -13,6 +13,18 @@ whatever the depth of its queue.  Measured between 20 % and 80 % of the packets 
     sched.dfq.<N>.mpps             packets out per second
     sched.dfq.flatness_pct         (max - min) / min of cycles_per_pkt over N, in %
     sched.drr.<classes>.cycles_per_pkt   the same for DRR, 1..8 classes a port
+    sched.dfq.inport.cycles_per_pkt      DFQ with a connection per input port (five a
+                                         port: the queues' state in local memory)
+
+Line rate through the whole router (issue 47): `npk demo -D qm=V --traffic
+examples/traffic/T.yaml` (the demo's route table), pipelined layout, 10 ms (2 ms with
+--quick), for V = drr, dfq and the default qm (full), T = min64 (64-byte frames, random
+destinations: every port's five classes active) and seed003 (78 bytes, random):
+
+    sched.<V>.<T>.pct_line_rate    wire bits out / (5 x 1 Gb/s) x 100
+    sched.<V>.<T>.instr_per_pkt    qm instructions a packet transmitted
+    sched.<V>.<T>.verdict_ok       1 when the run's verdict is ok (nothing lost, every
+                                   scheduler property the judge checks kept), else 0
 """
 
 from __future__ import annotations
@@ -100,6 +112,33 @@ def dfq_flat(connections: list[int], count: int) -> dict[str, Any]:
     return out
 
 
+def line_rate(variant: str, traffic: str, duration_ns: int) -> dict[str, float]:
+    """One `npk demo -D qm=variant --traffic examples/traffic/<traffic>.yaml` run."""
+    from pathlib import Path
+
+    from npkit.emulator.traffic.source import load_traffic_source
+    from npkit.toolchain.system.app_run import DEMO_ROUTES
+    from npkit.toolchain.system.router_run import run_router
+    from npkit.toolchain.system.tables import demo_routes, router_with_routes
+    from npkit.toolchain.system.verdict import Policy, judge
+
+    spec = Path(__file__).resolve().parents[2] / "examples" / "traffic" / f"{traffic}.yaml"
+    routes = demo_routes(DEMO_ROUTES)
+    router = router_with_routes(routes)
+    tr = load_traffic_source(spec, duration_ns, overrides={"router": str(router)})
+    runs: list[Any] = []
+    s = run_router("pipelined", {"io": "msf", "qm": variant}, tr, duration_ns, routes=routes,
+                   router_config=router, on_start=runs.append)  # fmt: skip
+    rr = runs[0]
+    me = next(p.mes[0] for p in rr.image.programs if p.name == "qm")
+    st = rr.chip.ffi.new("npk_me_stats *")
+    rr.chip.lib.npk_stats_me(rr.chip._chip, me, st)
+    sent = max(1, int(s["totals"]["transmitted"]))
+    return {"pct_line_rate": float(s["throughput"]["pct_line_rate"]),
+            "instr_per_pkt": round(int(st.instructions) / sent, 1),
+            "verdict_ok": float(judge(s, Policy())["ok"])}  # fmt: skip
+
+
 @benchmark("sched")
 def bench_sched(quick: bool) -> dict[str, Any]:
     count = 1500 if quick else 4000
@@ -109,4 +148,10 @@ def bench_sched(quick: bool) -> dict[str, Any]:
             "drr", {"classes": classes, "class_by": "msg", "drr_quanta": 64}, classes * PORTS, count
         )
         out[f"sched.drr.{classes}.cycles_per_pkt"] = r["cycles_per_pkt"]
+    r = qm_cost("dfq", {"dfq_t_ns": 512, "dfq_rates_mbps": 1000}, PORTS, count)
+    out["sched.dfq.inport.cycles_per_pkt"] = r["cycles_per_pkt"]
+    for traffic in ("min64", "seed003"):
+        for variant in ("full", "drr", "dfq"):
+            for k, v in line_rate(variant, traffic, 2_000_000 if quick else 10_000_000).items():
+                out[f"sched.{variant}.{traffic}.{k}"] = v
     return out

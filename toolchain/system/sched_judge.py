@@ -68,6 +68,7 @@ class _Queue:
     bound_violations: int = 0
     packets: int = 0
     max_len: int = 0  # the largest frame that left (paced DFQ's admission)
+    min_len: int = 0  # the smallest (its reservation's cost on the wire: admission)
 
 
 @dataclass
@@ -201,6 +202,7 @@ class SchedJudge:
         q = self.queues[(port, key)]
         q.packets += 1
         q.max_len = max(q.max_len, len(d.data))
+        q.min_len = min(q.min_len or len(d.data), len(d.data))
         q.served[d.t // BIN_NS] += 8 * len(d.data)
         flow = _flow(w, i, d.data)
         okey = (port, key, flow) if self.per_flow_order or not self.by_key else (port, key)
@@ -288,11 +290,20 @@ class SchedJudge:
     def reserved_bps(self, key: int) -> float:
         return self.params.dfq_rates_mbps[key % 8] * 1e6
 
+    def reserved_wire_bps(self, port: int, key: int) -> float:
+        """A reservation counts frame bits (as DRR / DFQ's quanta); the wire also carries
+        each frame's preamble and gap, so in the connection's smallest frames it takes
+        rate x (frame + overhead) / frame of the link."""
+        n = self.queues[(port, key)].min_len
+        return self.reserved_bps(key) * ((n + self.over[port]) / n if n else 1.0)
+
     def _admitted(self, port: int) -> bool:
-        """Admission: the port's connections reserve at most its link; paced, whole frames
-        must also fit the cycles: the sum of (quantum + largest frame) at most C x T."""
+        """Admission: the port's connections' reservations, counted on the wire, at most
+        its link (Panama: the quanta of a cycle fit the link's C x T; at 64-byte frames
+        five 200 Mb/s reservations need 1.3 Gb/s of wire); paced, whole frames must also
+        fit the cycles: the sum of (quantum + largest frame) at most C x T."""
         keys = [k for (p, k) in self.queues if p == port]
-        if sum(self.reserved_bps(k) for k in keys) > self.rate * 1.0001:
+        if sum(self.reserved_wire_bps(port, k) for k in keys) > self.rate * 1.0001:
             return False
         if not self.params.dfq_paced:
             return True
