@@ -81,7 +81,10 @@ static inline __attribute__((always_inline)) int npk_issue_as(npk_chip *c, npk_m
     uint32_t xidx = (npk_relbase(m, ctx) + k->xoff) & 127;
     if (flags & NPK_CMDF_INDIRECT) indirect_ref(k, m->alu_out, &nwords, &msf_addr);
     int unit = k->unit;
-    int ch = unit_channel(c, unit, addr);
+    /* a split command (enqueue: queue descriptor + buffer) goes to the channel of its first
+     * operand, the queue's (HRM p.215: the Q_array and the queue's links are one channel's);
+     * the sum of two channel-1 addresses would name channel 2 */
+    int ch = unit_channel(c, unit, (flags & NPK_CMDF_SPLIT) ? a : addr);
     if (npk_unit_full(c, unit, ch)) return NPK_ISSUE_STALL;
     int pull = (flags & NPK_CMDF_PULL) != 0, push = (flags & NPK_CMDF_PUSH) != 0;
     uint32_t moved = nwords > NPK_MAX_XFER_WORDS ? NPK_MAX_XFER_WORDS : nwords;

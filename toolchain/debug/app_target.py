@@ -49,7 +49,8 @@ def app_target(app_dir: str, images: Sequence[tuple[str, str | None]], traffic: 
         if images and images[0][1] is not None:
             raise TargetUsage(f"{images[0][0]}@{images[0][1]}: a layout names its blocks' MEs")
         inputs = app_inputs(app_dir, layout_name, traffic)
-        image = inputs.link(_layout_params(defines))
+        chip = inputs.app.chip if inputs.app is not None and inputs.app.chip is not None else "ixp2800"
+        image = inputs.link(_layout_params(defines), chip_config=chip)  # the application's chip (its TCAM, ...)
         router = inputs.router_yaml()
     except LinkError as e:
         raise TargetError(str(e)) from None
