@@ -104,6 +104,29 @@ def test_sram_queue_array_enqueue_dequeue() -> None:
     assert chip.read32("sram", q + 8) == 0
 
 
+def test_an_enqueue_goes_to_its_queues_channel_in_order_with_its_dequeue() -> None:
+    """A queue and its buffers in SRAM channel 1 (npkit's layout: QD_BASE 0x40000000,
+    DESC_BASE 0x40010000): the enqueue is served by channel 1's controller (the Q_array is
+    a channel's, HRM p.215), not by channel 2 (the sum of the two addresses), so a dequeue
+    issued after it, without waiting, finds the buffer even while channel 2 is busy (ME 1
+    keeps it so).  The enqueue used to queue behind channel 2's reads and the dequeue came
+    back empty (qm_drr's local-memory state at the SPP's Figure 11 0-byte all-I3 point)."""
+    q, buf = 0x40000200, 0x40010020
+    prog = [f"immed_w1[a1, 0x{q >> 16:x}]", f"immed_w0[a1, 0x{q & 0xFFFF:x}]",
+            f"immed_w1[b1, 0x{buf >> 16:x}]", f"immed_w0[b1, 0x{buf & 0xFFFF:x}]",
+            "immed[a3, 200]", "wait#: alu[a3, a3, -, 1]", "bne[wait#]",  # channel 2 fills meanwhile
+            "sram[enqueue, --, a1, b1]", "sram[dequeue, $4, a1, 0], ctx_swap[s1]",
+            "alu[a2, --, B, $4]", "halt"]  # fmt: skip
+    hammer = ["immed_w1[a1, 0x8000]", "loop#: sram[read, $0, a1, 0, 8], sig_done[s1]", "br[loop#]"]
+    chip = chip_with({0: prog, 1: hammer})
+    chip.enable(1, 0xFF)
+    chip.run(20_000)
+    assert chip.me_status(0)["state"] == "halt"
+    assert chip.reg(0, "a2") == buf
+    sram = chip.stats()["units"]["sram"]
+    assert sram[1]["commands"] == 2        # the enqueue and the dequeue, both on the queue's channel
+
+
 def test_sram_ring_put_get() -> None:
     d = 0x300  # ring descriptor: head, tail, count, base, size
     prog = [f"immed[a1, 0x{d:x}]", "immed[$0, 0x51]", "immed[$1, 0x52]", "immed[$2, 0x53]",
