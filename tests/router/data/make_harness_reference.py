@@ -166,6 +166,17 @@ capture hashes; imix mean latency 18.040 -> 18.099 us, errors 18.003 -> 18.044) 
 utilisations (by at most 0.003) moved. Every packet count, disposition, comparison and
 history hash stayed the same, and so did the seed003 and parallel captures; every case
 agreed with the oracle.
+2026-12-02 (later): re-made when the emulator began to serve an SRAM enqueue on its
+queue's channel (the first operand, 0x40000xxx: channel 1) instead of the channel of the
+queue's address plus the buffer's (0x4001xxxx: channel 2), where it was not ordered with
+the queue's dequeue (emulator/src/issue.h; tests/spp/test_spp_qm_state.py): the qm's
+enqueues moved from channel 2 to channel 1, so every capture hash, every history hash
+but pipelined-errors', the latencies (pipelined-seed003 mean 4.387 -> 4.438 us, parallel
+4.776 -> 4.783; imix 18.099 -> 18.077 / 18.002 -> 18.012), tx rates (pipelined-seed003
+4,979.7 -> 4,979.0 Mb/s, parallel 4,978.2 -> 4,976.6), utilisations (by at most 0.002)
+and the XScale's wait cycles in imix moved. Every packet count, disposition and
+comparison stayed the same and every case agreed with the oracle; pipelined-errors is
+the same byte for byte.
 
     .venv/bin/python tests/router/data/make_harness_reference.py tests/router/data/harness_reference.json [case ...]
 
