@@ -50,6 +50,17 @@ def test_debug_with_app_stops_in_the_block_on_a_denied_packet(tmp_path: Path) ->
     assert "c6 12 00 00 ff ff ff 00 00 17" in out  # rule 0 as tables.yaml packed it: 198.18.0.0/24, port 23
 
 
+def test_debug_with_an_app_on_its_own_chip_links_for_that_chip(tmp_path: Path) -> None:
+    """The SPP's manifest names its chip (ixp2850_spp: a TCAM, which its tables need):
+    `npk debug --app` links for it, as `npk demo --app` does (it linked for ixp2800 and
+    refused the TCAM table)."""
+    script = tmp_path / "dbg.txt"
+    script.write_text("run 3000\n")
+    res = CliRunner().invoke(main, ["debug", "--app", str(ROOT / "examples" / "apps" / "spp"), "--batch", str(script)])
+    assert res.exit_code == 0, res.output
+    assert "no TCAM" not in res.output and "now at cycle 3000" in res.output
+
+
 def test_debug_without_image_or_app_is_a_usage_error() -> None:
     res = CliRunner().invoke(main, ["debug"])
     assert res.exit_code == 2 and "--app DIR" in res.output
