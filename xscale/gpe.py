@@ -264,7 +264,7 @@ class GpeHost:
     def _wait(self, seen: int, target: int) -> str:
         """WAIT / WAIT_UNTIL: the answer leaves `latency` after the interrupt (status 1),
         or at the deadline (status 0, WAIT_UNTIL only)."""
-        clock, chip, w = self.clock, self.chip, self.windows
+        clock, w = self.clock, self.windows
         assert self.pending is not None
         start = clock.now
         w.sample()
