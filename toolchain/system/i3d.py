@@ -37,7 +37,8 @@ def _h_int(name: str) -> int:
 def option_names() -> list[str]:
     """The daemon's tunables (xscale/i3d/i3d.h I3D_OPTIONS): a layout's control.options."""
     body = I3D_H.read_text().split("#define I3D_OPTIONS(X)", 1)[1].split("typedef", 1)[0]
-    return re.findall(r"X\((\w+),", body)
+    # and the run's own: ipv4 (1: npkd beside i3d, npkd_spp; not written to i3d's configuration)
+    return [*re.findall(r"X\((\w+),", body), "ipv4"]
 
 
 def mirror_offset() -> int:
@@ -187,8 +188,6 @@ def gpe_layout(text: str, cp_ring: int = 12) -> str:
             out.append("                        # records i3d relays (spp_to_gpe): docs/spp.md §12")
         elif line.startswith("  exceptions: {ring:"):
             out.append(f"  cp_to_qm:   {{ring: {cp_ring}, size: 256}}   # frames the I3 daemon sends")
-            out.append(f"  gpe_relay:  {{ring: {cp_ring + 1}, size: 256}}   # gpe_ipv4: i3d -> npkd, the IPv4 slices' records")
-            out.append(f"  npkd_back:  {{ring: {cp_ring + 2}, size: 256}}   # gpe_ipv4: npkd -> i3d, its frames for cp_to_qm")
         elif line.startswith("exceptions: "):
             out += ["control:", '  placement: "${control}"', "  program: i3d", "  ring: cp_to_qm",
                     '  options: {slow_slice: "${gpe_slow_slice}", ipv4: "${gpe_ipv4}"}']

@@ -114,8 +114,16 @@ class I3dPlane:
         self.sub = load_substrate(self.folder)
         router = router if router is not None else router_config_of(image)
         opts = {"clock_mhz": int(float(chip.config["clock_mhz"])), **meta.get("options", {}), **(options or {})}
-        conf = i3d_conf(self.sub, router, chip.tcam_info(),
-                        rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])), socket=self.socket,
+        # gpe_ipv4: npkd beside i3d answers the IPv4 slices' records (npkd_spp)
+        self.ipv4 = bool(int(opts.pop("ipv4", 0)))
+        rings: tuple[int, ...] = (int(meta["exceptions_ring"]), int(meta["ring_number"]))
+        if self.ipv4:
+            if self.placement != "gpe":
+                raise LinkError("gpe_ipv4=1: npkd runs beside i3d as a second host process (control=gpe only)")
+            from .npkd_spp import host_rings
+
+            rings += host_rings(chip, image.meta.get("rings") or {})
+        conf = i3d_conf(self.sub, router, chip.tcam_info(), rings=rings, socket=self.socket,
                         options=opts, timed=timed)  # fmt: skip
         self.conf = self.dir / "i3d.conf"
         self.conf.write_text(conf)
@@ -123,6 +131,12 @@ class I3dPlane:
         # clears the filters its predecessor left and makes the timed commands due again
         self.system, self.host, self.program = start_daemon(chip, meta, self.placement, self.dir, self.conf,
                                                             kill_at_ns, restart_at_ns, gdb_port, echo)  # fmt: skip
+        self.npkd: Any = None
+        if self.ipv4:
+            from .npkd_spp import start_beside
+
+            self.npkd = start_beside(self.system, chip, router, self.sub, self.folder, self.dir,
+                                     (rings[2], rings[3]), echo)  # fmt: skip
 
     def stats(self) -> dict[str, Any] | None:
         """The daemon's statistics (i3d.read_stats), with the keys a run asks every control
@@ -143,12 +157,30 @@ class I3dPlane:
         if st is not None:
             out["counters"] = st["counters"]
             out["gpe_delay_ns"] = st["gpe_delay_ns"]
+        if self.npkd is not None:
+            out["npkd"] = self._npkd_summary()
         err = self.host.stderr.decode(errors="replace").strip() if self.system.xscale is not None else ""
         if err:
             out["stderr"] = err[-2000:]
         return out
 
+    def _npkd_summary(self) -> dict[str, Any]:
+        """npkd beside i3d: its process and the counters of its answers."""
+        from .control import read_stats
+
+        st = read_stats(self.chip)
+        c = st["counters"] if st else {}
+        keys = ("local_echo_requests", "icmp_echo_reply", "local_udp", "icmp_port_unreachable",
+                "icmp_protocol_unreachable", "icmp_time_exceeded", "icmp_net_unreachable",
+                "icmp_suppressed_rules", "local_counted", "exc_unknown", "log_records")  # fmt: skip
+        status = self.npkd.status()
+        return {"placement": "gpe", "state": status.get("state"), "exit_code": status.get("exit_code"),
+                "counters": {k: int(c.get(k, 0)) for k in keys}}  # fmt: skip
+
     def failed(self) -> str | None:
+        if self.npkd is not None and self.npkd.state in ("crashed", "exited"):
+            err = self.npkd.stderr.decode(errors="replace").strip()
+            return f"npkd beside i3d {self.npkd.state} (exit code {self.npkd.exit_code})" + (f": stderr: {err[-300:]}" if err else "")
         st = self.system.status() or {}
         if st.get("state") in ("crashed", "exited"):
             err = self.host.stderr.decode(errors="replace").strip()

@@ -127,3 +127,63 @@ def encapsulate(received: bytes, reply: bytes, mi_ip: int, mi_udp: int) -> bytes
     ip[10:12] = internet_checksum(bytes(ip)).to_bytes(2, "big")
     udp = struct.pack("!H2sHH", mi_udp, received[34:36], 8 + ilen, 0)
     return received[6:12] + received[0:6] + b"\x08\x00" + bytes(ip) + udp + reply[14 : 14 + ilen]
+
+
+def exception_codes(folder: Path) -> list[int]:
+    """The application's exception codes (reasons.yaml `exceptions:`): npkd answers each in
+    SPP mode ("CODE spp" in its exceptions file)."""
+    doc = yaml.safe_load((folder / "reasons.yaml").read_text()) or {}
+    return sorted(int(r["code"]) for r in (doc.get("exceptions") or {}).values())
+
+
+def exceptions_file(sub: Any, folder: Path) -> str:
+    """npkd's exceptions file (xscale/npkd/cp.h NPKD_APP_EXCEPTIONS) in SPP mode: every
+    exception code to SPP mode, the IPv4 slices' meta-interfaces and GPE prefixes."""
+    lines = [f"{code} spp" for code in exception_codes(folder)]
+    lines += [f"spp_mi {port} {ip:x} {udp}" for port, ip, udp in ipv4_mis(sub)]
+    lines += [f"spp_local {p:x} {n}" for p, n in gpe_prefixes(folder)]
+    return "\n".join(lines) + "\n"
+
+
+def start_beside(system: Any, chip: Any, router: Any, sub: Any, folder: Path, run_dir: Path,
+                 rings: tuple[int, int], echo: Any = None) -> Any:  # fmt: skip
+    """npkd (its gpe build) started beside i3d on the same System: records in on
+    rings[0] (i3d's relay), frames out on rings[1] (back to i3d); its host."""
+    from npkit.xscale.toolchain import BuildError, program
+
+    from .control import APP_EXCEPTIONS, daemon_conf
+    from .errors import LinkError
+
+    try:
+        prog = program("npkd", native=True)
+    except BuildError as e:
+        raise LinkError(f"npkd beside i3d: {e}") from None
+    routes = run_dir / "npkd.routes"  # none: the slow path answers, it does not route
+    routes.write_text("")
+    sram = int(chip.config["sram_channel_bytes"])
+    conf = run_dir / "npkd.conf"
+    conf.write_text(daemon_conf(router, routes, rings=rings, sram_channel_bytes=sram))
+    (run_dir / APP_EXCEPTIONS).write_text(exceptions_file(sub, folder))
+    return system.attach_beside(prog, [f"--sram-channel-bytes={sram}", str(conf)], echo=echo)
+
+
+HOST_RING_WORDS = 128
+
+
+def host_rings(chip: Any, layout_rings: dict[str, Any]) -> tuple[int, int]:
+    """The two rings between the daemons (i3d's relay to npkd, npkd's frames back to i3d):
+    host to host, so no block of the layout declares them; configured here in the first
+    free scratch ring numbers and in the ring storage after the layout's rings."""
+    from .errors import LinkError
+    from .sysmap import SYS
+
+    used = {int(r["ring"]) for r in layout_rings.values()}
+    end = max([SYS.ring_store] + [int(r["base"]) + 4 * int(r["size"]) for r in layout_rings.values()])
+    # the highest free numbers: a split ring's members past the MEs that serve it (the spp
+    # block's rx_to_spp) are left out of the layout's rings but rx may still name them
+    free = [n for n in reversed(range(int(chip.config.get("scratch_rings", 16)))) if n not in used][:2]
+    if len(free) < 2 or end + 2 * 4 * HOST_RING_WORDS > SYS.scratch_bytes:
+        raise LinkError("gpe_ipv4=1: no two free scratch rings (or no room in scratch) for the daemons' rings")
+    for k, n in enumerate(free):
+        chip.scratch_ring(n, end + k * 4 * HOST_RING_WORDS, HOST_RING_WORDS)
+    return free[0], free[1]

@@ -381,8 +381,21 @@ int i3d_back(i3d *d)
 {
     int n = 0;
     uint32_t pw, port;
-    while (d->back_ring >= 0 && d->hw.ring_get(d->hw.ctx, d->back_ring, &pw)) {
-        if (!d->hw.ring_get(d->hw.ctx, d->back_ring, &port)) break;   /* put whole: cannot happen */
+    while (d->back_ring >= 0) {
+        /* npkd puts a frame's two words one request at a time: the first may be here
+         * before the second (kept until it comes) */
+        if (d->back_pw) {
+            pw = d->back_pw;
+        } else if (!d->hw.ring_get(d->hw.ctx, d->back_ring, &pw)) {
+            break;
+        }
+        if (!d->hw.ring_get(d->hw.ctx, d->back_ring, &port)) {
+            d->back_pw = pw;
+            d->back_until = d->now + 200000u;
+            break;
+        }
+        d->back_pw = 0;
+        port &= 0x7FFFFFFFu;                        /* npkd sets bit 31: a word of 0 reads as empty */
         while (d->cp_room < 2) d->cp_room = d->hw.ring_free(d->hw.ctx, d->cp_ring);
         d->cp_room -= 2;
         d->hw.ring_put(d->hw.ctx, d->cp_ring, pw);

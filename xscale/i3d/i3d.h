@@ -146,6 +146,7 @@ typedef struct i3d {
     int exc_ring, cp_ring, relay_ring;          /* relay -1: none */
     int back_ring;                              /* the relay's frames back (npkd's): -1 none */
     uint64_t back_until;                        /* look at the back ring often until then (ns) */
+    uint32_t back_pw;                           /* a frame's first word taken, its second not yet (0: none) */
     uint32_t mitable, mirows, migen;            /* spp.md §4.1 (0: not written; migen: its generation word) */
     uint8_t port_mac[I3D_MAX_PORTS][6];
     uint32_t nports;

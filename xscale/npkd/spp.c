@@ -40,8 +40,9 @@ static void free_buffer(cp *c, uint32_t h)
     c->hw.queue_put(c->hw.ctx, c->cfg->sys.freelist_q, desc_addr(c, h));
 }
 
-/* buffer h out of port: its length, then (packet word, port) on the ring back to i3d (whose
- * one producer npkd is: the room is waited for, as i3d does on cp_to_qm) */
+/* buffer h out of port: its length, then (packet word, port with bit 31 set: a ring get of 0
+ * is an empty ring) on the ring back to i3d, which clears the bit (whose one producer npkd
+ * is: the room is waited for, as i3d does on cp_to_qm) */
 static void send_buffer(cp *c, uint32_t h, uint32_t len, int port, uint32_t pw)
 {
     npkd_sram_wr(c->mem, desc_addr(c, h) + 8, len << 16);
@@ -49,7 +50,7 @@ static void send_buffer(cp *c, uint32_t h, uint32_t len, int port, uint32_t pw)
     while (c->hw.ring_free(c->hw.ctx, c->cfg->cp_ring) < 2) {
     }
     c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, pw);
-    c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, (uint32_t)port);
+    c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, 0x80000000u | (uint32_t)port);   /* never 0 (empty) */
 }
 
 static void log_exc(cp *c, const exc_info *x, int action)
