@@ -250,6 +250,18 @@ class GpeJudge:
         if self._mi_gen_at:
             live = _app_module(self.plane.folder, "spp_model")
             self._live = live.LiveSpp(self.sub, rr.chip, int(mod.META_IF_BASE), int(mod.MAX_META_IFS))
+        # npkd beside i3d (gpe_ipv4): the records i3d relays wait for npkd's log, which says
+        # whether it answered (its frame judged against npkd_spp.SppAnswers) or consumed them
+        self._npkd_log: Any = None
+        self._relayed: dict[tuple[int, int, int], deque[int]] = {}
+        self.npkd_pids: set[int] = set()
+        self.npkd_answers = self.npkd_matched = 0
+        if self.plane.npkd is not None:
+            from .control import LogReader
+            from .npkd_spp import SppAnswers
+
+            self._npkd_log = LogReader(rr.chip)
+            self._spp_answers = SppAnswers(self.sub, self.plane.folder)
         rr.chip.add_service(self.service, int(slice_ns * float(rr.chip.config["clock_mhz"]) // 1000))
         self.run.on_forget.append(self.forget)
 
@@ -374,6 +386,9 @@ class GpeJudge:
             if pid < 0:
                 self.rr.comparison["unmatched_exception"] += 1
                 continue
+            if r.action == ACT_RELAYED and self._npkd_log is not None:
+                self._relayed.setdefault((r.in_port, r.length, r.digest), deque()).append(pid)
+                continue
             if r.action == ACT_FORWARDED:
                 self.forwarded_by_it += 1
                 c = self.run.chunk_of(pid)
@@ -391,6 +406,27 @@ class GpeJudge:
                         self._copies_expected.pop(pid, None)
             else:
                 self.run.mark(pid, EXCEPTED, reason_name(self.rr.reasons, "exception", r.code))
+        if self._npkd_log is not None:
+            self._npkd_service()
+
+    def _npkd_service(self) -> None:
+        """npkd's log: an answered packet's frame is judged as it leaves; one it consumed
+        is excepted with its record's reason."""
+        for r in self._npkd_log.take():
+            key = (r.in_port, r.length, r.digest)
+            q = self._relayed.get(key)
+            pid = q.popleft() if q else -1
+            if q is not None and not q:
+                del self._relayed[key]
+            if pid < 0:
+                self.rr.comparison["unmatched_exception"] += 1
+                continue
+            if r.action == ACT_FORWARDED:
+                self.npkd_answers += 1
+                self.npkd_pids.add(pid)
+                self.gpe_forwarded[pid] = 1
+            else:
+                self.run.mark(pid, EXCEPTED, reason_name(self.rr.reasons, "exception", r.reason))
 
     # -- the frames
     def judge(self, d: Departure) -> str | None:
@@ -407,6 +443,8 @@ class GpeJudge:
             self.service()
         w = c.w
         frame = w.frame(i)
+        if d.pid in self.npkd_pids:
+            return self._judge_npkd(d, frame, w.ports[i], w.times[i])
         expected = self.expect(frame, w.ports[i])
         if not any(port == d.port and data == d.data for port, data in expected):
             expected = self.expect(frame, w.ports[i], self._previous)
@@ -420,6 +458,18 @@ class GpeJudge:
         self.left_at.setdefault(d.pid, d.t - w.times[i])   # the first frame about it: its latency
         self.arrived[d.pid] = w.times[i]
         if any(port == d.port and data == d.data for port, data in expected):
+            return "matched_control"
+        return "unexpected_control"
+
+    def _judge_npkd(self, d: Departure, frame: bytes, port: int, arrived: int) -> str:
+        """npkd's answer to an IPv4 slice's packet: what npkd_spp.SppAnswers makes of it
+        (the IPv4 slow path over the inner packet, encapsulated back to the sender)."""
+        self.seen_frames[d.pid] += 1
+        self.left_at.setdefault(d.pid, d.t - arrived)
+        self.arrived[d.pid] = arrived
+        want = self._spp_answers.answer(frame, port)
+        if want is not None and d.port == port and d.data[: len(want)] == want and not any(d.data[len(want) :]):
+            self.npkd_matched += 1
             return "matched_control"
         return "unexpected_control"
 
@@ -605,6 +655,14 @@ class GpeJudge:
         def pct(p: int) -> int:
             return lat[min(len(lat) - 1, len(lat) * p // 100)] if lat else 0
 
+        out = self._summary(lat, fast, pct)
+        if self._npkd_log is not None:
+            # npkd beside i3d: its answers to the IPv4 slices' packets, and how many matched
+            out["npkd_answers"] = {"sent": self.npkd_answers, "matched": self.npkd_matched,
+                                   "awaiting_npkd": sum(len(q) for q in self._relayed.values())}  # fmt: skip
+        return out
+
+    def _summary(self, lat: list[int], fast: int, pct: Any) -> dict[str, Any]:
         return {"packets_forwarded_by_it": self.forwarded_by_it, "records": dict(self.by_action),
                 "forwarded_by_it_the_model_forwards": self.model_forwards, "multicast_copies": self.copies,
                 "fast_path_after_install": fast, "forwarded_by_slices_added": self.live_forwarded,
