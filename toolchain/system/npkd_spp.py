@@ -30,8 +30,9 @@ ICMP, UDP = 1, 17
 
 
 def gpe_prefixes(folder: Path) -> list[tuple[int, int]]:
-    """The IPv4 slices' addresses on the GPE: the prefixes of their filters whose action
-    is gpe (the slice file, docs/spp.md §3)."""
+    """The IPv4 slices' addresses on the GPE, as (address, 32): the first host of each
+    prefix of their filters whose action is gpe (the slice file, docs/spp.md §3) -- the
+    slice's slow path owns that address and routes the rest of the prefix nowhere."""
     doc = yaml.safe_load((folder / "slices.yaml").read_text()) or {}
     out: list[tuple[int, int]] = []
     for s in doc.get("slices") or []:
@@ -40,7 +41,8 @@ def gpe_prefixes(folder: Path) -> list[tuple[int, int]]:
         for f in s.get("filters") or []:
             if f.get("action") == "gpe" and f.get("dst"):
                 net = ipaddress.ip_network(str(f["dst"]), strict=False)
-                out.append((int(net.network_address), net.prefixlen))
+                first = int(net.network_address) + (1 if net.prefixlen < 31 else 0)
+                out.append((first, 32))
     return out
 
 

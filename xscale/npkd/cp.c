@@ -1026,6 +1026,15 @@ static __attribute__((noinline)) int app_exception(cp *c, exc_info *x, uint8_t *
     return 1;
 }
 
+#ifdef NPK_GPE
+int cp_spp_start(cp *c)
+{
+    if (!c->app_exc) c->app_exc = app_exceptions_load(c->cfg);
+    c->spp_mode = c->app_exc != no_app_exceptions && NPKD_APP_SPP(c->app_exc)->nmi > 0;
+    return c->spp_mode;
+}
+#endif
+
 /* a packet of a flow bound to a plugin (-D classify=flows): the slot's plugin (an empty
  * slot: the packet unchanged), then the rest of the fast path's way (TTL, the route) */
 static int plugin_packet(cp *c, exc_info *x, uint8_t *f)
@@ -1126,8 +1135,21 @@ int cp_poll(cp *c, int max)
     const npkd_cfg *g = c->cfg;
     while (n < max) {
         uint32_t pw, rec;
+#ifdef NPK_GPE
+        /* in SPP mode i3d relays a record one word a request: its second may be late */
+        if (c->relay_pw) {
+            pw = c->relay_pw;
+            c->relay_pw = 0;
+        } else
+#endif
         if (!c->hw.ring_get(c->hw.ctx, g->exc_ring, &pw)) break;
         if (!c->hw.ring_get(c->hw.ctx, g->exc_ring, &rec)) {   /* a record is put whole: cannot happen */
+#ifdef NPK_GPE
+            if (c->spp_mode) {
+                c->relay_pw = pw;
+                break;
+            }
+#endif
             c->stats[ST_exc_unknown]++;
             break;
         }
