@@ -96,11 +96,11 @@ class SppAnswers:
         tot, frag, ttl, proto = (int.from_bytes(f[16:18], "big"), int.from_bytes(f[20:22], "big"), f[22], f[23])
         if frag & 0x1FFF or tot + 14 > len(f):
             return None
-        src, dst = int.from_bytes(f[26:30], "big"), int.from_bytes(f[30:34], "big")
+        dst = int.from_bytes(f[30:34], "big")
         off = 14 + ihl
         if self._is_local(dst, mi_ip):
             if proto == ICMP and tot - ihl >= 8 and f[off] == 8 and not frag & 0x2000:
-                if internet_checksum(f[off : 14 + tot]) != 0:
+                if internet_checksum(f[off : 14 + tot]) != 0 or not _unicast(int.from_bytes(f[26:30], "big")):
                     return None
                 r = echo_reply(ZERO_MAC, ZERO_MAC, f, frozenset({dst}), dst, 0)
                 return None if r is None else r[0]
@@ -115,9 +115,14 @@ def _error(f: bytes, icmp_type: int, code: int, mi_ip: int) -> bytes | None:
     ihl = 4 * (f[14] & 15)
     if proto == ICMP and f[14 + ihl] not in (0, 8, 13, 14, 15, 16, 17, 18):
         return None  # no error about an ICMP error
-    if src >> 24 in (0, 127) or src >> 28 >= 14 or src == 0xFFFFFFFF:
+    if not _unicast(src):
         return None
     return icmp_error(ZERO_MAC, ZERO_MAC, mi_ip, f, icmp_type, code)
+
+
+def _unicast(a: int) -> bool:
+    """pkt.c ip_is_unicast_src: not 0/8, 127/8, class D or E, the limited broadcast."""
+    return a >> 24 not in (0, 127) and a >> 28 < 14
 
 
 def encapsulate(received: bytes, reply: bytes, mi_ip: int, mi_udp: int) -> bytes:
