@@ -666,8 +666,12 @@ class GpeJudge:
         out = self._summary(lat, fast, pct)
         if self._npkd_log is not None:
             # npkd beside i3d: its answers to the IPv4 slices' packets, and how many matched
+            nl = sorted(t for pid, t in self.left_at.items() if pid in self.npkd_pids)
             out["npkd_answers"] = {"sent": self.npkd_answers, "matched": self.npkd_matched,
-                                   "awaiting_npkd": sum(len(q) for q in self._relayed.values())}  # fmt: skip
+                                   "awaiting_npkd": sum(len(q) for q in self._relayed.values()),
+                                   # arrival to the answer's departure (i3d, the relay, npkd, back)
+                                   "latency_ns": {"p50": nl[len(nl) // 2] if nl else 0,
+                                                  "p99": nl[min(len(nl) - 1, len(nl) * 99 // 100)] if nl else 0}}  # fmt: skip
         return out
 
     def _summary(self, lat: list[int], fast: int, pct: Any) -> dict[str, Any]:
