@@ -748,6 +748,17 @@ class TrafficRun:
         self._expected[pid] = (key, loose if was is None else was[1])
         self._untagged.setdefault(key, deque()).append(pid)
 
+    def expect_exact(self, pid: int, frame: bytes) -> None:
+        """Packet `pid` (no tag of its own) leaves as exactly `frame`, whose bytes are not
+        its own: an answer a control program made of it in its own buffer (npkd's to an
+        SPP slice's packet, npkit.toolchain.system.npkd_spp).  Found by those bytes."""
+        c = self.chunk_of(pid)
+        if c is None or c.tags[pid - c.first] == pid or pid in self._expected:
+            return
+        key = bytes(frame)
+        self._expected[pid] = (key, key)  # forgotten with its window (_unindex)
+        self._untagged.setdefault(key, deque()).append(pid)
+
     def _unqueue(self, key: bytes, pid: int) -> None:
         q = self._untagged.get(key)
         if q is not None and pid in q:

@@ -11,6 +11,14 @@ wait is answered `link latency` after the interrupt.  While the process
 computes the chip does not move, so a run is deterministic: results equal the
 xscale placement's, timing differs.  The process must reach the device (a CSR
 access or a wait) to let emulated time pass.
+
+Two processes (the SPP's GPE: i3d and npkd, each its slice's slow path) share one
+clock loop: the second runs *beside* the first (`beside`): every stretch of chip time
+the first lets pass goes through the second's `advance`, which serves the second's
+requests at their due cycles on the way (so both are served in emulated-time order),
+and returns early on an interrupt when the first waits for one.  Interrupts go to both
+(a shared sample: each process's UIO count sees every one; a wake-up meant for the
+other finds nothing to do and waits again).
 """
 
 from __future__ import annotations
@@ -94,6 +102,9 @@ class GpeHost:
         # (ME cycle, "running" | "waiting" | "exited" | "crashed", what it waits on): a kill
         # and a trace's XScale track read it, as of the xscale placement
         self.timeline: list[tuple[int, str, str]] = [(clock.now, "running", "")]
+        self.beside: GpeHost | None = None   # a second process running beside this one
+        self._beside_irq = False              # this one waits for an interrupt (beside's runs stop on one)
+        self.outer_irq = False                # (as the one beside) the other waits for an interrupt
 
     # -- results
     def _drain_output(self) -> None:
@@ -178,7 +189,7 @@ class GpeHost:
         clock = self.clock
         while clock.now < target:
             if self.state != "running":
-                return clock.run_chip(target - clock.now)
+                return self._run_chip(target - clock.now)
             if self.pending is None and not self._receive():
                 continue
             assert self.pending is not None
@@ -187,7 +198,7 @@ class GpeHost:
                 reason = self._wait(value, target)
             else:
                 if due > clock.now:
-                    reason = clock.run_chip(min(due, target) - clock.now)
+                    reason = self._run_chip(min(due, target) - clock.now)
                     if clock.now < due:
                         if reason not in ("budget", "halted"):
                             return reason
@@ -200,10 +211,37 @@ class GpeHost:
                     self._bus_error(str(e))
                     continue
                 self._reply(0 if op in (READ, WRITE, SWAP) else -22, result)
-            if reason not in ("budget", "irq", "halted"):
+            if reason not in ("budget", "irq", "halted") or (reason == "irq" and self.outer_irq):
                 return reason
         self._drain_output()
         return "budget"
+
+    # -- a second process beside this one (the module docstring)
+    def _run_chip(self, cycles: int) -> str:
+        """Let `cycles` of chip time pass: the chip's, or the process beside's advance."""
+        if cycles <= 0:
+            return "budget"
+        if self.beside is not None and self.beside.state == "running":
+            return self.beside.advance_beside(self.clock.now + cycles, self._beside_irq)
+        if self.outer_irq:
+            self.chip.xscale_irq_stop(0xFFFFFFFF)
+        return self.clock.run_chip(cycles)
+
+    def _irq_stop(self, on: bool) -> None:
+        if self.beside is not None and self.beside.state == "running":
+            self._beside_irq = on
+        else:
+            self.chip.xscale_irq_stop(0xFFFFFFFF if on or self.outer_irq else 0)
+
+    def advance_beside(self, target: int, outer_irq: bool) -> str:
+        """As the process beside another: run to `target`, serving this one's requests; back
+        early ("irq") on an interrupt when the other waits for one."""
+        self.outer_irq = outer_irq
+        try:
+            return self.advance(target)
+        finally:
+            self.outer_irq = False
+            self.chip.xscale_irq_stop(0)
 
     def _access(self, op: int, addr: int, value: int) -> int:
         w = self.windows
@@ -226,7 +264,7 @@ class GpeHost:
     def _wait(self, seen: int, target: int) -> str:
         """WAIT / WAIT_UNTIL: the answer leaves `latency` after the interrupt (status 1),
         or at the deadline (status 0, WAIT_UNTIL only)."""
-        clock, chip, w = self.clock, self.chip, self.windows
+        clock, w = self.clock, self.windows
         assert self.pending is not None
         start = clock.now
         w.sample()
@@ -236,11 +274,11 @@ class GpeHost:
             if deadline is not None and clock.now >= deadline:
                 self._reply(0, w.count)
                 return reason
-            chip.xscale_irq_stop(0xFFFFFFFF)
+            self._irq_stop(True)
             try:
-                reason = clock.run_chip((target if deadline is None else min(target, deadline)) - clock.now)
+                reason = self._run_chip((target if deadline is None else min(target, deadline)) - clock.now)
             finally:
-                chip.xscale_irq_stop(0)
+                self._irq_stop(False)
             w.sample()
             if w.count == seen:
                 self.wait_cycles += clock.now - start
@@ -250,7 +288,7 @@ class GpeHost:
             self._irq_due = clock.now + self.latency
         due = self._irq_due if self._irq_due is not None else self.pending[3]
         if due > clock.now:
-            reason = clock.run_chip(min(due, target) - clock.now)
+            reason = self._run_chip(min(due, target) - clock.now)
         self.wait_cycles += clock.now - start
         if clock.now >= due:
             w.seen = w.count
@@ -262,8 +300,29 @@ class GpeHost:
         return self.pending is not None and self.pending[0] in (WAIT, WAIT_UNTIL)
 
     def close(self) -> None:
+        if self.beside is not None:
+            self.beside.close()
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
         self.link.close()
         self._drain_output()
+
+
+def share_interrupts(hosts: list[GpeHost]) -> None:
+    """Every interrupt the chip raises is counted by each host's windows (one sample for all)."""
+    windows = [h.windows for h in hosts]
+    first = windows[0]
+    raw_sample = type(first).sample
+
+    def sample() -> int:
+        bits = raw_sample(first)
+        if bits:
+            for w in windows[1:]:
+                w.raw[0] |= bits & 0xFFFF
+                w.raw[1] |= bits >> 16
+                w.count += bin(bits).count("1")
+        return bits
+
+    for w in windows:
+        w.sample = sample  # type: ignore[method-assign]

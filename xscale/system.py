@@ -237,6 +237,7 @@ class System:
         # exited to be respawned), before anything else runs: to look at what it left
         self.on_stop: list[Callable[[int, str], None]] = []
         self._attach: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        self.beside: Any = None     # a second gpe program (attach_beside)
 
     @property
     def cycle(self) -> int:
@@ -279,9 +280,44 @@ class System:
             host = GpeHost(self.chip, self.clock, program, list(argv or []), echo=echo,
                            link_latency_ns=link_latency_ns, env=env)  # fmt: skip
         self.xscale = host
+        self._link_beside()
         self.starts += 1
         self.chip.set_driver(self.run)      # every loop that runs the chip now co-runs the XScale
         return host
+
+    def attach_beside(self, program: str | os.PathLike[str], argv: list[str] | None = None, *,
+                      echo: Callable[[int, bytes], None] | None = None, link_latency_ns: int | None = None,
+                      env: dict[str, str] | None = None) -> Any:  # fmt: skip
+        """Start a second program, as a host process (placement gpe), beside the attached
+        one (which must be a gpe process too): one clock loop serves both links in
+        emulated-time order (npkit.xscale.gpe, "beside").  It is not supervised (kill,
+        restart and respawn are the first program's); return its host."""
+        if self.xscale is None or self.xscale.placement != "gpe":
+            raise XScaleError("a program beside another needs a first program on the gpe placement")
+        if self.beside is not None:
+            raise XScaleError("a second program is already attached beside the first")
+        if not Path(program).exists():
+            raise XScaleError(f"XScale program {program} does not exist")
+        from .gpe import GpeHost
+
+        self.beside = GpeHost(self.chip, self.clock, program, list(argv or []), echo=echo,
+                              link_latency_ns=link_latency_ns, env=env)  # fmt: skip
+        self._link_beside()
+        return self.beside
+
+    def _link_beside(self) -> None:
+        if self.beside is None or self.xscale is None:
+            return
+        from .gpe import share_interrupts
+
+        self.xscale.beside = self.beside
+        share_interrupts([self.xscale, self.beside])
+
+    def _run_alone(self, cycles: int) -> str:
+        """Chip time while the first program is gone (killed): the one beside still runs."""
+        if self.beside is not None and self.beside.state == "running":
+            return self.beside.advance_beside(self.clock.now + cycles, False)
+        return self.clock.run_chip(cycles)
 
     def _start_again(self, why: str) -> None:
         assert self._attach is not None
@@ -289,6 +325,7 @@ class System:
         old = self.xscale
         timeline = old.timeline if old is not None else []
         if old is not None:
+            old.beside = None          # the one beside lives on
             old.close()
         self.xscale = None
         self.killed = False
@@ -300,6 +337,7 @@ class System:
         now = self.clock.now
         self.kill_at = None
         self._killing = False
+        self.xscale.beside = None          # the one beside lives on
         self.xscale.close()
         self.xscale.timeline.append((now, "killed", ""))
         self.killed = True
@@ -347,7 +385,7 @@ class System:
             if self._killing and stop - self.clock.now > 1000:
                 stop = self.clock.now + 1000          # look again soon: the kill waits for a call
             if self.killed or self.xscale is None:
-                reason = self.clock.run_chip(stop - self.clock.now)
+                reason = self._run_alone(stop - self.clock.now)
             else:
                 reason = self.xscale.advance(stop)
             self._supervise()
@@ -374,6 +412,8 @@ class System:
         if self.killed:
             st.update(state="killed", waiting_on=None)
         st["starts"] = self.starts
+        if self.beside is not None:
+            st["beside"] = self.beside.status()
         return st
 
     def close(self) -> None:
@@ -381,3 +421,5 @@ class System:
             self.chip.set_driver(None)
         if self.xscale is not None:
             self.xscale.close()
+        if self.beside is not None:
+            self.beside.close()

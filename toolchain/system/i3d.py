@@ -37,7 +37,8 @@ def _h_int(name: str) -> int:
 def option_names() -> list[str]:
     """The daemon's tunables (xscale/i3d/i3d.h I3D_OPTIONS): a layout's control.options."""
     body = I3D_H.read_text().split("#define I3D_OPTIONS(X)", 1)[1].split("typedef", 1)[0]
-    return re.findall(r"X\((\w+),", body)
+    # and the run's own: ipv4 (1: npkd beside i3d, npkd_spp; not written to i3d's configuration)
+    return [*re.findall(r"X\((\w+),", body), "ipv4"]
 
 
 def mirror_offset() -> int:
@@ -108,7 +109,7 @@ def filter_words(sub: Any, f: Any) -> str:
     return " ".join(words)
 
 
-def i3d_conf(sub: Any, router: Any, tcam: dict[str, int] | None, *, rings: tuple[int, int],
+def i3d_conf(sub: Any, router: Any, tcam: dict[str, int] | None, *, rings: tuple[int, ...],
              socket: str | Path | None = None, options: dict[str, int] | None = None,
              timed: list[tuple[int, str]] | None = None, stats_base: int = I3D_STATS_BASE) -> str:  # fmt: skip
     """The daemon's configuration (xscale/i3d/i3cfg.c) for a compiled slice file, the image's
@@ -118,7 +119,7 @@ def i3d_conf(sub: Any, router: Any, tcam: dict[str, int] | None, *, rings: tuple
     lines = ["# i3d configuration (npkit.toolchain.system.i3d.i3d_conf)",
              f"sys {SYS.desc_base:#x} {SYS.desc_shift} {SYS.n_bufs} {SYS.buf_base:#x} {SYS.buf_shift} "
              f"{SYS.freelist_q:#x}",
-             f"rings {rings[0]} {rings[1]}"]  # fmt: skip
+             "rings " + " ".join(str(r) for r in rings)]  # fmt: skip
     nfilters = len(sub.filters())
     if tcam is not None:
         lines.append(f"tcam {tcam['base']:#x} {tcam['entries']} {nfilters} {max(0, tcam['entries'] - nfilters)}")
@@ -183,11 +184,13 @@ def gpe_layout(text: str, cp_ring: int = 12) -> str:
             out.append("  control: gpe          # where i3d runs: gpe (a host process) or xscale (the emulated XScale)")
             out.append("  gpe_slow_slice: 0     # a slice id whose filters start out of the TCAM: its packets take the")
             out.append("                        # GPE path (the GPE's side of the latency experiment; 0: none)")
+            out.append("  gpe_ipv4: 0           # 1: npkd beside i3d (a second gpe process) answers the IPv4 slices'")
+            out.append("                        # records i3d relays (spp_to_gpe): docs/spp.md §12")
         elif line.startswith("  exceptions: {ring:"):
             out.append(f"  cp_to_qm:   {{ring: {cp_ring}, size: 256}}   # frames the I3 daemon sends")
         elif line.startswith("exceptions: "):
             out += ["control:", '  placement: "${control}"', "  program: i3d", "  ring: cp_to_qm",
-                    '  options: {slow_slice: "${gpe_slow_slice}"}']
+                    '  options: {slow_slice: "${gpe_slow_slice}", ipv4: "${gpe_ipv4}"}']
     body = "\n".join(out) + "\n"
     qm = body.find("  qm:  {variant:")
     if qm < 0 or "cp_to_qm" not in body or "control:" not in body:

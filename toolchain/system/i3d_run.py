@@ -114,8 +114,16 @@ class I3dPlane:
         self.sub = load_substrate(self.folder)
         router = router if router is not None else router_config_of(image)
         opts = {"clock_mhz": int(float(chip.config["clock_mhz"])), **meta.get("options", {}), **(options or {})}
-        conf = i3d_conf(self.sub, router, chip.tcam_info(),
-                        rings=(int(meta["exceptions_ring"]), int(meta["ring_number"])), socket=self.socket,
+        # gpe_ipv4: npkd beside i3d answers the IPv4 slices' records (npkd_spp)
+        self.ipv4 = bool(int(opts.pop("ipv4", 0)))
+        rings: tuple[int, ...] = (int(meta["exceptions_ring"]), int(meta["ring_number"]))
+        if self.ipv4:
+            if self.placement != "gpe":
+                raise LinkError("gpe_ipv4=1: npkd runs beside i3d as a second host process (control=gpe only)")
+            from .npkd_spp import host_rings
+
+            rings += host_rings(chip, image.meta.get("rings") or {})
+        conf = i3d_conf(self.sub, router, chip.tcam_info(), rings=rings, socket=self.socket,
                         options=opts, timed=timed)  # fmt: skip
         self.conf = self.dir / "i3d.conf"
         self.conf.write_text(conf)
@@ -123,6 +131,12 @@ class I3dPlane:
         # clears the filters its predecessor left and makes the timed commands due again
         self.system, self.host, self.program = start_daemon(chip, meta, self.placement, self.dir, self.conf,
                                                             kill_at_ns, restart_at_ns, gdb_port, echo)  # fmt: skip
+        self.npkd: Any = None
+        if self.ipv4:
+            from .npkd_spp import start_beside
+
+            self.npkd = start_beside(self.system, chip, router, self.sub, self.folder, self.dir,
+                                     (rings[2], rings[3]), echo)  # fmt: skip
 
     def stats(self) -> dict[str, Any] | None:
         """The daemon's statistics (i3d.read_stats), with the keys a run asks every control
@@ -143,12 +157,30 @@ class I3dPlane:
         if st is not None:
             out["counters"] = st["counters"]
             out["gpe_delay_ns"] = st["gpe_delay_ns"]
+        if self.npkd is not None:
+            out["npkd"] = self._npkd_summary()
         err = self.host.stderr.decode(errors="replace").strip() if self.system.xscale is not None else ""
         if err:
             out["stderr"] = err[-2000:]
         return out
 
+    def _npkd_summary(self) -> dict[str, Any]:
+        """npkd beside i3d: its process and the counters of its answers."""
+        from .control import read_stats
+
+        st = read_stats(self.chip)
+        c = st["counters"] if st else {}
+        keys = ("local_echo_requests", "icmp_echo_reply", "local_udp", "icmp_port_unreachable",
+                "icmp_protocol_unreachable", "icmp_time_exceeded", "icmp_net_unreachable",
+                "icmp_suppressed_rules", "local_counted", "exc_unknown", "log_records")  # fmt: skip
+        status = self.npkd.status()
+        return {"placement": "gpe", "state": status.get("state"), "exit_code": status.get("exit_code"),
+                "counters": {k: int(c.get(k, 0)) for k in keys}}  # fmt: skip
+
     def failed(self) -> str | None:
+        if self.npkd is not None and self.npkd.state in ("crashed", "exited"):
+            err = self.npkd.stderr.decode(errors="replace").strip()
+            return f"npkd beside i3d {self.npkd.state} (exit code {self.npkd.exit_code})" + (f": stderr: {err[-300:]}" if err else "")
         st = self.system.status() or {}
         if st.get("state") in ("crashed", "exited"):
             err = self.host.stderr.decode(errors="replace").strip()
@@ -218,6 +250,18 @@ class GpeJudge:
         if self._mi_gen_at:
             live = _app_module(self.plane.folder, "spp_model")
             self._live = live.LiveSpp(self.sub, rr.chip, int(mod.META_IF_BASE), int(mod.MAX_META_IFS))
+        # npkd beside i3d (gpe_ipv4): the records i3d relays wait for npkd's log, which says
+        # whether it answered (its frame judged against npkd_spp.SppAnswers) or consumed them
+        self._npkd_log: Any = None
+        self._relayed: dict[tuple[int, int, int], deque[int]] = {}
+        self.npkd_pids: set[int] = set()
+        self.npkd_answers = self.npkd_matched = 0
+        if self.plane.npkd is not None:
+            from .control import LogReader
+            from .npkd_spp import SppAnswers
+
+            self._npkd_log = LogReader(rr.chip)
+            self._spp_answers = SppAnswers(self.sub, self.plane.folder)
         rr.chip.add_service(self.service, int(slice_ns * float(rr.chip.config["clock_mhz"]) // 1000))
         self.run.on_forget.append(self.forget)
 
@@ -342,6 +386,9 @@ class GpeJudge:
             if pid < 0:
                 self.rr.comparison["unmatched_exception"] += 1
                 continue
+            if r.action == ACT_RELAYED and self._npkd_log is not None:
+                self._relayed.setdefault((r.in_port, r.length, r.digest), deque()).append(pid)
+                continue
             if r.action == ACT_FORWARDED:
                 self.forwarded_by_it += 1
                 c = self.run.chunk_of(pid)
@@ -359,6 +406,35 @@ class GpeJudge:
                         self._copies_expected.pop(pid, None)
             else:
                 self.run.mark(pid, EXCEPTED, reason_name(self.rr.reasons, "exception", r.code))
+        if self._npkd_log is not None:
+            self._npkd_service()
+
+    def _npkd_service(self) -> None:
+        """npkd's log: an answered packet's frame is judged as it leaves; one it consumed
+        is excepted with its record's reason."""
+        for r in self._npkd_log.take():
+            key = (r.in_port, r.length, r.digest)
+            q = self._relayed.get(key)
+            pid = q.popleft() if q else -1
+            if q is not None and not q:
+                del self._relayed[key]
+            if pid < 0:
+                self.rr.comparison["unmatched_exception"] += 1
+                continue
+            if r.action == ACT_FORWARDED:
+                self.npkd_answers += 1
+                self.npkd_pids.add(pid)
+                self.gpe_forwarded[pid] = 1
+                # a packet without the generator's tag (a pcap's): its answer is found by
+                # the bytes predicted for it (an echo reply, an ICMP error: nothing of the
+                # input's own bytes but what the answer quotes)
+                c = self.run.chunk_of(pid)
+                if c is not None:
+                    want = self._spp_answers.answer(c.w.frame(pid - c.first), c.w.ports[pid - c.first])
+                    if want is not None:
+                        self.run.expect_exact(pid, want)
+            else:
+                self.run.mark(pid, EXCEPTED, reason_name(self.rr.reasons, "exception", r.reason))
 
     # -- the frames
     def judge(self, d: Departure) -> str | None:
@@ -375,6 +451,8 @@ class GpeJudge:
             self.service()
         w = c.w
         frame = w.frame(i)
+        if d.pid in self.npkd_pids:
+            return self._judge_npkd(d, frame, w.ports[i], w.times[i])
         expected = self.expect(frame, w.ports[i])
         if not any(port == d.port and data == d.data for port, data in expected):
             expected = self.expect(frame, w.ports[i], self._previous)
@@ -388,6 +466,18 @@ class GpeJudge:
         self.left_at.setdefault(d.pid, d.t - w.times[i])   # the first frame about it: its latency
         self.arrived[d.pid] = w.times[i]
         if any(port == d.port and data == d.data for port, data in expected):
+            return "matched_control"
+        return "unexpected_control"
+
+    def _judge_npkd(self, d: Departure, frame: bytes, port: int, arrived: int) -> str:
+        """npkd's answer to an IPv4 slice's packet: what npkd_spp.SppAnswers makes of it
+        (the IPv4 slow path over the inner packet, encapsulated back to the sender)."""
+        self.seen_frames[d.pid] += 1
+        self.left_at.setdefault(d.pid, d.t - arrived)
+        self.arrived[d.pid] = arrived
+        want = self._spp_answers.answer(frame, port)
+        if want is not None and d.port == port and d.data[: len(want)] == want and not any(d.data[len(want) :]):
+            self.npkd_matched += 1
             return "matched_control"
         return "unexpected_control"
 
@@ -573,6 +663,18 @@ class GpeJudge:
         def pct(p: int) -> int:
             return lat[min(len(lat) - 1, len(lat) * p // 100)] if lat else 0
 
+        out = self._summary(lat, fast, pct)
+        if self._npkd_log is not None:
+            # npkd beside i3d: its answers to the IPv4 slices' packets, and how many matched
+            nl = sorted(t for pid, t in self.left_at.items() if pid in self.npkd_pids)
+            out["npkd_answers"] = {"sent": self.npkd_answers, "matched": self.npkd_matched,
+                                   "awaiting_npkd": sum(len(q) for q in self._relayed.values()),
+                                   # arrival to the answer's departure (i3d, the relay, npkd, back)
+                                   "latency_ns": {"p50": nl[len(nl) // 2] if nl else 0,
+                                                  "p99": nl[min(len(nl) - 1, len(nl) * 99 // 100)] if nl else 0}}  # fmt: skip
+        return out
+
+    def _summary(self, lat: list[int], fast: int, pct: Any) -> dict[str, Any]:
         return {"packets_forwarded_by_it": self.forwarded_by_it, "records": dict(self.by_action),
                 "forwarded_by_it_the_model_forwards": self.model_forwards, "multicast_copies": self.copies,
                 "fast_path_after_install": fast, "forwarded_by_slices_added": self.live_forwarded,

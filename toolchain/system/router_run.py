@@ -1021,7 +1021,20 @@ def _i3d_line(cp: dict[str, Any]) -> str:
             f"removed {c['filters_removed']}; packets on the fast path after their filter's install "
             f"{cp['fast_path_after_install']}"
             + (f"; forwarded by slices added at run time {cp['forwarded_by_slices_added']}"
-               if cp.get("forwarded_by_slices_added") else ""))  # fmt: skip
+               if cp.get("forwarded_by_slices_added") else "")
+            + _npkd_beside(cp))  # fmt: skip
+
+
+def _npkd_beside(cp: dict[str, Any]) -> str:
+    """npkd beside i3d (spp_gpe -D gpe_ipv4=1): what it answered of the IPv4 slices' records."""
+    n, a = cp.get("npkd"), cp.get("npkd_answers")
+    if not n or not a:
+        return ""
+    c = n["counters"]
+    return (f"\ncontrol plane: npkd beside it on the gpe ({n['state']}): relayed to it {cp['counters']['relayed']}, "
+            f"answers {a['sent']} (matched {a['matched']}: echo replies {c['icmp_echo_reply']}, port unreachable "
+            f"{c['icmp_port_unreachable']}, net unreachable {c['icmp_net_unreachable']}, time exceeded "
+            f"{c['icmp_time_exceeded']}), handed back to i3d {cp['counters']['relayed_back']}")
 
 
 def format_summary(s: dict[str, Any]) -> str:

@@ -34,7 +34,7 @@ void i3d_init(i3d *d, npkd_mem *mem, const i3d_hw *hw)
     memset(d, 0, sizeof *d);
     d->mem = mem;
     d->hw = *hw;
-    d->exc_ring = d->cp_ring = d->relay_ring = -1;
+    d->exc_ring = d->cp_ring = d->relay_ring = d->back_ring = -1;
     d->st.next_handle = 1;                          /* store_init's, without a second memset */
 #define I3D_OPT_DEFAULT(name, dflt) d->opt.name = (dflt);
     I3D_OPTIONS(I3D_OPT_DEFAULT)
@@ -350,6 +350,7 @@ void i3d_exception(i3d *d, uint32_t pw, uint32_t rec)
             d->hw.ring_put(d->hw.ctx, d->relay_ring, pw);       /* the other daemon's (npkd) */
             d->hw.ring_put(d->hw.ctx, d->relay_ring, rec);
             d->stats[I3S_relayed]++;
+            d->back_until = d->now + 200000u;   /* its answer comes back within microseconds */
             log_exc(d, dig, p.len, p.port, code, I3A_RELAYED, 0, p.h);
         } else {
             d->stats[I3S_exc_other]++;
@@ -374,6 +375,35 @@ void i3d_exception(i3d *d, uint32_t pw, uint32_t rec)
     log_exc(d, dig, p.len, p.port, code, p.sent ? I3A_FORWARDED : consumed != d->stats[I3S_gpe_consumed] ? I3A_CONSUMED : I3A_DROPPED,
             p.nsent, p.h);
     if (!p.sent) free_buffer(d, p.h);
+}
+
+int i3d_back(i3d *d)
+{
+    int n = 0;
+    uint32_t pw, port;
+    while (d->back_ring >= 0) {
+        /* npkd puts a frame's two words one request at a time: the first may be here
+         * before the second (kept until it comes) */
+        if (d->back_pw) {
+            pw = d->back_pw;
+        } else if (!d->hw.ring_get(d->hw.ctx, d->back_ring, &pw)) {
+            break;
+        }
+        if (!d->hw.ring_get(d->hw.ctx, d->back_ring, &port)) {
+            d->back_pw = pw;
+            d->back_until = d->now + 200000u;
+            break;
+        }
+        d->back_pw = 0;
+        port &= 0x7FFFFFFFu;                        /* npkd sets bit 31: a word of 0 reads as empty */
+        while (d->cp_room < 2) d->cp_room = d->hw.ring_free(d->hw.ctx, d->cp_ring);
+        d->cp_room -= 2;
+        d->hw.ring_put(d->hw.ctx, d->cp_ring, pw);
+        d->hw.ring_put(d->hw.ctx, d->cp_ring, port);
+        d->stats[I3S_relayed_back]++;
+        n++;
+    }
+    return n;
 }
 
 int i3d_poll(i3d *d, int max)

@@ -3,7 +3,7 @@
  * directive a line, numbers decimal or 0x hex, `#` starts a comment:
  *
  *   sys DESC_BASE DESC_SHIFT N_BUFS BUF_BASE BUF_SHIFT FREELIST_Q
- *   rings EXCEPTIONS CONTROL [RELAY]      scratch rings: records in, frames out, and where
+ *   rings EXCEPTIONS CONTROL [RELAY [BACK]]  scratch rings: records in, frames out, and where
  *                                         records of other slices go (npkd's ring)
  *   tcam ENTRY0 ENTRIES FIRST COUNT       TCAM entry 0's SRAM address, its entries, the
  *                                         daemon's own [FIRST, FIRST + COUNT)
@@ -142,9 +142,11 @@ int i3d_conf_line(i3d *d, char *line, char *err, size_t n)
         return 0;
     }
     if (!strcmp(w, "rings")) {
-        if ((k != 3 && k != 4) || nums(t + 1, k - 1, v) || v[0] > 15 || v[1] > 15 || (k == 4 && v[2] > 15))
-            FAIL("rings EXCEPTIONS CONTROL [RELAY] (scratch rings 0..15)");
-        d->exc_ring = (int)v[0], d->cp_ring = (int)v[1], d->relay_ring = k == 4 ? (int)v[2] : -1;
+        if (k < 3 || k > 5 || nums(t + 1, k - 1, v) || v[0] > 15 || v[1] > 15 || (k >= 4 && v[2] > 15) ||
+            (k == 5 && v[3] > 15))
+            FAIL("rings EXCEPTIONS CONTROL [RELAY [BACK]] (scratch rings 0..15)");
+        d->exc_ring = (int)v[0], d->cp_ring = (int)v[1], d->relay_ring = k >= 4 ? (int)v[2] : -1;
+        d->back_ring = k == 5 ? (int)v[3] : -1;
         return 0;
     }
     if (!strcmp(w, "tcam")) {

@@ -32,6 +32,7 @@
     X(exc_to_gpe)           /* spp_to_gpe on an i3 slice */                               \
     X(exc_other)            /* a code or slice i3d does not handle, not relayed */        \
     X(relayed)              /* records of other slices passed on (the relay ring) */      \
+    X(relayed_back)         /* frames the other daemon (npkd) handed back for cp_to_qm */ \
     X(delivered)            /* frames sent to a trigger's receiver */                    \
     X(copies)               /* ... of those, extra copies (several triggers) */          \
     X(finger_forwarded)     /* packets sent on by a finger */                             \
@@ -143,6 +144,9 @@ typedef struct i3d {
     /* system (microcode/README.md §2) */
     uint32_t desc_base, desc_shift, n_bufs, buf_base, buf_shift, freelist_q;
     int exc_ring, cp_ring, relay_ring;          /* relay -1: none */
+    int back_ring;                              /* the relay's frames back (npkd's): -1 none */
+    uint64_t back_until;                        /* look at the back ring often until then (ns) */
+    uint32_t back_pw;                           /* a frame's first word taken, its second not yet (0: none) */
     uint32_t mitable, mirows, migen;            /* spp.md §4.1 (0: not written; migen: its generation word) */
     uint8_t port_mac[I3D_MAX_PORTS][6];
     uint32_t nports;
@@ -177,6 +181,9 @@ void i3d_command(i3d *d, char *line, i3d_out out, void *ctx);
 
 /* take up to max records off the exception ring and act on each; returns how many */
 int i3d_poll(i3d *d, int max);
+/* the frames the other daemon handed back on the back ring, put on cp_to_qm whole (two
+ * producers on one ring would interleave a frame's two words): how many */
+int i3d_back(i3d *d);
 void i3d_exception(i3d *d, uint32_t pw, uint32_t rec);   /* one record (tests) */
 void i3d_publish(i3d *d, uint32_t starts);
 int i3d_mi_sync(i3d *d);                                  /* restart: rows of slices it does not know out */

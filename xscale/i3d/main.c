@@ -168,13 +168,17 @@ static void wait_for_work(state *s)
 #ifdef NPK_GPE
     uint64_t deadline = s->ctl.lfd >= 0 ? s->now + 1000000u : UINT64_MAX;   /* look at the socket */
     if (i3d_timed_next(&s->d) < deadline) deadline = i3d_timed_next(&s->d);
+    if (s->d.back_ring >= 0 && s->now < s->d.back_until && s->now + 2000u < deadline)
+        deadline = s->now + 2000u;     /* the other daemon's answers: looked for every 2 us */
     if (s->ctl.lfd >= 0 && ctl_pending(&s->ctl)) return;   /* a command read waits for its turn */
     if (npk_dev_wait_until(&s->dev, deadline) < 0) die("device wait failed");
 #else
     struct pollfd p[2 + CTL_CONNS];
     p[0] = (struct pollfd){s->dev.fd, POLLIN, 0};
     int n = 1 + ctl_pollfds(&s->ctl, p + 1, 1 + CTL_CONNS);
-    uint64_t next = i3d_timed_next(&s->d), left = next > s->now ? next - s->now : 0;
+    uint64_t next = i3d_timed_next(&s->d);
+    if (s->d.back_ring >= 0 && s->now < s->d.back_until && s->now + 2000u < next) next = s->now + 2000u;
+    uint64_t left = next > s->now ? next - s->now : 0;
     struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
     int rc = ppoll(p, (nfds_t)n, next == UINT64_MAX ? NULL : &ts, NULL);
     if (rc < 0 && errno != EINTR) die("poll failed: %s", strerror(errno));
@@ -188,6 +192,7 @@ static int run(state *s)
         s->now = s->d.now = clock_full(s);
         i3d_timed_due(&s->d);           /* first: a change is made at its time, not after a batch */
         int n = i3d_poll(&s->d, (int)s->d.opt.batch);
+        if (s->d.back_ring >= 0) i3d_back(&s->d);
         s->now = s->d.now = hw_now(s);  /* the socket's commands are stamped with the clock of then */
         ctl_service(&s->ctl);
         i3d_publish(&s->d, s->starts);

@@ -87,6 +87,19 @@ typedef struct flow_cfg {
     uint64_t idle_us;                       /* idle expiry (0: never) */
 } flow_cfg;
 
+/* SPP mode (docs/spp.md §12): the IPv4 slices' slow path on the GPE.  Records come from
+ * i3d (its relay ring); the frame is the substrate's (Ethernet, outer IPv4, UDP, the
+ * inner IPv4 packet); answers go back encapsulated for the input meta-interface.  Read
+ * from the application's exceptions file (cp.h NPKD_APP_EXCEPTIONS: `spp_mi` and
+ * `spp_local` lines, code action `spp`), so the router's npkd_cfg stays as it is. */
+#define NPKD_SPP_MAX_MI 32
+#define NPKD_SPP_MAX_LOCAL 16
+typedef struct spp_cfg {
+    uint32_t nmi, nlocal;
+    struct { uint32_t port, ip, udp; } mi[NPKD_SPP_MAX_MI];    /* the IPv4 slices' meta-interfaces */
+    struct { uint32_t prefix, len; } local[NPKD_SPP_MAX_LOCAL]; /* the slices' addresses on the GPE */
+} spp_cfg;
+
 typedef struct npkd_cfg {
     port_cfg port[NPKD_MAX_PORTS];
     int nports;

@@ -975,6 +975,25 @@ static const uint8_t *app_exceptions_load(const npkd_cfg *g)
     snprintf(path, sizeof path, "%.*s%s", dir, g->routes_path, NPKD_APP_EXCEPTIONS);
     FILE *fp = fopen(path, "r");
     if (!fp) return no_app_exceptions;
+#ifdef NPK_GPE   /* SPP mode: the gpe placement's build only (the XScale's npkd is the router's, unchanged) */
+    uint8_t *t = calloc(256 + sizeof(spp_cfg), 1);
+    spp_cfg *spp = t ? (spp_cfg *)(t + 256) : NULL;
+    char line[128], act[16];
+    unsigned code, a, b, u;
+    while (t && fgets(line, sizeof line, fp)) {
+        if (sscanf(line, "spp_mi %u %x %u", &a, &b, &u) == 3 && spp->nmi < NPKD_SPP_MAX_MI) {
+            spp->mi[spp->nmi].port = a, spp->mi[spp->nmi].ip = b, spp->mi[spp->nmi++].udp = u;
+            continue;
+        }
+        if (sscanf(line, "spp_local %x %u", &a, &b) == 2 && b <= 32 && spp->nlocal < NPKD_SPP_MAX_LOCAL) {
+            spp->local[spp->nlocal].prefix = a, spp->local[spp->nlocal++].len = b;
+            continue;
+        }
+        if (sscanf(line, "%u %15s", &code, act) != 2 || code < 1 || code > 255) break;
+        t[code] = !strcmp(act, "forward") ? NPKD_EXC_FORWARD : !strcmp(act, "consume") ? NPKD_EXC_CONSUME
+                  : !strcmp(act, "spp") ? NPKD_EXC_SPP : 0;
+    }
+#else
     uint8_t *t = calloc(256, 1);
     char line[128], act[16];
     unsigned code;
@@ -982,6 +1001,7 @@ static const uint8_t *app_exceptions_load(const npkd_cfg *g)
         if (sscanf(line, "%u %15s", &code, act) != 2 || code < 1 || code > 255) break;
         t[code] = !strcmp(act, "forward") ? NPKD_EXC_FORWARD : !strcmp(act, "consume") ? NPKD_EXC_CONSUME : 0;
     }
+#endif
     fclose(fp);
     return t ? t : no_app_exceptions;
 }
@@ -995,6 +1015,9 @@ static __attribute__((noinline)) int app_exception(cp *c, exc_info *x, uint8_t *
     if (!c->app_exc) c->app_exc = app_exceptions_load(c->cfg);
     uint8_t action = c->app_exc[x->reason & 0xFF];
     if (action == NPKD_EXC_NONE) return 0;
+#ifdef NPK_GPE
+    if (action == NPKD_EXC_SPP) return spp_exception(c, x, f, NPKD_APP_SPP(c->app_exc));
+#endif
     x->digest = frame_digest(f, x->len);
     int act = action == NPKD_EXC_FORWARD ? forward(c, x, f, 1) : ACT_CONSUMED;
     if (act == ACT_HELD) return 1;                  /* logged when it leaves the hold queue */
@@ -1002,6 +1025,15 @@ static __attribute__((noinline)) int app_exception(cp *c, exc_info *x, uint8_t *
     if (act != ACT_FORWARDED) free_buffer(c, x->handle);
     return 1;
 }
+
+#ifdef NPK_GPE
+int cp_spp_start(cp *c)
+{
+    if (!c->app_exc) c->app_exc = app_exceptions_load(c->cfg);
+    c->spp_mode = c->app_exc != no_app_exceptions && NPKD_APP_SPP(c->app_exc)->nmi > 0;
+    return c->spp_mode;
+}
+#endif
 
 /* a packet of a flow bound to a plugin (-D classify=flows): the slot's plugin (an empty
  * slot: the packet unchanged), then the rest of the fast path's way (TTL, the route) */
@@ -1103,8 +1135,21 @@ int cp_poll(cp *c, int max)
     const npkd_cfg *g = c->cfg;
     while (n < max) {
         uint32_t pw, rec;
+#ifdef NPK_GPE
+        /* in SPP mode i3d relays a record one word a request: its second may be late */
+        if (c->relay_pw) {
+            pw = c->relay_pw;
+            c->relay_pw = 0;
+        } else
+#endif
         if (!c->hw.ring_get(c->hw.ctx, g->exc_ring, &pw)) break;
         if (!c->hw.ring_get(c->hw.ctx, g->exc_ring, &rec)) {   /* a record is put whole: cannot happen */
+#ifdef NPK_GPE
+            if (c->spp_mode) {
+                c->relay_pw = pw;
+                break;
+            }
+#endif
             c->stats[ST_exc_unknown]++;
             break;
         }

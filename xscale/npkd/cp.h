@@ -122,6 +122,10 @@ typedef struct cp {
     /* an application's exception actions by code (NPKD_EXC_*), read from NPKD_APP_EXCEPTIONS
      * beside the route file when the first code npkit does not know comes (NULL until then) */
     const uint8_t *app_exc;
+#ifdef NPK_GPE
+    int spp_mode;                           /* SPP mode (spp.c): the exceptions file read at start */
+    uint32_t relay_pw;                      /* a relayed record's first word, its second not yet */
+#endif
     flow_table *fl;                         /* -D classify=flows (flows.h), else NULL */
 } cp;
 
@@ -133,7 +137,10 @@ typedef struct cp {
  * runs the code it ran before.  A code the file does not name is dropped as before
  * (exc_unknown). */
 #define NPKD_APP_EXCEPTIONS "npkd.exceptions"
-enum { NPKD_EXC_NONE = 0, NPKD_EXC_CONSUME = 1, NPKD_EXC_FORWARD = 2 };
+enum { NPKD_EXC_NONE = 0, NPKD_EXC_CONSUME = 1, NPKD_EXC_FORWARD = 2, NPKD_EXC_SPP = 3 };
+/* ... "CODE spp": SPP mode (spp.c); the file's `spp_mi PORT IP UDP` and `spp_local PREFIX
+ * LEN` lines (addresses in hex) are kept after the 256 actions (NPKD_APP_SPP) */
+#define NPKD_APP_SPP(app_exc) ((const spp_cfg *)((app_exc) + 256))
 
 int cp_init(cp *c, const npkd_cfg *cfg, npkd_mem *mem, tables *tab, const npkd_hw *hw);
 void cp_free(cp *c);
@@ -179,6 +186,13 @@ char *fmt_ip(char *b, uint32_t a);
 char *fmt_route(char *b, const route_cfg *r);
 /* one exception record (exposed for the unit tests) */
 void cp_exception(cp *c, uint32_t pw, uint32_t rec);
+/* spp.c: a record in SPP mode (cfg->spp; docs/spp.md §12), from the application-exception
+ * path: answered, logged, its buffer sent or freed; 1 */
+int spp_exception(cp *c, exc_info *x, uint8_t *f, const spp_cfg *s);
+#ifdef NPK_GPE
+/* SPP mode: read the exceptions file now; 1 when it names the SPP's meta-interfaces */
+int cp_spp_start(cp *c);
+#endif
 const char *cp_stat_name(int i);
 /* the route model is loaded: install what waited for it */
 void cp_tables_ready(cp *c);

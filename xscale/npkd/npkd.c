@@ -499,6 +499,7 @@ static void wait_for_work(npkd_state *d, uint64_t deadline)
     d->now = npk_dev_now_ns(&d->dev);        /* the turn of the loop took time: sleep to the deadline */
 #ifdef NPK_GPE
     if (d->ctl.lfd >= 0 && deadline > d->now + 1000000u) deadline = d->now + 1000000u;   /* look at the socket */
+    if (d->cp.spp_mode && deadline > d->now + 5000u) deadline = d->now + 5000u;   /* i3d's relay: no interrupt */
     if (d->ctl.lfd >= 0 && ctl_pending(&d->ctl)) return;   /* a command read waits for its turn */
     if (npk_dev_wait_until(&d->dev, deadline) < 0) die("device wait failed");
 #else
@@ -615,6 +616,9 @@ int main(int argc, char **argv)
         d.late_before = d.now;
     else                               /* started again with no journal: the past ones are taken as made */
         while (d.next_change < d.cfg.nchg && d.cfg.chg[d.next_change].at_ns < d.now) d.next_change++;
+#ifdef NPK_GPE
+    cp_spp_start(&d.cp);               /* SPP mode (spp.c): beside i3d, records on its relay ring */
+#endif
     cp_publish(&d.cp, d.state, d.starts);
     rc = run(&d);
     ctl_close(&d.ctl);
