@@ -75,7 +75,7 @@
 // Port p's ring at QM_LM_RING + 128 * p: +0 head, +4 tail (free-running), +64 sixteen
 // entries (a queue address, or paced DFQ's marker: eight keys and a marker at most).
 // Contexts swap only at ctx_arb, so each sequence of local-memory steps is atomic.
-#if (QM_KEY_MASK <= 7) && !defined(QM_SRAM_STATE)   // QM_SRAM_STATE: a layout keeps the SRAM path
+#if (QM_KEY_MASK <= 7)
 #define QM_LM_STATE
 #endif
 #define QM_LM_Q         512         // .. 1535
