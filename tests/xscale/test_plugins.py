@@ -171,3 +171,54 @@ def test_idle_entries_expire(tmp_path: Path) -> None:
     assert verdict["ok"], verdict["reasons"]
     assert "198.18.0.9" in before and "198.18.0.9" not in [a[0] for a in after]
     assert sorted(int(a[3]) for a in after) == [1000, 1001, BOUND]   # the declared flows, running
+
+
+def _udp(cfg: Any, src: str, sport: int) -> bytes:
+    import ipaddress
+
+    from npkit.emulator.traffic.packet import internet_checksum
+
+    f = bytearray(74)
+    f[0:6] = bytes(cfg.ports[0].mac)
+    f[12:14] = b"\x08\x00"
+    f[14], f[22], f[23] = 0x45, 64, 17
+    f[16:18] = (60).to_bytes(2, "big")
+    f[26:30] = int(ipaddress.IPv4Address(src)).to_bytes(4, "big")
+    f[30:34] = int(ipaddress.IPv4Address("10.0.1.10")).to_bytes(4, "big")
+    f[34:36] = sport.to_bytes(2, "big")
+    f[36:38] = (5001).to_bytes(2, "big")
+    f[24:26] = internet_checksum(bytes(f[14:34])).to_bytes(2, "big")
+    return bytes(f)
+
+
+def test_a_packet_judged_before_a_bind_was_read_may_go_round_the_plugin() -> None:
+    """The daemon's log of a flow change is read at the end of a slice; a packet that came
+    just before, judged by the table without the entry, may meet the entry in the chip.
+    Once the change is read the packet may have been excepted to the plugin, and the
+    daemon's forward of it -- which can leave before its log record -- is one of the
+    daemon's frames (`by_daemon`), the DSCP plugin's 46, not a fast-path alternative."""
+    from npkit.emulator.traffic.control import PLUGIN, RouterModel
+    from npkit.emulator.traffic.flows import ACTIONS, FlowModel, load_flows
+    from npkit.emulator.traffic.oracle import Forward
+    from npkit.emulator.traffic.router_config import load_router_config
+
+    cfg = load_router_config(EXAMPLES / "router.yaml")
+    model = RouterModel(cfg)
+    model.flows = FlowModel(load_flows(ROOT / "microcode" / "classify" / "flows.yaml", cfg), cfg)
+    frame = _udp(cfg, "198.18.0.1", UNDECLARED)
+    r = model.process(7, frame, 0, 1_000_000)
+    assert isinstance(r.fast, Forward) and not r.alternatives and not r.by_daemon
+    key = key_of(frame)
+    assert key is not None
+    model.flows.flow_changed(1_010_000, key, 17 << 24 | ACTIONS["plugin"] << 16 | 1)  # bound just after it came
+    assert model.flow_changed_near(7, frame, 0)
+    assert PLUGIN in r.alternatives and r.fast == Forward(r.fast.port, r.fast.data)
+    assert [o.data[15] >> 2 for o in r.by_daemon if isinstance(o, Forward)] == [46]
+    assert not any(isinstance(o, Forward) for o in r.alternatives)  # the fast path forwards it unchanged only as `fast`
+    # a packet of the bound flow, judged round the plugin, then the entry deleted just after it came:
+    # the fast path may have forwarded it itself
+    r2 = model.process(8, frame, 0, 1_100_000)
+    assert r2.fast == PLUGIN and isinstance(r2.final, Forward) and r2.final.data[15] >> 2 == 46
+    model.flows.flow_changed(1_105_000, key, 17 << 24)
+    assert not model.flow_changed_near(8, frame, 0)
+    assert r.fast in r2.alternatives
