@@ -736,7 +736,6 @@ class ControlJudge:
             name = reason_name(self.reasons, "exception", rec.reason)  # the verdict names an undeclared one
             pid = self._identify(rec)
             if pid < 0:
-                self._debug_unmatched(rec)
                 self._hold_end = None
                 comparison["unmatched_exception"] += 1
                 continue
@@ -864,25 +863,6 @@ class ControlJudge:
         self._demand(was, r.final, c.w.lens[i])
         self._settle()  # its frames: expected once it is handled (the caller's next step)
         return True
-
-    def _debug_unmatched(self, rec: LogRecord) -> None:  # I47DEBUG
-        import os, sys
-        if not os.environ.get("I47"):
-            return
-        with open(os.environ["I47"], "a") as f:
-            print("UNMATCHED", rec, "now", self.run.now_ns, "next_pid", self.next_pid, "full_from", self.full_from, file=f)
-            print(" changes", self.model.flows.changes if self.model.flows else None, file=f)
-            print(" history", [(h[0], h[1]) for h in self.model.flows.history] if self.model.flows else None, file=f)
-            print(" chunks", [(c.first, c.end, c.pushed) for c in self.run.chunks], file=f)
-            for c in self.run.chunks:
-                w = c.w
-                for i in range(c.pushed):
-                    pid = c.first + i
-                    if w.ports[i] == rec.in_port and w.lens[i] == rec.length and frame_digest(w.frame(i)) == rec.digest:
-                        r = self.model.results.get(pid)
-                        print(" cand", pid, "t", w.times[i], "fate", c.fate[i], "handled", pid in self.handled,
-                              "kind", c.extra["v"].kind[i], "ver", c.verdicts.kind[i], "indexed", pid in self.indexed,
-                              "res", None if r is None else (r.fast, r.final and type(r.final).__name__, r.reason, r.alternatives), file=f)
 
     def _identify(self, rec: LogRecord) -> int:
         """The input packet a log record is about: by its port, length and digest among
