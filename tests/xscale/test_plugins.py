@@ -222,3 +222,31 @@ def test_a_packet_judged_before_a_bind_was_read_may_go_round_the_plugin() -> Non
     model.flows.flow_changed(1_105_000, key, 17 << 24)
     assert not model.flow_changed_near(8, frame, 0)
     assert r.fast in r2.alternatives
+
+
+def test_a_plugin_packet_whose_frame_left_first_waits_for_its_record() -> None:
+    """The daemon sends a packet round a plugin, then logs it: its window may be let go in
+    between (every packet has a fate).  The judge keeps the packet's index entry until the
+    record comes -- also near a flow change, where the fast path may have forwarded it
+    itself, and where the plugin's frames are alternatives of the daemon's -- so that the
+    record is matched, not `unmatched_exception`."""
+    from types import SimpleNamespace
+
+    from npkit.emulator.traffic.control import PLUGIN, CpResult
+    from npkit.emulator.traffic.oracle import Forward
+    from npkit.emulator.traffic_run import FORWARDED
+    from npkit.toolchain.system.control_run import ControlJudge
+
+    fast, marked = Forward(1, b"a"), Forward(1, b"b")
+    results = {
+        10: CpResult(PLUGIN, final=marked, reason="plugin", by_daemon=[fast]),  # round the plugin; near a plugin change
+        11: CpResult(PLUGIN, final=marked, reason="plugin", alternatives=[fast]),  # ... near an unbind
+        12: CpResult(fast, final=fast, alternatives=[PLUGIN], by_daemon=[marked]),  # ... near a bind
+        13: CpResult(fast, final=fast, alternatives=[Forward(2, b"c")]),  # near a route change: no plugin
+    }
+    judge = object.__new__(ControlJudge)
+    judge.model = SimpleNamespace(results=results)
+    judge.indexed = {pid: (0, 60, pid) for pid in results}
+    judge.handled = set()
+    chunk = SimpleNamespace(first=10, end=14, fate=bytearray([FORWARDED] * 4))
+    assert judge._unlogged(chunk) == {10, 11, 12}
