@@ -74,6 +74,7 @@ CHANGE_WINDOW_NS = 100_000  # a change's time to its last root-entry write (a /9
 ROOT_ENTRY_NS = 500
 
 
+PLUGIN = Except("plugin")  # the fast path's hand-over to a plugin (-D classify=flows)
 PLUGIN_WINDOW_NS = 1_000_000  # a plugin packet handled this long after it came may meet a plugin loaded since
 
 
@@ -432,6 +433,9 @@ class CpResult:
     hold_full: int = -1  # the next hop whose full hold queue dropped it, by this model's count (-1: none)
     installed: int = -1  # the next hop whose MAC forwarding it put in the fast path (-1: none)
     alternatives: list[Outcome] = field(default_factory=list)  # near a route change: the other table's
+    by_daemon: list[Outcome] = field(default_factory=list)  # round a plugin near a change: the daemon's
+    #   forwards it may have made instead (the plugin before or after; not the fast path's: `alternatives`)
+    routed: Outcome | None = None  # the fast path's outcome but for the flow table (-D classify=flows)
     arrived: int = 0  # when it came (the flow table and the plugins as they were then)
 
 
@@ -976,13 +980,16 @@ class RouterModel:
         self.advance(t)
         fast = fast if fast is not None else self.fast.process(frame, in_port)
         flow_alts: list[Outcome] = []
+        routed = fast
         if self.flows is not None:  # the flow table decides before the route lookup
             fast, flow_alts = self.flows.compose(fast, frame, in_port, t, self.flows.window_ns)
         res = CpResult(fast)
-        res.arrived = t
+        res.arrived, res.routed = t, routed
         self.results[pid] = res
         self._alternatives(res, frame, in_port, t)
         res.alternatives += flow_alts
+        if any(o == PLUGIN for o in flow_alts) and fast != PLUGIN:
+            self._bound_near(res, frame, t)
         if not isinstance(fast, Except):
             res.final = fast
             if isinstance(fast, Forward):    # through a next hop the control plane learnt and installed?
@@ -1410,6 +1417,31 @@ class RouterModel:
             return
         self._forward(pid, res, out, True)
 
+    def flow_changed_near(self, pid: int, frame: bytes, in_port: int) -> bool:
+        """A flow change read after packet `pid` was judged, near its arrival (the daemon's
+        log comes at the end of a slice; the fast path may have met the change while the
+        packet was still inside the chip): the outcomes by the tables near its arrival are
+        allowed too.  Whether the fast path may have handed it to a plugin after all."""
+        res = self.results.get(pid)
+        if res is None or self.flows is None or res.routed is None:
+            return False
+        main, alts = self.flows.compose(res.routed, frame, in_port, res.arrived, self.flows.window_ns)
+        for o in (main, *alts):
+            if o != res.fast and o not in res.alternatives:
+                res.alternatives.append(o)
+        if res.fast == PLUGIN or PLUGIN not in res.alternatives:
+            return False
+        self._bound_near(res, frame, res.arrived)
+        return True
+
+    def _bound_near(self, res: CpResult, frame: bytes, t: int) -> None:
+        """A packet of a flow bound to a plugin (or unbound) near its arrival, judged by the
+        table without the binding: the fast path may have excepted it after all, and the
+        daemon's forward round the slot's plugin may leave before its log record comes
+        (`by_daemon`)."""
+        for state in self.flows.slot_states_near(frame, t):
+            self._plugin_alternative(res, frame, state, t)
+
     def plugin_changed(self, at_ns: int, slot: int, state: dict[str, Any] | None) -> None:
         """The daemon loaded (or emptied) a plugin slot at `at_ns`: the model's slot
         follows, and the packets of its flows that came near then may have met the new
@@ -1427,7 +1459,7 @@ class RouterModel:
         if route is None or route[1] is None:
             return
         port, mac, _ = route
-        res.alternatives.append(Forward(port, forward_full(out, mac, self.cfg.ports[port].mac)))
+        res.by_daemon.append(Forward(port, forward_full(out, mac, self.cfg.ports[port].mac)))
 
     def _on_no_route(self, pid: int, res: CpResult, f: bytearray, in_port: int) -> None:
         res.final = Except("no_route")

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from npkit.emulator.traffic.control import (
     CHANGE_WINDOW_NS,
     KILLED,
+    PLUGIN,
     DaemonArp,
     Emitted,
     RouterModel,
@@ -319,9 +320,12 @@ class ControlJudge:
             self._in_flight_of(what[0], self.full_from)
 
     def _in_flight_of(self, key: Any, since_ns: int) -> None:
-        """Packets of flow `key` that came since `since_ns` and that the ledger was left to
-        judge by the C oracle before the change was read, still inside the chip: the
-        model takes them now (either table: FlowModel.compose's alternatives)."""
+        """Packets of flow `key` that came since `since_ns`, judged before the change was
+        read and still inside the chip: the model takes those the ledger was left to
+        judge by the C oracle (either table: FlowModel.compose's alternatives), and
+        allows the outcomes by either table for those it judged already
+        (RouterModel.flow_changed_near) -- one that may now have gone round a plugin
+        is indexed, so that the daemon's record of it is found whenever it comes."""
         from npkit.emulator.traffic.cpkt import FORWARD
         from npkit.emulator.traffic.flows import key_of
 
@@ -331,8 +335,13 @@ class ControlJudge:
             hi = min(c.pushed, max(0, self.next_pid - c.first))
             kind = c.extra["v"].kind
             for j in range(lo, hi):
-                if kind[j] == FORWARD and not c.fate[j] and c.first + j not in self.model.results \
-                        and key_of(w.frame(j)) == key:  # fmt: skip
+                if c.fate[j] or key_of(w.frame(j)) != key:
+                    continue
+                pid = c.first + j
+                if pid in self.model.results:
+                    if self.model.flow_changed_near(pid, w.frame(j), w.ports[j]):
+                        self._index(c, j)
+                elif kind[j] == FORWARD:
                     self._process(c, j)
 
     def _take_changes(self, upto: int | None = None) -> None:
@@ -649,11 +658,9 @@ class ControlJudge:
         # an application's rule decided it (its drop or exception): the model's fast path is that
         app = own if isinstance(own, Drop | Except) and own.reason in self.app_reasons else None
         r = self.model.process(pid, frame, w.ports[i], w.times[i], fast=app)
-        if ck == EXCEPTION or isinstance(r.fast, Except):
-            key = (w.ports[i], w.lens[i], frame_digest(frame))
-            self.index.setdefault(key, deque()).append(pid)
-            self.indexed[pid] = key
-        if ck != EXCEPTION and not r.alternatives and r.fast == own:
+        if ck == EXCEPTION or isinstance(r.fast, Except) or PLUGIN in r.alternatives:
+            self._index(c, i)
+        if ck != EXCEPTION and not r.alternatives and not r.by_daemon and r.fast == own:
             del self.model.results[pid]  # the C oracle's verdict, judged by the ledger
             return
         c.verdicts.kind[i] = PYTHON
@@ -661,6 +668,15 @@ class ControlJudge:
             self.held.add(pid)
         self._expect(pid, r.final)
         self._demand(own, r.final, w.lens[i])
+
+    def _index(self, c: Chunk, i: int) -> None:
+        """Packet i of window c may be excepted: the daemon's log will name it by its port,
+        length and digest (`_identify`)."""
+        w, pid = c.w, c.first + i
+        if pid not in self.indexed:
+            key = (w.ports[i], w.lens[i], frame_digest(w.frame(i)))
+            self.index.setdefault(key, deque()).append(pid)
+            self.indexed[pid] = key
 
     def _expect(self, pid: int, final: Outcome | None) -> None:
         """A packet the control plane forwards after processing its IP options: its frame
@@ -820,6 +836,8 @@ class ControlJudge:
         logged it with that reason, so the model's control plane handles it now, as the
         daemon did, and the packet's fate is that (False: no such alternative)."""
         alt = next((o for o in r.alternatives if isinstance(o, Except) and o.reason == name), None)
+        if alt is not None and alt == PLUGIN and pid in self.unlogged and self.run.chunk_of(pid) is None:
+            return True  # its frame left, judged against the daemon's forwards round the plugin (`by_daemon`)
         return alt is not None and self._handle_as(pid, r, alt)
 
     def _handle_as(self, pid: int, r: Any, alt: Except, late: bool = False) -> bool:
@@ -902,10 +920,22 @@ class ControlJudge:
         out = set()
         for pid in [p for p in self.indexed if c.first <= p < c.end and p not in self.handled]:
             r = self.model.results.get(pid)
-            if (r is not None and c.fate[pid - c.first] & FORWARDED and isinstance(r.fast, Except)
-                    and isinstance(r.final, Forward) and not any(isinstance(o, Forward) for o in r.alternatives)):  # fmt: skip
+            if r is None or not c.fate[pid - c.first] & FORWARDED:
+                continue
+            if isinstance(r.fast, Except) and isinstance(r.final, Forward) and not any(isinstance(o, Forward) for o in r.alternatives):
+                out.add(pid)
+            elif self._round_a_plugin(r):
                 out.add(pid)
         return out
+
+    @staticmethod
+    def _round_a_plugin(r: Any) -> bool:
+        """Whether the daemon may have forwarded the packet round a plugin (-D
+        classify=flows): the model's control plane did, or would have had the fast path
+        met the flow's other entry near a change (`by_daemon`).  Near a change the fast
+        path may have forwarded it itself: then no record comes, and what is kept about
+        it here waits for nothing (only that packet's, by its own digest)."""
+        return (r.fast == PLUGIN and isinstance(r.final, Forward)) or bool(r.by_daemon)
 
     # -- frames
     def _sent(self, em: Emitted, at_ns: int) -> None:
@@ -955,7 +985,7 @@ class ControlJudge:
         r = self.model.results.get(d.pid)
         if r is None:
             return None
-        candidates = [r.final if r.final is not None else r.fast, *r.alternatives]
+        candidates = [r.final if r.final is not None else r.fast, *r.alternatives, *r.by_daemon]
         key = "wrong_bytes"
         if not any(isinstance(o, Forward) for o in candidates):
             key = "wrong_outcome"
