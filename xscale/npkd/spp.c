@@ -1,6 +1,6 @@
 /* spp.c -- npkd's SPP mode (cfg.h spp_cfg; docs/spp.md §12): an IPv4 slice's slow path on
- * the GPE (the gpe placement's build, NPK_GPE).  Its own copies of cp.c's small helpers
- * (buffers, the log); cp.c only calls spp_exception from app_exception. */
+ * the GPE (the gpe placement's build, NPK_GPE).  The buffer helpers are cp.c's
+ * (cp_buffers.h), the log its own; cp.c only calls spp_exception from app_exception. */
 #include <string.h>
 
 #include "cp.h"
@@ -15,30 +15,7 @@ static uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static uint32_t desc_addr(const cp *c, uint32_t h)
-{
-    return c->cfg->sys.desc_base + (h << c->cfg->sys.desc_shift);
-}
-
-static uint8_t *buffer(cp *c, uint32_t h, uint32_t len)
-{
-    return npkd_dram(c->mem, c->cfg->sys.buf_base + (h << c->cfg->sys.buf_shift), len);
-}
-
-static void owned(cp *c, uint32_t h, int on)
-{
-    const npkd_cfg *g = c->cfg;
-    if (h >= g->owned_cap) return;
-    uint32_t a = g->owned_base + NPKD_OWNED_HDR + 4 * (h >> 5), bit = 1u << (h & 31);
-    uint32_t w = npkd_sram_rd(c->mem, a);
-    npkd_sram_wr(c->mem, a, on ? w | bit : w & ~bit);
-}
-
-static void free_buffer(cp *c, uint32_t h)
-{
-    owned(c, h, 0);
-    c->hw.queue_put(c->hw.ctx, c->cfg->sys.freelist_q, desc_addr(c, h));
-}
+#include "cp_buffers.h"   /* desc_addr, buffer, owned, free_buffer: cp.c's */
 
 /* buffer h out of port: its length, then (packet word, port with bit 31 set: a ring get of 0
  * is an empty ring) on the ring back to i3d, which clears the bit (whose one producer npkd
