@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../npkd/hw.h"
 #include "../npkd/mem.h"
 #include "fast.h"
 #include "store.h"
@@ -111,15 +112,7 @@ typedef struct i3d_opts {
 #undef I3D_OPT_FIELD
 } i3d_opts;
 
-typedef struct i3d_hw {
-    void *ctx;
-    int (*ring_get)(void *ctx, int ring, uint32_t *word);      /* 1 got a word, 0 empty */
-    int (*ring_put)(void *ctx, int ring, uint32_t word);
-    uint32_t (*ring_free)(void *ctx, int ring);                 /* words of room */
-    uint32_t (*queue_get)(void *ctx, uint32_t queue);           /* SRAM dequeue: element or 0 */
-    void (*queue_put)(void *ctx, uint32_t queue, uint32_t element);
-    uint64_t (*now_ns)(void *ctx);                              /* emulated time */
-} i3d_hw;
+typedef npkd_hw i3d_hw;   /* rings, queues, clock: npkd/hw.h */
 
 typedef struct i3d_arp {
     uint32_t ip;

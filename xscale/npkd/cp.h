@@ -10,20 +10,12 @@
 #include <stdint.h>
 
 #include "cfg.h"
+#include "hw.h"
 #include "flows.h"
 #include "pkt.h"
 #include "stats.h"
 #include "tables.h"
 
-typedef struct npkd_hw {
-    void *ctx;
-    int (*ring_get)(void *ctx, int ring, uint32_t *word);      /* 1 got a word, 0 empty */
-    int (*ring_put)(void *ctx, int ring, uint32_t word);
-    uint32_t (*ring_free)(void *ctx, int ring);                 /* words of room */
-    uint32_t (*queue_get)(void *ctx, uint32_t queue);           /* SRAM dequeue: element or 0 */
-    void (*queue_put)(void *ctx, uint32_t queue, uint32_t element);
-    uint64_t (*now_ns)(void *ctx);                              /* emulated time */
-} npkd_hw;
 
 /* packet word bit 25: a frame the control plane made (README §3.1); its queue_full drop
  * is counted as control_queue_full */
