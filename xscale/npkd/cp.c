@@ -178,7 +178,7 @@ void cp_free(cp *c)
 
 /* ---- buffers, the control ring, the log ------------------------------------------------ */
 
-#include "cp_buffers.h"   /* desc_addr, buffer, owned, free_buffer */
+#include "cp_buffers.h"   /* desc_addr, buffer, owned, free_buffer, log_exc */
 
 static int alloc_buffer(cp *c, uint32_t *h)
 {
@@ -335,21 +335,6 @@ static int send_frame(cp *c, int port, const uint8_t *f, uint32_t len)
     send_buffer(c, h, len, port, 0x80000000u | PW_CONTROL | h);
     c->stats[ST_frames_sent]++;
     return 0;
-}
-
-static void log_exc(cp *c, const exc_info *x, int action)
-{
-    const npkd_cfg *g = c->cfg;
-    if (!g->log_cap) return;
-    uint32_t a = g->log_base + 16 + 16 * (c->log_count % g->log_cap);
-    npkd_sram_wr(c->mem, a, x->digest);
-    npkd_sram_wr(c->mem, a + 4, x->len << 16 | (x->in_port & 0xFF) << 8 | (x->reason & 0xFF));
-    npkd_sram_wr(c->mem, a + 8, (uint32_t)action << 24 | (x->sent & 0xFF) << 16 | (x->handle & 0xFFFF));
-    npkd_sram_wr(c->mem, a + 12, (uint32_t)(now(c) / 1000));
-    c->log_count++;
-    npkd_sram_wr(c->mem, g->log_base + 4, g->log_cap);
-    npkd_sram_wr(c->mem, g->log_base, c->log_count);     /* last: the host reads up to here */
-    c->stats[ST_log_records]++;
 }
 
 /* ---- ARP cache ------------------------------------------------------------------------------ */

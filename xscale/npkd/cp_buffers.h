@@ -1,7 +1,8 @@
 /* cp_buffers.h -- a packet buffer's descriptor, its bytes and its bit in the owned table
- * (cp.h), for the two files of npkd that hold buffers: cp.c and spp.c.  Plain static
- * functions, one copy in each, so that cp.c compiles to the code it had (the XScale's
- * instruction counts are pinned by tests/router/test_harness_reference.py). */
+ * (cp.h), and the exception log's records, for the two files of npkd that handle
+ * exception records: cp.c and spp.c.  Plain static functions, one copy in each, so
+ * that cp.c compiles to the code it had (the XScale's instruction counts are pinned by
+ * tests/router/test_harness_reference.py). */
 #ifndef NPKD_CP_BUFFERS_H
 #define NPKD_CP_BUFFERS_H
 #include "cp.h"
@@ -30,6 +31,22 @@ static void free_buffer(cp *c, uint32_t h)
 {
     owned(c, h, 0);
     c->hw.queue_put(c->hw.ctx, c->cfg->sys.freelist_q, desc_addr(c, h));
+}
+
+/* the exception log's record of x (cp.h): what was done with it, and when */
+static void log_exc(cp *c, const exc_info *x, int action)
+{
+    const npkd_cfg *g = c->cfg;
+    if (!g->log_cap) return;
+    uint32_t a = g->log_base + 16 + 16 * (c->log_count % g->log_cap);
+    npkd_sram_wr(c->mem, a, x->digest);
+    npkd_sram_wr(c->mem, a + 4, x->len << 16 | (x->in_port & 0xFF) << 8 | (x->reason & 0xFF));
+    npkd_sram_wr(c->mem, a + 8, (uint32_t)action << 24 | (x->sent & 0xFF) << 16 | (x->handle & 0xFFFF));
+    npkd_sram_wr(c->mem, a + 12, (uint32_t)(c->hw.now_ns(c->hw.ctx) / 1000));
+    c->log_count++;
+    npkd_sram_wr(c->mem, g->log_base + 4, g->log_cap);
+    npkd_sram_wr(c->mem, g->log_base, c->log_count);     /* last: the host reads up to here */
+    c->stats[ST_log_records]++;
 }
 
 #endif

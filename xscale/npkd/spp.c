@@ -1,6 +1,6 @@
 /* spp.c -- npkd's SPP mode (cfg.h spp_cfg; docs/spp.md §12): an IPv4 slice's slow path on
- * the GPE (the gpe placement's build, NPK_GPE).  The buffer helpers are cp.c's
- * (cp_buffers.h), the log its own; cp.c only calls spp_exception from app_exception. */
+ * the GPE (the gpe placement's build, NPK_GPE).  The buffer and log helpers
+ * are cp.c's (cp_buffers.h); cp.c only calls spp_exception from app_exception. */
 #include <string.h>
 
 #include "cp.h"
@@ -15,7 +15,7 @@ static uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-#include "cp_buffers.h"   /* desc_addr, buffer, owned, free_buffer: cp.c's */
+#include "cp_buffers.h"   /* desc_addr, buffer, owned, free_buffer, log_exc: cp.c's */
 
 /* buffer h out of port: its length, then (packet word, port with bit 31 set: a ring get of 0
  * is an empty ring) on the ring back to i3d, which clears the bit (whose one producer npkd
@@ -28,21 +28,6 @@ static void send_buffer(cp *c, uint32_t h, uint32_t len, int port, uint32_t pw)
     }
     c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, pw);
     c->hw.ring_put(c->hw.ctx, c->cfg->cp_ring, 0x80000000u | (uint32_t)port);   /* never 0 (empty) */
-}
-
-static void log_exc(cp *c, const exc_info *x, int action)
-{
-    const npkd_cfg *g = c->cfg;
-    if (!g->log_cap) return;
-    uint32_t a = g->log_base + 16 + 16 * (c->log_count % g->log_cap);
-    npkd_sram_wr(c->mem, a, x->digest);
-    npkd_sram_wr(c->mem, a + 4, x->len << 16 | (x->in_port & 0xFF) << 8 | (x->reason & 0xFF));
-    npkd_sram_wr(c->mem, a + 8, (uint32_t)action << 24 | (x->sent & 0xFF) << 16 | (x->handle & 0xFFFF));
-    npkd_sram_wr(c->mem, a + 12, (uint32_t)(c->hw.now_ns(c->hw.ctx) / 1000));
-    c->log_count++;
-    npkd_sram_wr(c->mem, g->log_base + 4, g->log_cap);
-    npkd_sram_wr(c->mem, g->log_base, c->log_count);
-    c->stats[ST_log_records]++;
 }
 
 static uint32_t ts_ms(cp *c)
