@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "i3d.h"
+#include "../npkd/bytes.h"
 
 const char *i3d_stat_name(int i)
 {
@@ -54,23 +55,6 @@ void i3d_free(i3d *d)
 #define UDP 8u
 #define I3_AT (ETH + IP4 + UDP)
 #define I3_HDR 27u
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void wr16(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void wr32(uint8_t *p, uint32_t v)
-{
-    wr16(p, v >> 16);
-    wr16(p + 2, v);
-}
 
 static uint32_t desc_addr(const i3d *d, uint32_t h)
 {

@@ -1,5 +1,6 @@
 /* cp.c -- the control plane engine (cp.h).  Reason codes: microcode/reasons.yaml. */
 #include "cp.h"
+#include "bytes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,11 +118,6 @@ static int commit_change(cp *c, const char *verb, const route_cfg *r, const uint
     if (source) change_log(c, add, r, source);
     tables_commit(c->tab);
     return 0;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static uint64_t now(cp *c)

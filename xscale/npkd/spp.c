@@ -4,16 +4,12 @@
 #include <string.h>
 
 #include "cp.h"
+#include "bytes.h"
 #include "pkt.h"
 
 #ifdef NPK_GPE   /* the gpe placement's build only: the XScale's npkd is the router's, unchanged */
 
 static const uint8_t ZERO_MAC[6];
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 #include "cp_buffers.h"   /* desc_addr, buffer, owned, free_buffer, log_exc: cp.c's */
 
